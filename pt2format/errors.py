@@ -1,0 +1,102 @@
+"""The exception hierarchy: one root, split by what the caller can do.
+
+Every error names where it happened (file, section, offset, field path) and
+what was expected; the same facts are attributes so tools need not parse
+messages. Errors about bad bytes or broken invariants also subclass
+ValueError, as msgpack's do, so generic handlers keep working.
+"""
+
+from __future__ import annotations
+
+
+class Pt2FormatError(Exception):
+    """Root of every error pt2format raises on purpose."""
+
+    def __init__(self, message: str, *, file=None, section=None, offset=None, path=None, expected=None, got=None):
+        self.file = None if file is None else str(file)
+        self.section = section
+        self.offset = offset
+        self.path = path
+        self.expected = expected
+        self.got = got
+        self.detail = message
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = []
+        if self.file is not None:
+            where.append(f"file {self.file!r}")
+        if self.section is not None:
+            where.append(f"section {self.section!r}")
+        if self.offset is not None:
+            where.append(f"offset {self.offset}")
+        if self.path:
+            where.append(f"at {self.path}")
+        msg = self.detail
+        if self.expected is not None or self.got is not None:
+            msg += f" (expected {self.expected}, got {self.got})"
+        return f"{', '.join(where)}: {msg}" if where else msg
+
+    def with_context(self, *, file=None, section=None, path_prefix=None):
+        """Add where-information as the error unwinds; returns self for `raise`."""
+        if file is not None and self.file is None:
+            self.file = str(file)
+        if section is not None and self.section is None:
+            self.section = section
+        if path_prefix:
+            self.path = f"{path_prefix}.{self.path}" if self.path else path_prefix
+        self.args = (self._render(),)
+        return self
+
+    def __str__(self) -> str:
+        return self._render()
+
+
+class FormatError(Pt2FormatError, ValueError):
+    """The bytes are not a well-formed pt2format file."""
+
+
+class HeaderError(FormatError):
+    """Bad magic, header length, header checksum or section table."""
+
+
+class ChecksumError(FormatError):
+    """A section or storage does not match its recorded checksum."""
+
+
+class SegmentError(FormatError):
+    """A section or storage is out of bounds, misaligned or overlapping."""
+
+
+class EncodingError(FormatError):
+    """The program section cannot be decoded in its declared encoding."""
+
+
+class LimitError(FormatError):
+    """A size or nesting depth exceeds a safety limit."""
+
+
+class VersionError(Pt2FormatError):
+    """The file needs a newer (or different) reader."""
+
+
+class UnsupportedFeatureError(VersionError):
+    """The file uses a required feature this reader does not know."""
+
+
+class ValidationError(Pt2FormatError, ValueError):
+    """The program decodes but breaks an invariant (types, references, ranges)."""
+
+
+class ExportError(Pt2FormatError):
+    """An ExportedProgram cannot be converted to the schema."""
+
+
+class LoadError(Pt2FormatError):
+    """A decoded program cannot be rebuilt as a torch ExportedProgram."""
+
+
+__all__ = [
+    "Pt2FormatError", "FormatError", "HeaderError", "ChecksumError", "SegmentError", "EncodingError",
+    "LimitError", "VersionError", "UnsupportedFeatureError", "ValidationError", "ExportError", "LoadError",
+]

