@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Install everything the tests need (Python venv, C++ and TypeScript toolchains
+# through their own scripts) and run the whole suite: the fast tests and the
+# full conformance corpus (--corpus). Extra arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup_venv.sh test
+export PATH="$PWD/.venv/bin:$PATH"
+set +e
+.venv/bin/python -m pytest -n 2 --dist loadgroup --timeout 1200 --corpus "$@"
+rc=$?
+set -e
+# pytest exit 5 means no tests ran: that is a failure here, not a pass.
+exit $rc
