@@ -1,0 +1,11 @@
+"""pt2format.exporter: torch.export.ExportedProgram -> pt2format schema objects and data (imports torch).
+
+`save_programs` writes a file; `export_package` does the conversion in memory
+and returns (Package, storage payloads); `export_program` converts one
+program into shared tensor/operator tables.
+"""
+
+from ._program import export_package, export_program
+from ._save import save_programs
+
+__all__ = ["export_program", "export_package", "save_programs"]

@@ -28,6 +28,8 @@ FBS = ROOT / "schema" / "pt2format.fbs"
 
 OUT_PY_MODEL = ROOT / "pt2format" / "_generated" / "model.py"
 OUT_PY_FBREAD = ROOT / "pt2format" / "_generated" / "fb_reader.py"
+OUT_PY_FBWRITE = ROOT / "pt2format" / "_generated" / "fb_writer.py"
+OUT_PY_MSGPACK = ROOT / "pt2format" / "_generated" / "msgpack_codec.py"
 OUT_JSONSCHEMA = ROOT / "schema" / "pt2format.schema.json"
 # A copy inside the package, so an installed (non-editable) pt2format can validate JSON.
 OUT_JSONSCHEMA_PKG = ROOT / "pt2format" / "_generated" / "pt2format.schema.json"
@@ -454,6 +456,22 @@ def gen_python_fb_reader(s: FSchema, version: str) -> str:
     return header_line("#", version) + generate(s, _Model(s))
 
 
+def gen_python_fb_writer(s: FSchema, version: str) -> str:
+    """Delegates to the FlatBuffers writer generator (pt2format's fast encoder)."""
+    sys.path.insert(0, str(ROOT / "schema"))
+    from gen_fb_writer import generate  # noqa: E402 - sibling generator module
+
+    return header_line("#", version) + generate(s, _Model(s))
+
+
+def gen_python_msgpack_codec(s: FSchema, version: str) -> str:
+    """Delegates to the MessagePack codec generator."""
+    sys.path.insert(0, str(ROOT / "schema"))
+    from gen_msgpack_codec import generate  # noqa: E402 - sibling generator module
+
+    return header_line("#", version) + generate(s, _Model(s))
+
+
 # ---------------------------------------------------------------------------
 
 def generate_all() -> dict[Path, str]:
@@ -470,6 +488,10 @@ def generate_all() -> dict[Path, str]:
         files[OUT_JSONSCHEMA_PKG] = files[OUT_JSONSCHEMA]
         if (ROOT / "schema" / "gen_fb_reader.py").exists():
             files[OUT_PY_FBREAD] = gen_python_fb_reader(s, version)
+        if (ROOT / "schema" / "gen_fb_writer.py").exists():
+            files[OUT_PY_FBWRITE] = gen_python_fb_writer(s, version)
+        if (ROOT / "schema" / "gen_msgpack_codec.py").exists():
+            files[OUT_PY_MSGPACK] = gen_python_msgpack_codec(s, version)
         for rel, text in gen_ts(tmp, version).items():
             files[OUT_TS_DIR / rel] = text
     return files

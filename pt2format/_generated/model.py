@@ -969,19 +969,21 @@ class ModuleStackEntry(ModelObject):
 
 class NamedArgument(ModelObject):
     """An input of a node, with its parameter name from the operator schema."""
-    __slots__ = ('name', 'value', 'kind')
+    __slots__ = ('name', 'value', 'kind', 'is_tuple')
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
         ('name', 0, 'string', None, None, None, False, False),
         ('value', 2, 'union', None, 'ArgumentValue', None, False, False),
         ('kind', 3, 'enum', 'uint8', 'ArgumentKind', 0, False, False),
+        ('is_tuple', 4, 'scalar', 'bool', None, False, False, False),
     )
 
-    def __init__(self, name=None, value=None, kind=0):
+    def __init__(self, name=None, value=None, kind=0, is_tuple=False):
         self.name = name
         self.value = value
         self.kind = kind
+        self.is_tuple = is_tuple
 
 
 class NamedTupleDef(ModelObject):
@@ -1014,7 +1016,7 @@ class NestedTensorListArgument(ModelObject):
 
 class Node(ModelObject):
     """An operation in a graph (an FX `call_function` node)."""
-    __slots__ = ('name', 'target', 'inputs', 'outputs', 'metadata', 'is_hop_single_tensor_return')
+    __slots__ = ('name', 'target', 'inputs', 'outputs', 'metadata', 'is_hop_single_tensor_return', 'unbound_outputs')
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1024,15 +1026,17 @@ class Node(ModelObject):
         ('outputs', 3, 'vector', 'table', 'Argument', None, False, False),
         ('metadata', 4, 'table', None, 'NodeMetadata', None, False, False),
         ('is_hop_single_tensor_return', 5, 'scalar', 'bool', None, False, False, False),
+        ('unbound_outputs', 6, 'vector', 'uint32', None, None, False, False),
     )
 
-    def __init__(self, name=None, target=None, inputs=None, outputs=None, metadata=None, is_hop_single_tensor_return=False):
+    def __init__(self, name=None, target=None, inputs=None, outputs=None, metadata=None, is_hop_single_tensor_return=False, unbound_outputs=None):
         self.name = name
         self.target = target
         self.inputs = [] if inputs is None else inputs
         self.outputs = [] if outputs is None else outputs
         self.metadata = metadata
         self.is_hop_single_tensor_return = is_hop_single_tensor_return
+        self.unbound_outputs = [] if unbound_outputs is None else unbound_outputs
 
 
 class NodeMetadata(ModelObject):
@@ -1736,7 +1740,7 @@ class SymIntValue(ModelObject):
 
 class Symbol(ModelObject):
     """A free symbol of the program's shape environment, such as `s0` (an input size) or `u0` (an unbacked value from `.item()`)."""
-    __slots__ = ('name', 'kind', 'range', 'hint', 'has_hint')
+    __slots__ = ('name', 'kind', 'range', 'hint', 'has_hint', 'positive')
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1745,14 +1749,16 @@ class Symbol(ModelObject):
         ('range', 2, 'table', None, 'ValueRange', None, False, False),
         ('hint', 3, 'scalar', 'int64', None, 0, False, False),
         ('has_hint', 4, 'scalar', 'bool', None, False, False, False),
+        ('positive', 5, 'scalar', 'bool', None, False, False, False),
     )
 
-    def __init__(self, name=None, kind=0, range=None, hint=0, has_hint=False):
+    def __init__(self, name=None, kind=0, range=None, hint=0, has_hint=False, positive=False):
         self.name = name
         self.kind = kind
         self.range = range
         self.hint = hint
         self.has_hint = has_hint
+        self.positive = positive
 
 
 class Tensor(ModelObject):

@@ -3380,7 +3380,8 @@ struct Symbol FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
     VT_KIND = 6,
     VT_RANGE = 8,
     VT_HINT = 10,
-    VT_HAS_HINT = 12
+    VT_HAS_HINT = 12,
+    VT_POSITIVE = 14
   };
   /// Symbol name as torch prints it (`s0`, `u3`, ...). Unique per program.
   const ::flatbuffers::String *name() const {
@@ -3403,6 +3404,13 @@ struct Symbol FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   bool has_hint() const {
     return GetField<uint8_t>(VT_HAS_HINT, 0) != 0;
   }
+  /// True when the symbol carries sympy's `positive` assumption (torch gives
+  /// it to input size symbols, not to plain integer inputs). Symbols compare
+  /// equal only with the same assumptions, so readers rebuilding sympy
+  /// symbols must apply it.
+  bool positive() const {
+    return GetField<uint8_t>(VT_POSITIVE, 0) != 0;
+  }
   template <bool B = false>
   bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
     return VerifyTableStart(verifier) &&
@@ -3413,6 +3421,7 @@ struct Symbol FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
            verifier.VerifyTable(range()) &&
            VerifyField<int64_t>(verifier, VT_HINT, 8) &&
            VerifyField<uint8_t>(verifier, VT_HAS_HINT, 1) &&
+           VerifyField<uint8_t>(verifier, VT_POSITIVE, 1) &&
            verifier.EndTable();
   }
 };
@@ -3436,6 +3445,9 @@ struct SymbolBuilder {
   void add_has_hint(bool has_hint) {
     fbb_.AddElement<uint8_t>(Symbol::VT_HAS_HINT, static_cast<uint8_t>(has_hint), 0);
   }
+  void add_positive(bool positive) {
+    fbb_.AddElement<uint8_t>(Symbol::VT_POSITIVE, static_cast<uint8_t>(positive), 0);
+  }
   explicit SymbolBuilder(::flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
     start_ = fbb_.StartTable();
@@ -3453,11 +3465,13 @@ inline ::flatbuffers::Offset<Symbol> CreateSymbol(
     pt2format::SymbolKind kind = pt2format::SymbolKind::UNSPECIFIED,
     ::flatbuffers::Offset<pt2format::ValueRange> range = 0,
     int64_t hint = 0,
-    bool has_hint = false) {
+    bool has_hint = false,
+    bool positive = false) {
   SymbolBuilder builder_(_fbb);
   builder_.add_hint(hint);
   builder_.add_range(range);
   builder_.add_name(name);
+  builder_.add_positive(positive);
   builder_.add_has_hint(has_hint);
   builder_.add_kind(kind);
   return builder_.Finish();
@@ -3474,7 +3488,8 @@ inline ::flatbuffers::Offset<Symbol> CreateSymbolDirect(
     pt2format::SymbolKind kind = pt2format::SymbolKind::UNSPECIFIED,
     ::flatbuffers::Offset<pt2format::ValueRange> range = 0,
     int64_t hint = 0,
-    bool has_hint = false) {
+    bool has_hint = false,
+    bool positive = false) {
   auto name__ = name ? _fbb.CreateString(name) : 0;
   return pt2format::CreateSymbol(
       _fbb,
@@ -3482,7 +3497,8 @@ inline ::flatbuffers::Offset<Symbol> CreateSymbolDirect(
       kind,
       range,
       hint,
-      has_hint);
+      has_hint,
+      positive);
 }
 
 /// One node of a structured symbolic expression. Only the fields its `kind`
@@ -6612,7 +6628,8 @@ struct NamedArgument FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
     VT_NAME = 4,
     VT_VALUE_TYPE = 6,
     VT_VALUE = 8,
-    VT_KIND = 10
+    VT_KIND = 10,
+    VT_IS_TUPLE = 12
   };
   /// Parameter name (may be empty for higher-order operators).
   const ::flatbuffers::String *name() const {
@@ -6726,6 +6743,12 @@ struct NamedArgument FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   pt2format::ArgumentKind kind() const {
     return static_cast<pt2format::ArgumentKind>(GetField<uint8_t>(VT_KIND, 0));
   }
+  /// True when a list-valued argument (`TensorListArgument`, `IntListArgument`,
+  /// ...) was passed as a tuple rather than a list. Higher-order operators
+  /// take both, e.g. `scan(f, [init], [xs], ())`; other operators take lists.
+  bool is_tuple() const {
+    return GetField<uint8_t>(VT_IS_TUPLE, 0) != 0;
+  }
   template <bool B = false>
   bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
     return VerifyTableStart(verifier) &&
@@ -6735,6 +6758,7 @@ struct NamedArgument FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
            VerifyOffset(verifier, VT_VALUE) &&
            VerifyArgumentValue(verifier, value(), value_type()) &&
            VerifyField<uint8_t>(verifier, VT_KIND, 1) &&
+           VerifyField<uint8_t>(verifier, VT_IS_TUPLE, 1) &&
            verifier.EndTable();
   }
 };
@@ -6883,6 +6907,9 @@ struct NamedArgumentBuilder {
   void add_kind(pt2format::ArgumentKind kind) {
     fbb_.AddElement<uint8_t>(NamedArgument::VT_KIND, static_cast<uint8_t>(kind), 0);
   }
+  void add_is_tuple(bool is_tuple) {
+    fbb_.AddElement<uint8_t>(NamedArgument::VT_IS_TUPLE, static_cast<uint8_t>(is_tuple), 0);
+  }
   explicit NamedArgumentBuilder(::flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
     start_ = fbb_.StartTable();
@@ -6899,10 +6926,12 @@ inline ::flatbuffers::Offset<NamedArgument> CreateNamedArgument(
     ::flatbuffers::Offset<::flatbuffers::String> name = 0,
     pt2format::ArgumentValue value_type = pt2format::ArgumentValue::NONE,
     ::flatbuffers::Offset<void> value = 0,
-    pt2format::ArgumentKind kind = pt2format::ArgumentKind::UNSPECIFIED) {
+    pt2format::ArgumentKind kind = pt2format::ArgumentKind::UNSPECIFIED,
+    bool is_tuple = false) {
   NamedArgumentBuilder builder_(_fbb);
   builder_.add_value(value);
   builder_.add_name(name);
+  builder_.add_is_tuple(is_tuple);
   builder_.add_kind(kind);
   builder_.add_value_type(value_type);
   return builder_.Finish();
@@ -6918,14 +6947,16 @@ inline ::flatbuffers::Offset<NamedArgument> CreateNamedArgumentDirect(
     const char *name = nullptr,
     pt2format::ArgumentValue value_type = pt2format::ArgumentValue::NONE,
     ::flatbuffers::Offset<void> value = 0,
-    pt2format::ArgumentKind kind = pt2format::ArgumentKind::UNSPECIFIED) {
+    pt2format::ArgumentKind kind = pt2format::ArgumentKind::UNSPECIFIED,
+    bool is_tuple = false) {
   auto name__ = name ? _fbb.CreateString(name) : 0;
   return pt2format::CreateNamedArgument(
       _fbb,
       name__,
       value_type,
       value,
-      kind);
+      kind,
+      is_tuple);
 }
 
 /// One entry of `nn_module_stack`: the module a node was traced in.
@@ -7668,7 +7699,8 @@ struct Node FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
     VT_INPUTS = 8,
     VT_OUTPUTS = 10,
     VT_METADATA = 12,
-    VT_IS_HOP_SINGLE_TENSOR_RETURN = 14
+    VT_IS_HOP_SINGLE_TENSOR_RETURN = 14,
+    VT_UNBOUND_OUTPUTS = 16
   };
   /// Node name, unique in its graph.
   const ::flatbuffers::String *name() const {
@@ -7696,6 +7728,14 @@ struct Node FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   bool is_hop_single_tensor_return() const {
     return GetField<uint8_t>(VT_IS_HOP_SINGLE_TENSOR_RETURN, 0) != 0;
   }
+  /// FX graphs unpack the values of a multi-output node with `getitem` nodes.
+  /// Positions in `outputs` (or, when the only output is a list, in that list)
+  /// of the values the producing graph did not unpack, so that loaders which
+  /// build FX graphs create no `getitem` node for them. Sorted and unique;
+  /// empty means every value is unpacked.
+  const ::flatbuffers::Vector<uint32_t> *unbound_outputs() const {
+    return GetPointer<const ::flatbuffers::Vector<uint32_t> *>(VT_UNBOUND_OUTPUTS);
+  }
   template <bool B = false>
   bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
     return VerifyTableStart(verifier) &&
@@ -7712,6 +7752,8 @@ struct Node FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
            VerifyOffset(verifier, VT_METADATA) &&
            verifier.VerifyTable(metadata()) &&
            VerifyField<uint8_t>(verifier, VT_IS_HOP_SINGLE_TENSOR_RETURN, 1) &&
+           VerifyOffset(verifier, VT_UNBOUND_OUTPUTS) &&
+           verifier.VerifyVector(unbound_outputs()) &&
            verifier.EndTable();
   }
 };
@@ -7738,6 +7780,9 @@ struct NodeBuilder {
   void add_is_hop_single_tensor_return(bool is_hop_single_tensor_return) {
     fbb_.AddElement<uint8_t>(Node::VT_IS_HOP_SINGLE_TENSOR_RETURN, static_cast<uint8_t>(is_hop_single_tensor_return), 0);
   }
+  void add_unbound_outputs(::flatbuffers::Offset<::flatbuffers::Vector<uint32_t>> unbound_outputs) {
+    fbb_.AddOffset(Node::VT_UNBOUND_OUTPUTS, unbound_outputs);
+  }
   explicit NodeBuilder(::flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
     start_ = fbb_.StartTable();
@@ -7756,8 +7801,10 @@ inline ::flatbuffers::Offset<Node> CreateNode(
     ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::NamedArgument>>> inputs = 0,
     ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::Argument>>> outputs = 0,
     ::flatbuffers::Offset<pt2format::NodeMetadata> metadata = 0,
-    bool is_hop_single_tensor_return = false) {
+    bool is_hop_single_tensor_return = false,
+    ::flatbuffers::Offset<::flatbuffers::Vector<uint32_t>> unbound_outputs = 0) {
   NodeBuilder builder_(_fbb);
+  builder_.add_unbound_outputs(unbound_outputs);
   builder_.add_metadata(metadata);
   builder_.add_outputs(outputs);
   builder_.add_inputs(inputs);
@@ -7779,11 +7826,13 @@ inline ::flatbuffers::Offset<Node> CreateNodeDirect(
     const std::vector<::flatbuffers::Offset<pt2format::NamedArgument>> *inputs = nullptr,
     const std::vector<::flatbuffers::Offset<pt2format::Argument>> *outputs = nullptr,
     ::flatbuffers::Offset<pt2format::NodeMetadata> metadata = 0,
-    bool is_hop_single_tensor_return = false) {
+    bool is_hop_single_tensor_return = false,
+    const std::vector<uint32_t> *unbound_outputs = nullptr) {
   auto name__ = name ? _fbb.CreateString(name) : 0;
   auto target__ = target ? _fbb.CreateString(target) : 0;
   auto inputs__ = inputs ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::NamedArgument>>(*inputs) : 0;
   auto outputs__ = outputs ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::Argument>>(*outputs) : 0;
+  auto unbound_outputs__ = unbound_outputs ? _fbb.CreateVector<uint32_t>(*unbound_outputs) : 0;
   return pt2format::CreateNode(
       _fbb,
       name__,
@@ -7791,7 +7840,8 @@ inline ::flatbuffers::Offset<Node> CreateNodeDirect(
       inputs__,
       outputs__,
       metadata,
-      is_hop_single_tensor_return);
+      is_hop_single_tensor_return,
+      unbound_outputs__);
 }
 
 /// A named tensor value and its metadata.
@@ -12382,6 +12432,7 @@ inline const ::flatbuffers::TypeTable *SymbolTypeTable() {
     { ::flatbuffers::ET_UCHAR, 0, 0 },
     { ::flatbuffers::ET_SEQUENCE, 0, 1 },
     { ::flatbuffers::ET_LONG, 0, -1 },
+    { ::flatbuffers::ET_BOOL, 0, -1 },
     { ::flatbuffers::ET_BOOL, 0, -1 }
   };
   static const ::flatbuffers::TypeFunction type_refs[] = {
@@ -12393,10 +12444,11 @@ inline const ::flatbuffers::TypeTable *SymbolTypeTable() {
     "kind",
     "range",
     "hint",
-    "has_hint"
+    "has_hint",
+    "positive"
   };
   static const ::flatbuffers::TypeTable tt = {
-    ::flatbuffers::ST_TABLE, 5, type_codes, type_refs, nullptr, nullptr, names
+    ::flatbuffers::ST_TABLE, 6, type_codes, type_refs, nullptr, nullptr, names
   };
   return &tt;
 }
@@ -13066,7 +13118,8 @@ inline const ::flatbuffers::TypeTable *NamedArgumentTypeTable() {
     { ::flatbuffers::ET_STRING, 0, -1 },
     { ::flatbuffers::ET_UTYPE, 0, 0 },
     { ::flatbuffers::ET_SEQUENCE, 0, 0 },
-    { ::flatbuffers::ET_UCHAR, 0, 1 }
+    { ::flatbuffers::ET_UCHAR, 0, 1 },
+    { ::flatbuffers::ET_BOOL, 0, -1 }
   };
   static const ::flatbuffers::TypeFunction type_refs[] = {
     pt2format::ArgumentValueTypeTable,
@@ -13076,10 +13129,11 @@ inline const ::flatbuffers::TypeTable *NamedArgumentTypeTable() {
     "name",
     "value_type",
     "value",
-    "kind"
+    "kind",
+    "is_tuple"
   };
   static const ::flatbuffers::TypeTable tt = {
-    ::flatbuffers::ST_TABLE, 4, type_codes, type_refs, nullptr, nullptr, names
+    ::flatbuffers::ST_TABLE, 5, type_codes, type_refs, nullptr, nullptr, names
   };
   return &tt;
 }
@@ -13235,7 +13289,8 @@ inline const ::flatbuffers::TypeTable *NodeTypeTable() {
     { ::flatbuffers::ET_SEQUENCE, 1, 0 },
     { ::flatbuffers::ET_SEQUENCE, 1, 1 },
     { ::flatbuffers::ET_SEQUENCE, 0, 2 },
-    { ::flatbuffers::ET_BOOL, 0, -1 }
+    { ::flatbuffers::ET_BOOL, 0, -1 },
+    { ::flatbuffers::ET_UINT, 1, -1 }
   };
   static const ::flatbuffers::TypeFunction type_refs[] = {
     pt2format::NamedArgumentTypeTable,
@@ -13248,10 +13303,11 @@ inline const ::flatbuffers::TypeTable *NodeTypeTable() {
     "inputs",
     "outputs",
     "metadata",
-    "is_hop_single_tensor_return"
+    "is_hop_single_tensor_return",
+    "unbound_outputs"
   };
   static const ::flatbuffers::TypeTable tt = {
-    ::flatbuffers::ST_TABLE, 6, type_codes, type_refs, nullptr, nullptr, names
+    ::flatbuffers::ST_TABLE, 7, type_codes, type_refs, nullptr, nullptr, names
   };
   return &tt;
 }

@@ -61,8 +61,18 @@ kind():ArgumentKind {
   return offset ? this.bb!.readUint8(this.bb_pos + offset) : ArgumentKind.UNSPECIFIED;
 }
 
+/**
+ * True when a list-valued argument (`TensorListArgument`, `IntListArgument`,
+ * ...) was passed as a tuple rather than a list. Higher-order operators
+ * take both, e.g. `scan(f, [init], [xs], ())`; other operators take lists.
+ */
+isTuple():boolean {
+  const offset = this.bb!.__offset(this.bb_pos, 12);
+  return offset ? !!this.bb!.readInt8(this.bb_pos + offset) : false;
+}
+
 static startNamedArgument(builder:flatbuffers.Builder) {
-  builder.startObject(4);
+  builder.startObject(5);
 }
 
 static addName(builder:flatbuffers.Builder, nameOffset:flatbuffers.Offset) {
@@ -81,17 +91,22 @@ static addKind(builder:flatbuffers.Builder, kind:ArgumentKind) {
   builder.addFieldInt8(3, kind, ArgumentKind.UNSPECIFIED);
 }
 
+static addIsTuple(builder:flatbuffers.Builder, isTuple:boolean) {
+  builder.addFieldInt8(4, +isTuple, +false);
+}
+
 static endNamedArgument(builder:flatbuffers.Builder):flatbuffers.Offset {
   const offset = builder.endObject();
   return offset;
 }
 
-static createNamedArgument(builder:flatbuffers.Builder, nameOffset:flatbuffers.Offset, valueType:ArgumentValue, valueOffset:flatbuffers.Offset, kind:ArgumentKind):flatbuffers.Offset {
+static createNamedArgument(builder:flatbuffers.Builder, nameOffset:flatbuffers.Offset, valueType:ArgumentValue, valueOffset:flatbuffers.Offset, kind:ArgumentKind, isTuple:boolean):flatbuffers.Offset {
   NamedArgument.startNamedArgument(builder);
   NamedArgument.addName(builder, nameOffset);
   NamedArgument.addValueType(builder, valueType);
   NamedArgument.addValue(builder, valueOffset);
   NamedArgument.addKind(builder, kind);
+  NamedArgument.addIsTuple(builder, isTuple);
   return NamedArgument.endNamedArgument(builder);
 }
 }

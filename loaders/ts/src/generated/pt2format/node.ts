@@ -95,8 +95,30 @@ isHopSingleTensorReturn():boolean {
   return offset ? !!this.bb!.readInt8(this.bb_pos + offset) : false;
 }
 
+/**
+ * FX graphs unpack the values of a multi-output node with `getitem` nodes.
+ * Positions in `outputs` (or, when the only output is a list, in that list)
+ * of the values the producing graph did not unpack, so that loaders which
+ * build FX graphs create no `getitem` node for them. Sorted and unique;
+ * empty means every value is unpacked.
+ */
+unboundOutputs(index: number):number|null {
+  const offset = this.bb!.__offset(this.bb_pos, 16);
+  return offset ? this.bb!.readUint32(this.bb!.__vector(this.bb_pos + offset) + index * 4) : 0;
+}
+
+unboundOutputsLength():number {
+  const offset = this.bb!.__offset(this.bb_pos, 16);
+  return offset ? this.bb!.__vector_len(this.bb_pos + offset) : 0;
+}
+
+unboundOutputsArray():Uint32Array|null {
+  const offset = this.bb!.__offset(this.bb_pos, 16);
+  return offset ? new Uint32Array(this.bb!.bytes().buffer, this.bb!.bytes().byteOffset + this.bb!.__vector(this.bb_pos + offset), this.bb!.__vector_len(this.bb_pos + offset)) : null;
+}
+
 static startNode(builder:flatbuffers.Builder) {
-  builder.startObject(6);
+  builder.startObject(7);
 }
 
 static addName(builder:flatbuffers.Builder, nameOffset:flatbuffers.Offset) {
@@ -145,6 +167,27 @@ static addMetadata(builder:flatbuffers.Builder, metadataOffset:flatbuffers.Offse
 
 static addIsHopSingleTensorReturn(builder:flatbuffers.Builder, isHopSingleTensorReturn:boolean) {
   builder.addFieldInt8(5, +isHopSingleTensorReturn, +false);
+}
+
+static addUnboundOutputs(builder:flatbuffers.Builder, unboundOutputsOffset:flatbuffers.Offset) {
+  builder.addFieldOffset(6, unboundOutputsOffset, 0);
+}
+
+static createUnboundOutputsVector(builder:flatbuffers.Builder, data:number[]|Uint32Array):flatbuffers.Offset;
+/**
+ * @deprecated This Uint8Array overload will be removed in the future.
+ */
+static createUnboundOutputsVector(builder:flatbuffers.Builder, data:number[]|Uint8Array):flatbuffers.Offset;
+static createUnboundOutputsVector(builder:flatbuffers.Builder, data:number[]|Uint32Array|Uint8Array):flatbuffers.Offset {
+  builder.startVector(4, data.length, 4);
+  for (let i = data.length - 1; i >= 0; i--) {
+    builder.addInt32(data[i]!);
+  }
+  return builder.endVector();
+}
+
+static startUnboundOutputsVector(builder:flatbuffers.Builder, numElems:number) {
+  builder.startVector(4, numElems, 4);
 }
 
 static endNode(builder:flatbuffers.Builder):flatbuffers.Offset {

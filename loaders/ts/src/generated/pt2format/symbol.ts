@@ -74,8 +74,19 @@ hasHint():boolean {
   return offset ? !!this.bb!.readInt8(this.bb_pos + offset) : false;
 }
 
+/**
+ * True when the symbol carries sympy's `positive` assumption (torch gives
+ * it to input size symbols, not to plain integer inputs). Symbols compare
+ * equal only with the same assumptions, so readers rebuilding sympy
+ * symbols must apply it.
+ */
+positive():boolean {
+  const offset = this.bb!.__offset(this.bb_pos, 14);
+  return offset ? !!this.bb!.readInt8(this.bb_pos + offset) : false;
+}
+
 static startSymbol(builder:flatbuffers.Builder) {
-  builder.startObject(5);
+  builder.startObject(6);
 }
 
 static addName(builder:flatbuffers.Builder, nameOffset:flatbuffers.Offset) {
@@ -96,6 +107,10 @@ static addHint(builder:flatbuffers.Builder, hint:bigint) {
 
 static addHasHint(builder:flatbuffers.Builder, hasHint:boolean) {
   builder.addFieldInt8(4, +hasHint, +false);
+}
+
+static addPositive(builder:flatbuffers.Builder, positive:boolean) {
+  builder.addFieldInt8(5, +positive, +false);
 }
 
 static endSymbol(builder:flatbuffers.Builder):flatbuffers.Offset {

@@ -1,0 +1,186 @@
+"""Run a program on recorded inputs and compare what it returns with recorded results.
+
+Shared by the producer (which records torch's results for the original
+program) and the fresh loader process (which compares the loaded program's
+results with them). Every run starts from the program's initial state:
+`ep.module()` shares tensors with the ExportedProgram, so a buffer mutated in
+forward would otherwise leak into the next run.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import torch
+import torch.utils._pytree as pytree
+
+from conformance._describe import describe_treespec, describe_value_tree
+from conformance._tensorio import TreeWriter, decode, tensor_bytes
+
+
+def mutated_state_names(ep) -> list[str]:
+    """State targets the graph writes to (buffer and parameter mutations)."""
+    names = []
+    for s in ep.graph_signature.output_specs:
+        if s.kind.name in ("BUFFER_MUTATION", "PARAMETER_MUTATION") and s.target:
+            names.append(s.target)
+    return names
+
+
+def snapshot(ep) -> dict:
+    """Copies of the state tensors a run can change."""
+    out = {}
+    for name in mutated_state_names(ep):
+        t = ep.state_dict.get(name)
+        if t is None:
+            t = ep.constants.get(name)
+        if isinstance(t, torch.Tensor):
+            out[name] = t.detach().clone()
+    return out
+
+
+def restore(ep, snap: dict) -> None:
+    """Put the snapshot values back into the program's own state tensors."""
+    with torch.no_grad():
+        for name, value in snap.items():
+            t = ep.state_dict.get(name)
+            if t is None:
+                t = ep.constants.get(name)
+            t.copy_(value)
+
+
+def call(fn, args, kwargs):
+    """fn(*args, **kwargs) -> (outputs, inputs after the call) as one tree."""
+    with torch.no_grad():
+        out = fn(*args, **kwargs)
+    return {"outputs": out, "inputs_after": [list(args), kwargs]}
+
+
+def record(result, writer: TreeWriter) -> dict:
+    """Serialize a call result: flattened leaves (bytes on disk) and the tree structure."""
+    leaves, spec = pytree.tree_flatten(result["outputs"])
+    in_leaves = pytree.tree_leaves(result["inputs_after"])
+    return {"leaves": [writer.encode(x) for x in leaves], "spec": describe_treespec(spec),
+            "inputs_after": [writer.encode(x) for x in in_leaves]}
+
+
+def record_shapes(result) -> dict:
+    """For random outputs: only dtypes and shapes of the leaves."""
+    leaves, spec = pytree.tree_flatten(result["outputs"])
+    return {"shapes": [_shape(x) for x in leaves], "spec": describe_treespec(spec)}
+
+
+def _shape(x):
+    if isinstance(x, torch.Tensor):
+        return [str(x.dtype), list(x.shape)]
+    return type(x).__name__
+
+
+def same_results(a, b) -> bool:
+    """Bitwise equality of two call results (used to detect random programs)."""
+    la = pytree.tree_leaves(a["outputs"])
+    lb = pytree.tree_leaves(b["outputs"])
+    if len(la) != len(lb):
+        return False
+    for x, y in zip(la, lb):
+        if isinstance(x, torch.Tensor) != isinstance(y, torch.Tensor):
+            return False
+        if isinstance(x, torch.Tensor):
+            if x.dtype != y.dtype or x.shape != y.shape or tensor_bytes(x) != tensor_bytes(y):
+                return False
+        elif describe_value_tree(x) != describe_value_tree(y):
+            return False
+    return True
+
+
+# --------------------------------------------------------------------------- comparison
+
+def compare_result(expected: dict, result, directory: str) -> str | None:
+    """None when `result` matches the recorded one, else the first difference."""
+    leaves, spec = pytree.tree_flatten(result["outputs"])
+    problem = compare_spec(expected["spec"], describe_treespec(spec))
+    if problem:
+        return f"output structure: {problem}"
+    if "shapes" in expected:  # random program: types and shapes only
+        got = [_shape(x) for x in leaves]
+        if got != expected["shapes"]:
+            return f"output shapes: expected {expected['shapes']}, got {got}"
+        return None
+    problem = _compare_leaves(expected["leaves"], leaves, directory, "output")
+    if problem:
+        return problem
+    return _compare_leaves(expected["inputs_after"], pytree.tree_leaves(result["inputs_after"]), directory,
+                           "input after the call")
+
+
+def _compare_leaves(docs, leaves, directory: str, what: str) -> str | None:
+    if len(docs) != len(leaves):
+        return f"{what}s: expected {len(docs)} leaves, got {len(leaves)}"
+    for i, (doc, got) in enumerate(zip(docs, leaves)):
+        want = decode(doc, directory)
+        problem = compare_leaf(want, got)
+        if problem:
+            return f"{what} leaf {i}: {problem}"
+    return None
+
+
+def compare_leaf(want, got) -> str | None:
+    if isinstance(want, torch.Tensor):
+        if not isinstance(got, torch.Tensor):
+            return f"expected a tensor, got {type(got).__name__}"
+        if want.dtype != got.dtype or list(want.shape) != list(got.shape):
+            return f"expected {want.dtype}{list(want.shape)}, got {got.dtype}{list(got.shape)}"
+        if tensor_bytes(want) != tensor_bytes(got):
+            return "values differ: " + _diff_summary(want, got)
+        return None
+    if isinstance(got, torch.Tensor):
+        return f"expected {want!r}, got a tensor"
+    if describe_value_tree(want) != describe_value_tree(got):
+        return f"expected {want!r}, got {got!r}"
+    return None
+
+
+def _diff_summary(want: torch.Tensor, got: torch.Tensor) -> str:
+    try:
+        a, b = want.detach().double(), got.detach().double()
+        neq = (a != b) & ~(a.isnan() & b.isnan())
+        return f"{int(neq.sum())} of {a.numel()} elements differ, max abs diff {float((a - b).abs().nan_to_num().max()):.3g}"
+    except Exception:  # noqa: BLE001 - dtypes without arithmetic (bits, float8 on some ops)
+        return "bytes differ"
+
+
+def _resolvable(name: str) -> bool:
+    """True when `name` (module.qualname) names an object in an already-imported module."""
+    parts = name.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        mod = sys.modules.get(".".join(parts[:i]))
+        if mod is None:
+            continue
+        obj = mod
+        for p in parts[i:]:
+            obj = getattr(obj, p, None)
+            if obj is None:
+                return False
+        return True
+    return False
+
+
+def compare_spec(want, got, path: str = "") -> str | None:
+    """Compare two described TreeSpecs. A container type may differ only when the
+    original type is not importable here (the loader then falls back to a generic container)."""
+    if want is None or got is None:
+        if want is not got:
+            return f"{path or '<root>'}: expected {'a leaf' if want is None else want['type']}, " \
+                   f"got {'a leaf' if got is None else got['type']}"
+        return None
+    if want["type"] != got["type"] and _resolvable(want["type"]):
+        return f"{path or '<root>'}: expected container {want['type']}, got {got['type']}"
+    if want["context"] != got["context"] and want["type"] == got["type"]:
+        return f"{path or '<root>'}: expected keys {want['context']!r}, got {got['context']!r}"
+    if len(want["children"]) != len(got["children"]):
+        return f"{path or '<root>'}: expected {len(want['children'])} children, got {len(got['children'])}"
+    for i, (w, g) in enumerate(zip(want["children"], got["children"])):
+        problem = compare_spec(w, g, f"{path}[{i}]")
+        if problem:
+            return problem
+    return None

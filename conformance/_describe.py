@@ -1,0 +1,356 @@
+"""Describe an ExportedProgram as plain JSON data, so two programs can be compared.
+
+The parent describes the program torch exported; the fresh loader process
+describes what pt2format.load returned; equal descriptions mean equal
+programs for the property described. Everything here reads torch objects
+only (never pt2format internals), so the comparison is against torch's own
+view of both programs. Object addresses never appear in a description.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+
+import torch
+import torch.utils._pytree as pytree
+
+from conformance._tensorio import tensor_digest
+
+
+# --------------------------------------------------------------------------- names
+
+def qualname(obj) -> str:
+    """module.qualname of a class or function; strings pass through unchanged."""
+    if isinstance(obj, str):
+        return obj
+    if isinstance(obj, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        return str(obj)
+    if isinstance(obj, torch._ops.HigherOrderOperator):
+        return f"higher_order.{obj.name()}"
+    mod = getattr(obj, "__module__", None) or ""
+    name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None) or type(obj).__qualname__
+    return f"{mod}.{name}" if mod else name
+
+
+def target_str(target) -> str:
+    return qualname(target)
+
+
+def _fmt_float(x: float) -> str:
+    return "f:" + float.hex(x)
+
+
+def arg_repr(a):
+    """A JSON-able rendering of an FX argument; lists and tuples are not told apart."""
+    if isinstance(a, torch.fx.Node):
+        return "%" + a.name
+    if isinstance(a, (list, tuple)):
+        return [arg_repr(x) for x in a]
+    if isinstance(a, dict):
+        return {str(k): arg_repr(v) for k, v in a.items()}
+    if a is None or isinstance(a, (bool, int, str)):
+        return a
+    if isinstance(a, float):
+        return _fmt_float(a)
+    if isinstance(a, complex):
+        return ["complex", _fmt_float(a.real), _fmt_float(a.imag)]
+    if isinstance(a, (torch.dtype, torch.layout, torch.memory_format, torch.device)):
+        return f"{type(a).__name__}:{a}"
+    if isinstance(a, (torch._ops.OpOverload, torch._ops.OpOverloadPacket, torch._ops.HigherOrderOperator)):
+        return "op:" + qualname(a)
+    if isinstance(a, slice):
+        return ["slice", arg_repr(a.start), arg_repr(a.stop), arg_repr(a.step)]
+    if isinstance(a, torch.Tensor):
+        return "tensor:" + describe_val(a)
+    if callable(a):
+        return "fn:" + qualname(a)
+    return "obj:" + qualname(type(a))
+
+
+# --------------------------------------------------------------------------- values
+
+def describe_val(v):
+    """node.meta['val'] rendering: dtype, symbolic sizes and strides, device."""
+    if isinstance(v, torch.Tensor):
+        sizes = ",".join(str(s) for s in v.shape)
+        try:
+            strides = ",".join(str(s) for s in v.stride())
+        except RuntimeError:
+            strides = "?"
+        return f"{v.dtype}[{sizes}]({strides}){v.device}" + ("grad" if v.requires_grad else "")
+    if isinstance(v, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return f"{type(v).__name__}:{v}"
+    if isinstance(v, (list, tuple)):
+        return [describe_val(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): describe_val(x) for k, x in v.items()}
+    if isinstance(v, float):
+        return _fmt_float(v)
+    if v is None or isinstance(v, (bool, int, str)):
+        return v
+    return "obj:" + custom_obj_class(v)
+
+
+def custom_obj_class(obj) -> str:
+    """Qualified class name of a torchbind object, real or fake."""
+    name = getattr(obj, "script_class_name", None)
+    if name:
+        return str(name)
+    if isinstance(obj, torch.ScriptObject):
+        try:
+            return obj._type().qualified_name()
+        except Exception:  # noqa: BLE001 - best effort naming only
+            pass
+    return qualname(type(obj))
+
+
+def _norm_stack_item(x):
+    if isinstance(x, (list, tuple)):
+        return [_norm_stack_item(y) for y in x]
+    if x is None or isinstance(x, (bool, int, str)):
+        return x
+    if isinstance(x, float):
+        return _fmt_float(x)
+    return qualname(x)
+
+
+def describe_meta(node: torch.fx.Node) -> dict:
+    m = node.meta
+    out = {}
+    if "val" in m:
+        out["val"] = describe_val(m["val"])
+    if m.get("nn_module_stack"):
+        out["nn_module_stack"] = {str(k): _norm_stack_item(v) for k, v in m["nn_module_stack"].items()}
+    if m.get("source_fn_stack"):
+        out["source_fn_stack"] = _norm_stack_item(m["source_fn_stack"])
+    if m.get("stack_trace"):
+        out["stack_trace"] = m["stack_trace"]
+    if m.get("torch_fn"):
+        out["torch_fn"] = _norm_stack_item(m["torch_fn"])
+    if m.get("custom"):
+        out["custom"] = arg_repr(m["custom"])
+    if m.get("unbacked_bindings"):
+        out["unbacked_bindings"] = sorted(str(k) for k in m["unbacked_bindings"])
+    return out
+
+
+# --------------------------------------------------------------------------- graph
+
+def _get_attr(gm, target: str):
+    obj = gm
+    for part in target.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def describe_graph(gm: torch.fx.GraphModule, *, meta: bool) -> dict:
+    """Nodes in order (name, op, target, args, kwargs), recursing into subgraph modules."""
+    nodes, subgraphs = [], {}
+    for n in gm.graph.nodes:
+        entry = [n.name, n.op, target_str(n.target), arg_repr(n.args), arg_repr(n.kwargs)]
+        if meta:
+            entry = [n.name, describe_meta(n)]
+        nodes.append(entry)
+        if n.op == "get_attr":
+            sub = _get_attr(gm, n.target)
+            if isinstance(sub, torch.fx.GraphModule):
+                subgraphs[n.target] = describe_graph(sub, meta=meta)
+    return {"nodes": nodes, "subgraphs": subgraphs}
+
+
+# --------------------------------------------------------------------------- signature
+
+def _spec_arg(arg) -> list:
+    kind = type(arg).__name__
+    out = [kind, getattr(arg, "name", None)]
+    if hasattr(arg, "value"):
+        out.append(arg_repr(arg.value))
+    if hasattr(arg, "class_fqn"):
+        out.append(arg.class_fqn)
+    return out
+
+
+def describe_signature(ep) -> dict:
+    sig = ep.graph_signature
+
+    def spec(s):
+        return [s.kind.name, _spec_arg(s.arg), s.target, getattr(s, "persistent", None)]
+
+    return {
+        "inputs": [spec(s) for s in sig.input_specs],
+        "outputs": [spec(s) for s in sig.output_specs],
+        "verifiers": [getattr(v, "dialect", qualname(v)) for v in getattr(ep, "verifiers", [])],
+    }
+
+
+def describe_range_constraints(ep) -> dict:
+    return {str(k): str(v) for k, v in sorted(ep.range_constraints.items(), key=lambda kv: str(kv[0]))}
+
+
+def describe_treespec(spec) -> dict | None:
+    """{type, context, children} for a pytree TreeSpec; None for a leaf."""
+    if spec is None:
+        return None
+    if spec.is_leaf():
+        return None
+    t = spec.type
+    ctx = spec.context
+    if isinstance(ctx, type) and hasattr(ctx, "_fields"):  # namedtuple: context is the class
+        tname, ctx = qualname(ctx), list(ctx._fields)
+    else:
+        tname = qualname(t)
+        ctx = _ctx_repr(ctx)
+    return {"type": tname, "context": ctx, "children": [describe_treespec(c) for c in spec.children()]}
+
+
+def _ctx_repr(ctx):
+    if ctx is None or isinstance(ctx, (bool, int, str)):
+        return ctx
+    if isinstance(ctx, float):
+        return _fmt_float(ctx)
+    if isinstance(ctx, (list, tuple)):
+        return [_ctx_repr(c) for c in ctx]
+    if isinstance(ctx, dict):
+        return {str(k): _ctx_repr(v) for k, v in ctx.items()}
+    if isinstance(ctx, type):
+        return qualname(ctx)
+    text = str(ctx)
+    return "obj:" + qualname(type(ctx)) if " at 0x" in text else text
+
+
+def describe_module_call_graph(ep) -> list:
+    out = []
+    for e in ep.module_call_graph:
+        sig = e.signature
+        d = {"fqn": e.fqn}
+        if sig is not None:
+            d["inputs"] = [_spec_arg(a) for a in sig.inputs]
+            d["outputs"] = [_spec_arg(a) for a in sig.outputs]
+            d["in_spec"] = describe_treespec(sig.in_spec)
+            d["out_spec"] = describe_treespec(sig.out_spec)
+            d["forward_arg_names"] = list(getattr(sig, "forward_arg_names", None) or [])
+        out.append(d)
+    return out
+
+
+# --------------------------------------------------------------------------- state
+
+def _storage_key(t: torch.Tensor):
+    st = t.untyped_storage()
+    if st.nbytes() == 0:
+        return None
+    return st.data_ptr()
+
+
+def describe_tensor(t: torch.Tensor) -> dict:
+    return {"dtype": str(t.dtype), "shape": list(t.shape), "stride": list(t.stride()),
+            "storage_offset": t.storage_offset(), "requires_grad": bool(t.requires_grad),
+            "parameter": isinstance(t, torch.nn.Parameter), "sha256": tensor_digest(t)}
+
+
+def describe_state(ep) -> dict:
+    """Every state tensor bit for bit, which of them share storage, and custom objects."""
+    tensors, objects, groups = {}, {}, {}
+    entries = [("state_dict", k, v) for k, v in ep.state_dict.items()]
+    entries += [("constants", k, v) for k, v in ep.constants.items()]
+    for where, name, v in entries:
+        key = f"{where}:{name}"
+        if isinstance(v, torch.Tensor):
+            tensors[key] = describe_tensor(v)
+            sk = _storage_key(v)
+            if sk is not None:
+                groups.setdefault(sk, []).append(key)
+        else:
+            objects[key] = describe_custom_obj(v)
+    aliases = sorted(sorted(g) for g in groups.values() if len(g) > 1)
+    return {"tensors": tensors, "alias_groups": aliases, "objects": objects}
+
+
+def describe_custom_obj(obj) -> dict:
+    state = None
+    getstate = getattr(obj, "__getstate__", None)
+    if isinstance(obj, torch.ScriptObject) and getstate is not None:
+        try:
+            state = describe_value_tree(getstate())
+        except Exception as e:  # noqa: BLE001 - a class without pickle support
+            state = f"<no state: {type(e).__name__}>"
+    return {"class": custom_obj_class(obj), "state": state}
+
+
+def describe_value_tree(v):
+    """Tensors by digest, scalars exact, containers recursively (example inputs, object state)."""
+    if isinstance(v, torch.Tensor):
+        return {"tensor": describe_tensor(v)}
+    if isinstance(v, (list, tuple)):
+        return [describe_value_tree(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): describe_value_tree(x) for k, x in v.items()}
+    if isinstance(v, float):
+        return _fmt_float(v)
+    if v is None or isinstance(v, (bool, int, str)):
+        return v
+    return "obj:" + qualname(type(v))
+
+
+def describe_program(ep) -> dict:
+    """All static properties compared after a round trip, keyed by check name."""
+    return {
+        "graph": describe_graph(ep.graph_module, meta=False),
+        "meta": describe_graph(ep.graph_module, meta=True),
+        "signature": describe_signature(ep),
+        "range_constraints": describe_range_constraints(ep),
+        "module_call_graph": describe_module_call_graph(ep),
+        "state": describe_state(ep),
+        "example_inputs": describe_value_tree(ep.example_inputs) if ep.example_inputs is not None else None,
+    }
+
+
+def storage_keys(ep) -> set:
+    """Distinct non-empty storages of the state and example inputs (what the file must hold once each)."""
+    keys = set()
+    vals = list(ep.state_dict.values()) + [v for v in ep.constants.values() if isinstance(v, torch.Tensor)]
+    if ep.example_inputs is not None:
+        vals += [x for x in pytree.tree_leaves(ep.example_inputs) if isinstance(x, torch.Tensor)]
+    for t in vals:
+        sk = _storage_key(t)
+        if sk is not None:
+            keys.add(sk)
+    return keys
+
+
+# --------------------------------------------------------------------------- diffs
+
+def first_difference(a, b, path: str = "") -> str | None:
+    """Path and values of the first place where two JSON-like trees differ, or None."""
+    if type(a) is not type(b) and not (isinstance(a, (int, float)) and isinstance(b, (int, float))):
+        return f"{path or '<root>'}: expected {_short(a)}, got {_short(b)}"
+    if isinstance(a, dict):
+        for k in sorted(set(a) | set(b), key=str):
+            if k not in b:
+                return f"{path}.{k}: missing (expected {_short(a[k])})"
+            if k not in a:
+                return f"{path}.{k}: unexpected {_short(b[k])}"
+            d = first_difference(a[k], b[k], f"{path}.{k}")
+            if d:
+                return d
+        return None
+    if isinstance(a, list):
+        for i, (x, y) in enumerate(zip(a, b)):
+            d = first_difference(x, y, f"{path}[{i}]")
+            if d:
+                return d
+        if len(a) != len(b):
+            return f"{path}: expected {len(a)} items, got {len(b)}"
+        return None
+    if a != b and not (isinstance(a, float) and math.isnan(a) and math.isnan(b)):
+        return f"{path or '<root>'}: expected {_short(a)}, got {_short(b)}"
+    return None
+
+
+def _short(v, limit: int = 160) -> str:
+    text = repr(v)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+_ = operator  # getitem targets render through qualname

@@ -1,0 +1,152 @@
+"""Write and read value trees (tensors, scalars, containers) as JSON plus raw bytes.
+
+The runner hands inputs and expected outputs to the fresh loader process
+through these files instead of pickle: a tree becomes a JSON document whose
+tensor leaves point at `.bin` files holding the element bytes (little-endian,
+C order), so any dtype torch has (float8, uint16, bits, sub-byte) round-trips
+exactly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+
+import torch
+
+_DTYPES = {str(v): v for v in vars(torch).values() if isinstance(v, torch.dtype)}
+
+
+def dtype_from_str(name: str) -> torch.dtype:
+    """`"torch.float32"` -> torch.float32."""
+    return _DTYPES[name]
+
+
+def tensor_bytes(t: torch.Tensor) -> bytes:
+    """The element bytes of `t` in C order (its strides do not matter)."""
+    if t.numel() == 0:
+        return b""
+    t = t.detach()
+    if not t.is_contiguous():
+        t = t.contiguous()
+    return t.reshape(-1).view(torch.uint8).numpy().tobytes()
+
+
+def tensor_digest(t: torch.Tensor) -> str:
+    """sha256 of the element bytes; equal digests mean bit-identical tensors."""
+    return hashlib.sha256(tensor_bytes(t)).hexdigest()
+
+
+def tensor_from_bytes(data: bytes, dtype: torch.dtype, shape, stride=None) -> torch.Tensor:
+    """Rebuild a tensor from C-order element bytes, with `stride` when it is dense."""
+    shape = list(shape)
+    if math.prod(shape) == 0:
+        return torch.empty(shape, dtype=dtype) if stride is None else torch.empty_strided(shape, stride, dtype=dtype)
+    flat = torch.frombuffer(bytearray(data), dtype=torch.uint8).view(dtype).reshape(shape)
+    if stride is None or list(flat.stride()) == list(stride):
+        return flat
+    out = torch.empty_strided(shape, stride, dtype=dtype)
+    out.copy_(flat)
+    return out
+
+
+def is_dense(t: torch.Tensor) -> bool:
+    """True when the strides are a permutation of contiguous ones (no gaps, no overlap)."""
+    expected = 1
+    for stride, size in sorted((st, sz) for st, sz in zip(t.stride(), t.shape) if sz != 1):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def float_to_json(x: float) -> str:
+    """Exact text for a float (hex keeps NaN/inf/-0.0 distinguishable)."""
+    return float.hex(x)
+
+
+class TreeWriter:
+    """Encodes value trees into JSON, writing each tensor's bytes to `<dir>/<prefix>_<n>.bin`."""
+
+    def __init__(self, directory: str, prefix: str):
+        self.directory = directory
+        self.prefix = prefix
+        self.count = 0
+        os.makedirs(directory, exist_ok=True)
+
+    def encode(self, v):
+        if isinstance(v, torch.Tensor):
+            return {"T": self._tensor(v)}
+        if v is None:
+            return {"N": 0}
+        if isinstance(v, bool):
+            return {"b": v}
+        if isinstance(v, int):
+            return {"i": int(v)}
+        if isinstance(v, float):
+            return {"f": float_to_json(v)}
+        if isinstance(v, str):
+            return {"s": v}
+        if isinstance(v, torch.dtype):
+            return {"dtype": str(v)}
+        if isinstance(v, torch.device):
+            return {"device": str(v)}
+        if isinstance(v, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            raise TypeError(f"symbolic value {v!r} cannot be written as a concrete input")
+        if isinstance(v, tuple):
+            return {"U": [self.encode(x) for x in v]}
+        if isinstance(v, list):
+            return {"L": [self.encode(x) for x in v]}
+        if isinstance(v, dict):
+            return {"D": [[self.encode(k), self.encode(x)] for k, x in v.items()]}
+        raise TypeError(f"cannot write a {type(v).__module__}.{type(v).__qualname__} leaf")
+
+    def _tensor(self, t: torch.Tensor) -> dict:
+        t = t.detach()
+        name = f"{self.prefix}_{self.count}.bin"
+        self.count += 1
+        with open(os.path.join(self.directory, name), "wb") as f:
+            f.write(tensor_bytes(t))
+        dense = is_dense(t) if t.numel() else True
+        return {"file": name, "dtype": str(t.dtype), "shape": list(t.shape),
+                "stride": list(t.stride()) if dense else None, "requires_grad": bool(t.requires_grad)}
+
+
+def decode(doc, directory: str):
+    """Inverse of TreeWriter.encode: fresh tensors (never shared between calls)."""
+    (tag, v), = doc.items()
+    if tag == "T":
+        with open(os.path.join(directory, v["file"]), "rb") as f:
+            t = tensor_from_bytes(f.read(), dtype_from_str(v["dtype"]), v["shape"], v["stride"])
+        if v.get("requires_grad"):
+            t.requires_grad_(True)
+        return t
+    if tag == "N":
+        return None
+    if tag in ("b", "i", "s"):
+        return v
+    if tag == "f":
+        return float.fromhex(v)
+    if tag == "dtype":
+        return dtype_from_str(v)
+    if tag == "device":
+        return torch.device(v)
+    if tag == "U":
+        return tuple(decode(x, directory) for x in v)
+    if tag == "L":
+        return [decode(x, directory) for x in v]
+    if tag == "D":
+        return {decode(k, directory): decode(x, directory) for k, x in v}
+    raise ValueError(f"unknown tree tag {tag!r}")
+
+
+def write_json(path: str, doc) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(doc, f, sort_keys=True)
+
+
+def read_json(path: str):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)

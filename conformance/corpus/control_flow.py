@@ -1,0 +1,152 @@
+"""Control flow and higher-order ops: cond (nested), map, while_loop, scan, grad-mode and autocast regions."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+from torch._higher_order_ops.map import map as hop_map
+from torch._higher_order_ops.scan import scan
+from torch._higher_order_ops.while_loop import while_loop
+from torch.export import Dim
+
+from conformance.corpus._case import Program, case
+
+
+class Cond(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.cond(x.sum() > 0, lambda y: self.lin(y).relu(), lambda y: y.cos() * 2, (x,))
+
+
+@case("cond", tags=("fast",))
+def cond():
+    """torch.cond on a data-dependent predicate; both branches taken by the inputs."""
+    return Program(Cond(), (torch.ones(2, 4),), extra_inputs=[((-torch.ones(2, 4),), {})])
+
+
+class NestedCond(nn.Module):
+    def forward(self, x, y):
+        def outer_true(a, b):
+            return torch.cond(b.sum() > 0, lambda p, q: p + q, lambda p, q: p - q, (a, b))
+
+        def outer_false(a, b):
+            return torch.cond(b.mean() > 1, lambda p, q: p * q, lambda p, q: (p / (q.abs() + 1)), (a, b))
+
+        return torch.cond(x.shape[0] > 3, outer_true, outer_false, (x, y))
+
+
+@case("cond_nested", tags=("fast",))
+def cond_nested():
+    """cond inside both branches of a cond on a dynamic-shape predicate."""
+    n = Dim("n", min=1, max=16)
+    return Program(NestedCond(), (torch.randn(5, 2), torch.randn(5, 2)),
+                   dynamic_shapes=({0: n}, {0: n}),
+                   extra_inputs=[((torch.randn(2, 2), torch.randn(2, 2)), {}),
+                                 ((torch.randn(7, 2), -torch.ones(7, 2)), {})])
+
+
+class Map(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(3))
+
+    def forward(self, xs, y):
+        return hop_map(lambda x, y, w: x * y + w, xs, y, self.w)
+
+
+@case("map", tags=("fast",))
+def map_():
+    """torch._higher_order_ops.map over the leading dim, with a closed-over parameter."""
+    return Program(Map(), (torch.randn(4, 3), torch.randn(3)), dynamic_shapes=({0: Dim("n", max=32)}, None),
+                   extra_inputs=[((torch.randn(9, 3), torch.randn(3)), {})])
+
+
+class WhileLoop(nn.Module):
+    def forward(self, it, x):
+        def cond_fn(i, v):
+            return i < 5
+
+        def body_fn(i, v):
+            return i + 1, v * 2 + 1
+
+        return while_loop(cond_fn, body_fn, (it, x))
+
+
+@case("while_loop", tags=("fast",))
+def while_loop_():
+    """while_loop with a tensor counter and carried value."""
+    return Program(WhileLoop(), (torch.tensor(0), torch.randn(2, 3)),
+                   extra_inputs=[((torch.tensor(3), torch.randn(2, 3)), {})])
+
+
+class Scan(nn.Module):
+    def forward(self, init, xs):
+        def combine(carry, x):
+            new = carry + x
+            return new, new * 2
+
+        return scan(combine, init, xs)
+
+
+@case("scan", tags=("full",))
+def scan_():
+    """scan (cumulative sum with a per-step output)."""
+    return Program(Scan(), (torch.zeros(3), torch.randn(5, 3)))
+
+
+class NoGrad(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+
+    def forward(self, x):
+        y = self.lin(x)
+        with torch.no_grad():
+            z = self.lin(y) * 2
+        return y + z
+
+
+@case("no_grad_region", tags=("fast",))
+def no_grad_region():
+    """A torch.no_grad() block inside forward (a set_grad_enabled region in the training IR)."""
+    return Program(NoGrad(), (torch.randn(2, 3),))
+
+
+class Autocast(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            y = self.lin(x)
+        return y.float() + x
+
+
+@case("autocast_region", tags=("fast",))
+def autocast_region():
+    """A CPU autocast(bfloat16) block inside forward."""
+    return Program(Autocast(), (torch.randn(2, 4),))
+
+
+class CondWithMutation(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("acc", torch.zeros(3))
+
+    def forward(self, x):
+        import conformance.oplibs.custom_ops  # noqa: F401 - registers pt2f_conf ops
+
+        torch.ops.pt2f_conf.add_into(self.acc, x)
+        return torch.cond(x.sum() > 0, lambda a: a + self.acc, lambda a: a - self.acc, (x,))
+
+
+@case("cond_after_mutating_op", tags=("full",), child_imports=("conformance.oplibs.custom_ops",))
+def cond_after_mutating_op():
+    """A mutating custom op (auto_functionalized) on a buffer, then cond reading that buffer."""
+    import conformance.oplibs.custom_ops  # noqa: F401
+
+    return Program(CondWithMutation(), (torch.ones(3),), extra_inputs=[((-torch.ones(3),), {})])

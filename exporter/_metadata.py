@@ -1,0 +1,134 @@
+"""FX node.meta -> structured `NodeMetadata` (stack trace, module stack, provenance, unbacked bindings).
+
+Every list torch packs into delimited strings gets a table here. Graph ids in
+provenance (`from_node`) are Python object ids; they are renumbered in order
+of first appearance so the same program always gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import sympy
+import torch
+import torch.utils._pytree as pytree
+from torch.fx.experimental.symbolic_shapes import CallMethodKey, ConvertIntKey, DivideByKey, InnerTensorKey
+
+from pt2format._generated.model import (
+    KeyPathEntry,
+    ModuleStackEntry,
+    NodeMetadata,
+    NodeSource,
+    SourceFnEntry,
+    StringEntry,
+    TorchFn,
+    UnbackedBinding,
+)
+from pt2format.errors import ExportError
+
+from ._values import map_value
+
+# Keys with a structured home, or derived from the graph (val, tensor_meta), or not data.
+_HANDLED = frozenset({
+    "stack_trace", "nn_module_stack", "source_fn_stack", "torch_fn", "custom", "from_node",
+    "unbacked_bindings", "val", "tensor_meta", "example_value",
+})
+
+
+def callable_name(target) -> str:
+    """Qualified name of a function, class or operator as torch's serializer prints it."""
+    if isinstance(target, str):
+        return target
+    if isinstance(target, torch._ops.OpOverload):
+        ns, name = target._schema.name.split("::", 1)
+        return f"torch.ops.{ns}.{name}.{target._overloadname}"
+    if isinstance(target, torch._ops.HigherOrderOperator):
+        return f"torch.ops.higher_order.{target.name()}"
+    module = getattr(target, "__module__", None) or ""
+    name = getattr(target, "__name__", None) or type(target).__name__
+    if module.startswith("torch._ops"):
+        module = module.replace("torch._ops", "torch.ops", 1)
+    return f"{module}.{name}" if module else name
+
+
+class MetadataExporter:
+    """Converts node metadata for one program (keeps the graph-id numbering)."""
+
+    def __init__(self, symbols):
+        self.symbols = symbols  # SymbolTable
+        self._graph_ids: dict[int, int] = {}
+
+    def convert(self, meta: dict, path: str) -> NodeMetadata | None:
+        out = NodeMetadata()
+        any_set = False
+        st = meta.get("stack_trace")
+        if st:
+            out.stack_trace = str(st)
+            any_set = True
+        nms = meta.get("nn_module_stack")
+        if nms:
+            out.nn_module_stack = [
+                ModuleStackEntry(key=str(k), path=str(v[0]),
+                                 type_name=v[1] if isinstance(v[1], str) else callable_name(v[1]))
+                for k, v in nms.items()
+            ]
+            any_set = True
+        sfs = meta.get("source_fn_stack")
+        if sfs:
+            out.source_fn_stack = [SourceFnEntry(name=str(n), target=callable_name(t)) for n, t in sfs]
+            any_set = True
+        tfn = meta.get("torch_fn")
+        if tfn:
+            out.torch_fn = TorchFn(name=str(tfn[0]), target=str(tfn[1]))
+            any_set = True
+        custom = meta.get("custom")
+        if custom:
+            out.custom = map_value(dict(custom), path=f"{path}.custom")
+            any_set = True
+        if "from_node" in meta and meta["from_node"]:
+            out.from_node = [self._source(s) for s in meta["from_node"]]
+            any_set = True
+        ub = meta.get("unbacked_bindings")
+        if ub:
+            out.unbacked_bindings = [self._binding(s, p, path) for s, p in ub.items()]
+            any_set = True
+        extra = sorted((k, v) for k, v in meta.items() if k not in _HANDLED and isinstance(k, str) and type(v) is str)
+        if extra:
+            out.extra = [StringEntry(key=k, value=v) for k, v in extra]
+            any_set = True
+        return out if any_set else None
+
+    def _source(self, s) -> NodeSource:
+        gid = s.graph_id
+        if gid != -1:
+            gid = self._graph_ids.setdefault(gid, len(self._graph_ids))
+        return NodeSource(
+            name=s.name,
+            target=s.target,
+            graph_id=gid,
+            pass_name=s.pass_name,
+            actions=[a.name.lower() for a in s.action],
+            from_node=[self._source(x) for x in s.from_node],
+        )
+
+    def _binding(self, sym, keypath, path) -> UnbackedBinding:
+        if not isinstance(sym, sympy.Symbol):
+            raise ExportError("unbacked binding key is not a symbol", path=f"{path}.unbacked_bindings",
+                              expected="sympy.Symbol", got=type(sym).__name__)
+        entries = []
+        for k in keypath:
+            if isinstance(k, CallMethodKey) and k.name in ("size", "stride", "storage_offset"):
+                entries.append(KeyPathEntry(kind=k.name))
+            elif isinstance(k, pytree.SequenceKey):
+                entries.append(KeyPathEntry(kind="index", index=int(k.idx)))
+            elif isinstance(k, pytree.MappingKey) and isinstance(k.key, str):
+                entries.append(KeyPathEntry(kind="key", name=k.key))
+            elif isinstance(k, InnerTensorKey):
+                entries.append(KeyPathEntry(kind="attr", name=k.inner_name))
+            elif isinstance(k, ConvertIntKey):
+                entries.append(KeyPathEntry(kind="item"))
+            elif isinstance(k, DivideByKey) and isinstance(k.divisor, int):
+                entries.append(KeyPathEntry(kind="divide_by", index=int(k.divisor)))
+            else:
+                raise ExportError("unbacked binding path step has no structured form", path=f"{path}.unbacked_bindings",
+                                  expected="size/stride/storage_offset/index/key/attr/item/divide_by",
+                                  got=repr(k))
+        return UnbackedBinding(symbol=self.symbols.symbol(sym), path=entries)

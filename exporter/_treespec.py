@@ -1,0 +1,105 @@
+"""pytree TreeSpecs -> structured `TreeSpec` tables (kind, type name, field names, keys, context).
+
+Type names are recorded, never pickled: a loader finds the class again in the
+pytree registry, or falls back to a plain container when it cannot.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+
+import torch.utils._pytree as pytree
+
+from pt2format._generated.model import TreeSpec, TreeSpecKind
+from pt2format.errors import ExportError
+
+from ._values import to_value
+
+
+def qualified_name(obj) -> str:
+    return f"{obj.__module__}.{obj.__qualname__}"
+
+
+def serialized_type_name(cls) -> str:
+    """The name torch's pytree registry knows `cls` by, else module.qualname."""
+    entry = pytree.SUPPORTED_SERIALIZED_TYPES.get(cls)
+    if entry is not None and entry.serialized_type_name != pytree.NO_SERIALIZED_TYPE_NAME_FOUND:
+        return entry.serialized_type_name
+    return qualified_name(cls)
+
+
+class TreeSpecExporter:
+    """Converts tree specs and remembers the namedtuple classes they use (Program.namedtuple_defs)."""
+
+    def __init__(self):
+        self.namedtuples: dict[str, tuple[str, ...]] = {}
+
+    def convert(self, spec: pytree.TreeSpec, path: str = "spec") -> TreeSpec:
+        if spec.is_leaf():
+            return TreeSpec(kind=TreeSpecKind.LEAF)
+        typ, ctx = spec.type, spec.context
+        children = [self.convert(c, f"{path}.children[{i}]") for i, c in enumerate(spec.children())]
+        out = TreeSpec(children=children)
+        if typ is type(None):
+            out.kind = TreeSpecKind.NONE
+        elif typ is tuple:
+            out.kind = TreeSpecKind.TUPLE
+        elif typ is list:
+            out.kind = TreeSpecKind.LIST
+        elif typ is dict:
+            out.kind = TreeSpecKind.DICT
+            out.keys = self._keys(ctx, path)
+        elif typ is collections.OrderedDict:
+            out.kind = TreeSpecKind.ORDERED_DICT
+            out.keys = self._keys(ctx, path)
+        elif typ is collections.defaultdict:
+            factory, keys = ctx
+            out.kind = TreeSpecKind.DEFAULT_DICT
+            out.type_name = qualified_name(factory) if factory is not None else None
+            out.keys = self._keys(keys, path)
+        elif typ is collections.namedtuple:
+            out.kind = TreeSpecKind.NAMEDTUPLE
+            out.type_name = serialized_type_name(ctx)
+            out.field_names = list(ctx._fields)
+            self._remember_namedtuple(out.type_name, tuple(ctx._fields), path)
+        elif typ is collections.deque:
+            out.kind = TreeSpecKind.DEQUE
+            out.context = to_value(ctx, path=f"{path}.context")
+        else:
+            self._custom(out, typ, ctx, path)
+        return out
+
+    def _keys(self, keys, path):
+        return [to_value(k, path=f"{path}.keys[{i}]") for i, k in enumerate(keys)]
+
+    def _remember_namedtuple(self, name, fields, path):
+        prev = self.namedtuples.setdefault(name, fields)
+        if prev != fields:
+            raise ExportError(f"namedtuple {name} appears with two different field lists", path=path,
+                              expected=list(prev), got=list(fields))
+
+    def _custom(self, out: TreeSpec, typ, ctx, path):
+        if typ not in pytree.SUPPORTED_NODES:
+            raise ExportError("tree spec node type is not registered with pytree", path=path,
+                              expected="a registered pytree node", got=qualified_name(typ))
+        out.kind = TreeSpecKind.CUSTOM
+        out.type_name = serialized_type_name(typ)
+        entry = pytree.SUPPORTED_SERIALIZED_TYPES.get(typ)
+        dumpable = ctx
+        if entry is not None and entry.to_dumpable_context is not None:
+            dumpable = entry.to_dumpable_context(ctx)
+        try:
+            out.context = to_value(dumpable, path=f"{path}.context")
+        except ExportError as e:
+            raise ExportError(f"context of pytree node {out.type_name} has no structured form: {e.detail}",
+                              path=path, expected=e.expected, got=e.got) from e
+        # Names for the generic fallback container a loader builds when the class is missing.
+        n = len(out.children)
+        if dataclasses.is_dataclass(typ) and isinstance(ctx, (list, tuple)) and len(ctx) == 2 \
+                and isinstance(ctx[0], (list, tuple)) and len(ctx[0]) == n and all(isinstance(x, str) for x in ctx[0]):
+            out.field_names = list(ctx[0])  # register_dataclass: [flat field names, None field names]
+        elif isinstance(ctx, (list, tuple)) and len(ctx) == n and all(isinstance(k, (str, int)) for k in ctx):
+            out.keys = self._keys(ctx, path)  # dict-like nodes (e.g. model output classes)
+        elif hasattr(typ, "_fields") and len(typ._fields) == n:
+            out.field_names = list(typ._fields)

@@ -1,0 +1,388 @@
+"""`Graph` tables -> torch.fx graphs with node names, targets, arguments and meta["val"] fake values.
+
+The inverse of exporter/_graph.py: multi-output nodes get their `getitem`
+nodes back (except for `Node.unbound_outputs`), subgraphs become GraphModule
+attributes reached through get_attr nodes, and every value's fake tensor or
+symbolic scalar is made directly from its TensorMeta / SymInt, without
+dispatching through the fake mode.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import torch
+import torch.fx
+from torch._subclasses.fake_tensor import FakeTensor
+from torch.export import exported_program as ep_mod
+
+from pt2format._generated.model import (
+    ArgumentKind,
+    BoolArgument,
+    BoolListArgument,
+    ComplexArgument,
+    CustomObjArgument,
+    DeviceArgument,
+    FloatArgument,
+    FloatListArgument,
+    FloatListListArgument,
+    GraphArgument,
+    IntArgument,
+    IntListArgument,
+    IntListListArgument,
+    LayoutArgument,
+    MemoryFormatArgument,
+    NestedTensorListArgument,
+    NoneArgument,
+    OperatorArgument,
+    OptionalTensorArgument,
+    OptionalTensorListArgument,
+    ScalarTypeArgument,
+    StringArgument,
+    StringListArgument,
+    StringToArgumentMapArgument,
+    SymBoolArgument,
+    SymBoolListArgument,
+    SymFloatArgument,
+    SymFloatListArgument,
+    SymIntArgument,
+    SymIntListArgument,
+    TensorArgument,
+    TensorListArgument,
+    TokenArgument,
+)
+from pt2format.errors import LoadError, Pt2FormatError
+from pt2format.exporter._enums import SCHEMA_TO_LAYOUT, SCHEMA_TO_MEMORY_FORMAT
+
+from ._names import check_identifier
+from ._targets import resolve_target
+from ._values import device_from_schema, dtype_from_schema
+
+_SCALARS = (IntArgument, FloatArgument, BoolArgument, StringArgument)
+_PLAIN_LISTS = (IntListArgument, FloatListArgument, BoolListArgument, StringListArgument)
+_ASSERT_SCALAR = torch.ops.aten._assert_scalar.default
+_CONSTRAIN_FOR_SIZE = torch.ops.aten.sym_constrain_range_for_size.default
+
+
+class _Scope:
+    """Per-graph state: the FX graph, its owner module, and the value tables by name."""
+
+    def __init__(self, g, path):
+        self.g = g
+        self.path = path
+        self.fx = torch.fx.Graph()
+        self.owner = torch.nn.Module()
+        self.nodes: dict[str, torch.fx.Node] = {}  # value name -> FX node producing it
+        self.tensors = {v.name: v.meta for v in g.tensor_values}
+        self.sym_ints = {v.name: v.value for v in g.sym_int_values}
+        self.sym_floats = {v.name: v.value for v in g.sym_float_values}
+        self.sym_bools = {v.name: v.value for v in g.sym_bool_values}
+        self.custom_objs = {v.name: v for v in g.custom_obj_values}
+        self.get_attrs: dict[str, torch.fx.Node] = {}
+        self.reserved = set(self.tensors) | set(self.sym_ints) | set(self.sym_floats) | set(self.sym_bools) \
+            | set(self.custom_objs) | {n.name for n in g.nodes if n.name}
+        self._auto = 0
+
+    def auto_name(self, base: str) -> str:
+        while True:
+            name = base if self._auto == 0 else f"{base}_{self._auto}"
+            self._auto += 1
+            if name not in self.reserved and name not in self.nodes:
+                return name
+
+
+class GraphBuilder:
+    """Builds the FX graphs of one program."""
+
+    def __init__(self, shape, fake_mode, metadata, constants: dict):
+        self.shape = shape
+        self.fake_mode = fake_mode
+        self.metadata = metadata
+        self.constants = constants  # custom objects by name, for arguments that are not placeholders
+        self.sc: _Scope | None = None
+
+    # -- graphs ----------------------------------------------------------------
+    def build(self, g, path: str, constant_input_names=None):
+        """(fx.Graph, owner module holding subgraph attributes) for the Graph table `g`."""
+        if g is None:
+            raise LoadError("missing graph", path=path)
+        outer, self.sc = self.sc, _Scope(g, path)
+        try:
+            sc = self.sc
+            for i, a in enumerate(g.inputs):
+                self._placeholder(a, i, constant_input_names, f"{path}.inputs[{i}]")
+            for i, n in enumerate(g.nodes):
+                p = f"{path}.nodes[{i}]"
+                try:
+                    self._node(n, p)
+                except Pt2FormatError:
+                    raise
+                except (TypeError, ValueError, RuntimeError, AttributeError, KeyError, IndexError) as e:
+                    raise LoadError(f"cannot rebuild node {n.name!r}: {type(e).__name__}: {e}", path=p) from None
+            outs = [self._arg(a.value if a is not None else None, f"{path}.outputs[{i}]")
+                    for i, a in enumerate(g.outputs)]
+            if g.is_single_tensor_return:
+                if len(outs) != 1:
+                    raise LoadError("a single-tensor return needs exactly one output", path=path, got=len(outs))
+                result = outs[0]
+            else:
+                result = tuple(outs)
+            sc.fx.output(result)
+            return sc.fx, sc.owner
+        finally:
+            self.sc = outer
+
+    def _define(self, name: str, node: torch.fx.Node, path: str):
+        sc = self.sc
+        if name in sc.nodes:
+            raise LoadError(f"value {name!r} is defined twice", path=path)
+        sc.nodes[name] = node
+
+    def _create(self, op, target, args, kwargs, name, path) -> torch.fx.Node:
+        name = check_identifier(name, f"{path}.name")
+        node = self.sc.fx.create_node(op, target, args, kwargs, name)
+        if node.name != name:
+            # FX renames candidates that shadow builtins; the file's name wins, as in torch's loader.
+            if name in self.sc.nodes:
+                raise LoadError(f"node name {name!r} is used twice", path=path)
+            node.name = name
+            self.sc.fx._graph_namespace._used_names.add(name)
+        return node
+
+    # -- values ----------------------------------------------------------------
+    def value_meta(self, name: str, path: str):
+        """The fake value of the graph value `name`."""
+        sc = self.sc
+        if name in sc.tensors:
+            return self.fake_tensor(sc.tensors[name], f"{path}<{name}>")
+        if name in sc.sym_ints:
+            return self.shape.sym_int(sc.sym_ints[name], f"{path}<{name}>")
+        if name in sc.sym_bools:
+            return self.shape.sym_bool(sc.sym_bools[name], f"{path}<{name}>")
+        if name in sc.sym_floats:
+            return self.shape.sym_float(sc.sym_floats[name], f"{path}<{name}>")
+        if name in sc.custom_objs:
+            c = sc.custom_objs[name]
+            return ep_mod.CustomObjArgument(name=c.name, class_fqn=c.class_fqn)
+        raise LoadError(f"value {name!r} has no entry in the graph's value tables", path=path)
+
+    def fake_tensor(self, m, path):
+        if m is None:
+            raise LoadError("missing tensor metadata", path=path)
+        sy = self.shape.sym_int
+        dtype = dtype_from_schema(m.dtype, f"{path}.dtype")
+        device = device_from_schema(m.device, f"{path}.device")
+        layout = SCHEMA_TO_LAYOUT.get(int(m.layout))
+        if layout is not torch.strided:
+            raise LoadError("only strided tensor values can be rebuilt", path=path, expected="STRIDED", got=m.layout)
+        sizes = [sy(s, f"{path}.sizes[{i}]") for i, s in enumerate(m.sizes)]
+        strides = [sy(s, f"{path}.strides[{i}]") for i, s in enumerate(m.strides)]
+        if len(strides) != len(sizes):
+            raise LoadError("sizes and strides differ in length", path=path, expected=len(sizes), got=len(strides))
+        offset = sy(m.storage_offset, f"{path}.storage_offset") if m.storage_offset is not None else 0
+        if offset == 0:
+            meta = torch.empty_strided(sizes, strides, dtype=dtype, device="meta")
+        else:
+            extent = offset + 1 + sum((s - 1) * st for s, st in zip(sizes, strides))
+            meta = torch.empty((extent,), dtype=dtype, device="meta").as_strided(sizes, strides, offset)
+        if m.requires_grad:
+            meta.requires_grad_(True)
+        return FakeTensor(self.fake_mode, meta, device)
+
+    # -- placeholders ------------------------------------------------------------
+    def _placeholder(self, a, i, constant_names, path):
+        v = a.value if a is not None else None
+        if isinstance(v, (TensorArgument, SymIntArgument, SymFloatArgument, SymBoolArgument, CustomObjArgument,
+                          TokenArgument)) and v.name is not None:
+            name = v.name
+            node = self._create("placeholder", name, (), {}, name, path)
+            node.meta["val"] = self.value_meta(name, path)
+            self._define(name, node, path)
+            return
+        # A constant user input: its name is in the signature.
+        name = constant_names[i] if constant_names and i < len(constant_names) and constant_names[i] else f"arg{i}"
+        node = self._create("placeholder", name, (), {}, name, path)
+        node.meta["val"] = self._arg(v, path)
+        self._define(name, node, path)
+
+    # -- nodes -----------------------------------------------------------------
+    def _node(self, n, path):
+        target = resolve_target(n.target, f"{path}.target")
+        args, kwargs = [], {}
+        for j, na in enumerate(n.inputs):
+            p = f"{path}.inputs[{j}]"
+            val = self._arg(na.value, p)
+            if na.is_tuple and isinstance(val, list):
+                val = tuple(val)
+            if na.kind == ArgumentKind.KEYWORD:
+                kwargs[check_identifier(na.name, f"{p}.name")] = val
+            else:
+                if kwargs:
+                    raise LoadError("a positional argument follows a keyword argument", path=p)
+                args.append(val)
+        meta = self.metadata.load(n.metadata, f"{path}.metadata")
+        for x in (*args, *kwargs.values()):
+            if isinstance(x, torch.fx.Node) and x.op == "get_attr":
+                x.meta.update(meta)  # subgraph get_attr nodes carry their user's metadata, as in torch
+        node = self._create("call_function", target, tuple(args), kwargs, n.name, path)
+        node.meta.update(meta)
+        self._outputs(n, node, target, meta, path)
+        if target is _ASSERT_SCALAR and args and isinstance(args[0], torch.fx.Node):
+            cond = args[0].meta.get("val")
+            if isinstance(cond, torch.SymBool):
+                self.shape.shape_env.guard_or_defer_runtime_assert(cond.node.expr, "", node)
+        elif target is _CONSTRAIN_FOR_SIZE and args and isinstance(args[0], torch.fx.Node):
+            s = args[0].meta.get("val")
+            if isinstance(s, torch.SymInt):
+                self.shape.shape_env._constrain_range_for_size(s.node.expr)
+
+    def _outputs(self, n, node, target, meta, path):
+        outs = n.outputs
+        if not outs:
+            return
+        hop = isinstance(target, torch._ops.HigherOrderOperator)
+        single = len(outs) == 1 and (not hop or n.is_hop_single_tensor_return)
+        unbound = set(n.unbound_outputs)
+        if single:
+            v = outs[0].value if outs[0] is not None else None
+            if isinstance(v, TensorListArgument) and isinstance(target, torch._ops.OpOverload):
+                node.meta["val"] = self._unpack_list(node, v.names, unbound, meta, path)
+                return
+            if isinstance(v, NoneArgument):
+                node.meta["val"] = None
+                return
+            name = getattr(v, "name", None)
+            if name is None:
+                raise LoadError("node output must name its value", path=f"{path}.outputs[0]")
+            node.meta["val"] = self.value_meta(name, path)
+            self._define(name, node, path)
+            return
+        vals = []
+        for i, a in enumerate(outs):
+            p = f"{path}.outputs[{i}]"
+            v = a.value if a is not None else None
+            if isinstance(v, TensorListArgument):
+                if i in unbound:
+                    holder = None
+                else:
+                    holder = self._getitem(node, i, self.sc.auto_name("getitem"), meta, p)
+                vals.append(self._unpack_list(holder, v.names, set(), meta, p))
+                if holder is not None:
+                    holder.meta["val"] = vals[-1]
+            elif isinstance(v, NoneArgument):
+                vals.append(None)
+                if i not in unbound:
+                    self._getitem(node, i, self.sc.auto_name("getitem"), meta, p).meta["val"] = None
+            else:
+                name = getattr(v, "name", None)
+                if name is None:
+                    raise LoadError("node output must name its value", path=p)
+                val = self.value_meta(name, p)
+                vals.append(val)
+                if i not in unbound:
+                    g = self._getitem(node, i, name, meta, p)
+                    g.meta["val"] = val
+                    self._define(name, g, p)
+        node.meta["val"] = tuple(vals)
+
+    def _unpack_list(self, holder, names, unbound, meta, path):
+        vals = []
+        for j, name in enumerate(names):
+            val = self.value_meta(name, path)
+            vals.append(val)
+            if holder is not None and j not in unbound:
+                g = self._getitem(holder, j, name, meta, path)
+                g.meta["val"] = val
+                self._define(name, g, path)
+        return vals
+
+    def _getitem(self, node, idx, name, meta, path):
+        g = self._create("call_function", operator.getitem, (node, idx), {}, name, path)
+        g.meta.update(meta)
+        return g
+
+    # -- arguments ---------------------------------------------------------------
+    def _ref(self, name, path):
+        node = self.sc.nodes.get(name)
+        if node is None:
+            raise LoadError(f"argument refers to undefined value {name!r}", path=path)
+        return node
+
+    def _arg(self, v, path):
+        t = type(v)
+        if t in _SCALARS:
+            return v.value
+        if t is TensorArgument or t is TokenArgument:
+            return self._ref(v.name, path)
+        if t is NoneArgument:
+            return None
+        if t in _PLAIN_LISTS:
+            return list(v.values)
+        if t is TensorListArgument:
+            return [self._ref(x, f"{path}[{i}]") for i, x in enumerate(v.names)]
+        if t is SymIntArgument or t is SymFloatArgument or t is SymBoolArgument:
+            return self._ref(v.name, path) if v.name is not None else v.value
+        if t is SymIntListArgument or t is SymFloatListArgument or t is SymBoolListArgument:
+            return [self._ref(x.name, f"{path}[{i}]") if x.name is not None else x.value
+                    for i, x in enumerate(v.items)]
+        if t is OptionalTensorArgument:
+            return None if v.name is None else self._ref(v.name, path)
+        if t is OptionalTensorListArgument:
+            return [None if x.name is None else self._ref(x.name, f"{path}[{i}]") for i, x in enumerate(v.items)]
+        if t is ScalarTypeArgument:
+            return dtype_from_schema(v.value, path)
+        if t is DeviceArgument:
+            return device_from_schema(v.value, path)
+        if t is MemoryFormatArgument:
+            mf = SCHEMA_TO_MEMORY_FORMAT.get(int(v.value))
+            if mf is None:
+                raise LoadError("unknown memory format", path=path, got=v.value)
+            return mf
+        if t is LayoutArgument:
+            lay = SCHEMA_TO_LAYOUT.get(int(v.value))
+            if lay is None:
+                raise LoadError("unknown layout", path=path, got=v.value)
+            return lay
+        if t is ComplexArgument:
+            return complex(v.real, v.imag)
+        if t is GraphArgument:
+            return self._subgraph(v, path)
+        if t is NestedTensorListArgument:
+            return [[self._ref(x, path) for x in lst.names] for lst in v.lists]
+        if t is IntListListArgument:
+            return [tuple(lst.values) for lst in v.lists]
+        if t is FloatListListArgument:
+            return [list(lst.values) for lst in v.lists]
+        if t is CustomObjArgument:
+            node = self.sc.nodes.get(v.name)
+            if node is not None:
+                return node
+            obj = self.constants.get(v.name)
+            if obj is None:
+                raise LoadError(f"custom object {v.name!r} is neither a graph input nor a constant", path=path)
+            return obj
+        if t is OperatorArgument:
+            return resolve_target(v.name, path)
+        if t is StringToArgumentMapArgument:
+            out = {}
+            for i, e in enumerate(v.entries):
+                if not isinstance(e.key, str):
+                    raise LoadError("map argument keys must be strings", path=f"{path}.entries[{i}]")
+                out[e.key] = self._arg(e.value.value if e.value is not None else None, f"{path}[{e.key!r}]")
+            return out
+        raise LoadError("unknown or missing argument", path=path, got=t.__name__)
+
+    def _subgraph(self, v: GraphArgument, path):
+        sc = self.sc
+        name = check_identifier(v.name, f"{path}.name")
+        existing = sc.get_attrs.get(name)
+        if existing is not None:
+            return existing
+        if hasattr(sc.owner, name):
+            raise LoadError(f"subgraph attribute {name!r} is defined twice", path=path)
+        fx_graph, owner = self.build(v.graph, f"{path}.graph")
+        gm = torch.fx.GraphModule(owner, fx_graph)
+        sc.owner.register_module(name, gm)
+        node = self._create("get_attr", name, (), {}, name, path)
+        sc.get_attrs[name] = node
+        return node

@@ -1,0 +1,123 @@
+"""Structured `NodeMetadata` -> FX node.meta entries (stack_trace, nn_module_stack, from_node, ...).
+
+Callables named in source_fn_stack are looked up (allow-list, then plain
+attribute dicts under the `torch` module); names that are not found stay
+strings, as torch's own loader leaves them.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.utils._pytree as pytree
+from torch.fx.experimental.symbolic_shapes import CallMethodKey, ConvertIntKey, DivideByKey, InnerTensorKey
+from torch.fx.traceback import NodeSource, NodeSourceAction
+
+from pt2format.errors import LoadError
+from pt2format.exporter._operators import BUILTINS
+
+from ._names import check_identifier, check_text
+from ._values import from_value
+
+_ACTIONS = {"create": NodeSourceAction.CREATE, "replace": NodeSourceAction.REPLACE}
+_MAX_SOURCE_DEPTH = 64
+
+
+def _lookup_callable(name: str):
+    fn = BUILTINS.get(name)
+    if fn is not None:
+        return fn
+    if not name.startswith("torch."):
+        return name
+    obj = torch
+    for part in name.split(".")[1:]:
+        if not part.isidentifier() or part.startswith("__"):
+            return name
+        d = getattr(obj, "__dict__", None)
+        if d is None or part not in d:
+            return name
+        obj = d[part]
+    return obj if callable(obj) else name
+
+
+class MetadataLoader:
+    def __init__(self, shape):
+        self.shape = shape  # ShapeBuilder
+        self._fn_cache: dict[str, object] = {}
+
+    def load(self, md, path: str) -> dict:
+        meta: dict = {}
+        if md is None:
+            return meta
+        if md.stack_trace is not None:
+            meta["stack_trace"] = check_text(md.stack_trace, f"{path}.stack_trace")
+        if md.nn_module_stack:
+            meta["nn_module_stack"] = {e.key: (e.path, e.type_name) for e in md.nn_module_stack}
+        if md.source_fn_stack:
+            meta["source_fn_stack"] = [(e.name, self._callable(e.target)) for e in md.source_fn_stack]
+        if md.torch_fn is not None:
+            meta["torch_fn"] = (md.torch_fn.name, md.torch_fn.target)
+        if md.custom is not None:
+            from pt2format._generated.model import Value
+            meta["custom"] = from_value(Value(md.custom), path=f"{path}.custom")
+        if md.from_node:
+            meta["from_node"] = [self._source(s, f"{path}.from_node[{i}]", 0) for i, s in enumerate(md.from_node)]
+        if md.unbacked_bindings:
+            meta["unbacked_bindings"] = {
+                self._symbol(b.symbol, f"{path}.unbacked_bindings[{i}]"):
+                    self._keypath(b.path, f"{path}.unbacked_bindings[{i}]")
+                for i, b in enumerate(md.unbacked_bindings)
+            }
+        for e in md.extra:
+            meta[e.key] = e.value
+        return meta
+
+    def _callable(self, name):
+        if name is None:
+            return None
+        fn = self._fn_cache.get(name)
+        if fn is None:
+            fn = self._fn_cache[name] = _lookup_callable(name)
+        return fn
+
+    def _source(self, s, path, depth) -> NodeSource:
+        if depth > _MAX_SOURCE_DEPTH:
+            raise LoadError("from_node provenance is nested too deeply", path=path, expected=f"<= {_MAX_SOURCE_DEPTH}")
+        ns = NodeSource.__new__(NodeSource)
+        ns._action_string = None
+        ns._dict = None
+        ns.pass_name = s.pass_name or ""
+        actions = []
+        for a in s.actions:
+            if a not in _ACTIONS:
+                raise LoadError("unknown provenance action", path=path, expected=sorted(_ACTIONS), got=a)
+            actions.append(_ACTIONS[a])
+        ns.action = actions
+        ns.node_info = NodeSource.NodeInfo(s.name or "", s.target or "", s.graph_id)
+        ns.from_node = [self._source(x, f"{path}.from_node[{i}]", depth + 1) for i, x in enumerate(s.from_node)]
+        return ns
+
+    def _symbol(self, idx, path):
+        if idx >= len(self.shape.symbols):
+            raise LoadError("symbol index out of range", path=path, expected=f"< {len(self.shape.symbols)}", got=idx)
+        return self.shape.symbols[idx]
+
+    def _keypath(self, entries, path):
+        out = []
+        for e in entries:
+            k = e.kind
+            if k in ("size", "stride", "storage_offset"):
+                out.append(CallMethodKey(k))
+            elif k == "index":
+                out.append(pytree.SequenceKey(e.index))
+            elif k == "key":
+                out.append(pytree.MappingKey(e.name))
+            elif k == "attr":
+                out.append(InnerTensorKey(check_identifier(e.name, path)))
+            elif k == "item":
+                out.append(ConvertIntKey())
+            elif k == "divide_by":
+                out.append(DivideByKey(e.index))
+            else:
+                raise LoadError("unknown key path step", path=path,
+                                expected="size/stride/storage_offset/index/key/attr/item/divide_by", got=k)
+        return tuple(out)

@@ -1,0 +1,54 @@
+"""Checks on names read from a file before they reach torch, FX code generation or a registry lookup.
+
+FX turns node names, keyword names, attribute paths and forward-argument names
+into Python source that it then compiles. Any of them carrying quotes, line
+breaks or other syntax could smuggle code into that source, so every such
+name is checked here and refused with a LoadError naming the field.
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+
+from pt2format.errors import LoadError
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_FQN_ATOM = re.compile(r"[^\x00-\x1f\x7f\"'\\\u2028\u2029\x85]+\Z")
+_TEXT_BREAKS = re.compile(r"[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
+
+
+def check_identifier(name, path: str) -> str:
+    """An ASCII Python identifier that is not a keyword."""
+    if not isinstance(name, str) or not _IDENT.match(name) or keyword.iskeyword(name):
+        raise LoadError("not a valid identifier", path=path, expected="[A-Za-z_][A-Za-z0-9_]*, not a keyword",
+                        got=repr(name)[:200])
+    return name
+
+
+def check_fqn(name, path: str) -> str:
+    """A dotted attribute path ("layers.0.weight"): non-empty atoms without quotes, backslashes or control chars."""
+    if not isinstance(name, str) or not name or not all(_FQN_ATOM.match(a) for a in name.split(".")):
+        raise LoadError("not a valid attribute path", path=path, expected="dot-separated names without quotes, "
+                        "backslashes or control characters", got=repr(name)[:200])
+    return name
+
+
+def check_text(text, path: str) -> str:
+    """Free text that FX may print into generated code comments: no line breaks other than '\\n'."""
+    if isinstance(text, str) and _TEXT_BREAKS.search(text):
+        raise LoadError("text contains a line break other than \\n", path=path, expected="'\\n' line breaks only",
+                        got=repr(text)[:200])
+    return text
+
+
+def check_dotted_identifiers(name, path: str) -> list[str]:
+    """'a.b.c' where every part is an identifier; returns the parts."""
+    if not isinstance(name, str):
+        raise LoadError("expected a string", path=path, got=type(name).__name__)
+    parts = name.split(".")
+    for p in parts:
+        if not _IDENT.match(p):
+            raise LoadError("not a valid qualified name", path=path, expected="dot-separated identifiers",
+                            got=repr(name)[:200])
+    return parts

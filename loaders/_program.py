@@ -1,0 +1,187 @@
+"""A decoded `Package` + storage views -> a torch.export.ExportedProgram (graph, state, signature, shapes).
+
+Nothing from the file runs: targets come from registry lookups, symbolic
+expressions are built from structured nodes, names are checked before they
+reach FX code generation, and guard strings are kept as text only (the
+rebuilt program gets the guards torch derives from its own ShapeEnv, not the
+file's strings, because `ExportedProgram.module()` would compile those).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import threading
+import warnings
+
+import torch
+from torch._export.verifier import load_verifier
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.export.exported_program import ExportedProgram
+
+from pt2format._generated.model import StateKind
+from pt2format.errors import LoadError, Pt2FormatError
+
+from ._graph import GraphBuilder
+from ._metadata import MetadataLoader
+from ._names import check_fqn
+from ._signature import module_call_graph, signature
+from ._state import StateLoader
+from ._symbols import ShapeBuilder, value_ranges
+from ._treespec import TreeSpecLoader
+from ._values import from_value
+
+_gc_lock = threading.Lock()
+_gc_users = 0
+
+
+@contextlib.contextmanager
+def _no_gc():
+    """gc.disable() for the build, reference-counted so concurrent loads do not re-enable it early."""
+    global _gc_users
+    with _gc_lock:
+        if _gc_users == 0:
+            was_enabled = gc.isenabled()
+            gc.disable()
+            _no_gc.was_enabled = was_enabled
+        _gc_users += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_users -= 1
+            if _gc_users == 0 and _no_gc.was_enabled:
+                gc.enable()
+
+
+_no_gc.was_enabled = True
+
+
+def find_program(package, name):
+    """The Program named `name`; None picks the only program, or "forward"."""
+    progs = package.programs
+    names = [p.name for p in progs]
+    if name is None:
+        if len(progs) == 1:
+            return progs[0]
+        name = "forward"
+    for p in progs:
+        if p.name == name:
+            return p
+    raise LoadError(f"no program named {name!r}", expected=names, got=name)
+
+
+def build_program(package, name=None, storage_view=None, *, map_location=None, weights: bool = True,
+                  copy: bool = False, state: StateLoader | None = None) -> ExportedProgram:
+    """Rebuild program `name` of `package`; `storage_view(i)` gives the bytes of Package.storages[i]."""
+    program = find_program(package, name)
+    if state is None:
+        if weights and storage_view is None:
+            raise LoadError("storage_view is required to load weights")
+        state = StateLoader(package, storage_view, map_location=map_location, weights=weights, copy=copy)
+    try:
+        with _no_gc():
+            return _Builder(package, program, state).run()
+    except Pt2FormatError as e:
+        raise e.with_context(path_prefix=f"programs[{program.name}]")
+    except (TypeError, ValueError, RuntimeError, AttributeError, KeyError, IndexError, AssertionError) as e:
+        raise LoadError(f"program {program.name!r} cannot be rebuilt: {type(e).__name__}: {e}") from e
+
+
+class _Builder:
+    def __init__(self, package, program, state: StateLoader):
+        self.package, self.program, self.state = package, program, state
+        self.shape = ShapeBuilder(program, "")
+        self.fake_mode = FakeTensorMode(allow_fallback_kernels=False, allow_non_fake_inputs=True,
+                                        shape_env=self.shape.shape_env)
+        self.treespecs = TreeSpecLoader(program.name)
+
+    def _constant(self, member, path):
+        """Non-graph argument members (in signatures) -> Python values."""
+        from pt2format._generated.model import (BoolArgument, FloatArgument, IntArgument, NoneArgument,
+                                                StringArgument)
+        if isinstance(member, (IntArgument, FloatArgument, BoolArgument, StringArgument)):
+            return member.value
+        if member is None or isinstance(member, NoneArgument):
+            return None
+        return self.graphs._arg(member, path)
+
+    def run(self) -> ExportedProgram:
+        prog = self.program
+        state_dict, constants = self._state()
+        self.graphs = GraphBuilder(self.shape, self.fake_mode, MetadataLoader(self.shape), constants)
+        sig = signature(prog.signature, self._constant)
+        constant_names = [s.arg.name if s.kind == torch.export.graph_signature.InputKind.USER_INPUT
+                          and isinstance(s.arg, torch.export.graph_signature.ConstantArgument) else None
+                          for s in sig.input_specs]
+        graph, owner = self.graphs.build(prog.graph, "graph", constant_names)
+        self.graphs.sc = None
+        mcg = module_call_graph(prog.module_call_graph, self._constant_outside_graph, self.treespecs)
+        ranges = {}
+        for i, rc in enumerate(prog.range_constraints):
+            e = self.shape.expr(rc.expr, f"range_constraints[{i}].expr")
+            ranges[e] = value_ranges(rc.range, integer=True)
+        verifiers = []
+        for v in prog.verifiers:
+            try:
+                verifiers.append(load_verifier(v))
+            except Exception:
+                raise LoadError("unknown verifier dialect", path="verifiers", got=v) from None
+        example_inputs = None
+        if prog.example_inputs is not None:
+            ex = from_value(prog.example_inputs, tensor=self.state.tensor, path="example_inputs")
+            if not (isinstance(ex, tuple) and len(ex) == 2 and isinstance(ex[0], tuple) and isinstance(ex[1], dict)):
+                raise LoadError("example inputs must be (args tuple, kwargs dict)", path="example_inputs")
+            example_inputs = ex
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*not writable.*")
+            ep = ExportedProgram(
+                root=owner,
+                graph=graph,
+                graph_signature=sig,
+                state_dict=state_dict,
+                range_constraints=ranges,
+                module_call_graph=mcg,
+                example_inputs=example_inputs,
+                constants=constants,
+                verifiers=verifiers or None,
+            )
+        return ep
+
+    def _constant_outside_graph(self, member, path):
+        from pt2format._generated.model import (BoolArgument, FloatArgument, IntArgument, NoneArgument,
+                                                StringArgument)
+        if isinstance(member, (IntArgument, FloatArgument, BoolArgument, StringArgument)):
+            return member.value
+        if member is None or isinstance(member, NoneArgument):
+            return None
+        raise LoadError("module call signature constant has no Python form", got=type(member).__name__)
+
+    def _state(self):
+        prog = self.program
+        state_dict: dict = {}
+        constants: dict = {}
+        params: dict[int, torch.nn.Parameter] = {}
+        for i, e in enumerate(prog.state):
+            p = f"state[{i}]"
+            fqn = check_fqn(e.name, f"{p}.name")
+            t = self.state.tensor(e.tensor, f"{p}.tensor")
+            if e.kind == StateKind.PARAMETER:
+                param = params.get(e.tensor)
+                if param is None:
+                    param = params[e.tensor] = torch.nn.Parameter(t, requires_grad=t.requires_grad)
+                state_dict[fqn] = param
+            elif e.kind == StateKind.BUFFER:
+                state_dict[fqn] = t
+            elif e.kind in (StateKind.NON_PERSISTENT_BUFFER, StateKind.TENSOR_CONSTANT):
+                constants[fqn] = t
+            else:
+                raise LoadError("unknown state kind", path=f"{p}.kind", got=e.kind)
+        for i, c in enumerate(prog.custom_objects):
+            fqn = check_fqn(c.name, f"custom_objects[{i}].name")
+            constants[fqn] = self._custom_object(c, f"custom_objects[{i}]")
+        return state_dict, constants
+
+    def _custom_object(self, c, path):
+        from ._custom_objects import rebuild_custom_object
+        return rebuild_custom_object(c, self.state.tensor, path)

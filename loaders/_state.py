@@ -1,0 +1,104 @@
+"""Package.tensors / storages -> torch tensors over the mapped file (zero-copy), on meta, or copied.
+
+One torch storage per file storage, built with torch.frombuffer on the
+storage's memoryview; every tensor row is a `set_` view of it, so tensors
+that shared a storage when saved (tied weights, views) share one again.
+`weights=False` builds meta-device storages of the right sizes instead and
+reads no data; `copy=True` copies each storage once into owned memory.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+
+import torch
+
+from pt2format.errors import LoadError
+
+from ._values import device_from_schema, dtype_from_schema
+
+
+def _map_device(map_location, device: torch.device) -> torch.device:
+    if map_location is None:
+        return device
+    if isinstance(map_location, (str, torch.device)):
+        return torch.device(map_location)
+    if isinstance(map_location, dict):
+        target = map_location.get(str(device), map_location.get(device.type))
+        return device if target is None else torch.device(target)
+    raise TypeError("map_location must be None, a str, a torch.device or a dict of device strings")
+
+
+class StateLoader:
+    """Builds the tensors of a package on demand; one tensor object per Package.tensors row."""
+
+    def __init__(self, package, storage_view, *, map_location=None, weights: bool = True, copy: bool = False):
+        self.package = package
+        self.storage_view = storage_view
+        self.map_location = map_location
+        self.weights = weights
+        self.copy = copy
+        self._storages: dict[tuple, torch.UntypedStorage] = {}
+        self._tensors: dict[int, torch.Tensor] = {}
+        self._lock = threading.Lock()
+
+    def _storage(self, idx: int, device: torch.device, path: str) -> torch.UntypedStorage:
+        key = (idx, str(device))
+        st = self._storages.get(key)
+        if st is not None:
+            return st
+        storages = self.package.storages
+        if not 0 <= idx < len(storages):
+            raise LoadError("storage index out of range", path=path, expected=f"< {len(storages)}", got=idx)
+        size = storages[idx].size
+        if not self.weights or device.type == "meta":
+            st = torch.empty(size, dtype=torch.uint8, device="meta").untyped_storage()
+        else:
+            view = self.storage_view(idx)
+            if view.nbytes != size:
+                raise LoadError("storage view has the wrong size", path=path, expected=size, got=view.nbytes)
+            if size == 0:
+                u8 = torch.empty(0, dtype=torch.uint8)
+            else:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # read-only maps: torch warns, tensors stay usable for reads
+                    u8 = torch.frombuffer(view, dtype=torch.uint8)
+                if self.copy:
+                    u8 = u8.clone()
+            if device.type != "cpu":
+                u8 = u8.to(device)
+            st = u8.untyped_storage()
+        self._storages[key] = st
+        return st
+
+    def tensor(self, idx: int, path: str = "tensor") -> torch.Tensor:
+        t = self._tensors.get(idx)
+        if t is not None:
+            return t
+        with self._lock:
+            t = self._tensors.get(idx)
+            if t is None:
+                t = self._tensors[idx] = self._build(idx, path)
+        return t
+
+    def _build(self, idx: int, path: str) -> torch.Tensor:
+        rows = self.package.tensors
+        if not 0 <= idx < len(rows):
+            raise LoadError("tensor index out of range", path=path, expected=f"< {len(rows)}", got=idx)
+        row = rows[idx]
+        p = f"tensors[{idx}]"
+        dtype = dtype_from_schema(row.dtype, f"{p}.dtype")
+        device = _map_device(self.map_location, device_from_schema(row.device, f"{p}.device"))
+        if len(row.sizes) != len(row.strides):
+            raise LoadError("sizes and strides differ in length", path=p, expected=len(row.sizes), got=len(row.strides))
+        if any(s < 0 for s in row.sizes) or any(s < 0 for s in row.strides) or row.storage_offset < 0:
+            raise LoadError("negative size, stride or offset", path=p)
+        st = self._storage(row.storage, device, f"{p}.storage")
+        try:
+            t = torch.empty(0, dtype=dtype, device=st.device).set_(st, row.storage_offset, row.sizes, row.strides)
+        except RuntimeError as e:
+            raise LoadError(f"tensor does not fit its storage: {e}", path=p) from None
+        if row.requires_grad:
+            t.requires_grad_(True)
+        return t

@@ -1,0 +1,70 @@
+"""Node targets by name -> callables, through registry lookups only (no import, no eval).
+
+`torch.ops.<ns>.<op>.<overload>` is looked up in torch's operator registry,
+`torch.ops.higher_order.<name>` in the higher-order-operator table, and any
+other name in pt2format's builtin allow-list. A custom operator that is not
+registered in this process is a LoadError naming it.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import torch
+
+from pt2format.errors import LoadError
+
+from pt2format.exporter._operators import BUILTINS
+
+from ._names import check_dotted_identifiers
+
+_cache: dict[str, object] = {}
+_lock = threading.Lock()
+
+
+def resolve_target(name, path: str = "target"):
+    fn = _cache.get(name)
+    if fn is not None:
+        return fn
+    fn = BUILTINS.get(name) if isinstance(name, str) else None
+    if fn is None:
+        fn = _resolve_op(name, path)
+    with _lock:
+        _cache[name] = fn
+    return fn
+
+
+def _resolve_op(name, path):
+    parts = check_dotted_identifiers(name, path)
+    if any(p.startswith("__") and p.endswith("__") for p in parts):
+        raise LoadError("operator names cannot be dunder names", path=path, got=name)
+    if len(parts) == 4 and parts[:3] == ["torch", "ops", "higher_order"]:
+        op = torch._ops._higher_order_ops.get(parts[3])
+        if not isinstance(op, torch._ops.HigherOrderOperator):
+            raise LoadError(f"higher-order operator {name} is not available in this torch", path=path, got=name)
+        return op
+    if len(parts) != 5 or parts[:2] != ["torch", "ops"] or parts[2] == "higher_order":
+        raise LoadError("unknown operator target", path=path,
+                        expected="torch.ops.<namespace>.<op>.<overload>, torch.ops.higher_order.<op> "
+                                 "or an allow-listed builtin", got=name)
+    ns, op_name, overload = parts[2:]
+    qualified = f"{ns}::{op_name}"
+    try:
+        handle, overloads = torch._C._jit_get_operation(qualified)
+    except RuntimeError:
+        handle, overloads = None, []
+    if handle is None:
+        raise LoadError(f"operator {qualified} is not registered in this process "
+                        f"(import the library that defines it before loading)", path=path, got=name)
+    namespace = getattr(torch.ops, ns)
+    packet = getattr(namespace, op_name, None) if isinstance(namespace, torch._ops._OpNamespace) else None
+    if not isinstance(packet, torch._ops.OpOverloadPacket):
+        raise LoadError(f"operator {qualified} cannot be resolved", path=path, got=name)
+    wanted = "" if overload == "default" else overload
+    if wanted not in overloads:
+        raise LoadError(f"operator {qualified} has no overload {overload!r}", path=path,
+                        expected=sorted(o or "default" for o in overloads), got=overload)
+    op = getattr(packet, overload, None)
+    if not isinstance(op, torch._ops.OpOverload):
+        raise LoadError(f"operator overload {name} cannot be resolved", path=path, got=name)
+    return op

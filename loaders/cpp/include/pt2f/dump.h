@@ -1,0 +1,19 @@
+// pt2f/dump.h: the canonical dump of SPEC.md §6, walked generically over the
+// binary schema so no table is rendered by hand-written code.
+#pragma once
+
+#include <string>
+
+#include "pt2f/reader.h"
+
+namespace pt2f {
+
+/// The canonical dump of an open file: one JSON line followed by "\n",
+/// byte-identical to `pt2format dump FILE`. Throws pt2f::Error when a string
+/// is not UTF-8 or a storage cannot be resolved.
+std::string canonical_dump(const File &file);
+
+/// Append the rendering of the verified root table (the "package" value).
+void append_package_json(std::string &out, const pt2format::Package *package);
+
+}  // namespace pt2f

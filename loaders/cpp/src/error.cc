@@ -1,0 +1,59 @@
+// Rendering of pt2f::Error messages, in the same shape as pt2format.errors.
+#include "pt2f/error.h"
+
+namespace pt2f {
+
+const char *error_kind_name(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::Io: return "IOError";
+    case ErrorKind::Header: return "HeaderError";
+    case ErrorKind::Checksum: return "ChecksumError";
+    case ErrorKind::Segment: return "SegmentError";
+    case ErrorKind::Encoding: return "EncodingError";
+    case ErrorKind::Limit: return "LimitError";
+    case ErrorKind::Version: return "VersionError";
+    case ErrorKind::UnsupportedFeature: return "UnsupportedFeatureError";
+    case ErrorKind::UnsupportedEncoding: return "UnsupportedEncodingError";
+    case ErrorKind::Validation: return "ValidationError";
+    case ErrorKind::Evaluation: return "EvaluationError";
+  }
+  return "Error";
+}
+
+Error::Error(ErrorKind kind, std::string detail, Where where)
+    : std::runtime_error(render(kind, detail, where)),
+      kind_(kind), detail_(std::move(detail)), where_(std::move(where)) {}
+
+std::string Error::render(ErrorKind kind, const std::string &detail, const Where &w) {
+  std::string where;
+  auto add = [&](const std::string &part) {
+    if (!where.empty()) where += ", ";
+    where += part;
+  };
+  if (!w.file.empty()) add("file '" + w.file + "'");
+  if (!w.section.empty()) add("section '" + w.section + "'");
+  if (w.offset) add("offset " + std::to_string(*w.offset));
+  if (!w.path.empty()) add("at " + w.path);
+  std::string msg = detail;
+  if (!w.expected.empty() || !w.got.empty())
+    msg += " (expected " + (w.expected.empty() ? std::string("-") : w.expected) + ", got " +
+           (w.got.empty() ? std::string("-") : w.got) + ")";
+  std::string out = error_kind_name(kind);
+  out += ": ";
+  if (!where.empty()) out += where + ": ";
+  out += msg;
+  for (char &c : out)  // one line, always
+    if (c == '\n' || c == '\r') c = ' ';
+  return out;
+}
+
+Error Error::with_context(const std::string &file, const std::string &section,
+                          const std::string &path_prefix) const {
+  Where w = where_;
+  if (w.file.empty()) w.file = file;
+  if (w.section.empty()) w.section = section;
+  if (!path_prefix.empty()) w.path = w.path.empty() ? path_prefix : path_prefix + "." + w.path;
+  return Error(kind_, detail_, w);
+}
+
+}  // namespace pt2f

@@ -1,0 +1,19 @@
+// Test support: dump many files in one Node process.
+//
+// Usage: node tools/dump-batch.mjs FILE...  For each FILE writes one JSON line
+// to stdout: {"file", "ok": true, "dump"} or {"file", "ok": false, "error"
+// (the Pt2fError class name, or "internal" for anything else), "message"}.
+// A non-Pt2fError is a reader bug; tests fail on it.
+import { readPt2fFile, Pt2fError } from '../dist/node.js';
+
+for (const file of process.argv.slice(2)) {
+  let rec;
+  try {
+    rec = { file, ok: true, dump: readPt2fFile(file).dump() };
+  } catch (e) {
+    rec = e instanceof Pt2fError
+      ? { file, ok: false, error: e.name, message: e.message }
+      : { file, ok: false, error: 'internal', message: e instanceof Error ? `${e.name}: ${e.message}\n${e.stack}` : String(e) };
+  }
+  process.stdout.write(JSON.stringify(rec) + '\n');
+}

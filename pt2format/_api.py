@@ -1,0 +1,289 @@
+"""Reads and writes whole `.pt2f` files without torch: `read`, `write_package`, `validate`, `convert`.
+
+`read` maps the file, checks header and program checksum, decodes the program
+with the codec its section names, and always validates the tree; data stays in
+the map and is handed out as zero-copy memoryviews. `write_package` lays the
+storages out in one DATA section, fills in where each one lives, and streams
+everything to the file atomically.
+"""
+
+from __future__ import annotations
+
+import os
+
+from pt2format import FORMAT_VERSION, _codecs
+from pt2format._container.align import DATA_ALIGNMENT
+from pt2format._container.crc import crc32, crc32_combine
+from pt2format._container.header import (
+    ENCODING_BY_NAME, ENCODING_NAMES, FEATURE_SHARD_FILES, ChecksumKind, SectionKind,
+)
+from pt2format._container.reader import ContainerFile
+from pt2format._container.writer import build_header, byte_view, layout_payloads, payload_checksums, write_container
+from pt2format._generated import model as m
+from pt2format._validate import check_shard_name, validate_package
+from pt2format.errors import (
+    ChecksumError, HeaderError, LimitError, Pt2FormatError, SegmentError, ValidationError,
+)
+
+DEFAULT_MAX_PROGRAM_BYTES = 1 << 30
+DEFAULT_MAX_DEPTH = 128
+
+
+class PackageFile:
+    """An open `.pt2f` file: the decoded `Package` tree plus zero-copy access to its data.
+
+    Views returned by `storage_view` stay valid after `close()` (the map is
+    released when the last view is dropped); `close()` only stops new views.
+    """
+
+    def __init__(self, container: ContainerFile, package, *, copy_on_write: bool):
+        self._main = container
+        self._shards = {}
+        self._copy_on_write = copy_on_write
+        self.package = package
+        self.path = container.path
+        self.header = container.header
+
+    # -- data access -----------------------------------------------------
+
+    def _container(self, file_index: int) -> ContainerFile:
+        if file_index == 0:
+            return self._main
+        shard = self._shards.get(file_index)
+        if shard is None:
+            shard = self._open_shard(file_index)
+            self._shards[file_index] = shard
+        return shard
+
+    def _open_shard(self, file_index: int) -> ContainerFile:
+        entry = self.package.shard_files[file_index - 1]
+        check_shard_name(entry.name)  # validated on read; re-checked because this opens a path
+        path = os.path.join(os.path.dirname(os.path.abspath(self.path)), entry.name)
+        try:
+            shard = ContainerFile(path, shard=True, copy_on_write=self._copy_on_write)
+        except FileNotFoundError as e:
+            raise SegmentError("shard file is missing", file=path, path=f"shard_files[{file_index - 1}]") from e
+        if shard.size != entry.size:
+            shard.close()
+            raise HeaderError("shard file size differs from shard_files entry", file=path,
+                              path=f"shard_files[{file_index - 1}].size", expected=entry.size, got=shard.size)
+        if (shard.header.format_major, shard.header.format_minor) != self.header.format_version:
+            shard.close()
+            raise HeaderError("shard file format version differs from the main file's", file=path,
+                              expected=self.header.format_version,
+                              got=(shard.header.format_major, shard.header.format_minor))
+        lengths = shard.data_section_lengths()
+        for i, seg in enumerate(self.package.segments):
+            if seg.file != file_index:
+                continue
+            if seg.section not in lengths:
+                shard.close()
+                raise SegmentError("segment does not name a DATA section of its shard file", file=path,
+                                   path=f"segments[{i}].section", expected=f"one of {sorted(lengths)}",
+                                   got=seg.section)
+        for i, st in enumerate(self.package.storages):
+            seg = self.package.segments[st.segment]
+            if seg.file == file_index and st.offset + st.size > lengths[seg.section]:
+                shard.close()
+                raise SegmentError("storage ends past its segment", file=path, path=f"storages[{i}]",
+                                   expected=f"offset + size <= {lengths[seg.section]}", got=st.offset + st.size)
+        return shard
+
+    def _section_view(self, segment_index: int) -> tuple:
+        seg = self.package.segments[segment_index]
+        container = self._container(seg.file)
+        return container, seg.section, container.section_view(seg.section)
+
+    def storage_view(self, index: int) -> memoryview:
+        """The bytes of `Package.storages[index]`: a read-only view into the mapped file (no copy)."""
+        st = self.package.storages[index]
+        _, _, view = self._section_view(st.segment)
+        return view[st.offset:st.offset + st.size]
+
+    def open_all_shards(self) -> None:
+        """Open (and check) every shard file that a segment uses."""
+        for seg in self.package.segments:
+            self._container(seg.file)
+
+    def verify_data(self) -> None:
+        """Check every DATA section checksum and every storage checksum; raise ChecksumError on a mismatch.
+
+        Each byte is read once: a section's CRC is combined from its storages'
+        CRCs and the CRCs of the bytes between them.
+        """
+        self.open_all_shards()
+        by_section = {}
+        for i, st in enumerate(self.package.storages):
+            seg = self.package.segments[st.segment]
+            by_section.setdefault((seg.file, seg.section), []).append(i)
+        files = [(0, self._main)] + sorted(self._shards.items())
+        for file_index, container in files:
+            for sec_index, entry in enumerate(container.header.sections):
+                if entry.kind == SectionKind.DATA:
+                    self._verify_section(container, sec_index, by_section.get((file_index, sec_index), []))
+
+    def _verify_section(self, container: ContainerFile, sec_index: int, storage_indices: list) -> None:
+        entry = container.header.sections[sec_index]
+        view = container.section_view(sec_index)
+        storages = self.package.storages
+        order = sorted(storage_indices, key=lambda i: (storages[i].offset, storages[i].size))
+        section_crc = 0
+        cursor = 0
+        for i in order:
+            st = storages[i]
+            crc = crc32(view[st.offset:st.offset + st.size])
+            if st.checksum_kind == m.ChecksumKind.CRC32 and crc != st.checksum:
+                raise ChecksumError("storage checksum mismatch", file=container.path, section=entry.label(sec_index),
+                                    offset=entry.offset + st.offset, path=f"storages[{i}]",
+                                    expected=f"0x{st.checksum:08x}", got=f"0x{crc:08x}")
+            if st.offset >= cursor:  # disjoint from what came before: extend the running section CRC
+                section_crc = crc32(view[cursor:st.offset], section_crc)
+                section_crc = crc32_combine(section_crc, crc, st.size)
+                cursor = st.offset + st.size
+            elif st.offset + st.size > cursor:  # overlaps the previous storage: take only the new tail
+                section_crc = crc32(view[cursor:st.offset + st.size], section_crc)
+                cursor = st.offset + st.size
+        if entry.checksum_kind != ChecksumKind.CRC32:
+            return
+        section_crc = crc32(view[cursor:], section_crc)
+        if section_crc != entry.checksum:
+            raise ChecksumError("section checksum mismatch", file=container.path, section=entry.label(sec_index),
+                                offset=entry.offset, expected=f"0x{entry.checksum:08x}", got=f"0x{section_crc:08x}")
+
+    # -- lifetime ----------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop handing out views and release the maps (at once, or when the last view is dropped)."""
+        for shard in self._shards.values():
+            shard.close()
+        self._shards.clear()
+        self._main.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._main.closed
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"PackageFile({self.path!r}, programs={[p.name for p in self.package.programs]})"
+
+
+def read(path, *, verify_data: bool = False, max_program_bytes: int = DEFAULT_MAX_PROGRAM_BYTES,
+         max_depth: int = DEFAULT_MAX_DEPTH, copy_on_write: bool = False) -> PackageFile:
+    """Open a `.pt2f` file: check it, decode and validate its program tree, map its data.
+
+    `copy_on_write=True` maps the file privately so data views are writable
+    (writes stay in memory); by default views are read-only.
+    """
+    container = ContainerFile(path, max_program_bytes=max_program_bytes, copy_on_write=copy_on_write)
+    try:
+        program = container.header.sections[0]
+        encoding = ENCODING_NAMES[program.encoding]
+        try:
+            package = _codecs.decode(container.section_view(0), encoding, max_depth=max_depth,
+                                     max_bytes=max_program_bytes)
+        except Pt2FormatError as e:
+            raise e.with_context(file=container.path, section=program.label(0))
+        except RecursionError as e:  # Python's own stack is a depth limit too; report it as one
+            raise LimitError("program nested too deeply for this reader", file=container.path,
+                             section=program.label(0), expected=f"depth <= {max_depth}") from e
+        _check_against_header(package, container)
+        try:
+            validate_package(package, data_section_lengths=container.data_section_lengths(), max_depth=max_depth)
+        except Pt2FormatError as e:
+            raise e.with_context(file=container.path, section=program.label(0))
+        result = PackageFile(container, package, copy_on_write=copy_on_write)
+    except BaseException:
+        container.close()
+        raise
+    if verify_data:
+        try:
+            result.verify_data()
+        except BaseException:
+            result.close()
+            raise
+    return result
+
+
+def _check_against_header(package, container: ContainerFile) -> None:
+    header = container.header
+    fv = package.format_version
+    label = header.sections[0].label(0)
+    if fv is None:
+        raise ValidationError("required field is missing", file=container.path, section=label, path="format_version")
+    if (fv.major, fv.minor) != header.format_version:
+        raise ValidationError("Package.format_version differs from the header's", file=container.path, section=label,
+                              path="format_version", expected="%d.%d" % header.format_version,
+                              got=f"{fv.major}.{fv.minor}")
+    if package.required_features != header.required_features:
+        raise ValidationError("Package.required_features differs from the header's", file=container.path,
+                              section=label, path="required_features", expected=f"0x{header.required_features:x}",
+                              got=f"0x{package.required_features:x}")
+
+
+def validate(path, **limits) -> None:
+    """Check everything: header, program, invariants, shard files, every data checksum."""
+    with read(path, verify_data=True, **limits):
+        pass
+
+
+def write_package(path, package, storage_payloads, *, encoding: str = "flatbuffers", fsync: bool = True,
+                  data_checksums: bool = True) -> None:
+    """Write `package` with `storage_payloads[i]` as the bytes of `package.storages[i]`, atomically.
+
+    Fills in (overwriting) every Storage's segment/offset/size/checksum, sets
+    `Package.segments` to the one DATA section of this file and drops shard
+    files (all data is in this file). The package is validated before anything
+    is written; payloads are any C-contiguous buffers and are never copied.
+    """
+    if encoding not in ENCODING_BY_NAME:
+        raise ValueError(f"unknown encoding {encoding!r}; expected one of {sorted(ENCODING_BY_NAME)}")
+    storages = package.storages
+    if len(storage_payloads) != len(storages):
+        raise ValueError(f"{len(storage_payloads)} payloads for {len(storages)} storages")
+    views = [byte_view(p) for p in storage_payloads]
+    if package.format_version is None:
+        package.format_version = m.FormatVersion(*FORMAT_VERSION)
+    package.shard_files = []
+    package.required_features &= ~FEATURE_SHARD_FILES
+    layout = None
+    data_crc = None
+    if storages:
+        layout = layout_payloads([len(v) for v in views], DATA_ALIGNMENT)
+        crcs = None
+        if data_checksums:
+            crcs, data_crc = payload_checksums(views, layout)
+        for i, st in enumerate(storages):
+            st.segment = 0
+            st.offset = layout.offsets[i]
+            st.size = layout.sizes[i]
+            st.checksum_kind = m.ChecksumKind.CRC32 if crcs else m.ChecksumKind.NONE
+            st.checksum = crcs[i] if crcs else 0
+        package.segments = [m.Segment(file=0, section=1)]
+    else:
+        package.segments = []
+    validate_package(package, data_section_lengths={1: layout.length} if layout else {})
+    program = _codecs.encode(package, encoding)
+    fv = package.format_version
+    header = build_header(format_version=(fv.major, fv.minor), required_features=package.required_features,
+                          program_length=len(program), program_crc=crc32(program),
+                          encoding=ENCODING_BY_NAME[encoding], data_layout=layout, data_crc=data_crc)
+    write_container(path, header, program, views, layout, fsync=fsync)
+
+
+def convert(src, dst, encoding: str, *, fsync: bool = True) -> None:
+    """Rewrite `src` at `dst` with the program in `encoding`; data (shards included) is copied into `dst`."""
+    with read(src, verify_data=True) as f:  # never launder corrupt data under fresh checksums
+        views = [f.storage_view(i) for i in range(len(f.package.storages))]
+        write_package(dst, f.package, views, encoding=encoding, fsync=fsync,
+                      data_checksums=_had_checksums(f.package))
+        del views
+
+
+def _had_checksums(package) -> bool:
+    return not package.storages or all(s.checksum_kind == m.ChecksumKind.CRC32 for s in package.storages)

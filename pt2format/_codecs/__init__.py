@@ -1,0 +1,57 @@
+"""The three program-section codecs behind one interface: encode(package, encoding), decode(data, encoding).
+
+FlatBuffers (default), MessagePack and JSON encode the same `Package` tree
+(SPEC.md section 4); decoding any of them and re-encoding in another gives an
+equal tree. Decoders accept bytes or a memoryview (a view over the mapped
+file is not copied by the FlatBuffers and MessagePack decoders) and raise only
+Pt2FormatError subclasses on bad input.
+"""
+
+from __future__ import annotations
+
+from pt2format.errors import EncodingError, LimitError
+
+ENCODINGS = ("flatbuffers", "msgpack", "json")
+DEFAULT_MAX_DEPTH = 128
+# The program section of a 20,000-node program is ~10-30 MB; 1 GiB is far beyond any real one.
+DEFAULT_MAX_BYTES = 1 << 30
+
+
+def _codec(encoding: str):
+    if encoding == "flatbuffers":
+        from pt2format._codecs import flatbuffers as c
+    elif encoding == "msgpack":
+        from pt2format._codecs import msgpack as c
+    elif encoding == "json":
+        from pt2format._codecs import json as c
+    else:
+        raise EncodingError("unknown program encoding", expected=" | ".join(ENCODINGS), got=repr(encoding))
+    return c
+
+
+def encode(package, encoding: str = "flatbuffers") -> bytes:
+    """Encode a `Package` tree; EncodingError (with the field path) when the tree does not fit the schema."""
+    return _codec(encoding).encode(package)
+
+
+def decode(data, encoding: str = "flatbuffers", *, max_depth: int = DEFAULT_MAX_DEPTH,
+           max_bytes: int = DEFAULT_MAX_BYTES):
+    """Decode a program section into a `Package`.
+
+    `max_depth` bounds table nesting (the root is depth 1); `max_bytes` bounds the
+    section size. Bad input raises EncodingError (with field path and offset) or
+    LimitError, never another exception type.
+    """
+    c = _codec(encoding)
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise EncodingError("program data must be bytes-like", expected="bytes or memoryview",
+                            got=type(data).__name__)
+    if isinstance(data, memoryview) and (data.ndim != 1 or data.itemsize != 1):
+        data = data.cast("B")
+    n = len(data)
+    if n > max_bytes:
+        raise LimitError("program section larger than max_bytes", expected=f"<= {max_bytes} bytes", got=n)
+    return c.decode(data, max_depth=max_depth)
+
+
+__all__ = ["ENCODINGS", "DEFAULT_MAX_DEPTH", "DEFAULT_MAX_BYTES", "encode", "decode"]

@@ -1,0 +1,99 @@
+"""Opens a `.pt2f` (or shard) file by mmap, checks its header, and hands out zero-copy section views.
+
+Ownership of the map: every view handed out is a slice of one memoryview over
+the mmap. `close()` unmaps at once when no view is alive; otherwise the map
+stays valid until the last view (or the numpy array / tensor built on it) is
+garbage-collected, and is then unmapped by Python. After `close()` no new
+view can be made. Views never dangle.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+
+from pt2format.errors import ChecksumError, LimitError
+from pt2format._container.crc import crc32
+from pt2format._container.header import ChecksumKind, SectionKind, unpack_header
+
+
+class ContainerFile:
+    """A checked, mapped container. Main files verify the PROGRAM checksum on open."""
+
+    def __init__(self, path, *, shard: bool = False, max_program_bytes: int | None = None,
+                 copy_on_write: bool = False):
+        self.path = os.fspath(path)
+        self._mm = None
+        self._view = None
+        with open(self.path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size:
+                # ACCESS_COPY maps privately: views are writable and writes never reach the file.
+                access = mmap.ACCESS_COPY if copy_on_write else mmap.ACCESS_READ
+                self._mm = mmap.mmap(f.fileno(), 0, access=access)
+        try:
+            self._view = memoryview(self._mm) if self._mm is not None else memoryview(b"")
+            self.header = unpack_header(self._view, file=self.path, shard=shard)
+            if not shard:
+                program = self.header.sections[0]
+                if max_program_bytes is not None and program.length > max_program_bytes:
+                    raise LimitError("program section larger than max_program_bytes", file=self.path,
+                                     section=program.label(0), offset=program.offset,
+                                     expected=f"<= {max_program_bytes} bytes", got=program.length)
+                self.verify_section(0)
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def size(self) -> int:
+        return self.header.file_length
+
+    @property
+    def closed(self) -> bool:
+        return self._view is None
+
+    def section_view(self, index: int) -> memoryview:
+        """The payload of section `index` (padding excluded), as a view into the map."""
+        if self._view is None:
+            raise ValueError(f"{self.path}: file is closed")
+        entry = self.header.sections[index]
+        return self._view[entry.offset:entry.end]
+
+    def data_section_lengths(self) -> dict:
+        """Section index -> payload length, for every DATA section."""
+        return {i: s.length for i, s in enumerate(self.header.sections) if s.kind == SectionKind.DATA}
+
+    def verify_section(self, index: int) -> None:
+        """Raise ChecksumError when section `index` has a CRC-32 that does not match its bytes."""
+        entry = self.header.sections[index]
+        if entry.checksum_kind != ChecksumKind.CRC32:
+            return
+        actual = crc32(self.section_view(index))
+        if actual != entry.checksum:
+            raise ChecksumError("section checksum mismatch", file=self.path, section=entry.label(index),
+                                offset=entry.offset, expected=f"0x{entry.checksum:08x}", got=f"0x{actual:08x}")
+
+    def close(self) -> None:
+        """Unmap now if no view is alive, else as soon as the last one is released."""
+        view, self._view = self._view, None
+        mm, self._mm = self._mm, None
+        if view is not None:
+            view.release()
+        if mm is not None:
+            try:
+                mm.close()
+            except BufferError:
+                pass  # views are alive; they keep `mm` referenced and it unmaps when they go
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass

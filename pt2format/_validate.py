@@ -1,0 +1,525 @@
+"""Checks every invariant a reader relies on in a decoded `Package` tree.
+
+Runs on every read, so it is one linear pass with no per-field reflection:
+required fields present, every index in range, sym-expression pool acyclic,
+names resolvable in their graph's scope, tensors inside their storages and
+storages inside their segments. Errors carry a field path such as
+`programs[0].graph.nodes[12].inputs[0]`, built only when something fails.
+"""
+
+from __future__ import annotations
+
+from pt2format._container.align import DATA_ALIGNMENT
+from pt2format._container.header import FEATURE_SHARD_FILES, KNOWN_FEATURES, READER_MAJOR
+from pt2format._generated import model as m
+from pt2format.errors import LimitError, Pt2FormatError, SegmentError, UnsupportedFeatureError, ValidationError
+from pt2format.errors import VersionError
+
+# Bytes per element for every dtype that can hold data (FLOAT4_E2M1FN_X2 packs two values per byte).
+ITEMSIZE = {
+    m.ScalarType.UINT8: 1, m.ScalarType.INT8: 1, m.ScalarType.INT16: 2, m.ScalarType.INT32: 4,
+    m.ScalarType.INT64: 8, m.ScalarType.FLOAT16: 2, m.ScalarType.FLOAT32: 4, m.ScalarType.FLOAT64: 8,
+    m.ScalarType.COMPLEX32: 4, m.ScalarType.COMPLEX64: 8, m.ScalarType.COMPLEX128: 16, m.ScalarType.BOOL: 1,
+    m.ScalarType.BFLOAT16: 2, m.ScalarType.UINT16: 2, m.ScalarType.UINT32: 4, m.ScalarType.UINT64: 8,
+    m.ScalarType.FLOAT8_E4M3FN: 1, m.ScalarType.FLOAT8_E5M2: 1, m.ScalarType.FLOAT8_E4M3FNUZ: 1,
+    m.ScalarType.FLOAT8_E5M2FNUZ: 1, m.ScalarType.FLOAT8_E8M0FNU: 1, m.ScalarType.FLOAT4_E2M1FN_X2: 1,
+    m.ScalarType.BITS8: 1, m.ScalarType.BITS16: 2,
+}
+_KNOWN_EXPR_KINDS = frozenset(int(k) for k in m.SymExprKind) - {0}
+_KNOWN_OPS = frozenset(int(k) for k in m.SymOp) - {0}
+
+
+def _fail(message: str, path: str | None = None, **kw) -> ValidationError:
+    return ValidationError(message, path=path, **kw)
+
+
+def _wrap(err: Pt2FormatError, prefix: str) -> Pt2FormatError:
+    return err.with_context(path_prefix=prefix)
+
+
+def check_shard_name(name) -> None:
+    """A shard file name is a plain name in the same directory: no separators, no '..', no NUL."""
+    if not isinstance(name, str) or not name or name == "." or ".." in name or any(
+            c in name for c in "/\\\0"):
+        raise _fail("shard file name must be a plain file name (no '/', '\\', '..' or NUL)", "name",
+                    expected="plain file name", got=repr(name))
+
+
+def validate_package(package, *, data_section_lengths=None, reader_major: int = READER_MAJOR,
+                     known_features: int = KNOWN_FEATURES, max_depth: int = 128) -> None:
+    """Raise a Pt2FormatError (mostly ValidationError) on the first broken invariant of `package`.
+
+    `data_section_lengths` maps each DATA section index of the main file to its
+    length; storages in the main file are checked against it. `None` skips
+    those bounds checks (storages in shard files are checked when the shard is
+    opened, since shards are opened lazily).
+    """
+    fv = package.format_version
+    if fv is None:
+        raise _fail("required field is missing", "format_version")
+    if fv.major > reader_major or fv.major == 0:
+        raise VersionError(f"format version {fv.major}.{fv.minor} is not readable by this reader",
+                           path="format_version", expected=f"major {reader_major}", got=fv.major)
+    unknown = package.required_features & ~known_features
+    if unknown:
+        raise UnsupportedFeatureError(f"file requires unknown features 0x{unknown:x}", path="required_features",
+                                      expected=f"bits within 0x{known_features:x}",
+                                      got=f"0x{package.required_features:x}")
+    _check_sorted_entries(package.metadata, "metadata")
+    _check_data(package, data_section_lengths)
+    n_tensors = len(package.tensors)
+    names = []
+    for i, program in enumerate(package.programs):
+        try:
+            if program is None:
+                raise _fail("program is missing")
+            _Program(program, n_tensors, max_depth).check()
+        except Pt2FormatError as e:
+            raise _wrap(e, f"programs[{i}]")
+        names.append(program.name)
+    for i in range(1, len(names)):
+        if not names[i - 1] < names[i]:
+            raise _fail("program names must be unique and sorted", f"programs[{i}].name",
+                        expected=f"a name after {names[i - 1]!r}", got=repr(names[i]))
+    values = _Values(n_tensors, max_depth)
+    for i, op in enumerate(package.operators):
+        try:
+            for group in ("parameters", "returns"):
+                for j, p in enumerate(getattr(op, group)):
+                    if p.default_value is not None:
+                        try:
+                            values.check(p.default_value, 0)
+                        except Pt2FormatError as e:
+                            raise _wrap(e, f"{group}[{j}].default_value")
+        except Pt2FormatError as e:
+            raise _wrap(e, f"operators[{i}]")
+
+
+def _check_sorted_entries(entries, path: str) -> None:
+    prev = None
+    for i, entry in enumerate(entries):
+        if entry.key is None:
+            raise _fail("required field is missing", f"{path}[{i}].key")
+        if prev is not None and not prev < entry.key:
+            raise _fail("entries must be sorted by key, keys unique", f"{path}[{i}].key",
+                        expected=f"a key after {prev!r}", got=repr(entry.key))
+        prev = entry.key
+
+
+def _check_data(package, lengths) -> None:
+    """Shard names, segments, storages and tensors: indices, alignment and byte ranges."""
+    shards = package.shard_files
+    seen = set()
+    for i, shard in enumerate(shards):
+        try:
+            check_shard_name(shard.name)
+        except Pt2FormatError as e:
+            raise _wrap(e, f"shard_files[{i}]")
+        if shard.name in seen:
+            raise _fail("duplicate shard file name", f"shard_files[{i}].name", got=repr(shard.name))
+        seen.add(shard.name)
+    segments = package.segments
+    for i, seg in enumerate(segments):
+        if seg.file > len(shards):
+            raise _fail("segment file index out of range", f"segments[{i}].file",
+                        expected=f"<= {len(shards)} (number of shard files)", got=seg.file)
+        if seg.file > 0 and not package.required_features & FEATURE_SHARD_FILES:
+            raise _fail("segment in a shard file but required_features lacks bit 0 (shard files)",
+                        f"segments[{i}].file", got=seg.file)
+        if seg.file == 0 and lengths is not None and seg.section not in lengths:
+            raise SegmentError("segment does not name a DATA section of this file", path=f"segments[{i}].section",
+                               expected=f"one of {sorted(lengths)}", got=seg.section)
+    n_segments = len(segments)
+    storages = package.storages
+    for i, st in enumerate(storages):
+        if st.segment >= n_segments:
+            raise _fail("storage segment index out of range", f"storages[{i}].segment",
+                        expected=f"< {n_segments}", got=st.segment)
+        if st.offset % DATA_ALIGNMENT:
+            raise SegmentError(f"storage offset is not a multiple of {DATA_ALIGNMENT}", path=f"storages[{i}].offset",
+                               expected=f"multiple of {DATA_ALIGNMENT}", got=st.offset)
+        if st.checksum_kind not in (m.ChecksumKind.NONE, m.ChecksumKind.CRC32):
+            raise _fail("unknown checksum_kind", f"storages[{i}].checksum_kind", expected="0 or 1",
+                        got=st.checksum_kind)
+        seg = segments[st.segment]
+        if seg.file == 0 and lengths is not None:
+            limit = lengths[seg.section]
+            if st.offset + st.size > limit:
+                raise SegmentError("storage ends past its segment", path=f"storages[{i}]",
+                                   expected=f"offset + size <= {limit}", got=st.offset + st.size)
+    n_storages = len(storages)
+    for i, t in enumerate(package.tensors):
+        try:
+            if t.storage >= n_storages:
+                raise _fail("tensor storage index out of range", "storage", expected=f"< {n_storages}",
+                            got=t.storage)
+            need = tensor_nbytes(t.dtype, t.sizes, t.strides, t.storage_offset)
+            size = storages[t.storage].size
+            if need > size:
+                raise _fail("tensor reaches past the end of its storage", None,
+                            expected=f"<= {size} bytes", got=f"{need} bytes")
+        except Pt2FormatError as e:
+            raise _wrap(e, f"tensors[{i}]")
+
+
+def tensor_nbytes(dtype: int, sizes, strides, storage_offset: int) -> int:
+    """Bytes of storage a strided tensor can reach, from byte 0 of its storage; 0 when it has no elements."""
+    itemsize = ITEMSIZE.get(dtype)
+    if itemsize is None:
+        raise _fail("dtype is unspecified or unknown", "dtype", got=dtype)
+    if len(sizes) != len(strides):
+        raise _fail("sizes and strides differ in length", "strides", expected=len(sizes), got=len(strides))
+    if storage_offset < 0:
+        raise _fail("negative storage_offset", "storage_offset", got=storage_offset)
+    last = storage_offset
+    for d, (size, stride) in enumerate(zip(sizes, strides)):
+        if size < 0:
+            raise _fail("negative size", f"sizes[{d}]", got=size)
+        if stride < 0:
+            raise _fail("negative stride", f"strides[{d}]", got=stride)
+        if size == 0:
+            return 0
+        last += (size - 1) * stride
+    return (last + 1) * itemsize
+
+
+class _Values:
+    """Checks generic `Value` trees: union set, tensor references in range, bounded depth."""
+
+    def __init__(self, n_tensors: int, max_depth: int):
+        self.n_tensors = n_tensors
+        self.max_depth = max_depth
+
+    def check(self, value, depth: int) -> None:
+        if depth > self.max_depth:
+            raise LimitError("value nested too deeply", expected=f"depth <= {self.max_depth}", got=depth)
+        v = value.value
+        cls = type(v)
+        if v is None:
+            raise _fail("union value is missing", "value")
+        if cls is m.ListValue:
+            for i, item in enumerate(v.items):
+                try:
+                    self.check(item, depth + 1)
+                except Pt2FormatError as e:
+                    raise _wrap(e, f"value.items[{i}]")
+        elif cls is m.MapValue:
+            try:
+                self.check_map(v, depth + 1)
+            except Pt2FormatError as e:
+                raise _wrap(e, "value")
+        elif cls is m.TensorRefValue:
+            if v.tensor >= self.n_tensors:
+                raise _fail("tensor index out of range", "value.tensor", expected=f"< {self.n_tensors}",
+                            got=v.tensor)
+
+    def check_map(self, mapping, depth: int) -> None:
+        for i, entry in enumerate(mapping.entries):
+            for part in ("key", "value"):
+                item = getattr(entry, part)
+                try:
+                    if item is None:
+                        raise _fail("required field is missing")
+                    self.check(item, depth)
+                except Pt2FormatError as e:
+                    raise _wrap(e, f"entries[{i}].{part}")
+
+
+class _Program:
+    """Checks one program: symbols, sym-expression pool, graph tree, signature, state."""
+
+    def __init__(self, program, n_tensors: int, max_depth: int):
+        self.p = program
+        self.n_tensors = n_tensors
+        self.n_symbols = len(program.symbols)
+        self.n_exprs = len(program.sym_exprs)
+        self.max_depth = max_depth
+        self.values = _Values(n_tensors, max_depth)
+
+    def check(self) -> None:
+        p = self.p
+        if p.name is None:
+            raise _fail("required field is missing", "name")
+        self.check_symbols()
+        for i, rc in enumerate(p.range_constraints):
+            if rc.expr >= self.n_exprs:
+                raise _fail("expression index out of range", f"range_constraints[{i}].expr",
+                            expected=f"< {self.n_exprs}", got=rc.expr)
+        if p.graph is None:
+            raise _fail("required field is missing", "graph")
+        try:
+            scope = _Graph(self, p.graph, 0).check()
+        except Pt2FormatError as e:
+            raise _wrap(e, "graph")
+        self.check_signature(scope)
+        for i, entry in enumerate(p.state):
+            path = f"state[{i}]"
+            if entry.name is None:
+                raise _fail("required field is missing", f"{path}.name")
+            if entry.kind == m.StateKind.UNSPECIFIED:
+                raise _fail("state kind is UNSPECIFIED", f"{path}.kind")
+            if entry.tensor >= self.n_tensors:
+                raise _fail("tensor index out of range", f"{path}.tensor", expected=f"< {self.n_tensors}",
+                            got=entry.tensor)
+        for i, obj in enumerate(p.custom_objects):
+            if obj.name is None:
+                raise _fail("required field is missing", f"custom_objects[{i}].name")
+            self.check_value(obj.state, f"custom_objects[{i}].state")
+        self.check_value(p.example_inputs, "example_inputs")
+        for i, entry in enumerate(p.module_call_graph):
+            sig = entry.signature
+            if sig is None:
+                continue
+            for group in ("inputs", "outputs"):
+                for j, arg in enumerate(getattr(sig, group)):
+                    if arg is None or arg.value is None:
+                        raise _fail("union value is missing", f"module_call_graph[{i}].signature.{group}[{j}].value")
+            for part in ("in_spec", "out_spec"):
+                spec = getattr(sig, part)
+                if spec is not None:
+                    try:
+                        self.check_tree_spec(spec, 0)
+                    except Pt2FormatError as e:
+                        raise _wrap(e, f"module_call_graph[{i}].signature.{part}")
+        _check_sorted_entries(p.metadata, "metadata")
+
+    def check_value(self, value, path: str) -> None:
+        if value is None:
+            return
+        try:
+            self.values.check(value, 0)
+        except Pt2FormatError as e:
+            raise _wrap(e, path)
+
+    def check_tree_spec(self, spec, depth: int) -> None:
+        if depth > self.max_depth:
+            raise LimitError("tree spec nested too deeply", expected=f"depth <= {self.max_depth}", got=depth)
+        for i, key in enumerate(spec.keys):
+            self.check_value(key, f"keys[{i}]")
+        self.check_value(spec.context, "context")
+        for i, child in enumerate(spec.children):
+            try:
+                self.check_tree_spec(child, depth + 1)
+            except Pt2FormatError as e:
+                raise _wrap(e, f"children[{i}]")
+
+    def check_symbols(self) -> None:
+        seen = set()
+        for i, sym in enumerate(self.p.symbols):
+            if sym.name is None:
+                raise _fail("required field is missing", f"symbols[{i}].name")
+            if sym.name in seen:
+                raise _fail("duplicate symbol name", f"symbols[{i}].name", got=repr(sym.name))
+            seen.add(sym.name)
+        n_symbols = self.n_symbols
+        for i, e in enumerate(self.p.sym_exprs):
+            kind = e.kind
+            if kind not in _KNOWN_EXPR_KINDS:
+                raise _fail("unknown or unspecified expression kind", f"sym_exprs[{i}].kind", got=kind)
+            if kind == m.SymExprKind.SYMBOL:
+                if e.symbol >= n_symbols:
+                    raise _fail("symbol index out of range", f"sym_exprs[{i}].symbol", expected=f"< {n_symbols}",
+                                got=e.symbol)
+            elif kind == m.SymExprKind.RATIONAL:
+                if e.denominator <= 1:
+                    raise _fail("rational denominator must be > 1", f"sym_exprs[{i}].denominator",
+                                got=e.denominator)
+            elif kind == m.SymExprKind.APPLY:
+                if e.op not in _KNOWN_OPS:
+                    raise _fail("APPLY needs a known op", f"sym_exprs[{i}].op", got=e.op)
+                if not e.args:
+                    raise _fail("APPLY needs arguments", f"sym_exprs[{i}].args")
+                for j, a in enumerate(e.args):
+                    if a >= i:
+                        raise _fail("argument must refer to an earlier expression (the pool is acyclic)",
+                                    f"sym_exprs[{i}].args[{j}]", expected=f"< {i}", got=a)
+
+    def check_signature(self, scope) -> None:
+        sig = self.p.signature
+        graph = self.p.graph
+        if sig is None:
+            raise _fail("required field is missing", "signature")
+        for group, specs, args in (("input_specs", sig.input_specs, graph.inputs),
+                                   ("output_specs", sig.output_specs, graph.outputs)):
+            if len(specs) != len(args):
+                what = "inputs" if group == "input_specs" else "outputs"
+                raise _fail(f"one spec per graph {what[:-1]} required", f"signature.{group}",
+                            expected=len(args), got=len(specs))
+            for i, spec in enumerate(specs):
+                path = f"signature.{group}[{i}]"
+                s = spec.spec
+                if s is None:
+                    raise _fail("union value is missing", f"{path}.spec")
+                if type(s) is m.InputToConstantInputSpec:
+                    if s.name is None:
+                        raise _fail("required field is missing", f"{path}.spec.name")
+                    self.check_value(s.value, f"{path}.spec.value")
+                    continue
+                arg = s.arg
+                try:
+                    if arg is None:
+                        raise _fail("required field is missing")
+                    scope.check_argument(arg.value if type(arg) is m.Argument else arg)
+                except Pt2FormatError as e:
+                    raise _wrap(e, f"{path}.spec.arg")
+
+    def check_sym(self, sym, path: str) -> None:
+        if sym is not None and not -1 <= sym.expr < self.n_exprs:
+            raise _fail("expression index out of range", f"{path}.expr", expected=f"-1 or < {self.n_exprs}",
+                        got=sym.expr)
+
+
+class _Graph:
+    """Checks one graph and its subgraphs; value names are scoped to the graph that declares them."""
+
+    def __init__(self, program: _Program, graph, depth: int):
+        if depth > program.max_depth:
+            raise LimitError("subgraphs nested too deeply", expected=f"depth <= {program.max_depth}", got=depth)
+        self.prog = program
+        self.g = graph
+        self.depth = depth
+        self.tensors = self._names(graph.tensor_values, "tensor_values")
+        self.sym_ints = self._names(graph.sym_int_values, "sym_int_values")
+        self.sym_floats = self._names(graph.sym_float_values, "sym_float_values")
+        self.sym_bools = self._names(graph.sym_bool_values, "sym_bool_values")
+        self.custom_objs = self._names(graph.custom_obj_values, "custom_obj_values")
+
+    @staticmethod
+    def _names(values, path: str) -> set:
+        names = set()
+        for i, v in enumerate(values):
+            if v.name is None:
+                raise _fail("required field is missing", f"{path}[{i}].name")
+            names.add(v.name)
+        if len(names) != len(values):
+            raise _fail("duplicate value names", path, expected=f"{len(values)} unique names", got=len(names))
+        return names
+
+    def check(self) -> "_Graph":
+        g = self.g
+        prog = self.prog
+        for i, tv in enumerate(g.tensor_values):
+            meta = tv.meta
+            path = f"tensor_values[{i}].meta"
+            if meta is None:
+                raise _fail("required field is missing", path)
+            if meta.dtype == m.ScalarType.UNSPECIFIED:
+                raise _fail("dtype is UNSPECIFIED", f"{path}.dtype")
+            for d, s in enumerate(meta.sizes):
+                prog.check_sym(s, f"{path}.sizes[{d}]")
+            for d, s in enumerate(meta.strides):
+                prog.check_sym(s, f"{path}.strides[{d}]")
+            prog.check_sym(meta.storage_offset, f"{path}.storage_offset")
+        for group in ("sym_int_values", "sym_float_values", "sym_bool_values"):
+            for i, v in enumerate(getattr(g, group)):
+                prog.check_sym(v.value, f"{group}[{i}].value")
+        for group in ("inputs", "outputs"):
+            for i, arg in enumerate(getattr(g, group)):
+                try:
+                    self.check_argument(arg.value)
+                except Pt2FormatError as e:
+                    raise _wrap(e, f"{group}[{i}].value")
+        node_names = set()
+        for i, node in enumerate(g.nodes):
+            try:
+                self.check_node(node)
+            except Pt2FormatError as e:
+                raise _wrap(e, f"nodes[{i}]")
+            node_names.add(node.name)
+        if len(node_names) != len(g.nodes):
+            raise _fail("duplicate node names", "nodes", expected=f"{len(g.nodes)} unique names", got=len(node_names))
+        return self
+
+    def check_node(self, node) -> None:
+        if node.name is None:
+            raise _fail("required field is missing", "name")
+        if node.target is None:
+            raise _fail("required field is missing", "target")
+        for j, arg in enumerate(node.inputs):
+            try:
+                self.check_argument(arg.value)
+            except Pt2FormatError as e:
+                raise _wrap(e, f"inputs[{j}].value")
+        for j, arg in enumerate(node.outputs):
+            try:
+                self.check_argument(arg.value)
+            except Pt2FormatError as e:
+                raise _wrap(e, f"outputs[{j}].value")
+        meta = node.metadata
+        if meta is not None:
+            n_symbols = self.prog.n_symbols
+            for j, b in enumerate(meta.unbacked_bindings):
+                if b.symbol >= n_symbols:
+                    raise _fail("symbol index out of range", f"metadata.unbacked_bindings[{j}].symbol",
+                                expected=f"< {n_symbols}", got=b.symbol)
+            if meta.custom is not None:
+                try:
+                    self.prog.values.check_map(meta.custom, 1)
+                except Pt2FormatError as e:
+                    raise _wrap(e, "metadata.custom")
+            _check_sorted_entries(meta.extra, "metadata.extra")
+
+    def check_argument(self, v) -> None:
+        """Check one ArgumentValue member: set, and every name it uses declared in this graph."""
+        cls = type(v)
+        if cls is m.TensorArgument:
+            if v.name not in self.tensors:
+                raise _undeclared("tensor", v.name, "name")
+        elif v is None:
+            raise _fail("union value is missing")
+        elif cls in _OPTIONAL_NAME:  # name absent means None / a concrete value
+            scope, what = _OPTIONAL_NAME[cls]
+            if v.name is not None and v.name not in getattr(self, scope):
+                raise _undeclared(what, v.name, "name")
+        elif cls in _OPTIONAL_NAME_LIST:
+            scope, what = _OPTIONAL_NAME_LIST[cls]
+            names = getattr(self, scope)
+            for i, item in enumerate(v.items):
+                if item.name is not None and item.name not in names:
+                    raise _undeclared(what, item.name, f"items[{i}].name")
+        elif cls is m.TensorListArgument:
+            for i, name in enumerate(v.names):
+                if name not in self.tensors:
+                    raise _undeclared("tensor", name, f"names[{i}]")
+        elif cls is m.NestedTensorListArgument:
+            for i, lst in enumerate(v.lists):
+                for j, name in enumerate(lst.names):
+                    if name not in self.tensors:
+                        raise _undeclared("tensor", name, f"lists[{i}].names[{j}]")
+        elif cls is m.CustomObjArgument:
+            if v.name not in self.custom_objs:
+                raise _undeclared("custom object", v.name, "name")
+        elif cls is m.TokenArgument:
+            if v.name is None:
+                raise _fail("required field is missing", "name")
+        elif cls is m.GraphArgument:
+            if v.graph is None:
+                raise _fail("required field is missing", "graph")
+            try:
+                _Graph(self.prog, v.graph, self.depth + 1).check()
+            except Pt2FormatError as e:
+                raise _wrap(e, "graph")
+        elif cls is m.StringToArgumentMapArgument:
+            for i, entry in enumerate(v.entries):
+                try:
+                    if entry.value is None:
+                        raise _fail("required field is missing")
+                    self.check_argument(entry.value.value)
+                except Pt2FormatError as e:
+                    raise _wrap(e, f"entries[{i}].value")
+
+
+# Argument kinds whose `name` may be absent, and the graph scope a present name must be declared in.
+_OPTIONAL_NAME = {
+    m.OptionalTensorArgument: ("tensors", "tensor"), m.SymIntArgument: ("sym_ints", "SymInt"),
+    m.SymFloatArgument: ("sym_floats", "SymFloat"), m.SymBoolArgument: ("sym_bools", "SymBool"),
+}
+_OPTIONAL_NAME_LIST = {
+    m.OptionalTensorListArgument: ("tensors", "tensor"), m.SymIntListArgument: ("sym_ints", "SymInt"),
+    m.SymFloatListArgument: ("sym_floats", "SymFloat"), m.SymBoolListArgument: ("sym_bools", "SymBool"),
+}
+
+
+def _undeclared(what: str, name, path: str) -> ValidationError:
+    return _fail(f"{what} {name!r} is not declared in this graph", path, expected="a name from the graph's values",
+                 got=repr(name))

@@ -1,0 +1,139 @@
+"""The `pt2format` command line: inspect, validate, dump and convert `.pt2f` files without torch.
+
+Exit status: 0 on success, 1 when the file is bad (the error message goes to
+stderr), 2 for usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import sys
+
+from pt2format.errors import Pt2FormatError
+
+_ENCODINGS = ("flatbuffers", "msgpack", "json")
+
+
+def _walk_graphs(graph):
+    """The graph and every subgraph reachable through GraphArgument inputs, depth first."""
+    from pt2format._generated import model as m
+
+    stack = [graph]
+    while stack:
+        g = stack.pop()
+        yield g
+        for node in reversed(g.nodes):
+            for arg in node.inputs:
+                if type(arg.value) is m.GraphArgument and arg.value.graph is not None:
+                    stack.append(arg.value.graph)
+
+
+def _fmt_bytes(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+def _inspect(path: str, top: int) -> str:
+    from pt2format._api import read
+    from pt2format._container.header import SectionEncoding, SectionKind
+    from pt2format._generated import model as m
+
+    with read(path) as f:
+        h = f.header
+        pkg = f.package
+        out = [f"file: {path} ({h.file_length} bytes)",
+               f"format: {h.format_major}.{h.format_minor} (header version {h.header_version}), "
+               f"required features: 0x{h.required_features:x}"]
+        prod = pkg.producer
+        if prod is not None:
+            out.append(f"producer: {prod.name} {prod.version} (torch {prod.torch_version})")
+        out.append("sections:")
+        for i, s in enumerate(h.sections):
+            crc = f"crc32 0x{s.checksum:08x}" if s.checksum_kind else "no checksum"
+            out.append(f"  {i}: {SectionKind(s.kind).name:<7} {SectionEncoding(s.encoding).name:<11} "
+                       f"offset {s.offset:>12}  length {s.length:>12} ({_fmt_bytes(s.length)})  "
+                       f"align {s.alignment}  {crc}")
+        if pkg.shard_files:
+            out.append("shard files: " + ", ".join(f"{s.name} ({s.size} bytes)" for s in pkg.shard_files))
+        out.append(f"programs: {len(pkg.programs)}")
+        for prog in pkg.programs:
+            graphs = list(_walk_graphs(prog.graph))
+            nodes = sum(len(g.nodes) for g in graphs)
+            sub = nodes - len(prog.graph.nodes)
+            out.append(f"  {prog.name}: {nodes} nodes ({sub} in {len(graphs) - 1} subgraphs), "
+                       f"{len(prog.graph.inputs)} inputs, {len(prog.graph.outputs)} outputs, "
+                       f"{len(prog.symbols)} symbols, {len(prog.state)} state entries")
+            ops = collections.Counter(n.target for g in graphs for n in g.nodes)
+            for target, count in sorted(ops.items(), key=lambda kv: (-kv[1], kv[0]))[:top]:
+                out.append(f"    {count:>6}  {target}")
+            if len(ops) > top:
+                out.append(f"    ... {len(ops) - top} more operators")
+        total = sum(s.size for s in pkg.storages)
+        out.append(f"tensors: {len(pkg.tensors)} in {len(pkg.storages)} storages, {total} bytes ({_fmt_bytes(total)})")
+        dtypes = collections.Counter(t.dtype for t in pkg.tensors)
+        if dtypes:
+            names = {int(v): v.name for v in m.ScalarType}
+            out.append("dtypes: " + ", ".join(f"{names.get(d, d)} x{c}" for d, c in sorted(dtypes.items())))
+        return "\n".join(out) + "\n"
+
+
+def _hexdump(path: str) -> str:
+    from pt2format._container.annotate import annotate
+
+    with open(path, "rb") as f:
+        return annotate(f.read())
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="pt2format", description="Inspect, validate, dump and convert .pt2f files.")
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("inspect", help="summarize a file: header, sections, programs, operators, tensors")
+    s.add_argument("file")
+    s.add_argument("--top", type=int, default=10, help="operators to list per program (default 10)")
+    s.add_argument("--hexdump", action="store_true", help="print an annotated hexdump of the file instead")
+    s = sub.add_parser("validate", help="check everything, data checksums included; prints OK")
+    s.add_argument("file")
+    s = sub.add_parser("dump", help="print the canonical dump (SPEC.md section 6)")
+    s.add_argument("file")
+    s = sub.add_parser("convert", help="rewrite a file with another program encoding")
+    s.add_argument("file")
+    s.add_argument("--encoding", required=True, choices=_ENCODINGS)
+    s.add_argument("-o", "--output", required=True)
+    s.add_argument("--no-fsync", action="store_true", help="skip fsync (the write is still atomic)")
+    return p
+
+
+def main(argv=None) -> int:
+    """Run the command line; returns the exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "inspect":
+            sys.stdout.write(_hexdump(args.file) if args.hexdump else _inspect(args.file, args.top))
+        elif args.command == "validate":
+            from pt2format._api import validate
+
+            validate(args.file)
+            print("OK")
+        elif args.command == "dump":
+            from pt2format._dump import dump
+
+            sys.stdout.write(dump(args.file))
+        elif args.command == "convert":
+            from pt2format._api import convert
+
+            convert(args.file, args.output, args.encoding, fsync=not args.no_fsync)
+    except Pt2FormatError as e:
+        print(f"pt2format {args.command}: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:
+        print(f"pt2format {args.command}: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

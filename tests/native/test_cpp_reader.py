@@ -1,0 +1,730 @@
+"""The C++ reader (loaders/cpp): same canonical dump as Python, clean failures on damaged files.
+
+Every comparison is against something the C++ reader did not produce: the
+Python reader's dump (pt2format._dump), bytes written by flatc itself or by the
+container packer written from SPEC.md (_native_util_cpp.spec_container),
+zlib's CRC-32, Python's own integer arithmetic, or expectations written out by
+hand from SPEC.md §6. Damaged-file tests run the ASan+UBSan build.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import zlib
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _native_util_cpp as U  # noqa: E402
+
+from pt2format._generated import model as m  # noqa: E402
+
+pytestmark = [pytest.mark.native, pytest.mark.xdist_group("cpp_reader")]
+
+SANITIZER_ENV = dict(os.environ, ASAN_OPTIONS="exitcode=86:detect_leaks=1",
+                     UBSAN_OPTIONS="halt_on_error=1:exitcode=87:print_stacktrace=1")
+
+
+@pytest.fixture(scope="session")
+def cpp():
+    why = U.missing_toolchain()
+    if why:
+        pytest.skip(f"C++ toolchain missing: {why}")
+    return U.build("release")
+
+
+@pytest.fixture(scope="session")
+def cpp_asan():
+    why = U.missing_toolchain()
+    if why:
+        pytest.skip(f"C++ toolchain missing: {why}")
+    return U.build("asan")
+
+
+def strategies():
+    mod = U.load_strategies()
+    if mod is None:
+        pytest.skip("tests/pt2format/_codecs/strategies.py (codec owner's tree builders) not present")
+    return mod
+
+
+def dump(build_dir, path, env=None):
+    return U.run(build_dir / "pt2f-dump", path, env=env)
+
+
+def assert_clean_failure(r, *, codes=(U.EXIT_BAD_FILE,), what=""):
+    """Failed with an expected status and exactly one line on stderr, nothing on stdout, no sanitizer report."""
+    assert "Sanitizer" not in r.stderr and "runtime error" not in r.stderr, f"{what}\n{r.stderr}"
+    assert r.returncode in codes, f"{what}: exit {r.returncode}\n{r.stderr}"
+    assert r.stdout == b"", what
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("pt2f-dump: "), f"{what}: {r.stderr!r}"
+    return lines[0]
+
+
+# ---------------------------------------------------------------------------
+# Build, generated header, unit tests
+
+
+def test_generated_header_compiles_alone():
+    compiler = shutil.which("g++")
+    if compiler is None:
+        pytest.skip("g++ is not installed")
+    build_inc = Path(U.build.__module__ and __import__("sysconfig").get_paths()["data"]) / "include"
+    r = subprocess.run([compiler, "-std=c++17", "-fsyntax-only", "-x", "c++", f"-I{build_inc}",
+                        str(U.GENERATED_HEADER)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+
+
+def test_unit_tests_pass(cpp):
+    r = U.run(cpp / "pt2f-unit-tests")
+    assert r.returncode == 0 and b" 0 failures" in r.stdout, r.stdout.decode()
+
+
+def test_unit_tests_pass_under_sanitizers(cpp_asan):
+    r = U.run(cpp_asan / "pt2f-unit-tests", env=SANITIZER_ENV, timeout=300)
+    assert r.returncode == 0 and b" 0 failures" in r.stdout, r.stdout.decode() + r.stderr
+
+
+# ---------------------------------------------------------------------------
+# The dump against hand-written expectations (SPEC.md §6), on files flatc built
+
+
+def test_minimal_package_dump_is_exactly_the_spec_rendering(cpp, tmp_path):
+    path = tmp_path / "minimal.pt2f"
+    path.write_bytes(U.spec_container(U.flatc_program({"format_version": {"major": 1, "minor": 0}})))
+    r = dump(cpp, path)
+    assert r.returncode == 0, r.stderr
+    # Every Package field present (absent vectors [], absent tables null, absent scalars their default),
+    # keys sorted, no whitespace, one line. Update when Package gains a field.
+    assert r.stdout == (b'{"package":{"format_version":{"major":1,"minor":0},"metadata":[],"operators":[],'
+                        b'"producer":null,"programs":[],"required_features":0,"segments":[],"shard_files":[],'
+                        b'"storages":[],"tensors":[]},"storage_crc32":[]}\n')
+
+
+def test_dump_spellings_follow_the_spec(cpp, tmp_path):
+    tree = {
+        "format_version": {"major": 1, "minor": 0},
+        "producer": {"name": "tab\there \"q\" back\\slash \u0001 caf\u00e9 \U0001F600"},
+        "required_features": 0,
+        "programs": [{
+            "name": "p",
+            "symbols": [{"name": "s0", "kind": "INT", "hint": -9223372036854775808, "has_hint": True}],
+            "sym_exprs": [{"kind": "FLOAT", "float_value": -0.0}, {"kind": "FLOAT", "float_value": "nan"},
+                          {"kind": "FLOAT", "float_value": "-inf"}, {"kind": "APPLY", "op": 200, "args": [0, 1]}],
+            "graph": {"tensor_values": [{"name": "t", "meta": {"dtype": "BFLOAT16", "device": {"type": "cpu"}}}],
+                      "inputs": [{}]},
+        }],
+        "metadata": [{"key": "k", "value": "v"}],
+    }
+    path = tmp_path / "spellings.pt2f"
+    path.write_bytes(U.spec_container(U.flatc_program(tree)))
+    r = dump(cpp, path)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.decode("utf-8")
+    assert out.endswith("}\n") and out.count("\n") == 1 and " " not in out.replace("here", "").replace(
+        "back", "").split('"producer"')[0]
+    expected_fragments = [
+        # strings: JSON escapes for ", \, \t and other controls as \u00XX lowercase; other text raw UTF-8
+        '"name":"tab\\there \\"q\\" back\\\\slash \\u0001 caf\u00e9 \U0001F600"',
+        # int64 extremes exactly; unset scalars as their defaults; absent strings null
+        '"has_hint":true,"hint":-9223372036854775808,"kind":"INT","name":"s0","positive":false,"range":null',
+        # floats as the binary64 bit pattern; -0.0 and NaN kept
+        '"float_value":"0x8000000000000000"', '"float_value":"0x7ff8000000000000"',
+        '"float_value":"0xfff0000000000000"',
+        # schema defaults that are not zero: SymExpr.denominator = 1, Device.index = -1, layout = STRIDED
+        '"denominator":1', '{"index":-1,"type":"cpu"}', '"layout":"STRIDED"',
+        # an enum value unknown to the reader's schema is an integer
+        '"op":200',
+        # a union that is not set: NONE and null
+        '"inputs":[{"value":null,"value_type":"NONE"}]',
+        # struct-free absent table and vectors
+        '"storage_offset":null', '"sizes":[]',
+        '"metadata":[{"key":"k","value":"v"}]',
+    ]
+    for frag in expected_fragments:
+        assert frag in out, frag
+
+
+def test_storage_crc32_is_crc_of_each_storage(cpp, tmp_path):
+    payloads = [bytes(range(100)), b"", bytes(64), b"\xff" * 65]
+    section, offsets = bytearray(), []
+    for p in payloads:
+        section += bytes(-len(section) % 64)
+        offsets.append(len(section))
+        section += p
+    tree = {"format_version": {"major": 1, "minor": 0}, "segments": [{"file": 0, "section": 1}],
+            "storages": [{"segment": 0, "offset": o, "size": len(p)} for o, p in zip(offsets, payloads)]}
+    path = tmp_path / "data.pt2f"
+    path.write_bytes(U.spec_container(U.flatc_program(tree), [bytes(section)]))
+    r = dump(cpp, path)
+    assert r.returncode == 0, r.stderr
+    crcs = ",".join('"0x%08x"' % zlib.crc32(p) for p in payloads)
+    assert r.stdout.endswith(f'"storage_crc32":[{crcs}]}}\n'.encode())
+
+
+# ---------------------------------------------------------------------------
+# Agreement with the Python reader, byte for byte
+
+
+def test_dump_agrees_with_python_on_the_exhaustive_tree(cpp, tmp_path):
+    pkg = strategies().exhaustive_package()
+    payloads = U.make_readable(pkg)
+    path = tmp_path / "exhaustive.pt2f"
+    U.write_tree(path, pkg, payloads)
+    r = dump(cpp, path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == U.python_dump_of_tree(path).encode("utf-8")
+
+
+def test_dump_agrees_with_python_on_random_trees(cpp, tmp_path):
+    from hypothesis import HealthCheck, given, settings
+
+    s = strategies()
+    seen = []
+
+    @settings(max_examples=40, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(s.packages(max_depth=5, max_len=3, unknown_enums=True))
+    def check(pkg):
+        payloads = U.make_readable(pkg)
+        path = tmp_path / f"random{len(seen)}.pt2f"
+        U.write_tree(path, pkg, payloads)
+        r = dump(cpp, path)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout == U.python_dump_of_tree(path).encode("utf-8")
+        seen.append(path)
+
+    check()
+    assert len(seen) >= 20
+
+
+def test_dump_agrees_with_python_on_written_files(cpp, tmp_path):
+    from pt2format._api import write_package
+    from pt2format._dump import dump as python_dump
+
+    path = tmp_path / "sample.pt2f"
+    write_package(path, U.sample_package(), U.sample_payloads(), fsync=False)
+    r = dump(cpp, path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == python_dump(path).encode("utf-8")
+
+
+def test_dump_agrees_with_python_on_shard_files(cpp, tmp_path):
+    from pt2format import _codecs
+    from pt2format._dump import dump as python_dump
+
+    pkg = U.sample_package()
+    payload = U.sample_payloads()[0]
+    shard = U.spec_container(b"", [bytes(10) + bytes(54) + payload], shard=True)
+    (tmp_path / "model.pt2f.shard1").write_bytes(shard)
+    pkg.required_features = 1
+    pkg.shard_files = [m.ShardFile("model.pt2f.shard1", len(shard))]
+    pkg.segments = [m.Segment(file=1, section=0)]
+    pkg.storages = [m.Storage(segment=0, offset=64, size=len(payload), checksum_kind=m.ChecksumKind.CRC32,
+                              checksum=zlib.crc32(payload))]
+    path = tmp_path / "model.pt2f"
+    path.write_bytes(U.spec_container(_codecs.encode(pkg, "flatbuffers"), features=1))
+    r = dump(cpp, path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == python_dump(path).encode("utf-8")
+    assert f'"storage_crc32":["0x{zlib.crc32(payload):08x}"]'.encode() in r.stdout
+
+
+def _export_cases():
+    torch = pytest.importorskip("torch")
+
+    class Linear(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.l = torch.nn.Linear(4, 3)
+            self.register_buffer("scale", torch.tensor([0.5, -0.0, float("inf")]))
+
+        def forward(self, x):
+            return torch.relu(self.l(x)) * self.scale + x.shape[0]
+
+    class Tied(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = torch.nn.Embedding(10, 6)
+            self.out = torch.nn.Linear(6, 10, bias=False)
+            self.out.weight = self.emb.weight
+
+        def forward(self, idx):
+            h = self.emb(idx)
+            return self.out(h[:, 1:] if h.shape[1] > 1 else h).softmax(-1)
+
+    class Cond(torch.nn.Module):
+        def forward(self, x):
+            return torch.cond(x.sum() > 0, lambda t: t.cos(), lambda t: t.sin(), (x,))
+
+    b = torch.export.Dim("b", min=2, max=64)
+    return [
+        ("linear_dynamic", Linear(), (torch.randn(3, 4),), {"x": {0: b}}),
+        ("tied_weights", Tied(), (torch.randint(0, 10, (2, 5)),), None),
+        ("cond", Cond(), (torch.randn(3),), None),
+    ]
+
+
+@pytest.mark.parametrize("case", ["linear_dynamic", "tied_weights", "cond"])
+def test_dump_agrees_with_python_on_exported_programs(cpp, tmp_path, case):
+    torch = pytest.importorskip("torch")
+    import pt2format
+    from pt2format._dump import dump as python_dump
+
+    name, mod, args, dyn = next(c for c in _export_cases() if c[0] == case)
+    ep = torch.export.export(mod, args, dynamic_shapes=dyn)
+    path = tmp_path / f"{name}.pt2f"
+    try:
+        pt2format.save(ep, path, progress=False)
+    except (ImportError, NotImplementedError) as e:
+        pytest.skip(f"pt2format.save not available: {e!r}")
+    r = dump(cpp, path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == python_dump(path).encode("utf-8")
+    ex = U.run(cpp / "pt2f-inspect-example", path)
+    assert ex.returncode == 0, ex.stderr
+    params = {k: tuple(v.shape) for k, v in ep.named_parameters()}
+    lines = ex.stdout.decode().splitlines()
+    for k, shape in params.items():
+        assert f"param {k} [{', '.join(map(str, shape))}] FLOAT32" in lines
+
+
+def test_readme_example_is_the_compiled_example(cpp, tmp_path):
+    readme = (U.ROOT / "loaders" / "cpp" / "README.md").read_text()
+    source = (U.ROOT / "loaders" / "cpp" / "examples" / "inspect.cc").read_text()
+    assert f"```cpp\n{source}```" in readme
+    from pt2format._api import write_package
+
+    path = tmp_path / "sample.pt2f"
+    write_package(path, U.sample_package(), U.sample_payloads(), fsync=False)
+    r = U.run(cpp / "pt2f-inspect-example", path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.decode().splitlines() == ["node torch.ops.aten.add.Tensor", "param w [3] FLOAT32"]
+
+
+# ---------------------------------------------------------------------------
+# Files this reader refuses on purpose
+
+
+@pytest.mark.parametrize("encoding", ["msgpack", "json"])
+def test_msgpack_and_json_programs_report_unsupported_encoding(cpp, tmp_path, encoding):
+    from pt2format._api import write_package
+
+    path = tmp_path / f"sample_{encoding}.pt2f"
+    write_package(path, U.sample_package(), U.sample_payloads(), encoding=encoding, fsync=False)
+    line = assert_clean_failure(dump(cpp, path), codes=(U.EXIT_ENCODING,))
+    assert "encoding not supported by this reader" in line and encoding.upper() in line
+
+
+def test_newer_major_and_unknown_feature_need_a_newer_reader(cpp, tmp_path):
+    program = U.flatc_program({"format_version": {"major": 2, "minor": 0}})
+    (tmp_path / "v2.pt2f").write_bytes(U.spec_container(program, format_version=(2, 0)))
+    line = assert_clean_failure(dump(cpp, tmp_path / "v2.pt2f"), codes=(U.EXIT_VERSION,))
+    assert "VersionError" in line and "offset 16" in line
+    program = U.flatc_program({"format_version": {"major": 1, "minor": 0}, "required_features": 6})
+    (tmp_path / "f.pt2f").write_bytes(U.spec_container(program, features=6))
+    line = assert_clean_failure(dump(cpp, tmp_path / "f.pt2f"), codes=(U.EXIT_VERSION,))
+    assert "UnsupportedFeatureError" in line
+
+
+# ---------------------------------------------------------------------------
+# Damaged and hostile files: clean failure, never a crash (ASan+UBSan build)
+
+
+def _sample_file(tmp_path) -> bytes:
+    from pt2format._api import write_package
+
+    path = tmp_path / "base.pt2f"
+    write_package(path, U.sample_package(), U.sample_payloads(), fsync=False)
+    return path.read_bytes()
+
+
+def _boundaries(raw: bytes):
+    count = struct.unpack_from("<H", raw, 10)[0]
+    points = {0, 1, 8, 12, 40, 63, 64, 64 + 48 * count - 1, 64 + 48 * count}
+    for i in range(count):
+        off, length = struct.unpack_from("<QQ", raw, 64 + 48 * i + 8)
+        points |= {off - 1, off, off + 1, off + length // 2, off + length - 1, off + length}
+    return sorted(p for p in points if 0 <= p < len(raw))
+
+
+def test_truncated_files_fail_cleanly(cpp_asan, tmp_path):
+    raw = _sample_file(tmp_path)
+    rng = random.Random(1)
+    cuts = _boundaries(raw) + rng.sample(range(len(raw)), 20)
+    for cut in cuts:
+        path = tmp_path / f"cut{cut}.pt2f"
+        path.write_bytes(raw[:cut])
+        line = assert_clean_failure(dump(cpp_asan, path, env=SANITIZER_ENV), what=f"cut at {cut}")
+        assert "HeaderError" in line, line
+    # Truncated but re-sealed (header claims the shorter length): the section checks catch it.
+    for cut in _boundaries(raw):
+        if cut <= 64 + 48 * 2:
+            continue
+        path = tmp_path / f"resealed{cut}.pt2f"
+        path.write_bytes(U.reseal(raw[:cut]))
+        line = assert_clean_failure(dump(cpp_asan, path, env=SANITIZER_ENV), what=f"resealed cut at {cut}")
+        assert re.search(r"SegmentError|ChecksumError|EncodingError", line), line
+
+
+def test_bit_flips_never_crash(cpp_asan, tmp_path):
+    raw = _sample_file(tmp_path)
+    rng = random.Random(2)
+    paths = []
+    for i in range(300):
+        buf = bytearray(raw)
+        for _ in range(1 + i % 3):
+            pos = rng.randrange(len(buf))
+            buf[pos] ^= 1 << rng.randrange(8)
+        data = U.reseal(bytes(buf)) if i % 2 else bytes(buf)  # half re-sealed, to reach the verifier
+        paths.append(tmp_path / f"flip{i}.pt2f")
+        paths[-1].write_bytes(data)
+    r = U.run(cpp_asan / "pt2f-fuzz-replay", *paths, env=SANITIZER_ENV, timeout=600)
+    assert r.returncode == 0 and r.stdout.strip() == f"ok {len(paths)}".encode(), r.stderr[-3000:]
+    for p in paths[:60]:
+        res = dump(cpp_asan, p, env=SANITIZER_ENV)
+        if res.returncode != 0:
+            assert_clean_failure(res, codes=(U.EXIT_BAD_FILE, U.EXIT_ENCODING, U.EXIT_VERSION), what=p.name)
+
+
+def test_wrong_magic_rejected(cpp_asan, tmp_path):
+    raw = bytearray(_sample_file(tmp_path))
+    raw[1:5] = b"ZIP!"
+    (tmp_path / "magic.pt2f").write_bytes(raw)
+    line = assert_clean_failure(dump(cpp_asan, tmp_path / "magic.pt2f", env=SANITIZER_ENV))
+    assert "bad magic" in line and "offset 0" in line
+
+
+@pytest.mark.parametrize("entry,field,value,message", [
+    (0, 8, 1 << 62, "offset is not a multiple"),
+    (0, 8, 1 << 40, "section ends past the end of the file"),
+    (0, 16, 1 << 62, "section ends past the end of the file"),
+    (1, 8, (1 << 64) - 64, "section ends past the end of the file"),
+    (1, 16, (1 << 64) - 1, "section ends past the end of the file"),
+    (1, 8, 64, "overlaps"),
+])
+def test_section_offsets_out_of_bounds_rejected(cpp_asan, tmp_path, entry, field, value, message):
+    raw = bytearray(_sample_file(tmp_path))
+    struct.pack_into("<Q", raw, 64 + 48 * entry + field, value)
+    (tmp_path / "bad.pt2f").write_bytes(U.reseal(bytes(raw)))
+    line = assert_clean_failure(dump(cpp_asan, tmp_path / "bad.pt2f", env=SANITIZER_ENV))
+    assert message in line and "SegmentError" in line, line
+
+
+def test_deeply_nested_value_hits_the_depth_limit(cpp_asan, tmp_path):
+    from pt2format import _codecs
+
+    pkg = U.sample_package()
+    pkg.programs[0].example_inputs = strategies().deep_value(300)
+    (tmp_path / "deep.pt2f").write_bytes(U.spec_container(_codecs.encode(pkg, "flatbuffers")))
+    line = assert_clean_failure(dump(cpp_asan, tmp_path / "deep.pt2f", env=SANITIZER_ENV))
+    assert "LimitError" in line and "depth" in line
+
+
+def test_shared_subtables_hit_the_table_limit(cpp_asan, tmp_path):
+    # 40 levels of a ListValue whose two items are the same Value: 2^40 table visits from 120 tables.
+    import flatbuffers
+
+    b = flatbuffers.Builder(0)
+    b.StartObject(1)
+    b.PrependInt64Slot(0, 7, 0)
+    inner = b.EndObject()  # IntValue
+    vtype = m.UNIONS["ValueKind"].index("IntValue") + 1
+    list_type = m.UNIONS["ValueKind"].index("ListValue") + 1
+
+    def value(kind, member):
+        b.StartObject(2)
+        b.PrependUOffsetTRelativeSlot(1, member, 0)
+        b.PrependUint8Slot(0, kind, 0)
+        return b.EndObject()
+
+    v = value(vtype, inner)
+    for _ in range(40):
+        b.StartVector(4, 2, 4)
+        b.PrependUOffsetTRelative(v)
+        b.PrependUOffsetTRelative(v)
+        items = b.EndVector()
+        b.StartObject(2)
+        b.PrependUOffsetTRelativeSlot(0, items, 0)
+        lst = b.EndObject()
+        v = value(list_type, lst)
+    name = b.CreateString("p")
+    b.StartObject(13)
+    b.PrependUOffsetTRelativeSlot(0, name, 0)
+    b.PrependUOffsetTRelativeSlot(12, v, 0)  # Program.example_inputs
+    prog = b.EndObject()
+    b.StartVector(4, 1, 4)
+    b.PrependUOffsetTRelative(prog)
+    programs = b.EndVector()
+    b.StartObject(2)
+    b.PrependUint32Slot(0, 1, 0)
+    fv = b.EndObject()
+    b.StartObject(4)
+    b.PrependUOffsetTRelativeSlot(0, fv, 0)
+    b.PrependUOffsetTRelativeSlot(3, programs, 0)
+    b.Finish(b.EndObject(), file_identifier=b"P2FP")
+    assert [f[0] for f in m.Program.FIELDS].index("example_inputs") == 12  # slot used above
+    (tmp_path / "dag.pt2f").write_bytes(U.spec_container(bytes(b.Output())))
+    line = assert_clean_failure(dump(cpp_asan, tmp_path / "dag.pt2f", env=SANITIZER_ENV, ), what="dag")
+    assert "LimitError" in line and "table" in line
+
+
+def test_huge_vector_length_rejected(cpp_asan, tmp_path):
+    marker = [0x1234567890ABCDEF, 0x0FEDCBA987654321]
+    program = U.flatc_program({"format_version": {"major": 1, "minor": 0},
+                               "tensors": [{"sizes": marker, "strides": [1, 1]}]})
+    at = program.index(struct.pack("<2Q", *marker)) - 4
+    assert struct.unpack_from("<I", program, at)[0] == 2
+    for length in (3, 1 << 20, 0x7FFFFFFF, 0xFFFFFFFF):
+        bad = bytearray(program)
+        struct.pack_into("<I", bad, at, length)
+        (tmp_path / "vec.pt2f").write_bytes(U.spec_container(bytes(bad)))
+        line = assert_clean_failure(dump(cpp_asan, tmp_path / "vec.pt2f", env=SANITIZER_ENV), what=str(length))
+        assert "EncodingError" in line and "verifier" in line
+
+
+def test_tensor_and_storage_outside_their_bounds_rejected(cpp_asan, tmp_path):
+    from pt2format import _codecs
+
+    cases = {
+        "tensor_past_storage": (dict(sizes=[4]), "tensor reaches bytes outside its storage"),
+        "negative_stride": (dict(sizes=[3], strides=[-1]), "tensor reaches bytes outside its storage"),
+        "overflowing_extent": (dict(sizes=[1 << 62, 4], strides=[1 << 62, 1]), "outside its storage"),
+        "storage_offset": (dict(storage_offset=1), "tensor reaches bytes outside its storage"),
+        "dtype": (dict(dtype=0), "dtype"),
+    }
+    for name, (fields, message) in cases.items():
+        pkg = U.sample_package()
+        for k, v in fields.items():
+            setattr(pkg.tensors[0], k, v)
+        payloads = U.make_readable(pkg)
+        U.write_tree(tmp_path / f"{name}.pt2f", pkg, U.sample_payloads())
+        r = U.run(cpp_asan / "pt2f-inspect-example", tmp_path / f"{name}.pt2f", env=SANITIZER_ENV)
+        assert r.returncode == 1 and message in r.stderr and "Sanitizer" not in r.stderr, (name, r.stderr)
+        del payloads
+    pkg = U.sample_package()
+    U.make_readable(pkg)
+    pkg.storages[0].size = 1000
+    U.write_tree(tmp_path / "storage.pt2f", pkg, U.sample_payloads())
+    line = assert_clean_failure(dump(cpp_asan, tmp_path / "storage.pt2f", env=SANITIZER_ENV))
+    assert "storage extends past its segment" in line and "storages[0]" in line
+    pkg.storages[0].size, pkg.storages[0].segment = 4, 5
+    (tmp_path / "segment.pt2f").write_bytes(U.spec_container(_codecs.encode(pkg, "flatbuffers"),
+                                                             [U.sample_payloads()[0]]))
+    line = assert_clean_failure(dump(cpp_asan, tmp_path / "segment.pt2f", env=SANITIZER_ENV))
+    assert "segment index out of range" in line
+
+
+def test_shard_name_with_a_path_rejected(cpp_asan, tmp_path):
+    from pt2format import _codecs
+
+    pkg = U.sample_package()
+    pkg.required_features = 1
+    pkg.shard_files = [m.ShardFile("../etc/passwd", 100)]
+    pkg.segments = [m.Segment(file=1, section=1)]
+    pkg.storages = [m.Storage(segment=0, offset=0, size=4)]
+    (tmp_path / "shard.pt2f").write_bytes(U.spec_container(_codecs.encode(pkg, "flatbuffers"), features=1))
+    line = assert_clean_failure(dump(cpp_asan, tmp_path / "shard.pt2f", env=SANITIZER_ENV))
+    assert "shard file name must be a plain file name" in line
+
+
+def test_invalid_utf8_string_rejected(cpp_asan, tmp_path):
+    program = bytearray(U.flatc_program({"format_version": {"major": 1, "minor": 0},
+                                         "producer": {"name": "abcdefgh"}}))
+    at = program.index(b"abcdefgh")
+    program[at + 3] = 0xFF
+    (tmp_path / "utf8.pt2f").write_bytes(U.spec_container(bytes(program)))
+    line = assert_clean_failure(dump(cpp_asan, tmp_path / "utf8.pt2f", env=SANITIZER_ENV))
+    assert "not valid UTF-8" in line and "producer.name" in line
+
+
+def test_missing_file_and_usage(cpp):
+    assert_clean_failure(dump(cpp, "/nonexistent/x.pt2f"), codes=(U.EXIT_USAGE_OR_IO,))
+    r = U.run(cpp / "pt2f-dump")
+    assert r.returncode == U.EXIT_USAGE_OR_IO and "usage" in r.stderr
+
+
+def test_fuzz_seed_corpus_and_regressions_replay_cleanly(cpp_asan, tmp_path):
+    U.write_seed_corpus(tmp_path / "seeds")
+    files = sorted((tmp_path / "seeds").iterdir())
+    regressions = U.ROOT / "loaders" / "cpp" / "fuzz" / "regressions"
+    if regressions.is_dir():
+        files += sorted(p for p in regressions.iterdir() if p.is_file())
+    r = U.run(cpp_asan / "pt2f-fuzz-replay", *files, env=SANITIZER_ENV, timeout=600)
+    assert r.returncode == 0 and r.stdout.strip() == f"ok {len(files)}".encode(), r.stderr[-3000:]
+
+
+# ---------------------------------------------------------------------------
+# Symbolic evaluation against Python's own arithmetic
+
+INT64 = (-(1 << 63), (1 << 63) - 1)
+
+
+class _Err(Exception):
+    pass
+
+
+def _fits(v):
+    if isinstance(v, bool) or isinstance(v, float):
+        return v
+    if isinstance(v, Fraction):
+        if not (INT64[0] <= v.numerator <= INT64[1] and v.denominator <= INT64[1]):
+            raise _Err("overflow")
+        return v.numerator if v.denominator == 1 else v
+    if not INT64[0] <= v <= INT64[1]:
+        raise _Err("overflow")
+    return v
+
+
+def _py_apply(op, a):
+    O = m.SymOp
+    if op in (O.ADD, O.MUL):
+        acc = a[0]
+        for x in a[1:]:
+            acc = _fits(acc + x if op == O.ADD else acc * x)
+        return acc
+    if op in (O.FLOOR_DIV, O.PYTHON_MOD) and a[1] == 0:
+        raise _Err("division by zero")
+    table = {
+        O.FLOOR_DIV: lambda: a[0] // a[1], O.PYTHON_MOD: lambda: a[0] % a[1], O.MIN: lambda: min(a),
+        O.MAX: lambda: max(a), O.EQ: lambda: a[0] == a[1], O.NE: lambda: a[0] != a[1], O.LT: lambda: a[0] < a[1],
+        O.LE: lambda: a[0] <= a[1], O.GT: lambda: a[0] > a[1], O.GE: lambda: a[0] >= a[1], O.ABS: lambda: abs(a[0]),
+        O.POW_BY_NATURAL: lambda: a[0] ** a[1], O.IS_MULTIPLE: lambda: (a[0] == 0) if a[1] == 0 else a[0] % a[1] == 0,
+        O.BITWISE_AND: lambda: a[0] & a[1], O.BITWISE_OR: lambda: a[0] | a[1], O.BITWISE_XOR: lambda: a[0] ^ a[1],
+        O.AND: lambda: all(a), O.OR: lambda: any(a), O.NOT: lambda: not a[0], O.TO_FLOAT: lambda: float(a[0]),
+        O.INT_TRUE_DIV: lambda: a[0] / a[1], O.FLOOR_TO_INT: lambda: math.floor(a[0]),
+        O.CEIL_TO_INT: lambda: math.ceil(a[0]), O.ROUND_TO_INT: lambda: round(a[0]), O.TRUNC_TO_INT: lambda: int(a[0]),
+        O.POW: lambda: Fraction(a[0]) ** a[1],
+    }
+    try:
+        return _fits(table[op]())
+    except ZeroDivisionError:
+        raise _Err("division by zero") from None
+
+
+def _random_pool(rng):
+    """A type-correct random expression pool over symbols s0, s1, s2, with its Python values."""
+    O = m.SymOp
+    exprs, kinds = [], []  # kinds: "int", "bool", "float"
+    for s in range(3):
+        exprs.append(m.SymExpr(kind=m.SymExprKind.SYMBOL, symbol=s))
+        kinds.append("int")
+    for v in (0, 1, -3, 7, 1 << 40, -(1 << 62)):
+        exprs.append(m.SymExpr(kind=m.SymExprKind.INTEGER, int_value=v))
+        kinds.append("int")
+    int_ops = [O.ADD, O.MUL, O.FLOOR_DIV, O.PYTHON_MOD, O.MIN, O.MAX, O.ABS, O.POW_BY_NATURAL, O.IS_MULTIPLE,
+               O.BITWISE_AND, O.BITWISE_OR, O.BITWISE_XOR, O.EQ, O.LT, O.GE, O.NE, O.TO_FLOAT, O.INT_TRUE_DIV, O.POW]
+    for _ in range(60):
+        ints = [i for i, k in enumerate(kinds) if k == "int"]
+        bools = [i for i, k in enumerate(kinds) if k == "bool"]
+        floats = [i for i, k in enumerate(kinds) if k == "float"]
+        r = rng.random()
+        if r < 0.12 and bools:
+            op = rng.choice([O.AND, O.OR, O.NOT, O.PIECEWISE])
+            if op == O.NOT:
+                args, kind = [rng.choice(bools)], "bool"
+            elif op == O.PIECEWISE:
+                args, kind = [rng.choice(ints), rng.choice(bools), rng.choice(ints), rng.choice(bools)], "int"
+            else:
+                args, kind = rng.sample(bools, min(2, len(bools))), "bool"
+        elif r < 0.2 and floats:
+            op = rng.choice([O.FLOOR_TO_INT, O.CEIL_TO_INT, O.ROUND_TO_INT, O.TRUNC_TO_INT])
+            args, kind = [rng.choice(floats)], "int"
+        else:
+            op = rng.choice(int_ops)
+            n = {O.ABS: 1, O.TO_FLOAT: 1, O.ADD: rng.randint(2, 3), O.MUL: 2, O.MIN: 3, O.MAX: 2}.get(op, 2)
+            args = [rng.choice(ints) for _ in range(n)]
+            if op in (O.POW_BY_NATURAL, O.POW):
+                exps = [i for i in ints if exprs[i].kind == m.SymExprKind.INTEGER and abs(exprs[i].int_value) < 8]
+                args[1] = rng.choice(exps)
+                if op == O.POW_BY_NATURAL and exprs[args[1]].int_value < 0:
+                    args[1] = 4  # the constant 1
+            kind = {O.EQ: "bool", O.LT: "bool", O.GE: "bool", O.NE: "bool", O.IS_MULTIPLE: "bool",
+                    O.TO_FLOAT: "float", O.INT_TRUE_DIV: "float", O.POW: "rational"}.get(op, "int")
+        exprs.append(m.SymExpr(kind=m.SymExprKind.APPLY, op=op, args=args))
+        kinds.append(kind)
+    return exprs
+
+
+def _py_eval(exprs, symbols):
+    vals = []
+    for e in exprs:
+        try:
+            if e.kind == m.SymExprKind.SYMBOL:
+                vals.append(symbols[e.symbol])
+            elif e.kind == m.SymExprKind.INTEGER:
+                vals.append(e.int_value)
+            elif e.op == m.SymOp.PIECEWISE:
+                for value, cond in zip(e.args[::2], e.args[1::2]):
+                    if isinstance(vals[cond], _Err):
+                        raise vals[cond]
+                    if vals[cond]:
+                        if isinstance(vals[value], _Err):
+                            raise vals[value]
+                        vals.append(vals[value])
+                        break
+                else:
+                    raise _Err("no condition holds")
+            else:
+                args = [vals[i] for i in e.args]
+                for x in args:
+                    if isinstance(x, _Err):
+                        raise x
+                if e.op == m.SymOp.INT_TRUE_DIV and args[1] == 0:
+                    raise _Err("division by zero")
+                if e.op == m.SymOp.POW and args[0] == 0 and args[1] < 0:
+                    raise _Err("zero to a negative power")
+                vals.append(_py_apply(e.op, args))
+        except _Err as err:
+            vals.append(err)
+    return vals
+
+
+def _parse_cpp_value(text):
+    if text in ("True", "False"):
+        return text == "True"
+    if "/" in text:
+        return Fraction(text)
+    if re.fullmatch(r"-?\d+", text):
+        return int(text)
+    return float(text)
+
+
+def test_symbolic_evaluation_matches_python(cpp, tmp_path):
+    rng = random.Random(3)
+    checked = errors = 0
+    for trial in range(25):
+        exprs = _random_pool(rng)
+        symbols = [rng.choice([0, 1, -1, 5, -7, 12, 1 << 31]) for _ in range(3)]
+        pkg = m.Package(format_version=m.FormatVersion(1, 0), programs=[m.Program(
+            name="p", symbols=[m.Symbol(name=f"s{i}", kind=m.SymbolKind.INT) for i in range(3)], sym_exprs=exprs)])
+        path = tmp_path / f"sym{trial}.pt2f"
+        U.write_tree(path, pkg, [])
+        r = U.run(cpp / "pt2f-symeval", path, "p", *[f"s{i}={v}" for i, v in enumerate(symbols)])
+        assert r.returncode == 0, r.stderr
+        got = r.stdout.decode().splitlines()
+        want = _py_eval(exprs, symbols)
+        assert len(got) == len(want)
+        for line, w in zip(got, want):
+            index, _, text = line.partition(" ")
+            where = f"trial {trial}, sym_exprs[{index}] = {exprs[int(index)]!r}, symbols {symbols}"
+            if isinstance(w, _Err):
+                assert text.startswith("error:") and str(w) in text, f"{where}: want error {w}, got {text}"
+                errors += 1
+                continue
+            assert not text.startswith("error:"), f"{where}: want {w!r}, got {text}"
+            g = _parse_cpp_value(text)
+            assert type(g) is type(w) or (isinstance(w, Fraction) and isinstance(g, int)), f"{where}: {w!r} vs {g!r}"
+            assert g == w or (isinstance(w, float) and math.isnan(w) and math.isnan(g)), f"{where}: {w!r} vs {g!r}"
+            checked += 1
+    assert checked > 500 and errors > 10

@@ -1,0 +1,230 @@
+"""Writer: layout around the alignment, exact placement of bytes, determinism, atomicity, streaming."""
+
+import os
+import stat
+import struct
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # pt2f_samples
+
+from pt2f_samples import float_payloads, tiny_package  # noqa: E402
+
+from pt2format import _api  # noqa: E402
+from pt2format._container import writer  # noqa: E402
+from pt2format._container.writer import layout_payloads  # noqa: E402
+from pt2format.errors import ValidationError  # noqa: E402
+
+
+def sections_of(data: bytes):
+    """(kind, offset, length) per section, parsed straight from the SPEC byte table."""
+    count = struct.unpack_from("<H", data, 10)[0]
+    return [struct.unpack_from("<HHIQQ", data, 64 + 48 * i)[::1] for i in range(count)]
+
+
+def test_layout_around_alignment():
+    lay = layout_payloads([63, 64, 65, 0, 1])
+    assert lay.offsets == (0, 64, 128, 256, 256)
+    assert lay.length == 257
+
+
+def test_layout_empty():
+    assert layout_payloads([]).length == 0
+    assert layout_payloads([0, 0]).offsets == (0, 0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 300), max_size=20))
+def test_segments_never_overlap(sizes):
+    lay = layout_payloads(sizes)
+    end = 0
+    for off, size in zip(lay.offsets, lay.sizes):
+        assert off % 64 == 0
+        assert off >= end and off - end < 64  # no overlap, no hole beyond padding
+        end = off + size
+    assert lay.length == end
+
+
+@pytest.mark.parametrize("sizes", [(15,), (16,), (17,), (16, 16, 1), (0,), (0, 3, 0)])
+def test_payload_bytes_land_at_their_offsets(tmp_path, sizes):
+    path = tmp_path / "m.pt2f"
+    pkg = tiny_package(sizes)
+    payloads = float_payloads(sizes)  # 4 bytes per element: 60/64/68-byte payloads
+    _api.write_package(path, pkg, payloads, encoding="msgpack")
+    data = path.read_bytes()
+    secs = sections_of(data)
+    assert len(secs) == 2 and secs[1][0] == 2
+    _, _, _, data_off, data_len = secs[1]
+    assert data_off % 64 == 0 and data_off + data_len == len(data)
+    expected = bytearray()
+    for p, s in zip(payloads, pkg.storages):
+        assert s.offset == (len(expected) + 63) // 64 * 64
+        expected += bytes(s.offset - len(expected)) + p
+        assert s.size == len(p) and s.segment == 0 and s.checksum_kind == 1
+    assert data[data_off:] == bytes(expected)  # payloads in order, zero padding between
+    prog_end = secs[0][3] + secs[0][4]
+    assert data[prog_end:data_off] == bytes(data_off - prog_end)
+
+
+def test_zero_storages_have_no_data_section(tmp_path):
+    pkg = tiny_package(())
+    _api.write_package(tmp_path / "m.pt2f", pkg, [])
+    data = (tmp_path / "m.pt2f").read_bytes()
+    assert struct.unpack_from("<H", data, 10)[0] == 1
+    assert pkg.segments == []
+
+
+def test_fields_overwritten(tmp_path):
+    pkg = tiny_package((2, 3))
+    for s in pkg.storages:
+        s.segment, s.offset, s.size, s.checksum = 7, 3, 999, 1
+    pkg.segments = [_api.m.Segment(file=2, section=5)]
+    _api.write_package(tmp_path / "m.pt2f", pkg, float_payloads((2, 3)), data_checksums=False)
+    assert [(s.segment, s.offset, s.size, s.checksum_kind, s.checksum) for s in pkg.storages] == [
+        (0, 0, 8, 0, 0), (0, 64, 12, 0, 0)]
+    assert [(g.file, g.section) for g in pkg.segments] == [(0, 1)]
+    data = (tmp_path / "m.pt2f").read_bytes()
+    assert struct.unpack_from("<I", data, 64 + 48 + 24)[0] == 0  # DATA section without checksum
+
+
+def test_deterministic_bytes(tmp_path):
+    for name in ("a", "b"):
+        _api.write_package(tmp_path / name, tiny_package((5, 7)), float_payloads((5, 7)), fsync=False)
+    assert (tmp_path / "a").read_bytes() == (tmp_path / "b").read_bytes()
+
+
+def test_payload_size_mismatch_rejected(tmp_path):
+    with pytest.raises(ValueError, match="payloads"):
+        _api.write_package(tmp_path / "m", tiny_package((2,)), [])
+
+
+# -- atomicity ---------------------------------------------------------------
+
+def _existing(tmp_path):
+    path = tmp_path / "m.pt2f"
+    path.write_bytes(b"previous contents")
+    return path
+
+
+def _assert_untouched(path):
+    assert path.read_bytes() == b"previous contents"
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]  # no temp file left
+
+
+def test_failure_mid_write_keeps_previous_file(tmp_path, monkeypatch):
+    path = _existing(tmp_path)
+    real_write = os.write
+    calls = []
+
+    def failing_write(fd, data):
+        calls.append(len(data))
+        if len(calls) == 3:
+            raise OSError(28, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(writer.os, "write", failing_write)
+    with pytest.raises(OSError, match="No space"):
+        _api.write_package(path, tiny_package((4, 4)), float_payloads((4, 4)))
+    _assert_untouched(path)
+
+
+def test_failing_encode_keeps_previous_file(tmp_path, monkeypatch):
+    path = _existing(tmp_path)
+
+    def boom(package, encoding):
+        raise RuntimeError("encoder crashed")
+
+    monkeypatch.setattr(_api._codecs, "encode", boom)
+    with pytest.raises(RuntimeError):
+        _api.write_package(path, tiny_package((4,)), float_payloads((4,)))
+    _assert_untouched(path)
+
+
+def test_non_buffer_payload_keeps_previous_file(tmp_path):
+    path = _existing(tmp_path)
+    with pytest.raises(TypeError):
+        _api.write_package(path, tiny_package((4,)), [object()])
+    _assert_untouched(path)
+
+
+def test_non_contiguous_payload_rejected(tmp_path):
+    path = _existing(tmp_path)
+    arr = np.arange(16, dtype=np.float32).reshape(4, 4)[:, 1]
+    with pytest.raises((TypeError, ValueError)):
+        _api.write_package(path, tiny_package((4,)), [arr])
+    _assert_untouched(path)
+
+
+def test_invalid_package_is_not_written(tmp_path):
+    path = _existing(tmp_path)
+    pkg = tiny_package((4,))
+    pkg.tensors[0].sizes = [5]  # 20 bytes of a 16-byte storage
+    with pytest.raises(ValidationError, match="past the end of its storage"):
+        _api.write_package(path, pkg, float_payloads((4,)))
+    _assert_untouched(path)
+
+
+def test_interrupt_during_write_removes_temp(tmp_path, monkeypatch):
+    path = _existing(tmp_path)
+
+    def interrupted(fd, data):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(writer.os, "write", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        _api.write_package(path, tiny_package((4,)), float_payloads((4,)))
+    _assert_untouched(path)
+
+
+def test_fsync_file_and_directory(tmp_path, monkeypatch):
+    synced = []
+    real = os.fsync
+    monkeypatch.setattr(writer.os, "fsync", lambda fd: (synced.append(stat.S_IFMT(os.fstat(fd).st_mode)), real(fd)))
+    _api.write_package(tmp_path / "m", tiny_package((4,)), float_payloads((4,)))
+    assert synced == [stat.S_IFREG, stat.S_IFDIR]
+    synced.clear()
+    _api.write_package(tmp_path / "m", tiny_package((4,)), float_payloads((4,)), fsync=False)
+    assert synced == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]  # renamed even without fsync
+
+
+def test_new_file_mode_follows_umask(tmp_path):
+    old = os.umask(0o027)
+    try:
+        _api.write_package(tmp_path / "m", tiny_package((4,)), float_payloads((4,)))
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(tmp_path / "m").st_mode) == 0o640
+
+
+# -- streaming -----------------------------------------------------------------
+
+def test_payloads_are_streamed_not_copied(tmp_path, monkeypatch):
+    arrays = [np.arange(1000, dtype=np.float32), np.arange(17, dtype=np.float32)]
+    seen = []
+    real = os.write
+
+    def spy(fd, data):
+        if isinstance(data, memoryview):
+            seen.append(data.obj)
+        return real(fd, data)
+
+    monkeypatch.setattr(writer.os, "write", spy)
+    pkg = tiny_package((1000, 17))
+    _api.write_package(tmp_path / "m", pkg, arrays, fsync=False)
+    for arr in arrays:  # each payload reached os.write as a view of the caller's own buffer
+        assert any(obj is arr for obj in seen)
+
+
+def test_partial_writes_are_completed(tmp_path, monkeypatch):
+    real = os.write
+    monkeypatch.setattr(writer, "_WRITE_CHUNK", 7)
+    monkeypatch.setattr(writer.os, "write", lambda fd, data: real(fd, bytes(data)[:3]))
+    _api.write_package(tmp_path / "a", tiny_package((9, 2)), float_payloads((9, 2)), fsync=False)
+    monkeypatch.undo()
+    _api.write_package(tmp_path / "b", tiny_package((9, 2)), float_payloads((9, 2)), fsync=False)
+    assert (tmp_path / "a").read_bytes() == (tmp_path / "b").read_bytes()
