@@ -18,35 +18,40 @@ from conformance._describe import describe_treespec, describe_value_tree
 from conformance._tensorio import TreeWriter, decode, tensor_bytes
 
 
-def mutated_state_names(ep) -> list[str]:
-    """State targets the graph writes to (buffer and parameter mutations)."""
-    names = []
-    for s in ep.graph_signature.output_specs:
-        if s.kind.name in ("BUFFER_MUTATION", "PARAMETER_MUTATION") and s.target:
-            names.append(s.target)
-    return names
+def _state_tensors(ep):
+    for name, t in ep.state_dict.items():
+        yield name, t
+    for name, t in ep.constants.items():
+        if isinstance(t, torch.Tensor):
+            yield name, t
 
 
 def snapshot(ep) -> dict:
-    """Copies of the state tensors a run can change."""
-    out = {}
-    for name in mutated_state_names(ep):
-        t = ep.state_dict.get(name)
-        if t is None:
-            t = ep.constants.get(name)
-        if isinstance(t, torch.Tensor):
-            out[name] = t.detach().clone()
-    return out
+    """Copies of every state tensor. The training IR mutates buffers with in-place ops
+    (no BUFFER_MUTATION outputs), so any of them may change during a run."""
+    return {name: t.detach().clone() for name, t in _state_tensors(ep)}
+
+
+_INT_VIEW = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64, 16: torch.int64}
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    flat = t.detach().reshape(-1)
+    if flat.numel() and flat.stride(0) != 1:
+        flat = torch.empty(flat.shape, dtype=flat.dtype).copy_(flat)
+    return flat.view(_INT_VIEW[t.dtype.itemsize])
 
 
 def restore(ep, snap: dict) -> None:
-    """Put the snapshot values back into the program's own state tensors."""
+    """Put the snapshot values back into the program's own state tensors. Only tensors
+    whose bits changed are written: unchanged ones may live in read-only mapped memory."""
     with torch.no_grad():
-        for name, value in snap.items():
-            t = ep.state_dict.get(name)
-            if t is None:
-                t = ep.constants.get(name)
-            t.copy_(value)
+        for name, t in _state_tensors(ep):
+            value = snap.get(name)
+            if value is None or t.numel() == 0:
+                continue
+            if not torch.equal(_bits(t), _bits(value)):
+                t.copy_(value)
 
 
 def call(fn, args, kwargs):

@@ -159,6 +159,31 @@ def describe_graph(gm: torch.fx.GraphModule, *, meta: bool) -> dict:
     return {"nodes": nodes, "subgraphs": subgraphs}
 
 
+def positional_names(desc: dict) -> dict:
+    """A graph description with intermediate node names replaced by their position.
+
+    Names torch picks while re-tracing (run_decompositions) depend on counters
+    outside the program (the exporting session's ShapeEnv), so decomposed
+    graphs are compared up to this renaming; placeholders keep their names.
+    """
+    mapping = {}
+    for i, entry in enumerate(desc["nodes"]):
+        if entry[1] != "placeholder":
+            mapping["%" + entry[0]] = f"%#{i}"
+
+    def sub(a):
+        if isinstance(a, str):
+            return mapping.get(a, a)
+        if isinstance(a, list):
+            return [sub(x) for x in a]
+        if isinstance(a, dict):
+            return {k: sub(v) for k, v in a.items()}
+        return a
+
+    nodes = [[mapping.get("%" + e[0], "%" + e[0])[1:], e[1], e[2], sub(e[3]), sub(e[4])] for e in desc["nodes"]]
+    return {"nodes": nodes, "subgraphs": {k: positional_names(v) for k, v in desc["subgraphs"].items()}}
+
+
 # --------------------------------------------------------------------------- signature
 
 def _spec_arg(arg) -> list:

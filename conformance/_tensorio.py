@@ -28,10 +28,10 @@ def tensor_bytes(t: torch.Tensor) -> bytes:
     """The element bytes of `t` in C order (its strides do not matter)."""
     if t.numel() == 0:
         return b""
-    t = t.detach()
-    if not t.is_contiguous():
-        t = t.contiguous()
-    return t.reshape(-1).view(torch.uint8).numpy().tobytes()
+    flat = t.detach().reshape(-1)
+    if flat.stride(0) != 1:  # a strided view (reshape keeps views of size-1 or dense-but-strided tensors)
+        flat = torch.empty(flat.shape, dtype=flat.dtype).copy_(flat)
+    return flat.view(torch.uint8).numpy().tobytes()
 
 
 def tensor_digest(t: torch.Tensor) -> str:

@@ -6,9 +6,22 @@ table: the schema numbers its enums itself (they are not torch's values).
 
 from __future__ import annotations
 
+import types
+
 import torch
 
-from pt2format._generated.model import Device, Layout, MemoryFormat, ScalarType
+from pt2format._generated import model as _m
+from pt2format._generated.model import Device
+
+
+def ints(enum_cls) -> types.SimpleNamespace:
+    """An enum's members as plain ints: the model trees hold ints, never IntEnum members."""
+    return types.SimpleNamespace(**{m.name: int(m.value) for m in enum_cls})
+
+
+ScalarType = ints(_m.ScalarType)
+Layout = ints(_m.Layout)
+MemoryFormat = ints(_m.MemoryFormat)
 
 DTYPE_TO_SCALAR_TYPE: dict[torch.dtype, int] = {
     torch.uint8: ScalarType.UINT8,

@@ -37,6 +37,7 @@ from pt2format._generated.model import (
     NamedArgument,
     NestedTensorListArgument,
     Node,
+    NodeMetadata,
     NoneArgument,
     OperatorArgument,
     OptionalTensorArgument,
@@ -63,6 +64,9 @@ from pt2format.errors import ExportError
 
 from ._enums import DTYPE_TO_SCALAR_TYPE, LAYOUT_TO_SCHEMA, MEMORY_FORMAT_TO_SCHEMA, device_to_schema
 from ._operators import is_core, operator_schema, target_name
+
+from ._enums import ints as _ints
+ArgumentKind = _ints(ArgumentKind)
 
 _SYM_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
 
@@ -116,10 +120,12 @@ class GraphExporter:
                     if lst:
                         st.alias[n.name] = lst[0].name
                     lst.append(n)
+            input_md = []
             for i, n in enumerate(nodes):
                 p = f"{path}.nodes[{n.name}]"
                 if n.op == "placeholder":
                     st.graph.inputs.append(Argument(self._placeholder(n, p)))
+                    input_md.append(self.metadata.convert(n.meta, p))
                 elif n.op == "call_function":
                     if n.target is operator.getitem and isinstance(n.args[0], torch.fx.Node) \
                             and n.args[0] in st.unpackers:
@@ -127,11 +133,14 @@ class GraphExporter:
                     st.graph.nodes.append(self._node(n, p))
                 elif n.op == "output":
                     self._output(n, p)
+                    st.graph.output_metadata = self.metadata.convert(n.meta, p)
                 elif n.op == "get_attr":
                     continue  # emitted where used (GraphArgument)
                 else:
                     raise ExportError(f"FX node kind {n.op!r} cannot be saved", path=p,
                                       expected="placeholder/call_function/get_attr/output", got=n.op)
+            if any(md is not None for md in input_md):
+                st.graph.input_metadata = [md if md is not None else NodeMetadata() for md in input_md]
             return st.graph
         finally:
             self.st = outer
@@ -209,6 +218,7 @@ class GraphExporter:
             g.is_single_tensor_return = True
             g.outputs = [Argument(self.argument(res, None, path))]
         else:
+            g.is_list_return = isinstance(res, list)
             g.outputs = [Argument(self.argument(a, None, f"{path}[{i}]")) for i, a in enumerate(res)]
 
     # -- nodes ---------------------------------------------------------------
@@ -256,10 +266,12 @@ class GraphExporter:
         """(outputs, unbound_outputs) of node `n`."""
         val = n.meta.get("val")
         target = n.target
+        if val is None:
+            # Nothing returned. A None output records that FX's meta["val"] was set (to None); no
+            # output means it was absent: export graphs have both.
+            return ([Argument(NoneArgument())] if "val" in n.meta else []), []
         if isinstance(target, torch._ops.OpOverload):
             returns = target._schema.returns
-            if not returns:
-                return [], []
             if len(returns) == 1:
                 rt = returns[0].real_type
                 if isinstance(rt, torch.ListType) and isinstance(val, (list, tuple)):
@@ -268,8 +280,6 @@ class GraphExporter:
             return self._multi_output(n, val, path)
         if isinstance(val, (tuple, list)):
             return self._multi_output(n, val, path)
-        if val is None and isinstance(target, torch._ops.HigherOrderOperator):
-            return [], []
         return [Argument(self._value(n.name, val, path))], []
 
     def _unpacked_name(self, producer, idx, path) -> str | None:
@@ -368,7 +378,8 @@ class GraphExporter:
         if a.op == "get_attr":
             attr = getattr(self.st.gm, a.target, None) if isinstance(a.target, str) else None
             if isinstance(attr, torch.fx.GraphModule):
-                return GraphArgument(name=a.target, graph=self.export(attr, f"{self.st.path}.{a.target}"))
+                return GraphArgument(name=a.target, graph=self.export(attr, f"{self.st.path}.{a.target}"),
+                                     metadata=self.metadata.convert(a.meta, path))
             if _is_custom_obj_val(attr):
                 return CustomObjArgument(name=a.target, class_fqn=_class_fqn(attr))
             raise ExportError("get_attr of something other than a subgraph", path=path, expected="GraphModule",

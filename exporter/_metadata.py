@@ -80,7 +80,7 @@ class MetadataExporter:
             out.torch_fn = TorchFn(name=str(tfn[0]), target=str(tfn[1]))
             any_set = True
         custom = meta.get("custom")
-        if custom:
+        if custom is not None:  # an empty dict is kept: torch distinguishes {} from absent
             out.custom = map_value(dict(custom), path=f"{path}.custom")
             any_set = True
         if "from_node" in meta and meta["from_node"]:

@@ -18,6 +18,9 @@ from pt2format.errors import ExportError
 from ._metadata import callable_name
 from ._values import to_value
 
+from ._enums import ints as _ints
+OperatorKind = _ints(OperatorKind)
+
 
 def _builtin_callables():
     fns = [

@@ -35,6 +35,9 @@ from ._tensors import TensorTable
 from ._treespec import TreeSpecExporter
 from ._values import to_value
 
+from ._enums import ints as _ints
+StateKind = _ints(StateKind)
+
 PRODUCER_NAME = "pt2format"
 
 
@@ -96,7 +99,9 @@ class _ProgramExporter:
                       not t.startswith("torch.ops.higher_order.")}
         prog.opsets = _opsets(namespaces)
         prog.verifiers = [v.dialect for v in ep.verifiers]
-        prog.guards_code = [str(g) for g in (getattr(ep, "_guards_code", None) or [])]
+        saved = getattr(ep, "_pt2format_saved_guards_code", None)  # loaded from a file: its text, verbatim
+        guards = saved if saved is not None else getattr(ep, "_guards_code", None)
+        prog.guards_code = [str(g) for g in (guards or [])]
         prog.namedtuple_defs = [NamedTupleDef(type_name=k, field_names=list(v))
                                 for k, v in sorted(self.treespecs.namedtuples.items())]
         return prog

@@ -28,6 +28,11 @@ from pt2format._generated.model import (
 )
 from pt2format.errors import ExportError
 
+from ._enums import ints as _ints
+SymExprKind = _ints(SymExprKind)
+SymbolKind = _ints(SymbolKind)
+SymOp = _ints(SymOp)
+
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 # Exact classes only: CleanDiv subclasses FloorDiv, and each must keep its own op.

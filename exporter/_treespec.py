@@ -16,6 +16,9 @@ from pt2format.errors import ExportError
 
 from ._values import to_value
 
+from ._enums import ints as _ints
+TreeSpecKind = _ints(TreeSpecKind)
+
 
 def qualified_name(obj) -> str:
     return f"{obj.__module__}.{obj.__qualname__}"

@@ -109,8 +109,14 @@ class GraphBuilder:
         outer, self.sc = self.sc, _Scope(g, path)
         try:
             sc = self.sc
+            md = g.input_metadata
+            if md and len(md) != len(g.inputs):
+                raise LoadError("input_metadata must match inputs", path=f"{path}.input_metadata",
+                                expected=len(g.inputs), got=len(md))
             for i, a in enumerate(g.inputs):
-                self._placeholder(a, i, constant_input_names, f"{path}.inputs[{i}]")
+                node = self._placeholder(a, i, constant_input_names, f"{path}.inputs[{i}]")
+                if md:
+                    node.meta.update(self.metadata.load(md[i], f"{path}.input_metadata[{i}]"))
             for i, n in enumerate(g.nodes):
                 p = f"{path}.nodes[{i}]"
                 try:
@@ -126,8 +132,10 @@ class GraphBuilder:
                     raise LoadError("a single-tensor return needs exactly one output", path=path, got=len(outs))
                 result = outs[0]
             else:
-                result = tuple(outs)
-            sc.fx.output(result)
+                result = outs if g.is_list_return else tuple(outs)
+            out = sc.fx.output(result)
+            if g.output_metadata is not None:
+                out.meta.update(self.metadata.load(g.output_metadata, f"{path}.output_metadata"))
             return sc.fx, sc.owner
         finally:
             self.sc = outer
@@ -198,12 +206,13 @@ class GraphBuilder:
             node = self._create("placeholder", name, (), {}, name, path)
             node.meta["val"] = self.value_meta(name, path)
             self._define(name, node, path)
-            return
+            return node
         # A constant user input: its name is in the signature.
         name = constant_names[i] if constant_names and i < len(constant_names) and constant_names[i] else f"arg{i}"
         node = self._create("placeholder", name, (), {}, name, path)
         node.meta["val"] = self._arg(v, path)
         self._define(name, node, path)
+        return node
 
     # -- nodes -----------------------------------------------------------------
     def _node(self, n, path):
@@ -221,9 +230,8 @@ class GraphBuilder:
                     raise LoadError("a positional argument follows a keyword argument", path=p)
                 args.append(val)
         meta = self.metadata.load(n.metadata, f"{path}.metadata")
-        for x in (*args, *kwargs.values()):
-            if isinstance(x, torch.fx.Node) and x.op == "get_attr":
-                x.meta.update(meta)  # subgraph get_attr nodes carry their user's metadata, as in torch
+        if "nn_module_stack" not in meta:
+            meta["nn_module_stack"] = {}  # an empty stack is not stored; torch's loader restores it the same way
         node = self._create("call_function", target, tuple(args), kwargs, n.name, path)
         node.meta.update(meta)
         self._outputs(n, node, target, meta, path)
@@ -241,7 +249,8 @@ class GraphBuilder:
         if not outs:
             return
         hop = isinstance(target, torch._ops.HigherOrderOperator)
-        single = len(outs) == 1 and (not hop or n.is_hop_single_tensor_return)
+        single = len(outs) == 1 and (not hop or n.is_hop_single_tensor_return
+                                     or isinstance(outs[0].value if outs[0] is not None else None, NoneArgument))
         unbound = set(n.unbound_outputs)
         if single:
             v = outs[0].value if outs[0] is not None else None
@@ -384,5 +393,7 @@ class GraphBuilder:
         gm = torch.fx.GraphModule(owner, fx_graph)
         sc.owner.register_module(name, gm)
         node = self._create("get_attr", name, (), {}, name, path)
+        node.meta.update(self.metadata.load(v.metadata, f"{path}.metadata"))
+        node.meta.setdefault("nn_module_stack", {})  # as for call_function nodes: empty stacks are not stored
         sc.get_attrs[name] = node
         return node

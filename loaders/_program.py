@@ -23,6 +23,7 @@ from pt2format._generated.model import StateKind
 from pt2format.errors import LoadError, Pt2FormatError
 
 from ._graph import GraphBuilder
+from ._guards import derive_guards
 from ._metadata import MetadataLoader
 from ._names import check_fqn
 from ._signature import module_call_graph, signature
@@ -146,6 +147,10 @@ class _Builder:
                 constants=constants,
                 verifiers=verifiers or None,
             )
+        # The file's guard strings are text for people: torch compiles ep._guards_code in .module(),
+        # so they are kept aside (and written back on re-save), never handed to torch.
+        ep._pt2format_saved_guards_code = list(prog.guards_code)
+        ep._guards_code = derive_guards(ep)
         return ep
 
     def _constant_outside_graph(self, member, path):

@@ -36,8 +36,9 @@ def resolve_target(name, path: str = "target"):
 
 def _resolve_op(name, path):
     parts = check_dotted_identifiers(name, path)
-    if any(p.startswith("__") and p.endswith("__") for p in parts):
-        raise LoadError("operator names cannot be dunder names", path=path, got=name)
+    # Operators may be dunder-named (aten.__and__); namespaces and overloads may not.
+    if len(parts) > 2 and (parts[2].startswith("__") or parts[-1].startswith("__")):
+        raise LoadError("operator namespaces and overloads cannot be dunder names", path=path, got=name)
     if len(parts) == 4 and parts[:3] == ["torch", "ops", "higher_order"]:
         op = torch._ops._higher_order_ops.get(parts[3])
         if not isinstance(op, torch._ops.HigherOrderOperator):

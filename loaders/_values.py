@@ -23,13 +23,23 @@ from pt2format.errors import LoadError
 from pt2format.exporter._enums import SCALAR_TYPE_TO_DTYPE
 
 
+_devices: dict[tuple, torch.device] = {}
+
+
 def device_from_schema(d, path: str = "device") -> torch.device:
     if d is None or not isinstance(d.type, str):
         raise LoadError("missing device", path=path)
+    key = (d.type, d.index)
+    dev = _devices.get(key)
+    if dev is not None:
+        return dev
     try:
-        return torch.device(d.type) if d.index == -1 else torch.device(d.type, d.index)
+        dev = torch.device(d.type) if d.index == -1 else torch.device(d.type, d.index)
     except (RuntimeError, ValueError) as e:
         raise LoadError(f"invalid device: {e}", path=path, got=f"{d.type}:{d.index}") from None
+    if len(_devices) < 64:
+        _devices[key] = dev
+    return dev
 
 
 def dtype_from_schema(st, path: str = "dtype") -> torch.dtype:

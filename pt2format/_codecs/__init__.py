@@ -35,22 +35,28 @@ def encode(package, encoding: str = "flatbuffers") -> bytes:
 
 
 def decode(data, encoding: str = "flatbuffers", *, max_depth: int = DEFAULT_MAX_DEPTH,
-           max_bytes: int = DEFAULT_MAX_BYTES):
+           max_bytes: int = DEFAULT_MAX_BYTES, json_schema: bool = True):
     """Decode a program section into a `Package`.
 
     `max_depth` bounds table nesting (the root is depth 1); `max_bytes` bounds the
-    section size. Bad input raises EncodingError (with field path and offset) or
-    LimitError, never another exception type.
+    section size. For JSON, `json_schema=False` skips the jsonschema pass (about
+    45 us per object; the decoder's own type checks still run). Bad input raises
+    EncodingError (with field path and offset) or LimitError, never another
+    exception type.
     """
     c = _codec(encoding)
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise EncodingError("program data must be bytes-like", expected="bytes or memoryview",
                             got=type(data).__name__)
-    if isinstance(data, memoryview) and (data.ndim != 1 or data.itemsize != 1):
+    if isinstance(data, memoryview) and (data.ndim != 1 or data.itemsize != 1 or not data.contiguous):
+        if not data.contiguous:
+            raise EncodingError("program data must be a contiguous buffer", expected="contiguous memoryview")
         data = data.cast("B")
     n = len(data)
     if n > max_bytes:
         raise LimitError("program section larger than max_bytes", expected=f"<= {max_bytes} bytes", got=n)
+    if encoding == "json":
+        return c.decode(data, max_depth=max_depth, validate_schema=json_schema)
     return c.decode(data, max_depth=max_depth)
 
 

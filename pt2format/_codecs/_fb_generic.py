@@ -28,7 +28,7 @@ class _Reader:
         self.strings = {}
 
     def bad(self, msg, path, offset, expected=None, got=None):
-        raise EncodingError(msg, path=path or None, offset=offset, expected=expected, got=got)
+        raise EncodingError(msg, path=S.render(path), offset=offset, expected=expected, got=got)
 
     def u32(self, pos, path):
         if pos < 0 or pos + 4 > self.n:
@@ -39,11 +39,11 @@ class _Reader:
         self.budget -= k
         if self.budget < 0:
             raise LimitError("buffer expands to more objects than its size allows (shared-offset bomb?)",
-                             path=path or None, offset=pos)
+                             path=S.render(path), offset=pos)
 
     def table(self, pos, info, path, depth):
         if depth > self.max_depth:
-            raise LimitError("nesting deeper than max_depth", path=path or None, offset=pos,
+            raise LimitError("nesting deeper than max_depth", path=S.render(path), offset=pos,
                              expected=f"<= {self.max_depth}", got=depth)
         n = self.n
         if pos < 0 or pos + 4 > n:
@@ -92,7 +92,7 @@ class _Reader:
                     args.append(None)
                     continue
                 if t > len(f.members):
-                    self.bad("union type index unknown to this reader (newer schema minor?)", p + "_type", tp,
+                    self.bad("union type index unknown to this reader (newer schema minor?)", (path, f.name + "_type"), tp,
                              f"0..{len(f.members)}", t)
                 if not slot(f.id):
                     self.bad("union type without a member", p, pos, f.members[t - 1].__name__, "absent")
@@ -151,10 +151,10 @@ class _Reader:
             self.bad("vector runs past the buffer end", path, pos, f"<= {(self.n - start) // esize} elements", count)
         self.spend(count + 1, path, pos)
         if elem == "string":
-            return [self.string(start + 4 * i + self.u32(start + 4 * i, path), f"{path}[{i}]") for i in range(count)]
+            return [self.string(start + 4 * i + self.u32(start + 4 * i, path), (path, i)) for i in range(count)]
         if elem == "table":
             info = S.INFO_BY_CLASS[f.cls]
-            return [self.table(start + 4 * i + self.u32(start + 4 * i, path), info, f"{path}[{i}]", depth + 1)
+            return [self.table(start + 4 * i + self.u32(start + 4 * i, path), info, (path, i), depth + 1)
                     for i in range(count)]
         if elem == "struct":
             return [self.struct(start + esize * i, f.cls) for i in range(count)]

@@ -174,7 +174,7 @@ def _scalar_entry(v, f, slot, path):
             try:
                 struct.pack("<f", v)
             except OverflowError:
-                raise EncodingError("float out of float32 range", path=path, expected="float32", got=v) from None
+                raise EncodingError("float out of float32 range", path=S.render(path), expected="float32", got=v) from None
     elif sc == "bool":
         v = S.check_bool(v, path)
         if v == f.default:
@@ -197,14 +197,14 @@ def _write_table(b: Builder, obj, info, path) -> int:
                 continue
             idx = f.member_index.get(type(v))
             if idx is None:
-                raise EncodingError("not a member of the union", path=p, expected=f"one of {f.ref}",
+                raise EncodingError("not a member of the union", path=S.render(p), expected=f"one of {f.ref}",
                                     got=type(v).__name__)
             d = _write_table(b, v, S.INFO_BY_CLASS[type(v)], p)
             fields.append((f.id - 1, 1, 1, "B", idx))
             fields.append((f.id, 4, 4, None, d))
         elif v is None:
             if f.required:
-                raise EncodingError("required field is missing", path=p)
+                raise EncodingError("required field is missing", path=S.render(p))
         elif kind in ("scalar", "enum"):
             e = _scalar_entry(v, f, f.id, p)
             if e is not None:
@@ -213,18 +213,18 @@ def _write_table(b: Builder, obj, info, path) -> int:
             fields.append((f.id, 4, 4, None, _add_string(b, v, p)))
         elif kind == "table":
             if type(v) is not f.cls:
-                raise EncodingError("wrong table type", path=p, expected=f.ref, got=type(v).__name__)
+                raise EncodingError("wrong table type", path=S.render(p), expected=f.ref, got=type(v).__name__)
             fields.append((f.id, 4, 4, None, _write_table(b, v, S.INFO_BY_CLASS[f.cls], p)))
         elif kind == "struct":
             if type(v) is not f.cls:
-                raise EncodingError("wrong struct type", path=p, expected=f.ref, got=type(v).__name__)
+                raise EncodingError("wrong struct type", path=S.render(p), expected=f.ref, got=type(v).__name__)
             fmt, align, st = STRUCTS[f.ref]
             raw = _pack_struct(v, S.INFO_BY_CLASS[f.cls], st, p)
             # A struct is inline: give it the alignment of its widest field.
             fields.append((f.id, len(raw), align, f"{len(raw)}s", raw))
         else:
             if not isinstance(v, (list, tuple, bytes, bytearray)):
-                raise EncodingError("wrong type", path=p, expected="list", got=type(v).__name__)
+                raise EncodingError("wrong type", path=S.render(p), expected="list", got=type(v).__name__)
             if len(v):
                 fields.append((f.id, 4, 4, None, _write_vector(b, v, f, p)))
     return b.add_table(fields)
@@ -234,7 +234,7 @@ def _add_string(b: Builder, s, path) -> int:
     try:
         return b.add_string(S.check_str(s, path))
     except UnicodeEncodeError as e:
-        raise EncodingError(f"string is not encodable as UTF-8 (lone surrogate?): {e.reason}", path=path) from None
+        raise EncodingError(f"string is not encodable as UTF-8 (lone surrogate?): {e.reason}", path=S.render(path)) from None
 
 
 def _pack_struct(v, info, st, path) -> bytes:
@@ -256,14 +256,14 @@ def _write_vector(b: Builder, v, f, path) -> int:
     elem = f.elem
     n = len(v)
     if elem == "string":
-        return b.add_offset_vector([_add_string(b, x, f"{path}[{i}]") for i, x in enumerate(v)])
+        return b.add_offset_vector([_add_string(b, x, (path, i)) for i, x in enumerate(v)])
     if elem == "table":
         info = S.INFO_BY_CLASS[f.cls]
         dists = []
         for i, x in enumerate(v):
             if type(x) is not f.cls:
-                raise EncodingError("wrong table type", path=f"{path}[{i}]", expected=f.ref, got=type(x).__name__)
-            dists.append(_write_table(b, x, info, f"{path}[{i}]"))
+                raise EncodingError("wrong table type", path=S.render((path, i)), expected=f.ref, got=type(x).__name__)
+            dists.append(_write_table(b, x, info, (path, i)))
         return b.add_offset_vector(dists)
     if elem == "struct":
         info = S.INFO_BY_CLASS[f.cls]
@@ -271,16 +271,16 @@ def _write_vector(b: Builder, v, f, path) -> int:
         parts = []
         for i, x in enumerate(v):
             if type(x) is not f.cls:
-                raise EncodingError("wrong struct type", path=f"{path}[{i}]", expected=f.ref, got=type(x).__name__)
-            parts.append(_pack_struct(x, info, st, f"{path}[{i}]"))
+                raise EncodingError("wrong struct type", path=S.render((path, i)), expected=f.ref, got=type(x).__name__)
+            parts.append(_pack_struct(x, info, st, (path, i)))
         return b.add_vector(b"".join(parts), n, max(align, 4))
     sc = f.scalar
     if sc == "uint8" and isinstance(v, (bytes, bytearray)):
         return b.add_vector(bytes(v), n, 4)
     if f.is_float:
-        vals = [S.check_float(x, f"{path}[{i}]") for i, x in enumerate(v)]
+        vals = [S.check_float(x, (path, i)) for i, x in enumerate(v)]
     elif sc == "bool":
-        vals = [S.check_bool(x, f"{path}[{i}]") for i, x in enumerate(v)]
+        vals = [S.check_bool(x, (path, i)) for i, x in enumerate(v)]
     else:
-        vals = [S.check_int(x, f, f"{path}[{i}]") for i, x in enumerate(v)]
+        vals = [S.check_int(x, f, (path, i)) for i, x in enumerate(v)]
     return b.add_vector(struct.pack(f"<{n}{S.FMT[sc]}", *vals), n, max(S.SIZE[sc], 4))

@@ -111,13 +111,31 @@ def info_of(obj, path: str) -> ClassInfo:
     """The ClassInfo of a model object, or an EncodingError naming the path."""
     info = INFO_BY_CLASS.get(type(obj))
     if info is None:
-        raise EncodingError("not a pt2format model object", path=path or None,
+        raise EncodingError("not a pt2format model object", path=render(path),
                             expected="a model table", got=type(obj).__name__)
     return info
 
 
-def join(path: str, name: str) -> str:
-    return f"{path}.{name}" if path else name
+def join(path, name):
+    """A lazy field path: (parent, name), rendered only when an error needs it (see `render`)."""
+    return (path, name)
+
+
+def render(path) -> str | None:
+    """`programs[0].graph.nodes[3]` from a lazy path (nested (parent, name-or-index) tuples) or a str."""
+    parts = []
+    while isinstance(path, tuple):
+        path, last = path
+        parts.append(last)
+    if path:
+        parts.append(path)
+    out = ""
+    for part in reversed(parts):
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out = f"{out}.{part}" if out else str(part)
+    return out or None
 
 
 def check_int(value, f: Field, path: str, exc=EncodingError):
@@ -126,9 +144,9 @@ def check_int(value, f: Field, path: str, exc=EncodingError):
         if isinstance(value, int) and not isinstance(value, bool):
             value = int(value)
         else:
-            raise exc("wrong type", path=path, expected=f"integer ({f.scalar})", got=_tname(value))
+            raise exc("wrong type", path=render(path), expected=f"integer ({f.scalar})", got=_tname(value))
     if not f.lo <= value <= f.hi:
-        raise exc("integer out of range", path=path, expected=f"{f.scalar} in [{f.lo}, {f.hi}]", got=value)
+        raise exc("integer out of range", path=render(path), expected=f"{f.scalar} in [{f.lo}, {f.hi}]", got=value)
     return value
 
 
@@ -139,20 +157,20 @@ def check_float(value, path: str, exc=EncodingError):
         try:
             return float(value)
         except OverflowError:
-            raise exc("integer too large for a float", path=path, expected="float", got=value) from None
-    raise exc("wrong type", path=path, expected="float", got=_tname(value))
+            raise exc("integer too large for a float", path=render(path), expected="float", got=value) from None
+    raise exc("wrong type", path=render(path), expected="float", got=_tname(value))
 
 
 def check_bool(value, path: str, exc=EncodingError):
     if type(value) is bool:
         return value
-    raise exc("wrong type", path=path, expected="bool", got=_tname(value))
+    raise exc("wrong type", path=render(path), expected="bool", got=_tname(value))
 
 
 def check_str(value, path: str, exc=EncodingError):
     if type(value) is str:
         return value
-    raise exc("wrong type", path=path, expected="string", got=_tname(value))
+    raise exc("wrong type", path=render(path), expected="string", got=_tname(value))
 
 
 def _tname(value) -> str:

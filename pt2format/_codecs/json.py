@@ -39,9 +39,11 @@ def _get_validator():
 # ---------------------------------------------------------------------------
 
 def encode(package) -> bytes:
-    """Encode a Package tree as UTF-8 JSON text (indented by one space, keys in schema order)."""
+    """Encode a Package tree as UTF-8 JSON text (one member per line, keys in schema order)."""
     tree = _enc_table(package, S.info_of(package, ""), "")
-    text = _json.dumps(tree, indent=1, ensure_ascii=False, allow_nan=False)
+    # One member per line keeps diffs local; indent= would switch json to its
+    # pure-Python encoder (7x slower), so nesting is not indented.
+    text = _json.dumps(tree, ensure_ascii=False, allow_nan=False, separators=(",\n", ": "))
     try:
         return text.encode("utf-8") + b"\n"
     except UnicodeEncodeError as e:
@@ -70,13 +72,13 @@ def _enc_table(obj, info, path):
                 continue
             idx = f.member_index.get(type(v))
             if idx is None:
-                raise EncodingError("not a member of the union", path=p, expected=f"one of {f.ref}",
+                raise EncodingError("not a member of the union", path=S.render(p), expected=f"one of {f.ref}",
                                     got=type(v).__name__)
             out[f.name + "_type"] = type(v).__name__
             out[f.name] = _enc_table(v, S.INFO_BY_CLASS[type(v)], p)
         elif v is None:
             if f.required:
-                raise EncodingError("required field is missing", path=p)
+                raise EncodingError("required field is missing", path=S.render(p))
         elif kind == "scalar":
             if f.is_float:
                 v = S.check_float(v, p)
@@ -94,11 +96,11 @@ def _enc_table(obj, info, path):
             out[f.name] = S.check_str(v, p)
         elif kind in ("table", "struct"):
             if type(v) is not f.cls:
-                raise EncodingError("wrong table type", path=p, expected=f.ref, got=type(v).__name__)
+                raise EncodingError("wrong table type", path=S.render(p), expected=f.ref, got=type(v).__name__)
             out[f.name] = _enc_table(v, S.INFO_BY_CLASS[f.cls], p)
         else:
             if not isinstance(v, (list, tuple, bytes, bytearray)):
-                raise EncodingError("wrong type", path=p, expected="list", got=type(v).__name__)
+                raise EncodingError("wrong type", path=S.render(p), expected="list", got=type(v).__name__)
             if len(v):
                 out[f.name] = _enc_vector(v, f, p)
     return out
@@ -115,18 +117,18 @@ def _enc_scalar(v, f, p):
 def _enc_vector(v, f, path):
     elem = f.elem
     if elem == "string":
-        return [S.check_str(x, f"{path}[{i}]") for i, x in enumerate(v)]
+        return [S.check_str(x, (path, i)) for i, x in enumerate(v)]
     if elem in ("table", "struct"):
         info = S.INFO_BY_CLASS[f.cls]
         out = []
         for i, x in enumerate(v):
             if type(x) is not f.cls:
-                raise EncodingError("wrong table type", path=f"{path}[{i}]", expected=f.ref, got=type(x).__name__)
-            out.append(_enc_table(x, info, f"{path}[{i}]"))
+                raise EncodingError("wrong table type", path=S.render((path, i)), expected=f.ref, got=type(x).__name__)
+            out.append(_enc_table(x, info, (path, i)))
         return out
     if f.is_enum:
-        return [f.enum_names.get(x, x) for x in (S.check_int(x, f, f"{path}[{i}]") for i, x in enumerate(v))]
-    return [_enc_scalar(x, f, f"{path}[{i}]") for i, x in enumerate(v)]
+        return [f.enum_names.get(x, x) for x in (S.check_int(x, f, (path, i)) for i, x in enumerate(v))]
+    return [_enc_scalar(x, f, (path, i)) for i, x in enumerate(v)]
 
 
 # ---------------------------------------------------------------------------
@@ -183,12 +185,12 @@ def decode(data, *, max_depth: int = 128, validate_schema: bool = True):
 
 
 def _err(msg, path, expected, got):
-    return EncodingError(msg, path=path or None, expected=expected, got=got)
+    return EncodingError(msg, path=S.render(path), expected=expected, got=got)
 
 
 def _dec_table(obj, info, path, depth, max_depth):
     if depth > max_depth:
-        raise LimitError("nesting deeper than max_depth", path=path or None, expected=f"<= {max_depth}", got=depth)
+        raise LimitError("nesting deeper than max_depth", path=S.render(path), expected=f"<= {max_depth}", got=depth)
     if type(obj) is not dict:
         raise _err("wrong type", path, f"object ({info.name})", type(obj).__name__)
     if info.is_struct:
@@ -263,7 +265,7 @@ def _dec_enum(v, f, p):
 def _dec_union(t, v, f, p, depth, max_depth):
     if t is None:
         if v is not None:
-            raise _err("union member without its _type key", p + "_type", "member name", None)
+            raise _err("union member without its _type key", (p[0], f.name + "_type"), "member name", None)
         return None
     if type(t) is str:
         if t == "NONE":
@@ -271,14 +273,14 @@ def _dec_union(t, v, f, p, depth, max_depth):
         else:
             idx = next((i + 1 for i, c in enumerate(f.members) if c.__name__ == t), None)
             if idx is None:
-                raise _err("unknown union member name", p + "_type", f"a member of {f.ref}", repr(t))
+                raise _err("unknown union member name", (p[0], f.name + "_type"), f"a member of {f.ref}", repr(t))
     elif type(t) is int:
         idx = t
         if not 0 <= idx <= len(f.members):
-            raise _err("union type index unknown to this reader (newer schema minor?)", p + "_type",
+            raise _err("union type index unknown to this reader (newer schema minor?)", (p[0], f.name + "_type"),
                        f"0..{len(f.members)}", t)
     else:
-        raise _err("wrong type", p + "_type", "union member name", type(t).__name__)
+        raise _err("wrong type", (p[0], f.name + "_type"), "union member name", type(t).__name__)
     if idx == 0:
         if v is not None:
             raise _err("union member given with type NONE", p, None, type(v).__name__)
@@ -295,11 +297,11 @@ def _dec_vector(v, f, path, depth, max_depth):
     if elem == "string":
         for i, x in enumerate(v):
             if type(x) is not str:
-                S.check_str(x, f"{path}[{i}]")
+                S.check_str(x, (path, i))
         return v
     if elem in ("table", "struct"):
         info = S.INFO_BY_CLASS[f.cls]
-        return [_dec_table(x, info, f"{path}[{i}]", depth + 1, max_depth) for i, x in enumerate(v)]
+        return [_dec_table(x, info, (path, i), depth + 1, max_depth) for i, x in enumerate(v)]
     if f.is_enum:
-        return [_dec_enum(x, f, f"{path}[{i}]") for i, x in enumerate(v)]
-    return [_dec_scalar(x, f, f"{path}[{i}]") for i, x in enumerate(v)]
+        return [_dec_enum(x, f, (path, i)) for i, x in enumerate(v)]
+    return [_dec_scalar(x, f, (path, i)) for i, x in enumerate(v)]

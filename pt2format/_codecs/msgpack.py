@@ -43,7 +43,9 @@ def encode(package) -> bytes:
         tree = _enc_table(package, S.info_of(package, ""), "")
     try:
         return _msgpack.packb(tree, use_bin_type=True)
-    except (ValueError, TypeError, OverflowError) as e:  # pragma: no cover - _enc_* checked every value
+    except UnicodeEncodeError as e:
+        raise EncodingError(f"string is not encodable as UTF-8 (lone surrogate?): {e.reason}") from None
+    except (ValueError, TypeError, OverflowError) as e:  # _enc_* checked every value; kept as a net
         raise EncodingError(f"msgpack cannot pack the tree: {e}") from e
 
 
@@ -59,18 +61,18 @@ def _enc_table(obj, info, path):
                 continue
             idx = f.member_index.get(type(v))
             if idx is None:
-                raise EncodingError("not a member of the union", path=S.join(path, f.name),
+                raise EncodingError("not a member of the union", path=S.render(S.join(path, f.name)),
                                     expected=f"one of {f.ref}", got=type(v).__name__)
             out[f.id - 1] = idx
             out[f.id] = _enc_table(v, S.INFO_BY_CLASS[type(v)], S.join(path, f.name))
             continue
         if v is None:
             if f.required:
-                raise EncodingError("required field is missing", path=S.join(path, f.name))
+                raise EncodingError("required field is missing", path=S.render(S.join(path, f.name)))
             continue
         if kind == "vector":
             if not isinstance(v, (list, tuple, bytes, bytearray)):
-                raise EncodingError("wrong type", path=S.join(path, f.name), expected="list", got=type(v).__name__)
+                raise EncodingError("wrong type", path=S.render(S.join(path, f.name)), expected="list", got=type(v).__name__)
             if v:
                 out[f.id] = _enc_vector(v, f, S.join(path, f.name))
             continue
@@ -98,7 +100,7 @@ def _enc_value(v, f, kind, path):
         return S.check_str(v, path)
     if kind in ("table", "struct"):
         if type(v) is not f.cls:
-            raise EncodingError("wrong table type", path=path, expected=f.ref, got=type(v).__name__)
+            raise EncodingError("wrong table type", path=S.render(path), expected=f.ref, got=type(v).__name__)
         return _enc_table(v, S.INFO_BY_CLASS[f.cls], path)
     raise AssertionError(kind)
 
@@ -126,23 +128,23 @@ def _enc_vector(v, f, path):
             return bytes(v)
         except (TypeError, ValueError):
             for i, x in enumerate(v):
-                S.check_int(x, f, f"{path}[{i}]")
+                S.check_int(x, f, (path, i))
             raise
     if elem == "string":
-        return [S.check_str(x, f"{path}[{i}]") for i, x in enumerate(v)]
+        return [S.check_str(x, (path, i)) for i, x in enumerate(v)]
     if elem in ("table", "struct"):
         info = S.INFO_BY_CLASS[f.cls]
         out = []
         for i, x in enumerate(v):
             if type(x) is not f.cls:
-                raise EncodingError("wrong table type", path=f"{path}[{i}]", expected=f.ref, got=type(x).__name__)
-            out.append(_enc_table(x, info, f"{path}[{i}]"))
+                raise EncodingError("wrong table type", path=S.render((path, i)), expected=f.ref, got=type(x).__name__)
+            out.append(_enc_table(x, info, (path, i)))
         return out
     if f.is_float:
-        return [S.check_float(x, f"{path}[{i}]") for i, x in enumerate(v)]
+        return [S.check_float(x, (path, i)) for i, x in enumerate(v)]
     if f.scalar == "bool":
-        return [S.check_bool(x, f"{path}[{i}]") for i, x in enumerate(v)]
-    return [S.check_int(x, f, f"{path}[{i}]") for i, x in enumerate(v)]
+        return [S.check_bool(x, (path, i)) for i, x in enumerate(v)]
+    return [S.check_int(x, f, (path, i)) for i, x in enumerate(v)]
 
 
 # ---------------------------------------------------------------------------
@@ -179,12 +181,12 @@ def decode(data, *, max_depth: int = _DEFAULT_MAX_DEPTH):
 
 
 def _err(msg, path, expected, got):
-    return EncodingError(msg, path=path or None, expected=expected, got=got)
+    return EncodingError(msg, path=S.render(path), expected=expected, got=got)
 
 
 def _dec_table(arr, info, path, depth, max_depth):
     if depth > max_depth:
-        raise LimitError("nesting deeper than max_depth", path=path or None, expected=f"<= {max_depth}", got=depth)
+        raise LimitError("nesting deeper than max_depth", path=S.render(path), expected=f"<= {max_depth}", got=depth)
     if type(arr) is not list:
         raise _err("wrong type", path, f"array ({info.name})", type(arr).__name__)
     if info.is_struct:
@@ -230,12 +232,12 @@ def _dec_scalar(v, f, p):
 def _dec_union(t, v, f, p, depth, max_depth):
     if t is None or t == 0:
         if t is None and v is not None:
-            raise _err("union member without a type", p + "_type", "type index", "nil")
+            raise _err("union member without a type", (p[0], f.name + "_type"), "type index", "nil")
         return None
     if type(t) is not int:
-        raise _err("wrong type", p + "_type", "union type index", type(t).__name__)
+        raise _err("wrong type", (p[0], f.name + "_type"), "union type index", type(t).__name__)
     if not 0 < t <= len(f.members):
-        raise _err(f"union type index unknown to this reader (newer schema minor?)", p + "_type",
+        raise _err(f"union type index unknown to this reader (newer schema minor?)", (p[0], f.name + "_type"),
                    f"0..{len(f.members)}", t)
     if v is None:
         raise _err("union type without a member", p, f.members[t - 1].__name__, "nil")
@@ -255,25 +257,25 @@ def _dec_vector(v, f, path, depth, max_depth):
             return list(v)
         if type(v) is not list:
             raise _err("wrong type", path, "bin", type(v).__name__)
-        return [S.check_int(x, f, f"{path}[{i}]") for i, x in enumerate(v)]
+        return [S.check_int(x, f, (path, i)) for i, x in enumerate(v)]
     if type(v) is not list:
         raise _err("wrong type", path, "array", type(v).__name__)
     if elem == "string":
         for i, x in enumerate(v):
             if type(x) is not str:
-                S.check_str(x, f"{path}[{i}]")
+                S.check_str(x, (path, i))
         return v
     if elem in ("table", "struct"):
         info = S.INFO_BY_CLASS[f.cls]
-        return [_dec_table(x, info, f"{path}[{i}]", depth + 1, max_depth) for i, x in enumerate(v)]
+        return [_dec_table(x, info, (path, i), depth + 1, max_depth) for i, x in enumerate(v)]
     if f.is_float:
-        return [S.check_float(x, f"{path}[{i}]") for i, x in enumerate(v)]
+        return [S.check_float(x, (path, i)) for i, x in enumerate(v)]
     if f.scalar == "bool":
         for i, x in enumerate(v):
             if type(x) is not bool:
-                S.check_bool(x, f"{path}[{i}]")
+                S.check_bool(x, (path, i))
         return v
-    return [S.check_int(x, f, f"{path}[{i}]") for i, x in enumerate(v)]
+    return [S.check_int(x, f, (path, i)) for i, x in enumerate(v)]
 
 
 __all__ = ["encode", "decode"]

@@ -819,8 +819,8 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_Graph.get(vt)
         if c is None:
-            c = vc_Graph[vt] = vtab(vt, 9)
-        os, o0, o1, o2, o3, o4, o5, o6, o7, o8 = c
+            c = vc_Graph[vt] = vtab(vt, 12)
+        os, o0, o1, o2, o3, o4, o5, o6, o7, o8, o9, o10, o11 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
@@ -909,7 +909,31 @@ def decode(buf, max_depth=128):
             x8 = _S_bool(buf, p + o8)[0]
         else:
             x8 = False
-        return Graph(x0, x1, x2, x3, x4, x5, x6, x7, x8)
+        if o9:
+            if o9 + 1 > os:
+                ffail(p, o9)
+            x9 = _S_bool(buf, p + o9)[0]
+        else:
+            x9 = False
+        if o10:
+            if o10 + 4 > os:
+                ffail(p, o10)
+            q = p + o10
+            q += _U32(buf, q)[0]
+            cnt = vec(q, 4)
+            d1 = d + 1
+            x10 = [t_NodeMetadata(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+        else:
+            x10 = []
+        if o11:
+            if o11 + 4 > os:
+                ffail(p, o11)
+            q = p + o11
+            q += _U32(buf, q)[0]
+            x11 = t_NodeMetadata(q, d + 1)
+        else:
+            x11 = None
+        return Graph(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11)
 
     vc_GraphArgument = {}
 
@@ -921,8 +945,8 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_GraphArgument.get(vt)
         if c is None:
-            c = vc_GraphArgument[vt] = vtab(vt, 2)
-        os, o0, o1 = c
+            c = vc_GraphArgument[vt] = vtab(vt, 3)
+        os, o0, o1, o2 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
@@ -943,7 +967,15 @@ def decode(buf, max_depth=128):
             x1 = t_Graph(q, d + 1)
         else:
             x1 = None
-        return GraphArgument(x0, x1)
+        if o2:
+            if o2 + 4 > os:
+                ffail(p, o2)
+            q = p + o2
+            q += _U32(buf, q)[0]
+            x2 = t_NodeMetadata(q, d + 1)
+        else:
+            x2 = None
+        return GraphArgument(x0, x1, x2)
 
     vc_GraphSignature = {}
 

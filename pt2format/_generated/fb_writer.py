@@ -180,8 +180,8 @@ _F_FloatValue = ((0, 8, 8, 'd'),)
 _F_FormatVersion = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_GradientToParameterSpec = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_GradientToUserInputSpec = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
-_F_Graph = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'), (3, 4, 4, 'I'), (4, 4, 4, 'I'), (5, 4, 4, 'I'), (6, 4, 4, 'I'), (7, 4, 4, 'I'), (8, 1, 1, '?'))
-_F_GraphArgument = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
+_F_Graph = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'), (3, 4, 4, 'I'), (4, 4, 4, 'I'), (5, 4, 4, 'I'), (6, 4, 4, 'I'), (7, 4, 4, 'I'), (10, 4, 4, 'I'), (11, 4, 4, 'I'), (8, 1, 1, '?'), (9, 1, 1, '?'))
+_F_GraphArgument = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'))
 _F_GraphSignature = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_InputSpec = ((1, 4, 4, 'I'), (0, 1, 1, 'B'))
 _F_InputToBufferSpec = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 1, 1, '?'))
@@ -1154,7 +1154,20 @@ def encode(root):
         if x8 is not False:
             if x8 is not True:
                 _bad('is_single_tensor_return: expected bool', type(x8).__name__)
+            mk |= 1024
+        x9 = o.is_list_return
+        if x9 is not False:
+            if x9 is not True:
+                _bad('is_list_return: expected bool', type(x9).__name__)
+            mk |= 2048
+        x10 = o.input_metadata
+        if x10:
+            x10 = OV([w_NodeMetadata(e) for e in x10])
             mk |= 256
+        x11 = o.output_metadata
+        if x11 is not None:
+            x11 = w_NodeMetadata(x11)
+            mk |= 512
         L = L_Graph.get(mk)
         if L is None:
             L = L_Graph[mk] = _layout(_F_Graph, mk)
@@ -1183,7 +1196,13 @@ def encode(root):
         if mk & 128:
             v.append(t - offs[7] - x7)
         if mk & 256:
+            v.append(t - offs[10] - x10)
+        if mk & 512:
+            v.append(t - offs[11] - x11)
+        if mk & 1024:
             v.append(x8)
+        if mk & 2048:
+            v.append(x9)
         if pad:
             app(_ZEROS[:pad])
         app(pk(*v))
@@ -1210,6 +1229,10 @@ def encode(root):
         if x1 is not None:
             x1 = w_Graph(x1)
             mk |= 2
+        x2 = o.metadata
+        if x2 is not None:
+            x2 = w_NodeMetadata(x2)
+            mk |= 4
         L = L_GraphArgument.get(mk)
         if L is None:
             L = L_GraphArgument[mk] = _layout(_F_GraphArgument, mk)
@@ -1225,6 +1248,8 @@ def encode(root):
             v.append(t - offs[0] - x0)
         if mk & 2:
             v.append(t - offs[1] - x1)
+        if mk & 4:
+            v.append(t - offs[2] - x2)
         if pad:
             app(_ZEROS[:pad])
         app(pk(*v))

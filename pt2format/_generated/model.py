@@ -603,7 +603,7 @@ class GradientToUserInputSpec(ModelObject):
 
 class Graph(ModelObject):
     """A dataflow graph: placeholders (`inputs`), nodes and outputs."""
-    __slots__ = ('inputs', 'outputs', 'nodes', 'tensor_values', 'sym_int_values', 'sym_float_values', 'sym_bool_values', 'custom_obj_values', 'is_single_tensor_return')
+    __slots__ = ('inputs', 'outputs', 'nodes', 'tensor_values', 'sym_int_values', 'sym_float_values', 'sym_bool_values', 'custom_obj_values', 'is_single_tensor_return', 'is_list_return', 'input_metadata', 'output_metadata')
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -616,9 +616,12 @@ class Graph(ModelObject):
         ('sym_bool_values', 6, 'vector', 'table', 'SymBoolValue', None, False, False),
         ('custom_obj_values', 7, 'vector', 'table', 'CustomObjArgument', None, False, False),
         ('is_single_tensor_return', 8, 'scalar', 'bool', None, False, False, False),
+        ('is_list_return', 9, 'scalar', 'bool', None, False, False, False),
+        ('input_metadata', 10, 'vector', 'table', 'NodeMetadata', None, False, False),
+        ('output_metadata', 11, 'table', None, 'NodeMetadata', None, False, False),
     )
 
-    def __init__(self, inputs=None, outputs=None, nodes=None, tensor_values=None, sym_int_values=None, sym_float_values=None, sym_bool_values=None, custom_obj_values=None, is_single_tensor_return=False):
+    def __init__(self, inputs=None, outputs=None, nodes=None, tensor_values=None, sym_int_values=None, sym_float_values=None, sym_bool_values=None, custom_obj_values=None, is_single_tensor_return=False, is_list_return=False, input_metadata=None, output_metadata=None):
         self.inputs = [] if inputs is None else inputs
         self.outputs = [] if outputs is None else outputs
         self.nodes = [] if nodes is None else nodes
@@ -628,21 +631,26 @@ class Graph(ModelObject):
         self.sym_bool_values = [] if sym_bool_values is None else sym_bool_values
         self.custom_obj_values = [] if custom_obj_values is None else custom_obj_values
         self.is_single_tensor_return = is_single_tensor_return
+        self.is_list_return = is_list_return
+        self.input_metadata = [] if input_metadata is None else input_metadata
+        self.output_metadata = output_metadata
 
 
 class GraphArgument(ModelObject):
     """A subgraph passed to a higher-order operator (cond branches, map body...)."""
-    __slots__ = ('name', 'graph')
+    __slots__ = ('name', 'graph', 'metadata')
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
         ('name', 0, 'string', None, None, None, False, False),
         ('graph', 1, 'table', None, 'Graph', None, False, False),
+        ('metadata', 2, 'table', None, 'NodeMetadata', None, False, False),
     )
 
-    def __init__(self, name=None, graph=None):
+    def __init__(self, name=None, graph=None, metadata=None):
         self.name = name
         self.graph = graph
+        self.metadata = metadata
 
 
 class GraphSignature(ModelObject):

@@ -561,7 +561,22 @@ def encode_tree(root):
             x8 = None
         elif x8 is not True:
             _bad('is_single_tensor_return: expected bool', type(x8).__name__)
-        r = [x0, x1, x2, x3, x4, x5, x6, x7, x8]
+        x9 = o.is_list_return
+        if x9 is False:
+            x9 = None
+        elif x9 is not True:
+            _bad('is_list_return: expected bool', type(x9).__name__)
+        x10 = o.input_metadata
+        if not x10:
+            x10 = None
+        elif type(x10) is not list:
+            x10 = list(x10)
+        if x10 is not None:
+            x10 = [e_NodeMetadata(e) for e in x10]
+        x11 = o.output_metadata
+        if x11 is not None:
+            x11 = e_NodeMetadata(x11)
+        r = [x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11]
         while r and r[-1] is None:
             r.pop()
         return r
@@ -575,7 +590,10 @@ def encode_tree(root):
         x1 = o.graph
         if x1 is not None:
             x1 = e_Graph(x1)
-        r = [x0, x1]
+        x2 = o.metadata
+        if x2 is not None:
+            x2 = e_NodeMetadata(x2)
+        r = [x0, x1, x2]
         while r and r[-1] is None:
             r.pop()
         return r
@@ -2622,9 +2640,9 @@ def decode_tree(tree, max_depth=128):
         if d > max_depth:
             too_deep(d)
         n = len(a)
-        if n != 9:
-            a = a + _NONES[:9 - n] if n < 9 else a[:9]
-        x0, x1, x2, x3, x4, x5, x6, x7, x8 = a
+        if n != 12:
+            a = a + _NONES[:12 - n] if n < 12 else a[:12]
+        x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11 = a
         if x0 is None:
             x0 = []
         elif type(x0) is not list:
@@ -2685,7 +2703,20 @@ def decode_tree(tree, max_depth=128):
             x8 = False
         elif type(x8) is not bool:
             _bad('is_single_tensor_return: expected bool', type(x8).__name__)
-        return Graph(x0, x1, x2, x3, x4, x5, x6, x7, x8)
+        if x9 is None:
+            x9 = False
+        elif type(x9) is not bool:
+            _bad('is_list_return: expected bool', type(x9).__name__)
+        if x10 is None:
+            x10 = []
+        elif type(x10) is not list:
+            _bad('input_metadata: expected an array', type(x10).__name__)
+        else:
+            d1 = d + 1
+            x10 = [d_NodeMetadata(e, d1) for e in x10]
+        if x11 is not None:
+            x11 = d_NodeMetadata(x11, d + 1)
+        return Graph(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11)
 
     def d_GraphArgument(a, d):
         if type(a) is not list:
@@ -2693,14 +2724,16 @@ def decode_tree(tree, max_depth=128):
         if d > max_depth:
             too_deep(d)
         n = len(a)
-        if n != 2:
-            a = a + _NONES[:2 - n] if n < 2 else a[:2]
-        x0, x1 = a
+        if n != 3:
+            a = a + _NONES[:3 - n] if n < 3 else a[:3]
+        x0, x1, x2 = a
         if x0 is not None and type(x0) is not str:
             _bad('name: expected str', type(x0).__name__)
         if x1 is not None:
             x1 = d_Graph(x1, d + 1)
-        return GraphArgument(x0, x1)
+        if x2 is not None:
+            x2 = d_NodeMetadata(x2, d + 1)
+        return GraphArgument(x0, x1, x2)
 
     def d_GraphSignature(a, d):
         if type(a) is not list:

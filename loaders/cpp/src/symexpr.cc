@@ -61,6 +61,20 @@ SymValue from_q(const Q &q, const char *what) {
   return SymValue::rational(fit(q.n, what), fit(q.d, what));
 }
 
+// n / d correctly rounded to the nearest double, as Python's int / int.
+// Quad precision (113-bit significand) makes the double rounding harmless.
+double ratio_to_double(int64_t n, int64_t d) {
+  const int64_t lim = int64_t(1) << 53;
+  if (n > -lim && n < lim && d > -lim && d < lim) return double(n) / double(d);
+#if LDBL_MANT_DIG >= 113
+  return double((long double)n / (long double)d);
+#elif defined(__SIZEOF_FLOAT128__)
+  return double((__float128)n / (__float128)d);
+#else
+  return double((long double)n / (long double)d);  // may differ from Python in the last bit
+#endif
+}
+
 bool is_exact(const SymValue &v) { return v.kind == Kind::Int || v.kind == Kind::Rational; }
 
 Q to_q(const SymValue &v) { return {v.num, v.kind == Kind::Rational ? v.den : 1}; }
@@ -68,7 +82,7 @@ Q to_q(const SymValue &v) { return {v.num, v.kind == Kind::Rational ? v.den : 1}
 double to_double(const SymValue &v) {
   switch (v.kind) {
     case Kind::Int: return double(v.num);
-    case Kind::Rational: return double((long double)v.num / (long double)v.den);
+    case Kind::Rational: return ratio_to_double(v.num, v.den);
     case Kind::Float: return v.f;
     case Kind::Bool: return v.b ? 1.0 : 0.0;
   }
@@ -489,9 +503,7 @@ SymValue apply_sym_op(pt2format::SymOp op, const std::vector<SymValue> &a) {
       if (op == O::INT_TRUE_DIV) {
         const int64_t x = need_int(a[0], w), y = need_int(a[1], w);
         if (y == 0) fail(std::string(w) + ": division by zero");
-        const int64_t lim = int64_t(1) << 53;
-        if (x > -lim && x < lim && y > -lim && y < lim) return SymValue::real(double(x) / double(y));
-        return SymValue::real(double((long double)x / (long double)y));
+        return SymValue::real(ratio_to_double(x, y));
       }
       need_number(a[0], w);
       need_number(a[1], w);

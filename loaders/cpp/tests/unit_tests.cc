@@ -190,6 +190,9 @@ void test_sym_ops() {
   CHECK(contains(ap_err(Op::AND, {B(true), I(1)}), "boolean operand expected"));
   // Divisions to float and rounding (Python's round is half to even).
   CHECK_EQ(ap(Op::INT_TRUE_DIV, {I(7), I(2)}), F(3.5));
+  // Correctly rounded beyond 2^53, as Python: (2**62 + 1) / 3 == 1.5372286728091292e+18.
+  CHECK_EQ(ap(Op::INT_TRUE_DIV, {I((int64_t(1) << 62) + 1), I(3)}), F(1.5372286728091292e+18));
+  CHECK_EQ(ap(Op::INT_TRUE_DIV, {I(INT64_MAX), I(-7)}), F(-1.3176245766935393e+18));
   CHECK(contains(ap_err(Op::INT_TRUE_DIV, {I(7), I(0)}), "division by zero"));
   CHECK_EQ(ap(Op::FLOAT_TRUE_DIV, {F(1.0), F(4.0)}), F(0.25));
   CHECK_EQ(ap(Op::TRUNC_TO_INT, {F(-2.7)}), I(-2));

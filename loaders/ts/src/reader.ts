@@ -8,12 +8,12 @@
  * `Uint8Array` views into the caller's buffer, never copies.
  */
 import * as flatbuffers from 'flatbuffers';
-import { Package, ScalarType } from './_build/classes.js';
+import { ChecksumKind, Package, ScalarType } from './_build/classes.js';
 import { Container, KNOWN_FEATURES, parseContainer, ProgramEncoding, Section, SectionKind, sectionName, verifySectionChecksum, ENCODING_NAMES } from './container.js';
 import { crc32, crc32Hex } from './crc32.js';
 import { rootIdentifier, schemaDescriptor } from './descriptor.js';
 import { Dumper, renderDump } from './dump.js';
-import { SegmentError, UnsupportedEncodingError, UnsupportedFeatureError, ValidationError } from './errors.js';
+import { ChecksumError, SegmentError, UnsupportedEncodingError, UnsupportedFeatureError, ValidationError } from './errors.js';
 import { verifyBuffer, VerifyLimits } from './verify.js';
 
 export interface ReadOptions extends VerifyLimits {
@@ -129,10 +129,21 @@ export class Pt2fFile {
     return { dtype, itemsize, sizes, strides, storageOffset: so, storage, byteOffset };
   }
 
-  /** Checks every DATA section's CRC-32 (of this file and of loaded shards). */
+  /** Checks every DATA section's CRC-32 and every storage's checksum, opening the shard files segments use. */
   verifyData(): void {
+    const pkg = this.package();
+    for (let i = 0; i < pkg.segmentsLength(); i++) this.fileOf(pkg.segments(i)!.file(), `segments[${i}].file`);
     for (const s of this.container.sections) if (s.kind === SectionKind.DATA) verifySectionChecksum(this.bytes, s, this.opts.file);
     for (const shard of this.shards.values()) for (const s of shard.container.sections) verifySectionChecksum(shard.bytes, s, shard.file);
+    for (let i = 0; i < pkg.storagesLength(); i++) {
+      const st = pkg.storages(i)!;
+      if (st.checksumKind() !== ChecksumKind.CRC32) continue;
+      const got = crc32(this.storageBytes(i));
+      if (got !== st.checksum()) {
+        throw new ChecksumError('storage checksum mismatch', { file: this.opts.file, path: `storages[${i}]`,
+          expected: crc32Hex(st.checksum()), got: crc32Hex(got) });
+      }
+    }
   }
 
   /** The canonical dump (SPEC.md §6) of the whole file, newline included. */

@@ -192,13 +192,17 @@ def _int_strategy(scalar):
     return st.one_of(st.sampled_from(_edge_ints(scalar) + [0]), st.integers(lo, hi))
 
 
-def float_strategy(finite_digits=None):
-    """Any float64 (NaN payloads included); with `finite_digits`, only floats printed exactly in that many digits."""
-    if finite_digits is None:
+def float_strategy(fixed_decimals=None):
+    """Any float64 (NaN payloads included).
+
+    With `fixed_decimals`, only floats that survive printing in fixed notation with
+    that many decimals (flatc's JSON printer uses 12), plus NaN and +-inf.
+    """
+    if fixed_decimals is None:
         return st.one_of(st.sampled_from(EDGE_FLOATS), st.floats(allow_nan=True, allow_infinity=True))
     return st.one_of(
-        st.sampled_from([math.nan, math.inf, -math.inf, -0.0, 0.0, 1.5, -2.25, 1e300, 0.1]),
-        st.floats(allow_nan=False, allow_infinity=False).filter(lambda x: float(f"{x:.{finite_digits}g}") == x))
+        st.sampled_from([math.nan, math.inf, -math.inf, -0.0, 0.0, 1.5, -2.25, 1e300, 0.125]),
+        st.floats(allow_nan=False, allow_infinity=False).filter(lambda x: float(f"{x:.{fixed_decimals}f}") == x))
 
 
 def _text():
@@ -282,14 +286,14 @@ class _Strategies:
         return st.lists(self.scalar(f), max_size=self.max_len * 2)
 
 
-def packages(max_depth: int = 6, max_len: int = 3, finite_digits=None, unknown_enums: bool = False):
+def packages(max_depth: int = 6, max_len: int = 3, fixed_decimals=None, unknown_enums: bool = False):
     """Random Package trees.
 
-    `finite_digits=12` keeps floats that flatc's 12-digit JSON printer preserves;
+    `fixed_decimals=12` keeps floats that flatc's JSON printer preserves;
     `unknown_enums` also draws enum values the schema does not name (as a newer
     minor version may write), which the JSON Schema rejects by design.
     """
-    s = _Strategies(max_depth, max_len, float_strategy(finite_digits), unknown_enums)
+    s = _Strategies(max_depth, max_len, float_strategy(fixed_decimals), unknown_enums)
     return s.table(model.Package, 1)
 
 
@@ -299,3 +303,27 @@ def deep_value(depth: int):
     for _ in range(depth):
         v = model.Value(model.ListValue([v]))
     return v
+
+
+def deep_value_package(depth: int):
+    """A Package whose example inputs nest `depth` ListValues deep (2 * depth + 4 tables)."""
+    return model.Package(format_version=model.FormatVersion(1, 0),
+                         programs=[model.Program(example_inputs=deep_value(depth))])
+
+
+def alignment_package():
+    """Strings, byte vectors, int64/double vectors and struct vectors of every length around 4- and 8-byte alignment."""
+    values = []
+    for n in range(0, 19):
+        values.append(model.Value(model.StringValue("x" * n)))
+        values.append(model.Value(model.BytesValue(list(range(n)))))
+    args = []
+    for n in range(0, 11):
+        args.append(model.NamedArgument("i" * n, model.IntListArgument(list(range(-n, 0)))))
+        args.append(model.NamedArgument("", model.FloatListArgument([0.5 * k for k in range(n)])))
+        args.append(model.NamedArgument("", model.BoolListArgument([k % 2 == 0 for k in range(n)])))
+    metas = [model.TensorValue(f"t{n}", model.TensorMeta(sizes=[model.SymInt(k, -k) for k in range(n)],
+                                                   storage_offset=model.SymInt(-1, n))) for n in range(0, 6)]
+    return model.Package(format_version=model.FormatVersion(1, 0), programs=[model.Program(
+        name="align", example_inputs=model.Value(model.ListValue(values)),
+        graph=model.Graph(nodes=[model.Node(name="n", inputs=args)], tensor_values=metas))])

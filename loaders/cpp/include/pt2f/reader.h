@@ -36,7 +36,8 @@ inline std::string str(const flatbuffers::String *s) { return s ? s->str() : std
 
 /// Safety limits for untrusted files. Defaults suit any real program.
 struct Limits {
-  /// Deepest nesting of tables and vectors the verifier accepts.
+  /// Deepest table nesting accepted, the root being depth 1 (the same
+  /// measure and default as pt2format.read's max_depth).
   uint32_t max_depth = 128;
   /// Most table visits the verifier accepts; 0 means max(1'000'000,
   /// program bytes / 4), which bounds work for files that share sub-tables.

@@ -6,6 +6,7 @@
 import * as flatbuffers from 'flatbuffers';
 
 import { Graph } from '../pt2format/graph.js';
+import { NodeMetadata } from '../pt2format/node-metadata.js';
 
 
 /**
@@ -47,8 +48,17 @@ graph(obj?:Graph):Graph|null {
   return offset ? (obj || new Graph()).__init(this.bb!.__indirect(this.bb_pos + offset), this.bb!) : null;
 }
 
+/**
+ * Metadata of the FX get_attr node that fetches the subgraph; absent when
+ * it has none.
+ */
+metadata(obj?:NodeMetadata):NodeMetadata|null {
+  const offset = this.bb!.__offset(this.bb_pos, 8);
+  return offset ? (obj || new NodeMetadata()).__init(this.bb!.__indirect(this.bb_pos + offset), this.bb!) : null;
+}
+
 static startGraphArgument(builder:flatbuffers.Builder) {
-  builder.startObject(2);
+  builder.startObject(3);
 }
 
 static addName(builder:flatbuffers.Builder, nameOffset:flatbuffers.Offset) {
@@ -57,6 +67,10 @@ static addName(builder:flatbuffers.Builder, nameOffset:flatbuffers.Offset) {
 
 static addGraph(builder:flatbuffers.Builder, graphOffset:flatbuffers.Offset) {
   builder.addFieldOffset(1, graphOffset, 0);
+}
+
+static addMetadata(builder:flatbuffers.Builder, metadataOffset:flatbuffers.Offset) {
+  builder.addFieldOffset(2, metadataOffset, 0);
 }
 
 static endGraphArgument(builder:flatbuffers.Builder):flatbuffers.Offset {

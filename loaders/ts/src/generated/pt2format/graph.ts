@@ -8,6 +8,7 @@ import * as flatbuffers from 'flatbuffers';
 import { Argument } from '../pt2format/argument.js';
 import { CustomObjArgument } from '../pt2format/custom-obj-argument.js';
 import { Node } from '../pt2format/node.js';
+import { NodeMetadata } from '../pt2format/node-metadata.js';
 import { SymBoolValue } from '../pt2format/sym-bool-value.js';
 import { SymFloatValue } from '../pt2format/sym-float-value.js';
 import { SymIntValue } from '../pt2format/sym-int-value.js';
@@ -147,8 +148,39 @@ isSingleTensorReturn():boolean {
   return offset ? !!this.bb!.readInt8(this.bb_pos + offset) : false;
 }
 
+/**
+ * True when the graph returns its outputs as a list rather than a tuple
+ * (the combine graph of `scan` does).
+ */
+isListReturn():boolean {
+  const offset = this.bb!.__offset(this.bb_pos, 22);
+  return offset ? !!this.bb!.readInt8(this.bb_pos + offset) : false;
+}
+
+/**
+ * Metadata of each input (FX placeholder), parallel to `inputs`; empty
+ * when no input has any. An entry with no field set means none.
+ */
+inputMetadata(index: number, obj?:NodeMetadata):NodeMetadata|null {
+  const offset = this.bb!.__offset(this.bb_pos, 24);
+  return offset ? (obj || new NodeMetadata()).__init(this.bb!.__indirect(this.bb!.__vector(this.bb_pos + offset) + index * 4), this.bb!) : null;
+}
+
+inputMetadataLength():number {
+  const offset = this.bb!.__offset(this.bb_pos, 24);
+  return offset ? this.bb!.__vector_len(this.bb_pos + offset) : 0;
+}
+
+/**
+ * Metadata of the graph's output (the FX output node); absent when none.
+ */
+outputMetadata(obj?:NodeMetadata):NodeMetadata|null {
+  const offset = this.bb!.__offset(this.bb_pos, 26);
+  return offset ? (obj || new NodeMetadata()).__init(this.bb!.__indirect(this.bb_pos + offset), this.bb!) : null;
+}
+
 static startGraph(builder:flatbuffers.Builder) {
-  builder.startObject(9);
+  builder.startObject(12);
 }
 
 static addInputs(builder:flatbuffers.Builder, inputsOffset:flatbuffers.Offset) {
@@ -283,22 +315,33 @@ static addIsSingleTensorReturn(builder:flatbuffers.Builder, isSingleTensorReturn
   builder.addFieldInt8(8, +isSingleTensorReturn, +false);
 }
 
+static addIsListReturn(builder:flatbuffers.Builder, isListReturn:boolean) {
+  builder.addFieldInt8(9, +isListReturn, +false);
+}
+
+static addInputMetadata(builder:flatbuffers.Builder, inputMetadataOffset:flatbuffers.Offset) {
+  builder.addFieldOffset(10, inputMetadataOffset, 0);
+}
+
+static createInputMetadataVector(builder:flatbuffers.Builder, data:flatbuffers.Offset[]):flatbuffers.Offset {
+  builder.startVector(4, data.length, 4);
+  for (let i = data.length - 1; i >= 0; i--) {
+    builder.addOffset(data[i]!);
+  }
+  return builder.endVector();
+}
+
+static startInputMetadataVector(builder:flatbuffers.Builder, numElems:number) {
+  builder.startVector(4, numElems, 4);
+}
+
+static addOutputMetadata(builder:flatbuffers.Builder, outputMetadataOffset:flatbuffers.Offset) {
+  builder.addFieldOffset(11, outputMetadataOffset, 0);
+}
+
 static endGraph(builder:flatbuffers.Builder):flatbuffers.Offset {
   const offset = builder.endObject();
   return offset;
 }
 
-static createGraph(builder:flatbuffers.Builder, inputsOffset:flatbuffers.Offset, outputsOffset:flatbuffers.Offset, nodesOffset:flatbuffers.Offset, tensorValuesOffset:flatbuffers.Offset, symIntValuesOffset:flatbuffers.Offset, symFloatValuesOffset:flatbuffers.Offset, symBoolValuesOffset:flatbuffers.Offset, customObjValuesOffset:flatbuffers.Offset, isSingleTensorReturn:boolean):flatbuffers.Offset {
-  Graph.startGraph(builder);
-  Graph.addInputs(builder, inputsOffset);
-  Graph.addOutputs(builder, outputsOffset);
-  Graph.addNodes(builder, nodesOffset);
-  Graph.addTensorValues(builder, tensorValuesOffset);
-  Graph.addSymIntValues(builder, symIntValuesOffset);
-  Graph.addSymFloatValues(builder, symFloatValuesOffset);
-  Graph.addSymBoolValues(builder, symBoolValuesOffset);
-  Graph.addCustomObjValues(builder, customObjValuesOffset);
-  Graph.addIsSingleTensorReturn(builder, isSingleTensorReturn);
-  return Graph.endGraph(builder);
-}
 }

@@ -1,0 +1,31 @@
+"""load_program: open a .pt2f file and rebuild one of its programs as a torch ExportedProgram."""
+
+from __future__ import annotations
+
+import os
+
+from pt2format.errors import Pt2FormatError
+
+from ._program import build_program
+
+
+def load_program(path, *, program: str | None = None, map_location=None, weights: bool = True, copy: bool = False,
+                 verify_data: bool = False):
+    """Load program `program` (default: the only one, or "forward") of the file at `path`.
+
+    Tensors are views of a private (copy-on-write) map of the file: nothing is
+    copied and writes never reach the file. `copy=True` gives tensors their
+    own memory; `weights=False` builds meta-device state and reads no data;
+    `map_location` remaps devices as torch.load does (str, device or dict).
+    """
+    from pt2format._api import read
+
+    path = os.fspath(path)
+    f = read(path, verify_data=verify_data, copy_on_write=True)
+    try:
+        return build_program(f.package, program, f.storage_view, map_location=map_location, weights=weights,
+                             copy=copy)
+    except Pt2FormatError as e:
+        raise e.with_context(file=path)
+    finally:
+        f.close()  # tensors keep their views (and so the map) alive

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Fuzz the C++ reader with libFuzzer for SECONDS (default 60).
+#
+#   scripts/fuzz_cpp.sh 300
+#
+# Builds build/cpp-fuzz (clang, ASan+UBSan; installs clang if needed), writes a
+# seed corpus of real files (tests/native/_native_util_cpp.py) and runs
+# loaders/cpp/fuzz/fuzz_reader.cc on one core. New inputs go to
+# build/cpp-fuzz/corpus; a crash is written to build/cpp-fuzz/findings/ and
+# makes the script exit non-zero: copy it to loaders/cpp/fuzz/regressions/
+# once fixed, so tests replay it forever. Prints the execution count.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+SECONDS_TO_RUN="${1:-60}"
+BUILD="$("$ROOT/scripts/build_cpp.sh" --fuzz | tail -1)"
+PYTHON="${PYTHON:-$(command -v python3 || command -v python)}"
+
+SEEDS="$BUILD/seeds"
+CORPUS="$BUILD/corpus"
+FINDINGS="$BUILD/findings"
+mkdir -p "$SEEDS" "$CORPUS" "$FINDINGS"
+PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -c "
+import sys; sys.path.insert(0, '$ROOT/tests/native')
+import _native_util_cpp as u
+print('seed files:', u.write_seed_corpus('$SEEDS'), file=sys.stderr)
+"
+if [ -d "$ROOT/loaders/cpp/fuzz/regressions" ]; then
+  cp -n "$ROOT"/loaders/cpp/fuzz/regressions/* "$SEEDS"/ 2>/dev/null || true
+fi
+
+LOG="$BUILD/fuzz.log"
+set +e
+ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1" \
+UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
+"$BUILD/pt2f-fuzz-reader" -max_total_time="$SECONDS_TO_RUN" -timeout=10 -rss_limit_mb=2048 \
+  -max_len=262144 -print_final_stats=1 -artifact_prefix="$FINDINGS/" "$CORPUS" "$SEEDS" >"$LOG" 2>&1
+rc=$?
+set -e
+execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$LOG" | tail -1)"
+if [ "$rc" -ne 0 ]; then
+  tail -40 "$LOG" >&2
+  echo "fuzz_cpp.sh: FINDING after ${execs:-?} executions; inputs in $FINDINGS" >&2
+  exit 1
+fi
+echo "fuzz_cpp.sh: ${execs:-?} executions in ${SECONDS_TO_RUN}s without a finding (corpus: $(ls "$CORPUS" | wc -l) inputs)"

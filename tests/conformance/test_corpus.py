@@ -1,0 +1,58 @@
+"""Every corpus case round-trips through pt2format with torch-verified fidelity (conformance.runner).
+
+The fast cases run by default (all three encodings); the rest are marked
+`corpus` and run with `pytest --corpus` (flatbuffers). A case torch itself
+cannot export is skipped with torch's error: it tests torch, not us. Every
+other outcome that is not a pass fails, with each failing check's reason.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance import corpus
+from conformance.runner import run_case
+
+
+def _params():
+    for c in corpus.all_cases().values():
+        marks = []
+        if not c.fast:
+            marks.append(pytest.mark.corpus)
+        if c.slow:  # big models and C++ builds: keep them on one worker
+            marks += [pytest.mark.xdist_group("conformance-slow"), pytest.mark.timeout(3600)]
+        else:
+            marks.append(pytest.mark.timeout(900))
+        yield pytest.param(c.name, marks=marks, id=c.name)
+
+
+@pytest.mark.parametrize("name", list(_params()))
+def test_corpus_case(name, tmp_path):
+    result = run_case(corpus.get_case(name), workdir=str(tmp_path))
+    if result.torch_error is not None:
+        pytest.skip(f"torch itself cannot export this case: {result.torch_error}")
+    failures = result.failures()
+    if failures:
+        lines = [f"{len(failures)} failing checks for {name} (files in {tmp_path / name}):"]
+        lines += [f"  {enc:11s} {check:18s} {status}: {reason}" for enc, check, status, reason in failures]
+        pytest.fail("\n".join(lines), pytrace=False)
+
+
+def test_fast_set_covers_the_issue_list():
+    """The default run exercises each feature family at least once."""
+    fast = {c.name for c in corpus.select(tags=["fast"])}
+    for required in ("mlp", "dynamic_batch", "derived_dim_mul", "derived_dim_add", "unbacked_item",
+                     "symfloat_symbool", "cond", "cond_nested", "map", "while_loop", "no_grad_region",
+                     "autocast_region", "mutations", "lifted_constants", "tied_weights", "custom_op",
+                     "custom_op_mutating", "dtypes_state", "views_as_state", "effect_tokens", "multi_program",
+                     "gpt2_tiny"):
+        assert required in fast, required
+    assert all(not c.slow for c in corpus.all_cases().values() if c.fast)
+
+
+def test_exportdb_fully_listed():
+    """Every ExportDB example is a case (those torch cannot export are skipped, not dropped)."""
+    from torch._export.db.examples import all_examples
+
+    names = {c.name for c in corpus.select(tags=["exportdb"])}
+    assert names == {f"exportdb.{n}" for n in all_examples()}

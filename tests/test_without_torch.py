@@ -1,0 +1,75 @@
+"""The core (read, validate, inspect, dump, convert) works where torch cannot be imported."""
+
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "pt2format"))
+import pt2f_samples  # noqa: E402
+
+from pt2format._api import write_package  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# A meta-path finder that makes `import torch` fail, run before anything else in the child.
+BLOCK_TORCH = (
+    "import sys\n"
+    "class _NoTorch:\n"
+    "    def find_spec(self, name, path=None, target=None):\n"
+    "        if name == 'torch' or name.startswith('torch.'):\n"
+    "            raise ImportError('torch is blocked in this test')\n"
+    "sys.meta_path.insert(0, _NoTorch())\n"
+)
+
+
+@pytest.fixture
+def sample_file(tmp_path):
+    path = tmp_path / "tiny.pt2f"
+    write_package(path, pt2f_samples.tiny_package((3, 5)), pt2f_samples.float_payloads((3, 5)), fsync=False)
+    return path
+
+
+def _run_blocked(args, tmp_path):
+    code = BLOCK_TORCH + "import runpy; sys.argv = ['pt2format'] + sys.argv[1:]; runpy.run_module('pt2format', run_name='__main__')"
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def test_block_really_blocks_torch(tmp_path):
+    proc = subprocess.run([sys.executable, "-c", BLOCK_TORCH + "import torch"], capture_output=True, text=True)
+    assert proc.returncode != 0 and "torch is blocked" in proc.stderr
+
+
+@pytest.mark.parametrize("command", ["validate", "inspect", "dump"])
+def test_cli_runs_with_torch_blocked(sample_file, tmp_path, command):
+    proc = _run_blocked([command, str(sample_file)], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip()
+
+
+def test_convert_runs_with_torch_blocked(sample_file, tmp_path):
+    out = tmp_path / "tiny.json.pt2f"
+    proc = _run_blocked(["convert", str(sample_file), "--encoding", "json", "-o", str(out)], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert _run_blocked(["dump", str(out)], tmp_path).stdout == _run_blocked(["dump", str(sample_file)], tmp_path).stdout
+
+
+@pytest.mark.corpus
+def test_fresh_venv_without_torch(sample_file, tmp_path):
+    """pip install -e . in a venv with no torch, then import and validate (the issue's acceptance check)."""
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=True)
+    py = env_dir / "bin" / "python"
+    install = subprocess.run([str(py), "-m", "pip", "install", "-q", "-c", str(ROOT / "constraints.txt"), "-e", str(ROOT)],
+                             capture_output=True, text=True)
+    assert install.returncode == 0, install.stderr[-3000:]
+    probe = subprocess.run([str(py), "-c", "import importlib.util, pt2format; assert importlib.util.find_spec('torch') is None; print('ok')"],
+                           capture_output=True, text=True)
+    assert probe.returncode == 0 and probe.stdout.strip() == "ok", probe.stderr
+    cli = env_dir / "bin" / "pt2format"
+    proc = subprocess.run([str(cli), "validate", str(sample_file)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
