@@ -245,8 +245,10 @@ def main(argv=None) -> int:
             td = best_of(lambda: C.decode(data, enc), repeat)
             ok = "" if n > 1000 else ("ok" if te < 0.05 and td < 0.02 else "MISSED (enc<50, dec<20)")
             print(f"{n:>6} {objs:>8} {enc:<12} {te * 1e3:>10.1f} {td * 1e3:>10.1f} {len(data) / 1024:>9.0f}  {ok}")
-        if enc == "json" and not args.no_torch:
-            pass
+            if enc == "json":
+                td = best_of(lambda: C.decode(data, enc, json_schema=False), repeat)
+                print(f"{n:>6} {objs:>8} {'json -schema':<12} {'':>10} {td * 1e3:>10.1f} {'':>9}  "
+                      "decode without the jsonschema pass (own type checks only)")
         if not args.no_torch:
             ep = torch_equivalent(pkg)
             data = torch_encode(ep)

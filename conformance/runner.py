@@ -50,6 +50,7 @@ class CaseResult:
     torch_error: str | None = None
     rows: dict = field(default_factory=dict)
     timings: dict = field(default_factory=dict)
+    phases: dict = field(default_factory=dict)
     seconds: float = 0.0
 
     def failures(self) -> list[tuple[str, str, str, str]]:
@@ -68,7 +69,7 @@ class CaseResult:
 
     def to_json(self) -> dict:
         return {"name": self.name, "tags": list(self.tags), "torch_error": self.torch_error, "rows": self.rows,
-                "timings": self.timings, "seconds": self.seconds}
+                "timings": self.timings, "phases": self.phases, "seconds": self.seconds}
 
 
 def default_encodings(case) -> tuple:
@@ -253,6 +254,7 @@ def run_case(case, *, encodings=None, workdir: str | None = None, timeout: float
         res.seconds = time.perf_counter() - t_start
         return res
 
+    res.phases["export"] = time.perf_counter() - t_start
     static = {name: describe_program(ep) for name, ep in eps.items()}
     keys = set()
     for ep in eps.values():
@@ -285,6 +287,8 @@ def run_case(case, *, encodings=None, workdir: str | None = None, timeout: float
             if d is not None and res.rows[enc]["dump"][0] == PASS and d != good[0]:
                 res.rows[enc]["dump"] = [FAIL, f"canonical dump differs from {next(iter(dumps))}'s"]
 
+    res.phases["save_and_file_checks"] = time.perf_counter() - t_start - res.phases["export"]
+    t_rec = time.perf_counter()
     refs = {}
     for name, ep in eps.items():
         refs[name] = {"static": static[name]}
@@ -297,7 +301,10 @@ def run_case(case, *, encodings=None, workdir: str | None = None, timeout: float
            "followup_encoding": saved[0] if saved else None, "child_imports": list(case.child_imports),
            "num_threads": torch.get_num_threads(), "refs": refs}
     write_json(os.path.join(jobdir, "job.json"), job)
+    res.phases["torch_records"] = time.perf_counter() - t_rec
+    t_child = time.perf_counter()
     child, why = _run_child(jobdir, timeout) if saved else (None, "nothing was saved")
+    res.phases["loader_process"] = time.perf_counter() - t_child
     for enc in encodings:
         row = res.rows[enc]
         if child is None or enc not in child["rows"]:
@@ -414,7 +421,8 @@ def main(argv=None) -> int:
         print(f"[{i}/{len(cases)}] {c.name} ...", file=sys.stderr, flush=True)
         r = run_case(c, encodings=encodings, workdir=workdir, timeout=args.timeout)
         state = "torch cannot export" if r.torch_error else ("pass" if r.passed else f"{len(r.failures())} failing")
-        print(f"    {state} ({r.seconds:.1f} s)", file=sys.stderr, flush=True)
+        phases = ", ".join(f"{k} {v:.1f}" for k, v in r.phases.items())
+        print(f"    {state} ({r.seconds:.1f} s: {phases})", file=sys.stderr, flush=True)
         results.append(r)
         gc.collect()
     text = render_report(results)

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 
 from ._program import export_package
 
 
 @contextlib.contextmanager
-def _progress(enabled: bool, total: int):
-    """A tqdm bar that only appears when the save takes more than a second."""
+def _progress(enabled: bool):
+    """A tqdm bar that appears only when the save takes more than a second.
+
+    The container writer has no progress callback, so while it writes, a
+    ticker thread refreshes the bar (elapsed time, bytes to write); the bar
+    completes when the write does.
+    """
     if not enabled:
         yield None
         return
@@ -19,11 +25,19 @@ def _progress(enabled: bool, total: int):
     except ImportError:  # pragma: no cover - tqdm is a declared dependency
         yield None
         return
-    bar = tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, delay=1.0, desc="pt2format save",
-               leave=False)
+    bar = tqdm(total=1, unit="B", unit_scale=True, unit_divisor=1024, delay=1.0, desc="pt2format save", leave=False)
+    stop = threading.Event()
+
+    def tick():
+        while not stop.wait(0.25):
+            bar.refresh()  # no-op until the delay has passed
+    ticker = threading.Thread(target=tick, daemon=True)
+    ticker.start()
     try:
         yield bar
     finally:
+        stop.set()
+        ticker.join()
         bar.close()
 
 
@@ -35,15 +49,14 @@ def save_programs(programs, path, *, encoding: str = "flatbuffers", fsync: bool 
     name and renamed into place, so an existing file is replaced only by a
     complete one.
     """
-    from pt2format._api import write_package
+    from pt2format import _api
 
     path = os.fspath(path)
-    with _progress(progress, 2) as bar:
+    with _progress(progress) as bar:
         package, payloads = export_package(programs, example_inputs=example_inputs)
         if bar is not None:
-            bar.total = sum(p.nbytes for p in payloads) + 1
-            bar.set_postfix_str("writing")
-            bar.update(1)
-        write_package(path, package, payloads, encoding=encoding, fsync=fsync)
+            bar.total = sum(p.nbytes for p in payloads) or 1
+            bar.set_postfix_str("writing", refresh=False)
+        _api.write_package(path, package, payloads, encoding=encoding, fsync=fsync)
         if bar is not None:
             bar.update(bar.total - bar.n)

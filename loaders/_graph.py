@@ -54,7 +54,7 @@ from pt2format._generated.model import (
 from pt2format.errors import LoadError, Pt2FormatError
 from pt2format.exporter._enums import SCHEMA_TO_LAYOUT, SCHEMA_TO_MEMORY_FORMAT
 
-from ._names import check_identifier
+from ._names import check_constant_string, check_identifier
 from ._targets import resolve_target
 from ._values import device_from_schema, dtype_from_schema
 
@@ -210,7 +210,7 @@ class GraphBuilder:
         # A constant user input: its name is in the signature.
         name = constant_names[i] if constant_names and i < len(constant_names) and constant_names[i] else f"arg{i}"
         node = self._create("placeholder", name, (), {}, name, path)
-        node.meta["val"] = self._arg(v, path)
+        node.meta["val"] = check_constant_string(self._arg(v, path), path)
         self._define(name, node, path)
         return node
 

@@ -42,6 +42,18 @@ def check_text(text, path: str) -> str:
     return text
 
 
+_QUOTED_UNSAFE = re.compile(r"['\"\\\x00-\x1f\x7f\x85\u2028\u2029]")
+
+
+def check_constant_string(value, path: str):
+    """A string constant input. torch's ExportedProgram.module() pastes these between quotes into guard code
+    that it compiles, so quotes, backslashes and control characters are refused."""
+    if isinstance(value, str) and _QUOTED_UNSAFE.search(value):
+        raise LoadError("string constant input contains quotes, backslashes or control characters", path=path,
+                        expected="plain text", got=repr(value)[:200])
+    return value
+
+
 def check_dotted_identifiers(name, path: str) -> list[str]:
     """'a.b.c' where every part is an identifier; returns the parts."""
     if not isinstance(name, str):

@@ -19,18 +19,20 @@ from pt2format._generated.model import (
     LossOutputSpec,
     OutputTokenSpec,
     ParameterMutationSpec,
+    StringValue,
     SymBoolArgument,
     SymFloatArgument,
     SymIntArgument,
     TensorArgument,
     TokenArgument,
+    TreeSpecKind,
     UserInputMutationSpec,
     UserInputSpec,
     UserOutputSpec,
 )
 from pt2format.errors import LoadError
 
-from ._names import check_fqn, check_identifier
+from ._names import check_constant_string, check_fqn, check_identifier
 from ._values import from_value
 
 
@@ -80,7 +82,8 @@ def input_spec(s, constant, path) -> gs.InputSpec:
         return gs.InputSpec(K.TOKEN, gs.TokenArgument(name=v.arg.name), None)
     if t is InputToConstantInputSpec:
         name = check_identifier(v.name, f"{path}.name")
-        return gs.InputSpec(K.USER_INPUT, gs.ConstantArgument(name=name, value=from_value(v.value, path=path)), None)
+        value = check_constant_string(from_value(v.value, path=path), f"{path}.value")
+        return gs.InputSpec(K.USER_INPUT, gs.ConstantArgument(name=name, value=value), None)
     raise LoadError("unknown input spec", path=path, got=t.__name__)
 
 
@@ -126,6 +129,7 @@ def module_call_graph(entries, constant, treespecs, path="module_call_graph") ->
         sig = None
         if e.signature is not None:
             s = e.signature
+            _check_kwarg_names(s.in_spec, f"{p}.in_spec")
             sig = ModuleCallSignature(
                 inputs=[argument_spec(a, constant, f"{p}.inputs[{j}]") for j, a in enumerate(s.inputs)],
                 outputs=[argument_spec(a, constant, f"{p}.outputs[{j}]") for j, a in enumerate(s.outputs)],
@@ -136,3 +140,15 @@ def module_call_graph(entries, constant, treespecs, path="module_call_graph") ->
             )
         out.append(ModuleCallEntry(fqn=fqn, signature=sig))
     return out
+
+
+def _check_kwarg_names(spec, path):
+    """FX pastes the keyword names of an (args, kwargs) in_spec into generated code: they must be identifiers."""
+    if spec is None or spec.kind != TreeSpecKind.TUPLE or len(spec.children) != 2:
+        return
+    kw = spec.children[1]
+    if kw is None or kw.kind != TreeSpecKind.DICT:
+        return
+    for i, k in enumerate(kw.keys):
+        key = k.value.value if k is not None and isinstance(k.value, StringValue) else None
+        check_identifier(key, f"{path}.children[1].keys[{i}]")

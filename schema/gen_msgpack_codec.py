@@ -13,7 +13,6 @@ same input to name it.
 from __future__ import annotations
 
 import math
-import struct
 
 UTYPE = 1
 INT_RANGES = {

@@ -6,8 +6,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup_venv.sh test
 export PATH="$PWD/.venv/bin:$PATH"
+# Native readers and their toolchains (node packages, Chromium, cmake, clang).
+bash scripts/build_ts.sh
+bash scripts/build_cpp.sh >/dev/null
 set +e
-.venv/bin/python -m pytest -n 2 --dist loadgroup --timeout 1200 --corpus "$@"
+python -m pytest -n 2 --dist loadgroup --timeout 1200 --corpus "$@"
 rc=$?
 set -e
 # pytest exit 5 means no tests ran: that is a failure here, not a pass.

@@ -43,7 +43,7 @@ class ConvNet(nn.Module):
         return self.fc(self.pool(x).flatten(1))
 
 
-@case("convnet_eval", tags=("fast",))
+@case("convnet_eval", tags=("full",))
 def convnet_eval():
     """Conv2d + BatchNorm (eval: running stats are read-only buffers) + pooling."""
     return Program(ConvNet().eval(), (torch.randn(2, 3, 8, 8),))
@@ -106,7 +106,7 @@ class ManyOps(nn.Module):
         return torch.gather(w, 0, idx), z.max(), torch.nn.functional.layer_norm(x, (4,)), x.to(torch.float16)
 
 
-@case("many_ops", tags=("fast",))
+@case("many_ops", tags=("full",))
 def many_ops():
     """A mix of view, reduction, indexing and dtype-conversion ops."""
     return Program(ManyOps(), (torch.randn(3, 4), torch.randn(2, 4)))

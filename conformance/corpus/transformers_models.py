@@ -48,7 +48,7 @@ def gpt2_124m():
     return _gpt2({}, 16, (5,), 1024)
 
 
-@case("llama_tiny", tags=_TAGS_FAST, child_imports=_OUTPUTS)
+@case("llama_tiny", tags=_TAGS_FULL, child_imports=_OUTPUTS)
 def llama_tiny():
     """Llama decoder (RoPE, RMSNorm, GQA), 2 layers, 64 wide, dynamic sequence length."""
     from transformers import LlamaConfig, LlamaForCausalLM

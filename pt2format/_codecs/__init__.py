@@ -9,6 +9,9 @@ Pt2FormatError subclasses on bad input.
 
 from __future__ import annotations
 
+import gc
+from contextlib import contextmanager
+
 from pt2format.errors import EncodingError, LimitError
 
 ENCODINGS = ("flatbuffers", "msgpack", "json")
@@ -29,9 +32,29 @@ def _codec(encoding: str):
     return c
 
 
+@contextmanager
+def _gc_paused():
+    """Pause the cyclic garbage collector: codecs build acyclic trees of up to millions of
+    objects, and collections triggered by those allocations cost 3-6x the decode itself
+    at 20,000 nodes. Reference counting still frees everything."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def encode(package, encoding: str = "flatbuffers") -> bytes:
     """Encode a `Package` tree; EncodingError (with the field path) when the tree does not fit the schema."""
-    return _codec(encoding).encode(package)
+    c = _codec(encoding)
+    try:
+        with _gc_paused():
+            return c.encode(package)
+    except RecursionError:
+        raise EncodingError("tree nested too deeply for Python's stack to encode",
+                            expected="a tree of sane depth") from None
 
 
 def decode(data, encoding: str = "flatbuffers", *, max_depth: int = DEFAULT_MAX_DEPTH,
@@ -55,9 +78,14 @@ def decode(data, encoding: str = "flatbuffers", *, max_depth: int = DEFAULT_MAX_
     n = len(data)
     if n > max_bytes:
         raise LimitError("program section larger than max_bytes", expected=f"<= {max_bytes} bytes", got=n)
-    if encoding == "json":
-        return c.decode(data, max_depth=max_depth, validate_schema=json_schema)
-    return c.decode(data, max_depth=max_depth)
+    try:
+        with _gc_paused():
+            if encoding == "json":
+                return c.decode(data, max_depth=max_depth, validate_schema=json_schema)
+            return c.decode(data, max_depth=max_depth)
+    except RecursionError:
+        raise LimitError("program nested too deeply for Python's stack",
+                         expected=f"depth <= {max_depth}") from None
 
 
 __all__ = ["ENCODINGS", "DEFAULT_MAX_DEPTH", "DEFAULT_MAX_BYTES", "encode", "decode"]

@@ -88,15 +88,15 @@ class _Reader:
             if kind == "union":
                 tp = field_pos(f, f.id - 1, 1)
                 t = self.buf[tp] if tp else 0
+                fp = field_pos(f, f.id, 4)
                 if t == 0:
                     args.append(None)
                     continue
                 if t > len(f.members):
                     self.bad("union type index unknown to this reader (newer schema minor?)", (path, f.name + "_type"), tp,
                              f"0..{len(f.members)}", t)
-                if not slot(f.id):
+                if not fp:
                     self.bad("union type without a member", p, pos, f.members[t - 1].__name__, "absent")
-                fp = field_pos(f, f.id, 4)
                 target = fp + self.u32(fp, p)
                 args.append(self.table(target, S.INFO_BY_CLASS[f.members[t - 1]], p, depth + 1))
                 continue

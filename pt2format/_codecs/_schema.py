@@ -7,7 +7,6 @@ union member maps, enum name maps), so each codec does not re-derive them.
 
 from __future__ import annotations
 
-import math
 import struct
 
 from pt2format._generated import model
@@ -26,18 +25,10 @@ FMT = {"bool": "?", "int8": "b", "uint8": "B", "int16": "h", "uint16": "H", "int
        "uint32": "I", "int64": "q", "uint64": "Q", "float32": "f", "float64": "d"}
 SIZE = {k: struct.calcsize("<" + v) for k, v in FMT.items()}
 
-# Non-finite floats as JSON strings (flatc's spelling).
-NON_FINITE_TO_STR = {"nan", "inf", "-inf"}
-
 
 def float_bits(x: float) -> bytes:
     """The IEEE-754 binary64 pattern, so -0.0 and NaN payloads compare exactly."""
     return struct.pack("<d", x)
-
-
-def same_float(a: float, b: float) -> bool:
-    """Bit-for-bit float equality (what "equal to the default" means for the writers)."""
-    return struct.pack("<d", a) == struct.pack("<d", b)
 
 
 class Field:
@@ -175,7 +166,3 @@ def check_str(value, path: str, exc=EncodingError):
 
 def _tname(value) -> str:
     return type(value).__name__
-
-
-def is_finite(x: float) -> bool:
-    return math.isfinite(x)

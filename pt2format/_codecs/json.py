@@ -175,7 +175,11 @@ def decode(data, *, max_depth: int = 128, validate_schema: bool = True):
         raise LimitError("JSON nesting too deep", expected=f"<= {max_depth} tables") from None
     if validate_schema:
         v = _get_validator()
-        if not v.is_valid(doc):
+        try:
+            valid = v.is_valid(doc)
+        except RecursionError:  # jsonschema recurses ~8 frames per table
+            raise LimitError("JSON nesting too deep to validate", expected=f"<= {max_depth} tables") from None
+        if not valid:
             import jsonschema.exceptions
 
             err = jsonschema.exceptions.best_match(v.iter_errors(doc))

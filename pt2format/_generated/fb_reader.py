@@ -5,6 +5,8 @@ Use pt2format._codecs.flatbuffers.decode, which adds field paths to errors.
 """
 
 import struct
+from itertools import repeat, starmap
+from operator import add
 
 from pt2format._generated.model import (
     Argument,
@@ -121,6 +123,7 @@ _IDENT = b"P2FP"
 _I32 = struct.Struct('<i').unpack_from
 _U32 = struct.Struct('<I').unpack_from
 _HH = struct.Struct('<HH').unpack_from
+_unpack = struct.unpack_from
 _SLOTS = tuple(struct.Struct('<%dH' % k).unpack_from for k in range(16))
 _ZEROS = (0,) * 15
 _S_bool = struct.Struct('<?').unpack_from
@@ -190,11 +193,18 @@ def decode(buf, max_depth=128):
         cnt = _U32(buf, q)[0]
         if cnt * esize > n - q - 4:
             _fail('vector runs past the buffer end', q, f'<= {(n - q - 4) // esize} elements', cnt)
-        spend(cnt + 1, q)
+        nonlocal budget
+        budget -= cnt + 1
+        if budget < 0:
+            spend(0, q)
         return cnt
 
-    def vtab(vt, k):
-        """Checks the vtable at vt; returns (object size, k field offsets padded with 0)."""
+    def vtab(vt, sizes):
+        """Checks the vtable at vt for a table whose fields have `sizes` (0: not read).
+
+        Returns (object size, one offset per field padded with 0). Cached per vtable, so the
+        per-field bounds checks run once per distinct vtable, not once per table.
+        """
         if vt < 0 or vt + 4 > n or vt & 1:
             _fail('vtable offset out of range', vt)
         vs, os = _HH(buf, vt)
@@ -202,15 +212,16 @@ def decode(buf, max_depth=128):
             _fail('bad vtable size', vt, 'even, >= 4, inside the buffer', vs)
         if os < 4:
             _fail('bad table size', vt, '>= 4', os)
+        k = len(sizes)
         m = (vs - 4) >> 1
-        if m >= k:
-            return (os,) + _SLOTS[k](buf, vt + 4)
-        return (os,) + _SLOTS[m](buf, vt + 4) + _ZEROS[:k - m]
-
-    def ffail(p, fo):
-        _fail('field outside its table', p + fo)
+        offs = _SLOTS[k](buf, vt + 4) if m >= k else _SLOTS[m](buf, vt + 4) + _ZEROS[:k - m]
+        for o, size in zip(offs, sizes):
+            if o and o + size > os:
+                _fail('field outside its table', vt, f'<= {os - size}', o)
+        return (os,) + offs
 
     vc_Argument = {}
+    Z_Argument = (1, 4)
 
     def t_Argument(p, d):
         if d > max_depth:
@@ -220,27 +231,24 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_Argument.get(vt)
         if c is None:
-            c = vc_Argument[vt] = vtab(vt, 2)
+            c = vc_Argument[vt] = vtab(vt, Z_Argument)
         os, o0, o1 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         x1 = None
         if o0:
-            if o0 + 1 > os:
-                ffail(p, o0)
             ty = buf[p + o0]
             if ty:
                 if ty > 32:
                     _fail('union type index unknown to this reader (newer schema minor?)', p + o0, '0..32', ty)
                 if not o1:
                     _fail('union type without a member', p)
-                if o1 + 4 > os:
-                    ffail(p, o1)
                 q = p + o1
                 x1 = U_ArgumentValue[ty](q + _U32(buf, q)[0], d + 1)
         return Argument(x1)
 
     vc_ArgumentMapEntry = {}
+    Z_ArgumentMapEntry = (4, 4)
 
     def t_ArgumentMapEntry(p, d):
         if d > max_depth:
@@ -250,13 +258,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_ArgumentMapEntry.get(vt)
         if c is None:
-            c = vc_ArgumentMapEntry[vt] = vtab(vt, 2)
+            c = vc_ArgumentMapEntry[vt] = vtab(vt, Z_ArgumentMapEntry)
         os, o0, o1 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = sget(q)
@@ -265,8 +271,6 @@ def decode(buf, max_depth=128):
         else:
             x0 = None
         if o1:
-            if o1 + 4 > os:
-                ffail(p, o1)
             q = p + o1
             q += _U32(buf, q)[0]
             x1 = t_Argument(q, d + 1)
@@ -275,6 +279,7 @@ def decode(buf, max_depth=128):
         return ArgumentMapEntry(x0, x1)
 
     vc_BoolArgument = {}
+    Z_BoolArgument = (1,)
 
     def t_BoolArgument(p, d):
         if d > max_depth:
@@ -284,19 +289,18 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_BoolArgument.get(vt)
         if c is None:
-            c = vc_BoolArgument[vt] = vtab(vt, 1)
+            c = vc_BoolArgument[vt] = vtab(vt, Z_BoolArgument)
         os, o0 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 1 > os:
-                ffail(p, o0)
             x0 = _S_bool(buf, p + o0)[0]
         else:
             x0 = False
         return BoolArgument(x0)
 
     vc_BoolListArgument = {}
+    Z_BoolListArgument = (4,)
 
     def t_BoolListArgument(p, d):
         if d > max_depth:
@@ -306,22 +310,21 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_BoolListArgument.get(vt)
         if c is None:
-            c = vc_BoolListArgument[vt] = vtab(vt, 1)
+            c = vc_BoolListArgument[vt] = vtab(vt, Z_BoolListArgument)
         os, o0 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             cnt = vec(q, 1)
-            x0 = list(struct.unpack_from('<%d?' % cnt, buf, q + 4))
+            x0 = list(_unpack('<%d?' % cnt, buf, q + 4))
         else:
             x0 = []
         return BoolListArgument(x0)
 
     vc_BoolValue = {}
+    Z_BoolValue = (1,)
 
     def t_BoolValue(p, d):
         if d > max_depth:
@@ -331,19 +334,18 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_BoolValue.get(vt)
         if c is None:
-            c = vc_BoolValue[vt] = vtab(vt, 1)
+            c = vc_BoolValue[vt] = vtab(vt, Z_BoolValue)
         os, o0 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 1 > os:
-                ffail(p, o0)
             x0 = _S_bool(buf, p + o0)[0]
         else:
             x0 = False
         return BoolValue(x0)
 
     vc_BufferMutationSpec = {}
+    Z_BufferMutationSpec = (4, 4)
 
     def t_BufferMutationSpec(p, d):
         if d > max_depth:
@@ -353,21 +355,17 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_BufferMutationSpec.get(vt)
         if c is None:
-            c = vc_BufferMutationSpec[vt] = vtab(vt, 2)
+            c = vc_BufferMutationSpec[vt] = vtab(vt, Z_BufferMutationSpec)
         os, o0, o1 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = t_TensorArgument(q, d + 1)
         else:
             x0 = None
         if o1:
-            if o1 + 4 > os:
-                ffail(p, o1)
             q = p + o1
             q += _U32(buf, q)[0]
             x1 = sget(q)
@@ -378,6 +376,7 @@ def decode(buf, max_depth=128):
         return BufferMutationSpec(x0, x1)
 
     vc_BytesValue = {}
+    Z_BytesValue = (4,)
 
     def t_BytesValue(p, d):
         if d > max_depth:
@@ -387,13 +386,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_BytesValue.get(vt)
         if c is None:
-            c = vc_BytesValue[vt] = vtab(vt, 1)
+            c = vc_BytesValue[vt] = vtab(vt, Z_BytesValue)
         os, o0 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             cnt = vec(q, 1)
@@ -403,6 +400,7 @@ def decode(buf, max_depth=128):
         return BytesValue(x0)
 
     vc_ComplexArgument = {}
+    Z_ComplexArgument = (8, 8)
 
     def t_ComplexArgument(p, d):
         if d > max_depth:
@@ -412,25 +410,22 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_ComplexArgument.get(vt)
         if c is None:
-            c = vc_ComplexArgument[vt] = vtab(vt, 2)
+            c = vc_ComplexArgument[vt] = vtab(vt, Z_ComplexArgument)
         os, o0, o1 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 8 > os:
-                ffail(p, o0)
             x0 = _S_f64(buf, p + o0)[0]
         else:
             x0 = 0.0
         if o1:
-            if o1 + 8 > os:
-                ffail(p, o1)
             x1 = _S_f64(buf, p + o1)[0]
         else:
             x1 = 0.0
         return ComplexArgument(x0, x1)
 
     vc_ComplexValue = {}
+    Z_ComplexValue = (8, 8)
 
     def t_ComplexValue(p, d):
         if d > max_depth:
@@ -440,25 +435,22 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_ComplexValue.get(vt)
         if c is None:
-            c = vc_ComplexValue[vt] = vtab(vt, 2)
+            c = vc_ComplexValue[vt] = vtab(vt, Z_ComplexValue)
         os, o0, o1 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 8 > os:
-                ffail(p, o0)
             x0 = _S_f64(buf, p + o0)[0]
         else:
             x0 = 0.0
         if o1:
-            if o1 + 8 > os:
-                ffail(p, o1)
             x1 = _S_f64(buf, p + o1)[0]
         else:
             x1 = 0.0
         return ComplexValue(x0, x1)
 
     vc_CustomObjArgument = {}
+    Z_CustomObjArgument = (4, 4)
 
     def t_CustomObjArgument(p, d):
         if d > max_depth:
@@ -468,13 +460,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_CustomObjArgument.get(vt)
         if c is None:
-            c = vc_CustomObjArgument[vt] = vtab(vt, 2)
+            c = vc_CustomObjArgument[vt] = vtab(vt, Z_CustomObjArgument)
         os, o0, o1 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = sget(q)
@@ -483,8 +473,6 @@ def decode(buf, max_depth=128):
         else:
             x0 = None
         if o1:
-            if o1 + 4 > os:
-                ffail(p, o1)
             q = p + o1
             q += _U32(buf, q)[0]
             x1 = sget(q)
@@ -495,6 +483,7 @@ def decode(buf, max_depth=128):
         return CustomObjArgument(x0, x1)
 
     vc_CustomObject = {}
+    Z_CustomObject = (4, 4, 4)
 
     def t_CustomObject(p, d):
         if d > max_depth:
@@ -504,13 +493,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_CustomObject.get(vt)
         if c is None:
-            c = vc_CustomObject[vt] = vtab(vt, 3)
+            c = vc_CustomObject[vt] = vtab(vt, Z_CustomObject)
         os, o0, o1, o2 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = sget(q)
@@ -519,8 +506,6 @@ def decode(buf, max_depth=128):
         else:
             x0 = None
         if o1:
-            if o1 + 4 > os:
-                ffail(p, o1)
             q = p + o1
             q += _U32(buf, q)[0]
             x1 = sget(q)
@@ -529,8 +514,6 @@ def decode(buf, max_depth=128):
         else:
             x1 = None
         if o2:
-            if o2 + 4 > os:
-                ffail(p, o2)
             q = p + o2
             q += _U32(buf, q)[0]
             x2 = t_Value(q, d + 1)
@@ -539,6 +522,7 @@ def decode(buf, max_depth=128):
         return CustomObject(x0, x1, x2)
 
     vc_Device = {}
+    Z_Device = (4, 4)
 
     def t_Device(p, d):
         if d > max_depth:
@@ -548,13 +532,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_Device.get(vt)
         if c is None:
-            c = vc_Device[vt] = vtab(vt, 2)
+            c = vc_Device[vt] = vtab(vt, Z_Device)
         os, o0, o1 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = sget(q)
@@ -563,14 +545,13 @@ def decode(buf, max_depth=128):
         else:
             x0 = None
         if o1:
-            if o1 + 4 > os:
-                ffail(p, o1)
             x1 = _S_i32(buf, p + o1)[0]
         else:
             x1 = -1
         return Device(x0, x1)
 
     vc_DeviceArgument = {}
+    Z_DeviceArgument = (4,)
 
     def t_DeviceArgument(p, d):
         if d > max_depth:
@@ -580,13 +561,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_DeviceArgument.get(vt)
         if c is None:
-            c = vc_DeviceArgument[vt] = vtab(vt, 1)
+            c = vc_DeviceArgument[vt] = vtab(vt, Z_DeviceArgument)
         os, o0 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = t_Device(q, d + 1)
@@ -595,6 +574,7 @@ def decode(buf, max_depth=128):
         return DeviceArgument(x0)
 
     vc_DeviceValue = {}
+    Z_DeviceValue = (4,)
 
     def t_DeviceValue(p, d):
         if d > max_depth:
@@ -604,13 +584,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_DeviceValue.get(vt)
         if c is None:
-            c = vc_DeviceValue[vt] = vtab(vt, 1)
+            c = vc_DeviceValue[vt] = vtab(vt, Z_DeviceValue)
         os, o0 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = t_Device(q, d + 1)
@@ -619,6 +597,7 @@ def decode(buf, max_depth=128):
         return DeviceValue(x0)
 
     vc_FloatArgument = {}
+    Z_FloatArgument = (8,)
 
     def t_FloatArgument(p, d):
         if d > max_depth:
@@ -628,19 +607,18 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_FloatArgument.get(vt)
         if c is None:
-            c = vc_FloatArgument[vt] = vtab(vt, 1)
+            c = vc_FloatArgument[vt] = vtab(vt, Z_FloatArgument)
         os, o0 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 8 > os:
-                ffail(p, o0)
             x0 = _S_f64(buf, p + o0)[0]
         else:
             x0 = 0.0
         return FloatArgument(x0)
 
     vc_FloatListArgument = {}
+    Z_FloatListArgument = (4,)
 
     def t_FloatListArgument(p, d):
         if d > max_depth:
@@ -650,22 +628,21 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_FloatListArgument.get(vt)
         if c is None:
-            c = vc_FloatListArgument[vt] = vtab(vt, 1)
+            c = vc_FloatListArgument[vt] = vtab(vt, Z_FloatListArgument)
         os, o0 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             cnt = vec(q, 8)
-            x0 = list(struct.unpack_from('<%dd' % cnt, buf, q + 4))
+            x0 = list(_unpack('<%dd' % cnt, buf, q + 4))
         else:
             x0 = []
         return FloatListArgument(x0)
 
     vc_FloatListListArgument = {}
+    Z_FloatListListArgument = (4,)
 
     def t_FloatListListArgument(p, d):
         if d > max_depth:
@@ -675,23 +652,21 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_FloatListListArgument.get(vt)
         if c is None:
-            c = vc_FloatListListArgument[vt] = vtab(vt, 1)
+            c = vc_FloatListListArgument[vt] = vtab(vt, Z_FloatListListArgument)
         os, o0 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x0 = [t_FloatListArgument(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x0 = list(map(t_FloatListArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x0 = []
         return FloatListListArgument(x0)
 
     vc_FloatValue = {}
+    Z_FloatValue = (8,)
 
     def t_FloatValue(p, d):
         if d > max_depth:
@@ -701,19 +676,18 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_FloatValue.get(vt)
         if c is None:
-            c = vc_FloatValue[vt] = vtab(vt, 1)
+            c = vc_FloatValue[vt] = vtab(vt, Z_FloatValue)
         os, o0 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 8 > os:
-                ffail(p, o0)
             x0 = _S_f64(buf, p + o0)[0]
         else:
             x0 = 0.0
         return FloatValue(x0)
 
     vc_FormatVersion = {}
+    Z_FormatVersion = (4, 4)
 
     def t_FormatVersion(p, d):
         if d > max_depth:
@@ -723,25 +697,22 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_FormatVersion.get(vt)
         if c is None:
-            c = vc_FormatVersion[vt] = vtab(vt, 2)
+            c = vc_FormatVersion[vt] = vtab(vt, Z_FormatVersion)
         os, o0, o1 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             x0 = _S_u32(buf, p + o0)[0]
         else:
             x0 = 0
         if o1:
-            if o1 + 4 > os:
-                ffail(p, o1)
             x1 = _S_u32(buf, p + o1)[0]
         else:
             x1 = 0
         return FormatVersion(x0, x1)
 
     vc_GradientToParameterSpec = {}
+    Z_GradientToParameterSpec = (4, 4)
 
     def t_GradientToParameterSpec(p, d):
         if d > max_depth:
@@ -751,21 +722,17 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_GradientToParameterSpec.get(vt)
         if c is None:
-            c = vc_GradientToParameterSpec[vt] = vtab(vt, 2)
+            c = vc_GradientToParameterSpec[vt] = vtab(vt, Z_GradientToParameterSpec)
         os, o0, o1 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = t_TensorArgument(q, d + 1)
         else:
             x0 = None
         if o1:
-            if o1 + 4 > os:
-                ffail(p, o1)
             q = p + o1
             q += _U32(buf, q)[0]
             x1 = sget(q)
@@ -776,6 +743,7 @@ def decode(buf, max_depth=128):
         return GradientToParameterSpec(x0, x1)
 
     vc_GradientToUserInputSpec = {}
+    Z_GradientToUserInputSpec = (4, 4)
 
     def t_GradientToUserInputSpec(p, d):
         if d > max_depth:
@@ -785,21 +753,17 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_GradientToUserInputSpec.get(vt)
         if c is None:
-            c = vc_GradientToUserInputSpec[vt] = vtab(vt, 2)
+            c = vc_GradientToUserInputSpec[vt] = vtab(vt, Z_GradientToUserInputSpec)
         os, o0, o1 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = t_TensorArgument(q, d + 1)
         else:
             x0 = None
         if o1:
-            if o1 + 4 > os:
-                ffail(p, o1)
             q = p + o1
             q += _U32(buf, q)[0]
             x1 = sget(q)
@@ -810,6 +774,7 @@ def decode(buf, max_depth=128):
         return GradientToUserInputSpec(x0, x1)
 
     vc_Graph = {}
+    Z_Graph = (4, 4, 4, 4, 4, 4, 4, 4, 1, 1, 4, 4)
 
     def t_Graph(p, d):
         if d > max_depth:
@@ -819,115 +784,82 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_Graph.get(vt)
         if c is None:
-            c = vc_Graph[vt] = vtab(vt, 12)
+            c = vc_Graph[vt] = vtab(vt, Z_Graph)
         os, o0, o1, o2, o3, o4, o5, o6, o7, o8, o9, o10, o11 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x0 = [t_Argument(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x0 = list(map(t_Argument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x0 = []
         if o1:
-            if o1 + 4 > os:
-                ffail(p, o1)
             q = p + o1
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x1 = [t_Argument(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x1 = list(map(t_Argument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x1 = []
         if o2:
-            if o2 + 4 > os:
-                ffail(p, o2)
             q = p + o2
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x2 = [t_Node(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x2 = list(map(t_Node, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x2 = []
         if o3:
-            if o3 + 4 > os:
-                ffail(p, o3)
             q = p + o3
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x3 = [t_TensorValue(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x3 = list(map(t_TensorValue, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x3 = []
         if o4:
-            if o4 + 4 > os:
-                ffail(p, o4)
             q = p + o4
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x4 = [t_SymIntValue(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x4 = list(map(t_SymIntValue, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x4 = []
         if o5:
-            if o5 + 4 > os:
-                ffail(p, o5)
             q = p + o5
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x5 = [t_SymFloatValue(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x5 = list(map(t_SymFloatValue, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x5 = []
         if o6:
-            if o6 + 4 > os:
-                ffail(p, o6)
             q = p + o6
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x6 = [t_SymBoolValue(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x6 = list(map(t_SymBoolValue, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x6 = []
         if o7:
-            if o7 + 4 > os:
-                ffail(p, o7)
             q = p + o7
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x7 = [t_CustomObjArgument(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x7 = list(map(t_CustomObjArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x7 = []
         if o8:
-            if o8 + 1 > os:
-                ffail(p, o8)
             x8 = _S_bool(buf, p + o8)[0]
         else:
             x8 = False
         if o9:
-            if o9 + 1 > os:
-                ffail(p, o9)
             x9 = _S_bool(buf, p + o9)[0]
         else:
             x9 = False
         if o10:
-            if o10 + 4 > os:
-                ffail(p, o10)
             q = p + o10
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x10 = [t_NodeMetadata(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x10 = list(map(t_NodeMetadata, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x10 = []
         if o11:
-            if o11 + 4 > os:
-                ffail(p, o11)
             q = p + o11
             q += _U32(buf, q)[0]
             x11 = t_NodeMetadata(q, d + 1)
@@ -936,6 +868,7 @@ def decode(buf, max_depth=128):
         return Graph(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11)
 
     vc_GraphArgument = {}
+    Z_GraphArgument = (4, 4, 4)
 
     def t_GraphArgument(p, d):
         if d > max_depth:
@@ -945,13 +878,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_GraphArgument.get(vt)
         if c is None:
-            c = vc_GraphArgument[vt] = vtab(vt, 3)
+            c = vc_GraphArgument[vt] = vtab(vt, Z_GraphArgument)
         os, o0, o1, o2 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = sget(q)
@@ -960,16 +891,12 @@ def decode(buf, max_depth=128):
         else:
             x0 = None
         if o1:
-            if o1 + 4 > os:
-                ffail(p, o1)
             q = p + o1
             q += _U32(buf, q)[0]
             x1 = t_Graph(q, d + 1)
         else:
             x1 = None
         if o2:
-            if o2 + 4 > os:
-                ffail(p, o2)
             q = p + o2
             q += _U32(buf, q)[0]
             x2 = t_NodeMetadata(q, d + 1)
@@ -978,6 +905,7 @@ def decode(buf, max_depth=128):
         return GraphArgument(x0, x1, x2)
 
     vc_GraphSignature = {}
+    Z_GraphSignature = (4, 4)
 
     def t_GraphSignature(p, d):
         if d > max_depth:
@@ -987,33 +915,28 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_GraphSignature.get(vt)
         if c is None:
-            c = vc_GraphSignature[vt] = vtab(vt, 2)
+            c = vc_GraphSignature[vt] = vtab(vt, Z_GraphSignature)
         os, o0, o1 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x0 = [t_InputSpec(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x0 = list(map(t_InputSpec, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x0 = []
         if o1:
-            if o1 + 4 > os:
-                ffail(p, o1)
             q = p + o1
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x1 = [t_OutputSpec(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x1 = list(map(t_OutputSpec, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x1 = []
         return GraphSignature(x0, x1)
 
     vc_InputSpec = {}
+    Z_InputSpec = (1, 4)
 
     def t_InputSpec(p, d):
         if d > max_depth:
@@ -1023,27 +946,24 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_InputSpec.get(vt)
         if c is None:
-            c = vc_InputSpec[vt] = vtab(vt, 2)
+            c = vc_InputSpec[vt] = vtab(vt, Z_InputSpec)
         os, o0, o1 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         x1 = None
         if o0:
-            if o0 + 1 > os:
-                ffail(p, o0)
             ty = buf[p + o0]
             if ty:
                 if ty > 7:
                     _fail('union type index unknown to this reader (newer schema minor?)', p + o0, '0..7', ty)
                 if not o1:
                     _fail('union type without a member', p)
-                if o1 + 4 > os:
-                    ffail(p, o1)
                 q = p + o1
                 x1 = U_InputSpecKind[ty](q + _U32(buf, q)[0], d + 1)
         return InputSpec(x1)
 
     vc_InputToBufferSpec = {}
+    Z_InputToBufferSpec = (4, 4, 1)
 
     def t_InputToBufferSpec(p, d):
         if d > max_depth:
@@ -1053,21 +973,17 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_InputToBufferSpec.get(vt)
         if c is None:
-            c = vc_InputToBufferSpec[vt] = vtab(vt, 3)
+            c = vc_InputToBufferSpec[vt] = vtab(vt, Z_InputToBufferSpec)
         os, o0, o1, o2 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = t_TensorArgument(q, d + 1)
         else:
             x0 = None
         if o1:
-            if o1 + 4 > os:
-                ffail(p, o1)
             q = p + o1
             q += _U32(buf, q)[0]
             x1 = sget(q)
@@ -1076,14 +992,13 @@ def decode(buf, max_depth=128):
         else:
             x1 = None
         if o2:
-            if o2 + 1 > os:
-                ffail(p, o2)
             x2 = _S_bool(buf, p + o2)[0]
         else:
             x2 = False
         return InputToBufferSpec(x0, x1, x2)
 
     vc_InputToConstantInputSpec = {}
+    Z_InputToConstantInputSpec = (4, 4)
 
     def t_InputToConstantInputSpec(p, d):
         if d > max_depth:
@@ -1093,13 +1008,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_InputToConstantInputSpec.get(vt)
         if c is None:
-            c = vc_InputToConstantInputSpec[vt] = vtab(vt, 2)
+            c = vc_InputToConstantInputSpec[vt] = vtab(vt, Z_InputToConstantInputSpec)
         os, o0, o1 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = sget(q)
@@ -1108,8 +1021,6 @@ def decode(buf, max_depth=128):
         else:
             x0 = None
         if o1:
-            if o1 + 4 > os:
-                ffail(p, o1)
             q = p + o1
             q += _U32(buf, q)[0]
             x1 = t_Value(q, d + 1)
@@ -1118,6 +1029,7 @@ def decode(buf, max_depth=128):
         return InputToConstantInputSpec(x0, x1)
 
     vc_InputToCustomObjSpec = {}
+    Z_InputToCustomObjSpec = (4, 4)
 
     def t_InputToCustomObjSpec(p, d):
         if d > max_depth:
@@ -1127,21 +1039,17 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_InputToCustomObjSpec.get(vt)
         if c is None:
-            c = vc_InputToCustomObjSpec[vt] = vtab(vt, 2)
+            c = vc_InputToCustomObjSpec[vt] = vtab(vt, Z_InputToCustomObjSpec)
         os, o0, o1 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = t_CustomObjArgument(q, d + 1)
         else:
             x0 = None
         if o1:
-            if o1 + 4 > os:
-                ffail(p, o1)
             q = p + o1
             q += _U32(buf, q)[0]
             x1 = sget(q)
@@ -1152,6 +1060,7 @@ def decode(buf, max_depth=128):
         return InputToCustomObjSpec(x0, x1)
 
     vc_InputToParameterSpec = {}
+    Z_InputToParameterSpec = (4, 4)
 
     def t_InputToParameterSpec(p, d):
         if d > max_depth:
@@ -1161,21 +1070,17 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_InputToParameterSpec.get(vt)
         if c is None:
-            c = vc_InputToParameterSpec[vt] = vtab(vt, 2)
+            c = vc_InputToParameterSpec[vt] = vtab(vt, Z_InputToParameterSpec)
         os, o0, o1 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = t_TensorArgument(q, d + 1)
         else:
             x0 = None
         if o1:
-            if o1 + 4 > os:
-                ffail(p, o1)
             q = p + o1
             q += _U32(buf, q)[0]
             x1 = sget(q)
@@ -1186,6 +1091,7 @@ def decode(buf, max_depth=128):
         return InputToParameterSpec(x0, x1)
 
     vc_InputToTensorConstantSpec = {}
+    Z_InputToTensorConstantSpec = (4, 4)
 
     def t_InputToTensorConstantSpec(p, d):
         if d > max_depth:
@@ -1195,21 +1101,17 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_InputToTensorConstantSpec.get(vt)
         if c is None:
-            c = vc_InputToTensorConstantSpec[vt] = vtab(vt, 2)
+            c = vc_InputToTensorConstantSpec[vt] = vtab(vt, Z_InputToTensorConstantSpec)
         os, o0, o1 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = t_TensorArgument(q, d + 1)
         else:
             x0 = None
         if o1:
-            if o1 + 4 > os:
-                ffail(p, o1)
             q = p + o1
             q += _U32(buf, q)[0]
             x1 = sget(q)
@@ -1220,6 +1122,7 @@ def decode(buf, max_depth=128):
         return InputToTensorConstantSpec(x0, x1)
 
     vc_InputTokenSpec = {}
+    Z_InputTokenSpec = (4,)
 
     def t_InputTokenSpec(p, d):
         if d > max_depth:
@@ -1229,13 +1132,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_InputTokenSpec.get(vt)
         if c is None:
-            c = vc_InputTokenSpec[vt] = vtab(vt, 1)
+            c = vc_InputTokenSpec[vt] = vtab(vt, Z_InputTokenSpec)
         os, o0 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = t_TokenArgument(q, d + 1)
@@ -1244,6 +1145,7 @@ def decode(buf, max_depth=128):
         return InputTokenSpec(x0)
 
     vc_IntArgument = {}
+    Z_IntArgument = (8,)
 
     def t_IntArgument(p, d):
         if d > max_depth:
@@ -1253,19 +1155,18 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_IntArgument.get(vt)
         if c is None:
-            c = vc_IntArgument[vt] = vtab(vt, 1)
+            c = vc_IntArgument[vt] = vtab(vt, Z_IntArgument)
         os, o0 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 8 > os:
-                ffail(p, o0)
             x0 = _S_i64(buf, p + o0)[0]
         else:
             x0 = 0
         return IntArgument(x0)
 
     vc_IntListArgument = {}
+    Z_IntListArgument = (4,)
 
     def t_IntListArgument(p, d):
         if d > max_depth:
@@ -1275,22 +1176,21 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_IntListArgument.get(vt)
         if c is None:
-            c = vc_IntListArgument[vt] = vtab(vt, 1)
+            c = vc_IntListArgument[vt] = vtab(vt, Z_IntListArgument)
         os, o0 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             cnt = vec(q, 8)
-            x0 = list(struct.unpack_from('<%dq' % cnt, buf, q + 4))
+            x0 = list(_unpack('<%dq' % cnt, buf, q + 4))
         else:
             x0 = []
         return IntListArgument(x0)
 
     vc_IntListListArgument = {}
+    Z_IntListListArgument = (4,)
 
     def t_IntListListArgument(p, d):
         if d > max_depth:
@@ -1300,23 +1200,21 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_IntListListArgument.get(vt)
         if c is None:
-            c = vc_IntListListArgument[vt] = vtab(vt, 1)
+            c = vc_IntListListArgument[vt] = vtab(vt, Z_IntListListArgument)
         os, o0 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x0 = [t_IntListArgument(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x0 = list(map(t_IntListArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x0 = []
         return IntListListArgument(x0)
 
     vc_IntValue = {}
+    Z_IntValue = (8,)
 
     def t_IntValue(p, d):
         if d > max_depth:
@@ -1326,19 +1224,18 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_IntValue.get(vt)
         if c is None:
-            c = vc_IntValue[vt] = vtab(vt, 1)
+            c = vc_IntValue[vt] = vtab(vt, Z_IntValue)
         os, o0 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 8 > os:
-                ffail(p, o0)
             x0 = _S_i64(buf, p + o0)[0]
         else:
             x0 = 0
         return IntValue(x0)
 
     vc_KeyPathEntry = {}
+    Z_KeyPathEntry = (4, 8, 4)
 
     def t_KeyPathEntry(p, d):
         if d > max_depth:
@@ -1348,13 +1245,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_KeyPathEntry.get(vt)
         if c is None:
-            c = vc_KeyPathEntry[vt] = vtab(vt, 3)
+            c = vc_KeyPathEntry[vt] = vtab(vt, Z_KeyPathEntry)
         os, o0, o1, o2 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = sget(q)
@@ -1363,14 +1258,10 @@ def decode(buf, max_depth=128):
         else:
             x0 = None
         if o1:
-            if o1 + 8 > os:
-                ffail(p, o1)
             x1 = _S_i64(buf, p + o1)[0]
         else:
             x1 = 0
         if o2:
-            if o2 + 4 > os:
-                ffail(p, o2)
             q = p + o2
             q += _U32(buf, q)[0]
             x2 = sget(q)
@@ -1381,6 +1272,7 @@ def decode(buf, max_depth=128):
         return KeyPathEntry(x0, x1, x2)
 
     vc_LayoutArgument = {}
+    Z_LayoutArgument = (1,)
 
     def t_LayoutArgument(p, d):
         if d > max_depth:
@@ -1390,19 +1282,18 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_LayoutArgument.get(vt)
         if c is None:
-            c = vc_LayoutArgument[vt] = vtab(vt, 1)
+            c = vc_LayoutArgument[vt] = vtab(vt, Z_LayoutArgument)
         os, o0 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 1 > os:
-                ffail(p, o0)
             x0 = _S_u8(buf, p + o0)[0]
         else:
             x0 = 0
         return LayoutArgument(x0)
 
     vc_ListValue = {}
+    Z_ListValue = (4, 1)
 
     def t_ListValue(p, d):
         if d > max_depth:
@@ -1412,29 +1303,25 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_ListValue.get(vt)
         if c is None:
-            c = vc_ListValue[vt] = vtab(vt, 2)
+            c = vc_ListValue[vt] = vtab(vt, Z_ListValue)
         os, o0, o1 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x0 = [t_Value(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x0 = list(map(t_Value, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x0 = []
         if o1:
-            if o1 + 1 > os:
-                ffail(p, o1)
             x1 = _S_bool(buf, p + o1)[0]
         else:
             x1 = False
         return ListValue(x0, x1)
 
     vc_LossOutputSpec = {}
+    Z_LossOutputSpec = (4,)
 
     def t_LossOutputSpec(p, d):
         if d > max_depth:
@@ -1444,13 +1331,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_LossOutputSpec.get(vt)
         if c is None:
-            c = vc_LossOutputSpec[vt] = vtab(vt, 1)
+            c = vc_LossOutputSpec[vt] = vtab(vt, Z_LossOutputSpec)
         os, o0 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = t_TensorArgument(q, d + 1)
@@ -1459,6 +1344,7 @@ def decode(buf, max_depth=128):
         return LossOutputSpec(x0)
 
     vc_MapEntry = {}
+    Z_MapEntry = (4, 4)
 
     def t_MapEntry(p, d):
         if d > max_depth:
@@ -1468,21 +1354,17 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_MapEntry.get(vt)
         if c is None:
-            c = vc_MapEntry[vt] = vtab(vt, 2)
+            c = vc_MapEntry[vt] = vtab(vt, Z_MapEntry)
         os, o0, o1 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = t_Value(q, d + 1)
         else:
             x0 = None
         if o1:
-            if o1 + 4 > os:
-                ffail(p, o1)
             q = p + o1
             q += _U32(buf, q)[0]
             x1 = t_Value(q, d + 1)
@@ -1491,6 +1373,7 @@ def decode(buf, max_depth=128):
         return MapEntry(x0, x1)
 
     vc_MapValue = {}
+    Z_MapValue = (4,)
 
     def t_MapValue(p, d):
         if d > max_depth:
@@ -1500,23 +1383,21 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_MapValue.get(vt)
         if c is None:
-            c = vc_MapValue[vt] = vtab(vt, 1)
+            c = vc_MapValue[vt] = vtab(vt, Z_MapValue)
         os, o0 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x0 = [t_MapEntry(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x0 = list(map(t_MapEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x0 = []
         return MapValue(x0)
 
     vc_MemoryFormatArgument = {}
+    Z_MemoryFormatArgument = (1,)
 
     def t_MemoryFormatArgument(p, d):
         if d > max_depth:
@@ -1526,19 +1407,18 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_MemoryFormatArgument.get(vt)
         if c is None:
-            c = vc_MemoryFormatArgument[vt] = vtab(vt, 1)
+            c = vc_MemoryFormatArgument[vt] = vtab(vt, Z_MemoryFormatArgument)
         os, o0 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 1 > os:
-                ffail(p, o0)
             x0 = _S_u8(buf, p + o0)[0]
         else:
             x0 = 0
         return MemoryFormatArgument(x0)
 
     vc_ModuleCallEntry = {}
+    Z_ModuleCallEntry = (4, 4)
 
     def t_ModuleCallEntry(p, d):
         if d > max_depth:
@@ -1548,13 +1428,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_ModuleCallEntry.get(vt)
         if c is None:
-            c = vc_ModuleCallEntry[vt] = vtab(vt, 2)
+            c = vc_ModuleCallEntry[vt] = vtab(vt, Z_ModuleCallEntry)
         os, o0, o1 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = sget(q)
@@ -1563,8 +1441,6 @@ def decode(buf, max_depth=128):
         else:
             x0 = None
         if o1:
-            if o1 + 4 > os:
-                ffail(p, o1)
             q = p + o1
             q += _U32(buf, q)[0]
             x1 = t_ModuleCallSignature(q, d + 1)
@@ -1573,6 +1449,7 @@ def decode(buf, max_depth=128):
         return ModuleCallEntry(x0, x1)
 
     vc_ModuleCallSignature = {}
+    Z_ModuleCallSignature = (4, 4, 4, 4, 4)
 
     def t_ModuleCallSignature(p, d):
         if d > max_depth:
@@ -1582,58 +1459,47 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_ModuleCallSignature.get(vt)
         if c is None:
-            c = vc_ModuleCallSignature[vt] = vtab(vt, 5)
+            c = vc_ModuleCallSignature[vt] = vtab(vt, Z_ModuleCallSignature)
         os, o0, o1, o2, o3, o4 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x0 = [t_Argument(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x0 = list(map(t_Argument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x0 = []
         if o1:
-            if o1 + 4 > os:
-                ffail(p, o1)
             q = p + o1
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x1 = [t_Argument(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x1 = list(map(t_Argument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x1 = []
         if o2:
-            if o2 + 4 > os:
-                ffail(p, o2)
             q = p + o2
             q += _U32(buf, q)[0]
             x2 = t_TreeSpec(q, d + 1)
         else:
             x2 = None
         if o3:
-            if o3 + 4 > os:
-                ffail(p, o3)
             q = p + o3
             q += _U32(buf, q)[0]
             x3 = t_TreeSpec(q, d + 1)
         else:
             x3 = None
         if o4:
-            if o4 + 4 > os:
-                ffail(p, o4)
             q = p + o4
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            x4 = [rstr(a + b) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x4 = list(map(rstr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4))))
         else:
             x4 = []
         return ModuleCallSignature(x0, x1, x2, x3, x4)
 
     vc_ModuleStackEntry = {}
+    Z_ModuleStackEntry = (4, 4, 4)
 
     def t_ModuleStackEntry(p, d):
         if d > max_depth:
@@ -1643,13 +1509,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_ModuleStackEntry.get(vt)
         if c is None:
-            c = vc_ModuleStackEntry[vt] = vtab(vt, 3)
+            c = vc_ModuleStackEntry[vt] = vtab(vt, Z_ModuleStackEntry)
         os, o0, o1, o2 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = sget(q)
@@ -1658,8 +1522,6 @@ def decode(buf, max_depth=128):
         else:
             x0 = None
         if o1:
-            if o1 + 4 > os:
-                ffail(p, o1)
             q = p + o1
             q += _U32(buf, q)[0]
             x1 = sget(q)
@@ -1668,8 +1530,6 @@ def decode(buf, max_depth=128):
         else:
             x1 = None
         if o2:
-            if o2 + 4 > os:
-                ffail(p, o2)
             q = p + o2
             q += _U32(buf, q)[0]
             x2 = sget(q)
@@ -1680,6 +1540,7 @@ def decode(buf, max_depth=128):
         return ModuleStackEntry(x0, x1, x2)
 
     vc_NamedArgument = {}
+    Z_NamedArgument = (4, 1, 4, 1, 1)
 
     def t_NamedArgument(p, d):
         if d > max_depth:
@@ -1689,13 +1550,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_NamedArgument.get(vt)
         if c is None:
-            c = vc_NamedArgument[vt] = vtab(vt, 5)
+            c = vc_NamedArgument[vt] = vtab(vt, Z_NamedArgument)
         os, o0, o1, o2, o3, o4 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = sget(q)
@@ -1705,33 +1564,26 @@ def decode(buf, max_depth=128):
             x0 = None
         x2 = None
         if o1:
-            if o1 + 1 > os:
-                ffail(p, o1)
             ty = buf[p + o1]
             if ty:
                 if ty > 32:
                     _fail('union type index unknown to this reader (newer schema minor?)', p + o1, '0..32', ty)
                 if not o2:
                     _fail('union type without a member', p)
-                if o2 + 4 > os:
-                    ffail(p, o2)
                 q = p + o2
                 x2 = U_ArgumentValue[ty](q + _U32(buf, q)[0], d + 1)
         if o3:
-            if o3 + 1 > os:
-                ffail(p, o3)
             x3 = _S_u8(buf, p + o3)[0]
         else:
             x3 = 0
         if o4:
-            if o4 + 1 > os:
-                ffail(p, o4)
             x4 = _S_bool(buf, p + o4)[0]
         else:
             x4 = False
         return NamedArgument(x0, x2, x3, x4)
 
     vc_NamedTupleDef = {}
+    Z_NamedTupleDef = (4, 4)
 
     def t_NamedTupleDef(p, d):
         if d > max_depth:
@@ -1741,13 +1593,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_NamedTupleDef.get(vt)
         if c is None:
-            c = vc_NamedTupleDef[vt] = vtab(vt, 2)
+            c = vc_NamedTupleDef[vt] = vtab(vt, Z_NamedTupleDef)
         os, o0, o1 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = sget(q)
@@ -1756,17 +1606,16 @@ def decode(buf, max_depth=128):
         else:
             x0 = None
         if o1:
-            if o1 + 4 > os:
-                ffail(p, o1)
             q = p + o1
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            x1 = [rstr(a + b) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x1 = list(map(rstr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4))))
         else:
             x1 = []
         return NamedTupleDef(x0, x1)
 
     vc_NestedTensorListArgument = {}
+    Z_NestedTensorListArgument = (4,)
 
     def t_NestedTensorListArgument(p, d):
         if d > max_depth:
@@ -1776,23 +1625,21 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_NestedTensorListArgument.get(vt)
         if c is None:
-            c = vc_NestedTensorListArgument[vt] = vtab(vt, 1)
+            c = vc_NestedTensorListArgument[vt] = vtab(vt, Z_NestedTensorListArgument)
         os, o0 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x0 = [t_TensorListArgument(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x0 = list(map(t_TensorListArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x0 = []
         return NestedTensorListArgument(x0)
 
     vc_Node = {}
+    Z_Node = (4, 4, 4, 4, 4, 1, 4)
 
     def t_Node(p, d):
         if d > max_depth:
@@ -1802,13 +1649,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_Node.get(vt)
         if c is None:
-            c = vc_Node[vt] = vtab(vt, 7)
+            c = vc_Node[vt] = vtab(vt, Z_Node)
         os, o0, o1, o2, o3, o4, o5, o6 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = sget(q)
@@ -1817,8 +1662,6 @@ def decode(buf, max_depth=128):
         else:
             x0 = None
         if o1:
-            if o1 + 4 > os:
-                ffail(p, o1)
             q = p + o1
             q += _U32(buf, q)[0]
             x1 = sget(q)
@@ -1827,51 +1670,40 @@ def decode(buf, max_depth=128):
         else:
             x1 = None
         if o2:
-            if o2 + 4 > os:
-                ffail(p, o2)
             q = p + o2
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x2 = [t_NamedArgument(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x2 = list(map(t_NamedArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x2 = []
         if o3:
-            if o3 + 4 > os:
-                ffail(p, o3)
             q = p + o3
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x3 = [t_Argument(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x3 = list(map(t_Argument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x3 = []
         if o4:
-            if o4 + 4 > os:
-                ffail(p, o4)
             q = p + o4
             q += _U32(buf, q)[0]
             x4 = t_NodeMetadata(q, d + 1)
         else:
             x4 = None
         if o5:
-            if o5 + 1 > os:
-                ffail(p, o5)
             x5 = _S_bool(buf, p + o5)[0]
         else:
             x5 = False
         if o6:
-            if o6 + 4 > os:
-                ffail(p, o6)
             q = p + o6
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            x6 = list(struct.unpack_from('<%dI' % cnt, buf, q + 4))
+            x6 = list(_unpack('<%dI' % cnt, buf, q + 4))
         else:
             x6 = []
         return Node(x0, x1, x2, x3, x4, x5, x6)
 
     vc_NodeMetadata = {}
+    Z_NodeMetadata = (4, 4, 4, 4, 4, 4, 4, 4)
 
     def t_NodeMetadata(p, d):
         if d > max_depth:
@@ -1881,13 +1713,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_NodeMetadata.get(vt)
         if c is None:
-            c = vc_NodeMetadata[vt] = vtab(vt, 8)
+            c = vc_NodeMetadata[vt] = vtab(vt, Z_NodeMetadata)
         os, o0, o1, o2, o3, o4, o5, o6, o7 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = sget(q)
@@ -1896,74 +1726,56 @@ def decode(buf, max_depth=128):
         else:
             x0 = None
         if o1:
-            if o1 + 4 > os:
-                ffail(p, o1)
             q = p + o1
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x1 = [t_ModuleStackEntry(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x1 = list(map(t_ModuleStackEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x1 = []
         if o2:
-            if o2 + 4 > os:
-                ffail(p, o2)
             q = p + o2
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x2 = [t_SourceFnEntry(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x2 = list(map(t_SourceFnEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x2 = []
         if o3:
-            if o3 + 4 > os:
-                ffail(p, o3)
             q = p + o3
             q += _U32(buf, q)[0]
             x3 = t_TorchFn(q, d + 1)
         else:
             x3 = None
         if o4:
-            if o4 + 4 > os:
-                ffail(p, o4)
             q = p + o4
             q += _U32(buf, q)[0]
             x4 = t_MapValue(q, d + 1)
         else:
             x4 = None
         if o5:
-            if o5 + 4 > os:
-                ffail(p, o5)
             q = p + o5
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x5 = [t_NodeSource(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x5 = list(map(t_NodeSource, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x5 = []
         if o6:
-            if o6 + 4 > os:
-                ffail(p, o6)
             q = p + o6
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x6 = [t_UnbackedBinding(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x6 = list(map(t_UnbackedBinding, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x6 = []
         if o7:
-            if o7 + 4 > os:
-                ffail(p, o7)
             q = p + o7
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x7 = [t_StringEntry(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x7 = list(map(t_StringEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x7 = []
         return NodeMetadata(x0, x1, x2, x3, x4, x5, x6, x7)
 
     vc_NodeSource = {}
+    Z_NodeSource = (4, 4, 8, 4, 4, 4)
 
     def t_NodeSource(p, d):
         if d > max_depth:
@@ -1973,13 +1785,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_NodeSource.get(vt)
         if c is None:
-            c = vc_NodeSource[vt] = vtab(vt, 6)
+            c = vc_NodeSource[vt] = vtab(vt, Z_NodeSource)
         os, o0, o1, o2, o3, o4, o5 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = sget(q)
@@ -1988,8 +1798,6 @@ def decode(buf, max_depth=128):
         else:
             x0 = None
         if o1:
-            if o1 + 4 > os:
-                ffail(p, o1)
             q = p + o1
             q += _U32(buf, q)[0]
             x1 = sget(q)
@@ -1998,14 +1806,10 @@ def decode(buf, max_depth=128):
         else:
             x1 = None
         if o2:
-            if o2 + 8 > os:
-                ffail(p, o2)
             x2 = _S_i64(buf, p + o2)[0]
         else:
             x2 = 0
         if o3:
-            if o3 + 4 > os:
-                ffail(p, o3)
             q = p + o3
             q += _U32(buf, q)[0]
             x3 = sget(q)
@@ -2014,27 +1818,23 @@ def decode(buf, max_depth=128):
         else:
             x3 = None
         if o4:
-            if o4 + 4 > os:
-                ffail(p, o4)
             q = p + o4
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            x4 = [rstr(a + b) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x4 = list(map(rstr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4))))
         else:
             x4 = []
         if o5:
-            if o5 + 4 > os:
-                ffail(p, o5)
             q = p + o5
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x5 = [t_NodeSource(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x5 = list(map(t_NodeSource, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x5 = []
         return NodeSource(x0, x1, x2, x3, x4, x5)
 
     vc_NoneArgument = {}
+    Z_NoneArgument = ()
 
     def t_NoneArgument(p, d):
         if d > max_depth:
@@ -2044,13 +1844,14 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_NoneArgument.get(vt)
         if c is None:
-            c = vc_NoneArgument[vt] = vtab(vt, 0)
+            c = vc_NoneArgument[vt] = vtab(vt, Z_NoneArgument)
         os, = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         return NoneArgument()
 
     vc_NullValue = {}
+    Z_NullValue = ()
 
     def t_NullValue(p, d):
         if d > max_depth:
@@ -2060,13 +1861,14 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_NullValue.get(vt)
         if c is None:
-            c = vc_NullValue[vt] = vtab(vt, 0)
+            c = vc_NullValue[vt] = vtab(vt, Z_NullValue)
         os, = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         return NullValue()
 
     vc_OperatorArgument = {}
+    Z_OperatorArgument = (4,)
 
     def t_OperatorArgument(p, d):
         if d > max_depth:
@@ -2076,13 +1878,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_OperatorArgument.get(vt)
         if c is None:
-            c = vc_OperatorArgument[vt] = vtab(vt, 1)
+            c = vc_OperatorArgument[vt] = vtab(vt, Z_OperatorArgument)
         os, o0 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = sget(q)
@@ -2093,6 +1893,7 @@ def decode(buf, max_depth=128):
         return OperatorArgument(x0)
 
     vc_OperatorParameter = {}
+    Z_OperatorParameter = (4, 4, 4, 1, 4, 1)
 
     def t_OperatorParameter(p, d):
         if d > max_depth:
@@ -2102,13 +1903,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_OperatorParameter.get(vt)
         if c is None:
-            c = vc_OperatorParameter[vt] = vtab(vt, 6)
+            c = vc_OperatorParameter[vt] = vtab(vt, Z_OperatorParameter)
         os, o0, o1, o2, o3, o4, o5 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = sget(q)
@@ -2117,8 +1916,6 @@ def decode(buf, max_depth=128):
         else:
             x0 = None
         if o1:
-            if o1 + 4 > os:
-                ffail(p, o1)
             q = p + o1
             q += _U32(buf, q)[0]
             x1 = sget(q)
@@ -2127,22 +1924,16 @@ def decode(buf, max_depth=128):
         else:
             x1 = None
         if o2:
-            if o2 + 4 > os:
-                ffail(p, o2)
             q = p + o2
             q += _U32(buf, q)[0]
             x2 = t_Value(q, d + 1)
         else:
             x2 = None
         if o3:
-            if o3 + 1 > os:
-                ffail(p, o3)
             x3 = _S_bool(buf, p + o3)[0]
         else:
             x3 = False
         if o4:
-            if o4 + 4 > os:
-                ffail(p, o4)
             q = p + o4
             q += _U32(buf, q)[0]
             x4 = sget(q)
@@ -2151,14 +1942,13 @@ def decode(buf, max_depth=128):
         else:
             x4 = None
         if o5:
-            if o5 + 1 > os:
-                ffail(p, o5)
             x5 = _S_bool(buf, p + o5)[0]
         else:
             x5 = False
         return OperatorParameter(x0, x1, x2, x3, x4, x5)
 
     vc_OperatorSchema = {}
+    Z_OperatorSchema = (4, 1, 4, 4, 4, 1)
 
     def t_OperatorSchema(p, d):
         if d > max_depth:
@@ -2168,13 +1958,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_OperatorSchema.get(vt)
         if c is None:
-            c = vc_OperatorSchema[vt] = vtab(vt, 6)
+            c = vc_OperatorSchema[vt] = vtab(vt, Z_OperatorSchema)
         os, o0, o1, o2, o3, o4, o5 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = sget(q)
@@ -2183,14 +1971,10 @@ def decode(buf, max_depth=128):
         else:
             x0 = None
         if o1:
-            if o1 + 1 > os:
-                ffail(p, o1)
             x1 = _S_u8(buf, p + o1)[0]
         else:
             x1 = 0
         if o2:
-            if o2 + 4 > os:
-                ffail(p, o2)
             q = p + o2
             q += _U32(buf, q)[0]
             x2 = sget(q)
@@ -2199,34 +1983,27 @@ def decode(buf, max_depth=128):
         else:
             x2 = None
         if o3:
-            if o3 + 4 > os:
-                ffail(p, o3)
             q = p + o3
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x3 = [t_OperatorParameter(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x3 = list(map(t_OperatorParameter, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x3 = []
         if o4:
-            if o4 + 4 > os:
-                ffail(p, o4)
             q = p + o4
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x4 = [t_OperatorParameter(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x4 = list(map(t_OperatorParameter, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x4 = []
         if o5:
-            if o5 + 1 > os:
-                ffail(p, o5)
             x5 = _S_bool(buf, p + o5)[0]
         else:
             x5 = False
         return OperatorSchema(x0, x1, x2, x3, x4, x5)
 
     vc_Opset = {}
+    Z_Opset = (4, 8)
 
     def t_Opset(p, d):
         if d > max_depth:
@@ -2236,13 +2013,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_Opset.get(vt)
         if c is None:
-            c = vc_Opset[vt] = vtab(vt, 2)
+            c = vc_Opset[vt] = vtab(vt, Z_Opset)
         os, o0, o1 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = sget(q)
@@ -2251,14 +2026,13 @@ def decode(buf, max_depth=128):
         else:
             x0 = None
         if o1:
-            if o1 + 8 > os:
-                ffail(p, o1)
             x1 = _S_i64(buf, p + o1)[0]
         else:
             x1 = 0
         return Opset(x0, x1)
 
     vc_OptionalTensorArgument = {}
+    Z_OptionalTensorArgument = (4,)
 
     def t_OptionalTensorArgument(p, d):
         if d > max_depth:
@@ -2268,13 +2042,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_OptionalTensorArgument.get(vt)
         if c is None:
-            c = vc_OptionalTensorArgument[vt] = vtab(vt, 1)
+            c = vc_OptionalTensorArgument[vt] = vtab(vt, Z_OptionalTensorArgument)
         os, o0 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = sget(q)
@@ -2285,6 +2057,7 @@ def decode(buf, max_depth=128):
         return OptionalTensorArgument(x0)
 
     vc_OptionalTensorListArgument = {}
+    Z_OptionalTensorListArgument = (4,)
 
     def t_OptionalTensorListArgument(p, d):
         if d > max_depth:
@@ -2294,23 +2067,21 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_OptionalTensorListArgument.get(vt)
         if c is None:
-            c = vc_OptionalTensorListArgument[vt] = vtab(vt, 1)
+            c = vc_OptionalTensorListArgument[vt] = vtab(vt, Z_OptionalTensorListArgument)
         os, o0 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x0 = [t_OptionalTensorArgument(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x0 = list(map(t_OptionalTensorArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x0 = []
         return OptionalTensorListArgument(x0)
 
     vc_OutputSpec = {}
+    Z_OutputSpec = (1, 4)
 
     def t_OutputSpec(p, d):
         if d > max_depth:
@@ -2320,27 +2091,24 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_OutputSpec.get(vt)
         if c is None:
-            c = vc_OutputSpec[vt] = vtab(vt, 2)
+            c = vc_OutputSpec[vt] = vtab(vt, Z_OutputSpec)
         os, o0, o1 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         x1 = None
         if o0:
-            if o0 + 1 > os:
-                ffail(p, o0)
             ty = buf[p + o0]
             if ty:
                 if ty > 8:
                     _fail('union type index unknown to this reader (newer schema minor?)', p + o0, '0..8', ty)
                 if not o1:
                     _fail('union type without a member', p)
-                if o1 + 4 > os:
-                    ffail(p, o1)
                 q = p + o1
                 x1 = U_OutputSpecKind[ty](q + _U32(buf, q)[0], d + 1)
         return OutputSpec(x1)
 
     vc_OutputTokenSpec = {}
+    Z_OutputTokenSpec = (4,)
 
     def t_OutputTokenSpec(p, d):
         if d > max_depth:
@@ -2350,13 +2118,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_OutputTokenSpec.get(vt)
         if c is None:
-            c = vc_OutputTokenSpec[vt] = vtab(vt, 1)
+            c = vc_OutputTokenSpec[vt] = vtab(vt, Z_OutputTokenSpec)
         os, o0 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = t_TokenArgument(q, d + 1)
@@ -2365,6 +2131,7 @@ def decode(buf, max_depth=128):
         return OutputTokenSpec(x0)
 
     vc_Package = {}
+    Z_Package = (4, 4, 8, 4, 4, 4, 4, 4, 4, 4)
 
     def t_Package(p, d):
         if d > max_depth:
@@ -2374,105 +2141,79 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_Package.get(vt)
         if c is None:
-            c = vc_Package[vt] = vtab(vt, 10)
+            c = vc_Package[vt] = vtab(vt, Z_Package)
         os, o0, o1, o2, o3, o4, o5, o6, o7, o8, o9 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = t_FormatVersion(q, d + 1)
         else:
             _fail('required field format_version is missing', p, 'format_version', 'absent')
         if o1:
-            if o1 + 4 > os:
-                ffail(p, o1)
             q = p + o1
             q += _U32(buf, q)[0]
             x1 = t_Producer(q, d + 1)
         else:
             x1 = None
         if o2:
-            if o2 + 8 > os:
-                ffail(p, o2)
             x2 = _S_u64(buf, p + o2)[0]
         else:
             x2 = 0
         if o3:
-            if o3 + 4 > os:
-                ffail(p, o3)
             q = p + o3
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x3 = [t_Program(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x3 = list(map(t_Program, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x3 = []
         if o4:
-            if o4 + 4 > os:
-                ffail(p, o4)
             q = p + o4
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x4 = [t_Tensor(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x4 = list(map(t_Tensor, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x4 = []
         if o5:
-            if o5 + 4 > os:
-                ffail(p, o5)
             q = p + o5
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x5 = [t_Storage(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x5 = list(map(t_Storage, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x5 = []
         if o6:
-            if o6 + 4 > os:
-                ffail(p, o6)
             q = p + o6
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x6 = [t_Segment(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x6 = list(map(t_Segment, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x6 = []
         if o7:
-            if o7 + 4 > os:
-                ffail(p, o7)
             q = p + o7
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x7 = [t_ShardFile(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x7 = list(map(t_ShardFile, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x7 = []
         if o8:
-            if o8 + 4 > os:
-                ffail(p, o8)
             q = p + o8
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x8 = [t_OperatorSchema(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x8 = list(map(t_OperatorSchema, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x8 = []
         if o9:
-            if o9 + 4 > os:
-                ffail(p, o9)
             q = p + o9
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x9 = [t_StringEntry(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x9 = list(map(t_StringEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x9 = []
         return Package(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9)
 
     vc_ParameterMutationSpec = {}
+    Z_ParameterMutationSpec = (4, 4)
 
     def t_ParameterMutationSpec(p, d):
         if d > max_depth:
@@ -2482,21 +2223,17 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_ParameterMutationSpec.get(vt)
         if c is None:
-            c = vc_ParameterMutationSpec[vt] = vtab(vt, 2)
+            c = vc_ParameterMutationSpec[vt] = vtab(vt, Z_ParameterMutationSpec)
         os, o0, o1 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = t_TensorArgument(q, d + 1)
         else:
             x0 = None
         if o1:
-            if o1 + 4 > os:
-                ffail(p, o1)
             q = p + o1
             q += _U32(buf, q)[0]
             x1 = sget(q)
@@ -2507,6 +2244,7 @@ def decode(buf, max_depth=128):
         return ParameterMutationSpec(x0, x1)
 
     vc_Producer = {}
+    Z_Producer = (4, 4, 4)
 
     def t_Producer(p, d):
         if d > max_depth:
@@ -2516,13 +2254,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_Producer.get(vt)
         if c is None:
-            c = vc_Producer[vt] = vtab(vt, 3)
+            c = vc_Producer[vt] = vtab(vt, Z_Producer)
         os, o0, o1, o2 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = sget(q)
@@ -2531,8 +2267,6 @@ def decode(buf, max_depth=128):
         else:
             x0 = None
         if o1:
-            if o1 + 4 > os:
-                ffail(p, o1)
             q = p + o1
             q += _U32(buf, q)[0]
             x1 = sget(q)
@@ -2541,8 +2275,6 @@ def decode(buf, max_depth=128):
         else:
             x1 = None
         if o2:
-            if o2 + 4 > os:
-                ffail(p, o2)
             q = p + o2
             q += _U32(buf, q)[0]
             x2 = sget(q)
@@ -2553,6 +2285,7 @@ def decode(buf, max_depth=128):
         return Producer(x0, x1, x2)
 
     vc_Program = {}
+    Z_Program = (4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4)
 
     def t_Program(p, d):
         if d > max_depth:
@@ -2562,13 +2295,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_Program.get(vt)
         if c is None:
-            c = vc_Program[vt] = vtab(vt, 15)
+            c = vc_Program[vt] = vtab(vt, Z_Program)
         os, o0, o1, o2, o3, o4, o5, o6, o7, o8, o9, o10, o11, o12, o13, o14 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = sget(q)
@@ -2577,140 +2308,104 @@ def decode(buf, max_depth=128):
         else:
             x0 = None
         if o1:
-            if o1 + 4 > os:
-                ffail(p, o1)
             q = p + o1
             q += _U32(buf, q)[0]
             x1 = t_Graph(q, d + 1)
         else:
             x1 = None
         if o2:
-            if o2 + 4 > os:
-                ffail(p, o2)
             q = p + o2
             q += _U32(buf, q)[0]
             x2 = t_GraphSignature(q, d + 1)
         else:
             x2 = None
         if o3:
-            if o3 + 4 > os:
-                ffail(p, o3)
             q = p + o3
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x3 = [t_ModuleCallEntry(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x3 = list(map(t_ModuleCallEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x3 = []
         if o4:
-            if o4 + 4 > os:
-                ffail(p, o4)
             q = p + o4
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x4 = [t_Symbol(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x4 = list(map(t_Symbol, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x4 = []
         if o5:
-            if o5 + 4 > os:
-                ffail(p, o5)
             q = p + o5
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x5 = [t_SymExpr(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x5 = list(map(t_SymExpr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x5 = []
         if o6:
-            if o6 + 4 > os:
-                ffail(p, o6)
             q = p + o6
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x6 = [t_RangeConstraint(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x6 = list(map(t_RangeConstraint, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x6 = []
         if o7:
-            if o7 + 4 > os:
-                ffail(p, o7)
             q = p + o7
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x7 = [t_Opset(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x7 = list(map(t_Opset, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x7 = []
         if o8:
-            if o8 + 4 > os:
-                ffail(p, o8)
             q = p + o8
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            x8 = [rstr(a + b) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x8 = list(map(rstr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4))))
         else:
             x8 = []
         if o9:
-            if o9 + 4 > os:
-                ffail(p, o9)
             q = p + o9
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            x9 = [rstr(a + b) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x9 = list(map(rstr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4))))
         else:
             x9 = []
         if o10:
-            if o10 + 4 > os:
-                ffail(p, o10)
             q = p + o10
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x10 = [t_StateEntry(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x10 = list(map(t_StateEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x10 = []
         if o11:
-            if o11 + 4 > os:
-                ffail(p, o11)
             q = p + o11
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x11 = [t_CustomObject(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x11 = list(map(t_CustomObject, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x11 = []
         if o12:
-            if o12 + 4 > os:
-                ffail(p, o12)
             q = p + o12
             q += _U32(buf, q)[0]
             x12 = t_Value(q, d + 1)
         else:
             x12 = None
         if o13:
-            if o13 + 4 > os:
-                ffail(p, o13)
             q = p + o13
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x13 = [t_NamedTupleDef(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x13 = list(map(t_NamedTupleDef, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x13 = []
         if o14:
-            if o14 + 4 > os:
-                ffail(p, o14)
             q = p + o14
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x14 = [t_StringEntry(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x14 = list(map(t_StringEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x14 = []
         return Program(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14)
 
     vc_RangeConstraint = {}
+    Z_RangeConstraint = (4, 4)
 
     def t_RangeConstraint(p, d):
         if d > max_depth:
@@ -2720,19 +2415,15 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_RangeConstraint.get(vt)
         if c is None:
-            c = vc_RangeConstraint[vt] = vtab(vt, 2)
+            c = vc_RangeConstraint[vt] = vtab(vt, Z_RangeConstraint)
         os, o0, o1 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             x0 = _S_u32(buf, p + o0)[0]
         else:
             x0 = 0
         if o1:
-            if o1 + 4 > os:
-                ffail(p, o1)
             q = p + o1
             q += _U32(buf, q)[0]
             x1 = t_ValueRange(q, d + 1)
@@ -2741,6 +2432,7 @@ def decode(buf, max_depth=128):
         return RangeConstraint(x0, x1)
 
     vc_ScalarTypeArgument = {}
+    Z_ScalarTypeArgument = (1,)
 
     def t_ScalarTypeArgument(p, d):
         if d > max_depth:
@@ -2750,19 +2442,18 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_ScalarTypeArgument.get(vt)
         if c is None:
-            c = vc_ScalarTypeArgument[vt] = vtab(vt, 1)
+            c = vc_ScalarTypeArgument[vt] = vtab(vt, Z_ScalarTypeArgument)
         os, o0 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 1 > os:
-                ffail(p, o0)
             x0 = _S_u8(buf, p + o0)[0]
         else:
             x0 = 0
         return ScalarTypeArgument(x0)
 
     vc_ScalarTypeValue = {}
+    Z_ScalarTypeValue = (1,)
 
     def t_ScalarTypeValue(p, d):
         if d > max_depth:
@@ -2772,19 +2463,18 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_ScalarTypeValue.get(vt)
         if c is None:
-            c = vc_ScalarTypeValue[vt] = vtab(vt, 1)
+            c = vc_ScalarTypeValue[vt] = vtab(vt, Z_ScalarTypeValue)
         os, o0 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 1 > os:
-                ffail(p, o0)
             x0 = _S_u8(buf, p + o0)[0]
         else:
             x0 = 0
         return ScalarTypeValue(x0)
 
     vc_Segment = {}
+    Z_Segment = (4, 4)
 
     def t_Segment(p, d):
         if d > max_depth:
@@ -2794,25 +2484,22 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_Segment.get(vt)
         if c is None:
-            c = vc_Segment[vt] = vtab(vt, 2)
+            c = vc_Segment[vt] = vtab(vt, Z_Segment)
         os, o0, o1 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             x0 = _S_u32(buf, p + o0)[0]
         else:
             x0 = 0
         if o1:
-            if o1 + 4 > os:
-                ffail(p, o1)
             x1 = _S_u32(buf, p + o1)[0]
         else:
             x1 = 0
         return Segment(x0, x1)
 
     vc_ShardFile = {}
+    Z_ShardFile = (4, 8)
 
     def t_ShardFile(p, d):
         if d > max_depth:
@@ -2822,13 +2509,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_ShardFile.get(vt)
         if c is None:
-            c = vc_ShardFile[vt] = vtab(vt, 2)
+            c = vc_ShardFile[vt] = vtab(vt, Z_ShardFile)
         os, o0, o1 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = sget(q)
@@ -2837,14 +2522,13 @@ def decode(buf, max_depth=128):
         else:
             x0 = None
         if o1:
-            if o1 + 8 > os:
-                ffail(p, o1)
             x1 = _S_u64(buf, p + o1)[0]
         else:
             x1 = 0
         return ShardFile(x0, x1)
 
     vc_SourceFnEntry = {}
+    Z_SourceFnEntry = (4, 4)
 
     def t_SourceFnEntry(p, d):
         if d > max_depth:
@@ -2854,13 +2538,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_SourceFnEntry.get(vt)
         if c is None:
-            c = vc_SourceFnEntry[vt] = vtab(vt, 2)
+            c = vc_SourceFnEntry[vt] = vtab(vt, Z_SourceFnEntry)
         os, o0, o1 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = sget(q)
@@ -2869,8 +2551,6 @@ def decode(buf, max_depth=128):
         else:
             x0 = None
         if o1:
-            if o1 + 4 > os:
-                ffail(p, o1)
             q = p + o1
             q += _U32(buf, q)[0]
             x1 = sget(q)
@@ -2881,6 +2561,7 @@ def decode(buf, max_depth=128):
         return SourceFnEntry(x0, x1)
 
     vc_StateEntry = {}
+    Z_StateEntry = (4, 1, 4)
 
     def t_StateEntry(p, d):
         if d > max_depth:
@@ -2890,13 +2571,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_StateEntry.get(vt)
         if c is None:
-            c = vc_StateEntry[vt] = vtab(vt, 3)
+            c = vc_StateEntry[vt] = vtab(vt, Z_StateEntry)
         os, o0, o1, o2 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = sget(q)
@@ -2905,20 +2584,17 @@ def decode(buf, max_depth=128):
         else:
             x0 = None
         if o1:
-            if o1 + 1 > os:
-                ffail(p, o1)
             x1 = _S_u8(buf, p + o1)[0]
         else:
             x1 = 0
         if o2:
-            if o2 + 4 > os:
-                ffail(p, o2)
             x2 = _S_u32(buf, p + o2)[0]
         else:
             x2 = 0
         return StateEntry(x0, x1, x2)
 
     vc_Storage = {}
+    Z_Storage = (4, 8, 8, 1, 4)
 
     def t_Storage(p, d):
         if d > max_depth:
@@ -2928,43 +2604,34 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_Storage.get(vt)
         if c is None:
-            c = vc_Storage[vt] = vtab(vt, 5)
+            c = vc_Storage[vt] = vtab(vt, Z_Storage)
         os, o0, o1, o2, o3, o4 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             x0 = _S_u32(buf, p + o0)[0]
         else:
             x0 = 0
         if o1:
-            if o1 + 8 > os:
-                ffail(p, o1)
             x1 = _S_u64(buf, p + o1)[0]
         else:
             x1 = 0
         if o2:
-            if o2 + 8 > os:
-                ffail(p, o2)
             x2 = _S_u64(buf, p + o2)[0]
         else:
             x2 = 0
         if o3:
-            if o3 + 1 > os:
-                ffail(p, o3)
             x3 = _S_u8(buf, p + o3)[0]
         else:
             x3 = 0
         if o4:
-            if o4 + 4 > os:
-                ffail(p, o4)
             x4 = _S_u32(buf, p + o4)[0]
         else:
             x4 = 0
         return Storage(x0, x1, x2, x3, x4)
 
     vc_StringArgument = {}
+    Z_StringArgument = (4,)
 
     def t_StringArgument(p, d):
         if d > max_depth:
@@ -2974,13 +2641,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_StringArgument.get(vt)
         if c is None:
-            c = vc_StringArgument[vt] = vtab(vt, 1)
+            c = vc_StringArgument[vt] = vtab(vt, Z_StringArgument)
         os, o0 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = sget(q)
@@ -2991,6 +2656,7 @@ def decode(buf, max_depth=128):
         return StringArgument(x0)
 
     vc_StringEntry = {}
+    Z_StringEntry = (4, 4)
 
     def t_StringEntry(p, d):
         if d > max_depth:
@@ -3000,13 +2666,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_StringEntry.get(vt)
         if c is None:
-            c = vc_StringEntry[vt] = vtab(vt, 2)
+            c = vc_StringEntry[vt] = vtab(vt, Z_StringEntry)
         os, o0, o1 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = sget(q)
@@ -3015,8 +2679,6 @@ def decode(buf, max_depth=128):
         else:
             _fail('required field key is missing', p, 'key', 'absent')
         if o1:
-            if o1 + 4 > os:
-                ffail(p, o1)
             q = p + o1
             q += _U32(buf, q)[0]
             x1 = sget(q)
@@ -3027,6 +2689,7 @@ def decode(buf, max_depth=128):
         return StringEntry(x0, x1)
 
     vc_StringListArgument = {}
+    Z_StringListArgument = (4,)
 
     def t_StringListArgument(p, d):
         if d > max_depth:
@@ -3036,22 +2699,21 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_StringListArgument.get(vt)
         if c is None:
-            c = vc_StringListArgument[vt] = vtab(vt, 1)
+            c = vc_StringListArgument[vt] = vtab(vt, Z_StringListArgument)
         os, o0 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            x0 = [rstr(a + b) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x0 = list(map(rstr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4))))
         else:
             x0 = []
         return StringListArgument(x0)
 
     vc_StringToArgumentMapArgument = {}
+    Z_StringToArgumentMapArgument = (4,)
 
     def t_StringToArgumentMapArgument(p, d):
         if d > max_depth:
@@ -3061,23 +2723,21 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_StringToArgumentMapArgument.get(vt)
         if c is None:
-            c = vc_StringToArgumentMapArgument[vt] = vtab(vt, 1)
+            c = vc_StringToArgumentMapArgument[vt] = vtab(vt, Z_StringToArgumentMapArgument)
         os, o0 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x0 = [t_ArgumentMapEntry(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x0 = list(map(t_ArgumentMapEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x0 = []
         return StringToArgumentMapArgument(x0)
 
     vc_StringValue = {}
+    Z_StringValue = (4,)
 
     def t_StringValue(p, d):
         if d > max_depth:
@@ -3087,13 +2747,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_StringValue.get(vt)
         if c is None:
-            c = vc_StringValue[vt] = vtab(vt, 1)
+            c = vc_StringValue[vt] = vtab(vt, Z_StringValue)
         os, o0 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = sget(q)
@@ -3104,6 +2762,7 @@ def decode(buf, max_depth=128):
         return StringValue(x0)
 
     vc_SymBoolArgument = {}
+    Z_SymBoolArgument = (4, 1)
 
     def t_SymBoolArgument(p, d):
         if d > max_depth:
@@ -3113,13 +2772,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_SymBoolArgument.get(vt)
         if c is None:
-            c = vc_SymBoolArgument[vt] = vtab(vt, 2)
+            c = vc_SymBoolArgument[vt] = vtab(vt, Z_SymBoolArgument)
         os, o0, o1 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = sget(q)
@@ -3128,14 +2785,13 @@ def decode(buf, max_depth=128):
         else:
             x0 = None
         if o1:
-            if o1 + 1 > os:
-                ffail(p, o1)
             x1 = _S_bool(buf, p + o1)[0]
         else:
             x1 = False
         return SymBoolArgument(x0, x1)
 
     vc_SymBoolListArgument = {}
+    Z_SymBoolListArgument = (4,)
 
     def t_SymBoolListArgument(p, d):
         if d > max_depth:
@@ -3145,23 +2801,21 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_SymBoolListArgument.get(vt)
         if c is None:
-            c = vc_SymBoolListArgument[vt] = vtab(vt, 1)
+            c = vc_SymBoolListArgument[vt] = vtab(vt, Z_SymBoolListArgument)
         os, o0 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x0 = [t_SymBoolArgument(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x0 = list(map(t_SymBoolArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x0 = []
         return SymBoolListArgument(x0)
 
     vc_SymBoolValue = {}
+    Z_SymBoolValue = (4, 8)
 
     def t_SymBoolValue(p, d):
         if d > max_depth:
@@ -3171,13 +2825,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_SymBoolValue.get(vt)
         if c is None:
-            c = vc_SymBoolValue[vt] = vtab(vt, 2)
+            c = vc_SymBoolValue[vt] = vtab(vt, Z_SymBoolValue)
         os, o0, o1 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = sget(q)
@@ -3186,14 +2838,13 @@ def decode(buf, max_depth=128):
         else:
             x0 = None
         if o1:
-            if o1 + 8 > os:
-                ffail(p, o1)
             x1 = SymBool(*_ST_SymBool.unpack_from(buf, p + o1))
         else:
             x1 = None
         return SymBoolValue(x0, x1)
 
     vc_SymExpr = {}
+    Z_SymExpr = (1, 4, 8, 8, 8, 1, 1, 4)
 
     def t_SymExpr(p, d):
         if d > max_depth:
@@ -3203,64 +2854,49 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_SymExpr.get(vt)
         if c is None:
-            c = vc_SymExpr[vt] = vtab(vt, 8)
+            c = vc_SymExpr[vt] = vtab(vt, Z_SymExpr)
         os, o0, o1, o2, o3, o4, o5, o6, o7 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 1 > os:
-                ffail(p, o0)
             x0 = _S_u8(buf, p + o0)[0]
         else:
             x0 = 0
         if o1:
-            if o1 + 4 > os:
-                ffail(p, o1)
             x1 = _S_u32(buf, p + o1)[0]
         else:
             x1 = 0
         if o2:
-            if o2 + 8 > os:
-                ffail(p, o2)
             x2 = _S_i64(buf, p + o2)[0]
         else:
             x2 = 0
         if o3:
-            if o3 + 8 > os:
-                ffail(p, o3)
             x3 = _S_i64(buf, p + o3)[0]
         else:
             x3 = 1
         if o4:
-            if o4 + 8 > os:
-                ffail(p, o4)
             x4 = _S_f64(buf, p + o4)[0]
         else:
             x4 = 0.0
         if o5:
-            if o5 + 1 > os:
-                ffail(p, o5)
             x5 = _S_bool(buf, p + o5)[0]
         else:
             x5 = False
         if o6:
-            if o6 + 1 > os:
-                ffail(p, o6)
             x6 = _S_u8(buf, p + o6)[0]
         else:
             x6 = 0
         if o7:
-            if o7 + 4 > os:
-                ffail(p, o7)
             q = p + o7
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            x7 = list(struct.unpack_from('<%dI' % cnt, buf, q + 4))
+            x7 = list(_unpack('<%dI' % cnt, buf, q + 4))
         else:
             x7 = []
         return SymExpr(x0, x1, x2, x3, x4, x5, x6, x7)
 
     vc_SymFloatArgument = {}
+    Z_SymFloatArgument = (4, 8)
 
     def t_SymFloatArgument(p, d):
         if d > max_depth:
@@ -3270,13 +2906,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_SymFloatArgument.get(vt)
         if c is None:
-            c = vc_SymFloatArgument[vt] = vtab(vt, 2)
+            c = vc_SymFloatArgument[vt] = vtab(vt, Z_SymFloatArgument)
         os, o0, o1 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = sget(q)
@@ -3285,14 +2919,13 @@ def decode(buf, max_depth=128):
         else:
             x0 = None
         if o1:
-            if o1 + 8 > os:
-                ffail(p, o1)
             x1 = _S_f64(buf, p + o1)[0]
         else:
             x1 = 0.0
         return SymFloatArgument(x0, x1)
 
     vc_SymFloatListArgument = {}
+    Z_SymFloatListArgument = (4,)
 
     def t_SymFloatListArgument(p, d):
         if d > max_depth:
@@ -3302,23 +2935,21 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_SymFloatListArgument.get(vt)
         if c is None:
-            c = vc_SymFloatListArgument[vt] = vtab(vt, 1)
+            c = vc_SymFloatListArgument[vt] = vtab(vt, Z_SymFloatListArgument)
         os, o0 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x0 = [t_SymFloatArgument(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x0 = list(map(t_SymFloatArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x0 = []
         return SymFloatListArgument(x0)
 
     vc_SymFloatValue = {}
+    Z_SymFloatValue = (4, 16)
 
     def t_SymFloatValue(p, d):
         if d > max_depth:
@@ -3328,13 +2959,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_SymFloatValue.get(vt)
         if c is None:
-            c = vc_SymFloatValue[vt] = vtab(vt, 2)
+            c = vc_SymFloatValue[vt] = vtab(vt, Z_SymFloatValue)
         os, o0, o1 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = sget(q)
@@ -3343,14 +2972,13 @@ def decode(buf, max_depth=128):
         else:
             x0 = None
         if o1:
-            if o1 + 16 > os:
-                ffail(p, o1)
             x1 = SymFloat(*_ST_SymFloat.unpack_from(buf, p + o1))
         else:
             x1 = None
         return SymFloatValue(x0, x1)
 
     vc_SymIntArgument = {}
+    Z_SymIntArgument = (4, 8)
 
     def t_SymIntArgument(p, d):
         if d > max_depth:
@@ -3360,13 +2988,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_SymIntArgument.get(vt)
         if c is None:
-            c = vc_SymIntArgument[vt] = vtab(vt, 2)
+            c = vc_SymIntArgument[vt] = vtab(vt, Z_SymIntArgument)
         os, o0, o1 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = sget(q)
@@ -3375,14 +3001,13 @@ def decode(buf, max_depth=128):
         else:
             x0 = None
         if o1:
-            if o1 + 8 > os:
-                ffail(p, o1)
             x1 = _S_i64(buf, p + o1)[0]
         else:
             x1 = 0
         return SymIntArgument(x0, x1)
 
     vc_SymIntListArgument = {}
+    Z_SymIntListArgument = (4,)
 
     def t_SymIntListArgument(p, d):
         if d > max_depth:
@@ -3392,23 +3017,21 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_SymIntListArgument.get(vt)
         if c is None:
-            c = vc_SymIntListArgument[vt] = vtab(vt, 1)
+            c = vc_SymIntListArgument[vt] = vtab(vt, Z_SymIntListArgument)
         os, o0 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x0 = [t_SymIntArgument(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x0 = list(map(t_SymIntArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x0 = []
         return SymIntListArgument(x0)
 
     vc_SymIntValue = {}
+    Z_SymIntValue = (4, 16)
 
     def t_SymIntValue(p, d):
         if d > max_depth:
@@ -3418,13 +3041,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_SymIntValue.get(vt)
         if c is None:
-            c = vc_SymIntValue[vt] = vtab(vt, 2)
+            c = vc_SymIntValue[vt] = vtab(vt, Z_SymIntValue)
         os, o0, o1 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = sget(q)
@@ -3433,14 +3054,13 @@ def decode(buf, max_depth=128):
         else:
             x0 = None
         if o1:
-            if o1 + 16 > os:
-                ffail(p, o1)
             x1 = SymInt(*_ST_SymInt.unpack_from(buf, p + o1))
         else:
             x1 = None
         return SymIntValue(x0, x1)
 
     vc_Symbol = {}
+    Z_Symbol = (4, 1, 4, 8, 1, 1)
 
     def t_Symbol(p, d):
         if d > max_depth:
@@ -3450,13 +3070,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_Symbol.get(vt)
         if c is None:
-            c = vc_Symbol[vt] = vtab(vt, 6)
+            c = vc_Symbol[vt] = vtab(vt, Z_Symbol)
         os, o0, o1, o2, o3, o4, o5 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = sget(q)
@@ -3465,40 +3083,31 @@ def decode(buf, max_depth=128):
         else:
             x0 = None
         if o1:
-            if o1 + 1 > os:
-                ffail(p, o1)
             x1 = _S_u8(buf, p + o1)[0]
         else:
             x1 = 0
         if o2:
-            if o2 + 4 > os:
-                ffail(p, o2)
             q = p + o2
             q += _U32(buf, q)[0]
             x2 = t_ValueRange(q, d + 1)
         else:
             x2 = None
         if o3:
-            if o3 + 8 > os:
-                ffail(p, o3)
             x3 = _S_i64(buf, p + o3)[0]
         else:
             x3 = 0
         if o4:
-            if o4 + 1 > os:
-                ffail(p, o4)
             x4 = _S_bool(buf, p + o4)[0]
         else:
             x4 = False
         if o5:
-            if o5 + 1 > os:
-                ffail(p, o5)
             x5 = _S_bool(buf, p + o5)[0]
         else:
             x5 = False
         return Symbol(x0, x1, x2, x3, x4, x5)
 
     vc_Tensor = {}
+    Z_Tensor = (4, 1, 4, 4, 8, 1, 4)
 
     def t_Tensor(p, d):
         if d > max_depth:
@@ -3508,55 +3117,41 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_Tensor.get(vt)
         if c is None:
-            c = vc_Tensor[vt] = vtab(vt, 7)
+            c = vc_Tensor[vt] = vtab(vt, Z_Tensor)
         os, o0, o1, o2, o3, o4, o5, o6 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             x0 = _S_u32(buf, p + o0)[0]
         else:
             x0 = 0
         if o1:
-            if o1 + 1 > os:
-                ffail(p, o1)
             x1 = _S_u8(buf, p + o1)[0]
         else:
             x1 = 0
         if o2:
-            if o2 + 4 > os:
-                ffail(p, o2)
             q = p + o2
             q += _U32(buf, q)[0]
             cnt = vec(q, 8)
-            x2 = list(struct.unpack_from('<%dq' % cnt, buf, q + 4))
+            x2 = list(_unpack('<%dq' % cnt, buf, q + 4))
         else:
             x2 = []
         if o3:
-            if o3 + 4 > os:
-                ffail(p, o3)
             q = p + o3
             q += _U32(buf, q)[0]
             cnt = vec(q, 8)
-            x3 = list(struct.unpack_from('<%dq' % cnt, buf, q + 4))
+            x3 = list(_unpack('<%dq' % cnt, buf, q + 4))
         else:
             x3 = []
         if o4:
-            if o4 + 8 > os:
-                ffail(p, o4)
             x4 = _S_i64(buf, p + o4)[0]
         else:
             x4 = 0
         if o5:
-            if o5 + 1 > os:
-                ffail(p, o5)
             x5 = _S_bool(buf, p + o5)[0]
         else:
             x5 = False
         if o6:
-            if o6 + 4 > os:
-                ffail(p, o6)
             q = p + o6
             q += _U32(buf, q)[0]
             x6 = t_Device(q, d + 1)
@@ -3565,6 +3160,7 @@ def decode(buf, max_depth=128):
         return Tensor(x0, x1, x2, x3, x4, x5, x6)
 
     vc_TensorArgument = {}
+    Z_TensorArgument = (4,)
 
     def t_TensorArgument(p, d):
         if d > max_depth:
@@ -3574,13 +3170,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_TensorArgument.get(vt)
         if c is None:
-            c = vc_TensorArgument[vt] = vtab(vt, 1)
+            c = vc_TensorArgument[vt] = vtab(vt, Z_TensorArgument)
         os, o0 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = sget(q)
@@ -3591,6 +3185,7 @@ def decode(buf, max_depth=128):
         return TensorArgument(x0)
 
     vc_TensorListArgument = {}
+    Z_TensorListArgument = (4,)
 
     def t_TensorListArgument(p, d):
         if d > max_depth:
@@ -3600,22 +3195,21 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_TensorListArgument.get(vt)
         if c is None:
-            c = vc_TensorListArgument[vt] = vtab(vt, 1)
+            c = vc_TensorListArgument[vt] = vtab(vt, Z_TensorListArgument)
         os, o0 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            x0 = [rstr(a + b) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x0 = list(map(rstr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4))))
         else:
             x0 = []
         return TensorListArgument(x0)
 
     vc_TensorMeta = {}
+    Z_TensorMeta = (1, 4, 4, 16, 1, 4, 1)
 
     def t_TensorMeta(p, d):
         if d > max_depth:
@@ -3625,63 +3219,50 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_TensorMeta.get(vt)
         if c is None:
-            c = vc_TensorMeta[vt] = vtab(vt, 7)
+            c = vc_TensorMeta[vt] = vtab(vt, Z_TensorMeta)
         os, o0, o1, o2, o3, o4, o5, o6 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 1 > os:
-                ffail(p, o0)
             x0 = _S_u8(buf, p + o0)[0]
         else:
             x0 = 0
         if o1:
-            if o1 + 4 > os:
-                ffail(p, o1)
             q = p + o1
             q += _U32(buf, q)[0]
             cnt = vec(q, 16)
-            x1 = [SymInt(*t) for t in _ST_SymInt.iter_unpack(buf[q + 4:q + 4 + 16 * cnt])]
+            x1 = list(starmap(SymInt, _ST_SymInt.iter_unpack(buf[q + 4:q + 4 + 16 * cnt])))
         else:
             x1 = []
         if o2:
-            if o2 + 4 > os:
-                ffail(p, o2)
             q = p + o2
             q += _U32(buf, q)[0]
             cnt = vec(q, 16)
-            x2 = [SymInt(*t) for t in _ST_SymInt.iter_unpack(buf[q + 4:q + 4 + 16 * cnt])]
+            x2 = list(starmap(SymInt, _ST_SymInt.iter_unpack(buf[q + 4:q + 4 + 16 * cnt])))
         else:
             x2 = []
         if o3:
-            if o3 + 16 > os:
-                ffail(p, o3)
             x3 = SymInt(*_ST_SymInt.unpack_from(buf, p + o3))
         else:
             x3 = None
         if o4:
-            if o4 + 1 > os:
-                ffail(p, o4)
             x4 = _S_bool(buf, p + o4)[0]
         else:
             x4 = False
         if o5:
-            if o5 + 4 > os:
-                ffail(p, o5)
             q = p + o5
             q += _U32(buf, q)[0]
             x5 = t_Device(q, d + 1)
         else:
             x5 = None
         if o6:
-            if o6 + 1 > os:
-                ffail(p, o6)
             x6 = _S_u8(buf, p + o6)[0]
         else:
             x6 = 1
         return TensorMeta(x0, x1, x2, x3, x4, x5, x6)
 
     vc_TensorRefValue = {}
+    Z_TensorRefValue = (4,)
 
     def t_TensorRefValue(p, d):
         if d > max_depth:
@@ -3691,19 +3272,18 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_TensorRefValue.get(vt)
         if c is None:
-            c = vc_TensorRefValue[vt] = vtab(vt, 1)
+            c = vc_TensorRefValue[vt] = vtab(vt, Z_TensorRefValue)
         os, o0 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             x0 = _S_u32(buf, p + o0)[0]
         else:
             x0 = 0
         return TensorRefValue(x0)
 
     vc_TensorValue = {}
+    Z_TensorValue = (4, 4)
 
     def t_TensorValue(p, d):
         if d > max_depth:
@@ -3713,13 +3293,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_TensorValue.get(vt)
         if c is None:
-            c = vc_TensorValue[vt] = vtab(vt, 2)
+            c = vc_TensorValue[vt] = vtab(vt, Z_TensorValue)
         os, o0, o1 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = sget(q)
@@ -3728,8 +3306,6 @@ def decode(buf, max_depth=128):
         else:
             x0 = None
         if o1:
-            if o1 + 4 > os:
-                ffail(p, o1)
             q = p + o1
             q += _U32(buf, q)[0]
             x1 = t_TensorMeta(q, d + 1)
@@ -3738,6 +3314,7 @@ def decode(buf, max_depth=128):
         return TensorValue(x0, x1)
 
     vc_TokenArgument = {}
+    Z_TokenArgument = (4,)
 
     def t_TokenArgument(p, d):
         if d > max_depth:
@@ -3747,13 +3324,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_TokenArgument.get(vt)
         if c is None:
-            c = vc_TokenArgument[vt] = vtab(vt, 1)
+            c = vc_TokenArgument[vt] = vtab(vt, Z_TokenArgument)
         os, o0 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = sget(q)
@@ -3764,6 +3339,7 @@ def decode(buf, max_depth=128):
         return TokenArgument(x0)
 
     vc_TorchFn = {}
+    Z_TorchFn = (4, 4)
 
     def t_TorchFn(p, d):
         if d > max_depth:
@@ -3773,13 +3349,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_TorchFn.get(vt)
         if c is None:
-            c = vc_TorchFn[vt] = vtab(vt, 2)
+            c = vc_TorchFn[vt] = vtab(vt, Z_TorchFn)
         os, o0, o1 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = sget(q)
@@ -3788,8 +3362,6 @@ def decode(buf, max_depth=128):
         else:
             x0 = None
         if o1:
-            if o1 + 4 > os:
-                ffail(p, o1)
             q = p + o1
             q += _U32(buf, q)[0]
             x1 = sget(q)
@@ -3800,6 +3372,7 @@ def decode(buf, max_depth=128):
         return TorchFn(x0, x1)
 
     vc_TreeSpec = {}
+    Z_TreeSpec = (1, 4, 4, 4, 4, 4)
 
     def t_TreeSpec(p, d):
         if d > max_depth:
@@ -3809,19 +3382,15 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_TreeSpec.get(vt)
         if c is None:
-            c = vc_TreeSpec[vt] = vtab(vt, 6)
+            c = vc_TreeSpec[vt] = vtab(vt, Z_TreeSpec)
         os, o0, o1, o2, o3, o4, o5 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 1 > os:
-                ffail(p, o0)
             x0 = _S_u8(buf, p + o0)[0]
         else:
             x0 = 0
         if o1:
-            if o1 + 4 > os:
-                ffail(p, o1)
             q = p + o1
             q += _U32(buf, q)[0]
             x1 = sget(q)
@@ -3830,45 +3399,36 @@ def decode(buf, max_depth=128):
         else:
             x1 = None
         if o2:
-            if o2 + 4 > os:
-                ffail(p, o2)
             q = p + o2
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            x2 = [rstr(a + b) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x2 = list(map(rstr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4))))
         else:
             x2 = []
         if o3:
-            if o3 + 4 > os:
-                ffail(p, o3)
             q = p + o3
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x3 = [t_Value(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x3 = list(map(t_Value, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x3 = []
         if o4:
-            if o4 + 4 > os:
-                ffail(p, o4)
             q = p + o4
             q += _U32(buf, q)[0]
             x4 = t_Value(q, d + 1)
         else:
             x4 = None
         if o5:
-            if o5 + 4 > os:
-                ffail(p, o5)
             q = p + o5
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x5 = [t_TreeSpec(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x5 = list(map(t_TreeSpec, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x5 = []
         return TreeSpec(x0, x1, x2, x3, x4, x5)
 
     vc_UnbackedBinding = {}
+    Z_UnbackedBinding = (4, 4)
 
     def t_UnbackedBinding(p, d):
         if d > max_depth:
@@ -3878,29 +3438,25 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_UnbackedBinding.get(vt)
         if c is None:
-            c = vc_UnbackedBinding[vt] = vtab(vt, 2)
+            c = vc_UnbackedBinding[vt] = vtab(vt, Z_UnbackedBinding)
         os, o0, o1 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             x0 = _S_u32(buf, p + o0)[0]
         else:
             x0 = 0
         if o1:
-            if o1 + 4 > os:
-                ffail(p, o1)
             q = p + o1
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
-            d1 = d + 1
-            x1 = [t_KeyPathEntry(a + b, d1) for a, b in zip(range(q + 4, q + 4 + 4 * cnt, 4), struct.unpack_from('<%dI' % cnt, buf, q + 4))]
+            x1 = list(map(t_KeyPathEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x1 = []
         return UnbackedBinding(x0, x1)
 
     vc_UserInputMutationSpec = {}
+    Z_UserInputMutationSpec = (4, 4)
 
     def t_UserInputMutationSpec(p, d):
         if d > max_depth:
@@ -3910,21 +3466,17 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_UserInputMutationSpec.get(vt)
         if c is None:
-            c = vc_UserInputMutationSpec[vt] = vtab(vt, 2)
+            c = vc_UserInputMutationSpec[vt] = vtab(vt, Z_UserInputMutationSpec)
         os, o0, o1 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = t_TensorArgument(q, d + 1)
         else:
             x0 = None
         if o1:
-            if o1 + 4 > os:
-                ffail(p, o1)
             q = p + o1
             q += _U32(buf, q)[0]
             x1 = sget(q)
@@ -3935,6 +3487,7 @@ def decode(buf, max_depth=128):
         return UserInputMutationSpec(x0, x1)
 
     vc_UserInputSpec = {}
+    Z_UserInputSpec = (4,)
 
     def t_UserInputSpec(p, d):
         if d > max_depth:
@@ -3944,13 +3497,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_UserInputSpec.get(vt)
         if c is None:
-            c = vc_UserInputSpec[vt] = vtab(vt, 1)
+            c = vc_UserInputSpec[vt] = vtab(vt, Z_UserInputSpec)
         os, o0 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = t_Argument(q, d + 1)
@@ -3959,6 +3510,7 @@ def decode(buf, max_depth=128):
         return UserInputSpec(x0)
 
     vc_UserOutputSpec = {}
+    Z_UserOutputSpec = (4,)
 
     def t_UserOutputSpec(p, d):
         if d > max_depth:
@@ -3968,13 +3520,11 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_UserOutputSpec.get(vt)
         if c is None:
-            c = vc_UserOutputSpec[vt] = vtab(vt, 1)
+            c = vc_UserOutputSpec[vt] = vtab(vt, Z_UserOutputSpec)
         os, o0 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 4 > os:
-                ffail(p, o0)
             q = p + o0
             q += _U32(buf, q)[0]
             x0 = t_Argument(q, d + 1)
@@ -3983,6 +3533,7 @@ def decode(buf, max_depth=128):
         return UserOutputSpec(x0)
 
     vc_Value = {}
+    Z_Value = (1, 4)
 
     def t_Value(p, d):
         if d > max_depth:
@@ -3992,27 +3543,24 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_Value.get(vt)
         if c is None:
-            c = vc_Value[vt] = vtab(vt, 2)
+            c = vc_Value[vt] = vtab(vt, Z_Value)
         os, o0, o1 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         x1 = None
         if o0:
-            if o0 + 1 > os:
-                ffail(p, o0)
             ty = buf[p + o0]
             if ty:
                 if ty > 12:
                     _fail('union type index unknown to this reader (newer schema minor?)', p + o0, '0..12', ty)
                 if not o1:
                     _fail('union type without a member', p)
-                if o1 + 4 > os:
-                    ffail(p, o1)
                 q = p + o1
                 x1 = U_ValueKind[ty](q + _U32(buf, q)[0], d + 1)
         return Value(x1)
 
     vc_ValueRange = {}
+    Z_ValueRange = (8, 8, 1, 1)
 
     def t_ValueRange(p, d):
         if d > max_depth:
@@ -4022,31 +3570,23 @@ def decode(buf, max_depth=128):
         vt = p - _I32(buf, p)[0]
         c = vc_ValueRange.get(vt)
         if c is None:
-            c = vc_ValueRange[vt] = vtab(vt, 4)
+            c = vc_ValueRange[vt] = vtab(vt, Z_ValueRange)
         os, o0, o1, o2, o3 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
-            if o0 + 8 > os:
-                ffail(p, o0)
             x0 = _S_i64(buf, p + o0)[0]
         else:
             x0 = 0
         if o1:
-            if o1 + 8 > os:
-                ffail(p, o1)
             x1 = _S_i64(buf, p + o1)[0]
         else:
             x1 = 0
         if o2:
-            if o2 + 1 > os:
-                ffail(p, o2)
             x2 = _S_bool(buf, p + o2)[0]
         else:
             x2 = False
         if o3:
-            if o3 + 1 > os:
-                ffail(p, o3)
             x3 = _S_bool(buf, p + o3)[0]
         else:
             x3 = False

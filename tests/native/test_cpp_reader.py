@@ -25,6 +25,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _native_util_cpp as U  # noqa: E402
+import _symexpr_reference_cpp as R  # noqa: E402
 
 from pt2format._generated import model as m  # noqa: E402
 
@@ -443,38 +444,21 @@ def test_deeply_nested_value_hits_the_depth_limit(cpp_asan, tmp_path):
     assert "LimitError" in line and "depth" in line
 
 
-def test_shared_subtables_hit_the_table_limit(cpp_asan, tmp_path):
-    # 30 levels of a ListValue whose two items are the same Value: 2^30 table visits from 90 tables
-    # (nested 91 deep, within max_depth).
+def _package_with_example_inputs(build_value) -> bytes:
+    """A FlatBuffers Package built field by field, whose one program's example_inputs is `build_value(builder)`.
+
+    For trees the model classes cannot express (shared sub-tables, unknown union members).
+    """
     import flatbuffers
 
+    assert [f[0] for f in m.Program.FIELDS].index("example_inputs") == 12
+    assert [f[0] for f in m.Package.FIELDS].index("programs") == 3
     b = flatbuffers.Builder(0)
-    b.StartObject(1)
-    b.PrependInt64Slot(0, 7, 0)
-    inner = b.EndObject()  # IntValue
-    vtype = m.UNIONS["ValueKind"].index("IntValue") + 1
-    list_type = m.UNIONS["ValueKind"].index("ListValue") + 1
-
-    def value(kind, member):
-        b.StartObject(2)
-        b.PrependUOffsetTRelativeSlot(1, member, 0)
-        b.PrependUint8Slot(0, kind, 0)
-        return b.EndObject()
-
-    v = value(vtype, inner)
-    for _ in range(30):
-        b.StartVector(4, 2, 4)
-        b.PrependUOffsetTRelative(v)
-        b.PrependUOffsetTRelative(v)
-        items = b.EndVector()
-        b.StartObject(2)
-        b.PrependUOffsetTRelativeSlot(0, items, 0)
-        lst = b.EndObject()
-        v = value(list_type, lst)
+    v = build_value(b)
     name = b.CreateString("p")
-    b.StartObject(13)
+    b.StartObject(len(m.Program.FIELDS))
     b.PrependUOffsetTRelativeSlot(0, name, 0)
-    b.PrependUOffsetTRelativeSlot(12, v, 0)  # Program.example_inputs
+    b.PrependUOffsetTRelativeSlot(12, v, 0)
     prog = b.EndObject()
     b.StartVector(4, 1, 4)
     b.PrependUOffsetTRelative(prog)
@@ -486,10 +470,65 @@ def test_shared_subtables_hit_the_table_limit(cpp_asan, tmp_path):
     b.PrependUOffsetTRelativeSlot(0, fv, 0)
     b.PrependUOffsetTRelativeSlot(3, programs, 0)
     b.Finish(b.EndObject(), file_identifier=b"P2FP")
-    assert [f[0] for f in m.Program.FIELDS].index("example_inputs") == 12  # slot used above
-    (tmp_path / "dag.pt2f").write_bytes(U.spec_container(bytes(b.Output())))
-    line = assert_clean_failure(dump(cpp_asan, tmp_path / "dag.pt2f", env=SANITIZER_ENV, ), what="dag")
+    return bytes(b.Output())
+
+
+def _value(b, kind: int, member: int):
+    """A Value table: slot 0 the union type, slot 1 the member (0 = absent)."""
+    b.StartObject(2)
+    if member:
+        b.PrependUOffsetTRelativeSlot(1, member, 0)
+    b.PrependUint8Slot(0, kind, 0)
+    return b.EndObject()
+
+
+def _int_value(b):
+    b.StartObject(1)
+    b.PrependInt64Slot(0, 7, 0)
+    return b.EndObject()
+
+
+VALUE_KIND = {name: i + 1 for i, name in enumerate(m.UNIONS["ValueKind"])}
+
+
+def test_shared_subtables_hit_the_table_limit(cpp_asan, tmp_path):
+    # 30 levels of a ListValue whose two items are the same Value: 2^30 table visits from 90 tables
+    # (nested 91 deep, within max_depth).
+    def dag(b):
+        v = _value(b, VALUE_KIND["IntValue"], _int_value(b))
+        for _ in range(30):
+            b.StartVector(4, 2, 4)
+            b.PrependUOffsetTRelative(v)
+            b.PrependUOffsetTRelative(v)
+            items = b.EndVector()
+            b.StartObject(2)
+            b.PrependUOffsetTRelativeSlot(0, items, 0)
+            v = _value(b, VALUE_KIND["ListValue"], b.EndObject())
+        return v
+
+    (tmp_path / "dag.pt2f").write_bytes(U.spec_container(_package_with_example_inputs(dag)))
+    line = assert_clean_failure(dump(cpp_asan, tmp_path / "dag.pt2f", env=SANITIZER_ENV), what="dag")
     assert "LimitError" in line and "table visits" in line
+
+
+@pytest.mark.parametrize("case,message", [
+    ("unknown_member", "union type index 200 unknown to this reader"),
+    ("type_without_member", "union type IntValue without a member"),
+])
+def test_bad_union_rejected_like_python(cpp_asan, tmp_path, case, message):
+    from pt2format.errors import EncodingError
+
+    def build(b):
+        if case == "unknown_member":
+            return _value(b, 200, _int_value(b))
+        return _value(b, VALUE_KIND["IntValue"], 0)
+
+    path = tmp_path / f"{case}.pt2f"
+    path.write_bytes(U.spec_container(_package_with_example_inputs(build)))
+    line = assert_clean_failure(dump(cpp_asan, path, env=SANITIZER_ENV))
+    assert "EncodingError" in line and message in line and "programs[0].example_inputs.value" in line
+    with pytest.raises(EncodingError):
+        U.python_dump_of_tree(path)
 
 
 def test_huge_vector_length_rejected(cpp_asan, tmp_path):
@@ -575,144 +614,12 @@ def test_fuzz_seed_corpus_and_regressions_replay_cleanly(cpp_asan, tmp_path):
 # ---------------------------------------------------------------------------
 # Symbolic evaluation against Python's own arithmetic
 
-INT64 = (-(1 << 63), (1 << 63) - 1)
-
-
-class _Err(Exception):
-    pass
-
-
-def _fits(v):
-    if isinstance(v, bool) or isinstance(v, float):
-        return v
-    if isinstance(v, Fraction):
-        if not (INT64[0] <= v.numerator <= INT64[1] and v.denominator <= INT64[1]):
-            raise _Err("overflow")
-        return v.numerator if v.denominator == 1 else v
-    if not INT64[0] <= v <= INT64[1]:
-        raise _Err("overflow")
-    return v
-
-
-def _py_apply(op, a):
-    O = m.SymOp
-    if op in (O.ADD, O.MUL):
-        acc = a[0]
-        for x in a[1:]:
-            acc = _fits(acc + x if op == O.ADD else acc * x)
-        return acc
-    if op in (O.FLOOR_DIV, O.PYTHON_MOD) and a[1] == 0:
-        raise _Err("division by zero")
-    table = {
-        O.FLOOR_DIV: lambda: a[0] // a[1], O.PYTHON_MOD: lambda: a[0] % a[1], O.MIN: lambda: min(a),
-        O.MAX: lambda: max(a), O.EQ: lambda: a[0] == a[1], O.NE: lambda: a[0] != a[1], O.LT: lambda: a[0] < a[1],
-        O.LE: lambda: a[0] <= a[1], O.GT: lambda: a[0] > a[1], O.GE: lambda: a[0] >= a[1], O.ABS: lambda: abs(a[0]),
-        O.POW_BY_NATURAL: lambda: a[0] ** a[1], O.IS_MULTIPLE: lambda: (a[0] == 0) if a[1] == 0 else a[0] % a[1] == 0,
-        O.BITWISE_AND: lambda: a[0] & a[1], O.BITWISE_OR: lambda: a[0] | a[1], O.BITWISE_XOR: lambda: a[0] ^ a[1],
-        O.AND: lambda: all(a), O.OR: lambda: any(a), O.NOT: lambda: not a[0], O.TO_FLOAT: lambda: float(a[0]),
-        O.INT_TRUE_DIV: lambda: a[0] / a[1], O.FLOOR_TO_INT: lambda: math.floor(a[0]),
-        O.CEIL_TO_INT: lambda: math.ceil(a[0]), O.ROUND_TO_INT: lambda: round(a[0]), O.TRUNC_TO_INT: lambda: int(a[0]),
-        O.POW: lambda: Fraction(a[0]) ** a[1],
-    }
-    try:
-        return _fits(table[op]())
-    except ZeroDivisionError:
-        raise _Err("division by zero") from None
-
-
-def _random_pool(rng):
-    """A type-correct random expression pool over symbols s0, s1, s2, with its Python values."""
-    O = m.SymOp
-    exprs, kinds = [], []  # kinds: "int", "bool", "float"
-    for s in range(3):
-        exprs.append(m.SymExpr(kind=int(m.SymExprKind.SYMBOL), symbol=s))
-        kinds.append("int")
-    for v in (0, 1, -3, 7, 1 << 40, -(1 << 62)):
-        exprs.append(m.SymExpr(kind=int(m.SymExprKind.INTEGER), int_value=v))
-        kinds.append("int")
-    int_ops = [O.ADD, O.MUL, O.FLOOR_DIV, O.PYTHON_MOD, O.MIN, O.MAX, O.ABS, O.POW_BY_NATURAL, O.IS_MULTIPLE,
-               O.BITWISE_AND, O.BITWISE_OR, O.BITWISE_XOR, O.EQ, O.LT, O.GE, O.NE, O.TO_FLOAT, O.INT_TRUE_DIV, O.POW]
-    for _ in range(60):
-        ints = [i for i, k in enumerate(kinds) if k == "int"]
-        bools = [i for i, k in enumerate(kinds) if k == "bool"]
-        floats = [i for i, k in enumerate(kinds) if k == "float"]
-        r = rng.random()
-        if r < 0.12 and bools:
-            op = rng.choice([O.AND, O.OR, O.NOT, O.PIECEWISE])
-            if op == O.NOT:
-                args, kind = [rng.choice(bools)], "bool"
-            elif op == O.PIECEWISE:
-                args, kind = [rng.choice(ints), rng.choice(bools), rng.choice(ints), rng.choice(bools)], "int"
-            else:
-                args, kind = rng.sample(bools, min(2, len(bools))), "bool"
-        elif r < 0.2 and floats:
-            op = rng.choice([O.FLOOR_TO_INT, O.CEIL_TO_INT, O.ROUND_TO_INT, O.TRUNC_TO_INT])
-            args, kind = [rng.choice(floats)], "int"
-        else:
-            op = rng.choice(int_ops)
-            n = {O.ABS: 1, O.TO_FLOAT: 1, O.ADD: rng.randint(2, 3), O.MUL: 2, O.MIN: 3, O.MAX: 2}.get(op, 2)
-            args = [rng.choice(ints) for _ in range(n)]
-            if op in (O.POW_BY_NATURAL, O.POW):
-                exps = [i for i in ints if exprs[i].kind == m.SymExprKind.INTEGER and abs(exprs[i].int_value) < 8]
-                args[1] = rng.choice(exps)
-                if op == O.POW_BY_NATURAL and exprs[args[1]].int_value < 0:
-                    args[1] = 4  # the constant 1
-            kind = {O.EQ: "bool", O.LT: "bool", O.GE: "bool", O.NE: "bool", O.IS_MULTIPLE: "bool",
-                    O.TO_FLOAT: "float", O.INT_TRUE_DIV: "float", O.POW: "rational"}.get(op, "int")
-        exprs.append(m.SymExpr(kind=int(m.SymExprKind.APPLY), op=int(op), args=args))
-        kinds.append(kind)
-    return exprs
-
-
-def _py_eval(exprs, symbols):
-    vals = []
-    for e in exprs:
-        try:
-            if e.kind == m.SymExprKind.SYMBOL:
-                vals.append(symbols[e.symbol])
-            elif e.kind == m.SymExprKind.INTEGER:
-                vals.append(e.int_value)
-            elif e.op == m.SymOp.PIECEWISE:
-                for value, cond in zip(e.args[::2], e.args[1::2]):
-                    if isinstance(vals[cond], _Err):
-                        raise vals[cond]
-                    if vals[cond]:
-                        if isinstance(vals[value], _Err):
-                            raise vals[value]
-                        vals.append(vals[value])
-                        break
-                else:
-                    raise _Err("no condition holds")
-            else:
-                args = [vals[i] for i in e.args]
-                for x in args:
-                    if isinstance(x, _Err):
-                        raise x
-                if e.op == m.SymOp.INT_TRUE_DIV and args[1] == 0:
-                    raise _Err("division by zero")
-                if e.op == m.SymOp.POW and args[0] == 0 and args[1] < 0:
-                    raise _Err("zero to a negative power")
-                vals.append(_py_apply(e.op, args))
-        except _Err as err:
-            vals.append(err)
-    return vals
-
-
-def _parse_cpp_value(text):
-    if text in ("True", "False"):
-        return text == "True"
-    if "/" in text:
-        return Fraction(text)
-    if re.fullmatch(r"-?\d+", text):
-        return int(text)
-    return float(text)
-
 
 def test_symbolic_evaluation_matches_python(cpp, tmp_path):
     rng = random.Random(3)
     checked = errors = 0
     for trial in range(25):
-        exprs = _random_pool(rng)
+        exprs = R.random_pool(rng)
         symbols = [rng.choice([0, 1, -1, 5, -7, 12, 1 << 31]) for _ in range(3)]
         pkg = m.Package(format_version=m.FormatVersion(1, 0), programs=[m.Program(
             name="p", symbols=[m.Symbol(name=f"s{i}", kind=int(m.SymbolKind.INT)) for i in range(3)], sym_exprs=exprs)])
@@ -721,17 +628,17 @@ def test_symbolic_evaluation_matches_python(cpp, tmp_path):
         r = U.run(cpp / "pt2f-symeval", path, "p", *[f"s{i}={v}" for i, v in enumerate(symbols)])
         assert r.returncode == 0, r.stderr
         got = r.stdout.decode().splitlines()
-        want = _py_eval(exprs, symbols)
+        want = R.py_eval(exprs, symbols)
         assert len(got) == len(want)
         for line, w in zip(got, want):
             index, _, text = line.partition(" ")
             where = f"trial {trial}, sym_exprs[{index}] = {exprs[int(index)]!r}, symbols {symbols}"
-            if isinstance(w, _Err):
+            if isinstance(w, R.Err):
                 assert text.startswith("error:") and str(w) in text, f"{where}: want error {w}, got {text}"
                 errors += 1
                 continue
             assert not text.startswith("error:"), f"{where}: want {w!r}, got {text}"
-            g = _parse_cpp_value(text)
+            g = R.parse_cpp_value(text)
             assert type(g) is type(w) or (isinstance(w, Fraction) and isinstance(g, int)), f"{where}: {w!r} vs {g!r}"
             assert g == w or (isinstance(w, float) and math.isnan(w) and math.isnan(g)), f"{where}: {w!r} vs {g!r}"
             checked += 1

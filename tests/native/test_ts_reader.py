@@ -408,12 +408,12 @@ def test_tensor_views_are_zero_copy_and_match_payloads(ts, tmp_path):
         assert data[t["start"]:t["start"] + len(p)] == p  # the view is at the storage's place in the file
 
 
-@pytest.mark.parametrize("encoding,code", [(U.MSGPACK, 2), (U.JSON, 3)])
-def test_msgpack_and_json_programs_exit_3_unsupported(ts, tmp_path, encoding, code):
+@pytest.mark.parametrize("encoding,name", [(U.MSGPACK, "msgpack"), (U.JSON, "json")])
+def test_msgpack_and_json_programs_exit_3_unsupported(ts, tmp_path, encoding, name):
     from pt2format import _codecs
 
     pkg = place_storages(m.Package(), [])
-    program = _codecs.encode(pkg, {2: "msgpack", 3: "json"}[code])
+    program = _codecs.encode(pkg, name)
     path = write(tmp_path, "enc.pt2f", U.pack_container(program, encoding=encoding))
     r = U.ts_dump(path)
     assert r.returncode == 3, r.stderr

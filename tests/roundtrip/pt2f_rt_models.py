@@ -292,3 +292,55 @@ def nested_modules():
 ALL = {f.__name__: f for f in [mlp, dynamic_derived, unbacked, nested_cond, while_loop, map_hop, scan_hop, buffers,
                               tied, kwargs_scalars, views, dtypes, namedtuple_out, dataclass_out, dict_io,
                               none_input, nested_modules]}
+
+
+# -- custom operators ---------------------------------------------------------------------------------
+
+@torch.library.custom_op("pt2f_rt::scale", mutates_args=())
+def _scale(x: torch.Tensor, factor: float = 2.0, *, bias: int = 0) -> torch.Tensor:
+    return x * factor + bias
+
+
+@_scale.register_fake
+def _(x, factor=2.0, *, bias=0):
+    return torch.empty_like(x)
+
+
+@torch.library.custom_op("pt2f_rt::accumulate", mutates_args=("acc",))
+def _accumulate(acc: torch.Tensor, x: torch.Tensor) -> None:
+    acc.add_(x)
+
+
+@_accumulate.register_fake
+def _(acc, x):
+    return None
+
+
+@torch.library.custom_op("pt2f_rt::split2", mutates_args=())
+def _split2(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    return x[:1].clone(), x[1:].clone()
+
+
+@_split2.register_fake
+def _(x):
+    return x[:1].clone(), x[1:].clone()
+
+
+class CustomOps(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("acc", torch.zeros(3))
+
+    def forward(self, x):
+        y = torch.ops.pt2f_rt.scale(x, 3.0, bias=1)
+        torch.ops.pt2f_rt.accumulate(self.acc, y)  # mutating: auto_functionalized after decompositions
+        a, b = torch.ops.pt2f_rt.split2(y)
+        return a + self.acc[:1], b
+
+
+def custom_ops():
+    x = torch.randn(3)
+    return Case(export(CustomOps(), (x,)), [((x,), {})])
+
+
+ALL["custom_ops"] = custom_ops

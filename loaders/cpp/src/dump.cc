@@ -190,20 +190,21 @@ class Dumper {
         return;
       }
       case reflection::Union: {
+        // As pt2format's decoder: type NONE is null whatever follows; a type
+        // this reader does not know, or a type without its member, is an error.
         const std::string type_name = f.name()->str() + "_type";
         const auto *tf = obj.fields()->LookupByKey(type_name.c_str());
-        const auto *child = t->GetPointer<const flatbuffers::Table *>(off);
-        if (!tf || !child) {
+        const uint8_t tv = tf ? t->GetField<uint8_t>(tf->offset(), 0) : 0;
+        if (tv == 0) {
           out_ += "null";
           return;
         }
-        const uint8_t tv = t->GetField<uint8_t>(tf->offset(), 0);
         const auto *ev = s_.enums()->Get(uint32_t(type->index()))->values()->LookupByKey(tv);
-        // NONE or a member unknown to this reader (not verified, so never read).
-        if (tv == 0 || !ev || !ev->union_type() || ev->union_type()->index() < 0) {
-          out_ += "null";
-          return;
-        }
+        if (!ev || !ev->union_type() || ev->union_type()->index() < 0)
+          fail(ErrorKind::Encoding, "union type index " + std::to_string(tv) +
+                                        " unknown to this reader (newer schema minor?)");
+        const auto *child = t->GetPointer<const flatbuffers::Table *>(off);
+        if (!child) fail(ErrorKind::Encoding, "union type " + ev->name()->str() + " without a member");
         table(child, *s_.objects()->Get(uint32_t(ev->union_type()->index())));
         return;
       }

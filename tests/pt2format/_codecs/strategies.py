@@ -327,3 +327,13 @@ def alignment_package():
     return model.Package(format_version=model.FormatVersion(1, 0), programs=[model.Program(
         name="align", example_inputs=model.Value(model.ListValue(values)),
         graph=model.Graph(nodes=[model.Node(name="n", inputs=args)], tensor_values=metas))])
+
+
+NODE_INPUT = "programs[0].graph.nodes[0].inputs[0]"
+
+
+def small_package():
+    """One program, one node, an int and a tensor input: the seed of most hostile-input tests."""
+    return model.Package(format_version=model.FormatVersion(1, 0), programs=[model.Program(
+        name="p", graph=model.Graph(nodes=[model.Node(name="n", target="t", inputs=[
+            model.NamedArgument("a", model.IntArgument(3)), model.NamedArgument("b", model.TensorArgument("x"))])]))])

@@ -70,6 +70,7 @@ class SymEvaluator {
   std::vector<SymValue> symbols_;
   std::vector<bool> bound_;
   std::vector<Slot> slots_;
+  bool computed_ = false;  // any slot filled since the last set()
 };
 
 /// Apply one operation to already evaluated operands (exposed for tests).

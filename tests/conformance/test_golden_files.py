@@ -1,0 +1,109 @@
+"""Golden files stay readable forever: each one reads, dumps to its expected.json and loads into torch.
+
+Golden files live in conformance/golden/<format-version>/<case>-<encoding>/
+and are written once by conformance/make_golden.py (append-only).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conformance import make_golden
+
+REPO = make_golden.REPO
+
+
+def _golden_dirs():
+    out = []
+    if os.path.isdir(make_golden.GOLDEN_ROOT):
+        for version in sorted(os.listdir(make_golden.GOLDEN_ROOT)):
+            vdir = os.path.join(make_golden.GOLDEN_ROOT, version)
+            if not os.path.isdir(vdir):
+                continue
+            for name in sorted(os.listdir(vdir)):
+                if not name.startswith(".") and os.path.isdir(os.path.join(vdir, name)):
+                    out.append(os.path.join(vdir, name))
+    return out
+
+
+GOLDEN = _golden_dirs()
+IDS = [os.path.relpath(d, make_golden.GOLDEN_ROOT) for d in GOLDEN]
+
+
+def _info(d):
+    with open(os.path.join(d, "info.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def test_golden_files_exist():
+    assert GOLDEN, f"no golden files under {make_golden.GOLDEN_ROOT}: run python conformance/make_golden.py"
+    cases = {_info(d)["case"] for d in GOLDEN}
+    assert {"mlp", "dynamic_batch", "cond", "custom_op", "multi_program"} <= cases
+
+
+@pytest.mark.parametrize("d", GOLDEN, ids=IDS)
+def test_golden_reads_and_dumps_to_expected(d):
+    import pt2format
+
+    path = os.path.join(d, "program.pt2f")
+    assert os.path.getsize(path) < make_golden.MAX_BYTES
+    pf = pt2format.read(path)
+    try:
+        assert len(pf.package.programs) == len(_info(d)["programs"])
+    finally:
+        pf.close()
+    pt2format.validate(path)
+    dump = subprocess.run([sys.executable, "-m", "pt2format", "dump", path], capture_output=True, cwd=REPO)
+    assert dump.returncode == 0, dump.stderr.decode()[-2000:]
+    with open(os.path.join(d, "expected.json"), "rb") as f:
+        expected = f.read()
+    assert dump.stdout == expected
+
+
+@pytest.mark.parametrize("d", GOLDEN, ids=IDS)
+def test_golden_loads_and_runs_like_torch(d):
+    import pt2format
+    from conformance._behave import call, compare_result
+
+    info = _info(d)
+    for name in info["child_imports"]:
+        importlib.import_module(name)
+    with open(os.path.join(d, "outputs", "outputs.json"), encoding="utf-8") as f:
+        expected = json.load(f)
+    for pname in info["programs"]:
+        ep = pt2format.load(os.path.join(d, "program.pt2f"), program=pname if info["multi"] else None)
+        args, kwargs = ep.example_inputs
+        problem = compare_result(expected[pname], call(ep.module(), tuple(args), dict(kwargs)),
+                                 os.path.join(d, "outputs"))
+        assert problem is None, f"{pname}: {problem}"
+
+
+def test_make_golden_never_rewrites(tmp_path):
+    if not GOLDEN:
+        pytest.skip("no golden files to protect yet")
+    src = GOLDEN[0]
+    rel = os.path.relpath(src, make_golden.GOLDEN_ROOT)
+    dst = tmp_path / rel
+    shutil.copytree(src, dst)
+    (dst / "program.pt2f").write_bytes(b"not rewritten")
+    info = _info(src)
+    assert make_golden.add_case(info["case"], info["encoding"], root=str(tmp_path)) == "exists"
+    assert (dst / "program.pt2f").read_bytes() == b"not rewritten"
+
+
+def test_make_golden_adds_missing(tmp_path):
+    assert make_golden.add_case("mlp", "json", root=str(tmp_path)) == "added"
+    vdir = make_golden.version_dir(str(tmp_path))
+    made = os.path.join(vdir, "mlp-json")
+    assert sorted(os.listdir(made)) == ["expected.json", "info.json", "outputs", "program.pt2f"]
+    assert [n for n in os.listdir(vdir) if n.startswith(".")] == []  # no staging left behind
+    before = open(os.path.join(made, "program.pt2f"), "rb").read()
+    assert make_golden.add_case("mlp", "json", root=str(tmp_path)) == "exists"
+    assert open(os.path.join(made, "program.pt2f"), "rb").read() == before
