@@ -122,7 +122,11 @@ def _check_behaviour(row: Row, ref: dict, ep, pname: str, jobdir: str) -> None:
             args, kwargs = _inputs(entry["inputs"], iodir)
             try:
                 behave.call(ep.module(), args, kwargs)
-            except Exception:  # noqa: BLE001 - rejecting is the expected outcome
+            except Exception as e:  # noqa: BLE001 - rejecting is the expected outcome
+                want = entry["error"].split(":", 1)[0]
+                if type(e).__name__ != want:
+                    return f"invalid input #{i} rejected with {type(e).__name__}: {str(e).strip()[:200]}; " \
+                           f"the original raised {entry['error']}"
                 return None
             return f"invalid input #{i} accepted; the original raised {entry['error']}"
 

@@ -59,6 +59,7 @@ from pt2format._generated.model import (
     TensorListArgument,
     TensorMeta,
     TensorValue,
+    UnpackMetadata,
 )
 from pt2format.errors import ExportError
 
@@ -209,7 +210,7 @@ class GraphExporter:
         if isinstance(v, (torch.Tensor, *_SYM_TYPES)) or _is_custom_obj_val(v):
             return self._value(n.name, v, path)
         # A constant user input: the placeholder's name lives in the signature.
-        return self._constant(v, None, path)
+        return self.argument(v, None, path)
 
     def _output(self, n: torch.fx.Node, path: str):
         g = self.st.graph
@@ -239,6 +240,10 @@ class GraphExporter:
         if isinstance(target, torch._ops.HigherOrderOperator):
             node.is_hop_single_tensor_return = isinstance(n.meta.get("val"), torch.Tensor)
         node.metadata = self.metadata.convert(n.meta, path)
+        for idx, users in sorted(self.st.unpackers.get(n, {}).items()):
+            md = self.metadata.convert(users[0].meta, f"{path}.getitem[{idx}]")
+            if md != node.metadata:
+                node.unpack_metadata.append(UnpackMetadata(position=idx, metadata=md))
         return node
 
     def _named(self, name, a, kind, arg_type, path) -> NamedArgument:
@@ -371,15 +376,13 @@ class GraphExporter:
         raise ExportError("argument has no schema type", path=path, expected="a torch schema argument type",
                           got=f"{t.__module__}.{t.__qualname__}")
 
-    def _constant(self, v, arg_type, path):
-        return self.argument(v, arg_type, path)
-
     def _node_ref(self, a: torch.fx.Node, path):
         if a.op == "get_attr":
             attr = getattr(self.st.gm, a.target, None) if isinstance(a.target, str) else None
             if isinstance(attr, torch.fx.GraphModule):
                 return GraphArgument(name=a.target, graph=self.export(attr, f"{self.st.path}.{a.target}"),
-                                     metadata=self.metadata.convert(a.meta, path))
+                                     metadata=self.metadata.convert(a.meta, path),
+                                     node_name=a.name if a.name != a.target else None)
             if _is_custom_obj_val(attr):
                 return CustomObjArgument(name=a.target, class_fqn=_class_fqn(attr))
             raise ExportError("get_attr of something other than a subgraph", path=path, expected="GraphModule",

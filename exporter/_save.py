@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 
 from ._program import export_package
 
@@ -28,9 +29,12 @@ def _progress(enabled: bool):
     bar = tqdm(total=1, unit="B", unit_scale=True, unit_divisor=1024, delay=1.0, desc="pt2format save", leave=False)
     stop = threading.Event()
 
+    start = time.monotonic()
+
     def tick():
         while not stop.wait(0.25):
-            bar.refresh()  # no-op until the delay has passed
+            if time.monotonic() - start >= 1.0:
+                bar.refresh()
     ticker = threading.Thread(target=tick, daemon=True)
     ticker.start()
     try:

@@ -62,6 +62,7 @@ _SCALARS = (IntArgument, FloatArgument, BoolArgument, StringArgument)
 _PLAIN_LISTS = (IntListArgument, FloatListArgument, BoolListArgument, StringListArgument)
 _ASSERT_SCALAR = torch.ops.aten._assert_scalar.default
 _CONSTRAIN_FOR_SIZE = torch.ops.aten.sym_constrain_range_for_size.default
+_SAME = object()
 
 
 class _Scope:
@@ -78,7 +79,8 @@ class _Scope:
         self.sym_floats = {v.name: v.value for v in g.sym_float_values}
         self.sym_bools = {v.name: v.value for v in g.sym_bool_values}
         self.custom_objs = {v.name: v for v in g.custom_obj_values}
-        self.get_attrs: dict[str, torch.fx.Node] = {}
+        self.get_attrs: dict[str, torch.fx.Node] = {}  # get_attr node name -> node
+        self.subgraphs: dict[str, torch.fx.GraphModule] = {}  # attribute name -> module
         self.reserved = set(self.tensors) | set(self.sym_ints) | set(self.sym_floats) | set(self.sym_bools) \
             | set(self.custom_objs) | {n.name for n in g.nodes if n.name}
         self._auto = 0
@@ -252,10 +254,11 @@ class GraphBuilder:
         single = len(outs) == 1 and (not hop or n.is_hop_single_tensor_return
                                      or isinstance(outs[0].value if outs[0] is not None else None, NoneArgument))
         unbound = set(n.unbound_outputs)
+        self._unpack_meta = {u.position: u.metadata for u in n.unpack_metadata} if n.unpack_metadata else None
         if single:
             v = outs[0].value if outs[0] is not None else None
             if isinstance(v, TensorListArgument) and isinstance(target, torch._ops.OpOverload):
-                node.meta["val"] = self._unpack_list(node, v.names, unbound, meta, path)
+                node.meta["val"] = self._unpack_list(node, v.names, unbound, meta, path, top_level=True)
                 return
             if isinstance(v, NoneArgument):
                 node.meta["val"] = None
@@ -274,14 +277,14 @@ class GraphBuilder:
                 if i in unbound:
                     holder = None
                 else:
-                    holder = self._getitem(node, i, self.sc.auto_name("getitem"), meta, p)
+                    holder = self._getitem(node, i, self.sc.auto_name("getitem"), meta, p, i)
                 vals.append(self._unpack_list(holder, v.names, set(), meta, p))
                 if holder is not None:
                     holder.meta["val"] = vals[-1]
             elif isinstance(v, NoneArgument):
                 vals.append(None)
                 if i not in unbound:
-                    self._getitem(node, i, self.sc.auto_name("getitem"), meta, p).meta["val"] = None
+                    self._getitem(node, i, self.sc.auto_name("getitem"), meta, p, i).meta["val"] = None
             else:
                 name = getattr(v, "name", None)
                 if name is None:
@@ -289,25 +292,30 @@ class GraphBuilder:
                 val = self.value_meta(name, p)
                 vals.append(val)
                 if i not in unbound:
-                    g = self._getitem(node, i, name, meta, p)
+                    g = self._getitem(node, i, name, meta, p, i)
                     g.meta["val"] = val
                     self._define(name, g, p)
         node.meta["val"] = tuple(vals)
 
-    def _unpack_list(self, holder, names, unbound, meta, path):
+    def _unpack_list(self, holder, names, unbound, meta, path, top_level=False):
         vals = []
         for j, name in enumerate(names):
             val = self.value_meta(name, path)
             vals.append(val)
             if holder is not None and j not in unbound:
-                g = self._getitem(holder, j, name, meta, path)
+                g = self._getitem(holder, j, name, meta, path, j if top_level else None)
                 g.meta["val"] = val
                 self._define(name, g, path)
         return vals
 
-    def _getitem(self, node, idx, name, meta, path):
+    def _getitem(self, node, idx, name, meta, path, position=None):
         g = self._create("call_function", operator.getitem, (node, idx), {}, name, path)
-        g.meta.update(meta)
+        own = self._unpack_meta.get(position) if self._unpack_meta and position is not None else _SAME
+        if own is _SAME:
+            g.meta.update(meta)  # getitem nodes usually share their producer's metadata
+        else:
+            g.meta.update(self.metadata.load(own, f"{path}.unpack_metadata[{position}]"))
+            g.meta.setdefault("nn_module_stack", {})
         return g
 
     # -- arguments ---------------------------------------------------------------
@@ -384,16 +392,18 @@ class GraphBuilder:
     def _subgraph(self, v: GraphArgument, path):
         sc = self.sc
         name = check_identifier(v.name, f"{path}.name")
-        existing = sc.get_attrs.get(name)
+        node_name = check_identifier(v.node_name, f"{path}.node_name") if v.node_name is not None else name
+        existing = sc.get_attrs.get(node_name)
         if existing is not None:
+            if existing.target != name:
+                raise LoadError(f"get_attr node {node_name!r} is defined twice", path=path)
             return existing
-        if hasattr(sc.owner, name):
-            raise LoadError(f"subgraph attribute {name!r} is defined twice", path=path)
-        fx_graph, owner = self.build(v.graph, f"{path}.graph")
-        gm = torch.fx.GraphModule(owner, fx_graph)
-        sc.owner.register_module(name, gm)
-        node = self._create("get_attr", name, (), {}, name, path)
+        if name not in sc.subgraphs:  # one attribute may be fetched by several get_attr nodes
+            fx_graph, owner = self.build(v.graph, f"{path}.graph")
+            sc.subgraphs[name] = gm = torch.fx.GraphModule(owner, fx_graph)
+            sc.owner.register_module(name, gm)
+        node = self._create("get_attr", name, (), {}, node_name, path)
         node.meta.update(self.metadata.load(v.metadata, f"{path}.metadata"))
         node.meta.setdefault("nn_module_stack", {})  # as for call_function nodes: empty stacks are not stored
-        sc.get_attrs[name] = node
+        sc.get_attrs[node_name] = node
         return node

@@ -3,8 +3,8 @@
 Nothing from the file runs: targets come from registry lookups, symbolic
 expressions are built from structured nodes, names are checked before they
 reach FX code generation, and guard strings are kept as text only (the
-rebuilt program gets the guards torch derives from its own ShapeEnv, not the
-file's strings, because `ExportedProgram.module()` would compile those).
+rebuilt program gets input guards derived from its rebuilt shapes, see
+_guards.py, because `ExportedProgram.module()` compiles `_guards_code`).
 """
 
 from __future__ import annotations
@@ -19,8 +19,16 @@ from torch._export.verifier import load_verifier
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.export.exported_program import ExportedProgram
 
-from pt2format._generated.model import StateKind
-from pt2format.errors import LoadError, Pt2FormatError
+import pt2format
+from pt2format._generated.model import (
+    BoolArgument,
+    FloatArgument,
+    IntArgument,
+    NoneArgument,
+    StateKind,
+    StringArgument,
+)
+from pt2format.errors import LoadError, Pt2FormatError, VersionError
 
 from ._graph import GraphBuilder
 from ._guards import derive_guards
@@ -75,6 +83,10 @@ def find_program(package, name):
 def build_program(package, name=None, storage_view=None, *, map_location=None, weights: bool = True,
                   copy: bool = False, state: StateLoader | None = None) -> ExportedProgram:
     """Rebuild program `name` of `package`; `storage_view(i)` gives the bytes of Package.storages[i]."""
+    fv = package.format_version
+    if fv is None or fv.major > pt2format.FORMAT_VERSION[0]:
+        raise VersionError("package needs a newer reader", path="format_version",
+                           expected=f"major <= {pt2format.FORMAT_VERSION[0]}", got=None if fv is None else fv.major)
     program = find_program(package, name)
     if state is None:
         if weights and storage_view is None:
@@ -85,8 +97,9 @@ def build_program(package, name=None, storage_view=None, *, map_location=None, w
             return _Builder(package, program, state).run()
     except Pt2FormatError as e:
         raise e.with_context(path_prefix=f"programs[{program.name}]")
-    except (TypeError, ValueError, RuntimeError, AttributeError, KeyError, IndexError, AssertionError) as e:
-        raise LoadError(f"program {program.name!r} cannot be rebuilt: {type(e).__name__}: {e}") from e
+    except Exception as e:  # torch refusing what the file describes (verifier, shapes, ...): still a typed error
+        raise LoadError(f"program {program.name!r} cannot be rebuilt: {type(e).__name__}: {e}",
+                        path=f"programs[{program.name}]") from e
 
 
 class _Builder:
@@ -99,8 +112,6 @@ class _Builder:
 
     def _constant(self, member, path):
         """Non-graph argument members (in signatures) -> Python values."""
-        from pt2format._generated.model import (BoolArgument, FloatArgument, IntArgument, NoneArgument,
-                                                StringArgument)
         if isinstance(member, (IntArgument, FloatArgument, BoolArgument, StringArgument)):
             return member.value
         if member is None or isinstance(member, NoneArgument):
@@ -154,8 +165,7 @@ class _Builder:
         return ep
 
     def _constant_outside_graph(self, member, path):
-        from pt2format._generated.model import (BoolArgument, FloatArgument, IntArgument, NoneArgument,
-                                                StringArgument)
+        """Constants in module call signatures: plain scalars only (there is no graph to refer to)."""
         if isinstance(member, (IntArgument, FloatArgument, BoolArgument, StringArgument)):
             return member.value
         if member is None or isinstance(member, NoneArgument):

@@ -44,8 +44,15 @@ def generate(schema, m) -> str:
     w(")\nfrom pt2format.errors import EncodingError, LimitError\n\n")
     w("_NONES = [None] * 64\n_STR = {str}\n_INT = {int}\n_BOOL = {bool}\n_FLOAT = {float}\n_NUM = {float, int}\n\n\n")
     w("def _bad(msg, got=None):\n    raise EncodingError(msg, got=got)\n\n\n")
+    w("def _int(x, lo, hi):\n"
+      "    \"\"\"An int subclass (IntEnum) as a plain int; anything else, bools included, is an error.\"\"\"\n"
+      "    if isinstance(x, int) and type(x) is not bool:\n"
+      "        x = int(x)\n"
+      "        if lo <= x <= hi:\n            return x\n"
+      "        _bad(f'integer out of range [{lo}, {hi}]', x)\n"
+      "    _bad('expected an integer', type(x).__name__)\n\n\n")
     w("def _ints(v, lo, hi):\n"
-      "    if not _INT.issuperset(map(type, v)):\n        _bad('expected integers')\n"
+      "    if not _INT.issuperset(map(type, v)):\n        return [_int(e, lo, hi) for e in v]\n"
       "    if v and (min(v) < lo or max(v) > hi):\n        _bad(f'integer out of range [{lo}, {hi}]')\n"
       "    return v\n\n\n")
     w("def _floats(v):\n"
@@ -113,7 +120,7 @@ def _gen_encoders(w, schema, m, structs, unions):
                     lo, hi = INT_RANGES[elem]
                     w(f"        if {x} == {default!r}:\n            {x} = None\n")
                     w(f"        elif type({x}) is not int or not {lo} <= {x} <= {hi}:\n"
-                      f"            _bad('{f.name}: expected {elem}', {x})\n")
+                      f"            {x} = _int({x}, {lo}, {hi})\n")
             elif kind == "string":
                 w(f"        if {x} is not None and type({x}) is not str:\n            _bad('{f.name}: expected str', type({x}).__name__)\n")
             elif kind == "table":
@@ -149,7 +156,7 @@ def _gen_encoders(w, schema, m, structs, unions):
                         w(f"            if not _BOOL.issuperset(map(type, {x})):\n                _bad('{f.name}: expected bools')\n")
                     else:
                         lo, hi = INT_RANGES[sc]
-                        w(f"            _ints({x}, {lo}, {hi})\n")
+                        w(f"            {x} = _ints({x}, {lo}, {hi})\n")
             _required(w, f)
         w(f"        r = [{', '.join(slots)}]\n")
         w("        while r and r[-1] is None:\n            r.pop()\n        return r\n\n")
@@ -172,7 +179,7 @@ def _scalar_check(var, src, elem, ind, encode):
         return f"{ind}{var} = {src}\n{ind}if type({var}) is not bool:\n{ind}    _bad('expected bool', type({var}).__name__)\n"
     lo, hi = INT_RANGES[elem]
     return (f"{ind}{var} = {src}\n{ind}if type({var}) is not int or not {lo} <= {var} <= {hi}:\n"
-            f"{ind}    _bad('expected {elem}', {var})\n")
+            f"{ind}    {var} = _int({var}, {lo}, {hi})\n")
 
 
 # ---------------------------------------------------------------------------

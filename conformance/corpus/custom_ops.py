@@ -43,13 +43,13 @@ class Mutating(nn.Module):
         return self.total * 1.0, out + 0
 
 
-@case("custom_op_mutating", tags=("fast",), child_imports=_OPS)
+@case("custom_op_mutating", tags=("full",), child_imports=_OPS)
 def custom_op_mutating():
-    """A mutating custom op on a buffer and on a user input (auto_functionalized in the graph)."""
+    """A mutating custom op on a buffer and on a user input (called in place in the training IR)."""
     return Program(Mutating(), (torch.randn(4), torch.zeros(4)))
 
 
-@case("custom_op_mutating_decomposed", tags=("full",), child_imports=_OPS)
+@case("custom_op_mutating_decomposed", tags=("fast",), child_imports=_OPS)
 def custom_op_mutating_decomposed():
     """The mutating custom op after run_decompositions() (auto_functionalized_v2 in the inference IR)."""
     return Program(Mutating(), (torch.randn(4), torch.zeros(4)), post=lambda ep: ep.run_decompositions())

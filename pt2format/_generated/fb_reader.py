@@ -111,6 +111,7 @@ from pt2format._generated.model import (
     TorchFn,
     TreeSpec,
     UnbackedBinding,
+    UnpackMetadata,
     UserInputMutationSpec,
     UserInputSpec,
     UserOutputSpec,
@@ -868,7 +869,7 @@ def decode(buf, max_depth=128):
         return Graph(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11)
 
     vc_GraphArgument = {}
-    Z_GraphArgument = (4, 4, 4)
+    Z_GraphArgument = (4, 4, 4, 4)
 
     def t_GraphArgument(p, d):
         if d > max_depth:
@@ -879,7 +880,7 @@ def decode(buf, max_depth=128):
         c = vc_GraphArgument.get(vt)
         if c is None:
             c = vc_GraphArgument[vt] = vtab(vt, Z_GraphArgument)
-        os, o0, o1, o2 = c
+        os, o0, o1, o2, o3 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
@@ -902,7 +903,15 @@ def decode(buf, max_depth=128):
             x2 = t_NodeMetadata(q, d + 1)
         else:
             x2 = None
-        return GraphArgument(x0, x1, x2)
+        if o3:
+            q = p + o3
+            q += _U32(buf, q)[0]
+            x3 = sget(q)
+            if x3 is None:
+                x3 = rstr(q)
+        else:
+            x3 = None
+        return GraphArgument(x0, x1, x2, x3)
 
     vc_GraphSignature = {}
     Z_GraphSignature = (4, 4)
@@ -1639,7 +1648,7 @@ def decode(buf, max_depth=128):
         return NestedTensorListArgument(x0)
 
     vc_Node = {}
-    Z_Node = (4, 4, 4, 4, 4, 1, 4)
+    Z_Node = (4, 4, 4, 4, 4, 1, 4, 4)
 
     def t_Node(p, d):
         if d > max_depth:
@@ -1650,7 +1659,7 @@ def decode(buf, max_depth=128):
         c = vc_Node.get(vt)
         if c is None:
             c = vc_Node[vt] = vtab(vt, Z_Node)
-        os, o0, o1, o2, o3, o4, o5, o6 = c
+        os, o0, o1, o2, o3, o4, o5, o6, o7 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
@@ -1700,7 +1709,14 @@ def decode(buf, max_depth=128):
             x6 = list(_unpack('<%dI' % cnt, buf, q + 4))
         else:
             x6 = []
-        return Node(x0, x1, x2, x3, x4, x5, x6)
+        if o7:
+            q = p + o7
+            q += _U32(buf, q)[0]
+            cnt = vec(q, 4)
+            x7 = list(map(t_UnpackMetadata, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+        else:
+            x7 = []
+        return Node(x0, x1, x2, x3, x4, x5, x6, x7)
 
     vc_NodeMetadata = {}
     Z_NodeMetadata = (4, 4, 4, 4, 4, 4, 4, 4)
@@ -3454,6 +3470,33 @@ def decode(buf, max_depth=128):
         else:
             x1 = []
         return UnbackedBinding(x0, x1)
+
+    vc_UnpackMetadata = {}
+    Z_UnpackMetadata = (4, 4)
+
+    def t_UnpackMetadata(p, d):
+        if d > max_depth:
+            too_deep(p, d)
+        if p + 4 > n:
+            _fail('table offset out of range', p, f'<= {n - 4}', p)
+        vt = p - _I32(buf, p)[0]
+        c = vc_UnpackMetadata.get(vt)
+        if c is None:
+            c = vc_UnpackMetadata[vt] = vtab(vt, Z_UnpackMetadata)
+        os, o0, o1 = c
+        if p + os > n:
+            _fail('bad table size', p, '4..buffer end', os)
+        if o0:
+            x0 = _S_u32(buf, p + o0)[0]
+        else:
+            x0 = 0
+        if o1:
+            q = p + o1
+            q += _U32(buf, q)[0]
+            x1 = t_NodeMetadata(q, d + 1)
+        else:
+            x1 = None
+        return UnpackMetadata(x0, x1)
 
     vc_UserInputMutationSpec = {}
     Z_UserInputMutationSpec = (4, 4)

@@ -110,6 +110,7 @@ from pt2format._generated.model import (
     TorchFn,
     TreeSpec,
     UnbackedBinding,
+    UnpackMetadata,
     UserInputMutationSpec,
     UserInputSpec,
     UserOutputSpec,
@@ -181,7 +182,7 @@ _F_FormatVersion = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_GradientToParameterSpec = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_GradientToUserInputSpec = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_Graph = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'), (3, 4, 4, 'I'), (4, 4, 4, 'I'), (5, 4, 4, 'I'), (6, 4, 4, 'I'), (7, 4, 4, 'I'), (10, 4, 4, 'I'), (11, 4, 4, 'I'), (8, 1, 1, '?'), (9, 1, 1, '?'))
-_F_GraphArgument = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'))
+_F_GraphArgument = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'), (3, 4, 4, 'I'))
 _F_GraphSignature = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_InputSpec = ((1, 4, 4, 'I'), (0, 1, 1, 'B'))
 _F_InputToBufferSpec = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 1, 1, '?'))
@@ -207,7 +208,7 @@ _F_ModuleStackEntry = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'))
 _F_NamedArgument = ((0, 4, 4, 'I'), (2, 4, 4, 'I'), (1, 1, 1, 'B'), (3, 1, 1, 'B'), (4, 1, 1, '?'))
 _F_NamedTupleDef = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_NestedTensorListArgument = ((0, 4, 4, 'I'),)
-_F_Node = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'), (3, 4, 4, 'I'), (4, 4, 4, 'I'), (6, 4, 4, 'I'), (5, 1, 1, '?'))
+_F_Node = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'), (3, 4, 4, 'I'), (4, 4, 4, 'I'), (6, 4, 4, 'I'), (7, 4, 4, 'I'), (5, 1, 1, '?'))
 _F_NodeMetadata = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'), (3, 4, 4, 'I'), (4, 4, 4, 'I'), (5, 4, 4, 'I'), (6, 4, 4, 'I'), (7, 4, 4, 'I'))
 _F_NodeSource = ((2, 8, 8, 'q'), (0, 4, 4, 'I'), (1, 4, 4, 'I'), (3, 4, 4, 'I'), (4, 4, 4, 'I'), (5, 4, 4, 'I'))
 _F_NoneArgument = ()
@@ -258,6 +259,7 @@ _F_TokenArgument = ((0, 4, 4, 'I'),)
 _F_TorchFn = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_TreeSpec = ((1, 4, 4, 'I'), (2, 4, 4, 'I'), (3, 4, 4, 'I'), (4, 4, 4, 'I'), (5, 4, 4, 'I'), (0, 1, 1, 'B'))
 _F_UnbackedBinding = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
+_F_UnpackMetadata = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_UserInputMutationSpec = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_UserInputSpec = ((0, 4, 4, 'I'),)
 _F_UserOutputSpec = ((0, 4, 4, 'I'),)
@@ -1233,6 +1235,10 @@ def encode(root):
         if x2 is not None:
             x2 = w_NodeMetadata(x2)
             mk |= 4
+        x3 = o.node_name
+        if x3 is not None:
+            x3 = sget(x3) or S(x3)
+            mk |= 8
         L = L_GraphArgument.get(mk)
         if L is None:
             L = L_GraphArgument[mk] = _layout(_F_GraphArgument, mk)
@@ -1250,6 +1256,8 @@ def encode(root):
             v.append(t - offs[1] - x1)
         if mk & 4:
             v.append(t - offs[2] - x2)
+        if mk & 8:
+            v.append(t - offs[3] - x3)
         if pad:
             app(_ZEROS[:pad])
         app(pk(*v))
@@ -2306,11 +2314,15 @@ def encode(root):
         if x5 is not False:
             if x5 is not True:
                 _bad('is_hop_single_tensor_return: expected bool', type(x5).__name__)
-            mk |= 64
+            mk |= 128
         x6 = o.unbound_outputs
         if x6:
             x6 = BV(struct.pack('<%dI' % len(x6), *x6), len(x6), 4)
             mk |= 32
+        x7 = o.unpack_metadata
+        if x7:
+            x7 = OV([w_UnpackMetadata(e) for e in x7])
+            mk |= 64
         L = L_Node.get(mk)
         if L is None:
             L = L_Node[mk] = _layout(_F_Node, mk)
@@ -2335,6 +2347,8 @@ def encode(root):
         if mk & 32:
             v.append(t - offs[6] - x6)
         if mk & 64:
+            v.append(t - offs[7] - x7)
+        if mk & 128:
             v.append(x5)
         if pad:
             app(_ZEROS[:pad])
@@ -4637,6 +4651,46 @@ def encode(root):
         L = L_UnbackedBinding.get(mk)
         if L is None:
             L = L_UnbackedBinding[mk] = _layout(_F_UnbackedBinding, mk)
+        pk, offs, osz, al, vtb = L
+        pad = -(size + osz) % al
+        t = size + pad + osz
+        vd = vget(vtb)
+        new = vd is None
+        if new:
+            vd = t + len(vtb)
+        v = [vd - t]
+        if mk & 1:
+            v.append(x0)
+        if mk & 2:
+            v.append(t - offs[1] - x1)
+        if pad:
+            app(_ZEROS[:pad])
+        app(pk(*v))
+        if new:
+            app(vtb)
+            vtables[vtb] = vd
+            size = vd
+        else:
+            size = t
+        return t
+
+    L_UnpackMetadata = {}
+
+    def w_UnpackMetadata(o):
+        nonlocal size
+        if type(o) is not UnpackMetadata:
+            _bad('wrong table type, expected UnpackMetadata', type(o).__name__)
+        mk = 0
+        x0 = o.position
+        if x0 != 0:
+            mk |= 1
+        x1 = o.metadata
+        if x1 is not None:
+            x1 = w_NodeMetadata(x1)
+            mk |= 2
+        L = L_UnpackMetadata.get(mk)
+        if L is None:
+            L = L_UnpackMetadata[mk] = _layout(_F_UnpackMetadata, mk)
         pk, offs, osz, al, vtb = L
         pad = -(size + osz) % al
         t = size + pad + osz

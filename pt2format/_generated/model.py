@@ -638,19 +638,21 @@ class Graph(ModelObject):
 
 class GraphArgument(ModelObject):
     """A subgraph passed to a higher-order operator (cond branches, map body...)."""
-    __slots__ = ('name', 'graph', 'metadata')
+    __slots__ = ('name', 'graph', 'metadata', 'node_name')
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
         ('name', 0, 'string', None, None, None, False, False),
         ('graph', 1, 'table', None, 'Graph', None, False, False),
         ('metadata', 2, 'table', None, 'NodeMetadata', None, False, False),
+        ('node_name', 3, 'string', None, None, None, False, False),
     )
 
-    def __init__(self, name=None, graph=None, metadata=None):
+    def __init__(self, name=None, graph=None, metadata=None, node_name=None):
         self.name = name
         self.graph = graph
         self.metadata = metadata
+        self.node_name = node_name
 
 
 class GraphSignature(ModelObject):
@@ -1024,7 +1026,7 @@ class NestedTensorListArgument(ModelObject):
 
 class Node(ModelObject):
     """An operation in a graph (an FX `call_function` node)."""
-    __slots__ = ('name', 'target', 'inputs', 'outputs', 'metadata', 'is_hop_single_tensor_return', 'unbound_outputs')
+    __slots__ = ('name', 'target', 'inputs', 'outputs', 'metadata', 'is_hop_single_tensor_return', 'unbound_outputs', 'unpack_metadata')
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1035,9 +1037,10 @@ class Node(ModelObject):
         ('metadata', 4, 'table', None, 'NodeMetadata', None, False, False),
         ('is_hop_single_tensor_return', 5, 'scalar', 'bool', None, False, False, False),
         ('unbound_outputs', 6, 'vector', 'uint32', None, None, False, False),
+        ('unpack_metadata', 7, 'vector', 'table', 'UnpackMetadata', None, False, False),
     )
 
-    def __init__(self, name=None, target=None, inputs=None, outputs=None, metadata=None, is_hop_single_tensor_return=False, unbound_outputs=None):
+    def __init__(self, name=None, target=None, inputs=None, outputs=None, metadata=None, is_hop_single_tensor_return=False, unbound_outputs=None, unpack_metadata=None):
         self.name = name
         self.target = target
         self.inputs = [] if inputs is None else inputs
@@ -1045,6 +1048,7 @@ class Node(ModelObject):
         self.metadata = metadata
         self.is_hop_single_tensor_return = is_hop_single_tensor_return
         self.unbound_outputs = [] if unbound_outputs is None else unbound_outputs
+        self.unpack_metadata = [] if unpack_metadata is None else unpack_metadata
 
 
 class NodeMetadata(ModelObject):
@@ -1939,6 +1943,21 @@ class UnbackedBinding(ModelObject):
         self.path = [] if path is None else path
 
 
+class UnpackMetadata(ModelObject):
+    """Metadata of one FX `getitem` node unpacking a value of a multi-output node."""
+    __slots__ = ('position', 'metadata')
+    IS_STRUCT = False
+    # (name, id, kind, element, ref, default, deprecated, required)
+    FIELDS = (
+        ('position', 0, 'scalar', 'uint32', None, 0, False, False),
+        ('metadata', 1, 'table', None, 'NodeMetadata', None, False, False),
+    )
+
+    def __init__(self, position=0, metadata=None):
+        self.position = position
+        self.metadata = metadata
+
+
 class UserInputMutationSpec(ModelObject):
     """A user input's new value."""
     __slots__ = ('arg', 'user_input_name')
@@ -2115,6 +2134,7 @@ TABLES = {
     'TorchFn': TorchFn,
     'TreeSpec': TreeSpec,
     'UnbackedBinding': UnbackedBinding,
+    'UnpackMetadata': UnpackMetadata,
     'UserInputMutationSpec': UserInputMutationSpec,
     'UserInputSpec': UserInputSpec,
     'UserOutputSpec': UserOutputSpec,

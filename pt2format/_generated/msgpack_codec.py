@@ -109,6 +109,7 @@ from pt2format._generated.model import (
     TorchFn,
     TreeSpec,
     UnbackedBinding,
+    UnpackMetadata,
     UserInputMutationSpec,
     UserInputSpec,
     UserOutputSpec,
@@ -129,9 +130,19 @@ def _bad(msg, got=None):
     raise EncodingError(msg, got=got)
 
 
+def _int(x, lo, hi):
+    """An int subclass (IntEnum) as a plain int; anything else, bools included, is an error."""
+    if isinstance(x, int) and type(x) is not bool:
+        x = int(x)
+        if lo <= x <= hi:
+            return x
+        _bad(f'integer out of range [{lo}, {hi}]', x)
+    _bad('expected an integer', type(x).__name__)
+
+
 def _ints(v, lo, hi):
     if not _INT.issuperset(map(type, v)):
-        _bad('expected integers')
+        return [_int(e, lo, hi) for e in v]
     if v and (min(v) < lo or max(v) > hi):
         _bad(f'integer out of range [{lo}, {hi}]')
     return v
@@ -156,7 +167,7 @@ def _es_SymBool(o):
         _bad('expected SymBool', type(o).__name__)
     x0 = o.expr
     if type(x0) is not int or not -2147483648 <= x0 <= 2147483647:
-        _bad('expected int32', x0)
+        x0 = _int(x0, -2147483648, 2147483647)
     x1 = o.value
     if type(x1) is not bool:
         _bad('expected bool', type(x1).__name__)
@@ -168,7 +179,7 @@ def _es_SymFloat(o):
         _bad('expected SymFloat', type(o).__name__)
     x0 = o.expr
     if type(x0) is not int or not -2147483648 <= x0 <= 2147483647:
-        _bad('expected int32', x0)
+        x0 = _int(x0, -2147483648, 2147483647)
     x1 = o.value
     if type(x1) is not float:
         x1 = _float(x1)
@@ -180,10 +191,10 @@ def _es_SymInt(o):
         _bad('expected SymInt', type(o).__name__)
     x0 = o.expr
     if type(x0) is not int or not -2147483648 <= x0 <= 2147483647:
-        _bad('expected int32', x0)
+        x0 = _int(x0, -2147483648, 2147483647)
     x1 = o.value
     if type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
-        _bad('expected int64', x1)
+        x1 = _int(x1, -9223372036854775808, 9223372036854775807)
     return [x0, x1]
 
 
@@ -367,7 +378,7 @@ def encode_tree(root):
         if x1 == -1:
             x1 = None
         elif type(x1) is not int or not -2147483648 <= x1 <= 2147483647:
-            _bad('index: expected int32', x1)
+            x1 = _int(x1, -2147483648, 2147483647)
         r = [x0, x1]
         while r and r[-1] is None:
             r.pop()
@@ -458,12 +469,12 @@ def encode_tree(root):
         if x0 == 0:
             x0 = None
         elif type(x0) is not int or not 0 <= x0 <= 4294967295:
-            _bad('major: expected uint32', x0)
+            x0 = _int(x0, 0, 4294967295)
         x1 = o.minor
         if x1 == 0:
             x1 = None
         elif type(x1) is not int or not 0 <= x1 <= 4294967295:
-            _bad('minor: expected uint32', x1)
+            x1 = _int(x1, 0, 4294967295)
         r = [x0, x1]
         while r and r[-1] is None:
             r.pop()
@@ -593,7 +604,10 @@ def encode_tree(root):
         x2 = o.metadata
         if x2 is not None:
             x2 = e_NodeMetadata(x2)
-        r = [x0, x1, x2]
+        x3 = o.node_name
+        if x3 is not None and type(x3) is not str:
+            _bad('node_name: expected str', type(x3).__name__)
+        r = [x0, x1, x2, x3]
         while r and r[-1] is None:
             r.pop()
         return r
@@ -728,7 +742,7 @@ def encode_tree(root):
         if x0 == 0:
             x0 = None
         elif type(x0) is not int or not -9223372036854775808 <= x0 <= 9223372036854775807:
-            _bad('value: expected int64', x0)
+            x0 = _int(x0, -9223372036854775808, 9223372036854775807)
         r = [x0]
         while r and r[-1] is None:
             r.pop()
@@ -743,7 +757,7 @@ def encode_tree(root):
         elif type(x0) is not list:
             x0 = list(x0)
         if x0 is not None:
-            _ints(x0, -9223372036854775808, 9223372036854775807)
+            x0 = _ints(x0, -9223372036854775808, 9223372036854775807)
         r = [x0]
         while r and r[-1] is None:
             r.pop()
@@ -771,7 +785,7 @@ def encode_tree(root):
         if x0 == 0:
             x0 = None
         elif type(x0) is not int or not -9223372036854775808 <= x0 <= 9223372036854775807:
-            _bad('value: expected int64', x0)
+            x0 = _int(x0, -9223372036854775808, 9223372036854775807)
         r = [x0]
         while r and r[-1] is None:
             r.pop()
@@ -787,7 +801,7 @@ def encode_tree(root):
         if x1 == 0:
             x1 = None
         elif type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
-            _bad('index: expected int64', x1)
+            x1 = _int(x1, -9223372036854775808, 9223372036854775807)
         x2 = o.name
         if x2 is not None and type(x2) is not str:
             _bad('name: expected str', type(x2).__name__)
@@ -803,7 +817,7 @@ def encode_tree(root):
         if x0 == 0:
             x0 = None
         elif type(x0) is not int or not 0 <= x0 <= 255:
-            _bad('value: expected uint8', x0)
+            x0 = _int(x0, 0, 255)
         r = [x0]
         while r and r[-1] is None:
             r.pop()
@@ -876,7 +890,7 @@ def encode_tree(root):
         if x0 == 0:
             x0 = None
         elif type(x0) is not int or not 0 <= x0 <= 255:
-            _bad('value: expected uint8', x0)
+            x0 = _int(x0, 0, 255)
         r = [x0]
         while r and r[-1] is None:
             r.pop()
@@ -966,7 +980,7 @@ def encode_tree(root):
         if x3 == 0:
             x3 = None
         elif type(x3) is not int or not 0 <= x3 <= 255:
-            _bad('kind: expected uint8', x3)
+            x3 = _int(x3, 0, 255)
         x4 = o.is_tuple
         if x4 is False:
             x4 = None
@@ -1048,8 +1062,15 @@ def encode_tree(root):
         elif type(x6) is not list:
             x6 = list(x6)
         if x6 is not None:
-            _ints(x6, 0, 4294967295)
-        r = [x0, x1, x2, x3, x4, x5, x6]
+            x6 = _ints(x6, 0, 4294967295)
+        x7 = o.unpack_metadata
+        if not x7:
+            x7 = None
+        elif type(x7) is not list:
+            x7 = list(x7)
+        if x7 is not None:
+            x7 = [e_UnpackMetadata(e) for e in x7]
+        r = [x0, x1, x2, x3, x4, x5, x6, x7]
         while r and r[-1] is None:
             r.pop()
         return r
@@ -1119,7 +1140,7 @@ def encode_tree(root):
         if x2 == 0:
             x2 = None
         elif type(x2) is not int or not -9223372036854775808 <= x2 <= 9223372036854775807:
-            _bad('graph_id: expected int64', x2)
+            x2 = _int(x2, -9223372036854775808, 9223372036854775807)
         x3 = o.pass_name
         if x3 is not None and type(x3) is not str:
             _bad('pass_name: expected str', type(x3).__name__)
@@ -1204,7 +1225,7 @@ def encode_tree(root):
         if x1 == 0:
             x1 = None
         elif type(x1) is not int or not 0 <= x1 <= 255:
-            _bad('kind: expected uint8', x1)
+            x1 = _int(x1, 0, 255)
         x2 = o.schema
         if x2 is not None and type(x2) is not str:
             _bad('schema: expected str', type(x2).__name__)
@@ -1242,7 +1263,7 @@ def encode_tree(root):
         if x1 == 0:
             x1 = None
         elif type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
-            _bad('version: expected int64', x1)
+            x1 = _int(x1, -9223372036854775808, 9223372036854775807)
         r = [x0, x1]
         while r and r[-1] is None:
             r.pop()
@@ -1315,7 +1336,7 @@ def encode_tree(root):
         if x2 == 0:
             x2 = None
         elif type(x2) is not int or not 0 <= x2 <= 18446744073709551615:
-            _bad('required_features: expected uint64', x2)
+            x2 = _int(x2, 0, 18446744073709551615)
         x3 = o.programs
         if not x3:
             x3 = None
@@ -1507,7 +1528,7 @@ def encode_tree(root):
         if x0 == 0:
             x0 = None
         elif type(x0) is not int or not 0 <= x0 <= 4294967295:
-            _bad('expr: expected uint32', x0)
+            x0 = _int(x0, 0, 4294967295)
         x1 = o.range
         if x1 is not None:
             x1 = e_ValueRange(x1)
@@ -1523,7 +1544,7 @@ def encode_tree(root):
         if x0 == 0:
             x0 = None
         elif type(x0) is not int or not 0 <= x0 <= 255:
-            _bad('value: expected uint8', x0)
+            x0 = _int(x0, 0, 255)
         r = [x0]
         while r and r[-1] is None:
             r.pop()
@@ -1536,7 +1557,7 @@ def encode_tree(root):
         if x0 == 0:
             x0 = None
         elif type(x0) is not int or not 0 <= x0 <= 255:
-            _bad('value: expected uint8', x0)
+            x0 = _int(x0, 0, 255)
         r = [x0]
         while r and r[-1] is None:
             r.pop()
@@ -1549,12 +1570,12 @@ def encode_tree(root):
         if x0 == 0:
             x0 = None
         elif type(x0) is not int or not 0 <= x0 <= 4294967295:
-            _bad('file: expected uint32', x0)
+            x0 = _int(x0, 0, 4294967295)
         x1 = o.section
         if x1 == 0:
             x1 = None
         elif type(x1) is not int or not 0 <= x1 <= 4294967295:
-            _bad('section: expected uint32', x1)
+            x1 = _int(x1, 0, 4294967295)
         r = [x0, x1]
         while r and r[-1] is None:
             r.pop()
@@ -1570,7 +1591,7 @@ def encode_tree(root):
         if x1 == 0:
             x1 = None
         elif type(x1) is not int or not 0 <= x1 <= 18446744073709551615:
-            _bad('size: expected uint64', x1)
+            x1 = _int(x1, 0, 18446744073709551615)
         r = [x0, x1]
         while r and r[-1] is None:
             r.pop()
@@ -1600,12 +1621,12 @@ def encode_tree(root):
         if x1 == 0:
             x1 = None
         elif type(x1) is not int or not 0 <= x1 <= 255:
-            _bad('kind: expected uint8', x1)
+            x1 = _int(x1, 0, 255)
         x2 = o.tensor
         if x2 == 0:
             x2 = None
         elif type(x2) is not int or not 0 <= x2 <= 4294967295:
-            _bad('tensor: expected uint32', x2)
+            x2 = _int(x2, 0, 4294967295)
         r = [x0, x1, x2]
         while r and r[-1] is None:
             r.pop()
@@ -1618,27 +1639,27 @@ def encode_tree(root):
         if x0 == 0:
             x0 = None
         elif type(x0) is not int or not 0 <= x0 <= 4294967295:
-            _bad('segment: expected uint32', x0)
+            x0 = _int(x0, 0, 4294967295)
         x1 = o.offset
         if x1 == 0:
             x1 = None
         elif type(x1) is not int or not 0 <= x1 <= 18446744073709551615:
-            _bad('offset: expected uint64', x1)
+            x1 = _int(x1, 0, 18446744073709551615)
         x2 = o.size
         if x2 == 0:
             x2 = None
         elif type(x2) is not int or not 0 <= x2 <= 18446744073709551615:
-            _bad('size: expected uint64', x2)
+            x2 = _int(x2, 0, 18446744073709551615)
         x3 = o.checksum_kind
         if x3 == 0:
             x3 = None
         elif type(x3) is not int or not 0 <= x3 <= 255:
-            _bad('checksum_kind: expected uint8', x3)
+            x3 = _int(x3, 0, 255)
         x4 = o.checksum
         if x4 == 0:
             x4 = None
         elif type(x4) is not int or not 0 <= x4 <= 4294967295:
-            _bad('checksum: expected uint32', x4)
+            x4 = _int(x4, 0, 4294967295)
         r = [x0, x1, x2, x3, x4]
         while r and r[-1] is None:
             r.pop()
@@ -1765,22 +1786,22 @@ def encode_tree(root):
         if x0 == 0:
             x0 = None
         elif type(x0) is not int or not 0 <= x0 <= 255:
-            _bad('kind: expected uint8', x0)
+            x0 = _int(x0, 0, 255)
         x1 = o.symbol
         if x1 == 0:
             x1 = None
         elif type(x1) is not int or not 0 <= x1 <= 4294967295:
-            _bad('symbol: expected uint32', x1)
+            x1 = _int(x1, 0, 4294967295)
         x2 = o.int_value
         if x2 == 0:
             x2 = None
         elif type(x2) is not int or not -9223372036854775808 <= x2 <= 9223372036854775807:
-            _bad('int_value: expected int64', x2)
+            x2 = _int(x2, -9223372036854775808, 9223372036854775807)
         x3 = o.denominator
         if x3 == 1:
             x3 = None
         elif type(x3) is not int or not -9223372036854775808 <= x3 <= 9223372036854775807:
-            _bad('denominator: expected int64', x3)
+            x3 = _int(x3, -9223372036854775808, 9223372036854775807)
         x4 = o.float_value
         if type(x4) is not float:
             x4 = _float(x4)
@@ -1795,14 +1816,14 @@ def encode_tree(root):
         if x6 == 0:
             x6 = None
         elif type(x6) is not int or not 0 <= x6 <= 255:
-            _bad('op: expected uint8', x6)
+            x6 = _int(x6, 0, 255)
         x7 = o.args
         if not x7:
             x7 = None
         elif type(x7) is not list:
             x7 = list(x7)
         if x7 is not None:
-            _ints(x7, 0, 4294967295)
+            x7 = _ints(x7, 0, 4294967295)
         r = [x0, x1, x2, x3, x4, x5, x6, x7]
         while r and r[-1] is None:
             r.pop()
@@ -1863,7 +1884,7 @@ def encode_tree(root):
         if x1 == 0:
             x1 = None
         elif type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
-            _bad('value: expected int64', x1)
+            x1 = _int(x1, -9223372036854775808, 9223372036854775807)
         r = [x0, x1]
         while r and r[-1] is None:
             r.pop()
@@ -1908,7 +1929,7 @@ def encode_tree(root):
         if x1 == 0:
             x1 = None
         elif type(x1) is not int or not 0 <= x1 <= 255:
-            _bad('kind: expected uint8', x1)
+            x1 = _int(x1, 0, 255)
         x2 = o.range
         if x2 is not None:
             x2 = e_ValueRange(x2)
@@ -1916,7 +1937,7 @@ def encode_tree(root):
         if x3 == 0:
             x3 = None
         elif type(x3) is not int or not -9223372036854775808 <= x3 <= 9223372036854775807:
-            _bad('hint: expected int64', x3)
+            x3 = _int(x3, -9223372036854775808, 9223372036854775807)
         x4 = o.has_hint
         if x4 is False:
             x4 = None
@@ -1939,31 +1960,31 @@ def encode_tree(root):
         if x0 == 0:
             x0 = None
         elif type(x0) is not int or not 0 <= x0 <= 4294967295:
-            _bad('storage: expected uint32', x0)
+            x0 = _int(x0, 0, 4294967295)
         x1 = o.dtype
         if x1 == 0:
             x1 = None
         elif type(x1) is not int or not 0 <= x1 <= 255:
-            _bad('dtype: expected uint8', x1)
+            x1 = _int(x1, 0, 255)
         x2 = o.sizes
         if not x2:
             x2 = None
         elif type(x2) is not list:
             x2 = list(x2)
         if x2 is not None:
-            _ints(x2, -9223372036854775808, 9223372036854775807)
+            x2 = _ints(x2, -9223372036854775808, 9223372036854775807)
         x3 = o.strides
         if not x3:
             x3 = None
         elif type(x3) is not list:
             x3 = list(x3)
         if x3 is not None:
-            _ints(x3, -9223372036854775808, 9223372036854775807)
+            x3 = _ints(x3, -9223372036854775808, 9223372036854775807)
         x4 = o.storage_offset
         if x4 == 0:
             x4 = None
         elif type(x4) is not int or not -9223372036854775808 <= x4 <= 9223372036854775807:
-            _bad('storage_offset: expected int64', x4)
+            x4 = _int(x4, -9223372036854775808, 9223372036854775807)
         x5 = o.requires_grad
         if x5 is False:
             x5 = None
@@ -2011,7 +2032,7 @@ def encode_tree(root):
         if x0 == 0:
             x0 = None
         elif type(x0) is not int or not 0 <= x0 <= 255:
-            _bad('dtype: expected uint8', x0)
+            x0 = _int(x0, 0, 255)
         x1 = o.sizes
         if not x1:
             x1 = None
@@ -2041,7 +2062,7 @@ def encode_tree(root):
         if x6 == 1:
             x6 = None
         elif type(x6) is not int or not 0 <= x6 <= 255:
-            _bad('layout: expected uint8', x6)
+            x6 = _int(x6, 0, 255)
         r = [x0, x1, x2, x3, x4, x5, x6]
         while r and r[-1] is None:
             r.pop()
@@ -2054,7 +2075,7 @@ def encode_tree(root):
         if x0 == 0:
             x0 = None
         elif type(x0) is not int or not 0 <= x0 <= 4294967295:
-            _bad('tensor: expected uint32', x0)
+            x0 = _int(x0, 0, 4294967295)
         r = [x0]
         while r and r[-1] is None:
             r.pop()
@@ -2106,7 +2127,7 @@ def encode_tree(root):
         if x0 == 0:
             x0 = None
         elif type(x0) is not int or not 0 <= x0 <= 255:
-            _bad('kind: expected uint8', x0)
+            x0 = _int(x0, 0, 255)
         x1 = o.type_name
         if x1 is not None and type(x1) is not str:
             _bad('type_name: expected str', type(x1).__name__)
@@ -2147,7 +2168,7 @@ def encode_tree(root):
         if x0 == 0:
             x0 = None
         elif type(x0) is not int or not 0 <= x0 <= 4294967295:
-            _bad('symbol: expected uint32', x0)
+            x0 = _int(x0, 0, 4294967295)
         x1 = o.path
         if not x1:
             x1 = None
@@ -2155,6 +2176,22 @@ def encode_tree(root):
             x1 = list(x1)
         if x1 is not None:
             x1 = [e_KeyPathEntry(e) for e in x1]
+        r = [x0, x1]
+        while r and r[-1] is None:
+            r.pop()
+        return r
+
+    def e_UnpackMetadata(o):
+        if type(o) is not UnpackMetadata:
+            _bad('expected UnpackMetadata', type(o).__name__)
+        x0 = o.position
+        if x0 == 0:
+            x0 = None
+        elif type(x0) is not int or not 0 <= x0 <= 4294967295:
+            x0 = _int(x0, 0, 4294967295)
+        x1 = o.metadata
+        if x1 is not None:
+            x1 = e_NodeMetadata(x1)
         r = [x0, x1]
         while r and r[-1] is None:
             r.pop()
@@ -2218,12 +2255,12 @@ def encode_tree(root):
         if x0 == 0:
             x0 = None
         elif type(x0) is not int or not -9223372036854775808 <= x0 <= 9223372036854775807:
-            _bad('lower: expected int64', x0)
+            x0 = _int(x0, -9223372036854775808, 9223372036854775807)
         x1 = o.upper
         if x1 == 0:
             x1 = None
         elif type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
-            _bad('upper: expected int64', x1)
+            x1 = _int(x1, -9223372036854775808, 9223372036854775807)
         x2 = o.lower_unbounded
         if x2 is False:
             x2 = None
@@ -2724,16 +2761,18 @@ def decode_tree(tree, max_depth=128):
         if d > max_depth:
             too_deep(d)
         n = len(a)
-        if n != 3:
-            a = a + _NONES[:3 - n] if n < 3 else a[:3]
-        x0, x1, x2 = a
+        if n != 4:
+            a = a + _NONES[:4 - n] if n < 4 else a[:4]
+        x0, x1, x2, x3 = a
         if x0 is not None and type(x0) is not str:
             _bad('name: expected str', type(x0).__name__)
         if x1 is not None:
             x1 = d_Graph(x1, d + 1)
         if x2 is not None:
             x2 = d_NodeMetadata(x2, d + 1)
-        return GraphArgument(x0, x1, x2)
+        if x3 is not None and type(x3) is not str:
+            _bad('node_name: expected str', type(x3).__name__)
+        return GraphArgument(x0, x1, x2, x3)
 
     def d_GraphSignature(a, d):
         if type(a) is not list:
@@ -3196,9 +3235,9 @@ def decode_tree(tree, max_depth=128):
         if d > max_depth:
             too_deep(d)
         n = len(a)
-        if n != 7:
-            a = a + _NONES[:7 - n] if n < 7 else a[:7]
-        x0, x1, x2, x3, x4, x5, x6 = a
+        if n != 8:
+            a = a + _NONES[:8 - n] if n < 8 else a[:8]
+        x0, x1, x2, x3, x4, x5, x6, x7 = a
         if x0 is not None and type(x0) is not str:
             _bad('name: expected str', type(x0).__name__)
         if x1 is not None and type(x1) is not str:
@@ -3229,7 +3268,14 @@ def decode_tree(tree, max_depth=128):
             _bad('unbound_outputs: expected an array', type(x6).__name__)
         else:
             _ints(x6, 0, 4294967295)
-        return Node(x0, x1, x2, x3, x4, x5, x6)
+        if x7 is None:
+            x7 = []
+        elif type(x7) is not list:
+            _bad('unpack_metadata: expected an array', type(x7).__name__)
+        else:
+            d1 = d + 1
+            x7 = [d_UnpackMetadata(e, d1) for e in x7]
+        return Node(x0, x1, x2, x3, x4, x5, x6, x7)
 
     def d_NodeMetadata(a, d):
         if type(a) is not list:
@@ -4368,6 +4414,23 @@ def decode_tree(tree, max_depth=128):
             d1 = d + 1
             x1 = [d_KeyPathEntry(e, d1) for e in x1]
         return UnbackedBinding(x0, x1)
+
+    def d_UnpackMetadata(a, d):
+        if type(a) is not list:
+            _bad('expected an array (UnpackMetadata)', type(a).__name__)
+        if d > max_depth:
+            too_deep(d)
+        n = len(a)
+        if n != 2:
+            a = a + _NONES[:2 - n] if n < 2 else a[:2]
+        x0, x1 = a
+        if x0 is None:
+            x0 = 0
+        elif type(x0) is not int or not 0 <= x0 <= 4294967295:
+            _bad('position: expected uint32', x0)
+        if x1 is not None:
+            x1 = d_NodeMetadata(x1, d + 1)
+        return UnpackMetadata(x0, x1)
 
     def d_UserInputMutationSpec(a, d):
         if type(a) is not list:

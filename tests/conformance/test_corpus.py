@@ -44,7 +44,7 @@ def test_fast_set_covers_the_issue_list():
     for required in ("mlp", "dynamic_batch", "derived_dim_mul", "derived_dim_add", "unbacked_item",
                      "symfloat_symbool", "cond", "cond_nested", "map", "while_loop", "no_grad_region",
                      "autocast_region", "mutations", "lifted_constants", "tied_weights", "custom_op",
-                     "custom_op_mutating", "dtypes_state", "views_as_state", "effect_tokens", "multi_program",
+                     "custom_op_mutating_decomposed", "dtypes_state", "views_as_state", "effect_tokens", "multi_program",
                      "gpt2_tiny"):
         assert required in fast, required
     assert all(not c.slow for c in corpus.all_cases().values() if c.fast)

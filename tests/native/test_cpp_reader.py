@@ -572,17 +572,28 @@ def test_tensor_and_storage_outside_their_bounds_rejected(cpp_asan, tmp_path):
     assert "segment index out of range" in line
 
 
-def test_shard_name_with_a_path_rejected(cpp_asan, tmp_path):
+@pytest.mark.parametrize("case,message", [
+    ("path_in_name", "shard file name must be a plain file name"),
+    ("missing", "SegmentError: file '{dir}/model.pt2f.shard1'"),
+    ("wrong_size", "shard file size differs from shard_files entry"),
+    ("other_version", "shard file format version differs from the main file's"),
+])
+def test_bad_shard_files_rejected(cpp_asan, tmp_path, case, message):
     from pt2format import _codecs
 
+    shard = U.spec_container(b"", [bytes(64) + U.sample_payloads()[0]], shard=True,
+                             format_version=(1, 1) if case == "other_version" else (1, 0))
+    if case != "missing":
+        (tmp_path / "model.pt2f.shard1").write_bytes(shard)
     pkg = U.sample_package()
     pkg.required_features = 1
-    pkg.shard_files = [m.ShardFile("../etc/passwd", 100)]
-    pkg.segments = [m.Segment(file=1, section=1)]
-    pkg.storages = [m.Storage(segment=0, offset=0, size=4)]
-    (tmp_path / "shard.pt2f").write_bytes(U.spec_container(_codecs.encode(pkg, "flatbuffers"), features=1))
-    line = assert_clean_failure(dump(cpp_asan, tmp_path / "shard.pt2f", env=SANITIZER_ENV))
-    assert "shard file name must be a plain file name" in line
+    name = "../model.pt2f.shard1" if case == "path_in_name" else "model.pt2f.shard1"
+    pkg.shard_files = [m.ShardFile(name, len(shard) + (1 if case == "wrong_size" else 0))]
+    pkg.segments = [m.Segment(file=1, section=0)]
+    pkg.storages = [m.Storage(segment=0, offset=64, size=12)]
+    (tmp_path / "model.pt2f").write_bytes(U.spec_container(_codecs.encode(pkg, "flatbuffers"), features=1))
+    line = assert_clean_failure(dump(cpp_asan, tmp_path / "model.pt2f", env=SANITIZER_ENV))
+    assert message.format(dir=tmp_path) in line, line
 
 
 def test_invalid_utf8_string_rejected(cpp_asan, tmp_path):

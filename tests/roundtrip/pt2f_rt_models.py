@@ -187,9 +187,10 @@ class Views(torch.nn.Module):
         self.p = torch.nn.Parameter(base.t())  # non-contiguous
         self.register_buffer("off", base[1:, 2:])  # offset, non-contiguous view of the same storage
         self.register_buffer("row", base[2])  # another view of it
+        self.const = base[:, ::2]  # a lifted tensor constant: strided view of the same storage
 
     def forward(self, x):
-        return x @ self.p + self.off.sum() + self.row.sum()
+        return x @ self.p + self.off.sum() + self.row.sum() + self.const.sum()
 
 
 def views():
@@ -198,8 +199,9 @@ def views():
 
 
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.uint8, torch.int16,
-          torch.int32, torch.int64, torch.bool, torch.complex64, torch.complex128, torch.uint16, torch.uint32,
-          torch.uint64, torch.float8_e4m3fn, torch.float8_e5m2]
+          torch.int32, torch.int64, torch.bool, torch.complex32, torch.complex64, torch.complex128, torch.uint16,
+          torch.uint32, torch.uint64, torch.float8_e4m3fn, torch.float8_e5m2, torch.float8_e4m3fnuz,
+          torch.float8_e5m2fnuz, torch.float8_e8m0fnu]
 
 
 class Dtypes(torch.nn.Module):
@@ -289,9 +291,53 @@ def nested_modules():
     return Case(ep, [((x,), {})])
 
 
+class SymIntInput(torch.nn.Module):
+    def forward(self, x, n: int):
+        return x.repeat(n, 1) * n, n + 1
+
+
+def symint_input():
+    x = torch.randn(2, 3)
+    ep = export(SymIntInput(), (x, 3), dynamic_shapes={"x": None, "n": Dim.DYNAMIC})
+    return Case(ep, [((x, 3), {}), ((x, 7), {})])
+
+
+class GradAutocast(torch.nn.Module):
+    """no_grad and autocast regions become wrap_with_set_grad_enabled / wrap_with_autocast subgraphs."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+
+    def forward(self, x):
+        with torch.no_grad():
+            y = self.lin(x) * 2
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            z = self.lin(x)
+        return y + 1, z
+
+
+def grad_autocast():
+    x = torch.randn(2, 3)
+    return Case(export(GradAutocast(), (x,)), [((x,), {})])
+
+
+class Effects(torch.nn.Module):
+    """A side-effecting op: effect tokens (with_effects) after decompositions."""
+
+    def forward(self, x):
+        torch.ops.aten._print("pt2f effects test")
+        return x + 1
+
+
+def effects():
+    x = torch.randn(2)
+    return Case(export(Effects(), (x,)), [((x,), {})])
+
+
 ALL = {f.__name__: f for f in [mlp, dynamic_derived, unbacked, nested_cond, while_loop, map_hop, scan_hop, buffers,
                               tied, kwargs_scalars, views, dtypes, namedtuple_out, dataclass_out, dict_io,
-                              none_input, nested_modules]}
+                              none_input, nested_modules, symint_input, grad_autocast, effects]}
 
 
 # -- custom operators ---------------------------------------------------------------------------------

@@ -232,6 +232,9 @@ struct NodeMetadataBuilder;
 struct Node;
 struct NodeBuilder;
 
+struct UnpackMetadata;
+struct UnpackMetadataBuilder;
+
 struct TensorValue;
 struct TensorValueBuilder;
 
@@ -480,6 +483,8 @@ inline const ::flatbuffers::TypeTable *NodeMetadataTypeTable();
 
 inline const ::flatbuffers::TypeTable *NodeTypeTable();
 
+inline const ::flatbuffers::TypeTable *UnpackMetadataTypeTable();
+
 inline const ::flatbuffers::TypeTable *TensorValueTypeTable();
 
 inline const ::flatbuffers::TypeTable *SymIntValueTypeTable();
@@ -599,9 +604,7 @@ enum class ScalarType : uint8_t {
   /// torch.bits8 (opaque byte)
   BITS8 = 23,
   /// torch.bits16 (opaque 16-bit word)
-  BITS16 = 24,
-  MIN = UNSPECIFIED,
-  MAX = BITS16
+  BITS16 = 24
 };
 
 inline const ScalarType (&EnumValuesScalarType())[25] {
@@ -690,9 +693,7 @@ enum class Layout : uint8_t {
   /// torch.sparse_bsc
   SPARSE_BSC = 6,
   /// torch._mkldnn
-  MKLDNN = 7,
-  MIN = UNSPECIFIED,
-  MAX = MKLDNN
+  MKLDNN = 7
 };
 
 inline const Layout (&EnumValuesLayout())[8] {
@@ -741,9 +742,7 @@ enum class MemoryFormat : uint8_t {
   /// torch.channels_last_3d
   CHANNELS_LAST_3D = 3,
   /// torch.preserve_format
-  PRESERVE_FORMAT = 4,
-  MIN = UNSPECIFIED,
-  MAX = PRESERVE_FORMAT
+  PRESERVE_FORMAT = 4
 };
 
 inline const MemoryFormat (&EnumValuesMemoryFormat())[5] {
@@ -782,9 +781,7 @@ enum class ArgumentKind : uint8_t {
   /// Passed by position.
   POSITIONAL = 1,
   /// Passed by keyword.
-  KEYWORD = 2,
-  MIN = UNSPECIFIED,
-  MAX = KEYWORD
+  KEYWORD = 2
 };
 
 inline const ArgumentKind (&EnumValuesArgumentKind())[3] {
@@ -821,9 +818,7 @@ enum class SymbolKind : uint8_t {
   /// A floating-point number.
   FLOAT = 2,
   /// A boolean.
-  BOOL = 3,
-  MIN = UNSPECIFIED,
-  MAX = BOOL
+  BOOL = 3
 };
 
 inline const SymbolKind (&EnumValuesSymbolKind())[4] {
@@ -872,9 +867,7 @@ enum class SymExprKind : uint8_t {
   /// Positive infinity (sympy `oo`, torch `int_oo`), an unbounded value.
   INFINITY = 7,
   /// Negative infinity.
-  NEGATIVE_INFINITY = 8,
-  MIN = UNSPECIFIED,
-  MAX = NEGATIVE_INFINITY
+  NEGATIVE_INFINITY = 8
 };
 
 inline const SymExprKind (&EnumValuesSymExprKind())[9] {
@@ -1003,9 +996,7 @@ enum class SymOp : uint8_t {
   /// condition holds is the result (sympy Piecewise).
   PIECEWISE = 41,
   /// a is a multiple of b, boolean (sympy-free divisibility test).
-  IS_MULTIPLE = 42,
-  MIN = UNSPECIFIED,
-  MAX = IS_MULTIPLE
+  IS_MULTIPLE = 42
 };
 
 inline const SymOp (&EnumValuesSymOp())[43] {
@@ -1141,9 +1132,7 @@ enum class TreeSpecKind : uint8_t {
   /// `keys` dict-like keys, and `context` the class's dumpable context.
   /// A loader that cannot import `type_name` falls back to a generic
   /// container and warns.
-  CUSTOM = 10,
-  MIN = UNSPECIFIED,
-  MAX = CUSTOM
+  CUSTOM = 10
 };
 
 inline const TreeSpecKind (&EnumValuesTreeSpecKind())[11] {
@@ -1198,9 +1187,7 @@ enum class StateKind : uint8_t {
   /// A non-persistent buffer (`ExportedProgram.constants`).
   NON_PERSISTENT_BUFFER = 3,
   /// A lifted tensor constant (`ExportedProgram.constants`).
-  TENSOR_CONSTANT = 4,
-  MIN = UNSPECIFIED,
-  MAX = TENSOR_CONSTANT
+  TENSOR_CONSTANT = 4
 };
 
 inline const StateKind (&EnumValuesStateKind())[5] {
@@ -1243,9 +1230,7 @@ enum class OperatorKind : uint8_t {
   /// A builtin Python callable from the allow-list (`_operator.getitem`,
   /// `math.sqrt`, `torch.sym_max`, ...). Loaders resolve it by table lookup,
   /// never by import.
-  BUILTIN = 3,
-  MIN = UNSPECIFIED,
-  MAX = BUILTIN
+  BUILTIN = 3
 };
 
 inline const OperatorKind (&EnumValuesOperatorKind())[4] {
@@ -1280,9 +1265,7 @@ enum class ChecksumKind : uint8_t {
   /// No checksum stored.
   NONE = 0,
   /// CRC-32 (ISO-HDLC, as zlib.crc32) of the payload bytes.
-  CRC32 = 1,
-  MIN = NONE,
-  MAX = CRC32
+  CRC32 = 1
 };
 
 inline const ChecksumKind (&EnumValuesChecksumKind())[2] {
@@ -1334,9 +1317,7 @@ enum class ValueKind : uint8_t {
   /// torch.dtype.
   ScalarTypeValue = 11,
   /// torch.device.
-  DeviceValue = 12,
-  MIN = NONE,
-  MAX = DeviceValue
+  DeviceValue = 12
 };
 
 inline const ValueKind (&EnumValuesValueKind())[13] {
@@ -1507,9 +1488,7 @@ enum class ArgumentValue : uint8_t {
   /// An operator.
   OperatorArgument = 31,
   /// dict[str, Argument].
-  StringToArgumentMapArgument = 32,
-  MIN = NONE,
-  MAX = StringToArgumentMapArgument
+  StringToArgumentMapArgument = 32
 };
 
 inline const ArgumentValue (&EnumValuesArgumentValue())[33] {
@@ -1750,9 +1729,7 @@ enum class InputSpecKind : uint8_t {
   /// Effect token.
   InputTokenSpec = 6,
   /// Constant user input.
-  InputToConstantInputSpec = 7,
-  MIN = NONE,
-  MAX = InputToConstantInputSpec
+  InputToConstantInputSpec = 7
 };
 
 inline const InputSpecKind (&EnumValuesInputSpecKind())[8] {
@@ -1845,9 +1822,7 @@ enum class OutputSpecKind : uint8_t {
   /// User input mutation.
   UserInputMutationSpec = 7,
   /// Effect token.
-  OutputTokenSpec = 8,
-  MIN = NONE,
-  MAX = OutputTokenSpec
+  OutputTokenSpec = 8
 };
 
 inline const OutputSpecKind (&EnumValuesOutputSpecKind())[9] {
@@ -5979,7 +5954,8 @@ struct GraphArgument FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   enum FlatBuffersVTableOffset FLATBUFFERS_VTABLE_UNDERLYING_TYPE {
     VT_NAME = 4,
     VT_GRAPH = 6,
-    VT_METADATA = 8
+    VT_METADATA = 8,
+    VT_NODE_NAME = 10
   };
   /// Attribute name of the submodule in the parent graph module.
   const ::flatbuffers::String *name() const {
@@ -5994,6 +5970,10 @@ struct GraphArgument FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   const pt2format::NodeMetadata *metadata() const {
     return GetPointer<const pt2format::NodeMetadata *>(VT_METADATA);
   }
+  /// Name of that get_attr node; absent when it equals `name`.
+  const ::flatbuffers::String *node_name() const {
+    return GetPointer<const ::flatbuffers::String *>(VT_NODE_NAME);
+  }
   template <bool B = false>
   bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
     return VerifyTableStart(verifier) &&
@@ -6003,6 +5983,8 @@ struct GraphArgument FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
            verifier.VerifyTable(graph()) &&
            VerifyOffset(verifier, VT_METADATA) &&
            verifier.VerifyTable(metadata()) &&
+           VerifyOffset(verifier, VT_NODE_NAME) &&
+           verifier.VerifyString(node_name()) &&
            verifier.EndTable();
   }
 };
@@ -6020,6 +6002,9 @@ struct GraphArgumentBuilder {
   void add_metadata(::flatbuffers::Offset<pt2format::NodeMetadata> metadata) {
     fbb_.AddOffset(GraphArgument::VT_METADATA, metadata);
   }
+  void add_node_name(::flatbuffers::Offset<::flatbuffers::String> node_name) {
+    fbb_.AddOffset(GraphArgument::VT_NODE_NAME, node_name);
+  }
   explicit GraphArgumentBuilder(::flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
     start_ = fbb_.StartTable();
@@ -6035,8 +6020,10 @@ inline ::flatbuffers::Offset<GraphArgument> CreateGraphArgument(
     ::flatbuffers::FlatBufferBuilder &_fbb,
     ::flatbuffers::Offset<::flatbuffers::String> name = 0,
     ::flatbuffers::Offset<pt2format::Graph> graph = 0,
-    ::flatbuffers::Offset<pt2format::NodeMetadata> metadata = 0) {
+    ::flatbuffers::Offset<pt2format::NodeMetadata> metadata = 0,
+    ::flatbuffers::Offset<::flatbuffers::String> node_name = 0) {
   GraphArgumentBuilder builder_(_fbb);
+  builder_.add_node_name(node_name);
   builder_.add_metadata(metadata);
   builder_.add_graph(graph);
   builder_.add_name(name);
@@ -6052,13 +6039,16 @@ inline ::flatbuffers::Offset<GraphArgument> CreateGraphArgumentDirect(
     ::flatbuffers::FlatBufferBuilder &_fbb,
     const char *name = nullptr,
     ::flatbuffers::Offset<pt2format::Graph> graph = 0,
-    ::flatbuffers::Offset<pt2format::NodeMetadata> metadata = 0) {
+    ::flatbuffers::Offset<pt2format::NodeMetadata> metadata = 0,
+    const char *node_name = nullptr) {
   auto name__ = name ? _fbb.CreateString(name) : 0;
+  auto node_name__ = node_name ? _fbb.CreateString(node_name) : 0;
   return pt2format::CreateGraphArgument(
       _fbb,
       name__,
       graph,
-      metadata);
+      metadata,
+      node_name__);
 }
 
 /// A custom (torchbind) object, by name.
@@ -7715,7 +7705,8 @@ struct Node FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
     VT_OUTPUTS = 10,
     VT_METADATA = 12,
     VT_IS_HOP_SINGLE_TENSOR_RETURN = 14,
-    VT_UNBOUND_OUTPUTS = 16
+    VT_UNBOUND_OUTPUTS = 16,
+    VT_UNPACK_METADATA = 18
   };
   /// Node name, unique in its graph.
   const ::flatbuffers::String *name() const {
@@ -7751,6 +7742,12 @@ struct Node FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   const ::flatbuffers::Vector<uint32_t> *unbound_outputs() const {
     return GetPointer<const ::flatbuffers::Vector<uint32_t> *>(VT_UNBOUND_OUTPUTS);
   }
+  /// Metadata of the `getitem` nodes that unpack this node's values, where it
+  /// differs from this node's own metadata (positions as in
+  /// `unbound_outputs`). Unlisted getitem nodes copy this node's metadata.
+  const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::UnpackMetadata>> *unpack_metadata() const {
+    return GetPointer<const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::UnpackMetadata>> *>(VT_UNPACK_METADATA);
+  }
   template <bool B = false>
   bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
     return VerifyTableStart(verifier) &&
@@ -7769,6 +7766,9 @@ struct Node FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
            VerifyField<uint8_t>(verifier, VT_IS_HOP_SINGLE_TENSOR_RETURN, 1) &&
            VerifyOffset(verifier, VT_UNBOUND_OUTPUTS) &&
            verifier.VerifyVector(unbound_outputs()) &&
+           VerifyOffset(verifier, VT_UNPACK_METADATA) &&
+           verifier.VerifyVector(unpack_metadata()) &&
+           verifier.VerifyVectorOfTables(unpack_metadata()) &&
            verifier.EndTable();
   }
 };
@@ -7798,6 +7798,9 @@ struct NodeBuilder {
   void add_unbound_outputs(::flatbuffers::Offset<::flatbuffers::Vector<uint32_t>> unbound_outputs) {
     fbb_.AddOffset(Node::VT_UNBOUND_OUTPUTS, unbound_outputs);
   }
+  void add_unpack_metadata(::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::UnpackMetadata>>> unpack_metadata) {
+    fbb_.AddOffset(Node::VT_UNPACK_METADATA, unpack_metadata);
+  }
   explicit NodeBuilder(::flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
     start_ = fbb_.StartTable();
@@ -7817,8 +7820,10 @@ inline ::flatbuffers::Offset<Node> CreateNode(
     ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::Argument>>> outputs = 0,
     ::flatbuffers::Offset<pt2format::NodeMetadata> metadata = 0,
     bool is_hop_single_tensor_return = false,
-    ::flatbuffers::Offset<::flatbuffers::Vector<uint32_t>> unbound_outputs = 0) {
+    ::flatbuffers::Offset<::flatbuffers::Vector<uint32_t>> unbound_outputs = 0,
+    ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::UnpackMetadata>>> unpack_metadata = 0) {
   NodeBuilder builder_(_fbb);
+  builder_.add_unpack_metadata(unpack_metadata);
   builder_.add_unbound_outputs(unbound_outputs);
   builder_.add_metadata(metadata);
   builder_.add_outputs(outputs);
@@ -7842,12 +7847,14 @@ inline ::flatbuffers::Offset<Node> CreateNodeDirect(
     const std::vector<::flatbuffers::Offset<pt2format::Argument>> *outputs = nullptr,
     ::flatbuffers::Offset<pt2format::NodeMetadata> metadata = 0,
     bool is_hop_single_tensor_return = false,
-    const std::vector<uint32_t> *unbound_outputs = nullptr) {
+    const std::vector<uint32_t> *unbound_outputs = nullptr,
+    const std::vector<::flatbuffers::Offset<pt2format::UnpackMetadata>> *unpack_metadata = nullptr) {
   auto name__ = name ? _fbb.CreateString(name) : 0;
   auto target__ = target ? _fbb.CreateString(target) : 0;
   auto inputs__ = inputs ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::NamedArgument>>(*inputs) : 0;
   auto outputs__ = outputs ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::Argument>>(*outputs) : 0;
   auto unbound_outputs__ = unbound_outputs ? _fbb.CreateVector<uint32_t>(*unbound_outputs) : 0;
+  auto unpack_metadata__ = unpack_metadata ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::UnpackMetadata>>(*unpack_metadata) : 0;
   return pt2format::CreateNode(
       _fbb,
       name__,
@@ -7856,8 +7863,74 @@ inline ::flatbuffers::Offset<Node> CreateNodeDirect(
       outputs__,
       metadata,
       is_hop_single_tensor_return,
-      unbound_outputs__);
+      unbound_outputs__,
+      unpack_metadata__);
 }
+
+/// Metadata of one FX `getitem` node unpacking a value of a multi-output node.
+struct UnpackMetadata FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
+  typedef UnpackMetadataBuilder Builder;
+  struct Traits;
+  static const ::flatbuffers::TypeTable *MiniReflectTypeTable() {
+    return UnpackMetadataTypeTable();
+  }
+  enum FlatBuffersVTableOffset FLATBUFFERS_VTABLE_UNDERLYING_TYPE {
+    VT_POSITION = 4,
+    VT_METADATA = 6
+  };
+  /// Position of the value, indexed as in `Node.unbound_outputs`.
+  uint32_t position() const {
+    return GetField<uint32_t>(VT_POSITION, 0);
+  }
+  /// The getitem node's metadata.
+  const pt2format::NodeMetadata *metadata() const {
+    return GetPointer<const pt2format::NodeMetadata *>(VT_METADATA);
+  }
+  template <bool B = false>
+  bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
+    return VerifyTableStart(verifier) &&
+           VerifyField<uint32_t>(verifier, VT_POSITION, 4) &&
+           VerifyOffset(verifier, VT_METADATA) &&
+           verifier.VerifyTable(metadata()) &&
+           verifier.EndTable();
+  }
+};
+
+struct UnpackMetadataBuilder {
+  typedef UnpackMetadata Table;
+  ::flatbuffers::FlatBufferBuilder &fbb_;
+  ::flatbuffers::uoffset_t start_;
+  void add_position(uint32_t position) {
+    fbb_.AddElement<uint32_t>(UnpackMetadata::VT_POSITION, position, 0);
+  }
+  void add_metadata(::flatbuffers::Offset<pt2format::NodeMetadata> metadata) {
+    fbb_.AddOffset(UnpackMetadata::VT_METADATA, metadata);
+  }
+  explicit UnpackMetadataBuilder(::flatbuffers::FlatBufferBuilder &_fbb)
+        : fbb_(_fbb) {
+    start_ = fbb_.StartTable();
+  }
+  ::flatbuffers::Offset<UnpackMetadata> Finish() {
+    const auto end = fbb_.EndTable(start_);
+    auto o = ::flatbuffers::Offset<UnpackMetadata>(end);
+    return o;
+  }
+};
+
+inline ::flatbuffers::Offset<UnpackMetadata> CreateUnpackMetadata(
+    ::flatbuffers::FlatBufferBuilder &_fbb,
+    uint32_t position = 0,
+    ::flatbuffers::Offset<pt2format::NodeMetadata> metadata = 0) {
+  UnpackMetadataBuilder builder_(_fbb);
+  builder_.add_metadata(metadata);
+  builder_.add_position(position);
+  return builder_.Finish();
+}
+
+struct UnpackMetadata::Traits {
+  using type = UnpackMetadata;
+  static auto constexpr Create = CreateUnpackMetadata;
+};
 
 /// A named tensor value and its metadata.
 struct TensorValue FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
@@ -13079,7 +13152,8 @@ inline const ::flatbuffers::TypeTable *GraphArgumentTypeTable() {
   static const ::flatbuffers::TypeCode type_codes[] = {
     { ::flatbuffers::ET_STRING, 0, -1 },
     { ::flatbuffers::ET_SEQUENCE, 0, 0 },
-    { ::flatbuffers::ET_SEQUENCE, 0, 1 }
+    { ::flatbuffers::ET_SEQUENCE, 0, 1 },
+    { ::flatbuffers::ET_STRING, 0, -1 }
   };
   static const ::flatbuffers::TypeFunction type_refs[] = {
     pt2format::GraphTypeTable,
@@ -13088,10 +13162,11 @@ inline const ::flatbuffers::TypeTable *GraphArgumentTypeTable() {
   static const char * const names[] = {
     "name",
     "graph",
-    "metadata"
+    "metadata",
+    "node_name"
   };
   static const ::flatbuffers::TypeTable tt = {
-    ::flatbuffers::ST_TABLE, 3, type_codes, type_refs, nullptr, nullptr, names
+    ::flatbuffers::ST_TABLE, 4, type_codes, type_refs, nullptr, nullptr, names
   };
   return &tt;
 }
@@ -13353,12 +13428,14 @@ inline const ::flatbuffers::TypeTable *NodeTypeTable() {
     { ::flatbuffers::ET_SEQUENCE, 1, 1 },
     { ::flatbuffers::ET_SEQUENCE, 0, 2 },
     { ::flatbuffers::ET_BOOL, 0, -1 },
-    { ::flatbuffers::ET_UINT, 1, -1 }
+    { ::flatbuffers::ET_UINT, 1, -1 },
+    { ::flatbuffers::ET_SEQUENCE, 1, 3 }
   };
   static const ::flatbuffers::TypeFunction type_refs[] = {
     pt2format::NamedArgumentTypeTable,
     pt2format::ArgumentTypeTable,
-    pt2format::NodeMetadataTypeTable
+    pt2format::NodeMetadataTypeTable,
+    pt2format::UnpackMetadataTypeTable
   };
   static const char * const names[] = {
     "name",
@@ -13367,10 +13444,29 @@ inline const ::flatbuffers::TypeTable *NodeTypeTable() {
     "outputs",
     "metadata",
     "is_hop_single_tensor_return",
-    "unbound_outputs"
+    "unbound_outputs",
+    "unpack_metadata"
   };
   static const ::flatbuffers::TypeTable tt = {
-    ::flatbuffers::ST_TABLE, 7, type_codes, type_refs, nullptr, nullptr, names
+    ::flatbuffers::ST_TABLE, 8, type_codes, type_refs, nullptr, nullptr, names
+  };
+  return &tt;
+}
+
+inline const ::flatbuffers::TypeTable *UnpackMetadataTypeTable() {
+  static const ::flatbuffers::TypeCode type_codes[] = {
+    { ::flatbuffers::ET_UINT, 0, -1 },
+    { ::flatbuffers::ET_SEQUENCE, 0, 0 }
+  };
+  static const ::flatbuffers::TypeFunction type_refs[] = {
+    pt2format::NodeMetadataTypeTable
+  };
+  static const char * const names[] = {
+    "position",
+    "metadata"
+  };
+  static const ::flatbuffers::TypeTable tt = {
+    ::flatbuffers::ST_TABLE, 2, type_codes, type_refs, nullptr, nullptr, names
   };
   return &tt;
 }

@@ -246,11 +246,20 @@ const MappedFile &File::shard(uint32_t file_index, Header *header_out, const std
       throw err(ErrorKind::Segment, "shard files cannot be resolved for an in-memory file", file_->name(),
                 "program", sf_path);
     Shard s;
-    s.file = MappedFile::map(dirname_of(file_->name()) + name);
+    const std::string shard_path = dirname_of(file_->name()) + name;
+    try {
+      s.file = MappedFile::map(shard_path);
+    } catch (const Error &e) {
+      throw err(ErrorKind::Segment, "shard file is missing or unreadable: " + e.detail(), shard_path, "", sf_path);
+    }
     if (s.file->size() != sf->size())
-      throw err(ErrorKind::Segment, "shard file size differs from ShardFile.size", s.file->name(), "", sf_path,
-                num(sf->size()), num(s.file->size()));
+      throw err(ErrorKind::Header, "shard file size differs from shard_files entry", s.file->name(), "",
+                sf_path + ".size", num(sf->size()), num(s.file->size()));
     s.header = parse_container(s.file->data(), s.file->size(), FileRole::Shard, s.file->name());
+    if (s.header.format_major != header_.format_major || s.header.format_minor != header_.format_minor)
+      throw err(ErrorKind::Header, "shard file format version differs from the main file's", s.file->name(), "",
+                sf_path, num(header_.format_major) + "." + num(header_.format_minor),
+                num(s.header.format_major) + "." + num(s.header.format_minor));
     it = shards_.emplace(file_index, std::move(s)).first;
   }
   *header_out = it->second.header;

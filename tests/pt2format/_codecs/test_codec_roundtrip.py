@@ -218,3 +218,16 @@ def test_fast_and_reflection_codecs_agree_random(pkg):
     tree = mp._gen.encode_tree(pkg)
     assert tree == mp._enc_table(pkg, mp.S.info_of(pkg, ""), "")
     assert mp._gen.decode_tree(tree) == mp._dec_table(tree, mp.S.INFO["Package"], "", 1, 128) == pkg
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_intenum_members_accepted_for_enum_fields(encoding):
+    """Producers may pass IntEnum members (model.StateKind.PARAMETER) where the model holds ints."""
+    pkg = M.Package(format_version=M.FormatVersion(1, 0), programs=[M.Program(
+        state=[M.StateEntry("w", M.StateKind.PARAMETER, 0)],
+        graph=M.Graph(tensor_values=[M.TensorValue("t", M.TensorMeta(dtype=M.ScalarType.BFLOAT16))]))])
+    back = C.decode(C.encode(pkg, encoding), encoding)
+    assert type(back.programs[0].state[0].kind) is int
+    assert back.programs[0].state[0].kind == int(M.StateKind.PARAMETER)
+    assert back.programs[0].graph.tensor_values[0].meta.dtype == int(M.ScalarType.BFLOAT16)
+    assert C.encode(back, encoding) == C.encode(pkg, encoding)

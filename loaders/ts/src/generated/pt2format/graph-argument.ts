@@ -57,8 +57,18 @@ metadata(obj?:NodeMetadata):NodeMetadata|null {
   return offset ? (obj || new NodeMetadata()).__init(this.bb!.__indirect(this.bb_pos + offset), this.bb!) : null;
 }
 
+/**
+ * Name of that get_attr node; absent when it equals `name`.
+ */
+nodeName():string|null
+nodeName(optionalEncoding:flatbuffers.Encoding):string|Uint8Array|null
+nodeName(optionalEncoding?:any):string|Uint8Array|null {
+  const offset = this.bb!.__offset(this.bb_pos, 10);
+  return offset ? this.bb!.__string(this.bb_pos + offset, optionalEncoding) : null;
+}
+
 static startGraphArgument(builder:flatbuffers.Builder) {
-  builder.startObject(3);
+  builder.startObject(4);
 }
 
 static addName(builder:flatbuffers.Builder, nameOffset:flatbuffers.Offset) {
@@ -71,6 +81,10 @@ static addGraph(builder:flatbuffers.Builder, graphOffset:flatbuffers.Offset) {
 
 static addMetadata(builder:flatbuffers.Builder, metadataOffset:flatbuffers.Offset) {
   builder.addFieldOffset(2, metadataOffset, 0);
+}
+
+static addNodeName(builder:flatbuffers.Builder, nodeNameOffset:flatbuffers.Offset) {
+  builder.addFieldOffset(3, nodeNameOffset, 0);
 }
 
 static endGraphArgument(builder:flatbuffers.Builder):flatbuffers.Offset {

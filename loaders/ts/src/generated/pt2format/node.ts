@@ -8,6 +8,7 @@ import * as flatbuffers from 'flatbuffers';
 import { Argument } from '../pt2format/argument.js';
 import { NamedArgument } from '../pt2format/named-argument.js';
 import { NodeMetadata } from '../pt2format/node-metadata.js';
+import { UnpackMetadata } from '../pt2format/unpack-metadata.js';
 
 
 /**
@@ -117,8 +118,23 @@ unboundOutputsArray():Uint32Array|null {
   return offset ? new Uint32Array(this.bb!.bytes().buffer, this.bb!.bytes().byteOffset + this.bb!.__vector(this.bb_pos + offset), this.bb!.__vector_len(this.bb_pos + offset)) : null;
 }
 
+/**
+ * Metadata of the `getitem` nodes that unpack this node's values, where it
+ * differs from this node's own metadata (positions as in
+ * `unbound_outputs`). Unlisted getitem nodes copy this node's metadata.
+ */
+unpackMetadata(index: number, obj?:UnpackMetadata):UnpackMetadata|null {
+  const offset = this.bb!.__offset(this.bb_pos, 18);
+  return offset ? (obj || new UnpackMetadata()).__init(this.bb!.__indirect(this.bb!.__vector(this.bb_pos + offset) + index * 4), this.bb!) : null;
+}
+
+unpackMetadataLength():number {
+  const offset = this.bb!.__offset(this.bb_pos, 18);
+  return offset ? this.bb!.__vector_len(this.bb_pos + offset) : 0;
+}
+
 static startNode(builder:flatbuffers.Builder) {
-  builder.startObject(7);
+  builder.startObject(8);
 }
 
 static addName(builder:flatbuffers.Builder, nameOffset:flatbuffers.Offset) {
@@ -187,6 +203,22 @@ static createUnboundOutputsVector(builder:flatbuffers.Builder, data:number[]|Uin
 }
 
 static startUnboundOutputsVector(builder:flatbuffers.Builder, numElems:number) {
+  builder.startVector(4, numElems, 4);
+}
+
+static addUnpackMetadata(builder:flatbuffers.Builder, unpackMetadataOffset:flatbuffers.Offset) {
+  builder.addFieldOffset(7, unpackMetadataOffset, 0);
+}
+
+static createUnpackMetadataVector(builder:flatbuffers.Builder, data:flatbuffers.Offset[]):flatbuffers.Offset {
+  builder.startVector(4, data.length, 4);
+  for (let i = data.length - 1; i >= 0; i--) {
+    builder.addOffset(data[i]!);
+  }
+  return builder.endVector();
+}
+
+static startUnpackMetadataVector(builder:flatbuffers.Builder, numElems:number) {
   builder.startVector(4, numElems, 4);
 }
 
