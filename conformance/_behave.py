@@ -26,32 +26,39 @@ def _state_tensors(ep):
             yield name, t
 
 
-def snapshot(ep) -> dict:
-    """Copies of every state tensor. The training IR mutates buffers with in-place ops
-    (no BUFFER_MUTATION outputs), so any of them may change during a run."""
-    return {name: t.detach().clone() for name, t in _state_tensors(ep)}
-
-
 _INT_VIEW = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64, 16: torch.int64}
 
 
 def _bits(t: torch.Tensor) -> torch.Tensor:
+    """The tensor's element bits as a flat integer tensor (a view when `t` is contiguous)."""
     flat = t.detach().reshape(-1)
     if flat.numel() and flat.stride(0) != 1:
         flat = torch.empty(flat.shape, dtype=flat.dtype).copy_(flat)
     return flat.view(_INT_VIEW[t.dtype.itemsize])
 
 
+def snapshot(ep) -> dict:
+    """Copies of every state tensor's bits. The training IR mutates buffers with in-place
+    ops (no BUFFER_MUTATION outputs), so any of them may change during a run. Bits, not
+    values: sub-byte dtypes (int4, bits1x8 ...) have no copy kernel."""
+    return {name: _bits(t).clone() for name, t in _state_tensors(ep) if t.numel()}
+
+
 def restore(ep, snap: dict) -> None:
-    """Put the snapshot values back into the program's own state tensors. Only tensors
+    """Put the snapshot bits back into the program's own state tensors. Only tensors
     whose bits changed are written: unchanged ones may live in read-only mapped memory."""
     with torch.no_grad():
         for name, t in _state_tensors(ep):
             value = snap.get(name)
             if value is None or t.numel() == 0:
                 continue
-            if not torch.equal(_bits(t), _bits(value)):
-                t.copy_(value)
+            current = _bits(t)
+            if torch.equal(current, value):
+                continue
+            if t.is_contiguous():
+                t.detach().reshape(-1).view(value.dtype).copy_(value)
+            else:
+                t.copy_(value.view(t.dtype).reshape(t.shape))
 
 
 def call(fn, args, kwargs):

@@ -63,10 +63,10 @@ from pt2format._generated.model import (
 )
 from pt2format.errors import ExportError
 
+from ._enums import ints as _ints
 from ._enums import DTYPE_TO_SCALAR_TYPE, LAYOUT_TO_SCHEMA, MEMORY_FORMAT_TO_SCHEMA, device_to_schema
 from ._operators import is_core, operator_schema, target_name
 
-from ._enums import ints as _ints
 ArgumentKind = _ints(ArgumentKind)
 
 _SYM_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)

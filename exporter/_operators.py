@@ -15,10 +15,10 @@ import torch
 from pt2format._generated.model import OperatorKind, OperatorParameter, OperatorSchema
 from pt2format.errors import ExportError
 
+from ._enums import ints as _ints
 from ._metadata import callable_name
 from ._values import to_value
 
-from ._enums import ints as _ints
 OperatorKind = _ints(OperatorKind)
 
 

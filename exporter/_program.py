@@ -27,6 +27,7 @@ from pt2format._generated.model import (
 )
 from pt2format.errors import ExportError, Pt2FormatError
 
+from ._enums import ints as _ints
 from ._graph import GraphExporter, _class_fqn, _is_custom_obj_val
 from ._metadata import MetadataExporter
 from ._signature import module_call_graph, signature
@@ -35,7 +36,6 @@ from ._tensors import TensorTable
 from ._treespec import TreeSpecExporter
 from ._values import to_value
 
-from ._enums import ints as _ints
 StateKind = _ints(StateKind)
 
 PRODUCER_NAME = "pt2format"

@@ -14,9 +14,9 @@ import torch.utils._pytree as pytree
 from pt2format._generated.model import TreeSpec, TreeSpecKind
 from pt2format.errors import ExportError
 
+from ._enums import ints as _ints
 from ._values import to_value
 
-from ._enums import ints as _ints
 TreeSpecKind = _ints(TreeSpecKind)
 
 

@@ -15,6 +15,7 @@ import torch
 import torch.fx
 from torch._subclasses.fake_tensor import FakeTensor
 from torch.export import exported_program as ep_mod
+from torch.fx._lazy_graph_module import _LazyGraphModule
 
 from pt2format._generated.model import (
     ArgumentKind,
@@ -400,7 +401,7 @@ class GraphBuilder:
             return existing
         if name not in sc.subgraphs:  # one attribute may be fetched by several get_attr nodes
             fx_graph, owner = self.build(v.graph, f"{path}.graph")
-            sc.subgraphs[name] = gm = torch.fx.GraphModule(owner, fx_graph)
+            sc.subgraphs[name] = gm = _LazyGraphModule(owner, fx_graph)  # code is generated on first use
             sc.owner.register_module(name, gm)
         node = self._create("get_attr", name, (), {}, node_name, path)
         node.meta.update(self.metadata.load(v.metadata, f"{path}.metadata"))

@@ -12,12 +12,13 @@ from __future__ import annotations
 import contextlib
 import gc
 import threading
-import warnings
 
 import torch
 from torch._export.verifier import load_verifier
 from torch._subclasses.fake_tensor import FakeTensorMode
-from torch.export.exported_program import ExportedProgram
+from torch._export.verifier import Verifier
+from torch.export.exported_program import ExportedProgram, _common_getitem_elimination_pass
+from torch.fx._lazy_graph_module import _LazyGraphModule
 
 import pt2format
 from pt2format._generated.model import (
@@ -64,6 +65,30 @@ def _no_gc():
 
 
 _no_gc.was_enabled = True
+
+
+def _exported_program(root, graph, sig, state_dict, ranges, mcg, example_inputs, constants, verifiers):
+    """ExportedProgram.__init__, step for step, except that the graph module compiles its code lazily.
+
+    torch's constructor generates and compiles the forward source at once;
+    half of a GPT-2 load is that. A _LazyGraphModule does it on first use
+    (a call, `.code`, printing), exactly as torch.compile's graph modules do.
+    tests/roundtrip/test_roundtrip_features.py checks the attributes against
+    a program torch constructed.
+    """
+    graph._codegen = torch.fx.graph.CodeGen()
+    ep = ExportedProgram.__new__(ExportedProgram)
+    ep._graph_module = _LazyGraphModule(root, graph)
+    _common_getitem_elimination_pass(ep._graph_module, sig, mcg)
+    ep._graph_signature = sig
+    ep._state_dict = state_dict
+    ep._range_constraints = ranges
+    ep._module_call_graph = mcg
+    ep._example_inputs = example_inputs
+    ep._constants = constants
+    ep._verifiers = verifiers or [Verifier]
+    ep.validate()
+    return ep
 
 
 def find_program(package, name):
@@ -145,19 +170,7 @@ class _Builder:
             if not (isinstance(ex, tuple) and len(ex) == 2 and isinstance(ex[0], tuple) and isinstance(ex[1], dict)):
                 raise LoadError("example inputs must be (args tuple, kwargs dict)", path="example_inputs")
             example_inputs = ex
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*not writable.*")
-            ep = ExportedProgram(
-                root=owner,
-                graph=graph,
-                graph_signature=sig,
-                state_dict=state_dict,
-                range_constraints=ranges,
-                module_call_graph=mcg,
-                example_inputs=example_inputs,
-                constants=constants,
-                verifiers=verifiers or None,
-            )
+        ep = _exported_program(owner, graph, sig, state_dict, ranges, mcg, example_inputs, constants, verifiers)
         # The file's guard strings are text for people: torch compiles ep._guards_code in .module(),
         # so they are kept aside (and written back on re-save), never handed to torch.
         ep._pt2format_saved_guards_code = list(prog.guards_code)

@@ -20,14 +20,14 @@ from ._values import device_from_schema, dtype_from_schema
 
 
 def _map_device(map_location, device: torch.device) -> torch.device:
-    if map_location is None:
-        return device
+    if map_location is None or callable(map_location):
+        return device  # a callable is applied to each storage (see StateLoader._storage)
     if isinstance(map_location, (str, torch.device)):
         return torch.device(map_location)
     if isinstance(map_location, dict):
         target = map_location.get(str(device), map_location.get(device.type))
         return device if target is None else torch.device(target)
-    raise TypeError("map_location must be None, a str, a torch.device or a dict of device strings")
+    raise TypeError("map_location must be None, a str, a torch.device, a dict of device strings or a callable")
 
 
 class StateLoader:
@@ -69,6 +69,14 @@ class StateLoader:
             if device.type != "cpu":
                 u8 = u8.to(device)
             st = u8.untyped_storage()
+            if callable(self.map_location):
+                # torch.load's protocol: f(storage, location) returns the storage to use (None: keep it).
+                mapped = self.map_location(st, str(device))
+                if mapped is not None:
+                    if not isinstance(mapped, torch.UntypedStorage) or mapped.nbytes() != st.nbytes():
+                        raise LoadError("map_location callable must return an UntypedStorage of the same size",
+                                        path=path, got=type(mapped).__name__)
+                    st = mapped
         self._storages[key] = st
         return st
 

@@ -2,9 +2,10 @@
 
 Runs on every read, so it is one linear pass with no per-field reflection:
 required fields present, every index in range, sym-expression pool acyclic,
-names resolvable in their graph's scope, tensors inside their storages and
-storages inside their segments. Errors carry a field path such as
-`programs[0].graph.nodes[12].inputs[0]`, built only when something fails.
+names resolvable in their graph's scope, string metadata sorted by key,
+tensors inside their storages and storages inside their segments. Errors
+carry a field path such as `programs[0].graph.nodes[12].inputs[0]`, built
+only when something fails.
 """
 
 from __future__ import annotations
@@ -96,6 +97,7 @@ def validate_package(package, *, data_section_lengths=None, reader_major: int = 
 
 
 def _check_sorted_entries(entries, path: str) -> None:
+    """StringEntry vectors: keys present, strictly increasing by code point (= UTF-8 byte order, flatc's key order)."""
     prev = None
     for i, entry in enumerate(entries):
         if entry.key is None:
@@ -419,6 +421,9 @@ class _Graph:
                     self.check_argument(arg.value)
                 except Pt2FormatError as e:
                     raise _wrap(e, f"{group}[{i}].value")
+        for i, meta in enumerate(g.input_metadata):
+            self.check_metadata(meta, f"input_metadata[{i}]")
+        self.check_metadata(g.output_metadata, "output_metadata")
         node_names = set()
         for i, node in enumerate(g.nodes):
             try:
@@ -445,19 +450,25 @@ class _Graph:
                 self.check_argument(arg.value)
             except Pt2FormatError as e:
                 raise _wrap(e, f"outputs[{j}].value")
-        meta = node.metadata
-        if meta is not None:
-            n_symbols = self.prog.n_symbols
-            for j, b in enumerate(meta.unbacked_bindings):
-                if b.symbol >= n_symbols:
-                    raise _fail("symbol index out of range", f"metadata.unbacked_bindings[{j}].symbol",
-                                expected=f"< {n_symbols}", got=b.symbol)
-            if meta.custom is not None:
-                try:
-                    self.prog.values.check_map(meta.custom, 1)
-                except Pt2FormatError as e:
-                    raise _wrap(e, "metadata.custom")
-            _check_sorted_entries(meta.extra, "metadata.extra")
+        self.check_metadata(node.metadata, "metadata")
+        for j, unpack in enumerate(node.unpack_metadata):
+            self.check_metadata(unpack.metadata, f"unpack_metadata[{j}].metadata")
+
+    def check_metadata(self, meta, path: str) -> None:
+        """One NodeMetadata (of a node, getitem, placeholder, output or get_attr): indices, values, sorted extra."""
+        if meta is None:
+            return
+        n_symbols = self.prog.n_symbols
+        for j, b in enumerate(meta.unbacked_bindings):
+            if b.symbol >= n_symbols:
+                raise _fail("symbol index out of range", f"{path}.unbacked_bindings[{j}].symbol",
+                            expected=f"< {n_symbols}", got=b.symbol)
+        if meta.custom is not None:
+            try:
+                self.prog.values.check_map(meta.custom, 1)
+            except Pt2FormatError as e:
+                raise _wrap(e, f"{path}.custom")
+        _check_sorted_entries(meta.extra, f"{path}.extra")
 
     def check_argument(self, v) -> None:
         """Check one ArgumentValue member: set, and every name it uses declared in this graph."""
@@ -495,6 +506,7 @@ class _Graph:
         elif cls is m.GraphArgument:
             if v.graph is None:
                 raise _fail("required field is missing", "graph")
+            self.check_metadata(v.metadata, "metadata")
             try:
                 _Graph(self.prog, v.graph, self.depth + 1).check()
             except Pt2FormatError as e:

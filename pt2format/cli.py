@@ -1,7 +1,7 @@
-"""The `pt2format` command line: inspect, validate, dump and convert `.pt2f` files without torch.
+"""The `pt2format` command line: inspect, validate, dump, convert and conformance, without torch.
 
 Exit status: 0 on success, 1 when the file is bad (the error message goes to
-stderr), 2 for usage errors.
+stderr) or a conformance check fails, 2 for usage errors.
 """
 
 from __future__ import annotations
@@ -104,7 +104,27 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--encoding", required=True, choices=_ENCODINGS)
     s.add_argument("-o", "--output", required=True)
     s.add_argument("--no-fsync", action="store_true", help="skip fsync (the write is still atomic)")
+    s = sub.add_parser("conformance", help="compare every reader's dump of every golden file with its expected.json",
+                       description="Dump each golden file (GOLDEN_DIR/<format-version>/<case>/*.pt2f) with the "
+                       "Python reader and each --reader, and compare with the case's expected.json byte for byte. "
+                       "A reader exiting with status 3 does not read that file's encoding: 'unsupported'. "
+                       "Exit status 1 on any MISMATCH or ERROR.")
+    s.add_argument("golden_dir", nargs="?", metavar="GOLDEN_DIR",
+                   help="default: conformance/golden in the working directory, else in the pt2format checkout")
+    s.add_argument("--reader", action="append", default=[], type=_reader_arg, metavar="NAME=COMMAND",
+                   help="another reader; `COMMAND FILE` prints the canonical dump, e.g. cpp=build/cpp/pt2f-dump "
+                   "or ts='node loaders/ts/dist/cli.js dump' (repeatable)")
+    s.add_argument("--timeout", type=float, default=120.0, help="seconds per reader and file (default 120)")
     return p
+
+
+def _reader_arg(spec: str):
+    from pt2format._conformance import parse_reader
+
+    try:
+        return parse_reader(spec)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def main(argv=None) -> int:
@@ -126,6 +146,16 @@ def main(argv=None) -> int:
             from pt2format._api import convert
 
             convert(args.file, args.output, args.encoding, fsync=not args.no_fsync)
+        elif args.command == "conformance":
+            from pt2format._conformance import UsageError, run
+
+            try:
+                status, report = run(args.golden_dir, args.reader, timeout=args.timeout)
+            except UsageError as e:
+                print(f"pt2format conformance: {e}", file=sys.stderr)
+                return 2
+            sys.stdout.write(report)
+            return status
     except Pt2FormatError as e:
         print(f"pt2format {args.command}: {type(e).__name__}: {e}", file=sys.stderr)
         return 1

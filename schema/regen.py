@@ -30,6 +30,7 @@ OUT_PY_MODEL = ROOT / "pt2format" / "_generated" / "model.py"
 OUT_PY_FBREAD = ROOT / "pt2format" / "_generated" / "fb_reader.py"
 OUT_PY_FBWRITE = ROOT / "pt2format" / "_generated" / "fb_writer.py"
 OUT_PY_MSGPACK = ROOT / "pt2format" / "_generated" / "msgpack_codec.py"
+OUT_PY_JSON = ROOT / "pt2format" / "_generated" / "json_codec.py"
 OUT_JSONSCHEMA = ROOT / "schema" / "pt2format.schema.json"
 # A copy inside the package, so an installed (non-editable) pt2format can validate JSON.
 OUT_JSONSCHEMA_PKG = ROOT / "pt2format" / "_generated" / "pt2format.schema.json"
@@ -43,6 +44,10 @@ SCALAR_NAMES = {
     UTYPE: "utype", BOOL: "bool", BYTE: "int8", UBYTE: "uint8", SHORT: "int16", USHORT: "uint16",
     INT: "int32", UINT: "uint32", LONG: "int64", ULONG: "uint64", FLOAT: "float32", DOUBLE: "float64",
 }
+# Value ranges of the integer base types an enum can have.
+INT_RANGES = {BYTE: (-(1 << 7), (1 << 7) - 1), UBYTE: (0, (1 << 8) - 1), SHORT: (-(1 << 15), (1 << 15) - 1),
+              USHORT: (0, (1 << 16) - 1), INT: (-(1 << 31), (1 << 31) - 1), UINT: (0, (1 << 32) - 1),
+              LONG: (-(1 << 63), (1 << 63) - 1), ULONG: (0, (1 << 64) - 1)}
 SCALAR_SIZES = {UTYPE: 1, BOOL: 1, BYTE: 1, UBYTE: 1, SHORT: 2, USHORT: 2, INT: 4, UINT: 4, LONG: 8, ULONG: 8, FLOAT: 4, DOUBLE: 8}
 STRUCT_FMT = {BOOL: "?", BYTE: "b", UBYTE: "B", SHORT: "h", USHORT: "H", INT: "i", UINT: "I", LONG: "q", ULONG: "Q", FLOAT: "f", DOUBLE: "d", UTYPE: "B"}
 
@@ -393,10 +398,35 @@ def _allow_non_finite(node):
     return node
 
 
-def gen_jsonschema(tmp: Path, version: str) -> str:
+def _allow_unknown_enum_values(doc: dict, s: FSchema) -> dict:
+    """An enum may also be an integer of its underlying type: flatc writes a value unknown to
+    its schema (one added by a newer minor version) as a JSON integer, and parses it back.
+
+    flatc's schema lists only the names. Every enum-typed property and vector element refers
+    to its enum's definition, so rewriting the definitions covers them all. Union type enums
+    are left as names: a member unknown to this schema cannot be written either.
+    """
+    defs = doc["definitions"]
+    for e in s.enums:
+        key = e.name.replace(".", "_")
+        if e.is_union or key not in defs:
+            continue
+        lo, hi = INT_RANGES[e.underlying.base]
+        names = defs[key]
+        new = {"anyOf": [{"type": names["type"], "enum": names["enum"]},
+                         {"type": "integer", "minimum": lo, "maximum": hi}]}
+        if "description" in names:
+            new["description"] = names["description"]
+        defs[key] = new
+    return doc
+
+
+def gen_jsonschema(s: FSchema, tmp: Path, version: str) -> str:
+    """flatc's JSON Schema, post-processed by _allow_non_finite and _allow_unknown_enum_values."""
     run_flatc(["--jsonschema", "-o", str(tmp), str(FBS)], tmp)
     doc = json.loads((tmp / "pt2format.schema.json").read_text())
     doc = _allow_non_finite(doc)
+    doc = _allow_unknown_enum_values(doc, s)
     doc = {"$comment": header_line("", version).strip(), **doc}
     return json.dumps(doc, indent=2, sort_keys=False) + "\n"
 
@@ -472,6 +502,14 @@ def gen_python_msgpack_codec(s: FSchema, version: str) -> str:
     return header_line("#", version) + generate(s, _Model(s))
 
 
+def gen_python_json_codec(s: FSchema, version: str) -> str:
+    """Delegates to the JSON codec generator."""
+    sys.path.insert(0, str(ROOT / "schema"))
+    from gen_json_codec import generate  # noqa: E402 - sibling generator module
+
+    return header_line("#", version) + generate(s, _Model(s))
+
+
 # ---------------------------------------------------------------------------
 
 def generate_all() -> dict[Path, str]:
@@ -481,7 +519,7 @@ def generate_all() -> dict[Path, str]:
         s = build_bfbs(tmp)
         files = {
             OUT_PY_MODEL: gen_python_model(s, version),
-            OUT_JSONSCHEMA: gen_jsonschema(tmp, version),
+            OUT_JSONSCHEMA: gen_jsonschema(s, tmp, version),
             OUT_CPP: gen_cpp(tmp, version),
             OUT_FIELDS: gen_fields_md(s, version),
         }
@@ -492,6 +530,8 @@ def generate_all() -> dict[Path, str]:
             files[OUT_PY_FBWRITE] = gen_python_fb_writer(s, version)
         if (ROOT / "schema" / "gen_msgpack_codec.py").exists():
             files[OUT_PY_MSGPACK] = gen_python_msgpack_codec(s, version)
+        if (ROOT / "schema" / "gen_json_codec.py").exists():
+            files[OUT_PY_JSON] = gen_python_json_codec(s, version)
         for rel, text in gen_ts(tmp, version).items():
             files[OUT_TS_DIR / rel] = text
     return files

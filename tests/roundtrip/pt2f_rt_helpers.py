@@ -116,8 +116,30 @@ def ranges(ep):
     return {str(k): (str(v.lower), str(v.upper)) for k, v in ep.range_constraints.items()}
 
 
+def shape_env_facts(ep):
+    """{symbol name: (range, hint)} for every symbol in the placeholders' fake values."""
+    from torch._guards import detect_fake_mode
+    vals = [n.meta.get("val") for n in ep.graph.nodes if n.op == "placeholder"]
+    mode = detect_fake_mode([v for v in vals if isinstance(v, torch.Tensor)])
+    env = mode.shape_env if mode is not None else None
+    if env is None:
+        env = next((v.node.shape_env for v in vals if isinstance(v, torch.SymInt)), None)
+    if env is None:
+        return {}
+    syms = set()
+    for v in vals:
+        if isinstance(v, torch.Tensor):
+            for d in (*v.shape, *v.stride()):
+                if isinstance(d, torch.SymInt):
+                    syms |= d.node.expr.free_symbols
+        elif isinstance(v, torch.SymInt):
+            syms |= v.node.expr.free_symbols
+    return {s.name: (str(env.var_to_range.get(s)), env.backed_var_to_val.get(s), s.assumptions0) for s in syms}
+
+
 def assert_same_program(orig, loaded, *, with_meta=True, state=True):
     assert_same_graph(orig.graph_module, loaded.graph_module, with_meta)
+    assert shape_env_facts(orig) == shape_env_facts(loaded)
     assert orig.graph_signature.input_specs == loaded.graph_signature.input_specs
     assert orig.graph_signature.output_specs == loaded.graph_signature.output_specs
     assert ranges(orig) == ranges(loaded)

@@ -335,9 +335,40 @@ def effects():
     return Case(export(Effects(), (x,)), [((x,), {})])
 
 
+class InputMutation(torch.nn.Module):
+    """x.add_() on a user input: USER_INPUT_MUTATION output after decompositions."""
+
+    def forward(self, x):
+        x.add_(1)
+        return x * 2
+
+
+def input_mutation():
+    x = torch.randn(3)
+    return Case(export(InputMutation(), (x.clone(),)), [((x,), {})])
+
+
+class Loss(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 1)
+
+    def forward(self, x):
+        return (self.lin(x) ** 2).sum()
+
+
+def joint_graph():
+    """A forward-backward graph: LOSS_OUTPUT and GRADIENT_TO_PARAMETER outputs."""
+    from torch.export.experimental import _export_forward_backward
+    x = torch.randn(2, 3)
+    ep = _export_forward_backward(export(Loss(), (x,)).run_decompositions())
+    return Case(ep, [])
+
+
 ALL = {f.__name__: f for f in [mlp, dynamic_derived, unbacked, nested_cond, while_loop, map_hop, scan_hop, buffers,
                               tied, kwargs_scalars, views, dtypes, namedtuple_out, dataclass_out, dict_io,
-                              none_input, nested_modules, symint_input, grad_autocast, effects]}
+                              none_input, nested_modules, symint_input, grad_autocast, effects, input_mutation,
+                              joint_graph]}
 
 
 # -- custom operators ---------------------------------------------------------------------------------

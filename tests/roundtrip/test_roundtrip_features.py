@@ -116,6 +116,20 @@ def test_map_location(tmp_path, loc):
         H.assert_same_state(c.ep, loaded)
 
 
+def test_map_location_callable_gets_each_storage_like_torch_load(tmp_path):
+    c = case("tied")
+    _save(c.ep, tmp_path / "t.pt2f")
+    seen = []
+
+    def relocate(storage, location):
+        seen.append(location)
+        return storage.clone()  # a private copy, as a user-supplied mover would return
+    loaded = pt2format.load(tmp_path / "t.pt2f", map_location=relocate)
+    H.assert_same_state(c.ep, loaded)  # tied weights still share their (new) storage
+    assert seen and set(seen) == {"cpu"}
+    assert pt2format.load(tmp_path / "t.pt2f", map_location=lambda s, loc: None).state_dict["emb.weight"].is_cpu
+
+
 def test_zero_copy_by_default_and_owned_memory_with_copy():
     c = case("mlp")
     pkg, payloads = export_package(c.ep)
@@ -274,3 +288,17 @@ def test_fresh_process_without_producer_classes_or_ops(tmp_path):
     r = subprocess.run([sys.executable, str(cons), str(a), str(b)], env=env, cwd=tmp_path, capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0 and "CONSUMER-OK" in r.stdout, r.stderr[-3000:]
+
+
+def test_rebuilt_program_has_the_attributes_torch_gives_one(tmp_path):
+    """The loader builds ExportedProgram without its __init__ (to defer code generation): same attributes."""
+    c = case("nested_cond")
+    _save(c.ep, tmp_path / "c.pt2f")
+    loaded = pt2format.load(tmp_path / "c.pt2f")
+    ours = {k for k in vars(loaded) if not k.startswith("_pt2format")}
+    assert ours == set(vars(c.ep))
+    assert isinstance(loaded.graph_module, torch.fx.GraphModule)
+    assert "def forward" in loaded.graph_module.code  # generated on first use
+    args = c.valid[0][0]
+    assert H.outputs_equal(loaded.graph_module(*[loaded.state_dict["w"]], *args),
+                           c.ep.graph_module(*[c.ep.state_dict["w"]], *args))

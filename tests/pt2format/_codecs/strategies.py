@@ -291,7 +291,7 @@ def packages(max_depth: int = 6, max_len: int = 3, fixed_decimals=None, unknown_
 
     `fixed_decimals=12` keeps floats that flatc's JSON printer preserves;
     `unknown_enums` also draws enum values the schema does not name (as a newer
-    minor version may write), which the JSON Schema rejects by design.
+    minor version may write; JSON spells them as integers).
     """
     s = _Strategies(max_depth, max_len, float_strategy(fixed_decimals), unknown_enums)
     return s.table(model.Package, 1)

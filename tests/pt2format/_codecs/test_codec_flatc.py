@@ -223,3 +223,32 @@ def test_random_json_validates_against_the_schema(pkg):
 
 
 _VALIDATOR = _schema_validator()
+
+
+@given(pkg=S.packages(unknown_enums=True))
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_random_json_with_unknown_enum_values_validates(pkg):
+    _VALIDATOR.validate(json.loads(C.encode(pkg, "json")))
+
+
+def test_unknown_enum_values_from_flatc_validate_and_round_trip(tmp_path):
+    """flatc prints an enum value its schema does not name as a JSON integer: that text must
+    pass the JSON Schema and decode to the int, which our JSON writes back as an integer."""
+    meta = M.TensorMeta(dtype=200, layout=255, sizes=[M.SymInt(-1, 2)])
+    pkg = M.Package(format_version=M.FormatVersion(1, 0), programs=[M.Program(graph=M.Graph(
+        tensor_values=[M.TensorValue("t", meta)],
+        nodes=[M.Node(name="n", inputs=[M.NamedArgument("a", M.IntArgument(1), kind=77)])]))])
+    text = flatc_json_from_binary(C.encode(pkg, "flatbuffers"), tmp_path)
+    doc = json.loads(text)
+    flatc_meta = doc["programs"][0]["graph"]["tensor_values"][0]["meta"]
+    assert (flatc_meta["dtype"], flatc_meta["layout"]) == (200, 255)
+    _VALIDATOR.validate(doc)
+    for schema in (True, False):
+        got = C.decode(text, "json", json_schema=schema)
+        assert got == pkg
+        got_meta = got.programs[0].graph.tensor_values[0].meta
+        assert type(got_meta.dtype) is int and got_meta.dtype == 200
+    ours = json.loads(C.encode(got, "json"))
+    assert ours["programs"][0]["graph"]["nodes"][0]["inputs"][0]["kind"] == 77
+    assert ours["programs"][0]["graph"]["tensor_values"][0]["meta"]["dtype"] == 200
+    assert C.decode(flatc_binary_from_json(C.encode(got, "json"), tmp_path), "flatbuffers") == pkg

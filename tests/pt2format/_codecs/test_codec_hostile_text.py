@@ -174,6 +174,28 @@ def test_js_unknown_enum_name(schema):
     assert e.value.path == f"{NODE_INPUT}.kind"
 
 
+@pytest.mark.parametrize("schema", [True, False])
+def test_js_unknown_enum_integer_accepted(schema):
+    """A value a newer minor version added is written as an integer (as flatc does) and kept."""
+    doc = js_doc()
+    doc["programs"][0]["graph"]["nodes"][0]["inputs"][0]["kind"] = 200
+    got = C.decode(_js(doc), "json", json_schema=schema)
+    kind = got.programs[0].graph.nodes[0].inputs[0].kind
+    assert type(kind) is int and kind == 200
+    again = json.loads(C.encode(got, "json"))
+    assert again["programs"][0]["graph"]["nodes"][0]["inputs"][0]["kind"] == 200
+
+
+@pytest.mark.parametrize("schema", [True, False])
+@pytest.mark.parametrize("value", [256, -1, 2.0, True])
+def test_js_enum_integer_outside_underlying_type_rejected(schema, value):
+    doc = js_doc()
+    doc["programs"][0]["graph"]["nodes"][0]["inputs"][0]["kind"] = value  # ArgumentKind is a ubyte
+    with pytest.raises(EncodingError) as e:
+        C.decode(_js(doc), "json", json_schema=schema)
+    assert e.value.path == f"{NODE_INPUT}.kind"
+
+
 def test_js_invalid_utf8_rejected():
     text = C.encode(small_package(), "json").replace(b'"p"', b'"\xff"')
     with pytest.raises(EncodingError, match="not valid UTF-8") as e:

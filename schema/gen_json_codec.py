@@ -1,0 +1,384 @@
+"""Generates pt2format/_generated/json_codec.py: per-table functions between model objects and JSON trees.
+
+Called by regen.py (`generate(schema, model) -> str`). The C `json` module
+parses and prints the text; the generated functions do the rest, one per
+table, with the same checks as the reflection code in pt2format/_codecs/json.py
+(every value's type and range, unknown and duplicate keys, union and enum
+names, required fields, max_depth) but without a field path: on any error the
+caller re-runs the reflection code on the same input to name it.
+
+Decoding expects the tree `json` builds with `object_pairs_hook=tuple`: an
+object is a tuple of (key, value) pairs, an array a list, so the two cannot be
+confused and a duplicate key shows as a dict shorter than its pairs.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+
+UTYPE = 1
+INT_RANGES = {
+    "int8": (-(1 << 7), (1 << 7) - 1), "uint8": (0, (1 << 8) - 1),
+    "int16": (-(1 << 15), (1 << 15) - 1), "uint16": (0, (1 << 16) - 1),
+    "int32": (-(1 << 31), (1 << 31) - 1), "uint32": (0, (1 << 32) - 1),
+    "int64": (-(1 << 63), (1 << 63) - 1), "uint64": (0, (1 << 64) - 1),
+}
+FLOATS = ("float32", "float64")
+
+_HELPERS = '''
+_STR = {str}
+_INT = {int}
+_BOOL = {bool}
+_FLOAT = {float}
+_NON_FINITE = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")}
+
+
+def _bad(msg, got=None):
+    raise EncodingError(msg, got=got)
+
+
+def _int(x, lo, hi):
+    """An int subclass (IntEnum) as a plain int; anything else, bools included, is an error."""
+    if isinstance(x, int) and type(x) is not bool:
+        x = int(x)
+        if lo <= x <= hi:
+            return x
+        _bad(f"integer out of range [{lo}, {hi}]", x)
+    _bad("expected an integer", type(x).__name__)
+
+
+def _ints(v, lo, hi):
+    if not _INT.issuperset(map(type, v)):
+        return [_int(e, lo, hi) for e in v]
+    if v and (min(v) < lo or max(v) > hi):
+        _bad(f"integer out of range [{lo}, {hi}]")
+    return v
+
+
+def _float(x):
+    """A non-float number as a float (encode side)."""
+    if isinstance(x, (int, float)) and type(x) is not bool:
+        return float(x)  # OverflowError for huge ints: the caller turns it into EncodingError
+    _bad("expected a float", type(x).__name__)
+
+
+def _jfloat(x):
+    """A JSON number or non-finite spelling as a float (decode side)."""
+    if type(x) is int:
+        return float(x)
+    if type(x) is str:
+        y = _NON_FINITE.get(x)
+        if y is not None:
+            return y
+    _bad("expected a float", type(x).__name__)
+
+
+def _jfloats(v):
+    if _FLOAT.issuperset(map(type, v)):
+        return v
+    return [x if type(x) is float else _jfloat(x) for x in v]
+
+
+def _out_float(x):
+    """A float as JSON: finite floats as numbers, others as "nan", "inf" or "-inf"."""
+    if x - x == 0.0:
+        return x
+    return "nan" if x != x else ("inf" if x > 0 else "-inf")
+
+
+def _out_floats(v):
+    if not _FLOAT.issuperset(map(type, v)):
+        v = [x if type(x) is float else _float(x) for x in v]
+    s = sum(v)
+    if s - s == 0.0:  # every element finite (a finite sum can still overflow: then check each)
+        return v
+    return [_out_float(x) for x in v]
+
+
+def _bools(v):
+    if not _BOOL.issuperset(map(type, v)):
+        _bad("expected bools")
+    return v
+
+
+def _strs(v):
+    if not _STR.issuperset(map(type, v)):
+        _bad("expected strings")
+    return v
+
+
+def _vec(x):
+    """A vector field's value as a list (None is empty); a non-sequence is an error."""
+    if x is None:
+        return []
+    if isinstance(x, (list, tuple, bytes, bytearray)):
+        return list(x)
+    _bad("expected a list", type(x).__name__)
+
+
+def _enum_in(x, names, lo, hi):
+    """A JSON enum value: its name, or an integer of the underlying type (unknown values)."""
+    if type(x) is str:
+        y = names.get(x)
+        if y is None:
+            _bad("unknown enum value name", x)
+        return y
+    if type(x) is not int or not lo <= x <= hi:
+        _bad("expected an enum name or integer", x)
+    return x
+
+
+def _obj(a):
+    """The dict of a JSON object (a tuple of pairs); duplicate keys are an error."""
+    if type(a) is not tuple:
+        _bad("expected an object", type(a).__name__)
+    d = dict(a)
+    if len(d) != len(a):
+        _bad("duplicate key")
+    return d
+
+'''
+
+
+def _lit(v) -> str:
+    if isinstance(v, float) and not math.isfinite(v):
+        return f"float({str(v)!r})"
+    return repr(v)
+
+
+def _live(o):
+    return [f for f in sorted(o.fields, key=lambda f: f.id) if f.type.base != UTYPE]
+
+
+def generate(schema, m) -> str:
+    unions = {e.short: [m.obj_name(v.union_type.index) for v in e.values if v.value != 0]
+              for e in schema.enums if e.is_union}
+    enums = {e.short: e for e in schema.enums if not e.is_union}
+    out = []
+    w = out.append
+    w('"""JSON tree <-> model object functions for the pt2format schema (generated by schema/gen_json_codec.py).\n\n'
+      'Use pt2format._codecs.json, which parses/prints the text and names the field path of errors.\n"""\n\n')
+    w("from math import copysign\nfrom struct import pack as _pack\n\n")
+    w("from pt2format._generated.model import (\n")
+    for n in sorted(o.short for o in schema.objects):
+        w(f"    {n},\n")
+    w(")\nfrom pt2format.errors import EncodingError, LimitError\n")
+    w(_HELPERS)
+    for name, e in sorted(enums.items()):
+        w(f"\nEN_{name} = {{{', '.join(f'{v.value}: {v.name!r}' for v in e.values)}}}\n")
+        w(f"EV_{name} = {{{', '.join(f'{v.name!r}: {v.value}' for v in e.values)}}}\n")
+    for name, members in sorted(unions.items()):
+        w(f"UV_{name} = {{'NONE': 0, {', '.join(f'{x!r}: {i + 1}' for i, x in enumerate(members))}}}\n")
+    for o in schema.objects:
+        if not o.is_struct:
+            keys = []
+            for f in _live(o):
+                if m.field_spec(f)[0] == "union":
+                    keys.append(f.name + "_type")
+                keys.append(f.name)
+            w(f"K_{o.short} = frozenset({sorted(keys)!r})\n")
+    w("\n")
+    _gen_encoders(w, schema, m, unions)
+    _gen_decoders(w, schema, m, unions)
+    return "".join(out)
+
+
+# ---------------------------------------------------------------------------
+# model -> JSON tree
+# ---------------------------------------------------------------------------
+
+def _int_check(x, elem, ind):
+    lo, hi = INT_RANGES[elem]
+    return f"{ind}if type({x}) is not int or not {lo} <= {x} <= {hi}:\n{ind}    {x} = _int({x}, {lo}, {hi})\n"
+
+
+def _gen_encoders(w, schema, m, unions):
+    for o in schema.objects:
+        name = o.short
+        fs = _live(o)
+        w(f"\ndef e_{name}(o):\n")
+        w(f"    if type(o) is not {name}:\n        _bad('expected {name}', type(o).__name__)\n")
+        if o.is_struct:
+            # Struct fields are plain numbers (an enum in a struct as its int, like the reflection codec).
+            for f in fs:
+                kind, elem, ref, default = m.field_spec(f)
+                x = f"x{f.id}"
+                w(f"    {x} = o.{f.name}\n")
+                if elem in FLOATS:
+                    w(f"    if type({x}) is not float:\n        {x} = _float({x})\n")
+                    w(f"    if {x} - {x} != 0.0:\n        {x} = _out_float({x})\n")
+                elif elem == "bool":
+                    w(f"    if type({x}) is not bool:\n        _bad('expected bool', type({x}).__name__)\n")
+                else:
+                    w(_int_check(x, elem, "    "))
+            w(f"    return {{{', '.join(f'{f.name!r}: x{f.id}' for f in fs)}}}\n\n")
+            continue
+        w("    r = {}\n")
+        for f in fs:
+            if f.deprecated:
+                continue
+            kind, elem, ref, default = m.field_spec(f)
+            x = f"x{f.id}"
+            k = repr(f.name)
+            w(f"    {x} = o.{f.name}\n")
+            if kind == "scalar" and elem in FLOATS:
+                w(f"    if type({x}) is not float:\n        {x} = _float({x})\n")
+                if default == 0.0 and math.copysign(1.0, default) > 0:
+                    w(f"    if {x} or copysign(1.0, {x}) < 0.0:\n")  # not +0.0 (NaN is truthy)
+                else:  # compare bit patterns, as the reflection codec does
+                    w(f"    if _pack('<d', {x}) != {struct.pack('<d', default)!r}:\n")
+                w(f"        r[{k}] = {x} if {x} - {x} == 0.0 else _out_float({x})\n")
+            elif kind == "scalar" and elem == "bool":
+                w(f"    if {x} is not {default!r}:\n")
+                w(f"        if {x} is not {not default!r}:\n            _bad('{f.name}: expected bool', type({x}).__name__)\n")
+                w(f"        r[{k}] = {x}\n")
+            elif kind in ("scalar", "enum"):
+                w(_int_check(x, elem, "    "))
+                val = f"EN_{ref}.get({x}, {x})" if kind == "enum" else x
+                w(f"    if {x} != {default!r}:\n        r[{k}] = {val}\n")
+            elif kind == "string":
+                w(f"    if {x} is not None:\n")
+                w(f"        if type({x}) is not str:\n            _bad('{f.name}: expected str', type({x}).__name__)\n")
+                w(f"        r[{k}] = {x}\n")
+                _required_enc(w, f)
+            elif kind in ("table", "struct"):
+                w(f"    if {x} is not None:\n        r[{k}] = e_{ref}({x})\n")
+                _required_enc(w, f)
+            elif kind == "union":
+                w(f"    if {x} is not None:\n")
+                w(f"        t = UE_{ref}.get(type({x}))\n")
+                w(f"        if t is None:\n            _bad('{f.name}: not a member of {ref}', type({x}).__name__)\n")
+                w(f"        r[{f.name + '_type'!r}] = t[0]\n        r[{k}] = t[1]({x})\n")
+            else:
+                if f.required:
+                    w(f"    if {x} is None:\n        _bad('required field {f.name} is missing')\n")
+                w(f"    if type({x}) is not list:\n        {x} = _vec({x})\n")
+                w(f"    if {x}:\n")
+                if elem == "string":
+                    w(f"        r[{k}] = _strs({x})\n")
+                elif elem == "table" or elem == "struct":
+                    w(f"        r[{k}] = [e_{ref}(e) for e in {x}]\n")
+                elif elem.startswith("enum:"):
+                    lo, hi = INT_RANGES[elem[5:]]
+                    w(f"        r[{k}] = [EN_{ref}.get(e, e) for e in _ints({x}, {lo}, {hi})]\n")
+                elif elem in FLOATS:
+                    w(f"        r[{k}] = _out_floats({x})\n")
+                elif elem == "bool":
+                    w(f"        r[{k}] = _bools({x})\n")
+                else:
+                    lo, hi = INT_RANGES[elem]
+                    w(f"        r[{k}] = _ints({x}, {lo}, {hi})\n")
+        w("    return r\n\n")
+    w("\n")
+    for u, members in sorted(unions.items()):
+        w(f"UE_{u} = {{{', '.join(f'{x}: ({x!r}, e_{x})' for x in members)}}}\n")
+    w(f"\n\ndef encode_tree(root):\n    \"\"\"The JSON tree (dicts in schema order) of a Package.\"\"\"\n"
+      f"    return e_{schema.root.short}(root)\n\n")
+
+
+def _required_enc(w, f):
+    if f.required:
+        w(f"    else:\n        _bad('required field {f.name} is missing')\n")
+
+
+# ---------------------------------------------------------------------------
+# JSON tree -> model
+# ---------------------------------------------------------------------------
+
+def _gen_decoders(w, schema, m, unions):
+    w("\ndef decode_tree(tree, max_depth=128):\n")
+    w('    """A Package from the tree json.loads(..., object_pairs_hook=tuple) produced."""\n\n')
+    w("    def too_deep(d):\n"
+      "        raise LimitError('nesting deeper than max_depth', expected=f'<= {max_depth}', got=d)\n\n")
+    for o in schema.objects:
+        name = o.short
+        fs = _live(o)
+        w(f"    def d_{name}(a, d):\n")
+        w("        if d > max_depth:\n            too_deep(d)\n")
+        w(f"        if type(a) is not tuple:\n            _bad('expected an object ({name})', type(a).__name__)\n")
+        w("        o = dict(a)\n")
+        w("        if len(o) != len(a):\n            _bad('duplicate key')\n")
+        if o.is_struct:
+            w(f"        if len(o) != {len(fs)}:\n            _bad('expected the {len(fs)} fields of {name}')\n")
+        else:
+            w(f"        if not K_{name}.issuperset(o):\n            _bad('unknown field in {name}', sorted(set(o) - K_{name}))\n")
+        args = []
+        for f in fs:
+            x = f"x{f.id}"
+            args.append(x)
+            kind, elem, ref, default = m.field_spec(f)
+            if f.deprecated:
+                w(f"        {x} = {'[]' if kind == 'vector' else _lit(default) if kind in ('scalar', 'enum') else 'None'}\n")
+                continue
+            if o.is_struct:
+                w(f"        {x} = o.get({f.name!r})\n")
+                if elem in FLOATS:
+                    w(f"        if type({x}) is not float:\n            {x} = _jfloat({x})\n")
+                elif elem == "bool":
+                    w(f"        if type({x}) is not bool:\n            _bad('{f.name}: expected bool', type({x}).__name__)\n")
+                else:
+                    lo, hi = INT_RANGES[elem]
+                    w(f"        if type({x}) is not int or not {lo} <= {x} <= {hi}:\n"
+                      f"            _bad('{f.name}: expected {elem}', {x})\n")
+                continue
+            w(f"        {x} = o.get({f.name!r})\n")
+            if kind in ("scalar", "enum"):
+                w(f"        if {x} is None:\n            {x} = {_lit(default)}\n")
+                if kind == "enum":
+                    lo, hi = INT_RANGES[elem]
+                    w(f"        elif type({x}) is str:\n            {x} = EV_{ref}.get({x})\n")
+                    w(f"            if {x} is None:\n                _bad('{f.name}: unknown enum value name')\n")
+                    w(f"        elif type({x}) is not int or not {lo} <= {x} <= {hi}:\n"
+                      f"            _bad('{f.name}: expected {ref}', {x})\n")
+                elif elem in FLOATS:
+                    w(f"        elif type({x}) is not float:\n            {x} = _jfloat({x})\n")
+                elif elem == "bool":
+                    w(f"        elif type({x}) is not bool:\n            _bad('{f.name}: expected bool', type({x}).__name__)\n")
+                else:
+                    lo, hi = INT_RANGES[elem]
+                    w(f"        elif type({x}) is not int or not {lo} <= {x} <= {hi}:\n"
+                      f"            _bad('{f.name}: expected {elem}', {x})\n")
+            elif kind == "string":
+                w(f"        if {x} is not None and type({x}) is not str:\n"
+                  f"            _bad('{f.name}: expected str', type({x}).__name__)\n")
+            elif kind in ("table", "struct"):
+                w(f"        if {x} is not None:\n            {x} = d_{ref}({x}, d + 1)\n")
+            elif kind == "union":
+                t = f"t{f.id}"
+                nm = len(unions[ref])
+                w(f"        {t} = o.get({f.name + '_type'!r})\n")
+                w(f"        if {t} is None:\n")
+                w(f"            if {x} is not None:\n                _bad('{f.name}: member without its _type key')\n")
+                w(f"        else:\n")
+                w(f"            if type({t}) is str:\n                {t} = UV_{ref}.get({t})\n")
+                w(f"                if {t} is None:\n                    _bad('{f.name}: unknown union member name')\n")
+                w(f"            elif type({t}) is not int or not 0 <= {t} <= {nm}:\n"
+                  f"                _bad('{f.name}: union type unknown to this reader', {t})\n")
+                w(f"            if {t} == 0:\n")
+                w(f"                if {x} is not None:\n                    _bad('{f.name}: member given with type NONE')\n")
+                w(f"            elif {x} is None:\n                _bad('{f.name}: union type without a member')\n")
+                w(f"            else:\n                {x} = UD_{ref}[{t}]({x}, d + 1)\n")
+            else:
+                w(f"        if {x} is None:\n            {x} = []\n")
+                w(f"        elif type({x}) is not list:\n            _bad('{f.name}: expected an array', type({x}).__name__)\n")
+                if elem == "string":
+                    w(f"        elif not _STR.issuperset(map(type, {x})):\n            _bad('{f.name}: expected strings')\n")
+                elif elem in ("table", "struct"):
+                    w(f"        elif {x}:\n            d1 = d + 1\n            {x} = [d_{ref}(e, d1) for e in {x}]\n")
+                elif elem.startswith("enum:"):
+                    lo, hi = INT_RANGES[elem[5:]]
+                    w(f"        else:\n            {x} = [_enum_in(e, EV_{ref}, {lo}, {hi}) for e in {x}]\n")
+                elif elem in FLOATS:
+                    w(f"        else:\n            {x} = _jfloats({x})\n")
+                elif elem == "bool":
+                    w(f"        elif not _BOOL.issuperset(map(type, {x})):\n            _bad('{f.name}: expected bools')\n")
+                else:
+                    lo, hi = INT_RANGES[elem]
+                    w(f"        else:\n            _ints({x}, {lo}, {hi})\n")
+            if f.required:
+                w(f"        if {x} is None:\n            _bad('required field {f.name} is missing')\n")
+        w(f"        return {name}({', '.join(args)})\n\n")
+    for u, members in sorted(unions.items()):
+        w(f"    UD_{u} = (None, {', '.join('d_' + x for x in members)},)\n")
+    w(f"\n    return d_{schema.root.short}(tree, 1)\n")
