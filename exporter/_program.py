@@ -71,6 +71,9 @@ def export_program(ep: torch.export.ExportedProgram, *, name: str = "forward", t
         return _ProgramExporter(ep, name, tensors, operators, example_inputs).run()
     except Pt2FormatError as e:
         raise e.with_context(path_prefix=f"programs[{name}]")
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError, RuntimeError) as e:
+        raise ExportError(f"program {name!r} cannot be converted: {type(e).__name__}: {e}",
+                          path=f"programs[{name}]") from e
 
 
 class _ProgramExporter:

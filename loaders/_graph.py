@@ -80,6 +80,7 @@ class _Scope:
         self.sym_floats = {v.name: v.value for v in g.sym_float_values}
         self.sym_bools = {v.name: v.value for v in g.sym_bool_values}
         self.custom_objs = {v.name: v for v in g.custom_obj_values}
+        self.node_names: set[str] = set()  # every FX node created so far
         self.get_attrs: dict[str, torch.fx.Node] = {}  # get_attr node name -> node
         self.subgraphs: dict[str, torch.fx.GraphModule] = {}  # attribute name -> module
         self.reserved = set(self.tensors) | set(self.sym_ints) | set(self.sym_floats) | set(self.sym_bools) \
@@ -90,7 +91,7 @@ class _Scope:
         while True:
             name = base if self._auto == 0 else f"{base}_{self._auto}"
             self._auto += 1
-            if name not in self.reserved and name not in self.nodes:
+            if name not in self.reserved and name not in self.node_names:
                 return name
 
 
@@ -151,13 +152,16 @@ class GraphBuilder:
 
     def _create(self, op, target, args, kwargs, name, path) -> torch.fx.Node:
         name = check_identifier(name, f"{path}.name")
-        node = self.sc.fx.create_node(op, target, args, kwargs, name)
+        sc = self.sc
+        if name in sc.node_names:
+            raise LoadError(f"node name {name!r} is used twice", path=path)
+        sc.node_names.add(name)
+        node = sc.fx.create_node(op, target, args, kwargs, name)
         if node.name != name:
-            # FX renames candidates that shadow builtins; the file's name wins, as in torch's loader.
-            if name in self.sc.nodes:
-                raise LoadError(f"node name {name!r} is used twice", path=path)
+            # FX renames candidates that shadow builtins; the file's name wins, as in torch's loader
+            # (FX's code generation renames its variables again, so the source stays valid).
             node.name = name
-            self.sc.fx._graph_namespace._used_names.add(name)
+            sc.fx._graph_namespace._used_names.add(name)
         return node
 
     # -- values ----------------------------------------------------------------

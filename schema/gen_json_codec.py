@@ -7,9 +7,10 @@ table, with the same checks as the reflection code in pt2format/_codecs/json.py
 names, required fields, max_depth) but without a field path: on any error the
 caller re-runs the reflection code on the same input to name it.
 
-Decoding expects the tree `json` builds with `object_pairs_hook=tuple`: an
-object is a tuple of (key, value) pairs, an array a list, so the two cannot be
-confused and a duplicate key shows as a dict shorter than its pairs.
+Decoding takes the plain tree of `json.loads`, where a duplicate key has
+silently replaced the earlier one; `decode_tree` also returns how many members
+the objects had and every free string, from which the caller proves there were
+no duplicates (see pt2format/_codecs/json.py).
 """
 
 from __future__ import annotations
@@ -128,16 +129,6 @@ def _enum_in(x, names, lo, hi):
         _bad("expected an enum name or integer", x)
     return x
 
-
-def _obj(a):
-    """The dict of a JSON object (a tuple of pairs); duplicate keys are an error."""
-    if type(a) is not tuple:
-        _bad("expected an object", type(a).__name__)
-    d = dict(a)
-    if len(d) != len(a):
-        _bad("duplicate key")
-    return d
-
 '''
 
 
@@ -168,12 +159,14 @@ def generate(schema, m) -> str:
     for name, e in sorted(enums.items()):
         w(f"\nEN_{name} = {{{', '.join(f'{v.value}: {v.name!r}' for v in e.values)}}}\n")
         w(f"EV_{name} = {{{', '.join(f'{v.name!r}: {v.value}' for v in e.values)}}}\n")
-    for name, members in sorted(unions.items()):
-        w(f"UV_{name} = {{'NONE': 0, {', '.join(f'{x!r}: {i + 1}' for i, x in enumerate(members))}}}\n")
+    # Keys a table may have. Deprecated fields are left out: their values are not
+    # decoded, so their members would escape the count; the reflection code reads them.
     for o in schema.objects:
         if not o.is_struct:
             keys = []
             for f in _live(o):
+                if f.deprecated:
+                    continue
                 if m.field_spec(f)[0] == "union":
                     keys.append(f.name + "_type")
                 keys.append(f.name)
@@ -288,17 +281,20 @@ def _required_enc(w, f):
 
 def _gen_decoders(w, schema, m, unions):
     w("\ndef decode_tree(tree, max_depth=128):\n")
-    w('    """A Package from the tree json.loads(..., object_pairs_hook=tuple) produced."""\n\n')
+    w('    """(Package, members, strings) from the tree json.loads produced.\n\n'
+      '    `members` counts the members of every object decoded, `strings` holds every\n'
+      '    string value other than enum, union and non-finite float names; the caller\n'
+      '    uses both to rule out duplicate keys.\n    """\n\n')
+    w("    members = 0\n    strings = []\n    keep = strings.append\n    keep_all = strings.extend\n\n")
     w("    def too_deep(d):\n"
       "        raise LimitError('nesting deeper than max_depth', expected=f'<= {max_depth}', got=d)\n\n")
     for o in schema.objects:
         name = o.short
         fs = _live(o)
-        w(f"    def d_{name}(a, d):\n")
+        w(f"    def d_{name}(o, d):\n")
         w("        if d > max_depth:\n            too_deep(d)\n")
-        w(f"        if type(a) is not tuple:\n            _bad('expected an object ({name})', type(a).__name__)\n")
-        w("        o = dict(a)\n")
-        w("        if len(o) != len(a):\n            _bad('duplicate key')\n")
+        w(f"        if type(o) is not dict:\n            _bad('expected an object ({name})', type(o).__name__)\n")
+        w("        nonlocal members\n        members += len(o)\n")
         if o.is_struct:
             w(f"        if len(o) != {len(fs)}:\n            _bad('expected the {len(fs)} fields of {name}')\n")
         else:
@@ -311,8 +307,8 @@ def _gen_decoders(w, schema, m, unions):
             if f.deprecated:
                 w(f"        {x} = {'[]' if kind == 'vector' else _lit(default) if kind in ('scalar', 'enum') else 'None'}\n")
                 continue
-            if o.is_struct:
-                w(f"        {x} = o.get({f.name!r})\n")
+            if o.is_struct:  # all fields present (len checked): a missing one is a KeyError
+                w(f"        {x} = o[{f.name!r}]\n")
                 if elem in FLOATS:
                     w(f"        if type({x}) is not float:\n            {x} = _jfloat({x})\n")
                 elif elem == "bool":
@@ -340,30 +336,33 @@ def _gen_decoders(w, schema, m, unions):
                     w(f"        elif type({x}) is not int or not {lo} <= {x} <= {hi}:\n"
                       f"            _bad('{f.name}: expected {elem}', {x})\n")
             elif kind == "string":
-                w(f"        if {x} is not None and type({x}) is not str:\n"
-                  f"            _bad('{f.name}: expected str', type({x}).__name__)\n")
+                w(f"        if {x} is not None:\n")
+                w(f"            if type({x}) is not str:\n                _bad('{f.name}: expected str', type({x}).__name__)\n")
+                w(f"            keep({x})\n")
             elif kind in ("table", "struct"):
                 w(f"        if {x} is not None:\n            {x} = d_{ref}({x}, d + 1)\n")
             elif kind == "union":
+                # The type is a member name (or NONE), or an index (flatc reads both).
                 t = f"t{f.id}"
                 nm = len(unions[ref])
                 w(f"        {t} = o.get({f.name + '_type'!r})\n")
                 w(f"        if {t} is None:\n")
                 w(f"            if {x} is not None:\n                _bad('{f.name}: member without its _type key')\n")
+                w(f"        elif {x} is None:\n")
+                w(f"            if {t} != 'NONE' and ({t} != 0 or type({t}) is not int):\n"
+                  f"                _bad('{f.name}: union type without a member, or unknown', {t})\n")
                 w(f"        else:\n")
-                w(f"            if type({t}) is str:\n                {t} = UV_{ref}.get({t})\n")
-                w(f"                if {t} is None:\n                    _bad('{f.name}: unknown union member name')\n")
-                w(f"            elif type({t}) is not int or not 0 <= {t} <= {nm}:\n"
-                  f"                _bad('{f.name}: union type unknown to this reader', {t})\n")
-                w(f"            if {t} == 0:\n")
-                w(f"                if {x} is not None:\n                    _bad('{f.name}: member given with type NONE')\n")
-                w(f"            elif {x} is None:\n                _bad('{f.name}: union type without a member')\n")
-                w(f"            else:\n                {x} = UD_{ref}[{t}]({x}, d + 1)\n")
+                w(f"            if type({t}) is str:\n                {t} = UN_{ref}.get({t})\n")
+                w(f"            elif type({t}) is int and 0 < {t} <= {nm}:\n                {t} = UD_{ref}[{t}]\n")
+                w(f"            else:\n                {t} = None\n")
+                w(f"            if {t} is None:\n                _bad('{f.name}: union type unknown to this reader, or NONE with a member')\n")
+                w(f"            {x} = {t}({x}, d + 1)\n")
             else:
                 w(f"        if {x} is None:\n            {x} = []\n")
                 w(f"        elif type({x}) is not list:\n            _bad('{f.name}: expected an array', type({x}).__name__)\n")
                 if elem == "string":
                     w(f"        elif not _STR.issuperset(map(type, {x})):\n            _bad('{f.name}: expected strings')\n")
+                    w(f"        else:\n            keep_all({x})\n")
                 elif elem in ("table", "struct"):
                     w(f"        elif {x}:\n            d1 = d + 1\n            {x} = [d_{ref}(e, d1) for e in {x}]\n")
                 elif elem.startswith("enum:"):
@@ -381,4 +380,5 @@ def _gen_decoders(w, schema, m, unions):
         w(f"        return {name}({', '.join(args)})\n\n")
     for u, members in sorted(unions.items()):
         w(f"    UD_{u} = (None, {', '.join('d_' + x for x in members)},)\n")
-    w(f"\n    return d_{schema.root.short}(tree, 1)\n")
+        w(f"    UN_{u} = {{{', '.join(f'{x!r}: d_{x}' for x in members)}}}\n")
+    w(f"\n    root = d_{schema.root.short}(tree, 1)\n    return root, members, strings\n")

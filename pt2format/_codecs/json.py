@@ -187,9 +187,7 @@ def _json_path(parts) -> str:
     return out
 
 
-# Objects as tuples of pairs: the generated decoder tells them from arrays (lists)
-# and finds duplicate keys; the strict decoder rejects duplicates as it parses.
-_PAIRS_DECODER = _json.JSONDecoder(object_pairs_hook=tuple, parse_constant=_reject_constant)
+_PLAIN_DECODER = _json.JSONDecoder(parse_constant=_reject_constant)
 _STRICT_DECODER = _json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
 
 
@@ -202,6 +200,20 @@ def _parse(decoder, text, max_depth):
         raise LimitError("JSON nesting too deep", expected=f"<= {max_depth} tables") from None
 
 
+def _no_duplicate_keys(text: str, members: int, strings: list) -> bool:
+    """Whether the text had no duplicate keys, from the plain parse (which keeps the last of them).
+
+    A ':' outside a string literal separates exactly one object member, so the
+    text's ':' count is (members written) + (':' inside string literals). The
+    decoder counted the members it kept and returned every string whose
+    characters it kept; a string's ':' are the ones of its literal unless a
+    \\u003a escape spelled one, and such text goes to the strict path. Every
+    member written was kept exactly when the counts agree: a duplicate (and
+    anything inside a value it replaced) leaves its ':' uncounted.
+    """
+    return text.count(":") == members + "".join(strings).count(":") and "\\u003" not in text
+
+
 def decode(data, *, max_depth: int = 128, validate_schema: bool = True):
     """Decode JSON text into a Package; EncodingError/LimitError with the JSON path on anything malformed."""
     try:
@@ -210,16 +222,12 @@ def decode(data, *, max_depth: int = 128, validate_schema: bool = True):
         raise EncodingError(f"JSON text is not valid UTF-8: {e.reason}", offset=e.start, expected="UTF-8") from None
     root = S.INFO[S.ROOT.__name__]
     if not validate_schema and _gen is not None:
-        tree = _parse(_PAIRS_DECODER, text, max_depth)
         try:
-            return _gen.decode_tree(tree, max_depth)
-        except _FAST_ERRORS as fast_error:
-            del tree
-            # The strict parser names duplicate keys, the reflection decoder the field path.
-            _dec_table(_parse(_STRICT_DECODER, text, max_depth), root, "", 1, max_depth)
-            if isinstance(fast_error, (EncodingError, LimitError)):
-                raise
-            raise EncodingError(f"JSON does not fit the schema: {fast_error}") from fast_error
+            pkg, members, strings = _gen.decode_tree(_parse(_PLAIN_DECODER, text, max_depth), max_depth)
+        except _FAST_ERRORS:
+            pkg = None  # the strict path below names the error (or accepts what the fast path declined)
+        if pkg is not None and _no_duplicate_keys(text, members, strings):
+            return pkg
     doc = _parse(_STRICT_DECODER, text, max_depth)
     if validate_schema:
         v = _get_validator()

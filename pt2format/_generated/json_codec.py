@@ -221,16 +221,6 @@ def _enum_in(x, names, lo, hi):
     return x
 
 
-def _obj(a):
-    """The dict of a JSON object (a tuple of pairs); duplicate keys are an error."""
-    if type(a) is not tuple:
-        _bad("expected an object", type(a).__name__)
-    d = dict(a)
-    if len(d) != len(a):
-        _bad("duplicate key")
-    return d
-
-
 EN_ArgumentKind = {0: 'UNSPECIFIED', 1: 'POSITIONAL', 2: 'KEYWORD'}
 EV_ArgumentKind = {'UNSPECIFIED': 0, 'POSITIONAL': 1, 'KEYWORD': 2}
 
@@ -263,10 +253,6 @@ EV_SymbolKind = {'UNSPECIFIED': 0, 'INT': 1, 'FLOAT': 2, 'BOOL': 3}
 
 EN_TreeSpecKind = {0: 'UNSPECIFIED', 1: 'LEAF', 2: 'NONE', 3: 'TUPLE', 4: 'LIST', 5: 'DICT', 6: 'ORDERED_DICT', 7: 'DEFAULT_DICT', 8: 'NAMEDTUPLE', 9: 'DEQUE', 10: 'CUSTOM'}
 EV_TreeSpecKind = {'UNSPECIFIED': 0, 'LEAF': 1, 'NONE': 2, 'TUPLE': 3, 'LIST': 4, 'DICT': 5, 'ORDERED_DICT': 6, 'DEFAULT_DICT': 7, 'NAMEDTUPLE': 8, 'DEQUE': 9, 'CUSTOM': 10}
-UV_ArgumentValue = {'NONE': 0, 'NoneArgument': 1, 'TensorArgument': 2, 'TensorListArgument': 3, 'OptionalTensorArgument': 4, 'OptionalTensorListArgument': 5, 'NestedTensorListArgument': 6, 'TokenArgument': 7, 'IntArgument': 8, 'IntListArgument': 9, 'IntListListArgument': 10, 'FloatArgument': 11, 'FloatListArgument': 12, 'FloatListListArgument': 13, 'BoolArgument': 14, 'BoolListArgument': 15, 'StringArgument': 16, 'StringListArgument': 17, 'ComplexArgument': 18, 'SymIntArgument': 19, 'SymIntListArgument': 20, 'SymFloatArgument': 21, 'SymFloatListArgument': 22, 'SymBoolArgument': 23, 'SymBoolListArgument': 24, 'ScalarTypeArgument': 25, 'MemoryFormatArgument': 26, 'LayoutArgument': 27, 'DeviceArgument': 28, 'GraphArgument': 29, 'CustomObjArgument': 30, 'OperatorArgument': 31, 'StringToArgumentMapArgument': 32}
-UV_InputSpecKind = {'NONE': 0, 'UserInputSpec': 1, 'InputToParameterSpec': 2, 'InputToBufferSpec': 3, 'InputToTensorConstantSpec': 4, 'InputToCustomObjSpec': 5, 'InputTokenSpec': 6, 'InputToConstantInputSpec': 7}
-UV_OutputSpecKind = {'NONE': 0, 'UserOutputSpec': 1, 'LossOutputSpec': 2, 'BufferMutationSpec': 3, 'ParameterMutationSpec': 4, 'GradientToParameterSpec': 5, 'GradientToUserInputSpec': 6, 'UserInputMutationSpec': 7, 'OutputTokenSpec': 8}
-UV_ValueKind = {'NONE': 0, 'NullValue': 1, 'BoolValue': 2, 'IntValue': 3, 'FloatValue': 4, 'StringValue': 5, 'BytesValue': 6, 'ListValue': 7, 'MapValue': 8, 'TensorRefValue': 9, 'ComplexValue': 10, 'ScalarTypeValue': 11, 'DeviceValue': 12}
 K_Argument = frozenset(['value', 'value_type'])
 K_ArgumentMapEntry = frozenset(['key', 'value'])
 K_BoolArgument = frozenset(['value'])
@@ -2379,19 +2365,28 @@ def encode_tree(root):
 
 
 def decode_tree(tree, max_depth=128):
-    """A Package from the tree json.loads(..., object_pairs_hook=tuple) produced."""
+    """(Package, members, strings) from the tree json.loads produced.
+
+    `members` counts the members of every object decoded, `strings` holds every
+    string value other than enum, union and non-finite float names; the caller
+    uses both to rule out duplicate keys.
+    """
+
+    members = 0
+    strings = []
+    keep = strings.append
+    keep_all = strings.extend
 
     def too_deep(d):
         raise LimitError('nesting deeper than max_depth', expected=f'<= {max_depth}', got=d)
 
-    def d_Argument(a, d):
+    def d_Argument(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (Argument)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (Argument)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_Argument.issuperset(o):
             _bad('unknown field in Argument', sorted(set(o) - K_Argument))
         x1 = o.get('value')
@@ -2399,48 +2394,47 @@ def decode_tree(tree, max_depth=128):
         if t1 is None:
             if x1 is not None:
                 _bad('value: member without its _type key')
+        elif x1 is None:
+            if t1 != 'NONE' and (t1 != 0 or type(t1) is not int):
+                _bad('value: union type without a member, or unknown', t1)
         else:
             if type(t1) is str:
-                t1 = UV_ArgumentValue.get(t1)
-                if t1 is None:
-                    _bad('value: unknown union member name')
-            elif type(t1) is not int or not 0 <= t1 <= 32:
-                _bad('value: union type unknown to this reader', t1)
-            if t1 == 0:
-                if x1 is not None:
-                    _bad('value: member given with type NONE')
-            elif x1 is None:
-                _bad('value: union type without a member')
+                t1 = UN_ArgumentValue.get(t1)
+            elif type(t1) is int and 0 < t1 <= 32:
+                t1 = UD_ArgumentValue[t1]
             else:
-                x1 = UD_ArgumentValue[t1](x1, d + 1)
+                t1 = None
+            if t1 is None:
+                _bad('value: union type unknown to this reader, or NONE with a member')
+            x1 = t1(x1, d + 1)
         return Argument(x1)
 
-    def d_ArgumentMapEntry(a, d):
+    def d_ArgumentMapEntry(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (ArgumentMapEntry)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (ArgumentMapEntry)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_ArgumentMapEntry.issuperset(o):
             _bad('unknown field in ArgumentMapEntry', sorted(set(o) - K_ArgumentMapEntry))
         x0 = o.get('key')
-        if x0 is not None and type(x0) is not str:
-            _bad('key: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('key: expected str', type(x0).__name__)
+            keep(x0)
         x1 = o.get('value')
         if x1 is not None:
             x1 = d_Argument(x1, d + 1)
         return ArgumentMapEntry(x0, x1)
 
-    def d_BoolArgument(a, d):
+    def d_BoolArgument(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (BoolArgument)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (BoolArgument)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_BoolArgument.issuperset(o):
             _bad('unknown field in BoolArgument', sorted(set(o) - K_BoolArgument))
         x0 = o.get('value')
@@ -2450,14 +2444,13 @@ def decode_tree(tree, max_depth=128):
             _bad('value: expected bool', type(x0).__name__)
         return BoolArgument(x0)
 
-    def d_BoolListArgument(a, d):
+    def d_BoolListArgument(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (BoolListArgument)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (BoolListArgument)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_BoolListArgument.issuperset(o):
             _bad('unknown field in BoolListArgument', sorted(set(o) - K_BoolListArgument))
         x0 = o.get('values')
@@ -2469,14 +2462,13 @@ def decode_tree(tree, max_depth=128):
             _bad('values: expected bools')
         return BoolListArgument(x0)
 
-    def d_BoolValue(a, d):
+    def d_BoolValue(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (BoolValue)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (BoolValue)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_BoolValue.issuperset(o):
             _bad('unknown field in BoolValue', sorted(set(o) - K_BoolValue))
         x0 = o.get('value')
@@ -2486,32 +2478,32 @@ def decode_tree(tree, max_depth=128):
             _bad('value: expected bool', type(x0).__name__)
         return BoolValue(x0)
 
-    def d_BufferMutationSpec(a, d):
+    def d_BufferMutationSpec(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (BufferMutationSpec)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (BufferMutationSpec)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_BufferMutationSpec.issuperset(o):
             _bad('unknown field in BufferMutationSpec', sorted(set(o) - K_BufferMutationSpec))
         x0 = o.get('arg')
         if x0 is not None:
             x0 = d_TensorArgument(x0, d + 1)
         x1 = o.get('buffer_name')
-        if x1 is not None and type(x1) is not str:
-            _bad('buffer_name: expected str', type(x1).__name__)
+        if x1 is not None:
+            if type(x1) is not str:
+                _bad('buffer_name: expected str', type(x1).__name__)
+            keep(x1)
         return BufferMutationSpec(x0, x1)
 
-    def d_BytesValue(a, d):
+    def d_BytesValue(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (BytesValue)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (BytesValue)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_BytesValue.issuperset(o):
             _bad('unknown field in BytesValue', sorted(set(o) - K_BytesValue))
         x0 = o.get('value')
@@ -2523,14 +2515,13 @@ def decode_tree(tree, max_depth=128):
             _ints(x0, 0, 255)
         return BytesValue(x0)
 
-    def d_ComplexArgument(a, d):
+    def d_ComplexArgument(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (ComplexArgument)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (ComplexArgument)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_ComplexArgument.issuperset(o):
             _bad('unknown field in ComplexArgument', sorted(set(o) - K_ComplexArgument))
         x0 = o.get('real')
@@ -2545,14 +2536,13 @@ def decode_tree(tree, max_depth=128):
             x1 = _jfloat(x1)
         return ComplexArgument(x0, x1)
 
-    def d_ComplexValue(a, d):
+    def d_ComplexValue(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (ComplexValue)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (ComplexValue)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_ComplexValue.issuperset(o):
             _bad('unknown field in ComplexValue', sorted(set(o) - K_ComplexValue))
         x0 = o.get('real')
@@ -2567,58 +2557,65 @@ def decode_tree(tree, max_depth=128):
             x1 = _jfloat(x1)
         return ComplexValue(x0, x1)
 
-    def d_CustomObjArgument(a, d):
+    def d_CustomObjArgument(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (CustomObjArgument)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (CustomObjArgument)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_CustomObjArgument.issuperset(o):
             _bad('unknown field in CustomObjArgument', sorted(set(o) - K_CustomObjArgument))
         x0 = o.get('name')
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            keep(x0)
         x1 = o.get('class_fqn')
-        if x1 is not None and type(x1) is not str:
-            _bad('class_fqn: expected str', type(x1).__name__)
+        if x1 is not None:
+            if type(x1) is not str:
+                _bad('class_fqn: expected str', type(x1).__name__)
+            keep(x1)
         return CustomObjArgument(x0, x1)
 
-    def d_CustomObject(a, d):
+    def d_CustomObject(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (CustomObject)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (CustomObject)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_CustomObject.issuperset(o):
             _bad('unknown field in CustomObject', sorted(set(o) - K_CustomObject))
         x0 = o.get('name')
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            keep(x0)
         x1 = o.get('class_fqn')
-        if x1 is not None and type(x1) is not str:
-            _bad('class_fqn: expected str', type(x1).__name__)
+        if x1 is not None:
+            if type(x1) is not str:
+                _bad('class_fqn: expected str', type(x1).__name__)
+            keep(x1)
         x2 = o.get('state')
         if x2 is not None:
             x2 = d_Value(x2, d + 1)
         return CustomObject(x0, x1, x2)
 
-    def d_Device(a, d):
+    def d_Device(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (Device)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (Device)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_Device.issuperset(o):
             _bad('unknown field in Device', sorted(set(o) - K_Device))
         x0 = o.get('type')
-        if x0 is not None and type(x0) is not str:
-            _bad('type: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('type: expected str', type(x0).__name__)
+            keep(x0)
         x1 = o.get('index')
         if x1 is None:
             x1 = -1
@@ -2626,14 +2623,13 @@ def decode_tree(tree, max_depth=128):
             _bad('index: expected int32', x1)
         return Device(x0, x1)
 
-    def d_DeviceArgument(a, d):
+    def d_DeviceArgument(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (DeviceArgument)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (DeviceArgument)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_DeviceArgument.issuperset(o):
             _bad('unknown field in DeviceArgument', sorted(set(o) - K_DeviceArgument))
         x0 = o.get('value')
@@ -2641,14 +2637,13 @@ def decode_tree(tree, max_depth=128):
             x0 = d_Device(x0, d + 1)
         return DeviceArgument(x0)
 
-    def d_DeviceValue(a, d):
+    def d_DeviceValue(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (DeviceValue)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (DeviceValue)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_DeviceValue.issuperset(o):
             _bad('unknown field in DeviceValue', sorted(set(o) - K_DeviceValue))
         x0 = o.get('value')
@@ -2656,14 +2651,13 @@ def decode_tree(tree, max_depth=128):
             x0 = d_Device(x0, d + 1)
         return DeviceValue(x0)
 
-    def d_FloatArgument(a, d):
+    def d_FloatArgument(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (FloatArgument)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (FloatArgument)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_FloatArgument.issuperset(o):
             _bad('unknown field in FloatArgument', sorted(set(o) - K_FloatArgument))
         x0 = o.get('value')
@@ -2673,14 +2667,13 @@ def decode_tree(tree, max_depth=128):
             x0 = _jfloat(x0)
         return FloatArgument(x0)
 
-    def d_FloatListArgument(a, d):
+    def d_FloatListArgument(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (FloatListArgument)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (FloatListArgument)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_FloatListArgument.issuperset(o):
             _bad('unknown field in FloatListArgument', sorted(set(o) - K_FloatListArgument))
         x0 = o.get('values')
@@ -2692,14 +2685,13 @@ def decode_tree(tree, max_depth=128):
             x0 = _jfloats(x0)
         return FloatListArgument(x0)
 
-    def d_FloatListListArgument(a, d):
+    def d_FloatListListArgument(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (FloatListListArgument)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (FloatListListArgument)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_FloatListListArgument.issuperset(o):
             _bad('unknown field in FloatListListArgument', sorted(set(o) - K_FloatListListArgument))
         x0 = o.get('lists')
@@ -2712,14 +2704,13 @@ def decode_tree(tree, max_depth=128):
             x0 = [d_FloatListArgument(e, d1) for e in x0]
         return FloatListListArgument(x0)
 
-    def d_FloatValue(a, d):
+    def d_FloatValue(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (FloatValue)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (FloatValue)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_FloatValue.issuperset(o):
             _bad('unknown field in FloatValue', sorted(set(o) - K_FloatValue))
         x0 = o.get('value')
@@ -2729,14 +2720,13 @@ def decode_tree(tree, max_depth=128):
             x0 = _jfloat(x0)
         return FloatValue(x0)
 
-    def d_FormatVersion(a, d):
+    def d_FormatVersion(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (FormatVersion)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (FormatVersion)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_FormatVersion.issuperset(o):
             _bad('unknown field in FormatVersion', sorted(set(o) - K_FormatVersion))
         x0 = o.get('major')
@@ -2751,50 +2741,51 @@ def decode_tree(tree, max_depth=128):
             _bad('minor: expected uint32', x1)
         return FormatVersion(x0, x1)
 
-    def d_GradientToParameterSpec(a, d):
+    def d_GradientToParameterSpec(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (GradientToParameterSpec)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (GradientToParameterSpec)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_GradientToParameterSpec.issuperset(o):
             _bad('unknown field in GradientToParameterSpec', sorted(set(o) - K_GradientToParameterSpec))
         x0 = o.get('arg')
         if x0 is not None:
             x0 = d_TensorArgument(x0, d + 1)
         x1 = o.get('parameter_name')
-        if x1 is not None and type(x1) is not str:
-            _bad('parameter_name: expected str', type(x1).__name__)
+        if x1 is not None:
+            if type(x1) is not str:
+                _bad('parameter_name: expected str', type(x1).__name__)
+            keep(x1)
         return GradientToParameterSpec(x0, x1)
 
-    def d_GradientToUserInputSpec(a, d):
+    def d_GradientToUserInputSpec(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (GradientToUserInputSpec)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (GradientToUserInputSpec)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_GradientToUserInputSpec.issuperset(o):
             _bad('unknown field in GradientToUserInputSpec', sorted(set(o) - K_GradientToUserInputSpec))
         x0 = o.get('arg')
         if x0 is not None:
             x0 = d_TensorArgument(x0, d + 1)
         x1 = o.get('user_input_name')
-        if x1 is not None and type(x1) is not str:
-            _bad('user_input_name: expected str', type(x1).__name__)
+        if x1 is not None:
+            if type(x1) is not str:
+                _bad('user_input_name: expected str', type(x1).__name__)
+            keep(x1)
         return GradientToUserInputSpec(x0, x1)
 
-    def d_Graph(a, d):
+    def d_Graph(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (Graph)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (Graph)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_Graph.issuperset(o):
             _bad('unknown field in Graph', sorted(set(o) - K_Graph))
         x0 = o.get('inputs')
@@ -2884,19 +2875,20 @@ def decode_tree(tree, max_depth=128):
             x11 = d_NodeMetadata(x11, d + 1)
         return Graph(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11)
 
-    def d_GraphArgument(a, d):
+    def d_GraphArgument(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (GraphArgument)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (GraphArgument)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_GraphArgument.issuperset(o):
             _bad('unknown field in GraphArgument', sorted(set(o) - K_GraphArgument))
         x0 = o.get('name')
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            keep(x0)
         x1 = o.get('graph')
         if x1 is not None:
             x1 = d_Graph(x1, d + 1)
@@ -2904,18 +2896,19 @@ def decode_tree(tree, max_depth=128):
         if x2 is not None:
             x2 = d_NodeMetadata(x2, d + 1)
         x3 = o.get('node_name')
-        if x3 is not None and type(x3) is not str:
-            _bad('node_name: expected str', type(x3).__name__)
+        if x3 is not None:
+            if type(x3) is not str:
+                _bad('node_name: expected str', type(x3).__name__)
+            keep(x3)
         return GraphArgument(x0, x1, x2, x3)
 
-    def d_GraphSignature(a, d):
+    def d_GraphSignature(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (GraphSignature)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (GraphSignature)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_GraphSignature.issuperset(o):
             _bad('unknown field in GraphSignature', sorted(set(o) - K_GraphSignature))
         x0 = o.get('input_specs')
@@ -2936,14 +2929,13 @@ def decode_tree(tree, max_depth=128):
             x1 = [d_OutputSpec(e, d1) for e in x1]
         return GraphSignature(x0, x1)
 
-    def d_InputSpec(a, d):
+    def d_InputSpec(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (InputSpec)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (InputSpec)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_InputSpec.issuperset(o):
             _bad('unknown field in InputSpec', sorted(set(o) - K_InputSpec))
         x1 = o.get('spec')
@@ -2951,38 +2943,38 @@ def decode_tree(tree, max_depth=128):
         if t1 is None:
             if x1 is not None:
                 _bad('spec: member without its _type key')
+        elif x1 is None:
+            if t1 != 'NONE' and (t1 != 0 or type(t1) is not int):
+                _bad('spec: union type without a member, or unknown', t1)
         else:
             if type(t1) is str:
-                t1 = UV_InputSpecKind.get(t1)
-                if t1 is None:
-                    _bad('spec: unknown union member name')
-            elif type(t1) is not int or not 0 <= t1 <= 7:
-                _bad('spec: union type unknown to this reader', t1)
-            if t1 == 0:
-                if x1 is not None:
-                    _bad('spec: member given with type NONE')
-            elif x1 is None:
-                _bad('spec: union type without a member')
+                t1 = UN_InputSpecKind.get(t1)
+            elif type(t1) is int and 0 < t1 <= 7:
+                t1 = UD_InputSpecKind[t1]
             else:
-                x1 = UD_InputSpecKind[t1](x1, d + 1)
+                t1 = None
+            if t1 is None:
+                _bad('spec: union type unknown to this reader, or NONE with a member')
+            x1 = t1(x1, d + 1)
         return InputSpec(x1)
 
-    def d_InputToBufferSpec(a, d):
+    def d_InputToBufferSpec(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (InputToBufferSpec)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (InputToBufferSpec)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_InputToBufferSpec.issuperset(o):
             _bad('unknown field in InputToBufferSpec', sorted(set(o) - K_InputToBufferSpec))
         x0 = o.get('arg')
         if x0 is not None:
             x0 = d_TensorArgument(x0, d + 1)
         x1 = o.get('buffer_name')
-        if x1 is not None and type(x1) is not str:
-            _bad('buffer_name: expected str', type(x1).__name__)
+        if x1 is not None:
+            if type(x1) is not str:
+                _bad('buffer_name: expected str', type(x1).__name__)
+            keep(x1)
         x2 = o.get('persistent')
         if x2 is None:
             x2 = False
@@ -2990,86 +2982,89 @@ def decode_tree(tree, max_depth=128):
             _bad('persistent: expected bool', type(x2).__name__)
         return InputToBufferSpec(x0, x1, x2)
 
-    def d_InputToConstantInputSpec(a, d):
+    def d_InputToConstantInputSpec(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (InputToConstantInputSpec)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (InputToConstantInputSpec)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_InputToConstantInputSpec.issuperset(o):
             _bad('unknown field in InputToConstantInputSpec', sorted(set(o) - K_InputToConstantInputSpec))
         x0 = o.get('name')
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            keep(x0)
         x1 = o.get('value')
         if x1 is not None:
             x1 = d_Value(x1, d + 1)
         return InputToConstantInputSpec(x0, x1)
 
-    def d_InputToCustomObjSpec(a, d):
+    def d_InputToCustomObjSpec(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (InputToCustomObjSpec)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (InputToCustomObjSpec)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_InputToCustomObjSpec.issuperset(o):
             _bad('unknown field in InputToCustomObjSpec', sorted(set(o) - K_InputToCustomObjSpec))
         x0 = o.get('arg')
         if x0 is not None:
             x0 = d_CustomObjArgument(x0, d + 1)
         x1 = o.get('custom_obj_name')
-        if x1 is not None and type(x1) is not str:
-            _bad('custom_obj_name: expected str', type(x1).__name__)
+        if x1 is not None:
+            if type(x1) is not str:
+                _bad('custom_obj_name: expected str', type(x1).__name__)
+            keep(x1)
         return InputToCustomObjSpec(x0, x1)
 
-    def d_InputToParameterSpec(a, d):
+    def d_InputToParameterSpec(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (InputToParameterSpec)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (InputToParameterSpec)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_InputToParameterSpec.issuperset(o):
             _bad('unknown field in InputToParameterSpec', sorted(set(o) - K_InputToParameterSpec))
         x0 = o.get('arg')
         if x0 is not None:
             x0 = d_TensorArgument(x0, d + 1)
         x1 = o.get('parameter_name')
-        if x1 is not None and type(x1) is not str:
-            _bad('parameter_name: expected str', type(x1).__name__)
+        if x1 is not None:
+            if type(x1) is not str:
+                _bad('parameter_name: expected str', type(x1).__name__)
+            keep(x1)
         return InputToParameterSpec(x0, x1)
 
-    def d_InputToTensorConstantSpec(a, d):
+    def d_InputToTensorConstantSpec(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (InputToTensorConstantSpec)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (InputToTensorConstantSpec)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_InputToTensorConstantSpec.issuperset(o):
             _bad('unknown field in InputToTensorConstantSpec', sorted(set(o) - K_InputToTensorConstantSpec))
         x0 = o.get('arg')
         if x0 is not None:
             x0 = d_TensorArgument(x0, d + 1)
         x1 = o.get('tensor_constant_name')
-        if x1 is not None and type(x1) is not str:
-            _bad('tensor_constant_name: expected str', type(x1).__name__)
+        if x1 is not None:
+            if type(x1) is not str:
+                _bad('tensor_constant_name: expected str', type(x1).__name__)
+            keep(x1)
         return InputToTensorConstantSpec(x0, x1)
 
-    def d_InputTokenSpec(a, d):
+    def d_InputTokenSpec(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (InputTokenSpec)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (InputTokenSpec)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_InputTokenSpec.issuperset(o):
             _bad('unknown field in InputTokenSpec', sorted(set(o) - K_InputTokenSpec))
         x0 = o.get('arg')
@@ -3077,14 +3072,13 @@ def decode_tree(tree, max_depth=128):
             x0 = d_TokenArgument(x0, d + 1)
         return InputTokenSpec(x0)
 
-    def d_IntArgument(a, d):
+    def d_IntArgument(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (IntArgument)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (IntArgument)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_IntArgument.issuperset(o):
             _bad('unknown field in IntArgument', sorted(set(o) - K_IntArgument))
         x0 = o.get('value')
@@ -3094,14 +3088,13 @@ def decode_tree(tree, max_depth=128):
             _bad('value: expected int64', x0)
         return IntArgument(x0)
 
-    def d_IntListArgument(a, d):
+    def d_IntListArgument(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (IntListArgument)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (IntListArgument)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_IntListArgument.issuperset(o):
             _bad('unknown field in IntListArgument', sorted(set(o) - K_IntListArgument))
         x0 = o.get('values')
@@ -3113,14 +3106,13 @@ def decode_tree(tree, max_depth=128):
             _ints(x0, -9223372036854775808, 9223372036854775807)
         return IntListArgument(x0)
 
-    def d_IntListListArgument(a, d):
+    def d_IntListListArgument(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (IntListListArgument)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (IntListListArgument)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_IntListListArgument.issuperset(o):
             _bad('unknown field in IntListListArgument', sorted(set(o) - K_IntListListArgument))
         x0 = o.get('lists')
@@ -3133,14 +3125,13 @@ def decode_tree(tree, max_depth=128):
             x0 = [d_IntListArgument(e, d1) for e in x0]
         return IntListListArgument(x0)
 
-    def d_IntValue(a, d):
+    def d_IntValue(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (IntValue)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (IntValue)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_IntValue.issuperset(o):
             _bad('unknown field in IntValue', sorted(set(o) - K_IntValue))
         x0 = o.get('value')
@@ -3150,37 +3141,39 @@ def decode_tree(tree, max_depth=128):
             _bad('value: expected int64', x0)
         return IntValue(x0)
 
-    def d_KeyPathEntry(a, d):
+    def d_KeyPathEntry(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (KeyPathEntry)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (KeyPathEntry)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_KeyPathEntry.issuperset(o):
             _bad('unknown field in KeyPathEntry', sorted(set(o) - K_KeyPathEntry))
         x0 = o.get('kind')
-        if x0 is not None and type(x0) is not str:
-            _bad('kind: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('kind: expected str', type(x0).__name__)
+            keep(x0)
         x1 = o.get('index')
         if x1 is None:
             x1 = 0
         elif type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
             _bad('index: expected int64', x1)
         x2 = o.get('name')
-        if x2 is not None and type(x2) is not str:
-            _bad('name: expected str', type(x2).__name__)
+        if x2 is not None:
+            if type(x2) is not str:
+                _bad('name: expected str', type(x2).__name__)
+            keep(x2)
         return KeyPathEntry(x0, x1, x2)
 
-    def d_LayoutArgument(a, d):
+    def d_LayoutArgument(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (LayoutArgument)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (LayoutArgument)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_LayoutArgument.issuperset(o):
             _bad('unknown field in LayoutArgument', sorted(set(o) - K_LayoutArgument))
         x0 = o.get('value')
@@ -3194,14 +3187,13 @@ def decode_tree(tree, max_depth=128):
             _bad('value: expected Layout', x0)
         return LayoutArgument(x0)
 
-    def d_ListValue(a, d):
+    def d_ListValue(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (ListValue)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (ListValue)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_ListValue.issuperset(o):
             _bad('unknown field in ListValue', sorted(set(o) - K_ListValue))
         x0 = o.get('items')
@@ -3219,14 +3211,13 @@ def decode_tree(tree, max_depth=128):
             _bad('is_tuple: expected bool', type(x1).__name__)
         return ListValue(x0, x1)
 
-    def d_LossOutputSpec(a, d):
+    def d_LossOutputSpec(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (LossOutputSpec)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (LossOutputSpec)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_LossOutputSpec.issuperset(o):
             _bad('unknown field in LossOutputSpec', sorted(set(o) - K_LossOutputSpec))
         x0 = o.get('arg')
@@ -3234,14 +3225,13 @@ def decode_tree(tree, max_depth=128):
             x0 = d_TensorArgument(x0, d + 1)
         return LossOutputSpec(x0)
 
-    def d_MapEntry(a, d):
+    def d_MapEntry(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (MapEntry)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (MapEntry)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_MapEntry.issuperset(o):
             _bad('unknown field in MapEntry', sorted(set(o) - K_MapEntry))
         x0 = o.get('key')
@@ -3252,14 +3242,13 @@ def decode_tree(tree, max_depth=128):
             x1 = d_Value(x1, d + 1)
         return MapEntry(x0, x1)
 
-    def d_MapValue(a, d):
+    def d_MapValue(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (MapValue)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (MapValue)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_MapValue.issuperset(o):
             _bad('unknown field in MapValue', sorted(set(o) - K_MapValue))
         x0 = o.get('entries')
@@ -3272,14 +3261,13 @@ def decode_tree(tree, max_depth=128):
             x0 = [d_MapEntry(e, d1) for e in x0]
         return MapValue(x0)
 
-    def d_MemoryFormatArgument(a, d):
+    def d_MemoryFormatArgument(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (MemoryFormatArgument)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (MemoryFormatArgument)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_MemoryFormatArgument.issuperset(o):
             _bad('unknown field in MemoryFormatArgument', sorted(set(o) - K_MemoryFormatArgument))
         x0 = o.get('value')
@@ -3293,32 +3281,32 @@ def decode_tree(tree, max_depth=128):
             _bad('value: expected MemoryFormat', x0)
         return MemoryFormatArgument(x0)
 
-    def d_ModuleCallEntry(a, d):
+    def d_ModuleCallEntry(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (ModuleCallEntry)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (ModuleCallEntry)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_ModuleCallEntry.issuperset(o):
             _bad('unknown field in ModuleCallEntry', sorted(set(o) - K_ModuleCallEntry))
         x0 = o.get('fqn')
-        if x0 is not None and type(x0) is not str:
-            _bad('fqn: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('fqn: expected str', type(x0).__name__)
+            keep(x0)
         x1 = o.get('signature')
         if x1 is not None:
             x1 = d_ModuleCallSignature(x1, d + 1)
         return ModuleCallEntry(x0, x1)
 
-    def d_ModuleCallSignature(a, d):
+    def d_ModuleCallSignature(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (ModuleCallSignature)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (ModuleCallSignature)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_ModuleCallSignature.issuperset(o):
             _bad('unknown field in ModuleCallSignature', sorted(set(o) - K_ModuleCallSignature))
         x0 = o.get('inputs')
@@ -3350,61 +3338,68 @@ def decode_tree(tree, max_depth=128):
             _bad('forward_arg_names: expected an array', type(x4).__name__)
         elif not _STR.issuperset(map(type, x4)):
             _bad('forward_arg_names: expected strings')
+        else:
+            keep_all(x4)
         return ModuleCallSignature(x0, x1, x2, x3, x4)
 
-    def d_ModuleStackEntry(a, d):
+    def d_ModuleStackEntry(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (ModuleStackEntry)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (ModuleStackEntry)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_ModuleStackEntry.issuperset(o):
             _bad('unknown field in ModuleStackEntry', sorted(set(o) - K_ModuleStackEntry))
         x0 = o.get('key')
-        if x0 is not None and type(x0) is not str:
-            _bad('key: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('key: expected str', type(x0).__name__)
+            keep(x0)
         x1 = o.get('path')
-        if x1 is not None and type(x1) is not str:
-            _bad('path: expected str', type(x1).__name__)
+        if x1 is not None:
+            if type(x1) is not str:
+                _bad('path: expected str', type(x1).__name__)
+            keep(x1)
         x2 = o.get('type_name')
-        if x2 is not None and type(x2) is not str:
-            _bad('type_name: expected str', type(x2).__name__)
+        if x2 is not None:
+            if type(x2) is not str:
+                _bad('type_name: expected str', type(x2).__name__)
+            keep(x2)
         return ModuleStackEntry(x0, x1, x2)
 
-    def d_NamedArgument(a, d):
+    def d_NamedArgument(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (NamedArgument)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (NamedArgument)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_NamedArgument.issuperset(o):
             _bad('unknown field in NamedArgument', sorted(set(o) - K_NamedArgument))
         x0 = o.get('name')
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            keep(x0)
         x2 = o.get('value')
         t2 = o.get('value_type')
         if t2 is None:
             if x2 is not None:
                 _bad('value: member without its _type key')
+        elif x2 is None:
+            if t2 != 'NONE' and (t2 != 0 or type(t2) is not int):
+                _bad('value: union type without a member, or unknown', t2)
         else:
             if type(t2) is str:
-                t2 = UV_ArgumentValue.get(t2)
-                if t2 is None:
-                    _bad('value: unknown union member name')
-            elif type(t2) is not int or not 0 <= t2 <= 32:
-                _bad('value: union type unknown to this reader', t2)
-            if t2 == 0:
-                if x2 is not None:
-                    _bad('value: member given with type NONE')
-            elif x2 is None:
-                _bad('value: union type without a member')
+                t2 = UN_ArgumentValue.get(t2)
+            elif type(t2) is int and 0 < t2 <= 32:
+                t2 = UD_ArgumentValue[t2]
             else:
-                x2 = UD_ArgumentValue[t2](x2, d + 1)
+                t2 = None
+            if t2 is None:
+                _bad('value: union type unknown to this reader, or NONE with a member')
+            x2 = t2(x2, d + 1)
         x3 = o.get('kind')
         if x3 is None:
             x3 = 0
@@ -3421,19 +3416,20 @@ def decode_tree(tree, max_depth=128):
             _bad('is_tuple: expected bool', type(x4).__name__)
         return NamedArgument(x0, x2, x3, x4)
 
-    def d_NamedTupleDef(a, d):
+    def d_NamedTupleDef(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (NamedTupleDef)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (NamedTupleDef)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_NamedTupleDef.issuperset(o):
             _bad('unknown field in NamedTupleDef', sorted(set(o) - K_NamedTupleDef))
         x0 = o.get('type_name')
-        if x0 is not None and type(x0) is not str:
-            _bad('type_name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('type_name: expected str', type(x0).__name__)
+            keep(x0)
         x1 = o.get('field_names')
         if x1 is None:
             x1 = []
@@ -3441,16 +3437,17 @@ def decode_tree(tree, max_depth=128):
             _bad('field_names: expected an array', type(x1).__name__)
         elif not _STR.issuperset(map(type, x1)):
             _bad('field_names: expected strings')
+        else:
+            keep_all(x1)
         return NamedTupleDef(x0, x1)
 
-    def d_NestedTensorListArgument(a, d):
+    def d_NestedTensorListArgument(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (NestedTensorListArgument)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (NestedTensorListArgument)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_NestedTensorListArgument.issuperset(o):
             _bad('unknown field in NestedTensorListArgument', sorted(set(o) - K_NestedTensorListArgument))
         x0 = o.get('lists')
@@ -3463,22 +3460,25 @@ def decode_tree(tree, max_depth=128):
             x0 = [d_TensorListArgument(e, d1) for e in x0]
         return NestedTensorListArgument(x0)
 
-    def d_Node(a, d):
+    def d_Node(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (Node)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (Node)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_Node.issuperset(o):
             _bad('unknown field in Node', sorted(set(o) - K_Node))
         x0 = o.get('name')
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            keep(x0)
         x1 = o.get('target')
-        if x1 is not None and type(x1) is not str:
-            _bad('target: expected str', type(x1).__name__)
+        if x1 is not None:
+            if type(x1) is not str:
+                _bad('target: expected str', type(x1).__name__)
+            keep(x1)
         x2 = o.get('inputs')
         if x2 is None:
             x2 = []
@@ -3520,19 +3520,20 @@ def decode_tree(tree, max_depth=128):
             x7 = [d_UnpackMetadata(e, d1) for e in x7]
         return Node(x0, x1, x2, x3, x4, x5, x6, x7)
 
-    def d_NodeMetadata(a, d):
+    def d_NodeMetadata(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (NodeMetadata)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (NodeMetadata)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_NodeMetadata.issuperset(o):
             _bad('unknown field in NodeMetadata', sorted(set(o) - K_NodeMetadata))
         x0 = o.get('stack_trace')
-        if x0 is not None and type(x0) is not str:
-            _bad('stack_trace: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('stack_trace: expected str', type(x0).__name__)
+            keep(x0)
         x1 = o.get('nn_module_stack')
         if x1 is None:
             x1 = []
@@ -3581,30 +3582,35 @@ def decode_tree(tree, max_depth=128):
             x7 = [d_StringEntry(e, d1) for e in x7]
         return NodeMetadata(x0, x1, x2, x3, x4, x5, x6, x7)
 
-    def d_NodeSource(a, d):
+    def d_NodeSource(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (NodeSource)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (NodeSource)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_NodeSource.issuperset(o):
             _bad('unknown field in NodeSource', sorted(set(o) - K_NodeSource))
         x0 = o.get('name')
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            keep(x0)
         x1 = o.get('target')
-        if x1 is not None and type(x1) is not str:
-            _bad('target: expected str', type(x1).__name__)
+        if x1 is not None:
+            if type(x1) is not str:
+                _bad('target: expected str', type(x1).__name__)
+            keep(x1)
         x2 = o.get('graph_id')
         if x2 is None:
             x2 = 0
         elif type(x2) is not int or not -9223372036854775808 <= x2 <= 9223372036854775807:
             _bad('graph_id: expected int64', x2)
         x3 = o.get('pass_name')
-        if x3 is not None and type(x3) is not str:
-            _bad('pass_name: expected str', type(x3).__name__)
+        if x3 is not None:
+            if type(x3) is not str:
+                _bad('pass_name: expected str', type(x3).__name__)
+            keep(x3)
         x4 = o.get('actions')
         if x4 is None:
             x4 = []
@@ -3612,6 +3618,8 @@ def decode_tree(tree, max_depth=128):
             _bad('actions: expected an array', type(x4).__name__)
         elif not _STR.issuperset(map(type, x4)):
             _bad('actions: expected strings')
+        else:
+            keep_all(x4)
         x5 = o.get('from_node')
         if x5 is None:
             x5 = []
@@ -3622,61 +3630,63 @@ def decode_tree(tree, max_depth=128):
             x5 = [d_NodeSource(e, d1) for e in x5]
         return NodeSource(x0, x1, x2, x3, x4, x5)
 
-    def d_NoneArgument(a, d):
+    def d_NoneArgument(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (NoneArgument)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (NoneArgument)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_NoneArgument.issuperset(o):
             _bad('unknown field in NoneArgument', sorted(set(o) - K_NoneArgument))
         return NoneArgument()
 
-    def d_NullValue(a, d):
+    def d_NullValue(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (NullValue)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (NullValue)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_NullValue.issuperset(o):
             _bad('unknown field in NullValue', sorted(set(o) - K_NullValue))
         return NullValue()
 
-    def d_OperatorArgument(a, d):
+    def d_OperatorArgument(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (OperatorArgument)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (OperatorArgument)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_OperatorArgument.issuperset(o):
             _bad('unknown field in OperatorArgument', sorted(set(o) - K_OperatorArgument))
         x0 = o.get('name')
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            keep(x0)
         return OperatorArgument(x0)
 
-    def d_OperatorParameter(a, d):
+    def d_OperatorParameter(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (OperatorParameter)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (OperatorParameter)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_OperatorParameter.issuperset(o):
             _bad('unknown field in OperatorParameter', sorted(set(o) - K_OperatorParameter))
         x0 = o.get('name')
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            keep(x0)
         x1 = o.get('type')
-        if x1 is not None and type(x1) is not str:
-            _bad('type: expected str', type(x1).__name__)
+        if x1 is not None:
+            if type(x1) is not str:
+                _bad('type: expected str', type(x1).__name__)
+            keep(x1)
         x2 = o.get('default_value')
         if x2 is not None:
             x2 = d_Value(x2, d + 1)
@@ -3686,8 +3696,10 @@ def decode_tree(tree, max_depth=128):
         elif type(x3) is not bool:
             _bad('kwarg_only: expected bool', type(x3).__name__)
         x4 = o.get('alias_set')
-        if x4 is not None and type(x4) is not str:
-            _bad('alias_set: expected str', type(x4).__name__)
+        if x4 is not None:
+            if type(x4) is not str:
+                _bad('alias_set: expected str', type(x4).__name__)
+            keep(x4)
         x5 = o.get('is_write')
         if x5 is None:
             x5 = False
@@ -3695,19 +3707,20 @@ def decode_tree(tree, max_depth=128):
             _bad('is_write: expected bool', type(x5).__name__)
         return OperatorParameter(x0, x1, x2, x3, x4, x5)
 
-    def d_OperatorSchema(a, d):
+    def d_OperatorSchema(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (OperatorSchema)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (OperatorSchema)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_OperatorSchema.issuperset(o):
             _bad('unknown field in OperatorSchema', sorted(set(o) - K_OperatorSchema))
         x0 = o.get('target')
-        if x0 is not None and type(x0) is not str:
-            _bad('target: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('target: expected str', type(x0).__name__)
+            keep(x0)
         x1 = o.get('kind')
         if x1 is None:
             x1 = 0
@@ -3718,8 +3731,10 @@ def decode_tree(tree, max_depth=128):
         elif type(x1) is not int or not 0 <= x1 <= 255:
             _bad('kind: expected OperatorKind', x1)
         x2 = o.get('schema')
-        if x2 is not None and type(x2) is not str:
-            _bad('schema: expected str', type(x2).__name__)
+        if x2 is not None:
+            if type(x2) is not str:
+                _bad('schema: expected str', type(x2).__name__)
+            keep(x2)
         x3 = o.get('parameters')
         if x3 is None:
             x3 = []
@@ -3743,19 +3758,20 @@ def decode_tree(tree, max_depth=128):
             _bad('is_mutable: expected bool', type(x5).__name__)
         return OperatorSchema(x0, x1, x2, x3, x4, x5)
 
-    def d_Opset(a, d):
+    def d_Opset(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (Opset)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (Opset)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_Opset.issuperset(o):
             _bad('unknown field in Opset', sorted(set(o) - K_Opset))
         x0 = o.get('namespace')
-        if x0 is not None and type(x0) is not str:
-            _bad('namespace: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('namespace: expected str', type(x0).__name__)
+            keep(x0)
         x1 = o.get('version')
         if x1 is None:
             x1 = 0
@@ -3763,29 +3779,29 @@ def decode_tree(tree, max_depth=128):
             _bad('version: expected int64', x1)
         return Opset(x0, x1)
 
-    def d_OptionalTensorArgument(a, d):
+    def d_OptionalTensorArgument(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (OptionalTensorArgument)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (OptionalTensorArgument)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_OptionalTensorArgument.issuperset(o):
             _bad('unknown field in OptionalTensorArgument', sorted(set(o) - K_OptionalTensorArgument))
         x0 = o.get('name')
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            keep(x0)
         return OptionalTensorArgument(x0)
 
-    def d_OptionalTensorListArgument(a, d):
+    def d_OptionalTensorListArgument(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (OptionalTensorListArgument)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (OptionalTensorListArgument)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_OptionalTensorListArgument.issuperset(o):
             _bad('unknown field in OptionalTensorListArgument', sorted(set(o) - K_OptionalTensorListArgument))
         x0 = o.get('items')
@@ -3798,14 +3814,13 @@ def decode_tree(tree, max_depth=128):
             x0 = [d_OptionalTensorArgument(e, d1) for e in x0]
         return OptionalTensorListArgument(x0)
 
-    def d_OutputSpec(a, d):
+    def d_OutputSpec(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (OutputSpec)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (OutputSpec)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_OutputSpec.issuperset(o):
             _bad('unknown field in OutputSpec', sorted(set(o) - K_OutputSpec))
         x1 = o.get('spec')
@@ -3813,30 +3828,28 @@ def decode_tree(tree, max_depth=128):
         if t1 is None:
             if x1 is not None:
                 _bad('spec: member without its _type key')
+        elif x1 is None:
+            if t1 != 'NONE' and (t1 != 0 or type(t1) is not int):
+                _bad('spec: union type without a member, or unknown', t1)
         else:
             if type(t1) is str:
-                t1 = UV_OutputSpecKind.get(t1)
-                if t1 is None:
-                    _bad('spec: unknown union member name')
-            elif type(t1) is not int or not 0 <= t1 <= 8:
-                _bad('spec: union type unknown to this reader', t1)
-            if t1 == 0:
-                if x1 is not None:
-                    _bad('spec: member given with type NONE')
-            elif x1 is None:
-                _bad('spec: union type without a member')
+                t1 = UN_OutputSpecKind.get(t1)
+            elif type(t1) is int and 0 < t1 <= 8:
+                t1 = UD_OutputSpecKind[t1]
             else:
-                x1 = UD_OutputSpecKind[t1](x1, d + 1)
+                t1 = None
+            if t1 is None:
+                _bad('spec: union type unknown to this reader, or NONE with a member')
+            x1 = t1(x1, d + 1)
         return OutputSpec(x1)
 
-    def d_OutputTokenSpec(a, d):
+    def d_OutputTokenSpec(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (OutputTokenSpec)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (OutputTokenSpec)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_OutputTokenSpec.issuperset(o):
             _bad('unknown field in OutputTokenSpec', sorted(set(o) - K_OutputTokenSpec))
         x0 = o.get('arg')
@@ -3844,14 +3857,13 @@ def decode_tree(tree, max_depth=128):
             x0 = d_TokenArgument(x0, d + 1)
         return OutputTokenSpec(x0)
 
-    def d_Package(a, d):
+    def d_Package(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (Package)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (Package)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_Package.issuperset(o):
             _bad('unknown field in Package', sorted(set(o) - K_Package))
         x0 = o.get('format_version')
@@ -3925,58 +3937,65 @@ def decode_tree(tree, max_depth=128):
             x9 = [d_StringEntry(e, d1) for e in x9]
         return Package(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9)
 
-    def d_ParameterMutationSpec(a, d):
+    def d_ParameterMutationSpec(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (ParameterMutationSpec)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (ParameterMutationSpec)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_ParameterMutationSpec.issuperset(o):
             _bad('unknown field in ParameterMutationSpec', sorted(set(o) - K_ParameterMutationSpec))
         x0 = o.get('arg')
         if x0 is not None:
             x0 = d_TensorArgument(x0, d + 1)
         x1 = o.get('parameter_name')
-        if x1 is not None and type(x1) is not str:
-            _bad('parameter_name: expected str', type(x1).__name__)
+        if x1 is not None:
+            if type(x1) is not str:
+                _bad('parameter_name: expected str', type(x1).__name__)
+            keep(x1)
         return ParameterMutationSpec(x0, x1)
 
-    def d_Producer(a, d):
+    def d_Producer(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (Producer)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (Producer)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_Producer.issuperset(o):
             _bad('unknown field in Producer', sorted(set(o) - K_Producer))
         x0 = o.get('name')
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            keep(x0)
         x1 = o.get('version')
-        if x1 is not None and type(x1) is not str:
-            _bad('version: expected str', type(x1).__name__)
+        if x1 is not None:
+            if type(x1) is not str:
+                _bad('version: expected str', type(x1).__name__)
+            keep(x1)
         x2 = o.get('torch_version')
-        if x2 is not None and type(x2) is not str:
-            _bad('torch_version: expected str', type(x2).__name__)
+        if x2 is not None:
+            if type(x2) is not str:
+                _bad('torch_version: expected str', type(x2).__name__)
+            keep(x2)
         return Producer(x0, x1, x2)
 
-    def d_Program(a, d):
+    def d_Program(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (Program)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (Program)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_Program.issuperset(o):
             _bad('unknown field in Program', sorted(set(o) - K_Program))
         x0 = o.get('name')
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            keep(x0)
         x1 = o.get('graph')
         if x1 is not None:
             x1 = d_Graph(x1, d + 1)
@@ -4030,6 +4049,8 @@ def decode_tree(tree, max_depth=128):
             _bad('verifiers: expected an array', type(x8).__name__)
         elif not _STR.issuperset(map(type, x8)):
             _bad('verifiers: expected strings')
+        else:
+            keep_all(x8)
         x9 = o.get('guards_code')
         if x9 is None:
             x9 = []
@@ -4037,6 +4058,8 @@ def decode_tree(tree, max_depth=128):
             _bad('guards_code: expected an array', type(x9).__name__)
         elif not _STR.issuperset(map(type, x9)):
             _bad('guards_code: expected strings')
+        else:
+            keep_all(x9)
         x10 = o.get('state')
         if x10 is None:
             x10 = []
@@ -4074,14 +4097,13 @@ def decode_tree(tree, max_depth=128):
             x14 = [d_StringEntry(e, d1) for e in x14]
         return Program(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14)
 
-    def d_RangeConstraint(a, d):
+    def d_RangeConstraint(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (RangeConstraint)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (RangeConstraint)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_RangeConstraint.issuperset(o):
             _bad('unknown field in RangeConstraint', sorted(set(o) - K_RangeConstraint))
         x0 = o.get('expr')
@@ -4094,14 +4116,13 @@ def decode_tree(tree, max_depth=128):
             x1 = d_ValueRange(x1, d + 1)
         return RangeConstraint(x0, x1)
 
-    def d_ScalarTypeArgument(a, d):
+    def d_ScalarTypeArgument(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (ScalarTypeArgument)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (ScalarTypeArgument)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_ScalarTypeArgument.issuperset(o):
             _bad('unknown field in ScalarTypeArgument', sorted(set(o) - K_ScalarTypeArgument))
         x0 = o.get('value')
@@ -4115,14 +4136,13 @@ def decode_tree(tree, max_depth=128):
             _bad('value: expected ScalarType', x0)
         return ScalarTypeArgument(x0)
 
-    def d_ScalarTypeValue(a, d):
+    def d_ScalarTypeValue(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (ScalarTypeValue)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (ScalarTypeValue)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_ScalarTypeValue.issuperset(o):
             _bad('unknown field in ScalarTypeValue', sorted(set(o) - K_ScalarTypeValue))
         x0 = o.get('value')
@@ -4136,14 +4156,13 @@ def decode_tree(tree, max_depth=128):
             _bad('value: expected ScalarType', x0)
         return ScalarTypeValue(x0)
 
-    def d_Segment(a, d):
+    def d_Segment(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (Segment)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (Segment)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_Segment.issuperset(o):
             _bad('unknown field in Segment', sorted(set(o) - K_Segment))
         x0 = o.get('file')
@@ -4158,19 +4177,20 @@ def decode_tree(tree, max_depth=128):
             _bad('section: expected uint32', x1)
         return Segment(x0, x1)
 
-    def d_ShardFile(a, d):
+    def d_ShardFile(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (ShardFile)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (ShardFile)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_ShardFile.issuperset(o):
             _bad('unknown field in ShardFile', sorted(set(o) - K_ShardFile))
         x0 = o.get('name')
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            keep(x0)
         x1 = o.get('size')
         if x1 is None:
             x1 = 0
@@ -4178,37 +4198,41 @@ def decode_tree(tree, max_depth=128):
             _bad('size: expected uint64', x1)
         return ShardFile(x0, x1)
 
-    def d_SourceFnEntry(a, d):
+    def d_SourceFnEntry(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (SourceFnEntry)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (SourceFnEntry)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_SourceFnEntry.issuperset(o):
             _bad('unknown field in SourceFnEntry', sorted(set(o) - K_SourceFnEntry))
         x0 = o.get('name')
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            keep(x0)
         x1 = o.get('target')
-        if x1 is not None and type(x1) is not str:
-            _bad('target: expected str', type(x1).__name__)
+        if x1 is not None:
+            if type(x1) is not str:
+                _bad('target: expected str', type(x1).__name__)
+            keep(x1)
         return SourceFnEntry(x0, x1)
 
-    def d_StateEntry(a, d):
+    def d_StateEntry(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (StateEntry)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (StateEntry)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_StateEntry.issuperset(o):
             _bad('unknown field in StateEntry', sorted(set(o) - K_StateEntry))
         x0 = o.get('name')
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            keep(x0)
         x1 = o.get('kind')
         if x1 is None:
             x1 = 0
@@ -4225,14 +4249,13 @@ def decode_tree(tree, max_depth=128):
             _bad('tensor: expected uint32', x2)
         return StateEntry(x0, x1, x2)
 
-    def d_Storage(a, d):
+    def d_Storage(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (Storage)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (Storage)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_Storage.issuperset(o):
             _bad('unknown field in Storage', sorted(set(o) - K_Storage))
         x0 = o.get('segment')
@@ -4266,49 +4289,52 @@ def decode_tree(tree, max_depth=128):
             _bad('checksum: expected uint32', x4)
         return Storage(x0, x1, x2, x3, x4)
 
-    def d_StringArgument(a, d):
+    def d_StringArgument(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (StringArgument)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (StringArgument)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_StringArgument.issuperset(o):
             _bad('unknown field in StringArgument', sorted(set(o) - K_StringArgument))
         x0 = o.get('value')
-        if x0 is not None and type(x0) is not str:
-            _bad('value: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('value: expected str', type(x0).__name__)
+            keep(x0)
         return StringArgument(x0)
 
-    def d_StringEntry(a, d):
+    def d_StringEntry(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (StringEntry)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (StringEntry)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_StringEntry.issuperset(o):
             _bad('unknown field in StringEntry', sorted(set(o) - K_StringEntry))
         x0 = o.get('key')
-        if x0 is not None and type(x0) is not str:
-            _bad('key: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('key: expected str', type(x0).__name__)
+            keep(x0)
         if x0 is None:
             _bad('required field key is missing')
         x1 = o.get('value')
-        if x1 is not None and type(x1) is not str:
-            _bad('value: expected str', type(x1).__name__)
+        if x1 is not None:
+            if type(x1) is not str:
+                _bad('value: expected str', type(x1).__name__)
+            keep(x1)
         return StringEntry(x0, x1)
 
-    def d_StringListArgument(a, d):
+    def d_StringListArgument(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (StringListArgument)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (StringListArgument)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_StringListArgument.issuperset(o):
             _bad('unknown field in StringListArgument', sorted(set(o) - K_StringListArgument))
         x0 = o.get('values')
@@ -4318,16 +4344,17 @@ def decode_tree(tree, max_depth=128):
             _bad('values: expected an array', type(x0).__name__)
         elif not _STR.issuperset(map(type, x0)):
             _bad('values: expected strings')
+        else:
+            keep_all(x0)
         return StringListArgument(x0)
 
-    def d_StringToArgumentMapArgument(a, d):
+    def d_StringToArgumentMapArgument(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (StringToArgumentMapArgument)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (StringToArgumentMapArgument)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_StringToArgumentMapArgument.issuperset(o):
             _bad('unknown field in StringToArgumentMapArgument', sorted(set(o) - K_StringToArgumentMapArgument))
         x0 = o.get('entries')
@@ -4340,52 +4367,53 @@ def decode_tree(tree, max_depth=128):
             x0 = [d_ArgumentMapEntry(e, d1) for e in x0]
         return StringToArgumentMapArgument(x0)
 
-    def d_StringValue(a, d):
+    def d_StringValue(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (StringValue)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (StringValue)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_StringValue.issuperset(o):
             _bad('unknown field in StringValue', sorted(set(o) - K_StringValue))
         x0 = o.get('value')
-        if x0 is not None and type(x0) is not str:
-            _bad('value: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('value: expected str', type(x0).__name__)
+            keep(x0)
         return StringValue(x0)
 
-    def d_SymBool(a, d):
+    def d_SymBool(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (SymBool)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (SymBool)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if len(o) != 2:
             _bad('expected the 2 fields of SymBool')
-        x0 = o.get('expr')
+        x0 = o['expr']
         if type(x0) is not int or not -2147483648 <= x0 <= 2147483647:
             _bad('expr: expected int32', x0)
-        x1 = o.get('value')
+        x1 = o['value']
         if type(x1) is not bool:
             _bad('value: expected bool', type(x1).__name__)
         return SymBool(x0, x1)
 
-    def d_SymBoolArgument(a, d):
+    def d_SymBoolArgument(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (SymBoolArgument)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (SymBoolArgument)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_SymBoolArgument.issuperset(o):
             _bad('unknown field in SymBoolArgument', sorted(set(o) - K_SymBoolArgument))
         x0 = o.get('name')
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            keep(x0)
         x1 = o.get('value')
         if x1 is None:
             x1 = False
@@ -4393,14 +4421,13 @@ def decode_tree(tree, max_depth=128):
             _bad('value: expected bool', type(x1).__name__)
         return SymBoolArgument(x0, x1)
 
-    def d_SymBoolListArgument(a, d):
+    def d_SymBoolListArgument(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (SymBoolListArgument)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (SymBoolListArgument)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_SymBoolListArgument.issuperset(o):
             _bad('unknown field in SymBoolListArgument', sorted(set(o) - K_SymBoolListArgument))
         x0 = o.get('items')
@@ -4413,32 +4440,32 @@ def decode_tree(tree, max_depth=128):
             x0 = [d_SymBoolArgument(e, d1) for e in x0]
         return SymBoolListArgument(x0)
 
-    def d_SymBoolValue(a, d):
+    def d_SymBoolValue(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (SymBoolValue)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (SymBoolValue)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_SymBoolValue.issuperset(o):
             _bad('unknown field in SymBoolValue', sorted(set(o) - K_SymBoolValue))
         x0 = o.get('name')
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            keep(x0)
         x1 = o.get('value')
         if x1 is not None:
             x1 = d_SymBool(x1, d + 1)
         return SymBoolValue(x0, x1)
 
-    def d_SymExpr(a, d):
+    def d_SymExpr(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (SymExpr)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (SymExpr)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_SymExpr.issuperset(o):
             _bad('unknown field in SymExpr', sorted(set(o) - K_SymExpr))
         x0 = o.get('kind')
@@ -4493,37 +4520,37 @@ def decode_tree(tree, max_depth=128):
             _ints(x7, 0, 4294967295)
         return SymExpr(x0, x1, x2, x3, x4, x5, x6, x7)
 
-    def d_SymFloat(a, d):
+    def d_SymFloat(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (SymFloat)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (SymFloat)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if len(o) != 2:
             _bad('expected the 2 fields of SymFloat')
-        x0 = o.get('expr')
+        x0 = o['expr']
         if type(x0) is not int or not -2147483648 <= x0 <= 2147483647:
             _bad('expr: expected int32', x0)
-        x1 = o.get('value')
+        x1 = o['value']
         if type(x1) is not float:
             x1 = _jfloat(x1)
         return SymFloat(x0, x1)
 
-    def d_SymFloatArgument(a, d):
+    def d_SymFloatArgument(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (SymFloatArgument)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (SymFloatArgument)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_SymFloatArgument.issuperset(o):
             _bad('unknown field in SymFloatArgument', sorted(set(o) - K_SymFloatArgument))
         x0 = o.get('name')
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            keep(x0)
         x1 = o.get('value')
         if x1 is None:
             x1 = 0.0
@@ -4531,14 +4558,13 @@ def decode_tree(tree, max_depth=128):
             x1 = _jfloat(x1)
         return SymFloatArgument(x0, x1)
 
-    def d_SymFloatListArgument(a, d):
+    def d_SymFloatListArgument(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (SymFloatListArgument)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (SymFloatListArgument)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_SymFloatListArgument.issuperset(o):
             _bad('unknown field in SymFloatListArgument', sorted(set(o) - K_SymFloatListArgument))
         x0 = o.get('items')
@@ -4551,55 +4577,56 @@ def decode_tree(tree, max_depth=128):
             x0 = [d_SymFloatArgument(e, d1) for e in x0]
         return SymFloatListArgument(x0)
 
-    def d_SymFloatValue(a, d):
+    def d_SymFloatValue(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (SymFloatValue)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (SymFloatValue)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_SymFloatValue.issuperset(o):
             _bad('unknown field in SymFloatValue', sorted(set(o) - K_SymFloatValue))
         x0 = o.get('name')
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            keep(x0)
         x1 = o.get('value')
         if x1 is not None:
             x1 = d_SymFloat(x1, d + 1)
         return SymFloatValue(x0, x1)
 
-    def d_SymInt(a, d):
+    def d_SymInt(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (SymInt)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (SymInt)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if len(o) != 2:
             _bad('expected the 2 fields of SymInt')
-        x0 = o.get('expr')
+        x0 = o['expr']
         if type(x0) is not int or not -2147483648 <= x0 <= 2147483647:
             _bad('expr: expected int32', x0)
-        x1 = o.get('value')
+        x1 = o['value']
         if type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
             _bad('value: expected int64', x1)
         return SymInt(x0, x1)
 
-    def d_SymIntArgument(a, d):
+    def d_SymIntArgument(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (SymIntArgument)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (SymIntArgument)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_SymIntArgument.issuperset(o):
             _bad('unknown field in SymIntArgument', sorted(set(o) - K_SymIntArgument))
         x0 = o.get('name')
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            keep(x0)
         x1 = o.get('value')
         if x1 is None:
             x1 = 0
@@ -4607,14 +4634,13 @@ def decode_tree(tree, max_depth=128):
             _bad('value: expected int64', x1)
         return SymIntArgument(x0, x1)
 
-    def d_SymIntListArgument(a, d):
+    def d_SymIntListArgument(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (SymIntListArgument)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (SymIntListArgument)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_SymIntListArgument.issuperset(o):
             _bad('unknown field in SymIntListArgument', sorted(set(o) - K_SymIntListArgument))
         x0 = o.get('items')
@@ -4627,37 +4653,39 @@ def decode_tree(tree, max_depth=128):
             x0 = [d_SymIntArgument(e, d1) for e in x0]
         return SymIntListArgument(x0)
 
-    def d_SymIntValue(a, d):
+    def d_SymIntValue(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (SymIntValue)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (SymIntValue)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_SymIntValue.issuperset(o):
             _bad('unknown field in SymIntValue', sorted(set(o) - K_SymIntValue))
         x0 = o.get('name')
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            keep(x0)
         x1 = o.get('value')
         if x1 is not None:
             x1 = d_SymInt(x1, d + 1)
         return SymIntValue(x0, x1)
 
-    def d_Symbol(a, d):
+    def d_Symbol(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (Symbol)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (Symbol)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_Symbol.issuperset(o):
             _bad('unknown field in Symbol', sorted(set(o) - K_Symbol))
         x0 = o.get('name')
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            keep(x0)
         x1 = o.get('kind')
         if x1 is None:
             x1 = 0
@@ -4687,14 +4715,13 @@ def decode_tree(tree, max_depth=128):
             _bad('positive: expected bool', type(x5).__name__)
         return Symbol(x0, x1, x2, x3, x4, x5)
 
-    def d_Tensor(a, d):
+    def d_Tensor(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (Tensor)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (Tensor)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_Tensor.issuperset(o):
             _bad('unknown field in Tensor', sorted(set(o) - K_Tensor))
         x0 = o.get('storage')
@@ -4740,29 +4767,29 @@ def decode_tree(tree, max_depth=128):
             x6 = d_Device(x6, d + 1)
         return Tensor(x0, x1, x2, x3, x4, x5, x6)
 
-    def d_TensorArgument(a, d):
+    def d_TensorArgument(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (TensorArgument)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (TensorArgument)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_TensorArgument.issuperset(o):
             _bad('unknown field in TensorArgument', sorted(set(o) - K_TensorArgument))
         x0 = o.get('name')
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            keep(x0)
         return TensorArgument(x0)
 
-    def d_TensorListArgument(a, d):
+    def d_TensorListArgument(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (TensorListArgument)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (TensorListArgument)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_TensorListArgument.issuperset(o):
             _bad('unknown field in TensorListArgument', sorted(set(o) - K_TensorListArgument))
         x0 = o.get('names')
@@ -4772,16 +4799,17 @@ def decode_tree(tree, max_depth=128):
             _bad('names: expected an array', type(x0).__name__)
         elif not _STR.issuperset(map(type, x0)):
             _bad('names: expected strings')
+        else:
+            keep_all(x0)
         return TensorListArgument(x0)
 
-    def d_TensorMeta(a, d):
+    def d_TensorMeta(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (TensorMeta)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (TensorMeta)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_TensorMeta.issuperset(o):
             _bad('unknown field in TensorMeta', sorted(set(o) - K_TensorMeta))
         x0 = o.get('dtype')
@@ -4831,14 +4859,13 @@ def decode_tree(tree, max_depth=128):
             _bad('layout: expected Layout', x6)
         return TensorMeta(x0, x1, x2, x3, x4, x5, x6)
 
-    def d_TensorRefValue(a, d):
+    def d_TensorRefValue(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (TensorRefValue)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (TensorRefValue)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_TensorRefValue.issuperset(o):
             _bad('unknown field in TensorRefValue', sorted(set(o) - K_TensorRefValue))
         x0 = o.get('tensor')
@@ -4848,65 +4875,69 @@ def decode_tree(tree, max_depth=128):
             _bad('tensor: expected uint32', x0)
         return TensorRefValue(x0)
 
-    def d_TensorValue(a, d):
+    def d_TensorValue(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (TensorValue)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (TensorValue)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_TensorValue.issuperset(o):
             _bad('unknown field in TensorValue', sorted(set(o) - K_TensorValue))
         x0 = o.get('name')
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            keep(x0)
         x1 = o.get('meta')
         if x1 is not None:
             x1 = d_TensorMeta(x1, d + 1)
         return TensorValue(x0, x1)
 
-    def d_TokenArgument(a, d):
+    def d_TokenArgument(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (TokenArgument)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (TokenArgument)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_TokenArgument.issuperset(o):
             _bad('unknown field in TokenArgument', sorted(set(o) - K_TokenArgument))
         x0 = o.get('name')
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            keep(x0)
         return TokenArgument(x0)
 
-    def d_TorchFn(a, d):
+    def d_TorchFn(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (TorchFn)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (TorchFn)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_TorchFn.issuperset(o):
             _bad('unknown field in TorchFn', sorted(set(o) - K_TorchFn))
         x0 = o.get('name')
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            keep(x0)
         x1 = o.get('target')
-        if x1 is not None and type(x1) is not str:
-            _bad('target: expected str', type(x1).__name__)
+        if x1 is not None:
+            if type(x1) is not str:
+                _bad('target: expected str', type(x1).__name__)
+            keep(x1)
         return TorchFn(x0, x1)
 
-    def d_TreeSpec(a, d):
+    def d_TreeSpec(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (TreeSpec)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (TreeSpec)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_TreeSpec.issuperset(o):
             _bad('unknown field in TreeSpec', sorted(set(o) - K_TreeSpec))
         x0 = o.get('kind')
@@ -4919,8 +4950,10 @@ def decode_tree(tree, max_depth=128):
         elif type(x0) is not int or not 0 <= x0 <= 255:
             _bad('kind: expected TreeSpecKind', x0)
         x1 = o.get('type_name')
-        if x1 is not None and type(x1) is not str:
-            _bad('type_name: expected str', type(x1).__name__)
+        if x1 is not None:
+            if type(x1) is not str:
+                _bad('type_name: expected str', type(x1).__name__)
+            keep(x1)
         x2 = o.get('field_names')
         if x2 is None:
             x2 = []
@@ -4928,6 +4961,8 @@ def decode_tree(tree, max_depth=128):
             _bad('field_names: expected an array', type(x2).__name__)
         elif not _STR.issuperset(map(type, x2)):
             _bad('field_names: expected strings')
+        else:
+            keep_all(x2)
         x3 = o.get('keys')
         if x3 is None:
             x3 = []
@@ -4949,14 +4984,13 @@ def decode_tree(tree, max_depth=128):
             x5 = [d_TreeSpec(e, d1) for e in x5]
         return TreeSpec(x0, x1, x2, x3, x4, x5)
 
-    def d_UnbackedBinding(a, d):
+    def d_UnbackedBinding(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (UnbackedBinding)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (UnbackedBinding)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_UnbackedBinding.issuperset(o):
             _bad('unknown field in UnbackedBinding', sorted(set(o) - K_UnbackedBinding))
         x0 = o.get('symbol')
@@ -4974,14 +5008,13 @@ def decode_tree(tree, max_depth=128):
             x1 = [d_KeyPathEntry(e, d1) for e in x1]
         return UnbackedBinding(x0, x1)
 
-    def d_UnpackMetadata(a, d):
+    def d_UnpackMetadata(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (UnpackMetadata)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (UnpackMetadata)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_UnpackMetadata.issuperset(o):
             _bad('unknown field in UnpackMetadata', sorted(set(o) - K_UnpackMetadata))
         x0 = o.get('position')
@@ -4994,32 +5027,32 @@ def decode_tree(tree, max_depth=128):
             x1 = d_NodeMetadata(x1, d + 1)
         return UnpackMetadata(x0, x1)
 
-    def d_UserInputMutationSpec(a, d):
+    def d_UserInputMutationSpec(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (UserInputMutationSpec)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (UserInputMutationSpec)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_UserInputMutationSpec.issuperset(o):
             _bad('unknown field in UserInputMutationSpec', sorted(set(o) - K_UserInputMutationSpec))
         x0 = o.get('arg')
         if x0 is not None:
             x0 = d_TensorArgument(x0, d + 1)
         x1 = o.get('user_input_name')
-        if x1 is not None and type(x1) is not str:
-            _bad('user_input_name: expected str', type(x1).__name__)
+        if x1 is not None:
+            if type(x1) is not str:
+                _bad('user_input_name: expected str', type(x1).__name__)
+            keep(x1)
         return UserInputMutationSpec(x0, x1)
 
-    def d_UserInputSpec(a, d):
+    def d_UserInputSpec(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (UserInputSpec)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (UserInputSpec)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_UserInputSpec.issuperset(o):
             _bad('unknown field in UserInputSpec', sorted(set(o) - K_UserInputSpec))
         x0 = o.get('arg')
@@ -5027,14 +5060,13 @@ def decode_tree(tree, max_depth=128):
             x0 = d_Argument(x0, d + 1)
         return UserInputSpec(x0)
 
-    def d_UserOutputSpec(a, d):
+    def d_UserOutputSpec(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (UserOutputSpec)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (UserOutputSpec)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_UserOutputSpec.issuperset(o):
             _bad('unknown field in UserOutputSpec', sorted(set(o) - K_UserOutputSpec))
         x0 = o.get('arg')
@@ -5042,14 +5074,13 @@ def decode_tree(tree, max_depth=128):
             x0 = d_Argument(x0, d + 1)
         return UserOutputSpec(x0)
 
-    def d_Value(a, d):
+    def d_Value(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (Value)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (Value)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_Value.issuperset(o):
             _bad('unknown field in Value', sorted(set(o) - K_Value))
         x1 = o.get('value')
@@ -5057,30 +5088,28 @@ def decode_tree(tree, max_depth=128):
         if t1 is None:
             if x1 is not None:
                 _bad('value: member without its _type key')
+        elif x1 is None:
+            if t1 != 'NONE' and (t1 != 0 or type(t1) is not int):
+                _bad('value: union type without a member, or unknown', t1)
         else:
             if type(t1) is str:
-                t1 = UV_ValueKind.get(t1)
-                if t1 is None:
-                    _bad('value: unknown union member name')
-            elif type(t1) is not int or not 0 <= t1 <= 12:
-                _bad('value: union type unknown to this reader', t1)
-            if t1 == 0:
-                if x1 is not None:
-                    _bad('value: member given with type NONE')
-            elif x1 is None:
-                _bad('value: union type without a member')
+                t1 = UN_ValueKind.get(t1)
+            elif type(t1) is int and 0 < t1 <= 12:
+                t1 = UD_ValueKind[t1]
             else:
-                x1 = UD_ValueKind[t1](x1, d + 1)
+                t1 = None
+            if t1 is None:
+                _bad('value: union type unknown to this reader, or NONE with a member')
+            x1 = t1(x1, d + 1)
         return Value(x1)
 
-    def d_ValueRange(a, d):
+    def d_ValueRange(o, d):
         if d > max_depth:
             too_deep(d)
-        if type(a) is not tuple:
-            _bad('expected an object (ValueRange)', type(a).__name__)
-        o = dict(a)
-        if len(o) != len(a):
-            _bad('duplicate key')
+        if type(o) is not dict:
+            _bad('expected an object (ValueRange)', type(o).__name__)
+        nonlocal members
+        members += len(o)
         if not K_ValueRange.issuperset(o):
             _bad('unknown field in ValueRange', sorted(set(o) - K_ValueRange))
         x0 = o.get('lower')
@@ -5106,8 +5135,13 @@ def decode_tree(tree, max_depth=128):
         return ValueRange(x0, x1, x2, x3)
 
     UD_ArgumentValue = (None, d_NoneArgument, d_TensorArgument, d_TensorListArgument, d_OptionalTensorArgument, d_OptionalTensorListArgument, d_NestedTensorListArgument, d_TokenArgument, d_IntArgument, d_IntListArgument, d_IntListListArgument, d_FloatArgument, d_FloatListArgument, d_FloatListListArgument, d_BoolArgument, d_BoolListArgument, d_StringArgument, d_StringListArgument, d_ComplexArgument, d_SymIntArgument, d_SymIntListArgument, d_SymFloatArgument, d_SymFloatListArgument, d_SymBoolArgument, d_SymBoolListArgument, d_ScalarTypeArgument, d_MemoryFormatArgument, d_LayoutArgument, d_DeviceArgument, d_GraphArgument, d_CustomObjArgument, d_OperatorArgument, d_StringToArgumentMapArgument,)
+    UN_ArgumentValue = {'NoneArgument': d_NoneArgument, 'TensorArgument': d_TensorArgument, 'TensorListArgument': d_TensorListArgument, 'OptionalTensorArgument': d_OptionalTensorArgument, 'OptionalTensorListArgument': d_OptionalTensorListArgument, 'NestedTensorListArgument': d_NestedTensorListArgument, 'TokenArgument': d_TokenArgument, 'IntArgument': d_IntArgument, 'IntListArgument': d_IntListArgument, 'IntListListArgument': d_IntListListArgument, 'FloatArgument': d_FloatArgument, 'FloatListArgument': d_FloatListArgument, 'FloatListListArgument': d_FloatListListArgument, 'BoolArgument': d_BoolArgument, 'BoolListArgument': d_BoolListArgument, 'StringArgument': d_StringArgument, 'StringListArgument': d_StringListArgument, 'ComplexArgument': d_ComplexArgument, 'SymIntArgument': d_SymIntArgument, 'SymIntListArgument': d_SymIntListArgument, 'SymFloatArgument': d_SymFloatArgument, 'SymFloatListArgument': d_SymFloatListArgument, 'SymBoolArgument': d_SymBoolArgument, 'SymBoolListArgument': d_SymBoolListArgument, 'ScalarTypeArgument': d_ScalarTypeArgument, 'MemoryFormatArgument': d_MemoryFormatArgument, 'LayoutArgument': d_LayoutArgument, 'DeviceArgument': d_DeviceArgument, 'GraphArgument': d_GraphArgument, 'CustomObjArgument': d_CustomObjArgument, 'OperatorArgument': d_OperatorArgument, 'StringToArgumentMapArgument': d_StringToArgumentMapArgument}
     UD_InputSpecKind = (None, d_UserInputSpec, d_InputToParameterSpec, d_InputToBufferSpec, d_InputToTensorConstantSpec, d_InputToCustomObjSpec, d_InputTokenSpec, d_InputToConstantInputSpec,)
+    UN_InputSpecKind = {'UserInputSpec': d_UserInputSpec, 'InputToParameterSpec': d_InputToParameterSpec, 'InputToBufferSpec': d_InputToBufferSpec, 'InputToTensorConstantSpec': d_InputToTensorConstantSpec, 'InputToCustomObjSpec': d_InputToCustomObjSpec, 'InputTokenSpec': d_InputTokenSpec, 'InputToConstantInputSpec': d_InputToConstantInputSpec}
     UD_OutputSpecKind = (None, d_UserOutputSpec, d_LossOutputSpec, d_BufferMutationSpec, d_ParameterMutationSpec, d_GradientToParameterSpec, d_GradientToUserInputSpec, d_UserInputMutationSpec, d_OutputTokenSpec,)
+    UN_OutputSpecKind = {'UserOutputSpec': d_UserOutputSpec, 'LossOutputSpec': d_LossOutputSpec, 'BufferMutationSpec': d_BufferMutationSpec, 'ParameterMutationSpec': d_ParameterMutationSpec, 'GradientToParameterSpec': d_GradientToParameterSpec, 'GradientToUserInputSpec': d_GradientToUserInputSpec, 'UserInputMutationSpec': d_UserInputMutationSpec, 'OutputTokenSpec': d_OutputTokenSpec}
     UD_ValueKind = (None, d_NullValue, d_BoolValue, d_IntValue, d_FloatValue, d_StringValue, d_BytesValue, d_ListValue, d_MapValue, d_TensorRefValue, d_ComplexValue, d_ScalarTypeValue, d_DeviceValue,)
+    UN_ValueKind = {'NullValue': d_NullValue, 'BoolValue': d_BoolValue, 'IntValue': d_IntValue, 'FloatValue': d_FloatValue, 'StringValue': d_StringValue, 'BytesValue': d_BytesValue, 'ListValue': d_ListValue, 'MapValue': d_MapValue, 'TensorRefValue': d_TensorRefValue, 'ComplexValue': d_ComplexValue, 'ScalarTypeValue': d_ScalarTypeValue, 'DeviceValue': d_DeviceValue}
 
-    return d_Package(tree, 1)
+    root = d_Package(tree, 1)
+    return root, members, strings

@@ -220,8 +220,10 @@ def run_both(orig, loaded, args, kwargs=None):
     kwargs = kwargs or {}
     out = []
     for ep in (orig, loaded):
+        # Each program gets its own copy: programs may mutate their inputs.
+        a, k = torch.utils._pytree.tree_map_only(torch.Tensor, torch.clone, (args, kwargs))
         try:
-            out.append(("ok", ep.module()(*args, **kwargs)))
+            out.append(("ok", ep.module()(*a, **k)))
         except Exception as e:  # noqa: BLE001 - the exception type is compared
             out.append(("err", type(e)))
     return out
