@@ -58,14 +58,15 @@ def encode(package, encoding: str = "flatbuffers") -> bytes:
 
 
 def decode(data, encoding: str = "flatbuffers", *, max_depth: int = DEFAULT_MAX_DEPTH,
-           max_bytes: int = DEFAULT_MAX_BYTES, json_schema: bool = True):
+           max_bytes: int = DEFAULT_MAX_BYTES, json_schema: bool = False):
     """Decode a program section into a `Package`.
 
     `max_depth` bounds table nesting (the root is depth 1); `max_bytes` bounds the
-    section size. For JSON, `json_schema=False` skips the jsonschema pass (about
-    45 us per object; the decoder's own type checks still run). Bad input raises
-    EncodingError (with field path and offset) or LimitError, never another
-    exception type.
+    section size. For JSON, `json_schema=True` also runs the jsonschema pass
+    (about 45 us per object; validate() uses it); the decoder's own checks of
+    types, ranges, names, required fields and unknown or duplicate keys run
+    either way. Bad input raises EncodingError (with field path and offset) or
+    LimitError, never another exception type.
     """
     c = _codec(encoding)
     if not isinstance(data, (bytes, bytearray, memoryview)):
