@@ -180,7 +180,7 @@ class SymbolTable:
         if e is sympy.true or e is sympy.false:
             return SymExpr(kind=SymExprKind.BOOLEAN, bool_value=bool(e))
         if isinstance(e, IntInfinity) or e is sympy.oo:
-            return SymExpr(kind=SymExprKind.INFINITY)
+            return SymExpr(kind=SymExprKind.POSITIVE_INFINITY)
         if isinstance(e, NegativeIntInfinity) or e is -sympy.oo:
             return SymExpr(kind=SymExprKind.NEGATIVE_INFINITY)
         if isinstance(e, sympy.Integer):

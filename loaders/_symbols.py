@@ -142,7 +142,7 @@ class ShapeBuilder:
             return sympy.Float(node.float_value)
         if k == SymExprKind.BOOLEAN:
             return sympy.true if node.bool_value else sympy.false
-        if k == SymExprKind.INFINITY:
+        if k == SymExprKind.POSITIVE_INFINITY:
             return int_oo
         if k == SymExprKind.NEGATIVE_INFINITY:
             return -int_oo

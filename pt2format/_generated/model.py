@@ -163,7 +163,7 @@ class SymExprKind(IntEnum):
     """The boolean `bool_value`."""
     APPLY = 6
     """`op` applied to the nodes listed in `args`."""
-    INFINITY = 7
+    POSITIVE_INFINITY = 7
     """Positive infinity (sympy `oo`, torch `int_oo`), an unbounded value."""
     NEGATIVE_INFINITY = 8
     """Negative infinity."""

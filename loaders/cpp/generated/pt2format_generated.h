@@ -865,7 +865,7 @@ enum class SymExprKind : uint8_t {
   /// `op` applied to the nodes listed in `args`.
   APPLY = 6,
   /// Positive infinity (sympy `oo`, torch `int_oo`), an unbounded value.
-  INFINITY = 7,
+  POSITIVE_INFINITY = 7,
   /// Negative infinity.
   NEGATIVE_INFINITY = 8
 };
@@ -879,7 +879,7 @@ inline const SymExprKind (&EnumValuesSymExprKind())[9] {
     SymExprKind::FLOAT,
     SymExprKind::BOOLEAN,
     SymExprKind::APPLY,
-    SymExprKind::INFINITY,
+    SymExprKind::POSITIVE_INFINITY,
     SymExprKind::NEGATIVE_INFINITY
   };
   return values;
@@ -894,7 +894,7 @@ inline const char * const *EnumNamesSymExprKind() {
     "FLOAT",
     "BOOLEAN",
     "APPLY",
-    "INFINITY",
+    "POSITIVE_INFINITY",
     "NEGATIVE_INFINITY",
     nullptr
   };
@@ -11782,7 +11782,7 @@ inline const ::flatbuffers::TypeTable *SymExprKindTypeTable() {
     "FLOAT",
     "BOOLEAN",
     "APPLY",
-    "INFINITY",
+    "POSITIVE_INFINITY",
     "NEGATIVE_INFINITY"
   };
   static const ::flatbuffers::TypeTable tt = {

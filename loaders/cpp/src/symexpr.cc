@@ -82,10 +82,7 @@ void SymEvaluator::compute(uint32_t index) {
           break;
         case K::FLOAT: slot.value = SymValue::real(e->float_value()); break;
         case K::BOOLEAN: slot.value = SymValue::boolean(e->bool_value()); break;
-#pragma push_macro("INFINITY")
-#undef INFINITY
-        case K::INFINITY: slot.value = SymValue::real(std::numeric_limits<double>::infinity()); break;
-#pragma pop_macro("INFINITY")
+        case K::POSITIVE_INFINITY: slot.value = SymValue::real(std::numeric_limits<double>::infinity()); break;
         case K::NEGATIVE_INFINITY: slot.value = SymValue::real(-std::numeric_limits<double>::infinity()); break;
         case K::APPLY: {
           const auto *args = e->args();

@@ -339,10 +339,7 @@ void test_evaluator() {
     uint32_t rat = b.add(K::RATIONAL, 1, {}, Op::UNSPECIFIED, 0, 0);
     uint32_t sym = b.symbol_ref(5);
     uint32_t rat_ok = b.add(K::RATIONAL, 3, {}, Op::UNSPECIFIED, 0, 6);
-#pragma push_macro("INFINITY")
-#undef INFINITY
-    uint32_t inf = b.add(K::INFINITY);
-#pragma pop_macro("INFINITY")
+    uint32_t inf = b.add(K::POSITIVE_INFINITY);
     uint32_t ninf = b.add(K::NEGATIVE_INFINITY);
     uint32_t mn = b.apply(Op::MIN, {inf, ninf});
     const auto *prog = b.finish();

@@ -45,7 +45,7 @@ export enum SymExprKind {
   /**
    * Positive infinity (sympy `oo`, torch `int_oo`), an unbounded value.
    */
-  INFINITY = 7,
+  POSITIVE_INFINITY = 7,
 
   /**
    * Negative infinity.
