@@ -135,23 +135,44 @@ def _fsync(path: str) -> None:
         os.close(fd)
 
 
-def save_worker(model_name: str, sizes: dict, outdir: str, encodings: list, repeat: int) -> dict:
-    """Export once, then time every save variant; files are left in `outdir` for the load workers."""
+def _variant_path(outdir: str, model_name: str, variant: str) -> str:
+    fmt = variant.split("+")[0]
+    return os.path.join(outdir, f"{model_name}.pt2" if fmt == "torch" else f"{model_name}.{fmt[5:]}.pt2f")
+
+
+def _save_fn(variant: str, ep):
     import torch
 
     import pt2format
 
-    _warm_saves(outdir, encodings)
+    fmt, _, fsync = variant.partition("+")
+    if fmt == "torch":
+        return (lambda p: (torch.export.save(ep, p), _fsync(p))) if fsync else (lambda p: torch.export.save(ep, p))
+    return lambda p: pt2format.save(ep, p, encoding=fmt[5:], fsync=bool(fsync), progress=False)
+
+
+def save_worker(model_name: str, sizes: dict, outdir: str, variants: list, repeat: int) -> dict:
+    """Export, then time the given save variants ("torch", "torch+fsync", "pt2f-json", ...).
+
+    The driver gives each variant its own process (a cold allocator and page
+    cache state for each, like a user's single save) except with --quick.
+    Files are left in `outdir` for the load workers.
+    """
+    import torch
+
+    _warm_saves(outdir, sorted({v.split("+")[0][5:] for v in variants if v.startswith("pt2f-")}))
     model, args, kwargs = build_model(model_name, sizes)
     t0 = time.perf_counter()
     with torch.no_grad():
         ep = torch.export.export(model, args, kwargs, strict=False)
+    unique = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in ep.state_dict.values()}
     info = {"export_s": time.perf_counter() - t0, "nodes": len(ep.graph.nodes),
-            "params_mb": sum(t.numel() * t.element_size() for t in ep.state_dict.values()) / 2**20}
+            "params_mb": sum(unique.values()) / 2**20}
     del model
     results = {}
-
-    def measure(label, fn, path):
+    for variant in variants:
+        path = _variant_path(outdir, model_name, variant)
+        fn = _save_fn(variant, ep)
         best, peak = None, 0.0
         try:
             for _ in range(repeat):
@@ -164,19 +185,9 @@ def save_worker(model_name: str, sizes: dict, outdir: str, encodings: list, repe
                 best = dt if best is None else min(best, dt)
                 peak = max(peak, mem.mb)
         except Exception as e:  # noqa: BLE001 - one broken format must not hide the others
-            results[label] = {"error": _err(e)}
-            return
-        results[label] = {"s": best, "peak_mb": peak, "size_mb": os.path.getsize(path) / 2**20}
-
-    torch_path = os.path.join(outdir, f"{model_name}.pt2")
-    measure("torch", lambda p: torch.export.save(ep, p), torch_path)
-    measure("torch+fsync", lambda p: (torch.export.save(ep, p), _fsync(p)), torch_path)
-    for enc in encodings:
-        path = os.path.join(outdir, f"{model_name}.{enc}.pt2f")
-        measure(f"pt2f-{enc}", lambda p, e=enc: pt2format.save(ep, p, encoding=e, fsync=False, progress=False),
-                path)
-        measure(f"pt2f-{enc}+fsync", lambda p, e=enc: pt2format.save(ep, p, encoding=e, fsync=True,
-                                                                      progress=False), path)
+            results[variant] = {"error": _err(e)}
+            continue
+        results[variant] = {"s": best, "peak_mb": peak, "size_mb": os.path.getsize(path) / 2**20}
     return {"info": info, "saves": results}
 
 
@@ -222,15 +233,21 @@ def load_worker(path: str, fmt: str, warmup: str, imports: list) -> dict:
             ep.module()(*ep.example_inputs[0])
         except Exception:  # noqa: BLE001 - the timed load reports the error
             pass
-    with PeakRSS() as mem:
-        t0 = time.perf_counter()
-        ep = torch.export.load(path) if fmt == "torch" else pt2format.load(path)
-        t1 = time.perf_counter()
+    with PeakRSS() as total:
+        with PeakRSS() as mem:
+            t0 = time.perf_counter()
+            ep = torch.export.load(path) if fmt == "torch" else pt2format.load(path)
+            t1 = time.perf_counter()
+        load_mb = mem.mb
         args, kwargs = ep.example_inputs
+        t1b = time.perf_counter()
         with torch.no_grad():
             ep.module()(*args, **kwargs)
         t2 = time.perf_counter()
-    return {"load_s": t1 - t0, "first_output_s": t2 - t1, "peak_mb": mem.mb}
+    # The inner block resets VmHWM right after the outer one took its base (nothing allocated
+    # between), so the outer peak covers load + first output.
+    return {"load_s": t1 - t0, "first_output_s": t2 - t1b, "peak_mb": load_mb,
+            "peak_first_mb": max(load_mb, total.mb)}
 
 
 class Workers:
@@ -264,12 +281,21 @@ def _log(msg: str) -> None:
     print(f"{time.perf_counter() - _T0:7.1f}s {msg}", file=sys.stderr, flush=True)
 
 
-def run(models, encodings, sizes, repeat, workdir) -> list[dict]:
+def run(models, encodings, sizes, repeat, workdir, share_save_process: bool = False) -> list[dict]:
     workers = Workers()
     rows = []
     for name in models:
-        _log(f"[{name}] export + saves ...")
-        saved = workers.run(save_worker, name, sizes, workdir, list(encodings), repeat)
+        variants = [f"{f}{x}" for f in ["torch"] + [f"pt2f-{e}" for e in encodings] for x in ("", "+fsync")]
+        if share_save_process:
+            _log(f"[{name}] export + all saves in one process ...")
+            saved = workers.run(save_worker, name, sizes, workdir, variants, repeat)
+        else:
+            saved = {"saves": {}}
+            for v in variants:
+                _log(f"[{name}] export + save {v} ...")
+                one = workers.run(save_worker, name, sizes, workdir, [v], repeat)
+                saved["info"] = one["info"]
+                saved["saves"].update(one["saves"])
         _log(f"[{name}] {saved['info']['nodes']} nodes, {saved['info']['params_mb']:.0f} MB of weights, "
              f"export {saved['info']['export_s']:.1f} s")
         for fmt in ["torch"] + [f"pt2f-{e}" for e in encodings]:
@@ -295,7 +321,8 @@ def run(models, encodings, sizes, repeat, workdir) -> list[dict]:
                         "save_peak_mb": max(save["peak_mb"], save_fsync["peak_mb"]),
                         "load_s": min(x["load_s"] for x in loads),
                         "first_output_s": min(x["first_output_s"] for x in loads),
-                        "load_peak_mb": min(x["peak_mb"] for x in loads), "size_mb": save["size_mb"]})
+                        "load_peak_mb": min(x["peak_mb"] for x in loads),
+                        "first_peak_mb": min(x["peak_first_mb"] for x in loads), "size_mb": save["size_mb"]})
         for f in os.listdir(workdir):
             if f.startswith(name + "."):
                 os.unlink(os.path.join(workdir, f))
@@ -308,25 +335,33 @@ def _ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}x"
 
 
+_COLUMNS = (  # (header, key, format, ratio vs torch)
+    ("save s", "save_s", "{:.3f}", True), ("save+fsync s", "save_fsync_s", "{:.3f}", True),
+    ("load s", "load_s", "{:.3f}", True), ("first output s", "first_output_s", "{:.3f}", True),
+    ("save peak MB", "save_peak_mb", "{:.0f}", True), ("load peak MB", "load_peak_mb", "{:.0f}", True),
+    ("peak to 1st output MB", "first_peak_mb", "{:.0f}", True), ("file MB", "size_mb", "{:.1f}", True),
+)
+
+
 def render(rows: list[dict]) -> str:
-    head = ("| model | nodes | format | save s | save+fsync s | load s | first output s | save peak MB | "
-            "load peak MB | file MB | save | save+fsync | load | first output | load peak | size |")
-    lines = ["Ratios are pt2format / torch (below 1 is better); 'torch' save+fsync is torch.export.save "
-             "followed by os.fsync of its file.", "", head, "|" + "---|" * 16]
+    ratio_cols = [c for c in _COLUMNS if c[3]]
+    head = "| model | nodes | format | " + " | ".join(c[0] for c in _COLUMNS) + " | " \
+        + " | ".join(f"{c[0].replace(' s', '').replace(' MB', '')} vs torch" for c in ratio_cols) + " |"
+    lines = ["Ratios are pt2format / torch (below 1 is better). torch's 'save+fsync' is torch.export.save "
+             "followed by os.fsync of its file (torch.export.save itself never fsyncs). Peaks are resident-set "
+             "growth, mapped file pages included.", "", head,
+             "|" + "---|" * (3 + len(_COLUMNS) + len(ratio_cols))]
     base = {r["model"]: r for r in rows if r["format"] == "torch" and "error" not in r}
     for r in rows:
         t = base.get(r["model"])
+        prefix = f"| {r['model']} | {r['nodes']} | {r['format']} | "
         if "error" in r or t is None:
-            why = r.get("error", "torch failed")
-            lines.append(f"| {r['model']} | {r['nodes']} | {r['format']} | " + " | ".join(["–"] * 13)
-                         + f" | {why.replace('|', '/')} |")
+            why = r.get("error", "torch failed").replace("|", "/")
+            lines.append(prefix + " | ".join(["–"] * (len(_COLUMNS) + len(ratio_cols) - 1)) + f" | {why} |")
             continue
-        lines.append(
-            f"| {r['model']} | {r['nodes']} | {r['format']} | {r['save_s']:.3f} | {r['save_fsync_s']:.3f} | "
-            f"{r['load_s']:.3f} | {r['first_output_s']:.3f} | {r['save_peak_mb']:.0f} | {r['load_peak_mb']:.0f} | "
-            f"{r['size_mb']:.1f} | {_ratio(r['save_s'], t['save_s'])} | {_ratio(r['save_fsync_s'], t['save_fsync_s'])} | "
-            f"{_ratio(r['load_s'], t['load_s'])} | {_ratio(r['first_output_s'], t['first_output_s'])} | "
-            f"{_ratio(r['load_peak_mb'], t['load_peak_mb'])} | {_ratio(r['size_mb'], t['size_mb'])} |")
+        cells = [fmt.format(r[key]) for _, key, fmt, _ in _COLUMNS]
+        cells += [_ratio(r[key], t[key]) for _, key, _, _ in ratio_cols]
+        lines.append(prefix + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -345,7 +380,7 @@ def main(argv=None) -> int:
     os.makedirs(workdir, exist_ok=True)
     try:
         rows = run(args.models.split(","), args.encodings.split(","), sizes_for(args.quick, args), args.repeat,
-                   workdir)
+                   workdir, share_save_process=args.quick)
     finally:
         if not args.workdir:
             shutil.rmtree(workdir, ignore_errors=True)

@@ -163,9 +163,9 @@ def _check_followups(row: Row, ref: dict, ep, pname: str, jobdir: str) -> None:
             return NA, r["na"]
         behave.restore(ep, snap)
         u = torch.export.unflatten(ep)
-        fqns = [n for n, _ in u.named_modules()]
-        if fqns != r["fqns"]:
-            return f"submodules: {first_difference(r['fqns'], fqns)}"
+        fqns = sorted(n for n, _ in u.named_modules())  # torch's order depends on the hash seed
+        if fqns != sorted(r["fqns"]):
+            return f"submodules: {first_difference(sorted(r['fqns']), fqns)}"
         args, kwargs = _inputs(example["inputs"], iodir)
         return behave.compare_result(r["expected"], behave.call(u, args, kwargs), iodir)
 
@@ -202,9 +202,22 @@ def _check_resave(row: Row, job: dict, loaded: dict, enc: str, path: str, jobdir
             return None
         at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
         return f"saving the loaded program gives different bytes ({len(a)} vs {len(b)} bytes, first difference " \
-               f"at offset {at}; kept as {os.path.basename(out)})"
+               f"at offset {at}; kept as {os.path.basename(out)}); canonical dumps: {_dump_diff(path, out)}"
 
     row.run("resave", resave)
+
+
+def _dump_diff(a: str, b: str) -> str:
+    """First difference between the canonical dumps (`python -m pt2format dump`) of two files."""
+    import json
+    import subprocess
+
+    try:
+        docs = [json.loads(subprocess.run([sys.executable, "-m", "pt2format", "dump", p], capture_output=True,
+                                          check=True, timeout=600).stdout) for p in (a, b)]
+    except Exception as e:  # noqa: BLE001 - only a diagnostic
+        return f"not comparable ({type(e).__name__})"
+    return first_difference(docs[0], docs[1]) or "identical (the bytes differ in layout only)"
 
 
 def run_encoding(job: dict, enc: str, jobdir: str) -> tuple[dict, dict]:

@@ -10,7 +10,7 @@ view of both programs. Object addresses never appear in a description.
 from __future__ import annotations
 
 import math
-import operator
+import sys
 
 import torch
 import torch.utils._pytree as pytree
@@ -105,9 +105,30 @@ def custom_obj_class(obj) -> str:
     return qualname(type(obj))
 
 
+def resolve(name: str):
+    """The object a dotted name denotes in already-imported modules (never imports), or None."""
+    parts = name.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        obj = sys.modules.get(".".join(parts[:i]))
+        if obj is None:
+            continue
+        try:
+            for p in parts[i:]:
+                obj = getattr(obj, p)
+        except Exception:  # noqa: BLE001 - torch.ops raises on unknown names
+            return None
+        return obj
+    return None
+
+
 def _norm_stack_item(x):
+    """Metadata entries naming a function or class: the object's qualified name. A loader
+    may keep them as strings; a string naming an importable object compares as that object."""
     if isinstance(x, (list, tuple)):
         return [_norm_stack_item(y) for y in x]
+    if isinstance(x, str) and "." in x:
+        obj = resolve(x)
+        return x if obj is None or isinstance(obj, (str, int, float, bool, type(sys))) else qualname(obj)
     if x is None or isinstance(x, (bool, int, str)):
         return x
     if isinstance(x, float):
@@ -261,6 +282,11 @@ def describe_module_call_graph(ep) -> list:
 
 # --------------------------------------------------------------------------- state
 
+def _storage_identity(t: torch.Tensor):
+    """The StorageImpl behind a tensor (empty storages included)."""
+    return t.untyped_storage()._cdata
+
+
 def _storage_key(t: torch.Tensor):
     st = t.untyped_storage()
     if st.nbytes() == 0:
@@ -331,17 +357,15 @@ def describe_program(ep) -> dict:
     }
 
 
-def storage_keys(ep) -> set:
-    """Distinct non-empty storages of the state and example inputs (what the file must hold once each)."""
-    keys = set()
+def storage_keys(ep) -> tuple[set, set]:
+    """Distinct storages of the state and example inputs (what the file must hold once each):
+    (non-empty ones, empty ones). A writer may merge empty storages: they hold no bytes."""
     vals = list(ep.state_dict.values()) + [v for v in ep.constants.values() if isinstance(v, torch.Tensor)]
     if ep.example_inputs is not None:
         vals += [x for x in pytree.tree_leaves(ep.example_inputs) if isinstance(x, torch.Tensor)]
-    for t in vals:
-        sk = _storage_key(t)
-        if sk is not None:
-            keys.add(sk)
-    return keys
+    full = {_storage_identity(t) for t in vals if t.untyped_storage().nbytes()}
+    empty = {_storage_identity(t) for t in vals if not t.untyped_storage().nbytes()}
+    return full, empty
 
 
 # --------------------------------------------------------------------------- diffs
@@ -377,5 +401,3 @@ def _short(v, limit: int = 160) -> str:
     text = repr(v)
     return text if len(text) <= limit else text[:limit] + "..."
 
-
-_ = operator  # getitem targets render through qualname

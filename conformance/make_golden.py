@@ -86,6 +86,7 @@ def add_case(name: str, encoding: str, *, root: str = GOLDEN_ROOT) -> str:
         with open(os.path.join(staging, "info.json"), "w", encoding="utf-8") as f:
             json.dump(info, f, sort_keys=True, indent=1)
             f.write("\n")
+        os.chmod(staging, 0o755)  # mkdtemp makes it private
         os.rename(staging, target)  # fails if someone created it meanwhile: never overwrite
         staging = None
     finally:

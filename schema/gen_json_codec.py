@@ -294,10 +294,12 @@ def _gen_decoders(w, schema, m, unions):
         w(f"    def d_{name}(o, d):\n")
         w("        if d > max_depth:\n            too_deep(d)\n")
         w(f"        if type(o) is not dict:\n            _bad('expected an object ({name})', type(o).__name__)\n")
-        w("        nonlocal members\n        members += len(o)\n")
+        w("        nonlocal members\n")
         if o.is_struct:
             w(f"        if len(o) != {len(fs)}:\n            _bad('expected the {len(fs)} fields of {name}')\n")
+            w(f"        members += {len(fs)}\n")
         else:
+            w("        members += len(o)\n")
             w(f"        if not K_{name}.issuperset(o):\n            _bad('unknown field in {name}', sorted(set(o) - K_{name}))\n")
         args = []
         for f in fs:

@@ -9,6 +9,7 @@ from torch._higher_order_ops.scan import scan
 from torch._higher_order_ops.while_loop import while_loop
 from torch.export import Dim
 
+import conformance.oplibs.custom_ops  # noqa: F401 - defines pt2f_conf::add_into
 from conformance.corpus._case import Program, case
 
 
@@ -138,8 +139,6 @@ class CondWithMutation(nn.Module):
         self.register_buffer("acc", torch.zeros(3))
 
     def forward(self, x):
-        import conformance.oplibs.custom_ops  # noqa: F401 - registers pt2f_conf ops
-
         torch.ops.pt2f_conf.add_into(self.acc, x)
         return torch.cond(x.sum() > 0, lambda a: a + self.acc, lambda a: a - self.acc, (x,))
 
@@ -147,6 +146,4 @@ class CondWithMutation(nn.Module):
 @case("cond_after_mutating_op", tags=("full",), child_imports=("conformance.oplibs.custom_ops",))
 def cond_after_mutating_op():
     """A mutating custom op (auto_functionalized) on a buffer, then cond reading that buffer."""
-    import conformance.oplibs.custom_ops  # noqa: F401
-
     return Program(CondWithMutation(), (torch.ones(3),), extra_inputs=[((-torch.ones(3),), {})])

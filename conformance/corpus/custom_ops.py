@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import torch
 import torch.nn as nn
+from torch.export import Dim
 
 import conformance.oplibs.custom_ops  # noqa: F401 - defines pt2f_conf::*
 from conformance.corpus._case import Program, case
-from torch.export import Dim
 
 _OPS = ("conformance.oplibs.custom_ops",)
 

@@ -4389,9 +4389,9 @@ def decode_tree(tree, max_depth=128):
         if type(o) is not dict:
             _bad('expected an object (SymBool)', type(o).__name__)
         nonlocal members
-        members += len(o)
         if len(o) != 2:
             _bad('expected the 2 fields of SymBool')
+        members += 2
         x0 = o['expr']
         if type(x0) is not int or not -2147483648 <= x0 <= 2147483647:
             _bad('expr: expected int32', x0)
@@ -4526,9 +4526,9 @@ def decode_tree(tree, max_depth=128):
         if type(o) is not dict:
             _bad('expected an object (SymFloat)', type(o).__name__)
         nonlocal members
-        members += len(o)
         if len(o) != 2:
             _bad('expected the 2 fields of SymFloat')
+        members += 2
         x0 = o['expr']
         if type(x0) is not int or not -2147483648 <= x0 <= 2147483647:
             _bad('expr: expected int32', x0)
@@ -4602,9 +4602,9 @@ def decode_tree(tree, max_depth=128):
         if type(o) is not dict:
             _bad('expected an object (SymInt)', type(o).__name__)
         nonlocal members
-        members += len(o)
         if len(o) != 2:
             _bad('expected the 2 fields of SymInt')
+        members += 2
         x0 = o['expr']
         if type(x0) is not int or not -2147483648 <= x0 <= 2147483647:
             _bad('expr: expected int32', x0)
