@@ -48,6 +48,11 @@ DTYPE_TO_SCALAR_TYPE: dict[torch.dtype, int] = {
     torch.float4_e2m1fn_x2: ScalarType.FLOAT4_E2M1FN_X2,
     torch.bits8: ScalarType.BITS8,
     torch.bits16: ScalarType.BITS16,
+    torch.bits1x8: ScalarType.BITS1X8,
+    torch.bits2x4: ScalarType.BITS2X4,
+    torch.bits4x2: ScalarType.BITS4X2,
+    **{getattr(torch, f"uint{k}"): getattr(ScalarType, f"UINT{k}") for k in range(1, 8)},
+    **{getattr(torch, f"int{k}"): getattr(ScalarType, f"INT{k}") for k in range(1, 8)},
 }
 SCALAR_TYPE_TO_DTYPE: dict[int, torch.dtype] = {int(v): k for k, v in DTYPE_TO_SCALAR_TYPE.items()}
 

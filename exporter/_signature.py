@@ -75,7 +75,8 @@ def _input_spec(s: gs.InputSpec, graphs, path) -> InputSpec:
     if s.kind == K.BUFFER:
         return InputSpec(InputToBufferSpec(arg=_tensor(s, path), buffer_name=s.target, persistent=bool(s.persistent)))
     if s.kind == K.CONSTANT_TENSOR:
-        return InputSpec(InputToTensorConstantSpec(arg=_tensor(s, path), tensor_constant_name=s.target))
+        return InputSpec(InputToTensorConstantSpec(arg=_tensor(s, path), tensor_constant_name=s.target,
+                                                   persistent=bool(s.persistent), has_persistent=s.persistent is not None))
     if s.kind == K.CUSTOM_OBJ:
         return InputSpec(InputToCustomObjSpec(arg=CustomObjArgument(name=s.arg.name, class_fqn=s.arg.class_fqn),
                                               custom_obj_name=s.target))

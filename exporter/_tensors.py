@@ -2,8 +2,10 @@
 
 Each torch storage is written once: tensors are keyed by their untyped
 storage (device, data pointer, byte size), so tied weights and views of one
-buffer keep sharing a storage after load. A payload is a memoryview of the
-storage's bytes; nothing is copied here (CPU) and the writer streams it.
+buffer keep sharing a storage after load. Tensors loaded from one file by
+separate loads share rows and storages again through their origins
+(_origins.py). A payload is a memoryview of the storage's bytes; nothing is
+copied here (CPU) and the writer streams it.
 """
 
 from __future__ import annotations
@@ -16,19 +18,20 @@ from pt2format._generated.model import Storage, Tensor
 from pt2format.errors import ExportError
 
 from ._enums import DTYPE_TO_SCALAR_TYPE, device_to_schema
+from ._origins import origin_of
 
 _PLAIN_TENSOR_TYPES = (torch.Tensor, torch.nn.Parameter, torch.nn.Buffer)
 
 
-def _storage_bytes(storage: torch.UntypedStorage) -> memoryview:
-    """A zero-copy byte view of a CPU storage (a copy for other devices)."""
+def _storage_u8(storage: torch.UntypedStorage) -> torch.Tensor:
+    """A zero-copy uint8 CPU tensor over a storage's bytes (a copy for other devices)."""
     if storage.device.type != "cpu":
         storage = storage.cpu()
-    n = storage.nbytes()
-    if n == 0:
-        return memoryview(b"")
-    u8 = torch.empty(0, dtype=torch.uint8).set_(storage, 0, (n,), (1,))
-    return memoryview(u8.numpy())
+    return torch.empty(0, dtype=torch.uint8).set_(storage, 0, (storage.nbytes(),), (1,))
+
+
+def _bytes_view(u8: torch.Tensor) -> memoryview:
+    return memoryview(u8.numpy()) if u8.numel() else memoryview(b"")
 
 
 class TensorTable:
@@ -43,6 +46,8 @@ class TensorTable:
         self.total_bytes = 0
         self._by_object: dict[int, int] = {}
         self._storage_index: dict[tuple, int] = {}
+        self._storage_u8: list[torch.Tensor] = []  # per storage: its bytes, to compare same-origin storages
+        self._row_index: dict[tuple, int] = {}  # (file, row) of loaded tensors -> index in self.tensors
         self._keep_alive: list = []  # ids stay unique while we hold the objects
 
     def add(self, t: torch.Tensor, path: str = "tensor") -> int:
@@ -67,16 +72,9 @@ class TensorTable:
             # The lazy conj/neg bits cannot be expressed as a view; store the resolved values.
             t = t.detach().resolve_conj().resolve_neg()
             self._keep_alive.append(t)
+        org = origin_of(src) if src is t else None
         storage = t.untyped_storage()
-        key = (str(storage.device), storage.data_ptr(), storage.nbytes())
-        sidx = self._storage_index.get(key)
-        if sidx is None:
-            sidx = len(self.storages)
-            payload = _storage_bytes(storage)
-            self.storages.append(Storage(size=payload.nbytes))
-            self.payloads.append(payload)
-            self.total_bytes += payload.nbytes
-            self._storage_index[key] = sidx
+        sidx = self._storage(storage, org)
         row = Tensor(
             storage=sidx,
             dtype=DTYPE_TO_SCALAR_TYPE[t.dtype],
@@ -86,7 +84,41 @@ class TensorTable:
             requires_grad=bool(src.requires_grad),
             device=device_to_schema(t.device),
         )
+        if org is not None:
+            idx = self._row_index.get((org.file, org.row))
+            if idx is not None and self.tensors[idx] == row:
+                self._by_object[id(src)] = idx
+                return idx
         idx = len(self.tensors)
         self.tensors.append(row)
         self._by_object[id(src)] = idx
+        if org is not None:
+            self._row_index.setdefault((org.file, org.row), idx)
         return idx
+
+    def _storage(self, storage: torch.UntypedStorage, org) -> int:
+        """Index in Package.storages of `storage`, adding it on first sight."""
+        device = str(storage.device)
+        key = (device, storage.data_ptr(), storage.nbytes())
+        sidx = self._storage_index.get(key)
+        if sidx is not None:
+            return sidx
+        okey = None if org is None else ("file", device, org.file, org.storage)
+        u8 = _storage_u8(storage)
+        if okey is not None:
+            # Another map of the same file storage: one storage again if the bytes still agree.
+            cand = self._storage_index.get(okey)
+            if cand is not None and self._storage_u8[cand].numel() == u8.numel() \
+                    and torch.equal(self._storage_u8[cand], u8):
+                self._storage_index[key] = cand
+                return cand
+        sidx = len(self.storages)
+        payload = _bytes_view(u8)
+        self.storages.append(Storage(size=payload.nbytes))
+        self.payloads.append(payload)
+        self._storage_u8.append(u8)
+        self.total_bytes += payload.nbytes
+        self._storage_index[key] = sidx
+        if okey is not None:
+            self._storage_index.setdefault(okey, sidx)
+        return sidx

@@ -32,6 +32,24 @@ def serialized_type_name(cls) -> str:
     return qualified_name(cls)
 
 
+class FallbackKeys(list):
+    """The keys of a dict a loader built in place of a pytree class it could not find.
+
+    `origin` keeps the file's TreeSpec node (kind, type name, field names,
+    keys, context; children aside), so re-saving the loaded program writes
+    the original node again. It compares equal to a plain list of the keys.
+    """
+
+    __slots__ = ("origin",)
+
+    def __init__(self, keys, origin):
+        super().__init__(keys)
+        self.origin = origin
+
+    def __reduce_ex__(self, protocol):
+        return (FallbackKeys, (list(self), self.origin))
+
+
 class TreeSpecExporter:
     """Converts tree specs and remembers the namedtuple classes they use (Program.namedtuple_defs)."""
 
@@ -50,6 +68,8 @@ class TreeSpecExporter:
             out.kind = TreeSpecKind.TUPLE
         elif typ is list:
             out.kind = TreeSpecKind.LIST
+        elif typ is dict and isinstance(ctx, FallbackKeys) and len(ctx) == len(children):
+            self._restore(out, ctx.origin, path)
         elif typ is dict:
             out.kind = TreeSpecKind.DICT
             out.keys = self._keys(ctx, path)
@@ -72,6 +92,13 @@ class TreeSpecExporter:
         else:
             self._custom(out, typ, ctx, path)
         return out
+
+    def _restore(self, out: TreeSpec, origin: TreeSpec, path):
+        """A loader's stand-in dict -> the node the file had (children are converted as they are now)."""
+        out.kind, out.type_name, out.context = origin.kind, origin.type_name, origin.context
+        out.field_names, out.keys = list(origin.field_names), list(origin.keys)
+        if out.kind == TreeSpecKind.NAMEDTUPLE:
+            self._remember_namedtuple(out.type_name, tuple(out.field_names), path)
 
     def _keys(self, keys, path):
         return [to_value(k, path=f"{path}.keys[{i}]") for i, k in enumerate(keys)]

@@ -23,8 +23,9 @@ def load_program(path, *, program: str | None = None, map_location=None, weights
     path = os.fspath(path)
     f = read(path, verify_data=verify_data, copy_on_write=True)
     try:
+        st = os.stat(path)
         return build_program(f.package, program, f.storage_view, map_location=map_location, weights=weights,
-                             copy=copy)
+                             copy=copy, file_key=(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
     except Pt2FormatError as e:
         raise e.with_context(file=path)
     finally:

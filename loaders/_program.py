@@ -106,8 +106,14 @@ def find_program(package, name):
 
 
 def build_program(package, name=None, storage_view=None, *, map_location=None, weights: bool = True,
-                  copy: bool = False, state: StateLoader | None = None) -> ExportedProgram:
-    """Rebuild program `name` of `package`; `storage_view(i)` gives the bytes of Package.storages[i]."""
+                  copy: bool = False, state: StateLoader | None = None,
+                  file_key: tuple | None = None) -> ExportedProgram:
+    """Rebuild program `name` of `package`; `storage_view(i)` gives the bytes of Package.storages[i].
+
+    `file_key` identifies the file the package came from (see
+    pt2format.exporter._origins): programs of one file loaded separately then
+    share their rows and storages again when saved together.
+    """
     fv = package.format_version
     if fv is None or fv.major > pt2format.FORMAT_VERSION[0]:
         raise VersionError("package needs a newer reader", path="format_version",
@@ -116,7 +122,8 @@ def build_program(package, name=None, storage_view=None, *, map_location=None, w
     if state is None:
         if weights and storage_view is None:
             raise LoadError("storage_view is required to load weights")
-        state = StateLoader(package, storage_view, map_location=map_location, weights=weights, copy=copy)
+        state = StateLoader(package, storage_view, map_location=map_location, weights=weights, copy=copy,
+                            file_key=file_key)
     try:
         with _no_gc():
             return _Builder(package, program, state).run()
@@ -198,6 +205,7 @@ class _Builder:
                 param = params.get(e.tensor)
                 if param is None:
                     param = params[e.tensor] = torch.nn.Parameter(t, requires_grad=t.requires_grad)
+                    self.state.remember(param, e.tensor)
                 state_dict[fqn] = param
             elif e.kind == StateKind.BUFFER:
                 state_dict[fqn] = t

@@ -74,7 +74,8 @@ def input_spec(s, constant, path) -> gs.InputSpec:
                             persistent=v.persistent)
     if t is InputToTensorConstantSpec:
         return gs.InputSpec(K.CONSTANT_TENSOR, _tensor_arg(v.arg, path),
-                            check_fqn(v.tensor_constant_name, f"{path}.tensor_constant_name"))
+                            check_fqn(v.tensor_constant_name, f"{path}.tensor_constant_name"),
+                            persistent=v.persistent if v.has_persistent else None)
     if t is InputToCustomObjSpec:
         return gs.InputSpec(K.CUSTOM_OBJ, gs.CustomObjArgument(name=v.arg.name, class_fqn=v.arg.class_fqn),
                             check_fqn(v.custom_obj_name, f"{path}.custom_obj_name"))

@@ -16,6 +16,8 @@ import torch
 
 from pt2format.errors import LoadError
 
+from pt2format.exporter._origins import remember
+
 from ._values import device_from_schema, dtype_from_schema
 
 
@@ -33,8 +35,10 @@ def _map_device(map_location, device: torch.device) -> torch.device:
 class StateLoader:
     """Builds the tensors of a package on demand; one tensor object per Package.tensors row."""
 
-    def __init__(self, package, storage_view, *, map_location=None, weights: bool = True, copy: bool = False):
+    def __init__(self, package, storage_view, *, map_location=None, weights: bool = True, copy: bool = False,
+                 file_key: tuple | None = None):
         self.package = package
+        self.file_key = file_key if weights else None  # see pt2format.exporter._origins
         self.storage_view = storage_view
         self.map_location = map_location
         self.weights = weights
@@ -109,4 +113,10 @@ class StateLoader:
             raise LoadError(f"tensor does not fit its storage: {e}", path=p) from None
         if row.requires_grad:
             t.requires_grad_(True)
+        self.remember(t, idx)
         return t
+
+    def remember(self, t: torch.Tensor, idx: int) -> None:
+        """Record that `t` holds row `idx` of this file, for re-saves (see pt2format.exporter._origins)."""
+        if self.file_key is not None and t.device.type != "meta":
+            remember(t, self.file_key, idx, self.package.tensors[idx].storage)

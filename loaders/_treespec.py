@@ -10,14 +10,14 @@ and a warning says so: the program still loads, outputs keep their values.
 from __future__ import annotations
 
 import collections
-import dataclasses
 import sys
 import warnings
 
 import torch.utils._pytree as pytree
 
-from pt2format._generated.model import TreeSpecKind
+from pt2format._generated.model import TreeSpec, TreeSpecKind
 from pt2format.errors import LoadError
+from pt2format.exporter._treespec import FallbackKeys
 
 from ._names import check_dotted_identifiers
 from ._values import from_value
@@ -58,6 +58,12 @@ def find_class(type_name: str, path: str):
     return None
 
 
+def _origin(spec) -> TreeSpec:
+    """The file's node without its children: what a re-save writes back for a stand-in dict."""
+    return TreeSpec(kind=spec.kind, type_name=spec.type_name, field_names=list(spec.field_names),
+                    keys=list(spec.keys), context=spec.context)
+
+
 class TreeSpecLoader:
     def __init__(self, program_name: str):
         self.program_name = program_name
@@ -88,7 +94,7 @@ class TreeSpecLoader:
             factory = _DEFAULT_FACTORIES.get(spec.type_name) if spec.type_name else None
             if spec.type_name and factory is None:
                 self._warn(path, f"default factory {spec.type_name!r} is not allow-listed; a dict stands in")
-                return pytree.TreeSpec(dict, keys, children)
+                return pytree.TreeSpec(dict, FallbackKeys(keys, _origin(spec)), children)
             return pytree.TreeSpec(collections.defaultdict, [factory, keys], children)
         if k == TreeSpecKind.DEQUE:
             maxlen = from_value(spec.context, path=f"{path}.context") if spec.context is not None else None
@@ -118,7 +124,7 @@ class TreeSpecLoader:
             names = [from_value(v, path=f"{path}.keys[{i}]", hashable=True) for i, v in enumerate(spec.keys)]
         self._warn(path, f"{why}; it loads as a {'dict' if names is not None else 'tuple'}")
         if names is not None:
-            return pytree.TreeSpec(dict, names, children)
+            return pytree.TreeSpec(dict, FallbackKeys(names, _origin(spec)), children)
         return pytree.TreeSpec(tuple, None, children)
 
     def _namedtuple(self, spec, children, path):
@@ -142,6 +148,6 @@ class TreeSpecLoader:
                 ctx = entry.from_dumpable_context(ctx)
             except Exception as e:  # the class's own loader refused the context
                 raise LoadError(f"pytree class {name!r} rejected its saved context: {e}", path=path) from None
-        elif dataclasses.is_dataclass(cls) and isinstance(ctx, list) and len(ctx) == 2:
-            ctx = [list(ctx[0]), list(ctx[1])]
+        # Otherwise the context is used as saved: like torch (whose loader passes the JSON
+        # value on), and lists and tuples stay what they were.
         return pytree.TreeSpec(cls, ctx, children)

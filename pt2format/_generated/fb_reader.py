@@ -1100,7 +1100,7 @@ def decode(buf, max_depth=128):
         return InputToParameterSpec(x0, x1)
 
     vc_InputToTensorConstantSpec = {}
-    Z_InputToTensorConstantSpec = (4, 4)
+    Z_InputToTensorConstantSpec = (4, 4, 1, 1)
 
     def t_InputToTensorConstantSpec(p, d):
         if d > max_depth:
@@ -1111,7 +1111,7 @@ def decode(buf, max_depth=128):
         c = vc_InputToTensorConstantSpec.get(vt)
         if c is None:
             c = vc_InputToTensorConstantSpec[vt] = vtab(vt, Z_InputToTensorConstantSpec)
-        os, o0, o1 = c
+        os, o0, o1, o2, o3 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
@@ -1128,7 +1128,15 @@ def decode(buf, max_depth=128):
                 x1 = rstr(q)
         else:
             x1 = None
-        return InputToTensorConstantSpec(x0, x1)
+        if o2:
+            x2 = _S_bool(buf, p + o2)[0]
+        else:
+            x2 = False
+        if o3:
+            x3 = _S_bool(buf, p + o3)[0]
+        else:
+            x3 = False
+        return InputToTensorConstantSpec(x0, x1, x2, x3)
 
     vc_InputTokenSpec = {}
     Z_InputTokenSpec = (4,)

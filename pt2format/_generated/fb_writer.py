@@ -189,7 +189,7 @@ _F_InputToBufferSpec = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 1, 1, '?'))
 _F_InputToConstantInputSpec = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_InputToCustomObjSpec = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_InputToParameterSpec = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
-_F_InputToTensorConstantSpec = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
+_F_InputToTensorConstantSpec = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 1, 1, '?'), (3, 1, 1, '?'))
 _F_InputTokenSpec = ((0, 4, 4, 'I'),)
 _F_IntArgument = ((0, 8, 8, 'q'),)
 _F_IntListArgument = ((0, 4, 4, 'I'),)
@@ -1536,6 +1536,16 @@ def encode(root):
         if x1 is not None:
             x1 = sget(x1) or S(x1)
             mk |= 2
+        x2 = o.persistent
+        if x2 is not False:
+            if x2 is not True:
+                _bad('persistent: expected bool', type(x2).__name__)
+            mk |= 4
+        x3 = o.has_persistent
+        if x3 is not False:
+            if x3 is not True:
+                _bad('has_persistent: expected bool', type(x3).__name__)
+            mk |= 8
         L = L_InputToTensorConstantSpec.get(mk)
         if L is None:
             L = L_InputToTensorConstantSpec[mk] = _layout(_F_InputToTensorConstantSpec, mk)
@@ -1551,6 +1561,10 @@ def encode(root):
             v.append(t - offs[0] - x0)
         if mk & 2:
             v.append(t - offs[1] - x1)
+        if mk & 4:
+            v.append(x2)
+        if mk & 8:
+            v.append(x3)
         if pad:
             app(_ZEROS[:pad])
         app(pk(*v))

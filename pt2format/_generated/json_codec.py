@@ -236,8 +236,8 @@ EV_MemoryFormat = {'UNSPECIFIED': 0, 'CONTIGUOUS_FORMAT': 1, 'CHANNELS_LAST': 2,
 EN_OperatorKind = {0: 'UNSPECIFIED', 1: 'OP_OVERLOAD', 2: 'HIGHER_ORDER', 3: 'BUILTIN'}
 EV_OperatorKind = {'UNSPECIFIED': 0, 'OP_OVERLOAD': 1, 'HIGHER_ORDER': 2, 'BUILTIN': 3}
 
-EN_ScalarType = {0: 'UNSPECIFIED', 1: 'UINT8', 2: 'INT8', 3: 'INT16', 4: 'INT32', 5: 'INT64', 6: 'FLOAT16', 7: 'FLOAT32', 8: 'FLOAT64', 9: 'COMPLEX32', 10: 'COMPLEX64', 11: 'COMPLEX128', 12: 'BOOL', 13: 'BFLOAT16', 14: 'UINT16', 15: 'UINT32', 16: 'UINT64', 17: 'FLOAT8_E4M3FN', 18: 'FLOAT8_E5M2', 19: 'FLOAT8_E4M3FNUZ', 20: 'FLOAT8_E5M2FNUZ', 21: 'FLOAT8_E8M0FNU', 22: 'FLOAT4_E2M1FN_X2', 23: 'BITS8', 24: 'BITS16'}
-EV_ScalarType = {'UNSPECIFIED': 0, 'UINT8': 1, 'INT8': 2, 'INT16': 3, 'INT32': 4, 'INT64': 5, 'FLOAT16': 6, 'FLOAT32': 7, 'FLOAT64': 8, 'COMPLEX32': 9, 'COMPLEX64': 10, 'COMPLEX128': 11, 'BOOL': 12, 'BFLOAT16': 13, 'UINT16': 14, 'UINT32': 15, 'UINT64': 16, 'FLOAT8_E4M3FN': 17, 'FLOAT8_E5M2': 18, 'FLOAT8_E4M3FNUZ': 19, 'FLOAT8_E5M2FNUZ': 20, 'FLOAT8_E8M0FNU': 21, 'FLOAT4_E2M1FN_X2': 22, 'BITS8': 23, 'BITS16': 24}
+EN_ScalarType = {0: 'UNSPECIFIED', 1: 'UINT8', 2: 'INT8', 3: 'INT16', 4: 'INT32', 5: 'INT64', 6: 'FLOAT16', 7: 'FLOAT32', 8: 'FLOAT64', 9: 'COMPLEX32', 10: 'COMPLEX64', 11: 'COMPLEX128', 12: 'BOOL', 13: 'BFLOAT16', 14: 'UINT16', 15: 'UINT32', 16: 'UINT64', 17: 'FLOAT8_E4M3FN', 18: 'FLOAT8_E5M2', 19: 'FLOAT8_E4M3FNUZ', 20: 'FLOAT8_E5M2FNUZ', 21: 'FLOAT8_E8M0FNU', 22: 'FLOAT4_E2M1FN_X2', 23: 'BITS8', 24: 'BITS16', 25: 'BITS1X8', 26: 'BITS2X4', 27: 'BITS4X2', 28: 'UINT1', 29: 'UINT2', 30: 'UINT3', 31: 'UINT4', 32: 'UINT5', 33: 'UINT6', 34: 'UINT7', 35: 'INT1', 36: 'INT2', 37: 'INT3', 38: 'INT4', 39: 'INT5', 40: 'INT6', 41: 'INT7'}
+EV_ScalarType = {'UNSPECIFIED': 0, 'UINT8': 1, 'INT8': 2, 'INT16': 3, 'INT32': 4, 'INT64': 5, 'FLOAT16': 6, 'FLOAT32': 7, 'FLOAT64': 8, 'COMPLEX32': 9, 'COMPLEX64': 10, 'COMPLEX128': 11, 'BOOL': 12, 'BFLOAT16': 13, 'UINT16': 14, 'UINT32': 15, 'UINT64': 16, 'FLOAT8_E4M3FN': 17, 'FLOAT8_E5M2': 18, 'FLOAT8_E4M3FNUZ': 19, 'FLOAT8_E5M2FNUZ': 20, 'FLOAT8_E8M0FNU': 21, 'FLOAT4_E2M1FN_X2': 22, 'BITS8': 23, 'BITS16': 24, 'BITS1X8': 25, 'BITS2X4': 26, 'BITS4X2': 27, 'UINT1': 28, 'UINT2': 29, 'UINT3': 30, 'UINT4': 31, 'UINT5': 32, 'UINT6': 33, 'UINT7': 34, 'INT1': 35, 'INT2': 36, 'INT3': 37, 'INT4': 38, 'INT5': 39, 'INT6': 40, 'INT7': 41}
 
 EN_StateKind = {0: 'UNSPECIFIED', 1: 'PARAMETER', 2: 'BUFFER', 3: 'NON_PERSISTENT_BUFFER', 4: 'TENSOR_CONSTANT'}
 EV_StateKind = {'UNSPECIFIED': 0, 'PARAMETER': 1, 'BUFFER': 2, 'NON_PERSISTENT_BUFFER': 3, 'TENSOR_CONSTANT': 4}
@@ -282,7 +282,7 @@ K_InputToBufferSpec = frozenset(['arg', 'buffer_name', 'persistent'])
 K_InputToConstantInputSpec = frozenset(['name', 'value'])
 K_InputToCustomObjSpec = frozenset(['arg', 'custom_obj_name'])
 K_InputToParameterSpec = frozenset(['arg', 'parameter_name'])
-K_InputToTensorConstantSpec = frozenset(['arg', 'tensor_constant_name'])
+K_InputToTensorConstantSpec = frozenset(['arg', 'has_persistent', 'persistent', 'tensor_constant_name'])
 K_InputTokenSpec = frozenset(['arg'])
 K_IntArgument = frozenset(['value'])
 K_IntListArgument = frozenset(['values'])
@@ -851,6 +851,16 @@ def e_InputToTensorConstantSpec(o):
         if type(x1) is not str:
             _bad('tensor_constant_name: expected str', type(x1).__name__)
         r['tensor_constant_name'] = x1
+    x2 = o.persistent
+    if x2 is not False:
+        if x2 is not True:
+            _bad('persistent: expected bool', type(x2).__name__)
+        r['persistent'] = x2
+    x3 = o.has_persistent
+    if x3 is not False:
+        if x3 is not True:
+            _bad('has_persistent: expected bool', type(x3).__name__)
+        r['has_persistent'] = x3
     return r
 
 
@@ -3056,7 +3066,17 @@ def decode_tree(tree, max_depth=128):
             if type(x1) is not str:
                 _bad('tensor_constant_name: expected str', type(x1).__name__)
             keep(x1)
-        return InputToTensorConstantSpec(x0, x1)
+        x2 = o.get('persistent')
+        if x2 is None:
+            x2 = False
+        elif type(x2) is not bool:
+            _bad('persistent: expected bool', type(x2).__name__)
+        x3 = o.get('has_persistent')
+        if x3 is None:
+            x3 = False
+        elif type(x3) is not bool:
+            _bad('has_persistent: expected bool', type(x3).__name__)
+        return InputToTensorConstantSpec(x0, x1, x2, x3)
 
     def d_InputTokenSpec(o, d):
         if d > max_depth:

@@ -131,6 +131,40 @@ class ScalarType(IntEnum):
     """torch.bits8 (opaque byte)"""
     BITS16 = 24
     """torch.bits16 (opaque 16-bit word)"""
+    BITS1X8 = 25
+    """torch.bits1x8 (opaque byte read as eight 1-bit fields)"""
+    BITS2X4 = 26
+    """torch.bits2x4 (opaque byte read as four 2-bit fields)"""
+    BITS4X2 = 27
+    """torch.bits4x2 (opaque byte read as two 4-bit fields)"""
+    UINT1 = 28
+    """torch.uint1 (shell dtype: one byte per element, bytes stored as they are)"""
+    UINT2 = 29
+    """torch.uint2 (shell dtype: one byte per element, bytes stored as they are)"""
+    UINT3 = 30
+    """torch.uint3 (shell dtype: one byte per element, bytes stored as they are)"""
+    UINT4 = 31
+    """torch.uint4 (shell dtype: one byte per element, bytes stored as they are)"""
+    UINT5 = 32
+    """torch.uint5 (shell dtype: one byte per element, bytes stored as they are)"""
+    UINT6 = 33
+    """torch.uint6 (shell dtype: one byte per element, bytes stored as they are)"""
+    UINT7 = 34
+    """torch.uint7 (shell dtype: one byte per element, bytes stored as they are)"""
+    INT1 = 35
+    """torch.int1 (shell dtype: one byte per element, bytes stored as they are)"""
+    INT2 = 36
+    """torch.int2 (shell dtype: one byte per element, bytes stored as they are)"""
+    INT3 = 37
+    """torch.int3 (shell dtype: one byte per element, bytes stored as they are)"""
+    INT4 = 38
+    """torch.int4 (shell dtype: one byte per element, bytes stored as they are)"""
+    INT5 = 39
+    """torch.int5 (shell dtype: one byte per element, bytes stored as they are)"""
+    INT6 = 40
+    """torch.int6 (shell dtype: one byte per element, bytes stored as they are)"""
+    INT7 = 41
+    """torch.int7 (shell dtype: one byte per element, bytes stored as they are)"""
 
 
 class StateKind(IntEnum):
@@ -747,17 +781,21 @@ class InputToParameterSpec(ModelObject):
 
 class InputToTensorConstantSpec(ModelObject):
     """A placeholder fed by a lifted tensor constant."""
-    __slots__ = ('arg', 'tensor_constant_name')
+    __slots__ = ('arg', 'tensor_constant_name', 'persistent', 'has_persistent')
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
         ('arg', 0, 'table', None, 'TensorArgument', None, False, False),
         ('tensor_constant_name', 1, 'string', None, None, None, False, False),
+        ('persistent', 2, 'scalar', 'bool', None, False, False, False),
+        ('has_persistent', 3, 'scalar', 'bool', None, False, False, False),
     )
 
-    def __init__(self, arg=None, tensor_constant_name=None):
+    def __init__(self, arg=None, tensor_constant_name=None, persistent=False, has_persistent=False):
         self.arg = arg
         self.tensor_constant_name = tensor_constant_name
+        self.persistent = persistent
+        self.has_persistent = has_persistent
 
 
 class InputTokenSpec(ModelObject):

@@ -719,7 +719,17 @@ def encode_tree(root):
         x1 = o.tensor_constant_name
         if x1 is not None and type(x1) is not str:
             _bad('tensor_constant_name: expected str', type(x1).__name__)
-        r = [x0, x1]
+        x2 = o.persistent
+        if x2 is False:
+            x2 = None
+        elif x2 is not True:
+            _bad('persistent: expected bool', type(x2).__name__)
+        x3 = o.has_persistent
+        if x3 is False:
+            x3 = None
+        elif x3 is not True:
+            _bad('has_persistent: expected bool', type(x3).__name__)
+        r = [x0, x1, x2, x3]
         while r and r[-1] is None:
             r.pop()
         return r
@@ -2890,14 +2900,22 @@ def decode_tree(tree, max_depth=128):
         if d > max_depth:
             too_deep(d)
         n = len(a)
-        if n != 2:
-            a = a + _NONES[:2 - n] if n < 2 else a[:2]
-        x0, x1 = a
+        if n != 4:
+            a = a + _NONES[:4 - n] if n < 4 else a[:4]
+        x0, x1, x2, x3 = a
         if x0 is not None:
             x0 = d_TensorArgument(x0, d + 1)
         if x1 is not None and type(x1) is not str:
             _bad('tensor_constant_name: expected str', type(x1).__name__)
-        return InputToTensorConstantSpec(x0, x1)
+        if x2 is None:
+            x2 = False
+        elif type(x2) is not bool:
+            _bad('persistent: expected bool', type(x2).__name__)
+        if x3 is None:
+            x3 = False
+        elif type(x3) is not bool:
+            _bad('has_persistent: expected bool', type(x3).__name__)
+        return InputToTensorConstantSpec(x0, x1, x2, x3)
 
     def d_InputTokenSpec(a, d):
         if type(a) is not list:

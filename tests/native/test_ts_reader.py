@@ -159,6 +159,68 @@ def test_descriptor_matches_generated_python_model(ts):
         assert [(f["name"], f["offset"]) for f in d["structs"][name]["fields"]] == want["fields"]
 
 
+def _reshaped_schemas(doc: dict) -> dict:
+    """Spellings of the same JSON Schema that generators and post-processing steps produce."""
+    import copy
+
+    def walk(node, f):
+        if isinstance(node, dict):
+            return f({k: walk(v, f) for k, v in node.items()})
+        if isinstance(node, list):
+            return [walk(v, f) for v in node]
+        return node
+
+    def plain_enum(n):  # flatc's own shape, before regen.py allows integers
+        alts = n.get("anyOf")
+        if alts and any("enum" in a and a.get("type") == "string" for a in alts) and \
+                all(a.get("type") in ("string", "integer") for a in alts):
+            e = next(a for a in alts if "enum" in a)
+            return {"type": "string", "enum": e["enum"], **({"description": n["description"]} if "description" in n else {})}
+        return n
+
+    def wrapped_refs(n):  # $ref next to siblings as allOf: [{$ref}], enums as oneOf
+        if "$ref" in n and "description" in n:
+            return {"allOf": [{"$ref": n["$ref"]}], "description": n["description"]}
+        if "anyOf" in n and all(a.get("type") in ("string", "integer") for a in n["anyOf"]):
+            return {"oneOf": n["anyOf"]}
+        return n
+
+    def reversed_unions(n):  # union branches in another order: indices come from the generated code
+        if "anyOf" in n and all("$ref" in a for a in n["anyOf"]):
+            return {**n, "anyOf": n["anyOf"][::-1]}
+        return n
+
+    return {"plain_enums": walk(copy.deepcopy(doc), plain_enum),
+            "wrapped_refs": walk(copy.deepcopy(doc), wrapped_refs),
+            "reversed_unions": walk(copy.deepcopy(doc), reversed_unions)}
+
+
+def test_descriptor_independent_of_json_schema_spelling(ts, tmp_path):
+    """The descriptor is the same from the generated JSON Schema and from reshaped spellings of it."""
+    doc = json.loads((U.ROOT / "schema" / "pt2format.schema.json").read_text())
+    base = U.node(U.CLI, "descriptor")
+    assert base.returncode == 0, base.stderr
+    variants = _reshaped_schemas(doc)
+    for name, variant in variants.items():
+        assert variant != doc, name  # the reshaping did something
+        p = tmp_path / f"{name}.json"
+        p.write_text(json.dumps(variant))
+        r = U.node(U.CLI, "descriptor", "--schema", p)
+        assert r.returncode == 0, (name, r.stderr.decode(errors="replace"))
+        assert json.loads(r.stdout) == json.loads(base.stdout), name
+
+
+def test_descriptor_rejects_schema_it_cannot_interpret(ts, tmp_path):
+    """A scalar typed with a table reference must stop the reader at startup, not be misread."""
+    doc = json.loads((U.ROOT / "schema" / "pt2format.schema.json").read_text())
+    doc["definitions"]["pt2format_ScalarTypeArgument"]["properties"]["value"] = {"$ref": "#/definitions/pt2format_Tensor"}
+    p = tmp_path / "bad.json"
+    p.write_text(json.dumps(doc))
+    r = U.node(U.CLI, "descriptor", "--schema", p)
+    assert r.returncode != 0
+    assert b"cannot derive the schema descriptor at ScalarTypeArgument.value" in r.stderr
+
+
 # ---------------------------------------------------------------------------
 # Dumps equal to Python's
 # ---------------------------------------------------------------------------
@@ -210,6 +272,45 @@ def test_flatc_built_buffer_dump_matches_python(ts, tmp_path):
     program = U.flatc_binary(_codecs.encode(pkg, "json").decode("utf-8"), tmp_path)
     path = write(tmp_path, "flatc.pt2f", U.pack_container(program, payloads))
     assert_dump_equal(path, python_dump(program, payloads))
+
+
+def _tables_in(obj):
+    """Every table object reachable from `obj` (a generated model object), depth first."""
+    seen = [obj]
+    for name, _id, kind, *_ in type(obj).FIELDS:
+        v = getattr(obj, name)
+        if kind in ("table", "union") and type(v).__name__ in m.TABLES:
+            seen += _tables_in(v)
+        elif kind == "vector" and v:
+            for x in v:
+                if type(x).__name__ in m.TABLES:
+                    seen += _tables_in(x)
+    return seen
+
+
+def test_unknown_enum_values_dump_as_integers_like_python(ts, tmp_path):
+    """Enum values of a newer minor version (unknown names) dump as plain integers, as Python's dump does."""
+    S = strategies()
+    from pt2format import _codecs
+
+    pkg = S.exhaustive_package()
+    payloads = payloads_for(len(pkg.storages), seed=4)
+    place_storages(pkg, payloads)
+    changed = 0
+    for t in _tables_in(pkg):
+        for name, _id, kind, _elem, ref, *_ in type(t).FIELDS:
+            if kind == "enum":
+                setattr(t, name, 255 - changed % 7)  # no enum of this schema reaches 249..255
+                assert 255 - changed % 7 not in {int(v) for v in m.ENUMS[ref]}, ref
+                changed += 1
+    assert changed > 10
+    program = _codecs.encode(pkg, "flatbuffers")
+    expected = python_dump(program, payloads)
+    path = write(tmp_path, "unknown_enums.pt2f", U.pack_container(program, payloads))
+    assert_dump_equal(path, expected)
+    doc = json.loads(U.ts_dump(path).stdout)["package"]
+    assert doc["tensors"] and all(type(t["dtype"]) is int and t["dtype"] >= 249 for t in doc["tensors"])
+    assert all(type(st["checksum_kind"]) is int for st in doc["storages"])
 
 
 def test_float_bit_patterns_and_int64_extremes_exact(ts, tmp_path):
@@ -500,10 +601,10 @@ def test_bit_flips_rejected_or_dump_equal_to_python(ts, good_file, tmp_path):
     from pt2format import _codecs
     from pt2format.errors import Pt2FormatError
 
-    data, program, payloads = good_file
+    data, program, _payloads = good_file
     prog_off = U.section_table(data)[0][3]
     rng = random.Random(5)
-    blobs, sealed = {}, {}
+    blobs = {}
     for i in range(60):
         b = bytearray(data)
         pos = rng.randrange(len(b))
@@ -515,7 +616,6 @@ def test_bit_flips_rejected_or_dump_equal_to_python(ts, good_file, tmp_path):
         b[pos] ^= 1 << rng.randrange(8)
         name = f"sealed{i}_{pos}"
         blobs[name] = U.reseal(b)
-        sealed[name] = bytes(b[prog_off:prog_off + len(program)])
     res = _batch(tmp_path, blobs)
     agree = 0
     *_, data_off, data_len, _ck, _c = U.section_table(data)[1]
@@ -530,18 +630,40 @@ def test_bit_flips_rejected_or_dump_equal_to_python(ts, good_file, tmp_path):
             continue
         if not r["ok"]:
             continue
+        b = blobs[name]
+        prog = bytes(b[prog_off:prog_off + len(program)])
         try:
-            pkg = _codecs.decode(sealed[name], "flatbuffers")
+            pkg = _codecs.decode(prog, "flatbuffers")
         except Pt2FormatError:
             continue  # the Python reader is stricter here (e.g. no-op fields); TS accepting is allowed
         from pt2format._dump import dump_text
+        # A flip may move a storage's offset or size: its CRC is that of the bytes it now points at.
+        crcs = _file_storage_crcs(bytes(b), pkg)
+        assert crcs is not None, (name, "TS accepted storages that do not resolve in this file")
         try:
-            want = dump_text(pkg, [zlib.crc32(p) for p in payloads])
+            want = dump_text(pkg, crcs)
         except Pt2FormatError:
             continue
         assert r["dump"] == want, name
         agree += 1
     assert agree > 0  # some flips land in values and must still agree
+
+
+def _file_storage_crcs(data: bytes, pkg):
+    """CRC-32 of each storage's bytes as SPEC.md §3 locates them in this file (None if one does not resolve)."""
+    sections = U.section_table(data)
+    out = []
+    for st in pkg.storages:
+        if st.segment >= len(pkg.segments):
+            return None
+        seg = pkg.segments[st.segment]
+        if seg.file != 0 or seg.section >= len(sections):
+            return None
+        _kind, _enc, _align, off, length, _ck, _c = sections[seg.section]
+        if st.offset + st.size > length:
+            return None
+        out.append(zlib.crc32(data[off + st.offset:off + st.offset + st.size]))
+    return out
 
 
 def _patched(data: bytes, at: int, fmt: str, value) -> bytearray:

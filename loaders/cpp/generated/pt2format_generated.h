@@ -604,10 +604,44 @@ enum class ScalarType : uint8_t {
   /// torch.bits8 (opaque byte)
   BITS8 = 23,
   /// torch.bits16 (opaque 16-bit word)
-  BITS16 = 24
+  BITS16 = 24,
+  /// torch.bits1x8 (opaque byte read as eight 1-bit fields)
+  BITS1X8 = 25,
+  /// torch.bits2x4 (opaque byte read as four 2-bit fields)
+  BITS2X4 = 26,
+  /// torch.bits4x2 (opaque byte read as two 4-bit fields)
+  BITS4X2 = 27,
+  /// torch.uint1 (shell dtype: one byte per element, bytes stored as they are)
+  UINT1 = 28,
+  /// torch.uint2 (shell dtype: one byte per element, bytes stored as they are)
+  UINT2 = 29,
+  /// torch.uint3 (shell dtype: one byte per element, bytes stored as they are)
+  UINT3 = 30,
+  /// torch.uint4 (shell dtype: one byte per element, bytes stored as they are)
+  UINT4 = 31,
+  /// torch.uint5 (shell dtype: one byte per element, bytes stored as they are)
+  UINT5 = 32,
+  /// torch.uint6 (shell dtype: one byte per element, bytes stored as they are)
+  UINT6 = 33,
+  /// torch.uint7 (shell dtype: one byte per element, bytes stored as they are)
+  UINT7 = 34,
+  /// torch.int1 (shell dtype: one byte per element, bytes stored as they are)
+  INT1 = 35,
+  /// torch.int2 (shell dtype: one byte per element, bytes stored as they are)
+  INT2 = 36,
+  /// torch.int3 (shell dtype: one byte per element, bytes stored as they are)
+  INT3 = 37,
+  /// torch.int4 (shell dtype: one byte per element, bytes stored as they are)
+  INT4 = 38,
+  /// torch.int5 (shell dtype: one byte per element, bytes stored as they are)
+  INT5 = 39,
+  /// torch.int6 (shell dtype: one byte per element, bytes stored as they are)
+  INT6 = 40,
+  /// torch.int7 (shell dtype: one byte per element, bytes stored as they are)
+  INT7 = 41
 };
 
-inline const ScalarType (&EnumValuesScalarType())[25] {
+inline const ScalarType (&EnumValuesScalarType())[42] {
   static const ScalarType values[] = {
     ScalarType::UNSPECIFIED,
     ScalarType::UINT8,
@@ -633,13 +667,30 @@ inline const ScalarType (&EnumValuesScalarType())[25] {
     ScalarType::FLOAT8_E8M0FNU,
     ScalarType::FLOAT4_E2M1FN_X2,
     ScalarType::BITS8,
-    ScalarType::BITS16
+    ScalarType::BITS16,
+    ScalarType::BITS1X8,
+    ScalarType::BITS2X4,
+    ScalarType::BITS4X2,
+    ScalarType::UINT1,
+    ScalarType::UINT2,
+    ScalarType::UINT3,
+    ScalarType::UINT4,
+    ScalarType::UINT5,
+    ScalarType::UINT6,
+    ScalarType::UINT7,
+    ScalarType::INT1,
+    ScalarType::INT2,
+    ScalarType::INT3,
+    ScalarType::INT4,
+    ScalarType::INT5,
+    ScalarType::INT6,
+    ScalarType::INT7
   };
   return values;
 }
 
 inline const char * const *EnumNamesScalarType() {
-  static const char * const names[26] = {
+  static const char * const names[43] = {
     "UNSPECIFIED",
     "UINT8",
     "INT8",
@@ -665,13 +716,30 @@ inline const char * const *EnumNamesScalarType() {
     "FLOAT4_E2M1FN_X2",
     "BITS8",
     "BITS16",
+    "BITS1X8",
+    "BITS2X4",
+    "BITS4X2",
+    "UINT1",
+    "UINT2",
+    "UINT3",
+    "UINT4",
+    "UINT5",
+    "UINT6",
+    "UINT7",
+    "INT1",
+    "INT2",
+    "INT3",
+    "INT4",
+    "INT5",
+    "INT6",
+    "INT7",
     nullptr
   };
   return names;
 }
 
 inline const char *EnumNameScalarType(ScalarType e) {
-  if (::flatbuffers::IsOutRange(e, ScalarType::UNSPECIFIED, ScalarType::BITS16)) return "";
+  if (::flatbuffers::IsOutRange(e, ScalarType::UNSPECIFIED, ScalarType::INT7)) return "";
   const size_t index = static_cast<size_t>(e);
   return EnumNamesScalarType()[index];
 }
@@ -8701,7 +8769,9 @@ struct InputToTensorConstantSpec FLATBUFFERS_FINAL_CLASS : private ::flatbuffers
   }
   enum FlatBuffersVTableOffset FLATBUFFERS_VTABLE_UNDERLYING_TYPE {
     VT_ARG = 4,
-    VT_TENSOR_CONSTANT_NAME = 6
+    VT_TENSOR_CONSTANT_NAME = 6,
+    VT_PERSISTENT = 8,
+    VT_HAS_PERSISTENT = 10
   };
   /// The placeholder.
   const pt2format::TensorArgument *arg() const {
@@ -8711,6 +8781,16 @@ struct InputToTensorConstantSpec FLATBUFFERS_FINAL_CLASS : private ::flatbuffers
   const ::flatbuffers::String *tensor_constant_name() const {
     return GetPointer<const ::flatbuffers::String *>(VT_TENSOR_CONSTANT_NAME);
   }
+  /// InputSpec.persistent, meaningful only when `has_persistent`. torch
+  /// leaves it None for constants, except for a buffer that strict export
+  /// re-classifies as a constant, which keeps its flag.
+  bool persistent() const {
+    return GetField<uint8_t>(VT_PERSISTENT, 0) != 0;
+  }
+  /// False when InputSpec.persistent is None.
+  bool has_persistent() const {
+    return GetField<uint8_t>(VT_HAS_PERSISTENT, 0) != 0;
+  }
   template <bool B = false>
   bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
     return VerifyTableStart(verifier) &&
@@ -8718,6 +8798,8 @@ struct InputToTensorConstantSpec FLATBUFFERS_FINAL_CLASS : private ::flatbuffers
            verifier.VerifyTable(arg()) &&
            VerifyOffset(verifier, VT_TENSOR_CONSTANT_NAME) &&
            verifier.VerifyString(tensor_constant_name()) &&
+           VerifyField<uint8_t>(verifier, VT_PERSISTENT, 1) &&
+           VerifyField<uint8_t>(verifier, VT_HAS_PERSISTENT, 1) &&
            verifier.EndTable();
   }
 };
@@ -8731,6 +8813,12 @@ struct InputToTensorConstantSpecBuilder {
   }
   void add_tensor_constant_name(::flatbuffers::Offset<::flatbuffers::String> tensor_constant_name) {
     fbb_.AddOffset(InputToTensorConstantSpec::VT_TENSOR_CONSTANT_NAME, tensor_constant_name);
+  }
+  void add_persistent(bool persistent) {
+    fbb_.AddElement<uint8_t>(InputToTensorConstantSpec::VT_PERSISTENT, static_cast<uint8_t>(persistent), 0);
+  }
+  void add_has_persistent(bool has_persistent) {
+    fbb_.AddElement<uint8_t>(InputToTensorConstantSpec::VT_HAS_PERSISTENT, static_cast<uint8_t>(has_persistent), 0);
   }
   explicit InputToTensorConstantSpecBuilder(::flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
@@ -8746,10 +8834,14 @@ struct InputToTensorConstantSpecBuilder {
 inline ::flatbuffers::Offset<InputToTensorConstantSpec> CreateInputToTensorConstantSpec(
     ::flatbuffers::FlatBufferBuilder &_fbb,
     ::flatbuffers::Offset<pt2format::TensorArgument> arg = 0,
-    ::flatbuffers::Offset<::flatbuffers::String> tensor_constant_name = 0) {
+    ::flatbuffers::Offset<::flatbuffers::String> tensor_constant_name = 0,
+    bool persistent = false,
+    bool has_persistent = false) {
   InputToTensorConstantSpecBuilder builder_(_fbb);
   builder_.add_tensor_constant_name(tensor_constant_name);
   builder_.add_arg(arg);
+  builder_.add_has_persistent(has_persistent);
+  builder_.add_persistent(persistent);
   return builder_.Finish();
 }
 
@@ -8761,12 +8853,16 @@ struct InputToTensorConstantSpec::Traits {
 inline ::flatbuffers::Offset<InputToTensorConstantSpec> CreateInputToTensorConstantSpecDirect(
     ::flatbuffers::FlatBufferBuilder &_fbb,
     ::flatbuffers::Offset<pt2format::TensorArgument> arg = 0,
-    const char *tensor_constant_name = nullptr) {
+    const char *tensor_constant_name = nullptr,
+    bool persistent = false,
+    bool has_persistent = false) {
   auto tensor_constant_name__ = tensor_constant_name ? _fbb.CreateString(tensor_constant_name) : 0;
   return pt2format::CreateInputToTensorConstantSpec(
       _fbb,
       arg,
-      tensor_constant_name__);
+      tensor_constant_name__,
+      persistent,
+      has_persistent);
 }
 
 /// A placeholder fed by a custom object.
@@ -11625,6 +11721,23 @@ inline const ::flatbuffers::TypeTable *ScalarTypeTypeTable() {
     { ::flatbuffers::ET_UCHAR, 0, 0 },
     { ::flatbuffers::ET_UCHAR, 0, 0 },
     { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
     { ::flatbuffers::ET_UCHAR, 0, 0 }
   };
   static const ::flatbuffers::TypeFunction type_refs[] = {
@@ -11655,10 +11768,27 @@ inline const ::flatbuffers::TypeTable *ScalarTypeTypeTable() {
     "FLOAT8_E8M0FNU",
     "FLOAT4_E2M1FN_X2",
     "BITS8",
-    "BITS16"
+    "BITS16",
+    "BITS1X8",
+    "BITS2X4",
+    "BITS4X2",
+    "UINT1",
+    "UINT2",
+    "UINT3",
+    "UINT4",
+    "UINT5",
+    "UINT6",
+    "UINT7",
+    "INT1",
+    "INT2",
+    "INT3",
+    "INT4",
+    "INT5",
+    "INT6",
+    "INT7"
   };
   static const ::flatbuffers::TypeTable tt = {
-    ::flatbuffers::ST_ENUM, 25, type_codes, type_refs, nullptr, nullptr, names
+    ::flatbuffers::ST_ENUM, 42, type_codes, type_refs, nullptr, nullptr, names
   };
   return &tt;
 }
@@ -13645,17 +13775,21 @@ inline const ::flatbuffers::TypeTable *InputToBufferSpecTypeTable() {
 inline const ::flatbuffers::TypeTable *InputToTensorConstantSpecTypeTable() {
   static const ::flatbuffers::TypeCode type_codes[] = {
     { ::flatbuffers::ET_SEQUENCE, 0, 0 },
-    { ::flatbuffers::ET_STRING, 0, -1 }
+    { ::flatbuffers::ET_STRING, 0, -1 },
+    { ::flatbuffers::ET_BOOL, 0, -1 },
+    { ::flatbuffers::ET_BOOL, 0, -1 }
   };
   static const ::flatbuffers::TypeFunction type_refs[] = {
     pt2format::TensorArgumentTypeTable
   };
   static const char * const names[] = {
     "arg",
-    "tensor_constant_name"
+    "tensor_constant_name",
+    "persistent",
+    "has_persistent"
   };
   static const ::flatbuffers::TypeTable tt = {
-    ::flatbuffers::ST_TABLE, 2, type_codes, type_refs, nullptr, nullptr, names
+    ::flatbuffers::ST_TABLE, 4, type_codes, type_refs, nullptr, nullptr, names
   };
   return &tt;
 }

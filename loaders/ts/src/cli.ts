@@ -7,10 +7,11 @@
  * reader (MessagePack/JSON); 4 file needs a newer reader.
  */
 import { readPt2fFile } from './node.js';
-import { describeSchema } from './descriptor.js';
+import { readFileSync } from 'node:fs';
+import { deriveDescriptor, describeSchema } from './descriptor.js';
 import { Pt2fError, UnsupportedEncodingError, VersionError } from './errors.js';
 
-const USAGE = 'usage: pt2f-ts dump FILE | verify FILE [--data] | descriptor';
+const USAGE = 'usage: pt2f-ts dump FILE | verify FILE [--data] | descriptor [--schema JSON_SCHEMA_FILE]';
 
 function write(text: string): Promise<void> {
   return new Promise((resolve, reject) => process.stdout.write(text, (e) => (e ? reject(e) : resolve())));
@@ -20,6 +21,12 @@ async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;
   if (cmd === 'descriptor' && rest.length === 0) {
     await write(JSON.stringify(describeSchema()) + '\n');
+    return 0;
+  }
+  if (cmd === 'descriptor' && rest.length === 2 && rest[0] === '--schema') {
+    // The descriptor derived from another JSON Schema file (tests reshape the generated one).
+    const schema = JSON.parse(readFileSync(rest[1]!, 'utf8')) as unknown;
+    await write(JSON.stringify(describeSchema(deriveDescriptor(schema))) + '\n');
     return 0;
   }
   const files = rest.filter((a) => !a.startsWith('--'));

@@ -12,6 +12,7 @@
  */
 import * as generated from './_build/classes.js';
 import { JSON_SCHEMA } from './_build/schema.js';
+import { alternatives, enumNames, Json, refOf } from './shapes.js';
 
 export type ScalarKind =
   | 'bool' | 'int8' | 'uint8' | 'int16' | 'uint16' | 'int32' | 'uint32' | 'int64' | 'uint64' | 'float32' | 'float64';
@@ -129,7 +130,6 @@ function camel(name: string): string {
   return out;
 }
 
-type Json = { [k: string]: unknown };
 const exportsByName = generated as unknown as Record<string, unknown>;
 
 // ---------------------------------------------------------------------------
@@ -163,7 +163,75 @@ class Builder {
     return key;
   }
 
-  isEnumDef(key: string): boolean { return this.defs[key]!['type'] === 'string'; }
+  isEnumDef(key: string): boolean { return enumNames(this.defs[key]!) !== null; }
+
+  /** The definition key a property (or vector item) refers to, or null when it refers to none. */
+  refKey(p: Json, where: string): string | null {
+    const ref = refOf(p);
+    return ref === null ? null : this.defKey(ref, where);
+  }
+
+  /** Like refKey, for properties that must refer to a definition. */
+  needRef(p: Json, where: string): string {
+    return this.refKey(p, where) ?? fail(where, 'expected a $ref to a definition');
+  }
+
+  /** The enum a scalar (or scalar vector element) is typed with, if any; a reference to a non-enum fails. */
+  scalarEnum(p: Json, where: string): EnumDesc | undefined {
+    const k = this.refKey(p, where);
+    if (k === null) {
+      if (enumNames(p) !== null) fail(where, 'enum inlined into the property: no generated enum to name it');
+      return undefined;
+    }
+    if (!this.isEnumDef(k)) fail(where, `scalar read for a reference to ${k}, which is not an enum`);
+    return this.enumDesc(k);
+  }
+
+  /** A union property: anyOf/oneOf whose every branch refers to a table definition (not floats' number|nan). */
+  isUnionProp(p: Json): boolean {
+    const alts = alternatives(p);
+    if (!alts || alts.length === 0) return false;
+    return alts.every((a) => {
+      const ref = refOf(a);
+      if (ref === null || !ref.startsWith('#/definitions/')) return false;
+      const def = this.defs[ref.slice('#/definitions/'.length)];
+      return !!def && def['type'] === 'object';
+    });
+  }
+
+  /**
+   * Union members by type index (index 0, NONE, is null). The index of each
+   * member comes from the generated code, not from the JSON Schema's branch
+   * order: flatc's `unionTo<Union>(type, accessor)` names the class it builds
+   * for each value of the generated union enum.
+   */
+  unionMembers(enumDesc: EnumDesc, tables: TableDesc[], where: string): (TableDesc | null)[] {
+    const unionTo = exportsByName[`unionTo${enumDesc.name}`];
+    if (typeof unionTo !== 'function') fail(where, `no generated unionTo${enumDesc.name}()`);
+    const byClass = new Map<unknown, TableDesc>(tables.map((t) => [t.cls, t]));
+    const members: (TableDesc | null)[] = [];
+    const indices = Object.values(enumDesc.values).filter((v): v is number => typeof v === 'number');
+    const max = Math.max(0, ...indices);
+    if (max > 255) fail(where, `union ${enumDesc.name} has a type index above 255`);
+    const seen = new Set<TableDesc>();
+    for (let i = 0; i <= max; i++) {
+      let built: unknown = null;
+      (unionTo as (t: number, a: (o: unknown) => unknown) => unknown)(i, (o) => { built = o; return o; });
+      const cls = built === null ? null : (built as { constructor: unknown }).constructor;
+      if (i === 0) {
+        if (cls !== null) fail(where, `union ${enumDesc.name}: type 0 is not NONE`);
+        members.push(null);
+        continue;
+      }
+      const t = cls === null ? null : byClass.get(cls) ?? fail(where, `union ${enumDesc.name} member ${i} is not listed in the JSON Schema`);
+      // The dump names the type by its table (as Python's does), so the enum name must be that table's.
+      if (t && enumDesc.values[i] !== t.name) fail(where, `union ${enumDesc.name} type ${i} is named ${String(enumDesc.values[i])}, not ${t.name}`);
+      if (t) seen.add(t);
+      members.push(t);
+    }
+    if (seen.size !== tables.length) fail(where, `union ${enumDesc.name}: the JSON Schema lists members the generated code does not build`);
+    return members;
+  }
 
   enumDesc(key: string): EnumDesc {
     let e = this.enums.get(key);
@@ -171,7 +239,7 @@ class Builder {
       const exp = this.exportFor(key);
       const values = exp.value as EnumObject;
       if (typeof values !== 'object' || values === null) fail(key, 'generated enum is not an object');
-      const names = this.defs[key]!['enum'] as string[];
+      const names = enumNames(this.defs[key]!) ?? fail(key, 'definition is not an enum (no list of names)');
       for (const n of names) if (typeof values[n] !== 'number') fail(key, `enum value ${n} missing from generated code`);
       e = { name: exp.name, values };
       this.enums.set(key, e);
@@ -192,7 +260,7 @@ class Builder {
     const required = new Set((def['required'] ?? []) as string[]);
     const unionTypeProps = new Set<string>();
     for (const [pname, p] of Object.entries(props)) {
-      if (p['anyOf'] && !isFloatSchema(p)) {
+      if (this.isUnionProp(p)) {
         const tname = `${pname}_type`;
         if (!(tname in props)) fail(`${key}.${pname}`, 'union without a _type property');
         unionTypeProps.add(tname);
@@ -230,15 +298,12 @@ class Builder {
       if (ev.length === 1 && ev[0]![0] === 'read') {
         const scalar = ev[0]![2] as ScalarKind;
         const f: StructField = { name: pname, offset: ev[0]![1] - BASE, scalar: fixBool(scalar, r) };
-        if (p['$ref']) {
-          const k = this.defKey(p['$ref'], where);
-          if (!this.isEnumDef(k)) fail(where, 'scalar read for a non-enum reference');
-          f.enumDesc = this.enumDesc(k);
-        }
+        const enumDesc = this.scalarEnum(p, where);
+        if (enumDesc) f.enumDesc = enumDesc;
         desc.fields.push(f);
         desc.align = Math.max(desc.align, SCALAR_SIZE[scalar]);
-      } else if (ev.length === 0 && r && typeof r.bb_pos === 'number' && p['$ref']) {
-        const sub = this.struct(this.defKey(p['$ref'], where));
+      } else if (ev.length === 0 && r && typeof r.bb_pos === 'number' && refOf(p) !== null) {
+        const sub = this.struct(this.needRef(p, where));
         desc.fields.push({ name: pname, offset: r.bb_pos - BASE, struct: sub });
         desc.align = Math.max(desc.align, sub.align);
       } else {
@@ -256,7 +321,7 @@ class Builder {
   private probeTableField(cls: new () => Record<string, unknown>, where: string, pname: string, p: Json,
     props: Record<string, Json>, required: boolean): FieldDesc {
     const isArray = p['type'] === 'array';
-    const isUnion = !!p['anyOf'] && !isFloatSchema(p);
+    const isUnion = this.isUnionProp(p);
     const { inst, bb, method } = instance(cls, pname, where);
     const r = method.call(inst, isArray ? 1 : isUnion ? {} : undefined) as { bb_pos?: number; constructor?: unknown } | null;
     const ev = bb.events;
@@ -272,14 +337,14 @@ class Builder {
       if (rest.length !== 1 || rest[0]![0] !== 'union' || rest[0]![1] !== at) fail(where, 'unrecognised union accessor');
       const typeName = `${pname}_type`;
       const tp = props[typeName]!;
-      const tkey = this.defKey(tp['$ref'], where);
+      const tkey = this.needRef(tp, `${where}_type`);
       const enumDesc = this.enumDesc(tkey);
       const t = instance(cls, typeName, where);
       t.method.call(t.inst);
       const tev = t.bb.events;
       if (tev.length !== 2 || tev[0]![0] !== 'offset' || tev[1]![0] !== 'read' || tev[1]![2] !== 'uint8') fail(where, 'unrecognised union type accessor');
-      const members = ((p['anyOf'] as Json[]).map((m) => this.table(this.defKey(m['$ref'], where))) as (TableDesc | null)[]);
-      members.unshift(null); // index 0 is NONE
+      const tables = alternatives(p)!.map((m) => this.table(this.needRef(m, where)));
+      const members = this.unionMembers(enumDesc, tables, where);
       return { ...base, kind: 'union', typeName, typeVt: tev[0]![2] as number, enumDesc, members };
     }
     if (isArray) {
@@ -291,17 +356,14 @@ class Builder {
         const scalar = fixBool(e[0]![2] as ScalarKind, r);
         if (e[0]![1] !== VEC + SCALAR_SIZE[scalar]) fail(where, 'vector element stride is not the scalar size');
         elem = { kind: 'scalar', scalar };
-        if (items['$ref']) {
-          const k = this.defKey(items['$ref'], where);
-          if (!this.isEnumDef(k)) fail(where, 'scalar vector of a non-enum reference');
-          elem.enumDesc = this.enumDesc(k);
-        }
+        const enumDesc = this.scalarEnum(items, `${where}[]`);
+        if (enumDesc) elem.enumDesc = enumDesc;
       } else if (e.length === 1 && e[0]![0] === 'string' && e[0]![1] === VEC + 4) {
         elem = { kind: 'string' };
       } else if (e.length === 1 && e[0]![0] === 'indirect' && e[0]![1] === VEC + 4) {
-        elem = { kind: 'table', table: this.table(this.defKey(items['$ref'], where)) };
+        elem = { kind: 'table', table: this.table(this.needRef(items, where)) };
       } else if (e.length === 0 && r && typeof r.bb_pos === 'number') {
-        const struct = this.struct(this.defKey(items['$ref'], where));
+        const struct = this.struct(this.needRef(items, where));
         if (r.bb_pos !== VEC + struct.size) fail(where, 'struct vector stride is not the struct size');
         elem = { kind: 'struct', struct };
       } else {
@@ -314,29 +376,18 @@ class Builder {
       bb.present = false;
       bb.events = [];
       const dflt = method.call(inst) as number | bigint | boolean;
-      let enumDesc: EnumDesc | undefined;
-      if (p['$ref']) {
-        const k = this.defKey(p['$ref'], where);
-        if (!this.isEnumDef(k)) fail(where, 'scalar read for a non-enum reference');
-        enumDesc = this.enumDesc(k);
-      }
+      const enumDesc = this.scalarEnum(p, where);
       return { ...base, kind: 'scalar', scalar, enumDesc, defaultValue: dflt };
     }
     if (rest.length === 1 && rest[0]![0] === 'string' && rest[0]![1] === at) return { ...base, kind: 'string' };
     if (rest.length === 1 && rest[0]![0] === 'indirect' && rest[0]![1] === at) {
-      return { ...base, kind: 'table', table: this.table(this.defKey(p['$ref'], where)) };
+      return { ...base, kind: 'table', table: this.table(this.needRef(p, where)) };
     }
     if (rest.length === 0 && r && r.bb_pos === at) {
-      return { ...base, kind: 'struct', struct: this.struct(this.defKey(p['$ref'], where)) };
+      return { ...base, kind: 'struct', struct: this.struct(this.needRef(p, where)) };
     }
     return fail(where, `unrecognised accessor (events ${JSON.stringify(ev)})`);
   }
-}
-
-/** A float property is `anyOf: [number, enum nan/inf/-inf]` in flatc's JSON Schema. */
-function isFloatSchema(p: Json): boolean {
-  const any = p['anyOf'] as Json[] | undefined;
-  return !!any && any.some((a) => a['type'] === 'number');
 }
 
 /** A bool is read with readInt8 and returned as a boolean. */
@@ -369,29 +420,37 @@ export function compareCodePoints(a: string, b: string): number {
   }
 }
 
+/**
+ * Derives the descriptor from a JSON Schema of the program tree and the
+ * generated classes. The reader uses the embedded generated schema
+ * (schemaDescriptor); tests pass reshaped copies to show the derivation does
+ * not depend on one post-processing of it.
+ */
+export function deriveDescriptor(schema: unknown): SchemaDesc {
+  if (typeof schema !== 'object' || schema === null) fail('schema', 'not a JSON object');
+  const b = new Builder(schema as Json);
+  const rootKey = b.defKey((schema as Json)['$ref'], 'root');
+  const root = b.table(rootKey);
+  // Derive every definition, also those the root does not reach.
+  for (const [key, def] of Object.entries(((schema as Json)['definitions'] ?? {}) as Record<string, Json>)) {
+    if (def['type'] !== 'object') continue;
+    const cls = b.exportFor(key).value as { sizeOf?: unknown };
+    if (typeof cls.sizeOf === 'function') b.struct(key); else b.table(key);
+  }
+  return { root, tables: b.tables, structs: b.structs };
+}
+
 let cached: SchemaDesc | null = null;
 
 /** The descriptor of the schema this reader was built with (derived once). */
 export function schemaDescriptor(): SchemaDesc {
-  if (!cached) {
-    const schema = JSON_SCHEMA as Json;
-    const b = new Builder(schema);
-    const rootKey = b.defKey(schema['$ref'], 'root');
-    const root = b.table(rootKey);
-    // Derive every definition, also those the root does not reach.
-    for (const [key, def] of Object.entries((schema['definitions'] ?? {}) as Record<string, Json>)) {
-      if (def['type'] !== 'object') continue;
-      const cls = b.exportFor(key).value as { sizeOf?: unknown };
-      if (typeof cls.sizeOf === 'function') b.struct(key); else b.table(key);
-    }
-    cached = { root, tables: b.tables, structs: b.structs };
-  }
+  if (!cached) cached = deriveDescriptor(JSON_SCHEMA);
   return cached;
 }
 
 /** The file identifier of the root type, from the generated `bufferHasIdentifier`. */
-export function rootIdentifier(): string {
-  const root = schemaDescriptor().root.cls as unknown as { bufferHasIdentifier?: (bb: unknown) => boolean };
+export function rootIdentifier(desc: SchemaDesc = schemaDescriptor()): string {
+  const root = desc.root.cls as unknown as { bufferHasIdentifier?: (bb: unknown) => boolean };
   if (typeof root.bufferHasIdentifier !== 'function') fail('root', 'no bufferHasIdentifier in generated code');
   let seen = '';
   root.bufferHasIdentifier({ __has_identifier: (id: string) => { seen = id; return true; } });
@@ -400,8 +459,7 @@ export function rootIdentifier(): string {
 }
 
 /** A JSON-friendly view of the descriptor, for tests that cross-check it against other generators. */
-export function describeSchema(): unknown {
-  const d = schemaDescriptor();
+export function describeSchema(d: SchemaDesc = schemaDescriptor()): unknown {
   const elem = (e: ElemDesc) => e.kind === 'scalar' ? { kind: 'scalar', scalar: e.scalar, enum: e.enumDesc?.name ?? null }
     : e.kind === 'string' ? { kind: 'string' } : e.kind === 'table' ? { kind: 'table', ref: e.table.name } : { kind: 'struct', ref: e.struct.name };
   const tables: Record<string, unknown> = {};
@@ -425,5 +483,5 @@ export function describeSchema(): unknown {
     structs[s.name] = { size: s.size, align: s.align,
       fields: s.fields.map((f) => ({ name: f.name, offset: f.offset, scalar: f.scalar ?? null, ref: f.struct?.name ?? null, enum: f.enumDesc?.name ?? null })) };
   }
-  return { root: d.root.name, identifier: rootIdentifier(), tables, structs };
+  return { root: d.root.name, identifier: rootIdentifier(d), tables, structs };
 }

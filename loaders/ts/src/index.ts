@@ -14,7 +14,7 @@ export type { ReadOptions, TensorView } from './reader.js';
 export { parseContainer, MAGIC, READER_FORMAT_MAJOR, KNOWN_FEATURES, SectionKind, ProgramEncoding } from './container.js';
 export type { Header, Section, Container } from './container.js';
 export { crc32 } from './crc32.js';
-export { describeSchema, schemaDescriptor } from './descriptor.js';
+export { deriveDescriptor, describeSchema, schemaDescriptor } from './descriptor.js';
 export { DEFAULT_MAX_DEPTH } from './verify.js';
 export {
   Pt2fError, FormatError, HeaderError, ChecksumError, SegmentError, EncodingError, LimitError, VersionError,

@@ -47,8 +47,26 @@ tensorConstantName(optionalEncoding?:any):string|Uint8Array|null {
   return offset ? this.bb!.__string(this.bb_pos + offset, optionalEncoding) : null;
 }
 
+/**
+ * InputSpec.persistent, meaningful only when `has_persistent`. torch
+ * leaves it None for constants, except for a buffer that strict export
+ * re-classifies as a constant, which keeps its flag.
+ */
+persistent():boolean {
+  const offset = this.bb!.__offset(this.bb_pos, 8);
+  return offset ? !!this.bb!.readInt8(this.bb_pos + offset) : false;
+}
+
+/**
+ * False when InputSpec.persistent is None.
+ */
+hasPersistent():boolean {
+  const offset = this.bb!.__offset(this.bb_pos, 10);
+  return offset ? !!this.bb!.readInt8(this.bb_pos + offset) : false;
+}
+
 static startInputToTensorConstantSpec(builder:flatbuffers.Builder) {
-  builder.startObject(2);
+  builder.startObject(4);
 }
 
 static addArg(builder:flatbuffers.Builder, argOffset:flatbuffers.Offset) {
@@ -59,15 +77,25 @@ static addTensorConstantName(builder:flatbuffers.Builder, tensorConstantNameOffs
   builder.addFieldOffset(1, tensorConstantNameOffset, 0);
 }
 
+static addPersistent(builder:flatbuffers.Builder, persistent:boolean) {
+  builder.addFieldInt8(2, +persistent, +false);
+}
+
+static addHasPersistent(builder:flatbuffers.Builder, hasPersistent:boolean) {
+  builder.addFieldInt8(3, +hasPersistent, +false);
+}
+
 static endInputToTensorConstantSpec(builder:flatbuffers.Builder):flatbuffers.Offset {
   const offset = builder.endObject();
   return offset;
 }
 
-static createInputToTensorConstantSpec(builder:flatbuffers.Builder, argOffset:flatbuffers.Offset, tensorConstantNameOffset:flatbuffers.Offset):flatbuffers.Offset {
+static createInputToTensorConstantSpec(builder:flatbuffers.Builder, argOffset:flatbuffers.Offset, tensorConstantNameOffset:flatbuffers.Offset, persistent:boolean, hasPersistent:boolean):flatbuffers.Offset {
   InputToTensorConstantSpec.startInputToTensorConstantSpec(builder);
   InputToTensorConstantSpec.addArg(builder, argOffset);
   InputToTensorConstantSpec.addTensorConstantName(builder, tensorConstantNameOffset);
+  InputToTensorConstantSpec.addPersistent(builder, persistent);
+  InputToTensorConstantSpec.addHasPersistent(builder, hasPersistent);
   return InputToTensorConstantSpec.endInputToTensorConstantSpec(builder);
 }
 }

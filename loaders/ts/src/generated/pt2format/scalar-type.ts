@@ -130,5 +130,90 @@ export enum ScalarType {
   /**
    * torch.bits16 (opaque 16-bit word)
    */
-  BITS16 = 24
+  BITS16 = 24,
+
+  /**
+   * torch.bits1x8 (opaque byte read as eight 1-bit fields)
+   */
+  BITS1X8 = 25,
+
+  /**
+   * torch.bits2x4 (opaque byte read as four 2-bit fields)
+   */
+  BITS2X4 = 26,
+
+  /**
+   * torch.bits4x2 (opaque byte read as two 4-bit fields)
+   */
+  BITS4X2 = 27,
+
+  /**
+   * torch.uint1 (shell dtype: one byte per element, bytes stored as they are)
+   */
+  UINT1 = 28,
+
+  /**
+   * torch.uint2 (shell dtype: one byte per element, bytes stored as they are)
+   */
+  UINT2 = 29,
+
+  /**
+   * torch.uint3 (shell dtype: one byte per element, bytes stored as they are)
+   */
+  UINT3 = 30,
+
+  /**
+   * torch.uint4 (shell dtype: one byte per element, bytes stored as they are)
+   */
+  UINT4 = 31,
+
+  /**
+   * torch.uint5 (shell dtype: one byte per element, bytes stored as they are)
+   */
+  UINT5 = 32,
+
+  /**
+   * torch.uint6 (shell dtype: one byte per element, bytes stored as they are)
+   */
+  UINT6 = 33,
+
+  /**
+   * torch.uint7 (shell dtype: one byte per element, bytes stored as they are)
+   */
+  UINT7 = 34,
+
+  /**
+   * torch.int1 (shell dtype: one byte per element, bytes stored as they are)
+   */
+  INT1 = 35,
+
+  /**
+   * torch.int2 (shell dtype: one byte per element, bytes stored as they are)
+   */
+  INT2 = 36,
+
+  /**
+   * torch.int3 (shell dtype: one byte per element, bytes stored as they are)
+   */
+  INT3 = 37,
+
+  /**
+   * torch.int4 (shell dtype: one byte per element, bytes stored as they are)
+   */
+  INT4 = 38,
+
+  /**
+   * torch.int5 (shell dtype: one byte per element, bytes stored as they are)
+   */
+  INT5 = 39,
+
+  /**
+   * torch.int6 (shell dtype: one byte per element, bytes stored as they are)
+   */
+  INT6 = 40,
+
+  /**
+   * torch.int7 (shell dtype: one byte per element, bytes stored as they are)
+   */
+  INT7 = 41
 }
