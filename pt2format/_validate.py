@@ -17,6 +17,7 @@ from pt2format.errors import LimitError, Pt2FormatError, SegmentError, Unsupport
 from pt2format.errors import VersionError
 
 # Bytes per element for every dtype that can hold data (FLOAT4_E2M1FN_X2 packs two values per byte).
+# Kept in step with loaders/cpp/src/reader.cc dtype_itemsize and loaders/ts/src/reader.ts DTYPE_ITEMSIZE.
 ITEMSIZE = {
     m.ScalarType.UINT8: 1, m.ScalarType.INT8: 1, m.ScalarType.INT16: 2, m.ScalarType.INT32: 4,
     m.ScalarType.INT64: 8, m.ScalarType.FLOAT16: 2, m.ScalarType.FLOAT32: 4, m.ScalarType.FLOAT64: 8,
@@ -25,6 +26,24 @@ ITEMSIZE = {
     m.ScalarType.FLOAT8_E4M3FN: 1, m.ScalarType.FLOAT8_E5M2: 1, m.ScalarType.FLOAT8_E4M3FNUZ: 1,
     m.ScalarType.FLOAT8_E5M2FNUZ: 1, m.ScalarType.FLOAT8_E8M0FNU: 1, m.ScalarType.FLOAT4_E2M1FN_X2: 1,
     m.ScalarType.BITS8: 1, m.ScalarType.BITS16: 2,
+    # Sub-byte and shell dtypes: torch stores one byte per element.
+    m.ScalarType.BITS1X8: 1,
+    m.ScalarType.BITS2X4: 1,
+    m.ScalarType.BITS4X2: 1,
+    m.ScalarType.UINT1: 1,
+    m.ScalarType.UINT2: 1,
+    m.ScalarType.UINT3: 1,
+    m.ScalarType.UINT4: 1,
+    m.ScalarType.UINT5: 1,
+    m.ScalarType.UINT6: 1,
+    m.ScalarType.UINT7: 1,
+    m.ScalarType.INT1: 1,
+    m.ScalarType.INT2: 1,
+    m.ScalarType.INT3: 1,
+    m.ScalarType.INT4: 1,
+    m.ScalarType.INT5: 1,
+    m.ScalarType.INT6: 1,
+    m.ScalarType.INT7: 1,
 }
 _KNOWN_EXPR_KINDS = frozenset(int(k) for k in m.SymExprKind) - {0}
 _KNOWN_OPS = frozenset(int(k) for k in m.SymOp) - {0}

@@ -120,6 +120,9 @@ size_t dtype_itemsize(pt2format::ScalarType dtype) {
     case S::UINT8: case S::INT8: case S::BOOL: case S::BITS8:
     case S::FLOAT8_E4M3FN: case S::FLOAT8_E5M2: case S::FLOAT8_E4M3FNUZ: case S::FLOAT8_E5M2FNUZ:
     case S::FLOAT8_E8M0FNU: case S::FLOAT4_E2M1FN_X2:
+    case S::BITS1X8: case S::BITS2X4: case S::BITS4X2:
+    case S::UINT1: case S::UINT2: case S::UINT3: case S::UINT4: case S::UINT5: case S::UINT6: case S::UINT7:
+    case S::INT1: case S::INT2: case S::INT3: case S::INT4: case S::INT5: case S::INT6: case S::INT7:
       return 1;
     case S::INT16: case S::FLOAT16: case S::BFLOAT16: case S::UINT16: case S::BITS16:
       return 2;
