@@ -49,15 +49,21 @@ path, expected_path = sys.argv[1], sys.argv[2]
 t0 = time.perf_counter()
 ep = pt2format.load(path)
 first_s = time.perf_counter() - t0
-t0 = time.perf_counter()
-ep = pt2format.load(path)
-load_s = time.perf_counter() - t0
+load_s = float("inf")
+for _ in range(3):  # torch warms caches (sympy, dispatch) over the first loads
+    t0 = time.perf_counter()
+    ep = pt2format.load(path)
+    load_s = min(load_s, time.perf_counter() - t0)
 args, kwargs = ep.example_inputs
 out = ep.module()(*args, **kwargs)
 expected = np.load(expected_path, allow_pickle=False)
 ok = np.array_equal(out.detach().numpy(), expected)
-tied = ep.state_dict["embed.weight"].untyped_storage().data_ptr() == ep.state_dict["head.weight"].untyped_storage().data_ptr() if "head.weight" in ep.state_dict else True
-print(f"fresh-process load: {first_s * 1000:.1f} ms first (imports included), {load_s * 1000:.1f} ms warm; nodes: {len(ep.graph.nodes)}; outputs equal to torch: {ok}; tied weights shared: {tied}")
+sd = ep.state_dict
+if "head.weight" in sd:
+    tied = f"tied weights share storage: {sd['embed.weight'].untyped_storage().data_ptr() == sd['head.weight'].untyped_storage().data_ptr()}"
+else:
+    tied = "tied head.weight is embed.weight (torch.export keeps one parameter)"
+print(f"fresh-process load: {first_s * 1000:.1f} ms first (imports included), {load_s * 1000:.1f} ms warm (best of 3); nodes: {len(ep.graph.nodes)}; outputs equal to torch: {ok}; {tied}")
 sys.exit(0 if ok else 1)
 """
 
