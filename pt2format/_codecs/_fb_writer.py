@@ -212,14 +212,11 @@ def _write_table(b: Builder, obj, info, path) -> int:
         elif kind == "string":
             fields.append((f.id, 4, 4, None, _add_string(b, v, p)))
         elif kind == "table":
-            if type(v) is not f.cls:
-                raise EncodingError("wrong table type", path=S.render(p), expected=f.ref, got=type(v).__name__)
-            fields.append((f.id, 4, 4, None, _write_table(b, v, S.INFO_BY_CLASS[f.cls], p)))
+            fields.append((f.id, 4, 4, None, _write_table(b, v, S.checked_info(v, f, p), p)))
         elif kind == "struct":
-            if type(v) is not f.cls:
-                raise EncodingError("wrong struct type", path=S.render(p), expected=f.ref, got=type(v).__name__)
+            info = S.checked_info(v, f, p)
             fmt, align, st = STRUCTS[f.ref]
-            raw = _pack_struct(v, S.INFO_BY_CLASS[f.cls], st, p)
+            raw = _pack_struct(v, info, st, p)
             # A struct is inline: give it the alignment of its widest field.
             fields.append((f.id, len(raw), align, f"{len(raw)}s", raw))
         else:
@@ -258,21 +255,10 @@ def _write_vector(b: Builder, v, f, path) -> int:
     if elem == "string":
         return b.add_offset_vector([_add_string(b, x, (path, i)) for i, x in enumerate(v)])
     if elem == "table":
-        info = S.INFO_BY_CLASS[f.cls]
-        dists = []
-        for i, x in enumerate(v):
-            if type(x) is not f.cls:
-                raise EncodingError("wrong table type", path=S.render((path, i)), expected=f.ref, got=type(x).__name__)
-            dists.append(_write_table(b, x, info, (path, i)))
-        return b.add_offset_vector(dists)
+        return b.add_offset_vector([_write_table(b, x, S.checked_info(x, f, (path, i)), (path, i)) for i, x in enumerate(v)])
     if elem == "struct":
-        info = S.INFO_BY_CLASS[f.cls]
         _, align, st = STRUCTS[f.ref]
-        parts = []
-        for i, x in enumerate(v):
-            if type(x) is not f.cls:
-                raise EncodingError("wrong struct type", path=S.render((path, i)), expected=f.ref, got=type(x).__name__)
-            parts.append(_pack_struct(x, info, st, (path, i)))
+        parts = [_pack_struct(x, S.checked_info(x, f, (path, i)), st, (path, i)) for i, x in enumerate(v)]
         return b.add_vector(b"".join(parts), n, max(align, 4))
     sc = f.scalar
     if sc == "uint8" and isinstance(v, (bytes, bytearray)):

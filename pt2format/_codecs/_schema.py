@@ -98,6 +98,14 @@ INFO_BY_CLASS = {info.cls: info for info in INFO.values()}
 ROOT = model.TABLES[model.ROOT_TABLE]
 
 
+def checked_info(value, f: Field, path) -> ClassInfo:
+    """The ClassInfo of `value`, which must be exactly field `f`'s table or struct class."""
+    if type(value) is not f.cls:
+        what = "struct" if f.cls.IS_STRUCT else "table"
+        raise EncodingError(f"wrong {what} type", path=render(path), expected=f.ref, got=type(value).__name__)
+    return INFO_BY_CLASS[f.cls]
+
+
 def info_of(obj, path: str) -> ClassInfo:
     """The ClassInfo of a model object, or an EncodingError naming the path."""
     info = INFO_BY_CLASS.get(type(obj))

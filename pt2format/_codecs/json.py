@@ -125,9 +125,7 @@ def _enc_table(obj, info, path):
         elif kind == "string":
             out[f.name] = S.check_str(v, p)
         elif kind in ("table", "struct"):
-            if type(v) is not f.cls:
-                raise EncodingError("wrong table type", path=S.render(p), expected=f.ref, got=type(v).__name__)
-            out[f.name] = _enc_table(v, S.INFO_BY_CLASS[f.cls], p)
+            out[f.name] = _enc_table(v, S.checked_info(v, f, p), p)
         else:
             if not isinstance(v, (list, tuple, bytes, bytearray)):
                 raise EncodingError("wrong type", path=S.render(p), expected="list", got=type(v).__name__)
@@ -149,13 +147,7 @@ def _enc_vector(v, f, path):
     if elem == "string":
         return [S.check_str(x, (path, i)) for i, x in enumerate(v)]
     if elem in ("table", "struct"):
-        info = S.INFO_BY_CLASS[f.cls]
-        out = []
-        for i, x in enumerate(v):
-            if type(x) is not f.cls:
-                raise EncodingError("wrong table type", path=S.render((path, i)), expected=f.ref, got=type(x).__name__)
-            out.append(_enc_table(x, info, (path, i)))
-        return out
+        return [_enc_table(x, S.checked_info(x, f, (path, i)), (path, i)) for i, x in enumerate(v)]
     if f.is_enum:
         return [f.enum_names.get(x, x) for x in (S.check_int(x, f, (path, i)) for i, x in enumerate(v))]
     return [_enc_scalar(x, f, (path, i)) for i, x in enumerate(v)]

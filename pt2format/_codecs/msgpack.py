@@ -99,9 +99,7 @@ def _enc_value(v, f, kind, path):
     if kind == "string":
         return S.check_str(v, path)
     if kind in ("table", "struct"):
-        if type(v) is not f.cls:
-            raise EncodingError("wrong table type", path=S.render(path), expected=f.ref, got=type(v).__name__)
-        return _enc_table(v, S.INFO_BY_CLASS[f.cls], path)
+        return _enc_table(v, S.checked_info(v, f, path), path)
     raise AssertionError(kind)
 
 
@@ -133,13 +131,7 @@ def _enc_vector(v, f, path):
     if elem == "string":
         return [S.check_str(x, (path, i)) for i, x in enumerate(v)]
     if elem in ("table", "struct"):
-        info = S.INFO_BY_CLASS[f.cls]
-        out = []
-        for i, x in enumerate(v):
-            if type(x) is not f.cls:
-                raise EncodingError("wrong table type", path=S.render((path, i)), expected=f.ref, got=type(x).__name__)
-            out.append(_enc_table(x, info, (path, i)))
-        return out
+        return [_enc_table(x, S.checked_info(x, f, (path, i)), (path, i)) for i, x in enumerate(v)]
     if f.is_float:
         return [S.check_float(x, (path, i)) for i, x in enumerate(v)]
     if f.scalar == "bool":
