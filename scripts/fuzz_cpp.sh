@@ -4,7 +4,7 @@
 #   scripts/fuzz_cpp.sh 300
 #
 # Builds build/cpp-fuzz (clang, ASan+UBSan; installs clang if needed), writes a
-# seed corpus of real files (tests/native/_native_util_cpp.py) and runs
+# seed corpus of real files (tests/support/native_util_cpp.py) and runs
 # loaders/cpp/fuzz/fuzz_reader.cc on one core. New inputs go to
 # build/cpp-fuzz/corpus; a crash is written to build/cpp-fuzz/findings/ and
 # makes the script exit non-zero: copy it to loaders/cpp/fuzz/regressions/
@@ -21,8 +21,8 @@ CORPUS="$BUILD/corpus"
 FINDINGS="$BUILD/findings"
 mkdir -p "$SEEDS" "$CORPUS" "$FINDINGS"
 PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -c "
-import sys; sys.path.insert(0, '$ROOT/tests/native')
-import _native_util_cpp as u
+import sys; sys.path.insert(0, '$ROOT/tests/support')
+import native_util_cpp as u
 print('seed files:', u.write_seed_corpus('$SEEDS'), file=sys.stderr)
 "
 if [ -d "$ROOT/loaders/cpp/fuzz/regressions" ]; then

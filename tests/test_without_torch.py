@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent / "pt2format"))
 import pt2f_samples  # noqa: E402
 
 from pt2format._api import write_package  # noqa: E402

@@ -12,7 +12,6 @@ import pytest
 import sympy
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "roundtrip"))
 import pt2f_rt_models as M  # noqa: E402
 
 from pt2format import ExportError  # noqa: E402

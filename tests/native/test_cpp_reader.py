@@ -2,7 +2,7 @@
 
 Every comparison is against something the C++ reader did not produce: the
 Python reader's dump (pt2format._dump), bytes written by flatc itself or by the
-container packer written from SPEC.md (_native_util_cpp.spec_container),
+container packer written from SPEC.md (native_util_cpp.spec_container),
 zlib's CRC-32, Python's own integer arithmetic, or expectations written out by
 hand from SPEC.md §6. Damaged-file tests run the ASan+UBSan build.
 """
@@ -23,9 +23,8 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _native_util_cpp as U  # noqa: E402
-import _symexpr_reference_cpp as R  # noqa: E402
+import native_util_cpp as U  # noqa: E402
+import symexpr_reference_cpp as R  # noqa: E402
 
 from pt2format._generated import model as m  # noqa: E402
 
@@ -52,10 +51,8 @@ def cpp_asan():
 
 
 def strategies():
-    mod = U.load_strategies()
-    if mod is None:
-        pytest.skip("tests/pt2format/_codecs/strategies.py (codec owner's tree builders) not present")
-    return mod
+    import codec_strategies
+    return codec_strategies
 
 
 def dump(build_dir, path, env=None):

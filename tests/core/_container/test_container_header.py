@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # pt2f_samples
 
 from pt2f_samples import entry_offset, patch  # noqa: E402
 

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # pt2f_samples
 
 from pt2f_samples import (  # noqa: E402
     ENCODINGS, entry_offset, float_payloads, meta, patch, reseal, reseal_sections, tiny_package, write_raw,

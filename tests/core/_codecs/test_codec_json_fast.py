@@ -22,7 +22,7 @@ from pt2format._codecs import json as J
 from pt2format._generated import model as M
 from pt2format.errors import EncodingError, Pt2FormatError
 
-import pt2format_codecs_test_strategies as S
+import codec_strategies as S
 
 _SETTINGS = settings(max_examples=60, deadline=None,
                      suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

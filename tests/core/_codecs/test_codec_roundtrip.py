@@ -11,7 +11,7 @@ from pt2format import _codecs as C
 from pt2format._codecs import _fb_generic
 from pt2format._generated import model
 
-import pt2format_codecs_test_strategies as S
+import codec_strategies as S
 
 ENCODINGS = C.ENCODINGS
 M = model

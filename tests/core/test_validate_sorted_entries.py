@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # pt2f_samples
 
 from pt2f_samples import ENCODINGS, float_payloads, tiny_package, write_raw  # noqa: E402
 

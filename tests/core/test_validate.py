@@ -6,7 +6,6 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # pt2f_samples
 
 from pt2f_samples import meta, tiny_package  # noqa: E402
 

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # pt2f_samples
 
 from pt2f_samples import float_payloads, tiny_package  # noqa: E402
 

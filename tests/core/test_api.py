@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # pt2f_samples
 
 from pt2f_samples import (  # noqa: E402
     ENCODINGS, entry_offset, float_payloads, patch, reseal, tiny_package, write_raw, write_shard,

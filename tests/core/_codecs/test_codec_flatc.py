@@ -28,18 +28,17 @@ from hypothesis import HealthCheck, given, settings
 from pt2format import _codecs as C
 from pt2format._generated import model as M
 
-import pt2format_codecs_test_strategies as S
+import codec_strategies as S
+from toolpaths import require_tool
 
 ROOT = Path(__file__).resolve().parents[3]
 FBS = ROOT / "schema" / "pt2format.fbs"
-FLATC = shutil.which("flatc")
-pytestmark = pytest.mark.skipif(FLATC is None, reason="flatc not installed")
 _SETTINGS = settings(max_examples=30, deadline=None,
                      suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 
 def _flatc(args, cwd):
-    proc = subprocess.run([FLATC, *args], cwd=cwd, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([require_tool("flatc", "flatc"), *args], cwd=cwd, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 

@@ -23,7 +23,6 @@ ROOT = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = ROOT / "scripts" / "build_cpp.sh"
 FBS = ROOT / "schema" / "pt2format.fbs"
 GENERATED_HEADER = ROOT / "loaders" / "cpp" / "generated" / "pt2format_generated.h"
-STRATEGIES = ROOT / "tests" / "pt2format" / "_codecs" / "strategies.py"
 MAGIC = b"\x89PT2F\r\n\x1a"
 
 # pt2f-dump exit statuses (loaders/cpp/tools/pt2f_dump.cc).
@@ -132,13 +131,9 @@ def flatc_program(tree: dict) -> bytes:
 # Trees from the Python side
 
 def load_strategies():
-    """The codec owner's tree generators (tests/pt2format/_codecs/strategies.py), or None when absent."""
-    if not STRATEGIES.exists():
-        return None
-    spec = importlib.util.spec_from_file_location("_pt2f_codec_strategies_for_cpp", STRATEGIES)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    """The codec tests' tree generators (tests/support/codec_strategies.py)."""
+    import codec_strategies
+    return codec_strategies
 
 
 def make_readable(package, *, payload_seed: int = 0):

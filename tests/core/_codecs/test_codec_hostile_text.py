@@ -11,7 +11,7 @@ from pt2format import _codecs as C
 from pt2format._generated import model as M
 from pt2format.errors import EncodingError, LimitError
 
-import pt2format_codecs_test_strategies as S
+import codec_strategies as S
 
 
 small_package = S.small_package

@@ -79,19 +79,6 @@ def chromium() -> str | None:
     return None
 
 
-def load_test_module(relpath: str, name: str):
-    """Import a helper module of another test folder by path (tests/ has no packages)."""
-    path = ROOT / relpath
-    if not path.exists():
-        return None
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
 
 # ---------------------------------------------------------------------------
 # Containers straight from SPEC.md

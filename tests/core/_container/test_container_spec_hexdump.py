@@ -1,7 +1,7 @@
 """The annotated hexdump in schema/SPEC.md §3.1 is exactly what the writer produces for its sample tree.
 
 Regenerate the block after an intended change with
-`python tests/pt2format/_container/test_container_spec_hexdump.py --write`.
+`python tests/core/_container/test_container_spec_hexdump.py --write`.
 """
 
 import re
@@ -11,7 +11,6 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(ROOT))
 
 from pt2format import _api  # noqa: E402
 from pt2format._container.annotate import annotate  # noqa: E402
