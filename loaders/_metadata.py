@@ -7,11 +7,14 @@ strings, as torch's own loader leaves them.
 
 from __future__ import annotations
 
+import types
+
 import torch
 import torch.utils._pytree as pytree
 from torch.fx.experimental.symbolic_shapes import CallMethodKey, ConvertIntKey, DivideByKey, InnerTensorKey
 from torch.fx.traceback import NodeSource, NodeSourceAction
 
+from pt2format._strings import check_extra_meta_key
 from pt2format.errors import LoadError
 from pt2format.exporter._operators import BUILTINS
 
@@ -23,6 +26,14 @@ _MAX_SOURCE_DEPTH = 64
 
 
 def _lookup_callable(name: str):
+    """The function or module class a source_fn_stack entry names, or the name itself.
+
+    Only torch's own modules classes and functions qualify: the walk goes
+    through plain `__dict__`s of modules whose name starts with `torch` (no
+    `__getattr__` hooks, no attribute of a non-torch module such as
+    `torch.os`), and the object found must be defined by torch itself. Anything
+    else stays a string, as torch's own loader leaves unknown names.
+    """
     fn = BUILTINS.get(name)
     if fn is not None:
         return fn
@@ -32,11 +43,24 @@ def _lookup_callable(name: str):
     for part in name.split(".")[1:]:
         if not part.isidentifier() or part.startswith("__"):
             return name
+        if not (isinstance(obj, types.ModuleType) and obj.__name__.split(".")[0] == "torch") and not (
+                isinstance(obj, type) and _defined_by_torch(obj)):
+            return name
         d = getattr(obj, "__dict__", None)
         if d is None or part not in d:
             return name
         obj = d[part]
-    return obj if callable(obj) else name
+    if isinstance(obj, type) and issubclass(obj, torch.nn.Module) and _defined_by_torch(obj):
+        return obj
+    if isinstance(obj, (types.FunctionType, types.BuiltinFunctionType, torch._ops.OpOverloadPacket)) \
+            and _defined_by_torch(obj):
+        return obj
+    return name
+
+
+def _defined_by_torch(obj) -> bool:
+    module = getattr(obj, "__module__", None)
+    return isinstance(module, str) and (module == "torch" or module.startswith(("torch.", "torch._C")))
 
 
 class MetadataLoader:
@@ -67,8 +91,12 @@ class MetadataLoader:
                     self._keypath(b.path, f"{path}.unbacked_bindings[{i}]")
                 for i, b in enumerate(md.unbacked_bindings)
             }
-        for e in md.extra:
-            meta[e.key] = e.value
+        for i, e in enumerate(md.extra):
+            # Never over a structured entry: torch compiles some of them (val) into guard code.
+            key = check_extra_meta_key(e.key, f"{path}.extra[{i}].key")
+            if key in meta:
+                raise LoadError("extra metadata key repeats a structured entry", path=f"{path}.extra[{i}].key", got=key)
+            meta[key] = e.value
         return meta
 
     def _callable(self, name):

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pt2format._container.align import DATA_ALIGNMENT
 from pt2format._container.header import FEATURE_SHARD_FILES, KNOWN_FEATURES, READER_MAJOR
 from pt2format._generated import model as m
+from pt2format._strings import CHECKERS, check_extra_meta_key
 from pt2format.errors import LimitError, Pt2FormatError, SegmentError, UnsupportedFeatureError, ValidationError
 from pt2format.errors import VersionError
 
@@ -168,6 +169,7 @@ def _check_data(package, lengths) -> None:
             if st.offset + st.size > limit:
                 raise SegmentError("storage ends past its segment", path=f"storages[{i}]",
                                    expected=f"offset + size <= {limit}", got=st.offset + st.size)
+    _check_no_overlap(storages, segments)
     n_storages = len(storages)
     for i, t in enumerate(package.tensors):
         try:
@@ -181,6 +183,25 @@ def _check_data(package, lengths) -> None:
                             expected=f"<= {size} bytes", got=f"{need} bytes")
         except Pt2FormatError as e:
             raise _wrap(e, f"tensors[{i}]")
+
+
+def _check_no_overlap(storages, segments) -> None:
+    """Storages never share bytes (SPEC.md §8): aliasing tensors share one storage instead.
+
+    Two overlapping storages would let writing one state entry change another
+    behind the program's back, with every checksum still valid.
+    """
+    by_segment: dict = {}
+    for i, st in enumerate(storages):
+        if st.size:
+            by_segment.setdefault(st.segment, []).append((st.offset, st.offset + st.size, i))
+    for ranges in by_segment.values():
+        ranges.sort()
+        for (a0, a1, ai), (b0, b1, bi) in zip(ranges, ranges[1:]):
+            if b0 < a1:
+                raise SegmentError("storages overlap; tensors that alias must share one storage",
+                                   path=f"storages[{bi}]", expected=f"offset >= {a1} (end of storages[{ai}])",
+                                   got=b0)
 
 
 def tensor_nbytes(dtype: int, sizes, strides, storage_offset: int) -> int:
@@ -211,7 +232,8 @@ class _Values:
         self.n_tensors = n_tensors
         self.max_depth = max_depth
 
-    def check(self, value, depth: int) -> None:
+    def check(self, value, depth: int, identifier_keys: bool = False) -> None:
+        """`identifier_keys`: string map keys must be identifiers (example inputs: torch pastes them into code)."""
         if depth > self.max_depth:
             raise LimitError("value nested too deeply", expected=f"depth <= {self.max_depth}", got=depth)
         v = value.value
@@ -221,12 +243,12 @@ class _Values:
         if cls is m.ListValue:
             for i, item in enumerate(v.items):
                 try:
-                    self.check(item, depth + 1)
+                    self.check(item, depth + 1, identifier_keys)
                 except Pt2FormatError as e:
                     raise _wrap(e, f"value.items[{i}]")
         elif cls is m.MapValue:
             try:
-                self.check_map(v, depth + 1)
+                self.check_map(v, depth + 1, identifier_keys)
             except Pt2FormatError as e:
                 raise _wrap(e, "value")
         elif cls is m.TensorRefValue:
@@ -234,16 +256,24 @@ class _Values:
                 raise _fail("tensor index out of range", "value.tensor", expected=f"< {self.n_tensors}",
                             got=v.tensor)
 
-    def check_map(self, mapping, depth: int) -> None:
+    def check_map(self, mapping, depth: int, identifier_keys: bool = False) -> None:
         for i, entry in enumerate(mapping.entries):
             for part in ("key", "value"):
                 item = getattr(entry, part)
                 try:
                     if item is None:
                         raise _fail("required field is missing")
-                    self.check(item, depth)
+                    self.check(item, depth, identifier_keys)
+                    if part == "key" and identifier_keys:
+                        check_identifier_key(item, "value")
                 except Pt2FormatError as e:
                     raise _wrap(e, f"entries[{i}].{part}")
+
+
+def check_identifier_key(key, path: str) -> None:
+    """A dict key that torch turns into Python source (kwargs, guard messages): a string key is an identifier."""
+    if type(key.value) is m.StringValue:
+        CHECKERS["identifier"](key.value.value or "", path)
 
 
 class _Program:
@@ -286,7 +316,11 @@ class _Program:
             if obj.name is None:
                 raise _fail("required field is missing", f"custom_objects[{i}].name")
             self.check_value(obj.state, f"custom_objects[{i}].state")
-        self.check_value(p.example_inputs, "example_inputs")
+        if p.example_inputs is not None:
+            try:
+                self.values.check(p.example_inputs, 0, identifier_keys=True)
+            except Pt2FormatError as e:
+                raise _wrap(e, "example_inputs")
         for i, entry in enumerate(p.module_call_graph):
             sig = entry.signature
             if sig is None:
@@ -317,6 +351,10 @@ class _Program:
             raise LimitError("tree spec nested too deeply", expected=f"depth <= {self.max_depth}", got=depth)
         for i, key in enumerate(spec.keys):
             self.check_value(key, f"keys[{i}]")
+            try:
+                check_identifier_key(key, "value")
+            except Pt2FormatError as e:
+                raise _wrap(e, f"keys[{i}]")
         self.check_value(spec.context, "context")
         for i, child in enumerate(spec.children):
             try:
@@ -488,6 +526,8 @@ class _Graph:
             except Pt2FormatError as e:
                 raise _wrap(e, f"{path}.custom")
         _check_sorted_entries(meta.extra, f"{path}.extra")
+        for j, e in enumerate(meta.extra):
+            check_extra_meta_key(e.key, f"{path}.extra[{j}].key")
 
     def check_argument(self, v) -> None:
         """Check one ArgumentValue member: set, and every name it uses declared in this graph."""

@@ -88,6 +88,14 @@ class ValidationError(Pt2FormatError, ValueError):
     """The program decodes but breaks an invariant (types, references, ranges)."""
 
 
+class StringClassError(ValidationError):
+    """A string breaks the grammar of its declared class (identifier, attribute path, ...; SPEC.md §7)."""
+
+    def __init__(self, message: str, *, string_class=None, **where):
+        self.string_class = string_class
+        super().__init__(message, **where)
+
+
 class ExportError(Pt2FormatError):
     """An ExportedProgram cannot be converted to the schema."""
 
@@ -98,5 +106,6 @@ class LoadError(Pt2FormatError):
 
 __all__ = [
     "Pt2FormatError", "FormatError", "HeaderError", "ChecksumError", "SegmentError", "EncodingError",
-    "LimitError", "VersionError", "UnsupportedFeatureError", "ValidationError", "ExportError", "LoadError",
+    "LimitError", "VersionError", "UnsupportedFeatureError", "ValidationError", "StringClassError", "ExportError",
+    "LoadError",
 ]

@@ -9,8 +9,8 @@ Every position is checked against the buffer before it is read; an error
 raises EncodingError/LimitError carrying the offset only (the caller,
 pt2format/_codecs/flatbuffers.py, re-reads a bad buffer with the reflection
 reader `_fb_generic` to name the field path). The checks and limits are the
-same as in `_fb_generic`: table nesting <= max_depth; each vector visit spends
-count + 1 and each newly decoded string its length from a budget of
+same as in `_fb_generic`: table nesting <= max_depth; each table visit spends 4 (a table has at least 4 bytes of its own),
+each vector visit count + 1 and each newly decoded string its length from a budget of
 len(buffer) + 64 (honest buffers never share vectors and strings are cached
 by offset, so they stay under it; shared-offset bombs do not); union indexes
 beyond the union are errors; strings are NUL-terminated UTF-8.
@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import math
 import struct
+
+from gen_strings import string_check, string_check_all, string_check_imports
 
 # reflection.fbs BaseType values (as in regen.py)
 UTYPE, BOOL, BYTE, UBYTE, SHORT, USHORT, INT, UINT, LONG, ULONG, FLOAT, DOUBLE, STRING, VECTOR, OBJ, UNION = range(1, 17)
@@ -101,7 +103,8 @@ def generate(schema, m) -> str:
     w("from pt2format._generated.model import (\n")
     for n in names:
         w(f"    {n},\n")
-    w(")\nfrom pt2format.errors import EncodingError, LimitError\n\n")
+    w(")\nfrom pt2format.errors import EncodingError, LimitError\n")
+    w(string_check_imports())
     w('_IDENT = b"' + schema.file_ident + '"\n')
     w("_I32 = struct.Struct('<i').unpack_from\n_U32 = struct.Struct('<I').unpack_from\n")
     w("_HH = struct.Struct('<HH').unpack_from\n_unpack = struct.unpack_from\n")
@@ -180,6 +183,9 @@ def _gen_table(w, o, m, unions, structs):
     k = max((f.id for f in fields), default=-1) + 1
     w(f"    vc_{name} = {{}}\n    Z_{name} = {_slot_sizes(o, m, structs)!r}\n\n    def t_{name}(p, d):\n")
     w("        if d > max_depth:\n            too_deep(p, d)\n")
+    # Each table visit spends 1 from the budget, so tables that share subtables (a fan-out bomb)
+    # cannot expand into more objects than the buffer has bytes (SPEC.md §9).
+    w("        nonlocal budget\n        budget -= 4\n        if budget < 0:\n            spend(0, p)\n")
     w("        if p + 4 > n:\n            _fail('table offset out of range', p, f'<= {n - 4}', p)\n")
     w("        vt = p - _I32(buf, p)[0]\n")
     w(f"        c = vc_{name}.get(vt)\n        if c is None:\n            c = vc_{name}[vt] = vtab(vt, Z_{name})\n")
@@ -230,10 +236,13 @@ def _gen_table(w, o, m, unions, structs):
         w(f"            q = p + o{i}\n            q += _U32(buf, q)[0]\n")
         if kind == "string":
             w(f"            {var} = sget(q)\n            if {var} is None:\n                {var} = rstr(q)\n")
+            w(f"            {string_check(var, m.string_class(o, f), o.short + '.' + f.name)}\n")
         elif kind == "table":
             w(f"            {var} = t_{ref}(q, d + 1)\n")
         else:
             _gen_vector(w, var, elem, ref, structs)
+            if elem == "string":
+                w(f"            {string_check_all(var, m.string_class(o, f), o.short + '.' + f.name)}\n")
         if f.required:
             w(f"        else:\n            _fail('required field {f.name} is missing', p, '{f.name}', 'absent')\n")
         else:

@@ -16,6 +16,8 @@ no duplicates (see pt2format/_codecs/json.py).
 from __future__ import annotations
 
 import math
+
+from gen_strings import string_check, string_check_all, string_check_imports
 import struct
 
 UTYPE = 1
@@ -155,6 +157,7 @@ def generate(schema, m) -> str:
     for n in sorted(o.short for o in schema.objects):
         w(f"    {n},\n")
     w(")\nfrom pt2format.errors import EncodingError, LimitError\n")
+    w(string_check_imports())
     w(_HELPERS)
     for name, e in sorted(enums.items()):
         w(f"\nEN_{name} = {{{', '.join(f'{v.value}: {v.name!r}' for v in e.values)}}}\n")
@@ -340,6 +343,7 @@ def _gen_decoders(w, schema, m, unions):
             elif kind == "string":
                 w(f"        if {x} is not None:\n")
                 w(f"            if type({x}) is not str:\n                _bad('{f.name}: expected str', type({x}).__name__)\n")
+                w(f"            {string_check(x, m.string_class(o, f), name + '.' + f.name)}\n")
                 w(f"            keep({x})\n")
             elif kind in ("table", "struct"):
                 w(f"        if {x} is not None:\n            {x} = d_{ref}({x}, d + 1)\n")
@@ -365,6 +369,7 @@ def _gen_decoders(w, schema, m, unions):
                 if elem == "string":
                     w(f"        elif not _STR.issuperset(map(type, {x})):\n            _bad('{f.name}: expected strings')\n")
                     w(f"        else:\n            keep_all({x})\n")
+                    w(f"            {string_check_all(x, m.string_class(o, f), name + '.' + f.name)}\n")
                 elif elem in ("table", "struct"):
                     w(f"        elif {x}:\n            d1 = d + 1\n            {x} = [d_{ref}(e, d1) for e in {x}]\n")
                 elif elem.startswith("enum:"):

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import math
 
+from gen_strings import string_check, string_check_all, string_check_imports
+
 UTYPE = 1
 INT_RANGES = {
     "int8": (-(1 << 7), (1 << 7) - 1), "uint8": (0, (1 << 8) - 1),
@@ -41,7 +43,8 @@ def generate(schema, m) -> str:
     w("from pt2format._generated.model import (\n")
     for n in sorted(o.short for o in schema.objects):
         w(f"    {n},\n")
-    w(")\nfrom pt2format.errors import EncodingError, LimitError\n\n")
+    w(")\nfrom pt2format.errors import EncodingError, LimitError\n")
+    w(string_check_imports())
     w("_NONES = [None] * 64\n_STR = {str}\n_INT = {int}\n_BOOL = {bool}\n_FLOAT = {float}\n_NUM = {float, int}\n\n\n")
     w("def _bad(msg, got=None):\n    raise EncodingError(msg, got=got)\n\n\n")
     w("def _int(x, lo, hi):\n"
@@ -243,7 +246,9 @@ def _gen_decoders(w, schema, m, structs, unions):
                     w(f"        elif type({x}) is not int or not {lo} <= {x} <= {hi}:\n"
                       f"            _bad('{f.name}: expected {elem}', {x})\n")
             elif kind == "string":
-                w(f"        if {x} is not None and type({x}) is not str:\n            _bad('{f.name}: expected str', type({x}).__name__)\n")
+                w(f"        if {x} is not None:\n")
+                w(f"            if type({x}) is not str:\n                _bad('{f.name}: expected str', type({x}).__name__)\n")
+                w(f"            {string_check(x, m.string_class(o, f), name + '.' + f.name)}\n")
             elif kind == "table":
                 w(f"        if {x} is not None:\n            {x} = d_{ref}({x}, d + 1)\n")
             elif kind == "struct":
@@ -268,6 +273,7 @@ def _gen_decoders(w, schema, m, structs, unions):
                     w(f"        elif type({x}) is not list:\n            _bad('{f.name}: expected an array', type({x}).__name__)\n")
                     if elem == "string":
                         w(f"        elif not _STR.issuperset(map(type, {x})):\n            _bad('{f.name}: expected strings')\n")
+                        w(f"        else:\n            {string_check_all(x, m.string_class(o, f), name + '.' + f.name)}\n")
                     elif elem == "table":
                         w(f"        else:\n            d1 = d + 1\n            {x} = [d_{ref}(e, d1) for e in {x}]\n")
                     elif elem == "struct":

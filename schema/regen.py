@@ -23,6 +23,9 @@ from pathlib import Path
 
 from flatbuffers import table as fb_table
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the pt2format package of this checkout
+from pt2format._strings import STRING_CLASSES  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 FBS = ROOT / "schema" / "pt2format.fbs"
 
@@ -85,6 +88,10 @@ class _T:
         start = self.t.Vector(o)
         return [_T(self.t.Bytes, self.t.Indirect(start + 4 * i)) for i in range(n)]
 
+    def key_values(self, slot: int) -> dict:
+        """A [KeyValue] vector (reflection attributes) as a dict."""
+        return {kv.string(0): kv.string(1) for kv in self.tables(slot)}
+
     def strings(self, slot: int):
         o = self._o(slot)
         if not o:
@@ -113,6 +120,7 @@ class FField:
     required: bool
     doc: list[str]
     optional: bool
+    attributes: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -186,6 +194,7 @@ def read_bfbs(data: bytes) -> FSchema:
                 offset=f.scalar(3, _N.uint16), default_integer=f.scalar(4, _N.int64),
                 default_real=f.scalar(5, _N.float64, 0.0), deprecated=bool(f.scalar(6, _N.bool_)),
                 required=bool(f.scalar(7, _N.bool_)), doc=f.strings(10), optional=bool(f.scalar(11, _N.bool_)),
+                attributes=f.key_values(9),
             ))
         fields.sort(key=lambda f: f.id)
         objects.append(FObject(o.string(0), fields, bool(o.scalar(2, _N.bool_)), o.scalar(3, _N.int32),
@@ -259,6 +268,28 @@ class _Model:
 
     def enum_name(self, idx: int) -> str:
         return self.s.enums[idx].short
+
+    def string_class(self, o: FObject, f: FField) -> str | None:
+        """The `pt2f_string` class of a string or [string] field; None for other fields.
+
+        Refuses (exits) a string field without a known class, so no string can
+        reach a reader unchecked.
+        """
+        t = f.type
+        if t.base != STRING and not (t.base == VECTOR and t.element == STRING):
+            return None
+        cls = f.attributes.get("pt2f_string")
+        if cls is None:
+            raise SystemExit(f"regen: string field {o.short}.{f.name} has no (pt2f_string: \"...\") class; "
+                             f"declare one of {', '.join(STRING_CLASSES)} (SPEC.md §7)")
+        if cls not in STRING_CLASSES:
+            raise SystemExit(f"regen: {o.short}.{f.name}: unknown string class {cls!r}; "
+                             f"known: {', '.join(STRING_CLASSES)}")
+        return cls
+
+    def string_classes(self, o: FObject) -> dict:
+        """field name -> string class, for the live string fields of `o`."""
+        return {f.name: c for f in o.fields if not f.deprecated and (c := self.string_class(o, f)) is not None}
 
     def obj_name(self, idx: int) -> str:
         return self.s.objects[idx].short
@@ -340,6 +371,7 @@ def gen_python_model(s: FSchema, version: str) -> str:
         for sp in specs:
             out.append(f"        {sp!r},\n")
         out.append("    )\n")
+        out.append(f"    # field -> string class (pt2format._strings)\n    STRING_CLASSES = {m.string_classes(o)!r}\n")
         if o.is_struct:
             out.append(f"    STRUCT_LAYOUT = {struct_layout(o)!r}\n")
         params = []

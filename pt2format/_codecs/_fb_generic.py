@@ -45,6 +45,7 @@ class _Reader:
         if depth > self.max_depth:
             raise LimitError("nesting deeper than max_depth", path=S.render(path), offset=pos,
                              expected=f"<= {self.max_depth}", got=depth)
+        self.spend(4, path, pos)  # 4 per table visit (SPEC.md §9): a fan-out of shared subtables stays bounded
         n = self.n
         if pos < 0 or pos + 4 > n:
             self.bad("table offset out of range", path, pos, f"<= {n - 4}", pos)
@@ -108,7 +109,7 @@ class _Reader:
                 continue
             target = fp + self.u32(fp, p)
             if kind == "string":
-                args.append(self.string(target, p))
+                args.append(S.check_class(self.string(target, p), f, p))
             elif kind == "table":
                 args.append(self.table(target, S.INFO_BY_CLASS[f.cls], p, depth + 1))
             else:
@@ -151,7 +152,8 @@ class _Reader:
             self.bad("vector runs past the buffer end", path, pos, f"<= {(self.n - start) // esize} elements", count)
         self.spend(count + 1, path, pos)
         if elem == "string":
-            return [self.string(start + 4 * i + self.u32(start + 4 * i, path), (path, i)) for i in range(count)]
+            return S.check_class([self.string(start + 4 * i + self.u32(start + 4 * i, path), (path, i))
+                                  for i in range(count)], f, path)
         if elem == "table":
             info = S.INFO_BY_CLASS[f.cls]
             return [self.table(start + 4 * i + self.u32(start + 4 * i, path), info, (path, i), depth + 1)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import struct
 
 from pt2format._generated import model
+from pt2format._strings import CHECKERS
 from pt2format.errors import EncodingError
 
 # Integer ranges of the scalar types named in model.FIELDS.
@@ -36,12 +37,13 @@ class Field:
 
     __slots__ = ("name", "id", "kind", "elem", "ref", "default", "deprecated", "required",
                  "cls", "members", "member_index", "enum_names", "enum_values", "lo", "hi", "is_float",
-                 "scalar", "default_bits")
+                 "scalar", "default_bits", "string_class")
 
     def __init__(self, spec: tuple):
         (self.name, self.id, self.kind, self.elem, self.ref, self.default,
          self.deprecated, self.required) = spec
         self.cls = None
+        self.string_class = None  # set by ClassInfo from the class's STRING_CLASSES
         self.members = ()
         self.member_index = {}
         self.enum_names = {}
@@ -86,11 +88,25 @@ class ClassInfo:
         self.cls = cls
         self.name = cls.__name__
         self.fields = tuple(Field(s) for s in cls.FIELDS)
+        for f in self.fields:
+            f.string_class = cls.STRING_CLASSES.get(f.name)
         self.live = tuple(f for f in self.fields if not f.deprecated)
         self.is_struct = cls.IS_STRUCT
         self.max_id = max((f.id for f in self.fields), default=-1)
         self.layout = getattr(cls, "STRUCT_LAYOUT", None)
         self.required = tuple(f for f in self.live if f.required)
+
+
+def check_class(s, f: Field, path):
+    """Check a decoded string (or each string of a list) against its field's string class."""
+    c = CHECKERS[f.string_class]
+    where = render(path)
+    if type(s) is list:
+        for x in s:
+            c(x, where)
+    elif s is not None:
+        c(s, where)
+    return s
 
 
 INFO = {name: ClassInfo(cls) for name, cls in model.TABLES.items()}

@@ -194,6 +194,8 @@ def _parse(decoder, text, max_depth):
         raise EncodingError(f"malformed JSON: {e.msg} (line {e.lineno} column {e.colno})", offset=e.pos) from None
     except RecursionError:
         raise LimitError("JSON nesting too deep", expected=f"<= {max_depth} tables") from None
+    except ValueError as e:  # int() refuses numbers of more than sys.get_int_max_str_digits() digits
+        raise LimitError(f"JSON number too large: {e}", expected="integers within 64 bits") from None
 
 
 def _no_duplicate_keys(text: str, members: int, strings: list) -> bool:
@@ -287,7 +289,7 @@ def _dec_table(obj, info, path, depth, max_depth):
         elif kind == "enum":
             args.append(_dec_enum(v, f, p))
         elif kind == "string":
-            args.append(S.check_str(v, p))
+            args.append(S.check_class(S.check_str(v, p), f, p))
         elif kind in ("table", "struct"):
             args.append(_dec_table(v, S.INFO_BY_CLASS[f.cls], p, depth + 1, max_depth))
         else:
@@ -356,7 +358,7 @@ def _dec_vector(v, f, path, depth, max_depth):
         for i, x in enumerate(v):
             if type(x) is not str:
                 S.check_str(x, (path, i))
-        return v
+        return S.check_class(v, f, path)
     if elem in ("table", "struct"):
         info = S.INFO_BY_CLASS[f.cls]
         return [_dec_table(x, info, (path, i), depth + 1, max_depth) for i, x in enumerate(v)]

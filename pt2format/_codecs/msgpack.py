@@ -205,7 +205,7 @@ def _dec_table(arr, info, path, depth, max_depth):
         elif kind == "enum":
             args.append(S.check_int(v, f, p))
         elif kind == "string":
-            args.append(S.check_str(v, p))
+            args.append(S.check_class(S.check_str(v, p), f, p))
         elif kind in ("table", "struct"):
             args.append(_dec_table(v, S.INFO_BY_CLASS[f.cls], p, depth + 1, max_depth))
         else:
@@ -256,7 +256,7 @@ def _dec_vector(v, f, path, depth, max_depth):
         for i, x in enumerate(v):
             if type(x) is not str:
                 S.check_str(x, (path, i))
-        return v
+        return S.check_class(v, f, path)
     if elem in ("table", "struct"):
         info = S.INFO_BY_CLASS[f.cls]
         return [_dec_table(x, info, (path, i), depth + 1, max_depth) for i, x in enumerate(v)]

@@ -11,10 +11,34 @@ from __future__ import annotations
 
 import mmap
 import os
+import stat
 
-from pt2format.errors import ChecksumError, LimitError
+from pt2format.errors import ChecksumError, FormatError, LimitError
 from pt2format._container.crc import crc32
 from pt2format._container.header import ChecksumKind, SectionKind, unpack_header
+
+
+def _open_regular_file(path: str):
+    """Open `path` for reading only if it is a regular file (SPEC.md §8).
+
+    Symlinks are followed (the Hugging Face cache links blobs), but what they
+    end at must be a regular file: a directory, FIFO, device or socket is
+    refused with a FormatError. O_NONBLOCK keeps a FIFO from blocking the open
+    itself; the check then runs on the opened descriptor, so nothing can swap
+    the file between check and use.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except IsADirectoryError:
+        raise FormatError("not a regular file (a directory)", file=path) from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise FormatError("not a regular file", file=path, expected="a regular file",
+                          got=stat.filemode(st.st_mode)[0] + " (directory, FIFO, device or socket)")
+    if hasattr(os, "set_blocking"):
+        os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
 
 
 class ContainerFile:
@@ -25,7 +49,7 @@ class ContainerFile:
         self.path = os.fspath(path)
         self._mm = None
         self._view = None
-        with open(self.path, "rb") as f:
+        with _open_regular_file(self.path) as f:
             size = os.fstat(f.fileno()).st_size
             if size:
                 # ACCESS_COPY maps privately: views are writable and writes never reach the file.

@@ -119,6 +119,18 @@ from pt2format._generated.model import (
     ValueRange,
 )
 from pt2format.errors import EncodingError, LimitError
+from pt2format._strings import CHECKERS as _SC
+_SC_local_name = _SC['local_name']
+_SC_identifier = _SC['identifier']
+_SC_optional_identifier = _SC['optional_identifier']
+_SC_attr_path = _SC['attr_path']
+_SC_optional_attr_path = _SC['optional_attr_path']
+_SC_qualified_name = _SC['qualified_name']
+_SC_file_name = _SC['file_name']
+_SC_device_type = _SC['device_type']
+_SC_token = _SC['token']
+_SC_metadata_key = _SC['metadata_key']
+_SC_free_text = _SC['free_text']
 
 _IDENT = b"P2FP"
 _I32 = struct.Struct('<i').unpack_from
@@ -227,6 +239,10 @@ def decode(buf, max_depth=128):
     def t_Argument(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -254,6 +270,10 @@ def decode(buf, max_depth=128):
     def t_ArgumentMapEntry(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -269,6 +289,7 @@ def decode(buf, max_depth=128):
             x0 = sget(q)
             if x0 is None:
                 x0 = rstr(q)
+            _SC_identifier(x0, 'ArgumentMapEntry.key')
         else:
             x0 = None
         if o1:
@@ -285,6 +306,10 @@ def decode(buf, max_depth=128):
     def t_BoolArgument(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -306,6 +331,10 @@ def decode(buf, max_depth=128):
     def t_BoolListArgument(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -330,6 +359,10 @@ def decode(buf, max_depth=128):
     def t_BoolValue(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -351,6 +384,10 @@ def decode(buf, max_depth=128):
     def t_BufferMutationSpec(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -372,6 +409,7 @@ def decode(buf, max_depth=128):
             x1 = sget(q)
             if x1 is None:
                 x1 = rstr(q)
+            _SC_attr_path(x1, 'BufferMutationSpec.buffer_name')
         else:
             x1 = None
         return BufferMutationSpec(x0, x1)
@@ -382,6 +420,10 @@ def decode(buf, max_depth=128):
     def t_BytesValue(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -406,6 +448,10 @@ def decode(buf, max_depth=128):
     def t_ComplexArgument(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -431,6 +477,10 @@ def decode(buf, max_depth=128):
     def t_ComplexValue(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -456,6 +506,10 @@ def decode(buf, max_depth=128):
     def t_CustomObjArgument(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -471,6 +525,7 @@ def decode(buf, max_depth=128):
             x0 = sget(q)
             if x0 is None:
                 x0 = rstr(q)
+            _SC_local_name(x0, 'CustomObjArgument.name')
         else:
             x0 = None
         if o1:
@@ -479,6 +534,7 @@ def decode(buf, max_depth=128):
             x1 = sget(q)
             if x1 is None:
                 x1 = rstr(q)
+            _SC_qualified_name(x1, 'CustomObjArgument.class_fqn')
         else:
             x1 = None
         return CustomObjArgument(x0, x1)
@@ -489,6 +545,10 @@ def decode(buf, max_depth=128):
     def t_CustomObject(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -504,6 +564,7 @@ def decode(buf, max_depth=128):
             x0 = sget(q)
             if x0 is None:
                 x0 = rstr(q)
+            _SC_attr_path(x0, 'CustomObject.name')
         else:
             x0 = None
         if o1:
@@ -512,6 +573,7 @@ def decode(buf, max_depth=128):
             x1 = sget(q)
             if x1 is None:
                 x1 = rstr(q)
+            _SC_qualified_name(x1, 'CustomObject.class_fqn')
         else:
             x1 = None
         if o2:
@@ -528,6 +590,10 @@ def decode(buf, max_depth=128):
     def t_Device(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -543,6 +609,7 @@ def decode(buf, max_depth=128):
             x0 = sget(q)
             if x0 is None:
                 x0 = rstr(q)
+            _SC_device_type(x0, 'Device.type')
         else:
             x0 = None
         if o1:
@@ -557,6 +624,10 @@ def decode(buf, max_depth=128):
     def t_DeviceArgument(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -580,6 +651,10 @@ def decode(buf, max_depth=128):
     def t_DeviceValue(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -603,6 +678,10 @@ def decode(buf, max_depth=128):
     def t_FloatArgument(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -624,6 +703,10 @@ def decode(buf, max_depth=128):
     def t_FloatListArgument(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -648,6 +731,10 @@ def decode(buf, max_depth=128):
     def t_FloatListListArgument(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -672,6 +759,10 @@ def decode(buf, max_depth=128):
     def t_FloatValue(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -693,6 +784,10 @@ def decode(buf, max_depth=128):
     def t_FormatVersion(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -718,6 +813,10 @@ def decode(buf, max_depth=128):
     def t_GradientToParameterSpec(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -739,6 +838,7 @@ def decode(buf, max_depth=128):
             x1 = sget(q)
             if x1 is None:
                 x1 = rstr(q)
+            _SC_attr_path(x1, 'GradientToParameterSpec.parameter_name')
         else:
             x1 = None
         return GradientToParameterSpec(x0, x1)
@@ -749,6 +849,10 @@ def decode(buf, max_depth=128):
     def t_GradientToUserInputSpec(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -770,6 +874,7 @@ def decode(buf, max_depth=128):
             x1 = sget(q)
             if x1 is None:
                 x1 = rstr(q)
+            _SC_local_name(x1, 'GradientToUserInputSpec.user_input_name')
         else:
             x1 = None
         return GradientToUserInputSpec(x0, x1)
@@ -780,6 +885,10 @@ def decode(buf, max_depth=128):
     def t_Graph(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -874,6 +983,10 @@ def decode(buf, max_depth=128):
     def t_GraphArgument(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -889,6 +1002,7 @@ def decode(buf, max_depth=128):
             x0 = sget(q)
             if x0 is None:
                 x0 = rstr(q)
+            _SC_attr_path(x0, 'GraphArgument.name')
         else:
             x0 = None
         if o1:
@@ -909,6 +1023,7 @@ def decode(buf, max_depth=128):
             x3 = sget(q)
             if x3 is None:
                 x3 = rstr(q)
+            _SC_local_name(x3, 'GraphArgument.node_name')
         else:
             x3 = None
         return GraphArgument(x0, x1, x2, x3)
@@ -919,6 +1034,10 @@ def decode(buf, max_depth=128):
     def t_GraphSignature(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -950,6 +1069,10 @@ def decode(buf, max_depth=128):
     def t_InputSpec(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -977,6 +1100,10 @@ def decode(buf, max_depth=128):
     def t_InputToBufferSpec(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -998,6 +1125,7 @@ def decode(buf, max_depth=128):
             x1 = sget(q)
             if x1 is None:
                 x1 = rstr(q)
+            _SC_attr_path(x1, 'InputToBufferSpec.buffer_name')
         else:
             x1 = None
         if o2:
@@ -1012,6 +1140,10 @@ def decode(buf, max_depth=128):
     def t_InputToConstantInputSpec(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -1027,6 +1159,7 @@ def decode(buf, max_depth=128):
             x0 = sget(q)
             if x0 is None:
                 x0 = rstr(q)
+            _SC_local_name(x0, 'InputToConstantInputSpec.name')
         else:
             x0 = None
         if o1:
@@ -1043,6 +1176,10 @@ def decode(buf, max_depth=128):
     def t_InputToCustomObjSpec(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -1064,6 +1201,7 @@ def decode(buf, max_depth=128):
             x1 = sget(q)
             if x1 is None:
                 x1 = rstr(q)
+            _SC_attr_path(x1, 'InputToCustomObjSpec.custom_obj_name')
         else:
             x1 = None
         return InputToCustomObjSpec(x0, x1)
@@ -1074,6 +1212,10 @@ def decode(buf, max_depth=128):
     def t_InputToParameterSpec(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -1095,6 +1237,7 @@ def decode(buf, max_depth=128):
             x1 = sget(q)
             if x1 is None:
                 x1 = rstr(q)
+            _SC_attr_path(x1, 'InputToParameterSpec.parameter_name')
         else:
             x1 = None
         return InputToParameterSpec(x0, x1)
@@ -1105,6 +1248,10 @@ def decode(buf, max_depth=128):
     def t_InputToTensorConstantSpec(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -1126,6 +1273,7 @@ def decode(buf, max_depth=128):
             x1 = sget(q)
             if x1 is None:
                 x1 = rstr(q)
+            _SC_attr_path(x1, 'InputToTensorConstantSpec.tensor_constant_name')
         else:
             x1 = None
         if o2:
@@ -1144,6 +1292,10 @@ def decode(buf, max_depth=128):
     def t_InputTokenSpec(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -1167,6 +1319,10 @@ def decode(buf, max_depth=128):
     def t_IntArgument(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -1188,6 +1344,10 @@ def decode(buf, max_depth=128):
     def t_IntListArgument(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -1212,6 +1372,10 @@ def decode(buf, max_depth=128):
     def t_IntListListArgument(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -1236,6 +1400,10 @@ def decode(buf, max_depth=128):
     def t_IntValue(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -1257,6 +1425,10 @@ def decode(buf, max_depth=128):
     def t_KeyPathEntry(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -1272,6 +1444,7 @@ def decode(buf, max_depth=128):
             x0 = sget(q)
             if x0 is None:
                 x0 = rstr(q)
+            _SC_token(x0, 'KeyPathEntry.kind')
         else:
             x0 = None
         if o1:
@@ -1284,6 +1457,7 @@ def decode(buf, max_depth=128):
             x2 = sget(q)
             if x2 is None:
                 x2 = rstr(q)
+            _SC_identifier(x2, 'KeyPathEntry.name')
         else:
             x2 = None
         return KeyPathEntry(x0, x1, x2)
@@ -1294,6 +1468,10 @@ def decode(buf, max_depth=128):
     def t_LayoutArgument(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -1315,6 +1493,10 @@ def decode(buf, max_depth=128):
     def t_ListValue(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -1343,6 +1525,10 @@ def decode(buf, max_depth=128):
     def t_LossOutputSpec(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -1366,6 +1552,10 @@ def decode(buf, max_depth=128):
     def t_MapEntry(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -1395,6 +1585,10 @@ def decode(buf, max_depth=128):
     def t_MapValue(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -1419,6 +1613,10 @@ def decode(buf, max_depth=128):
     def t_MemoryFormatArgument(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -1440,6 +1638,10 @@ def decode(buf, max_depth=128):
     def t_ModuleCallEntry(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -1455,6 +1657,7 @@ def decode(buf, max_depth=128):
             x0 = sget(q)
             if x0 is None:
                 x0 = rstr(q)
+            _SC_optional_attr_path(x0, 'ModuleCallEntry.fqn')
         else:
             x0 = None
         if o1:
@@ -1471,6 +1674,10 @@ def decode(buf, max_depth=128):
     def t_ModuleCallSignature(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -1511,6 +1718,7 @@ def decode(buf, max_depth=128):
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
             x4 = list(map(rstr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4))))
+            for _s in x4: _SC_local_name(_s, 'ModuleCallSignature.forward_arg_names')
         else:
             x4 = []
         return ModuleCallSignature(x0, x1, x2, x3, x4)
@@ -1521,6 +1729,10 @@ def decode(buf, max_depth=128):
     def t_ModuleStackEntry(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -1536,6 +1748,7 @@ def decode(buf, max_depth=128):
             x0 = sget(q)
             if x0 is None:
                 x0 = rstr(q)
+            _SC_token(x0, 'ModuleStackEntry.key')
         else:
             x0 = None
         if o1:
@@ -1544,6 +1757,7 @@ def decode(buf, max_depth=128):
             x1 = sget(q)
             if x1 is None:
                 x1 = rstr(q)
+            _SC_optional_attr_path(x1, 'ModuleStackEntry.path')
         else:
             x1 = None
         if o2:
@@ -1552,6 +1766,7 @@ def decode(buf, max_depth=128):
             x2 = sget(q)
             if x2 is None:
                 x2 = rstr(q)
+            _SC_qualified_name(x2, 'ModuleStackEntry.type_name')
         else:
             x2 = None
         return ModuleStackEntry(x0, x1, x2)
@@ -1562,6 +1777,10 @@ def decode(buf, max_depth=128):
     def t_NamedArgument(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -1577,6 +1796,7 @@ def decode(buf, max_depth=128):
             x0 = sget(q)
             if x0 is None:
                 x0 = rstr(q)
+            _SC_optional_identifier(x0, 'NamedArgument.name')
         else:
             x0 = None
         x2 = None
@@ -1605,6 +1825,10 @@ def decode(buf, max_depth=128):
     def t_NamedTupleDef(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -1620,6 +1844,7 @@ def decode(buf, max_depth=128):
             x0 = sget(q)
             if x0 is None:
                 x0 = rstr(q)
+            _SC_qualified_name(x0, 'NamedTupleDef.type_name')
         else:
             x0 = None
         if o1:
@@ -1627,6 +1852,7 @@ def decode(buf, max_depth=128):
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
             x1 = list(map(rstr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4))))
+            for _s in x1: _SC_identifier(_s, 'NamedTupleDef.field_names')
         else:
             x1 = []
         return NamedTupleDef(x0, x1)
@@ -1637,6 +1863,10 @@ def decode(buf, max_depth=128):
     def t_NestedTensorListArgument(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -1661,6 +1891,10 @@ def decode(buf, max_depth=128):
     def t_Node(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -1676,6 +1910,7 @@ def decode(buf, max_depth=128):
             x0 = sget(q)
             if x0 is None:
                 x0 = rstr(q)
+            _SC_local_name(x0, 'Node.name')
         else:
             x0 = None
         if o1:
@@ -1684,6 +1919,7 @@ def decode(buf, max_depth=128):
             x1 = sget(q)
             if x1 is None:
                 x1 = rstr(q)
+            _SC_qualified_name(x1, 'Node.target')
         else:
             x1 = None
         if o2:
@@ -1732,6 +1968,10 @@ def decode(buf, max_depth=128):
     def t_NodeMetadata(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -1747,6 +1987,7 @@ def decode(buf, max_depth=128):
             x0 = sget(q)
             if x0 is None:
                 x0 = rstr(q)
+            _SC_free_text(x0, 'NodeMetadata.stack_trace')
         else:
             x0 = None
         if o1:
@@ -1804,6 +2045,10 @@ def decode(buf, max_depth=128):
     def t_NodeSource(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -1819,6 +2064,7 @@ def decode(buf, max_depth=128):
             x0 = sget(q)
             if x0 is None:
                 x0 = rstr(q)
+            _SC_token(x0, 'NodeSource.name')
         else:
             x0 = None
         if o1:
@@ -1827,6 +2073,7 @@ def decode(buf, max_depth=128):
             x1 = sget(q)
             if x1 is None:
                 x1 = rstr(q)
+            _SC_free_text(x1, 'NodeSource.target')
         else:
             x1 = None
         if o2:
@@ -1839,6 +2086,7 @@ def decode(buf, max_depth=128):
             x3 = sget(q)
             if x3 is None:
                 x3 = rstr(q)
+            _SC_free_text(x3, 'NodeSource.pass_name')
         else:
             x3 = None
         if o4:
@@ -1846,6 +2094,7 @@ def decode(buf, max_depth=128):
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
             x4 = list(map(rstr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4))))
+            for _s in x4: _SC_token(_s, 'NodeSource.actions')
         else:
             x4 = []
         if o5:
@@ -1863,6 +2112,10 @@ def decode(buf, max_depth=128):
     def t_NoneArgument(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -1880,6 +2133,10 @@ def decode(buf, max_depth=128):
     def t_NullValue(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -1897,6 +2154,10 @@ def decode(buf, max_depth=128):
     def t_OperatorArgument(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -1912,6 +2173,7 @@ def decode(buf, max_depth=128):
             x0 = sget(q)
             if x0 is None:
                 x0 = rstr(q)
+            _SC_qualified_name(x0, 'OperatorArgument.name')
         else:
             x0 = None
         return OperatorArgument(x0)
@@ -1922,6 +2184,10 @@ def decode(buf, max_depth=128):
     def t_OperatorParameter(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -1937,6 +2203,7 @@ def decode(buf, max_depth=128):
             x0 = sget(q)
             if x0 is None:
                 x0 = rstr(q)
+            _SC_optional_identifier(x0, 'OperatorParameter.name')
         else:
             x0 = None
         if o1:
@@ -1945,6 +2212,7 @@ def decode(buf, max_depth=128):
             x1 = sget(q)
             if x1 is None:
                 x1 = rstr(q)
+            _SC_free_text(x1, 'OperatorParameter.type')
         else:
             x1 = None
         if o2:
@@ -1963,6 +2231,7 @@ def decode(buf, max_depth=128):
             x4 = sget(q)
             if x4 is None:
                 x4 = rstr(q)
+            _SC_token(x4, 'OperatorParameter.alias_set')
         else:
             x4 = None
         if o5:
@@ -1977,6 +2246,10 @@ def decode(buf, max_depth=128):
     def t_OperatorSchema(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -1992,6 +2265,7 @@ def decode(buf, max_depth=128):
             x0 = sget(q)
             if x0 is None:
                 x0 = rstr(q)
+            _SC_qualified_name(x0, 'OperatorSchema.target')
         else:
             x0 = None
         if o1:
@@ -2004,6 +2278,7 @@ def decode(buf, max_depth=128):
             x2 = sget(q)
             if x2 is None:
                 x2 = rstr(q)
+            _SC_free_text(x2, 'OperatorSchema.schema')
         else:
             x2 = None
         if o3:
@@ -2032,6 +2307,10 @@ def decode(buf, max_depth=128):
     def t_Opset(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -2047,6 +2326,7 @@ def decode(buf, max_depth=128):
             x0 = sget(q)
             if x0 is None:
                 x0 = rstr(q)
+            _SC_identifier(x0, 'Opset.namespace')
         else:
             x0 = None
         if o1:
@@ -2061,6 +2341,10 @@ def decode(buf, max_depth=128):
     def t_OptionalTensorArgument(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -2076,6 +2360,7 @@ def decode(buf, max_depth=128):
             x0 = sget(q)
             if x0 is None:
                 x0 = rstr(q)
+            _SC_local_name(x0, 'OptionalTensorArgument.name')
         else:
             x0 = None
         return OptionalTensorArgument(x0)
@@ -2086,6 +2371,10 @@ def decode(buf, max_depth=128):
     def t_OptionalTensorListArgument(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -2110,6 +2399,10 @@ def decode(buf, max_depth=128):
     def t_OutputSpec(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -2137,6 +2430,10 @@ def decode(buf, max_depth=128):
     def t_OutputTokenSpec(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -2160,6 +2457,10 @@ def decode(buf, max_depth=128):
     def t_Package(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -2242,6 +2543,10 @@ def decode(buf, max_depth=128):
     def t_ParameterMutationSpec(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -2263,6 +2568,7 @@ def decode(buf, max_depth=128):
             x1 = sget(q)
             if x1 is None:
                 x1 = rstr(q)
+            _SC_attr_path(x1, 'ParameterMutationSpec.parameter_name')
         else:
             x1 = None
         return ParameterMutationSpec(x0, x1)
@@ -2273,6 +2579,10 @@ def decode(buf, max_depth=128):
     def t_Producer(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -2288,6 +2598,7 @@ def decode(buf, max_depth=128):
             x0 = sget(q)
             if x0 is None:
                 x0 = rstr(q)
+            _SC_free_text(x0, 'Producer.name')
         else:
             x0 = None
         if o1:
@@ -2296,6 +2607,7 @@ def decode(buf, max_depth=128):
             x1 = sget(q)
             if x1 is None:
                 x1 = rstr(q)
+            _SC_free_text(x1, 'Producer.version')
         else:
             x1 = None
         if o2:
@@ -2304,6 +2616,7 @@ def decode(buf, max_depth=128):
             x2 = sget(q)
             if x2 is None:
                 x2 = rstr(q)
+            _SC_free_text(x2, 'Producer.torch_version')
         else:
             x2 = None
         return Producer(x0, x1, x2)
@@ -2314,6 +2627,10 @@ def decode(buf, max_depth=128):
     def t_Program(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -2329,6 +2646,7 @@ def decode(buf, max_depth=128):
             x0 = sget(q)
             if x0 is None:
                 x0 = rstr(q)
+            _SC_identifier(x0, 'Program.name')
         else:
             x0 = None
         if o1:
@@ -2383,6 +2701,7 @@ def decode(buf, max_depth=128):
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
             x8 = list(map(rstr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4))))
+            for _s in x8: _SC_token(_s, 'Program.verifiers')
         else:
             x8 = []
         if o9:
@@ -2390,6 +2709,7 @@ def decode(buf, max_depth=128):
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
             x9 = list(map(rstr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4))))
+            for _s in x9: _SC_free_text(_s, 'Program.guards_code')
         else:
             x9 = []
         if o10:
@@ -2434,6 +2754,10 @@ def decode(buf, max_depth=128):
     def t_RangeConstraint(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -2461,6 +2785,10 @@ def decode(buf, max_depth=128):
     def t_ScalarTypeArgument(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -2482,6 +2810,10 @@ def decode(buf, max_depth=128):
     def t_ScalarTypeValue(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -2503,6 +2835,10 @@ def decode(buf, max_depth=128):
     def t_Segment(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -2528,6 +2864,10 @@ def decode(buf, max_depth=128):
     def t_ShardFile(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -2543,6 +2883,7 @@ def decode(buf, max_depth=128):
             x0 = sget(q)
             if x0 is None:
                 x0 = rstr(q)
+            _SC_file_name(x0, 'ShardFile.name')
         else:
             x0 = None
         if o1:
@@ -2557,6 +2898,10 @@ def decode(buf, max_depth=128):
     def t_SourceFnEntry(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -2572,6 +2917,7 @@ def decode(buf, max_depth=128):
             x0 = sget(q)
             if x0 is None:
                 x0 = rstr(q)
+            _SC_token(x0, 'SourceFnEntry.name')
         else:
             x0 = None
         if o1:
@@ -2580,6 +2926,7 @@ def decode(buf, max_depth=128):
             x1 = sget(q)
             if x1 is None:
                 x1 = rstr(q)
+            _SC_qualified_name(x1, 'SourceFnEntry.target')
         else:
             x1 = None
         return SourceFnEntry(x0, x1)
@@ -2590,6 +2937,10 @@ def decode(buf, max_depth=128):
     def t_StateEntry(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -2605,6 +2956,7 @@ def decode(buf, max_depth=128):
             x0 = sget(q)
             if x0 is None:
                 x0 = rstr(q)
+            _SC_attr_path(x0, 'StateEntry.name')
         else:
             x0 = None
         if o1:
@@ -2623,6 +2975,10 @@ def decode(buf, max_depth=128):
     def t_Storage(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -2660,6 +3016,10 @@ def decode(buf, max_depth=128):
     def t_StringArgument(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -2675,6 +3035,7 @@ def decode(buf, max_depth=128):
             x0 = sget(q)
             if x0 is None:
                 x0 = rstr(q)
+            _SC_free_text(x0, 'StringArgument.value')
         else:
             x0 = None
         return StringArgument(x0)
@@ -2685,6 +3046,10 @@ def decode(buf, max_depth=128):
     def t_StringEntry(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -2700,6 +3065,7 @@ def decode(buf, max_depth=128):
             x0 = sget(q)
             if x0 is None:
                 x0 = rstr(q)
+            _SC_metadata_key(x0, 'StringEntry.key')
         else:
             _fail('required field key is missing', p, 'key', 'absent')
         if o1:
@@ -2708,6 +3074,7 @@ def decode(buf, max_depth=128):
             x1 = sget(q)
             if x1 is None:
                 x1 = rstr(q)
+            _SC_free_text(x1, 'StringEntry.value')
         else:
             x1 = None
         return StringEntry(x0, x1)
@@ -2718,6 +3085,10 @@ def decode(buf, max_depth=128):
     def t_StringListArgument(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -2732,6 +3103,7 @@ def decode(buf, max_depth=128):
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
             x0 = list(map(rstr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4))))
+            for _s in x0: _SC_free_text(_s, 'StringListArgument.values')
         else:
             x0 = []
         return StringListArgument(x0)
@@ -2742,6 +3114,10 @@ def decode(buf, max_depth=128):
     def t_StringToArgumentMapArgument(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -2766,6 +3142,10 @@ def decode(buf, max_depth=128):
     def t_StringValue(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -2781,6 +3161,7 @@ def decode(buf, max_depth=128):
             x0 = sget(q)
             if x0 is None:
                 x0 = rstr(q)
+            _SC_free_text(x0, 'StringValue.value')
         else:
             x0 = None
         return StringValue(x0)
@@ -2791,6 +3172,10 @@ def decode(buf, max_depth=128):
     def t_SymBoolArgument(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -2806,6 +3191,7 @@ def decode(buf, max_depth=128):
             x0 = sget(q)
             if x0 is None:
                 x0 = rstr(q)
+            _SC_local_name(x0, 'SymBoolArgument.name')
         else:
             x0 = None
         if o1:
@@ -2820,6 +3206,10 @@ def decode(buf, max_depth=128):
     def t_SymBoolListArgument(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -2844,6 +3234,10 @@ def decode(buf, max_depth=128):
     def t_SymBoolValue(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -2859,6 +3253,7 @@ def decode(buf, max_depth=128):
             x0 = sget(q)
             if x0 is None:
                 x0 = rstr(q)
+            _SC_local_name(x0, 'SymBoolValue.name')
         else:
             x0 = None
         if o1:
@@ -2873,6 +3268,10 @@ def decode(buf, max_depth=128):
     def t_SymExpr(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -2925,6 +3324,10 @@ def decode(buf, max_depth=128):
     def t_SymFloatArgument(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -2940,6 +3343,7 @@ def decode(buf, max_depth=128):
             x0 = sget(q)
             if x0 is None:
                 x0 = rstr(q)
+            _SC_local_name(x0, 'SymFloatArgument.name')
         else:
             x0 = None
         if o1:
@@ -2954,6 +3358,10 @@ def decode(buf, max_depth=128):
     def t_SymFloatListArgument(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -2978,6 +3386,10 @@ def decode(buf, max_depth=128):
     def t_SymFloatValue(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -2993,6 +3405,7 @@ def decode(buf, max_depth=128):
             x0 = sget(q)
             if x0 is None:
                 x0 = rstr(q)
+            _SC_local_name(x0, 'SymFloatValue.name')
         else:
             x0 = None
         if o1:
@@ -3007,6 +3420,10 @@ def decode(buf, max_depth=128):
     def t_SymIntArgument(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -3022,6 +3439,7 @@ def decode(buf, max_depth=128):
             x0 = sget(q)
             if x0 is None:
                 x0 = rstr(q)
+            _SC_local_name(x0, 'SymIntArgument.name')
         else:
             x0 = None
         if o1:
@@ -3036,6 +3454,10 @@ def decode(buf, max_depth=128):
     def t_SymIntListArgument(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -3060,6 +3482,10 @@ def decode(buf, max_depth=128):
     def t_SymIntValue(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -3075,6 +3501,7 @@ def decode(buf, max_depth=128):
             x0 = sget(q)
             if x0 is None:
                 x0 = rstr(q)
+            _SC_local_name(x0, 'SymIntValue.name')
         else:
             x0 = None
         if o1:
@@ -3089,6 +3516,10 @@ def decode(buf, max_depth=128):
     def t_Symbol(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -3104,6 +3535,7 @@ def decode(buf, max_depth=128):
             x0 = sget(q)
             if x0 is None:
                 x0 = rstr(q)
+            _SC_identifier(x0, 'Symbol.name')
         else:
             x0 = None
         if o1:
@@ -3136,6 +3568,10 @@ def decode(buf, max_depth=128):
     def t_Tensor(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -3189,6 +3625,10 @@ def decode(buf, max_depth=128):
     def t_TensorArgument(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -3204,6 +3644,7 @@ def decode(buf, max_depth=128):
             x0 = sget(q)
             if x0 is None:
                 x0 = rstr(q)
+            _SC_local_name(x0, 'TensorArgument.name')
         else:
             x0 = None
         return TensorArgument(x0)
@@ -3214,6 +3655,10 @@ def decode(buf, max_depth=128):
     def t_TensorListArgument(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -3228,6 +3673,7 @@ def decode(buf, max_depth=128):
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
             x0 = list(map(rstr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4))))
+            for _s in x0: _SC_local_name(_s, 'TensorListArgument.names')
         else:
             x0 = []
         return TensorListArgument(x0)
@@ -3238,6 +3684,10 @@ def decode(buf, max_depth=128):
     def t_TensorMeta(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -3291,6 +3741,10 @@ def decode(buf, max_depth=128):
     def t_TensorRefValue(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -3312,6 +3766,10 @@ def decode(buf, max_depth=128):
     def t_TensorValue(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -3327,6 +3785,7 @@ def decode(buf, max_depth=128):
             x0 = sget(q)
             if x0 is None:
                 x0 = rstr(q)
+            _SC_local_name(x0, 'TensorValue.name')
         else:
             x0 = None
         if o1:
@@ -3343,6 +3802,10 @@ def decode(buf, max_depth=128):
     def t_TokenArgument(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -3358,6 +3821,7 @@ def decode(buf, max_depth=128):
             x0 = sget(q)
             if x0 is None:
                 x0 = rstr(q)
+            _SC_local_name(x0, 'TokenArgument.name')
         else:
             x0 = None
         return TokenArgument(x0)
@@ -3368,6 +3832,10 @@ def decode(buf, max_depth=128):
     def t_TorchFn(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -3383,6 +3851,7 @@ def decode(buf, max_depth=128):
             x0 = sget(q)
             if x0 is None:
                 x0 = rstr(q)
+            _SC_token(x0, 'TorchFn.name')
         else:
             x0 = None
         if o1:
@@ -3391,6 +3860,7 @@ def decode(buf, max_depth=128):
             x1 = sget(q)
             if x1 is None:
                 x1 = rstr(q)
+            _SC_qualified_name(x1, 'TorchFn.target')
         else:
             x1 = None
         return TorchFn(x0, x1)
@@ -3401,6 +3871,10 @@ def decode(buf, max_depth=128):
     def t_TreeSpec(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -3420,6 +3894,7 @@ def decode(buf, max_depth=128):
             x1 = sget(q)
             if x1 is None:
                 x1 = rstr(q)
+            _SC_qualified_name(x1, 'TreeSpec.type_name')
         else:
             x1 = None
         if o2:
@@ -3427,6 +3902,7 @@ def decode(buf, max_depth=128):
             q += _U32(buf, q)[0]
             cnt = vec(q, 4)
             x2 = list(map(rstr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4))))
+            for _s in x2: _SC_identifier(_s, 'TreeSpec.field_names')
         else:
             x2 = []
         if o3:
@@ -3457,6 +3933,10 @@ def decode(buf, max_depth=128):
     def t_UnbackedBinding(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -3485,6 +3965,10 @@ def decode(buf, max_depth=128):
     def t_UnpackMetadata(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -3512,6 +3996,10 @@ def decode(buf, max_depth=128):
     def t_UserInputMutationSpec(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -3533,6 +4021,7 @@ def decode(buf, max_depth=128):
             x1 = sget(q)
             if x1 is None:
                 x1 = rstr(q)
+            _SC_local_name(x1, 'UserInputMutationSpec.user_input_name')
         else:
             x1 = None
         return UserInputMutationSpec(x0, x1)
@@ -3543,6 +4032,10 @@ def decode(buf, max_depth=128):
     def t_UserInputSpec(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -3566,6 +4059,10 @@ def decode(buf, max_depth=128):
     def t_UserOutputSpec(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -3589,6 +4086,10 @@ def decode(buf, max_depth=128):
     def t_Value(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]
@@ -3616,6 +4117,10 @@ def decode(buf, max_depth=128):
     def t_ValueRange(p, d):
         if d > max_depth:
             too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
         if p + 4 > n:
             _fail('table offset out of range', p, f'<= {n - 4}', p)
         vt = p - _I32(buf, p)[0]

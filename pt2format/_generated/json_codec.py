@@ -118,6 +118,19 @@ from pt2format._generated.model import (
     ValueRange,
 )
 from pt2format.errors import EncodingError, LimitError
+from pt2format._strings import CHECKERS as _SC
+_SC_local_name = _SC['local_name']
+_SC_identifier = _SC['identifier']
+_SC_optional_identifier = _SC['optional_identifier']
+_SC_attr_path = _SC['attr_path']
+_SC_optional_attr_path = _SC['optional_attr_path']
+_SC_qualified_name = _SC['qualified_name']
+_SC_file_name = _SC['file_name']
+_SC_device_type = _SC['device_type']
+_SC_token = _SC['token']
+_SC_metadata_key = _SC['metadata_key']
+_SC_free_text = _SC['free_text']
+
 
 _STR = {str}
 _INT = {int}
@@ -2432,6 +2445,7 @@ def decode_tree(tree, max_depth=128):
         if x0 is not None:
             if type(x0) is not str:
                 _bad('key: expected str', type(x0).__name__)
+            _SC_identifier(x0, 'ArgumentMapEntry.key')
             keep(x0)
         x1 = o.get('value')
         if x1 is not None:
@@ -2504,6 +2518,7 @@ def decode_tree(tree, max_depth=128):
         if x1 is not None:
             if type(x1) is not str:
                 _bad('buffer_name: expected str', type(x1).__name__)
+            _SC_attr_path(x1, 'BufferMutationSpec.buffer_name')
             keep(x1)
         return BufferMutationSpec(x0, x1)
 
@@ -2580,11 +2595,13 @@ def decode_tree(tree, max_depth=128):
         if x0 is not None:
             if type(x0) is not str:
                 _bad('name: expected str', type(x0).__name__)
+            _SC_local_name(x0, 'CustomObjArgument.name')
             keep(x0)
         x1 = o.get('class_fqn')
         if x1 is not None:
             if type(x1) is not str:
                 _bad('class_fqn: expected str', type(x1).__name__)
+            _SC_qualified_name(x1, 'CustomObjArgument.class_fqn')
             keep(x1)
         return CustomObjArgument(x0, x1)
 
@@ -2601,11 +2618,13 @@ def decode_tree(tree, max_depth=128):
         if x0 is not None:
             if type(x0) is not str:
                 _bad('name: expected str', type(x0).__name__)
+            _SC_attr_path(x0, 'CustomObject.name')
             keep(x0)
         x1 = o.get('class_fqn')
         if x1 is not None:
             if type(x1) is not str:
                 _bad('class_fqn: expected str', type(x1).__name__)
+            _SC_qualified_name(x1, 'CustomObject.class_fqn')
             keep(x1)
         x2 = o.get('state')
         if x2 is not None:
@@ -2625,6 +2644,7 @@ def decode_tree(tree, max_depth=128):
         if x0 is not None:
             if type(x0) is not str:
                 _bad('type: expected str', type(x0).__name__)
+            _SC_device_type(x0, 'Device.type')
             keep(x0)
         x1 = o.get('index')
         if x1 is None:
@@ -2767,6 +2787,7 @@ def decode_tree(tree, max_depth=128):
         if x1 is not None:
             if type(x1) is not str:
                 _bad('parameter_name: expected str', type(x1).__name__)
+            _SC_attr_path(x1, 'GradientToParameterSpec.parameter_name')
             keep(x1)
         return GradientToParameterSpec(x0, x1)
 
@@ -2786,6 +2807,7 @@ def decode_tree(tree, max_depth=128):
         if x1 is not None:
             if type(x1) is not str:
                 _bad('user_input_name: expected str', type(x1).__name__)
+            _SC_local_name(x1, 'GradientToUserInputSpec.user_input_name')
             keep(x1)
         return GradientToUserInputSpec(x0, x1)
 
@@ -2898,6 +2920,7 @@ def decode_tree(tree, max_depth=128):
         if x0 is not None:
             if type(x0) is not str:
                 _bad('name: expected str', type(x0).__name__)
+            _SC_attr_path(x0, 'GraphArgument.name')
             keep(x0)
         x1 = o.get('graph')
         if x1 is not None:
@@ -2909,6 +2932,7 @@ def decode_tree(tree, max_depth=128):
         if x3 is not None:
             if type(x3) is not str:
                 _bad('node_name: expected str', type(x3).__name__)
+            _SC_local_name(x3, 'GraphArgument.node_name')
             keep(x3)
         return GraphArgument(x0, x1, x2, x3)
 
@@ -2984,6 +3008,7 @@ def decode_tree(tree, max_depth=128):
         if x1 is not None:
             if type(x1) is not str:
                 _bad('buffer_name: expected str', type(x1).__name__)
+            _SC_attr_path(x1, 'InputToBufferSpec.buffer_name')
             keep(x1)
         x2 = o.get('persistent')
         if x2 is None:
@@ -3005,6 +3030,7 @@ def decode_tree(tree, max_depth=128):
         if x0 is not None:
             if type(x0) is not str:
                 _bad('name: expected str', type(x0).__name__)
+            _SC_local_name(x0, 'InputToConstantInputSpec.name')
             keep(x0)
         x1 = o.get('value')
         if x1 is not None:
@@ -3027,6 +3053,7 @@ def decode_tree(tree, max_depth=128):
         if x1 is not None:
             if type(x1) is not str:
                 _bad('custom_obj_name: expected str', type(x1).__name__)
+            _SC_attr_path(x1, 'InputToCustomObjSpec.custom_obj_name')
             keep(x1)
         return InputToCustomObjSpec(x0, x1)
 
@@ -3046,6 +3073,7 @@ def decode_tree(tree, max_depth=128):
         if x1 is not None:
             if type(x1) is not str:
                 _bad('parameter_name: expected str', type(x1).__name__)
+            _SC_attr_path(x1, 'InputToParameterSpec.parameter_name')
             keep(x1)
         return InputToParameterSpec(x0, x1)
 
@@ -3065,6 +3093,7 @@ def decode_tree(tree, max_depth=128):
         if x1 is not None:
             if type(x1) is not str:
                 _bad('tensor_constant_name: expected str', type(x1).__name__)
+            _SC_attr_path(x1, 'InputToTensorConstantSpec.tensor_constant_name')
             keep(x1)
         x2 = o.get('persistent')
         if x2 is None:
@@ -3174,6 +3203,7 @@ def decode_tree(tree, max_depth=128):
         if x0 is not None:
             if type(x0) is not str:
                 _bad('kind: expected str', type(x0).__name__)
+            _SC_token(x0, 'KeyPathEntry.kind')
             keep(x0)
         x1 = o.get('index')
         if x1 is None:
@@ -3184,6 +3214,7 @@ def decode_tree(tree, max_depth=128):
         if x2 is not None:
             if type(x2) is not str:
                 _bad('name: expected str', type(x2).__name__)
+            _SC_identifier(x2, 'KeyPathEntry.name')
             keep(x2)
         return KeyPathEntry(x0, x1, x2)
 
@@ -3314,6 +3345,7 @@ def decode_tree(tree, max_depth=128):
         if x0 is not None:
             if type(x0) is not str:
                 _bad('fqn: expected str', type(x0).__name__)
+            _SC_optional_attr_path(x0, 'ModuleCallEntry.fqn')
             keep(x0)
         x1 = o.get('signature')
         if x1 is not None:
@@ -3360,6 +3392,7 @@ def decode_tree(tree, max_depth=128):
             _bad('forward_arg_names: expected strings')
         else:
             keep_all(x4)
+            for _s in x4: _SC_local_name(_s, 'ModuleCallSignature.forward_arg_names')
         return ModuleCallSignature(x0, x1, x2, x3, x4)
 
     def d_ModuleStackEntry(o, d):
@@ -3375,16 +3408,19 @@ def decode_tree(tree, max_depth=128):
         if x0 is not None:
             if type(x0) is not str:
                 _bad('key: expected str', type(x0).__name__)
+            _SC_token(x0, 'ModuleStackEntry.key')
             keep(x0)
         x1 = o.get('path')
         if x1 is not None:
             if type(x1) is not str:
                 _bad('path: expected str', type(x1).__name__)
+            _SC_optional_attr_path(x1, 'ModuleStackEntry.path')
             keep(x1)
         x2 = o.get('type_name')
         if x2 is not None:
             if type(x2) is not str:
                 _bad('type_name: expected str', type(x2).__name__)
+            _SC_qualified_name(x2, 'ModuleStackEntry.type_name')
             keep(x2)
         return ModuleStackEntry(x0, x1, x2)
 
@@ -3401,6 +3437,7 @@ def decode_tree(tree, max_depth=128):
         if x0 is not None:
             if type(x0) is not str:
                 _bad('name: expected str', type(x0).__name__)
+            _SC_optional_identifier(x0, 'NamedArgument.name')
             keep(x0)
         x2 = o.get('value')
         t2 = o.get('value_type')
@@ -3449,6 +3486,7 @@ def decode_tree(tree, max_depth=128):
         if x0 is not None:
             if type(x0) is not str:
                 _bad('type_name: expected str', type(x0).__name__)
+            _SC_qualified_name(x0, 'NamedTupleDef.type_name')
             keep(x0)
         x1 = o.get('field_names')
         if x1 is None:
@@ -3459,6 +3497,7 @@ def decode_tree(tree, max_depth=128):
             _bad('field_names: expected strings')
         else:
             keep_all(x1)
+            for _s in x1: _SC_identifier(_s, 'NamedTupleDef.field_names')
         return NamedTupleDef(x0, x1)
 
     def d_NestedTensorListArgument(o, d):
@@ -3493,11 +3532,13 @@ def decode_tree(tree, max_depth=128):
         if x0 is not None:
             if type(x0) is not str:
                 _bad('name: expected str', type(x0).__name__)
+            _SC_local_name(x0, 'Node.name')
             keep(x0)
         x1 = o.get('target')
         if x1 is not None:
             if type(x1) is not str:
                 _bad('target: expected str', type(x1).__name__)
+            _SC_qualified_name(x1, 'Node.target')
             keep(x1)
         x2 = o.get('inputs')
         if x2 is None:
@@ -3553,6 +3594,7 @@ def decode_tree(tree, max_depth=128):
         if x0 is not None:
             if type(x0) is not str:
                 _bad('stack_trace: expected str', type(x0).__name__)
+            _SC_free_text(x0, 'NodeMetadata.stack_trace')
             keep(x0)
         x1 = o.get('nn_module_stack')
         if x1 is None:
@@ -3615,11 +3657,13 @@ def decode_tree(tree, max_depth=128):
         if x0 is not None:
             if type(x0) is not str:
                 _bad('name: expected str', type(x0).__name__)
+            _SC_token(x0, 'NodeSource.name')
             keep(x0)
         x1 = o.get('target')
         if x1 is not None:
             if type(x1) is not str:
                 _bad('target: expected str', type(x1).__name__)
+            _SC_free_text(x1, 'NodeSource.target')
             keep(x1)
         x2 = o.get('graph_id')
         if x2 is None:
@@ -3630,6 +3674,7 @@ def decode_tree(tree, max_depth=128):
         if x3 is not None:
             if type(x3) is not str:
                 _bad('pass_name: expected str', type(x3).__name__)
+            _SC_free_text(x3, 'NodeSource.pass_name')
             keep(x3)
         x4 = o.get('actions')
         if x4 is None:
@@ -3640,6 +3685,7 @@ def decode_tree(tree, max_depth=128):
             _bad('actions: expected strings')
         else:
             keep_all(x4)
+            for _s in x4: _SC_token(_s, 'NodeSource.actions')
         x5 = o.get('from_node')
         if x5 is None:
             x5 = []
@@ -3685,6 +3731,7 @@ def decode_tree(tree, max_depth=128):
         if x0 is not None:
             if type(x0) is not str:
                 _bad('name: expected str', type(x0).__name__)
+            _SC_qualified_name(x0, 'OperatorArgument.name')
             keep(x0)
         return OperatorArgument(x0)
 
@@ -3701,11 +3748,13 @@ def decode_tree(tree, max_depth=128):
         if x0 is not None:
             if type(x0) is not str:
                 _bad('name: expected str', type(x0).__name__)
+            _SC_optional_identifier(x0, 'OperatorParameter.name')
             keep(x0)
         x1 = o.get('type')
         if x1 is not None:
             if type(x1) is not str:
                 _bad('type: expected str', type(x1).__name__)
+            _SC_free_text(x1, 'OperatorParameter.type')
             keep(x1)
         x2 = o.get('default_value')
         if x2 is not None:
@@ -3719,6 +3768,7 @@ def decode_tree(tree, max_depth=128):
         if x4 is not None:
             if type(x4) is not str:
                 _bad('alias_set: expected str', type(x4).__name__)
+            _SC_token(x4, 'OperatorParameter.alias_set')
             keep(x4)
         x5 = o.get('is_write')
         if x5 is None:
@@ -3740,6 +3790,7 @@ def decode_tree(tree, max_depth=128):
         if x0 is not None:
             if type(x0) is not str:
                 _bad('target: expected str', type(x0).__name__)
+            _SC_qualified_name(x0, 'OperatorSchema.target')
             keep(x0)
         x1 = o.get('kind')
         if x1 is None:
@@ -3754,6 +3805,7 @@ def decode_tree(tree, max_depth=128):
         if x2 is not None:
             if type(x2) is not str:
                 _bad('schema: expected str', type(x2).__name__)
+            _SC_free_text(x2, 'OperatorSchema.schema')
             keep(x2)
         x3 = o.get('parameters')
         if x3 is None:
@@ -3791,6 +3843,7 @@ def decode_tree(tree, max_depth=128):
         if x0 is not None:
             if type(x0) is not str:
                 _bad('namespace: expected str', type(x0).__name__)
+            _SC_identifier(x0, 'Opset.namespace')
             keep(x0)
         x1 = o.get('version')
         if x1 is None:
@@ -3812,6 +3865,7 @@ def decode_tree(tree, max_depth=128):
         if x0 is not None:
             if type(x0) is not str:
                 _bad('name: expected str', type(x0).__name__)
+            _SC_local_name(x0, 'OptionalTensorArgument.name')
             keep(x0)
         return OptionalTensorArgument(x0)
 
@@ -3973,6 +4027,7 @@ def decode_tree(tree, max_depth=128):
         if x1 is not None:
             if type(x1) is not str:
                 _bad('parameter_name: expected str', type(x1).__name__)
+            _SC_attr_path(x1, 'ParameterMutationSpec.parameter_name')
             keep(x1)
         return ParameterMutationSpec(x0, x1)
 
@@ -3989,16 +4044,19 @@ def decode_tree(tree, max_depth=128):
         if x0 is not None:
             if type(x0) is not str:
                 _bad('name: expected str', type(x0).__name__)
+            _SC_free_text(x0, 'Producer.name')
             keep(x0)
         x1 = o.get('version')
         if x1 is not None:
             if type(x1) is not str:
                 _bad('version: expected str', type(x1).__name__)
+            _SC_free_text(x1, 'Producer.version')
             keep(x1)
         x2 = o.get('torch_version')
         if x2 is not None:
             if type(x2) is not str:
                 _bad('torch_version: expected str', type(x2).__name__)
+            _SC_free_text(x2, 'Producer.torch_version')
             keep(x2)
         return Producer(x0, x1, x2)
 
@@ -4015,6 +4073,7 @@ def decode_tree(tree, max_depth=128):
         if x0 is not None:
             if type(x0) is not str:
                 _bad('name: expected str', type(x0).__name__)
+            _SC_identifier(x0, 'Program.name')
             keep(x0)
         x1 = o.get('graph')
         if x1 is not None:
@@ -4071,6 +4130,7 @@ def decode_tree(tree, max_depth=128):
             _bad('verifiers: expected strings')
         else:
             keep_all(x8)
+            for _s in x8: _SC_token(_s, 'Program.verifiers')
         x9 = o.get('guards_code')
         if x9 is None:
             x9 = []
@@ -4080,6 +4140,7 @@ def decode_tree(tree, max_depth=128):
             _bad('guards_code: expected strings')
         else:
             keep_all(x9)
+            for _s in x9: _SC_free_text(_s, 'Program.guards_code')
         x10 = o.get('state')
         if x10 is None:
             x10 = []
@@ -4210,6 +4271,7 @@ def decode_tree(tree, max_depth=128):
         if x0 is not None:
             if type(x0) is not str:
                 _bad('name: expected str', type(x0).__name__)
+            _SC_file_name(x0, 'ShardFile.name')
             keep(x0)
         x1 = o.get('size')
         if x1 is None:
@@ -4231,11 +4293,13 @@ def decode_tree(tree, max_depth=128):
         if x0 is not None:
             if type(x0) is not str:
                 _bad('name: expected str', type(x0).__name__)
+            _SC_token(x0, 'SourceFnEntry.name')
             keep(x0)
         x1 = o.get('target')
         if x1 is not None:
             if type(x1) is not str:
                 _bad('target: expected str', type(x1).__name__)
+            _SC_qualified_name(x1, 'SourceFnEntry.target')
             keep(x1)
         return SourceFnEntry(x0, x1)
 
@@ -4252,6 +4316,7 @@ def decode_tree(tree, max_depth=128):
         if x0 is not None:
             if type(x0) is not str:
                 _bad('name: expected str', type(x0).__name__)
+            _SC_attr_path(x0, 'StateEntry.name')
             keep(x0)
         x1 = o.get('kind')
         if x1 is None:
@@ -4322,6 +4387,7 @@ def decode_tree(tree, max_depth=128):
         if x0 is not None:
             if type(x0) is not str:
                 _bad('value: expected str', type(x0).__name__)
+            _SC_free_text(x0, 'StringArgument.value')
             keep(x0)
         return StringArgument(x0)
 
@@ -4338,6 +4404,7 @@ def decode_tree(tree, max_depth=128):
         if x0 is not None:
             if type(x0) is not str:
                 _bad('key: expected str', type(x0).__name__)
+            _SC_metadata_key(x0, 'StringEntry.key')
             keep(x0)
         if x0 is None:
             _bad('required field key is missing')
@@ -4345,6 +4412,7 @@ def decode_tree(tree, max_depth=128):
         if x1 is not None:
             if type(x1) is not str:
                 _bad('value: expected str', type(x1).__name__)
+            _SC_free_text(x1, 'StringEntry.value')
             keep(x1)
         return StringEntry(x0, x1)
 
@@ -4366,6 +4434,7 @@ def decode_tree(tree, max_depth=128):
             _bad('values: expected strings')
         else:
             keep_all(x0)
+            for _s in x0: _SC_free_text(_s, 'StringListArgument.values')
         return StringListArgument(x0)
 
     def d_StringToArgumentMapArgument(o, d):
@@ -4400,6 +4469,7 @@ def decode_tree(tree, max_depth=128):
         if x0 is not None:
             if type(x0) is not str:
                 _bad('value: expected str', type(x0).__name__)
+            _SC_free_text(x0, 'StringValue.value')
             keep(x0)
         return StringValue(x0)
 
@@ -4433,6 +4503,7 @@ def decode_tree(tree, max_depth=128):
         if x0 is not None:
             if type(x0) is not str:
                 _bad('name: expected str', type(x0).__name__)
+            _SC_local_name(x0, 'SymBoolArgument.name')
             keep(x0)
         x1 = o.get('value')
         if x1 is None:
@@ -4473,6 +4544,7 @@ def decode_tree(tree, max_depth=128):
         if x0 is not None:
             if type(x0) is not str:
                 _bad('name: expected str', type(x0).__name__)
+            _SC_local_name(x0, 'SymBoolValue.name')
             keep(x0)
         x1 = o.get('value')
         if x1 is not None:
@@ -4570,6 +4642,7 @@ def decode_tree(tree, max_depth=128):
         if x0 is not None:
             if type(x0) is not str:
                 _bad('name: expected str', type(x0).__name__)
+            _SC_local_name(x0, 'SymFloatArgument.name')
             keep(x0)
         x1 = o.get('value')
         if x1 is None:
@@ -4610,6 +4683,7 @@ def decode_tree(tree, max_depth=128):
         if x0 is not None:
             if type(x0) is not str:
                 _bad('name: expected str', type(x0).__name__)
+            _SC_local_name(x0, 'SymFloatValue.name')
             keep(x0)
         x1 = o.get('value')
         if x1 is not None:
@@ -4646,6 +4720,7 @@ def decode_tree(tree, max_depth=128):
         if x0 is not None:
             if type(x0) is not str:
                 _bad('name: expected str', type(x0).__name__)
+            _SC_local_name(x0, 'SymIntArgument.name')
             keep(x0)
         x1 = o.get('value')
         if x1 is None:
@@ -4686,6 +4761,7 @@ def decode_tree(tree, max_depth=128):
         if x0 is not None:
             if type(x0) is not str:
                 _bad('name: expected str', type(x0).__name__)
+            _SC_local_name(x0, 'SymIntValue.name')
             keep(x0)
         x1 = o.get('value')
         if x1 is not None:
@@ -4705,6 +4781,7 @@ def decode_tree(tree, max_depth=128):
         if x0 is not None:
             if type(x0) is not str:
                 _bad('name: expected str', type(x0).__name__)
+            _SC_identifier(x0, 'Symbol.name')
             keep(x0)
         x1 = o.get('kind')
         if x1 is None:
@@ -4800,6 +4877,7 @@ def decode_tree(tree, max_depth=128):
         if x0 is not None:
             if type(x0) is not str:
                 _bad('name: expected str', type(x0).__name__)
+            _SC_local_name(x0, 'TensorArgument.name')
             keep(x0)
         return TensorArgument(x0)
 
@@ -4821,6 +4899,7 @@ def decode_tree(tree, max_depth=128):
             _bad('names: expected strings')
         else:
             keep_all(x0)
+            for _s in x0: _SC_local_name(_s, 'TensorListArgument.names')
         return TensorListArgument(x0)
 
     def d_TensorMeta(o, d):
@@ -4908,6 +4987,7 @@ def decode_tree(tree, max_depth=128):
         if x0 is not None:
             if type(x0) is not str:
                 _bad('name: expected str', type(x0).__name__)
+            _SC_local_name(x0, 'TensorValue.name')
             keep(x0)
         x1 = o.get('meta')
         if x1 is not None:
@@ -4927,6 +5007,7 @@ def decode_tree(tree, max_depth=128):
         if x0 is not None:
             if type(x0) is not str:
                 _bad('name: expected str', type(x0).__name__)
+            _SC_local_name(x0, 'TokenArgument.name')
             keep(x0)
         return TokenArgument(x0)
 
@@ -4943,11 +5024,13 @@ def decode_tree(tree, max_depth=128):
         if x0 is not None:
             if type(x0) is not str:
                 _bad('name: expected str', type(x0).__name__)
+            _SC_token(x0, 'TorchFn.name')
             keep(x0)
         x1 = o.get('target')
         if x1 is not None:
             if type(x1) is not str:
                 _bad('target: expected str', type(x1).__name__)
+            _SC_qualified_name(x1, 'TorchFn.target')
             keep(x1)
         return TorchFn(x0, x1)
 
@@ -4973,6 +5056,7 @@ def decode_tree(tree, max_depth=128):
         if x1 is not None:
             if type(x1) is not str:
                 _bad('type_name: expected str', type(x1).__name__)
+            _SC_qualified_name(x1, 'TreeSpec.type_name')
             keep(x1)
         x2 = o.get('field_names')
         if x2 is None:
@@ -4983,6 +5067,7 @@ def decode_tree(tree, max_depth=128):
             _bad('field_names: expected strings')
         else:
             keep_all(x2)
+            for _s in x2: _SC_identifier(_s, 'TreeSpec.field_names')
         x3 = o.get('keys')
         if x3 is None:
             x3 = []
@@ -5063,6 +5148,7 @@ def decode_tree(tree, max_depth=128):
         if x1 is not None:
             if type(x1) is not str:
                 _bad('user_input_name: expected str', type(x1).__name__)
+            _SC_local_name(x1, 'UserInputMutationSpec.user_input_name')
             keep(x1)
         return UserInputMutationSpec(x0, x1)
 

@@ -348,6 +348,8 @@ class Argument(ModelObject):
     FIELDS = (
         ('value', 1, 'union', None, 'ArgumentValue', None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, value=None):
         self.value = value
@@ -362,6 +364,8 @@ class ArgumentMapEntry(ModelObject):
         ('key', 0, 'string', None, None, None, False, False),
         ('value', 1, 'table', None, 'Argument', None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'key': 'identifier'}
 
     def __init__(self, key=None, value=None):
         self.key = key
@@ -376,6 +380,8 @@ class BoolArgument(ModelObject):
     FIELDS = (
         ('value', 0, 'scalar', 'bool', None, False, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, value=False):
         self.value = value
@@ -389,6 +395,8 @@ class BoolListArgument(ModelObject):
     FIELDS = (
         ('values', 0, 'vector', 'bool', None, None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, values=None):
         self.values = [] if values is None else values
@@ -402,6 +410,8 @@ class BoolValue(ModelObject):
     FIELDS = (
         ('value', 0, 'scalar', 'bool', None, False, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, value=False):
         self.value = value
@@ -416,6 +426,8 @@ class BufferMutationSpec(ModelObject):
         ('arg', 0, 'table', None, 'TensorArgument', None, False, False),
         ('buffer_name', 1, 'string', None, None, None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'buffer_name': 'attr_path'}
 
     def __init__(self, arg=None, buffer_name=None):
         self.arg = arg
@@ -430,6 +442,8 @@ class BytesValue(ModelObject):
     FIELDS = (
         ('value', 0, 'vector', 'uint8', None, None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, value=None):
         self.value = [] if value is None else value
@@ -444,6 +458,8 @@ class ComplexArgument(ModelObject):
         ('real', 0, 'scalar', 'float64', None, 0.0, False, False),
         ('imag', 1, 'scalar', 'float64', None, 0.0, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, real=0.0, imag=0.0):
         self.real = real
@@ -459,6 +475,8 @@ class ComplexValue(ModelObject):
         ('real', 0, 'scalar', 'float64', None, 0.0, False, False),
         ('imag', 1, 'scalar', 'float64', None, 0.0, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, real=0.0, imag=0.0):
         self.real = real
@@ -474,6 +492,8 @@ class CustomObjArgument(ModelObject):
         ('name', 0, 'string', None, None, None, False, False),
         ('class_fqn', 1, 'string', None, None, None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'name': 'local_name', 'class_fqn': 'qualified_name'}
 
     def __init__(self, name=None, class_fqn=None):
         self.name = name
@@ -490,6 +510,8 @@ class CustomObject(ModelObject):
         ('class_fqn', 1, 'string', None, None, None, False, False),
         ('state', 2, 'table', None, 'Value', None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'name': 'attr_path', 'class_fqn': 'qualified_name'}
 
     def __init__(self, name=None, class_fqn=None, state=None):
         self.name = name
@@ -506,6 +528,8 @@ class Device(ModelObject):
         ('type', 0, 'string', None, None, None, False, False),
         ('index', 1, 'scalar', 'int32', None, -1, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'type': 'device_type'}
 
     def __init__(self, type=None, index=-1):
         self.type = type
@@ -520,6 +544,8 @@ class DeviceArgument(ModelObject):
     FIELDS = (
         ('value', 0, 'table', None, 'Device', None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, value=None):
         self.value = value
@@ -533,6 +559,8 @@ class DeviceValue(ModelObject):
     FIELDS = (
         ('value', 0, 'table', None, 'Device', None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, value=None):
         self.value = value
@@ -546,6 +574,8 @@ class FloatArgument(ModelObject):
     FIELDS = (
         ('value', 0, 'scalar', 'float64', None, 0.0, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, value=0.0):
         self.value = value
@@ -559,6 +589,8 @@ class FloatListArgument(ModelObject):
     FIELDS = (
         ('values', 0, 'vector', 'float64', None, None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, values=None):
         self.values = [] if values is None else values
@@ -572,6 +604,8 @@ class FloatListListArgument(ModelObject):
     FIELDS = (
         ('lists', 0, 'vector', 'table', 'FloatListArgument', None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, lists=None):
         self.lists = [] if lists is None else lists
@@ -585,6 +619,8 @@ class FloatValue(ModelObject):
     FIELDS = (
         ('value', 0, 'scalar', 'float64', None, 0.0, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, value=0.0):
         self.value = value
@@ -599,6 +635,8 @@ class FormatVersion(ModelObject):
         ('major', 0, 'scalar', 'uint32', None, 0, False, False),
         ('minor', 1, 'scalar', 'uint32', None, 0, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, major=0, minor=0):
         self.major = major
@@ -614,6 +652,8 @@ class GradientToParameterSpec(ModelObject):
         ('arg', 0, 'table', None, 'TensorArgument', None, False, False),
         ('parameter_name', 1, 'string', None, None, None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'parameter_name': 'attr_path'}
 
     def __init__(self, arg=None, parameter_name=None):
         self.arg = arg
@@ -629,6 +669,8 @@ class GradientToUserInputSpec(ModelObject):
         ('arg', 0, 'table', None, 'TensorArgument', None, False, False),
         ('user_input_name', 1, 'string', None, None, None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'user_input_name': 'local_name'}
 
     def __init__(self, arg=None, user_input_name=None):
         self.arg = arg
@@ -654,6 +696,8 @@ class Graph(ModelObject):
         ('input_metadata', 10, 'vector', 'table', 'NodeMetadata', None, False, False),
         ('output_metadata', 11, 'table', None, 'NodeMetadata', None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, inputs=None, outputs=None, nodes=None, tensor_values=None, sym_int_values=None, sym_float_values=None, sym_bool_values=None, custom_obj_values=None, is_single_tensor_return=False, is_list_return=False, input_metadata=None, output_metadata=None):
         self.inputs = [] if inputs is None else inputs
@@ -681,6 +725,8 @@ class GraphArgument(ModelObject):
         ('metadata', 2, 'table', None, 'NodeMetadata', None, False, False),
         ('node_name', 3, 'string', None, None, None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'name': 'attr_path', 'node_name': 'local_name'}
 
     def __init__(self, name=None, graph=None, metadata=None, node_name=None):
         self.name = name
@@ -698,6 +744,8 @@ class GraphSignature(ModelObject):
         ('input_specs', 0, 'vector', 'table', 'InputSpec', None, False, False),
         ('output_specs', 1, 'vector', 'table', 'OutputSpec', None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, input_specs=None, output_specs=None):
         self.input_specs = [] if input_specs is None else input_specs
@@ -712,6 +760,8 @@ class InputSpec(ModelObject):
     FIELDS = (
         ('spec', 1, 'union', None, 'InputSpecKind', None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, spec=None):
         self.spec = spec
@@ -727,6 +777,8 @@ class InputToBufferSpec(ModelObject):
         ('buffer_name', 1, 'string', None, None, None, False, False),
         ('persistent', 2, 'scalar', 'bool', None, False, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'buffer_name': 'attr_path'}
 
     def __init__(self, arg=None, buffer_name=None, persistent=False):
         self.arg = arg
@@ -743,6 +795,8 @@ class InputToConstantInputSpec(ModelObject):
         ('name', 0, 'string', None, None, None, False, False),
         ('value', 1, 'table', None, 'Value', None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'name': 'local_name'}
 
     def __init__(self, name=None, value=None):
         self.name = name
@@ -758,6 +812,8 @@ class InputToCustomObjSpec(ModelObject):
         ('arg', 0, 'table', None, 'CustomObjArgument', None, False, False),
         ('custom_obj_name', 1, 'string', None, None, None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'custom_obj_name': 'attr_path'}
 
     def __init__(self, arg=None, custom_obj_name=None):
         self.arg = arg
@@ -773,6 +829,8 @@ class InputToParameterSpec(ModelObject):
         ('arg', 0, 'table', None, 'TensorArgument', None, False, False),
         ('parameter_name', 1, 'string', None, None, None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'parameter_name': 'attr_path'}
 
     def __init__(self, arg=None, parameter_name=None):
         self.arg = arg
@@ -790,6 +848,8 @@ class InputToTensorConstantSpec(ModelObject):
         ('persistent', 2, 'scalar', 'bool', None, False, False, False),
         ('has_persistent', 3, 'scalar', 'bool', None, False, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'tensor_constant_name': 'attr_path'}
 
     def __init__(self, arg=None, tensor_constant_name=None, persistent=False, has_persistent=False):
         self.arg = arg
@@ -806,6 +866,8 @@ class InputTokenSpec(ModelObject):
     FIELDS = (
         ('arg', 0, 'table', None, 'TokenArgument', None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, arg=None):
         self.arg = arg
@@ -819,6 +881,8 @@ class IntArgument(ModelObject):
     FIELDS = (
         ('value', 0, 'scalar', 'int64', None, 0, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, value=0):
         self.value = value
@@ -832,6 +896,8 @@ class IntListArgument(ModelObject):
     FIELDS = (
         ('values', 0, 'vector', 'int64', None, None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, values=None):
         self.values = [] if values is None else values
@@ -845,6 +911,8 @@ class IntListListArgument(ModelObject):
     FIELDS = (
         ('lists', 0, 'vector', 'table', 'IntListArgument', None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, lists=None):
         self.lists = [] if lists is None else lists
@@ -858,6 +926,8 @@ class IntValue(ModelObject):
     FIELDS = (
         ('value', 0, 'scalar', 'int64', None, 0, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, value=0):
         self.value = value
@@ -873,6 +943,8 @@ class KeyPathEntry(ModelObject):
         ('index', 1, 'scalar', 'int64', None, 0, False, False),
         ('name', 2, 'string', None, None, None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'kind': 'token', 'name': 'identifier'}
 
     def __init__(self, kind=None, index=0, name=None):
         self.kind = kind
@@ -888,6 +960,8 @@ class LayoutArgument(ModelObject):
     FIELDS = (
         ('value', 0, 'enum', 'uint8', 'Layout', 0, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, value=0):
         self.value = value
@@ -902,6 +976,8 @@ class ListValue(ModelObject):
         ('items', 0, 'vector', 'table', 'Value', None, False, False),
         ('is_tuple', 1, 'scalar', 'bool', None, False, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, items=None, is_tuple=False):
         self.items = [] if items is None else items
@@ -916,6 +992,8 @@ class LossOutputSpec(ModelObject):
     FIELDS = (
         ('arg', 0, 'table', None, 'TensorArgument', None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, arg=None):
         self.arg = arg
@@ -930,6 +1008,8 @@ class MapEntry(ModelObject):
         ('key', 0, 'table', None, 'Value', None, False, False),
         ('value', 1, 'table', None, 'Value', None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, key=None, value=None):
         self.key = key
@@ -944,6 +1024,8 @@ class MapValue(ModelObject):
     FIELDS = (
         ('entries', 0, 'vector', 'table', 'MapEntry', None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, entries=None):
         self.entries = [] if entries is None else entries
@@ -957,6 +1039,8 @@ class MemoryFormatArgument(ModelObject):
     FIELDS = (
         ('value', 0, 'enum', 'uint8', 'MemoryFormat', 0, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, value=0):
         self.value = value
@@ -971,6 +1055,8 @@ class ModuleCallEntry(ModelObject):
         ('fqn', 0, 'string', None, None, None, False, False),
         ('signature', 1, 'table', None, 'ModuleCallSignature', None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'fqn': 'optional_attr_path'}
 
     def __init__(self, fqn=None, signature=None):
         self.fqn = fqn
@@ -989,6 +1075,8 @@ class ModuleCallSignature(ModelObject):
         ('out_spec', 3, 'table', None, 'TreeSpec', None, False, False),
         ('forward_arg_names', 4, 'vector', 'string', None, None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'forward_arg_names': 'local_name'}
 
     def __init__(self, inputs=None, outputs=None, in_spec=None, out_spec=None, forward_arg_names=None):
         self.inputs = [] if inputs is None else inputs
@@ -1008,6 +1096,8 @@ class ModuleStackEntry(ModelObject):
         ('path', 1, 'string', None, None, None, False, False),
         ('type_name', 2, 'string', None, None, None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'key': 'token', 'path': 'optional_attr_path', 'type_name': 'qualified_name'}
 
     def __init__(self, key=None, path=None, type_name=None):
         self.key = key
@@ -1026,6 +1116,8 @@ class NamedArgument(ModelObject):
         ('kind', 3, 'enum', 'uint8', 'ArgumentKind', 0, False, False),
         ('is_tuple', 4, 'scalar', 'bool', None, False, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'name': 'optional_identifier'}
 
     def __init__(self, name=None, value=None, kind=0, is_tuple=False):
         self.name = name
@@ -1043,6 +1135,8 @@ class NamedTupleDef(ModelObject):
         ('type_name', 0, 'string', None, None, None, False, False),
         ('field_names', 1, 'vector', 'string', None, None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'type_name': 'qualified_name', 'field_names': 'identifier'}
 
     def __init__(self, type_name=None, field_names=None):
         self.type_name = type_name
@@ -1057,6 +1151,8 @@ class NestedTensorListArgument(ModelObject):
     FIELDS = (
         ('lists', 0, 'vector', 'table', 'TensorListArgument', None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, lists=None):
         self.lists = [] if lists is None else lists
@@ -1077,6 +1173,8 @@ class Node(ModelObject):
         ('unbound_outputs', 6, 'vector', 'uint32', None, None, False, False),
         ('unpack_metadata', 7, 'vector', 'table', 'UnpackMetadata', None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'name': 'local_name', 'target': 'qualified_name'}
 
     def __init__(self, name=None, target=None, inputs=None, outputs=None, metadata=None, is_hop_single_tensor_return=False, unbound_outputs=None, unpack_metadata=None):
         self.name = name
@@ -1104,6 +1202,8 @@ class NodeMetadata(ModelObject):
         ('unbacked_bindings', 6, 'vector', 'table', 'UnbackedBinding', None, False, False),
         ('extra', 7, 'vector', 'table', 'StringEntry', None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'stack_trace': 'free_text'}
 
     def __init__(self, stack_trace=None, nn_module_stack=None, source_fn_stack=None, torch_fn=None, custom=None, from_node=None, unbacked_bindings=None, extra=None):
         self.stack_trace = stack_trace
@@ -1129,6 +1229,8 @@ class NodeSource(ModelObject):
         ('actions', 4, 'vector', 'string', None, None, False, False),
         ('from_node', 5, 'vector', 'table', 'NodeSource', None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'name': 'token', 'target': 'free_text', 'pass_name': 'free_text', 'actions': 'token'}
 
     def __init__(self, name=None, target=None, graph_id=0, pass_name=None, actions=None, from_node=None):
         self.name = name
@@ -1146,6 +1248,8 @@ class NoneArgument(ModelObject):
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self):
         pass
@@ -1158,6 +1262,8 @@ class NullValue(ModelObject):
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self):
         pass
@@ -1171,6 +1277,8 @@ class OperatorArgument(ModelObject):
     FIELDS = (
         ('name', 0, 'string', None, None, None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'name': 'qualified_name'}
 
     def __init__(self, name=None):
         self.name = name
@@ -1189,6 +1297,8 @@ class OperatorParameter(ModelObject):
         ('alias_set', 4, 'string', None, None, None, False, False),
         ('is_write', 5, 'scalar', 'bool', None, False, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'name': 'optional_identifier', 'type': 'free_text', 'alias_set': 'token'}
 
     def __init__(self, name=None, type=None, default_value=None, kwarg_only=False, alias_set=None, is_write=False):
         self.name = name
@@ -1212,6 +1322,8 @@ class OperatorSchema(ModelObject):
         ('returns', 4, 'vector', 'table', 'OperatorParameter', None, False, False),
         ('is_mutable', 5, 'scalar', 'bool', None, False, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'target': 'qualified_name', 'schema': 'free_text'}
 
     def __init__(self, target=None, kind=0, schema=None, parameters=None, returns=None, is_mutable=False):
         self.target = target
@@ -1231,6 +1343,8 @@ class Opset(ModelObject):
         ('namespace', 0, 'string', None, None, None, False, False),
         ('version', 1, 'scalar', 'int64', None, 0, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'namespace': 'identifier'}
 
     def __init__(self, namespace=None, version=0):
         self.namespace = namespace
@@ -1245,6 +1359,8 @@ class OptionalTensorArgument(ModelObject):
     FIELDS = (
         ('name', 0, 'string', None, None, None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'name': 'local_name'}
 
     def __init__(self, name=None):
         self.name = name
@@ -1258,6 +1374,8 @@ class OptionalTensorListArgument(ModelObject):
     FIELDS = (
         ('items', 0, 'vector', 'table', 'OptionalTensorArgument', None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, items=None):
         self.items = [] if items is None else items
@@ -1271,6 +1389,8 @@ class OutputSpec(ModelObject):
     FIELDS = (
         ('spec', 1, 'union', None, 'OutputSpecKind', None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, spec=None):
         self.spec = spec
@@ -1284,6 +1404,8 @@ class OutputTokenSpec(ModelObject):
     FIELDS = (
         ('arg', 0, 'table', None, 'TokenArgument', None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, arg=None):
         self.arg = arg
@@ -1306,6 +1428,8 @@ class Package(ModelObject):
         ('operators', 8, 'vector', 'table', 'OperatorSchema', None, False, False),
         ('metadata', 9, 'vector', 'table', 'StringEntry', None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, format_version=None, producer=None, required_features=0, programs=None, tensors=None, storages=None, segments=None, shard_files=None, operators=None, metadata=None):
         self.format_version = format_version
@@ -1329,6 +1453,8 @@ class ParameterMutationSpec(ModelObject):
         ('arg', 0, 'table', None, 'TensorArgument', None, False, False),
         ('parameter_name', 1, 'string', None, None, None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'parameter_name': 'attr_path'}
 
     def __init__(self, arg=None, parameter_name=None):
         self.arg = arg
@@ -1345,6 +1471,8 @@ class Producer(ModelObject):
         ('version', 1, 'string', None, None, None, False, False),
         ('torch_version', 2, 'string', None, None, None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'name': 'free_text', 'version': 'free_text', 'torch_version': 'free_text'}
 
     def __init__(self, name=None, version=None, torch_version=None):
         self.name = name
@@ -1374,6 +1502,8 @@ class Program(ModelObject):
         ('namedtuple_defs', 13, 'vector', 'table', 'NamedTupleDef', None, False, False),
         ('metadata', 14, 'vector', 'table', 'StringEntry', None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'name': 'identifier', 'verifiers': 'token', 'guards_code': 'free_text'}
 
     def __init__(self, name=None, graph=None, signature=None, module_call_graph=None, symbols=None, sym_exprs=None, range_constraints=None, opsets=None, verifiers=None, guards_code=None, state=None, custom_objects=None, example_inputs=None, namedtuple_defs=None, metadata=None):
         self.name = name
@@ -1402,6 +1532,8 @@ class RangeConstraint(ModelObject):
         ('expr', 0, 'scalar', 'uint32', None, 0, False, False),
         ('range', 1, 'table', None, 'ValueRange', None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, expr=0, range=None):
         self.expr = expr
@@ -1416,6 +1548,8 @@ class ScalarTypeArgument(ModelObject):
     FIELDS = (
         ('value', 0, 'enum', 'uint8', 'ScalarType', 0, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, value=0):
         self.value = value
@@ -1429,6 +1563,8 @@ class ScalarTypeValue(ModelObject):
     FIELDS = (
         ('value', 0, 'enum', 'uint8', 'ScalarType', 0, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, value=0):
         self.value = value
@@ -1443,6 +1579,8 @@ class Segment(ModelObject):
         ('file', 0, 'scalar', 'uint32', None, 0, False, False),
         ('section', 1, 'scalar', 'uint32', None, 0, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, file=0, section=0):
         self.file = file
@@ -1458,6 +1596,8 @@ class ShardFile(ModelObject):
         ('name', 0, 'string', None, None, None, False, False),
         ('size', 1, 'scalar', 'uint64', None, 0, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'name': 'file_name'}
 
     def __init__(self, name=None, size=0):
         self.name = name
@@ -1473,6 +1613,8 @@ class SourceFnEntry(ModelObject):
         ('name', 0, 'string', None, None, None, False, False),
         ('target', 1, 'string', None, None, None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'name': 'token', 'target': 'qualified_name'}
 
     def __init__(self, name=None, target=None):
         self.name = name
@@ -1489,6 +1631,8 @@ class StateEntry(ModelObject):
         ('kind', 1, 'enum', 'uint8', 'StateKind', 0, False, False),
         ('tensor', 2, 'scalar', 'uint32', None, 0, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'name': 'attr_path'}
 
     def __init__(self, name=None, kind=0, tensor=0):
         self.name = name
@@ -1508,6 +1652,8 @@ class Storage(ModelObject):
         ('checksum_kind', 3, 'enum', 'uint8', 'ChecksumKind', 0, False, False),
         ('checksum', 4, 'scalar', 'uint32', None, 0, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, segment=0, offset=0, size=0, checksum_kind=0, checksum=0):
         self.segment = segment
@@ -1525,6 +1671,8 @@ class StringArgument(ModelObject):
     FIELDS = (
         ('value', 0, 'string', None, None, None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'value': 'free_text'}
 
     def __init__(self, value=None):
         self.value = value
@@ -1539,6 +1687,8 @@ class StringEntry(ModelObject):
         ('key', 0, 'string', None, None, None, False, True),
         ('value', 1, 'string', None, None, None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'key': 'metadata_key', 'value': 'free_text'}
 
     def __init__(self, key=None, value=None):
         self.key = key
@@ -1553,6 +1703,8 @@ class StringListArgument(ModelObject):
     FIELDS = (
         ('values', 0, 'vector', 'string', None, None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'values': 'free_text'}
 
     def __init__(self, values=None):
         self.values = [] if values is None else values
@@ -1566,6 +1718,8 @@ class StringToArgumentMapArgument(ModelObject):
     FIELDS = (
         ('entries', 0, 'vector', 'table', 'ArgumentMapEntry', None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, entries=None):
         self.entries = [] if entries is None else entries
@@ -1579,6 +1733,8 @@ class StringValue(ModelObject):
     FIELDS = (
         ('value', 0, 'string', None, None, None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'value': 'free_text'}
 
     def __init__(self, value=None):
         self.value = value
@@ -1593,6 +1749,8 @@ class SymBool(ModelObject):
         ('expr', 0, 'scalar', 'int32', None, 0, False, False),
         ('value', 1, 'scalar', 'bool', None, False, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
     STRUCT_LAYOUT = (8, (('expr', 0, 'i'), ('value', 4, '?')))
 
     def __init__(self, expr=0, value=False):
@@ -1609,6 +1767,8 @@ class SymBoolArgument(ModelObject):
         ('name', 0, 'string', None, None, None, False, False),
         ('value', 1, 'scalar', 'bool', None, False, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'name': 'local_name'}
 
     def __init__(self, name=None, value=False):
         self.name = name
@@ -1623,6 +1783,8 @@ class SymBoolListArgument(ModelObject):
     FIELDS = (
         ('items', 0, 'vector', 'table', 'SymBoolArgument', None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, items=None):
         self.items = [] if items is None else items
@@ -1637,6 +1799,8 @@ class SymBoolValue(ModelObject):
         ('name', 0, 'string', None, None, None, False, False),
         ('value', 1, 'struct', None, 'SymBool', None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'name': 'local_name'}
 
     def __init__(self, name=None, value=None):
         self.name = name
@@ -1658,6 +1822,8 @@ class SymExpr(ModelObject):
         ('op', 6, 'enum', 'uint8', 'SymOp', 0, False, False),
         ('args', 7, 'vector', 'uint32', None, None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, kind=0, symbol=0, int_value=0, denominator=1, float_value=0.0, bool_value=False, op=0, args=None):
         self.kind = kind
@@ -1679,6 +1845,8 @@ class SymFloat(ModelObject):
         ('expr', 0, 'scalar', 'int32', None, 0, False, False),
         ('value', 1, 'scalar', 'float64', None, 0.0, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
     STRUCT_LAYOUT = (16, (('expr', 0, 'i'), ('value', 8, 'd')))
 
     def __init__(self, expr=0, value=0.0):
@@ -1695,6 +1863,8 @@ class SymFloatArgument(ModelObject):
         ('name', 0, 'string', None, None, None, False, False),
         ('value', 1, 'scalar', 'float64', None, 0.0, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'name': 'local_name'}
 
     def __init__(self, name=None, value=0.0):
         self.name = name
@@ -1709,6 +1879,8 @@ class SymFloatListArgument(ModelObject):
     FIELDS = (
         ('items', 0, 'vector', 'table', 'SymFloatArgument', None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, items=None):
         self.items = [] if items is None else items
@@ -1723,6 +1895,8 @@ class SymFloatValue(ModelObject):
         ('name', 0, 'string', None, None, None, False, False),
         ('value', 1, 'struct', None, 'SymFloat', None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'name': 'local_name'}
 
     def __init__(self, name=None, value=None):
         self.name = name
@@ -1738,6 +1912,8 @@ class SymInt(ModelObject):
         ('expr', 0, 'scalar', 'int32', None, 0, False, False),
         ('value', 1, 'scalar', 'int64', None, 0, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
     STRUCT_LAYOUT = (16, (('expr', 0, 'i'), ('value', 8, 'q')))
 
     def __init__(self, expr=0, value=0):
@@ -1754,6 +1930,8 @@ class SymIntArgument(ModelObject):
         ('name', 0, 'string', None, None, None, False, False),
         ('value', 1, 'scalar', 'int64', None, 0, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'name': 'local_name'}
 
     def __init__(self, name=None, value=0):
         self.name = name
@@ -1768,6 +1946,8 @@ class SymIntListArgument(ModelObject):
     FIELDS = (
         ('items', 0, 'vector', 'table', 'SymIntArgument', None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, items=None):
         self.items = [] if items is None else items
@@ -1782,6 +1962,8 @@ class SymIntValue(ModelObject):
         ('name', 0, 'string', None, None, None, False, False),
         ('value', 1, 'struct', None, 'SymInt', None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'name': 'local_name'}
 
     def __init__(self, name=None, value=None):
         self.name = name
@@ -1801,6 +1983,8 @@ class Symbol(ModelObject):
         ('has_hint', 4, 'scalar', 'bool', None, False, False, False),
         ('positive', 5, 'scalar', 'bool', None, False, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'name': 'identifier'}
 
     def __init__(self, name=None, kind=0, range=None, hint=0, has_hint=False, positive=False):
         self.name = name
@@ -1825,6 +2009,8 @@ class Tensor(ModelObject):
         ('requires_grad', 5, 'scalar', 'bool', None, False, False, False),
         ('device', 6, 'table', None, 'Device', None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, storage=0, dtype=0, sizes=None, strides=None, storage_offset=0, requires_grad=False, device=None):
         self.storage = storage
@@ -1844,6 +2030,8 @@ class TensorArgument(ModelObject):
     FIELDS = (
         ('name', 0, 'string', None, None, None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'name': 'local_name'}
 
     def __init__(self, name=None):
         self.name = name
@@ -1857,6 +2045,8 @@ class TensorListArgument(ModelObject):
     FIELDS = (
         ('names', 0, 'vector', 'string', None, None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'names': 'local_name'}
 
     def __init__(self, names=None):
         self.names = [] if names is None else names
@@ -1876,6 +2066,8 @@ class TensorMeta(ModelObject):
         ('device', 5, 'table', None, 'Device', None, False, False),
         ('layout', 6, 'enum', 'uint8', 'Layout', 1, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, dtype=0, sizes=None, strides=None, storage_offset=None, requires_grad=False, device=None, layout=1):
         self.dtype = dtype
@@ -1895,6 +2087,8 @@ class TensorRefValue(ModelObject):
     FIELDS = (
         ('tensor', 0, 'scalar', 'uint32', None, 0, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, tensor=0):
         self.tensor = tensor
@@ -1909,6 +2103,8 @@ class TensorValue(ModelObject):
         ('name', 0, 'string', None, None, None, False, False),
         ('meta', 1, 'table', None, 'TensorMeta', None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'name': 'local_name'}
 
     def __init__(self, name=None, meta=None):
         self.name = name
@@ -1923,6 +2119,8 @@ class TokenArgument(ModelObject):
     FIELDS = (
         ('name', 0, 'string', None, None, None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'name': 'local_name'}
 
     def __init__(self, name=None):
         self.name = name
@@ -1937,6 +2135,8 @@ class TorchFn(ModelObject):
         ('name', 0, 'string', None, None, None, False, False),
         ('target', 1, 'string', None, None, None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'name': 'token', 'target': 'qualified_name'}
 
     def __init__(self, name=None, target=None):
         self.name = name
@@ -1956,6 +2156,8 @@ class TreeSpec(ModelObject):
         ('context', 4, 'table', None, 'Value', None, False, False),
         ('children', 5, 'vector', 'table', 'TreeSpec', None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'type_name': 'qualified_name', 'field_names': 'identifier'}
 
     def __init__(self, kind=0, type_name=None, field_names=None, keys=None, context=None, children=None):
         self.kind = kind
@@ -1975,6 +2177,8 @@ class UnbackedBinding(ModelObject):
         ('symbol', 0, 'scalar', 'uint32', None, 0, False, False),
         ('path', 1, 'vector', 'table', 'KeyPathEntry', None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, symbol=0, path=None):
         self.symbol = symbol
@@ -1990,6 +2194,8 @@ class UnpackMetadata(ModelObject):
         ('position', 0, 'scalar', 'uint32', None, 0, False, False),
         ('metadata', 1, 'table', None, 'NodeMetadata', None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, position=0, metadata=None):
         self.position = position
@@ -2005,6 +2211,8 @@ class UserInputMutationSpec(ModelObject):
         ('arg', 0, 'table', None, 'TensorArgument', None, False, False),
         ('user_input_name', 1, 'string', None, None, None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'user_input_name': 'local_name'}
 
     def __init__(self, arg=None, user_input_name=None):
         self.arg = arg
@@ -2019,6 +2227,8 @@ class UserInputSpec(ModelObject):
     FIELDS = (
         ('arg', 0, 'table', None, 'Argument', None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, arg=None):
         self.arg = arg
@@ -2032,6 +2242,8 @@ class UserOutputSpec(ModelObject):
     FIELDS = (
         ('arg', 0, 'table', None, 'Argument', None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, arg=None):
         self.arg = arg
@@ -2045,6 +2257,8 @@ class Value(ModelObject):
     FIELDS = (
         ('value', 1, 'union', None, 'ValueKind', None, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, value=None):
         self.value = value
@@ -2061,6 +2275,8 @@ class ValueRange(ModelObject):
         ('lower_unbounded', 2, 'scalar', 'bool', None, False, False, False),
         ('upper_unbounded', 3, 'scalar', 'bool', None, False, False, False),
     )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
 
     def __init__(self, lower=0, upper=0, lower_unbounded=False, upper_unbounded=False):
         self.lower = lower

@@ -117,6 +117,18 @@ from pt2format._generated.model import (
     ValueRange,
 )
 from pt2format.errors import EncodingError, LimitError
+from pt2format._strings import CHECKERS as _SC
+_SC_local_name = _SC['local_name']
+_SC_identifier = _SC['identifier']
+_SC_optional_identifier = _SC['optional_identifier']
+_SC_attr_path = _SC['attr_path']
+_SC_optional_attr_path = _SC['optional_attr_path']
+_SC_qualified_name = _SC['qualified_name']
+_SC_file_name = _SC['file_name']
+_SC_device_type = _SC['device_type']
+_SC_token = _SC['token']
+_SC_metadata_key = _SC['metadata_key']
+_SC_free_text = _SC['free_text']
 
 _NONES = [None] * 64
 _STR = {str}
@@ -2367,8 +2379,10 @@ def decode_tree(tree, max_depth=128):
         if n != 2:
             a = a + _NONES[:2 - n] if n < 2 else a[:2]
         x0, x1 = a
-        if x0 is not None and type(x0) is not str:
-            _bad('key: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('key: expected str', type(x0).__name__)
+            _SC_identifier(x0, 'ArgumentMapEntry.key')
         if x1 is not None:
             x1 = d_Argument(x1, d + 1)
         return ArgumentMapEntry(x0, x1)
@@ -2431,8 +2445,10 @@ def decode_tree(tree, max_depth=128):
         x0, x1 = a
         if x0 is not None:
             x0 = d_TensorArgument(x0, d + 1)
-        if x1 is not None and type(x1) is not str:
-            _bad('buffer_name: expected str', type(x1).__name__)
+        if x1 is not None:
+            if type(x1) is not str:
+                _bad('buffer_name: expected str', type(x1).__name__)
+            _SC_attr_path(x1, 'BufferMutationSpec.buffer_name')
         return BufferMutationSpec(x0, x1)
 
     def d_BytesValue(a, d):
@@ -2501,10 +2517,14 @@ def decode_tree(tree, max_depth=128):
         if n != 2:
             a = a + _NONES[:2 - n] if n < 2 else a[:2]
         x0, x1 = a
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        if x1 is not None and type(x1) is not str:
-            _bad('class_fqn: expected str', type(x1).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            _SC_local_name(x0, 'CustomObjArgument.name')
+        if x1 is not None:
+            if type(x1) is not str:
+                _bad('class_fqn: expected str', type(x1).__name__)
+            _SC_qualified_name(x1, 'CustomObjArgument.class_fqn')
         return CustomObjArgument(x0, x1)
 
     def d_CustomObject(a, d):
@@ -2516,10 +2536,14 @@ def decode_tree(tree, max_depth=128):
         if n != 3:
             a = a + _NONES[:3 - n] if n < 3 else a[:3]
         x0, x1, x2 = a
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        if x1 is not None and type(x1) is not str:
-            _bad('class_fqn: expected str', type(x1).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            _SC_attr_path(x0, 'CustomObject.name')
+        if x1 is not None:
+            if type(x1) is not str:
+                _bad('class_fqn: expected str', type(x1).__name__)
+            _SC_qualified_name(x1, 'CustomObject.class_fqn')
         if x2 is not None:
             x2 = d_Value(x2, d + 1)
         return CustomObject(x0, x1, x2)
@@ -2533,8 +2557,10 @@ def decode_tree(tree, max_depth=128):
         if n != 2:
             a = a + _NONES[:2 - n] if n < 2 else a[:2]
         x0, x1 = a
-        if x0 is not None and type(x0) is not str:
-            _bad('type: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('type: expected str', type(x0).__name__)
+            _SC_device_type(x0, 'Device.type')
         if x1 is None:
             x1 = -1
         elif type(x1) is not int or not -2147483648 <= x1 <= 2147483647:
@@ -2662,8 +2688,10 @@ def decode_tree(tree, max_depth=128):
         x0, x1 = a
         if x0 is not None:
             x0 = d_TensorArgument(x0, d + 1)
-        if x1 is not None and type(x1) is not str:
-            _bad('parameter_name: expected str', type(x1).__name__)
+        if x1 is not None:
+            if type(x1) is not str:
+                _bad('parameter_name: expected str', type(x1).__name__)
+            _SC_attr_path(x1, 'GradientToParameterSpec.parameter_name')
         return GradientToParameterSpec(x0, x1)
 
     def d_GradientToUserInputSpec(a, d):
@@ -2677,8 +2705,10 @@ def decode_tree(tree, max_depth=128):
         x0, x1 = a
         if x0 is not None:
             x0 = d_TensorArgument(x0, d + 1)
-        if x1 is not None and type(x1) is not str:
-            _bad('user_input_name: expected str', type(x1).__name__)
+        if x1 is not None:
+            if type(x1) is not str:
+                _bad('user_input_name: expected str', type(x1).__name__)
+            _SC_local_name(x1, 'GradientToUserInputSpec.user_input_name')
         return GradientToUserInputSpec(x0, x1)
 
     def d_Graph(a, d):
@@ -2774,14 +2804,18 @@ def decode_tree(tree, max_depth=128):
         if n != 4:
             a = a + _NONES[:4 - n] if n < 4 else a[:4]
         x0, x1, x2, x3 = a
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            _SC_attr_path(x0, 'GraphArgument.name')
         if x1 is not None:
             x1 = d_Graph(x1, d + 1)
         if x2 is not None:
             x2 = d_NodeMetadata(x2, d + 1)
-        if x3 is not None and type(x3) is not str:
-            _bad('node_name: expected str', type(x3).__name__)
+        if x3 is not None:
+            if type(x3) is not str:
+                _bad('node_name: expected str', type(x3).__name__)
+            _SC_local_name(x3, 'GraphArgument.node_name')
         return GraphArgument(x0, x1, x2, x3)
 
     def d_GraphSignature(a, d):
@@ -2841,8 +2875,10 @@ def decode_tree(tree, max_depth=128):
         x0, x1, x2 = a
         if x0 is not None:
             x0 = d_TensorArgument(x0, d + 1)
-        if x1 is not None and type(x1) is not str:
-            _bad('buffer_name: expected str', type(x1).__name__)
+        if x1 is not None:
+            if type(x1) is not str:
+                _bad('buffer_name: expected str', type(x1).__name__)
+            _SC_attr_path(x1, 'InputToBufferSpec.buffer_name')
         if x2 is None:
             x2 = False
         elif type(x2) is not bool:
@@ -2858,8 +2894,10 @@ def decode_tree(tree, max_depth=128):
         if n != 2:
             a = a + _NONES[:2 - n] if n < 2 else a[:2]
         x0, x1 = a
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            _SC_local_name(x0, 'InputToConstantInputSpec.name')
         if x1 is not None:
             x1 = d_Value(x1, d + 1)
         return InputToConstantInputSpec(x0, x1)
@@ -2875,8 +2913,10 @@ def decode_tree(tree, max_depth=128):
         x0, x1 = a
         if x0 is not None:
             x0 = d_CustomObjArgument(x0, d + 1)
-        if x1 is not None and type(x1) is not str:
-            _bad('custom_obj_name: expected str', type(x1).__name__)
+        if x1 is not None:
+            if type(x1) is not str:
+                _bad('custom_obj_name: expected str', type(x1).__name__)
+            _SC_attr_path(x1, 'InputToCustomObjSpec.custom_obj_name')
         return InputToCustomObjSpec(x0, x1)
 
     def d_InputToParameterSpec(a, d):
@@ -2890,8 +2930,10 @@ def decode_tree(tree, max_depth=128):
         x0, x1 = a
         if x0 is not None:
             x0 = d_TensorArgument(x0, d + 1)
-        if x1 is not None and type(x1) is not str:
-            _bad('parameter_name: expected str', type(x1).__name__)
+        if x1 is not None:
+            if type(x1) is not str:
+                _bad('parameter_name: expected str', type(x1).__name__)
+            _SC_attr_path(x1, 'InputToParameterSpec.parameter_name')
         return InputToParameterSpec(x0, x1)
 
     def d_InputToTensorConstantSpec(a, d):
@@ -2905,8 +2947,10 @@ def decode_tree(tree, max_depth=128):
         x0, x1, x2, x3 = a
         if x0 is not None:
             x0 = d_TensorArgument(x0, d + 1)
-        if x1 is not None and type(x1) is not str:
-            _bad('tensor_constant_name: expected str', type(x1).__name__)
+        if x1 is not None:
+            if type(x1) is not str:
+                _bad('tensor_constant_name: expected str', type(x1).__name__)
+            _SC_attr_path(x1, 'InputToTensorConstantSpec.tensor_constant_name')
         if x2 is None:
             x2 = False
         elif type(x2) is not bool:
@@ -3004,14 +3048,18 @@ def decode_tree(tree, max_depth=128):
         if n != 3:
             a = a + _NONES[:3 - n] if n < 3 else a[:3]
         x0, x1, x2 = a
-        if x0 is not None and type(x0) is not str:
-            _bad('kind: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('kind: expected str', type(x0).__name__)
+            _SC_token(x0, 'KeyPathEntry.kind')
         if x1 is None:
             x1 = 0
         elif type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
             _bad('index: expected int64', x1)
-        if x2 is not None and type(x2) is not str:
-            _bad('name: expected str', type(x2).__name__)
+        if x2 is not None:
+            if type(x2) is not str:
+                _bad('name: expected str', type(x2).__name__)
+            _SC_identifier(x2, 'KeyPathEntry.name')
         return KeyPathEntry(x0, x1, x2)
 
     def d_LayoutArgument(a, d):
@@ -3121,8 +3169,10 @@ def decode_tree(tree, max_depth=128):
         if n != 2:
             a = a + _NONES[:2 - n] if n < 2 else a[:2]
         x0, x1 = a
-        if x0 is not None and type(x0) is not str:
-            _bad('fqn: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('fqn: expected str', type(x0).__name__)
+            _SC_optional_attr_path(x0, 'ModuleCallEntry.fqn')
         if x1 is not None:
             x1 = d_ModuleCallSignature(x1, d + 1)
         return ModuleCallEntry(x0, x1)
@@ -3160,6 +3210,8 @@ def decode_tree(tree, max_depth=128):
             _bad('forward_arg_names: expected an array', type(x4).__name__)
         elif not _STR.issuperset(map(type, x4)):
             _bad('forward_arg_names: expected strings')
+        else:
+            for _s in x4: _SC_local_name(_s, 'ModuleCallSignature.forward_arg_names')
         return ModuleCallSignature(x0, x1, x2, x3, x4)
 
     def d_ModuleStackEntry(a, d):
@@ -3171,12 +3223,18 @@ def decode_tree(tree, max_depth=128):
         if n != 3:
             a = a + _NONES[:3 - n] if n < 3 else a[:3]
         x0, x1, x2 = a
-        if x0 is not None and type(x0) is not str:
-            _bad('key: expected str', type(x0).__name__)
-        if x1 is not None and type(x1) is not str:
-            _bad('path: expected str', type(x1).__name__)
-        if x2 is not None and type(x2) is not str:
-            _bad('type_name: expected str', type(x2).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('key: expected str', type(x0).__name__)
+            _SC_token(x0, 'ModuleStackEntry.key')
+        if x1 is not None:
+            if type(x1) is not str:
+                _bad('path: expected str', type(x1).__name__)
+            _SC_optional_attr_path(x1, 'ModuleStackEntry.path')
+        if x2 is not None:
+            if type(x2) is not str:
+                _bad('type_name: expected str', type(x2).__name__)
+            _SC_qualified_name(x2, 'ModuleStackEntry.type_name')
         return ModuleStackEntry(x0, x1, x2)
 
     def d_NamedArgument(a, d):
@@ -3188,8 +3246,10 @@ def decode_tree(tree, max_depth=128):
         if n != 5:
             a = a + _NONES[:5 - n] if n < 5 else a[:5]
         x0, x1, x2, x3, x4 = a
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            _SC_optional_identifier(x0, 'NamedArgument.name')
         if x1 is None or x1 == 0:
             if x1 is None and x2 is not None:
                 _bad('value: member without a type')
@@ -3219,14 +3279,18 @@ def decode_tree(tree, max_depth=128):
         if n != 2:
             a = a + _NONES[:2 - n] if n < 2 else a[:2]
         x0, x1 = a
-        if x0 is not None and type(x0) is not str:
-            _bad('type_name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('type_name: expected str', type(x0).__name__)
+            _SC_qualified_name(x0, 'NamedTupleDef.type_name')
         if x1 is None:
             x1 = []
         elif type(x1) is not list:
             _bad('field_names: expected an array', type(x1).__name__)
         elif not _STR.issuperset(map(type, x1)):
             _bad('field_names: expected strings')
+        else:
+            for _s in x1: _SC_identifier(_s, 'NamedTupleDef.field_names')
         return NamedTupleDef(x0, x1)
 
     def d_NestedTensorListArgument(a, d):
@@ -3256,10 +3320,14 @@ def decode_tree(tree, max_depth=128):
         if n != 8:
             a = a + _NONES[:8 - n] if n < 8 else a[:8]
         x0, x1, x2, x3, x4, x5, x6, x7 = a
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        if x1 is not None and type(x1) is not str:
-            _bad('target: expected str', type(x1).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            _SC_local_name(x0, 'Node.name')
+        if x1 is not None:
+            if type(x1) is not str:
+                _bad('target: expected str', type(x1).__name__)
+            _SC_qualified_name(x1, 'Node.target')
         if x2 is None:
             x2 = []
         elif type(x2) is not list:
@@ -3304,8 +3372,10 @@ def decode_tree(tree, max_depth=128):
         if n != 8:
             a = a + _NONES[:8 - n] if n < 8 else a[:8]
         x0, x1, x2, x3, x4, x5, x6, x7 = a
-        if x0 is not None and type(x0) is not str:
-            _bad('stack_trace: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('stack_trace: expected str', type(x0).__name__)
+            _SC_free_text(x0, 'NodeMetadata.stack_trace')
         if x1 is None:
             x1 = []
         elif type(x1) is not list:
@@ -3356,22 +3426,30 @@ def decode_tree(tree, max_depth=128):
         if n != 6:
             a = a + _NONES[:6 - n] if n < 6 else a[:6]
         x0, x1, x2, x3, x4, x5 = a
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        if x1 is not None and type(x1) is not str:
-            _bad('target: expected str', type(x1).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            _SC_token(x0, 'NodeSource.name')
+        if x1 is not None:
+            if type(x1) is not str:
+                _bad('target: expected str', type(x1).__name__)
+            _SC_free_text(x1, 'NodeSource.target')
         if x2 is None:
             x2 = 0
         elif type(x2) is not int or not -9223372036854775808 <= x2 <= 9223372036854775807:
             _bad('graph_id: expected int64', x2)
-        if x3 is not None and type(x3) is not str:
-            _bad('pass_name: expected str', type(x3).__name__)
+        if x3 is not None:
+            if type(x3) is not str:
+                _bad('pass_name: expected str', type(x3).__name__)
+            _SC_free_text(x3, 'NodeSource.pass_name')
         if x4 is None:
             x4 = []
         elif type(x4) is not list:
             _bad('actions: expected an array', type(x4).__name__)
         elif not _STR.issuperset(map(type, x4)):
             _bad('actions: expected strings')
+        else:
+            for _s in x4: _SC_token(_s, 'NodeSource.actions')
         if x5 is None:
             x5 = []
         elif type(x5) is not list:
@@ -3404,8 +3482,10 @@ def decode_tree(tree, max_depth=128):
         if n != 1:
             a = a + _NONES[:1 - n] if n < 1 else a[:1]
         x0, = a
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            _SC_qualified_name(x0, 'OperatorArgument.name')
         return OperatorArgument(x0)
 
     def d_OperatorParameter(a, d):
@@ -3417,18 +3497,24 @@ def decode_tree(tree, max_depth=128):
         if n != 6:
             a = a + _NONES[:6 - n] if n < 6 else a[:6]
         x0, x1, x2, x3, x4, x5 = a
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        if x1 is not None and type(x1) is not str:
-            _bad('type: expected str', type(x1).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            _SC_optional_identifier(x0, 'OperatorParameter.name')
+        if x1 is not None:
+            if type(x1) is not str:
+                _bad('type: expected str', type(x1).__name__)
+            _SC_free_text(x1, 'OperatorParameter.type')
         if x2 is not None:
             x2 = d_Value(x2, d + 1)
         if x3 is None:
             x3 = False
         elif type(x3) is not bool:
             _bad('kwarg_only: expected bool', type(x3).__name__)
-        if x4 is not None and type(x4) is not str:
-            _bad('alias_set: expected str', type(x4).__name__)
+        if x4 is not None:
+            if type(x4) is not str:
+                _bad('alias_set: expected str', type(x4).__name__)
+            _SC_token(x4, 'OperatorParameter.alias_set')
         if x5 is None:
             x5 = False
         elif type(x5) is not bool:
@@ -3444,14 +3530,18 @@ def decode_tree(tree, max_depth=128):
         if n != 6:
             a = a + _NONES[:6 - n] if n < 6 else a[:6]
         x0, x1, x2, x3, x4, x5 = a
-        if x0 is not None and type(x0) is not str:
-            _bad('target: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('target: expected str', type(x0).__name__)
+            _SC_qualified_name(x0, 'OperatorSchema.target')
         if x1 is None:
             x1 = 0
         elif type(x1) is not int or not 0 <= x1 <= 255:
             _bad('kind: expected uint8', x1)
-        if x2 is not None and type(x2) is not str:
-            _bad('schema: expected str', type(x2).__name__)
+        if x2 is not None:
+            if type(x2) is not str:
+                _bad('schema: expected str', type(x2).__name__)
+            _SC_free_text(x2, 'OperatorSchema.schema')
         if x3 is None:
             x3 = []
         elif type(x3) is not list:
@@ -3481,8 +3571,10 @@ def decode_tree(tree, max_depth=128):
         if n != 2:
             a = a + _NONES[:2 - n] if n < 2 else a[:2]
         x0, x1 = a
-        if x0 is not None and type(x0) is not str:
-            _bad('namespace: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('namespace: expected str', type(x0).__name__)
+            _SC_identifier(x0, 'Opset.namespace')
         if x1 is None:
             x1 = 0
         elif type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
@@ -3498,8 +3590,10 @@ def decode_tree(tree, max_depth=128):
         if n != 1:
             a = a + _NONES[:1 - n] if n < 1 else a[:1]
         x0, = a
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            _SC_local_name(x0, 'OptionalTensorArgument.name')
         return OptionalTensorArgument(x0)
 
     def d_OptionalTensorListArgument(a, d):
@@ -3635,8 +3729,10 @@ def decode_tree(tree, max_depth=128):
         x0, x1 = a
         if x0 is not None:
             x0 = d_TensorArgument(x0, d + 1)
-        if x1 is not None and type(x1) is not str:
-            _bad('parameter_name: expected str', type(x1).__name__)
+        if x1 is not None:
+            if type(x1) is not str:
+                _bad('parameter_name: expected str', type(x1).__name__)
+            _SC_attr_path(x1, 'ParameterMutationSpec.parameter_name')
         return ParameterMutationSpec(x0, x1)
 
     def d_Producer(a, d):
@@ -3648,12 +3744,18 @@ def decode_tree(tree, max_depth=128):
         if n != 3:
             a = a + _NONES[:3 - n] if n < 3 else a[:3]
         x0, x1, x2 = a
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        if x1 is not None and type(x1) is not str:
-            _bad('version: expected str', type(x1).__name__)
-        if x2 is not None and type(x2) is not str:
-            _bad('torch_version: expected str', type(x2).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            _SC_free_text(x0, 'Producer.name')
+        if x1 is not None:
+            if type(x1) is not str:
+                _bad('version: expected str', type(x1).__name__)
+            _SC_free_text(x1, 'Producer.version')
+        if x2 is not None:
+            if type(x2) is not str:
+                _bad('torch_version: expected str', type(x2).__name__)
+            _SC_free_text(x2, 'Producer.torch_version')
         return Producer(x0, x1, x2)
 
     def d_Program(a, d):
@@ -3665,8 +3767,10 @@ def decode_tree(tree, max_depth=128):
         if n != 15:
             a = a + _NONES[:15 - n] if n < 15 else a[:15]
         x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14 = a
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            _SC_identifier(x0, 'Program.name')
         if x1 is not None:
             x1 = d_Graph(x1, d + 1)
         if x2 is not None:
@@ -3712,12 +3816,16 @@ def decode_tree(tree, max_depth=128):
             _bad('verifiers: expected an array', type(x8).__name__)
         elif not _STR.issuperset(map(type, x8)):
             _bad('verifiers: expected strings')
+        else:
+            for _s in x8: _SC_token(_s, 'Program.verifiers')
         if x9 is None:
             x9 = []
         elif type(x9) is not list:
             _bad('guards_code: expected an array', type(x9).__name__)
         elif not _STR.issuperset(map(type, x9)):
             _bad('guards_code: expected strings')
+        else:
+            for _s in x9: _SC_free_text(_s, 'Program.guards_code')
         if x10 is None:
             x10 = []
         elif type(x10) is not list:
@@ -3825,8 +3933,10 @@ def decode_tree(tree, max_depth=128):
         if n != 2:
             a = a + _NONES[:2 - n] if n < 2 else a[:2]
         x0, x1 = a
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            _SC_file_name(x0, 'ShardFile.name')
         if x1 is None:
             x1 = 0
         elif type(x1) is not int or not 0 <= x1 <= 18446744073709551615:
@@ -3842,10 +3952,14 @@ def decode_tree(tree, max_depth=128):
         if n != 2:
             a = a + _NONES[:2 - n] if n < 2 else a[:2]
         x0, x1 = a
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        if x1 is not None and type(x1) is not str:
-            _bad('target: expected str', type(x1).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            _SC_token(x0, 'SourceFnEntry.name')
+        if x1 is not None:
+            if type(x1) is not str:
+                _bad('target: expected str', type(x1).__name__)
+            _SC_qualified_name(x1, 'SourceFnEntry.target')
         return SourceFnEntry(x0, x1)
 
     def d_StateEntry(a, d):
@@ -3857,8 +3971,10 @@ def decode_tree(tree, max_depth=128):
         if n != 3:
             a = a + _NONES[:3 - n] if n < 3 else a[:3]
         x0, x1, x2 = a
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            _SC_attr_path(x0, 'StateEntry.name')
         if x1 is None:
             x1 = 0
         elif type(x1) is not int or not 0 <= x1 <= 255:
@@ -3909,8 +4025,10 @@ def decode_tree(tree, max_depth=128):
         if n != 1:
             a = a + _NONES[:1 - n] if n < 1 else a[:1]
         x0, = a
-        if x0 is not None and type(x0) is not str:
-            _bad('value: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('value: expected str', type(x0).__name__)
+            _SC_free_text(x0, 'StringArgument.value')
         return StringArgument(x0)
 
     def d_StringEntry(a, d):
@@ -3922,12 +4040,16 @@ def decode_tree(tree, max_depth=128):
         if n != 2:
             a = a + _NONES[:2 - n] if n < 2 else a[:2]
         x0, x1 = a
-        if x0 is not None and type(x0) is not str:
-            _bad('key: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('key: expected str', type(x0).__name__)
+            _SC_metadata_key(x0, 'StringEntry.key')
         if x0 is None:
             _bad('required field key is missing')
-        if x1 is not None and type(x1) is not str:
-            _bad('value: expected str', type(x1).__name__)
+        if x1 is not None:
+            if type(x1) is not str:
+                _bad('value: expected str', type(x1).__name__)
+            _SC_free_text(x1, 'StringEntry.value')
         return StringEntry(x0, x1)
 
     def d_StringListArgument(a, d):
@@ -3945,6 +4067,8 @@ def decode_tree(tree, max_depth=128):
             _bad('values: expected an array', type(x0).__name__)
         elif not _STR.issuperset(map(type, x0)):
             _bad('values: expected strings')
+        else:
+            for _s in x0: _SC_free_text(_s, 'StringListArgument.values')
         return StringListArgument(x0)
 
     def d_StringToArgumentMapArgument(a, d):
@@ -3974,8 +4098,10 @@ def decode_tree(tree, max_depth=128):
         if n != 1:
             a = a + _NONES[:1 - n] if n < 1 else a[:1]
         x0, = a
-        if x0 is not None and type(x0) is not str:
-            _bad('value: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('value: expected str', type(x0).__name__)
+            _SC_free_text(x0, 'StringValue.value')
         return StringValue(x0)
 
     def d_SymBoolArgument(a, d):
@@ -3987,8 +4113,10 @@ def decode_tree(tree, max_depth=128):
         if n != 2:
             a = a + _NONES[:2 - n] if n < 2 else a[:2]
         x0, x1 = a
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            _SC_local_name(x0, 'SymBoolArgument.name')
         if x1 is None:
             x1 = False
         elif type(x1) is not bool:
@@ -4022,8 +4150,10 @@ def decode_tree(tree, max_depth=128):
         if n != 2:
             a = a + _NONES[:2 - n] if n < 2 else a[:2]
         x0, x1 = a
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            _SC_local_name(x0, 'SymBoolValue.name')
         if x1 is not None:
             x1 = _ds_SymBool(x1)
         return SymBoolValue(x0, x1)
@@ -4082,8 +4212,10 @@ def decode_tree(tree, max_depth=128):
         if n != 2:
             a = a + _NONES[:2 - n] if n < 2 else a[:2]
         x0, x1 = a
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            _SC_local_name(x0, 'SymFloatArgument.name')
         if x1 is None:
             x1 = 0.0
         elif type(x1) is not float:
@@ -4117,8 +4249,10 @@ def decode_tree(tree, max_depth=128):
         if n != 2:
             a = a + _NONES[:2 - n] if n < 2 else a[:2]
         x0, x1 = a
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            _SC_local_name(x0, 'SymFloatValue.name')
         if x1 is not None:
             x1 = _ds_SymFloat(x1)
         return SymFloatValue(x0, x1)
@@ -4132,8 +4266,10 @@ def decode_tree(tree, max_depth=128):
         if n != 2:
             a = a + _NONES[:2 - n] if n < 2 else a[:2]
         x0, x1 = a
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            _SC_local_name(x0, 'SymIntArgument.name')
         if x1 is None:
             x1 = 0
         elif type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
@@ -4167,8 +4303,10 @@ def decode_tree(tree, max_depth=128):
         if n != 2:
             a = a + _NONES[:2 - n] if n < 2 else a[:2]
         x0, x1 = a
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            _SC_local_name(x0, 'SymIntValue.name')
         if x1 is not None:
             x1 = _ds_SymInt(x1)
         return SymIntValue(x0, x1)
@@ -4182,8 +4320,10 @@ def decode_tree(tree, max_depth=128):
         if n != 6:
             a = a + _NONES[:6 - n] if n < 6 else a[:6]
         x0, x1, x2, x3, x4, x5 = a
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            _SC_identifier(x0, 'Symbol.name')
         if x1 is None:
             x1 = 0
         elif type(x1) is not int or not 0 <= x1 <= 255:
@@ -4254,8 +4394,10 @@ def decode_tree(tree, max_depth=128):
         if n != 1:
             a = a + _NONES[:1 - n] if n < 1 else a[:1]
         x0, = a
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            _SC_local_name(x0, 'TensorArgument.name')
         return TensorArgument(x0)
 
     def d_TensorListArgument(a, d):
@@ -4273,6 +4415,8 @@ def decode_tree(tree, max_depth=128):
             _bad('names: expected an array', type(x0).__name__)
         elif not _STR.issuperset(map(type, x0)):
             _bad('names: expected strings')
+        else:
+            for _s in x0: _SC_local_name(_s, 'TensorListArgument.names')
         return TensorListArgument(x0)
 
     def d_TensorMeta(a, d):
@@ -4338,8 +4482,10 @@ def decode_tree(tree, max_depth=128):
         if n != 2:
             a = a + _NONES[:2 - n] if n < 2 else a[:2]
         x0, x1 = a
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            _SC_local_name(x0, 'TensorValue.name')
         if x1 is not None:
             x1 = d_TensorMeta(x1, d + 1)
         return TensorValue(x0, x1)
@@ -4353,8 +4499,10 @@ def decode_tree(tree, max_depth=128):
         if n != 1:
             a = a + _NONES[:1 - n] if n < 1 else a[:1]
         x0, = a
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            _SC_local_name(x0, 'TokenArgument.name')
         return TokenArgument(x0)
 
     def d_TorchFn(a, d):
@@ -4366,10 +4514,14 @@ def decode_tree(tree, max_depth=128):
         if n != 2:
             a = a + _NONES[:2 - n] if n < 2 else a[:2]
         x0, x1 = a
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        if x1 is not None and type(x1) is not str:
-            _bad('target: expected str', type(x1).__name__)
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            _SC_token(x0, 'TorchFn.name')
+        if x1 is not None:
+            if type(x1) is not str:
+                _bad('target: expected str', type(x1).__name__)
+            _SC_qualified_name(x1, 'TorchFn.target')
         return TorchFn(x0, x1)
 
     def d_TreeSpec(a, d):
@@ -4385,14 +4537,18 @@ def decode_tree(tree, max_depth=128):
             x0 = 0
         elif type(x0) is not int or not 0 <= x0 <= 255:
             _bad('kind: expected uint8', x0)
-        if x1 is not None and type(x1) is not str:
-            _bad('type_name: expected str', type(x1).__name__)
+        if x1 is not None:
+            if type(x1) is not str:
+                _bad('type_name: expected str', type(x1).__name__)
+            _SC_qualified_name(x1, 'TreeSpec.type_name')
         if x2 is None:
             x2 = []
         elif type(x2) is not list:
             _bad('field_names: expected an array', type(x2).__name__)
         elif not _STR.issuperset(map(type, x2)):
             _bad('field_names: expected strings')
+        else:
+            for _s in x2: _SC_identifier(_s, 'TreeSpec.field_names')
         if x3 is None:
             x3 = []
         elif type(x3) is not list:
@@ -4461,8 +4617,10 @@ def decode_tree(tree, max_depth=128):
         x0, x1 = a
         if x0 is not None:
             x0 = d_TensorArgument(x0, d + 1)
-        if x1 is not None and type(x1) is not str:
-            _bad('user_input_name: expected str', type(x1).__name__)
+        if x1 is not None:
+            if type(x1) is not str:
+                _bad('user_input_name: expected str', type(x1).__name__)
+            _SC_local_name(x1, 'UserInputMutationSpec.user_input_name')
         return UserInputMutationSpec(x0, x1)
 
     def d_UserInputSpec(a, d):

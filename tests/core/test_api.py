@@ -16,7 +16,7 @@ from pt2f_samples import (  # noqa: E402
 
 from pt2format import _api  # noqa: E402
 from pt2format._generated import model as m  # noqa: E402
-from pt2format.errors import ChecksumError, HeaderError, SegmentError, ValidationError  # noqa: E402
+from pt2format.errors import ChecksumError, HeaderError, SegmentError, StringClassError, ValidationError  # noqa: E402
 
 
 @pytest.mark.parametrize("encoding", ENCODINGS)
@@ -207,9 +207,9 @@ def test_corrupt_shard_data(tmp_path):
 @pytest.mark.parametrize("name", ["../m.shard1", "/etc/passwd", "sub/m.shard1", "a\\b", "..", "", "x\0y"])
 def test_shard_name_must_be_plain(tmp_path, name):
     path, _ = _sharded(tmp_path, shard_name=name)
-    with pytest.raises(ValidationError, match="plain file name") as e:
+    with pytest.raises(StringClassError) as e:
         _api.read(path)
-    assert e.value.path == "shard_files[0].name"
+    assert e.value.string_class == "file_name" and e.value.path == "ShardFile.name"
 
 
 # -- convert -----------------------------------------------------------------------

@@ -27,6 +27,52 @@ EDGE_FLOATS = [math.nan, math.inf, -math.inf, -0.0, 0.0, 1.5, -2.25, 1e300, 5e-3
                struct.unpack("<d", struct.pack("<Q", 0x7FF8_0000_0000_0001))[0]]  # a NaN with a payload
 EDGE_STRINGS = ["", "x", "héllo wörld ✓", "a\u0000b", "\U0001F600 emoji", "tab\tquote\"back\\slash\nnl",
                 "\u2028\u2029", "torch.ops.aten.add.Tensor"]
+_EDGE_BY_CLASS_CANDIDATES = EDGE_STRINGS + ["layers.0.weight", "s0", "__main__.Point", "f.<locals>.g", "cpu",
+                                            "shard-1.bin", "L__self__layers.0", "_tensor_constant0", "1"]
+
+
+def edge_strings(string_class: str) -> list:
+    """The edge strings that belong to a string class (pt2format._strings), in a fixed order."""
+    from pt2format._strings import CHECKERS
+    from pt2format.errors import StringClassError
+
+    out = []
+    for s in _EDGE_BY_CLASS_CANDIDATES:
+        try:
+            CHECKERS[string_class](s, "strategy")
+        except StringClassError:
+            continue
+        out.append(s)
+    return out
+
+
+_CLASS_PATTERNS = {
+    "identifier": r"[A-Za-z_][A-Za-z0-9_]{0,10}", "local_name": r"[A-Za-z_][A-Za-z0-9_]{0,10}", "optional_identifier": r"([A-Za-z_][A-Za-z0-9_]{0,10})?",
+    "attr_path": r"[a-z_][a-z0-9_]{0,5}(\.([a-z_][a-z0-9_]{0,5}|[0-9]{1,2})){0,2}",
+    "optional_attr_path": r"([a-z_][a-z0-9_]{0,5}(\.([a-z_][a-z0-9_]{0,5}|[0-9]{1,2})){0,2})?",
+    "qualified_name": r"[A-Za-z_][A-Za-z0-9_]{0,6}(\.[A-Za-z_][A-Za-z0-9_]{0,6}){0,2}",
+    "file_name": r"[A-Za-z0-9_][A-Za-z0-9._-]{0,10}", "device_type": r"[a-z][a-z0-9_]{0,6}",
+    "token": r"[A-Za-z0-9_.:<>@-]{1,12}",
+}
+
+
+def class_text(string_class: str):
+    """Strings of one class: its edge strings, and random ones that pass its checker."""
+    from pt2format._strings import CHECKERS
+    from pt2format.errors import StringClassError
+
+    def ok(s):
+        try:
+            CHECKERS[string_class](s, "strategy")
+            return True
+        except StringClassError:
+            return False
+
+    pattern = _CLASS_PATTERNS.get(string_class)
+    rand = st.from_regex(pattern, fullmatch=True) if pattern else st.text(max_size=12)
+    return st.one_of(st.sampled_from(edge_strings(string_class)), rand.filter(ok))
+
+
 # Vectors of these tables are sorted by a unique key (the schema's `(key)` attribute).
 KEYED = {"StringEntry": "key"}
 
@@ -89,7 +135,7 @@ class _Exhaustive:
             if kind in ("scalar", "enum"):
                 args.append(self.scalar(f, key))
             elif kind == "string":
-                args.append(self.rot.next(key, EDGE_STRINGS))
+                args.append(self.rot.next(key, edge_strings(cls.STRING_CLASSES[name])))
             elif kind in ("table", "struct"):
                 sub = model.TABLES[ref]
                 args.append(None if sub in stack and not f[7] else self.table(sub, stack))
@@ -98,13 +144,13 @@ class _Exhaustive:
                 # Re-entering a type on the stack is allowed once a level, so recursion stays finite.
                 args.append(None if stack.count(member) >= 1 else self.table(member, stack))
             else:
-                args.append(self.vector(f, stack))
+                args.append(self.vector(f, stack, cls))
         return cls(*args)
 
-    def vector(self, f, stack):
+    def vector(self, f, stack, cls=None):
         name, _, kind, elem, ref = f[:5]
         if elem == "string":
-            return [self.rot.next(("vs", name), EDGE_STRINGS) for _ in range(2)]
+            return [self.rot.next(("vs", name), edge_strings(cls.STRING_CLASSES[name])) for _ in range(2)]
         if elem in ("table", "struct"):
             sub = model.TABLES[ref]
             if sub in stack:
@@ -247,7 +293,8 @@ class _Strategies:
             if kind in ("scalar", "enum"):
                 parts.append(st.one_of(st.just(f[5]), self.scalar(f)))
             elif kind == "string":
-                parts.append(_text() if f[7] else st.one_of(st.none(), _text()))
+                text = class_text(cls.STRING_CLASSES[name])
+                parts.append(text if f[7] else st.one_of(st.none(), text))
             elif kind in ("table", "struct"):
                 sub = model.TABLES[ref]
                 if f[7]:
@@ -264,15 +311,15 @@ class _Strategies:
                 else:
                     parts.append(st.none())
             else:
-                parts.append(self.vector(f, depth, deeper))
+                parts.append(self.vector(f, depth, deeper, cls))
         s = st.builds(cls, *parts)
         self.cache[key] = s
         return s
 
-    def vector(self, f, depth, deeper):
+    def vector(self, f, depth, deeper, cls=None):
         name, _, kind, elem, ref = f[:5]
         if elem == "string":
-            return st.lists(_text(), max_size=self.max_len)
+            return st.lists(class_text(cls.STRING_CLASSES[name]), max_size=self.max_len)
         if elem in ("table", "struct"):
             sub = model.TABLES[ref]
             if not (deeper or sub.IS_STRUCT):

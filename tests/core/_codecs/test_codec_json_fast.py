@@ -54,9 +54,9 @@ def exhaustive():
 
 def _colon_package():
     """Strings full of ':' (the proof's hard case) in single fields and string vectors."""
-    return M.Package(format_version=M.FormatVersion(1, 0), programs=[M.Program(
-        name="a:b::c", verifiers=[":", "x:y", ""], graph=M.Graph(nodes=[M.Node(
-            name="n:", target='{"k": 1}', inputs=[M.NamedArgument("s", M.StringArgument('":'))],
+    return M.Package(format_version=M.FormatVersion(1, 0), producer=M.Producer(name="a:b::c"), programs=[M.Program(
+        name="forward", guards_code=[":", "x:y", ""], metadata=[M.StringEntry("k:", "v::")], graph=M.Graph(nodes=[M.Node(
+            name="n", target="torch.ops.aten.add.Tensor", inputs=[M.NamedArgument("s", M.StringArgument('":'))],
             metadata=M.NodeMetadata(stack_trace='File "m.py", line 3:\n    if x: y = {1: 2}'))]))])
 
 

@@ -1,0 +1,221 @@
+"""String classes: the grammar every string of a file must match, checked while decoding (SPEC.md §7).
+
+Every string field and map key of the schema declares a class with the
+`pt2f_string` attribute, and `schema/regen.py` refuses a string field without
+one, so the generated decoders of every reader check every string and a new
+field cannot skip the check. The classes exist because torch pastes some
+names into Python source that it compiles (node names become locals of
+`forward`, state paths become attribute accesses, keyword names become
+parameters): those must be plain identifiers that cannot break out of the
+code they land in. Free text (stack traces, docs, metadata values) is only
+ever printed, never compiled.
+
+The reserved member names are the attributes that `torch.nn.Module`,
+`torch.fx.GraphModule` and torch's unflattened modules define: a state entry
+or submodule with such a name would shadow a method. torch refuses to
+register them itself (`register_module` and friends); a file gets the same
+answer, as a typed error. `tests/core/test_strings.py` checks this list
+against torch's classes.
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+
+from pt2format.errors import EncodingError, StringClassError
+
+#: Longest identifier, attribute path, qualified name or token, in characters.
+MAX_NAME_LENGTH = 4096
+#: Longest free-text string (stack traces, schema text, metadata values), in characters.
+MAX_TEXT_LENGTH = 16 << 20
+
+RESERVED_MEMBER_NAMES = frozenset("""
+T_destination _adapt_flat_args _apply _backward_hooks _backward_pre_hooks _boxed_call _buffers _call_impl _code
+_compiled_call_impl _create_node_hooks _deepcopy_hooks _deepcopy_init _dispatch_modules _erase_node_hooks
+_forward_hooks _forward_hooks_always_called _forward_hooks_with_kwargs _forward_pre_hooks
+_forward_pre_hooks_with_kwargs _get_backward_hooks _get_backward_pre_hooks _get_name _graph _is_full_backward_hook
+_lineno_map _load_from_state_dict _load_state_dict_post_hooks _load_state_dict_pre_hooks
+_maybe_warn_non_full_backward_hook _modules _named_members _non_persistent_buffers_set _parameters _print_graph
+_prologue_start _recompile_submodules _register_create_node_hook _register_deepcopy_hook _register_erase_node_hook
+_register_load_state_dict_pre_hook _register_replace_node_hook _register_state_dict_hook _replace_hooks
+_replicate_for_data_parallel _run_with_interpreter _save_to_state_dict _set_replace_hook _slow_forward
+_state_dict_hooks _state_dict_pre_hooks _tracer_cls _tracer_extras _ty _unregister_create_node_hook
+_unregister_deepcopy_hook _unregister_erase_node_hook _unregister_replace_node_hook _version _wrapped_call
+_wrapped_call_impl add_module add_submodule apply bfloat16 buffers call_super_init children code compile cpu cuda
+delete_all_unused_submodules delete_submodule double dump_patches eval extra_repr finalize float forward get_buffer
+get_extra_state get_parameter get_submodule graph half ipu load_state_dict meta modules mtia named_buffers
+named_children named_modules named_parameters parameters print_readable process_forward_inputs recompile
+register_backward_hook register_buffer register_forward_hook register_forward_pre_hook register_full_backward_hook
+register_full_backward_pre_hook register_load_state_dict_post_hook register_load_state_dict_pre_hook register_module
+register_parameter register_state_dict_post_hook register_state_dict_pre_hook requires_grad_ set_extra_state
+set_submodule shape_env share_memory state_dict to to_empty to_folder train training type type_name xpu zero_grad
+""".split())
+
+#: node.meta keys that torch interprets. `NodeMetadata.extra` holds the other string-valued entries,
+#: so an extra entry may not use one of these (it would override the structured value or feed
+#: torch a value it compiles into guards). Readers refuse such a file.
+RESERVED_NODE_META_KEYS = frozenset({
+    "val", "tensor_meta", "example_value", "stack_trace", "nn_module_stack", "source_fn_stack", "torch_fn",
+    "custom", "from_node", "unbacked_bindings", "seq_nr", "original_aten", "desc", "grapharg", "is_wrapped",
+    "partitioner_tag", "recompute", "ac_graph_id", "autograd_backward_hook", "in_spec", "out_spec",
+    "mutation_region_id", "is_backward", "nn_module_method", "fwd_nn_module_stack", "fwd_source_fn_stack",
+    "quantization_tag", "eager_input_vals", "_numeric_debug_handle", "numeric_debug_handle", "dynamo_flat_name_to_original_fqn",
+})
+
+#: Names a local name may never be: `self` is forward's first parameter in every module torch generates.
+RESERVED_LOCAL_NAMES = frozenset({"self"})
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_DIGITS = re.compile(r"[0-9]+")
+_QUAL_PART = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|<locals>")
+_FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,254}")
+_DEVICE_TYPE = re.compile(r"[a-z][a-z0-9_]{0,63}")
+_TOKEN = re.compile(r"[\x21\x23-\x26\x28-\x5b\x5d-\x5f\x61-\x7e]+")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _encodable(s: str) -> bool:
+    """False for a string with a lone surrogate (JSON's \\ud800 escapes can make one; UTF-8 cannot)."""
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def check_extra_meta_key(key: str, field: str) -> str:
+    """An `extra` node-metadata key: an identifier that torch does not interpret itself."""
+    CHECKERS["identifier"](key, field)
+    if key in RESERVED_NODE_META_KEYS:
+        raise StringClassError(f"extra metadata key {key!r} is reserved for structured metadata",
+                               string_class="extra_meta_key", path=field,
+                               expected="a key torch does not interpret", got=repr(key))
+    return key
+
+
+def _is_dunder(s: str) -> bool:
+    return len(s) > 4 and s.startswith("__") and s.endswith("__")
+
+
+def _identifier(s: str) -> str | None:
+    if not _IDENT.fullmatch(s):
+        return "an ASCII identifier [A-Za-z_][A-Za-z0-9_]*"
+    if keyword.iskeyword(s):
+        return "not a Python keyword"
+    if _is_dunder(s):
+        return "not a dunder name"
+    return None
+
+
+def _local_name(s: str) -> str | None:
+    why = _identifier(s)
+    if why is None and s in RESERVED_LOCAL_NAMES:
+        return f"not one of {sorted(RESERVED_LOCAL_NAMES)}"
+    return why
+
+
+def _attr_path(s: str) -> str | None:
+    for part in s.split("."):
+        if _DIGITS.fullmatch(part):
+            continue
+        why = _identifier(part)
+        if why is not None:
+            return f"dot-separated identifiers or indices ({why}: {part!r})"
+        if part in RESERVED_MEMBER_NAMES:
+            return f"no component reserved by torch.nn.Module/GraphModule ({part!r})"
+    return None
+
+
+def _qualified_name(s: str) -> str | None:
+    for part in s.split("."):
+        if not _QUAL_PART.fullmatch(part) or keyword.iskeyword(part):
+            return f"dot-separated identifiers ({part!r})"
+    return None
+
+
+def _file_name(s: str) -> str | None:
+    return None if _FILE_NAME.fullmatch(s) else "[A-Za-z0-9_][A-Za-z0-9._-]*, at most 255 characters, no directories"
+
+
+def _device_type(s: str) -> str | None:
+    return None if _DEVICE_TYPE.fullmatch(s) else "[a-z][a-z0-9_]*, at most 64 characters"
+
+
+def _token(s: str) -> str | None:
+    return None if _TOKEN.fullmatch(s) else "printable ASCII without spaces, quotes, backslashes or backticks"
+
+
+def _metadata_key(s: str) -> str | None:
+    if not s:
+        return "a non-empty key"
+    return "no control characters or line separators" if _CONTROL.search(s) else None
+
+
+def _free_text(s: str) -> str | None:
+    return None
+
+
+# class name -> (check returning the reason or None, may be empty, longest length)
+_CLASSES = {
+    "local_name": (_local_name, False, MAX_NAME_LENGTH),
+    "identifier": (_identifier, False, MAX_NAME_LENGTH),
+    "optional_identifier": (_identifier, True, MAX_NAME_LENGTH),
+    "attr_path": (_attr_path, False, MAX_NAME_LENGTH),
+    "optional_attr_path": (_attr_path, True, MAX_NAME_LENGTH),
+    "qualified_name": (_qualified_name, False, MAX_NAME_LENGTH),
+    "file_name": (_file_name, False, 255),
+    "device_type": (_device_type, False, 64),
+    "token": (_token, False, MAX_NAME_LENGTH),
+    "metadata_key": (_metadata_key, False, MAX_NAME_LENGTH),
+    "free_text": (_free_text, True, MAX_TEXT_LENGTH),
+}
+#: Every string class, in the order SPEC.md lists them.
+STRING_CLASSES = tuple(_CLASSES)
+
+_CACHE_LIMIT = 1 << 16
+
+
+def _make_checker(name: str):
+    check, may_be_empty, longest = _CLASSES[name]
+    ok: set[str] = set()
+
+    def checker(s: str, field: str) -> str:
+        """Returns `s` when it belongs to the class, else raises StringClassError naming `field`."""
+        if s in ok:
+            return s
+        if not s:
+            why = None if may_be_empty else "a non-empty string"
+        elif not _encodable(s):
+            raise EncodingError("string is not valid Unicode (lone surrogate)", path=field,
+                                expected="Unicode scalar values only", got=repr(s[:80]))
+        elif len(s) > longest:
+            why = f"at most {longest} characters"
+        else:
+            why = check(s)
+        if why is not None:
+            raise StringClassError(f"string is not a valid {name}", string_class=name, path=field,
+                                   expected=why, got=repr(s[:80]) + ("..." if len(s) > 80 else ""))
+        if len(ok) >= _CACHE_LIMIT:
+            ok.clear()
+        ok.add(s)
+        return s
+
+    checker.__name__ = f"check_{name}"
+    return checker
+
+
+#: class name -> check(s, field) -> s, raising StringClassError.
+CHECKERS = {name: _make_checker(name) for name in _CLASSES}
+
+
+def check(string_class: str, s: str, field: str) -> str:
+    """Check one string against its class (the generated decoders call the CHECKERS entries directly)."""
+    return CHECKERS[string_class](s, field)
+
+
+def check_all(string_class: str, strings, field: str) -> None:
+    """Check every string of a string vector."""
+    c = CHECKERS[string_class]
+    for s in strings:
+        c(s, field)
