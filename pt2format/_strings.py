@@ -1,4 +1,4 @@
-"""String classes: the grammar every string of a file must match, checked while decoding (SPEC.md §7).
+"""String classes: the grammar every string of a file must match, checked while decoding (SPEC.md §8).
 
 Every string field and map key of the schema declares a class with the
 `pt2f_string` attribute, and `schema/regen.py` refuses a string field without
@@ -26,7 +26,7 @@ import re
 from pt2format.errors import EncodingError, StringClassError
 
 #: Longest identifier, attribute path, qualified name or token, in characters.
-MAX_NAME_LENGTH = 4096
+MAX_NAME_LENGTH = 1024
 #: Longest free-text string (stack traces, schema text, metadata values), in characters.
 MAX_TEXT_LENGTH = 16 << 20
 

@@ -186,7 +186,7 @@ def _check_data(package, lengths) -> None:
 
 
 def _check_no_overlap(storages, segments) -> None:
-    """Storages never share bytes (SPEC.md §8): aliasing tensors share one storage instead.
+    """Storages never share bytes (SPEC.md §5): aliasing tensors share one storage instead.
 
     Two overlapping storages would let writing one state entry change another
     behind the program's back, with every checksum still valid.

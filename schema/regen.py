@@ -281,7 +281,7 @@ class _Model:
         cls = f.attributes.get("pt2f_string")
         if cls is None:
             raise SystemExit(f"regen: string field {o.short}.{f.name} has no (pt2f_string: \"...\") class; "
-                             f"declare one of {', '.join(STRING_CLASSES)} (SPEC.md §7)")
+                             f"declare one of {', '.join(STRING_CLASSES)} (SPEC.md §8)")
         if cls not in STRING_CLASSES:
             raise SystemExit(f"regen: {o.short}.{f.name}: unknown string class {cls!r}; "
                              f"known: {', '.join(STRING_CLASSES)}")

@@ -19,7 +19,7 @@ from pt2format._container.header import ChecksumKind, SectionKind, unpack_header
 
 
 def _open_regular_file(path: str):
-    """Open `path` for reading only if it is a regular file (SPEC.md §8).
+    """Open `path` for reading only if it is a regular file (SPEC.md §5).
 
     Symlinks are followed (the Hugging Face cache links blobs), but what they
     end at must be a regular file: a directory, FIFO, device or socket is
