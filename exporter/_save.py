@@ -7,6 +7,8 @@ import os
 import threading
 import time
 
+from pt2format.errors import ExportError, StringClassError
+
 from ._program import export_package
 
 
@@ -61,6 +63,11 @@ def save_programs(programs, path, *, encoding: str = "flatbuffers", fsync: bool 
         if bar is not None:
             bar.total = sum(p.nbytes for p in payloads) or 1
             bar.set_postfix_str("writing", refresh=False)
-        _api.write_package(path, package, payloads, encoding=encoding, fsync=fsync)
+        try:
+            _api.write_package(path, package, payloads, encoding=encoding, fsync=fsync)
+        except StringClassError as e:
+            # A name torch accepted but readers refuse (SPEC.md §8): say so before anything is written.
+            raise ExportError(f"the program has a name pt2format cannot store safely: {e.detail}", path=e.path,
+                              expected=e.expected, got=e.got) from e
         if bar is not None:
             bar.update(bar.total - bar.n)

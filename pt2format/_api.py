@@ -20,6 +20,7 @@ from pt2format._container.header import (
 from pt2format._container.reader import ContainerFile
 from pt2format._container.writer import build_header, byte_view, layout_payloads, payload_checksums, write_container
 from pt2format._generated import model as m
+from pt2format._generated.string_check import check_package as check_strings
 from pt2format._validate import check_shard_name, validate_package
 from pt2format.errors import (
     ChecksumError, HeaderError, LimitError, Pt2FormatError, SegmentError, ValidationError,
@@ -248,6 +249,7 @@ def write_package(path, package, storage_payloads, *, encoding: str = "flatbuffe
     """
     if encoding not in ENCODING_BY_NAME:
         raise ValueError(f"unknown encoding {encoding!r}; expected one of {sorted(ENCODING_BY_NAME)}")
+    check_strings(package)  # never write a string a reader would refuse (SPEC.md §8)
     storages = package.storages
     if len(storage_payloads) != len(storages):
         raise ValueError(f"{len(storage_payloads)} payloads for {len(storages)} storages")

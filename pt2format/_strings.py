@@ -219,3 +219,4 @@ def check_all(string_class: str, strings, field: str) -> None:
     c = CHECKERS[string_class]
     for s in strings:
         c(s, field)
+

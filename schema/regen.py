@@ -34,6 +34,7 @@ OUT_PY_FBREAD = ROOT / "pt2format" / "_generated" / "fb_reader.py"
 OUT_PY_FBWRITE = ROOT / "pt2format" / "_generated" / "fb_writer.py"
 OUT_PY_MSGPACK = ROOT / "pt2format" / "_generated" / "msgpack_codec.py"
 OUT_PY_JSON = ROOT / "pt2format" / "_generated" / "json_codec.py"
+OUT_PY_STRCHECK = ROOT / "pt2format" / "_generated" / "string_check.py"
 OUT_JSONSCHEMA = ROOT / "schema" / "pt2format.schema.json"
 # A copy inside the package, so an installed (non-editable) pt2format can validate JSON.
 OUT_JSONSCHEMA_PKG = ROOT / "pt2format" / "_generated" / "pt2format.schema.json"
@@ -544,6 +545,14 @@ def gen_python_json_codec(s: FSchema, version: str) -> str:
     return header_line("#", version) + generate(s, _Model(s))
 
 
+def gen_python_string_check(s: FSchema, version: str) -> str:
+    """The whole-tree string-class check writers run (schema/gen_strings.py)."""
+    sys.path.insert(0, str(ROOT / "schema"))
+    from gen_strings import generate_tree_check  # noqa: E402 - sibling generator module
+
+    return header_line("#", version) + generate_tree_check(s, _Model(s))
+
+
 # ---------------------------------------------------------------------------
 
 def generate_all() -> dict[Path, str]:
@@ -566,6 +575,7 @@ def generate_all() -> dict[Path, str]:
             files[OUT_PY_MSGPACK] = gen_python_msgpack_codec(s, version)
         if (ROOT / "schema" / "gen_json_codec.py").exists():
             files[OUT_PY_JSON] = gen_python_json_codec(s, version)
+        files[OUT_PY_STRCHECK] = gen_python_string_check(s, version)
         for rel, text in gen_ts(tmp, version).items():
             files[OUT_TS_DIR / rel] = text
     return files
