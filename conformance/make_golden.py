@@ -43,6 +43,43 @@ def version_dir(root: str = GOLDEN_ROOT) -> str:
     return os.path.join(root, ".".join(str(v) for v in pt2format.FORMAT_VERSION))
 
 
+def _machine_prefixes() -> list[str]:
+    """Directory prefixes that name this machine: the checkout, the interpreter's prefixes, the home directory."""
+    import site
+    import sysconfig
+
+    dirs = {REPO, sys.prefix, sys.base_prefix, os.path.expanduser("~")}
+    dirs.update(sysconfig.get_paths().values())
+    dirs.update(site.getsitepackages())
+    return sorted((d.rstrip("/") + "/" for d in dirs if d and d != "/"), key=len, reverse=True)
+
+
+def _strip_machine_paths(ep) -> None:
+    """Stack traces name files by the path they had here; keep only the part after a known root.
+
+    Golden files carry no path of the machine that wrote them (DEVELOPERS.md):
+    `/work/x/conformance/corpus/a.py` becomes `conformance/corpus/a.py` and a
+    file under site-packages `<python>/torch/nn/...`.
+    """
+    prefixes = _machine_prefixes()
+
+    def clean(text):
+        for pre in prefixes:
+            text = text.replace(pre, "" if pre == REPO.rstrip("/") + "/" else "<python>/")
+        return text
+
+    def walk(gm):
+        for node in gm.graph.nodes:
+            st = node.meta.get("stack_trace")
+            if isinstance(st, str):
+                node.meta["stack_trace"] = clean(st)
+        for _, sub in gm.named_children():
+            if hasattr(sub, "graph"):
+                walk(sub)
+
+    walk(ep.graph_module)
+
+
 def add_case(name: str, encoding: str, *, root: str = GOLDEN_ROOT) -> str:
     """Create `<root>/<version>/<name>-<encoding>/` unless it exists; returns 'added' or 'exists'."""
     import torch
@@ -61,6 +98,8 @@ def add_case(name: str, encoding: str, *, root: str = GOLDEN_ROOT) -> str:
     multi = isinstance(built, dict)
     specs = built if multi else {"forward": built}
     eps = {k: s.export() for k, s in specs.items()}
+    for ep in eps.values():
+        _strip_machine_paths(ep)
     os.makedirs(os.path.dirname(target), exist_ok=True)
     staging = tempfile.mkdtemp(prefix=f".{name}-{encoding}-", dir=os.path.dirname(target))  # same filesystem
     try:

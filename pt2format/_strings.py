@@ -68,7 +68,7 @@ RESERVED_LOCAL_NAMES = frozenset({"self"})
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DIGITS = re.compile(r"[0-9]+")
-_QUAL_PART = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|<locals>")
+_QUAL_PART = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|<[a-z]+>")
 _FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,254}")
 _DEVICE_TYPE = re.compile(r"[a-z][a-z0-9_]{0,63}")
 _TOKEN = re.compile(r"[\x21\x23-\x26\x28-\x5b\x5d-\x5f\x61-\x7e]+")

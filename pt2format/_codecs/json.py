@@ -194,6 +194,8 @@ def _parse(decoder, text, max_depth):
         raise EncodingError(f"malformed JSON: {e.msg} (line {e.lineno} column {e.colno})", offset=e.pos) from None
     except RecursionError:
         raise LimitError("JSON nesting too deep", expected=f"<= {max_depth} tables") from None
+    except EncodingError:  # our own hooks (bare NaN, duplicate keys) already said what is wrong
+        raise
     except ValueError as e:  # int() refuses numbers of more than sys.get_int_max_str_digits() digits
         raise LimitError(f"JSON number too large: {e}", expected="integers within 64 bits") from None
 

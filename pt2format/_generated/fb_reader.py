@@ -3860,7 +3860,7 @@ def decode(buf, max_depth=128):
             x1 = sget(q)
             if x1 is None:
                 x1 = rstr(q)
-            _SC_qualified_name(x1, 'TorchFn.target')
+            _SC_token(x1, 'TorchFn.target')
         else:
             x1 = None
         return TorchFn(x0, x1)

@@ -5030,7 +5030,7 @@ def decode_tree(tree, max_depth=128):
         if x1 is not None:
             if type(x1) is not str:
                 _bad('target: expected str', type(x1).__name__)
-            _SC_qualified_name(x1, 'TorchFn.target')
+            _SC_token(x1, 'TorchFn.target')
             keep(x1)
         return TorchFn(x0, x1)
 

@@ -2136,7 +2136,7 @@ class TorchFn(ModelObject):
         ('target', 1, 'string', None, None, None, False, False),
     )
     # field -> string class (pt2format._strings)
-    STRING_CLASSES = {'name': 'token', 'target': 'qualified_name'}
+    STRING_CLASSES = {'name': 'token', 'target': 'token'}
 
     def __init__(self, name=None, target=None):
         self.name = name

@@ -4521,7 +4521,7 @@ def decode_tree(tree, max_depth=128):
         if x1 is not None:
             if type(x1) is not str:
                 _bad('target: expected str', type(x1).__name__)
-            _SC_qualified_name(x1, 'TorchFn.target')
+            _SC_token(x1, 'TorchFn.target')
         return TorchFn(x0, x1)
 
     def d_TreeSpec(a, d):

@@ -425,7 +425,7 @@ def c_TorchFn(o):
     if o.name is not None:
         _SC_token(o.name, 'TorchFn.name')
     if o.target is not None:
-        _SC_qualified_name(o.target, 'TorchFn.target')
+        _SC_token(o.target, 'TorchFn.target')
 
 def c_TreeSpec(o):
     if o.type_name is not None:

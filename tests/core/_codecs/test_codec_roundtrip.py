@@ -69,7 +69,8 @@ def _edge_package():
         format_version=model.FormatVersion(1, 0),
         required_features=(1 << 64) - 1,
         programs=[model.Program(
-            name="", graph=model.Graph(nodes=[model.Node(name="ünï\u0000", inputs=[
+            name="forward", graph=model.Graph(nodes=[model.Node(
+                name="n", metadata=model.NodeMetadata(stack_trace="ünï\u0000"), inputs=[
                 model.NamedArgument(name="i", value=model.IntListArgument([-(1 << 63), (1 << 63) - 1, 0])),
                 model.NamedArgument(name="f", value=model.FloatListArgument(f)),
                 *[model.NamedArgument(value=model.FloatArgument(x)) for x in f],
