@@ -99,27 +99,54 @@ export class Hierarchy {
     }
   }
 
-  /** Splits long runs of children into nested chunks, so no box has more than CHUNK direct children. */
+  /**
+   * Keeps boxes small: when a box has more than CHUNK direct children, runs of
+   * consecutive loose nodes between its sub-boxes become chunk boxes, and if
+   * that is not enough, all children are packed into nested chunks of CHUNK.
+   */
   private chunkAll(g: Group): void {
     for (const c of g.children) if ('group' in c) this.chunkAll(c.group);
-    while (g.children.length > CHUNK) {
-      const items = g.children;
-      const per = Math.ceil(items.length / CHUNK) <= CHUNK ? Math.ceil(items.length / CHUNK) : CHUNK;
-      const out: Item[] = [];
-      for (let i = 0; i < items.length; i += per) {
-        const slice = items.slice(i, i + per);
-        if (slice.length === 1) { out.push(slice[0]!); continue; }
-        const id = `${g.id}/c${this.seq++}`;
-        const c: Group = { id, kind: 'chunk', label: '', path: '', parent: g, children: slice, size: 0, expanded: false };
-        for (const it of slice) {
-          if ('group' in it) it.group.parent = c;
-          else this.owner.set(it.node.id, c);
-        }
-        this.groups.set(id, c);
-        out.push({ group: c });
-      }
-      g.children = out;
+    if (g.children.length <= CHUNK) return;
+    const out: Item[] = [];
+    let run: Item[] = [];
+    const flush = () => {
+      if (run.length >= 4) out.push(...this.pack(g, run));
+      else out.push(...run);
+      run = [];
+    };
+    for (const c of g.children) {
+      if ('node' in c && c.node.kind === 'op') run.push(c);
+      else { flush(); out.push(c); }
     }
+    flush();
+    g.children = out;
+    if (g.children.length > CHUNK) g.children = this.pack(g, g.children);
+  }
+
+  /** Packs items into chunk boxes of at most CHUNK items, nested until at most CHUNK boxes remain. */
+  private pack(parent: Group, items: Item[]): Item[] {
+    if (items.length <= CHUNK) return [{ group: this.chunk(parent, items) }];
+    let level = items;
+    while (level.length > CHUNK) {
+      const next: Item[] = [];
+      for (let i = 0; i < level.length; i += CHUNK) {
+        const slice = level.slice(i, i + CHUNK);
+        next.push(slice.length === 1 ? slice[0]! : { group: this.chunk(parent, slice) });
+      }
+      level = next;
+    }
+    return level;
+  }
+
+  private chunk(parent: Group, items: Item[]): Group {
+    const id = `${parent.id}/c${this.seq++}`;
+    const c: Group = { id, kind: 'chunk', label: '', path: '', parent, children: items, size: 0, expanded: false };
+    for (const it of items) {
+      if ('group' in it) it.group.parent = c;
+      else this.owner.set(it.node.id, c);
+    }
+    this.groups.set(id, c);
+    return c;
   }
 
   private sizeOf(g: Group): number {
@@ -136,24 +163,31 @@ export class Hierarchy {
       walk(g);
       first = names[0] ?? ''; last = names[names.length - 1] ?? '';
       g.label = `${first} … ${last}`;
+      if (g.parent && g.parent.kind !== 'root' && g.parent.kind !== 'chunk') g.label = `${g.parent.path || g.parent.label}: ${g.label}`;
     }
     return n;
   }
 
-  /** Visible children count if g were expanded (direct children). */
-  /** Expands boxes breadth first while the number of visible boxes stays under `budget`. */
-  expandDefault(budget = 90): void {
+  /**
+   * The default view: expand one level of boxes at a time, a whole level or
+   * nothing, while the number of visible boxes stays within `budget`. Sibling
+   * blocks (h.0 ... h.11) are therefore all open or all closed.
+   */
+  expandDefault(budget = 60): void {
     for (const g of this.groups.values()) g.expanded = false;
     this.root.expanded = true;
     let visible = this.root.children.length;
-    const queue: Group[] = this.root.children.filter((c): c is { group: Group } => 'group' in c).map((c) => c.group);
-    while (queue.length) {
-      const g = queue.shift()!;
-      const extra = g.children.length - 1;
-      if (visible + extra > budget) continue;
-      g.expanded = true;
+    let level: Group[] = this.root.children.filter((c): c is { group: Group } => 'group' in c).map((c) => c.group);
+    while (level.length) {
+      const extra = level.reduce((n, g) => n + g.children.length - 1, 0);
+      if (visible + extra > budget) break;
       visible += extra;
-      for (const c of g.children) if ('group' in c) queue.push(c.group);
+      const next: Group[] = [];
+      for (const g of level) {
+        g.expanded = true;
+        for (const c of g.children) if ('group' in c) next.push(c.group);
+      }
+      level = next;
     }
   }
 

@@ -108,7 +108,15 @@ class Viewer {
     await this.relayout(true);
   }
 
+  busy = 0;
+
   async relayout(fit: boolean): Promise<number> {
+    if (!this.hier) return 0;
+    this.busy++;
+    try { return await this.relayoutNow(fit); } finally { this.busy--; }
+  }
+
+  private async relayoutNow(fit: boolean): Promise<number> {
     if (!this.hier) return 0;
     const t0 = performance.now();
     const graph = this.hier.visible();
@@ -230,7 +238,7 @@ class Viewer {
     section(n.kind === 'output' ? 'value' : 'inputs', n.kind === 'input' ? [] : typed(n.reads));
     section('outputs', typed(n.writes));
     if (n.subgraphs.length) section('subgraphs', n.subgraphs.map((s) => ({ label: s.name, text: `${s.graph.nodes.filter((x) => x.kind === 'op').length} nodes` })));
-    section('metadata', n.meta);
+    section('metadata', n.meta());
     if (n.tensor !== undefined && this.model) {
       const s = this.model.summarize(n.tensor);
       add('h3', 'values');
@@ -353,6 +361,17 @@ async function main(): Promise<void> {
       return $('panel').innerText;
     },
     setProgram: (i: number) => v.setProgram(i),
+    /** Page coordinates of a drawn box's centre (for real mouse clicks), or null when it is not drawn. */
+    screenBox: (id: string) => {
+      const b = v.layout?.boxes[id];
+      if (!b) return null;
+      const r = v.renderer.canvas.getBoundingClientRect();
+      v.renderer.focus(id);
+      v.renderer.paint();
+      const s = v.renderer;
+      return { x: r.left + s.tx + (b.x + b.w / 2) * s.scale, y: r.top + s.ty + (b.y + Math.min(b.h / 2, 12)) * s.scale };
+    },
+    busy: () => v.busy > 0,
     showInfo: (on: boolean) => { $('info').hidden = !on; },
     open: (bytes: Uint8Array, name: string) => v.open(bytes, name),
   };
@@ -361,7 +380,7 @@ async function main(): Promise<void> {
   $<HTMLSelectElement>('program').onchange = (e) => { void v.setProgram(Number((e.target as HTMLSelectElement).value)); };
   let timer = 0;
   $<HTMLInputElement>('search').oninput = (e) => { clearTimeout(timer); timer = window.setTimeout(() => v.search((e.target as HTMLInputElement).value), 120); };
-  $('fit').onclick = () => { v.renderer.fit(); v.renderer.draw(); };
+  $('fit').onclick = () => { v.renderer.fitAll(); v.renderer.draw(); };
   $('reset').onclick = () => { v.hier?.expandDefault(); void v.relayout(true); };
   $('info-toggle').onclick = () => { $('info').hidden = !$('info').hidden; };
   const openFile = async (f: File) => {

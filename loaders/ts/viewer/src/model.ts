@@ -6,16 +6,16 @@
  * signature roles. Everything else in the viewer works on that model, so a
  * schema change (a renamed or added field) touches this file alone.
  *
- * The package is read through the reader's generic Dumper (the canonical
- * dump's JSON tree, field names as in the schema) rather than through
- * per-table accessors: fields the viewer does not know are carried along
- * and shown in the side panel, and no accessor name is hard-coded.
- * The dump is built over the PROGRAM section only, so a file whose weights
+ * The package is read as a plain object tree (`tree.ts`: the canonical
+ * dump's shape, field names as in the schema) rather than through per-table
+ * accessors: fields the viewer does not know are carried along and shown in
+ * the side panel, and no accessor name is hard-coded.
+ * The tree is built from the PROGRAM section only, so a file whose weights
  * were left out (`pt2format view` without `--with-weights`) opens fine.
  */
-import { readPt2f, schemaDescriptor, Pt2fFile } from '../../src/index.js';
+import { readPt2f, Pt2fFile } from '../../src/index.js';
 import type { ReadOptions } from '../../src/index.js';
-import { Dumper } from '../../src/dump.js';
+import { TreeDecoder } from './tree.js';
 
 /** A plain JSON object of the dump tree. */
 type J = any; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -45,7 +45,8 @@ export interface VNode {
   /** Value names read and written. */
   reads: string[];
   writes: string[];
-  meta: MetaRow[];
+  /** Metadata rows for the side panel, built when first shown. */
+  meta: () => MetaRow[];
   subgraphs: { name: string; graph: VGraph }[];
 }
 
@@ -79,7 +80,7 @@ const HEX = /^0x[0-9a-f]{16}$/;
 const f64 = new Float64Array(1);
 const u64 = new BigUint64Array(f64.buffer);
 
-/** A float of the dump ("0x" + binary64 bits) as a number. */
+/** A float of the tree as a number (the canonical dump's "0x" + binary64 bits spelling too). */
 function float(v: J): number {
   if (typeof v === 'string' && HEX.test(v)) { u64[0] = BigInt(v); return f64[0]!; }
   return Number(v);
@@ -276,7 +277,7 @@ export class Adapter {
       argNames(a.value_type, a.value, reads);
       const name = reads[0] ?? `input${i}`;
       nodes.push({ id: `${id}:in:${name}`, name, kind: 'input', target: 'placeholder', op: 'input', modules: [], args: [],
-        reads: [], writes: reads, meta: this.metaRows(inputMeta[i]), subgraphs: [] });
+        reads: [], writes: reads, meta: () => this.metaRows(inputMeta[i]), subgraphs: [] });
     });
     for (const n of g.nodes ?? []) {
       const reads: string[] = [];
@@ -297,13 +298,13 @@ export class Adapter {
       const modules: ModuleRef[] = (md?.nn_module_stack ?? []).map((e: J) => ({ path: normalizePath(String(e.path ?? '')), type: String(e.type_name ?? '') }))
         .filter((m: ModuleRef) => m.path !== '');
       nodes.push({ id: `${id}:${n.name}`, name: n.name, kind: 'op', target, op, modules, args, reads, writes,
-        meta: this.metaRows(md), subgraphs });
+        meta: () => this.metaRows(md), subgraphs });
     }
     (g.outputs ?? []).forEach((a: J, i: number) => {
       const reads: string[] = [];
       argNames(a.value_type, a.value, reads);
       nodes.push({ id: `${id}:out:${i}`, name: `output ${i}`, kind: 'output', target: 'output', op: 'output', modules: [],
-        args: [{ label: '', text: this.argText(a.value_type, a.value) }], reads, writes: [], meta: [], subgraphs: [] });
+        args: [{ label: '', text: this.argText(a.value_type, a.value) }], reads, writes: [], meta: () => [], subgraphs: [] });
     });
     return { id, nodes, values };
   }
@@ -411,10 +412,8 @@ export function loadModel(bytes: Uint8Array, fileName: string, shards: Map<strin
     return s;
   } };
   const file = readPt2f(bytes, opts);
-  const pb = file.programBytes;
-  const rootPos = new DataView(pb.buffer, pb.byteOffset, pb.byteLength).getUint32(0, true);
-  const text = new Dumper(pb, { file: fileName, section: '0 (PROGRAM)' }).table(rootPos, schemaDescriptor().root, '');
-  const pkg = JSON.parse(text);
+  // Stack traces and provenance are big and shown only for the selected node: decoded on first read.
+  const pkg: J = new TreeDecoder(file.programBytes, new Set(['stack_trace', 'from_node'])).root();
   const adapter = new Adapter(pkg);
   const stateTensors = new Map<string, number>();
   const programs = (pkg.programs ?? []).map((p: J) => adapter.program(p, stateTensors));

@@ -68,14 +68,25 @@ export class Renderer {
     new ResizeObserver(() => this.draw()).observe(canvas);
   }
 
-  /** Fit the whole layout in view (never zooming in past 1). */
+  /** Fit the layout's width in view, at a readable zoom (at least 0.5); tall graphs start at their top. */
   fit(): void {
+    if (!this.scene) return;
+    const { width, height } = this.scene.layout;
+    const cw = this.canvas.clientWidth, ch = this.canvas.clientHeight;
+    const whole = Math.min(1, cw / Math.max(1, width), ch / Math.max(1, height));
+    this.scale = Math.max(whole, Math.min(1, 0.5, cw / Math.max(1, width)));
+    this.tx = (cw - width * this.scale) / 2;
+    this.ty = height * this.scale <= ch ? (ch - height * this.scale) / 2 : 10;
+  }
+
+  /** Zoom out to show everything, however small. */
+  fitAll(): void {
     if (!this.scene) return;
     const { width, height } = this.scene.layout;
     const cw = this.canvas.clientWidth, ch = this.canvas.clientHeight;
     this.scale = Math.min(1, cw / Math.max(1, width), ch / Math.max(1, height));
     this.tx = (cw - width * this.scale) / 2;
-    this.ty = Math.max(10, (ch - height * this.scale) / 2);
+    this.ty = (ch - height * this.scale) / 2;
   }
 
   /** Centre a box in view at a readable zoom. */
@@ -155,7 +166,7 @@ export class Renderer {
       ctx.lineTo(ax - 7 * Math.cos(ang - 0.4), ay - 7 * Math.sin(ang - 0.4));
       ctx.lineTo(ax - 7 * Math.cos(ang + 0.4), ay - 7 * Math.sin(ang + 0.4));
       ctx.fill();
-      if (text && e.label && this.scale > 0.55) {
+      if (e.label && this.scale > 0.4) {
         const mid = Math.floor(pts.length / 4) * 2;
         const label = e.count > 1 ? `${e.label} +${e.count - 1}` : e.label;
         ctx.fillStyle = '#4a5468';
