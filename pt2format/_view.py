@@ -42,16 +42,21 @@ def template_path() -> Path:
     return path
 
 
-def _repack(buf: bytes, header, program: bytes, encoding: int, data_sections) -> bytes:
-    """A main container holding `program` then the given (entry, bytes) DATA sections, in their order."""
+def _repack(header, program: bytes, encoding: int, data_sections, program_crc: int | None = None) -> bytes:
+    """A main container holding `program` then the given (entry, bytes) DATA sections, in their order.
+
+    `program_crc`: keep the original PROGRAM checksum (the program bytes are
+    unchanged), so damage in them still shows in the page; None computes it.
+    """
     from pt2format._container.align import align_up
     from pt2format._container.header import (ChecksumKind, Header, SectionEntry, SectionKind, header_length,
                                              pack_header)
 
     count = 1 + len(data_sections)
     offset = align_up(header_length(count), header.sections[0].alignment)
-    entries = [SectionEntry(SectionKind.PROGRAM, encoding, header.sections[0].alignment, offset, len(program),
-                            ChecksumKind.CRC32, zlib.crc32(program))]
+    p0 = header.sections[0]
+    checksum = (p0.checksum_kind, p0.checksum) if program_crc is not None else (ChecksumKind.CRC32, zlib.crc32(program))
+    entries = [SectionEntry(SectionKind.PROGRAM, encoding, p0.alignment, offset, len(program), *checksum)]
     chunks = [(offset, program)]
     end = offset + len(program)
     for entry, data in data_sections:
@@ -99,11 +104,12 @@ def page_bytes(path, *, with_weights: bool = False, max_weight_bytes: int | None
     shards = _shard_files(path)
     total = sum(s.length for s, _ in data) + sum(len(b) for b in shards.values())
     embed = with_weights or (max_weight_bytes is not None and total <= max_weight_bytes)
+    same = encoding == prog.encoding
     if not embed:
-        return _repack(buf, header, program, encoding, []), {}, "omitted"
-    if encoding == prog.encoding and len(data) == len(header.sections) - 1:
+        return _repack(header, program, encoding, [], prog.checksum if same else None), {}, "omitted"
+    if same and len(data) == len(header.sections) - 1:
         return buf, shards, "embedded"
-    return _repack(buf, header, program, encoding, data), shards, "embedded"
+    return _repack(header, program, encoding, data, prog.checksum if same else None), shards, "embedded"
 
 
 def _shard_files(path) -> dict:
