@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const common = { bundle: true, write: false, format: 'iife', target: 'es2022', minify: true, legalComments: 'none', logLevel: 'error' };
+const common = { bundle: true, write: false, format: 'iife', target: 'es2022', minify: true, legalComments: 'none', logLevel: 'error', keepNames: true };
 
 const worker = await build({ ...common, entryPoints: [join(here, 'src', 'layout-worker.ts')] });
 const page = await build({

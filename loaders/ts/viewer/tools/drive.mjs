@@ -14,10 +14,11 @@ import { pathToFileURL } from 'node:url';
 const script = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 const browser = await chromium.launch({ executablePath: script.chromium, headless: true,
   args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--enable-precise-memory-info'] });
-const out = { results: [], console: [] };
+const out = { results: [], console: [], requests: [] };
 try {
   const page = await browser.newPage({ viewport: { width: script.width ?? 1400, height: script.height ?? 900 } });
   page.on('console', (m) => out.console.push(`${m.type()}: ${m.text()}`));
+  page.on('request', (req) => out.requests.push(req.url().slice(0, 200)));
   page.on('pageerror', (e) => out.console.push(`pageerror: ${e.message}`));
   const t0 = Date.now();
   await page.goto(pathToFileURL(script.page).href);
