@@ -155,7 +155,9 @@ class Viewer {
     if (!g || g.kind === 'root') return 0;
     g.expanded = open ?? !g.expanded;
     if (!g.expanded) for (const x of this.descendants(g)) x.expanded = false;
-    return this.relayout(false);
+    const ms = await this.relayout(false);
+    if (g.expanded) { this.renderer.focusTop(g.id); this.renderer.paint(); }
+    return ms;
   }
 
   private descendants(g: Group): Group[] {

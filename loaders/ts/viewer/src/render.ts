@@ -98,6 +98,16 @@ export class Renderer {
     this.ty = this.canvas.clientHeight / 2 - (b.y + b.h / 2) * this.scale;
   }
 
+  /** Bring a box's top into view (an expanded box: its first rows). */
+  focusTop(id: string): void {
+    const b = this.scene?.layout.boxes[id];
+    if (!b) return;
+    this.scale = Math.max(this.scale, 0.5);
+    const cw = this.canvas.clientWidth;
+    this.tx = b.w * this.scale <= cw ? cw / 2 - (b.x + b.w / 2) * this.scale : 20 - b.x * this.scale;
+    this.ty = 20 - b.y * this.scale;
+  }
+
   hit(sx: number, sy: number): { id: string; cluster: boolean } | null {
     if (!this.scene) return null;
     const x = (sx - this.tx) / this.scale, y = (sy - this.ty) / this.scale;
