@@ -18,7 +18,11 @@ declare const __WORKER_SOURCE__: string;
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 
-interface Timings { loadMs?: number; firstPaintMs?: number; layoutMs?: number; lastActionMs?: number }
+/** Milliseconds: *At are since navigation start, the others durations. */
+interface Timings {
+  scriptAt?: number; decodeMs?: number; loadMs?: number; hierarchyMs?: number; layoutMs?: number; firstPaintAt?: number;
+  lastActionMs?: number;
+}
 
 class Viewer {
   model: VModel | null = null;
@@ -50,7 +54,7 @@ class Viewer {
     this.renderer.onPaint = () => {
       if (this.firstPaintPending && this.layout) {
         this.firstPaintPending = false;
-        this.timings.firstPaintMs = performance.now();
+        this.timings.firstPaintAt = performance.now();
       }
     };
   }
@@ -99,8 +103,10 @@ class Viewer {
     this.program = i;
     $<HTMLSelectElement>('program').value = String(i);
     const p = this.model.programs[i]!;
+    const t0 = performance.now();
     this.hier = new Hierarchy(p);
     this.hier.expandDefault();
+    this.timings.hierarchyMs = performance.now() - t0;
     this.selected = null;
     this.highlighted.clear();
     this.panel(null);
@@ -235,10 +241,15 @@ class Viewer {
       }
       el.appendChild(dl);
     };
-    section('arguments', n.args);
+    section('arguments', n.args());
     const typed = (names: string[]) => names.map((v) => { const i = graph.values.get(v); return { label: v, text: i ? `${i.dtype} ${i.shape}` : '' }; });
     section(n.kind === 'output' ? 'value' : 'inputs', n.kind === 'input' ? [] : typed(n.reads));
     section('outputs', typed(n.writes));
+    // Ranges of the symbols in these types (s0 in [2, 64]).
+    const prog = this.model!.programs[this.program]!;
+    const text = [...typed(n.reads), ...typed(n.writes)].map((r) => r.text).join(' ');
+    const words = new Set(text.match(/[A-Za-z_][A-Za-z0-9_]*/g) ?? []);
+    section('symbols', prog.symbols.filter((x) => words.has(x.name)).map((x) => ({ label: x.name, text: `${x.range}  (hint ${x.hint})` })));
     if (n.subgraphs.length) section('subgraphs', n.subgraphs.map((s) => ({ label: s.name, text: `${s.graph.nodes.filter((x) => x.kind === 'op').length} nodes` })));
     section('metadata', n.meta());
     if (n.tensor !== undefined && this.model) {
@@ -328,6 +339,8 @@ class Viewer {
 }
 
 function b64decode(s: string): Uint8Array {
+  const native = (Uint8Array as unknown as { fromBase64?: (s: string) => Uint8Array }).fromBase64;
+  if (native) return native(s.trim());
   const table = new Uint8Array(128);
   const abc = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
   for (let i = 0; i < 64; i++) table[abc.charCodeAt(i)] = i;
@@ -347,7 +360,9 @@ function b64decode(s: string): Uint8Array {
 }
 
 async function main(): Promise<void> {
+  const scriptAt = performance.now();
   const v = new Viewer();
+  v.timings.scriptAt = scriptAt;
   const hook = {
     ready: false,
     viewer: v,
@@ -401,7 +416,9 @@ async function main(): Promise<void> {
 
   const embedded = document.getElementById('pt2f-data');
   if (embedded && embedded.textContent && embedded.textContent.trim()) {
+    const t0 = performance.now();
     const bytes = b64decode(embedded.textContent);
+    v.timings.decodeMs = performance.now() - t0;
     const shards = new Map<string, Uint8Array>();
     for (const s of document.querySelectorAll<HTMLElement>('script[data-shard]')) shards.set(s.dataset.shard!, b64decode(s.textContent ?? ''));
     const note = embedded.dataset.weights === 'omitted' ? 'weights not embedded' : embedded.dataset.weights === 'embedded' ? 'weights embedded' : '';

@@ -41,7 +41,8 @@ export interface VNode {
   tensor?: number;
   /** nn_module_stack, outermost first, paths normalised to FQN form ("transformer.h.0.attn"). */
   modules: ModuleRef[];
-  args: MetaRow[];
+  /** Arguments as display rows, built when first shown. */
+  args: () => MetaRow[];
   /** Value names read and written. */
   reads: string[];
   writes: string[];
@@ -276,16 +277,14 @@ export class Adapter {
       const reads: string[] = [];
       argNames(a.value_type, a.value, reads);
       const name = reads[0] ?? `input${i}`;
-      nodes.push({ id: `${id}:in:${name}`, name, kind: 'input', target: 'placeholder', op: 'input', modules: [], args: [],
+      nodes.push({ id: `${id}:in:${name}`, name, kind: 'input', target: 'placeholder', op: 'input', modules: [], args: () => [],
         reads: [], writes: reads, meta: () => this.metaRows(inputMeta[i]), subgraphs: [] });
     });
     for (const n of g.nodes ?? []) {
       const reads: string[] = [];
-      const args: MetaRow[] = [];
       const subgraphs: { name: string; graph: VGraph }[] = [];
       for (const a of n.inputs ?? []) {
         argNames(a.value_type, a.value, reads);
-        args.push({ label: a.name || '', text: this.argText(a.value_type, a.value) });
         if (a.value_type === 'GraphArgument' && a.value?.graph) subgraphs.push({ name: a.value.name, graph: this.graph(a.value.graph, `${prefix}${n.name}.`) });
       }
       const writes: string[] = [];
@@ -297,6 +296,7 @@ export class Adapter {
       const md = n.metadata;
       const modules: ModuleRef[] = (md?.nn_module_stack ?? []).map((e: J) => ({ path: normalizePath(String(e.path ?? '')), type: String(e.type_name ?? '') }))
         .filter((m: ModuleRef) => m.path !== '');
+      const args = () => (n.inputs ?? []).map((a: J) => ({ label: a.name || '', text: this.argText(a.value_type, a.value) }));
       nodes.push({ id: `${id}:${n.name}`, name: n.name, kind: 'op', target, op, modules, args, reads, writes,
         meta: () => this.metaRows(md), subgraphs });
     }
@@ -304,7 +304,7 @@ export class Adapter {
       const reads: string[] = [];
       argNames(a.value_type, a.value, reads);
       nodes.push({ id: `${id}:out:${i}`, name: `output ${i}`, kind: 'output', target: 'output', op: 'output', modules: [],
-        args: [{ label: '', text: this.argText(a.value_type, a.value) }], reads, writes: [], meta: () => [], subgraphs: [] });
+        args: () => [{ label: '', text: this.argText(a.value_type, a.value) }], reads, writes: [], meta: () => [], subgraphs: [] });
     });
     return { id, nodes, values };
   }
@@ -331,7 +331,7 @@ export class Adapter {
       node.role = role;
       node.roleTarget = fqn;
       node.op = role;
-      if (kind === 'InputToConstantInputSpec') node.args = [{ label: 'value', text: this.valueText(v.value) }];
+      if (kind === 'InputToConstantInputSpec') node.args = () => [{ label: 'value', text: this.valueText(v.value) }];
       if (fqn != null && state.has(fqn)) node.tensor = state.get(fqn);
     });
     const outputs = graph.nodes.filter((n) => n.kind === 'output');
