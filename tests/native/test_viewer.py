@@ -339,7 +339,7 @@ def test_gpt2_124m_opens_collapsed(chromium, programs, tmp_path):
     page = D.view(path, tmp_path / "gpt2_124m.html")
     out = D.drive(chromium, page, [{"do": "state"}, {"do": "expand", "id": "root/m:transformer.h.0"}, {"do": "state"},
                                    shot(tmp_path, "gpt2_124m")])
-    first, _, opened = out["results"]
+    first, _, opened, _ = out["results"]
     assert first["nodeCount"] == len(op_nodes(ep.graph))
     blocks = [b for b in first["boxes"] if re.fullmatch(r"transformer\.h\.\d+", b["path"])]
     assert len(blocks) == 12 and not any(b["expanded"] for b in blocks)
