@@ -88,6 +88,13 @@ def shot(tmp_path, name):
     return {"do": "shot", "path": str(tmp_path / f"{name}.png")}
 
 
+def test_viewer_typechecks(built):
+    """esbuild bundles without checking types; tsc checks the viewer (and the reader sources it imports)."""
+    r = subprocess.run(["node", str(U.TS_DIR / "node_modules" / "typescript" / "bin" / "tsc"), "-p", "tsconfig.json"],
+                       cwd=D.VIEWER, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
 # ---------------------------------------------------------------------------
 # The command line (no browser)
 # ---------------------------------------------------------------------------

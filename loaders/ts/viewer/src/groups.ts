@@ -85,7 +85,7 @@ export class Hierarchy {
         }
       }
       if (n.subgraphs.length) {
-        const hop = this.group(`${n.id}/hop`, 'hop', `${n.op} ${n.name}`, n.name, g);
+        const hop = this.group(`${n.id}/hop`, 'hop', n.name === n.op ? n.op : `${n.op} ${n.name}`, n.name, g);
         hop.children.push({ node: n });
         this.owner.set(n.id, hop);
         for (const s of n.subgraphs) {

@@ -181,6 +181,7 @@ function argNames(type: string, v: J, out: string[]): void {
 
 export class Adapter {
   private sym!: SymText;
+  private symbols: J[] = [];
   private graphSeq = 0;
 
   constructor(private pkg: J) {}
@@ -232,7 +233,7 @@ export class Adapter {
     return values;
   }
 
-  private metaRows(md: J): MetaRow[] {
+  private metaRows(md: J, symbols: J[]): MetaRow[] {
     if (!md) return [];
     const rows: MetaRow[] = [];
     if (md.stack_trace) rows.push({ label: 'stack trace', text: md.stack_trace });
@@ -241,7 +242,7 @@ export class Adapter {
     if (md.torch_fn) rows.push({ label: 'torch_fn', text: `${md.torch_fn.name}: ${md.torch_fn.target}` });
     if (md.custom?.entries?.length) rows.push({ label: 'custom', text: md.custom.entries.map((e: J) => `${this.valueText(e.key)}: ${this.valueText(e.value)}`).join('\n') });
     if (md.from_node?.length) rows.push({ label: 'from_node', text: md.from_node.map((n: J) => `${n.name} (${n.pass_name ?? ''})`).join('\n') });
-    if (md.unbacked_bindings?.length) rows.push({ label: 'unbacked bindings', text: md.unbacked_bindings.map((b: J) => this.sym ? String(b.symbol) : '').join(', ') });
+    if (md.unbacked_bindings?.length) rows.push({ label: 'unbacked bindings', text: md.unbacked_bindings.map((b: J) => String(symbols[Number(b.symbol)]?.name ?? `symbol ${b.symbol}`)).join(', ') });
     for (const e of md.extra ?? []) rows.push({ label: e.key, text: e.value });
     // Fields this viewer does not know yet (added by a newer schema): show them raw.
     const known = new Set(['stack_trace', 'nn_module_stack', 'source_fn_stack', 'torch_fn', 'custom', 'from_node', 'unbacked_bindings', 'extra']);
@@ -270,6 +271,7 @@ export class Adapter {
 
   private graph(g: J, prefix: string): VGraph {
     const id = `g${this.graphSeq++}`;
+    const syms = this.symbols; // metadata rows are built later, when this program may no longer be the current one
     const values = this.valueTable(g);
     const nodes: VNode[] = [];
     const inputMeta: J[] = g.input_metadata ?? [];
@@ -278,7 +280,7 @@ export class Adapter {
       argNames(a.value_type, a.value, reads);
       const name = reads[0] ?? `input${i}`;
       nodes.push({ id: `${id}:in:${name}`, name, kind: 'input', target: 'placeholder', op: 'input', modules: [], args: () => [],
-        reads: [], writes: reads, meta: () => this.metaRows(inputMeta[i]), subgraphs: [] });
+        reads: [], writes: reads, meta: () => this.metaRows(inputMeta[i], syms), subgraphs: [] });
     });
     for (const n of g.nodes ?? []) {
       const reads: string[] = [];
@@ -298,7 +300,7 @@ export class Adapter {
         .filter((m: ModuleRef) => m.path !== '');
       const args = () => (n.inputs ?? []).map((a: J) => ({ label: a.name || '', text: this.argText(a.value_type, a.value) }));
       nodes.push({ id: `${id}:${n.name}`, name: n.name, kind: 'op', target, op, modules, args, reads, writes,
-        meta: () => this.metaRows(md), subgraphs });
+        meta: () => this.metaRows(md, syms), subgraphs });
     }
     (g.outputs ?? []).forEach((a: J, i: number) => {
       const reads: string[] = [];
@@ -311,6 +313,7 @@ export class Adapter {
 
   program(p: J, stateTensors: Map<string, number>): VProgram {
     this.sym = new SymText(p.sym_exprs ?? [], p.symbols ?? []);
+    this.symbols = p.symbols ?? [];
     const graph = this.graph(p.graph ?? {}, '');
     const state = new Map<string, number>();
     for (const s of p.state ?? []) state.set(s.name, Number(s.tensor));
