@@ -331,12 +331,16 @@ def test_damaged_file_shows_the_readers_typed_error(chromium, programs, tmp_path
     assert "damaged.pt2f" in err
 
 
-def test_static_page_opens_a_file_picked_by_the_user(chromium, built, programs, tmp_path):
-    path, progs = programs("cond")
-    out = D.drive(chromium, built, [{"do": "state"}, {"do": "upload", "path": str(path)}, {"do": "state"}])
+@pytest.mark.parametrize("how", ["upload", "drop"])
+def test_static_page_opens_a_file_given_by_the_user(chromium, built, programs, tmp_path, how):
+    """dist/viewer.html as built (nothing embedded) reads a file picked with "open…" or dropped on it."""
+    path, progs = programs("multi_program")
+    out = D.drive(chromium, built, [{"do": "state"}, {"do": how, "path": str(path)}, {"do": "state"}])
     before, _, after = out["results"]
     assert before["program"] is None and before["error"] is None
-    assert after["error"] is None and after["nodeCount"] == len(all_op_nodes(progs["forward"].graph_module))
+    assert after["error"] is None and after["programs"] == sorted(progs)
+    first = sorted(progs)[0]
+    assert after["nodeCount"] == len(all_op_nodes(progs[first].graph_module))
 
 
 @pytest.mark.corpus

@@ -40,6 +40,21 @@ try {
         await page.waitForFunction(() => window.pt2fViewer.state().program !== null || window.pt2fViewer.state().error !== null, null, { timeout: 60000 });
         r = true;
         break;
+      case 'drop': { // drag a file from the desktop onto the page: a real DataTransfer on a drop event
+        const b64 = readFileSync(s.path).toString('base64');
+        const name = s.path.split(/[\\/]/).pop();
+        await page.evaluate(([data, fileName]) => {
+          const bytes = Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
+          const dt = new DataTransfer();
+          dt.items.add(new File([bytes], fileName));
+          for (const type of ['dragenter', 'dragover', 'drop']) {
+            document.querySelector('main').dispatchEvent(new DragEvent(type, { dataTransfer: dt, bubbles: true, cancelable: true }));
+          }
+        }, [b64, name]);
+        await page.waitForFunction(() => window.pt2fViewer.state().program !== null || window.pt2fViewer.state().error !== null, null, { timeout: 60000 });
+        r = true;
+        break;
+      }
       case 'click': { // click the centre of a drawn box, as a person would
         const box = await page.evaluate((id) => window.pt2fViewer.screenBox(id), s.id);
         if (!box) { r = false; break; }
