@@ -1,4 +1,4 @@
-"""The `pt2format` command line: inspect, validate, dump, convert and conformance, without torch.
+"""The `pt2format` command line: inspect, validate, dump, convert, view and conformance, without torch.
 
 Exit status: 0 on success, 1 when the file is bad (the error message goes to
 stderr) or a conformance check fails, 2 for usage errors.
@@ -104,6 +104,19 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--encoding", required=True, choices=_ENCODINGS)
     s.add_argument("-o", "--output", required=True)
     s.add_argument("--no-fsync", action="store_true", help="skip fsync (the write is still atomic)")
+    s = sub.add_parser("view", help="write one self-contained HTML page showing the file's graphs (or --serve it)",
+                       description="Write a self-contained HTML page (TypeScript reader, viewer and program "
+                       "embedded; no network, no server) showing the file's programs as graphs. Weights are left "
+                       "out unless --with-weights, or --max-weight-bytes N and the data fits in N bytes.")
+    s.add_argument("file")
+    s.add_argument("-o", "--output", help="HTML file to write (default: FILE with .html added)")
+    s.add_argument("--serve", action="store_true", help="serve the page on 127.0.0.1 and open the browser")
+    s.add_argument("--port", type=int, default=0, help="port for --serve (default: any free port)")
+    s.add_argument("--no-browser", action="store_true", help="with --serve: do not open a browser")
+    s.add_argument("--serve-seconds", type=float, default=None, help="with --serve: stop after this many seconds")
+    w = s.add_mutually_exclusive_group()
+    w.add_argument("--with-weights", action="store_true", help="embed the tensor data (value summaries in the panel)")
+    w.add_argument("--max-weight-bytes", type=int, metavar="N", help="embed the tensor data when it is at most N bytes")
     s = sub.add_parser("conformance", help="compare every reader's dump of every golden file with its expected.json",
                        description="Dump each golden file (GOLDEN_DIR/<format-version>/<case>/*.pt2f) with the "
                        "Python reader and each --reader, and compare with the case's expected.json byte for byte. "
@@ -116,6 +129,24 @@ def _parser() -> argparse.ArgumentParser:
                    "or ts='node loaders/ts/dist/cli.js dump' (repeatable)")
     s.add_argument("--timeout", type=float, default=120.0, help="seconds per reader and file (default 120)")
     return p
+
+
+def _view(args) -> int:
+    from pt2format import _view as view
+
+    try:
+        page = view.render(args.file, with_weights=args.with_weights, max_weight_bytes=args.max_weight_bytes)
+    except view.ViewerNotBuiltError as e:
+        print(f"pt2format view: {e}", file=sys.stderr)
+        return 2
+    if args.output or not args.serve:
+        out = args.output or args.file + ".html"
+        with open(out, "w", encoding="utf-8") as f:
+            f.write(page)
+        print(f"wrote {out}")
+    if args.serve:
+        view.serve(page, port=args.port, open_browser=not args.no_browser, timeout=args.serve_seconds)
+    return 0
 
 
 def _reader_arg(spec: str):
@@ -146,6 +177,8 @@ def main(argv=None) -> int:
             from pt2format._api import convert
 
             convert(args.file, args.output, args.encoding, fsync=not args.no_fsync)
+        elif args.command == "view":
+            return _view(args)
         elif args.command == "conformance":
             from pt2format._conformance import UsageError, run
 

@@ -2,6 +2,7 @@
 # Build the TypeScript reader (loaders/ts) into loaders/ts/dist: `npm ci` when
 # package-lock.json changed, then the build-input step and `tsc`. Idempotent
 # and quiet: it does nothing when node_modules and dist are up to date.
+# Then builds the viewer (scripts/build_viewer.sh -> loaders/ts/viewer/dist/viewer.html).
 # Also installs headless Chromium for the browser test (skip: --no-browser).
 # Safe to run from several processes at once (flock).
 set -euo pipefail
@@ -47,11 +48,14 @@ fi
 inputs=$(find src tools -type f \( -name '*.ts' -o -name '*.mjs' \) -not -path 'src/_build/*' | LC_ALL=C sort)
 # shellcheck disable=SC2086
 src_hash=$(hash_of $inputs tsconfig*.json package-lock.json "$root/schema/pt2format.schema.json")
-if [ -f dist/.build-stamp ] && [ "$(cat dist/.build-stamp)" = "$src_hash" ]; then
-  exit 0
+if [ ! -f dist/.build-stamp ] || [ "$(cat dist/.build-stamp)" != "$src_hash" ]; then
+  rm -rf dist
+  node tools/gen-build-inputs.mjs
+  node node_modules/typescript/bin/tsc -p tsconfig.json
+  node node_modules/typescript/bin/tsc -p tsconfig.core.json
+  echo "$src_hash" > dist/.build-stamp
 fi
-rm -rf dist
-node tools/gen-build-inputs.mjs
-node node_modules/typescript/bin/tsc -p tsconfig.json
-node node_modules/typescript/bin/tsc -p tsconfig.core.json
-echo "$src_hash" > dist/.build-stamp
+
+# The viewer (loaders/ts/viewer): one self-contained HTML file, built on the reader.
+flock -u 9
+bash "$root/scripts/build_viewer.sh"

@@ -72,3 +72,20 @@ def test_fresh_venv_without_torch(sample_file, tmp_path):
     cli = env_dir / "bin" / "pt2format"
     proc = subprocess.run([str(cli), "validate", str(sample_file)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_view_runs_with_torch_blocked(sample_file, tmp_path):
+    """`pt2format view` only embeds bytes into the built page: no torch, and no build needed for this check."""
+    import base64
+    import re
+
+    template = tmp_path / "viewer.html"
+    template.write_text("<html><body><!--PT2F-EMBED--></body></html>", encoding="utf-8")
+    out = tmp_path / "tiny.html"
+    code = BLOCK_TORCH + "import runpy; sys.argv = ['pt2format'] + sys.argv[1:]; runpy.run_module('pt2format', run_name='__main__')"
+    proc = subprocess.run([sys.executable, "-c", code, "view", str(sample_file), "-o", str(out), "--with-weights"],
+                          capture_output=True, text=True, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "PT2FORMAT_VIEWER_HTML": str(template)})
+    assert proc.returncode == 0, proc.stderr
+    m = re.search(r'data-weights="embedded">([A-Za-z0-9+/=]+)</script>', out.read_text(encoding="utf-8"))
+    assert m and base64.b64decode(m.group(1)) == sample_file.read_bytes()

@@ -1,0 +1,258 @@
+/**
+ * Hierarchical collapse: the tree of boxes (modules, higher-order ops and their
+ * subgraphs, and synthetic chunks of long flat runs) and the small graph that is
+ * actually laid out for the current set of expanded boxes.
+ *
+ * Only this graph goes to the layout worker, so a 20,000-node program shown
+ * collapsed is a layout of a few dozen boxes.
+ */
+import type { VGraph, VNode, VProgram } from './model.js';
+
+export type GroupKind = 'root' | 'module' | 'chunk' | 'hop' | 'branch';
+
+export interface Group {
+  id: string;
+  kind: GroupKind;
+  label: string;
+  /** Module FQN (modules), subgraph name (branches). */
+  path: string;
+  parent: Group | null;
+  children: Item[];
+  /** Op nodes below this group, all levels. */
+  size: number;
+  expanded: boolean;
+}
+export type Item = { group: Group } | { node: VNode };
+
+/** Groups with more direct children than this are split into chunks. */
+const CHUNK = 40;
+
+export class Hierarchy {
+  readonly root: Group;
+  readonly groups = new Map<string, Group>();
+  /** The innermost group holding each node. */
+  readonly owner = new Map<string, Group>();
+  /** Value name (qualified by graph) -> producing node id. */
+  readonly producer = new Map<string, string>();
+  readonly nodes = new Map<string, VNode>();
+  /** node id -> graph it belongs to. */
+  readonly graphOf = new Map<string, VGraph>();
+  private seq = 0;
+
+  constructor(readonly program: VProgram) {
+    this.root = this.group('root', 'root', program.name, '', null);
+    this.addGraph(program.graph, this.root, true);
+    this.chunkAll(this.root);
+    this.sizeOf(this.root);
+  }
+
+  private group(id: string, kind: GroupKind, label: string, path: string, parent: Group | null): Group {
+    const g: Group = { id, kind, label, path, parent, children: [], size: 0, expanded: false };
+    this.groups.set(id, g);
+    if (parent) parent.children.push({ group: g });
+    return g;
+  }
+
+  private addGraph(graph: VGraph, home: Group, useModules: boolean): void {
+    const byPath = new Map<string, Group>();
+    const moduleGroup = (mods: { path: string; type: string }[]): Group => {
+      let g = home;
+      for (const m of mods) {
+        let next = byPath.get(m.path);
+        if (!next) {
+          const short = m.type.split('.').pop() ?? m.type;
+          next = this.group(`${home.id}/m:${m.path}`, 'module', `${m.path} (${short})`, m.path, g);
+          byPath.set(m.path, next);
+        }
+        g = next;
+      }
+      return g;
+    };
+    // Module groups first, in node order, so placeholders can join the module owning their parameter.
+    if (useModules) for (const n of graph.nodes) if (n.kind === 'op') moduleGroup(n.modules);
+    for (const n of graph.nodes) {
+      this.nodes.set(n.id, n);
+      this.graphOf.set(n.id, graph);
+      for (const w of n.writes) this.producer.set(`${graph.id}|${w}`, n.id);
+      let g = home;
+      if (useModules && n.kind === 'op') g = moduleGroup(n.modules);
+      else if (useModules && n.roleTarget && n.kind === 'input') {
+        // A parameter placeholder sits in the module that owns it ("h.0.attn.c_attn.weight" -> "h.0.attn.c_attn").
+        const parts = n.roleTarget.split('.');
+        for (let k = parts.length - 1; k > 0; k--) {
+          const m = byPath.get(parts.slice(0, k).join('.'));
+          if (m) { g = m; break; }
+        }
+      }
+      if (n.subgraphs.length) {
+        const hop = this.group(`${n.id}/hop`, 'hop', n.name === n.op ? n.op : `${n.op} ${n.name}`, n.name, g);
+        hop.children.push({ node: n });
+        this.owner.set(n.id, hop);
+        for (const s of n.subgraphs) {
+          const br = this.group(`${n.id}/sub:${s.name}`, 'branch', s.name, s.name, hop);
+          this.addGraph(s.graph, br, false);
+        }
+      } else {
+        g.children.push({ node: n });
+        this.owner.set(n.id, g);
+      }
+    }
+  }
+
+  /**
+   * Keeps boxes small: when a box has more than CHUNK direct children, runs of
+   * consecutive loose nodes between its sub-boxes become chunk boxes, and if
+   * that is not enough, all children are packed into nested chunks of CHUNK.
+   */
+  private chunkAll(g: Group): void {
+    for (const c of g.children) if ('group' in c) this.chunkAll(c.group);
+    if (g.children.length <= CHUNK) return;
+    const out: Item[] = [];
+    let run: Item[] = [];
+    const flush = () => {
+      if (run.length >= 4) out.push(...this.pack(g, run));
+      else out.push(...run);
+      run = [];
+    };
+    for (const c of g.children) {
+      if ('node' in c && c.node.kind === 'op') run.push(c);
+      else { flush(); out.push(c); }
+    }
+    flush();
+    g.children = out;
+    if (g.children.length > CHUNK) g.children = this.pack(g, g.children);
+  }
+
+  /** Packs items into chunk boxes of at most CHUNK items, nested until at most CHUNK boxes remain. */
+  private pack(parent: Group, items: Item[]): Item[] {
+    if (items.length <= CHUNK) return [{ group: this.chunk(parent, items) }];
+    let level = items;
+    while (level.length > CHUNK) {
+      const next: Item[] = [];
+      for (let i = 0; i < level.length; i += CHUNK) {
+        const slice = level.slice(i, i + CHUNK);
+        next.push(slice.length === 1 ? slice[0]! : { group: this.chunk(parent, slice) });
+      }
+      level = next;
+    }
+    return level;
+  }
+
+  private chunk(parent: Group, items: Item[]): Group {
+    const id = `${parent.id}/c${this.seq++}`;
+    const c: Group = { id, kind: 'chunk', label: '', path: '', parent, children: items, size: 0, expanded: false };
+    for (const it of items) {
+      if ('group' in it) it.group.parent = c;
+      else this.owner.set(it.node.id, c);
+    }
+    this.groups.set(id, c);
+    return c;
+  }
+
+  private sizeOf(g: Group): number {
+    let n = 0;
+    let first = '', last = '';
+    for (const c of g.children) {
+      if ('group' in c) n += this.sizeOf(c.group);
+      else if (c.node.kind === 'op') n++;
+    }
+    g.size = n;
+    if (g.kind === 'chunk') {
+      const names: string[] = [];
+      const walk = (x: Group) => { for (const c of x.children) { if ('group' in c) walk(c.group); else names.push(c.node.name); } };
+      walk(g);
+      first = names[0] ?? ''; last = names[names.length - 1] ?? '';
+      g.label = `${first} … ${last}`;
+      if (g.parent && g.parent.kind !== 'root' && g.parent.kind !== 'chunk') g.label = `${g.parent.path || g.parent.label}: ${g.label}`;
+    }
+    return n;
+  }
+
+  /**
+   * The default view: expand one level of boxes at a time, a whole level or
+   * nothing, while the number of visible boxes stays within `budget`. Sibling
+   * blocks (h.0 ... h.11) are therefore all open or all closed.
+   */
+  expandDefault(budget = 60): void {
+    for (const g of this.groups.values()) g.expanded = false;
+    this.root.expanded = true;
+    let visible = this.root.children.length;
+    let level: Group[] = this.root.children.filter((c): c is { group: Group } => 'group' in c).map((c) => c.group);
+    while (level.length) {
+      const extra = level.reduce((n, g) => n + g.children.length - 1, 0);
+      if (visible + extra > budget) break;
+      visible += extra;
+      const next: Group[] = [];
+      for (const g of level) {
+        g.expanded = true;
+        for (const c of g.children) if ('group' in c) next.push(c.group);
+      }
+      level = next;
+    }
+  }
+
+  /** The box a node is drawn in: its outermost collapsed ancestor, or the node itself. */
+  representative(nodeId: string): string {
+    let rep: string = nodeId;
+    for (let g: Group | null = this.owner.get(nodeId) ?? null; g; g = g.parent) {
+      if (!g.expanded) rep = g.id;
+    }
+    return rep;
+  }
+
+  /** Expand every ancestor of a node so it is drawn on its own. */
+  reveal(nodeId: string): void {
+    for (let g: Group | null = this.owner.get(nodeId) ?? null; g; g = g.parent) g.expanded = true;
+  }
+
+  /** The graph to lay out: leaves (nodes and collapsed boxes), clusters (expanded boxes) and edges. */
+  visible(): VisibleGraph {
+    const leaves: VisibleLeaf[] = [];
+    const clusters: VisibleCluster[] = [];
+    const walk = (g: Group, parent: string | null) => {
+      for (const c of g.children) {
+        if ('node' in c) {
+          leaves.push({ id: c.node.id, parent, node: c.node, group: null });
+        } else if (c.group.expanded) {
+          clusters.push({ id: c.group.id, parent, group: c.group });
+          walk(c.group, c.group.id);
+        } else {
+          leaves.push({ id: c.group.id, parent, node: null, group: c.group });
+        }
+      }
+    };
+    walk(this.root, null);
+    const edges = new Map<string, VisibleEdge>();
+    for (const n of this.nodes.values()) {
+      const graph = this.graphOf.get(n.id)!;
+      const to = this.representative(n.id);
+      for (const r of n.reads) {
+        const src = this.producer.get(`${graph.id}|${r}`);
+        if (!src) continue;
+        const from = this.representative(src);
+        if (from === to) continue;
+        const key = `${from}>${to}`;
+        const e = edges.get(key);
+        if (e) { e.count++; continue; }
+        const v = graph.values.get(r);
+        edges.set(key, { from, to, label: v ? `${v.dtype}${v.dtype.startsWith('Sym') ? ' ' : ''}${v.shape}` : r, count: 1 });
+      }
+      // A higher-order op feeds its subgraphs' placeholders (drawn dashed).
+      for (const s of n.subgraphs) {
+        for (const sn of s.graph.nodes) {
+          if (sn.kind !== 'input') continue;
+          const from = this.representative(n.id), t = this.representative(sn.id);
+          if (from === t) continue;
+          const key = `${from}>${t}`;
+          if (!edges.has(key)) edges.set(key, { from, to: t, label: '', count: 1, dashed: true });
+        }
+      }
+    }
+    return { leaves, clusters, edges: [...edges.values()] };
+  }
+}
+
+export interface VisibleLeaf { id: string; parent: string | null; node: VNode | null; group: Group | null }
+export interface VisibleCluster { id: string; parent: string | null; group: Group }
+export interface VisibleEdge { from: string; to: string; label: string; count: number; dashed?: boolean }
+export interface VisibleGraph { leaves: VisibleLeaf[]; clusters: VisibleCluster[]; edges: VisibleEdge[] }

@@ -1,0 +1,190 @@
+"""`pt2format view`: one self-contained HTML page showing a file's programs.
+
+The page itself (TypeScript reader + viewer + layout worker, one file) is
+built by `scripts/build_ts.sh` into `loaders/ts/viewer/dist/viewer.html`;
+this module only embeds bytes into it, base64 in `<script>` elements the
+page decodes. It never validates the file: a damaged file is embedded as is,
+so the page shows the TypeScript reader's typed error instead of this
+command failing before anyone sees anything.
+
+Weights are left out unless asked (`with_weights`, or all data fits in
+`max_weight_bytes`): the embedded file is then the PROGRAM section alone in
+a fresh container, byte-identical program, so the page opens instantly and
+its side panel says values are not available.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import os
+import zlib
+from pathlib import Path
+
+from pt2format.errors import Pt2FormatError
+
+MARKER = "<!--PT2F-EMBED-->"
+TEMPLATE_ENV = "PT2FORMAT_VIEWER_HTML"
+_BUILT = Path(__file__).resolve().parents[1] / "loaders" / "ts" / "viewer" / "dist" / "viewer.html"
+
+
+class ViewerNotBuiltError(RuntimeError):
+    """The viewer page has not been built (run scripts/build_ts.sh)."""
+
+
+def template_path() -> Path:
+    """The built page: $PT2FORMAT_VIEWER_HTML, else loaders/ts/viewer/dist/viewer.html in this checkout."""
+    env = os.environ.get(TEMPLATE_ENV)
+    path = Path(env) if env else _BUILT
+    if not path.is_file():
+        raise ViewerNotBuiltError(f"viewer page not found at {path}: build it with scripts/build_ts.sh "
+                                  f"(or point {TEMPLATE_ENV} at a built viewer.html)")
+    return path
+
+
+def _repack(header, program: bytes, encoding: int, data_sections, program_crc: int | None = None) -> bytes:
+    """A main container holding `program` then the given (entry, bytes) DATA sections, in their order.
+
+    `program_crc`: keep the original PROGRAM checksum (the program bytes are
+    unchanged), so damage in them still shows in the page; None computes it.
+    """
+    from pt2format._container.align import align_up
+    from pt2format._container.header import (ChecksumKind, Header, SectionEntry, SectionKind, header_length,
+                                             pack_header)
+
+    count = 1 + len(data_sections)
+    offset = align_up(header_length(count), header.sections[0].alignment)
+    p0 = header.sections[0]
+    checksum = (p0.checksum_kind, p0.checksum) if program_crc is not None else (ChecksumKind.CRC32, zlib.crc32(program))
+    entries = [SectionEntry(SectionKind.PROGRAM, encoding, p0.alignment, offset, len(program), *checksum)]
+    chunks = [(offset, program)]
+    end = offset + len(program)
+    for entry, data in data_sections:
+        start = align_up(end, entry.alignment)
+        entries.append(SectionEntry(entry.kind, entry.encoding, entry.alignment, start, entry.length,
+                                    entry.checksum_kind, entry.checksum))
+        chunks.append((start, data))
+        end = start + entry.length
+    head = pack_header(Header(header.format_major, header.format_minor, header.required_features, end,
+                              tuple(entries), header.header_version, header.flags))
+    out = bytearray(end)
+    out[:len(head)] = head
+    for start, data in chunks:
+        out[start:start + len(data)] = data
+    return bytes(out)
+
+
+def page_bytes(path, *, with_weights: bool = False, max_weight_bytes: int | None = None) -> tuple[bytes, dict, str]:
+    """(main file bytes to embed, {shard name: bytes}, "embedded" | "omitted" | "raw").
+
+    Programs in MessagePack or JSON are re-encoded as FlatBuffers (the encoding
+    the TypeScript reader reads). "raw": the header could not be parsed, the
+    bytes are embedded unchanged for the page to report.
+    """
+    from pt2format._container.header import SectionEncoding, SectionKind, unpack_header
+
+    buf = Path(path).read_bytes()
+    try:
+        header = unpack_header(buf, file=str(path))
+    except Pt2FormatError:
+        return buf, {}, "raw"
+    prog = header.sections[0]
+    program = buf[prog.offset:prog.end]
+    encoding = prog.encoding
+    if encoding != SectionEncoding.FLATBUFFERS:
+        from pt2format import _codecs
+        from pt2format._container.header import ENCODING_NAMES
+
+        try:
+            program = _codecs.encode(_codecs.decode(program, ENCODING_NAMES[SectionEncoding(encoding)]), "flatbuffers")
+            encoding = SectionEncoding.FLATBUFFERS
+        except (Pt2FormatError, ValueError, KeyError):
+            return buf, {}, "raw"
+    data = [(s, buf[s.offset:s.end]) for s in header.sections[1:] if s.kind == SectionKind.DATA]
+    shards = _shard_files(path)
+    total = sum(s.length for s, _ in data) + sum(len(b) for b in shards.values())
+    embed = with_weights or (max_weight_bytes is not None and total <= max_weight_bytes)
+    same = encoding == prog.encoding
+    if not embed:
+        return _repack(header, program, encoding, [], prog.checksum if same else None), {}, "omitted"
+    if same and len(data) == len(header.sections) - 1:
+        return buf, shards, "embedded"
+    return _repack(header, program, encoding, data, prog.checksum if same else None), shards, "embedded"
+
+
+def _shard_files(path) -> dict:
+    """The sibling shard files a file names, read from its directory ({} when it names none or is unreadable)."""
+    try:
+        from pt2format._api import read
+
+        with read(path) as f:
+            names = [s.name for s in f.package.shard_files]
+    except (Pt2FormatError, OSError):
+        return {}
+    out = {}
+    for name in names:
+        if os.path.basename(name) == name and name not in ("", ".", ".."):
+            p = Path(path).parent / name
+            if p.is_file():
+                out[name] = p.read_bytes()
+    return out
+
+
+def render(path, *, with_weights: bool = False, max_weight_bytes: int | None = None) -> str:
+    """The self-contained HTML page for a .pt2f file."""
+    template = template_path().read_text(encoding="utf-8")
+    if template.count(MARKER) != 1:
+        raise ViewerNotBuiltError(f"{template_path()} has no single {MARKER} marker (rebuild the viewer)")
+    data, shards, weights = page_bytes(path, with_weights=with_weights, max_weight_bytes=max_weight_bytes)
+    name = html.escape(Path(path).name, quote=True)
+    parts = [f'<script id="pt2f-data" type="application/octet-stream" data-name="{name}" data-weights="{weights}">'
+             f'{base64.b64encode(data).decode("ascii")}</script>']
+    for shard, blob in shards.items():
+        parts.append(f'<script type="application/octet-stream" data-shard="{html.escape(shard, quote=True)}">'
+                     f'{base64.b64encode(blob).decode("ascii")}</script>')
+    return template.replace(MARKER, "\n".join(parts), 1)
+
+
+def serve(page: str, *, port: int = 0, open_browser: bool = True, timeout: float | None = None,
+          announce=print) -> None:
+    """Serve `page` at http://127.0.0.1:PORT/ (localhost only) until interrupted or `timeout` seconds pass."""
+    import http.server
+    import threading
+    import time
+    import webbrowser
+
+    body = page.encode("utf-8")
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's naming
+            if self.path not in ("/", "/index.html"):
+                self.send_error(404)
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "no-store")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):  # quiet
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    url = f"http://127.0.0.1:{server.server_address[1]}/"
+    announce(f"serving {url} (Ctrl-C to stop)", flush=True)
+    if open_browser:
+        webbrowser.open(url)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        if timeout is None:
+            while True:
+                time.sleep(3600)
+        else:
+            time.sleep(timeout)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -1,0 +1,111 @@
+"""pt2format._view: what `pt2format view` embeds (no browser, no built page needed).
+
+The page template is a stand-in with the embed marker; tests/native/test_viewer.py
+runs the real page in Chromium.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import zlib
+
+import pytest
+
+import pt2f_samples
+
+from pt2format import _view as view
+from pt2format._api import write_package
+from pt2format._container.header import SectionKind, unpack_header
+
+
+@pytest.fixture
+def sample(tmp_path):
+    path = tmp_path / "tiny.pt2f"
+    write_package(path, pt2f_samples.tiny_package((3, 5)), pt2f_samples.float_payloads((3, 5)), fsync=False)
+    return path
+
+
+@pytest.fixture
+def template(tmp_path, monkeypatch):
+    t = tmp_path / "viewer.html"
+    t.write_text("<html><body>\n<!--PT2F-EMBED-->\n</body></html>", encoding="utf-8")
+    monkeypatch.setenv(view.TEMPLATE_ENV, str(t))
+    return t
+
+
+def _program(buf: bytes) -> bytes:
+    p = unpack_header(buf).sections[0]
+    return buf[p.offset:p.end]
+
+
+def test_weights_left_out_by_default_program_kept_byte_for_byte(sample):
+    original = sample.read_bytes()
+    data, shards, weights = view.page_bytes(sample)
+    assert weights == "omitted" and shards == {}
+    h = unpack_header(data)  # a valid container: header checksum, layout, lengths
+    assert [s.kind for s in h.sections] == [SectionKind.PROGRAM]
+    assert _program(data) == _program(original)
+    assert h.sections[0].checksum == unpack_header(original).sections[0].checksum
+    assert len(data) < len(original)
+
+
+def test_with_weights_embeds_the_file_unchanged(sample):
+    data, _, weights = view.page_bytes(sample, with_weights=True)
+    assert weights == "embedded" and data == sample.read_bytes()
+
+
+def test_max_weight_bytes_is_an_inclusive_limit(sample):
+    size = sum(s.length for s in unpack_header(sample.read_bytes()).sections if s.kind == SectionKind.DATA)
+    assert size > 0
+    assert view.page_bytes(sample, max_weight_bytes=size)[2] == "embedded"
+    assert view.page_bytes(sample, max_weight_bytes=size - 1)[2] == "omitted"
+
+
+def test_damaged_program_stays_damaged(sample):
+    """The program's original checksum is kept, so the page's reader still reports the damage."""
+    buf = bytearray(sample.read_bytes())
+    p = unpack_header(bytes(buf)).sections[0]
+    buf[p.offset + p.length // 2] ^= 0x01
+    sample.write_bytes(bytes(buf))
+    data, _, weights = view.page_bytes(sample)
+    h = unpack_header(data)
+    assert weights == "omitted"
+    assert zlib.crc32(_program(data)) != h.sections[0].checksum
+
+
+def test_unreadable_header_is_embedded_raw(sample):
+    buf = bytearray(sample.read_bytes())
+    buf[0] ^= 0xFF  # magic
+    sample.write_bytes(bytes(buf))
+    data, _, weights = view.page_bytes(sample)
+    assert weights == "raw" and data == bytes(buf)
+
+
+def test_render_fills_the_marker(sample, template):
+    page = view.render(sample, with_weights=True)
+    assert view.MARKER not in page
+    m = re.search(r'<script id="pt2f-data" type="application/octet-stream" data-name="tiny.pt2f" '
+                  r'data-weights="embedded">([A-Za-z0-9+/=]+)</script>', page)
+    assert m and base64.b64decode(m.group(1)) == sample.read_bytes()
+
+
+def test_render_escapes_the_file_name(tmp_path, template):
+    path = tmp_path / 'a"<b>.pt2f'
+    write_package(path, pt2f_samples.tiny_package((2,)), pt2f_samples.float_payloads((2,)), fsync=False)
+    page = view.render(path)
+    assert 'data-name="a&quot;&lt;b&gt;.pt2f"' in page
+
+
+def test_missing_template_says_how_to_build(sample, tmp_path, monkeypatch):
+    monkeypatch.setenv(view.TEMPLATE_ENV, str(tmp_path / "nope.html"))
+    with pytest.raises(view.ViewerNotBuiltError, match="scripts/build_ts.sh"):
+        view.render(sample)
+
+
+def test_template_without_single_marker_is_refused(sample, tmp_path, monkeypatch):
+    t = tmp_path / "bad.html"
+    t.write_text("<html></html>", encoding="utf-8")
+    monkeypatch.setenv(view.TEMPLATE_ENV, str(t))
+    with pytest.raises(view.ViewerNotBuiltError, match="marker"):
+        view.render(sample)
