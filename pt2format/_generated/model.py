@@ -538,6 +538,21 @@ class DeviceValue(ModelObject):
         self.value = value
 
 
+class ExtraFile(ModelObject):
+    """A named blob of bytes saved beside the programs, as torch.export.save's `extra_files` entries are. Its bytes live in a data segment, not in the program section, so a large one costs nothing until it is asked for."""
+    __slots__ = ('name', 'storage')
+    IS_STRUCT = False
+    # (name, id, kind, element, ref, default, deprecated, required)
+    FIELDS = (
+        ('name', 0, 'string', None, None, None, False, False),
+        ('storage', 1, 'scalar', 'uint32', None, 0, False, False),
+    )
+
+    def __init__(self, name=None, storage=0):
+        self.name = name
+        self.storage = storage
+
+
 class FloatArgument(ModelObject):
     """A float."""
     __slots__ = ('value',)
@@ -1291,7 +1306,7 @@ class OutputTokenSpec(ModelObject):
 
 class Package(ModelObject):
     """The root of the program section."""
-    __slots__ = ('format_version', 'producer', 'required_features', 'programs', 'tensors', 'storages', 'segments', 'shard_files', 'operators', 'metadata')
+    __slots__ = ('format_version', 'producer', 'required_features', 'programs', 'tensors', 'storages', 'segments', 'shard_files', 'operators', 'metadata', 'extra_files')
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1305,9 +1320,10 @@ class Package(ModelObject):
         ('shard_files', 7, 'vector', 'table', 'ShardFile', None, False, False),
         ('operators', 8, 'vector', 'table', 'OperatorSchema', None, False, False),
         ('metadata', 9, 'vector', 'table', 'StringEntry', None, False, False),
+        ('extra_files', 10, 'vector', 'table', 'ExtraFile', None, False, False),
     )
 
-    def __init__(self, format_version=None, producer=None, required_features=0, programs=None, tensors=None, storages=None, segments=None, shard_files=None, operators=None, metadata=None):
+    def __init__(self, format_version=None, producer=None, required_features=0, programs=None, tensors=None, storages=None, segments=None, shard_files=None, operators=None, metadata=None, extra_files=None):
         self.format_version = format_version
         self.producer = producer
         self.required_features = required_features
@@ -1318,6 +1334,7 @@ class Package(ModelObject):
         self.shard_files = [] if shard_files is None else shard_files
         self.operators = [] if operators is None else operators
         self.metadata = [] if metadata is None else metadata
+        self.extra_files = [] if extra_files is None else extra_files
 
 
 class ParameterMutationSpec(ModelObject):
@@ -2084,6 +2101,7 @@ TABLES = {
     'Device': Device,
     'DeviceArgument': DeviceArgument,
     'DeviceValue': DeviceValue,
+    'ExtraFile': ExtraFile,
     'FloatArgument': FloatArgument,
     'FloatListArgument': FloatListArgument,
     'FloatListListArgument': FloatListListArgument,
