@@ -7,4 +7,4 @@ re-exports them under a public name.
 """
 
 from pt2format._generated.model import *  # noqa: F401,F403
-from pt2format._generated.model import ENUMS, FILE_IDENTIFIER, ROOT_TABLE  # noqa: F401
+from pt2format._generated.model import ENUMS, FILE_IDENTIFIER, ROOT_TABLE, TABLES, UNIONS  # noqa: F401

@@ -75,3 +75,14 @@ def test_schema_module_is_public():
     import pt2format.schema as schema
 
     assert schema.Package.__name__ == "Package" and schema.ScalarType.FLOAT32 == 7
+
+
+def test_schema_classes_carry_resolvable_type_annotations():
+    import typing
+
+    import pt2format.schema as schema
+
+    for name, cls in schema.TABLES.items():
+        hints = typing.get_type_hints(cls)
+        assert set(cls.__slots__) <= set(hints), name
+        assert typing.get_type_hints(cls.__init__)["return"] is type(None), name
