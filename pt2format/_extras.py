@@ -87,9 +87,8 @@ def attach(package, payloads: list, *, extra_files: Mapping | None = None, metad
                 raise ValueError(f"metadata key {k!r} {problem}")
             if not isinstance(v, str):
                 raise TypeError(f"metadata[{k!r}] must be a str (as in safetensors), got {type(v).__name__}")
-            total += len(k.encode("utf-8")) + len(v.encode("utf-8", "surrogatepass"))
             try:
-                v.encode("utf-8")
+                total += len(k.encode("utf-8")) + len(v.encode("utf-8"))
             except UnicodeEncodeError:
                 raise ValueError(f"metadata[{k!r}] is not valid UTF-8 (lone surrogate)") from None
         if total > MAX_METADATA_BYTES:
