@@ -94,14 +94,4 @@ def _read_all(stream, name: str, max_bytes: int | None) -> bytearray:
             return out
 
 
-def describe(src) -> str:
-    """A short name for `src` in messages, without reading it."""
-    if is_pathlike(src):
-        return os.fsdecode(os.fspath(src))
-    name = getattr(src, "name", None)
-    if isinstance(name, str):
-        return name
-    return "<bytes>" if is_buffer(src) else "<stream>"
-
-
-__all__ = ["Source", "resolve_source", "describe", "is_pathlike", "is_buffer", "is_stream"]
+__all__ = ["Source", "resolve_source", "is_pathlike", "is_buffer", "is_stream"]

@@ -137,3 +137,28 @@ def test_progress_follows_the_write(tmp_path):
     streamed = []
     _write(io.BytesIO(), progress=streamed.append)
     assert streamed[-1] == size
+
+
+def test_shards_need_a_path(tmp_path):
+    """A file read from bytes has no directory to find its shard files in: a clear SegmentError, no guessing."""
+    import zlib
+
+    from pt2f_samples import write_raw, write_shard
+
+    from pt2format._generated import model as m
+    from pt2format.errors import SegmentError
+
+    payloads = float_payloads((4,))
+    size = write_shard(tmp_path / "m.shard1", payloads)
+    pkg = tiny_package((4,))
+    pkg.required_features = 1
+    pkg.shard_files = [m.ShardFile("m.shard1", size)]
+    pkg.segments = [m.Segment(file=1, section=0)]
+    pkg.storages = [m.Storage(0, 0, 16, 1, zlib.crc32(payloads[0]))]
+    write_raw(tmp_path / "m.pt2f", pkg, [])
+    with _api.read(tmp_path / "m.pt2f") as f:
+        assert bytes(f.storage_view(0)) == payloads[0]
+    with _api.read((tmp_path / "m.pt2f").read_bytes()) as f:
+        with pytest.raises(SegmentError, match="read it from its path") as info:
+            f.storage_view(0)
+        assert info.value.path == "shard_files[0]"
