@@ -3,68 +3,68 @@
 from __future__ import annotations
 
 import contextlib
-import os
-import threading
-import time
+import sys
 
 from pt2format.errors import ExportError, StringClassError
 
 from ._program import export_package
 
 
+def _want_bar(progress) -> bool:
+    """`progress=None` means: show a bar only when stderr is a terminal (never in logs or CI)."""
+    if progress is None:
+        isatty = getattr(sys.stderr, "isatty", None)
+        try:
+            return bool(isatty and isatty())
+        except ValueError:  # closed stream
+            return False
+    return bool(progress)
+
+
 @contextlib.contextmanager
 def _progress(enabled: bool):
-    """A tqdm bar that appears only when the save takes more than a second.
+    """A tqdm bar in bytes that follows the writer (shown only when the save takes over a second).
 
-    The container writer has no progress callback, so while it writes, a
-    ticker thread refreshes the bar (elapsed time, bytes to write); the bar
-    completes when the write does.
+    Yields a callback `update(bytes_written_so_far)` for the container writer,
+    or None when no bar is wanted.
     """
     if not enabled:
-        yield None
+        yield None, None
         return
     try:
         from tqdm.auto import tqdm
     except ImportError:  # pragma: no cover - tqdm is a declared dependency
-        yield None
+        yield None, None
         return
     bar = tqdm(total=1, unit="B", unit_scale=True, unit_divisor=1024, delay=1.0, desc="pt2format save", leave=False)
-    stop = threading.Event()
 
-    start = time.monotonic()
-
-    def tick():
-        while not stop.wait(0.25):
-            if time.monotonic() - start >= 1.0:
-                bar.refresh()
-    ticker = threading.Thread(target=tick, daemon=True)
-    ticker.start()
+    def update(written: int) -> None:
+        if written > bar.n:
+            bar.update(min(written, bar.total) - bar.n)
     try:
-        yield bar
+        yield bar, update
     finally:
-        stop.set()
-        ticker.join()
         bar.close()
 
 
-def save_programs(programs, path, *, encoding: str = "flatbuffers", fsync: bool = True, progress: bool = True,
-                  example_inputs: bool = True) -> None:
+def save_programs(programs, path, *, encoding: str = "flatbuffers", fsync: bool = True, progress: bool | None = None,
+                  example_inputs: bool = True, extra_files=None, metadata=None) -> None:
     """Save one ExportedProgram (as program "forward") or a dict name -> ExportedProgram to `path`.
 
-    Programs share deduplicated storages. The file is written to a temporary
+    Programs share deduplicated storages. A path is written to a temporary
     name and renamed into place, so an existing file is replaced only by a
-    complete one.
+    complete one (through symlinks, keeping its mode: see
+    `pt2format._target`); a binary file object receives the same bytes.
     """
-    from pt2format import _api
+    from pt2format import _api, _extras
 
-    path = os.fspath(path)
-    with _progress(progress) as bar:
+    with _progress(_want_bar(progress)) as (bar, update):
         package, payloads = export_package(programs, example_inputs=example_inputs)
+        payloads = _extras.attach(package, payloads, extra_files=extra_files, metadata=metadata)
         if bar is not None:
-            bar.total = sum(p.nbytes for p in payloads) or 1
-            bar.set_postfix_str("writing", refresh=False)
+            bar.total = sum(memoryview(p).nbytes for p in payloads) or 1
         try:
-            _api.write_package(path, package, payloads, encoding=encoding, fsync=fsync)
+            _api.write_package(path, package, payloads, encoding=encoding, fsync=fsync, progress=update)
         except StringClassError as e:
             # A name torch accepted but readers refuse (SPEC.md §8): say so before anything is written.
             raise ExportError(f"the program has a name pt2format cannot store safely: {e.detail}", path=e.path,

@@ -1,4 +1,4 @@
-"""load_program: open a .pt2f file and rebuild one of its programs as a torch ExportedProgram."""
+"""load_program: open a .pt2f file (path, bytes or file object) and rebuild one of its programs."""
 
 from __future__ import annotations
 
@@ -10,23 +10,37 @@ from ._program import build_program
 
 
 def load_program(path, *, program: str | None = None, map_location=None, weights: bool = True, copy: bool = False,
-                 verify_data: bool = False):
+                 verify_data: bool = False, extra_files: dict | None = None, metadata: dict | None = None):
     """Load program `program` (default: the only one, or "forward") of the file at `path`.
 
     Tensors are views of a private (copy-on-write) map of the file: nothing is
     copied and writes never reach the file. `copy=True` gives tensors their
     own memory; `weights=False` builds meta-device state and reads no data;
     `map_location` remaps devices as torch.load does (str, device or dict).
+    `path` may also be bytes or a binary file object, read into memory
+    (no mmap). `extra_files` and `metadata`, when given as dicts, are filled
+    in with the file's extra files (name -> bytes) and metadata (str -> str).
     """
+    from pt2format import _extras
     from pt2format._api import read
+    from pt2format._source import is_pathlike
 
-    path = os.fspath(path)
     f = read(path, verify_data=verify_data, copy_on_write=True)
     try:
-        st = os.stat(path)
-        return build_program(f.package, program, f.storage_view, map_location=map_location, weights=weights,
-                             copy=copy, file_key=(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
+        file_key = None
+        if is_pathlike(path):
+            st = os.stat(os.fspath(path))
+            file_key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        ep = build_program(f.package, program, f.storage_view, map_location=map_location, weights=weights,
+                           copy=copy, file_key=file_key)
+        if extra_files is not None:
+            extra_files.clear()
+            extra_files.update(_extras.extra_files_dict(f))
+        if metadata is not None:
+            metadata.clear()
+            metadata.update(_extras.metadata_dict(f.package))
+        return ep
     except Pt2FormatError as e:
-        raise e.with_context(file=path)
+        raise e.with_context(file=f.path)
     finally:
         f.close()  # tensors keep their views (and so the map) alive

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import collections
 import sys
-import warnings
 
 import torch.utils._pytree as pytree
 
 from pt2format._generated.model import TreeSpec, TreeSpecKind
-from pt2format.errors import LoadError
+from pt2format._warn import warn_at_caller
+from pt2format.errors import FallbackWarning, LoadError
 from pt2format.exporter._treespec import FallbackKeys
 
 from ._names import check_dotted_identifiers
@@ -29,8 +29,6 @@ _NOT_CUSTOM = {tuple, list, dict, collections.OrderedDict, collections.defaultdi
                collections.namedtuple, type(None)}
 
 
-class FallbackWarning(UserWarning):
-    """A pytree class from the file is not available; a generic container stands in for it."""
 
 
 def find_class(type_name: str, path: str):
@@ -115,7 +113,7 @@ class TreeSpecLoader:
 
     def _warn(self, path, msg):
         self.fallbacks.append(msg)
-        warnings.warn(f"pt2format: program {self.program_name!r}, {path}: {msg}", FallbackWarning, stacklevel=6)
+        warn_at_caller(f"pt2format: program {self.program_name!r}, {path}: {msg}", FallbackWarning)
 
     def _generic(self, spec, children, path, why):
         n = len(children)

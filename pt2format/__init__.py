@@ -1,16 +1,27 @@
 """pt2format: a serialization-first exchange format for torch.export programs.
 
-`save` and `load` need torch (they live in pt2format.exporter and
-pt2format.loaders and are imported on first use); `read` and `validate` work
-on the schema objects alone, so `import pt2format` never imports torch.
+`save`, `load`, `from_torch` and `to_torch` need torch (they live in
+pt2format.exporter and pt2format.loaders and are imported on first use);
+`read`, `open` (with `framework="np"`) and `validate` work on the schema
+objects alone, so `import pt2format` never imports torch.
+
+Every function that takes a file accepts a path (``str`` or
+``os.PathLike``), and also a binary file object or, for reading, a
+bytes-like object. Paths are memory-mapped (zero-copy); bytes and file
+objects are read into memory, without mmap.
 """
 
 from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import IO, TYPE_CHECKING, Any, Union
 
 from pt2format.errors import (
     ChecksumError,
     EncodingError,
     ExportError,
+    FallbackWarning,
     FormatError,
     HeaderError,
     LimitError,
@@ -22,43 +33,220 @@ from pt2format.errors import (
     VersionError,
 )
 
+if TYPE_CHECKING:  # pragma: no cover - annotations only; importing pt2format never imports torch
+    import torch.export
+
+    from pt2format._api import PackageFile
+    from pt2format._open import LazyFile
+
 FORMAT_VERSION = (1, 0)
 __version__ = "0.1.0"
 
+#: What every reading function accepts: a path, a bytes-like object, or a binary file object.
+Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, IO[bytes]]
+#: What `save` accepts: a path or a writable binary file object.
+Target = Union[str, "os.PathLike[str]", IO[bytes]]
 
-def save(programs, path, *, encoding: str = "flatbuffers", fsync: bool = True, progress: bool = True,
-         example_inputs: bool = True) -> None:
-    """Save one ExportedProgram, or a dict name -> ExportedProgram, to `path` atomically."""
+
+def save(programs: torch.export.ExportedProgram | Mapping[str, torch.export.ExportedProgram], f: Target, *,
+         encoding: str = "flatbuffers", fsync: bool = True, progress: bool | None = None,
+         example_inputs: bool = True, extra_files: Mapping[str, bytes | str] | None = None,
+         metadata: Mapping[str, str] | None = None) -> None:
+    """Save one ExportedProgram, or several sharing their weights, to a `.pt2f` file.
+
+    Args:
+        programs: an ``ExportedProgram`` (saved as program ``"forward"``) or a
+            dict name -> ``ExportedProgram``. Storages are deduplicated across
+            programs, so shared (tied) weights are stored once.
+        f: a path, or a writable binary file object. A path is written
+            atomically (temporary file, fsync, rename): an existing file is
+            replaced only by a complete one. A symlink is written through to
+            its target, and an existing file keeps its permission bits. A file
+            object receives exactly the bytes the file would hold, from its
+            current position (not atomically).
+        encoding: the program section's encoding: ``"flatbuffers"`` (default,
+            zero-copy in any language), ``"msgpack"`` or ``"json"``.
+        fsync: flush the file (and its directory) to disk before returning.
+            The rename is atomic either way.
+        progress: a progress bar (bytes written) on stderr; ``None`` (default)
+            shows it only when stderr is a terminal, and only for saves that
+            take over a second.
+        example_inputs: also store each program's example inputs.
+        extra_files: name -> bytes (or str, stored as UTF-8), as in
+            ``torch.export.save``: files kept beside the programs, in the data
+            section. Names are 1-255 bytes of UTF-8 without control characters.
+        metadata: str -> str, as in safetensors: small strings for people and
+            tools (at most 1 MiB in all); shown by ``pt2format inspect``.
+
+    Raises:
+        ExportError: a program cannot be expressed in the schema.
+        TypeError, ValueError: an argument has the wrong type or value.
+        OSError: the file cannot be written (the error names ``f``).
+    """
     from pt2format.exporter import save_programs
 
-    save_programs(programs, path, encoding=encoding, fsync=fsync, progress=progress, example_inputs=example_inputs)
+    save_programs(programs, f, encoding=encoding, fsync=fsync, progress=progress, example_inputs=example_inputs,
+                  extra_files=extra_files, metadata=metadata)
 
 
-def load(path, *, program: str | None = None, map_location=None, weights: bool = True, copy: bool = False,
-         verify_data: bool = False):
-    """Load a torch.export.ExportedProgram from a .pt2f file (mmap-backed, zero-copy by default)."""
+def load(f: Source, *, program: str | None = None, map_location: Any = None, weights: bool = True,
+         copy: bool = False, verify_data: bool = False, extra_files: dict[str, bytes] | None = None,
+         metadata: dict[str, str] | None = None) -> torch.export.ExportedProgram:
+    """Load a ``torch.export.ExportedProgram`` from a `.pt2f` file.
+
+    Args:
+        f: a path (memory-mapped: weights are zero-copy views of the file,
+            copy-on-write, so writes never reach it), a bytes-like object or a
+            binary file object (read into memory, no mmap).
+        program: which program to load; default: the only one, or
+            ``"forward"``. A file with several programs and no ``"forward"``
+            needs it.
+        map_location: remaps devices as ``torch.load`` does: a device string,
+            a ``torch.device``, a dict (``{"cuda:0": "cpu"}`` maps by full
+            device string first, then by device type), or a callable
+            ``f(storage, location)`` returning the storage to use.
+        weights: ``False`` builds the program with meta-device parameters and
+            buffers and reads no weight bytes (for inspecting or transforming a
+            graph); such a program cannot run until real weights are set.
+        copy: give every tensor its own memory instead of viewing the file.
+        verify_data: check every data checksum before building anything
+            (reads every byte once; off by default so loading stays
+            zero-copy). The header and program section are always checked.
+        extra_files: a dict, filled in (cleared first) with the file's extra
+            files, name -> bytes; like ``torch.export.load``'s argument, but
+            every file is returned and values are bytes, not text.
+        metadata: a dict, filled in (cleared first) with the file's metadata.
+
+    Returns:
+        The rebuilt ``ExportedProgram``.
+
+    Raises:
+        FormatError: the bytes are not a valid `.pt2f` file (a torch `.pt2`
+            archive is named as such, with the command that converts it).
+        VersionError: the file needs a newer reader.
+        ValidationError: the program breaks an invariant of the format.
+        LoadError: the program cannot be rebuilt with this torch (for example
+            an unknown operator), or ``program`` names no program.
+
+    Warns:
+        FallbackWarning: a pytree class named in the file is not importable;
+            a generic container stands in (reported at the caller's line).
+    """
     from pt2format.loaders import load_program
 
-    return load_program(path, program=program, map_location=map_location, weights=weights, copy=copy,
-                        verify_data=verify_data)
+    return load_program(f, program=program, map_location=map_location, weights=weights, copy=copy,
+                        verify_data=verify_data, extra_files=extra_files, metadata=metadata)
 
 
-def read(path, *, verify_data: bool = False, **limits):
-    """Open a .pt2f file without torch: the decoded `Package` tree plus zero-copy access to its data."""
+def read(f: Source, *, verify_data: bool = False, max_program_bytes: int = 1 << 30, max_depth: int = 128,
+         copy_on_write: bool = False, json_schema: bool = False) -> PackageFile:
+    """Open a `.pt2f` file without torch: the decoded ``Package`` tree plus zero-copy access to its data.
+
+    Args:
+        f: a path (memory-mapped), a bytes-like object or a binary file
+            object (read into memory, no mmap).
+        verify_data: check every data checksum now.
+        max_program_bytes: refuse a program section larger than this.
+        max_depth: refuse schema trees nested deeper than this.
+        copy_on_write: map privately so data views are writable (writes stay
+            in memory).
+        json_schema: also run the jsonschema library over a JSON program (slow;
+            ``validate`` does it).
+
+    Returns:
+        A ``pt2format.PackageFile``: ``.package`` is the
+        ``pt2format.schema.Package`` tree; ``.storage_view(i)`` the bytes of
+        storage ``i``. Use it as a context manager.
+    """
     from pt2format._api import read as _read
 
-    return _read(path, verify_data=verify_data, **limits)
+    return _read(f, verify_data=verify_data, max_program_bytes=max_program_bytes, max_depth=max_depth,
+                 copy_on_write=copy_on_write, json_schema=json_schema)
 
 
-def validate(path, **limits) -> None:
-    """Check structure, schema, references and every checksum; raise a Pt2FormatError on the first problem."""
+def open(f: Source, *, framework: str = "pt", copy_on_write: bool = False,  # noqa: A001 - safetensors' name
+         verify_data: bool = False) -> LazyFile:
+    """Open a `.pt2f` file lazily, like safetensors' ``safe_open``: nothing is built until asked for.
+
+    ::
+
+        with pt2format.open("model.pt2f") as f:
+            f.programs()                 # ["forward"]
+            f.signature("forward")       # pt2format.schema.GraphSignature
+            f.keys()                     # state entry names
+            w = f.get_tensor("linear.weight")   # zero-copy torch tensor ("np": numpy array)
+            f.metadata(), f.extra_files()
+
+    Args:
+        f: a path (memory-mapped), a bytes-like object or a binary file object.
+        framework: ``"pt"`` (torch tensors) or ``"np"`` (numpy arrays, no
+            torch needed) for ``get_tensor``.
+        copy_on_write: make tensors writable (writes stay in memory).
+        verify_data: check every data checksum now.
+
+    Returns:
+        A ``pt2format.LazyFile``.
+    """
+    from pt2format._open import LazyFile
+
+    return LazyFile(f, framework=framework, copy_on_write=copy_on_write, verify_data=verify_data)
+
+
+def validate(f: Source, *, max_program_bytes: int = 1 << 30, max_depth: int = 128) -> None:
+    """Check everything: header, program, schema, references, shard files and every data checksum.
+
+    Raises the first problem as a ``Pt2FormatError`` naming the file, section,
+    offset or field path; returns None when the file is sound.
+    """
     from pt2format._api import validate as _validate
 
-    _validate(path, **limits)
+    _validate(f, max_program_bytes=max_program_bytes, max_depth=max_depth)
+
+
+def from_torch(f: Source, dst: Target, *, encoding: str = "flatbuffers", fsync: bool = True,
+               progress: bool | None = None, metadata: Mapping[str, str] | None = None) -> None:
+    """Convert a torch.export ``.pt2`` archive to a `.pt2f` file (extra files included).
+
+    The archive is read with ``torch.export.load``, which parses torch's JSON
+    and sympy strings: this is as safe as ``torch.export.load`` on that file,
+    and no safer. Convert only archives you would load with torch.
+    """
+    from pt2format._interop import from_torch as _from_torch
+
+    _from_torch(f, dst, encoding=encoding, fsync=fsync, progress=progress, metadata=metadata)
+
+
+def to_torch(f: Source, dst: Target, *, program: str | None = None) -> None:
+    """Convert one program of a `.pt2f` file to a torch.export ``.pt2`` archive (``torch.export.save``).
+
+    ``program`` picks the program (default: the only one, or ``"forward"``);
+    extra files must be UTF-8 text, as torch requires; metadata is dropped.
+    """
+    from pt2format._interop import to_torch as _to_torch
+
+    _to_torch(f, dst, program=program)
+
+
+def __getattr__(name: str):
+    # The handle classes and the schema module are public but imported on first use (keeps import light).
+    if name == "LazyFile":
+        from pt2format._open import LazyFile
+
+        return LazyFile
+    if name == "PackageFile":
+        from pt2format._api import PackageFile
+
+        return PackageFile
+    if name == "schema":
+        import importlib
+
+        return importlib.import_module("pt2format.schema")
+    raise AttributeError(f"module 'pt2format' has no attribute {name!r}")
 
 
 __all__ = [
-    "save", "load", "read", "validate", "FORMAT_VERSION",
+    "save", "load", "read", "open", "validate", "from_torch", "to_torch", "FORMAT_VERSION", "__version__",
+    "LazyFile", "PackageFile", "FallbackWarning",
     "Pt2FormatError", "FormatError", "HeaderError", "ChecksumError", "SegmentError", "EncodingError",
     "LimitError", "VersionError", "UnsupportedFeatureError", "ValidationError", "ExportError", "LoadError",
 ]

@@ -18,9 +18,11 @@ from pt2format._container.header import (
     ENCODING_BY_NAME, ENCODING_NAMES, FEATURE_SHARD_FILES, ChecksumKind, SectionKind,
 )
 from pt2format._container.reader import ContainerFile
-from pt2format._container.writer import build_header, byte_view, layout_payloads, payload_checksums, write_container
+from pt2format._container.writer import build_header, byte_view, layout_payloads, payload_checksums
 from pt2format._generated import model as m
 from pt2format._generated.string_check import check_package as check_strings
+from pt2format._source import resolve_source
+from pt2format._target import write_target
 from pt2format._validate import check_shard_name, validate_package
 from pt2format.errors import (
     ChecksumError, HeaderError, LimitError, Pt2FormatError, SegmentError, ValidationError,
@@ -37,8 +39,9 @@ class PackageFile:
     released when the last view is dropped); `close()` only stops new views.
     """
 
-    def __init__(self, container: ContainerFile, package, *, copy_on_write: bool):
+    def __init__(self, container: ContainerFile, package, *, copy_on_write: bool, in_memory: bool = False):
         self._main = container
+        self._in_memory = in_memory
         self._shards = {}
         self._copy_on_write = copy_on_write
         self.package = package
@@ -58,6 +61,10 @@ class PackageFile:
 
     def _open_shard(self, file_index: int) -> ContainerFile:
         entry = self.package.shard_files[file_index - 1]
+        if self._in_memory:
+            raise SegmentError("data is in a shard file, and a file read from bytes or a stream has no directory "
+                               "to find it in; read it from its path", file=self.path,
+                               path=f"shard_files[{file_index - 1}]", got=entry.name)
         check_shard_name(entry.name)  # validated on read; re-checked because this opens a path
         path = os.path.join(os.path.dirname(os.path.abspath(self.path)), entry.name)
         try:
@@ -179,6 +186,10 @@ def read(path, *, verify_data: bool = False, max_program_bytes: int = DEFAULT_MA
          json_schema: bool = False) -> PackageFile:
     """Open a `.pt2f` file: check it, decode and validate its program tree, map its data.
 
+    `path` is a path, a bytes-like object or a binary file object (see
+    `pt2format._source`): a path is mapped; bytes and streams are used in
+    memory, without mmap.
+
     `copy_on_write=True` maps the file privately so data views are writable
     (writes stay in memory); by default views are read-only. A JSON program is
     always type-checked field by field while it is decoded (the checks the
@@ -186,7 +197,9 @@ def read(path, *, verify_data: bool = False, max_program_bytes: int = DEFAULT_MA
     library over it, which costs about 45 us per object, so `validate()` does
     it and `read()` does not by default.
     """
-    container = ContainerFile(path, max_program_bytes=max_program_bytes, copy_on_write=copy_on_write)
+    source = resolve_source(path, writable=copy_on_write)
+    container = ContainerFile(source.name, max_program_bytes=max_program_bytes, copy_on_write=copy_on_write,
+                              data=source.data)
     try:
         program = container.header.sections[0]
         encoding = ENCODING_NAMES[program.encoding]
@@ -203,7 +216,7 @@ def read(path, *, verify_data: bool = False, max_program_bytes: int = DEFAULT_MA
             validate_package(package, data_section_lengths=container.data_section_lengths(), max_depth=max_depth)
         except Pt2FormatError as e:
             raise e.with_context(file=container.path, section=program.label(0))
-        result = PackageFile(container, package, copy_on_write=copy_on_write)
+        result = PackageFile(container, package, copy_on_write=copy_on_write, in_memory=not source.is_path)
     except BaseException:
         container.close()
         raise
@@ -239,8 +252,12 @@ def validate(path, **limits) -> None:
 
 
 def write_package(path, package, storage_payloads, *, encoding: str = "flatbuffers", fsync: bool = True,
-                  data_checksums: bool = True) -> None:
+                  data_checksums: bool = True, progress=None) -> None:
     """Write `package` with `storage_payloads[i]` as the bytes of `package.storages[i]`, atomically.
+
+    `path` is a path (written atomically, through symlinks, keeping the
+    file's mode) or a writable binary file object (same bytes, in order; see
+    `pt2format._target`). `progress(bytes_written)` follows the write.
 
     Fills in (overwriting) every Storage's segment/offset/size/checksum, sets
     `Package.segments` to the one DATA section of this file and drops shard
@@ -280,7 +297,7 @@ def write_package(path, package, storage_payloads, *, encoding: str = "flatbuffe
     header = build_header(format_version=(fv.major, fv.minor), required_features=package.required_features,
                           program_length=len(program), program_crc=crc32(program),
                           encoding=ENCODING_BY_NAME[encoding], data_layout=layout, data_crc=data_crc)
-    write_container(path, header, program, views, layout, fsync=fsync)
+    write_target(path, header, program, views, layout, fsync=fsync, progress=progress)
 
 
 def convert(src, dst, encoding: str, *, fsync: bool = True) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pt2format._container.align import DATA_ALIGNMENT
 from pt2format._container.header import FEATURE_SHARD_FILES, KNOWN_FEATURES, READER_MAJOR
+from pt2format._extras import check_extra_files
 from pt2format._generated import model as m
 from pt2format._strings import CHECKERS, check_extra_meta_key
 from pt2format.errors import LimitError, Pt2FormatError, SegmentError, UnsupportedFeatureError, ValidationError
@@ -88,6 +89,7 @@ def validate_package(package, *, data_section_lengths=None, reader_major: int = 
                                       got=f"0x{package.required_features:x}")
     _check_sorted_entries(package.metadata, "metadata")
     _check_data(package, data_section_lengths)
+    check_extra_files(package)
     n_tensors = len(package.tensors)
     names = []
     for i, program in enumerate(package.programs):

@@ -72,6 +72,14 @@ def _inspect(path: str, top: int) -> str:
                 out.append(f"    {count:>6}  {target}")
             if len(ops) > top:
                 out.append(f"    ... {len(ops) - top} more operators")
+        if pkg.metadata:
+            out.append("metadata:")
+            for e in pkg.metadata:
+                out.append(f"  {e.key}: {e.value!r}")
+        extra = getattr(pkg, "extra_files", None) or []
+        if extra:
+            out.append("extra files: " + ", ".join(f"{e.name} ({pkg.storages[e.storage].size} bytes)"
+                                                    for e in extra))
         total = sum(s.size for s in pkg.storages)
         out.append(f"tensors: {len(pkg.tensors)} in {len(pkg.storages)} storages, {total} bytes ({_fmt_bytes(total)})")
         dtypes = collections.Counter(t.dtype for t in pkg.tensors)
@@ -89,7 +97,10 @@ def _hexdump(path: str) -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from pt2format import __version__
+
     p = argparse.ArgumentParser(prog="pt2format", description="Inspect, validate, dump and convert .pt2f files.")
+    p.add_argument("--version", action="version", version=f"pt2format {__version__} (format {_format_version()})")
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("inspect", help="summarize a file: header, sections, programs, operators, tensors")
     s.add_argument("file")
@@ -99,10 +110,19 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("file")
     s = sub.add_parser("dump", help="print the canonical dump (SPEC.md section 6)")
     s.add_argument("file")
-    s = sub.add_parser("convert", help="rewrite a file with another program encoding")
+    s = sub.add_parser("convert", help="convert torch .pt2 <-> .pt2f, or rewrite a .pt2f with another encoding",
+                       description="pt2format convert model.pt2 model.pt2f   (torch.export archive -> .pt2f; needs "
+                       "torch, and reads the archive with torch.export.load: as safe as that, no safer)\n"
+                       "pt2format convert model.pt2f model.pt2   (-> torch.export archive; needs torch)\n"
+                       "pt2format convert model.pt2f out.pt2f --encoding json   (switch the program encoding)",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     s.add_argument("file")
-    s.add_argument("--encoding", required=True, choices=_ENCODINGS)
-    s.add_argument("-o", "--output", required=True)
+    s.add_argument("dest", nargs="?", help="output file (or use -o)")
+    s.add_argument("--encoding", choices=_ENCODINGS, help="program encoding of a .pt2f output (default flatbuffers "
+                   "from a torch archive; required between two .pt2f files)")
+    s.add_argument("-o", "--output")
+    s.add_argument("--program", help="which program to write into a torch archive (default: the only one, "
+                   "or 'forward')")
     s.add_argument("--no-fsync", action="store_true", help="skip fsync (the write is still atomic)")
     s = sub.add_parser("view", help="write one self-contained HTML page showing the file's graphs (or --serve it)",
                        description="Write a self-contained HTML page (TypeScript reader, viewer and program "
@@ -158,6 +178,42 @@ def _reader_arg(spec: str):
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def _format_version() -> str:
+    from pt2format import FORMAT_VERSION
+
+    return ".".join(map(str, FORMAT_VERSION))
+
+
+def _convert(args) -> int:
+    """Pick the conversion from the files: torch archive in, .pt2 out, or an encoding switch."""
+    dest = args.dest or args.output
+    if dest is None or (args.dest and args.output):
+        print("pt2format convert: give the output once, as DEST or with -o", file=sys.stderr)
+        return 2
+    from pt2format._torch_archive import is_torch_archive
+
+    with open(args.file, "rb") as f:
+        head = f.read(4)
+    if head == b"PK\x03\x04" and is_torch_archive(head, args.file):
+        from pt2format._interop import from_torch
+
+        from_torch(args.file, dest, encoding=args.encoding or "flatbuffers", fsync=not args.no_fsync)
+        return 0
+    if dest.endswith(".pt2") and args.encoding is None:
+        from pt2format._interop import to_torch
+
+        to_torch(args.file, dest, program=args.program)
+        return 0
+    if args.encoding is None:
+        print("pt2format convert: --encoding is required to rewrite a .pt2f as a .pt2f "
+              "(a DEST ending in .pt2 writes a torch archive)", file=sys.stderr)
+        return 2
+    from pt2format._api import convert
+
+    convert(args.file, dest, args.encoding, fsync=not args.no_fsync)
+    return 0
+
+
 def main(argv=None) -> int:
     """Run the command line; returns the exit status."""
     args = _parser().parse_args(argv)
@@ -174,9 +230,7 @@ def main(argv=None) -> int:
 
             sys.stdout.write(dump(args.file))
         elif args.command == "convert":
-            from pt2format._api import convert
-
-            convert(args.file, args.output, args.encoding, fsync=not args.no_fsync)
+            return _convert(args)
         elif args.command == "view":
             return _view(args)
         elif args.command == "conformance":

@@ -104,8 +104,17 @@ class LoadError(Pt2FormatError):
     """A decoded program cannot be rebuilt as a torch ExportedProgram."""
 
 
+class FallbackWarning(UserWarning):
+    """A pytree class named in the file is not importable here; a generic container (tuple or dict) stands in.
+
+    The program still loads and runs; its inputs and outputs are flattened
+    and unflattened with the generic container. Import (or register) the
+    class before loading to get it back. Reported at the caller's line.
+    """
+
+
 __all__ = [
     "Pt2FormatError", "FormatError", "HeaderError", "ChecksumError", "SegmentError", "EncodingError",
     "LimitError", "VersionError", "UnsupportedFeatureError", "ValidationError", "StringClassError", "ExportError",
-    "LoadError",
+    "LoadError", "FallbackWarning",
 ]

@@ -328,6 +328,35 @@ class _Model:
         raise SystemExit(f"regen: unsupported field type {t.base} in field {f.name}")
 
 
+def _py_scalar(elem: str) -> str:
+    if elem == "bool":
+        return "bool"
+    return "float" if elem in ("float32", "float64") else "int"
+
+
+def _py_annotation(kind: str, elem, ref) -> str:
+    """The Python type of a model field: what a decoded tree holds (enums as ints, absent objects None)."""
+    if kind == "scalar":
+        return _py_scalar(elem)
+    if kind == "enum":
+        return f"{ref} | int"
+    if kind == "string":
+        return "str | None"
+    if kind in ("table", "struct"):
+        return f"{ref} | None"
+    if kind == "union":
+        return "ModelObject | None"
+    if kind == "vector":
+        if elem.startswith("enum:"):
+            return f"list[{ref} | int]"
+        if elem == "string":
+            return "list[str]"
+        if elem in ("table", "struct"):
+            return f"list[{ref}]"
+        return f"list[{_py_scalar(elem)}]"
+    raise SystemExit(f"regen: no Python annotation for field kind {kind}")
+
+
 def gen_python_model(s: FSchema, version: str) -> str:
     m = _Model(s)
     out = [header_line("#", version)]
@@ -336,7 +365,8 @@ def gen_python_model(s: FSchema, version: str) -> str:
                'with __slots__; enum fields hold ints (the IntEnum classes name them); a union\n'
                'field holds the member table object or None; vectors are lists (empty when\n'
                'absent); strings, tables and structs are None when absent.\n"""\n\n')
-    out.append("from enum import IntEnum\n\nfrom pt2format._model_base import ModelObject\n\n")
+    out.append("from __future__ import annotations\n\nfrom enum import IntEnum\n\n"
+               "from pt2format._model_base import ModelObject\n\n")
     out.append(f"FILE_IDENTIFIER = {s.file_ident!r}\nROOT_TABLE = {s.root.short!r}\n\n")
     for e in s.enums:
         if e.is_union:
@@ -362,11 +392,13 @@ def gen_python_model(s: FSchema, version: str) -> str:
         out.append(_py_doc(o.doc, "    ") or '    """(undocumented)"""\n')
         names = [f.name for f in fields]
         out.append(f"    __slots__ = {tuple(names)!r}\n")
-        out.append(f"    IS_STRUCT = {o.is_struct}\n")
         specs = []
         for f in fields:
             kind, elem, ref, default = m.field_spec(f)
             specs.append((f.name, f.id, kind, elem, ref, default, f.deprecated, f.required))
+        for sp in specs:
+            out.append(f"    {sp[0]}: {_py_annotation(*sp[2:5])}\n")
+        out.append(f"    IS_STRUCT = {o.is_struct}\n")
         out.append("    # (name, id, kind, element, ref, default, deprecated, required)\n")
         out.append("    FIELDS = (\n")
         for sp in specs:
@@ -379,16 +411,18 @@ def gen_python_model(s: FSchema, version: str) -> str:
         body = []
         for sp in specs:
             name, _, kind, elem, ref, default = sp[:6]
+            ann = _py_annotation(kind, elem, ref)
             if kind in ("scalar", "enum"):
-                params.append(f"{name}={default!r}")
+                params.append(f"{name}: {ann} = {default!r}")
                 body.append(f"        self.{name} = {name}")
             elif kind == "vector":
-                params.append(f"{name}=None")
+                params.append(f"{name}: {ann} | None = None")
                 body.append(f"        self.{name} = [] if {name} is None else {name}")
             else:
-                params.append(f"{name}=None")
+                params.append(f"{name}: {ann} = None")
                 body.append(f"        self.{name} = {name}")
-        out.append(f"\n    def __init__(self, {', '.join(params)}):\n" if params else "\n    def __init__(self):\n")
+        out.append(f"\n    def __init__(self, {', '.join(params)}) -> None:\n" if params
+                   else "\n    def __init__(self) -> None:\n")
         for f, line in zip(fields, body):
             out.append(line + "\n")
         if not body:

@@ -5,10 +5,14 @@ import subprocess
 import sys
 
 PT2FORMAT = {
-    "save", "load", "read", "validate", "FORMAT_VERSION",
+    "save", "load", "read", "open", "validate", "from_torch", "to_torch", "FORMAT_VERSION", "__version__",
+    "LazyFile", "PackageFile", "FallbackWarning",
     "Pt2FormatError", "FormatError", "HeaderError", "ChecksumError", "SegmentError", "EncodingError",
     "LimitError", "VersionError", "UnsupportedFeatureError", "ValidationError", "ExportError", "LoadError",
 }
+
+NOT_ERRORS = {"save", "load", "read", "open", "validate", "from_torch", "to_torch", "FORMAT_VERSION", "__version__",
+              "LazyFile", "PackageFile", "FallbackWarning"}
 
 
 def test_pt2format_exports():
@@ -22,7 +26,7 @@ def test_pt2format_exports():
 def test_errors_form_one_hierarchy():
     import pt2format
 
-    for name in PT2FORMAT - {"save", "load", "read", "validate", "FORMAT_VERSION"}:
+    for name in PT2FORMAT - NOT_ERRORS:
         assert issubclass(getattr(pt2format, name), pt2format.Pt2FormatError), name
     for name in ("FormatError", "ValidationError"):
         assert issubclass(getattr(pt2format, name), ValueError), name
@@ -39,3 +43,46 @@ def test_exporter_and_loader_exports():
     loaders = importlib.import_module("pt2format.loaders")
     assert "export_program" in exporter.__all__ and "save_programs" in exporter.__all__
     assert "load_program" in loaders.__all__
+
+
+def test_public_functions_are_documented_and_annotated():
+    """Every public function has a real docstring, keyword-only options and a return annotation."""
+    import inspect
+
+    import pt2format
+
+    for name in ("save", "load", "read", "open", "validate", "from_torch", "to_torch"):
+        fn = getattr(pt2format, name)
+        doc = inspect.getdoc(fn) or ""
+        assert len(doc.splitlines()) >= 3, name
+        sig = inspect.signature(fn)
+        assert sig.return_annotation is not inspect.Signature.empty, name
+        params = list(sig.parameters.values())
+        assert all(p.kind is p.KEYWORD_ONLY for p in params[2 if name in ("save", "from_torch", "to_torch") else 1:]), name
+    for cls in (pt2format.LazyFile, pt2format.PackageFile):
+        for attr, member in vars(cls).items():
+            if not attr.startswith("_") and callable(member):
+                assert inspect.getdoc(member), f"{cls.__name__}.{attr}"
+
+
+def test_fallback_warning_is_a_user_warning():
+    import pt2format
+
+    assert issubclass(pt2format.FallbackWarning, UserWarning)
+
+
+def test_schema_module_is_public():
+    import pt2format.schema as schema
+
+    assert schema.Package.__name__ == "Package" and schema.ScalarType.FLOAT32 == 7
+
+
+def test_schema_classes_carry_resolvable_type_annotations():
+    import typing
+
+    import pt2format.schema as schema
+
+    for name, cls in schema.TABLES.items():
+        hints = typing.get_type_hints(cls)
+        assert set(cls.__slots__) <= set(hints), name
+        assert typing.get_type_hints(cls.__init__)["return"] is type(None), name

@@ -13,7 +13,7 @@ import mmap
 import os
 import stat
 
-from pt2format.errors import ChecksumError, FormatError, LimitError
+from pt2format.errors import ChecksumError, FormatError, HeaderError, LimitError
 from pt2format._container.crc import crc32
 from pt2format._container.header import ChecksumKind, SectionKind, unpack_header
 
@@ -45,19 +45,33 @@ class ContainerFile:
     """A checked, mapped container. Main files verify the PROGRAM checksum on open."""
 
     def __init__(self, path, *, shard: bool = False, max_program_bytes: int | None = None,
-                 copy_on_write: bool = False):
+                 copy_on_write: bool = False, data=None):
+        """Map the file at `path`; or, with `data` (the whole file as a buffer), use it in place.
+
+        With `data`, `path` is only the name errors use (no file is opened);
+        views are slices of `data`, writable exactly when `data` is.
+        """
         self.path = os.fspath(path)
         self._mm = None
         self._view = None
-        with _open_regular_file(self.path) as f:
-            size = os.fstat(f.fileno()).st_size
-            if size:
-                # ACCESS_COPY maps privately: views are writable and writes never reach the file.
-                access = mmap.ACCESS_COPY if copy_on_write else mmap.ACCESS_READ
-                self._mm = mmap.mmap(f.fileno(), 0, access=access)
+        if data is None:
+            with _open_regular_file(self.path) as f:
+                size = os.fstat(f.fileno()).st_size
+                if size:
+                    # ACCESS_COPY maps privately: views are writable and writes never reach the file.
+                    access = mmap.ACCESS_COPY if copy_on_write else mmap.ACCESS_READ
+                    self._mm = mmap.mmap(f.fileno(), 0, access=access)
         try:
-            self._view = memoryview(self._mm) if self._mm is not None else memoryview(b"")
-            self.header = unpack_header(self._view, file=self.path, shard=shard)
+            if data is not None:
+                self._view = memoryview(data)
+            else:
+                self._view = memoryview(self._mm) if self._mm is not None else memoryview(b"")
+            try:
+                self.header = unpack_header(self._view, file=self.path, shard=shard)
+            except HeaderError as e:
+                if not shard:
+                    _explain_foreign(e, self._view, None if data is not None else self.path)
+                raise
             if not shard:
                 program = self.header.sections[0]
                 if max_program_bytes is not None and program.length > max_program_bytes:
@@ -121,3 +135,15 @@ class ContainerFile:
             self.close()
         except Exception:
             pass
+
+
+def _explain_foreign(err: HeaderError, view, path) -> None:
+    """Name a torch.export archive in a bad-magic error, with the command that converts it."""
+    if not str(err.detail).startswith("not a pt2format file"):
+        return
+    from pt2format._torch_archive import is_torch_archive
+
+    if is_torch_archive(view, path):
+        err.detail = ("this is a torch.export archive (.pt2, written by torch.export.save), not a .pt2f file; "
+                      "convert it with `pt2format convert model.pt2 model.pt2f` or pt2format.from_torch()")
+        err.args = (err._render(),)

@@ -82,9 +82,21 @@ def build_header(*, format_version, required_features: int, program_length: int,
 
 
 def write_container(path, header: Header, program, data_views=(), data_layout: DataLayout | None = None, *,
-                    fsync: bool = True) -> None:
-    """Write header, program and data payloads to `path` atomically, as laid out in `header`."""
+                    fsync: bool = True, progress=None) -> None:
+    """Write header, program and data payloads to `path` atomically, as laid out in `header`.
+
+    `progress`, if given, is called as `progress(bytes_written_so_far)` after
+    each write of at most 64 MiB, so a bar can follow the write itself.
+    """
     head = pack_header(header)
+
+    def _write_all(fd: int, view, pos: int) -> int:
+        return _write_all_reporting(fd, view, pos, progress)
+
+    def _write_zeros(fd: int, n: int, pos: int) -> int:
+        if n < 0:
+            raise AssertionError("sections out of order")
+        return _write_all(fd, bytes(n), pos) if n else pos
 
     def fill(fd: int) -> None:
         pos = _write_all(fd, head, 0)
@@ -107,11 +119,17 @@ def write_container(path, header: Header, program, data_views=(), data_layout: D
 
 
 def _write_all(fd: int, view, pos: int) -> int:
+    return _write_all_reporting(fd, view, pos, None)
+
+
+def _write_all_reporting(fd: int, view, pos: int, progress) -> int:
     view = memoryview(view)
     n = len(view)
     done = 0
     while done < n:
         done += os.write(fd, view[done:done + _WRITE_CHUNK])
+        if progress is not None:
+            progress(pos + done)
     return pos + n
 
 

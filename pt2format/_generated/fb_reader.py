@@ -23,6 +23,7 @@ from pt2format._generated.model import (
     Device,
     DeviceArgument,
     DeviceValue,
+    ExtraFile,
     FloatArgument,
     FloatListArgument,
     FloatListListArgument,
@@ -671,6 +672,40 @@ def decode(buf, max_depth=128):
         else:
             x0 = None
         return DeviceValue(x0)
+
+    vc_ExtraFile = {}
+    Z_ExtraFile = (4, 4)
+
+    def t_ExtraFile(p, d):
+        if d > max_depth:
+            too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
+        if p + 4 > n:
+            _fail('table offset out of range', p, f'<= {n - 4}', p)
+        vt = p - _I32(buf, p)[0]
+        c = vc_ExtraFile.get(vt)
+        if c is None:
+            c = vc_ExtraFile[vt] = vtab(vt, Z_ExtraFile)
+        os, o0, o1 = c
+        if p + os > n:
+            _fail('bad table size', p, '4..buffer end', os)
+        if o0:
+            q = p + o0
+            q += _U32(buf, q)[0]
+            x0 = sget(q)
+            if x0 is None:
+                x0 = rstr(q)
+            _SC_metadata_key(x0, 'ExtraFile.name')
+        else:
+            x0 = None
+        if o1:
+            x1 = _S_u32(buf, p + o1)[0]
+        else:
+            x1 = 0
+        return ExtraFile(x0, x1)
 
     vc_FloatArgument = {}
     Z_FloatArgument = (8,)
@@ -2452,7 +2487,7 @@ def decode(buf, max_depth=128):
         return OutputTokenSpec(x0)
 
     vc_Package = {}
-    Z_Package = (4, 4, 8, 4, 4, 4, 4, 4, 4, 4)
+    Z_Package = (4, 4, 8, 4, 4, 4, 4, 4, 4, 4, 4)
 
     def t_Package(p, d):
         if d > max_depth:
@@ -2467,7 +2502,7 @@ def decode(buf, max_depth=128):
         c = vc_Package.get(vt)
         if c is None:
             c = vc_Package[vt] = vtab(vt, Z_Package)
-        os, o0, o1, o2, o3, o4, o5, o6, o7, o8, o9 = c
+        os, o0, o1, o2, o3, o4, o5, o6, o7, o8, o9, o10 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
@@ -2535,7 +2570,14 @@ def decode(buf, max_depth=128):
             x9 = list(map(t_StringEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x9 = []
-        return Package(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9)
+        if o10:
+            q = p + o10
+            q += _U32(buf, q)[0]
+            cnt = vec(q, 4)
+            x10 = list(map(t_ExtraFile, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+        else:
+            x10 = []
+        return Package(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10)
 
     vc_ParameterMutationSpec = {}
     Z_ParameterMutationSpec = (4, 4)

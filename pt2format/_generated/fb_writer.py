@@ -22,6 +22,7 @@ from pt2format._generated.model import (
     Device,
     DeviceArgument,
     DeviceValue,
+    ExtraFile,
     FloatArgument,
     FloatListArgument,
     FloatListListArgument,
@@ -174,6 +175,7 @@ _F_CustomObject = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'))
 _F_Device = ((0, 4, 4, 'I'), (1, 4, 4, 'i'))
 _F_DeviceArgument = ((0, 4, 4, 'I'),)
 _F_DeviceValue = ((0, 4, 4, 'I'),)
+_F_ExtraFile = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_FloatArgument = ((0, 8, 8, 'd'),)
 _F_FloatListArgument = ((0, 4, 4, 'I'),)
 _F_FloatListListArgument = ((0, 4, 4, 'I'),)
@@ -221,7 +223,7 @@ _F_OptionalTensorArgument = ((0, 4, 4, 'I'),)
 _F_OptionalTensorListArgument = ((0, 4, 4, 'I'),)
 _F_OutputSpec = ((1, 4, 4, 'I'), (0, 1, 1, 'B'))
 _F_OutputTokenSpec = ((0, 4, 4, 'I'),)
-_F_Package = ((2, 8, 8, 'Q'), (0, 4, 4, 'I'), (1, 4, 4, 'I'), (3, 4, 4, 'I'), (4, 4, 4, 'I'), (5, 4, 4, 'I'), (6, 4, 4, 'I'), (7, 4, 4, 'I'), (8, 4, 4, 'I'), (9, 4, 4, 'I'))
+_F_Package = ((2, 8, 8, 'Q'), (0, 4, 4, 'I'), (1, 4, 4, 'I'), (3, 4, 4, 'I'), (4, 4, 4, 'I'), (5, 4, 4, 'I'), (6, 4, 4, 'I'), (7, 4, 4, 'I'), (8, 4, 4, 'I'), (9, 4, 4, 'I'), (10, 4, 4, 'I'))
 _F_ParameterMutationSpec = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_Producer = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'))
 _F_Program = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'), (3, 4, 4, 'I'), (4, 4, 4, 'I'), (5, 4, 4, 'I'), (6, 4, 4, 'I'), (7, 4, 4, 'I'), (8, 4, 4, 'I'), (9, 4, 4, 'I'), (10, 4, 4, 'I'), (11, 4, 4, 'I'), (12, 4, 4, 'I'), (13, 4, 4, 'I'), (14, 4, 4, 'I'))
@@ -843,6 +845,46 @@ def encode(root):
         v = [vd - t]
         if mk & 1:
             v.append(t - offs[0] - x0)
+        if pad:
+            app(_ZEROS[:pad])
+        app(pk(*v))
+        if new:
+            app(vtb)
+            vtables[vtb] = vd
+            size = vd
+        else:
+            size = t
+        return t
+
+    L_ExtraFile = {}
+
+    def w_ExtraFile(o):
+        nonlocal size
+        if type(o) is not ExtraFile:
+            _bad('wrong table type, expected ExtraFile', type(o).__name__)
+        mk = 0
+        x0 = o.name
+        if x0 is not None:
+            x0 = sget(x0) or S(x0)
+            mk |= 1
+        x1 = o.storage
+        if x1 != 0:
+            mk |= 2
+        L = L_ExtraFile.get(mk)
+        if L is None:
+            L = L_ExtraFile[mk] = _layout(_F_ExtraFile, mk)
+        pk, offs, osz, al, vtb = L
+        pad = -(size + osz) % al
+        t = size + pad + osz
+        vd = vget(vtb)
+        new = vd is None
+        if new:
+            vd = t + len(vtb)
+        v = [vd - t]
+        if mk & 1:
+            v.append(t - offs[0] - x0)
+        if mk & 2:
+            v.append(x1)
         if pad:
             app(_ZEROS[:pad])
         app(pk(*v))
@@ -2974,6 +3016,10 @@ def encode(root):
         if x9:
             x9 = OV([w_StringEntry(e) for e in x9])
             mk |= 512
+        x10 = o.extra_files
+        if x10:
+            x10 = OV([w_ExtraFile(e) for e in x10])
+            mk |= 1024
         L = L_Package.get(mk)
         if L is None:
             L = L_Package[mk] = _layout(_F_Package, mk)
@@ -3005,6 +3051,8 @@ def encode(root):
             v.append(t - offs[8] - x8)
         if mk & 512:
             v.append(t - offs[9] - x9)
+        if mk & 1024:
+            v.append(t - offs[10] - x10)
         if pad:
             app(_ZEROS[:pad])
         app(pk(*v))

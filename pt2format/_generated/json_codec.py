@@ -22,6 +22,7 @@ from pt2format._generated.model import (
     Device,
     DeviceArgument,
     DeviceValue,
+    ExtraFile,
     FloatArgument,
     FloatListArgument,
     FloatListListArgument,
@@ -280,6 +281,7 @@ K_CustomObject = frozenset(['class_fqn', 'name', 'state'])
 K_Device = frozenset(['index', 'type'])
 K_DeviceArgument = frozenset(['value'])
 K_DeviceValue = frozenset(['value'])
+K_ExtraFile = frozenset(['name', 'storage'])
 K_FloatArgument = frozenset(['value'])
 K_FloatListArgument = frozenset(['values'])
 K_FloatListListArgument = frozenset(['lists'])
@@ -327,7 +329,7 @@ K_OptionalTensorArgument = frozenset(['name'])
 K_OptionalTensorListArgument = frozenset(['items'])
 K_OutputSpec = frozenset(['spec', 'spec_type'])
 K_OutputTokenSpec = frozenset(['arg'])
-K_Package = frozenset(['format_version', 'metadata', 'operators', 'producer', 'programs', 'required_features', 'segments', 'shard_files', 'storages', 'tensors'])
+K_Package = frozenset(['extra_files', 'format_version', 'metadata', 'operators', 'producer', 'programs', 'required_features', 'segments', 'shard_files', 'storages', 'tensors'])
 K_ParameterMutationSpec = frozenset(['arg', 'parameter_name'])
 K_Producer = frozenset(['name', 'torch_version', 'version'])
 K_Program = frozenset(['custom_objects', 'example_inputs', 'graph', 'guards_code', 'metadata', 'module_call_graph', 'name', 'namedtuple_defs', 'opsets', 'range_constraints', 'signature', 'state', 'sym_exprs', 'symbols', 'verifiers'])
@@ -570,6 +572,23 @@ def e_DeviceValue(o):
     x0 = o.value
     if x0 is not None:
         r['value'] = e_Device(x0)
+    return r
+
+
+def e_ExtraFile(o):
+    if type(o) is not ExtraFile:
+        _bad('expected ExtraFile', type(o).__name__)
+    r = {}
+    x0 = o.name
+    if x0 is not None:
+        if type(x0) is not str:
+            _bad('name: expected str', type(x0).__name__)
+        r['name'] = x0
+    x1 = o.storage
+    if type(x1) is not int or not 0 <= x1 <= 4294967295:
+        x1 = _int(x1, 0, 4294967295)
+    if x1 != 0:
+        r['storage'] = x1
     return r
 
 
@@ -1496,6 +1515,11 @@ def e_Package(o):
         x9 = _vec(x9)
     if x9:
         r['metadata'] = [e_StringEntry(e) for e in x9]
+    x10 = o.extra_files
+    if type(x10) is not list:
+        x10 = _vec(x10)
+    if x10:
+        r['extra_files'] = [e_ExtraFile(e) for e in x10]
     return r
 
 
@@ -2680,6 +2704,28 @@ def decode_tree(tree, max_depth=128):
         if x0 is not None:
             x0 = d_Device(x0, d + 1)
         return DeviceValue(x0)
+
+    def d_ExtraFile(o, d):
+        if d > max_depth:
+            too_deep(d)
+        if type(o) is not dict:
+            _bad('expected an object (ExtraFile)', type(o).__name__)
+        nonlocal members
+        members += len(o)
+        if not K_ExtraFile.issuperset(o):
+            _bad('unknown field in ExtraFile', sorted(set(o) - K_ExtraFile))
+        x0 = o.get('name')
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            _SC_metadata_key(x0, 'ExtraFile.name')
+            keep(x0)
+        x1 = o.get('storage')
+        if x1 is None:
+            x1 = 0
+        elif type(x1) is not int or not 0 <= x1 <= 4294967295:
+            _bad('storage: expected uint32', x1)
+        return ExtraFile(x0, x1)
 
     def d_FloatArgument(o, d):
         if d > max_depth:
@@ -4009,7 +4055,15 @@ def decode_tree(tree, max_depth=128):
         elif x9:
             d1 = d + 1
             x9 = [d_StringEntry(e, d1) for e in x9]
-        return Package(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9)
+        x10 = o.get('extra_files')
+        if x10 is None:
+            x10 = []
+        elif type(x10) is not list:
+            _bad('extra_files: expected an array', type(x10).__name__)
+        elif x10:
+            d1 = d + 1
+            x10 = [d_ExtraFile(e, d1) for e in x10]
+        return Package(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10)
 
     def d_ParameterMutationSpec(o, d):
         if d > max_depth:

@@ -7,6 +7,8 @@ field holds the member table object or None; vectors are lists (empty when
 absent); strings, tables and structs are None when absent.
 """
 
+from __future__ import annotations
+
 from enum import IntEnum
 
 from pt2format._model_base import ModelObject
@@ -343,6 +345,7 @@ UNIONS = {
 class Argument(ModelObject):
     """An argument or output of a node or graph. Absent `value` is invalid."""
     __slots__ = ('value',)
+    value: ModelObject | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -351,13 +354,15 @@ class Argument(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, value=None):
+    def __init__(self, value: ModelObject | None = None) -> None:
         self.value = value
 
 
 class ArgumentMapEntry(ModelObject):
     """One entry of a string-to-argument map."""
     __slots__ = ('key', 'value')
+    key: str | None
+    value: Argument | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -367,7 +372,7 @@ class ArgumentMapEntry(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'key': 'identifier'}
 
-    def __init__(self, key=None, value=None):
+    def __init__(self, key: str | None = None, value: Argument | None = None) -> None:
         self.key = key
         self.value = value
 
@@ -375,6 +380,7 @@ class ArgumentMapEntry(ModelObject):
 class BoolArgument(ModelObject):
     """A bool."""
     __slots__ = ('value',)
+    value: bool
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -383,13 +389,14 @@ class BoolArgument(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, value=False):
+    def __init__(self, value: bool = False) -> None:
         self.value = value
 
 
 class BoolListArgument(ModelObject):
     """A list of bools."""
     __slots__ = ('values',)
+    values: list[bool]
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -398,13 +405,14 @@ class BoolListArgument(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, values=None):
+    def __init__(self, values: list[bool] | None = None) -> None:
         self.values = [] if values is None else values
 
 
 class BoolValue(ModelObject):
     """A boolean."""
     __slots__ = ('value',)
+    value: bool
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -413,13 +421,15 @@ class BoolValue(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, value=False):
+    def __init__(self, value: bool = False) -> None:
         self.value = value
 
 
 class BufferMutationSpec(ModelObject):
     """A buffer's new value."""
     __slots__ = ('arg', 'buffer_name')
+    arg: TensorArgument | None
+    buffer_name: str | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -429,7 +439,7 @@ class BufferMutationSpec(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'buffer_name': 'attr_path'}
 
-    def __init__(self, arg=None, buffer_name=None):
+    def __init__(self, arg: TensorArgument | None = None, buffer_name: str | None = None) -> None:
         self.arg = arg
         self.buffer_name = buffer_name
 
@@ -437,6 +447,7 @@ class BufferMutationSpec(ModelObject):
 class BytesValue(ModelObject):
     """Raw bytes."""
     __slots__ = ('value',)
+    value: list[int]
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -445,13 +456,15 @@ class BytesValue(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, value=None):
+    def __init__(self, value: list[int] | None = None) -> None:
         self.value = [] if value is None else value
 
 
 class ComplexArgument(ModelObject):
     """A complex number."""
     __slots__ = ('real', 'imag')
+    real: float
+    imag: float
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -461,7 +474,7 @@ class ComplexArgument(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, real=0.0, imag=0.0):
+    def __init__(self, real: float = 0.0, imag: float = 0.0) -> None:
         self.real = real
         self.imag = imag
 
@@ -469,6 +482,8 @@ class ComplexArgument(ModelObject):
 class ComplexValue(ModelObject):
     """A complex number."""
     __slots__ = ('real', 'imag')
+    real: float
+    imag: float
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -478,7 +493,7 @@ class ComplexValue(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, real=0.0, imag=0.0):
+    def __init__(self, real: float = 0.0, imag: float = 0.0) -> None:
         self.real = real
         self.imag = imag
 
@@ -486,6 +501,8 @@ class ComplexValue(ModelObject):
 class CustomObjArgument(ModelObject):
     """A custom (torchbind) object, by name."""
     __slots__ = ('name', 'class_fqn')
+    name: str | None
+    class_fqn: str | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -495,7 +512,7 @@ class CustomObjArgument(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'name': 'local_name', 'class_fqn': 'qualified_name'}
 
-    def __init__(self, name=None, class_fqn=None):
+    def __init__(self, name: str | None = None, class_fqn: str | None = None) -> None:
         self.name = name
         self.class_fqn = class_fqn
 
@@ -503,6 +520,9 @@ class CustomObjArgument(ModelObject):
 class CustomObject(ModelObject):
     """A custom (torchbind) object with its state, stored without pickle."""
     __slots__ = ('name', 'class_fqn', 'state')
+    name: str | None
+    class_fqn: str | None
+    state: Value | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -513,7 +533,7 @@ class CustomObject(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'name': 'attr_path', 'class_fqn': 'qualified_name'}
 
-    def __init__(self, name=None, class_fqn=None, state=None):
+    def __init__(self, name: str | None = None, class_fqn: str | None = None, state: Value | None = None) -> None:
         self.name = name
         self.class_fqn = class_fqn
         self.state = state
@@ -522,6 +542,8 @@ class CustomObject(ModelObject):
 class Device(ModelObject):
     """A device such as `cpu` or `cuda:1`."""
     __slots__ = ('type', 'index')
+    type: str | None
+    index: int
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -531,7 +553,7 @@ class Device(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'type': 'device_type'}
 
-    def __init__(self, type=None, index=-1):
+    def __init__(self, type: str | None = None, index: int = -1) -> None:
         self.type = type
         self.index = index
 
@@ -539,6 +561,7 @@ class Device(ModelObject):
 class DeviceArgument(ModelObject):
     """A torch.device."""
     __slots__ = ('value',)
+    value: Device | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -547,13 +570,14 @@ class DeviceArgument(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, value=None):
+    def __init__(self, value: Device | None = None) -> None:
         self.value = value
 
 
 class DeviceValue(ModelObject):
     """A torch.device value."""
     __slots__ = ('value',)
+    value: Device | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -562,13 +586,33 @@ class DeviceValue(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, value=None):
+    def __init__(self, value: Device | None = None) -> None:
         self.value = value
+
+
+class ExtraFile(ModelObject):
+    """A named blob of bytes saved beside the programs, as torch.export.save's `extra_files` entries are. Its bytes live in a data segment, not in the program section, so a large one costs nothing until it is asked for."""
+    __slots__ = ('name', 'storage')
+    name: str | None
+    storage: int
+    IS_STRUCT = False
+    # (name, id, kind, element, ref, default, deprecated, required)
+    FIELDS = (
+        ('name', 0, 'string', None, None, None, False, False),
+        ('storage', 1, 'scalar', 'uint32', None, 0, False, False),
+    )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'name': 'metadata_key'}
+
+    def __init__(self, name: str | None = None, storage: int = 0) -> None:
+        self.name = name
+        self.storage = storage
 
 
 class FloatArgument(ModelObject):
     """A float."""
     __slots__ = ('value',)
+    value: float
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -577,13 +621,14 @@ class FloatArgument(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, value=0.0):
+    def __init__(self, value: float = 0.0) -> None:
         self.value = value
 
 
 class FloatListArgument(ModelObject):
     """A list of floats."""
     __slots__ = ('values',)
+    values: list[float]
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -592,13 +637,14 @@ class FloatListArgument(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, values=None):
+    def __init__(self, values: list[float] | None = None) -> None:
         self.values = [] if values is None else values
 
 
 class FloatListListArgument(ModelObject):
     """A list of lists of floats."""
     __slots__ = ('lists',)
+    lists: list[FloatListArgument]
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -607,13 +653,14 @@ class FloatListListArgument(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, lists=None):
+    def __init__(self, lists: list[FloatListArgument] | None = None) -> None:
         self.lists = [] if lists is None else lists
 
 
 class FloatValue(ModelObject):
     """A double-precision float; NaN, infinities and -0.0 are kept."""
     __slots__ = ('value',)
+    value: float
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -622,13 +669,15 @@ class FloatValue(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, value=0.0):
+    def __init__(self, value: float = 0.0) -> None:
         self.value = value
 
 
 class FormatVersion(ModelObject):
     """A format version: `major` changes break readers, `minor` ones only add."""
     __slots__ = ('major', 'minor')
+    major: int
+    minor: int
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -638,7 +687,7 @@ class FormatVersion(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, major=0, minor=0):
+    def __init__(self, major: int = 0, minor: int = 0) -> None:
         self.major = major
         self.minor = minor
 
@@ -646,6 +695,8 @@ class FormatVersion(ModelObject):
 class GradientToParameterSpec(ModelObject):
     """A parameter's gradient."""
     __slots__ = ('arg', 'parameter_name')
+    arg: TensorArgument | None
+    parameter_name: str | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -655,7 +706,7 @@ class GradientToParameterSpec(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'parameter_name': 'attr_path'}
 
-    def __init__(self, arg=None, parameter_name=None):
+    def __init__(self, arg: TensorArgument | None = None, parameter_name: str | None = None) -> None:
         self.arg = arg
         self.parameter_name = parameter_name
 
@@ -663,6 +714,8 @@ class GradientToParameterSpec(ModelObject):
 class GradientToUserInputSpec(ModelObject):
     """A user input's gradient."""
     __slots__ = ('arg', 'user_input_name')
+    arg: TensorArgument | None
+    user_input_name: str | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -672,7 +725,7 @@ class GradientToUserInputSpec(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'user_input_name': 'local_name'}
 
-    def __init__(self, arg=None, user_input_name=None):
+    def __init__(self, arg: TensorArgument | None = None, user_input_name: str | None = None) -> None:
         self.arg = arg
         self.user_input_name = user_input_name
 
@@ -680,6 +733,18 @@ class GradientToUserInputSpec(ModelObject):
 class Graph(ModelObject):
     """A dataflow graph: placeholders (`inputs`), nodes and outputs."""
     __slots__ = ('inputs', 'outputs', 'nodes', 'tensor_values', 'sym_int_values', 'sym_float_values', 'sym_bool_values', 'custom_obj_values', 'is_single_tensor_return', 'is_list_return', 'input_metadata', 'output_metadata')
+    inputs: list[Argument]
+    outputs: list[Argument]
+    nodes: list[Node]
+    tensor_values: list[TensorValue]
+    sym_int_values: list[SymIntValue]
+    sym_float_values: list[SymFloatValue]
+    sym_bool_values: list[SymBoolValue]
+    custom_obj_values: list[CustomObjArgument]
+    is_single_tensor_return: bool
+    is_list_return: bool
+    input_metadata: list[NodeMetadata]
+    output_metadata: NodeMetadata | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -699,7 +764,7 @@ class Graph(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, inputs=None, outputs=None, nodes=None, tensor_values=None, sym_int_values=None, sym_float_values=None, sym_bool_values=None, custom_obj_values=None, is_single_tensor_return=False, is_list_return=False, input_metadata=None, output_metadata=None):
+    def __init__(self, inputs: list[Argument] | None = None, outputs: list[Argument] | None = None, nodes: list[Node] | None = None, tensor_values: list[TensorValue] | None = None, sym_int_values: list[SymIntValue] | None = None, sym_float_values: list[SymFloatValue] | None = None, sym_bool_values: list[SymBoolValue] | None = None, custom_obj_values: list[CustomObjArgument] | None = None, is_single_tensor_return: bool = False, is_list_return: bool = False, input_metadata: list[NodeMetadata] | None = None, output_metadata: NodeMetadata | None = None) -> None:
         self.inputs = [] if inputs is None else inputs
         self.outputs = [] if outputs is None else outputs
         self.nodes = [] if nodes is None else nodes
@@ -717,6 +782,10 @@ class Graph(ModelObject):
 class GraphArgument(ModelObject):
     """A subgraph passed to a higher-order operator (cond branches, map body...)."""
     __slots__ = ('name', 'graph', 'metadata', 'node_name')
+    name: str | None
+    graph: Graph | None
+    metadata: NodeMetadata | None
+    node_name: str | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -728,7 +797,7 @@ class GraphArgument(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'name': 'attr_path', 'node_name': 'local_name'}
 
-    def __init__(self, name=None, graph=None, metadata=None, node_name=None):
+    def __init__(self, name: str | None = None, graph: Graph | None = None, metadata: NodeMetadata | None = None, node_name: str | None = None) -> None:
         self.name = name
         self.graph = graph
         self.metadata = metadata
@@ -738,6 +807,8 @@ class GraphArgument(ModelObject):
 class GraphSignature(ModelObject):
     """How the graph's placeholders and outputs map to the program's interface."""
     __slots__ = ('input_specs', 'output_specs')
+    input_specs: list[InputSpec]
+    output_specs: list[OutputSpec]
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -747,7 +818,7 @@ class GraphSignature(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, input_specs=None, output_specs=None):
+    def __init__(self, input_specs: list[InputSpec] | None = None, output_specs: list[OutputSpec] | None = None) -> None:
         self.input_specs = [] if input_specs is None else input_specs
         self.output_specs = [] if output_specs is None else output_specs
 
@@ -755,6 +826,7 @@ class GraphSignature(ModelObject):
 class InputSpec(ModelObject):
     """What feeds one placeholder."""
     __slots__ = ('spec',)
+    spec: ModelObject | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -763,13 +835,16 @@ class InputSpec(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, spec=None):
+    def __init__(self, spec: ModelObject | None = None) -> None:
         self.spec = spec
 
 
 class InputToBufferSpec(ModelObject):
     """A placeholder fed by a buffer."""
     __slots__ = ('arg', 'buffer_name', 'persistent')
+    arg: TensorArgument | None
+    buffer_name: str | None
+    persistent: bool
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -780,7 +855,7 @@ class InputToBufferSpec(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'buffer_name': 'attr_path'}
 
-    def __init__(self, arg=None, buffer_name=None, persistent=False):
+    def __init__(self, arg: TensorArgument | None = None, buffer_name: str | None = None, persistent: bool = False) -> None:
         self.arg = arg
         self.buffer_name = buffer_name
         self.persistent = persistent
@@ -789,6 +864,8 @@ class InputToBufferSpec(ModelObject):
 class InputToConstantInputSpec(ModelObject):
     """A placeholder for a constant (non-tensor) user input."""
     __slots__ = ('name', 'value')
+    name: str | None
+    value: Value | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -798,7 +875,7 @@ class InputToConstantInputSpec(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'name': 'local_name'}
 
-    def __init__(self, name=None, value=None):
+    def __init__(self, name: str | None = None, value: Value | None = None) -> None:
         self.name = name
         self.value = value
 
@@ -806,6 +883,8 @@ class InputToConstantInputSpec(ModelObject):
 class InputToCustomObjSpec(ModelObject):
     """A placeholder fed by a custom object."""
     __slots__ = ('arg', 'custom_obj_name')
+    arg: CustomObjArgument | None
+    custom_obj_name: str | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -815,7 +894,7 @@ class InputToCustomObjSpec(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'custom_obj_name': 'attr_path'}
 
-    def __init__(self, arg=None, custom_obj_name=None):
+    def __init__(self, arg: CustomObjArgument | None = None, custom_obj_name: str | None = None) -> None:
         self.arg = arg
         self.custom_obj_name = custom_obj_name
 
@@ -823,6 +902,8 @@ class InputToCustomObjSpec(ModelObject):
 class InputToParameterSpec(ModelObject):
     """A placeholder fed by a parameter."""
     __slots__ = ('arg', 'parameter_name')
+    arg: TensorArgument | None
+    parameter_name: str | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -832,7 +913,7 @@ class InputToParameterSpec(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'parameter_name': 'attr_path'}
 
-    def __init__(self, arg=None, parameter_name=None):
+    def __init__(self, arg: TensorArgument | None = None, parameter_name: str | None = None) -> None:
         self.arg = arg
         self.parameter_name = parameter_name
 
@@ -840,6 +921,10 @@ class InputToParameterSpec(ModelObject):
 class InputToTensorConstantSpec(ModelObject):
     """A placeholder fed by a lifted tensor constant."""
     __slots__ = ('arg', 'tensor_constant_name', 'persistent', 'has_persistent')
+    arg: TensorArgument | None
+    tensor_constant_name: str | None
+    persistent: bool
+    has_persistent: bool
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -851,7 +936,7 @@ class InputToTensorConstantSpec(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'tensor_constant_name': 'attr_path'}
 
-    def __init__(self, arg=None, tensor_constant_name=None, persistent=False, has_persistent=False):
+    def __init__(self, arg: TensorArgument | None = None, tensor_constant_name: str | None = None, persistent: bool = False, has_persistent: bool = False) -> None:
         self.arg = arg
         self.tensor_constant_name = tensor_constant_name
         self.persistent = persistent
@@ -861,6 +946,7 @@ class InputToTensorConstantSpec(ModelObject):
 class InputTokenSpec(ModelObject):
     """An input effect token."""
     __slots__ = ('arg',)
+    arg: TokenArgument | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -869,13 +955,14 @@ class InputTokenSpec(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, arg=None):
+    def __init__(self, arg: TokenArgument | None = None) -> None:
         self.arg = arg
 
 
 class IntArgument(ModelObject):
     """An int."""
     __slots__ = ('value',)
+    value: int
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -884,13 +971,14 @@ class IntArgument(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, value=0):
+    def __init__(self, value: int = 0) -> None:
         self.value = value
 
 
 class IntListArgument(ModelObject):
     """A list of ints."""
     __slots__ = ('values',)
+    values: list[int]
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -899,13 +987,14 @@ class IntListArgument(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, values=None):
+    def __init__(self, values: list[int] | None = None) -> None:
         self.values = [] if values is None else values
 
 
 class IntListListArgument(ModelObject):
     """A list of lists of ints."""
     __slots__ = ('lists',)
+    lists: list[IntListArgument]
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -914,13 +1003,14 @@ class IntListListArgument(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, lists=None):
+    def __init__(self, lists: list[IntListArgument] | None = None) -> None:
         self.lists = [] if lists is None else lists
 
 
 class IntValue(ModelObject):
     """A 64-bit signed integer."""
     __slots__ = ('value',)
+    value: int
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -929,13 +1019,16 @@ class IntValue(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, value=0):
+    def __init__(self, value: int = 0) -> None:
         self.value = value
 
 
 class KeyPathEntry(ModelObject):
     """One step of a path from a value to an unbacked symbol."""
     __slots__ = ('kind', 'index', 'name')
+    kind: str | None
+    index: int
+    name: str | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -946,7 +1039,7 @@ class KeyPathEntry(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'kind': 'token', 'name': 'identifier'}
 
-    def __init__(self, kind=None, index=0, name=None):
+    def __init__(self, kind: str | None = None, index: int = 0, name: str | None = None) -> None:
         self.kind = kind
         self.index = index
         self.name = name
@@ -955,6 +1048,7 @@ class KeyPathEntry(ModelObject):
 class LayoutArgument(ModelObject):
     """A torch.layout."""
     __slots__ = ('value',)
+    value: Layout | int
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -963,13 +1057,15 @@ class LayoutArgument(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, value=0):
+    def __init__(self, value: Layout | int = 0) -> None:
         self.value = value
 
 
 class ListValue(ModelObject):
     """A list or tuple of values."""
     __slots__ = ('items', 'is_tuple')
+    items: list[Value]
+    is_tuple: bool
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -979,7 +1075,7 @@ class ListValue(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, items=None, is_tuple=False):
+    def __init__(self, items: list[Value] | None = None, is_tuple: bool = False) -> None:
         self.items = [] if items is None else items
         self.is_tuple = is_tuple
 
@@ -987,6 +1083,7 @@ class ListValue(ModelObject):
 class LossOutputSpec(ModelObject):
     """The loss output."""
     __slots__ = ('arg',)
+    arg: TensorArgument | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -995,13 +1092,15 @@ class LossOutputSpec(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, arg=None):
+    def __init__(self, arg: TensorArgument | None = None) -> None:
         self.arg = arg
 
 
 class MapEntry(ModelObject):
     """One entry of a `MapValue`."""
     __slots__ = ('key', 'value')
+    key: Value | None
+    value: Value | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1011,7 +1110,7 @@ class MapEntry(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, key=None, value=None):
+    def __init__(self, key: Value | None = None, value: Value | None = None) -> None:
         self.key = key
         self.value = value
 
@@ -1019,6 +1118,7 @@ class MapEntry(ModelObject):
 class MapValue(ModelObject):
     """A mapping; keys keep their insertion order."""
     __slots__ = ('entries',)
+    entries: list[MapEntry]
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1027,13 +1127,14 @@ class MapValue(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, entries=None):
+    def __init__(self, entries: list[MapEntry] | None = None) -> None:
         self.entries = [] if entries is None else entries
 
 
 class MemoryFormatArgument(ModelObject):
     """A torch.memory_format."""
     __slots__ = ('value',)
+    value: MemoryFormat | int
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1042,13 +1143,15 @@ class MemoryFormatArgument(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, value=0):
+    def __init__(self, value: MemoryFormat | int = 0) -> None:
         self.value = value
 
 
 class ModuleCallEntry(ModelObject):
     """One submodule call recorded for unflattening."""
     __slots__ = ('fqn', 'signature')
+    fqn: str | None
+    signature: ModuleCallSignature | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1058,7 +1161,7 @@ class ModuleCallEntry(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'fqn': 'optional_attr_path'}
 
-    def __init__(self, fqn=None, signature=None):
+    def __init__(self, fqn: str | None = None, signature: ModuleCallSignature | None = None) -> None:
         self.fqn = fqn
         self.signature = signature
 
@@ -1066,6 +1169,11 @@ class ModuleCallEntry(ModelObject):
 class ModuleCallSignature(ModelObject):
     """The signature of one submodule call."""
     __slots__ = ('inputs', 'outputs', 'in_spec', 'out_spec', 'forward_arg_names')
+    inputs: list[Argument]
+    outputs: list[Argument]
+    in_spec: TreeSpec | None
+    out_spec: TreeSpec | None
+    forward_arg_names: list[str]
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1078,7 +1186,7 @@ class ModuleCallSignature(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'forward_arg_names': 'local_name'}
 
-    def __init__(self, inputs=None, outputs=None, in_spec=None, out_spec=None, forward_arg_names=None):
+    def __init__(self, inputs: list[Argument] | None = None, outputs: list[Argument] | None = None, in_spec: TreeSpec | None = None, out_spec: TreeSpec | None = None, forward_arg_names: list[str] | None = None) -> None:
         self.inputs = [] if inputs is None else inputs
         self.outputs = [] if outputs is None else outputs
         self.in_spec = in_spec
@@ -1089,6 +1197,9 @@ class ModuleCallSignature(ModelObject):
 class ModuleStackEntry(ModelObject):
     """One entry of `nn_module_stack`: the module a node was traced in."""
     __slots__ = ('key', 'path', 'type_name')
+    key: str | None
+    path: str | None
+    type_name: str | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1099,7 +1210,7 @@ class ModuleStackEntry(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'key': 'token', 'path': 'optional_attr_path', 'type_name': 'qualified_name'}
 
-    def __init__(self, key=None, path=None, type_name=None):
+    def __init__(self, key: str | None = None, path: str | None = None, type_name: str | None = None) -> None:
         self.key = key
         self.path = path
         self.type_name = type_name
@@ -1108,6 +1219,10 @@ class ModuleStackEntry(ModelObject):
 class NamedArgument(ModelObject):
     """An input of a node, with its parameter name from the operator schema."""
     __slots__ = ('name', 'value', 'kind', 'is_tuple')
+    name: str | None
+    value: ModelObject | None
+    kind: ArgumentKind | int
+    is_tuple: bool
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1119,7 +1234,7 @@ class NamedArgument(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'name': 'optional_identifier'}
 
-    def __init__(self, name=None, value=None, kind=0, is_tuple=False):
+    def __init__(self, name: str | None = None, value: ModelObject | None = None, kind: ArgumentKind | int = 0, is_tuple: bool = False) -> None:
         self.name = name
         self.value = value
         self.kind = kind
@@ -1129,6 +1244,8 @@ class NamedArgument(ModelObject):
 class NamedTupleDef(ModelObject):
     """Field names of a namedtuple type used in a tree spec."""
     __slots__ = ('type_name', 'field_names')
+    type_name: str | None
+    field_names: list[str]
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1138,7 +1255,7 @@ class NamedTupleDef(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'type_name': 'qualified_name', 'field_names': 'identifier'}
 
-    def __init__(self, type_name=None, field_names=None):
+    def __init__(self, type_name: str | None = None, field_names: list[str] | None = None) -> None:
         self.type_name = type_name
         self.field_names = [] if field_names is None else field_names
 
@@ -1146,6 +1263,7 @@ class NamedTupleDef(ModelObject):
 class NestedTensorListArgument(ModelObject):
     """A list of lists of tensors."""
     __slots__ = ('lists',)
+    lists: list[TensorListArgument]
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1154,13 +1272,21 @@ class NestedTensorListArgument(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, lists=None):
+    def __init__(self, lists: list[TensorListArgument] | None = None) -> None:
         self.lists = [] if lists is None else lists
 
 
 class Node(ModelObject):
     """An operation in a graph (an FX `call_function` node)."""
     __slots__ = ('name', 'target', 'inputs', 'outputs', 'metadata', 'is_hop_single_tensor_return', 'unbound_outputs', 'unpack_metadata')
+    name: str | None
+    target: str | None
+    inputs: list[NamedArgument]
+    outputs: list[Argument]
+    metadata: NodeMetadata | None
+    is_hop_single_tensor_return: bool
+    unbound_outputs: list[int]
+    unpack_metadata: list[UnpackMetadata]
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1176,7 +1302,7 @@ class Node(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'name': 'local_name', 'target': 'qualified_name'}
 
-    def __init__(self, name=None, target=None, inputs=None, outputs=None, metadata=None, is_hop_single_tensor_return=False, unbound_outputs=None, unpack_metadata=None):
+    def __init__(self, name: str | None = None, target: str | None = None, inputs: list[NamedArgument] | None = None, outputs: list[Argument] | None = None, metadata: NodeMetadata | None = None, is_hop_single_tensor_return: bool = False, unbound_outputs: list[int] | None = None, unpack_metadata: list[UnpackMetadata] | None = None) -> None:
         self.name = name
         self.target = target
         self.inputs = [] if inputs is None else inputs
@@ -1190,6 +1316,14 @@ class Node(ModelObject):
 class NodeMetadata(ModelObject):
     """Node metadata in structured form."""
     __slots__ = ('stack_trace', 'nn_module_stack', 'source_fn_stack', 'torch_fn', 'custom', 'from_node', 'unbacked_bindings', 'extra')
+    stack_trace: str | None
+    nn_module_stack: list[ModuleStackEntry]
+    source_fn_stack: list[SourceFnEntry]
+    torch_fn: TorchFn | None
+    custom: MapValue | None
+    from_node: list[NodeSource]
+    unbacked_bindings: list[UnbackedBinding]
+    extra: list[StringEntry]
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1205,7 +1339,7 @@ class NodeMetadata(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'stack_trace': 'free_text'}
 
-    def __init__(self, stack_trace=None, nn_module_stack=None, source_fn_stack=None, torch_fn=None, custom=None, from_node=None, unbacked_bindings=None, extra=None):
+    def __init__(self, stack_trace: str | None = None, nn_module_stack: list[ModuleStackEntry] | None = None, source_fn_stack: list[SourceFnEntry] | None = None, torch_fn: TorchFn | None = None, custom: MapValue | None = None, from_node: list[NodeSource] | None = None, unbacked_bindings: list[UnbackedBinding] | None = None, extra: list[StringEntry] | None = None) -> None:
         self.stack_trace = stack_trace
         self.nn_module_stack = [] if nn_module_stack is None else nn_module_stack
         self.source_fn_stack = [] if source_fn_stack is None else source_fn_stack
@@ -1219,6 +1353,12 @@ class NodeMetadata(ModelObject):
 class NodeSource(ModelObject):
     """Provenance of a node (`from_node`): the node it came from, recursively."""
     __slots__ = ('name', 'target', 'graph_id', 'pass_name', 'actions', 'from_node')
+    name: str | None
+    target: str | None
+    graph_id: int
+    pass_name: str | None
+    actions: list[str]
+    from_node: list[NodeSource]
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1232,7 +1372,7 @@ class NodeSource(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'name': 'token', 'target': 'free_text', 'pass_name': 'free_text', 'actions': 'token'}
 
-    def __init__(self, name=None, target=None, graph_id=0, pass_name=None, actions=None, from_node=None):
+    def __init__(self, name: str | None = None, target: str | None = None, graph_id: int = 0, pass_name: str | None = None, actions: list[str] | None = None, from_node: list[NodeSource] | None = None) -> None:
         self.name = name
         self.target = target
         self.graph_id = graph_id
@@ -1251,7 +1391,7 @@ class NoneArgument(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self):
+    def __init__(self) -> None:
         pass
 
 
@@ -1265,13 +1405,14 @@ class NullValue(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self):
+    def __init__(self) -> None:
         pass
 
 
 class OperatorArgument(ModelObject):
     """An operator passed as an argument (e.g. to `auto_functionalized`)."""
     __slots__ = ('name',)
+    name: str | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1280,13 +1421,19 @@ class OperatorArgument(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'name': 'qualified_name'}
 
-    def __init__(self, name=None):
+    def __init__(self, name: str | None = None) -> None:
         self.name = name
 
 
 class OperatorParameter(ModelObject):
     """One parameter or return of an operator schema."""
     __slots__ = ('name', 'type', 'default_value', 'kwarg_only', 'alias_set', 'is_write')
+    name: str | None
+    type: str | None
+    default_value: Value | None
+    kwarg_only: bool
+    alias_set: str | None
+    is_write: bool
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1300,7 +1447,7 @@ class OperatorParameter(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'name': 'optional_identifier', 'type': 'free_text', 'alias_set': 'token'}
 
-    def __init__(self, name=None, type=None, default_value=None, kwarg_only=False, alias_set=None, is_write=False):
+    def __init__(self, name: str | None = None, type: str | None = None, default_value: Value | None = None, kwarg_only: bool = False, alias_set: str | None = None, is_write: bool = False) -> None:
         self.name = name
         self.type = type
         self.default_value = default_value
@@ -1312,6 +1459,12 @@ class OperatorParameter(ModelObject):
 class OperatorSchema(ModelObject):
     """The schema of an operator a graph uses, so a reader knows its signature even when the operator is not registered."""
     __slots__ = ('target', 'kind', 'schema', 'parameters', 'returns', 'is_mutable')
+    target: str | None
+    kind: OperatorKind | int
+    schema: str | None
+    parameters: list[OperatorParameter]
+    returns: list[OperatorParameter]
+    is_mutable: bool
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1325,7 +1478,7 @@ class OperatorSchema(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'target': 'qualified_name', 'schema': 'free_text'}
 
-    def __init__(self, target=None, kind=0, schema=None, parameters=None, returns=None, is_mutable=False):
+    def __init__(self, target: str | None = None, kind: OperatorKind | int = 0, schema: str | None = None, parameters: list[OperatorParameter] | None = None, returns: list[OperatorParameter] | None = None, is_mutable: bool = False) -> None:
         self.target = target
         self.kind = kind
         self.schema = schema
@@ -1337,6 +1490,8 @@ class OperatorSchema(ModelObject):
 class Opset(ModelObject):
     """One opset the program uses."""
     __slots__ = ('namespace', 'version')
+    namespace: str | None
+    version: int
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1346,7 +1501,7 @@ class Opset(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'namespace': 'identifier'}
 
-    def __init__(self, namespace=None, version=0):
+    def __init__(self, namespace: str | None = None, version: int = 0) -> None:
         self.namespace = namespace
         self.version = version
 
@@ -1354,6 +1509,7 @@ class Opset(ModelObject):
 class OptionalTensorArgument(ModelObject):
     """A tensor or None."""
     __slots__ = ('name',)
+    name: str | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1362,13 +1518,14 @@ class OptionalTensorArgument(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'name': 'local_name'}
 
-    def __init__(self, name=None):
+    def __init__(self, name: str | None = None) -> None:
         self.name = name
 
 
 class OptionalTensorListArgument(ModelObject):
     """A list of optional tensors."""
     __slots__ = ('items',)
+    items: list[OptionalTensorArgument]
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1377,13 +1534,14 @@ class OptionalTensorListArgument(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, items=None):
+    def __init__(self, items: list[OptionalTensorArgument] | None = None) -> None:
         self.items = [] if items is None else items
 
 
 class OutputSpec(ModelObject):
     """What one graph output means."""
     __slots__ = ('spec',)
+    spec: ModelObject | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1392,13 +1550,14 @@ class OutputSpec(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, spec=None):
+    def __init__(self, spec: ModelObject | None = None) -> None:
         self.spec = spec
 
 
 class OutputTokenSpec(ModelObject):
     """An output effect token."""
     __slots__ = ('arg',)
+    arg: TokenArgument | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1407,13 +1566,24 @@ class OutputTokenSpec(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, arg=None):
+    def __init__(self, arg: TokenArgument | None = None) -> None:
         self.arg = arg
 
 
 class Package(ModelObject):
     """The root of the program section."""
-    __slots__ = ('format_version', 'producer', 'required_features', 'programs', 'tensors', 'storages', 'segments', 'shard_files', 'operators', 'metadata')
+    __slots__ = ('format_version', 'producer', 'required_features', 'programs', 'tensors', 'storages', 'segments', 'shard_files', 'operators', 'metadata', 'extra_files')
+    format_version: FormatVersion | None
+    producer: Producer | None
+    required_features: int
+    programs: list[Program]
+    tensors: list[Tensor]
+    storages: list[Storage]
+    segments: list[Segment]
+    shard_files: list[ShardFile]
+    operators: list[OperatorSchema]
+    metadata: list[StringEntry]
+    extra_files: list[ExtraFile]
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1427,11 +1597,12 @@ class Package(ModelObject):
         ('shard_files', 7, 'vector', 'table', 'ShardFile', None, False, False),
         ('operators', 8, 'vector', 'table', 'OperatorSchema', None, False, False),
         ('metadata', 9, 'vector', 'table', 'StringEntry', None, False, False),
+        ('extra_files', 10, 'vector', 'table', 'ExtraFile', None, False, False),
     )
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, format_version=None, producer=None, required_features=0, programs=None, tensors=None, storages=None, segments=None, shard_files=None, operators=None, metadata=None):
+    def __init__(self, format_version: FormatVersion | None = None, producer: Producer | None = None, required_features: int = 0, programs: list[Program] | None = None, tensors: list[Tensor] | None = None, storages: list[Storage] | None = None, segments: list[Segment] | None = None, shard_files: list[ShardFile] | None = None, operators: list[OperatorSchema] | None = None, metadata: list[StringEntry] | None = None, extra_files: list[ExtraFile] | None = None) -> None:
         self.format_version = format_version
         self.producer = producer
         self.required_features = required_features
@@ -1442,11 +1613,14 @@ class Package(ModelObject):
         self.shard_files = [] if shard_files is None else shard_files
         self.operators = [] if operators is None else operators
         self.metadata = [] if metadata is None else metadata
+        self.extra_files = [] if extra_files is None else extra_files
 
 
 class ParameterMutationSpec(ModelObject):
     """A parameter's new value."""
     __slots__ = ('arg', 'parameter_name')
+    arg: TensorArgument | None
+    parameter_name: str | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1456,7 +1630,7 @@ class ParameterMutationSpec(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'parameter_name': 'attr_path'}
 
-    def __init__(self, arg=None, parameter_name=None):
+    def __init__(self, arg: TensorArgument | None = None, parameter_name: str | None = None) -> None:
         self.arg = arg
         self.parameter_name = parameter_name
 
@@ -1464,6 +1638,9 @@ class ParameterMutationSpec(ModelObject):
 class Producer(ModelObject):
     """Who wrote the file."""
     __slots__ = ('name', 'version', 'torch_version')
+    name: str | None
+    version: str | None
+    torch_version: str | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1474,7 +1651,7 @@ class Producer(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'name': 'free_text', 'version': 'free_text', 'torch_version': 'free_text'}
 
-    def __init__(self, name=None, version=None, torch_version=None):
+    def __init__(self, name: str | None = None, version: str | None = None, torch_version: str | None = None) -> None:
         self.name = name
         self.version = version
         self.torch_version = torch_version
@@ -1483,6 +1660,21 @@ class Producer(ModelObject):
 class Program(ModelObject):
     """One exported program (torch.export.ExportedProgram)."""
     __slots__ = ('name', 'graph', 'signature', 'module_call_graph', 'symbols', 'sym_exprs', 'range_constraints', 'opsets', 'verifiers', 'guards_code', 'state', 'custom_objects', 'example_inputs', 'namedtuple_defs', 'metadata')
+    name: str | None
+    graph: Graph | None
+    signature: GraphSignature | None
+    module_call_graph: list[ModuleCallEntry]
+    symbols: list[Symbol]
+    sym_exprs: list[SymExpr]
+    range_constraints: list[RangeConstraint]
+    opsets: list[Opset]
+    verifiers: list[str]
+    guards_code: list[str]
+    state: list[StateEntry]
+    custom_objects: list[CustomObject]
+    example_inputs: Value | None
+    namedtuple_defs: list[NamedTupleDef]
+    metadata: list[StringEntry]
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1505,7 +1697,7 @@ class Program(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'name': 'identifier', 'verifiers': 'token', 'guards_code': 'free_text'}
 
-    def __init__(self, name=None, graph=None, signature=None, module_call_graph=None, symbols=None, sym_exprs=None, range_constraints=None, opsets=None, verifiers=None, guards_code=None, state=None, custom_objects=None, example_inputs=None, namedtuple_defs=None, metadata=None):
+    def __init__(self, name: str | None = None, graph: Graph | None = None, signature: GraphSignature | None = None, module_call_graph: list[ModuleCallEntry] | None = None, symbols: list[Symbol] | None = None, sym_exprs: list[SymExpr] | None = None, range_constraints: list[RangeConstraint] | None = None, opsets: list[Opset] | None = None, verifiers: list[str] | None = None, guards_code: list[str] | None = None, state: list[StateEntry] | None = None, custom_objects: list[CustomObject] | None = None, example_inputs: Value | None = None, namedtuple_defs: list[NamedTupleDef] | None = None, metadata: list[StringEntry] | None = None) -> None:
         self.name = name
         self.graph = graph
         self.signature = signature
@@ -1526,6 +1718,8 @@ class Program(ModelObject):
 class RangeConstraint(ModelObject):
     """The allowed range of a symbolic expression (`ExportedProgram.range_constraints`)."""
     __slots__ = ('expr', 'range')
+    expr: int
+    range: ValueRange | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1535,7 +1729,7 @@ class RangeConstraint(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, expr=0, range=None):
+    def __init__(self, expr: int = 0, range: ValueRange | None = None) -> None:
         self.expr = expr
         self.range = range
 
@@ -1543,6 +1737,7 @@ class RangeConstraint(ModelObject):
 class ScalarTypeArgument(ModelObject):
     """A torch.dtype."""
     __slots__ = ('value',)
+    value: ScalarType | int
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1551,13 +1746,14 @@ class ScalarTypeArgument(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, value=0):
+    def __init__(self, value: ScalarType | int = 0) -> None:
         self.value = value
 
 
 class ScalarTypeValue(ModelObject):
     """A torch.dtype value."""
     __slots__ = ('value',)
+    value: ScalarType | int
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1566,13 +1762,15 @@ class ScalarTypeValue(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, value=0):
+    def __init__(self, value: ScalarType | int = 0) -> None:
         self.value = value
 
 
 class Segment(ModelObject):
     """A contiguous, aligned run of bytes in a data section."""
     __slots__ = ('file', 'section')
+    file: int
+    section: int
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1582,7 +1780,7 @@ class Segment(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, file=0, section=0):
+    def __init__(self, file: int = 0, section: int = 0) -> None:
         self.file = file
         self.section = section
 
@@ -1590,6 +1788,8 @@ class Segment(ModelObject):
 class ShardFile(ModelObject):
     """A sibling file holding data segments, in the same directory."""
     __slots__ = ('name', 'size')
+    name: str | None
+    size: int
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1599,7 +1799,7 @@ class ShardFile(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'name': 'file_name'}
 
-    def __init__(self, name=None, size=0):
+    def __init__(self, name: str | None = None, size: int = 0) -> None:
         self.name = name
         self.size = size
 
@@ -1607,6 +1807,8 @@ class ShardFile(ModelObject):
 class SourceFnEntry(ModelObject):
     """One entry of `source_fn_stack`."""
     __slots__ = ('name', 'target')
+    name: str | None
+    target: str | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1616,7 +1818,7 @@ class SourceFnEntry(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'name': 'token', 'target': 'qualified_name'}
 
-    def __init__(self, name=None, target=None):
+    def __init__(self, name: str | None = None, target: str | None = None) -> None:
         self.name = name
         self.target = target
 
@@ -1624,6 +1826,9 @@ class SourceFnEntry(ModelObject):
 class StateEntry(ModelObject):
     """A named tensor of a program's state (`state_dict` or `constants`)."""
     __slots__ = ('name', 'kind', 'tensor')
+    name: str | None
+    kind: StateKind | int
+    tensor: int
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1634,7 +1839,7 @@ class StateEntry(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'name': 'attr_path'}
 
-    def __init__(self, name=None, kind=0, tensor=0):
+    def __init__(self, name: str | None = None, kind: StateKind | int = 0, tensor: int = 0) -> None:
         self.name = name
         self.kind = kind
         self.tensor = tensor
@@ -1643,6 +1848,11 @@ class StateEntry(ModelObject):
 class Storage(ModelObject):
     """A region of bytes holding the elements of one or more tensors."""
     __slots__ = ('segment', 'offset', 'size', 'checksum_kind', 'checksum')
+    segment: int
+    offset: int
+    size: int
+    checksum_kind: ChecksumKind | int
+    checksum: int
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1655,7 +1865,7 @@ class Storage(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, segment=0, offset=0, size=0, checksum_kind=0, checksum=0):
+    def __init__(self, segment: int = 0, offset: int = 0, size: int = 0, checksum_kind: ChecksumKind | int = 0, checksum: int = 0) -> None:
         self.segment = segment
         self.offset = offset
         self.size = size
@@ -1666,6 +1876,7 @@ class Storage(ModelObject):
 class StringArgument(ModelObject):
     """A string."""
     __slots__ = ('value',)
+    value: str | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1674,13 +1885,15 @@ class StringArgument(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'value': 'free_text'}
 
-    def __init__(self, value=None):
+    def __init__(self, value: str | None = None) -> None:
         self.value = value
 
 
 class StringEntry(ModelObject):
     """A string key with a string value, for free-form metadata that loaders never interpret. Vectors of entries are sorted by key, keys unique."""
     __slots__ = ('key', 'value')
+    key: str | None
+    value: str | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1690,7 +1903,7 @@ class StringEntry(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'key': 'metadata_key', 'value': 'free_text'}
 
-    def __init__(self, key=None, value=None):
+    def __init__(self, key: str | None = None, value: str | None = None) -> None:
         self.key = key
         self.value = value
 
@@ -1698,6 +1911,7 @@ class StringEntry(ModelObject):
 class StringListArgument(ModelObject):
     """A list of strings."""
     __slots__ = ('values',)
+    values: list[str]
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1706,13 +1920,14 @@ class StringListArgument(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'values': 'free_text'}
 
-    def __init__(self, values=None):
+    def __init__(self, values: list[str] | None = None) -> None:
         self.values = [] if values is None else values
 
 
 class StringToArgumentMapArgument(ModelObject):
     """A dict from strings to arguments."""
     __slots__ = ('entries',)
+    entries: list[ArgumentMapEntry]
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1721,13 +1936,14 @@ class StringToArgumentMapArgument(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, entries=None):
+    def __init__(self, entries: list[ArgumentMapEntry] | None = None) -> None:
         self.entries = [] if entries is None else entries
 
 
 class StringValue(ModelObject):
     """A Unicode string."""
     __slots__ = ('value',)
+    value: str | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1736,13 +1952,15 @@ class StringValue(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'value': 'free_text'}
 
-    def __init__(self, value=None):
+    def __init__(self, value: str | None = None) -> None:
         self.value = value
 
 
 class SymBool(ModelObject):
     """A symbolic or concrete boolean."""
     __slots__ = ('expr', 'value')
+    expr: int
+    value: bool
     IS_STRUCT = True
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1753,7 +1971,7 @@ class SymBool(ModelObject):
     STRING_CLASSES = {}
     STRUCT_LAYOUT = (8, (('expr', 0, 'i'), ('value', 4, '?')))
 
-    def __init__(self, expr=0, value=False):
+    def __init__(self, expr: int = 0, value: bool = False) -> None:
         self.expr = expr
         self.value = value
 
@@ -1761,6 +1979,8 @@ class SymBool(ModelObject):
 class SymBoolArgument(ModelObject):
     """A SymBool: named symbolic value or concrete bool."""
     __slots__ = ('name', 'value')
+    name: str | None
+    value: bool
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1770,7 +1990,7 @@ class SymBoolArgument(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'name': 'local_name'}
 
-    def __init__(self, name=None, value=False):
+    def __init__(self, name: str | None = None, value: bool = False) -> None:
         self.name = name
         self.value = value
 
@@ -1778,6 +1998,7 @@ class SymBoolArgument(ModelObject):
 class SymBoolListArgument(ModelObject):
     """A list of SymBools."""
     __slots__ = ('items',)
+    items: list[SymBoolArgument]
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1786,13 +2007,15 @@ class SymBoolListArgument(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, items=None):
+    def __init__(self, items: list[SymBoolArgument] | None = None) -> None:
         self.items = [] if items is None else items
 
 
 class SymBoolValue(ModelObject):
     """A named SymBool value."""
     __slots__ = ('name', 'value')
+    name: str | None
+    value: SymBool | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1802,7 +2025,7 @@ class SymBoolValue(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'name': 'local_name'}
 
-    def __init__(self, name=None, value=None):
+    def __init__(self, name: str | None = None, value: SymBool | None = None) -> None:
         self.name = name
         self.value = value
 
@@ -1810,6 +2033,14 @@ class SymBoolValue(ModelObject):
 class SymExpr(ModelObject):
     """One node of a structured symbolic expression. Only the fields its `kind` names are meaningful; the rest keep their defaults."""
     __slots__ = ('kind', 'symbol', 'int_value', 'denominator', 'float_value', 'bool_value', 'op', 'args')
+    kind: SymExprKind | int
+    symbol: int
+    int_value: int
+    denominator: int
+    float_value: float
+    bool_value: bool
+    op: SymOp | int
+    args: list[int]
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1825,7 +2056,7 @@ class SymExpr(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, kind=0, symbol=0, int_value=0, denominator=1, float_value=0.0, bool_value=False, op=0, args=None):
+    def __init__(self, kind: SymExprKind | int = 0, symbol: int = 0, int_value: int = 0, denominator: int = 1, float_value: float = 0.0, bool_value: bool = False, op: SymOp | int = 0, args: list[int] | None = None) -> None:
         self.kind = kind
         self.symbol = symbol
         self.int_value = int_value
@@ -1839,6 +2070,8 @@ class SymExpr(ModelObject):
 class SymFloat(ModelObject):
     """A symbolic or concrete float."""
     __slots__ = ('expr', 'value')
+    expr: int
+    value: float
     IS_STRUCT = True
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1849,7 +2082,7 @@ class SymFloat(ModelObject):
     STRING_CLASSES = {}
     STRUCT_LAYOUT = (16, (('expr', 0, 'i'), ('value', 8, 'd')))
 
-    def __init__(self, expr=0, value=0.0):
+    def __init__(self, expr: int = 0, value: float = 0.0) -> None:
         self.expr = expr
         self.value = value
 
@@ -1857,6 +2090,8 @@ class SymFloat(ModelObject):
 class SymFloatArgument(ModelObject):
     """A SymFloat: named symbolic value or concrete float."""
     __slots__ = ('name', 'value')
+    name: str | None
+    value: float
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1866,7 +2101,7 @@ class SymFloatArgument(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'name': 'local_name'}
 
-    def __init__(self, name=None, value=0.0):
+    def __init__(self, name: str | None = None, value: float = 0.0) -> None:
         self.name = name
         self.value = value
 
@@ -1874,6 +2109,7 @@ class SymFloatArgument(ModelObject):
 class SymFloatListArgument(ModelObject):
     """A list of SymFloats."""
     __slots__ = ('items',)
+    items: list[SymFloatArgument]
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1882,13 +2118,15 @@ class SymFloatListArgument(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, items=None):
+    def __init__(self, items: list[SymFloatArgument] | None = None) -> None:
         self.items = [] if items is None else items
 
 
 class SymFloatValue(ModelObject):
     """A named SymFloat value."""
     __slots__ = ('name', 'value')
+    name: str | None
+    value: SymFloat | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1898,7 +2136,7 @@ class SymFloatValue(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'name': 'local_name'}
 
-    def __init__(self, name=None, value=None):
+    def __init__(self, name: str | None = None, value: SymFloat | None = None) -> None:
         self.name = name
         self.value = value
 
@@ -1906,6 +2144,8 @@ class SymFloatValue(ModelObject):
 class SymInt(ModelObject):
     """A symbolic or concrete integer, such as one size of a tensor."""
     __slots__ = ('expr', 'value')
+    expr: int
+    value: int
     IS_STRUCT = True
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1916,7 +2156,7 @@ class SymInt(ModelObject):
     STRING_CLASSES = {}
     STRUCT_LAYOUT = (16, (('expr', 0, 'i'), ('value', 8, 'q')))
 
-    def __init__(self, expr=0, value=0):
+    def __init__(self, expr: int = 0, value: int = 0) -> None:
         self.expr = expr
         self.value = value
 
@@ -1924,6 +2164,8 @@ class SymInt(ModelObject):
 class SymIntArgument(ModelObject):
     """A SymInt: a named symbolic value of the graph, or a concrete int."""
     __slots__ = ('name', 'value')
+    name: str | None
+    value: int
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1933,7 +2175,7 @@ class SymIntArgument(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'name': 'local_name'}
 
-    def __init__(self, name=None, value=0):
+    def __init__(self, name: str | None = None, value: int = 0) -> None:
         self.name = name
         self.value = value
 
@@ -1941,6 +2183,7 @@ class SymIntArgument(ModelObject):
 class SymIntListArgument(ModelObject):
     """A list of SymInts."""
     __slots__ = ('items',)
+    items: list[SymIntArgument]
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1949,13 +2192,15 @@ class SymIntListArgument(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, items=None):
+    def __init__(self, items: list[SymIntArgument] | None = None) -> None:
         self.items = [] if items is None else items
 
 
 class SymIntValue(ModelObject):
     """A named SymInt value."""
     __slots__ = ('name', 'value')
+    name: str | None
+    value: SymInt | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1965,7 +2210,7 @@ class SymIntValue(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'name': 'local_name'}
 
-    def __init__(self, name=None, value=None):
+    def __init__(self, name: str | None = None, value: SymInt | None = None) -> None:
         self.name = name
         self.value = value
 
@@ -1973,6 +2218,12 @@ class SymIntValue(ModelObject):
 class Symbol(ModelObject):
     """A free symbol of the program's shape environment, such as `s0` (an input size) or `u0` (an unbacked value from `.item()`)."""
     __slots__ = ('name', 'kind', 'range', 'hint', 'has_hint', 'positive')
+    name: str | None
+    kind: SymbolKind | int
+    range: ValueRange | None
+    hint: int
+    has_hint: bool
+    positive: bool
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1986,7 +2237,7 @@ class Symbol(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'name': 'identifier'}
 
-    def __init__(self, name=None, kind=0, range=None, hint=0, has_hint=False, positive=False):
+    def __init__(self, name: str | None = None, kind: SymbolKind | int = 0, range: ValueRange | None = None, hint: int = 0, has_hint: bool = False, positive: bool = False) -> None:
         self.name = name
         self.kind = kind
         self.range = range
@@ -1998,6 +2249,13 @@ class Symbol(ModelObject):
 class Tensor(ModelObject):
     """A tensor whose elements are stored in the file: a strided view of a storage. Tensors sharing a storage alias after load."""
     __slots__ = ('storage', 'dtype', 'sizes', 'strides', 'storage_offset', 'requires_grad', 'device')
+    storage: int
+    dtype: ScalarType | int
+    sizes: list[int]
+    strides: list[int]
+    storage_offset: int
+    requires_grad: bool
+    device: Device | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -2012,7 +2270,7 @@ class Tensor(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, storage=0, dtype=0, sizes=None, strides=None, storage_offset=0, requires_grad=False, device=None):
+    def __init__(self, storage: int = 0, dtype: ScalarType | int = 0, sizes: list[int] | None = None, strides: list[int] | None = None, storage_offset: int = 0, requires_grad: bool = False, device: Device | None = None) -> None:
         self.storage = storage
         self.dtype = dtype
         self.sizes = [] if sizes is None else sizes
@@ -2025,6 +2283,7 @@ class Tensor(ModelObject):
 class TensorArgument(ModelObject):
     """A tensor value, by name."""
     __slots__ = ('name',)
+    name: str | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -2033,13 +2292,14 @@ class TensorArgument(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'name': 'local_name'}
 
-    def __init__(self, name=None):
+    def __init__(self, name: str | None = None) -> None:
         self.name = name
 
 
 class TensorListArgument(ModelObject):
     """A list of tensors."""
     __slots__ = ('names',)
+    names: list[str]
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -2048,13 +2308,20 @@ class TensorListArgument(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'names': 'local_name'}
 
-    def __init__(self, names=None):
+    def __init__(self, names: list[str] | None = None) -> None:
         self.names = [] if names is None else names
 
 
 class TensorMeta(ModelObject):
     """Metadata of a tensor value flowing through a graph (its fake value)."""
     __slots__ = ('dtype', 'sizes', 'strides', 'storage_offset', 'requires_grad', 'device', 'layout')
+    dtype: ScalarType | int
+    sizes: list[SymInt]
+    strides: list[SymInt]
+    storage_offset: SymInt | None
+    requires_grad: bool
+    device: Device | None
+    layout: Layout | int
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -2069,7 +2336,7 @@ class TensorMeta(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, dtype=0, sizes=None, strides=None, storage_offset=None, requires_grad=False, device=None, layout=1):
+    def __init__(self, dtype: ScalarType | int = 0, sizes: list[SymInt] | None = None, strides: list[SymInt] | None = None, storage_offset: SymInt | None = None, requires_grad: bool = False, device: Device | None = None, layout: Layout | int = 1) -> None:
         self.dtype = dtype
         self.sizes = [] if sizes is None else sizes
         self.strides = [] if strides is None else strides
@@ -2082,6 +2349,7 @@ class TensorMeta(ModelObject):
 class TensorRefValue(ModelObject):
     """A reference to a tensor stored in the file."""
     __slots__ = ('tensor',)
+    tensor: int
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -2090,13 +2358,15 @@ class TensorRefValue(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, tensor=0):
+    def __init__(self, tensor: int = 0) -> None:
         self.tensor = tensor
 
 
 class TensorValue(ModelObject):
     """A named tensor value and its metadata."""
     __slots__ = ('name', 'meta')
+    name: str | None
+    meta: TensorMeta | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -2106,7 +2376,7 @@ class TensorValue(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'name': 'local_name'}
 
-    def __init__(self, name=None, meta=None):
+    def __init__(self, name: str | None = None, meta: TensorMeta | None = None) -> None:
         self.name = name
         self.meta = meta
 
@@ -2114,6 +2384,7 @@ class TensorValue(ModelObject):
 class TokenArgument(ModelObject):
     """An effect token, by name."""
     __slots__ = ('name',)
+    name: str | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -2122,13 +2393,15 @@ class TokenArgument(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'name': 'local_name'}
 
-    def __init__(self, name=None):
+    def __init__(self, name: str | None = None) -> None:
         self.name = name
 
 
 class TorchFn(ModelObject):
     """One entry of `torch_fn`."""
     __slots__ = ('name', 'target')
+    name: str | None
+    target: str | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -2138,7 +2411,7 @@ class TorchFn(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'name': 'token', 'target': 'token'}
 
-    def __init__(self, name=None, target=None):
+    def __init__(self, name: str | None = None, target: str | None = None) -> None:
         self.name = name
         self.target = target
 
@@ -2146,6 +2419,12 @@ class TorchFn(ModelObject):
 class TreeSpec(ModelObject):
     """A pytree structure (torch.utils._pytree.TreeSpec) in structured form."""
     __slots__ = ('kind', 'type_name', 'field_names', 'keys', 'context', 'children')
+    kind: TreeSpecKind | int
+    type_name: str | None
+    field_names: list[str]
+    keys: list[Value]
+    context: Value | None
+    children: list[TreeSpec]
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -2159,7 +2438,7 @@ class TreeSpec(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'type_name': 'qualified_name', 'field_names': 'identifier'}
 
-    def __init__(self, kind=0, type_name=None, field_names=None, keys=None, context=None, children=None):
+    def __init__(self, kind: TreeSpecKind | int = 0, type_name: str | None = None, field_names: list[str] | None = None, keys: list[Value] | None = None, context: Value | None = None, children: list[TreeSpec] | None = None) -> None:
         self.kind = kind
         self.type_name = type_name
         self.field_names = [] if field_names is None else field_names
@@ -2171,6 +2450,8 @@ class TreeSpec(ModelObject):
 class UnbackedBinding(ModelObject):
     """Where in a node's output an unbacked symbol is bound."""
     __slots__ = ('symbol', 'path')
+    symbol: int
+    path: list[KeyPathEntry]
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -2180,7 +2461,7 @@ class UnbackedBinding(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, symbol=0, path=None):
+    def __init__(self, symbol: int = 0, path: list[KeyPathEntry] | None = None) -> None:
         self.symbol = symbol
         self.path = [] if path is None else path
 
@@ -2188,6 +2469,8 @@ class UnbackedBinding(ModelObject):
 class UnpackMetadata(ModelObject):
     """Metadata of one FX `getitem` node unpacking a value of a multi-output node."""
     __slots__ = ('position', 'metadata')
+    position: int
+    metadata: NodeMetadata | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -2197,7 +2480,7 @@ class UnpackMetadata(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, position=0, metadata=None):
+    def __init__(self, position: int = 0, metadata: NodeMetadata | None = None) -> None:
         self.position = position
         self.metadata = metadata
 
@@ -2205,6 +2488,8 @@ class UnpackMetadata(ModelObject):
 class UserInputMutationSpec(ModelObject):
     """A user input's new value."""
     __slots__ = ('arg', 'user_input_name')
+    arg: TensorArgument | None
+    user_input_name: str | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -2214,7 +2499,7 @@ class UserInputMutationSpec(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'user_input_name': 'local_name'}
 
-    def __init__(self, arg=None, user_input_name=None):
+    def __init__(self, arg: TensorArgument | None = None, user_input_name: str | None = None) -> None:
         self.arg = arg
         self.user_input_name = user_input_name
 
@@ -2222,6 +2507,7 @@ class UserInputMutationSpec(ModelObject):
 class UserInputSpec(ModelObject):
     """A user input."""
     __slots__ = ('arg',)
+    arg: Argument | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -2230,13 +2516,14 @@ class UserInputSpec(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, arg=None):
+    def __init__(self, arg: Argument | None = None) -> None:
         self.arg = arg
 
 
 class UserOutputSpec(ModelObject):
     """A user output."""
     __slots__ = ('arg',)
+    arg: Argument | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -2245,13 +2532,14 @@ class UserOutputSpec(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, arg=None):
+    def __init__(self, arg: Argument | None = None) -> None:
         self.arg = arg
 
 
 class Value(ModelObject):
     """A language-neutral value: the replacement for pickled or JSON-in-string data. Absent `value` is invalid."""
     __slots__ = ('value',)
+    value: ModelObject | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -2260,13 +2548,17 @@ class Value(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, value=None):
+    def __init__(self, value: ModelObject | None = None) -> None:
         self.value = value
 
 
 class ValueRange(ModelObject):
     """An inclusive integer range. Unbounded sides are flagged explicitly, never encoded as sentinel numbers."""
     __slots__ = ('lower', 'upper', 'lower_unbounded', 'upper_unbounded')
+    lower: int
+    upper: int
+    lower_unbounded: bool
+    upper_unbounded: bool
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -2278,7 +2570,7 @@ class ValueRange(ModelObject):
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, lower=0, upper=0, lower_unbounded=False, upper_unbounded=False):
+    def __init__(self, lower: int = 0, upper: int = 0, lower_unbounded: bool = False, upper_unbounded: bool = False) -> None:
         self.lower = lower
         self.upper = upper
         self.lower_unbounded = lower_unbounded
@@ -2300,6 +2592,7 @@ TABLES = {
     'Device': Device,
     'DeviceArgument': DeviceArgument,
     'DeviceValue': DeviceValue,
+    'ExtraFile': ExtraFile,
     'FloatArgument': FloatArgument,
     'FloatListArgument': FloatListArgument,
     'FloatListListArgument': FloatListListArgument,

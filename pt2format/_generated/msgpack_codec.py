@@ -21,6 +21,7 @@ from pt2format._generated.model import (
     Device,
     DeviceArgument,
     DeviceValue,
+    ExtraFile,
     FloatArgument,
     FloatListArgument,
     FloatListListArgument,
@@ -414,6 +415,22 @@ def encode_tree(root):
         if x0 is not None:
             x0 = e_Device(x0)
         r = [x0]
+        while r and r[-1] is None:
+            r.pop()
+        return r
+
+    def e_ExtraFile(o):
+        if type(o) is not ExtraFile:
+            _bad('expected ExtraFile', type(o).__name__)
+        x0 = o.name
+        if x0 is not None and type(x0) is not str:
+            _bad('name: expected str', type(x0).__name__)
+        x1 = o.storage
+        if x1 == 0:
+            x1 = None
+        elif type(x1) is not int or not 0 <= x1 <= 4294967295:
+            x1 = _int(x1, 0, 4294967295)
+        r = [x0, x1]
         while r and r[-1] is None:
             r.pop()
         return r
@@ -1408,7 +1425,14 @@ def encode_tree(root):
             x9 = list(x9)
         if x9 is not None:
             x9 = [e_StringEntry(e) for e in x9]
-        r = [x0, x1, x2, x3, x4, x5, x6, x7, x8, x9]
+        x10 = o.extra_files
+        if not x10:
+            x10 = None
+        elif type(x10) is not list:
+            x10 = list(x10)
+        if x10 is not None:
+            x10 = [e_ExtraFile(e) for e in x10]
+        r = [x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10]
         while r and r[-1] is None:
             r.pop()
         return r
@@ -2593,6 +2617,25 @@ def decode_tree(tree, max_depth=128):
             x0 = d_Device(x0, d + 1)
         return DeviceValue(x0)
 
+    def d_ExtraFile(a, d):
+        if type(a) is not list:
+            _bad('expected an array (ExtraFile)', type(a).__name__)
+        if d > max_depth:
+            too_deep(d)
+        n = len(a)
+        if n != 2:
+            a = a + _NONES[:2 - n] if n < 2 else a[:2]
+        x0, x1 = a
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            _SC_metadata_key(x0, 'ExtraFile.name')
+        if x1 is None:
+            x1 = 0
+        elif type(x1) is not int or not 0 <= x1 <= 4294967295:
+            _bad('storage: expected uint32', x1)
+        return ExtraFile(x0, x1)
+
     def d_FloatArgument(a, d):
         if type(a) is not list:
             _bad('expected an array (FloatArgument)', type(a).__name__)
@@ -3654,9 +3697,9 @@ def decode_tree(tree, max_depth=128):
         if d > max_depth:
             too_deep(d)
         n = len(a)
-        if n != 10:
-            a = a + _NONES[:10 - n] if n < 10 else a[:10]
-        x0, x1, x2, x3, x4, x5, x6, x7, x8, x9 = a
+        if n != 11:
+            a = a + _NONES[:11 - n] if n < 11 else a[:11]
+        x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10 = a
         if x0 is not None:
             x0 = d_FormatVersion(x0, d + 1)
         if x0 is None:
@@ -3716,7 +3759,14 @@ def decode_tree(tree, max_depth=128):
         else:
             d1 = d + 1
             x9 = [d_StringEntry(e, d1) for e in x9]
-        return Package(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9)
+        if x10 is None:
+            x10 = []
+        elif type(x10) is not list:
+            _bad('extra_files: expected an array', type(x10).__name__)
+        else:
+            d1 = d + 1
+            x10 = [d_ExtraFile(e, d1) for e in x10]
+        return Package(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10)
 
     def d_ParameterMutationSpec(a, d):
         if type(a) is not list:

@@ -70,7 +70,7 @@ def test_validate_missing_file(tmp_path, capsys):
     assert "No such file" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv", [[], ["validate"], ["frobnicate", "x"], ["convert", "x", "-o", "y"],
+@pytest.mark.parametrize("argv", [[], ["validate"], ["frobnicate", "x"], ["convert"],
                                   ["convert", "x", "--encoding", "xml", "-o", "y"]])
 def test_usage_errors_exit_2(argv):
     with pytest.raises(SystemExit) as e:

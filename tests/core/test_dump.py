@@ -27,7 +27,8 @@ def test_minimal_file_exact(tmp_path):
     path = tmp_path / "m.pt2f"
     _api.write_package(path, m.Package(format_version=m.FormatVersion(1, 0)), [])
     assert dump(path) == (
-        '{"package":{"format_version":{"major":1,"minor":0},"metadata":[],"operators":[],"producer":null,'
+        '{"package":{"extra_files":[],"format_version":{"major":1,"minor":0},"metadata":[],"operators":[],'
+        '"producer":null,'
         '"programs":[],"required_features":0,"segments":[],"shard_files":[],"storages":[],"tensors":[]},'
         '"storage_crc32":[]}\n')
 

@@ -100,6 +100,9 @@ struct TensorBuilder;
 struct Segment;
 struct SegmentBuilder;
 
+struct ExtraFile;
+struct ExtraFileBuilder;
+
 struct ShardFile;
 struct ShardFileBuilder;
 
@@ -394,6 +397,8 @@ inline const ::flatbuffers::TypeTable *StorageTypeTable();
 inline const ::flatbuffers::TypeTable *TensorTypeTable();
 
 inline const ::flatbuffers::TypeTable *SegmentTypeTable();
+
+inline const ::flatbuffers::TypeTable *ExtraFileTypeTable();
 
 inline const ::flatbuffers::TypeTable *ShardFileTypeTable();
 
@@ -4214,6 +4219,87 @@ struct Segment::Traits {
   using type = Segment;
   static auto constexpr Create = CreateSegment;
 };
+
+/// A named blob of bytes saved beside the programs, as torch.export.save's
+/// `extra_files` entries are. Its bytes live in a data segment, not in the
+/// program section, so a large one costs nothing until it is asked for.
+struct ExtraFile FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
+  typedef ExtraFileBuilder Builder;
+  struct Traits;
+  static const ::flatbuffers::TypeTable *MiniReflectTypeTable() {
+    return ExtraFileTypeTable();
+  }
+  enum FlatBuffersVTableOffset FLATBUFFERS_VTABLE_UNDERLYING_TYPE {
+    VT_NAME = 4,
+    VT_STORAGE = 6
+  };
+  /// The name the user gave: 1 to 255 bytes of UTF-8 without NUL or other
+  /// control characters, for example "tokenizer.json". Never used as a
+  /// path by a reader.
+  const ::flatbuffers::String *name() const {
+    return GetPointer<const ::flatbuffers::String *>(VT_NAME);
+  }
+  /// Index into `Package.storages` of the storage holding the file's bytes;
+  /// its `size` is the file's length (0 allowed).
+  uint32_t storage() const {
+    return GetField<uint32_t>(VT_STORAGE, 0);
+  }
+  template <bool B = false>
+  bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
+    return VerifyTableStart(verifier) &&
+           VerifyOffset(verifier, VT_NAME) &&
+           verifier.VerifyString(name()) &&
+           VerifyField<uint32_t>(verifier, VT_STORAGE, 4) &&
+           verifier.EndTable();
+  }
+};
+
+struct ExtraFileBuilder {
+  typedef ExtraFile Table;
+  ::flatbuffers::FlatBufferBuilder &fbb_;
+  ::flatbuffers::uoffset_t start_;
+  void add_name(::flatbuffers::Offset<::flatbuffers::String> name) {
+    fbb_.AddOffset(ExtraFile::VT_NAME, name);
+  }
+  void add_storage(uint32_t storage) {
+    fbb_.AddElement<uint32_t>(ExtraFile::VT_STORAGE, storage, 0);
+  }
+  explicit ExtraFileBuilder(::flatbuffers::FlatBufferBuilder &_fbb)
+        : fbb_(_fbb) {
+    start_ = fbb_.StartTable();
+  }
+  ::flatbuffers::Offset<ExtraFile> Finish() {
+    const auto end = fbb_.EndTable(start_);
+    auto o = ::flatbuffers::Offset<ExtraFile>(end);
+    return o;
+  }
+};
+
+inline ::flatbuffers::Offset<ExtraFile> CreateExtraFile(
+    ::flatbuffers::FlatBufferBuilder &_fbb,
+    ::flatbuffers::Offset<::flatbuffers::String> name = 0,
+    uint32_t storage = 0) {
+  ExtraFileBuilder builder_(_fbb);
+  builder_.add_storage(storage);
+  builder_.add_name(name);
+  return builder_.Finish();
+}
+
+struct ExtraFile::Traits {
+  using type = ExtraFile;
+  static auto constexpr Create = CreateExtraFile;
+};
+
+inline ::flatbuffers::Offset<ExtraFile> CreateExtraFileDirect(
+    ::flatbuffers::FlatBufferBuilder &_fbb,
+    const char *name = nullptr,
+    uint32_t storage = 0) {
+  auto name__ = name ? _fbb.CreateString(name) : 0;
+  return pt2format::CreateExtraFile(
+      _fbb,
+      name__,
+      storage);
+}
 
 /// A sibling file holding data segments, in the same directory.
 struct ShardFile FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
@@ -11181,7 +11267,8 @@ struct Package FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
     VT_SEGMENTS = 16,
     VT_SHARD_FILES = 18,
     VT_OPERATORS = 20,
-    VT_METADATA = 22
+    VT_METADATA = 22,
+    VT_EXTRA_FILES = 24
   };
   /// Schema version the file follows; equals the header's.
   const pt2format::FormatVersion *format_version() const {
@@ -11224,6 +11311,12 @@ struct Package FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::StringEntry>> *metadata() const {
     return GetPointer<const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::StringEntry>> *>(VT_METADATA);
   }
+  /// Files saved with the programs (torch.export.save's `extra_files`),
+  /// sorted by name, names unique. Readers hand their bytes out unchanged
+  /// and never interpret them. Empty when the writer was given none.
+  const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::ExtraFile>> *extra_files() const {
+    return GetPointer<const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::ExtraFile>> *>(VT_EXTRA_FILES);
+  }
   template <bool B = false>
   bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
     return VerifyTableStart(verifier) &&
@@ -11253,6 +11346,9 @@ struct Package FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
            VerifyOffset(verifier, VT_METADATA) &&
            verifier.VerifyVector(metadata()) &&
            verifier.VerifyVectorOfTables(metadata()) &&
+           VerifyOffset(verifier, VT_EXTRA_FILES) &&
+           verifier.VerifyVector(extra_files()) &&
+           verifier.VerifyVectorOfTables(extra_files()) &&
            verifier.EndTable();
   }
 };
@@ -11291,6 +11387,9 @@ struct PackageBuilder {
   void add_metadata(::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::StringEntry>>> metadata) {
     fbb_.AddOffset(Package::VT_METADATA, metadata);
   }
+  void add_extra_files(::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::ExtraFile>>> extra_files) {
+    fbb_.AddOffset(Package::VT_EXTRA_FILES, extra_files);
+  }
   explicit PackageBuilder(::flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
     start_ = fbb_.StartTable();
@@ -11314,9 +11413,11 @@ inline ::flatbuffers::Offset<Package> CreatePackage(
     ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::Segment>>> segments = 0,
     ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::ShardFile>>> shard_files = 0,
     ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::OperatorSchema>>> operators = 0,
-    ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::StringEntry>>> metadata = 0) {
+    ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::StringEntry>>> metadata = 0,
+    ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::ExtraFile>>> extra_files = 0) {
   PackageBuilder builder_(_fbb);
   builder_.add_required_features(required_features);
+  builder_.add_extra_files(extra_files);
   builder_.add_metadata(metadata);
   builder_.add_operators(operators);
   builder_.add_shard_files(shard_files);
@@ -11345,7 +11446,8 @@ inline ::flatbuffers::Offset<Package> CreatePackageDirect(
     const std::vector<::flatbuffers::Offset<pt2format::Segment>> *segments = nullptr,
     const std::vector<::flatbuffers::Offset<pt2format::ShardFile>> *shard_files = nullptr,
     const std::vector<::flatbuffers::Offset<pt2format::OperatorSchema>> *operators = nullptr,
-    std::vector<::flatbuffers::Offset<pt2format::StringEntry>> *metadata = nullptr) {
+    std::vector<::flatbuffers::Offset<pt2format::StringEntry>> *metadata = nullptr,
+    const std::vector<::flatbuffers::Offset<pt2format::ExtraFile>> *extra_files = nullptr) {
   auto programs__ = programs ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::Program>>(*programs) : 0;
   auto tensors__ = tensors ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::Tensor>>(*tensors) : 0;
   auto storages__ = storages ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::Storage>>(*storages) : 0;
@@ -11353,6 +11455,7 @@ inline ::flatbuffers::Offset<Package> CreatePackageDirect(
   auto shard_files__ = shard_files ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::ShardFile>>(*shard_files) : 0;
   auto operators__ = operators ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::OperatorSchema>>(*operators) : 0;
   auto metadata__ = metadata ? _fbb.CreateVectorOfSortedTables<pt2format::StringEntry>(metadata) : 0;
+  auto extra_files__ = extra_files ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::ExtraFile>>(*extra_files) : 0;
   return pt2format::CreatePackage(
       _fbb,
       format_version,
@@ -11364,7 +11467,8 @@ inline ::flatbuffers::Offset<Package> CreatePackageDirect(
       segments__,
       shard_files__,
       operators__,
-      metadata__);
+      metadata__,
+      extra_files__);
 }
 
 template <bool B>
@@ -12864,6 +12968,21 @@ inline const ::flatbuffers::TypeTable *SegmentTypeTable() {
   return &tt;
 }
 
+inline const ::flatbuffers::TypeTable *ExtraFileTypeTable() {
+  static const ::flatbuffers::TypeCode type_codes[] = {
+    { ::flatbuffers::ET_STRING, 0, -1 },
+    { ::flatbuffers::ET_UINT, 0, -1 }
+  };
+  static const char * const names[] = {
+    "name",
+    "storage"
+  };
+  static const ::flatbuffers::TypeTable tt = {
+    ::flatbuffers::ST_TABLE, 2, type_codes, nullptr, nullptr, nullptr, names
+  };
+  return &tt;
+}
+
 inline const ::flatbuffers::TypeTable *ShardFileTypeTable() {
   static const ::flatbuffers::TypeCode type_codes[] = {
     { ::flatbuffers::ET_STRING, 0, -1 },
@@ -14299,7 +14418,8 @@ inline const ::flatbuffers::TypeTable *PackageTypeTable() {
     { ::flatbuffers::ET_SEQUENCE, 1, 5 },
     { ::flatbuffers::ET_SEQUENCE, 1, 6 },
     { ::flatbuffers::ET_SEQUENCE, 1, 7 },
-    { ::flatbuffers::ET_SEQUENCE, 1, 8 }
+    { ::flatbuffers::ET_SEQUENCE, 1, 8 },
+    { ::flatbuffers::ET_SEQUENCE, 1, 9 }
   };
   static const ::flatbuffers::TypeFunction type_refs[] = {
     pt2format::FormatVersionTypeTable,
@@ -14310,7 +14430,8 @@ inline const ::flatbuffers::TypeTable *PackageTypeTable() {
     pt2format::SegmentTypeTable,
     pt2format::ShardFileTypeTable,
     pt2format::OperatorSchemaTypeTable,
-    pt2format::StringEntryTypeTable
+    pt2format::StringEntryTypeTable,
+    pt2format::ExtraFileTypeTable
   };
   static const char * const names[] = {
     "format_version",
@@ -14322,10 +14443,11 @@ inline const ::flatbuffers::TypeTable *PackageTypeTable() {
     "segments",
     "shard_files",
     "operators",
-    "metadata"
+    "metadata",
+    "extra_files"
   };
   static const ::flatbuffers::TypeTable tt = {
-    ::flatbuffers::ST_TABLE, 10, type_codes, type_refs, nullptr, nullptr, names
+    ::flatbuffers::ST_TABLE, 11, type_codes, type_refs, nullptr, nullptr, names
   };
   return &tt;
 }

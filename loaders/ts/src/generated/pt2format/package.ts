@@ -5,6 +5,7 @@
 
 import * as flatbuffers from 'flatbuffers';
 
+import { ExtraFile } from '../pt2format/extra-file.js';
 import { FormatVersion } from '../pt2format/format-version.js';
 import { OperatorSchema } from '../pt2format/operator-schema.js';
 import { Producer } from '../pt2format/producer.js';
@@ -157,8 +158,23 @@ metadataLength():number {
   return offset ? this.bb!.__vector_len(this.bb_pos + offset) : 0;
 }
 
+/**
+ * Files saved with the programs (torch.export.save's `extra_files`),
+ * sorted by name, names unique. Readers hand their bytes out unchanged
+ * and never interpret them. Empty when the writer was given none.
+ */
+extraFiles(index: number, obj?:ExtraFile):ExtraFile|null {
+  const offset = this.bb!.__offset(this.bb_pos, 24);
+  return offset ? (obj || new ExtraFile()).__init(this.bb!.__indirect(this.bb!.__vector(this.bb_pos + offset) + index * 4), this.bb!) : null;
+}
+
+extraFilesLength():number {
+  const offset = this.bb!.__offset(this.bb_pos, 24);
+  return offset ? this.bb!.__vector_len(this.bb_pos + offset) : 0;
+}
+
 static startPackage(builder:flatbuffers.Builder) {
-  builder.startObject(10);
+  builder.startObject(11);
 }
 
 static addFormatVersion(builder:flatbuffers.Builder, formatVersionOffset:flatbuffers.Offset) {
@@ -282,6 +298,22 @@ static createMetadataVector(builder:flatbuffers.Builder, data:flatbuffers.Offset
 }
 
 static startMetadataVector(builder:flatbuffers.Builder, numElems:number) {
+  builder.startVector(4, numElems, 4);
+}
+
+static addExtraFiles(builder:flatbuffers.Builder, extraFilesOffset:flatbuffers.Offset) {
+  builder.addFieldOffset(10, extraFilesOffset, 0);
+}
+
+static createExtraFilesVector(builder:flatbuffers.Builder, data:flatbuffers.Offset[]):flatbuffers.Offset {
+  builder.startVector(4, data.length, 4);
+  for (let i = data.length - 1; i >= 0; i--) {
+    builder.addOffset(data[i]!);
+  }
+  return builder.endVector();
+}
+
+static startExtraFilesVector(builder:flatbuffers.Builder, numElems:number) {
   builder.startVector(4, numElems, 4);
 }
 

@@ -1,0 +1,32 @@
+"""Sphinx configuration for the pt2format documentation (built in CI with warnings as errors)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, ROOT)  # the checkout's pt2format, whatever is installed
+
+import pt2format  # noqa: E402
+
+project = "pt2format"
+author = "pt2format authors"
+copyright = "2026, pt2format authors"
+version = release = pt2format.__version__
+
+extensions = ["sphinx.ext.autodoc", "sphinx.ext.napoleon", "myst_parser"]
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+exclude_patterns = ["_build", "screenshots"]
+myst_heading_anchors = 4
+autodoc_member_order = "bysource"
+autodoc_typehints = "signature"
+autodoc_preserve_defaults = True
+napoleon_google_docstring = True
+napoleon_numpy_docstring = False
+html_theme = "alabaster"
+html_title = f"pt2format {release}"
+html_theme_options = {"description": "torch.export programs, serialization first", "page_width": "1100px"}
+# Markdown pages pulled in from the repository (SPEC.md, the readers' READMEs) link to files of the
+# checkout that are not pages of this site; those links stay plain text instead of failing the build.
+suppress_warnings = ["myst.xref_missing"]

@@ -1,0 +1,163 @@
+"""`pt2format.open`: a lazy handle on a `.pt2f` file, in the style of safetensors' `safe_open`.
+
+Opening decodes and validates the program section (the schema objects), maps
+the data and builds nothing else: no torch program, no FX graph, no tensor
+until one is asked for. `get_tensor` returns a zero-copy view of the mapped
+bytes as a torch tensor (`framework="pt"`) or a numpy array (`"np"`), so
+reading one weight out of a 10 GB file touches only that weight's pages.
+Works without torch when `framework="np"`.
+"""
+
+from __future__ import annotations
+
+from pt2format import _extras
+from pt2format._api import read
+from pt2format._generated import model as m
+
+# numpy type strings (little-endian) for the dtypes numpy has; the rest need framework="pt".
+_NUMPY_DTYPES = {
+    m.ScalarType.UINT8: "u1", m.ScalarType.INT8: "i1", m.ScalarType.INT16: "<i2", m.ScalarType.INT32: "<i4",
+    m.ScalarType.INT64: "<i8", m.ScalarType.FLOAT16: "<f2", m.ScalarType.FLOAT32: "<f4",
+    m.ScalarType.FLOAT64: "<f8", m.ScalarType.COMPLEX64: "<c8", m.ScalarType.COMPLEX128: "<c16",
+    m.ScalarType.BOOL: "?", m.ScalarType.UINT16: "<u2", m.ScalarType.UINT32: "<u4", m.ScalarType.UINT64: "<u8",
+}
+_FRAMEWORKS = ("pt", "np")
+
+
+class LazyFile:
+    """An open `.pt2f` file: programs, signatures, state names, tensors, metadata and extra files, on demand.
+
+    Returned by `pt2format.open`; use it as a context manager. Tensors
+    handed out stay valid after `close()` (they keep the map alive), but no
+    new ones can be made. The schema objects (`package`, `program()`,
+    `signature()`) are the classes of `pt2format.schema`.
+    """
+
+    def __init__(self, source, *, framework: str = "pt", copy_on_write: bool = False, verify_data: bool = False):
+        _check_framework(framework)
+        self._framework = framework
+        self._file = read(source, verify_data=verify_data, copy_on_write=copy_on_write)
+        self._state_loader = None
+
+    # -- what is in the file ------------------------------------------------
+
+    @property
+    def package(self) -> m.Package:
+        """The decoded, validated `pt2format.schema.Package` tree (no torch objects)."""
+        return self._file.package
+
+    @property
+    def path(self) -> str:
+        """The file's path as given, or `<bytes>` / `<stream>` / the stream's name."""
+        return self._file.path
+
+    def programs(self) -> list[str]:
+        """The names of the programs in the file, sorted."""
+        return [p.name for p in self.package.programs]
+
+    def program(self, name: str | None = None) -> m.Program:
+        """The schema `Program` named `name` (default: the only one, or "forward"); nothing is built."""
+        progs = self.package.programs
+        if name is None:
+            if len(progs) == 1:
+                return progs[0]
+            name = "forward"
+        for p in progs:
+            if p.name == name:
+                return p
+        raise KeyError(f"no program named {name!r}; this file holds {', '.join(map(repr, self.programs()))}")
+
+    def signature(self, name: str | None = None) -> m.GraphSignature:
+        """The graph signature (inputs and outputs by kind) of program `name`."""
+        return self.program(name).signature
+
+    def keys(self, program: str | None = None) -> list[str]:
+        """Names of state entries (parameters, buffers, tensor constants): of one program, or of all, sorted."""
+        progs = [self.program(program)] if program is not None else self.package.programs
+        return sorted({e.name for p in progs for e in p.state})
+
+    def _tensor_index(self, name: str, program: str | None) -> int:
+        progs = [self.program(program)] if program is not None else self.package.programs
+        for p in progs:
+            for e in p.state:
+                if e.name == name:
+                    return e.tensor
+        raise KeyError(f"no state entry named {name!r}" + (f" in program {program!r}" if program else ""))
+
+    # -- data -----------------------------------------------------------------
+
+    def get_tensor(self, name: str, *, program: str | None = None, framework: str | None = None):
+        """State entry `name` as a zero-copy tensor (`framework="pt"`) or numpy array (`"np"`).
+
+        The view is read-only unless the file was opened with
+        `copy_on_write=True` (then writes stay in memory). Names are looked
+        up in `program`, or in every program (they share storages).
+        """
+        framework = self._framework if framework is None else framework
+        _check_framework(framework)
+        idx = self._tensor_index(name, program)
+        if framework == "pt":
+            return self._torch_tensor(idx)
+        return self._numpy_array(idx, name)
+
+    def _torch_tensor(self, idx: int):
+        if self._state_loader is None:
+            from pt2format.loaders._state import StateLoader
+
+            self._state_loader = StateLoader(self.package, self._file.storage_view)
+        return self._state_loader.tensor(idx, f"tensors[{idx}]")
+
+    def _numpy_array(self, idx: int, name: str):
+        import numpy as np
+
+        row = self.package.tensors[idx]
+        code = _NUMPY_DTYPES.get(row.dtype)
+        if code is None:
+            raise TypeError(f"state entry {name!r} has dtype {m.ScalarType(row.dtype).name}, which numpy lacks; "
+                            "use framework='pt'")
+        dtype = np.dtype(code)
+        view = self._file.storage_view(self.package.tensors[idx].storage)
+        flat = np.frombuffer(view, dtype=np.uint8)
+        # Validation proved the tensor lies inside its storage: sizes, strides and offset are in range.
+        base = flat[row.storage_offset * dtype.itemsize:].view(dtype) if len(flat) else np.empty(0, dtype)
+        if not row.sizes:
+            return base[:1].reshape(())
+        strides = tuple(s * dtype.itemsize for s in row.strides)
+        return np.lib.stride_tricks.as_strided(base, shape=tuple(row.sizes), strides=strides,
+                                               writeable=not view.readonly)
+
+    def metadata(self) -> dict[str, str]:
+        """The user metadata saved with `save(..., metadata=...)`, str -> str."""
+        return _extras.metadata_dict(self.package)
+
+    def extra_files(self) -> dict[str, bytes]:
+        """The extra files saved with `save(..., extra_files=...)`, name -> bytes (copied out)."""
+        return _extras.extra_files_dict(self._file)
+
+    def extra_file(self, name: str) -> memoryview:
+        """One extra file's bytes as a zero-copy, read-only view (KeyError if absent)."""
+        return _extras.extra_file_view(self._file, name)
+
+    # -- lifetime ---------------------------------------------------------------
+
+    def close(self) -> None:
+        """Release the file (maps stay alive while tensors or views handed out do)."""
+        self._file.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._file.closed
+
+    def __enter__(self) -> LazyFile:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"LazyFile({self.path!r}, programs={self.programs()})"
+
+
+def _check_framework(framework) -> None:
+    if framework not in _FRAMEWORKS:
+        raise ValueError(f"framework must be one of {_FRAMEWORKS} ('pt': torch, 'np': numpy), got {framework!r}")
