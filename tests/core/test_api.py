@@ -102,16 +102,16 @@ def test_without_data_checksums_nothing_to_verify(tmp_path):
     _api.validate(path)
 
 
-def test_aliased_storages_verify(tmp_path):
-    """Storages may overlap (not written by write_package, but legal); verification still reads each once."""
+def test_overlapping_storages_refused(tmp_path):
+    """Storages never overlap (SPEC.md §5), even with valid checksums: aliasing tensors share one storage."""
     payload = bytes(range(128))
     pkg = tiny_package((32, 8))
     pkg.storages = [m.Storage(0, 0, 128, 1, zlib.crc32(payload)), m.Storage(0, 64, 32, 1, zlib.crc32(payload[64:96]))]
     pkg.segments = [m.Segment(0, 1)]
     write_raw(tmp_path / "m", pkg, [payload])
-    _api.validate(tmp_path / "m")
-    with _api.read(tmp_path / "m") as f:
-        assert bytes(f.storage_view(1)) == payload[64:96]
+    with pytest.raises(SegmentError, match="overlap") as e:
+        _api.read(tmp_path / "m")
+    assert e.value.path == "storages[1]"
 
 
 def test_header_and_package_versions_must_agree(tmp_path):
@@ -152,8 +152,8 @@ def _sharded(tmp_path, *, shard_name="m.shard1", shard_size=None, section=0, sto
     pkg.required_features = 1
     pkg.shard_files = [m.ShardFile(shard_name, actual if shard_size is None else shard_size)]
     pkg.segments = [m.Segment(file=1, section=section)]
-    pkg.storages = [m.Storage(0, 0, storage_size or 16, 1, zlib.crc32(payloads[0])),
-                    m.Storage(0, 64, 24, 1, zlib.crc32(payloads[1]))]
+    pkg.storages = [m.Storage(0, 0, 16, 1, zlib.crc32(payloads[0])),
+                    m.Storage(0, 64, storage_size or 24, 1, zlib.crc32(payloads[1]))]
     write_raw(tmp_path / "m.pt2f", pkg, [])
     return tmp_path / "m.pt2f", payloads
 

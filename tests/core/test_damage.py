@@ -237,7 +237,7 @@ def test_shard_path_traversal_rejected(tmp_path):
         pkg.shard_files = [m.ShardFile("../../etc/passwd", 100)]
         pkg.segments.append(m.Segment(1, 0))
 
-    with pytest.raises(ValidationError, match="plain file name"):
+    with pytest.raises(ValidationError, match="not a valid file_name"):
         _api.read(_raw_with(tmp_path, evil))
 
 
