@@ -22,7 +22,9 @@ from pt2format.errors import (
     VersionError,
 )
 
-FORMAT_VERSION = (1, 0)
+# The schema version this package reads and writes: the newest `X.Y (date)` line of the
+# schema's header comment, emitted by schema/regen.py.
+from pt2format._generated.minors import SCHEMA_VERSION as FORMAT_VERSION  # noqa: E402
 __version__ = "0.1.0"
 
 

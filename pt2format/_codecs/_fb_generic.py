@@ -12,7 +12,7 @@ import struct
 
 from pt2format._codecs import _schema as S
 from pt2format._generated import model
-from pt2format.errors import EncodingError, LimitError
+from pt2format.errors import EncodingError, LimitError, VersionError
 
 _I32 = struct.Struct("<i")
 _U32 = struct.Struct("<I")
@@ -93,8 +93,9 @@ class _Reader:
                     args.append(None)
                     continue
                 if t > len(f.members):
-                    self.bad("union type index unknown to this reader (newer schema minor?)", (path, f.name + "_type"), tp,
-                             f"0..{len(f.members)}", t)
+                    raise VersionError("union member index unknown to this reader: defined by a newer minor "
+                                       "(SPEC.md section 8)", path=S.render((path, f.name + "_type")), offset=tp,
+                                       expected=f"0..{len(f.members)}", got=t)
                 if not fp:
                     self.bad("union type without a member", p, pos, f.members[t - 1].__name__, "absent")
                 target = fp + self.u32(fp, p)

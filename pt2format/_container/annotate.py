@@ -21,7 +21,8 @@ _HEADER_FIELDS = (
 )
 _ENTRY_FIELDS = (
     (0, 2, "<H", "kind"), (2, 2, "<H", "encoding"), (4, 4, "<I", "alignment"), (8, 8, "<Q", "offset"),
-    (16, 8, "<Q", "length"), (24, 4, "<I", "checksum_kind"), (28, 4, "<I", "checksum"), (32, 16, None, "reserved"),
+    (16, 8, "<Q", "length"), (24, 4, "<I", "checksum_kind"), (28, 4, "<I", "checksum"), (32, 4, "<I", "flags"),
+    (36, 12, None, "reserved"),
 )
 _HEX_WIDTH = 16 * 3
 

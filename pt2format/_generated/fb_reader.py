@@ -118,7 +118,7 @@ from pt2format._generated.model import (
     Value,
     ValueRange,
 )
-from pt2format.errors import EncodingError, LimitError
+from pt2format.errors import EncodingError, LimitError, VersionError
 
 _IDENT = b"P2FP"
 _I32 = struct.Struct('<i').unpack_from
@@ -145,6 +145,10 @@ _ST_SymInt = struct.Struct('<i4xq')
 
 def _fail(msg, offset, expected=None, got=None):
     raise EncodingError(msg, offset=offset, expected=expected, got=got)
+
+
+def _newer(msg, offset, expected=None, got=None):
+    raise VersionError(msg, offset=offset, expected=expected, got=got)
 
 
 def decode(buf, max_depth=128):
@@ -241,7 +245,7 @@ def decode(buf, max_depth=128):
             ty = buf[p + o0]
             if ty:
                 if ty > 32:
-                    _fail('union type index unknown to this reader (newer schema minor?)', p + o0, '0..32', ty)
+                    _newer('union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', p + o0, '0..32', ty)
                 if not o1:
                     _fail('union type without a member', p)
                 q = p + o1
@@ -964,7 +968,7 @@ def decode(buf, max_depth=128):
             ty = buf[p + o0]
             if ty:
                 if ty > 7:
-                    _fail('union type index unknown to this reader (newer schema minor?)', p + o0, '0..7', ty)
+                    _newer('union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', p + o0, '0..7', ty)
                 if not o1:
                     _fail('union type without a member', p)
                 q = p + o1
@@ -1584,7 +1588,7 @@ def decode(buf, max_depth=128):
             ty = buf[p + o1]
             if ty:
                 if ty > 32:
-                    _fail('union type index unknown to this reader (newer schema minor?)', p + o1, '0..32', ty)
+                    _newer('union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', p + o1, '0..32', ty)
                 if not o2:
                     _fail('union type without a member', p)
                 q = p + o2
@@ -2124,7 +2128,7 @@ def decode(buf, max_depth=128):
             ty = buf[p + o0]
             if ty:
                 if ty > 8:
-                    _fail('union type index unknown to this reader (newer schema minor?)', p + o0, '0..8', ty)
+                    _newer('union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', p + o0, '0..8', ty)
                 if not o1:
                     _fail('union type without a member', p)
                 q = p + o1
@@ -3603,7 +3607,7 @@ def decode(buf, max_depth=128):
             ty = buf[p + o0]
             if ty:
                 if ty > 12:
-                    _fail('union type index unknown to this reader (newer schema minor?)', p + o0, '0..12', ty)
+                    _newer('union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', p + o0, '0..12', ty)
                 if not o1:
                     _fail('union type without a member', p)
                 q = p + o1

@@ -117,7 +117,7 @@ from pt2format._generated.model import (
     Value,
     ValueRange,
 )
-from pt2format.errors import EncodingError, LimitError
+from pt2format.errors import EncodingError, LimitError, VersionError
 
 _STR = {str}
 _INT = {int}
@@ -209,12 +209,39 @@ def _vec(x):
     _bad("expected a list", type(x).__name__)
 
 
+def _skipped(o, known, keep):
+    """Members of the objects inside the keys of `o` not in `known` (a newer minor's fields, ignored).
+
+    Keeps their keys and strings, so the duplicate-key proof of the caller still
+    accounts for every ':' of the text (pt2format/_codecs/json.py).
+    """
+    n = 0
+    stack = []
+    for k, v in o.items():
+        if k not in known:
+            keep(k)
+            stack.append(v)
+    while stack:
+        x = stack.pop()
+        t = type(x)
+        if t is dict:
+            n += len(x)
+            for k, v in x.items():
+                keep(k)
+                stack.append(v)
+        elif t is list:
+            stack.extend(x)
+        elif t is str:
+            keep(x)
+    return n
+
+
 def _enum_in(x, names, lo, hi):
     """A JSON enum value: its name, or an integer of the underlying type (unknown values)."""
     if type(x) is str:
         y = names.get(x)
         if y is None:
-            _bad("unknown enum value name", x)
+            raise VersionError("enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)", got=x)
         return y
     if type(x) is not int or not lo <= x <= hi:
         _bad("expected an enum name or integer", x)
@@ -2398,7 +2425,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_Argument.issuperset(o):
-            _bad('unknown field in Argument', sorted(set(o) - K_Argument))
+            members += _skipped(o, K_Argument, keep)
         x1 = o.get('value')
         t1 = o.get('value_type')
         if t1 is None:
@@ -2409,13 +2436,17 @@ def decode_tree(tree, max_depth=128):
                 _bad('value: union type without a member, or unknown', t1)
         else:
             if type(t1) is str:
-                t1 = UN_ArgumentValue.get(t1)
+                t1 = UN_ArgumentValue.get(t1, t1)
+                if type(t1) is str:
+                    if t1 == 'NONE':
+                        _bad('value: NONE with a member')
+                    raise VersionError('value: union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=t1)
             elif type(t1) is int and 0 < t1 <= 32:
                 t1 = UD_ArgumentValue[t1]
+            elif type(t1) is int and 32 < t1 <= 255:
+                raise VersionError('value: union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=t1)
             else:
-                t1 = None
-            if t1 is None:
-                _bad('value: union type unknown to this reader, or NONE with a member')
+                _bad('value: bad union type, or NONE with a member', t1)
             x1 = t1(x1, d + 1)
         return Argument(x1)
 
@@ -2427,7 +2458,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_ArgumentMapEntry.issuperset(o):
-            _bad('unknown field in ArgumentMapEntry', sorted(set(o) - K_ArgumentMapEntry))
+            members += _skipped(o, K_ArgumentMapEntry, keep)
         x0 = o.get('key')
         if x0 is not None:
             if type(x0) is not str:
@@ -2446,7 +2477,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_BoolArgument.issuperset(o):
-            _bad('unknown field in BoolArgument', sorted(set(o) - K_BoolArgument))
+            members += _skipped(o, K_BoolArgument, keep)
         x0 = o.get('value')
         if x0 is None:
             x0 = False
@@ -2462,7 +2493,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_BoolListArgument.issuperset(o):
-            _bad('unknown field in BoolListArgument', sorted(set(o) - K_BoolListArgument))
+            members += _skipped(o, K_BoolListArgument, keep)
         x0 = o.get('values')
         if x0 is None:
             x0 = []
@@ -2480,7 +2511,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_BoolValue.issuperset(o):
-            _bad('unknown field in BoolValue', sorted(set(o) - K_BoolValue))
+            members += _skipped(o, K_BoolValue, keep)
         x0 = o.get('value')
         if x0 is None:
             x0 = False
@@ -2496,7 +2527,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_BufferMutationSpec.issuperset(o):
-            _bad('unknown field in BufferMutationSpec', sorted(set(o) - K_BufferMutationSpec))
+            members += _skipped(o, K_BufferMutationSpec, keep)
         x0 = o.get('arg')
         if x0 is not None:
             x0 = d_TensorArgument(x0, d + 1)
@@ -2515,7 +2546,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_BytesValue.issuperset(o):
-            _bad('unknown field in BytesValue', sorted(set(o) - K_BytesValue))
+            members += _skipped(o, K_BytesValue, keep)
         x0 = o.get('value')
         if x0 is None:
             x0 = []
@@ -2533,7 +2564,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_ComplexArgument.issuperset(o):
-            _bad('unknown field in ComplexArgument', sorted(set(o) - K_ComplexArgument))
+            members += _skipped(o, K_ComplexArgument, keep)
         x0 = o.get('real')
         if x0 is None:
             x0 = 0.0
@@ -2554,7 +2585,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_ComplexValue.issuperset(o):
-            _bad('unknown field in ComplexValue', sorted(set(o) - K_ComplexValue))
+            members += _skipped(o, K_ComplexValue, keep)
         x0 = o.get('real')
         if x0 is None:
             x0 = 0.0
@@ -2575,7 +2606,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_CustomObjArgument.issuperset(o):
-            _bad('unknown field in CustomObjArgument', sorted(set(o) - K_CustomObjArgument))
+            members += _skipped(o, K_CustomObjArgument, keep)
         x0 = o.get('name')
         if x0 is not None:
             if type(x0) is not str:
@@ -2596,7 +2627,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_CustomObject.issuperset(o):
-            _bad('unknown field in CustomObject', sorted(set(o) - K_CustomObject))
+            members += _skipped(o, K_CustomObject, keep)
         x0 = o.get('name')
         if x0 is not None:
             if type(x0) is not str:
@@ -2620,7 +2651,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_Device.issuperset(o):
-            _bad('unknown field in Device', sorted(set(o) - K_Device))
+            members += _skipped(o, K_Device, keep)
         x0 = o.get('type')
         if x0 is not None:
             if type(x0) is not str:
@@ -2641,7 +2672,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_DeviceArgument.issuperset(o):
-            _bad('unknown field in DeviceArgument', sorted(set(o) - K_DeviceArgument))
+            members += _skipped(o, K_DeviceArgument, keep)
         x0 = o.get('value')
         if x0 is not None:
             x0 = d_Device(x0, d + 1)
@@ -2655,7 +2686,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_DeviceValue.issuperset(o):
-            _bad('unknown field in DeviceValue', sorted(set(o) - K_DeviceValue))
+            members += _skipped(o, K_DeviceValue, keep)
         x0 = o.get('value')
         if x0 is not None:
             x0 = d_Device(x0, d + 1)
@@ -2669,7 +2700,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_FloatArgument.issuperset(o):
-            _bad('unknown field in FloatArgument', sorted(set(o) - K_FloatArgument))
+            members += _skipped(o, K_FloatArgument, keep)
         x0 = o.get('value')
         if x0 is None:
             x0 = 0.0
@@ -2685,7 +2716,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_FloatListArgument.issuperset(o):
-            _bad('unknown field in FloatListArgument', sorted(set(o) - K_FloatListArgument))
+            members += _skipped(o, K_FloatListArgument, keep)
         x0 = o.get('values')
         if x0 is None:
             x0 = []
@@ -2703,7 +2734,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_FloatListListArgument.issuperset(o):
-            _bad('unknown field in FloatListListArgument', sorted(set(o) - K_FloatListListArgument))
+            members += _skipped(o, K_FloatListListArgument, keep)
         x0 = o.get('lists')
         if x0 is None:
             x0 = []
@@ -2722,7 +2753,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_FloatValue.issuperset(o):
-            _bad('unknown field in FloatValue', sorted(set(o) - K_FloatValue))
+            members += _skipped(o, K_FloatValue, keep)
         x0 = o.get('value')
         if x0 is None:
             x0 = 0.0
@@ -2738,7 +2769,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_FormatVersion.issuperset(o):
-            _bad('unknown field in FormatVersion', sorted(set(o) - K_FormatVersion))
+            members += _skipped(o, K_FormatVersion, keep)
         x0 = o.get('major')
         if x0 is None:
             x0 = 0
@@ -2759,7 +2790,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_GradientToParameterSpec.issuperset(o):
-            _bad('unknown field in GradientToParameterSpec', sorted(set(o) - K_GradientToParameterSpec))
+            members += _skipped(o, K_GradientToParameterSpec, keep)
         x0 = o.get('arg')
         if x0 is not None:
             x0 = d_TensorArgument(x0, d + 1)
@@ -2778,7 +2809,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_GradientToUserInputSpec.issuperset(o):
-            _bad('unknown field in GradientToUserInputSpec', sorted(set(o) - K_GradientToUserInputSpec))
+            members += _skipped(o, K_GradientToUserInputSpec, keep)
         x0 = o.get('arg')
         if x0 is not None:
             x0 = d_TensorArgument(x0, d + 1)
@@ -2797,7 +2828,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_Graph.issuperset(o):
-            _bad('unknown field in Graph', sorted(set(o) - K_Graph))
+            members += _skipped(o, K_Graph, keep)
         x0 = o.get('inputs')
         if x0 is None:
             x0 = []
@@ -2893,7 +2924,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_GraphArgument.issuperset(o):
-            _bad('unknown field in GraphArgument', sorted(set(o) - K_GraphArgument))
+            members += _skipped(o, K_GraphArgument, keep)
         x0 = o.get('name')
         if x0 is not None:
             if type(x0) is not str:
@@ -2920,7 +2951,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_GraphSignature.issuperset(o):
-            _bad('unknown field in GraphSignature', sorted(set(o) - K_GraphSignature))
+            members += _skipped(o, K_GraphSignature, keep)
         x0 = o.get('input_specs')
         if x0 is None:
             x0 = []
@@ -2947,7 +2978,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_InputSpec.issuperset(o):
-            _bad('unknown field in InputSpec', sorted(set(o) - K_InputSpec))
+            members += _skipped(o, K_InputSpec, keep)
         x1 = o.get('spec')
         t1 = o.get('spec_type')
         if t1 is None:
@@ -2958,13 +2989,17 @@ def decode_tree(tree, max_depth=128):
                 _bad('spec: union type without a member, or unknown', t1)
         else:
             if type(t1) is str:
-                t1 = UN_InputSpecKind.get(t1)
+                t1 = UN_InputSpecKind.get(t1, t1)
+                if type(t1) is str:
+                    if t1 == 'NONE':
+                        _bad('spec: NONE with a member')
+                    raise VersionError('spec: union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=t1)
             elif type(t1) is int and 0 < t1 <= 7:
                 t1 = UD_InputSpecKind[t1]
+            elif type(t1) is int and 7 < t1 <= 255:
+                raise VersionError('spec: union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=t1)
             else:
-                t1 = None
-            if t1 is None:
-                _bad('spec: union type unknown to this reader, or NONE with a member')
+                _bad('spec: bad union type, or NONE with a member', t1)
             x1 = t1(x1, d + 1)
         return InputSpec(x1)
 
@@ -2976,7 +3011,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_InputToBufferSpec.issuperset(o):
-            _bad('unknown field in InputToBufferSpec', sorted(set(o) - K_InputToBufferSpec))
+            members += _skipped(o, K_InputToBufferSpec, keep)
         x0 = o.get('arg')
         if x0 is not None:
             x0 = d_TensorArgument(x0, d + 1)
@@ -3000,7 +3035,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_InputToConstantInputSpec.issuperset(o):
-            _bad('unknown field in InputToConstantInputSpec', sorted(set(o) - K_InputToConstantInputSpec))
+            members += _skipped(o, K_InputToConstantInputSpec, keep)
         x0 = o.get('name')
         if x0 is not None:
             if type(x0) is not str:
@@ -3019,7 +3054,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_InputToCustomObjSpec.issuperset(o):
-            _bad('unknown field in InputToCustomObjSpec', sorted(set(o) - K_InputToCustomObjSpec))
+            members += _skipped(o, K_InputToCustomObjSpec, keep)
         x0 = o.get('arg')
         if x0 is not None:
             x0 = d_CustomObjArgument(x0, d + 1)
@@ -3038,7 +3073,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_InputToParameterSpec.issuperset(o):
-            _bad('unknown field in InputToParameterSpec', sorted(set(o) - K_InputToParameterSpec))
+            members += _skipped(o, K_InputToParameterSpec, keep)
         x0 = o.get('arg')
         if x0 is not None:
             x0 = d_TensorArgument(x0, d + 1)
@@ -3057,7 +3092,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_InputToTensorConstantSpec.issuperset(o):
-            _bad('unknown field in InputToTensorConstantSpec', sorted(set(o) - K_InputToTensorConstantSpec))
+            members += _skipped(o, K_InputToTensorConstantSpec, keep)
         x0 = o.get('arg')
         if x0 is not None:
             x0 = d_TensorArgument(x0, d + 1)
@@ -3086,7 +3121,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_InputTokenSpec.issuperset(o):
-            _bad('unknown field in InputTokenSpec', sorted(set(o) - K_InputTokenSpec))
+            members += _skipped(o, K_InputTokenSpec, keep)
         x0 = o.get('arg')
         if x0 is not None:
             x0 = d_TokenArgument(x0, d + 1)
@@ -3100,7 +3135,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_IntArgument.issuperset(o):
-            _bad('unknown field in IntArgument', sorted(set(o) - K_IntArgument))
+            members += _skipped(o, K_IntArgument, keep)
         x0 = o.get('value')
         if x0 is None:
             x0 = 0
@@ -3116,7 +3151,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_IntListArgument.issuperset(o):
-            _bad('unknown field in IntListArgument', sorted(set(o) - K_IntListArgument))
+            members += _skipped(o, K_IntListArgument, keep)
         x0 = o.get('values')
         if x0 is None:
             x0 = []
@@ -3134,7 +3169,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_IntListListArgument.issuperset(o):
-            _bad('unknown field in IntListListArgument', sorted(set(o) - K_IntListListArgument))
+            members += _skipped(o, K_IntListListArgument, keep)
         x0 = o.get('lists')
         if x0 is None:
             x0 = []
@@ -3153,7 +3188,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_IntValue.issuperset(o):
-            _bad('unknown field in IntValue', sorted(set(o) - K_IntValue))
+            members += _skipped(o, K_IntValue, keep)
         x0 = o.get('value')
         if x0 is None:
             x0 = 0
@@ -3169,7 +3204,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_KeyPathEntry.issuperset(o):
-            _bad('unknown field in KeyPathEntry', sorted(set(o) - K_KeyPathEntry))
+            members += _skipped(o, K_KeyPathEntry, keep)
         x0 = o.get('kind')
         if x0 is not None:
             if type(x0) is not str:
@@ -3195,14 +3230,14 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_LayoutArgument.issuperset(o):
-            _bad('unknown field in LayoutArgument', sorted(set(o) - K_LayoutArgument))
+            members += _skipped(o, K_LayoutArgument, keep)
         x0 = o.get('value')
         if x0 is None:
             x0 = 0
         elif type(x0) is str:
             x0 = EV_Layout.get(x0)
             if x0 is None:
-                _bad('value: unknown enum value name')
+                raise VersionError('value: enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['value'])
         elif type(x0) is not int or not 0 <= x0 <= 255:
             _bad('value: expected Layout', x0)
         return LayoutArgument(x0)
@@ -3215,7 +3250,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_ListValue.issuperset(o):
-            _bad('unknown field in ListValue', sorted(set(o) - K_ListValue))
+            members += _skipped(o, K_ListValue, keep)
         x0 = o.get('items')
         if x0 is None:
             x0 = []
@@ -3239,7 +3274,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_LossOutputSpec.issuperset(o):
-            _bad('unknown field in LossOutputSpec', sorted(set(o) - K_LossOutputSpec))
+            members += _skipped(o, K_LossOutputSpec, keep)
         x0 = o.get('arg')
         if x0 is not None:
             x0 = d_TensorArgument(x0, d + 1)
@@ -3253,7 +3288,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_MapEntry.issuperset(o):
-            _bad('unknown field in MapEntry', sorted(set(o) - K_MapEntry))
+            members += _skipped(o, K_MapEntry, keep)
         x0 = o.get('key')
         if x0 is not None:
             x0 = d_Value(x0, d + 1)
@@ -3270,7 +3305,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_MapValue.issuperset(o):
-            _bad('unknown field in MapValue', sorted(set(o) - K_MapValue))
+            members += _skipped(o, K_MapValue, keep)
         x0 = o.get('entries')
         if x0 is None:
             x0 = []
@@ -3289,14 +3324,14 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_MemoryFormatArgument.issuperset(o):
-            _bad('unknown field in MemoryFormatArgument', sorted(set(o) - K_MemoryFormatArgument))
+            members += _skipped(o, K_MemoryFormatArgument, keep)
         x0 = o.get('value')
         if x0 is None:
             x0 = 0
         elif type(x0) is str:
             x0 = EV_MemoryFormat.get(x0)
             if x0 is None:
-                _bad('value: unknown enum value name')
+                raise VersionError('value: enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['value'])
         elif type(x0) is not int or not 0 <= x0 <= 255:
             _bad('value: expected MemoryFormat', x0)
         return MemoryFormatArgument(x0)
@@ -3309,7 +3344,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_ModuleCallEntry.issuperset(o):
-            _bad('unknown field in ModuleCallEntry', sorted(set(o) - K_ModuleCallEntry))
+            members += _skipped(o, K_ModuleCallEntry, keep)
         x0 = o.get('fqn')
         if x0 is not None:
             if type(x0) is not str:
@@ -3328,7 +3363,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_ModuleCallSignature.issuperset(o):
-            _bad('unknown field in ModuleCallSignature', sorted(set(o) - K_ModuleCallSignature))
+            members += _skipped(o, K_ModuleCallSignature, keep)
         x0 = o.get('inputs')
         if x0 is None:
             x0 = []
@@ -3370,7 +3405,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_ModuleStackEntry.issuperset(o):
-            _bad('unknown field in ModuleStackEntry', sorted(set(o) - K_ModuleStackEntry))
+            members += _skipped(o, K_ModuleStackEntry, keep)
         x0 = o.get('key')
         if x0 is not None:
             if type(x0) is not str:
@@ -3396,7 +3431,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_NamedArgument.issuperset(o):
-            _bad('unknown field in NamedArgument', sorted(set(o) - K_NamedArgument))
+            members += _skipped(o, K_NamedArgument, keep)
         x0 = o.get('name')
         if x0 is not None:
             if type(x0) is not str:
@@ -3412,13 +3447,17 @@ def decode_tree(tree, max_depth=128):
                 _bad('value: union type without a member, or unknown', t2)
         else:
             if type(t2) is str:
-                t2 = UN_ArgumentValue.get(t2)
+                t2 = UN_ArgumentValue.get(t2, t2)
+                if type(t2) is str:
+                    if t2 == 'NONE':
+                        _bad('value: NONE with a member')
+                    raise VersionError('value: union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=t2)
             elif type(t2) is int and 0 < t2 <= 32:
                 t2 = UD_ArgumentValue[t2]
+            elif type(t2) is int and 32 < t2 <= 255:
+                raise VersionError('value: union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=t2)
             else:
-                t2 = None
-            if t2 is None:
-                _bad('value: union type unknown to this reader, or NONE with a member')
+                _bad('value: bad union type, or NONE with a member', t2)
             x2 = t2(x2, d + 1)
         x3 = o.get('kind')
         if x3 is None:
@@ -3426,7 +3465,7 @@ def decode_tree(tree, max_depth=128):
         elif type(x3) is str:
             x3 = EV_ArgumentKind.get(x3)
             if x3 is None:
-                _bad('kind: unknown enum value name')
+                raise VersionError('kind: enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['kind'])
         elif type(x3) is not int or not 0 <= x3 <= 255:
             _bad('kind: expected ArgumentKind', x3)
         x4 = o.get('is_tuple')
@@ -3444,7 +3483,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_NamedTupleDef.issuperset(o):
-            _bad('unknown field in NamedTupleDef', sorted(set(o) - K_NamedTupleDef))
+            members += _skipped(o, K_NamedTupleDef, keep)
         x0 = o.get('type_name')
         if x0 is not None:
             if type(x0) is not str:
@@ -3469,7 +3508,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_NestedTensorListArgument.issuperset(o):
-            _bad('unknown field in NestedTensorListArgument', sorted(set(o) - K_NestedTensorListArgument))
+            members += _skipped(o, K_NestedTensorListArgument, keep)
         x0 = o.get('lists')
         if x0 is None:
             x0 = []
@@ -3488,7 +3527,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_Node.issuperset(o):
-            _bad('unknown field in Node', sorted(set(o) - K_Node))
+            members += _skipped(o, K_Node, keep)
         x0 = o.get('name')
         if x0 is not None:
             if type(x0) is not str:
@@ -3548,7 +3587,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_NodeMetadata.issuperset(o):
-            _bad('unknown field in NodeMetadata', sorted(set(o) - K_NodeMetadata))
+            members += _skipped(o, K_NodeMetadata, keep)
         x0 = o.get('stack_trace')
         if x0 is not None:
             if type(x0) is not str:
@@ -3610,7 +3649,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_NodeSource.issuperset(o):
-            _bad('unknown field in NodeSource', sorted(set(o) - K_NodeSource))
+            members += _skipped(o, K_NodeSource, keep)
         x0 = o.get('name')
         if x0 is not None:
             if type(x0) is not str:
@@ -3658,7 +3697,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_NoneArgument.issuperset(o):
-            _bad('unknown field in NoneArgument', sorted(set(o) - K_NoneArgument))
+            members += _skipped(o, K_NoneArgument, keep)
         return NoneArgument()
 
     def d_NullValue(o, d):
@@ -3669,7 +3708,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_NullValue.issuperset(o):
-            _bad('unknown field in NullValue', sorted(set(o) - K_NullValue))
+            members += _skipped(o, K_NullValue, keep)
         return NullValue()
 
     def d_OperatorArgument(o, d):
@@ -3680,7 +3719,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_OperatorArgument.issuperset(o):
-            _bad('unknown field in OperatorArgument', sorted(set(o) - K_OperatorArgument))
+            members += _skipped(o, K_OperatorArgument, keep)
         x0 = o.get('name')
         if x0 is not None:
             if type(x0) is not str:
@@ -3696,7 +3735,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_OperatorParameter.issuperset(o):
-            _bad('unknown field in OperatorParameter', sorted(set(o) - K_OperatorParameter))
+            members += _skipped(o, K_OperatorParameter, keep)
         x0 = o.get('name')
         if x0 is not None:
             if type(x0) is not str:
@@ -3735,7 +3774,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_OperatorSchema.issuperset(o):
-            _bad('unknown field in OperatorSchema', sorted(set(o) - K_OperatorSchema))
+            members += _skipped(o, K_OperatorSchema, keep)
         x0 = o.get('target')
         if x0 is not None:
             if type(x0) is not str:
@@ -3747,7 +3786,7 @@ def decode_tree(tree, max_depth=128):
         elif type(x1) is str:
             x1 = EV_OperatorKind.get(x1)
             if x1 is None:
-                _bad('kind: unknown enum value name')
+                raise VersionError('kind: enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['kind'])
         elif type(x1) is not int or not 0 <= x1 <= 255:
             _bad('kind: expected OperatorKind', x1)
         x2 = o.get('schema')
@@ -3786,7 +3825,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_Opset.issuperset(o):
-            _bad('unknown field in Opset', sorted(set(o) - K_Opset))
+            members += _skipped(o, K_Opset, keep)
         x0 = o.get('namespace')
         if x0 is not None:
             if type(x0) is not str:
@@ -3807,7 +3846,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_OptionalTensorArgument.issuperset(o):
-            _bad('unknown field in OptionalTensorArgument', sorted(set(o) - K_OptionalTensorArgument))
+            members += _skipped(o, K_OptionalTensorArgument, keep)
         x0 = o.get('name')
         if x0 is not None:
             if type(x0) is not str:
@@ -3823,7 +3862,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_OptionalTensorListArgument.issuperset(o):
-            _bad('unknown field in OptionalTensorListArgument', sorted(set(o) - K_OptionalTensorListArgument))
+            members += _skipped(o, K_OptionalTensorListArgument, keep)
         x0 = o.get('items')
         if x0 is None:
             x0 = []
@@ -3842,7 +3881,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_OutputSpec.issuperset(o):
-            _bad('unknown field in OutputSpec', sorted(set(o) - K_OutputSpec))
+            members += _skipped(o, K_OutputSpec, keep)
         x1 = o.get('spec')
         t1 = o.get('spec_type')
         if t1 is None:
@@ -3853,13 +3892,17 @@ def decode_tree(tree, max_depth=128):
                 _bad('spec: union type without a member, or unknown', t1)
         else:
             if type(t1) is str:
-                t1 = UN_OutputSpecKind.get(t1)
+                t1 = UN_OutputSpecKind.get(t1, t1)
+                if type(t1) is str:
+                    if t1 == 'NONE':
+                        _bad('spec: NONE with a member')
+                    raise VersionError('spec: union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=t1)
             elif type(t1) is int and 0 < t1 <= 8:
                 t1 = UD_OutputSpecKind[t1]
+            elif type(t1) is int and 8 < t1 <= 255:
+                raise VersionError('spec: union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=t1)
             else:
-                t1 = None
-            if t1 is None:
-                _bad('spec: union type unknown to this reader, or NONE with a member')
+                _bad('spec: bad union type, or NONE with a member', t1)
             x1 = t1(x1, d + 1)
         return OutputSpec(x1)
 
@@ -3871,7 +3914,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_OutputTokenSpec.issuperset(o):
-            _bad('unknown field in OutputTokenSpec', sorted(set(o) - K_OutputTokenSpec))
+            members += _skipped(o, K_OutputTokenSpec, keep)
         x0 = o.get('arg')
         if x0 is not None:
             x0 = d_TokenArgument(x0, d + 1)
@@ -3885,7 +3928,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_Package.issuperset(o):
-            _bad('unknown field in Package', sorted(set(o) - K_Package))
+            members += _skipped(o, K_Package, keep)
         x0 = o.get('format_version')
         if x0 is not None:
             x0 = d_FormatVersion(x0, d + 1)
@@ -3965,7 +4008,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_ParameterMutationSpec.issuperset(o):
-            _bad('unknown field in ParameterMutationSpec', sorted(set(o) - K_ParameterMutationSpec))
+            members += _skipped(o, K_ParameterMutationSpec, keep)
         x0 = o.get('arg')
         if x0 is not None:
             x0 = d_TensorArgument(x0, d + 1)
@@ -3984,7 +4027,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_Producer.issuperset(o):
-            _bad('unknown field in Producer', sorted(set(o) - K_Producer))
+            members += _skipped(o, K_Producer, keep)
         x0 = o.get('name')
         if x0 is not None:
             if type(x0) is not str:
@@ -4010,7 +4053,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_Program.issuperset(o):
-            _bad('unknown field in Program', sorted(set(o) - K_Program))
+            members += _skipped(o, K_Program, keep)
         x0 = o.get('name')
         if x0 is not None:
             if type(x0) is not str:
@@ -4125,7 +4168,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_RangeConstraint.issuperset(o):
-            _bad('unknown field in RangeConstraint', sorted(set(o) - K_RangeConstraint))
+            members += _skipped(o, K_RangeConstraint, keep)
         x0 = o.get('expr')
         if x0 is None:
             x0 = 0
@@ -4144,14 +4187,14 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_ScalarTypeArgument.issuperset(o):
-            _bad('unknown field in ScalarTypeArgument', sorted(set(o) - K_ScalarTypeArgument))
+            members += _skipped(o, K_ScalarTypeArgument, keep)
         x0 = o.get('value')
         if x0 is None:
             x0 = 0
         elif type(x0) is str:
             x0 = EV_ScalarType.get(x0)
             if x0 is None:
-                _bad('value: unknown enum value name')
+                raise VersionError('value: enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['value'])
         elif type(x0) is not int or not 0 <= x0 <= 255:
             _bad('value: expected ScalarType', x0)
         return ScalarTypeArgument(x0)
@@ -4164,14 +4207,14 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_ScalarTypeValue.issuperset(o):
-            _bad('unknown field in ScalarTypeValue', sorted(set(o) - K_ScalarTypeValue))
+            members += _skipped(o, K_ScalarTypeValue, keep)
         x0 = o.get('value')
         if x0 is None:
             x0 = 0
         elif type(x0) is str:
             x0 = EV_ScalarType.get(x0)
             if x0 is None:
-                _bad('value: unknown enum value name')
+                raise VersionError('value: enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['value'])
         elif type(x0) is not int or not 0 <= x0 <= 255:
             _bad('value: expected ScalarType', x0)
         return ScalarTypeValue(x0)
@@ -4184,7 +4227,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_Segment.issuperset(o):
-            _bad('unknown field in Segment', sorted(set(o) - K_Segment))
+            members += _skipped(o, K_Segment, keep)
         x0 = o.get('file')
         if x0 is None:
             x0 = 0
@@ -4205,7 +4248,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_ShardFile.issuperset(o):
-            _bad('unknown field in ShardFile', sorted(set(o) - K_ShardFile))
+            members += _skipped(o, K_ShardFile, keep)
         x0 = o.get('name')
         if x0 is not None:
             if type(x0) is not str:
@@ -4226,7 +4269,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_SourceFnEntry.issuperset(o):
-            _bad('unknown field in SourceFnEntry', sorted(set(o) - K_SourceFnEntry))
+            members += _skipped(o, K_SourceFnEntry, keep)
         x0 = o.get('name')
         if x0 is not None:
             if type(x0) is not str:
@@ -4247,7 +4290,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_StateEntry.issuperset(o):
-            _bad('unknown field in StateEntry', sorted(set(o) - K_StateEntry))
+            members += _skipped(o, K_StateEntry, keep)
         x0 = o.get('name')
         if x0 is not None:
             if type(x0) is not str:
@@ -4259,7 +4302,7 @@ def decode_tree(tree, max_depth=128):
         elif type(x1) is str:
             x1 = EV_StateKind.get(x1)
             if x1 is None:
-                _bad('kind: unknown enum value name')
+                raise VersionError('kind: enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['kind'])
         elif type(x1) is not int or not 0 <= x1 <= 255:
             _bad('kind: expected StateKind', x1)
         x2 = o.get('tensor')
@@ -4277,7 +4320,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_Storage.issuperset(o):
-            _bad('unknown field in Storage', sorted(set(o) - K_Storage))
+            members += _skipped(o, K_Storage, keep)
         x0 = o.get('segment')
         if x0 is None:
             x0 = 0
@@ -4299,7 +4342,7 @@ def decode_tree(tree, max_depth=128):
         elif type(x3) is str:
             x3 = EV_ChecksumKind.get(x3)
             if x3 is None:
-                _bad('checksum_kind: unknown enum value name')
+                raise VersionError('checksum_kind: enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['checksum_kind'])
         elif type(x3) is not int or not 0 <= x3 <= 255:
             _bad('checksum_kind: expected ChecksumKind', x3)
         x4 = o.get('checksum')
@@ -4317,7 +4360,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_StringArgument.issuperset(o):
-            _bad('unknown field in StringArgument', sorted(set(o) - K_StringArgument))
+            members += _skipped(o, K_StringArgument, keep)
         x0 = o.get('value')
         if x0 is not None:
             if type(x0) is not str:
@@ -4333,7 +4376,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_StringEntry.issuperset(o):
-            _bad('unknown field in StringEntry', sorted(set(o) - K_StringEntry))
+            members += _skipped(o, K_StringEntry, keep)
         x0 = o.get('key')
         if x0 is not None:
             if type(x0) is not str:
@@ -4356,7 +4399,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_StringListArgument.issuperset(o):
-            _bad('unknown field in StringListArgument', sorted(set(o) - K_StringListArgument))
+            members += _skipped(o, K_StringListArgument, keep)
         x0 = o.get('values')
         if x0 is None:
             x0 = []
@@ -4376,7 +4419,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_StringToArgumentMapArgument.issuperset(o):
-            _bad('unknown field in StringToArgumentMapArgument', sorted(set(o) - K_StringToArgumentMapArgument))
+            members += _skipped(o, K_StringToArgumentMapArgument, keep)
         x0 = o.get('entries')
         if x0 is None:
             x0 = []
@@ -4395,7 +4438,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_StringValue.issuperset(o):
-            _bad('unknown field in StringValue', sorted(set(o) - K_StringValue))
+            members += _skipped(o, K_StringValue, keep)
         x0 = o.get('value')
         if x0 is not None:
             if type(x0) is not str:
@@ -4428,7 +4471,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_SymBoolArgument.issuperset(o):
-            _bad('unknown field in SymBoolArgument', sorted(set(o) - K_SymBoolArgument))
+            members += _skipped(o, K_SymBoolArgument, keep)
         x0 = o.get('name')
         if x0 is not None:
             if type(x0) is not str:
@@ -4449,7 +4492,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_SymBoolListArgument.issuperset(o):
-            _bad('unknown field in SymBoolListArgument', sorted(set(o) - K_SymBoolListArgument))
+            members += _skipped(o, K_SymBoolListArgument, keep)
         x0 = o.get('items')
         if x0 is None:
             x0 = []
@@ -4468,7 +4511,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_SymBoolValue.issuperset(o):
-            _bad('unknown field in SymBoolValue', sorted(set(o) - K_SymBoolValue))
+            members += _skipped(o, K_SymBoolValue, keep)
         x0 = o.get('name')
         if x0 is not None:
             if type(x0) is not str:
@@ -4487,14 +4530,14 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_SymExpr.issuperset(o):
-            _bad('unknown field in SymExpr', sorted(set(o) - K_SymExpr))
+            members += _skipped(o, K_SymExpr, keep)
         x0 = o.get('kind')
         if x0 is None:
             x0 = 0
         elif type(x0) is str:
             x0 = EV_SymExprKind.get(x0)
             if x0 is None:
-                _bad('kind: unknown enum value name')
+                raise VersionError('kind: enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['kind'])
         elif type(x0) is not int or not 0 <= x0 <= 255:
             _bad('kind: expected SymExprKind', x0)
         x1 = o.get('symbol')
@@ -4528,7 +4571,7 @@ def decode_tree(tree, max_depth=128):
         elif type(x6) is str:
             x6 = EV_SymOp.get(x6)
             if x6 is None:
-                _bad('op: unknown enum value name')
+                raise VersionError('op: enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['op'])
         elif type(x6) is not int or not 0 <= x6 <= 255:
             _bad('op: expected SymOp', x6)
         x7 = o.get('args')
@@ -4565,7 +4608,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_SymFloatArgument.issuperset(o):
-            _bad('unknown field in SymFloatArgument', sorted(set(o) - K_SymFloatArgument))
+            members += _skipped(o, K_SymFloatArgument, keep)
         x0 = o.get('name')
         if x0 is not None:
             if type(x0) is not str:
@@ -4586,7 +4629,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_SymFloatListArgument.issuperset(o):
-            _bad('unknown field in SymFloatListArgument', sorted(set(o) - K_SymFloatListArgument))
+            members += _skipped(o, K_SymFloatListArgument, keep)
         x0 = o.get('items')
         if x0 is None:
             x0 = []
@@ -4605,7 +4648,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_SymFloatValue.issuperset(o):
-            _bad('unknown field in SymFloatValue', sorted(set(o) - K_SymFloatValue))
+            members += _skipped(o, K_SymFloatValue, keep)
         x0 = o.get('name')
         if x0 is not None:
             if type(x0) is not str:
@@ -4641,7 +4684,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_SymIntArgument.issuperset(o):
-            _bad('unknown field in SymIntArgument', sorted(set(o) - K_SymIntArgument))
+            members += _skipped(o, K_SymIntArgument, keep)
         x0 = o.get('name')
         if x0 is not None:
             if type(x0) is not str:
@@ -4662,7 +4705,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_SymIntListArgument.issuperset(o):
-            _bad('unknown field in SymIntListArgument', sorted(set(o) - K_SymIntListArgument))
+            members += _skipped(o, K_SymIntListArgument, keep)
         x0 = o.get('items')
         if x0 is None:
             x0 = []
@@ -4681,7 +4724,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_SymIntValue.issuperset(o):
-            _bad('unknown field in SymIntValue', sorted(set(o) - K_SymIntValue))
+            members += _skipped(o, K_SymIntValue, keep)
         x0 = o.get('name')
         if x0 is not None:
             if type(x0) is not str:
@@ -4700,7 +4743,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_Symbol.issuperset(o):
-            _bad('unknown field in Symbol', sorted(set(o) - K_Symbol))
+            members += _skipped(o, K_Symbol, keep)
         x0 = o.get('name')
         if x0 is not None:
             if type(x0) is not str:
@@ -4712,7 +4755,7 @@ def decode_tree(tree, max_depth=128):
         elif type(x1) is str:
             x1 = EV_SymbolKind.get(x1)
             if x1 is None:
-                _bad('kind: unknown enum value name')
+                raise VersionError('kind: enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['kind'])
         elif type(x1) is not int or not 0 <= x1 <= 255:
             _bad('kind: expected SymbolKind', x1)
         x2 = o.get('range')
@@ -4743,7 +4786,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_Tensor.issuperset(o):
-            _bad('unknown field in Tensor', sorted(set(o) - K_Tensor))
+            members += _skipped(o, K_Tensor, keep)
         x0 = o.get('storage')
         if x0 is None:
             x0 = 0
@@ -4755,7 +4798,7 @@ def decode_tree(tree, max_depth=128):
         elif type(x1) is str:
             x1 = EV_ScalarType.get(x1)
             if x1 is None:
-                _bad('dtype: unknown enum value name')
+                raise VersionError('dtype: enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['dtype'])
         elif type(x1) is not int or not 0 <= x1 <= 255:
             _bad('dtype: expected ScalarType', x1)
         x2 = o.get('sizes')
@@ -4795,7 +4838,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_TensorArgument.issuperset(o):
-            _bad('unknown field in TensorArgument', sorted(set(o) - K_TensorArgument))
+            members += _skipped(o, K_TensorArgument, keep)
         x0 = o.get('name')
         if x0 is not None:
             if type(x0) is not str:
@@ -4811,7 +4854,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_TensorListArgument.issuperset(o):
-            _bad('unknown field in TensorListArgument', sorted(set(o) - K_TensorListArgument))
+            members += _skipped(o, K_TensorListArgument, keep)
         x0 = o.get('names')
         if x0 is None:
             x0 = []
@@ -4831,14 +4874,14 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_TensorMeta.issuperset(o):
-            _bad('unknown field in TensorMeta', sorted(set(o) - K_TensorMeta))
+            members += _skipped(o, K_TensorMeta, keep)
         x0 = o.get('dtype')
         if x0 is None:
             x0 = 0
         elif type(x0) is str:
             x0 = EV_ScalarType.get(x0)
             if x0 is None:
-                _bad('dtype: unknown enum value name')
+                raise VersionError('dtype: enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['dtype'])
         elif type(x0) is not int or not 0 <= x0 <= 255:
             _bad('dtype: expected ScalarType', x0)
         x1 = o.get('sizes')
@@ -4874,7 +4917,7 @@ def decode_tree(tree, max_depth=128):
         elif type(x6) is str:
             x6 = EV_Layout.get(x6)
             if x6 is None:
-                _bad('layout: unknown enum value name')
+                raise VersionError('layout: enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['layout'])
         elif type(x6) is not int or not 0 <= x6 <= 255:
             _bad('layout: expected Layout', x6)
         return TensorMeta(x0, x1, x2, x3, x4, x5, x6)
@@ -4887,7 +4930,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_TensorRefValue.issuperset(o):
-            _bad('unknown field in TensorRefValue', sorted(set(o) - K_TensorRefValue))
+            members += _skipped(o, K_TensorRefValue, keep)
         x0 = o.get('tensor')
         if x0 is None:
             x0 = 0
@@ -4903,7 +4946,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_TensorValue.issuperset(o):
-            _bad('unknown field in TensorValue', sorted(set(o) - K_TensorValue))
+            members += _skipped(o, K_TensorValue, keep)
         x0 = o.get('name')
         if x0 is not None:
             if type(x0) is not str:
@@ -4922,7 +4965,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_TokenArgument.issuperset(o):
-            _bad('unknown field in TokenArgument', sorted(set(o) - K_TokenArgument))
+            members += _skipped(o, K_TokenArgument, keep)
         x0 = o.get('name')
         if x0 is not None:
             if type(x0) is not str:
@@ -4938,7 +4981,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_TorchFn.issuperset(o):
-            _bad('unknown field in TorchFn', sorted(set(o) - K_TorchFn))
+            members += _skipped(o, K_TorchFn, keep)
         x0 = o.get('name')
         if x0 is not None:
             if type(x0) is not str:
@@ -4959,14 +5002,14 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_TreeSpec.issuperset(o):
-            _bad('unknown field in TreeSpec', sorted(set(o) - K_TreeSpec))
+            members += _skipped(o, K_TreeSpec, keep)
         x0 = o.get('kind')
         if x0 is None:
             x0 = 0
         elif type(x0) is str:
             x0 = EV_TreeSpecKind.get(x0)
             if x0 is None:
-                _bad('kind: unknown enum value name')
+                raise VersionError('kind: enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['kind'])
         elif type(x0) is not int or not 0 <= x0 <= 255:
             _bad('kind: expected TreeSpecKind', x0)
         x1 = o.get('type_name')
@@ -5012,7 +5055,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_UnbackedBinding.issuperset(o):
-            _bad('unknown field in UnbackedBinding', sorted(set(o) - K_UnbackedBinding))
+            members += _skipped(o, K_UnbackedBinding, keep)
         x0 = o.get('symbol')
         if x0 is None:
             x0 = 0
@@ -5036,7 +5079,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_UnpackMetadata.issuperset(o):
-            _bad('unknown field in UnpackMetadata', sorted(set(o) - K_UnpackMetadata))
+            members += _skipped(o, K_UnpackMetadata, keep)
         x0 = o.get('position')
         if x0 is None:
             x0 = 0
@@ -5055,7 +5098,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_UserInputMutationSpec.issuperset(o):
-            _bad('unknown field in UserInputMutationSpec', sorted(set(o) - K_UserInputMutationSpec))
+            members += _skipped(o, K_UserInputMutationSpec, keep)
         x0 = o.get('arg')
         if x0 is not None:
             x0 = d_TensorArgument(x0, d + 1)
@@ -5074,7 +5117,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_UserInputSpec.issuperset(o):
-            _bad('unknown field in UserInputSpec', sorted(set(o) - K_UserInputSpec))
+            members += _skipped(o, K_UserInputSpec, keep)
         x0 = o.get('arg')
         if x0 is not None:
             x0 = d_Argument(x0, d + 1)
@@ -5088,7 +5131,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_UserOutputSpec.issuperset(o):
-            _bad('unknown field in UserOutputSpec', sorted(set(o) - K_UserOutputSpec))
+            members += _skipped(o, K_UserOutputSpec, keep)
         x0 = o.get('arg')
         if x0 is not None:
             x0 = d_Argument(x0, d + 1)
@@ -5102,7 +5145,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_Value.issuperset(o):
-            _bad('unknown field in Value', sorted(set(o) - K_Value))
+            members += _skipped(o, K_Value, keep)
         x1 = o.get('value')
         t1 = o.get('value_type')
         if t1 is None:
@@ -5113,13 +5156,17 @@ def decode_tree(tree, max_depth=128):
                 _bad('value: union type without a member, or unknown', t1)
         else:
             if type(t1) is str:
-                t1 = UN_ValueKind.get(t1)
+                t1 = UN_ValueKind.get(t1, t1)
+                if type(t1) is str:
+                    if t1 == 'NONE':
+                        _bad('value: NONE with a member')
+                    raise VersionError('value: union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=t1)
             elif type(t1) is int and 0 < t1 <= 12:
                 t1 = UD_ValueKind[t1]
+            elif type(t1) is int and 12 < t1 <= 255:
+                raise VersionError('value: union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=t1)
             else:
-                t1 = None
-            if t1 is None:
-                _bad('value: union type unknown to this reader, or NONE with a member')
+                _bad('value: bad union type, or NONE with a member', t1)
             x1 = t1(x1, d + 1)
         return Value(x1)
 
@@ -5131,7 +5178,7 @@ def decode_tree(tree, max_depth=128):
         nonlocal members
         members += len(o)
         if not K_ValueRange.issuperset(o):
-            _bad('unknown field in ValueRange', sorted(set(o) - K_ValueRange))
+            members += _skipped(o, K_ValueRange, keep)
         x0 = o.get('lower')
         if x0 is None:
             x0 = 0

@@ -116,7 +116,7 @@ from pt2format._generated.model import (
     Value,
     ValueRange,
 )
-from pt2format.errors import EncodingError, LimitError
+from pt2format.errors import EncodingError, LimitError, VersionError
 
 _NONES = [None] * 64
 _STR = {str}
@@ -2350,8 +2350,10 @@ def decode_tree(tree, max_depth=128):
             if x0 is None and x1 is not None:
                 _bad('value: member without a type')
             x1 = None
-        elif type(x0) is not int or not 0 < x0 <= 32:
-            _bad('value: union type index unknown to this reader', x0)
+        elif type(x0) is not int or not 0 < x0 <= 255:
+            _bad('value: expected a union type index', x0)
+        elif not 0 < x0 <= 32:
+            raise VersionError('value: union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=x0)
         elif x1 is None:
             _bad('value: union type without a member')
         else:
@@ -2822,8 +2824,10 @@ def decode_tree(tree, max_depth=128):
             if x0 is None and x1 is not None:
                 _bad('spec: member without a type')
             x1 = None
-        elif type(x0) is not int or not 0 < x0 <= 7:
-            _bad('spec: union type index unknown to this reader', x0)
+        elif type(x0) is not int or not 0 < x0 <= 255:
+            _bad('spec: expected a union type index', x0)
+        elif not 0 < x0 <= 7:
+            raise VersionError('spec: union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=x0)
         elif x1 is None:
             _bad('spec: union type without a member')
         else:
@@ -3194,8 +3198,10 @@ def decode_tree(tree, max_depth=128):
             if x1 is None and x2 is not None:
                 _bad('value: member without a type')
             x2 = None
-        elif type(x1) is not int or not 0 < x1 <= 32:
-            _bad('value: union type index unknown to this reader', x1)
+        elif type(x1) is not int or not 0 < x1 <= 255:
+            _bad('value: expected a union type index', x1)
+        elif not 0 < x1 <= 32:
+            raise VersionError('value: union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=x1)
         elif x2 is None:
             _bad('value: union type without a member')
         else:
@@ -3533,8 +3539,10 @@ def decode_tree(tree, max_depth=128):
             if x0 is None and x1 is not None:
                 _bad('spec: member without a type')
             x1 = None
-        elif type(x0) is not int or not 0 < x0 <= 8:
-            _bad('spec: union type index unknown to this reader', x0)
+        elif type(x0) is not int or not 0 < x0 <= 255:
+            _bad('spec: expected a union type index', x0)
+        elif not 0 < x0 <= 8:
+            raise VersionError('spec: union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=x0)
         elif x1 is None:
             _bad('spec: union type without a member')
         else:
@@ -4504,8 +4512,10 @@ def decode_tree(tree, max_depth=128):
             if x0 is None and x1 is not None:
                 _bad('value: member without a type')
             x1 = None
-        elif type(x0) is not int or not 0 < x0 <= 12:
-            _bad('value: union type index unknown to this reader', x0)
+        elif type(x0) is not int or not 0 < x0 <= 255:
+            _bad('value: expected a union type index', x0)
+        elif not 0 < x0 <= 12:
+            raise VersionError('value: union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=x0)
         elif x1 is None:
             _bad('value: union type without a member')
         else:
