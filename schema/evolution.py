@@ -122,7 +122,7 @@ def diff(old, new) -> list[str]:
         after = b.get(what)
         if after is None:
             kind, name = what.split(" ", 1)
-            other = [w for w in b if w.split(" ", 1)[1] == name]
+            other = [w for w in b if w not in ("root", "file_identifier") and w.split(" ", 1)[1] == name]
             problems.append(f"{what}: removed" + (f" (now {other[0]})" if other else " (renamed or deleted)"))
             continue
         if what.startswith("struct "):
@@ -144,6 +144,7 @@ def _diff_table(what, before, after) -> list[str]:
         g = after.get(name)
         if g is None:
             now = by_id.get(f["id"])
+            now = now if now not in before else None
             out.append(f"{what}.{name}: " + (f"renamed to {now!r} (id {f['id']})" if now else "deleted"))
             continue
         if g["id"] != f["id"]:
@@ -176,6 +177,7 @@ def _diff_enum(what, before, after) -> list[str]:
     for name, value in before["values"].items():
         if name not in after["values"]:
             now = new_by_value.get(value)
+            now = now if now not in before["values"] else None
             out.append(f"{what}.{name}: " + (f"renamed to {now!r} (value {value})" if now else "deleted"))
         elif after["values"][name] != value:
             out.append(f"{what}.{name}: value changed {value} -> {after['values'][name]}")
