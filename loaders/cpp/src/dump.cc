@@ -241,9 +241,11 @@ class Dumper {
         // A member this reader does not know, or one newer than the file's minor: the
         // reader of that minor cannot hold it and refuses the file (SPEC.md §8).
         if (!ev || !ev->union_type() || ev->union_type()->index() < 0 ||
-            minor_of(short_name(un->name()) + "#" + std::to_string(tv)) > minor_)
+            minor_of(short_name(un->name()) + "#" + std::to_string(tv)) > minor_) {
+          if (tf) path_.back().name = tf->name()->c_str();  // name the `_type` field, as the other readers do
           fail(ErrorKind::Version, "union member index " + std::to_string(tv) +
                                        " unknown to this reader: defined by a newer minor (SPEC.md section 8)");
+        }
         const auto *child = t->GetPointer<const flatbuffers::Table *>(off);
         if (!child) fail(ErrorKind::Encoding, "union type " + ev->name()->str() + " without a member");
         table(child, *s_.objects()->Get(uint32_t(ev->union_type()->index())));
