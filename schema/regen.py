@@ -6,6 +6,12 @@ the spec; `--check` regenerates into memory and exits 1 when any checked-in
 file differs (the drift test runs it). The Python classes are generated from
 flatc's binary schema (`--bfbs`), read here with a small reflection reader,
 so field ids, defaults and doc comments come from flatc itself.
+
+It also emits, for the three readers, which minor defines each field, enum
+value and union member (schema/evolution.py, from schema/history/), which
+their canonical dump needs (SPEC.md sections 6 and 8). `--fbs X --out DIR`
+generates the Python package files of another schema under a copy of the
+package at DIR, through the same code (the evolution test's 1.1 schema).
 """
 
 from __future__ import annotations
@@ -26,14 +32,9 @@ from flatbuffers import table as fb_table
 ROOT = Path(__file__).resolve().parent.parent
 FBS = ROOT / "schema" / "pt2format.fbs"
 
-OUT_PY_MODEL = ROOT / "pt2format" / "_generated" / "model.py"
-OUT_PY_FBREAD = ROOT / "pt2format" / "_generated" / "fb_reader.py"
-OUT_PY_FBWRITE = ROOT / "pt2format" / "_generated" / "fb_writer.py"
-OUT_PY_MSGPACK = ROOT / "pt2format" / "_generated" / "msgpack_codec.py"
-OUT_PY_JSON = ROOT / "pt2format" / "_generated" / "json_codec.py"
 OUT_JSONSCHEMA = ROOT / "schema" / "pt2format.schema.json"
-# A copy inside the package, so an installed (non-editable) pt2format can validate JSON.
-OUT_JSONSCHEMA_PKG = ROOT / "pt2format" / "_generated" / "pt2format.schema.json"
+# The Python package's files (model, codecs, minors, a copy of the JSON Schema so an
+# installed pt2format can validate JSON) are placed by python_outputs(root).
 OUT_FIELDS = ROOT / "schema" / "FIELDS.md"
 OUT_CPP = ROOT / "loaders" / "cpp" / "generated" / "pt2format_generated.h"
 OUT_CPP_MINORS = ROOT / "loaders" / "cpp" / "generated" / "pt2format_minors.h"
