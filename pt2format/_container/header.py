@@ -56,6 +56,14 @@ class ChecksumKind(IntEnum):
     CRC32 = 1
 
 
+def enum_name(enum_cls, value: int) -> str:
+    """The member name of `value`, or `?<value>` for one a later minor defined (an OPTIONAL section's kind)."""
+    try:
+        return enum_cls(value).name
+    except ValueError:
+        return f"?{value}"
+
+
 # Codec names as `pt2format._codecs` spells them, by program-section encoding.
 ENCODING_NAMES = {SectionEncoding.FLATBUFFERS: "flatbuffers", SectionEncoding.MSGPACK: "msgpack",
                   SectionEncoding.JSON: "json"}

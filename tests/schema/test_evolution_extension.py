@@ -174,3 +174,14 @@ def test_newer_reader_dumps_older_files_as_their_minor_does(files, tmp_path):
         assert r["ok"], (path, r)
         want = dump(path) if path == sample else (path.parent / "expected.json").read_text(encoding="utf-8")
         assert r["dump"] == want, f"{path.relative_to(ROOT) if path != sample else 'sample'}: 1.1 dump differs"
+
+
+def test_inspect_and_hexdump_name_an_unknown_optional_section(files):
+    from pt2format import cli
+    from pt2format._container.annotate import annotate
+
+    path = files["field+section", "flatbuffers"]
+    text = cli._inspect(str(path), 5)
+    assert f"?{E.OPTIONAL_KIND}" in text, text
+    dumped = annotate(path.read_bytes())
+    assert f"kind = {E.OPTIONAL_KIND} (?{E.OPTIONAL_KIND})" in dumped and "flags = 0x1" in dumped
