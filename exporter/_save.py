@@ -66,7 +66,7 @@ def save_programs(programs, path, *, encoding: str = "flatbuffers", fsync: bool 
         try:
             _api.write_package(path, package, payloads, encoding=encoding, fsync=fsync, progress=update)
         except StringClassError as e:
-            # A name torch accepted but readers refuse (SPEC.md §8): say so before anything is written.
+            # A name torch accepted but readers refuse (SPEC.md §9): say so before anything is written.
             raise ExportError(f"the program has a name pt2format cannot store safely: {e.detail}", path=e.path,
                               expected=e.expected, got=e.got) from e
         if bar is not None:

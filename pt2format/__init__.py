@@ -28,6 +28,7 @@ from pt2format.errors import (
     LoadError,
     Pt2FormatError,
     SegmentError,
+    StringClassError,
     UnsupportedFeatureError,
     ValidationError,
     VersionError,
@@ -39,7 +40,9 @@ if TYPE_CHECKING:  # pragma: no cover - annotations only; importing pt2format ne
     from pt2format._api import PackageFile
     from pt2format._open import LazyFile
 
-FORMAT_VERSION = (1, 0)
+# The schema version this package reads and writes: the newest `X.Y (date)` line of the
+# schema's header comment, emitted by schema/regen.py.
+from pt2format._generated.minors import SCHEMA_VERSION as FORMAT_VERSION  # noqa: E402
 __version__ = "0.1.0"
 
 #: What every reading function accepts: a path, a bytes-like object, or a binary file object.
@@ -248,5 +251,6 @@ __all__ = [
     "save", "load", "read", "open", "validate", "from_torch", "to_torch", "FORMAT_VERSION", "__version__",
     "LazyFile", "PackageFile", "FallbackWarning",
     "Pt2FormatError", "FormatError", "HeaderError", "ChecksumError", "SegmentError", "EncodingError",
-    "LimitError", "VersionError", "UnsupportedFeatureError", "ValidationError", "ExportError", "LoadError",
+    "LimitError", "VersionError", "UnsupportedFeatureError", "ValidationError", "StringClassError", "ExportError",
+    "LoadError",
 ]

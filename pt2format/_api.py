@@ -25,7 +25,7 @@ from pt2format._source import resolve_source
 from pt2format._target import write_target
 from pt2format._validate import check_shard_name, validate_package
 from pt2format.errors import (
-    ChecksumError, HeaderError, LimitError, Pt2FormatError, SegmentError, ValidationError,
+    ChecksumError, HeaderError, LimitError, Pt2FormatError, SegmentError, ValidationError, VersionError,
 )
 
 DEFAULT_MAX_PROGRAM_BYTES = 1 << 30
@@ -206,6 +206,10 @@ def read(path, *, verify_data: bool = False, max_program_bytes: int = DEFAULT_MA
         try:
             package = _codecs.decode(container.section_view(0), encoding, max_depth=max_depth,
                                      max_bytes=max_program_bytes, json_schema=json_schema)
+        except VersionError as e:  # a newer minor's union member or enum value name (SPEC.md section 8)
+            e.detail += (f"; the file is format {container.header.format_major}.{container.header.format_minor}, "
+                         f"this reader reads {FORMAT_VERSION[0]}.{FORMAT_VERSION[1]}")
+            raise e.with_context(file=container.path, section=program.label(0))
         except Pt2FormatError as e:
             raise e.with_context(file=container.path, section=program.label(0))
         except RecursionError as e:  # Python's own stack is a depth limit too; report it as one
@@ -266,7 +270,7 @@ def write_package(path, package, storage_payloads, *, encoding: str = "flatbuffe
     """
     if encoding not in ENCODING_BY_NAME:
         raise ValueError(f"unknown encoding {encoding!r}; expected one of {sorted(ENCODING_BY_NAME)}")
-    check_strings(package)  # never write a string a reader would refuse (SPEC.md §8)
+    check_strings(package)  # never write a string a reader would refuse (SPEC.md §9)
     storages = package.storages
     if len(storage_payloads) != len(storages):
         raise ValueError(f"{len(storage_payloads)} payloads for {len(storages)} storages")

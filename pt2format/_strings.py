@@ -1,4 +1,4 @@
-"""String classes: the grammar every string of a file must match, checked while decoding (SPEC.md §8).
+"""String classes: the grammar every string of a file must match, checked while decoding (SPEC.md §9).
 
 Every string field and map key of the schema declares a class with the
 `pt2f_string` attribute, and `schema/regen.py` refuses a string field without

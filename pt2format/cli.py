@@ -39,7 +39,7 @@ def _fmt_bytes(n: int) -> str:
 
 def _inspect(path: str, top: int) -> str:
     from pt2format._api import read
-    from pt2format._container.header import SectionEncoding, SectionKind
+    from pt2format._container.header import SectionEncoding, SectionKind, enum_name
     from pt2format._generated import model as m
 
     with read(path) as f:
@@ -54,7 +54,7 @@ def _inspect(path: str, top: int) -> str:
         out.append("sections:")
         for i, s in enumerate(h.sections):
             crc = f"crc32 0x{s.checksum:08x}" if s.checksum_kind else "no checksum"
-            out.append(f"  {i}: {SectionKind(s.kind).name:<7} {SectionEncoding(s.encoding).name:<11} "
+            out.append(f"  {i}: {enum_name(SectionKind, s.kind):<7} {enum_name(SectionEncoding, s.encoding):<11} "
                        f"offset {s.offset:>12}  length {s.length:>12} ({_fmt_bytes(s.length)})  "
                        f"align {s.alignment}  {crc}")
         if pkg.shard_files:

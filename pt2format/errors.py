@@ -89,7 +89,7 @@ class ValidationError(Pt2FormatError, ValueError):
 
 
 class StringClassError(ValidationError):
-    """A string breaks the grammar of its declared class (identifier, attribute path, ...; SPEC.md §8)."""
+    """A string breaks the grammar of its declared class (identifier, attribute path, ...; SPEC.md §9)."""
 
     def __init__(self, message: str, *, string_class=None, **where):
         self.string_class = string_class

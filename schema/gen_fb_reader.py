@@ -103,7 +103,7 @@ def generate(schema, m) -> str:
     w("from pt2format._generated.model import (\n")
     for n in names:
         w(f"    {n},\n")
-    w(")\nfrom pt2format.errors import EncodingError, LimitError\n")
+    w(")\nfrom pt2format.errors import EncodingError, LimitError, VersionError\n")
     w(string_check_imports())
     w('_IDENT = b"' + schema.file_ident + '"\n')
     w("_I32 = struct.Struct('<i').unpack_from\n_U32 = struct.Struct('<I').unpack_from\n")
@@ -117,6 +117,8 @@ def generate(schema, m) -> str:
     w("\n\n")
     w("def _fail(msg, offset, expected=None, got=None):\n"
       "    raise EncodingError(msg, offset=offset, expected=expected, got=got)\n\n\n")
+    w("def _newer(msg, offset, expected=None, got=None):\n"
+      "    raise VersionError(msg, offset=offset, expected=expected, got=got)\n\n\n")
     w("def decode(buf, max_depth=128):\n")
     w('    """Decode a whole buffer (bytes, bytearray or a 1-D byte memoryview) into a Package."""\n')
     w("    n = len(buf)\n")
@@ -184,7 +186,7 @@ def _gen_table(w, o, m, unions, structs):
     w(f"    vc_{name} = {{}}\n    Z_{name} = {_slot_sizes(o, m, structs)!r}\n\n    def t_{name}(p, d):\n")
     w("        if d > max_depth:\n            too_deep(p, d)\n")
     # Each table visit spends 1 from the budget, so tables that share subtables (a fan-out bomb)
-    # cannot expand into more objects than the buffer has bytes (SPEC.md §9).
+    # cannot expand into more objects than the buffer has bytes (SPEC.md §10).
     w("        nonlocal budget\n        budget -= 4\n        if budget < 0:\n            spend(0, p)\n")
     w("        if p + 4 > n:\n            _fail('table offset out of range', p, f'<= {n - 4}', p)\n")
     w("        vt = p - _I32(buf, p)[0]\n")
@@ -226,7 +228,7 @@ def _gen_table(w, o, m, unions, structs):
             w(f"            ty = buf[p + o{t}]\n")
             w("            if ty:\n")
             w(f"                if ty > {nm}:\n")
-            w(f"                    _fail('union type index unknown to this reader (newer schema minor?)', p + o{t}, '0..{nm}', ty)\n")
+            w(f"                    _newer('union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', p + o{t}, '0..{nm}', ty)\n")
             w(f"                if not o{i}:\n                    _fail('union type without a member', p)\n")
             w(f"                q = p + o{i}\n")
             w(f"                {var} = U_{ref}[ty](q + _U32(buf, q)[0], d + 1)\n")

@@ -120,12 +120,39 @@ def _vec(x):
     _bad("expected a list", type(x).__name__)
 
 
+def _skipped(o, known, keep):
+    """Members of the objects inside the keys of `o` not in `known` (a newer minor's fields, ignored).
+
+    Keeps their keys and strings, so the duplicate-key proof of the caller still
+    accounts for every ':' of the text (pt2format/_codecs/json.py).
+    """
+    n = 0
+    stack = []
+    for k, v in o.items():
+        if k not in known:
+            keep(k)
+            stack.append(v)
+    while stack:
+        x = stack.pop()
+        t = type(x)
+        if t is dict:
+            n += len(x)
+            for k, v in x.items():
+                keep(k)
+                stack.append(v)
+        elif t is list:
+            stack.extend(x)
+        elif t is str:
+            keep(x)
+    return n
+
+
 def _enum_in(x, names, lo, hi):
     """A JSON enum value: its name, or an integer of the underlying type (unknown values)."""
     if type(x) is str:
         y = names.get(x)
         if y is None:
-            _bad("unknown enum value name", x)
+            raise VersionError("enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)", got=x)
         return y
     if type(x) is not int or not lo <= x <= hi:
         _bad("expected an enum name or integer", x)
@@ -156,7 +183,7 @@ def generate(schema, m) -> str:
     w("from pt2format._generated.model import (\n")
     for n in sorted(o.short for o in schema.objects):
         w(f"    {n},\n")
-    w(")\nfrom pt2format.errors import EncodingError, LimitError\n")
+    w(")\nfrom pt2format.errors import EncodingError, LimitError, VersionError\n")
     w(string_check_imports())
     w(_HELPERS)
     for name, e in sorted(enums.items()):
@@ -303,7 +330,7 @@ def _gen_decoders(w, schema, m, unions):
             w(f"        members += {len(fs)}\n")
         else:
             w("        members += len(o)\n")
-            w(f"        if not K_{name}.issuperset(o):\n            _bad('unknown field in {name}', sorted(set(o) - K_{name}))\n")
+            w(f"        if not K_{name}.issuperset(o):\n            members += _skipped(o, K_{name}, keep)\n")
         args = []
         for f in fs:
             x = f"x{f.id}"
@@ -329,7 +356,7 @@ def _gen_decoders(w, schema, m, unions):
                 if kind == "enum":
                     lo, hi = INT_RANGES[elem]
                     w(f"        elif type({x}) is str:\n            {x} = EV_{ref}.get({x})\n")
-                    w(f"            if {x} is None:\n                _bad('{f.name}: unknown enum value name')\n")
+                    w(f"            if {x} is None:\n                raise VersionError('{f.name}: enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o[{f.name!r}])\n")
                     w(f"        elif type({x}) is not int or not {lo} <= {x} <= {hi}:\n"
                       f"            _bad('{f.name}: expected {ref}', {x})\n")
                 elif elem in FLOATS:
@@ -358,10 +385,14 @@ def _gen_decoders(w, schema, m, unions):
                 w(f"            if {t} != 'NONE' and ({t} != 0 or type({t}) is not int):\n"
                   f"                _bad('{f.name}: union type without a member, or unknown', {t})\n")
                 w(f"        else:\n")
-                w(f"            if type({t}) is str:\n                {t} = UN_{ref}.get({t})\n")
+                w(f"            if type({t}) is str:\n                {t} = UN_{ref}.get({t}, {t})\n")
+                w(f"                if type({t}) is str:\n"
+                  f"                    if {t} == 'NONE':\n                        _bad('{f.name}: NONE with a member')\n"
+                  f"                    raise VersionError('{f.name}: union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got={t})\n")
                 w(f"            elif type({t}) is int and 0 < {t} <= {nm}:\n                {t} = UD_{ref}[{t}]\n")
-                w(f"            else:\n                {t} = None\n")
-                w(f"            if {t} is None:\n                _bad('{f.name}: union type unknown to this reader, or NONE with a member')\n")
+                w(f"            elif type({t}) is int and {nm} < {t} <= 255:\n"
+                  f"                raise VersionError('{f.name}: union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got={t})\n")
+                w(f"            else:\n                _bad('{f.name}: bad union type, or NONE with a member', {t})\n")
                 w(f"            {x} = {t}({x}, d + 1)\n")
             else:
                 w(f"        if {x} is None:\n            {x} = []\n")

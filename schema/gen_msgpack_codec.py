@@ -43,7 +43,7 @@ def generate(schema, m) -> str:
     w("from pt2format._generated.model import (\n")
     for n in sorted(o.short for o in schema.objects):
         w(f"    {n},\n")
-    w(")\nfrom pt2format.errors import EncodingError, LimitError\n")
+    w(")\nfrom pt2format.errors import EncodingError, LimitError, VersionError\n")
     w(string_check_imports())
     w("_NONES = [None] * 64\n_STR = {str}\n_INT = {int}\n_BOOL = {bool}\n_FLOAT = {float}\n_NUM = {float, int}\n\n\n")
     w("def _bad(msg, got=None):\n    raise EncodingError(msg, got=got)\n\n\n")
@@ -259,8 +259,9 @@ def _gen_decoders(w, schema, m, structs, unions):
                 w(f"        if {t} is None or {t} == 0:\n")
                 w(f"            if {t} is None and {x} is not None:\n                _bad('{f.name}: member without a type')\n")
                 w(f"            {x} = None\n")
-                w(f"        elif type({t}) is not int or not 0 < {t} <= {nm}:\n"
-                  f"            _bad('{f.name}: union type index unknown to this reader', {t})\n")
+                w(f"        elif type({t}) is not int or not 0 < {t} <= 255:\n            _bad('{f.name}: expected a union type index', {t})\n")
+                w(f"        elif not 0 < {t} <= {nm}:\n"
+                  f"            raise VersionError('{f.name}: union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', got={t})\n")
                 w(f"        elif {x} is None:\n            _bad('{f.name}: union type without a member')\n")
                 w(f"        else:\n            {x} = UD_{ref}[{t}]({x}, d + 1)\n")
             else:

@@ -6,6 +6,12 @@ the spec; `--check` regenerates into memory and exits 1 when any checked-in
 file differs (the drift test runs it). The Python classes are generated from
 flatc's binary schema (`--bfbs`), read here with a small reflection reader,
 so field ids, defaults and doc comments come from flatc itself.
+
+It also emits, for the three readers, which minor defines each field, enum
+value and union member (schema/evolution.py, from schema/history/), which
+their canonical dump needs (SPEC.md sections 6 and 8). `--fbs X --out DIR`
+generates the Python package files of another schema under a copy of the
+package at DIR, through the same code (the evolution test's 1.1 schema).
 """
 
 from __future__ import annotations
@@ -29,17 +35,12 @@ from pt2format._strings import STRING_CLASSES  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 FBS = ROOT / "schema" / "pt2format.fbs"
 
-OUT_PY_MODEL = ROOT / "pt2format" / "_generated" / "model.py"
-OUT_PY_FBREAD = ROOT / "pt2format" / "_generated" / "fb_reader.py"
-OUT_PY_FBWRITE = ROOT / "pt2format" / "_generated" / "fb_writer.py"
-OUT_PY_MSGPACK = ROOT / "pt2format" / "_generated" / "msgpack_codec.py"
-OUT_PY_JSON = ROOT / "pt2format" / "_generated" / "json_codec.py"
-OUT_PY_STRCHECK = ROOT / "pt2format" / "_generated" / "string_check.py"
 OUT_JSONSCHEMA = ROOT / "schema" / "pt2format.schema.json"
-# A copy inside the package, so an installed (non-editable) pt2format can validate JSON.
-OUT_JSONSCHEMA_PKG = ROOT / "pt2format" / "_generated" / "pt2format.schema.json"
+# The Python package's files (model, codecs, minors, a copy of the JSON Schema so an
+# installed pt2format can validate JSON) are placed by python_outputs(root).
 OUT_FIELDS = ROOT / "schema" / "FIELDS.md"
 OUT_CPP = ROOT / "loaders" / "cpp" / "generated" / "pt2format_generated.h"
+OUT_CPP_MINORS = ROOT / "loaders" / "cpp" / "generated" / "pt2format_minors.h"
 OUT_TS_DIR = ROOT / "loaders" / "ts" / "src" / "generated"
 
 # reflection.fbs BaseType values
@@ -238,9 +239,9 @@ def run_flatc(args: list[str], cwd: Path) -> None:
         sys.exit(f"regen: flatc {' '.join(args)} failed:\n{proc.stdout}{proc.stderr}")
 
 
-def build_bfbs(tmp: Path) -> FSchema:
-    run_flatc(["-b", "--schema", "--bfbs-comments", "--bfbs-builtins", "-o", str(tmp), str(FBS)], tmp)
-    return read_bfbs((tmp / "pt2format.bfbs").read_bytes())
+def build_bfbs(tmp: Path, fbs: Path = FBS) -> FSchema:
+    run_flatc(["-b", "--schema", "--bfbs-comments", "--bfbs-builtins", "-o", str(tmp), str(fbs)], tmp)
+    return read_bfbs((tmp / (fbs.stem + ".bfbs")).read_bytes())
 
 
 def header_line(comment: str, version: str) -> str:
@@ -282,7 +283,7 @@ class _Model:
         cls = f.attributes.get("pt2f_string")
         if cls is None:
             raise SystemExit(f"regen: string field {o.short}.{f.name} has no (pt2f_string: \"...\") class; "
-                             f"declare one of {', '.join(STRING_CLASSES)} (SPEC.md §8)")
+                             f"declare one of {', '.join(STRING_CLASSES)} (SPEC.md §9)")
         if cls not in STRING_CLASSES:
             raise SystemExit(f"regen: {o.short}.{f.name}: unknown string class {cls!r}; "
                              f"known: {', '.join(STRING_CLASSES)}")
@@ -490,12 +491,25 @@ def _allow_unknown_enum_values(doc: dict, s: FSchema) -> dict:
     return doc
 
 
-def gen_jsonschema(s: FSchema, tmp: Path, version: str) -> str:
-    """flatc's JSON Schema, post-processed by _allow_non_finite and _allow_unknown_enum_values."""
-    run_flatc(["--jsonschema", "-o", str(tmp), str(FBS)], tmp)
-    doc = json.loads((tmp / "pt2format.schema.json").read_text())
+def _allow_unknown_fields(doc: dict, s: FSchema) -> dict:
+    """A table may hold keys this schema does not define: a newer minor's fields, which a
+    JSON reader ignores (SPEC.md section 8). Structs never grow, so they stay closed."""
+    defs = doc["definitions"]
+    for o in s.objects:
+        d = defs.get(o.name.replace(".", "_"))
+        if d is not None and not o.is_struct:
+            d.pop("additionalProperties", None)
+    return doc
+
+
+def gen_jsonschema(s: FSchema, tmp: Path, version: str, fbs: Path = FBS) -> str:
+    """flatc's JSON Schema, post-processed by _allow_non_finite, _allow_unknown_enum_values
+    and _allow_unknown_fields."""
+    run_flatc(["--jsonschema", "-o", str(tmp), str(fbs)], tmp)
+    doc = json.loads((tmp / (fbs.stem + ".schema.json")).read_text())
     doc = _allow_non_finite(doc)
     doc = _allow_unknown_enum_values(doc, s)
+    doc = _allow_unknown_fields(doc, s)
     doc = {"$comment": header_line("", version).strip(), **doc}
     return json.dumps(doc, indent=2, sort_keys=False) + "\n"
 
@@ -589,36 +603,129 @@ def gen_python_string_check(s: FSchema, version: str) -> str:
 
 # ---------------------------------------------------------------------------
 
-def generate_all() -> dict[Path, str]:
+HISTORY = ROOT / "schema" / "history"
+
+
+def schema_minors(tmp: Path, s: FSchema, fbs: Path) -> tuple[tuple[int, int], dict]:
+    """The working schema's version and which minor defines each of its names (schema/evolution.py)."""
+    sys.path.insert(0, str(ROOT / "schema"))
+    import evolution  # noqa: E402 - sibling module
+
+    version = evolution.schema_version(fbs.read_text())
+    history = []
+    for v, path in evolution.history_versions(HISTORY):
+        d = tmp / "history" / f"{v[0]}.{v[1]}"
+        d.mkdir(parents=True)
+        history.append((v, build_bfbs(d, path)))
+    return version, evolution.minors(history, s, version)
+
+
+def gen_python_minors(version: tuple, table: dict, flatc: str) -> str:
+    out = [header_line("#", flatc)]
+    out.append('"""Which minor of this major defines each name newer than X.0, derived from schema/history/.\n\n'
+               'The canonical dump of a file renders only what the file\'s own minor defines\n'
+               '(SPEC.md section 6): a field whose minor is newer is left out, an enum value is\n'
+               'rendered as its integer, a union member is refused. Names not listed are X.0\'s.\n"""\n\n')
+    out.append(f"SCHEMA_VERSION = {tuple(version)!r}\n\n")
+    for kind, title in (("field", "FIELD_MINOR"), ("value", "ENUM_VALUE_MINOR"), ("member", "UNION_MEMBER_MINOR")):
+        rows = {}
+        for (k, owner, key), minor in table.items():
+            if k == kind:
+                rows.setdefault(owner, {})[key] = minor
+        out.append(f"{title} = {{\n")
+        for owner in sorted(rows):
+            out.append(f"    {owner!r}: {rows[owner]!r},\n")
+        out.append("}\n")
+    return "".join(out)
+
+
+def gen_cpp_minors(version: tuple, table: dict, flatc: str) -> str:
+    out = [header_line("//", flatc)]
+    out.append("// Which minor of this major defines each name newer than X.0 (derived from\n"
+               "// schema/history/); the canonical dump renders only what a file's own minor\n"
+               "// defines (SPEC.md section 6). Names not listed are X.0's.\n#pragma once\n\n#include <cstdint>\n\n"
+               "namespace pt2f::minors {\n\n")
+    out.append(f"constexpr uint16_t kSchemaMajor = {version[0]};\nconstexpr uint16_t kSchemaMinor = {version[1]};\n\n")
+    out.append("struct NameMinor {\n  const char *owner;  // table, enum or union (short name)\n"
+               "  const char *field;  // table field name, or nullptr\n  int64_t value;      // enum value / union index\n"
+               "  uint16_t minor;\n};\n\n")
+    out.append("inline constexpr NameMinor kNameMinors[] = {\n")
+    for (k, owner, key), minor in table.items():
+        if k == "field":
+            out.append(f'    {{"{owner}", "{key}", 0, {minor}}},\n')
+        else:
+            out.append(f'    {{"{owner}", nullptr, {int(key)}, {minor}}},\n')
+    out.append('    {nullptr, nullptr, 0, 0},  // end\n};\n\n}  // namespace pt2f::minors\n')
+    return "".join(out)
+
+
+def gen_ts_minors(version: tuple, table: dict, flatc: str) -> str:
+    rows = {"field": {}, "value": {}, "member": {}}
+    for (k, owner, key), minor in table.items():
+        rows[k].setdefault(owner, {})[str(key)] = minor
+    out = [header_line("//", flatc)]
+    out.append("/**\n * Which minor of this major defines each name newer than X.0 (derived from\n"
+               " * schema/history/); the canonical dump renders only what a file's own minor\n"
+               " * defines (SPEC.md section 6). Names not listed are X.0's.\n */\n")
+    out.append(f"export const SCHEMA_VERSION: readonly [number, number] = [{version[0]}, {version[1]}];\n")
+    for kind, title in (("field", "FIELD_MINOR"), ("value", "ENUM_VALUE_MINOR"), ("member", "UNION_MEMBER_MINOR")):
+        out.append(f"export const {title}: Readonly<Record<string, Readonly<Record<string, number>>>> = "
+                   f"{json.dumps(rows[kind], sort_keys=True)};\n")
+    return "".join(out)
+
+
+def python_outputs(root: Path) -> dict[str, Path]:
+    """Where the Python artifacts go under a package root (the repo, or a scratch copy)."""
+    gen = root / "pt2format" / "_generated"
+    return {"model": gen / "model.py", "fb_reader": gen / "fb_reader.py", "fb_writer": gen / "fb_writer.py",
+            "msgpack": gen / "msgpack_codec.py", "json": gen / "json_codec.py", "minors": gen / "minors.py",
+            "string_check": gen / "string_check.py", "jsonschema_pkg": gen / "pt2format.schema.json"}
+
+
+def generate_all(fbs: Path = FBS, root: Path = ROOT, python_only: bool = False) -> dict[Path, str]:
+    """Every artifact of `fbs` by output path; `python_only` for the package's files only (a scratch
+    schema, e.g. the test-only 1.1 extension generated under a copy of the package)."""
     version = flatc_version()
+    py = python_outputs(root)
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        s = build_bfbs(tmp)
+        s = build_bfbs(tmp, fbs)
+        schema_version, minor_table = schema_minors(tmp, s, fbs)
         files = {
-            OUT_PY_MODEL: gen_python_model(s, version),
-            OUT_JSONSCHEMA: gen_jsonschema(s, tmp, version),
-            OUT_CPP: gen_cpp(tmp, version),
-            OUT_FIELDS: gen_fields_md(s, version),
+            py["model"]: gen_python_model(s, version),
+            py["fb_reader"]: gen_python_fb_reader(s, version),
+            py["fb_writer"]: gen_python_fb_writer(s, version),
+            py["msgpack"]: gen_python_msgpack_codec(s, version),
+            py["json"]: gen_python_json_codec(s, version),
+            py["minors"]: gen_python_minors(schema_version, minor_table, version),
+            py["string_check"]: gen_python_string_check(s, version),
+            py["jsonschema_pkg"]: gen_jsonschema(s, tmp, version, fbs),
         }
-        files[OUT_JSONSCHEMA_PKG] = files[OUT_JSONSCHEMA]
-        if (ROOT / "schema" / "gen_fb_reader.py").exists():
-            files[OUT_PY_FBREAD] = gen_python_fb_reader(s, version)
-        if (ROOT / "schema" / "gen_fb_writer.py").exists():
-            files[OUT_PY_FBWRITE] = gen_python_fb_writer(s, version)
-        if (ROOT / "schema" / "gen_msgpack_codec.py").exists():
-            files[OUT_PY_MSGPACK] = gen_python_msgpack_codec(s, version)
-        if (ROOT / "schema" / "gen_json_codec.py").exists():
-            files[OUT_PY_JSON] = gen_python_json_codec(s, version)
-        files[OUT_PY_STRCHECK] = gen_python_string_check(s, version)
+        if python_only:
+            return files
+        files[OUT_JSONSCHEMA] = files[py["jsonschema_pkg"]]
+        files[OUT_CPP] = gen_cpp(tmp, version)
+        files[OUT_CPP_MINORS] = gen_cpp_minors(schema_version, minor_table, version)
+        files[OUT_FIELDS] = gen_fields_md(s, version)
         for rel, text in gen_ts(tmp, version).items():
             files[OUT_TS_DIR / rel] = text
+        files[OUT_TS_DIR / "minors.ts"] = gen_ts_minors(schema_version, minor_table, version)
     return files
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="exit 1 if any generated file is stale")
+    ap.add_argument("--fbs", type=Path, help="generate the Python package files of this schema instead (with --out)")
+    ap.add_argument("--out", type=Path, help="root of a copy of the package to write them under")
     args = ap.parse_args(argv)
+    if args.fbs or args.out:
+        if not (args.fbs and args.out) or args.check:
+            ap.error("--fbs and --out go together, without --check")
+        for path, text in generate_all(args.fbs.resolve(), args.out.resolve(), python_only=True).items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        return 0
     files = generate_all()
     if args.check:
         stale = []

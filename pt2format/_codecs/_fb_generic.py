@@ -12,7 +12,7 @@ import struct
 
 from pt2format._codecs import _schema as S
 from pt2format._generated import model
-from pt2format.errors import EncodingError, LimitError
+from pt2format.errors import EncodingError, LimitError, VersionError
 
 _I32 = struct.Struct("<i")
 _U32 = struct.Struct("<I")
@@ -45,7 +45,7 @@ class _Reader:
         if depth > self.max_depth:
             raise LimitError("nesting deeper than max_depth", path=S.render(path), offset=pos,
                              expected=f"<= {self.max_depth}", got=depth)
-        self.spend(4, path, pos)  # 4 per table visit (SPEC.md §9): a fan-out of shared subtables stays bounded
+        self.spend(4, path, pos)  # 4 per table visit (SPEC.md §10): a fan-out of shared subtables stays bounded
         n = self.n
         if pos < 0 or pos + 4 > n:
             self.bad("table offset out of range", path, pos, f"<= {n - 4}", pos)
@@ -94,8 +94,9 @@ class _Reader:
                     args.append(None)
                     continue
                 if t > len(f.members):
-                    self.bad("union type index unknown to this reader (newer schema minor?)", (path, f.name + "_type"), tp,
-                             f"0..{len(f.members)}", t)
+                    raise VersionError("union member index unknown to this reader: defined by a newer minor "
+                                       "(SPEC.md section 8)", path=S.render((path, f.name + "_type")), offset=tp,
+                                       expected=f"0..{len(f.members)}", got=t)
                 if not fp:
                     self.bad("union type without a member", p, pos, f.members[t - 1].__name__, "absent")
                 target = fp + self.u32(fp, p)

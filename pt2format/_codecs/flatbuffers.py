@@ -19,7 +19,8 @@ Safety choices (the same in both readers):
   out into more objects than it has bytes is rejected (LimitError) instead of
   expanding exponentially;
 - a union type index outside the reader's union (a member added by a newer
-  minor version) raises EncodingError: the model cannot hold an unknown member;
+  minor version) raises VersionError (SPEC.md section 8): the model cannot hold
+  an unknown member, and dropping it would change the program;
 - strings must be NUL-terminated valid UTF-8; a required field must be present.
 Field alignment is not checked (the reader does not need it).
 """
@@ -29,7 +30,7 @@ from __future__ import annotations
 import struct
 
 from pt2format._codecs import _fb_generic, _fb_writer
-from pt2format.errors import EncodingError, LimitError
+from pt2format.errors import EncodingError, LimitError, VersionError
 
 try:
     from pt2format._generated.fb_reader import decode as _fast_decode
@@ -65,12 +66,12 @@ def decode(data, *, max_depth: int = 128):
         return _checked(_fb_generic.decode, data, max_depth)
     try:
         return _checked(_fast_decode, data, max_depth)
-    except (EncodingError, LimitError) as fast_error:
+    except (EncodingError, LimitError, VersionError) as fast_error:
         # The generated reader knows the offset, not the field path: the reflection
         # reader makes the same checks in the same order and names the path.
         try:
             _checked(_fb_generic.decode, data, max_depth)
-        except (EncodingError, LimitError) as e:
+        except (EncodingError, LimitError, VersionError) as e:
             raise e from None
         raise fast_error
 

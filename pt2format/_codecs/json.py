@@ -25,7 +25,7 @@ import math
 from pathlib import Path
 
 from pt2format._codecs import _schema as S
-from pt2format.errors import EncodingError, LimitError
+from pt2format.errors import EncodingError, LimitError, VersionError
 
 try:
     from pt2format._generated import json_codec as _gen
@@ -57,7 +57,8 @@ def _get_validator():
 # fresh by the encoder and holds no cycles, so the circular-reference check
 # (a dict entry per container) is skipped.
 _ENCODER = _json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",\n", ": "), check_circular=False)
-_FAST_ERRORS = (EncodingError, LimitError, TypeError, AttributeError, ValueError, OverflowError, KeyError)
+_FAST_ERRORS = (EncodingError, LimitError, VersionError, TypeError, AttributeError, ValueError, OverflowError,
+                KeyError)
 
 
 def encode(package) -> bytes:
@@ -231,6 +232,9 @@ def decode(data, *, max_depth: int = 128, validate_schema: bool = True):
         if pkg is not None and _no_duplicate_keys(text, members, strings):
             return pkg
     doc = _parse(_STRICT_DECODER, text, max_depth)
+    # Decoding first: a newer minor's enum value or union member name is a VersionError whether or
+    # not the JSON Schema (which lists this minor's names only) is checked too (SPEC.md section 8).
+    package = _dec_table(doc, root, "", 1, max_depth)
     if validate_schema:
         v = _get_validator()
         try:
@@ -243,7 +247,7 @@ def decode(data, *, max_depth: int = 128, validate_schema: bool = True):
             err = jsonschema.exceptions.best_match(v.iter_errors(doc))
             raise EncodingError(f"JSON does not match schema/pt2format.schema.json: {err.message}",
                                 path=_json_path(err.absolute_path) or None, expected=err.validator, got=None)
-    return _dec_table(doc, root, "", 1, max_depth)
+    return package
 
 
 def _err(msg, path, expected, got):
@@ -266,7 +270,6 @@ def _dec_table(obj, info, path, depth, max_depth):
             extra = sorted(set(obj) - {f.name for f in info.fields})
             raise _err("unknown struct field", path, [f.name for f in info.fields], extra)
         return info.cls(*args)
-    used = 0
     args = []
     for f in info.fields:
         p = S.join(path, f.name)
@@ -274,12 +277,9 @@ def _dec_table(obj, info, path, depth, max_depth):
         if kind == "union":
             t = obj.get(f.name + "_type")
             v = obj.get(f.name)
-            used += (f.name + "_type" in obj) + (f.name in obj)
             args.append(None if f.deprecated else _dec_union(t, v, f, p, depth, max_depth))
             continue
         v = obj.get(f.name)
-        if f.name in obj:
-            used += 1
         if f.deprecated:
             args.append([] if kind == "vector" else (f.default if kind in ("scalar", "enum") else None))
         elif v is None:
@@ -296,9 +296,7 @@ def _dec_table(obj, info, path, depth, max_depth):
             args.append(_dec_table(v, S.INFO_BY_CLASS[f.cls], p, depth + 1, max_depth))
         else:
             args.append(_dec_vector(v, f, p, depth, max_depth))
-    if used != len(obj):
-        known = {f.name for f in info.fields} | {f.name + "_type" for f in info.fields if f.kind == "union"}
-        raise _err("unknown field", path, f"fields of {info.name}", sorted(set(obj) - known))
+    # Keys this schema does not define are a newer minor's fields: ignored (SPEC.md section 8).
     return info.cls(*args)
 
 
@@ -319,7 +317,8 @@ def _dec_enum(v, f, p):
     if type(v) is str:
         x = f.enum_values.get(v)
         if x is None:
-            raise _err("unknown enum value name", p, f"a value of {f.ref}", repr(v))
+            raise VersionError("enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)",
+                               path=S.render(p), expected=f"a value of {f.ref}", got=repr(v))
         return x
     return S.check_int(v, f, p)
 
@@ -335,12 +334,15 @@ def _dec_union(t, v, f, p, depth, max_depth):
         else:
             idx = next((i + 1 for i, c in enumerate(f.members) if c.__name__ == t), None)
             if idx is None:
-                raise _err("unknown union member name", (p[0], f.name + "_type"), f"a member of {f.ref}", repr(t))
+                raise VersionError("union member unknown to this reader: defined by a newer minor (SPEC.md section 8)",
+                                   path=S.render((p[0], f.name + "_type")), expected=f"a member of {f.ref}", got=repr(t))
     elif type(t) is int:
         idx = t
-        if not 0 <= idx <= len(f.members):
-            raise _err("union type index unknown to this reader (newer schema minor?)", (p[0], f.name + "_type"),
-                       f"0..{len(f.members)}", t)
+        if not 0 <= idx <= 255:
+            raise _err("union type index out of range", (p[0], f.name + "_type"), "0..255", t)
+        if idx > len(f.members):
+            raise VersionError("union member unknown to this reader: defined by a newer minor (SPEC.md section 8)",
+                               path=S.render((p[0], f.name + "_type")), expected=f"0..{len(f.members)}", got=t)
     else:
         raise _err("wrong type", (p[0], f.name + "_type"), "union member name", type(t).__name__)
     if idx == 0:

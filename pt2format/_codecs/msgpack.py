@@ -14,7 +14,7 @@ from __future__ import annotations
 import msgpack as _msgpack
 
 from pt2format._codecs import _schema as S
-from pt2format.errors import EncodingError, LimitError
+from pt2format.errors import EncodingError, LimitError, VersionError
 
 try:
     from pt2format._generated import msgpack_codec as _gen
@@ -165,7 +165,7 @@ def decode(data, *, max_depth: int = _DEFAULT_MAX_DEPTH):
             return _dec_table(tree, root, "", 1, max_depth)
         try:
             return _gen.decode_tree(tree, max_depth)
-        except (EncodingError, LimitError) as fast_error:
+        except (EncodingError, LimitError, VersionError) as fast_error:
             _dec_table(tree, root, "", 1, max_depth)  # the reflection decoder names the path
             raise fast_error
     except RecursionError:
@@ -228,9 +228,11 @@ def _dec_union(t, v, f, p, depth, max_depth):
         return None
     if type(t) is not int:
         raise _err("wrong type", (p[0], f.name + "_type"), "union type index", type(t).__name__)
-    if not 0 < t <= len(f.members):
-        raise _err(f"union type index unknown to this reader (newer schema minor?)", (p[0], f.name + "_type"),
-                   f"0..{len(f.members)}", t)
+    if not 0 < t <= 255:
+        raise _err("union type index out of range", (p[0], f.name + "_type"), "0..255", t)
+    if t > len(f.members):
+        raise VersionError("union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)",
+                           path=S.render((p[0], f.name + "_type")), expected=f"0..{len(f.members)}", got=t)
     if v is None:
         raise _err("union type without a member", p, f.members[t - 1].__name__, "nil")
     return _dec_table(v, S.INFO_BY_CLASS[f.members[t - 1]], p, depth + 1, max_depth)

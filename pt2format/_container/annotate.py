@@ -9,7 +9,7 @@ from __future__ import annotations
 import struct
 
 from pt2format._container.header import (
-    HEADER_SIZE, SECTION_ENTRY_SIZE, ChecksumKind, SectionEncoding, SectionKind, unpack_header,
+    HEADER_SIZE, SECTION_ENTRY_SIZE, ChecksumKind, SectionEncoding, SectionKind, enum_name, unpack_header,
 )
 
 # (offset, size, struct format, field name) of the header and of one section entry.
@@ -21,7 +21,8 @@ _HEADER_FIELDS = (
 )
 _ENTRY_FIELDS = (
     (0, 2, "<H", "kind"), (2, 2, "<H", "encoding"), (4, 4, "<I", "alignment"), (8, 8, "<Q", "offset"),
-    (16, 8, "<Q", "length"), (24, 4, "<I", "checksum_kind"), (28, 4, "<I", "checksum"), (32, 16, None, "reserved"),
+    (16, 8, "<Q", "length"), (24, 4, "<I", "checksum_kind"), (28, 4, "<I", "checksum"), (32, 4, "<I", "flags"),
+    (36, 12, None, "reserved"),
 )
 _HEX_WIDTH = 16 * 3
 
@@ -32,11 +33,11 @@ def _row(offset: int, chunk: bytes, note: str) -> str:
 
 def _value_note(name: str, value: int, kind: int | None) -> str:
     if name == "kind":
-        return f"{name} = {value} ({SectionKind(value).name})"
+        return f"{name} = {value} ({enum_name(SectionKind, value)})"
     if name == "encoding":
-        return f"{name} = {value} ({SectionEncoding(value).name})"
+        return f"{name} = {value} ({enum_name(SectionEncoding, value)})"
     if name == "checksum_kind":
-        return f"{name} = {value} ({ChecksumKind(value).name})"
+        return f"{name} = {value} ({enum_name(ChecksumKind, value)})"
     if name in ("header_checksum", "checksum", "required_features", "flags"):
         return f"{name} = 0x{value:x}"
     return f"{name} = {value}"
@@ -78,8 +79,8 @@ def annotate(buf) -> str:
     for i, entry in enumerate(header.sections):
         if entry.offset > cursor:
             lines += _payload(buf, cursor, entry.offset, f"zero padding to alignment {entry.alignment}")
-        kind = SectionKind(entry.kind).name
-        enc = SectionEncoding(entry.encoding).name
+        kind = enum_name(SectionKind, entry.kind)
+        enc = enum_name(SectionEncoding, entry.encoding)
         lines.append(f"-- section {i}: {kind} ({enc}), {entry.length} bytes --")
         note = ""
         if entry.kind == SectionKind.PROGRAM and entry.encoding == SectionEncoding.FLATBUFFERS and entry.length >= 8:

@@ -25,8 +25,13 @@ READER_MAJOR = 1
 FEATURE_SHARD_FILES = 1 << 0
 KNOWN_FEATURES = FEATURE_SHARD_FILES
 
+# Section-entry flags. OPTIONAL: a reader that does not know the section's kind skips the
+# section (it still checks its bounds, alignment and padding); without it an unknown kind
+# is an error. Other bits are for later minors; a reader ignores bits it does not know.
+SECTION_OPTIONAL = 1 << 0
+
 _HEADER = struct.Struct("<8sHHIHHIQQI20s")
-_ENTRY = struct.Struct("<HHIQQII16s")
+_ENTRY = struct.Struct("<HHIQQIII12s")
 _CHECKSUM_AT = 40
 assert _HEADER.size == HEADER_SIZE and _ENTRY.size == SECTION_ENTRY_SIZE
 
@@ -51,6 +56,14 @@ class ChecksumKind(IntEnum):
     CRC32 = 1
 
 
+def enum_name(enum_cls, value: int) -> str:
+    """The member name of `value`, or `?<value>` for one a later minor defined (an OPTIONAL section's kind)."""
+    try:
+        return enum_cls(value).name
+    except ValueError:
+        return f"?{value}"
+
+
 # Codec names as `pt2format._codecs` spells them, by program-section encoding.
 ENCODING_NAMES = {SectionEncoding.FLATBUFFERS: "flatbuffers", SectionEncoding.MSGPACK: "msgpack",
                   SectionEncoding.JSON: "json"}
@@ -68,6 +81,12 @@ class SectionEntry:
     length: int
     checksum_kind: int = ChecksumKind.CRC32
     checksum: int = 0
+    flags: int = 0
+
+    @property
+    def known(self) -> bool:
+        """Whether this reader knows the kind (an unknown one is OPTIONAL and skipped)."""
+        return self.kind in (SectionKind.PROGRAM, SectionKind.DATA)
 
     @property
     def end(self) -> int:
@@ -114,7 +133,8 @@ def pack_header(header: Header) -> bytes:
                                  header.format_minor, header.flags, header.required_features, header.file_length, 0,
                                  bytes(20)))
     for s in header.sections:
-        out += _ENTRY.pack(s.kind, s.encoding, s.alignment, s.offset, s.length, s.checksum_kind, s.checksum, bytes(16))
+        out += _ENTRY.pack(s.kind, s.encoding, s.alignment, s.offset, s.length, s.checksum_kind, s.checksum, s.flags,
+                           bytes(12))
     struct.pack_into("<I", out, _CHECKSUM_AT, zlib.crc32(out))
     return bytes(out)
 
@@ -139,7 +159,7 @@ def unpack_header(buf, *, file=None, shard: bool = False, reader_major: int = RE
         raise HeaderError("file too short for a header", file=file, section="header", offset=0,
                           expected=f">= {HEADER_SIZE} bytes", got=size)
     (magic, version, count, length, major, minor, flags, features, file_length, checksum,
-     reserved) = _HEADER.unpack_from(buf, 0)
+     _reserved) = _HEADER.unpack_from(buf, 0)
     if magic != MAGIC:
         raise HeaderError("not a pt2format file: bad magic", file=file, section="header", offset=0,
                           expected=MAGIC.hex(" "), got=bytes(magic).hex(" "))
@@ -171,11 +191,9 @@ def unpack_header(buf, *, file=None, shard: bool = False, reader_major: int = RE
     if unknown:
         raise UnsupportedFeatureError(f"file requires unknown features 0x{unknown:x}", file=file, section="header",
                                       offset=24, expected=f"bits within 0x{known_features:x}", got=f"0x{features:x}")
-    if flags != 0:
-        raise HeaderError("flags must be 0", file=file, section="header", offset=20, expected=0, got=flags)
-    if any(reserved):
-        raise HeaderError("reserved header bytes must be zero", file=file, section="header", offset=44,
-                          expected="zeros", got=bytes(reserved).hex())
+    # `flags` and the reserved bytes: writers write zero, readers ignore them (SPEC.md section 8). A later
+    # minor may give them a meaning a reader can ignore; anything a reader must understand is a
+    # required_features bit. The header checksum still covers them, so damage is caught.
     sections = tuple(_unpack_entry(buf, i, file) for i in range(count))
     _check_layout(buf, sections, length, file, shard)
     return Header(major, minor, features, file_length, sections, version, flags, checksum)
@@ -183,22 +201,19 @@ def unpack_header(buf, *, file=None, shard: bool = False, reader_major: int = RE
 
 def _unpack_entry(buf, i: int, file) -> SectionEntry:
     at = HEADER_SIZE + SECTION_ENTRY_SIZE * i
-    kind, encoding, alignment, offset, length, ck_kind, ck, reserved = _ENTRY.unpack_from(buf, at)
-    entry = SectionEntry(kind, encoding, alignment, offset, length, ck_kind, ck)
+    kind, encoding, alignment, offset, length, ck_kind, ck, flags, _reserved = _ENTRY.unpack_from(buf, at)
+    entry = SectionEntry(kind, encoding, alignment, offset, length, ck_kind, ck, flags)
     label = entry.label(i)
-    if any(reserved):
-        raise HeaderError("reserved section-entry bytes must be zero", file=file, section=label, offset=at + 32,
-                          expected="zeros", got=bytes(reserved).hex())
-    if kind not in (SectionKind.PROGRAM, SectionKind.DATA):
-        raise HeaderError("unknown section kind", file=file, section=label, offset=at,
-                          expected="1 (PROGRAM) or 2 (DATA)", got=kind)
+    if not entry.known and not flags & SECTION_OPTIONAL:
+        raise HeaderError("unknown section kind, not marked OPTIONAL", file=file, section=label, offset=at,
+                          expected="1 (PROGRAM), 2 (DATA), or flags bit 0 (OPTIONAL) set", got=kind)
     if kind == SectionKind.PROGRAM and encoding not in ENCODING_NAMES:
         raise EncodingError("unknown program encoding", file=file, section=label, offset=at + 2,
                             expected="1 (FLATBUFFERS), 2 (MSGPACK) or 3 (JSON)", got=encoding)
     if kind == SectionKind.DATA and encoding != SectionEncoding.RAW:
         raise EncodingError("unknown data encoding", file=file, section=label, offset=at + 2, expected="0 (RAW)",
                             got=encoding)
-    minimum = _MIN_ALIGNMENT[kind]
+    minimum = _MIN_ALIGNMENT.get(kind, PROGRAM_ALIGNMENT)
     if not is_power_of_two(alignment) or alignment < minimum:
         raise SegmentError("alignment must be a power of two", file=file, section=label, offset=at + 4,
                            expected=f"power of two >= {minimum}", got=alignment)

@@ -119,7 +119,7 @@ from pt2format._generated.model import (
     Value,
     ValueRange,
 )
-from pt2format.errors import EncodingError, LimitError
+from pt2format.errors import EncodingError, LimitError, VersionError
 from pt2format._strings import CHECKERS as _SC
 _SC_local_name = _SC['local_name']
 _SC_identifier = _SC['identifier']
@@ -158,6 +158,10 @@ _ST_SymInt = struct.Struct('<i4xq')
 
 def _fail(msg, offset, expected=None, got=None):
     raise EncodingError(msg, offset=offset, expected=expected, got=got)
+
+
+def _newer(msg, offset, expected=None, got=None):
+    raise VersionError(msg, offset=offset, expected=expected, got=got)
 
 
 def decode(buf, max_depth=128):
@@ -258,7 +262,7 @@ def decode(buf, max_depth=128):
             ty = buf[p + o0]
             if ty:
                 if ty > 32:
-                    _fail('union type index unknown to this reader (newer schema minor?)', p + o0, '0..32', ty)
+                    _newer('union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', p + o0, '0..32', ty)
                 if not o1:
                     _fail('union type without a member', p)
                 q = p + o1
@@ -1122,7 +1126,7 @@ def decode(buf, max_depth=128):
             ty = buf[p + o0]
             if ty:
                 if ty > 7:
-                    _fail('union type index unknown to this reader (newer schema minor?)', p + o0, '0..7', ty)
+                    _newer('union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', p + o0, '0..7', ty)
                 if not o1:
                     _fail('union type without a member', p)
                 q = p + o1
@@ -1839,7 +1843,7 @@ def decode(buf, max_depth=128):
             ty = buf[p + o1]
             if ty:
                 if ty > 32:
-                    _fail('union type index unknown to this reader (newer schema minor?)', p + o1, '0..32', ty)
+                    _newer('union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', p + o1, '0..32', ty)
                 if not o2:
                     _fail('union type without a member', p)
                 q = p + o2
@@ -2452,7 +2456,7 @@ def decode(buf, max_depth=128):
             ty = buf[p + o0]
             if ty:
                 if ty > 8:
-                    _fail('union type index unknown to this reader (newer schema minor?)', p + o0, '0..8', ty)
+                    _newer('union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', p + o0, '0..8', ty)
                 if not o1:
                     _fail('union type without a member', p)
                 q = p + o1
@@ -4146,7 +4150,7 @@ def decode(buf, max_depth=128):
             ty = buf[p + o0]
             if ty:
                 if ty > 12:
-                    _fail('union type index unknown to this reader (newer schema minor?)', p + o0, '0..12', ty)
+                    _newer('union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', p + o0, '0..12', ty)
                 if not o1:
                     _fail('union type without a member', p)
                 q = p + o1

@@ -117,7 +117,7 @@ from pt2format._generated.model import (
     Value,
     ValueRange,
 )
-from pt2format.errors import EncodingError, LimitError
+from pt2format.errors import EncodingError, LimitError, VersionError
 from pt2format._strings import CHECKERS as _SC
 _SC_local_name = _SC['local_name']
 _SC_identifier = _SC['identifier']
@@ -2386,8 +2386,10 @@ def decode_tree(tree, max_depth=128):
             if x0 is None and x1 is not None:
                 _bad('value: member without a type')
             x1 = None
-        elif type(x0) is not int or not 0 < x0 <= 32:
-            _bad('value: union type index unknown to this reader', x0)
+        elif type(x0) is not int or not 0 < x0 <= 255:
+            _bad('value: expected a union type index', x0)
+        elif not 0 < x0 <= 32:
+            raise VersionError('value: union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=x0)
         elif x1 is None:
             _bad('value: union type without a member')
         else:
@@ -2899,8 +2901,10 @@ def decode_tree(tree, max_depth=128):
             if x0 is None and x1 is not None:
                 _bad('spec: member without a type')
             x1 = None
-        elif type(x0) is not int or not 0 < x0 <= 7:
-            _bad('spec: union type index unknown to this reader', x0)
+        elif type(x0) is not int or not 0 < x0 <= 255:
+            _bad('spec: expected a union type index', x0)
+        elif not 0 < x0 <= 7:
+            raise VersionError('spec: union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=x0)
         elif x1 is None:
             _bad('spec: union type without a member')
         else:
@@ -3297,8 +3301,10 @@ def decode_tree(tree, max_depth=128):
             if x1 is None and x2 is not None:
                 _bad('value: member without a type')
             x2 = None
-        elif type(x1) is not int or not 0 < x1 <= 32:
-            _bad('value: union type index unknown to this reader', x1)
+        elif type(x1) is not int or not 0 < x1 <= 255:
+            _bad('value: expected a union type index', x1)
+        elif not 0 < x1 <= 32:
+            raise VersionError('value: union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=x1)
         elif x2 is None:
             _bad('value: union type without a member')
         else:
@@ -3670,8 +3676,10 @@ def decode_tree(tree, max_depth=128):
             if x0 is None and x1 is not None:
                 _bad('spec: member without a type')
             x1 = None
-        elif type(x0) is not int or not 0 < x0 <= 8:
-            _bad('spec: union type index unknown to this reader', x0)
+        elif type(x0) is not int or not 0 < x0 <= 255:
+            _bad('spec: expected a union type index', x0)
+        elif not 0 < x0 <= 8:
+            raise VersionError('spec: union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=x0)
         elif x1 is None:
             _bad('spec: union type without a member')
         else:
@@ -4712,8 +4720,10 @@ def decode_tree(tree, max_depth=128):
             if x0 is None and x1 is not None:
                 _bad('value: member without a type')
             x1 = None
-        elif type(x0) is not int or not 0 < x0 <= 12:
-            _bad('value: union type index unknown to this reader', x0)
+        elif type(x0) is not int or not 0 < x0 <= 255:
+            _bad('value: expected a union type index', x0)
+        elif not 0 < x0 <= 12:
+            raise VersionError('value: union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=x0)
         elif x1 is None:
             _bad('value: union type without a member')
         else:

@@ -509,12 +509,13 @@ def test_shared_subtables_hit_the_table_limit(cpp_asan, tmp_path):
     assert "LimitError" in line and "table visits" in line
 
 
-@pytest.mark.parametrize("case,message", [
-    ("unknown_member", "union type index 200 unknown to this reader"),
-    ("type_without_member", "union type IntValue without a member"),
+@pytest.mark.parametrize("case,message,error", [
+    # A member this reader does not know is a newer minor's: VersionError (SPEC.md section 8.2).
+    ("unknown_member", "union member index 200 unknown to this reader", "VersionError"),
+    ("type_without_member", "union type IntValue without a member", "EncodingError"),
 ])
-def test_bad_union_rejected_like_python(cpp_asan, tmp_path, case, message):
-    from pt2format.errors import EncodingError
+def test_bad_union_rejected_like_python(cpp_asan, tmp_path, case, message, error):
+    from pt2format import errors
 
     def build(b):
         if case == "unknown_member":
@@ -523,9 +524,10 @@ def test_bad_union_rejected_like_python(cpp_asan, tmp_path, case, message):
 
     path = tmp_path / f"{case}.pt2f"
     path.write_bytes(U.spec_container(_package_with_example_inputs(build)))
-    line = assert_clean_failure(dump(cpp_asan, path, env=SANITIZER_ENV))
-    assert "EncodingError" in line and message in line and "programs[0].example_inputs.value" in line
-    with pytest.raises(EncodingError):
+    codes = (U.EXIT_VERSION,) if error == "VersionError" else (U.EXIT_BAD_FILE,)
+    line = assert_clean_failure(dump(cpp_asan, path, env=SANITIZER_ENV), codes=codes)
+    assert error in line and message in line and "programs[0].example_inputs.value" in line
+    with pytest.raises(getattr(errors, error)):
         U.python_dump_of_tree(path)
 
 

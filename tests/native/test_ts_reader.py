@@ -676,8 +676,6 @@ def test_header_attacks_rejected_with_typed_errors(ts, good_file, tmp_path):
         "file_length_wrong": (_patched(data, 32, "<Q", len(data) + 1), "HeaderError"),
         "format_major_2": (_patched(data, 16, "<H", 2), "VersionError"),
         "unknown_feature_bit": (_patched(data, 24, "<Q", 1 << 40), "UnsupportedFeatureError"),
-        "flags_set": (_patched(data, 20, "<I", 1), "HeaderError"),
-        "reserved_set": (_patched(data, 50, "<B", 1), "HeaderError"),
         "section_offset_out_of_bounds": (_patched(data, e1 + 8, "<Q", align64(len(data) + 4096)), "SegmentError"),
         "section_offset_huge": (_patched(data, e1 + 8, "<Q", (1 << 64) - 64), "HeaderError"),
         "section_length_past_end": (_patched(data, e1 + 16, "<Q", len(data)), "SegmentError"),
@@ -693,6 +691,13 @@ def test_header_attacks_rejected_with_typed_errors(ts, good_file, tmp_path):
         r = res[name]
         assert not r["ok"], name
         assert r["error"] == want, (name, r["message"])
+    # flags and reserved bytes are ignored (SPEC.md section 8.4): the dump is unchanged
+    ignored = {"flags_set": _patched(data, 20, "<I", 1), "reserved_set": _patched(data, 50, "<B", 1),
+               "entry_reserved_set": _patched(data, e1 + 40, "<B", 1)}
+    plain = _batch(tmp_path, {"plain": bytearray(data)})["plain"]
+    assert plain["ok"], plain
+    for name, r in _batch(tmp_path, ignored).items():
+        assert r["ok"] and r["dump"] == plain["dump"], (name, r)
     r = U.ts_dump(tmp_path / "format_major_2.pt2f")
     assert r.returncode == 4 and b"VersionError" in r.stderr
     r = U.ts_dump(tmp_path / "wrong_magic.pt2f")

@@ -204,7 +204,7 @@ def test_string_vector_classes_checked(saved, tmp_path, encoding):
 
 
 def test_flatbuffers_fan_out_bomb_bounded():
-    """Tables sharing subtables never decode to more objects than the buffer's bytes allow (SPEC.md §9).
+    """Tables sharing subtables never decode to more objects than the buffer's bytes allow (SPEC.md §10).
 
     Level k is a Value holding a MapValue with one entry whose key and value
     are both level k+1: 2^depth visits from a few hundred bytes. Every accepted

@@ -108,8 +108,8 @@ Header parse_container(const uint8_t *data, size_t size, FileRole role, const st
   if (h.required_features & ~kKnownFeatures)
     throw fail(ErrorKind::UnsupportedFeature, "file requires unknown features", 24,
                "bits within " + hex64(kKnownFeatures), hex64(h.required_features));
-  if (h.flags != 0) throw fail(ErrorKind::Header, "flags must be 0", 20, "0", num(h.flags));
-  if (!all_zero(data + 44, 20)) throw fail(ErrorKind::Header, "reserved header bytes must be zero", 44, "zeros", "non-zero");
+  // `flags` and the reserved bytes: writers write zero, readers ignore them (SPEC.md §8); the
+  // header checksum still covers them.
 
   // SPEC.md §3: each entry.
   h.sections.resize(h.section_count);
@@ -124,6 +124,7 @@ Header parse_container(const uint8_t *data, size_t size, FileRole role, const st
     s.length = load_u64(e + 16);
     s.checksum_kind = load_u32(e + 24);
     s.checksum = load_u32(e + 28);
+    s.flags = load_u32(e + 32);
     auto sfail = [&](ErrorKind kind, const std::string &msg, uint64_t field, const std::string &expected,
                      const std::string &got) -> Error {
       Error::Where w;
@@ -135,16 +136,16 @@ Header parse_container(const uint8_t *data, size_t size, FileRole role, const st
       return Error(kind, msg, w);
     };
     const bool program = s.kind == uint16_t(SectionKind::Program);
-    if (!all_zero(e + 32, 16))
-      throw sfail(ErrorKind::Header, "reserved section-entry bytes must be zero", 32, "zeros", "non-zero");
-    if (!program && s.kind != uint16_t(SectionKind::Data))
-      throw sfail(ErrorKind::Header, "unknown section kind", 0, "1 (PROGRAM) or 2 (DATA)", num(s.kind));
+    const bool data_kind = s.kind == uint16_t(SectionKind::Data);
+    if (!program && !data_kind && !(s.flags & kSectionOptional))
+      throw sfail(ErrorKind::Header, "unknown section kind, not marked OPTIONAL", 0,
+                  "1 (PROGRAM), 2 (DATA), or flags bit 0 (OPTIONAL) set", num(s.kind));
     if (program && (s.encoding < 1 || s.encoding > 3))
       throw sfail(ErrorKind::Encoding, "unknown program encoding", 2, "1 (FLATBUFFERS), 2 (MSGPACK) or 3 (JSON)",
                   num(s.encoding));
-    if (!program && s.encoding != kDataEncodingRaw)
+    if (data_kind && s.encoding != kDataEncodingRaw)
       throw sfail(ErrorKind::Encoding, "unknown data encoding", 2, "0 (RAW)", num(s.encoding));
-    const uint32_t min_align = program ? 8 : 64;
+    const uint32_t min_align = data_kind ? 64 : 8;
     if (!is_power_of_two(s.alignment) || s.alignment < min_align)
       throw sfail(ErrorKind::Segment, "alignment must be a power of two", 4, "power of two >= " + num(min_align),
                   num(s.alignment));

@@ -43,7 +43,12 @@ export interface Section {
   length: number;
   checksumKind: number;
   checksum: number;
+  /** Entry flags: bit 0 OPTIONAL (a reader that does not know the kind skips the section); other bits ignored. */
+  flags: number;
 }
+
+/** Section-entry flag: a reader that does not know the section's kind skips it (SPEC.md §3, §8). */
+export const SECTION_OPTIONAL = 0x1;
 
 export interface Container {
   header: Header;
@@ -126,12 +131,9 @@ export function parseContainer(bytes: Uint8Array, opts: { file?: string; role?: 
   if (unknown !== 0n) {
     throw new UnsupportedFeatureError('file requires features this reader does not know', { ...hctx, offset: 24, expected: `bits within 0x${KNOWN_FEATURES.toString(16)}`, got: `0x${unknown.toString(16)}` });
   }
+  // `flags` and the reserved bytes: writers write zero, readers ignore them (SPEC.md §8); the
+  // header checksum still covers them.
   const flags = view.getUint32(20, true);
-  if (flags !== 0) {
-    throw new HeaderError('flags are reserved and must be 0', { ...hctx, offset: 20, expected: 0, got: flags });
-  }
-  const nz = allZero(bytes, 44, HEADER_SIZE);
-  if (nz >= 0) throw new HeaderError('reserved header bytes must be zero', { ...hctx, offset: nz, expected: 0, got: bytes[nz] });
 
   const sections: Section[] = [];
   for (let i = 0; i < sectionCount; i++) sections.push(parseEntry(bytes, view, i, file));
@@ -152,8 +154,9 @@ function parseEntry(bytes: Uint8Array, view: DataView, index: number, file?: str
   const length = u64(view, at + 16, 'section length', ctx);
   const checksumKind = view.getUint32(at + 24, true);
   const checksum = view.getUint32(at + 28, true);
-  if (kind !== SectionKind.PROGRAM && kind !== SectionKind.DATA) {
-    throw new HeaderError('unknown section kind', { ...ctx, offset: at, expected: '1 (PROGRAM) or 2 (DATA)', got: kind });
+  const flags = view.getUint32(at + 32, true);
+  if (kind !== SectionKind.PROGRAM && kind !== SectionKind.DATA && !(flags & SECTION_OPTIONAL)) {
+    throw new HeaderError('unknown section kind, not marked OPTIONAL', { ...ctx, offset: at, expected: '1 (PROGRAM), 2 (DATA), or flags bit 0 (OPTIONAL) set', got: kind });
   }
   const name = sectionName({ index, kind });
   const sctx = { file, section: name };
@@ -163,7 +166,7 @@ function parseEntry(bytes: Uint8Array, view: DataView, index: number, file?: str
   if (kind === SectionKind.DATA && encoding !== 0) {
     throw new HeaderError('unknown data encoding', { ...sctx, offset: at + 2, expected: '0 (RAW)', got: encoding });
   }
-  const minAlign = kind === SectionKind.PROGRAM ? 8 : 64;
+  const minAlign = kind === SectionKind.DATA ? 64 : 8;
   if (!isPowerOfTwo(alignment) || alignment < minAlign) {
     throw new SegmentError('alignment must be a power of two', { ...sctx, offset: at + 4, expected: `power of two >= ${minAlign}`, got: alignment });
   }
@@ -179,9 +182,7 @@ function parseEntry(bytes: Uint8Array, view: DataView, index: number, file?: str
   if (checksumKind === 0 && checksum !== 0) {
     throw new HeaderError('checksum must be 0 when checksum_kind is NONE', { ...sctx, offset: at + 28, expected: 0, got: checksum });
   }
-  const nz = allZero(bytes, at + 32, at + SECTION_ENTRY_SIZE);
-  if (nz >= 0) throw new HeaderError('reserved section entry bytes must be zero', { ...sctx, offset: nz, expected: 0, got: bytes[nz] });
-  return { index, kind, encoding, alignment, offset, length, checksumKind, checksum };
+  return { index, kind, encoding, alignment, offset, length, checksumKind, checksum, flags };
 }
 
 function checkSectionSet(bytes: Uint8Array, sections: Section[], headerLength: number, fileLength: number,

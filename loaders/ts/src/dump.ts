@@ -6,11 +6,15 @@
  * floats are printed as their binary64 bit pattern (read from the bytes, so
  * NaN payloads survive), keys are sorted by code point and strings escaped as
  * Python's `json.dumps(..., ensure_ascii=False)` does. The text must equal the
- * Python `pt2format dump` output byte for byte.
+ * Python `pt2format dump` output byte for byte. Only what the file's own minor
+ * defines is rendered (generated/minors.ts, derived from schema/history/): a
+ * newer minor's field is left out, its enum values are integers, its union
+ * members are a VersionError, as a reader of the file's minor would do.
  */
 import { ElemDesc, FieldDesc, ScalarKind, SCALAR_SIZE, StructDesc, TableDesc, EnumDesc } from './descriptor.js';
 import { elemSize } from './verify.js';
-import { EncodingError } from './errors.js';
+import { EncodingError, VersionError } from './errors.js';
+import { ENUM_VALUE_MINOR, FIELD_MINOR, SCHEMA_VERSION, UNION_MEMBER_MINOR } from './generated/minors.js';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 const f64 = new Float64Array(1);
@@ -76,8 +80,13 @@ export function widenFloat32Bits(b: number): bigint {
 
 export class Dumper {
   private readonly view: DataView;
-  constructor(private readonly buf: Uint8Array, private readonly ctx: { file?: string; section?: string } = {}) {
+  constructor(private readonly buf: Uint8Array, private readonly ctx: { file?: string; section?: string } = {},
+              private readonly minor: number = SCHEMA_VERSION[1]) {
     this.view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+  }
+
+  private enumName(e: EnumDesc, valueText: string): string {
+    return (ENUM_VALUE_MINOR[e.name]?.[valueText] ?? 0) > this.minor ? valueText : enumName(e, valueText);
   }
 
   scalar(pos: number, kind: ScalarKind, enumDesc?: EnumDesc): string {
@@ -96,7 +105,7 @@ export class Dumper {
       case 'float32': return bitsHex(widenFloat32Bits(v.getUint32(pos, true)));
       case 'float64': return bitsHex(v.getBigUint64(pos, true));
     }
-    return enumDesc ? enumName(enumDesc, text) : text;
+    return enumDesc ? this.enumName(enumDesc, text) : text;
   }
 
   defaultScalar(f: Extract<FieldDesc, { kind: 'scalar' }>): string {
@@ -104,7 +113,7 @@ export class Dumper {
     if (f.scalar === 'bool') return d ? 'true' : 'false';
     if (f.scalar === 'float32' || f.scalar === 'float64') return bitsHex(numberBits(Number(d)));
     const text = typeof d === 'bigint' ? d.toString() : String(Number(d));
-    return f.enumDesc ? enumName(f.enumDesc, text) : text;
+    return f.enumDesc ? this.enumName(f.enumDesc, text) : text;
   }
 
   string(pos: number, path: string): string {
@@ -131,13 +140,19 @@ export class Dumper {
     const vsize = v.getUint16(vtable, true);
     const slot = (vt: number) => (vt < vsize ? v.getUint16(vtable + vt, true) : 0);
     const parts: string[] = [];
+    const newer = FIELD_MINOR[desc.name];
     for (const { key, field: f, unionType } of desc.keyOrder) {
+      if (newer && (newer[f.name] ?? 0) > this.minor) continue;
       const fpath = path ? `${path}.${key}` : key;
       let text: string;
       if (f.kind === 'union') {
         const to = slot(f.typeVt);
         const type = to ? v.getUint8(pos + to) : 0;
         const member = f.members[type] ?? null;
+        if (type !== 0 && (UNION_MEMBER_MINOR[f.enumDesc.name]?.[String(type)] ?? 0) > this.minor) {
+          throw new VersionError('union member defined by a minor newer than the file\'s (SPEC.md section 8)',
+            { ...this.ctx, path: `${fpath}_type`, expected: `a member of minor <= ${this.minor}`, got: type });
+        }
         if (unionType) {
           text = type === 0 ? '"NONE"' : enumName(f.enumDesc, String(type));
         } else {

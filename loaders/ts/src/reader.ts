@@ -152,7 +152,8 @@ export class Pt2fFile {
   /** The canonical dump (SPEC.md §6) of the whole file, newline included. */
   dump(): string {
     const d = schemaDescriptor();
-    const tree = new Dumper(this.programBytes, { file: this.opts.file, section: sectionName(this.sections[0]!) }).table(this.rootPos, d.root, '');
+    const tree = new Dumper(this.programBytes, { file: this.opts.file, section: sectionName(this.sections[0]!) },
+      this.header.formatMinor).table(this.rootPos, d.root, '');
     const crcs: string[] = [];
     const n = this.package().storagesLength();
     for (let i = 0; i < n; i++) crcs.push(crc32Hex(crc32(this.storageBytes(i))));

@@ -12,7 +12,7 @@
  * and rejects vtables of 32 KiB or more, whose entries the JS runtime would
  * read as negative offsets.
  */
-import { EncodingError, LimitError, Pt2fError } from './errors.js';
+import { EncodingError, LimitError, Pt2fError, VersionError } from './errors.js';
 import { ElemDesc, FieldDesc, SCALAR_SIZE, StructDesc, TableDesc } from './descriptor.js';
 
 export interface VerifyLimits {
@@ -117,7 +117,9 @@ class Walker {
       if (type === 0) return;
       const member = f.members[type];
       if (!member) {
-        this.err('union type unknown to this reader (newer schema minor?)', pos + to, `${path}_type`, `0..${f.members.length - 1}`, type);
+        // The model cannot hold it and dropping it would change the program (SPEC.md §8).
+        throw new VersionError('union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)',
+          { ...this.ctx, offset: pos + to, path: `${path}_type`, expected: `0..${f.members.length - 1}`, got: type });
       }
       if (!o) this.err(`union ${f.name} has a type but no value`, pos, path, member.name, 'absent');
       this.table(this.offset(pos + o, `${f.name} value`, path), member, depth + 1, path);

@@ -9,7 +9,7 @@ import pytest
 
 from pt2format import _codecs as C
 from pt2format._generated import model as M
-from pt2format.errors import EncodingError, LimitError
+from pt2format.errors import EncodingError, LimitError, VersionError
 
 import codec_strategies as S
 
@@ -51,7 +51,7 @@ def test_mp_int_out_of_int32_range():
 def test_mp_unknown_union_type_index():
     tree = mp_tree()
     _mp_node_input(tree)[1] = 99
-    with pytest.raises(EncodingError, match="union type index unknown") as e:
+    with pytest.raises(VersionError, match="newer minor") as e:  # SPEC.md section 8
         C.decode(msgpack.packb(tree), "msgpack")
     assert e.value.path == f"{NODE_INPUT}.value_type"
 
@@ -150,26 +150,35 @@ def test_js_int_out_of_int32_range(schema):
 def test_js_unknown_union_type_name(schema):
     doc = js_doc()
     doc["programs"][0]["graph"]["nodes"][0]["inputs"][0]["value_type"] = "Bogus"
-    with pytest.raises(EncodingError) as e:
+    with pytest.raises(VersionError, match="newer minor") as e:  # SPEC.md section 8
         C.decode(_js(doc), "json", json_schema=schema)
     assert e.value.path == f"{NODE_INPUT}.value_type"
 
 
 @pytest.mark.parametrize("schema", [True, False])
-def test_js_unknown_field_name(schema):
+@pytest.mark.parametrize("extra", ["red", {"a:b": [{"x": "y:z"}]}, [1, {"k": 2}]])
+def test_js_unknown_field_name_is_ignored(schema, extra):
+    """A newer minor's field: JSON readers ignore unknown keys (SPEC.md section 8)."""
     doc = js_doc()
-    doc["programs"][0]["graph"]["nodes"][0]["colour"] = "red"
-    with pytest.raises(EncodingError) as e:
-        C.decode(_js(doc), "json", json_schema=schema)
-    assert e.value.path == "programs[0].graph.nodes[0]"
-    assert "colour" in str(e.value)
+    want = C.decode(_js(doc), "json", json_schema=schema)
+    doc["programs"][0]["graph"]["nodes"][0]["colour"] = extra
+    doc["colour:2"] = extra
+    got = C.decode(_js(doc), "json", json_schema=schema)
+    assert C.encode(got, "json") == C.encode(want, "json")
+
+
+@pytest.mark.parametrize("schema", [True, False])
+def test_js_duplicate_key_inside_an_unknown_field_rejected(schema):
+    text = _js(js_doc()).replace(b'{', b'{"colour": {"a": 1, "a": 2},', 1)
+    with pytest.raises(EncodingError, match="duplicate"):
+        C.decode(text, "json", json_schema=schema)
 
 
 @pytest.mark.parametrize("schema", [True, False])
 def test_js_unknown_enum_name(schema):
     doc = js_doc()
     doc["programs"][0]["graph"]["nodes"][0]["inputs"][0]["kind"] = "SIDEWAYS"
-    with pytest.raises(EncodingError) as e:
+    with pytest.raises(VersionError, match="newer minor") as e:  # SPEC.md section 8
         C.decode(_js(doc), "json", json_schema=schema)
     assert e.value.path == f"{NODE_INPUT}.kind"
 

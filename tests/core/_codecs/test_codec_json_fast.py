@@ -218,3 +218,32 @@ def test_escaped_colons_and_key_escapes_decode():
     text = C.encode(pkg, "json").decode()
     text = text.replace("a:b::c", "a\\u003ab\\u003A:c").replace('"name"', '"na\\u006de"')
     assert C.decode(text.encode(), "json") == pkg
+
+
+# ---------------------------------------------------------------------------
+# Unknown keys (a newer minor's fields, SPEC.md section 8.2)
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("extra", ['"a:b"', '{"k:1": ["x:y", {"z": ":"}]}', '[1, {"q": 2}]', "null"])
+def test_fast_path_ignores_unknown_keys_and_still_proves_no_duplicates(extra):
+    """The generated decoder skips unknown keys and counts their ':' so the proof still holds."""
+    pkg = _colon_package()
+    text = C.encode(pkg, "json").decode()
+    newer = text.replace('"name": "a:b::c"', f'"future:key": {extra}, "name": "a:b::c"', 1).encode()
+    assert newer != text.encode()
+    tree, members, strings = J._gen.decode_tree(json.loads(newer), 128)
+    assert tree == pkg
+    assert J._no_duplicate_keys(newer.decode(), members, strings)
+    assert C.decode(newer, "json") == pkg
+    with reflection_only():
+        assert C.decode(newer, "json") == pkg
+
+
+def test_duplicate_key_inside_an_unknown_key_is_not_proven_absent():
+    pkg = _colon_package()
+    text = C.encode(pkg, "json").decode()
+    dup = text.replace('"name": "a:b::c"', '"future": {"a": 1, "a": 2}, "name": "a:b::c"', 1)
+    tree, members, strings = J._gen.decode_tree(json.loads(dup), 128)
+    assert not J._no_duplicate_keys(dup, members, strings)
+    with pytest.raises(EncodingError, match="duplicate"):
+        C.decode(dup.encode(), "json")

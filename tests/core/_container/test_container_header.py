@@ -19,14 +19,14 @@ from pt2format.errors import (  # noqa: E402
 
 
 def build(sections, *, major=1, minor=0, features=0, trailing=b""):
-    """A whole file: header, then each (kind, encoding, alignment, payload) at its next aligned offset."""
+    """A whole file: header, then each (kind, encoding, alignment, payload[, flags]) at its next aligned offset."""
     count = len(sections)
     cursor = 64 + 48 * count
     entries, body = [], bytearray()
-    for kind, enc, align, payload in sections:
+    for kind, enc, align, payload, *flags in sections:
         start = (cursor + align - 1) // align * align
         body += bytes(start - cursor) + payload
-        entries.append(SectionEntry(kind, enc, align, start, len(payload), 1, zlib.crc32(payload)))
+        entries.append(SectionEntry(kind, enc, align, start, len(payload), 1, zlib.crc32(payload), *flags))
         cursor = start + len(payload)
     head = pack_header(Header(major, minor, features, cursor + len(trailing), tuple(entries)))
     return bytearray(head + body + trailing)
@@ -131,19 +131,35 @@ def test_unknown_required_feature():
     assert "0x80" in str(e.value)
 
 
-def test_flags_and_reserved_must_be_zero():
-    with pytest.raises(HeaderError, match="flags"):
-        unpack_header(patch(build([PROGRAM]), 20, "<I", 1))
-    with pytest.raises(HeaderError, match="reserved"):
-        unpack_header(patch(build([PROGRAM]), 50, "<B", 1))
-    with pytest.raises(HeaderError, match="reserved"):
-        unpack_header(patch(build([PROGRAM]), entry_offset(0) + 40, "<B", 1))
+def test_flags_and_reserved_bytes_are_ignored():
+    """Writers write zero; readers ignore them, so a later minor can use them (SPEC.md section 8)."""
+    for at, fmt in ((20, "<I"), (50, "<B"), (entry_offset(0) + 32, "<I"), (entry_offset(0) + 40, "<B")):
+        h = unpack_header(patch(build([PROGRAM, DATA]), at, fmt, 0x80))
+        assert [s.kind for s in h.sections] == [1, 2]
+    assert unpack_header(patch(build([PROGRAM]), entry_offset(0) + 32, "<I", 6)).sections[0].flags == 6
 
 
 def test_unknown_section_kind():
     with pytest.raises(HeaderError, match="kind") as e:
         unpack_header(patch(build([PROGRAM, DATA]), entry_offset(1), "<H", 9))
     assert e.value.section == "1 (kind 9)"
+
+
+def test_unknown_optional_section_kind_is_kept_and_skipped():
+    h = unpack_header(build([PROGRAM, (9, 5, 16, b"X" * 7, 1), DATA]))
+    assert [(s.kind, s.known, s.flags) for s in h.sections] == [(1, True, 0), (9, False, 1), (2, True, 0)]
+    assert h.sections[1].label(1) == "1 (kind 9)"
+
+
+@pytest.mark.parametrize("patch_at, fmt, value, err", [
+    (4, "<I", 12, SegmentError),  # alignment not a power of two
+    (4, "<I", 4, SegmentError),  # alignment below 8
+    (24, "<I", 2, HeaderError),  # unknown checksum kind
+])
+def test_unknown_optional_section_still_checked(patch_at, fmt, value, err):
+    data = build([PROGRAM, (9, 5, 16, b"X" * 7, 1)])
+    with pytest.raises(err):
+        unpack_header(patch(data, entry_offset(1) + patch_at, fmt, value))
 
 
 @pytest.mark.parametrize("index, value", [(0, 0), (0, 4), (1, 1)])

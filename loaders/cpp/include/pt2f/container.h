@@ -28,6 +28,8 @@ enum class ProgramEncoding : uint16_t { FlatBuffers = 1, MsgPack = 2, Json = 3 }
 constexpr uint16_t kDataEncodingRaw = 0;
 constexpr uint32_t kChecksumNone = 0;
 constexpr uint32_t kChecksumCrc32 = 1;
+/// Section-entry flag: a reader that does not know the section's kind skips it (SPEC.md §3, §8).
+constexpr uint32_t kSectionOptional = 0x1;
 
 /// One section-table entry (SPEC.md §3), as stored.
 struct Section {
@@ -38,6 +40,7 @@ struct Section {
   uint64_t length = 0;
   uint32_t checksum_kind = 0;
   uint32_t checksum = 0;
+  uint32_t flags = 0;  // bit 0: OPTIONAL; other bits ignored
 };
 
 /// The header (SPEC.md §2) and its section table, after every check passed.

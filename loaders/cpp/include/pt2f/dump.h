@@ -14,6 +14,9 @@ namespace pt2f {
 std::string canonical_dump(const File &file);
 
 /// Append the rendering of the verified root table (the "package" value).
-void append_package_json(std::string &out, const pt2format::Package *package);
+/// The package tree as the file's format minor `minor` defines it (SPEC.md §6): fields of a
+/// newer minor are left out, enum values of a newer minor are integers, union members of a
+/// newer minor are a VersionError.
+void append_package_json(std::string &out, const pt2format::Package *package, uint16_t minor);
 
 }  // namespace pt2f
