@@ -301,7 +301,9 @@ def apply_op(op: int, a: list, w: str):
         except ValueError:
             raise _Fail(f"{w}: math domain error") from None
         except OverflowError:
-            raise _Fail(f"{w}: math range error") from None
+            # torch falls back to sympy, whose exp/sinh/cosh overflow to infinity
+            x = _to_float(a[0])
+            return -math.inf if op == O.SINH and x < 0 else math.inf
     if op == O.WHERE:
         _arity(a, 3, 3, w)
         return a[1] if _bool(a[0], w) else a[2]

@@ -15,6 +15,12 @@ namespace detail {
 
 void fail(const std::string &msg) { throw Error(ErrorKind::Evaluation, msg); }
 
+// Integers are 64-bit by specification (SPEC.md, "Symbolic expressions"):
+// leaving that range is a LimitError in every reader, not a domain error.
+void fail_overflow(const std::string &what) {
+  throw Error(ErrorKind::Limit, what + ": integer overflow (integers are 64-bit)");
+}
+
 const char *op_name(pt2format::SymOp op) {
   const char *n = pt2format::EnumNameSymOp(op);
   return (n && *n) ? n : "unknown op";
@@ -22,7 +28,7 @@ const char *op_name(pt2format::SymOp op) {
 
 int64_t fit(i128 v, const char *what) {
   if (v > INT64_MAX || v < INT64_MIN)
-    fail(std::string(what) + ": integer overflow (this reader evaluates integers in 64 bits)");
+    fail_overflow(what);
   return int64_t(v);
 }
 
@@ -199,7 +205,7 @@ SymValue power_exact(const Q &base, int64_t e, const char *what) {
   i128 rn = 1, rd = 1, bn = base.n, bd = base.d;
   const i128 lim = i128(1) << 100;
   auto check = [&](i128 v) {
-    if (v > lim || v < -lim) fail(std::string(what) + ": integer overflow (this reader evaluates integers in 64 bits)");
+    if (v > lim || v < -lim) fail_overflow(what);
   };
   while (k) {
     if (k & 1) {
@@ -239,7 +245,7 @@ double checked_float(double v, const char *what) {
 int64_t float_to_int(double v, const char *what) {
   if (!std::isfinite(v)) fail(std::string(what) + ": cannot convert infinity or NaN to an integer");
   if (v >= 9223372036854775808.0 || v < -9223372036854775808.0)
-    fail(std::string(what) + ": integer overflow (this reader evaluates integers in 64 bits)");
+    fail_overflow(what);
   return int64_t(v);
 }
 

@@ -24,6 +24,7 @@ struct Q {
 [[noreturn]] void fail(const std::string &msg);
 const char *op_name(pt2format::SymOp op);
 /// v as int64, or an overflow error naming `what`.
+[[noreturn]] void fail_overflow(const std::string &what);
 int64_t fit(i128 v, const char *what);
 i128 gcd128(i128 a, i128 b);
 Q make_q(i128 n, i128 d);
