@@ -221,3 +221,32 @@ def torch_value(expr, symbols, values):
     if isinstance(v, sympy.Float):
         return float(v)
     return Err("")
+
+
+def python_value(expr, values):
+    """The Python evaluator's value of `expr` (its own pool), or Err."""
+    from pt2format._symeval import UNKNOWN, EvalFailure, evaluate_pool
+    from pt2format.errors import LimitError
+    from pt2format.exporter._symbols import SymbolTable
+
+    table = SymbolTable(None)
+    root = table.expr(expr)
+    hints = [values[s.name] for s in table.symbols]
+    try:
+        vals = evaluate_pool(table.exprs, hints)
+    except LimitError as e:
+        return Err("overflow" if "overflow" in str(e) else str(e))
+    v = vals[root]
+    assert v is not UNKNOWN
+    return Err(v.reason) if isinstance(v, EvalFailure) else v
+
+
+def same(got, want) -> bool:
+    if isinstance(want, Err):
+        return isinstance(got, Err) and str(want) in str(got)
+    if isinstance(got, Err) or isinstance(got, bool) != isinstance(want, bool):
+        return False
+    if isinstance(want, float):
+        return isinstance(got, float) and (got == want or (math.isnan(got) and math.isnan(want))) \
+            and math.copysign(1, got) == math.copysign(1, want)
+    return type(got) is type(want) and got == want

@@ -203,7 +203,10 @@ SymValue power_exact(const Q &base, int64_t e, const char *what) {
   if (e < 0 && base.n == 0) fail(std::string(what) + ": zero to a negative power");
   uint64_t k = e < 0 ? uint64_t(-(e + 1)) + 1 : uint64_t(e);
   i128 rn = 1, rd = 1, bn = base.n, bd = base.d;
-  const i128 lim = i128(1) << 100;
+  // Base powers are coprime, so no partial product ever shrinks: one beyond
+  // 2^63 means the result overflows. Keeping every factor within 2^63 keeps
+  // each product within 2^126, so the 128-bit arithmetic itself never wraps.
+  const i128 lim = i128(1) << 63;
   auto check = [&](i128 v) {
     if (v > lim || v < -lim) fail_overflow(what);
   };
