@@ -73,6 +73,7 @@ class ShapeBuilder:
     def __init__(self, program, path: str = "program"):
         self.path = path
         self.pool = program.sym_exprs
+        self._program_symbols = program.symbols
         self.shape_env = ShapeEnv(assume_static_by_default=True)
         env = self.shape_env
         self.symbols: list[sympy.Symbol] = []
@@ -209,6 +210,12 @@ class ShapeBuilder:
         if isinstance(v, Fraction):
             return float(v)
         return v
+
+    def is_float_symbol(self, i: int) -> bool:
+        """Whether pool entry `i` is a FLOAT symbol, whose ranges are float ranges (SPEC.md §8.2)."""
+        node = self.pool[i] if 0 <= i < len(self.pool) else None
+        return node is not None and node.kind == SymExprKind.SYMBOL and node.symbol < len(self.symbols) \
+            and self._program_symbols[node.symbol].kind == SymbolKind.FLOAT
 
     # -- values ----------------------------------------------------------------
     def sym_int(self, s, path):

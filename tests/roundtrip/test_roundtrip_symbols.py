@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import pytest
 import sympy
+import torch
 from torch.utils._sympy import functions as F
 from torch.utils._sympy.numbers import int_oo
 from torch.utils._sympy.value_ranges import ValueRanges
 
+import pt2format
 from pt2format._generated import model as m
 from pt2format.errors import ExportError, LoadError
 from pt2format.exporter._symbols import SymbolTable
@@ -181,3 +183,33 @@ def test_wrong_arity_is_refused():
                                 m.SymExpr(kind=m.SymExprKind.APPLY, op=m.SymOp.FLOOR_DIV, args=[0])])
     with pytest.raises(LoadError, match="operands"):
         ShapeBuilder(prog).expr(1)
+
+
+class _FloatFromData(torch.nn.Module):
+    """A program whose float is dynamic: `.item()` of a float tensor is an unbacked float symbol."""
+
+    def forward(self, x):
+        v = x.sum().item()
+        return x * v + v
+
+
+def test_dynamic_float_program_round_trips(tmp_path):
+    with torch._dynamo.config.patch(capture_scalar_outputs=True):
+        ep = torch.export.export(_FloatFromData(), (torch.randn(3),))
+    path = tmp_path / "float.pt2f"
+    pt2format.save(ep, path)
+    back = pt2format.load(path)
+    # Same ranges as torch's own, float infinities included (torch's own serializer turns them into int_oo).
+    assert {str(k): v for k, v in back.range_constraints.items()} == \
+        {str(k): v for k, v in ep.range_constraints.items()}
+    for k, v in back.range_constraints.items():
+        want = next(w for s, w in ep.range_constraints.items() if str(s) == str(k))
+        assert type(v.lower) is type(want.lower) and type(v.upper) is type(want.upper)
+        assert v.is_float == want.is_float
+    (sym,) = [s for s in back.range_constraints]
+    (orig,) = [s for s in ep.range_constraints]
+    assert sym.assumptions0 == orig.assumptions0
+    for x in (torch.randn(3), torch.tensor([1.5, -2.0, 1e3])):  # other values of the float, same shape
+        torch.testing.assert_close(back.module()(x), ep.module()(x))
+    pt2format.save(back, tmp_path / "again.pt2f")
+    assert (tmp_path / "again.pt2f").read_bytes() == path.read_bytes()
