@@ -37,12 +37,21 @@ def _base():
 
 
 def hostile_file(tmp_path, build):
-    """The small dynamic program with nodes appended to its pool by `build(pool, symbol_node)`."""
+    """The small dynamic program with nodes appended to its pool by `build(pool, symbol_node)`, the last one used."""
     pkg0, data = _base()
     pkg = copy.deepcopy(pkg0)
     prog = pkg.programs[0]
     sym_node = next(i for i, e in enumerate(prog.sym_exprs) if e.kind == K.SYMBOL)
     build(prog, sym_node)
+    # Something must use the last node, or a lazy reader never builds it: a
+    # range constraint (built at load) and the input's size (whose hint a
+    # fake tensor needs).
+    last = len(prog.sym_exprs) - 1
+    prog.range_constraints.append(m.RangeConstraint(expr=last, range=m.ValueRange()))
+    for tv in prog.graph.tensor_values:
+        for size in tv.meta.sizes:
+            if size.expr == sym_node:
+                size.expr = last
     path = tmp_path / "hostile.pt2f"
     # The writer validates, and would refuse this pool: lay the file out without it.
     with mock.patch("pt2format._api.validate_package", lambda *a, **k: None):
@@ -80,6 +89,11 @@ def symbolic_chain_of_squarings(prog, s):
 
 def power_with_large_hint(prog, s):
     prog.symbols[0].hint = 1 << 40
+    apply(prog, O.POW, s, const(prog, 10 ** 9))
+
+
+def hint_overflow(prog, s):
+    prog.symbols[0].hint = 1 << 40
     apply(prog, O.POW_BY_NATURAL, s, const(prog, 50))
 
 
@@ -89,7 +103,7 @@ def symbolic_huge_power(prog, s):
 
 CASES = {"huge_exponent": (huge_exponent, "overflow"), "chain_of_squarings": (chain_of_squarings, "overflow"),
          "symbolic_chain_of_squarings": (symbolic_chain_of_squarings, "degree"),
-         "power_with_large_hint": (power_with_large_hint, "overflow"),
+         "power_with_large_hint": (power_with_large_hint, "degree"), "hint_overflow": (hint_overflow, "overflow"),
          "symbolic_huge_power": (symbolic_huge_power, "degree")}
 
 
