@@ -129,6 +129,8 @@ def _exact_root(v: int, q: int) -> int:
         return -1
     if v < 2 or q == 1:
         return v
+    if q > 63:
+        return -1  # c ** q >= 2 ** 64 > v for every c >= 2; never compute it
     r = round(v ** (1.0 / q))
     for c in range(max(0, r - 1), r + 2):
         if c ** q == v:
@@ -276,7 +278,7 @@ def apply_op(op: int, a: list, w: str):
     if op == O.ROUND_DECIMAL:
         _arity(a, 2, 2, w)
         x, n = _num(a[0], w), _int(a[1], w)
-        return _fit(round(x, n)) if isinstance(x, int) else round(_to_float(x), n)
+        return round(_to_float(x), n)  # a float even for an integer operand, as torch's RoundDecimal
     if op == O.TO_FLOAT:
         _arity(a, 1, 1, w)
         return _to_float(_num(a[0], w))

@@ -42,3 +42,20 @@ def test_int_oo_is_a_bound_not_a_number():
     pool = _pool(dict(kind=m.SymExprKind.INT_POSITIVE_INFINITY), dict(kind=m.SymExprKind.POSITIVE_INFINITY))
     a, b = evaluate_pool(pool, [])
     assert isinstance(a, EvalFailure) and b == math.inf
+
+
+def test_extreme_operands_finish_with_torchs_value():
+    """Operands whose naive evaluation would never finish (2 ** 10**18 tried as a root, 10 ** 10**18)."""
+    import sympy
+    from torch.utils._sympy import functions as F
+
+    cases = [F.PowByNatural(sympy.Integer(-1), sympy.Integer((1 << 62) + 1)),
+             sympy.Pow(sympy.Integer(2), sympy.Rational(1, 10 ** 18), evaluate=False),
+             F.PowByNatural(sympy.Integer(1), sympy.Integer(1 << 62))]
+    for e in cases:
+        want = R.torch_value(e.doit() if isinstance(e, sympy.Pow) else e, {}, {})
+        assert R.same(R.python_value(e, {}), want), e
+    pool = _pool(dict(kind=m.SymExprKind.INTEGER, int_value=123), dict(kind=m.SymExprKind.INTEGER, int_value=-10 ** 18),
+                 dict(kind=m.SymExprKind.APPLY, op=m.SymOp.ROUND_DECIMAL, args=[0, 1]))
+    assert R.same(evaluate_pool(pool, [])[2], R.torch_value(F.RoundDecimal(sympy.Integer(123), sympy.Integer(-10 ** 18)),
+                                                             {}, {}))

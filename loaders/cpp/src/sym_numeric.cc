@@ -231,6 +231,7 @@ SymValue power_exact(const Q &base, int64_t e, const char *what) {
 int64_t exact_root(int64_t v, int64_t q) {
   if (v < 0 || q <= 0) return -1;
   if (v < 2 || q == 1) return v;
+  if (q > 63) return -1;  // c^q >= 2^64 > v for every c >= 2; the loop below would run q times for c <= 1
   int64_t r = int64_t(std::llround(std::pow(double(v), 1.0 / double(q))));
   for (int64_t c = std::max<int64_t>(0, r - 1); c <= r + 1; ++c) {
     i128 p = 1;
@@ -292,20 +293,6 @@ double round_decimal(double x, int64_t n) {
   return 0.0 * x;
 }
 
-int64_t py_int_round(int64_t v, int64_t n, const char *what) {
-  if (n >= 0) return v;
-  if (n < -19) return 0;
-  i128 p = 1;
-  for (int64_t i = 0; i < -n; ++i) p *= 10;
-  i128 q = v / p, r = v % p;
-  if (r < 0) {
-    r += p;
-    q -= 1;
-  }
-  // v = q*p + r, 0 <= r < p: round half to even
-  if (2 * r > p || (2 * r == p && (q & 1))) q += 1;
-  return fit(q * p, what);
-}
 
 
 }  // namespace detail

@@ -54,8 +54,6 @@ int64_t float_to_int(double v, const char *what);
 double round_half_even(double x);
 /// Python's round(x, n) for floats.
 double round_decimal(double x, int64_t n);
-/// Python's round(v, n) for ints.
-int64_t py_int_round(int64_t v, int64_t n, const char *what);
 
 }  // namespace detail
 }  // namespace pt2f

@@ -253,7 +253,7 @@ SymValue apply_sym_op(pt2format::SymOp op, const std::vector<SymValue> &a) {
       arity(a, 2, 2, w);
       need_number(a[0], w);
       const int64_t n = need_int(a[1], w);
-      if (a[0].kind == Kind::Int) return SymValue::integer(py_int_round(a[0].num, n, w));
+      // A float even for an integer operand: torch's RoundDecimal is round(float(x), n).
       return SymValue::real(round_decimal(to_double(a[0]), n));
     }
     case O::TO_FLOAT:

@@ -212,10 +212,11 @@ void test_sym_ops() {
   CHECK_EQ(ap(Op::ROUND_DECIMAL, {F(1250.0), I(-2)}), F(1200.0));
   CHECK_EQ(ap(Op::ROUND_DECIMAL, {F(51.0), I(-2)}), F(100.0));
   CHECK_EQ(ap(Op::ROUND_DECIMAL, {F(50.0), I(-2)}), F(0.0));
-  CHECK_EQ(ap(Op::ROUND_DECIMAL, {I(1250), I(-2)}), I(1200));
-  CHECK_EQ(ap(Op::ROUND_DECIMAL, {I(1350), I(-2)}), I(1400));
-  CHECK_EQ(ap(Op::ROUND_DECIMAL, {I(-1350), I(-2)}), I(-1400));
-  CHECK_EQ(ap(Op::ROUND_DECIMAL, {I(17), I(3)}), I(17));
+  // torch's RoundDecimal is round(float(x), n): a float even for an integer.
+  CHECK_EQ(ap(Op::ROUND_DECIMAL, {I(1250), I(-2)}), F(1200.0));
+  CHECK_EQ(ap(Op::ROUND_DECIMAL, {I(1350), I(-2)}), F(1400.0));
+  CHECK_EQ(ap(Op::ROUND_DECIMAL, {I(-1350), I(-2)}), F(-1400.0));
+  CHECK_EQ(ap(Op::ROUND_DECIMAL, {I(17), I(3)}), F(17.0));
   CHECK_EQ(ap(Op::TO_FLOAT, {I(3)}), F(3.0));
   CHECK_EQ(ap(Op::IDENTITY, {R(1, 2)}), R(1, 2));
   CHECK_EQ(ap(Op::ABS, {I(-5)}), I(5));
