@@ -324,11 +324,16 @@ def apply_op(op: int, a: list, w: str):
     raise _Fail(f"operation {int(op)} is unspecified or unknown to this reader")
 
 
+_OP_NAMES = {int(o): o.name for o in O}
+_SYMBOL, _INTEGER, _RATIONAL, _FLOAT, _BOOLEAN, _APPLY = (int(k) for k in (K.SYMBOL, K.INTEGER, K.RATIONAL, K.FLOAT,
+                                                                          K.BOOLEAN, K.APPLY))
+_LAZY = frozenset((int(O.PIECEWISE), int(O.WHERE)))
+_POWS = frozenset((int(O.POW), int(O.POW_BY_NATURAL)))
+_MUL = int(O.MUL)
+
+
 def _op_name(op: int) -> str:
-    try:
-        return O(op).name
-    except ValueError:
-        return f"op {int(op)}"
+    return _OP_NAMES.get(op) or f"op {int(op)}"
 
 
 def evaluate_pool(exprs, symbol_values, *, path: str = "sym_exprs", max_degree: int = MAX_SYM_DEGREE,
@@ -351,21 +356,21 @@ def evaluate_pool(exprs, symbol_values, *, path: str = "sym_exprs", max_degree: 
         if steps > max_steps:
             raise LimitError("symbolic evaluation budget exhausted", path=f"{path}[{i}]",
                              expected=f"<= {max_steps} steps", got=steps)
-        if kind == K.SYMBOL:
+        if kind == _SYMBOL:
             degree[i] = 1
             vals[i] = symbol_values[e.symbol] if e.symbol < len(symbol_values) else UNKNOWN
             continue
-        if kind == K.INTEGER:
+        if kind == _INTEGER:
             vals[i] = e.int_value
             continue
-        if kind == K.RATIONAL:
+        if kind == _RATIONAL:
             vals[i] = Fraction(e.int_value, e.denominator) if e.denominator > 1 else \
                 EvalFailure(i, "RATIONAL denominator must be greater than 1")
             continue
-        if kind == K.FLOAT:
+        if kind == _FLOAT:
             vals[i] = float(e.float_value)
             continue
-        if kind == K.BOOLEAN:
+        if kind == _BOOLEAN:
             vals[i] = bool(e.bool_value)
             continue
         if kind == K.POSITIVE_INFINITY:
@@ -377,10 +382,10 @@ def evaluate_pool(exprs, symbol_values, *, path: str = "sym_exprs", max_degree: 
         if kind in (K.INT_POSITIVE_INFINITY, K.INT_NEGATIVE_INFINITY):
             vals[i] = EvalFailure(i, "integer infinity is a bound, not a number")
             continue
-        if kind != K.APPLY:
+        if kind != _APPLY:
             vals[i] = EvalFailure(i, f"expression kind {int(kind)} is unspecified or unknown to this reader")
             continue
-        if any(a >= i for a in args):
+        if max(args, default=0) >= i and args:
             vals[i] = EvalFailure(i, "operand must come earlier in the pool")
             continue
         op = e.op
@@ -393,22 +398,22 @@ def evaluate_pool(exprs, symbol_values, *, path: str = "sym_exprs", max_degree: 
 
 
 def _degree(op, args, exprs, degree) -> int:
-    if op == O.MUL:
-        return sum(degree[a] for a in args)
-    if op in (O.POW, O.POW_BY_NATURAL) and len(args) == 2:
+    if op == _MUL:
+        return sum(map(degree.__getitem__, args))
+    if op in _POWS and len(args) == 2:
         base, ex = degree[args[0]], exprs[args[1]]
         if ex.kind == K.INTEGER:
             return base * abs(ex.int_value) if base else 0
         if ex.kind == K.RATIONAL and ex.denominator > 0:
             return base * -(-abs(ex.int_value) // ex.denominator) if base else 0
         return base + degree[args[1]]
-    return max((degree[a] for a in args), default=0)
+    return max(map(degree.__getitem__, args), default=0)
 
 
 def _apply_node(i, op, args, vals, path):
     w = _op_name(op)
     try:
-        if op in (O.PIECEWISE, O.WHERE):
+        if op in _LAZY:
             # Lazy, as sympy is: only the conditions up to the first true one and its value matter.
             pairs = [(args[k], args[k + 1]) for k in range(0, len(args) - 1, 2)] if op == O.PIECEWISE else \
                 ([(args[1], args[0]), (args[2], None)] if len(args) == 3 else None)
@@ -425,10 +430,10 @@ def _apply_node(i, op, args, vals, path):
             raise _Fail(f"{w}: no condition holds")
         a = [vals[k] for k in args]
         for v in a:
-            if isinstance(v, EvalFailure):
-                return v
-        if any(v is UNKNOWN for v in a):
-            return UNKNOWN
+            if v is UNKNOWN or type(v) is EvalFailure:
+                # A failure wins over an unknown operand: it will fail whatever the symbol's value.
+                fail = next((x for x in a if type(x) is EvalFailure), None)
+                return fail if fail is not None else UNKNOWN
         return apply_op(op, a, w)
     except _Fail as f:
         return EvalFailure(i, str(f))
