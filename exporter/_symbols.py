@@ -76,18 +76,26 @@ _APPLY_OPS: dict[type, int] = {
     F.BitwiseFn_bitwise_and: SymOp.BITWISE_AND,
     F.BitwiseFn_bitwise_or: SymOp.BITWISE_OR,
     F.BitwiseFn_bitwise_xor: SymOp.BITWISE_XOR,
-    F.OpaqueUnaryFn_log2: SymOp.LOG2,
-    F.OpaqueUnaryFn_sqrt: SymOp.SQRT,
-    F.OpaqueUnaryFn_exp: SymOp.EXP,
-    F.OpaqueUnaryFn_log: SymOp.LOG,
+    F.Where: SymOp.WHERE,
+    F.ModularIndexing: SymOp.MODULAR_INDEXING,
+    F.IsNonOverlappingAndDenseIndicator: SymOp.IS_NON_OVERLAPPING_AND_DENSE,
 }
-_OPAQUE_UNARY = {"log2": SymOp.LOG2, "sqrt": SymOp.SQRT, "exp": SymOp.EXP, "log": SymOp.LOG}
+# torch's OpaqueUnaryFn_<name> classes (float math on one operand), by handler name.
+# LShift, RShift and CeilDiv never survive construction (they become Mul/FloorDiv/
+# CleanDiv with PowByNatural), so they need no op of their own.
+OPAQUE_UNARY = {
+    "log2": SymOp.LOG2, "sqrt": SymOp.SQRT, "exp": SymOp.EXP, "log": SymOp.LOG, "sin": SymOp.SIN,
+    "cos": SymOp.COS, "tan": SymOp.TAN, "asin": SymOp.ASIN, "acos": SymOp.ACOS, "atan": SymOp.ATAN,
+    "sinh": SymOp.SINH, "cosh": SymOp.COSH, "tanh": SymOp.TANH, "asinh": SymOp.ASINH,
+}
+for _name, _op in OPAQUE_UNARY.items():
+    _APPLY_OPS[getattr(F, "OpaqueUnaryFn_" + _name)] = _op
 
 
 def _apply_op(e) -> int | None:
     op = _APPLY_OPS.get(type(e))
     if op is None and getattr(type(e), "_torch_unpickler", None) is F.make_opaque_unary_fn:
-        op = _OPAQUE_UNARY.get(getattr(type(e), "_torch_handler_name", None))
+        op = OPAQUE_UNARY.get(getattr(type(e), "_torch_handler_name", None))
     return op
 
 
@@ -98,23 +106,43 @@ def _checked_int(v, what: str) -> int:
     return v
 
 
-def value_range(vr) -> ValueRange:
-    """torch ValueRanges -> ValueRange with explicit unbounded sides (fractions rounded inward, as torch does)."""
+def _infinite(v) -> bool:
+    return v is None or v in (sympy.oo, -sympy.oo) or isinstance(v, (IntInfinity, NegativeIntInfinity))
+
+
+def value_range(vr, *, is_float: bool | None = None) -> ValueRange:
+    """torch ValueRanges -> ValueRange; a bounded side sets `has_*` (integer bounds rounded inward, as torch does).
+
+    Float ranges keep their bounds as doubles; integer and boolean ones as
+    64-bit integers. An infinite side (`oo`, `int_oo`) is simply not present:
+    which infinity it was follows from the value's kind (SPEC.md).
+    """
     out = ValueRange()
+    if is_float is None:
+        is_float = bool(getattr(vr, "is_float", False))
     lo, hi = vr.lower, vr.upper
-    if lo in (-sympy.oo, -torch.utils._sympy.numbers.int_oo) or isinstance(lo, NegativeIntInfinity) or lo is None:
-        out.lower_unbounded = True
-    elif lo is sympy.true or lo is sympy.false:
-        out.lower = int(bool(lo))
-    else:
-        out.lower = _checked_int(sympy.ceiling(lo), "range lower bound")
-    if hi in (sympy.oo, torch.utils._sympy.numbers.int_oo) or isinstance(hi, IntInfinity) or hi is None:
-        out.upper_unbounded = True
-    elif hi is sympy.true or hi is sympy.false:
-        out.upper = int(bool(hi))
-    else:
-        out.upper = _checked_int(sympy.floor(hi), "range upper bound")
+    if not _infinite(lo):
+        out.has_lower = True
+        if is_float:
+            out.float_lower = _checked_float(lo, "range lower bound")
+        else:
+            out.lower = int(bool(lo)) if lo in (sympy.true, sympy.false) else \
+                _checked_int(sympy.ceiling(lo), "range lower bound")
+    if not _infinite(hi):
+        out.has_upper = True
+        if is_float:
+            out.float_upper = _checked_float(hi, "range upper bound")
+        else:
+            out.upper = int(bool(hi)) if hi in (sympy.true, sympy.false) else \
+                _checked_int(sympy.floor(hi), "range upper bound")
     return out
+
+
+def _checked_float(v, what: str) -> float:
+    f = float(v)
+    if f != f or f in (float("inf"), float("-inf")):
+        raise ExportError(f"{what} {v} is not a finite float", expected="a finite float", got=str(v))
+    return f
 
 
 class SymbolTable:
@@ -139,19 +167,27 @@ class SymbolTable:
         else:
             kind = SymbolKind.FLOAT
         row = Symbol(name=s.name, kind=kind, positive=bool(s.is_positive))
+        is_float = kind == SymbolKind.FLOAT
         env = self.shape_env
         if env is not None:
             vr = env.var_to_range.get(s)
             if vr is not None:
-                row.range = value_range(vr)
+                row.range = value_range(vr, is_float=is_float)
             hint = env.backed_var_to_val.get(s)
             if hint is not None and not symbol_is_type(s, (SymT.UNBACKED_INT, SymT.UNBACKED_FLOAT)):
-                if not isinstance(hint, sympy.Integer):
-                    raise ExportError(f"symbol {s.name} has a non-integer hint", expected="an integer", got=str(hint))
-                row.hint = _checked_int(hint, f"hint of symbol {s.name}")
+                if is_float:
+                    if not isinstance(hint, (sympy.Float, sympy.Rational)):
+                        raise ExportError(f"symbol {s.name} has a non-numeric hint", expected="a float",
+                                          got=str(hint))
+                    row.float_hint = float(hint)
+                else:
+                    if not isinstance(hint, sympy.Integer):
+                        raise ExportError(f"symbol {s.name} has a non-integer hint", expected="an integer",
+                                          got=str(hint))
+                    row.hint = _checked_int(hint, f"hint of symbol {s.name}")
                 row.has_hint = True
         if row.range is None:
-            row.range = ValueRange(lower_unbounded=True, upper_unbounded=True)
+            row.range = ValueRange()  # unbounded
         idx = len(self.symbols)
         self.symbols.append(row)
         self._symbol_index[s] = idx
@@ -179,9 +215,13 @@ class SymbolTable:
             return SymExpr(kind=SymExprKind.SYMBOL, symbol=self.symbol(e))
         if e is sympy.true or e is sympy.false:
             return SymExpr(kind=SymExprKind.BOOLEAN, bool_value=bool(e))
-        if isinstance(e, IntInfinity) or e is sympy.oo:
+        if isinstance(e, IntInfinity):
+            return SymExpr(kind=SymExprKind.INT_POSITIVE_INFINITY)
+        if isinstance(e, NegativeIntInfinity):
+            return SymExpr(kind=SymExprKind.INT_NEGATIVE_INFINITY)
+        if e is sympy.oo:
             return SymExpr(kind=SymExprKind.POSITIVE_INFINITY)
-        if isinstance(e, NegativeIntInfinity) or e is -sympy.oo:
+        if e is -sympy.oo:
             return SymExpr(kind=SymExprKind.NEGATIVE_INFINITY)
         if isinstance(e, sympy.Integer):
             return SymExpr(kind=SymExprKind.INTEGER, int_value=_checked_int(e, "integer constant"))

@@ -172,7 +172,7 @@ class _Builder:
         ranges = {}
         for i, rc in enumerate(prog.range_constraints):
             e = self.shape.expr(rc.expr, f"range_constraints[{i}].expr")
-            ranges[e] = value_ranges(rc.range, integer=True)
+            ranges[e] = value_ranges(rc.range, integer=not self.shape.is_float_symbol(rc.expr))
         verifiers = []
         for v in prog.verifiers:
             try:

@@ -3,11 +3,14 @@
 Expressions are built from the structured pool with sympy and
 torch.utils._sympy.functions constructors; no string is ever parsed. Each
 symbol is created once, with its range and hint, and each pool entry is built
-at most once (on first use). Hints of compound expressions are evaluated from
-the symbols' hints with sympy substitution, only when a value needs one.
+at most once (on first use). Hints of compound expressions come from the
+bounded evaluator (`pt2format._symeval`), which runs over the whole pool
+first so that no file can make sympy compute without bound.
 """
 
 from __future__ import annotations
+
+from fractions import Fraction
 
 import sympy
 import torch
@@ -17,7 +20,9 @@ from torch.utils._sympy.numbers import int_oo
 from torch.utils._sympy.value_ranges import ValueRanges
 
 from pt2format._generated.model import SymExprKind, SymbolKind, SymOp
+from pt2format._symeval import UNKNOWN, EvalFailure, evaluate_pool
 from pt2format.errors import LoadError
+from pt2format.exporter._symbols import OPAQUE_UNARY
 
 from ._names import check_identifier
 
@@ -37,20 +42,28 @@ _FIXED = {  # op -> (constructor, number of operands)
     SymOp.TO_FLOAT: (F.ToFloat, 1), SymOp.IDENTITY: (F.Identity, 1), SymOp.ABS: (sympy.Abs, 1),
     SymOp.CEILING: (sympy.ceiling, 1), SymOp.FLOOR: (sympy.floor, 1),
     SymOp.BITWISE_AND: (F.BitwiseFn_bitwise_and, 2), SymOp.BITWISE_OR: (F.BitwiseFn_bitwise_or, 2),
-    SymOp.BITWISE_XOR: (F.BitwiseFn_bitwise_xor, 2), SymOp.LOG2: (F.OpaqueUnaryFn_log2, 1),
-    SymOp.SQRT: (F.OpaqueUnaryFn_sqrt, 1), SymOp.EXP: (F.OpaqueUnaryFn_exp, 1), SymOp.LOG: (F.OpaqueUnaryFn_log, 1),
+    SymOp.BITWISE_XOR: (F.BitwiseFn_bitwise_xor, 2),
+    SymOp.WHERE: (F.Where, 3), SymOp.MODULAR_INDEXING: (F.ModularIndexing, 3),
 }
+for _name, _op in OPAQUE_UNARY.items():
+    _FIXED[_op] = (getattr(F, "OpaqueUnaryFn_" + _name), 1)
 
 
 def value_ranges(vr, *, integer: bool = True) -> ValueRanges:
-    """ValueRange -> torch ValueRanges (int_oo for unbounded integer sides)."""
+    """ValueRange -> torch ValueRanges: an absent side is int_oo for integers and oo for floats."""
     inf = int_oo if integer else sympy.oo
     if vr is None:
         return ValueRanges(-inf, inf)
-    lo = -inf if vr.lower_unbounded else sympy.Integer(vr.lower)
-    hi = inf if vr.upper_unbounded else sympy.Integer(vr.upper)
-    if lo != -inf and hi != inf and lo > hi:
-        raise LoadError("range is empty", expected="lower <= upper", got=f"[{vr.lower}, {vr.upper}]")
+    if integer:
+        lo = sympy.Integer(vr.lower) if vr.has_lower else -inf
+        hi = sympy.Integer(vr.upper) if vr.has_upper else inf
+        shown = f"[{vr.lower}, {vr.upper}]"
+    else:
+        lo = sympy.Float(vr.float_lower) if vr.has_lower else -inf
+        hi = sympy.Float(vr.float_upper) if vr.has_upper else inf
+        shown = f"[{vr.float_lower}, {vr.float_upper}]"
+    if vr.has_lower and vr.has_upper and lo > hi:
+        raise LoadError("range is empty", expected="lower <= upper", got=shown)
     return ValueRanges(lo, hi)
 
 
@@ -60,11 +73,11 @@ class ShapeBuilder:
     def __init__(self, program, path: str = "program"):
         self.path = path
         self.pool = program.sym_exprs
+        self._program_symbols = program.symbols
         self.shape_env = ShapeEnv(assume_static_by_default=True)
         env = self.shape_env
         self.symbols: list[sympy.Symbol] = []
         self._exprs: list = [None] * len(self.pool)
-        self._hints: dict[int, object] = {}
         sloc = None
         max_unbacked_int = max_unbacked_float = -1
         seen = set()
@@ -78,7 +91,7 @@ class ShapeBuilder:
                 sym = sympy.Symbol(name, integer=True, positive=True) if s.positive else \
                     sympy.Symbol(name, integer=True)
             elif s.kind == SymbolKind.FLOAT:
-                kw = {"real": True} if s.has_hint else {}
+                kw = {"real": True} if s.has_hint else {}  # torch's unbacked floats carry no assumption
                 if s.positive:
                     kw["positive"] = True
                 sym = sympy.Symbol(name, **kw)
@@ -91,7 +104,8 @@ class ShapeBuilder:
                 sloc = env._get_sloc()
             env.var_to_range_sloc[sym] = ValueRangesSLoc(sloc, sloc)
             if s.has_hint:
-                env.backed_var_to_val[sym] = sympy.Integer(s.hint)
+                env.backed_var_to_val[sym] = sympy.Float(s.float_hint) if s.kind == SymbolKind.FLOAT else \
+                    sympy.Integer(s.hint)
             if symbol_is_type(sym, SymT.UNBACKED_INT):
                 max_unbacked_int = max(max_unbacked_int, _suffix(name))
             elif symbol_is_type(sym, SymT.UNBACKED_FLOAT):
@@ -99,6 +113,12 @@ class ShapeBuilder:
         # New unbacked symbols (e.g. when re-tracing) must not reuse saved names.
         env.unbacked_symint_counter = max(env.unbacked_symint_counter, max_unbacked_int + 1)
         env.unbacked_symfloat_counter = max(env.unbacked_symfloat_counter, max_unbacked_float + 1)
+        # Bounded numeric pass over the whole pool before sympy sees any of it:
+        # 64-bit, degree and budget limits raise LimitError here (sympy would
+        # evaluate `2 ** (1 << 60)` eagerly and hang), and hints come from it.
+        hints = [(s.float_hint if s.kind == SymbolKind.FLOAT else s.hint) if s.has_hint else UNKNOWN
+                 for s in program.symbols]
+        self._values = evaluate_pool(self.pool, hints, path=f"{path}.sym_exprs")
 
     # -- expressions -----------------------------------------------------------
     def expr(self, i: int, path: str = "sym_exprs"):
@@ -142,10 +162,14 @@ class ShapeBuilder:
             return sympy.Float(node.float_value)
         if k == SymExprKind.BOOLEAN:
             return sympy.true if node.bool_value else sympy.false
-        if k == SymExprKind.POSITIVE_INFINITY:
+        if k == SymExprKind.INT_POSITIVE_INFINITY:
             return int_oo
-        if k == SymExprKind.NEGATIVE_INFINITY:
+        if k == SymExprKind.INT_NEGATIVE_INFINITY:
             return -int_oo
+        if k == SymExprKind.POSITIVE_INFINITY:
+            return sympy.oo
+        if k == SymExprKind.NEGATIVE_INFINITY:
+            return -sympy.oo
         if k != SymExprKind.APPLY:
             raise LoadError("unknown expression kind", path=p, got=k)
         for a in node.args:
@@ -158,6 +182,10 @@ class ShapeBuilder:
                 if len(args) < 1:
                     raise LoadError("operation needs operands", path=p, got=0)
                 return _NARY[op](*args)
+            if op == SymOp.IS_NON_OVERLAPPING_AND_DENSE:
+                if len(args) % 2 or not args:
+                    raise LoadError("sizes and strides must pair up", path=p, got=len(args))
+                return F.IsNonOverlappingAndDenseIndicator(*args)
             if op == SymOp.PIECEWISE:
                 if len(args) % 2 or not args:
                     raise LoadError("piecewise needs (value, condition) pairs", path=p, got=len(args))
@@ -175,23 +203,19 @@ class ShapeBuilder:
             raise LoadError(f"expression cannot be built: {type(e).__name__}: {e}", path=p) from None
 
     def hint(self, i: int):
-        """The example value of pool entry `i` (None when it involves an unbacked symbol)."""
-        if i in self._hints:
-            return self._hints[i]
-        e = self.expr(i)
-        env = self.shape_env
-        h = None
-        free = e.free_symbols
-        if all(s in env.backed_var_to_val for s in free):
-            v = e.xreplace(env.backed_var_to_val) if free else e
-            if v.is_Integer:
-                h = int(v)
-            elif v.is_Float or v.is_Rational:
-                h = float(v)
-            elif v is sympy.true or v is sympy.false:
-                h = bool(v)
-        self._hints[i] = h
-        return h
+        """The example value of pool entry `i` (None when it involves an unbacked symbol or cannot be evaluated)."""
+        v = self._values[i]
+        if v is UNKNOWN or isinstance(v, EvalFailure):
+            return None
+        if isinstance(v, Fraction):
+            return float(v)
+        return v
+
+    def is_float_symbol(self, i: int) -> bool:
+        """Whether pool entry `i` is a FLOAT symbol, whose ranges are float ranges (SPEC.md §11.2)."""
+        node = self.pool[i] if 0 <= i < len(self.pool) else None
+        return node is not None and node.kind == SymExprKind.SYMBOL and node.symbol < len(self.symbols) \
+            and self._program_symbols[node.symbol].kind == SymbolKind.FLOAT
 
     # -- values ----------------------------------------------------------------
     def sym_int(self, s, path):

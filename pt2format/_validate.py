@@ -10,11 +10,14 @@ only when something fails.
 
 from __future__ import annotations
 
+import math
+
 from pt2format._container.align import DATA_ALIGNMENT
 from pt2format._container.header import FEATURE_SHARD_FILES, KNOWN_FEATURES, READER_MAJOR
 from pt2format._extras import check_extra_files
 from pt2format._generated import model as m
 from pt2format._strings import CHECKERS, check_extra_meta_key
+from pt2format._symeval import OP_ARITY, UNKNOWN, evaluate_pool
 from pt2format.errors import LimitError, Pt2FormatError, SegmentError, UnsupportedFeatureError, ValidationError
 from pt2format.errors import VersionError
 
@@ -394,6 +397,30 @@ class _Program:
                     if a >= i:
                         raise _fail("argument must refer to an earlier expression (the pool is acyclic)",
                                     f"sym_exprs[{i}].args[{j}]", expected=f"< {i}", got=a)
+                if e.op == m.SymOp.IS_MULTIPLE:
+                    raise _fail("IS_MULTIPLE is reserved and never written", f"sym_exprs[{i}].op", got="IS_MULTIPLE")
+                lo, hi, even = OP_ARITY.get(e.op, (1, None, False))
+                n = len(e.args)
+                if n < lo or (hi is not None and n > hi) or (even and n % 2):
+                    raise _fail("wrong number of operands", f"sym_exprs[{i}].args",
+                                expected=f"{lo}" if lo == hi else f">= {lo}" + (", even" if even else ""), got=n)
+        self.check_symbol_bounds()
+
+    def check_symbol_bounds(self) -> None:
+        """Float ranges and hints are finite; the pool evaluates within the limits of SPEC.md ("Bounds")."""
+        hints = []
+        for i, sym in enumerate(self.p.symbols):
+            is_float = sym.kind == m.SymbolKind.FLOAT
+            r = sym.range
+            if is_float and r is not None:
+                for side, has, v in (("float_lower", r.has_lower, r.float_lower),
+                                     ("float_upper", r.has_upper, r.float_upper)):
+                    if has and not math.isfinite(v):
+                        raise _fail("a present float bound must be finite", f"symbols[{i}].range.{side}", got=v)
+            if is_float and sym.has_hint and math.isnan(sym.float_hint):
+                raise _fail("float hint is NaN", f"symbols[{i}].float_hint", got=sym.float_hint)
+            hints.append((sym.float_hint if is_float else sym.hint) if sym.has_hint else UNKNOWN)
+        evaluate_pool(self.p.sym_exprs, hints)
 
     def check_signature(self, scope) -> None:
         sig = self.p.signature

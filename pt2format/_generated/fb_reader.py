@@ -3557,7 +3557,7 @@ def decode(buf, max_depth=128):
         return SymIntValue(x0, x1)
 
     vc_Symbol = {}
-    Z_Symbol = (4, 1, 4, 8, 1, 1)
+    Z_Symbol = (4, 1, 4, 8, 1, 1, 8)
 
     def t_Symbol(p, d):
         if d > max_depth:
@@ -3572,7 +3572,7 @@ def decode(buf, max_depth=128):
         c = vc_Symbol.get(vt)
         if c is None:
             c = vc_Symbol[vt] = vtab(vt, Z_Symbol)
-        os, o0, o1, o2, o3, o4, o5 = c
+        os, o0, o1, o2, o3, o4, o5, o6 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
@@ -3606,7 +3606,11 @@ def decode(buf, max_depth=128):
             x5 = _S_bool(buf, p + o5)[0]
         else:
             x5 = False
-        return Symbol(x0, x1, x2, x3, x4, x5)
+        if o6:
+            x6 = _S_f64(buf, p + o6)[0]
+        else:
+            x6 = 0.0
+        return Symbol(x0, x1, x2, x3, x4, x5, x6)
 
     vc_Tensor = {}
     Z_Tensor = (4, 1, 4, 4, 8, 1, 4)
@@ -4158,7 +4162,7 @@ def decode(buf, max_depth=128):
         return Value(x1)
 
     vc_ValueRange = {}
-    Z_ValueRange = (8, 8, 1, 1)
+    Z_ValueRange = (8, 8, 1, 1, 8, 8)
 
     def t_ValueRange(p, d):
         if d > max_depth:
@@ -4173,7 +4177,7 @@ def decode(buf, max_depth=128):
         c = vc_ValueRange.get(vt)
         if c is None:
             c = vc_ValueRange[vt] = vtab(vt, Z_ValueRange)
-        os, o0, o1, o2, o3 = c
+        os, o0, o1, o2, o3, o4, o5 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
@@ -4192,7 +4196,15 @@ def decode(buf, max_depth=128):
             x3 = _S_bool(buf, p + o3)[0]
         else:
             x3 = False
-        return ValueRange(x0, x1, x2, x3)
+        if o4:
+            x4 = _S_f64(buf, p + o4)[0]
+        else:
+            x4 = 0.0
+        if o5:
+            x5 = _S_f64(buf, p + o5)[0]
+        else:
+            x5 = 0.0
+        return ValueRange(x0, x1, x2, x3, x4, x5)
 
     U_ArgumentValue = (None, t_NoneArgument, t_TensorArgument, t_TensorListArgument, t_OptionalTensorArgument, t_OptionalTensorListArgument, t_NestedTensorListArgument, t_TokenArgument, t_IntArgument, t_IntListArgument, t_IntListListArgument, t_FloatArgument, t_FloatListArgument, t_FloatListListArgument, t_BoolArgument, t_BoolListArgument, t_StringArgument, t_StringListArgument, t_ComplexArgument, t_SymIntArgument, t_SymIntListArgument, t_SymFloatArgument, t_SymFloatListArgument, t_SymBoolArgument, t_SymBoolListArgument, t_ScalarTypeArgument, t_MemoryFormatArgument, t_LayoutArgument, t_DeviceArgument, t_GraphArgument, t_CustomObjArgument, t_OperatorArgument, t_StringToArgumentMapArgument,)
     U_InputSpecKind = (None, t_UserInputSpec, t_InputToParameterSpec, t_InputToBufferSpec, t_InputToTensorConstantSpec, t_InputToCustomObjSpec, t_InputTokenSpec, t_InputToConstantInputSpec,)

@@ -250,7 +250,7 @@ _F_SymFloatValue = ((1, 16, 8, 'i4xd'), (0, 4, 4, 'I'))
 _F_SymIntArgument = ((1, 8, 8, 'q'), (0, 4, 4, 'I'))
 _F_SymIntListArgument = ((0, 4, 4, 'I'),)
 _F_SymIntValue = ((1, 16, 8, 'i4xq'), (0, 4, 4, 'I'))
-_F_Symbol = ((3, 8, 8, 'q'), (0, 4, 4, 'I'), (2, 4, 4, 'I'), (1, 1, 1, 'B'), (4, 1, 1, '?'), (5, 1, 1, '?'))
+_F_Symbol = ((3, 8, 8, 'q'), (6, 8, 8, 'd'), (0, 4, 4, 'I'), (2, 4, 4, 'I'), (1, 1, 1, 'B'), (4, 1, 1, '?'), (5, 1, 1, '?'))
 _F_Tensor = ((4, 8, 8, 'q'), (0, 4, 4, 'I'), (2, 4, 4, 'I'), (3, 4, 4, 'I'), (6, 4, 4, 'I'), (1, 1, 1, 'B'), (5, 1, 1, '?'))
 _F_TensorArgument = ((0, 4, 4, 'I'),)
 _F_TensorListArgument = ((0, 4, 4, 'I'),)
@@ -266,7 +266,7 @@ _F_UserInputMutationSpec = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_UserInputSpec = ((0, 4, 4, 'I'),)
 _F_UserOutputSpec = ((0, 4, 4, 'I'),)
 _F_Value = ((1, 4, 4, 'I'), (0, 1, 1, 'B'))
-_F_ValueRange = ((0, 8, 8, 'q'), (1, 8, 8, 'q'), (2, 1, 1, '?'), (3, 1, 1, '?'))
+_F_ValueRange = ((0, 8, 8, 'q'), (1, 8, 8, 'q'), (4, 8, 8, 'd'), (5, 8, 8, 'd'), (2, 1, 1, '?'), (3, 1, 1, '?'))
 
 
 def encode(root):
@@ -4216,14 +4216,14 @@ def encode(root):
         x0 = o.name
         if x0 is not None:
             x0 = sget(x0) or S(x0)
-            mk |= 2
+            mk |= 4
         x1 = o.kind
         if x1 != 0:
-            mk |= 8
+            mk |= 16
         x2 = o.range
         if x2 is not None:
             x2 = w_ValueRange(x2)
-            mk |= 4
+            mk |= 8
         x3 = o.hint
         if x3 != 0:
             mk |= 1
@@ -4231,12 +4231,15 @@ def encode(root):
         if x4 is not False:
             if x4 is not True:
                 _bad('has_hint: expected bool', type(x4).__name__)
-            mk |= 16
+            mk |= 32
         x5 = o.positive
         if x5 is not False:
             if x5 is not True:
                 _bad('positive: expected bool', type(x5).__name__)
-            mk |= 32
+            mk |= 64
+        x6 = o.float_hint
+        if x6 or copysign(1.0, x6) < 0.0:
+            mk |= 2
         L = L_Symbol.get(mk)
         if L is None:
             L = L_Symbol[mk] = _layout(_F_Symbol, mk)
@@ -4251,14 +4254,16 @@ def encode(root):
         if mk & 1:
             v.append(x3)
         if mk & 2:
-            v.append(t - offs[0] - x0)
+            v.append(x6)
         if mk & 4:
-            v.append(t - offs[2] - x2)
+            v.append(t - offs[0] - x0)
         if mk & 8:
-            v.append(x1)
+            v.append(t - offs[2] - x2)
         if mk & 16:
-            v.append(x4)
+            v.append(x1)
         if mk & 32:
+            v.append(x4)
+        if mk & 64:
             v.append(x5)
         if pad:
             app(_ZEROS[:pad])
@@ -4940,15 +4945,21 @@ def encode(root):
         x1 = o.upper
         if x1 != 0:
             mk |= 2
-        x2 = o.lower_unbounded
+        x2 = o.has_lower
         if x2 is not False:
             if x2 is not True:
-                _bad('lower_unbounded: expected bool', type(x2).__name__)
-            mk |= 4
-        x3 = o.upper_unbounded
+                _bad('has_lower: expected bool', type(x2).__name__)
+            mk |= 16
+        x3 = o.has_upper
         if x3 is not False:
             if x3 is not True:
-                _bad('upper_unbounded: expected bool', type(x3).__name__)
+                _bad('has_upper: expected bool', type(x3).__name__)
+            mk |= 32
+        x4 = o.float_lower
+        if x4 or copysign(1.0, x4) < 0.0:
+            mk |= 4
+        x5 = o.float_upper
+        if x5 or copysign(1.0, x5) < 0.0:
             mk |= 8
         L = L_ValueRange.get(mk)
         if L is None:
@@ -4966,8 +4977,12 @@ def encode(root):
         if mk & 2:
             v.append(x1)
         if mk & 4:
-            v.append(x2)
+            v.append(x4)
         if mk & 8:
+            v.append(x5)
+        if mk & 16:
+            v.append(x2)
+        if mk & 32:
             v.append(x3)
         if pad:
             app(_ZEROS[:pad])

@@ -283,11 +283,11 @@ EV_ScalarType = {'UNSPECIFIED': 0, 'UINT8': 1, 'INT8': 2, 'INT16': 3, 'INT32': 4
 EN_StateKind = {0: 'UNSPECIFIED', 1: 'PARAMETER', 2: 'BUFFER', 3: 'NON_PERSISTENT_BUFFER', 4: 'TENSOR_CONSTANT'}
 EV_StateKind = {'UNSPECIFIED': 0, 'PARAMETER': 1, 'BUFFER': 2, 'NON_PERSISTENT_BUFFER': 3, 'TENSOR_CONSTANT': 4}
 
-EN_SymExprKind = {0: 'UNSPECIFIED', 1: 'SYMBOL', 2: 'INTEGER', 3: 'RATIONAL', 4: 'FLOAT', 5: 'BOOLEAN', 6: 'APPLY', 7: 'POSITIVE_INFINITY', 8: 'NEGATIVE_INFINITY'}
-EV_SymExprKind = {'UNSPECIFIED': 0, 'SYMBOL': 1, 'INTEGER': 2, 'RATIONAL': 3, 'FLOAT': 4, 'BOOLEAN': 5, 'APPLY': 6, 'POSITIVE_INFINITY': 7, 'NEGATIVE_INFINITY': 8}
+EN_SymExprKind = {0: 'UNSPECIFIED', 1: 'SYMBOL', 2: 'INTEGER', 3: 'RATIONAL', 4: 'FLOAT', 5: 'BOOLEAN', 6: 'APPLY', 7: 'POSITIVE_INFINITY', 8: 'NEGATIVE_INFINITY', 9: 'INT_POSITIVE_INFINITY', 10: 'INT_NEGATIVE_INFINITY'}
+EV_SymExprKind = {'UNSPECIFIED': 0, 'SYMBOL': 1, 'INTEGER': 2, 'RATIONAL': 3, 'FLOAT': 4, 'BOOLEAN': 5, 'APPLY': 6, 'POSITIVE_INFINITY': 7, 'NEGATIVE_INFINITY': 8, 'INT_POSITIVE_INFINITY': 9, 'INT_NEGATIVE_INFINITY': 10}
 
-EN_SymOp = {0: 'UNSPECIFIED', 1: 'ADD', 2: 'MUL', 3: 'POW', 4: 'FLOOR_DIV', 5: 'PYTHON_MOD', 6: 'MOD', 7: 'CLEAN_DIV', 8: 'MIN', 9: 'MAX', 10: 'EQ', 11: 'NE', 12: 'LT', 13: 'LE', 14: 'GT', 15: 'GE', 16: 'AND', 17: 'OR', 18: 'NOT', 19: 'POW_BY_NATURAL', 20: 'FLOAT_POW', 21: 'INT_TRUE_DIV', 22: 'FLOAT_TRUE_DIV', 23: 'TRUNC_TO_INT', 24: 'TRUNC_TO_FLOAT', 25: 'FLOOR_TO_INT', 26: 'CEIL_TO_INT', 27: 'ROUND_TO_INT', 28: 'ROUND_DECIMAL', 29: 'TO_FLOAT', 30: 'IDENTITY', 31: 'ABS', 32: 'CEILING', 33: 'FLOOR', 34: 'BITWISE_AND', 35: 'BITWISE_OR', 36: 'BITWISE_XOR', 37: 'LOG2', 38: 'SQRT', 39: 'EXP', 40: 'LOG', 41: 'PIECEWISE', 42: 'IS_MULTIPLE'}
-EV_SymOp = {'UNSPECIFIED': 0, 'ADD': 1, 'MUL': 2, 'POW': 3, 'FLOOR_DIV': 4, 'PYTHON_MOD': 5, 'MOD': 6, 'CLEAN_DIV': 7, 'MIN': 8, 'MAX': 9, 'EQ': 10, 'NE': 11, 'LT': 12, 'LE': 13, 'GT': 14, 'GE': 15, 'AND': 16, 'OR': 17, 'NOT': 18, 'POW_BY_NATURAL': 19, 'FLOAT_POW': 20, 'INT_TRUE_DIV': 21, 'FLOAT_TRUE_DIV': 22, 'TRUNC_TO_INT': 23, 'TRUNC_TO_FLOAT': 24, 'FLOOR_TO_INT': 25, 'CEIL_TO_INT': 26, 'ROUND_TO_INT': 27, 'ROUND_DECIMAL': 28, 'TO_FLOAT': 29, 'IDENTITY': 30, 'ABS': 31, 'CEILING': 32, 'FLOOR': 33, 'BITWISE_AND': 34, 'BITWISE_OR': 35, 'BITWISE_XOR': 36, 'LOG2': 37, 'SQRT': 38, 'EXP': 39, 'LOG': 40, 'PIECEWISE': 41, 'IS_MULTIPLE': 42}
+EN_SymOp = {0: 'UNSPECIFIED', 1: 'ADD', 2: 'MUL', 3: 'POW', 4: 'FLOOR_DIV', 5: 'PYTHON_MOD', 6: 'MOD', 7: 'CLEAN_DIV', 8: 'MIN', 9: 'MAX', 10: 'EQ', 11: 'NE', 12: 'LT', 13: 'LE', 14: 'GT', 15: 'GE', 16: 'AND', 17: 'OR', 18: 'NOT', 19: 'POW_BY_NATURAL', 20: 'FLOAT_POW', 21: 'INT_TRUE_DIV', 22: 'FLOAT_TRUE_DIV', 23: 'TRUNC_TO_INT', 24: 'TRUNC_TO_FLOAT', 25: 'FLOOR_TO_INT', 26: 'CEIL_TO_INT', 27: 'ROUND_TO_INT', 28: 'ROUND_DECIMAL', 29: 'TO_FLOAT', 30: 'IDENTITY', 31: 'ABS', 32: 'CEILING', 33: 'FLOOR', 34: 'BITWISE_AND', 35: 'BITWISE_OR', 36: 'BITWISE_XOR', 37: 'LOG2', 38: 'SQRT', 39: 'EXP', 40: 'LOG', 41: 'PIECEWISE', 42: 'IS_MULTIPLE', 43: 'WHERE', 44: 'MODULAR_INDEXING', 45: 'IS_NON_OVERLAPPING_AND_DENSE', 46: 'SIN', 47: 'COS', 48: 'TAN', 49: 'ASIN', 50: 'ACOS', 51: 'ATAN', 52: 'SINH', 53: 'COSH', 54: 'TANH', 55: 'ASINH'}
+EV_SymOp = {'UNSPECIFIED': 0, 'ADD': 1, 'MUL': 2, 'POW': 3, 'FLOOR_DIV': 4, 'PYTHON_MOD': 5, 'MOD': 6, 'CLEAN_DIV': 7, 'MIN': 8, 'MAX': 9, 'EQ': 10, 'NE': 11, 'LT': 12, 'LE': 13, 'GT': 14, 'GE': 15, 'AND': 16, 'OR': 17, 'NOT': 18, 'POW_BY_NATURAL': 19, 'FLOAT_POW': 20, 'INT_TRUE_DIV': 21, 'FLOAT_TRUE_DIV': 22, 'TRUNC_TO_INT': 23, 'TRUNC_TO_FLOAT': 24, 'FLOOR_TO_INT': 25, 'CEIL_TO_INT': 26, 'ROUND_TO_INT': 27, 'ROUND_DECIMAL': 28, 'TO_FLOAT': 29, 'IDENTITY': 30, 'ABS': 31, 'CEILING': 32, 'FLOOR': 33, 'BITWISE_AND': 34, 'BITWISE_OR': 35, 'BITWISE_XOR': 36, 'LOG2': 37, 'SQRT': 38, 'EXP': 39, 'LOG': 40, 'PIECEWISE': 41, 'IS_MULTIPLE': 42, 'WHERE': 43, 'MODULAR_INDEXING': 44, 'IS_NON_OVERLAPPING_AND_DENSE': 45, 'SIN': 46, 'COS': 47, 'TAN': 48, 'ASIN': 49, 'ACOS': 50, 'ATAN': 51, 'SINH': 52, 'COSH': 53, 'TANH': 54, 'ASINH': 55}
 
 EN_SymbolKind = {0: 'UNSPECIFIED', 1: 'INT', 2: 'FLOAT', 3: 'BOOL'}
 EV_SymbolKind = {'UNSPECIFIED': 0, 'INT': 1, 'FLOAT': 2, 'BOOL': 3}
@@ -383,7 +383,7 @@ K_SymFloatValue = frozenset(['name', 'value'])
 K_SymIntArgument = frozenset(['name', 'value'])
 K_SymIntListArgument = frozenset(['items'])
 K_SymIntValue = frozenset(['name', 'value'])
-K_Symbol = frozenset(['has_hint', 'hint', 'kind', 'name', 'positive', 'range'])
+K_Symbol = frozenset(['float_hint', 'has_hint', 'hint', 'kind', 'name', 'positive', 'range'])
 K_Tensor = frozenset(['device', 'dtype', 'requires_grad', 'sizes', 'storage', 'storage_offset', 'strides'])
 K_TensorArgument = frozenset(['name'])
 K_TensorListArgument = frozenset(['names'])
@@ -399,7 +399,7 @@ K_UserInputMutationSpec = frozenset(['arg', 'user_input_name'])
 K_UserInputSpec = frozenset(['arg'])
 K_UserOutputSpec = frozenset(['arg'])
 K_Value = frozenset(['value', 'value_type'])
-K_ValueRange = frozenset(['lower', 'lower_unbounded', 'upper', 'upper_unbounded'])
+K_ValueRange = frozenset(['float_lower', 'float_upper', 'has_lower', 'has_upper', 'lower', 'upper'])
 
 
 def e_Argument(o):
@@ -2123,6 +2123,11 @@ def e_Symbol(o):
         if x5 is not True:
             _bad('positive: expected bool', type(x5).__name__)
         r['positive'] = x5
+    x6 = o.float_hint
+    if type(x6) is not float:
+        x6 = _float(x6)
+    if x6 or copysign(1.0, x6) < 0.0:
+        r['float_hint'] = x6 if x6 - x6 == 0.0 else _out_float(x6)
     return r
 
 
@@ -2414,16 +2419,26 @@ def e_ValueRange(o):
         x1 = _int(x1, -9223372036854775808, 9223372036854775807)
     if x1 != 0:
         r['upper'] = x1
-    x2 = o.lower_unbounded
+    x2 = o.has_lower
     if x2 is not False:
         if x2 is not True:
-            _bad('lower_unbounded: expected bool', type(x2).__name__)
-        r['lower_unbounded'] = x2
-    x3 = o.upper_unbounded
+            _bad('has_lower: expected bool', type(x2).__name__)
+        r['has_lower'] = x2
+    x3 = o.has_upper
     if x3 is not False:
         if x3 is not True:
-            _bad('upper_unbounded: expected bool', type(x3).__name__)
-        r['upper_unbounded'] = x3
+            _bad('has_upper: expected bool', type(x3).__name__)
+        r['has_upper'] = x3
+    x4 = o.float_lower
+    if type(x4) is not float:
+        x4 = _float(x4)
+    if x4 or copysign(1.0, x4) < 0.0:
+        r['float_lower'] = x4 if x4 - x4 == 0.0 else _out_float(x4)
+    x5 = o.float_upper
+    if type(x5) is not float:
+        x5 = _float(x5)
+    if x5 or copysign(1.0, x5) < 0.0:
+        r['float_upper'] = x5 if x5 - x5 == 0.0 else _out_float(x5)
     return r
 
 
@@ -4907,7 +4922,12 @@ def decode_tree(tree, max_depth=128):
             x5 = False
         elif type(x5) is not bool:
             _bad('positive: expected bool', type(x5).__name__)
-        return Symbol(x0, x1, x2, x3, x4, x5)
+        x6 = o.get('float_hint')
+        if x6 is None:
+            x6 = 0.0
+        elif type(x6) is not float:
+            x6 = _jfloat(x6)
+        return Symbol(x0, x1, x2, x3, x4, x5, x6)
 
     def d_Tensor(o, d):
         if d > max_depth:
@@ -5329,17 +5349,27 @@ def decode_tree(tree, max_depth=128):
             x1 = 0
         elif type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
             _bad('upper: expected int64', x1)
-        x2 = o.get('lower_unbounded')
+        x2 = o.get('has_lower')
         if x2 is None:
             x2 = False
         elif type(x2) is not bool:
-            _bad('lower_unbounded: expected bool', type(x2).__name__)
-        x3 = o.get('upper_unbounded')
+            _bad('has_lower: expected bool', type(x2).__name__)
+        x3 = o.get('has_upper')
         if x3 is None:
             x3 = False
         elif type(x3) is not bool:
-            _bad('upper_unbounded: expected bool', type(x3).__name__)
-        return ValueRange(x0, x1, x2, x3)
+            _bad('has_upper: expected bool', type(x3).__name__)
+        x4 = o.get('float_lower')
+        if x4 is None:
+            x4 = 0.0
+        elif type(x4) is not float:
+            x4 = _jfloat(x4)
+        x5 = o.get('float_upper')
+        if x5 is None:
+            x5 = 0.0
+        elif type(x5) is not float:
+            x5 = _jfloat(x5)
+        return ValueRange(x0, x1, x2, x3, x4, x5)
 
     UD_ArgumentValue = (None, d_NoneArgument, d_TensorArgument, d_TensorListArgument, d_OptionalTensorArgument, d_OptionalTensorListArgument, d_NestedTensorListArgument, d_TokenArgument, d_IntArgument, d_IntListArgument, d_IntListListArgument, d_FloatArgument, d_FloatListArgument, d_FloatListListArgument, d_BoolArgument, d_BoolListArgument, d_StringArgument, d_StringListArgument, d_ComplexArgument, d_SymIntArgument, d_SymIntListArgument, d_SymFloatArgument, d_SymFloatListArgument, d_SymBoolArgument, d_SymBoolListArgument, d_ScalarTypeArgument, d_MemoryFormatArgument, d_LayoutArgument, d_DeviceArgument, d_GraphArgument, d_CustomObjArgument, d_OperatorArgument, d_StringToArgumentMapArgument,)
     UN_ArgumentValue = {'NoneArgument': d_NoneArgument, 'TensorArgument': d_TensorArgument, 'TensorListArgument': d_TensorListArgument, 'OptionalTensorArgument': d_OptionalTensorArgument, 'OptionalTensorListArgument': d_OptionalTensorListArgument, 'NestedTensorListArgument': d_NestedTensorListArgument, 'TokenArgument': d_TokenArgument, 'IntArgument': d_IntArgument, 'IntListArgument': d_IntListArgument, 'IntListListArgument': d_IntListListArgument, 'FloatArgument': d_FloatArgument, 'FloatListArgument': d_FloatListArgument, 'FloatListListArgument': d_FloatListListArgument, 'BoolArgument': d_BoolArgument, 'BoolListArgument': d_BoolListArgument, 'StringArgument': d_StringArgument, 'StringListArgument': d_StringListArgument, 'ComplexArgument': d_ComplexArgument, 'SymIntArgument': d_SymIntArgument, 'SymIntListArgument': d_SymIntListArgument, 'SymFloatArgument': d_SymFloatArgument, 'SymFloatListArgument': d_SymFloatListArgument, 'SymBoolArgument': d_SymBoolArgument, 'SymBoolListArgument': d_SymBoolListArgument, 'ScalarTypeArgument': d_ScalarTypeArgument, 'MemoryFormatArgument': d_MemoryFormatArgument, 'LayoutArgument': d_LayoutArgument, 'DeviceArgument': d_DeviceArgument, 'GraphArgument': d_GraphArgument, 'CustomObjArgument': d_CustomObjArgument, 'OperatorArgument': d_OperatorArgument, 'StringToArgumentMapArgument': d_StringToArgumentMapArgument}

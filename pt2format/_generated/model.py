@@ -200,13 +200,17 @@ class SymExprKind(IntEnum):
     APPLY = 6
     """`op` applied to the nodes listed in `args`."""
     POSITIVE_INFINITY = 7
-    """Positive infinity (sympy `oo`, torch `int_oo`), an unbounded value."""
+    """Float positive infinity (sympy `oo`), the bound of an unbounded float. Evaluates to the IEEE-754 double +inf."""
     NEGATIVE_INFINITY = 8
-    """Negative infinity."""
+    """Float negative infinity (sympy `-oo`). Evaluates to the double -inf."""
+    INT_POSITIVE_INFINITY = 9
+    """Integer positive infinity (torch `int_oo`), the bound of an unbounded integer. Never a value of a size: evaluating a node that needs it as an operand of arithmetic is an error (see SPEC.md, "Symbolic expressions")."""
+    INT_NEGATIVE_INFINITY = 10
+    """Integer negative infinity (torch `-int_oo`)."""
 
 
 class SymOp(IntEnum):
-    """Operation of an `APPLY` node. Integer semantics follow Python and torch's sympy functions (`torch.utils._sympy.functions`) named in each value."""
+    """Operation of an `APPLY` node. Each value names the sympy or torch (`torch.utils._sympy.functions`) function it stands for; SPEC.md ("Symbolic expressions") states the normative semantics, operand kinds, domain and limits of each."""
     UNSPECIFIED = 0
     """Not set; invalid in a file."""
     ADD = 1
@@ -282,7 +286,7 @@ class SymOp(IntEnum):
     BITWISE_XOR = 36
     """Bitwise xor of integers (torch BitwiseFn_bitwise_xor)."""
     LOG2 = 37
-    """Integer base-2 logarithm (torch IntLog2 style helpers: floor(log2(a)))."""
+    """Float base-2 logarithm of one operand (torch OpaqueUnaryFn_log2): log2(float(a)), a float, never rounded to an integer."""
     SQRT = 38
     """Float square root (torch OpaqueUnaryFn_sqrt)."""
     EXP = 39
@@ -292,7 +296,33 @@ class SymOp(IntEnum):
     PIECEWISE = 41
     """Piecewise choice: args are (value, condition) pairs; the first whose condition holds is the result (sympy Piecewise)."""
     IS_MULTIPLE = 42
-    """a is a multiple of b, boolean (sympy-free divisibility test)."""
+    """Reserved: no sympy or torch function produces it, so no writer emits it; a reader refuses a file that uses it (ValidationError)."""
+    WHERE = 43
+    """Where(c, p, q): p when the boolean c holds, else q (torch Where)."""
+    MODULAR_INDEXING = 44
+    """ModularIndexing(a, b, c) = (a // b) % c with Python floor semantics (torch ModularIndexing)."""
+    IS_NON_OVERLAPPING_AND_DENSE = 45
+    """1 when sizes args[0:n] with strides args[n:2n] describe a non-overlapping and dense tensor, else 0; an even number of operands (torch IsNonOverlappingAndDenseIndicator)."""
+    SIN = 46
+    """Float sine of one operand (torch OpaqueUnaryFn_sin)."""
+    COS = 47
+    """Float cosine (torch OpaqueUnaryFn_cos)."""
+    TAN = 48
+    """Float tangent (torch OpaqueUnaryFn_tan)."""
+    ASIN = 49
+    """Float arc sine (torch OpaqueUnaryFn_asin)."""
+    ACOS = 50
+    """Float arc cosine (torch OpaqueUnaryFn_acos)."""
+    ATAN = 51
+    """Float arc tangent (torch OpaqueUnaryFn_atan)."""
+    SINH = 52
+    """Float hyperbolic sine (torch OpaqueUnaryFn_sinh)."""
+    COSH = 53
+    """Float hyperbolic cosine (torch OpaqueUnaryFn_cosh)."""
+    TANH = 54
+    """Float hyperbolic tangent (torch OpaqueUnaryFn_tanh)."""
+    ASINH = 55
+    """Float inverse hyperbolic sine (torch OpaqueUnaryFn_asinh)."""
 
 
 class SymbolKind(IntEnum):
@@ -2217,13 +2247,14 @@ class SymIntValue(ModelObject):
 
 class Symbol(ModelObject):
     """A free symbol of the program's shape environment, such as `s0` (an input size) or `u0` (an unbacked value from `.item()`)."""
-    __slots__ = ('name', 'kind', 'range', 'hint', 'has_hint', 'positive')
+    __slots__ = ('name', 'kind', 'range', 'hint', 'has_hint', 'positive', 'float_hint')
     name: str | None
     kind: SymbolKind | int
     range: ValueRange | None
     hint: int
     has_hint: bool
     positive: bool
+    float_hint: float
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -2233,17 +2264,19 @@ class Symbol(ModelObject):
         ('hint', 3, 'scalar', 'int64', None, 0, False, False),
         ('has_hint', 4, 'scalar', 'bool', None, False, False, False),
         ('positive', 5, 'scalar', 'bool', None, False, False, False),
+        ('float_hint', 6, 'scalar', 'float64', None, 0.0, False, False),
     )
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'name': 'identifier'}
 
-    def __init__(self, name: str | None = None, kind: SymbolKind | int = 0, range: ValueRange | None = None, hint: int = 0, has_hint: bool = False, positive: bool = False) -> None:
+    def __init__(self, name: str | None = None, kind: SymbolKind | int = 0, range: ValueRange | None = None, hint: int = 0, has_hint: bool = False, positive: bool = False, float_hint: float = 0.0) -> None:
         self.name = name
         self.kind = kind
         self.range = range
         self.hint = hint
         self.has_hint = has_hint
         self.positive = positive
+        self.float_hint = float_hint
 
 
 class Tensor(ModelObject):
@@ -2553,28 +2586,34 @@ class Value(ModelObject):
 
 
 class ValueRange(ModelObject):
-    """An inclusive integer range. Unbounded sides are flagged explicitly, never encoded as sentinel numbers."""
-    __slots__ = ('lower', 'upper', 'lower_unbounded', 'upper_unbounded')
+    """An inclusive range of an integer, float or boolean value. A side is bounded only when its `has_*` flag is set, so an empty table means "unbounded on both sides", never {0}. An unbounded side is torch's `int_oo` for an integer value and sympy's `oo` for a float value."""
+    __slots__ = ('lower', 'upper', 'has_lower', 'has_upper', 'float_lower', 'float_upper')
     lower: int
     upper: int
-    lower_unbounded: bool
-    upper_unbounded: bool
+    has_lower: bool
+    has_upper: bool
+    float_lower: float
+    float_upper: float
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
         ('lower', 0, 'scalar', 'int64', None, 0, False, False),
         ('upper', 1, 'scalar', 'int64', None, 0, False, False),
-        ('lower_unbounded', 2, 'scalar', 'bool', None, False, False, False),
-        ('upper_unbounded', 3, 'scalar', 'bool', None, False, False, False),
+        ('has_lower', 2, 'scalar', 'bool', None, False, False, False),
+        ('has_upper', 3, 'scalar', 'bool', None, False, False, False),
+        ('float_lower', 4, 'scalar', 'float64', None, 0.0, False, False),
+        ('float_upper', 5, 'scalar', 'float64', None, 0.0, False, False),
     )
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, lower: int = 0, upper: int = 0, lower_unbounded: bool = False, upper_unbounded: bool = False) -> None:
+    def __init__(self, lower: int = 0, upper: int = 0, has_lower: bool = False, has_upper: bool = False, float_lower: float = 0.0, float_upper: float = 0.0) -> None:
         self.lower = lower
         self.upper = upper
-        self.lower_unbounded = lower_unbounded
-        self.upper_unbounded = upper_unbounded
+        self.has_lower = has_lower
+        self.has_upper = has_upper
+        self.float_lower = float_lower
+        self.float_upper = float_upper
 
 
 TABLES = {

@@ -1994,7 +1994,12 @@ def encode_tree(root):
             x5 = None
         elif x5 is not True:
             _bad('positive: expected bool', type(x5).__name__)
-        r = [x0, x1, x2, x3, x4, x5]
+        x6 = o.float_hint
+        if type(x6) is not float:
+            x6 = _float(x6)
+        if not x6 and copysign(1.0, x6) > 0.0:
+            x6 = None
+        r = [x0, x1, x2, x3, x4, x5, x6]
         while r and r[-1] is None:
             r.pop()
         return r
@@ -2307,17 +2312,27 @@ def encode_tree(root):
             x1 = None
         elif type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
             x1 = _int(x1, -9223372036854775808, 9223372036854775807)
-        x2 = o.lower_unbounded
+        x2 = o.has_lower
         if x2 is False:
             x2 = None
         elif x2 is not True:
-            _bad('lower_unbounded: expected bool', type(x2).__name__)
-        x3 = o.upper_unbounded
+            _bad('has_lower: expected bool', type(x2).__name__)
+        x3 = o.has_upper
         if x3 is False:
             x3 = None
         elif x3 is not True:
-            _bad('upper_unbounded: expected bool', type(x3).__name__)
-        r = [x0, x1, x2, x3]
+            _bad('has_upper: expected bool', type(x3).__name__)
+        x4 = o.float_lower
+        if type(x4) is not float:
+            x4 = _float(x4)
+        if not x4 and copysign(1.0, x4) > 0.0:
+            x4 = None
+        x5 = o.float_upper
+        if type(x5) is not float:
+            x5 = _float(x5)
+        if not x5 and copysign(1.0, x5) > 0.0:
+            x5 = None
+        r = [x0, x1, x2, x3, x4, x5]
         while r and r[-1] is None:
             r.pop()
         return r
@@ -4375,9 +4390,9 @@ def decode_tree(tree, max_depth=128):
         if d > max_depth:
             too_deep(d)
         n = len(a)
-        if n != 6:
-            a = a + _NONES[:6 - n] if n < 6 else a[:6]
-        x0, x1, x2, x3, x4, x5 = a
+        if n != 7:
+            a = a + _NONES[:7 - n] if n < 7 else a[:7]
+        x0, x1, x2, x3, x4, x5, x6 = a
         if x0 is not None:
             if type(x0) is not str:
                 _bad('name: expected str', type(x0).__name__)
@@ -4400,7 +4415,11 @@ def decode_tree(tree, max_depth=128):
             x5 = False
         elif type(x5) is not bool:
             _bad('positive: expected bool', type(x5).__name__)
-        return Symbol(x0, x1, x2, x3, x4, x5)
+        if x6 is None:
+            x6 = 0.0
+        elif type(x6) is not float:
+            x6 = _float(x6)
+        return Symbol(x0, x1, x2, x3, x4, x5, x6)
 
     def d_Tensor(a, d):
         if type(a) is not list:
@@ -4736,9 +4755,9 @@ def decode_tree(tree, max_depth=128):
         if d > max_depth:
             too_deep(d)
         n = len(a)
-        if n != 4:
-            a = a + _NONES[:4 - n] if n < 4 else a[:4]
-        x0, x1, x2, x3 = a
+        if n != 6:
+            a = a + _NONES[:6 - n] if n < 6 else a[:6]
+        x0, x1, x2, x3, x4, x5 = a
         if x0 is None:
             x0 = 0
         elif type(x0) is not int or not -9223372036854775808 <= x0 <= 9223372036854775807:
@@ -4750,12 +4769,20 @@ def decode_tree(tree, max_depth=128):
         if x2 is None:
             x2 = False
         elif type(x2) is not bool:
-            _bad('lower_unbounded: expected bool', type(x2).__name__)
+            _bad('has_lower: expected bool', type(x2).__name__)
         if x3 is None:
             x3 = False
         elif type(x3) is not bool:
-            _bad('upper_unbounded: expected bool', type(x3).__name__)
-        return ValueRange(x0, x1, x2, x3)
+            _bad('has_upper: expected bool', type(x3).__name__)
+        if x4 is None:
+            x4 = 0.0
+        elif type(x4) is not float:
+            x4 = _float(x4)
+        if x5 is None:
+            x5 = 0.0
+        elif type(x5) is not float:
+            x5 = _float(x5)
+        return ValueRange(x0, x1, x2, x3, x4, x5)
 
     UD_ArgumentValue = (None, d_NoneArgument, d_TensorArgument, d_TensorListArgument, d_OptionalTensorArgument, d_OptionalTensorListArgument, d_NestedTensorListArgument, d_TokenArgument, d_IntArgument, d_IntListArgument, d_IntListListArgument, d_FloatArgument, d_FloatListArgument, d_FloatListListArgument, d_BoolArgument, d_BoolListArgument, d_StringArgument, d_StringListArgument, d_ComplexArgument, d_SymIntArgument, d_SymIntListArgument, d_SymFloatArgument, d_SymFloatListArgument, d_SymBoolArgument, d_SymBoolListArgument, d_ScalarTypeArgument, d_MemoryFormatArgument, d_LayoutArgument, d_DeviceArgument, d_GraphArgument, d_CustomObjArgument, d_OperatorArgument, d_StringToArgumentMapArgument,)
     UD_InputSpecKind = (None, d_UserInputSpec, d_InputToParameterSpec, d_InputToBufferSpec, d_InputToTensorConstantSpec, d_InputToCustomObjSpec, d_InputTokenSpec, d_InputToConstantInputSpec,)

@@ -138,6 +138,6 @@ def test_unknown_pytree_class_falls_back_to_a_dict_with_a_warning():
 def test_empty_range_is_refused():
     def bad(p):
         r = prog(p).symbols[0].range
-        r.lower, r.upper, r.lower_unbounded, r.upper_unbounded = 9, 2, False, False
+        r.lower, r.upper, r.has_lower, r.has_upper = 9, 2, True, True
     with pytest.raises(pt2format.LoadError, match="empty"):
         load(bad)

@@ -73,11 +73,11 @@ def extension_fbs() -> str:
     text = text[:at] + "///   1.1 (2026-11-24) test-only extension (tests/support/evolution_ext.py).\n" + text[at:]
     root = re.search(r"^root_type (\w+);", text, re.M).group(1)
     _, enum, _, union = named_argument_refs()
-    text = _append(text, "table", root, "  /// A note (test-only 1.1).\n  evolution_test_note: string;\n")
+    text = _append(text, "table", root, "  /// A note (test-only 1.1).\n  evolution_test_note: string (pt2f_string: \"free_text\");\n")
     text = _append(text, "table", "Node", "  /// A weight (test-only 1.1).\n  evolution_test_weight: double = 1.5;\n")
     text = _append(text, "enum", enum, f"  /// A kind (test-only 1.1).\n  EVOLUTION_TEST = {new_enum_value()},\n")
     text = _append(text, "union", union, f"  /// A member (test-only 1.1).\n  {NEW_TABLE},\n")
-    return text + f"\n/// A new argument (test-only 1.1).\ntable {NEW_TABLE} {{\n  /// A note.\n  note: string;\n}}\n"
+    return text + f"\n/// A new argument (test-only 1.1).\ntable {NEW_TABLE} {{\n  /// A note.\n  note: string (pt2f_string: \"free_text\");\n}}\n"
 
 
 def scratch_package(tmp: Path) -> Path:

@@ -937,13 +937,20 @@ enum class SymExprKind : uint8_t {
   BOOLEAN = 5,
   /// `op` applied to the nodes listed in `args`.
   APPLY = 6,
-  /// Positive infinity (sympy `oo`, torch `int_oo`), an unbounded value.
+  /// Float positive infinity (sympy `oo`), the bound of an unbounded float.
+  /// Evaluates to the IEEE-754 double +inf.
   POSITIVE_INFINITY = 7,
-  /// Negative infinity.
-  NEGATIVE_INFINITY = 8
+  /// Float negative infinity (sympy `-oo`). Evaluates to the double -inf.
+  NEGATIVE_INFINITY = 8,
+  /// Integer positive infinity (torch `int_oo`), the bound of an unbounded
+  /// integer. Never a value of a size: evaluating a node that needs it as
+  /// an operand of arithmetic is an error (see SPEC.md, "Symbolic expressions").
+  INT_POSITIVE_INFINITY = 9,
+  /// Integer negative infinity (torch `-int_oo`).
+  INT_NEGATIVE_INFINITY = 10
 };
 
-inline const SymExprKind (&EnumValuesSymExprKind())[9] {
+inline const SymExprKind (&EnumValuesSymExprKind())[11] {
   static const SymExprKind values[] = {
     SymExprKind::UNSPECIFIED,
     SymExprKind::SYMBOL,
@@ -953,13 +960,15 @@ inline const SymExprKind (&EnumValuesSymExprKind())[9] {
     SymExprKind::BOOLEAN,
     SymExprKind::APPLY,
     SymExprKind::POSITIVE_INFINITY,
-    SymExprKind::NEGATIVE_INFINITY
+    SymExprKind::NEGATIVE_INFINITY,
+    SymExprKind::INT_POSITIVE_INFINITY,
+    SymExprKind::INT_NEGATIVE_INFINITY
   };
   return values;
 }
 
 inline const char * const *EnumNamesSymExprKind() {
-  static const char * const names[10] = {
+  static const char * const names[12] = {
     "UNSPECIFIED",
     "SYMBOL",
     "INTEGER",
@@ -969,19 +978,23 @@ inline const char * const *EnumNamesSymExprKind() {
     "APPLY",
     "POSITIVE_INFINITY",
     "NEGATIVE_INFINITY",
+    "INT_POSITIVE_INFINITY",
+    "INT_NEGATIVE_INFINITY",
     nullptr
   };
   return names;
 }
 
 inline const char *EnumNameSymExprKind(SymExprKind e) {
-  if (::flatbuffers::IsOutRange(e, SymExprKind::UNSPECIFIED, SymExprKind::NEGATIVE_INFINITY)) return "";
+  if (::flatbuffers::IsOutRange(e, SymExprKind::UNSPECIFIED, SymExprKind::INT_NEGATIVE_INFINITY)) return "";
   const size_t index = static_cast<size_t>(e);
   return EnumNamesSymExprKind()[index];
 }
 
-/// Operation of an `APPLY` node. Integer semantics follow Python and torch's
-/// sympy functions (`torch.utils._sympy.functions`) named in each value.
+/// Operation of an `APPLY` node. Each value names the sympy or torch
+/// (`torch.utils._sympy.functions`) function it stands for; SPEC.md
+/// ("Symbolic expressions") states the normative semantics, operand kinds,
+/// domain and limits of each.
 enum class SymOp : uint8_t {
   /// Not set; invalid in a file.
   UNSPECIFIED = 0,
@@ -1057,7 +1070,8 @@ enum class SymOp : uint8_t {
   BITWISE_OR = 35,
   /// Bitwise xor of integers (torch BitwiseFn_bitwise_xor).
   BITWISE_XOR = 36,
-  /// Integer base-2 logarithm (torch IntLog2 style helpers: floor(log2(a))).
+  /// Float base-2 logarithm of one operand (torch OpaqueUnaryFn_log2):
+  /// log2(float(a)), a float, never rounded to an integer.
   LOG2 = 37,
   /// Float square root (torch OpaqueUnaryFn_sqrt).
   SQRT = 38,
@@ -1068,11 +1082,41 @@ enum class SymOp : uint8_t {
   /// Piecewise choice: args are (value, condition) pairs; the first whose
   /// condition holds is the result (sympy Piecewise).
   PIECEWISE = 41,
-  /// a is a multiple of b, boolean (sympy-free divisibility test).
-  IS_MULTIPLE = 42
+  /// Reserved: no sympy or torch function produces it, so no writer emits
+  /// it; a reader refuses a file that uses it (ValidationError).
+  IS_MULTIPLE = 42,
+  /// Where(c, p, q): p when the boolean c holds, else q (torch Where).
+  WHERE = 43,
+  /// ModularIndexing(a, b, c) = (a // b) % c with Python floor semantics
+  /// (torch ModularIndexing).
+  MODULAR_INDEXING = 44,
+  /// 1 when sizes args[0:n] with strides args[n:2n] describe a
+  /// non-overlapping and dense tensor, else 0; an even number of operands
+  /// (torch IsNonOverlappingAndDenseIndicator).
+  IS_NON_OVERLAPPING_AND_DENSE = 45,
+  /// Float sine of one operand (torch OpaqueUnaryFn_sin).
+  SIN = 46,
+  /// Float cosine (torch OpaqueUnaryFn_cos).
+  COS = 47,
+  /// Float tangent (torch OpaqueUnaryFn_tan).
+  TAN = 48,
+  /// Float arc sine (torch OpaqueUnaryFn_asin).
+  ASIN = 49,
+  /// Float arc cosine (torch OpaqueUnaryFn_acos).
+  ACOS = 50,
+  /// Float arc tangent (torch OpaqueUnaryFn_atan).
+  ATAN = 51,
+  /// Float hyperbolic sine (torch OpaqueUnaryFn_sinh).
+  SINH = 52,
+  /// Float hyperbolic cosine (torch OpaqueUnaryFn_cosh).
+  COSH = 53,
+  /// Float hyperbolic tangent (torch OpaqueUnaryFn_tanh).
+  TANH = 54,
+  /// Float inverse hyperbolic sine (torch OpaqueUnaryFn_asinh).
+  ASINH = 55
 };
 
-inline const SymOp (&EnumValuesSymOp())[43] {
+inline const SymOp (&EnumValuesSymOp())[56] {
   static const SymOp values[] = {
     SymOp::UNSPECIFIED,
     SymOp::ADD,
@@ -1116,13 +1160,26 @@ inline const SymOp (&EnumValuesSymOp())[43] {
     SymOp::EXP,
     SymOp::LOG,
     SymOp::PIECEWISE,
-    SymOp::IS_MULTIPLE
+    SymOp::IS_MULTIPLE,
+    SymOp::WHERE,
+    SymOp::MODULAR_INDEXING,
+    SymOp::IS_NON_OVERLAPPING_AND_DENSE,
+    SymOp::SIN,
+    SymOp::COS,
+    SymOp::TAN,
+    SymOp::ASIN,
+    SymOp::ACOS,
+    SymOp::ATAN,
+    SymOp::SINH,
+    SymOp::COSH,
+    SymOp::TANH,
+    SymOp::ASINH
   };
   return values;
 }
 
 inline const char * const *EnumNamesSymOp() {
-  static const char * const names[44] = {
+  static const char * const names[57] = {
     "UNSPECIFIED",
     "ADD",
     "MUL",
@@ -1166,13 +1223,26 @@ inline const char * const *EnumNamesSymOp() {
     "LOG",
     "PIECEWISE",
     "IS_MULTIPLE",
+    "WHERE",
+    "MODULAR_INDEXING",
+    "IS_NON_OVERLAPPING_AND_DENSE",
+    "SIN",
+    "COS",
+    "TAN",
+    "ASIN",
+    "ACOS",
+    "ATAN",
+    "SINH",
+    "COSH",
+    "TANH",
+    "ASINH",
     nullptr
   };
   return names;
 }
 
 inline const char *EnumNameSymOp(SymOp e) {
-  if (::flatbuffers::IsOutRange(e, SymOp::UNSPECIFIED, SymOp::IS_MULTIPLE)) return "";
+  if (::flatbuffers::IsOutRange(e, SymOp::UNSPECIFIED, SymOp::ASINH)) return "";
   const size_t index = static_cast<size_t>(e);
   return EnumNamesSymOp()[index];
 }
@@ -3328,8 +3398,10 @@ struct Value::Traits {
   static auto constexpr Create = CreateValue;
 };
 
-/// An inclusive integer range. Unbounded sides are flagged explicitly, never
-/// encoded as sentinel numbers.
+/// An inclusive range of an integer, float or boolean value. A side is
+/// bounded only when its `has_*` flag is set, so an empty table means
+/// "unbounded on both sides", never {0}. An unbounded side is torch's
+/// `int_oo` for an integer value and sympy's `oo` for a float value.
 struct ValueRange FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   typedef ValueRangeBuilder Builder;
   struct Traits;
@@ -3339,32 +3411,48 @@ struct ValueRange FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   enum FlatBuffersVTableOffset FLATBUFFERS_VTABLE_UNDERLYING_TYPE {
     VT_LOWER = 4,
     VT_UPPER = 6,
-    VT_LOWER_UNBOUNDED = 8,
-    VT_UPPER_UNBOUNDED = 10
+    VT_HAS_LOWER = 8,
+    VT_HAS_UPPER = 10,
+    VT_FLOAT_LOWER = 12,
+    VT_FLOAT_UPPER = 14
   };
-  /// Smallest allowed value; ignored (0) when `lower_unbounded`.
+  /// Integer (and boolean, 0/1) ranges: the smallest allowed value,
+  /// meaningful only when `has_lower`.
   int64_t lower() const {
     return GetField<int64_t>(VT_LOWER, 0);
   }
-  /// Largest allowed value; ignored (0) when `upper_unbounded`.
+  /// Integer (and boolean, 0/1) ranges: the largest allowed value,
+  /// meaningful only when `has_upper`.
   int64_t upper() const {
     return GetField<int64_t>(VT_UPPER, 0);
   }
-  /// True when there is no lower bound (minus infinity).
-  bool lower_unbounded() const {
-    return GetField<uint8_t>(VT_LOWER_UNBOUNDED, 0) != 0;
+  /// True when the range has a lower bound (otherwise minus infinity).
+  bool has_lower() const {
+    return GetField<uint8_t>(VT_HAS_LOWER, 0) != 0;
   }
-  /// True when there is no upper bound (plus infinity).
-  bool upper_unbounded() const {
-    return GetField<uint8_t>(VT_UPPER_UNBOUNDED, 0) != 0;
+  /// True when the range has an upper bound (otherwise plus infinity).
+  bool has_upper() const {
+    return GetField<uint8_t>(VT_HAS_UPPER, 0) != 0;
+  }
+  /// Float ranges: the smallest allowed value, meaningful only when
+  /// `has_lower`. Finite.
+  double float_lower() const {
+    return GetField<double>(VT_FLOAT_LOWER, 0.0);
+  }
+  /// Float ranges: the largest allowed value, meaningful only when
+  /// `has_upper`. Finite.
+  double float_upper() const {
+    return GetField<double>(VT_FLOAT_UPPER, 0.0);
   }
   template <bool B = false>
   bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
     return VerifyTableStart(verifier) &&
            VerifyField<int64_t>(verifier, VT_LOWER, 8) &&
            VerifyField<int64_t>(verifier, VT_UPPER, 8) &&
-           VerifyField<uint8_t>(verifier, VT_LOWER_UNBOUNDED, 1) &&
-           VerifyField<uint8_t>(verifier, VT_UPPER_UNBOUNDED, 1) &&
+           VerifyField<uint8_t>(verifier, VT_HAS_LOWER, 1) &&
+           VerifyField<uint8_t>(verifier, VT_HAS_UPPER, 1) &&
+           VerifyField<double>(verifier, VT_FLOAT_LOWER, 8) &&
+           VerifyField<double>(verifier, VT_FLOAT_UPPER, 8) &&
            verifier.EndTable();
   }
 };
@@ -3379,11 +3467,17 @@ struct ValueRangeBuilder {
   void add_upper(int64_t upper) {
     fbb_.AddElement<int64_t>(ValueRange::VT_UPPER, upper, 0);
   }
-  void add_lower_unbounded(bool lower_unbounded) {
-    fbb_.AddElement<uint8_t>(ValueRange::VT_LOWER_UNBOUNDED, static_cast<uint8_t>(lower_unbounded), 0);
+  void add_has_lower(bool has_lower) {
+    fbb_.AddElement<uint8_t>(ValueRange::VT_HAS_LOWER, static_cast<uint8_t>(has_lower), 0);
   }
-  void add_upper_unbounded(bool upper_unbounded) {
-    fbb_.AddElement<uint8_t>(ValueRange::VT_UPPER_UNBOUNDED, static_cast<uint8_t>(upper_unbounded), 0);
+  void add_has_upper(bool has_upper) {
+    fbb_.AddElement<uint8_t>(ValueRange::VT_HAS_UPPER, static_cast<uint8_t>(has_upper), 0);
+  }
+  void add_float_lower(double float_lower) {
+    fbb_.AddElement<double>(ValueRange::VT_FLOAT_LOWER, float_lower, 0.0);
+  }
+  void add_float_upper(double float_upper) {
+    fbb_.AddElement<double>(ValueRange::VT_FLOAT_UPPER, float_upper, 0.0);
   }
   explicit ValueRangeBuilder(::flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
@@ -3400,13 +3494,17 @@ inline ::flatbuffers::Offset<ValueRange> CreateValueRange(
     ::flatbuffers::FlatBufferBuilder &_fbb,
     int64_t lower = 0,
     int64_t upper = 0,
-    bool lower_unbounded = false,
-    bool upper_unbounded = false) {
+    bool has_lower = false,
+    bool has_upper = false,
+    double float_lower = 0.0,
+    double float_upper = 0.0) {
   ValueRangeBuilder builder_(_fbb);
+  builder_.add_float_upper(float_upper);
+  builder_.add_float_lower(float_lower);
   builder_.add_upper(upper);
   builder_.add_lower(lower);
-  builder_.add_upper_unbounded(upper_unbounded);
-  builder_.add_lower_unbounded(lower_unbounded);
+  builder_.add_has_upper(has_upper);
+  builder_.add_has_lower(has_lower);
   return builder_.Finish();
 }
 
@@ -3429,7 +3527,8 @@ struct Symbol FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
     VT_RANGE = 8,
     VT_HINT = 10,
     VT_HAS_HINT = 12,
-    VT_POSITIVE = 14
+    VT_POSITIVE = 14,
+    VT_FLOAT_HINT = 16
   };
   /// Symbol name as torch prints it (`s0`, `u3`, ...). Unique per program.
   const ::flatbuffers::String *name() const {
@@ -3439,12 +3538,14 @@ struct Symbol FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   pt2format::SymbolKind kind() const {
     return static_cast<pt2format::SymbolKind>(GetField<uint8_t>(VT_KIND, 0));
   }
-  /// Values the symbol may take (the shape environment's var_to_range).
+  /// Values the symbol may take (the shape environment's var_to_range);
+  /// integer bounds for INT and BOOL symbols, float bounds for FLOAT ones.
+  /// Absent means unbounded.
   const pt2format::ValueRange *range() const {
     return GetPointer<const pt2format::ValueRange *>(VT_RANGE);
   }
-  /// The example value the program was traced with; meaningful only when
-  /// `has_hint`.
+  /// INT and BOOL symbols: the example value the program was traced with;
+  /// meaningful only when `has_hint`.
   int64_t hint() const {
     return GetField<int64_t>(VT_HINT, 0);
   }
@@ -3459,6 +3560,10 @@ struct Symbol FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   bool positive() const {
     return GetField<uint8_t>(VT_POSITIVE, 0) != 0;
   }
+  /// FLOAT symbols: the example value; meaningful only when `has_hint`.
+  double float_hint() const {
+    return GetField<double>(VT_FLOAT_HINT, 0.0);
+  }
   template <bool B = false>
   bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
     return VerifyTableStart(verifier) &&
@@ -3470,6 +3575,7 @@ struct Symbol FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
            VerifyField<int64_t>(verifier, VT_HINT, 8) &&
            VerifyField<uint8_t>(verifier, VT_HAS_HINT, 1) &&
            VerifyField<uint8_t>(verifier, VT_POSITIVE, 1) &&
+           VerifyField<double>(verifier, VT_FLOAT_HINT, 8) &&
            verifier.EndTable();
   }
 };
@@ -3496,6 +3602,9 @@ struct SymbolBuilder {
   void add_positive(bool positive) {
     fbb_.AddElement<uint8_t>(Symbol::VT_POSITIVE, static_cast<uint8_t>(positive), 0);
   }
+  void add_float_hint(double float_hint) {
+    fbb_.AddElement<double>(Symbol::VT_FLOAT_HINT, float_hint, 0.0);
+  }
   explicit SymbolBuilder(::flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
     start_ = fbb_.StartTable();
@@ -3514,8 +3623,10 @@ inline ::flatbuffers::Offset<Symbol> CreateSymbol(
     ::flatbuffers::Offset<pt2format::ValueRange> range = 0,
     int64_t hint = 0,
     bool has_hint = false,
-    bool positive = false) {
+    bool positive = false,
+    double float_hint = 0.0) {
   SymbolBuilder builder_(_fbb);
+  builder_.add_float_hint(float_hint);
   builder_.add_hint(hint);
   builder_.add_range(range);
   builder_.add_name(name);
@@ -3537,7 +3648,8 @@ inline ::flatbuffers::Offset<Symbol> CreateSymbolDirect(
     ::flatbuffers::Offset<pt2format::ValueRange> range = 0,
     int64_t hint = 0,
     bool has_hint = false,
-    bool positive = false) {
+    bool positive = false,
+    double float_hint = 0.0) {
   auto name__ = name ? _fbb.CreateString(name) : 0;
   return pt2format::CreateSymbol(
       _fbb,
@@ -3546,7 +3658,8 @@ inline ::flatbuffers::Offset<Symbol> CreateSymbolDirect(
       range,
       hint,
       has_hint,
-      positive);
+      positive,
+      float_hint);
 }
 
 /// One node of a structured symbolic expression. Only the fields its `kind`
@@ -3720,7 +3833,8 @@ struct RangeConstraint FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   uint32_t expr() const {
     return GetField<uint32_t>(VT_EXPR, 0);
   }
-  /// The range.
+  /// The range: float bounds when the expression is a float symbol,
+  /// integer bounds otherwise. Absent means unbounded.
   const pt2format::ValueRange *range() const {
     return GetPointer<const pt2format::ValueRange *>(VT_RANGE);
   }
@@ -12003,6 +12117,8 @@ inline const ::flatbuffers::TypeTable *SymExprKindTypeTable() {
     { ::flatbuffers::ET_UCHAR, 0, 0 },
     { ::flatbuffers::ET_UCHAR, 0, 0 },
     { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
     { ::flatbuffers::ET_UCHAR, 0, 0 }
   };
   static const ::flatbuffers::TypeFunction type_refs[] = {
@@ -12017,16 +12133,31 @@ inline const ::flatbuffers::TypeTable *SymExprKindTypeTable() {
     "BOOLEAN",
     "APPLY",
     "POSITIVE_INFINITY",
-    "NEGATIVE_INFINITY"
+    "NEGATIVE_INFINITY",
+    "INT_POSITIVE_INFINITY",
+    "INT_NEGATIVE_INFINITY"
   };
   static const ::flatbuffers::TypeTable tt = {
-    ::flatbuffers::ST_ENUM, 9, type_codes, type_refs, nullptr, nullptr, names
+    ::flatbuffers::ST_ENUM, 11, type_codes, type_refs, nullptr, nullptr, names
   };
   return &tt;
 }
 
 inline const ::flatbuffers::TypeTable *SymOpTypeTable() {
   static const ::flatbuffers::TypeCode type_codes[] = {
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
     { ::flatbuffers::ET_UCHAR, 0, 0 },
     { ::flatbuffers::ET_UCHAR, 0, 0 },
     { ::flatbuffers::ET_UCHAR, 0, 0 },
@@ -12117,10 +12248,23 @@ inline const ::flatbuffers::TypeTable *SymOpTypeTable() {
     "EXP",
     "LOG",
     "PIECEWISE",
-    "IS_MULTIPLE"
+    "IS_MULTIPLE",
+    "WHERE",
+    "MODULAR_INDEXING",
+    "IS_NON_OVERLAPPING_AND_DENSE",
+    "SIN",
+    "COS",
+    "TAN",
+    "ASIN",
+    "ACOS",
+    "ATAN",
+    "SINH",
+    "COSH",
+    "TANH",
+    "ASINH"
   };
   static const ::flatbuffers::TypeTable tt = {
-    ::flatbuffers::ST_ENUM, 43, type_codes, type_refs, nullptr, nullptr, names
+    ::flatbuffers::ST_ENUM, 56, type_codes, type_refs, nullptr, nullptr, names
   };
   return &tt;
 }
@@ -12779,16 +12923,20 @@ inline const ::flatbuffers::TypeTable *ValueRangeTypeTable() {
     { ::flatbuffers::ET_LONG, 0, -1 },
     { ::flatbuffers::ET_LONG, 0, -1 },
     { ::flatbuffers::ET_BOOL, 0, -1 },
-    { ::flatbuffers::ET_BOOL, 0, -1 }
+    { ::flatbuffers::ET_BOOL, 0, -1 },
+    { ::flatbuffers::ET_DOUBLE, 0, -1 },
+    { ::flatbuffers::ET_DOUBLE, 0, -1 }
   };
   static const char * const names[] = {
     "lower",
     "upper",
-    "lower_unbounded",
-    "upper_unbounded"
+    "has_lower",
+    "has_upper",
+    "float_lower",
+    "float_upper"
   };
   static const ::flatbuffers::TypeTable tt = {
-    ::flatbuffers::ST_TABLE, 4, type_codes, nullptr, nullptr, nullptr, names
+    ::flatbuffers::ST_TABLE, 6, type_codes, nullptr, nullptr, nullptr, names
   };
   return &tt;
 }
@@ -12800,7 +12948,8 @@ inline const ::flatbuffers::TypeTable *SymbolTypeTable() {
     { ::flatbuffers::ET_SEQUENCE, 0, 1 },
     { ::flatbuffers::ET_LONG, 0, -1 },
     { ::flatbuffers::ET_BOOL, 0, -1 },
-    { ::flatbuffers::ET_BOOL, 0, -1 }
+    { ::flatbuffers::ET_BOOL, 0, -1 },
+    { ::flatbuffers::ET_DOUBLE, 0, -1 }
   };
   static const ::flatbuffers::TypeFunction type_refs[] = {
     pt2format::SymbolKindTypeTable,
@@ -12812,10 +12961,11 @@ inline const ::flatbuffers::TypeTable *SymbolTypeTable() {
     "range",
     "hint",
     "has_hint",
-    "positive"
+    "positive",
+    "float_hint"
   };
   static const ::flatbuffers::TypeTable tt = {
-    ::flatbuffers::ST_TABLE, 6, type_codes, type_refs, nullptr, nullptr, names
+    ::flatbuffers::ST_TABLE, 7, type_codes, type_refs, nullptr, nullptr, names
   };
   return &tt;
 }

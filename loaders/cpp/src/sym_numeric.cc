@@ -15,6 +15,12 @@ namespace detail {
 
 void fail(const std::string &msg) { throw Error(ErrorKind::Evaluation, msg); }
 
+// Integers are 64-bit by specification (SPEC.md, "Symbolic expressions"):
+// leaving that range is a LimitError in every reader, not a domain error.
+void fail_overflow(const std::string &what) {
+  throw Error(ErrorKind::Limit, what + ": integer overflow (integers are 64-bit)");
+}
+
 const char *op_name(pt2format::SymOp op) {
   const char *n = pt2format::EnumNameSymOp(op);
   return (n && *n) ? n : "unknown op";
@@ -22,7 +28,7 @@ const char *op_name(pt2format::SymOp op) {
 
 int64_t fit(i128 v, const char *what) {
   if (v > INT64_MAX || v < INT64_MIN)
-    fail(std::string(what) + ": integer overflow (this reader evaluates integers in 64 bits)");
+    fail_overflow(what);
   return int64_t(v);
 }
 
@@ -197,9 +203,12 @@ SymValue power_exact(const Q &base, int64_t e, const char *what) {
   if (e < 0 && base.n == 0) fail(std::string(what) + ": zero to a negative power");
   uint64_t k = e < 0 ? uint64_t(-(e + 1)) + 1 : uint64_t(e);
   i128 rn = 1, rd = 1, bn = base.n, bd = base.d;
-  const i128 lim = i128(1) << 100;
+  // Base powers are coprime, so no partial product ever shrinks: one beyond
+  // 2^63 means the result overflows. Keeping every factor within 2^63 keeps
+  // each product within 2^126, so the 128-bit arithmetic itself never wraps.
+  const i128 lim = i128(1) << 63;
   auto check = [&](i128 v) {
-    if (v > lim || v < -lim) fail(std::string(what) + ": integer overflow (this reader evaluates integers in 64 bits)");
+    if (v > lim || v < -lim) fail_overflow(what);
   };
   while (k) {
     if (k & 1) {
@@ -222,6 +231,7 @@ SymValue power_exact(const Q &base, int64_t e, const char *what) {
 int64_t exact_root(int64_t v, int64_t q) {
   if (v < 0 || q <= 0) return -1;
   if (v < 2 || q == 1) return v;
+  if (q > 63) return -1;  // c^q >= 2^64 > v for every c >= 2; the loop below would run q times for c <= 1
   int64_t r = int64_t(std::llround(std::pow(double(v), 1.0 / double(q))));
   for (int64_t c = std::max<int64_t>(0, r - 1); c <= r + 1; ++c) {
     i128 p = 1;
@@ -239,7 +249,7 @@ double checked_float(double v, const char *what) {
 int64_t float_to_int(double v, const char *what) {
   if (!std::isfinite(v)) fail(std::string(what) + ": cannot convert infinity or NaN to an integer");
   if (v >= 9223372036854775808.0 || v < -9223372036854775808.0)
-    fail(std::string(what) + ": integer overflow (this reader evaluates integers in 64 bits)");
+    fail_overflow(what);
   return int64_t(v);
 }
 
@@ -283,20 +293,6 @@ double round_decimal(double x, int64_t n) {
   return 0.0 * x;
 }
 
-int64_t py_int_round(int64_t v, int64_t n, const char *what) {
-  if (n >= 0) return v;
-  if (n < -19) return 0;
-  i128 p = 1;
-  for (int64_t i = 0; i < -n; ++i) p *= 10;
-  i128 q = v / p, r = v % p;
-  if (r < 0) {
-    r += p;
-    q -= 1;
-  }
-  // v = q*p + r, 0 <= r < p: round half to even
-  if (2 * r > p || (2 * r == p && (q & 1))) q += 1;
-  return fit(q * p, what);
-}
 
 
 }  // namespace detail

@@ -24,6 +24,7 @@ struct Q {
 [[noreturn]] void fail(const std::string &msg);
 const char *op_name(pt2format::SymOp op);
 /// v as int64, or an overflow error naming `what`.
+[[noreturn]] void fail_overflow(const std::string &what);
 int64_t fit(i128 v, const char *what);
 i128 gcd128(i128 a, i128 b);
 Q make_q(i128 n, i128 d);
@@ -53,8 +54,6 @@ int64_t float_to_int(double v, const char *what);
 double round_half_even(double x);
 /// Python's round(x, n) for floats.
 double round_decimal(double x, int64_t n);
-/// Python's round(v, n) for ints.
-int64_t py_int_round(int64_t v, int64_t n, const char *what);
 
 }  // namespace detail
 }  // namespace pt2f

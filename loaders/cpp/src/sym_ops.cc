@@ -1,4 +1,5 @@
 // SymValue and apply_sym_op: the semantics of every SymOp (Python/sympy rules).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -252,7 +253,7 @@ SymValue apply_sym_op(pt2format::SymOp op, const std::vector<SymValue> &a) {
       arity(a, 2, 2, w);
       need_number(a[0], w);
       const int64_t n = need_int(a[1], w);
-      if (a[0].kind == Kind::Int) return SymValue::integer(py_int_round(a[0].num, n, w));
+      // A float even for an integer operand: torch's RoundDecimal is round(float(x), n).
       return SymValue::real(round_decimal(to_double(a[0]), n));
     }
     case O::TO_FLOAT:
@@ -280,29 +281,72 @@ SymValue apply_sym_op(pt2format::SymOp op, const std::vector<SymValue> &a) {
       const int64_t x = as_int(a[0]), y = as_int(a[1]);
       return SymValue::integer(op == O::BITWISE_AND ? (x & y) : op == O::BITWISE_OR ? (x | y) : (x ^ y));
     }
-    case O::LOG2: {
-      arity(a, 1, 1, w);
-      const int64_t x = need_int(a[0], w);
-      if (x <= 0) fail(std::string(w) + ": math domain error (argument must be positive)");
-      return SymValue::integer(63 - __builtin_clzll(uint64_t(x)));
-    }
+    case O::LOG2:
     case O::SQRT:
     case O::EXP:
-    case O::LOG: {
+    case O::LOG:
+    case O::SIN:
+    case O::COS:
+    case O::TAN:
+    case O::ASIN:
+    case O::ACOS:
+    case O::ATAN:
+    case O::SINH:
+    case O::COSH:
+    case O::TANH:
+    case O::ASINH: {
+      // Python's math module on float(a): a domain error raises, as does an
+      // overflow of exp/sinh/cosh (math range error).
       arity(a, 1, 1, w);
       need_number(a[0], w);
       const double x = to_double(a[0]);
-      if (op == O::SQRT) {
-        if (x < 0) fail(std::string(w) + ": math domain error");
-        return SymValue::real(std::sqrt(x));
+      const std::string dom = std::string(w) + ": math domain error";
+      double r = 0;
+      switch (op) {
+        case O::LOG2: if (x <= 0) fail(dom); r = std::log2(x); break;
+        case O::LOG: if (x <= 0) fail(dom); r = std::log(x); break;
+        case O::SQRT: if (x < 0) fail(dom); r = std::sqrt(x); break;
+        case O::EXP: r = std::exp(x); break;
+        case O::SIN: if (std::isinf(x)) fail(dom); r = std::sin(x); break;
+        case O::COS: if (std::isinf(x)) fail(dom); r = std::cos(x); break;
+        case O::TAN: if (std::isinf(x)) fail(dom); r = std::tan(x); break;
+        case O::ASIN: if (x < -1 || x > 1) fail(dom); r = std::asin(x); break;
+        case O::ACOS: if (x < -1 || x > 1) fail(dom); r = std::acos(x); break;
+        case O::ATAN: r = std::atan(x); break;
+        case O::SINH: r = std::sinh(x); break;
+        case O::COSH: r = std::cosh(x); break;
+        case O::TANH: r = std::tanh(x); break;
+        default: r = std::asinh(x); break;
       }
-      if (op == O::LOG) {
-        if (x <= 0) fail(std::string(w) + ": math domain error");
-        return SymValue::real(std::log(x));
-      }
-      const double r = std::exp(x);
-      if (std::isinf(r) && std::isfinite(x)) fail(std::string(w) + ": math range error");
+      // An overflow of exp/sinh/cosh is +-inf: torch falls back to sympy there.
       return SymValue::real(r);
+    }
+    case O::WHERE:
+      arity(a, 3, 3, w);
+      return need_bool(a[0], w) ? a[1] : a[2];
+    case O::MODULAR_INDEXING: {
+      arity(a, 3, 3, w);
+      const int64_t x = need_int(a[0], w), d = need_int(a[1], w), m = need_int(a[2], w);
+      if (d == 0 || m == 0) fail(std::string(w) + ": division by zero");
+      const i128 q = floor_div_q(Q{x, 1}, Q{d, 1}, w);
+      i128 r = q % m;
+      if (r != 0 && ((r < 0) != (m < 0))) r += m;
+      return SymValue::integer(fit(r, w));
+    }
+    case O::IS_NON_OVERLAPPING_AND_DENSE: {
+      if (a.empty() || a.size() % 2) fail(std::string(w) + ": needs sizes and strides of equal length");
+      const size_t n = a.size() / 2;
+      std::vector<std::pair<int64_t, int64_t>> ss;  // (stride, size), stable by stride as torch sorts
+      for (size_t i = 0; i < n; ++i) ss.push_back({need_int(a[n + i], w), need_int(a[i], w)});
+      if (n == 1) return SymValue::integer(ss[0].first == 1 || ss[0].second < 2);
+      std::stable_sort(ss.begin(), ss.end(), [](const auto &x, const auto &y) { return x.first < y.first; });
+      i128 expected = 1;
+      for (const auto &p : ss) {
+        if (p.second == 1) continue;
+        if (p.first != expected) return SymValue::integer(0);
+        expected = fit(expected * p.second, w);
+      }
+      return SymValue::integer(1);
     }
     case O::PIECEWISE: {
       if (a.empty() || a.size() % 2) fail(std::string(w) + ": arguments must be (value, condition) pairs");
@@ -310,12 +354,8 @@ SymValue apply_sym_op(pt2format::SymOp op, const std::vector<SymValue> &a) {
         if (need_bool(a[i + 1], w)) return a[i];
       fail(std::string(w) + ": no condition holds");
     }
-    case O::IS_MULTIPLE: {
-      arity(a, 2, 2, w);
-      const int64_t x = need_int(a[0], w), y = need_int(a[1], w);
-      if (y == 0) return SymValue::boolean(x == 0);
-      return SymValue::boolean(i128(x) % i128(y) == 0);
-    }
+    case O::IS_MULTIPLE:
+      fail(std::string(w) + ": reserved, never written");
     default:
       break;
   }

@@ -1,4 +1,5 @@
 // SymEvaluator: iterative, memoised evaluation of a program's sym_exprs pool.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -18,6 +19,59 @@ SymEvaluator::SymEvaluator(const pt2format::Program *program) : program_(program
   symbols_.resize(ns);
   bound_.assign(ns, false);
   slots_.resize(n_);
+  check_limits();
+}
+
+// Structural limits of SPEC.md ("Bounds"), checked once over the whole pool
+// before anything is evaluated: the evaluation budget (1 + operand count per
+// node) and the degree of every expression. Both are LimitErrors.
+void SymEvaluator::check_limits() {
+  const auto *pool = program_->sym_exprs();
+  std::vector<uint64_t> degree(n_, 0);
+  uint64_t steps = 0;
+  using K = pt2format::SymExprKind;
+  using O = pt2format::SymOp;
+  for (uint32_t i = 0; i < n_; ++i) {
+    const auto *e = pool->Get(i);
+    const auto *args = e->args();
+    const uint32_t na = args ? args->size() : 0;
+    steps += 1 + uint64_t(na);
+    if (steps > kMaxSymEvalSteps)
+      throw Error(ErrorKind::Limit, "sym_exprs[" + std::to_string(i) + "]: symbolic evaluation budget exhausted",
+                  {"", "", {}, "sym_exprs", "<= " + std::to_string(kMaxSymEvalSteps) + " steps", std::to_string(steps)});
+    if (e->kind() == K::SYMBOL) {
+      degree[i] = 1;
+      continue;
+    }
+    if (e->kind() != K::APPLY) continue;
+    bool ok = true;
+    for (uint32_t k = 0; k < na; ++k) ok = ok && args->Get(k) < i;
+    if (!ok) continue;  // evaluation reports it
+    uint64_t d = 0;
+    const O op = e->op();
+    if (op == O::MUL) {
+      for (uint32_t k = 0; k < na; ++k) d += degree[args->Get(k)];
+    } else if ((op == O::POW || op == O::POW_BY_NATURAL) && na == 2) {
+      const uint64_t base = degree[args->Get(0)];
+      const auto *ex = pool->Get(args->Get(1));
+      if (ex->kind() == K::INTEGER || (ex->kind() == K::RATIONAL && ex->denominator() > 0)) {
+        // |p| (or ceil(|p|/q)) in 128 bits: no overflow for any int64 p
+        const __int128 p = ex->int_value() < 0 ? -__int128(ex->int_value()) : __int128(ex->int_value());
+        const __int128 q = ex->kind() == K::INTEGER ? 1 : ex->denominator();
+        const __int128 m = (p + q - 1) / q;
+        d = base == 0 ? 0 : (m > __int128(kMaxSymDegree) ? kMaxSymDegree + 1 : uint64_t(m) * base);
+      } else {
+        d = base + degree[args->Get(1)];
+      }
+    } else {
+      for (uint32_t k = 0; k < na; ++k) d = std::max(d, degree[args->Get(k)]);
+    }
+    if (d > kMaxSymDegree) d = kMaxSymDegree + 1;  // saturate; reported below
+    degree[i] = d;
+    if (d > kMaxSymDegree)
+      throw Error(ErrorKind::Limit, "sym_exprs[" + std::to_string(i) + "]: symbolic expression degree is too high",
+                  {"", "", {}, "sym_exprs", "<= " + std::to_string(kMaxSymDegree), "> " + std::to_string(kMaxSymDegree)});
+  }
 }
 
 void SymEvaluator::set(uint32_t i, const SymValue &v) {
@@ -40,7 +94,9 @@ void SymEvaluator::set(const std::string &name, const SymValue &v) {
 void SymEvaluator::bind_hints() {
   const auto *syms = program_->symbols();
   for (uint32_t i = 0; syms && i < syms->size(); ++i)
-    if (syms->Get(i)->has_hint()) set(i, SymValue::integer(syms->Get(i)->hint()));
+    if (syms->Get(i)->has_hint())
+      set(i, syms->Get(i)->kind() == pt2format::SymbolKind::FLOAT ? SymValue::real(syms->Get(i)->float_hint())
+                                                                  : SymValue::integer(syms->Get(i)->hint()));
 }
 
 void SymEvaluator::compute(uint32_t index) {
@@ -84,6 +140,8 @@ void SymEvaluator::compute(uint32_t index) {
         case K::BOOLEAN: slot.value = SymValue::boolean(e->bool_value()); break;
         case K::POSITIVE_INFINITY: slot.value = SymValue::real(std::numeric_limits<double>::infinity()); break;
         case K::NEGATIVE_INFINITY: slot.value = SymValue::real(-std::numeric_limits<double>::infinity()); break;
+        case K::INT_POSITIVE_INFINITY:
+        case K::INT_NEGATIVE_INFINITY: fail("integer infinity is a bound, not a number");
         case K::APPLY: {
           const auto *args = e->args();
           const uint32_t na = args ? args->size() : 0;
@@ -93,17 +151,27 @@ void SymEvaluator::compute(uint32_t index) {
                    ", not an earlier one");
           std::vector<SymValue> vals;
           vals.reserve(na);
+          if (e->op() == pt2format::SymOp::WHERE && na == 3) {
+            // Lazy, as sympy is: the branch not taken may fail.
+            const Slot &cond = slots_[args->Get(0)];
+            if (cond.state == Slot::Failed) rethrow(cond);
+            if (cond.value.kind != SymValue::Kind::Bool) fail("WHERE: boolean operand expected");
+            const Slot &val = slots_[args->Get(cond.value.b ? 1 : 2)];
+            if (val.state == Slot::Failed) rethrow(val);
+            slot.value = val.value;
+            break;
+          }
           if (e->op() == pt2format::SymOp::PIECEWISE) {
             // Lazy: only the conditions up to the first true one and its value must evaluate.
             if (na == 0 || na % 2) fail("PIECEWISE: arguments must be (value, condition) pairs");
             bool found = false;
             for (uint32_t k = 0; k < na && !found; k += 2) {
               const Slot &cond = slots_[args->Get(k + 1)];
-              if (cond.state == Slot::Failed) fail(cond.error);
+              if (cond.state == Slot::Failed) rethrow(cond);
               if (cond.value.kind != SymValue::Kind::Bool) fail("PIECEWISE: boolean operand expected");
               if (cond.value.b) {
                 const Slot &val = slots_[args->Get(k)];
-                if (val.state == Slot::Failed) fail(val.error);
+                if (val.state == Slot::Failed) rethrow(val);
                 slot.value = val.value;
                 found = true;
               }
@@ -113,7 +181,7 @@ void SymEvaluator::compute(uint32_t index) {
           }
           for (uint32_t k = 0; k < na; ++k) {
             const Slot &s = slots_[args->Get(k)];
-            if (s.state == Slot::Failed) fail(s.error);
+            if (s.state == Slot::Failed) rethrow(s);
             vals.push_back(s.value);
           }
           slot.value = apply_sym_op(e->op(), vals);
@@ -125,12 +193,15 @@ void SymEvaluator::compute(uint32_t index) {
       slot.state = Slot::Done;
     } catch (const Error &err) {
       slot.state = Slot::Failed;
+      slot.kind = err.kind();
       // Keep the innermost location: a propagated failure already names its node.
       slot.error = err.detail().rfind("sym_exprs[", 0) == 0 ? err.detail()
                                                              : "sym_exprs[" + std::to_string(i) + "]: " + err.detail();
     }
   }
 }
+
+void SymEvaluator::rethrow(const Slot &failed) { throw Error(failed.kind, failed.error); }
 
 SymValue SymEvaluator::evaluate(uint32_t index) {
   if (index >= n_)
@@ -141,7 +212,7 @@ SymValue SymEvaluator::evaluate(uint32_t index) {
     compute(index);
   }
   const Slot &s = slots_[index];
-  if (s.state == Slot::Failed) throw Error(ErrorKind::Evaluation, s.error);
+  if (s.state == Slot::Failed) throw Error(s.kind, s.error);
   return s.value;
 }
 

@@ -5,8 +5,10 @@
 // values for the program's symbols, iteratively (no recursion, so a hostile
 // million-node chain cannot overflow the stack) and with memoisation.
 // Integers follow Python semantics (floor division and modulus round toward
-// minus infinity) in 64 bits: a result that does not fit is an error rather
-// than a wrong number. Rationals stay exact, as in sympy.
+// minus infinity) in 64 bits: a result that does not fit is a Limit error
+// rather than a wrong number, as SPEC.md requires of every reader. Rationals
+// stay exact, as in sympy. The constructor checks the pool's structural
+// limits (degree, evaluation budget) and throws a Limit error.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +19,11 @@
 #include "pt2f/generated.h"
 
 namespace pt2f {
+
+/// Bounds of SPEC.md ("Symbolic expressions", "Bounds"); the Python
+/// reader's pt2format._symeval holds the same numbers.
+constexpr uint64_t kMaxSymDegree = 64;
+constexpr uint64_t kMaxSymEvalSteps = uint64_t(1) << 22;
 
 /// A value of a symbolic expression.
 struct SymValue {
@@ -62,8 +69,11 @@ class SymEvaluator {
     enum State : uint8_t { Unknown, Done, Failed } state = Unknown;
     SymValue value;
     std::string error;
+    ErrorKind kind = ErrorKind::Evaluation;  // Limit for 64-bit overflow
   };
   void compute(uint32_t index);
+  void check_limits();
+  [[noreturn]] static void rethrow(const Slot &failed);
 
   const pt2format::Program *program_;
   uint32_t n_ = 0;

@@ -38,7 +38,8 @@ expr():number {
 }
 
 /**
- * The range.
+ * The range: float bounds when the expression is a float symbol,
+ * integer bounds otherwise. Absent means unbounded.
  */
 range(obj?:ValueRange):ValueRange|null {
   const offset = this.bb!.__offset(this.bb_pos, 6);

@@ -43,12 +43,25 @@ export enum SymExprKind {
   APPLY = 6,
 
   /**
-   * Positive infinity (sympy `oo`, torch `int_oo`), an unbounded value.
+   * Float positive infinity (sympy `oo`), the bound of an unbounded float.
+   * Evaluates to the IEEE-754 double +inf.
    */
   POSITIVE_INFINITY = 7,
 
   /**
-   * Negative infinity.
+   * Float negative infinity (sympy `-oo`). Evaluates to the double -inf.
    */
-  NEGATIVE_INFINITY = 8
+  NEGATIVE_INFINITY = 8,
+
+  /**
+   * Integer positive infinity (torch `int_oo`), the bound of an unbounded
+   * integer. Never a value of a size: evaluating a node that needs it as
+   * an operand of arithmetic is an error (see SPEC.md, "Symbolic expressions").
+   */
+  INT_POSITIVE_INFINITY = 9,
+
+  /**
+   * Integer negative infinity (torch `-int_oo`).
+   */
+  INT_NEGATIVE_INFINITY = 10
 }

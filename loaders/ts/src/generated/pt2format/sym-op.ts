@@ -4,8 +4,10 @@
 /* eslint-disable @typescript-eslint/no-unused-vars, @typescript-eslint/no-explicit-any, @typescript-eslint/no-non-null-assertion */
 
 /**
- * Operation of an `APPLY` node. Integer semantics follow Python and torch's
- * sympy functions (`torch.utils._sympy.functions`) named in each value.
+ * Operation of an `APPLY` node. Each value names the sympy or torch
+ * (`torch.utils._sympy.functions`) function it stands for; SPEC.md
+ * ("Symbolic expressions") states the normative semantics, operand kinds,
+ * domain and limits of each.
  */
 export enum SymOp {
   /**
@@ -194,7 +196,8 @@ export enum SymOp {
   BITWISE_XOR = 36,
 
   /**
-   * Integer base-2 logarithm (torch IntLog2 style helpers: floor(log2(a))).
+   * Float base-2 logarithm of one operand (torch OpaqueUnaryFn_log2):
+   * log2(float(a)), a float, never rounded to an integer.
    */
   LOG2 = 37,
 
@@ -220,7 +223,76 @@ export enum SymOp {
   PIECEWISE = 41,
 
   /**
-   * a is a multiple of b, boolean (sympy-free divisibility test).
+   * Reserved: no sympy or torch function produces it, so no writer emits
+   * it; a reader refuses a file that uses it (ValidationError).
    */
-  IS_MULTIPLE = 42
+  IS_MULTIPLE = 42,
+
+  /**
+   * Where(c, p, q): p when the boolean c holds, else q (torch Where).
+   */
+  WHERE = 43,
+
+  /**
+   * ModularIndexing(a, b, c) = (a // b) % c with Python floor semantics
+   * (torch ModularIndexing).
+   */
+  MODULAR_INDEXING = 44,
+
+  /**
+   * 1 when sizes args[0:n] with strides args[n:2n] describe a
+   * non-overlapping and dense tensor, else 0; an even number of operands
+   * (torch IsNonOverlappingAndDenseIndicator).
+   */
+  IS_NON_OVERLAPPING_AND_DENSE = 45,
+
+  /**
+   * Float sine of one operand (torch OpaqueUnaryFn_sin).
+   */
+  SIN = 46,
+
+  /**
+   * Float cosine (torch OpaqueUnaryFn_cos).
+   */
+  COS = 47,
+
+  /**
+   * Float tangent (torch OpaqueUnaryFn_tan).
+   */
+  TAN = 48,
+
+  /**
+   * Float arc sine (torch OpaqueUnaryFn_asin).
+   */
+  ASIN = 49,
+
+  /**
+   * Float arc cosine (torch OpaqueUnaryFn_acos).
+   */
+  ACOS = 50,
+
+  /**
+   * Float arc tangent (torch OpaqueUnaryFn_atan).
+   */
+  ATAN = 51,
+
+  /**
+   * Float hyperbolic sine (torch OpaqueUnaryFn_sinh).
+   */
+  SINH = 52,
+
+  /**
+   * Float hyperbolic cosine (torch OpaqueUnaryFn_cosh).
+   */
+  COSH = 53,
+
+  /**
+   * Float hyperbolic tangent (torch OpaqueUnaryFn_tanh).
+   */
+  TANH = 54,
+
+  /**
+   * Float inverse hyperbolic sine (torch OpaqueUnaryFn_asinh).
+   */
+  ASINH = 55
 }

@@ -50,7 +50,9 @@ kind():SymbolKind {
 }
 
 /**
- * Values the symbol may take (the shape environment's var_to_range).
+ * Values the symbol may take (the shape environment's var_to_range);
+ * integer bounds for INT and BOOL symbols, float bounds for FLOAT ones.
+ * Absent means unbounded.
  */
 range(obj?:ValueRange):ValueRange|null {
   const offset = this.bb!.__offset(this.bb_pos, 8);
@@ -58,8 +60,8 @@ range(obj?:ValueRange):ValueRange|null {
 }
 
 /**
- * The example value the program was traced with; meaningful only when
- * `has_hint`.
+ * INT and BOOL symbols: the example value the program was traced with;
+ * meaningful only when `has_hint`.
  */
 hint():bigint {
   const offset = this.bb!.__offset(this.bb_pos, 10);
@@ -85,8 +87,16 @@ positive():boolean {
   return offset ? !!this.bb!.readInt8(this.bb_pos + offset) : false;
 }
 
+/**
+ * FLOAT symbols: the example value; meaningful only when `has_hint`.
+ */
+floatHint():number {
+  const offset = this.bb!.__offset(this.bb_pos, 16);
+  return offset ? this.bb!.readFloat64(this.bb_pos + offset) : 0.0;
+}
+
 static startSymbol(builder:flatbuffers.Builder) {
-  builder.startObject(6);
+  builder.startObject(7);
 }
 
 static addName(builder:flatbuffers.Builder, nameOffset:flatbuffers.Offset) {
@@ -111,6 +121,10 @@ static addHasHint(builder:flatbuffers.Builder, hasHint:boolean) {
 
 static addPositive(builder:flatbuffers.Builder, positive:boolean) {
   builder.addFieldInt8(5, +positive, +false);
+}
+
+static addFloatHint(builder:flatbuffers.Builder, floatHint:number) {
+  builder.addFieldFloat64(6, floatHint, 0.0);
 }
 
 static endSymbol(builder:flatbuffers.Builder):flatbuffers.Offset {

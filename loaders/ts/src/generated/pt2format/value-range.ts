@@ -6,8 +6,10 @@
 import * as flatbuffers from 'flatbuffers';
 
 /**
- * An inclusive integer range. Unbounded sides are flagged explicitly, never
- * encoded as sentinel numbers.
+ * An inclusive range of an integer, float or boolean value. A side is
+ * bounded only when its `has_*` flag is set, so an empty table means
+ * "unbounded on both sides", never {0}. An unbounded side is torch's
+ * `int_oo` for an integer value and sympy's `oo` for a float value.
  */
 export class ValueRange {
   bb: flatbuffers.ByteBuffer|null = null;
@@ -28,7 +30,8 @@ static getSizePrefixedRootAsValueRange(bb:flatbuffers.ByteBuffer, obj?:ValueRang
 }
 
 /**
- * Smallest allowed value; ignored (0) when `lower_unbounded`.
+ * Integer (and boolean, 0/1) ranges: the smallest allowed value,
+ * meaningful only when `has_lower`.
  */
 lower():bigint {
   const offset = this.bb!.__offset(this.bb_pos, 4);
@@ -36,7 +39,8 @@ lower():bigint {
 }
 
 /**
- * Largest allowed value; ignored (0) when `upper_unbounded`.
+ * Integer (and boolean, 0/1) ranges: the largest allowed value,
+ * meaningful only when `has_upper`.
  */
 upper():bigint {
   const offset = this.bb!.__offset(this.bb_pos, 6);
@@ -44,23 +48,41 @@ upper():bigint {
 }
 
 /**
- * True when there is no lower bound (minus infinity).
+ * True when the range has a lower bound (otherwise minus infinity).
  */
-lowerUnbounded():boolean {
+hasLower():boolean {
   const offset = this.bb!.__offset(this.bb_pos, 8);
   return offset ? !!this.bb!.readInt8(this.bb_pos + offset) : false;
 }
 
 /**
- * True when there is no upper bound (plus infinity).
+ * True when the range has an upper bound (otherwise plus infinity).
  */
-upperUnbounded():boolean {
+hasUpper():boolean {
   const offset = this.bb!.__offset(this.bb_pos, 10);
   return offset ? !!this.bb!.readInt8(this.bb_pos + offset) : false;
 }
 
+/**
+ * Float ranges: the smallest allowed value, meaningful only when
+ * `has_lower`. Finite.
+ */
+floatLower():number {
+  const offset = this.bb!.__offset(this.bb_pos, 12);
+  return offset ? this.bb!.readFloat64(this.bb_pos + offset) : 0.0;
+}
+
+/**
+ * Float ranges: the largest allowed value, meaningful only when
+ * `has_upper`. Finite.
+ */
+floatUpper():number {
+  const offset = this.bb!.__offset(this.bb_pos, 14);
+  return offset ? this.bb!.readFloat64(this.bb_pos + offset) : 0.0;
+}
+
 static startValueRange(builder:flatbuffers.Builder) {
-  builder.startObject(4);
+  builder.startObject(6);
 }
 
 static addLower(builder:flatbuffers.Builder, lower:bigint) {
@@ -71,12 +93,20 @@ static addUpper(builder:flatbuffers.Builder, upper:bigint) {
   builder.addFieldInt64(1, upper, BigInt('0'));
 }
 
-static addLowerUnbounded(builder:flatbuffers.Builder, lowerUnbounded:boolean) {
-  builder.addFieldInt8(2, +lowerUnbounded, +false);
+static addHasLower(builder:flatbuffers.Builder, hasLower:boolean) {
+  builder.addFieldInt8(2, +hasLower, +false);
 }
 
-static addUpperUnbounded(builder:flatbuffers.Builder, upperUnbounded:boolean) {
-  builder.addFieldInt8(3, +upperUnbounded, +false);
+static addHasUpper(builder:flatbuffers.Builder, hasUpper:boolean) {
+  builder.addFieldInt8(3, +hasUpper, +false);
+}
+
+static addFloatLower(builder:flatbuffers.Builder, floatLower:number) {
+  builder.addFieldFloat64(4, floatLower, 0.0);
+}
+
+static addFloatUpper(builder:flatbuffers.Builder, floatUpper:number) {
+  builder.addFieldFloat64(5, floatUpper, 0.0);
 }
 
 static endValueRange(builder:flatbuffers.Builder):flatbuffers.Offset {
@@ -84,12 +114,14 @@ static endValueRange(builder:flatbuffers.Builder):flatbuffers.Offset {
   return offset;
 }
 
-static createValueRange(builder:flatbuffers.Builder, lower:bigint, upper:bigint, lowerUnbounded:boolean, upperUnbounded:boolean):flatbuffers.Offset {
+static createValueRange(builder:flatbuffers.Builder, lower:bigint, upper:bigint, hasLower:boolean, hasUpper:boolean, floatLower:number, floatUpper:number):flatbuffers.Offset {
   ValueRange.startValueRange(builder);
   ValueRange.addLower(builder, lower);
   ValueRange.addUpper(builder, upper);
-  ValueRange.addLowerUnbounded(builder, lowerUnbounded);
-  ValueRange.addUpperUnbounded(builder, upperUnbounded);
+  ValueRange.addHasLower(builder, hasLower);
+  ValueRange.addHasUpper(builder, hasUpper);
+  ValueRange.addFloatLower(builder, floatLower);
+  ValueRange.addFloatUpper(builder, floatUpper);
   return ValueRange.endValueRange(builder);
 }
 }
