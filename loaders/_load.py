@@ -10,17 +10,26 @@ from ._program import build_program
 
 
 def load_program(path, *, program: str | None = None, map_location=None, weights: bool = True, copy: bool = False,
-                 verify_data: bool = False):
+                 verify_data: bool = False, weight_set: str | None = None):
     """Load program `program` (default: the only one, or "forward") of the file at `path`.
 
     Tensors are views of a private (copy-on-write) map of the file: nothing is
     copied and writes never reach the file. `copy=True` gives tensors their
     own memory; `weights=False` builds meta-device state and reads no data;
     `map_location` remaps devices as torch.load does (str, device or dict).
+    `weight_set` loads the program with that named weight set of the file
+    instead of its own state (see `attach_weights`).
     """
     from pt2format._api import read
 
     path = os.fspath(path)
+    if weight_set is not None:
+        from ._weights import attach_weights
+
+        ep = load_program(path, program=program, map_location=map_location, weights=False, verify_data=verify_data)
+        if not weights:
+            return ep
+        return attach_weights(ep, path, weight_set=weight_set, map_location=map_location, copy=copy)
     f = read(path, verify_data=verify_data, copy_on_write=True)
     try:
         st = os.stat(path)

@@ -60,6 +60,10 @@ class HeaderError(FormatError):
     """Bad magic, header length, header checksum or section table."""
 
 
+class StaleShardError(HeaderError):
+    """A shard file next to the main file belongs to another save (its package id differs)."""
+
+
 class ChecksumError(FormatError):
     """A section or storage does not match its recorded checksum."""
 
@@ -97,6 +101,6 @@ class LoadError(Pt2FormatError):
 
 
 __all__ = [
-    "Pt2FormatError", "FormatError", "HeaderError", "ChecksumError", "SegmentError", "EncodingError",
+    "Pt2FormatError", "FormatError", "HeaderError", "StaleShardError", "ChecksumError", "SegmentError", "EncodingError",
     "LimitError", "VersionError", "UnsupportedFeatureError", "ValidationError", "ExportError", "LoadError",
 ]

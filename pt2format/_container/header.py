@@ -21,11 +21,16 @@ HEADER_SIZE = 64
 SECTION_ENTRY_SIZE = 48
 # The schema major version this reader understands (FORMAT_VERSION[0]).
 READER_MAJOR = 1
-# Bits of `required_features` this reader implements. Bit 0: data in shard files.
+# Bits of `required_features` this reader implements. Bit 0: data in shard files; bit 1: data in
+# external raw files (for example a safetensors file the package points at).
 FEATURE_SHARD_FILES = 1 << 0
-KNOWN_FEATURES = FEATURE_SHARD_FILES
+FEATURE_EXTERNAL_FILES = 1 << 1
+KNOWN_FEATURES = FEATURE_SHARD_FILES | FEATURE_EXTERNAL_FILES
+# Bytes of the file identity in the header: the main file and its shards carry the same id.
+PACKAGE_ID_SIZE = 16
+NO_PACKAGE_ID = bytes(PACKAGE_ID_SIZE)
 
-_HEADER = struct.Struct("<8sHHIHHIQQI20s")
+_HEADER = struct.Struct("<8sHHIHHIQQI16s4s")
 _ENTRY = struct.Struct("<HHIQQII16s")
 _CHECKSUM_AT = 40
 assert _HEADER.size == HEADER_SIZE and _ENTRY.size == SECTION_ENTRY_SIZE
@@ -92,6 +97,8 @@ class Header:
     header_version: int = HEADER_VERSION
     flags: int = 0
     header_checksum: int = 0
+    # Identity of the save: the main file and every shard it wrote share it (SPEC.md §2).
+    package_id: bytes = NO_PACKAGE_ID
 
     @property
     def header_length(self) -> int:
@@ -112,7 +119,7 @@ def pack_header(header: Header) -> bytes:
     count = len(header.sections)
     out = bytearray(_HEADER.pack(MAGIC, header.header_version, count, header_length(count), header.format_major,
                                  header.format_minor, header.flags, header.required_features, header.file_length, 0,
-                                 bytes(20)))
+                                 bytes(header.package_id), bytes(4)))
     for s in header.sections:
         out += _ENTRY.pack(s.kind, s.encoding, s.alignment, s.offset, s.length, s.checksum_kind, s.checksum, bytes(16))
     struct.pack_into("<I", out, _CHECKSUM_AT, zlib.crc32(out))
@@ -138,7 +145,7 @@ def unpack_header(buf, *, file=None, shard: bool = False, reader_major: int = RE
     if size < HEADER_SIZE:
         raise HeaderError("file too short for a header", file=file, section="header", offset=0,
                           expected=f">= {HEADER_SIZE} bytes", got=size)
-    (magic, version, count, length, major, minor, flags, features, file_length, checksum,
+    (magic, version, count, length, major, minor, flags, features, file_length, checksum, package_id,
      reserved) = _HEADER.unpack_from(buf, 0)
     if magic != MAGIC:
         raise HeaderError("not a pt2format file: bad magic", file=file, section="header", offset=0,
@@ -174,11 +181,11 @@ def unpack_header(buf, *, file=None, shard: bool = False, reader_major: int = RE
     if flags != 0:
         raise HeaderError("flags must be 0", file=file, section="header", offset=20, expected=0, got=flags)
     if any(reserved):
-        raise HeaderError("reserved header bytes must be zero", file=file, section="header", offset=44,
+        raise HeaderError("reserved header bytes must be zero", file=file, section="header", offset=60,
                           expected="zeros", got=bytes(reserved).hex())
     sections = tuple(_unpack_entry(buf, i, file) for i in range(count))
     _check_layout(buf, sections, length, file, shard)
-    return Header(major, minor, features, file_length, sections, version, flags, checksum)
+    return Header(major, minor, features, file_length, sections, version, flags, checksum, bytes(package_id))
 
 
 def _unpack_entry(buf, i: int, file) -> SectionEntry:

@@ -23,6 +23,7 @@ from pt2format._generated.model import (
     Device,
     DeviceArgument,
     DeviceValue,
+    ExternalFile,
     FloatArgument,
     FloatListArgument,
     FloatListListArgument,
@@ -117,6 +118,7 @@ from pt2format._generated.model import (
     UserOutputSpec,
     Value,
     ValueRange,
+    WeightSet,
 )
 from pt2format.errors import EncodingError, LimitError
 
@@ -596,6 +598,47 @@ def decode(buf, max_depth=128):
         else:
             x0 = None
         return DeviceValue(x0)
+
+    vc_ExternalFile = {}
+    Z_ExternalFile = (4, 8, 1, 1, 4)
+
+    def t_ExternalFile(p, d):
+        if d > max_depth:
+            too_deep(p, d)
+        if p + 4 > n:
+            _fail('table offset out of range', p, f'<= {n - 4}', p)
+        vt = p - _I32(buf, p)[0]
+        c = vc_ExternalFile.get(vt)
+        if c is None:
+            c = vc_ExternalFile[vt] = vtab(vt, Z_ExternalFile)
+        os, o0, o1, o2, o3, o4 = c
+        if p + os > n:
+            _fail('bad table size', p, '4..buffer end', os)
+        if o0:
+            q = p + o0
+            q += _U32(buf, q)[0]
+            x0 = sget(q)
+            if x0 is None:
+                x0 = rstr(q)
+        else:
+            x0 = None
+        if o1:
+            x1 = _S_u64(buf, p + o1)[0]
+        else:
+            x1 = 0
+        if o2:
+            x2 = _S_u8(buf, p + o2)[0]
+        else:
+            x2 = 0
+        if o3:
+            x3 = _S_u8(buf, p + o3)[0]
+        else:
+            x3 = 0
+        if o4:
+            x4 = _S_u32(buf, p + o4)[0]
+        else:
+            x4 = 0
+        return ExternalFile(x0, x1, x2, x3, x4)
 
     vc_FloatArgument = {}
     Z_FloatArgument = (8,)
@@ -2155,7 +2198,7 @@ def decode(buf, max_depth=128):
         return OutputTokenSpec(x0)
 
     vc_Package = {}
-    Z_Package = (4, 4, 8, 4, 4, 4, 4, 4, 4, 4)
+    Z_Package = (4, 4, 8, 4, 4, 4, 4, 4, 4, 4, 4, 4)
 
     def t_Package(p, d):
         if d > max_depth:
@@ -2166,7 +2209,7 @@ def decode(buf, max_depth=128):
         c = vc_Package.get(vt)
         if c is None:
             c = vc_Package[vt] = vtab(vt, Z_Package)
-        os, o0, o1, o2, o3, o4, o5, o6, o7, o8, o9 = c
+        os, o0, o1, o2, o3, o4, o5, o6, o7, o8, o9, o10, o11 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
@@ -2234,7 +2277,21 @@ def decode(buf, max_depth=128):
             x9 = list(map(t_StringEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x9 = []
-        return Package(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9)
+        if o10:
+            q = p + o10
+            q += _U32(buf, q)[0]
+            cnt = vec(q, 4)
+            x10 = list(map(t_ExternalFile, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+        else:
+            x10 = []
+        if o11:
+            q = p + o11
+            q += _U32(buf, q)[0]
+            cnt = vec(q, 4)
+            x11 = list(map(t_WeightSet, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+        else:
+            x11 = []
+        return Package(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11)
 
     vc_ParameterMutationSpec = {}
     Z_ParameterMutationSpec = (4, 4)
@@ -2498,7 +2555,7 @@ def decode(buf, max_depth=128):
         return ScalarTypeValue(x0)
 
     vc_Segment = {}
-    Z_Segment = (4, 4)
+    Z_Segment = (4, 4, 4)
 
     def t_Segment(p, d):
         if d > max_depth:
@@ -2509,7 +2566,7 @@ def decode(buf, max_depth=128):
         c = vc_Segment.get(vt)
         if c is None:
             c = vc_Segment[vt] = vtab(vt, Z_Segment)
-        os, o0, o1 = c
+        os, o0, o1, o2 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
@@ -2520,10 +2577,14 @@ def decode(buf, max_depth=128):
             x1 = _S_u32(buf, p + o1)[0]
         else:
             x1 = 0
-        return Segment(x0, x1)
+        if o2:
+            x2 = _S_u32(buf, p + o2)[0]
+        else:
+            x2 = 0
+        return Segment(x0, x1, x2)
 
     vc_ShardFile = {}
-    Z_ShardFile = (4, 8)
+    Z_ShardFile = (4, 8, 4)
 
     def t_ShardFile(p, d):
         if d > max_depth:
@@ -2534,7 +2595,7 @@ def decode(buf, max_depth=128):
         c = vc_ShardFile.get(vt)
         if c is None:
             c = vc_ShardFile[vt] = vtab(vt, Z_ShardFile)
-        os, o0, o1 = c
+        os, o0, o1, o2 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
@@ -2549,7 +2610,14 @@ def decode(buf, max_depth=128):
             x1 = _S_u64(buf, p + o1)[0]
         else:
             x1 = 0
-        return ShardFile(x0, x1)
+        if o2:
+            q = p + o2
+            q += _U32(buf, q)[0]
+            cnt = vec(q, 1)
+            x2 = list(buf[q + 4:q + 4 + cnt])
+        else:
+            x2 = []
+        return ShardFile(x0, x1, x2)
 
     vc_SourceFnEntry = {}
     Z_SourceFnEntry = (4, 4)
@@ -3642,6 +3710,38 @@ def decode(buf, max_depth=128):
         else:
             x3 = False
         return ValueRange(x0, x1, x2, x3)
+
+    vc_WeightSet = {}
+    Z_WeightSet = (4, 4)
+
+    def t_WeightSet(p, d):
+        if d > max_depth:
+            too_deep(p, d)
+        if p + 4 > n:
+            _fail('table offset out of range', p, f'<= {n - 4}', p)
+        vt = p - _I32(buf, p)[0]
+        c = vc_WeightSet.get(vt)
+        if c is None:
+            c = vc_WeightSet[vt] = vtab(vt, Z_WeightSet)
+        os, o0, o1 = c
+        if p + os > n:
+            _fail('bad table size', p, '4..buffer end', os)
+        if o0:
+            q = p + o0
+            q += _U32(buf, q)[0]
+            x0 = sget(q)
+            if x0 is None:
+                x0 = rstr(q)
+        else:
+            x0 = None
+        if o1:
+            q = p + o1
+            q += _U32(buf, q)[0]
+            cnt = vec(q, 4)
+            x1 = list(map(t_StateEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+        else:
+            x1 = []
+        return WeightSet(x0, x1)
 
     U_ArgumentValue = (None, t_NoneArgument, t_TensorArgument, t_TensorListArgument, t_OptionalTensorArgument, t_OptionalTensorListArgument, t_NestedTensorListArgument, t_TokenArgument, t_IntArgument, t_IntListArgument, t_IntListListArgument, t_FloatArgument, t_FloatListArgument, t_FloatListListArgument, t_BoolArgument, t_BoolListArgument, t_StringArgument, t_StringListArgument, t_ComplexArgument, t_SymIntArgument, t_SymIntListArgument, t_SymFloatArgument, t_SymFloatListArgument, t_SymBoolArgument, t_SymBoolListArgument, t_ScalarTypeArgument, t_MemoryFormatArgument, t_LayoutArgument, t_DeviceArgument, t_GraphArgument, t_CustomObjArgument, t_OperatorArgument, t_StringToArgumentMapArgument,)
     U_InputSpecKind = (None, t_UserInputSpec, t_InputToParameterSpec, t_InputToBufferSpec, t_InputToTensorConstantSpec, t_InputToCustomObjSpec, t_InputTokenSpec, t_InputToConstantInputSpec,)

@@ -33,6 +33,16 @@ class ChecksumKind(IntEnum):
     """CRC-32 (ISO-HDLC, as zlib.crc32) of the payload bytes."""
 
 
+class ExternalFormat(IntEnum):
+    """Format of an external raw file."""
+    UNSPECIFIED = 0
+    """Not set; a reader rejects the entry."""
+    RAW = 1
+    """Plain bytes; storages name byte ranges of the file."""
+    SAFETENSORS = 2
+    """A safetensors file (8-byte little-endian header length, JSON header, data). Readers treat it as raw bytes; the format is recorded for people and tools, and storages point at its tensors' byte ranges."""
+
+
 class Layout(IntEnum):
     """Memory layout of a tensor."""
     UNSPECIFIED = 0
@@ -536,6 +546,27 @@ class DeviceValue(ModelObject):
 
     def __init__(self, value=None):
         self.value = value
+
+
+class ExternalFile(ModelObject):
+    """A raw file in the same directory as the main file whose bytes back storages in place (for example an existing safetensors file), so a package can point at weights instead of copying them."""
+    __slots__ = ('name', 'size', 'format', 'checksum_kind', 'checksum')
+    IS_STRUCT = False
+    # (name, id, kind, element, ref, default, deprecated, required)
+    FIELDS = (
+        ('name', 0, 'string', None, None, None, False, False),
+        ('size', 1, 'scalar', 'uint64', None, 0, False, False),
+        ('format', 2, 'enum', 'uint8', 'ExternalFormat', 0, False, False),
+        ('checksum_kind', 3, 'enum', 'uint8', 'ChecksumKind', 0, False, False),
+        ('checksum', 4, 'scalar', 'uint32', None, 0, False, False),
+    )
+
+    def __init__(self, name=None, size=0, format=0, checksum_kind=0, checksum=0):
+        self.name = name
+        self.size = size
+        self.format = format
+        self.checksum_kind = checksum_kind
+        self.checksum = checksum
 
 
 class FloatArgument(ModelObject):
@@ -1291,7 +1322,7 @@ class OutputTokenSpec(ModelObject):
 
 class Package(ModelObject):
     """The root of the program section."""
-    __slots__ = ('format_version', 'producer', 'required_features', 'programs', 'tensors', 'storages', 'segments', 'shard_files', 'operators', 'metadata')
+    __slots__ = ('format_version', 'producer', 'required_features', 'programs', 'tensors', 'storages', 'segments', 'shard_files', 'operators', 'metadata', 'external_files', 'weight_sets')
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1305,9 +1336,11 @@ class Package(ModelObject):
         ('shard_files', 7, 'vector', 'table', 'ShardFile', None, False, False),
         ('operators', 8, 'vector', 'table', 'OperatorSchema', None, False, False),
         ('metadata', 9, 'vector', 'table', 'StringEntry', None, False, False),
+        ('external_files', 10, 'vector', 'table', 'ExternalFile', None, False, False),
+        ('weight_sets', 11, 'vector', 'table', 'WeightSet', None, False, False),
     )
 
-    def __init__(self, format_version=None, producer=None, required_features=0, programs=None, tensors=None, storages=None, segments=None, shard_files=None, operators=None, metadata=None):
+    def __init__(self, format_version=None, producer=None, required_features=0, programs=None, tensors=None, storages=None, segments=None, shard_files=None, operators=None, metadata=None, external_files=None, weight_sets=None):
         self.format_version = format_version
         self.producer = producer
         self.required_features = required_features
@@ -1318,6 +1351,8 @@ class Package(ModelObject):
         self.shard_files = [] if shard_files is None else shard_files
         self.operators = [] if operators is None else operators
         self.metadata = [] if metadata is None else metadata
+        self.external_files = [] if external_files is None else external_files
+        self.weight_sets = [] if weight_sets is None else weight_sets
 
 
 class ParameterMutationSpec(ModelObject):
@@ -1436,32 +1471,36 @@ class ScalarTypeValue(ModelObject):
 
 class Segment(ModelObject):
     """A contiguous, aligned run of bytes in a data section."""
-    __slots__ = ('file', 'section')
+    __slots__ = ('file', 'section', 'external')
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
         ('file', 0, 'scalar', 'uint32', None, 0, False, False),
         ('section', 1, 'scalar', 'uint32', None, 0, False, False),
+        ('external', 2, 'scalar', 'uint32', None, 0, False, False),
     )
 
-    def __init__(self, file=0, section=0):
+    def __init__(self, file=0, section=0, external=0):
         self.file = file
         self.section = section
+        self.external = external
 
 
 class ShardFile(ModelObject):
     """A sibling file holding data segments, in the same directory."""
-    __slots__ = ('name', 'size')
+    __slots__ = ('name', 'size', 'package_id')
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
         ('name', 0, 'string', None, None, None, False, False),
         ('size', 1, 'scalar', 'uint64', None, 0, False, False),
+        ('package_id', 2, 'vector', 'uint8', None, None, False, False),
     )
 
-    def __init__(self, name=None, size=0):
+    def __init__(self, name=None, size=0, package_id=None):
         self.name = name
         self.size = size
+        self.package_id = [] if package_id is None else package_id
 
 
 class SourceFnEntry(ModelObject):
@@ -2069,6 +2108,21 @@ class ValueRange(ModelObject):
         self.upper_unbounded = upper_unbounded
 
 
+class WeightSet(ModelObject):
+    """A named set of state tensors that replaces the programs' own state when chosen at load time: one program, several weight sets (a base model and its fine-tunes). A weights-only file has no programs and one weight set."""
+    __slots__ = ('name', 'entries')
+    IS_STRUCT = False
+    # (name, id, kind, element, ref, default, deprecated, required)
+    FIELDS = (
+        ('name', 0, 'string', None, None, None, False, False),
+        ('entries', 1, 'vector', 'table', 'StateEntry', None, False, False),
+    )
+
+    def __init__(self, name=None, entries=None):
+        self.name = name
+        self.entries = [] if entries is None else entries
+
+
 TABLES = {
     'Argument': Argument,
     'ArgumentMapEntry': ArgumentMapEntry,
@@ -2084,6 +2138,7 @@ TABLES = {
     'Device': Device,
     'DeviceArgument': DeviceArgument,
     'DeviceValue': DeviceValue,
+    'ExternalFile': ExternalFile,
     'FloatArgument': FloatArgument,
     'FloatListArgument': FloatListArgument,
     'FloatListListArgument': FloatListListArgument,
@@ -2178,11 +2233,13 @@ TABLES = {
     'UserOutputSpec': UserOutputSpec,
     'Value': Value,
     'ValueRange': ValueRange,
+    'WeightSet': WeightSet,
 }
 
 ENUMS = {
     'ArgumentKind': ArgumentKind,
     'ChecksumKind': ChecksumKind,
+    'ExternalFormat': ExternalFormat,
     'Layout': Layout,
     'MemoryFormat': MemoryFormat,
     'OperatorKind': OperatorKind,

@@ -135,7 +135,7 @@ def test_flags_and_reserved_must_be_zero():
     with pytest.raises(HeaderError, match="flags"):
         unpack_header(patch(build([PROGRAM]), 20, "<I", 1))
     with pytest.raises(HeaderError, match="reserved"):
-        unpack_header(patch(build([PROGRAM]), 50, "<B", 1))
+        unpack_header(patch(build([PROGRAM]), 61, "<B", 1))
     with pytest.raises(HeaderError, match="reserved"):
         unpack_header(patch(build([PROGRAM]), entry_offset(0) + 40, "<B", 1))
 
@@ -241,3 +241,10 @@ def test_zero_length_sections_are_fine():
     h = unpack_header(build([(1, 1, 8, b""), (2, 0, 64, b""), (2, 0, 64, b"")]))
     assert [s.length for s in h.sections] == [0, 0, 0]
     assert [s.offset for s in h.sections] == [208, 256, 256]  # header is 64 + 3 * 48 = 208 bytes
+
+
+def test_package_id_round_trips_at_offset_44():
+    pid = bytes(range(1, 17))
+    head = pack_header(Header(1, 0, 0, 64 + 48, (SectionEntry(1, 1, 8, 112, 0, 1, zlib.crc32(b"")),), package_id=pid))
+    assert head[44:60] == pid and head[60:64] == bytes(4)
+    assert unpack_header(head).package_id == pid
