@@ -75,6 +75,7 @@ Header parse_container(const uint8_t *data, size_t size, FileRole role, const st
   h.required_features = load_u64(data + 24);
   h.file_length = load_u64(data + 32);
   h.header_checksum = load_u32(data + 40);
+  std::memcpy(h.package_id, data + 44, sizeof h.package_id);
   if (h.header_version != kHeaderVersion)
     throw fail(h.header_version > kHeaderVersion ? ErrorKind::Version : ErrorKind::Header,
                "unsupported header_version", 8, num(kHeaderVersion), num(h.header_version));
@@ -109,7 +110,7 @@ Header parse_container(const uint8_t *data, size_t size, FileRole role, const st
     throw fail(ErrorKind::UnsupportedFeature, "file requires unknown features", 24,
                "bits within " + hex64(kKnownFeatures), hex64(h.required_features));
   if (h.flags != 0) throw fail(ErrorKind::Header, "flags must be 0", 20, "0", num(h.flags));
-  if (!all_zero(data + 44, 20)) throw fail(ErrorKind::Header, "reserved header bytes must be zero", 44, "zeros", "non-zero");
+  if (!all_zero(data + 60, 4)) throw fail(ErrorKind::Header, "reserved header bytes must be zero", 60, "zeros", "non-zero");
 
   // SPEC.md §3: each entry.
   h.sections.resize(h.section_count);

@@ -31,6 +31,8 @@ export interface Header {
   requiredFeatures: bigint;
   fileLength: number;
   headerChecksum: number;
+  /** Identity of the save (SPEC.md §2): a main file and its shards share it; all zero when not recorded. */
+  packageId: Uint8Array;
 }
 
 export interface Section {
@@ -130,14 +132,15 @@ export function parseContainer(bytes: Uint8Array, opts: { file?: string; role?: 
   if (flags !== 0) {
     throw new HeaderError('flags are reserved and must be 0', { ...hctx, offset: 20, expected: 0, got: flags });
   }
-  const nz = allZero(bytes, 44, HEADER_SIZE);
+  const nz = allZero(bytes, 60, HEADER_SIZE);
   if (nz >= 0) throw new HeaderError('reserved header bytes must be zero', { ...hctx, offset: nz, expected: 0, got: bytes[nz] });
 
   const sections: Section[] = [];
   for (let i = 0; i < sectionCount; i++) sections.push(parseEntry(bytes, view, i, file));
   checkSectionSet(bytes, sections, headerLength, fileLength, role, file);
   return {
-    header: { headerVersion, sectionCount, headerLength, formatMajor, formatMinor, flags, requiredFeatures, fileLength, headerChecksum },
+    header: { headerVersion, sectionCount, headerLength, formatMajor, formatMinor, flags, requiredFeatures, fileLength, headerChecksum,
+      packageId: bytes.slice(44, 60) },
     sections,
   };
 }
