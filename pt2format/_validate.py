@@ -141,9 +141,10 @@ def _check_data(package, lengths) -> None:
         if shard.name in seen:
             raise _fail("duplicate shard file name", f"shard_files[{i}].name", got=repr(shard.name))
         seen.add(shard.name)
-        if len(shard.package_id) != PACKAGE_ID_SIZE:
+        # Absent (no id recorded: the shard's header id must then equal the main file's) or exactly 16 bytes.
+        if len(shard.package_id) not in (0, PACKAGE_ID_SIZE):
             raise _fail(f"shard package_id must be {PACKAGE_ID_SIZE} bytes", f"shard_files[{i}].package_id",
-                        expected=PACKAGE_ID_SIZE, got=len(shard.package_id))
+                        expected=f"0 or {PACKAGE_ID_SIZE}", got=len(shard.package_id))
     externals = package.external_files
     for i, ext in enumerate(externals):
         try:

@@ -651,3 +651,18 @@ def test_symbolic_evaluation_matches_python(cpp, tmp_path):
             assert g == w or (isinstance(w, float) and math.isnan(w) and math.isnan(g)), f"{where}: {w!r} vs {g!r}"
             checked += 1
     assert checked > 500 and errors > 10
+
+
+def test_python_sharded_file_dumps_like_python_and_stale_shard_refused(cpp, tmp_path):
+    """Shards written by the Python writer read the same; a shard of another save (same name and size) is refused."""
+    import shard_samples
+    from pt2format._dump import dump as python_dump
+
+    (tmp_path / "good").mkdir()
+    good = shard_samples.write_sharded(tmp_path / "good")
+    r = dump(cpp, good)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == python_dump(good).encode("utf-8")
+    stale = shard_samples.write_with_stale_shard(tmp_path)
+    line = assert_clean_failure(dump(cpp, stale))
+    assert "shard file belongs to another save (package_id differs)" in line and shard_samples.STALE_SHARD in line

@@ -677,7 +677,7 @@ def test_header_attacks_rejected_with_typed_errors(ts, good_file, tmp_path):
         "format_major_2": (_patched(data, 16, "<H", 2), "VersionError"),
         "unknown_feature_bit": (_patched(data, 24, "<Q", 1 << 40), "UnsupportedFeatureError"),
         "flags_set": (_patched(data, 20, "<I", 1), "HeaderError"),
-        "reserved_set": (_patched(data, 50, "<B", 1), "HeaderError"),
+        "reserved_set": (_patched(data, 61, "<B", 1), "HeaderError"),
         "section_offset_out_of_bounds": (_patched(data, e1 + 8, "<Q", align64(len(data) + 4096)), "SegmentError"),
         "section_offset_huge": (_patched(data, e1 + 8, "<Q", (1 << 64) - 64), "HeaderError"),
         "section_length_past_end": (_patched(data, e1 + 16, "<Q", len(data)), "SegmentError"),
@@ -871,3 +871,17 @@ def test_browser_dump_matches_python(ts, good_file, tmp_path):
     result = U.run_page_dump(exe, U.TS_DIR, data, tmp_path)
     assert result["status"] == "ok", result["text"][:2000]
     assert result["text"].encode("utf-8") == python_dump(program, payloads)
+
+
+def test_python_sharded_file_dumps_like_python_and_stale_shard_refused(ts, tmp_path):
+    """Shards written by the Python writer read the same; a shard of another save (same name and size) is refused."""
+    import shard_samples
+    from pt2format._dump import dump
+
+    (tmp_path / "good").mkdir()
+    good = shard_samples.write_sharded(tmp_path / "good")
+    assert_dump_equal(good, dump(good).encode("utf-8"))
+    stale = shard_samples.write_with_stale_shard(tmp_path)
+    r = U.ts_dump(stale)
+    assert r.returncode == 1 and b"HeaderError" in r.stderr and b"another save" in r.stderr
+    assert shard_samples.STALE_SHARD.encode() in r.stderr
