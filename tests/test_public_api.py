@@ -4,9 +4,9 @@ import importlib
 import subprocess
 import sys
 
-PT2FORMAT = {
-    "save", "load", "read", "validate", "FORMAT_VERSION",
-    "Pt2FormatError", "FormatError", "HeaderError", "ChecksumError", "SegmentError", "EncodingError",
+FUNCTIONS = {"save", "load", "read", "validate", "save_weights", "attach_weights", "FORMAT_VERSION"}
+PT2FORMAT = FUNCTIONS | {
+    "Pt2FormatError", "FormatError", "HeaderError", "StaleShardError", "ChecksumError", "SegmentError", "EncodingError",
     "LimitError", "VersionError", "UnsupportedFeatureError", "ValidationError", "ExportError", "LoadError",
 }
 
@@ -22,7 +22,7 @@ def test_pt2format_exports():
 def test_errors_form_one_hierarchy():
     import pt2format
 
-    for name in PT2FORMAT - {"save", "load", "read", "validate", "FORMAT_VERSION"}:
+    for name in PT2FORMAT - FUNCTIONS:
         assert issubclass(getattr(pt2format, name), pt2format.Pt2FormatError), name
     for name in ("FormatError", "ValidationError"):
         assert issubclass(getattr(pt2format, name), ValueError), name
@@ -38,4 +38,5 @@ def test_exporter_and_loader_exports():
     exporter = importlib.import_module("pt2format.exporter")
     loaders = importlib.import_module("pt2format.loaders")
     assert "export_program" in exporter.__all__ and "save_programs" in exporter.__all__
-    assert "load_program" in loaders.__all__
+    assert "load_program" in loaders.__all__ and "attach_weights" in loaders.__all__
+    assert "save_weights" in exporter.__all__

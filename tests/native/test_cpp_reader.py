@@ -114,9 +114,9 @@ def test_minimal_package_dump_is_exactly_the_spec_rendering(cpp, tmp_path):
     assert r.returncode == 0, r.stderr
     # Every Package field present (absent vectors [], absent tables null, absent scalars their default),
     # keys sorted, no whitespace, one line. Update when Package gains a field.
-    assert r.stdout == (b'{"package":{"format_version":{"major":1,"minor":0},"metadata":[],"operators":[],'
-                        b'"producer":null,"programs":[],"required_features":0,"segments":[],"shard_files":[],'
-                        b'"storages":[],"tensors":[]},"storage_crc32":[]}\n')
+    assert r.stdout == (b'{"package":{"external_files":[],"format_version":{"major":1,"minor":0},"metadata":[],'
+                        b'"operators":[],"producer":null,"programs":[],"required_features":0,"segments":[],'
+                        b'"shard_files":[],"storages":[],"tensors":[],"weight_sets":[]},"storage_crc32":[]}\n')
 
 
 def test_dump_spellings_follow_the_spec(cpp, tmp_path):
