@@ -2,9 +2,11 @@
 
 `read` maps the file, checks header and program checksum, decodes the program
 with the codec its section names, and always validates the tree; data stays in
-the map and is handed out as zero-copy memoryviews. `write_package` lays the
-storages out in one DATA section, fills in where each one lives, and streams
-everything to the file atomically.
+the map and is handed out as zero-copy memoryviews; shard and external files
+are opened when first needed (several at a time by `open_all_shards` and
+`verify_data`). `write_package` lays the storages out in one DATA section (or
+in shard files, or points them into external files: `_shards`, `_external`),
+fills in where each one lives, and streams everything to the file atomically.
 """
 
 from __future__ import annotations
@@ -331,8 +333,7 @@ def write_package(path, package, storage_payloads, *, encoding: str = "flatbuffe
             for j, i in enumerate(group):
                 _place(storages[i], len(segments), slayout.offsets[j], slayout.sizes[j], crcs[j] if crcs else None)
             segments.append(m.Segment(file=k + 1, section=0))
-            size = _shards.shard_header(format_version=(1, 0), required_features=0, layout=slayout, data_crc=None,
-                                        package_id=NO_PACKAGE_ID).file_length
+            size = _shards.shard_file_length(slayout)
             package.shard_files.append(m.ShardFile(name=names[k], size=size, package_id=list(NO_PACKAGE_ID)))
     package.segments = segments
     validate_package(package, data_section_lengths={1: layout.length} if layout else {})

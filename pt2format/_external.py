@@ -193,7 +193,8 @@ def plan_safetensors(package, payloads, main_path: str, sources) -> ExternalPlan
                         continue
                     t = package.tensors[idx]
                     sidx = t.storage
-                    if sidx in plan.placements or not _whole_storage(t, memoryview(payloads[sidx]).nbytes, st_entry):
+                    nbytes = memoryview(payloads[sidx]).nbytes
+                    if sidx in plan.placements or not _whole_storage(t, nbytes, st_entry):
                         continue
                     key = (st_entry.begin, st_entry.end)
                     if key not in ranges:

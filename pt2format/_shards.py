@@ -78,12 +78,17 @@ def parse_size(value) -> int:
 
 def shard_header(*, format_version, required_features: int, layout: DataLayout, data_crc, package_id: bytes) -> Header:
     """The header of a shard file: one DATA section (entry 0), no program."""
-    offset = align_up(header_length(1), DATA_ALIGNMENT)
+    offset = shard_file_length(layout) - layout.length
     kind = ChecksumKind.NONE if data_crc is None else ChecksumKind.CRC32
     entry = SectionEntry(SectionKind.DATA, SectionEncoding.RAW, DATA_ALIGNMENT, offset, layout.length, kind,
                          data_crc or 0)
     major, minor = format_version
-    return Header(major, minor, required_features, offset + layout.length, (entry,), package_id=package_id)
+    return Header(major, minor, required_features, shard_file_length(layout), (entry,), package_id=package_id)
+
+
+def shard_file_length(layout: DataLayout) -> int:
+    """Bytes of a shard file holding `layout`: header, one section entry, padding, data."""
+    return align_up(header_length(1), DATA_ALIGNMENT) + layout.length
 
 
 def shard_layouts(views, groups, *, checksums: bool):

@@ -186,3 +186,14 @@ def test_unsharded_file_has_an_id_too(tmp_path):
     _api.write_package(p, _package(1), _payloads(1), fsync=False)
     assert unpack_header(p.read_bytes()).package_id != bytes(16)
     assert struct.unpack_from("<I", p.read_bytes(), 60)[0] == 0  # the 4 bytes after the id stay reserved
+
+
+def test_inspect_shows_identity_and_shards(tmp_path, capsys):
+    from pt2format import cli
+
+    p = tmp_path / "model.pt2f"
+    _write(p)
+    assert cli.main(["inspect", str(p)]) in (0, None)
+    out = capsys.readouterr().out
+    assert f"package id: {unpack_header(p.read_bytes()).package_id.hex()}" in out
+    assert "model-00001-of-00003.pt2shard" in out
