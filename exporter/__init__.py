@@ -6,6 +6,6 @@ program into shared tensor/operator tables.
 """
 
 from ._program import export_package, export_program
-from ._save import save_programs
+from ._save import save_programs, save_weights
 
-__all__ = ["export_program", "export_package", "save_programs"]
+__all__ = ["export_program", "export_package", "save_programs", "save_weights"]

@@ -159,8 +159,12 @@ class _ProgramExporter:
             return None
 
 
-def export_package(programs, *, example_inputs: bool = True):
-    """(Package, payloads): one ExportedProgram (saved as "forward") or a dict name -> ExportedProgram."""
+def export_package(programs, *, example_inputs: bool = True, weight_sets: dict | None = None):
+    """(Package, payloads): one ExportedProgram (saved as "forward") or a dict name -> ExportedProgram.
+
+    `weight_sets` (name -> ExportedProgram or dict name -> tensor) adds named
+    alternative weights (see exporter._weights), sharing the tensor table.
+    """
     if isinstance(programs, torch.export.ExportedProgram):
         programs = {"forward": programs}
     if not isinstance(programs, dict) or not programs:
@@ -181,4 +185,8 @@ def export_package(programs, *, example_inputs: bool = True):
         storages=tensors.storages,
         operators=[operators[k] for k in sorted(operators)],
     )
+    if weight_sets:
+        from ._weights import add_weight_sets
+
+        add_weight_sets(package, tensors, weight_sets)
     return package, tensors.payloads

@@ -7,6 +7,8 @@ import sys
 
 from pt2format.errors import ExportError, StringClassError
 
+import torch
+
 from ._program import export_package
 
 
@@ -48,26 +50,65 @@ def _progress(enabled: bool):
 
 
 def save_programs(programs, path, *, encoding: str = "flatbuffers", fsync: bool = True, progress: bool | None = None,
-                  example_inputs: bool = True, extra_files=None, metadata=None) -> None:
+                  example_inputs: bool = True, extra_files=None, metadata=None, max_shard_size=None,
+                  external_data=None, weight_sets: dict | None = None) -> None:
     """Save one ExportedProgram (as program "forward") or a dict name -> ExportedProgram to `path`.
 
     Programs share deduplicated storages. A path is written to a temporary
     name and renamed into place, so an existing file is replaced only by a
     complete one (through symlinks, keeping its mode: see
     `pt2format._target`); a binary file object receives the same bytes.
+    `max_shard_size` spreads the data over shard files next to `path`;
+    `external_data` (safetensors file(s) in the same directory) makes storages
+    whose bytes the file already holds point there instead of being copied;
+    `weight_sets` adds named alternative weights.
     """
-    from pt2format import _api, _extras
+    from pt2format import _extras
 
     with _progress(_want_bar(progress)) as (bar, update):
-        package, payloads = export_package(programs, example_inputs=example_inputs)
+        package, payloads = export_package(programs, example_inputs=example_inputs, weight_sets=weight_sets)
         payloads = _extras.attach(package, payloads, extra_files=extra_files, metadata=metadata)
-        if bar is not None:
-            bar.total = sum(memoryview(p).nbytes for p in payloads) or 1
-        try:
-            _api.write_package(path, package, payloads, encoding=encoding, fsync=fsync, progress=update)
-        except StringClassError as e:
-            # A name torch accepted but readers refuse (SPEC.md §9): say so before anything is written.
-            raise ExportError(f"the program has a name pt2format cannot store safely: {e.detail}", path=e.path,
-                              expected=e.expected, got=e.got) from e
-        if bar is not None:
-            bar.update(bar.total - bar.n)
+        _write(path, package, payloads, bar, update, encoding=encoding, fsync=fsync, max_shard_size=max_shard_size,
+               external_data=external_data)
+
+
+def save_weights(weights, path, *, encoding: str = "flatbuffers", fsync: bool = True, progress: bool | None = None,
+                 max_shard_size=None, external_data=None, name: str = "default") -> None:
+    """Write a weights-only file: no program, one weight set `name` (or several, when `weights` is a dict of sets).
+
+    `weights` is an ExportedProgram (its state), a dict name -> tensor, or a
+    dict set name -> either of those (several sets in one file).
+    """
+    from ._weights import export_weights
+
+    if isinstance(weights, dict) and weights and all(not isinstance(v, torch.Tensor) for v in weights.values()):
+        sets = weights
+    else:
+        sets = {name: weights}
+    with _progress(_want_bar(progress)) as (bar, update):
+        package, payloads = export_weights(sets)
+        _write(path, package, payloads, bar, update, encoding=encoding, fsync=fsync, max_shard_size=max_shard_size,
+               external_data=external_data)
+
+
+def _write(path, package, payloads, bar, update, *, encoding, fsync, max_shard_size, external_data) -> None:
+    from pt2format import _api
+
+    external = None
+    if external_data is not None:
+        import os
+
+        from pt2format._external import plan_safetensors
+
+        external = plan_safetensors(package, payloads, os.fspath(path), external_data)
+    if bar is not None:
+        bar.total = sum(memoryview(p).nbytes for p in payloads) or 1
+    try:
+        _api.write_package(path, package, payloads, encoding=encoding, fsync=fsync, progress=update,
+                           max_shard_size=max_shard_size, external=external)
+    except StringClassError as e:
+        # A name torch accepted but readers refuse (SPEC.md §9): say so before anything is written.
+        raise ExportError(f"the program has a name pt2format cannot store safely: {e.detail}", path=e.path,
+                          expected=e.expected, got=e.got) from e
+    if bar is not None:
+        bar.update(bar.total - bar.n)

@@ -6,5 +6,6 @@
 
 from ._load import load_program
 from ._program import build_program
+from ._weights import attach_weights, read_weights
 
-__all__ = ["load_program", "build_program"]
+__all__ = ["load_program", "build_program", "attach_weights", "read_weights"]

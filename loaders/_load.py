@@ -10,7 +10,8 @@ from ._program import build_program
 
 
 def load_program(path, *, program: str | None = None, map_location=None, weights: bool = True, copy: bool = False,
-                 verify_data: bool = False, extra_files: dict | None = None, metadata: dict | None = None):
+                 verify_data: bool = False, extra_files: dict | None = None, metadata: dict | None = None,
+                 weight_set: str | None = None):
     """Load program `program` (default: the only one, or "forward") of the file at `path`.
 
     Tensors are views of a private (copy-on-write) map of the file: nothing is
@@ -20,11 +21,21 @@ def load_program(path, *, program: str | None = None, map_location=None, weights
     `path` may also be bytes or a binary file object, read into memory
     (no mmap). `extra_files` and `metadata`, when given as dicts, are filled
     in with the file's extra files (name -> bytes) and metadata (str -> str).
+    `weight_set` loads the program with that named weight set of the file
+    instead of its own state (see `attach_weights`).
     """
     from pt2format import _extras
     from pt2format._api import read
     from pt2format._source import is_pathlike
 
+    if weight_set is not None:
+        from ._weights import attach_weights
+
+        ep = load_program(path, program=program, map_location=map_location, weights=False, verify_data=verify_data,
+                          extra_files=extra_files, metadata=metadata)
+        if not weights:
+            return ep
+        return attach_weights(ep, path, weight_set=weight_set, map_location=map_location, copy=copy)
     f = read(path, verify_data=verify_data, copy_on_write=True)
     try:
         file_key = None

@@ -28,6 +28,7 @@ from pt2format.errors import (
     LoadError,
     Pt2FormatError,
     SegmentError,
+    StaleShardError,
     StringClassError,
     UnsupportedFeatureError,
     ValidationError,
@@ -54,7 +55,8 @@ Target = Union[str, "os.PathLike[str]", IO[bytes]]
 def save(programs: torch.export.ExportedProgram | Mapping[str, torch.export.ExportedProgram], f: Target, *,
          encoding: str = "flatbuffers", fsync: bool = True, progress: bool | None = None,
          example_inputs: bool = True, extra_files: Mapping[str, bytes | str] | None = None,
-         metadata: Mapping[str, str] | None = None) -> None:
+         metadata: Mapping[str, str] | None = None, max_shard_size: int | str | None = None,
+         external_data=None, weight_sets: Mapping[str, Any] | None = None) -> None:
     """Save one ExportedProgram, or several sharing their weights, to a `.pt2f` file.
 
     Args:
@@ -80,6 +82,15 @@ def save(programs: torch.export.ExportedProgram | Mapping[str, torch.export.Expo
             section. Names are 1-255 bytes of UTF-8 without control characters.
         metadata: str -> str, as in safetensors: small strings for people and
             tools (at most 1 MiB in all); shown by ``pt2format inspect``.
+        max_shard_size: bytes (or a string such as ``"5GB"``): write the data
+            to shard files ``<stem>-00001-of-0000N.pt2shard`` next to the file,
+            each written atomically and tied to the main file by its package id.
+        external_data: a safetensors path (or a list) in the same directory:
+            every weight whose name, dtype, shape and bytes match a tensor of
+            that file points at it instead of being copied.
+        weight_sets: name -> ``ExportedProgram`` or dict name -> tensor: named
+            alternative weights for the same program(s); ``load(path,
+            weight_set=name)`` picks one.
 
     Raises:
         ExportError: a program cannot be expressed in the schema.
@@ -89,12 +100,13 @@ def save(programs: torch.export.ExportedProgram | Mapping[str, torch.export.Expo
     from pt2format.exporter import save_programs
 
     save_programs(programs, f, encoding=encoding, fsync=fsync, progress=progress, example_inputs=example_inputs,
-                  extra_files=extra_files, metadata=metadata)
+                  extra_files=extra_files, metadata=metadata, max_shard_size=max_shard_size,
+                  external_data=external_data, weight_sets=weight_sets)
 
 
 def load(f: Source, *, program: str | None = None, map_location: Any = None, weights: bool = True,
          copy: bool = False, verify_data: bool = False, extra_files: dict[str, bytes] | None = None,
-         metadata: dict[str, str] | None = None) -> torch.export.ExportedProgram:
+         metadata: dict[str, str] | None = None, weight_set: str | None = None) -> torch.export.ExportedProgram:
     """Load a ``torch.export.ExportedProgram`` from a `.pt2f` file.
 
     Args:
@@ -119,6 +131,8 @@ def load(f: Source, *, program: str | None = None, map_location: Any = None, wei
             files, name -> bytes; like ``torch.export.load``'s argument, but
             every file is returned and values are bytes, not text.
         metadata: a dict, filled in (cleared first) with the file's metadata.
+        weight_set: load the program with this named weight set of the file
+            instead of its own state (see ``attach_weights``).
 
     Returns:
         The rebuilt ``ExportedProgram``.
@@ -138,7 +152,37 @@ def load(f: Source, *, program: str | None = None, map_location: Any = None, wei
     from pt2format.loaders import load_program
 
     return load_program(f, program=program, map_location=map_location, weights=weights, copy=copy,
-                        verify_data=verify_data, extra_files=extra_files, metadata=metadata)
+                        verify_data=verify_data, extra_files=extra_files, metadata=metadata,
+                        weight_set=weight_set)
+
+
+def save_weights(weights, path, *, encoding: str = "flatbuffers", fsync: bool = True, progress: bool = True,
+                 max_shard_size=None, external_data=None, name: str = "default") -> None:
+    """Save weights only (no program): an ExportedProgram's state, a dict name -> tensor, or a dict of such sets.
+
+    The file is read back by `attach_weights(ep, path)` or
+    `load(program_file, ...)` followed by `attach_weights`.
+    """
+    from pt2format.exporter import save_weights as _save_weights
+
+    _save_weights(weights, path, encoding=encoding, fsync=fsync, progress=progress, max_shard_size=max_shard_size,
+                  external_data=external_data, name=name)
+
+
+def attach_weights(ep, source, *, program: str | None = None, weight_set: str | None = None, map_location=None,
+                   copy: bool = False, strict: bool = True):
+    """Give `ep` (for example from `load(path, weights=False)`) the weights of `source`; returns `ep`.
+
+    `source` is a `.pt2f` file (its program's state, or weight set
+    `weight_set`; a weights-only file's only set), a safetensors file, or a
+    dict name -> tensor. Every state entry must be present with the same
+    dtype and shape, else a LoadError lists the differences and `ep` is not
+    changed; `strict=True` also refuses names `ep` does not have.
+    """
+    from pt2format.loaders import attach_weights as _attach
+
+    return _attach(ep, source, program=program, weight_set=weight_set, map_location=map_location, copy=copy,
+                   strict=strict)
 
 
 def read(f: Source, *, verify_data: bool = False, max_program_bytes: int = 1 << 30, max_depth: int = 128,
@@ -248,9 +292,9 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "save", "load", "read", "open", "validate", "from_torch", "to_torch", "FORMAT_VERSION", "__version__",
-    "LazyFile", "PackageFile", "FallbackWarning",
-    "Pt2FormatError", "FormatError", "HeaderError", "ChecksumError", "SegmentError", "EncodingError",
-    "LimitError", "VersionError", "UnsupportedFeatureError", "ValidationError", "StringClassError", "ExportError",
-    "LoadError",
+    "save", "load", "read", "open", "validate", "from_torch", "to_torch", "save_weights", "attach_weights",
+    "FORMAT_VERSION", "__version__", "LazyFile", "PackageFile", "FallbackWarning",
+    "Pt2FormatError", "FormatError", "HeaderError", "StaleShardError", "ChecksumError", "SegmentError",
+    "EncodingError", "LimitError", "VersionError", "UnsupportedFeatureError", "ValidationError", "StringClassError",
+    "ExportError", "LoadError",
 ]

@@ -2,30 +2,35 @@
 
 `read` maps the file, checks header and program checksum, decodes the program
 with the codec its section names, and always validates the tree; data stays in
-the map and is handed out as zero-copy memoryviews. `write_package` lays the
-storages out in one DATA section, fills in where each one lives, and streams
-everything to the file atomically.
+the map and is handed out as zero-copy memoryviews; shard and external files
+are opened when first needed (several at a time by `open_all_shards` and
+`verify_data`). `write_package` lays the storages out in one DATA section (or
+in shard files, or points them into external files: `_shards`, `_external`),
+fills in where each one lives, and streams everything to the file atomically.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 
 from pt2format import FORMAT_VERSION, _codecs
 from pt2format._container.align import DATA_ALIGNMENT
 from pt2format._container.crc import crc32, crc32_combine
 from pt2format._container.header import (
-    ENCODING_BY_NAME, ENCODING_NAMES, FEATURE_SHARD_FILES, ChecksumKind, SectionKind,
+    ENCODING_BY_NAME, ENCODING_NAMES, FEATURE_EXTERNAL_FILES, FEATURE_SHARD_FILES, NO_PACKAGE_ID, ChecksumKind,
+    SectionKind,
 )
 from pt2format._container.reader import ContainerFile
 from pt2format._container.writer import build_header, byte_view, layout_payloads, payload_checksums
 from pt2format._generated import model as m
 from pt2format._generated.string_check import check_package as check_strings
 from pt2format._source import resolve_source
-from pt2format._target import write_target
+from pt2format._target import is_stream_target, write_target
 from pt2format._validate import check_shard_name, validate_package
 from pt2format.errors import (
-    ChecksumError, HeaderError, LimitError, Pt2FormatError, SegmentError, ValidationError, VersionError,
+    ChecksumError, HeaderError, LimitError, Pt2FormatError, SegmentError, StaleShardError, ValidationError,
+    VersionError,
 )
 
 DEFAULT_MAX_PROGRAM_BYTES = 1 << 30
@@ -44,6 +49,7 @@ class PackageFile:
         self._in_memory = in_memory
         self._shards = {}
         self._copy_on_write = copy_on_write
+        self._lock = threading.RLock()
         self.package = package
         self.path = container.path
         self.header = container.header
@@ -53,10 +59,20 @@ class PackageFile:
     def _container(self, file_index: int) -> ContainerFile:
         if file_index == 0:
             return self._main
-        shard = self._shards.get(file_index)
-        if shard is None:
-            shard = self._open_shard(file_index)
-            self._shards[file_index] = shard
+        if file_index < 0:  # external raw file -k - 1 (see _section_view)
+            with self._lock:
+                ext = self._shards.get(file_index)
+                if ext is None:
+                    from pt2format._external import open_external
+
+                    ext = self._shards[file_index] = open_external(self.package, -file_index - 1, self.path,
+                                                                   copy_on_write=self._copy_on_write)
+            return ext
+        with self._lock:
+            shard = self._shards.get(file_index)
+            if shard is None:
+                shard = self._open_shard(file_index)
+                self._shards[file_index] = shard
         return shard
 
     def _open_shard(self, file_index: int) -> ContainerFile:
@@ -75,6 +91,12 @@ class PackageFile:
             shard.close()
             raise HeaderError("shard file size differs from shard_files entry", file=path,
                               path=f"shard_files[{file_index - 1}].size", expected=entry.size, got=shard.size)
+        recorded = bytes(entry.package_id) or self.header.package_id
+        if shard.header.package_id != recorded or recorded != self.header.package_id:
+            shard.close()
+            raise StaleShardError("shard file belongs to another save (package_id differs)", file=path,
+                                  section="header", offset=44, path=f"shard_files[{file_index - 1}].package_id",
+                                  expected=recorded.hex(), got=shard.header.package_id.hex())
         if (shard.header.format_major, shard.header.format_minor) != self.header.format_version:
             shard.close()
             raise HeaderError("shard file format version differs from the main file's", file=path,
@@ -99,7 +121,7 @@ class PackageFile:
 
     def _section_view(self, segment_index: int) -> tuple:
         seg = self.package.segments[segment_index]
-        container = self._container(seg.file)
+        container = self._container(-seg.external if seg.external else seg.file)
         return container, seg.section, container.section_view(seg.section)
 
     def storage_view(self, index: int) -> memoryview:
@@ -109,9 +131,11 @@ class PackageFile:
         return view[st.offset:st.offset + st.size]
 
     def open_all_shards(self) -> None:
-        """Open (and check) every shard file that a segment uses."""
-        for seg in self.package.segments:
-            self._container(seg.file)
+        """Open (and check) every shard and external file that a segment uses, several at a time."""
+        from pt2format._shards import run_parallel
+
+        keys = sorted({-seg.external if seg.external else seg.file for seg in self.package.segments})
+        run_parallel(self._container, keys)
 
     def verify_data(self) -> None:
         """Check every DATA section checksum and every storage checksum; raise ChecksumError on a mismatch.
@@ -124,11 +148,24 @@ class PackageFile:
         for i, st in enumerate(self.package.storages):
             seg = self.package.segments[st.segment]
             by_section.setdefault((seg.file, seg.section), []).append(i)
+        from pt2format._shards import run_parallel
+
+        jobs = []
+        for seg in self.package.segments:  # storages in external files are verified with their file
+            if seg.external:
+                by_section.pop((seg.file, seg.section), None)
+        for i, st in enumerate(self.package.storages):
+            seg = self.package.segments[st.segment]
+            if seg.external:
+                by_section.setdefault((-seg.external, 0), []).append(i)
         files = [(0, self._main)] + sorted(self._shards.items())
         for file_index, container in files:
             for sec_index, entry in enumerate(container.header.sections):
                 if entry.kind == SectionKind.DATA:
-                    self._verify_section(container, sec_index, by_section.get((file_index, sec_index), []))
+                    jobs.append((container, sec_index, by_section.get((file_index, sec_index), [])))
+        # Largest first, so a big shard does not start last; zlib releases the GIL, so shards overlap.
+        jobs.sort(key=lambda j: -j[0].header.sections[j[1]].length)
+        run_parallel(lambda job: self._verify_section(*job), jobs)
 
     def _verify_section(self, container: ContainerFile, sec_index: int, storage_indices: list) -> None:
         entry = container.header.sections[sec_index]
@@ -243,6 +280,11 @@ def _check_against_header(package, container: ContainerFile) -> None:
         raise ValidationError("Package.format_version differs from the header's", file=container.path, section=label,
                               path="format_version", expected="%d.%d" % header.format_version,
                               got=f"{fv.major}.{fv.minor}")
+    for i, shard in enumerate(package.shard_files):
+        if shard.package_id and bytes(shard.package_id) != header.package_id:
+            raise StaleShardError("shard_files entry names another save than this file's header", file=container.path,
+                                  section=label, path=f"shard_files[{i}].package_id", expected=header.package_id.hex(),
+                                  got=bytes(shard.package_id).hex())
     if package.required_features != header.required_features:
         raise ValidationError("Package.required_features differs from the header's", file=container.path,
                               section=label, path="required_features", expected=f"0x{header.required_features:x}",
@@ -256,18 +298,24 @@ def validate(path, **limits) -> None:
 
 
 def write_package(path, package, storage_payloads, *, encoding: str = "flatbuffers", fsync: bool = True,
-                  data_checksums: bool = True, progress=None) -> None:
+                  data_checksums: bool = True, progress=None, max_shard_size=None, external=None) -> None:
     """Write `package` with `storage_payloads[i]` as the bytes of `package.storages[i]`, atomically.
 
     `path` is a path (written atomically, through symlinks, keeping the
     file's mode) or a writable binary file object (same bytes, in order; see
     `pt2format._target`). `progress(bytes_written)` follows the write.
 
-    Fills in (overwriting) every Storage's segment/offset/size/checksum, sets
-    `Package.segments` to the one DATA section of this file and drops shard
-    files (all data is in this file). The package is validated before anything
-    is written; payloads are any C-contiguous buffers and are never copied.
+    Fills in (overwriting) every Storage's segment/offset/size/checksum and
+    `Package.segments`, `shard_files` and `external_files`. By default all
+    data goes in one DATA section of this file; `max_shard_size` (bytes, or
+    a string like "5GB") puts it in shard files next to `path` instead
+    (`pt2format._shards`); `external` (a plan from `pt2format._external`)
+    points storages at byte ranges of existing raw files instead of copying
+    them. The package is validated before anything is written; payloads are
+    any C-contiguous buffers and are never copied.
     """
+    from pt2format import _shards
+
     if encoding not in ENCODING_BY_NAME:
         raise ValueError(f"unknown encoding {encoding!r}; expected one of {sorted(ENCODING_BY_NAME)}")
     check_strings(package)  # never write a string a reader would refuse (SPEC.md §9)
@@ -278,30 +326,69 @@ def write_package(path, package, storage_payloads, *, encoding: str = "flatbuffe
     if package.format_version is None:
         package.format_version = m.FormatVersion(*FORMAT_VERSION)
     package.shard_files = []
-    package.required_features &= ~FEATURE_SHARD_FILES
-    layout = None
-    data_crc = None
-    if storages:
-        layout = layout_payloads([len(v) for v in views], DATA_ALIGNMENT)
-        crcs = None
-        if data_checksums:
-            crcs, data_crc = payload_checksums(views, layout)
-        for i, st in enumerate(storages):
-            st.segment = 0
-            st.offset = layout.offsets[i]
-            st.size = layout.sizes[i]
-            st.checksum_kind = m.ChecksumKind.CRC32 if crcs else m.ChecksumKind.NONE
-            st.checksum = crcs[i] if crcs else 0
-        package.segments = [m.Segment(file=0, section=1)]
+    package.external_files = []
+    package.required_features &= ~(FEATURE_SHARD_FILES | FEATURE_EXTERNAL_FILES)
+    segments = []
+    placed = {} if external is None else external.placements
+    if placed:
+        package.external_files = list(external.files)
+        package.required_features |= FEATURE_EXTERNAL_FILES
+        segments = [m.Segment(external=e + 1) for e in range(len(external.files))]
+        for i, (e, offset, crc) in placed.items():
+            _place(storages[i], e, offset, len(views[i]), crc if data_checksums else None)
+    internal = [i for i in range(len(storages)) if i not in placed]
+    if is_stream_target(path):
+        if max_shard_size is not None or placed:
+            raise ValueError("shard files and external data need a path to write next to, not a file object")
     else:
-        package.segments = []
+        path = os.fspath(path)
+    layout = data_crc = None
+    shards = []
+    if max_shard_size is None:
+        if internal:
+            layout = layout_payloads([len(views[i]) for i in internal], DATA_ALIGNMENT)
+            crcs, data_crc = payload_checksums([views[i] for i in internal], layout) if data_checksums else (None, None)
+            for k, i in enumerate(internal):
+                _place(storages[i], len(segments), layout.offsets[k], layout.sizes[k], crcs[k] if crcs else None)
+            segments.append(m.Segment(file=0, section=1))
+    elif internal:
+        groups = [[internal[k] for k in g] for g in
+                  _shards.plan_shards([len(views[i]) for i in internal], _shards.parse_size(max_shard_size))]
+        shards = _shards.shard_layouts(views, groups, checksums=data_checksums)
+        names = [_shards.shard_name(path, k + 1, len(groups)) for k in range(len(groups))]
+        package.required_features |= FEATURE_SHARD_FILES
+        for k, (group, (slayout, crcs, _)) in enumerate(zip(groups, shards)):
+            for j, i in enumerate(group):
+                _place(storages[i], len(segments), slayout.offsets[j], slayout.sizes[j], crcs[j] if crcs else None)
+            segments.append(m.Segment(file=k + 1, section=0))
+            size = _shards.shard_file_length(slayout)
+            package.shard_files.append(m.ShardFile(name=names[k], size=size, package_id=list(NO_PACKAGE_ID)))
+    package.segments = segments
     validate_package(package, data_section_lengths={1: layout.length} if layout else {})
+    package_id = _shards.derive_package_id(_codecs.encode(package, encoding), checksums=data_checksums)
+    for shard in package.shard_files:
+        shard.package_id = list(package_id)
     program = _codecs.encode(package, encoding)
     fv = package.format_version
+    if shards:
+        headers = [_shards.shard_header(format_version=(fv.major, fv.minor), required_features=package.required_features,
+                                        layout=slayout, data_crc=section_crc, package_id=package_id)
+                   for slayout, _, section_crc in shards]
+        _shards.write_shards(path, names, headers, views, groups, [s[0] for s in shards], fsync=fsync)
     header = build_header(format_version=(fv.major, fv.minor), required_features=package.required_features,
                           program_length=len(program), program_crc=crc32(program),
-                          encoding=ENCODING_BY_NAME[encoding], data_layout=layout, data_crc=data_crc)
-    write_target(path, header, program, views, layout, fsync=fsync, progress=progress)
+                          encoding=ENCODING_BY_NAME[encoding], data_layout=layout, data_crc=data_crc,
+                          package_id=package_id)
+    write_target(path, header, program, [views[i] for i in internal] if layout else (), layout, fsync=fsync,
+                 progress=progress)
+
+
+def _place(storage, segment: int, offset: int, size: int, crc) -> None:
+    storage.segment = segment
+    storage.offset = offset
+    storage.size = size
+    storage.checksum_kind = m.ChecksumKind.NONE if crc is None else m.ChecksumKind.CRC32
+    storage.checksum = 0 if crc is None else crc
 
 
 def convert(src, dst, encoding: str, *, fsync: bool = True) -> None:

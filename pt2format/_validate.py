@@ -13,7 +13,9 @@ from __future__ import annotations
 import math
 
 from pt2format._container.align import DATA_ALIGNMENT
-from pt2format._container.header import FEATURE_SHARD_FILES, KNOWN_FEATURES, READER_MAJOR
+from pt2format._container.header import (
+    FEATURE_EXTERNAL_FILES, FEATURE_SHARD_FILES, KNOWN_FEATURES, PACKAGE_ID_SIZE, READER_MAJOR,
+)
 from pt2format._extras import check_extra_files
 from pt2format._generated import model as m
 from pt2format._strings import CHECKERS, check_extra_meta_key
@@ -145,8 +147,38 @@ def _check_data(package, lengths) -> None:
         if shard.name in seen:
             raise _fail("duplicate shard file name", f"shard_files[{i}].name", got=repr(shard.name))
         seen.add(shard.name)
+        # Absent (no id recorded: the shard's header id must then equal the main file's) or exactly 16 bytes.
+        if len(shard.package_id) not in (0, PACKAGE_ID_SIZE):
+            raise _fail(f"shard package_id must be {PACKAGE_ID_SIZE} bytes", f"shard_files[{i}].package_id",
+                        expected=f"0 or {PACKAGE_ID_SIZE}", got=len(shard.package_id))
+    externals = package.external_files
+    for i, ext in enumerate(externals):
+        try:
+            check_shard_name(ext.name)
+        except Pt2FormatError as e:
+            raise _wrap(e, f"external_files[{i}]")
+        if ext.name in seen:
+            raise _fail("duplicate data file name", f"external_files[{i}].name", got=repr(ext.name))
+        seen.add(ext.name)
+        if ext.format not in (m.ExternalFormat.RAW, m.ExternalFormat.SAFETENSORS):
+            raise _fail("unknown external file format", f"external_files[{i}].format", expected="1 or 2",
+                        got=ext.format)
+        if ext.checksum_kind not in (m.ChecksumKind.NONE, m.ChecksumKind.CRC32):
+            raise _fail("unknown checksum_kind", f"external_files[{i}].checksum_kind", expected="0 or 1",
+                        got=ext.checksum_kind)
     segments = package.segments
     for i, seg in enumerate(segments):
+        if seg.external:
+            if seg.external > len(externals):
+                raise _fail("segment external index out of range", f"segments[{i}].external",
+                            expected=f"<= {len(externals)} (number of external files)", got=seg.external)
+            if not package.required_features & FEATURE_EXTERNAL_FILES:
+                raise _fail("segment in an external file but required_features lacks bit 1 (external files)",
+                            f"segments[{i}].external", got=seg.external)
+            if seg.file or seg.section:
+                raise _fail("a segment in an external file has file and section 0", f"segments[{i}]",
+                            expected="file 0, section 0", got=f"file {seg.file}, section {seg.section}")
+            continue
         if seg.file > len(shards):
             raise _fail("segment file index out of range", f"segments[{i}].file",
                         expected=f"<= {len(shards)} (number of shard files)", got=seg.file)
@@ -162,20 +194,26 @@ def _check_data(package, lengths) -> None:
         if st.segment >= n_segments:
             raise _fail("storage segment index out of range", f"storages[{i}].segment",
                         expected=f"< {n_segments}", got=st.segment)
-        if st.offset % DATA_ALIGNMENT:
+        seg = segments[st.segment]
+        if seg.external:
+            ext = externals[seg.external - 1]
+            if st.offset > ext.size or st.size > ext.size - st.offset:
+                raise SegmentError("storage ends past its external file", path=f"storages[{i}]",
+                                   expected=f"offset + size <= {ext.size}", got=st.offset + st.size)
+        elif st.offset % DATA_ALIGNMENT:
             raise SegmentError(f"storage offset is not a multiple of {DATA_ALIGNMENT}", path=f"storages[{i}].offset",
                                expected=f"multiple of {DATA_ALIGNMENT}", got=st.offset)
         if st.checksum_kind not in (m.ChecksumKind.NONE, m.ChecksumKind.CRC32):
             raise _fail("unknown checksum_kind", f"storages[{i}].checksum_kind", expected="0 or 1",
                         got=st.checksum_kind)
-        seg = segments[st.segment]
-        if seg.file == 0 and lengths is not None:
+        if seg.file == 0 and not seg.external and lengths is not None:
             limit = lengths[seg.section]
             if st.offset + st.size > limit:
                 raise SegmentError("storage ends past its segment", path=f"storages[{i}]",
                                    expected=f"offset + size <= {limit}", got=st.offset + st.size)
     _check_no_overlap(storages, segments)
     n_storages = len(storages)
+    _check_weight_sets(package.weight_sets, len(package.tensors))
     for i, t in enumerate(package.tensors):
         try:
             if t.storage >= n_storages:
@@ -207,6 +245,31 @@ def _check_no_overlap(storages, segments) -> None:
                 raise SegmentError("storages overlap; tensors that alias must share one storage",
                                    path=f"storages[{bi}]", expected=f"offset >= {a1} (end of storages[{ai}])",
                                    got=b0)
+
+
+def _check_weight_sets(weight_sets, n_tensors: int) -> None:
+    """Weight sets: names unique and sorted, entries sorted by name, tensor indices in range."""
+    prev = None
+    for i, ws in enumerate(weight_sets):
+        path = f"weight_sets[{i}]"
+        if ws.name is None:
+            raise _fail("required field is missing", f"{path}.name")
+        if prev is not None and not prev < ws.name:
+            raise _fail("weight set names must be unique and sorted", f"{path}.name",
+                        expected=f"a name after {prev!r}", got=repr(ws.name))
+        prev = ws.name
+        last = None
+        for j, entry in enumerate(ws.entries):
+            epath = f"{path}.entries[{j}]"
+            if entry.name is None:
+                raise _fail("required field is missing", f"{epath}.name")
+            if last is not None and not last < entry.name:
+                raise _fail("entries must be sorted by name, names unique", f"{epath}.name",
+                            expected=f"a name after {last!r}", got=repr(entry.name))
+            last = entry.name
+            if entry.tensor >= n_tensors:
+                raise _fail("tensor index out of range", f"{epath}.tensor", expected=f"< {n_tensors}",
+                            got=entry.tensor)
 
 
 def tensor_nbytes(dtype: int, sizes, strides, storage_offset: int) -> int:

@@ -57,8 +57,15 @@ def _inspect(path: str, top: int) -> str:
             out.append(f"  {i}: {enum_name(SectionKind, s.kind):<7} {enum_name(SectionEncoding, s.encoding):<11} "
                        f"offset {s.offset:>12}  length {s.length:>12} ({_fmt_bytes(s.length)})  "
                        f"align {s.alignment}  {crc}")
+        if any(h.package_id):
+            out.append(f"package id: {h.package_id.hex()}")
         if pkg.shard_files:
             out.append("shard files: " + ", ".join(f"{s.name} ({s.size} bytes)" for s in pkg.shard_files))
+        if pkg.external_files:
+            out.append("external files: " + ", ".join(
+                f"{e.name} ({m.ExternalFormat(e.format).name.lower()}, {e.size} bytes)" for e in pkg.external_files))
+        if pkg.weight_sets:
+            out.append("weight sets: " + ", ".join(f"{w.name} ({len(w.entries)} tensors)" for w in pkg.weight_sets))
         out.append(f"programs: {len(pkg.programs)}")
         for prog in pkg.programs:
             graphs = list(_walk_graphs(prog.graph))

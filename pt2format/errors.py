@@ -60,6 +60,10 @@ class HeaderError(FormatError):
     """Bad magic, header length, header checksum or section table."""
 
 
+class StaleShardError(HeaderError):
+    """A shard file next to the main file belongs to another save (its package id differs)."""
+
+
 class ChecksumError(FormatError):
     """A section or storage does not match its recorded checksum."""
 
@@ -114,7 +118,7 @@ class FallbackWarning(UserWarning):
 
 
 __all__ = [
-    "Pt2FormatError", "FormatError", "HeaderError", "ChecksumError", "SegmentError", "EncodingError",
-    "LimitError", "VersionError", "UnsupportedFeatureError", "ValidationError", "StringClassError", "ExportError",
-    "LoadError", "FallbackWarning",
+    "Pt2FormatError", "FormatError", "HeaderError", "StaleShardError", "ChecksumError", "SegmentError",
+    "EncodingError", "LimitError", "VersionError", "UnsupportedFeatureError", "ValidationError", "StringClassError",
+    "ExportError", "LoadError", "FallbackWarning",
 ]

@@ -5,14 +5,15 @@ import subprocess
 import sys
 
 PT2FORMAT = {
-    "save", "load", "read", "open", "validate", "from_torch", "to_torch", "FORMAT_VERSION", "__version__",
-    "LazyFile", "PackageFile", "FallbackWarning",
-    "Pt2FormatError", "FormatError", "HeaderError", "ChecksumError", "SegmentError", "EncodingError",
-    "LimitError", "VersionError", "UnsupportedFeatureError", "ValidationError", "StringClassError", "ExportError",
-    "LoadError",
+    "save", "load", "read", "open", "validate", "from_torch", "to_torch", "save_weights", "attach_weights",
+    "FORMAT_VERSION", "__version__", "LazyFile", "PackageFile", "FallbackWarning",
+    "Pt2FormatError", "FormatError", "HeaderError", "StaleShardError", "ChecksumError", "SegmentError",
+    "EncodingError", "LimitError", "VersionError", "UnsupportedFeatureError", "ValidationError", "StringClassError",
+    "ExportError", "LoadError",
 }
 
-NOT_ERRORS = {"save", "load", "read", "open", "validate", "from_torch", "to_torch", "FORMAT_VERSION", "__version__",
+NOT_ERRORS = {"save", "load", "read", "open", "validate", "from_torch", "to_torch", "save_weights", "attach_weights",
+              "FORMAT_VERSION", "__version__",
               "LazyFile", "PackageFile", "FallbackWarning"}
 
 
@@ -43,7 +44,8 @@ def test_exporter_and_loader_exports():
     exporter = importlib.import_module("pt2format.exporter")
     loaders = importlib.import_module("pt2format.loaders")
     assert "export_program" in exporter.__all__ and "save_programs" in exporter.__all__
-    assert "load_program" in loaders.__all__
+    assert "load_program" in loaders.__all__ and "attach_weights" in loaders.__all__
+    assert "save_weights" in exporter.__all__
 
 
 def test_public_functions_are_documented_and_annotated():

@@ -17,7 +17,7 @@ _HEADER_FIELDS = (
     (0, 8, None, "magic"), (8, 2, "<H", "header_version"), (10, 2, "<H", "section_count"),
     (12, 4, "<I", "header_length"), (16, 2, "<H", "format_major"), (18, 2, "<H", "format_minor"),
     (20, 4, "<I", "flags"), (24, 8, "<Q", "required_features"), (32, 8, "<Q", "file_length"),
-    (40, 4, "<I", "header_checksum"), (44, 20, None, "reserved"),
+    (40, 4, "<I", "header_checksum"), (44, 16, None, "package_id"), (60, 4, None, "reserved"),
 )
 _ENTRY_FIELDS = (
     (0, 2, "<H", "kind"), (2, 2, "<H", "encoding"), (4, 4, "<I", "alignment"), (8, 8, "<Q", "offset"),
@@ -49,6 +49,8 @@ def _fields(buf, base: int, fields, prefix: str, kind: int | None = None) -> lis
         chunk = bytes(buf[base + off:base + off + size])
         if fmt is None:
             note = f"{prefix}{name}" + (" (zero)" if not any(chunk) else "")
+            if name == "package_id":
+                note = f"{prefix}package_id" + (" (none)" if not any(chunk) else " (identity of this save)")
             if name == "magic":
                 note = f'{prefix}magic "\\x89PT2F\\r\\n\\x1a"'
             for i in range(0, size, 16):

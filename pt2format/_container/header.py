@@ -21,16 +21,21 @@ HEADER_SIZE = 64
 SECTION_ENTRY_SIZE = 48
 # The schema major version this reader understands (FORMAT_VERSION[0]).
 READER_MAJOR = 1
-# Bits of `required_features` this reader implements. Bit 0: data in shard files.
+# Bits of `required_features` this reader implements. Bit 0: data in shard files; bit 1: data in
+# external raw files (for example a safetensors file the package points at).
 FEATURE_SHARD_FILES = 1 << 0
-KNOWN_FEATURES = FEATURE_SHARD_FILES
+FEATURE_EXTERNAL_FILES = 1 << 1
+KNOWN_FEATURES = FEATURE_SHARD_FILES | FEATURE_EXTERNAL_FILES
+# Bytes of the file identity in the header: the main file and its shards carry the same id.
+PACKAGE_ID_SIZE = 16
+NO_PACKAGE_ID = bytes(PACKAGE_ID_SIZE)
 
 # Section-entry flags. OPTIONAL: a reader that does not know the section's kind skips the
 # section (it still checks its bounds, alignment and padding); without it an unknown kind
 # is an error. Other bits are for later minors; a reader ignores bits it does not know.
 SECTION_OPTIONAL = 1 << 0
 
-_HEADER = struct.Struct("<8sHHIHHIQQI20s")
+_HEADER = struct.Struct("<8sHHIHHIQQI16s4s")
 _ENTRY = struct.Struct("<HHIQQIII12s")
 _CHECKSUM_AT = 40
 assert _HEADER.size == HEADER_SIZE and _ENTRY.size == SECTION_ENTRY_SIZE
@@ -111,6 +116,8 @@ class Header:
     header_version: int = HEADER_VERSION
     flags: int = 0
     header_checksum: int = 0
+    # Identity of the save: the main file and every shard it wrote share it (SPEC.md §2).
+    package_id: bytes = NO_PACKAGE_ID
 
     @property
     def header_length(self) -> int:
@@ -131,7 +138,7 @@ def pack_header(header: Header) -> bytes:
     count = len(header.sections)
     out = bytearray(_HEADER.pack(MAGIC, header.header_version, count, header_length(count), header.format_major,
                                  header.format_minor, header.flags, header.required_features, header.file_length, 0,
-                                 bytes(20)))
+                                 bytes(header.package_id), bytes(4)))
     for s in header.sections:
         out += _ENTRY.pack(s.kind, s.encoding, s.alignment, s.offset, s.length, s.checksum_kind, s.checksum, s.flags,
                            bytes(12))
@@ -158,8 +165,8 @@ def unpack_header(buf, *, file=None, shard: bool = False, reader_major: int = RE
     if size < HEADER_SIZE:
         raise HeaderError("file too short for a header", file=file, section="header", offset=0,
                           expected=f">= {HEADER_SIZE} bytes", got=size)
-    (magic, version, count, length, major, minor, flags, features, file_length, checksum,
-     _reserved) = _HEADER.unpack_from(buf, 0)
+    (magic, version, count, length, major, minor, flags, features, file_length, checksum, package_id,
+     reserved) = _HEADER.unpack_from(buf, 0)
     if magic != MAGIC:
         raise HeaderError("not a pt2format file: bad magic", file=file, section="header", offset=0,
                           expected=MAGIC.hex(" "), got=bytes(magic).hex(" "))
@@ -196,7 +203,7 @@ def unpack_header(buf, *, file=None, shard: bool = False, reader_major: int = RE
     # required_features bit. The header checksum still covers them, so damage is caught.
     sections = tuple(_unpack_entry(buf, i, file) for i in range(count))
     _check_layout(buf, sections, length, file, shard)
-    return Header(major, minor, features, file_length, sections, version, flags, checksum)
+    return Header(major, minor, features, file_length, sections, version, flags, checksum, bytes(package_id))
 
 
 def _unpack_entry(buf, i: int, file) -> SectionEntry:

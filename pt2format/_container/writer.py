@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pt2format._container.align import DATA_ALIGNMENT, PROGRAM_ALIGNMENT, align_up
 from pt2format._container.crc import crc32, crc32_combine, crc32_zeros
 from pt2format._container.header import (
-    ChecksumKind, Header, SectionEntry, SectionEncoding, SectionKind, header_length, pack_header,
+    NO_PACKAGE_ID, ChecksumKind, Header, SectionEntry, SectionEncoding, SectionKind, header_length, pack_header,
 )
 
 _WRITE_CHUNK = 64 << 20  # one os.write call at most this big, so partial writes stay cheap to retry
@@ -64,7 +64,8 @@ def payload_checksums(views, layout: DataLayout) -> tuple:
 
 
 def build_header(*, format_version, required_features: int, program_length: int, program_crc: int,
-                 encoding: int, data_layout: DataLayout | None, data_crc: int | None) -> Header:
+                 encoding: int, data_layout: DataLayout | None, data_crc: int | None,
+                 package_id: bytes = NO_PACKAGE_ID) -> Header:
     """The header for a main file: PROGRAM at entry 0, then (if any storages) one DATA section."""
     count = 1 if data_layout is None else 2
     program_offset = align_up(header_length(count), PROGRAM_ALIGNMENT)
@@ -78,7 +79,7 @@ def build_header(*, format_version, required_features: int, program_length: int,
                                      data_layout.length, kind, data_crc or 0))
         end = data_offset + data_layout.length
     major, minor = format_version
-    return Header(major, minor, required_features, end, tuple(sections))
+    return Header(major, minor, required_features, end, tuple(sections), package_id=package_id)
 
 
 def write_container(path, header: Header, program, data_views=(), data_layout: DataLayout | None = None, *,
@@ -105,7 +106,7 @@ def write_container(path, header: Header, program, data_views=(), data_layout: D
             if entry.kind == SectionKind.PROGRAM:
                 pos = _write_all(fd, byte_view(program), pos)
                 continue
-            assert entry_index == 1 and data_layout is not None
+            assert data_layout is not None  # one DATA section: entry 1 of a main file, entry 0 of a shard
             base = pos
             for view, offset, size in zip(data_views, data_layout.offsets, data_layout.sizes):
                 pos = _write_zeros(fd, base + offset - pos, pos)

@@ -23,6 +23,7 @@ from pt2format._generated.model import (
     Device,
     DeviceArgument,
     DeviceValue,
+    ExternalFile,
     ExtraFile,
     FloatArgument,
     FloatListArgument,
@@ -118,6 +119,7 @@ from pt2format._generated.model import (
     UserOutputSpec,
     Value,
     ValueRange,
+    WeightSet,
 )
 from pt2format.errors import EncodingError, LimitError, VersionError
 from pt2format._strings import CHECKERS as _SC
@@ -676,6 +678,52 @@ def decode(buf, max_depth=128):
         else:
             x0 = None
         return DeviceValue(x0)
+
+    vc_ExternalFile = {}
+    Z_ExternalFile = (4, 8, 1, 1, 4)
+
+    def t_ExternalFile(p, d):
+        if d > max_depth:
+            too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
+        if p + 4 > n:
+            _fail('table offset out of range', p, f'<= {n - 4}', p)
+        vt = p - _I32(buf, p)[0]
+        c = vc_ExternalFile.get(vt)
+        if c is None:
+            c = vc_ExternalFile[vt] = vtab(vt, Z_ExternalFile)
+        os, o0, o1, o2, o3, o4 = c
+        if p + os > n:
+            _fail('bad table size', p, '4..buffer end', os)
+        if o0:
+            q = p + o0
+            q += _U32(buf, q)[0]
+            x0 = sget(q)
+            if x0 is None:
+                x0 = rstr(q)
+            _SC_file_name(x0, 'ExternalFile.name')
+        else:
+            x0 = None
+        if o1:
+            x1 = _S_u64(buf, p + o1)[0]
+        else:
+            x1 = 0
+        if o2:
+            x2 = _S_u8(buf, p + o2)[0]
+        else:
+            x2 = 0
+        if o3:
+            x3 = _S_u8(buf, p + o3)[0]
+        else:
+            x3 = 0
+        if o4:
+            x4 = _S_u32(buf, p + o4)[0]
+        else:
+            x4 = 0
+        return ExternalFile(x0, x1, x2, x3, x4)
 
     vc_ExtraFile = {}
     Z_ExtraFile = (4, 4)
@@ -2491,7 +2539,7 @@ def decode(buf, max_depth=128):
         return OutputTokenSpec(x0)
 
     vc_Package = {}
-    Z_Package = (4, 4, 8, 4, 4, 4, 4, 4, 4, 4, 4)
+    Z_Package = (4, 4, 8, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4)
 
     def t_Package(p, d):
         if d > max_depth:
@@ -2506,7 +2554,7 @@ def decode(buf, max_depth=128):
         c = vc_Package.get(vt)
         if c is None:
             c = vc_Package[vt] = vtab(vt, Z_Package)
-        os, o0, o1, o2, o3, o4, o5, o6, o7, o8, o9, o10 = c
+        os, o0, o1, o2, o3, o4, o5, o6, o7, o8, o9, o10, o11, o12 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
@@ -2581,7 +2629,21 @@ def decode(buf, max_depth=128):
             x10 = list(map(t_ExtraFile, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x10 = []
-        return Package(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10)
+        if o11:
+            q = p + o11
+            q += _U32(buf, q)[0]
+            cnt = vec(q, 4)
+            x11 = list(map(t_ExternalFile, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+        else:
+            x11 = []
+        if o12:
+            q = p + o12
+            q += _U32(buf, q)[0]
+            cnt = vec(q, 4)
+            x12 = list(map(t_WeightSet, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+        else:
+            x12 = []
+        return Package(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12)
 
     vc_ParameterMutationSpec = {}
     Z_ParameterMutationSpec = (4, 4)
@@ -2876,7 +2938,7 @@ def decode(buf, max_depth=128):
         return ScalarTypeValue(x0)
 
     vc_Segment = {}
-    Z_Segment = (4, 4)
+    Z_Segment = (4, 4, 4)
 
     def t_Segment(p, d):
         if d > max_depth:
@@ -2891,7 +2953,7 @@ def decode(buf, max_depth=128):
         c = vc_Segment.get(vt)
         if c is None:
             c = vc_Segment[vt] = vtab(vt, Z_Segment)
-        os, o0, o1 = c
+        os, o0, o1, o2 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
@@ -2902,10 +2964,14 @@ def decode(buf, max_depth=128):
             x1 = _S_u32(buf, p + o1)[0]
         else:
             x1 = 0
-        return Segment(x0, x1)
+        if o2:
+            x2 = _S_u32(buf, p + o2)[0]
+        else:
+            x2 = 0
+        return Segment(x0, x1, x2)
 
     vc_ShardFile = {}
-    Z_ShardFile = (4, 8)
+    Z_ShardFile = (4, 8, 4)
 
     def t_ShardFile(p, d):
         if d > max_depth:
@@ -2920,7 +2986,7 @@ def decode(buf, max_depth=128):
         c = vc_ShardFile.get(vt)
         if c is None:
             c = vc_ShardFile[vt] = vtab(vt, Z_ShardFile)
-        os, o0, o1 = c
+        os, o0, o1, o2 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
@@ -2936,7 +3002,14 @@ def decode(buf, max_depth=128):
             x1 = _S_u64(buf, p + o1)[0]
         else:
             x1 = 0
-        return ShardFile(x0, x1)
+        if o2:
+            q = p + o2
+            q += _U32(buf, q)[0]
+            cnt = vec(q, 1)
+            x2 = list(buf[q + 4:q + 4 + cnt])
+        else:
+            x2 = []
+        return ShardFile(x0, x1, x2)
 
     vc_SourceFnEntry = {}
     Z_SourceFnEntry = (4, 4)
@@ -4205,6 +4278,43 @@ def decode(buf, max_depth=128):
         else:
             x5 = 0.0
         return ValueRange(x0, x1, x2, x3, x4, x5)
+
+    vc_WeightSet = {}
+    Z_WeightSet = (4, 4)
+
+    def t_WeightSet(p, d):
+        if d > max_depth:
+            too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
+        if p + 4 > n:
+            _fail('table offset out of range', p, f'<= {n - 4}', p)
+        vt = p - _I32(buf, p)[0]
+        c = vc_WeightSet.get(vt)
+        if c is None:
+            c = vc_WeightSet[vt] = vtab(vt, Z_WeightSet)
+        os, o0, o1 = c
+        if p + os > n:
+            _fail('bad table size', p, '4..buffer end', os)
+        if o0:
+            q = p + o0
+            q += _U32(buf, q)[0]
+            x0 = sget(q)
+            if x0 is None:
+                x0 = rstr(q)
+            _SC_token(x0, 'WeightSet.name')
+        else:
+            x0 = None
+        if o1:
+            q = p + o1
+            q += _U32(buf, q)[0]
+            cnt = vec(q, 4)
+            x1 = list(map(t_StateEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+        else:
+            x1 = []
+        return WeightSet(x0, x1)
 
     U_ArgumentValue = (None, t_NoneArgument, t_TensorArgument, t_TensorListArgument, t_OptionalTensorArgument, t_OptionalTensorListArgument, t_NestedTensorListArgument, t_TokenArgument, t_IntArgument, t_IntListArgument, t_IntListListArgument, t_FloatArgument, t_FloatListArgument, t_FloatListListArgument, t_BoolArgument, t_BoolListArgument, t_StringArgument, t_StringListArgument, t_ComplexArgument, t_SymIntArgument, t_SymIntListArgument, t_SymFloatArgument, t_SymFloatListArgument, t_SymBoolArgument, t_SymBoolListArgument, t_ScalarTypeArgument, t_MemoryFormatArgument, t_LayoutArgument, t_DeviceArgument, t_GraphArgument, t_CustomObjArgument, t_OperatorArgument, t_StringToArgumentMapArgument,)
     U_InputSpecKind = (None, t_UserInputSpec, t_InputToParameterSpec, t_InputToBufferSpec, t_InputToTensorConstantSpec, t_InputToCustomObjSpec, t_InputTokenSpec, t_InputToConstantInputSpec,)

@@ -22,6 +22,7 @@ from pt2format._generated.model import (
     Device,
     DeviceArgument,
     DeviceValue,
+    ExternalFile,
     ExtraFile,
     FloatArgument,
     FloatListArgument,
@@ -117,6 +118,7 @@ from pt2format._generated.model import (
     UserOutputSpec,
     Value,
     ValueRange,
+    WeightSet,
 )
 from pt2format.errors import EncodingError
 
@@ -175,6 +177,7 @@ _F_CustomObject = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'))
 _F_Device = ((0, 4, 4, 'I'), (1, 4, 4, 'i'))
 _F_DeviceArgument = ((0, 4, 4, 'I'),)
 _F_DeviceValue = ((0, 4, 4, 'I'),)
+_F_ExternalFile = ((1, 8, 8, 'Q'), (0, 4, 4, 'I'), (4, 4, 4, 'I'), (2, 1, 1, 'B'), (3, 1, 1, 'B'))
 _F_ExtraFile = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_FloatArgument = ((0, 8, 8, 'd'),)
 _F_FloatListArgument = ((0, 4, 4, 'I'),)
@@ -223,15 +226,15 @@ _F_OptionalTensorArgument = ((0, 4, 4, 'I'),)
 _F_OptionalTensorListArgument = ((0, 4, 4, 'I'),)
 _F_OutputSpec = ((1, 4, 4, 'I'), (0, 1, 1, 'B'))
 _F_OutputTokenSpec = ((0, 4, 4, 'I'),)
-_F_Package = ((2, 8, 8, 'Q'), (0, 4, 4, 'I'), (1, 4, 4, 'I'), (3, 4, 4, 'I'), (4, 4, 4, 'I'), (5, 4, 4, 'I'), (6, 4, 4, 'I'), (7, 4, 4, 'I'), (8, 4, 4, 'I'), (9, 4, 4, 'I'), (10, 4, 4, 'I'))
+_F_Package = ((2, 8, 8, 'Q'), (0, 4, 4, 'I'), (1, 4, 4, 'I'), (3, 4, 4, 'I'), (4, 4, 4, 'I'), (5, 4, 4, 'I'), (6, 4, 4, 'I'), (7, 4, 4, 'I'), (8, 4, 4, 'I'), (9, 4, 4, 'I'), (10, 4, 4, 'I'), (11, 4, 4, 'I'), (12, 4, 4, 'I'))
 _F_ParameterMutationSpec = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_Producer = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'))
 _F_Program = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'), (3, 4, 4, 'I'), (4, 4, 4, 'I'), (5, 4, 4, 'I'), (6, 4, 4, 'I'), (7, 4, 4, 'I'), (8, 4, 4, 'I'), (9, 4, 4, 'I'), (10, 4, 4, 'I'), (11, 4, 4, 'I'), (12, 4, 4, 'I'), (13, 4, 4, 'I'), (14, 4, 4, 'I'))
 _F_RangeConstraint = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_ScalarTypeArgument = ((0, 1, 1, 'B'),)
 _F_ScalarTypeValue = ((0, 1, 1, 'B'),)
-_F_Segment = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
-_F_ShardFile = ((1, 8, 8, 'Q'), (0, 4, 4, 'I'))
+_F_Segment = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'))
+_F_ShardFile = ((1, 8, 8, 'Q'), (0, 4, 4, 'I'), (2, 4, 4, 'I'))
 _F_SourceFnEntry = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_StateEntry = ((0, 4, 4, 'I'), (2, 4, 4, 'I'), (1, 1, 1, 'B'))
 _F_Storage = ((1, 8, 8, 'Q'), (2, 8, 8, 'Q'), (0, 4, 4, 'I'), (4, 4, 4, 'I'), (3, 1, 1, 'B'))
@@ -267,6 +270,7 @@ _F_UserInputSpec = ((0, 4, 4, 'I'),)
 _F_UserOutputSpec = ((0, 4, 4, 'I'),)
 _F_Value = ((1, 4, 4, 'I'), (0, 1, 1, 'B'))
 _F_ValueRange = ((0, 8, 8, 'q'), (1, 8, 8, 'q'), (4, 8, 8, 'd'), (5, 8, 8, 'd'), (2, 1, 1, '?'), (3, 1, 1, '?'))
+_F_WeightSet = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 
 
 def encode(root):
@@ -845,6 +849,61 @@ def encode(root):
         v = [vd - t]
         if mk & 1:
             v.append(t - offs[0] - x0)
+        if pad:
+            app(_ZEROS[:pad])
+        app(pk(*v))
+        if new:
+            app(vtb)
+            vtables[vtb] = vd
+            size = vd
+        else:
+            size = t
+        return t
+
+    L_ExternalFile = {}
+
+    def w_ExternalFile(o):
+        nonlocal size
+        if type(o) is not ExternalFile:
+            _bad('wrong table type, expected ExternalFile', type(o).__name__)
+        mk = 0
+        x0 = o.name
+        if x0 is not None:
+            x0 = sget(x0) or S(x0)
+            mk |= 2
+        x1 = o.size
+        if x1 != 0:
+            mk |= 1
+        x2 = o.format
+        if x2 != 0:
+            mk |= 8
+        x3 = o.checksum_kind
+        if x3 != 0:
+            mk |= 16
+        x4 = o.checksum
+        if x4 != 0:
+            mk |= 4
+        L = L_ExternalFile.get(mk)
+        if L is None:
+            L = L_ExternalFile[mk] = _layout(_F_ExternalFile, mk)
+        pk, offs, osz, al, vtb = L
+        pad = -(size + osz) % al
+        t = size + pad + osz
+        vd = vget(vtb)
+        new = vd is None
+        if new:
+            vd = t + len(vtb)
+        v = [vd - t]
+        if mk & 1:
+            v.append(x1)
+        if mk & 2:
+            v.append(t - offs[0] - x0)
+        if mk & 4:
+            v.append(x4)
+        if mk & 8:
+            v.append(x2)
+        if mk & 16:
+            v.append(x3)
         if pad:
             app(_ZEROS[:pad])
         app(pk(*v))
@@ -3020,6 +3079,14 @@ def encode(root):
         if x10:
             x10 = OV([w_ExtraFile(e) for e in x10])
             mk |= 1024
+        x11 = o.external_files
+        if x11:
+            x11 = OV([w_ExternalFile(e) for e in x11])
+            mk |= 2048
+        x12 = o.weight_sets
+        if x12:
+            x12 = OV([w_WeightSet(e) for e in x12])
+            mk |= 4096
         L = L_Package.get(mk)
         if L is None:
             L = L_Package[mk] = _layout(_F_Package, mk)
@@ -3053,6 +3120,10 @@ def encode(root):
             v.append(t - offs[9] - x9)
         if mk & 1024:
             v.append(t - offs[10] - x10)
+        if mk & 2048:
+            v.append(t - offs[11] - x11)
+        if mk & 4096:
+            v.append(t - offs[12] - x12)
         if pad:
             app(_ZEROS[:pad])
         app(pk(*v))
@@ -3392,6 +3463,9 @@ def encode(root):
         x1 = o.section
         if x1 != 0:
             mk |= 2
+        x2 = o.external
+        if x2 != 0:
+            mk |= 4
         L = L_Segment.get(mk)
         if L is None:
             L = L_Segment[mk] = _layout(_F_Segment, mk)
@@ -3407,6 +3481,8 @@ def encode(root):
             v.append(x0)
         if mk & 2:
             v.append(x1)
+        if mk & 4:
+            v.append(x2)
         if pad:
             app(_ZEROS[:pad])
         app(pk(*v))
@@ -3432,6 +3508,10 @@ def encode(root):
         x1 = o.size
         if x1 != 0:
             mk |= 1
+        x2 = o.package_id
+        if x2:
+            x2 = BV(bytes(x2), len(x2), 4)
+            mk |= 4
         L = L_ShardFile.get(mk)
         if L is None:
             L = L_ShardFile[mk] = _layout(_F_ShardFile, mk)
@@ -3447,6 +3527,8 @@ def encode(root):
             v.append(x1)
         if mk & 2:
             v.append(t - offs[0] - x0)
+        if mk & 4:
+            v.append(t - offs[2] - x2)
         if pad:
             app(_ZEROS[:pad])
         app(pk(*v))
@@ -4984,6 +5066,47 @@ def encode(root):
             v.append(x2)
         if mk & 32:
             v.append(x3)
+        if pad:
+            app(_ZEROS[:pad])
+        app(pk(*v))
+        if new:
+            app(vtb)
+            vtables[vtb] = vd
+            size = vd
+        else:
+            size = t
+        return t
+
+    L_WeightSet = {}
+
+    def w_WeightSet(o):
+        nonlocal size
+        if type(o) is not WeightSet:
+            _bad('wrong table type, expected WeightSet', type(o).__name__)
+        mk = 0
+        x0 = o.name
+        if x0 is not None:
+            x0 = sget(x0) or S(x0)
+            mk |= 1
+        x1 = o.entries
+        if x1:
+            x1 = OV([w_StateEntry(e) for e in x1])
+            mk |= 2
+        L = L_WeightSet.get(mk)
+        if L is None:
+            L = L_WeightSet[mk] = _layout(_F_WeightSet, mk)
+        pk, offs, osz, al, vtb = L
+        pad = -(size + osz) % al
+        t = size + pad + osz
+        vd = vget(vtb)
+        new = vd is None
+        if new:
+            vd = t + len(vtb)
+        v = [vd - t]
+        if mk & 1:
+            v.append(t - offs[0] - x0)
+        if mk & 2:
+            v.append(t - offs[1] - x1)
         if pad:
             app(_ZEROS[:pad])
         app(pk(*v))

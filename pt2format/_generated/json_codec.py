@@ -22,6 +22,7 @@ from pt2format._generated.model import (
     Device,
     DeviceArgument,
     DeviceValue,
+    ExternalFile,
     ExtraFile,
     FloatArgument,
     FloatListArgument,
@@ -117,6 +118,7 @@ from pt2format._generated.model import (
     UserOutputSpec,
     Value,
     ValueRange,
+    WeightSet,
 )
 from pt2format.errors import EncodingError, LimitError, VersionError
 from pt2format._strings import CHECKERS as _SC
@@ -268,6 +270,9 @@ EV_ArgumentKind = {'UNSPECIFIED': 0, 'POSITIONAL': 1, 'KEYWORD': 2}
 EN_ChecksumKind = {0: 'NONE', 1: 'CRC32'}
 EV_ChecksumKind = {'NONE': 0, 'CRC32': 1}
 
+EN_ExternalFormat = {0: 'UNSPECIFIED', 1: 'RAW', 2: 'SAFETENSORS'}
+EV_ExternalFormat = {'UNSPECIFIED': 0, 'RAW': 1, 'SAFETENSORS': 2}
+
 EN_Layout = {0: 'UNSPECIFIED', 1: 'STRIDED', 2: 'SPARSE_COO', 3: 'SPARSE_CSR', 4: 'SPARSE_CSC', 5: 'SPARSE_BSR', 6: 'SPARSE_BSC', 7: 'MKLDNN'}
 EV_Layout = {'UNSPECIFIED': 0, 'STRIDED': 1, 'SPARSE_COO': 2, 'SPARSE_CSR': 3, 'SPARSE_CSC': 4, 'SPARSE_BSR': 5, 'SPARSE_BSC': 6, 'MKLDNN': 7}
 
@@ -308,6 +313,7 @@ K_CustomObject = frozenset(['class_fqn', 'name', 'state'])
 K_Device = frozenset(['index', 'type'])
 K_DeviceArgument = frozenset(['value'])
 K_DeviceValue = frozenset(['value'])
+K_ExternalFile = frozenset(['checksum', 'checksum_kind', 'format', 'name', 'size'])
 K_ExtraFile = frozenset(['name', 'storage'])
 K_FloatArgument = frozenset(['value'])
 K_FloatListArgument = frozenset(['values'])
@@ -356,15 +362,15 @@ K_OptionalTensorArgument = frozenset(['name'])
 K_OptionalTensorListArgument = frozenset(['items'])
 K_OutputSpec = frozenset(['spec', 'spec_type'])
 K_OutputTokenSpec = frozenset(['arg'])
-K_Package = frozenset(['extra_files', 'format_version', 'metadata', 'operators', 'producer', 'programs', 'required_features', 'segments', 'shard_files', 'storages', 'tensors'])
+K_Package = frozenset(['external_files', 'extra_files', 'format_version', 'metadata', 'operators', 'producer', 'programs', 'required_features', 'segments', 'shard_files', 'storages', 'tensors', 'weight_sets'])
 K_ParameterMutationSpec = frozenset(['arg', 'parameter_name'])
 K_Producer = frozenset(['name', 'torch_version', 'version'])
 K_Program = frozenset(['custom_objects', 'example_inputs', 'graph', 'guards_code', 'metadata', 'module_call_graph', 'name', 'namedtuple_defs', 'opsets', 'range_constraints', 'signature', 'state', 'sym_exprs', 'symbols', 'verifiers'])
 K_RangeConstraint = frozenset(['expr', 'range'])
 K_ScalarTypeArgument = frozenset(['value'])
 K_ScalarTypeValue = frozenset(['value'])
-K_Segment = frozenset(['file', 'section'])
-K_ShardFile = frozenset(['name', 'size'])
+K_Segment = frozenset(['external', 'file', 'section'])
+K_ShardFile = frozenset(['name', 'package_id', 'size'])
 K_SourceFnEntry = frozenset(['name', 'target'])
 K_StateEntry = frozenset(['kind', 'name', 'tensor'])
 K_Storage = frozenset(['checksum', 'checksum_kind', 'offset', 'segment', 'size'])
@@ -400,6 +406,7 @@ K_UserInputSpec = frozenset(['arg'])
 K_UserOutputSpec = frozenset(['arg'])
 K_Value = frozenset(['value', 'value_type'])
 K_ValueRange = frozenset(['float_lower', 'float_upper', 'has_lower', 'has_upper', 'lower', 'upper'])
+K_WeightSet = frozenset(['entries', 'name'])
 
 
 def e_Argument(o):
@@ -599,6 +606,38 @@ def e_DeviceValue(o):
     x0 = o.value
     if x0 is not None:
         r['value'] = e_Device(x0)
+    return r
+
+
+def e_ExternalFile(o):
+    if type(o) is not ExternalFile:
+        _bad('expected ExternalFile', type(o).__name__)
+    r = {}
+    x0 = o.name
+    if x0 is not None:
+        if type(x0) is not str:
+            _bad('name: expected str', type(x0).__name__)
+        r['name'] = x0
+    x1 = o.size
+    if type(x1) is not int or not 0 <= x1 <= 18446744073709551615:
+        x1 = _int(x1, 0, 18446744073709551615)
+    if x1 != 0:
+        r['size'] = x1
+    x2 = o.format
+    if type(x2) is not int or not 0 <= x2 <= 255:
+        x2 = _int(x2, 0, 255)
+    if x2 != 0:
+        r['format'] = EN_ExternalFormat.get(x2, x2)
+    x3 = o.checksum_kind
+    if type(x3) is not int or not 0 <= x3 <= 255:
+        x3 = _int(x3, 0, 255)
+    if x3 != 0:
+        r['checksum_kind'] = EN_ChecksumKind.get(x3, x3)
+    x4 = o.checksum
+    if type(x4) is not int or not 0 <= x4 <= 4294967295:
+        x4 = _int(x4, 0, 4294967295)
+    if x4 != 0:
+        r['checksum'] = x4
     return r
 
 
@@ -1547,6 +1586,16 @@ def e_Package(o):
         x10 = _vec(x10)
     if x10:
         r['extra_files'] = [e_ExtraFile(e) for e in x10]
+    x11 = o.external_files
+    if type(x11) is not list:
+        x11 = _vec(x11)
+    if x11:
+        r['external_files'] = [e_ExternalFile(e) for e in x11]
+    x12 = o.weight_sets
+    if type(x12) is not list:
+        x12 = _vec(x12)
+    if x12:
+        r['weight_sets'] = [e_WeightSet(e) for e in x12]
     return r
 
 
@@ -1716,6 +1765,11 @@ def e_Segment(o):
         x1 = _int(x1, 0, 4294967295)
     if x1 != 0:
         r['section'] = x1
+    x2 = o.external
+    if type(x2) is not int or not 0 <= x2 <= 4294967295:
+        x2 = _int(x2, 0, 4294967295)
+    if x2 != 0:
+        r['external'] = x2
     return r
 
 
@@ -1733,6 +1787,11 @@ def e_ShardFile(o):
         x1 = _int(x1, 0, 18446744073709551615)
     if x1 != 0:
         r['size'] = x1
+    x2 = o.package_id
+    if type(x2) is not list:
+        x2 = _vec(x2)
+    if x2:
+        r['package_id'] = _ints(x2, 0, 255)
     return r
 
 
@@ -2442,6 +2501,23 @@ def e_ValueRange(o):
     return r
 
 
+def e_WeightSet(o):
+    if type(o) is not WeightSet:
+        _bad('expected WeightSet', type(o).__name__)
+    r = {}
+    x0 = o.name
+    if x0 is not None:
+        if type(x0) is not str:
+            _bad('name: expected str', type(x0).__name__)
+        r['name'] = x0
+    x1 = o.entries
+    if type(x1) is not list:
+        x1 = _vec(x1)
+    if x1:
+        r['entries'] = [e_StateEntry(e) for e in x1]
+    return r
+
+
 UE_ArgumentValue = {NoneArgument: ('NoneArgument', e_NoneArgument), TensorArgument: ('TensorArgument', e_TensorArgument), TensorListArgument: ('TensorListArgument', e_TensorListArgument), OptionalTensorArgument: ('OptionalTensorArgument', e_OptionalTensorArgument), OptionalTensorListArgument: ('OptionalTensorListArgument', e_OptionalTensorListArgument), NestedTensorListArgument: ('NestedTensorListArgument', e_NestedTensorListArgument), TokenArgument: ('TokenArgument', e_TokenArgument), IntArgument: ('IntArgument', e_IntArgument), IntListArgument: ('IntListArgument', e_IntListArgument), IntListListArgument: ('IntListListArgument', e_IntListListArgument), FloatArgument: ('FloatArgument', e_FloatArgument), FloatListArgument: ('FloatListArgument', e_FloatListArgument), FloatListListArgument: ('FloatListListArgument', e_FloatListListArgument), BoolArgument: ('BoolArgument', e_BoolArgument), BoolListArgument: ('BoolListArgument', e_BoolListArgument), StringArgument: ('StringArgument', e_StringArgument), StringListArgument: ('StringListArgument', e_StringListArgument), ComplexArgument: ('ComplexArgument', e_ComplexArgument), SymIntArgument: ('SymIntArgument', e_SymIntArgument), SymIntListArgument: ('SymIntListArgument', e_SymIntListArgument), SymFloatArgument: ('SymFloatArgument', e_SymFloatArgument), SymFloatListArgument: ('SymFloatListArgument', e_SymFloatListArgument), SymBoolArgument: ('SymBoolArgument', e_SymBoolArgument), SymBoolListArgument: ('SymBoolListArgument', e_SymBoolListArgument), ScalarTypeArgument: ('ScalarTypeArgument', e_ScalarTypeArgument), MemoryFormatArgument: ('MemoryFormatArgument', e_MemoryFormatArgument), LayoutArgument: ('LayoutArgument', e_LayoutArgument), DeviceArgument: ('DeviceArgument', e_DeviceArgument), GraphArgument: ('GraphArgument', e_GraphArgument), CustomObjArgument: ('CustomObjArgument', e_CustomObjArgument), OperatorArgument: ('OperatorArgument', e_OperatorArgument), StringToArgumentMapArgument: ('StringToArgumentMapArgument', e_StringToArgumentMapArgument)}
 UE_InputSpecKind = {UserInputSpec: ('UserInputSpec', e_UserInputSpec), InputToParameterSpec: ('InputToParameterSpec', e_InputToParameterSpec), InputToBufferSpec: ('InputToBufferSpec', e_InputToBufferSpec), InputToTensorConstantSpec: ('InputToTensorConstantSpec', e_InputToTensorConstantSpec), InputToCustomObjSpec: ('InputToCustomObjSpec', e_InputToCustomObjSpec), InputTokenSpec: ('InputTokenSpec', e_InputTokenSpec), InputToConstantInputSpec: ('InputToConstantInputSpec', e_InputToConstantInputSpec)}
 UE_OutputSpecKind = {UserOutputSpec: ('UserOutputSpec', e_UserOutputSpec), LossOutputSpec: ('LossOutputSpec', e_LossOutputSpec), BufferMutationSpec: ('BufferMutationSpec', e_BufferMutationSpec), ParameterMutationSpec: ('ParameterMutationSpec', e_ParameterMutationSpec), GradientToParameterSpec: ('GradientToParameterSpec', e_GradientToParameterSpec), GradientToUserInputSpec: ('GradientToUserInputSpec', e_GradientToUserInputSpec), UserInputMutationSpec: ('UserInputMutationSpec', e_UserInputMutationSpec), OutputTokenSpec: ('OutputTokenSpec', e_OutputTokenSpec)}
@@ -2750,6 +2826,51 @@ def decode_tree(tree, max_depth=128):
         if x0 is not None:
             x0 = d_Device(x0, d + 1)
         return DeviceValue(x0)
+
+    def d_ExternalFile(o, d):
+        if d > max_depth:
+            too_deep(d)
+        if type(o) is not dict:
+            _bad('expected an object (ExternalFile)', type(o).__name__)
+        nonlocal members
+        members += len(o)
+        if not K_ExternalFile.issuperset(o):
+            members += _skipped(o, K_ExternalFile, keep)
+        x0 = o.get('name')
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            _SC_file_name(x0, 'ExternalFile.name')
+            keep(x0)
+        x1 = o.get('size')
+        if x1 is None:
+            x1 = 0
+        elif type(x1) is not int or not 0 <= x1 <= 18446744073709551615:
+            _bad('size: expected uint64', x1)
+        x2 = o.get('format')
+        if x2 is None:
+            x2 = 0
+        elif type(x2) is str:
+            x2 = EV_ExternalFormat.get(x2)
+            if x2 is None:
+                raise VersionError('format: enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['format'])
+        elif type(x2) is not int or not 0 <= x2 <= 255:
+            _bad('format: expected ExternalFormat', x2)
+        x3 = o.get('checksum_kind')
+        if x3 is None:
+            x3 = 0
+        elif type(x3) is str:
+            x3 = EV_ChecksumKind.get(x3)
+            if x3 is None:
+                raise VersionError('checksum_kind: enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['checksum_kind'])
+        elif type(x3) is not int or not 0 <= x3 <= 255:
+            _bad('checksum_kind: expected ChecksumKind', x3)
+        x4 = o.get('checksum')
+        if x4 is None:
+            x4 = 0
+        elif type(x4) is not int or not 0 <= x4 <= 4294967295:
+            _bad('checksum: expected uint32', x4)
+        return ExternalFile(x0, x1, x2, x3, x4)
 
     def d_ExtraFile(o, d):
         if d > max_depth:
@@ -4121,7 +4242,23 @@ def decode_tree(tree, max_depth=128):
         elif x10:
             d1 = d + 1
             x10 = [d_ExtraFile(e, d1) for e in x10]
-        return Package(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10)
+        x11 = o.get('external_files')
+        if x11 is None:
+            x11 = []
+        elif type(x11) is not list:
+            _bad('external_files: expected an array', type(x11).__name__)
+        elif x11:
+            d1 = d + 1
+            x11 = [d_ExternalFile(e, d1) for e in x11]
+        x12 = o.get('weight_sets')
+        if x12 is None:
+            x12 = []
+        elif type(x12) is not list:
+            _bad('weight_sets: expected an array', type(x12).__name__)
+        elif x12:
+            d1 = d + 1
+            x12 = [d_WeightSet(e, d1) for e in x12]
+        return Package(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12)
 
     def d_ParameterMutationSpec(o, d):
         if d > max_depth:
@@ -4368,7 +4505,12 @@ def decode_tree(tree, max_depth=128):
             x1 = 0
         elif type(x1) is not int or not 0 <= x1 <= 4294967295:
             _bad('section: expected uint32', x1)
-        return Segment(x0, x1)
+        x2 = o.get('external')
+        if x2 is None:
+            x2 = 0
+        elif type(x2) is not int or not 0 <= x2 <= 4294967295:
+            _bad('external: expected uint32', x2)
+        return Segment(x0, x1, x2)
 
     def d_ShardFile(o, d):
         if d > max_depth:
@@ -4390,7 +4532,14 @@ def decode_tree(tree, max_depth=128):
             x1 = 0
         elif type(x1) is not int or not 0 <= x1 <= 18446744073709551615:
             _bad('size: expected uint64', x1)
-        return ShardFile(x0, x1)
+        x2 = o.get('package_id')
+        if x2 is None:
+            x2 = []
+        elif type(x2) is not list:
+            _bad('package_id: expected an array', type(x2).__name__)
+        else:
+            _ints(x2, 0, 255)
+        return ShardFile(x0, x1, x2)
 
     def d_SourceFnEntry(o, d):
         if d > max_depth:
@@ -5370,6 +5519,31 @@ def decode_tree(tree, max_depth=128):
         elif type(x5) is not float:
             x5 = _jfloat(x5)
         return ValueRange(x0, x1, x2, x3, x4, x5)
+
+    def d_WeightSet(o, d):
+        if d > max_depth:
+            too_deep(d)
+        if type(o) is not dict:
+            _bad('expected an object (WeightSet)', type(o).__name__)
+        nonlocal members
+        members += len(o)
+        if not K_WeightSet.issuperset(o):
+            members += _skipped(o, K_WeightSet, keep)
+        x0 = o.get('name')
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            _SC_token(x0, 'WeightSet.name')
+            keep(x0)
+        x1 = o.get('entries')
+        if x1 is None:
+            x1 = []
+        elif type(x1) is not list:
+            _bad('entries: expected an array', type(x1).__name__)
+        elif x1:
+            d1 = d + 1
+            x1 = [d_StateEntry(e, d1) for e in x1]
+        return WeightSet(x0, x1)
 
     UD_ArgumentValue = (None, d_NoneArgument, d_TensorArgument, d_TensorListArgument, d_OptionalTensorArgument, d_OptionalTensorListArgument, d_NestedTensorListArgument, d_TokenArgument, d_IntArgument, d_IntListArgument, d_IntListListArgument, d_FloatArgument, d_FloatListArgument, d_FloatListListArgument, d_BoolArgument, d_BoolListArgument, d_StringArgument, d_StringListArgument, d_ComplexArgument, d_SymIntArgument, d_SymIntListArgument, d_SymFloatArgument, d_SymFloatListArgument, d_SymBoolArgument, d_SymBoolListArgument, d_ScalarTypeArgument, d_MemoryFormatArgument, d_LayoutArgument, d_DeviceArgument, d_GraphArgument, d_CustomObjArgument, d_OperatorArgument, d_StringToArgumentMapArgument,)
     UN_ArgumentValue = {'NoneArgument': d_NoneArgument, 'TensorArgument': d_TensorArgument, 'TensorListArgument': d_TensorListArgument, 'OptionalTensorArgument': d_OptionalTensorArgument, 'OptionalTensorListArgument': d_OptionalTensorListArgument, 'NestedTensorListArgument': d_NestedTensorListArgument, 'TokenArgument': d_TokenArgument, 'IntArgument': d_IntArgument, 'IntListArgument': d_IntListArgument, 'IntListListArgument': d_IntListListArgument, 'FloatArgument': d_FloatArgument, 'FloatListArgument': d_FloatListArgument, 'FloatListListArgument': d_FloatListListArgument, 'BoolArgument': d_BoolArgument, 'BoolListArgument': d_BoolListArgument, 'StringArgument': d_StringArgument, 'StringListArgument': d_StringListArgument, 'ComplexArgument': d_ComplexArgument, 'SymIntArgument': d_SymIntArgument, 'SymIntListArgument': d_SymIntListArgument, 'SymFloatArgument': d_SymFloatArgument, 'SymFloatListArgument': d_SymFloatListArgument, 'SymBoolArgument': d_SymBoolArgument, 'SymBoolListArgument': d_SymBoolListArgument, 'ScalarTypeArgument': d_ScalarTypeArgument, 'MemoryFormatArgument': d_MemoryFormatArgument, 'LayoutArgument': d_LayoutArgument, 'DeviceArgument': d_DeviceArgument, 'GraphArgument': d_GraphArgument, 'CustomObjArgument': d_CustomObjArgument, 'OperatorArgument': d_OperatorArgument, 'StringToArgumentMapArgument': d_StringToArgumentMapArgument}

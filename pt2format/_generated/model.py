@@ -35,6 +35,16 @@ class ChecksumKind(IntEnum):
     """CRC-32 (ISO-HDLC, as zlib.crc32) of the payload bytes."""
 
 
+class ExternalFormat(IntEnum):
+    """Format of an external raw file."""
+    UNSPECIFIED = 0
+    """Not set; a reader rejects the entry."""
+    RAW = 1
+    """Plain bytes; storages name byte ranges of the file."""
+    SAFETENSORS = 2
+    """A safetensors file (8-byte little-endian header length, JSON header, data). Readers treat it as raw bytes; the format is recorded for people and tools, and storages point at its tensors' byte ranges."""
+
+
 class Layout(IntEnum):
     """Memory layout of a tensor."""
     UNSPECIFIED = 0
@@ -618,6 +628,34 @@ class DeviceValue(ModelObject):
 
     def __init__(self, value: Device | None = None) -> None:
         self.value = value
+
+
+class ExternalFile(ModelObject):
+    """A raw file in the same directory as the main file whose bytes back storages in place (for example an existing safetensors file), so a package can point at weights instead of copying them."""
+    __slots__ = ('name', 'size', 'format', 'checksum_kind', 'checksum')
+    name: str | None
+    size: int
+    format: ExternalFormat | int
+    checksum_kind: ChecksumKind | int
+    checksum: int
+    IS_STRUCT = False
+    # (name, id, kind, element, ref, default, deprecated, required)
+    FIELDS = (
+        ('name', 0, 'string', None, None, None, False, False),
+        ('size', 1, 'scalar', 'uint64', None, 0, False, False),
+        ('format', 2, 'enum', 'uint8', 'ExternalFormat', 0, False, False),
+        ('checksum_kind', 3, 'enum', 'uint8', 'ChecksumKind', 0, False, False),
+        ('checksum', 4, 'scalar', 'uint32', None, 0, False, False),
+    )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'name': 'file_name'}
+
+    def __init__(self, name: str | None = None, size: int = 0, format: ExternalFormat | int = 0, checksum_kind: ChecksumKind | int = 0, checksum: int = 0) -> None:
+        self.name = name
+        self.size = size
+        self.format = format
+        self.checksum_kind = checksum_kind
+        self.checksum = checksum
 
 
 class ExtraFile(ModelObject):
@@ -1602,7 +1640,7 @@ class OutputTokenSpec(ModelObject):
 
 class Package(ModelObject):
     """The root of the program section."""
-    __slots__ = ('format_version', 'producer', 'required_features', 'programs', 'tensors', 'storages', 'segments', 'shard_files', 'operators', 'metadata', 'extra_files')
+    __slots__ = ('format_version', 'producer', 'required_features', 'programs', 'tensors', 'storages', 'segments', 'shard_files', 'operators', 'metadata', 'extra_files', 'external_files', 'weight_sets')
     format_version: FormatVersion | None
     producer: Producer | None
     required_features: int
@@ -1614,6 +1652,8 @@ class Package(ModelObject):
     operators: list[OperatorSchema]
     metadata: list[StringEntry]
     extra_files: list[ExtraFile]
+    external_files: list[ExternalFile]
+    weight_sets: list[WeightSet]
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1628,11 +1668,13 @@ class Package(ModelObject):
         ('operators', 8, 'vector', 'table', 'OperatorSchema', None, False, False),
         ('metadata', 9, 'vector', 'table', 'StringEntry', None, False, False),
         ('extra_files', 10, 'vector', 'table', 'ExtraFile', None, False, False),
+        ('external_files', 11, 'vector', 'table', 'ExternalFile', None, False, False),
+        ('weight_sets', 12, 'vector', 'table', 'WeightSet', None, False, False),
     )
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, format_version: FormatVersion | None = None, producer: Producer | None = None, required_features: int = 0, programs: list[Program] | None = None, tensors: list[Tensor] | None = None, storages: list[Storage] | None = None, segments: list[Segment] | None = None, shard_files: list[ShardFile] | None = None, operators: list[OperatorSchema] | None = None, metadata: list[StringEntry] | None = None, extra_files: list[ExtraFile] | None = None) -> None:
+    def __init__(self, format_version: FormatVersion | None = None, producer: Producer | None = None, required_features: int = 0, programs: list[Program] | None = None, tensors: list[Tensor] | None = None, storages: list[Storage] | None = None, segments: list[Segment] | None = None, shard_files: list[ShardFile] | None = None, operators: list[OperatorSchema] | None = None, metadata: list[StringEntry] | None = None, extra_files: list[ExtraFile] | None = None, external_files: list[ExternalFile] | None = None, weight_sets: list[WeightSet] | None = None) -> None:
         self.format_version = format_version
         self.producer = producer
         self.required_features = required_features
@@ -1644,6 +1686,8 @@ class Package(ModelObject):
         self.operators = [] if operators is None else operators
         self.metadata = [] if metadata is None else metadata
         self.extra_files = [] if extra_files is None else extra_files
+        self.external_files = [] if external_files is None else external_files
+        self.weight_sets = [] if weight_sets is None else weight_sets
 
 
 class ParameterMutationSpec(ModelObject):
@@ -1798,40 +1842,46 @@ class ScalarTypeValue(ModelObject):
 
 class Segment(ModelObject):
     """A contiguous, aligned run of bytes in a data section."""
-    __slots__ = ('file', 'section')
+    __slots__ = ('file', 'section', 'external')
     file: int
     section: int
+    external: int
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
         ('file', 0, 'scalar', 'uint32', None, 0, False, False),
         ('section', 1, 'scalar', 'uint32', None, 0, False, False),
+        ('external', 2, 'scalar', 'uint32', None, 0, False, False),
     )
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, file: int = 0, section: int = 0) -> None:
+    def __init__(self, file: int = 0, section: int = 0, external: int = 0) -> None:
         self.file = file
         self.section = section
+        self.external = external
 
 
 class ShardFile(ModelObject):
     """A sibling file holding data segments, in the same directory."""
-    __slots__ = ('name', 'size')
+    __slots__ = ('name', 'size', 'package_id')
     name: str | None
     size: int
+    package_id: list[int]
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
         ('name', 0, 'string', None, None, None, False, False),
         ('size', 1, 'scalar', 'uint64', None, 0, False, False),
+        ('package_id', 2, 'vector', 'uint8', None, None, False, False),
     )
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'name': 'file_name'}
 
-    def __init__(self, name: str | None = None, size: int = 0) -> None:
+    def __init__(self, name: str | None = None, size: int = 0, package_id: list[int] | None = None) -> None:
         self.name = name
         self.size = size
+        self.package_id = [] if package_id is None else package_id
 
 
 class SourceFnEntry(ModelObject):
@@ -2616,6 +2666,25 @@ class ValueRange(ModelObject):
         self.float_upper = float_upper
 
 
+class WeightSet(ModelObject):
+    """A named set of state tensors that replaces the programs' own state when chosen at load time: one program, several weight sets (a base model and its fine-tunes). A weights-only file has no programs and one weight set."""
+    __slots__ = ('name', 'entries')
+    name: str | None
+    entries: list[StateEntry]
+    IS_STRUCT = False
+    # (name, id, kind, element, ref, default, deprecated, required)
+    FIELDS = (
+        ('name', 0, 'string', None, None, None, False, False),
+        ('entries', 1, 'vector', 'table', 'StateEntry', None, False, False),
+    )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'name': 'token'}
+
+    def __init__(self, name: str | None = None, entries: list[StateEntry] | None = None) -> None:
+        self.name = name
+        self.entries = [] if entries is None else entries
+
+
 TABLES = {
     'Argument': Argument,
     'ArgumentMapEntry': ArgumentMapEntry,
@@ -2631,6 +2700,7 @@ TABLES = {
     'Device': Device,
     'DeviceArgument': DeviceArgument,
     'DeviceValue': DeviceValue,
+    'ExternalFile': ExternalFile,
     'ExtraFile': ExtraFile,
     'FloatArgument': FloatArgument,
     'FloatListArgument': FloatListArgument,
@@ -2726,11 +2796,13 @@ TABLES = {
     'UserOutputSpec': UserOutputSpec,
     'Value': Value,
     'ValueRange': ValueRange,
+    'WeightSet': WeightSet,
 }
 
 ENUMS = {
     'ArgumentKind': ArgumentKind,
     'ChecksumKind': ChecksumKind,
+    'ExternalFormat': ExternalFormat,
     'Layout': Layout,
     'MemoryFormat': MemoryFormat,
     'OperatorKind': OperatorKind,

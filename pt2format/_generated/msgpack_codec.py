@@ -21,6 +21,7 @@ from pt2format._generated.model import (
     Device,
     DeviceArgument,
     DeviceValue,
+    ExternalFile,
     ExtraFile,
     FloatArgument,
     FloatListArgument,
@@ -116,6 +117,7 @@ from pt2format._generated.model import (
     UserOutputSpec,
     Value,
     ValueRange,
+    WeightSet,
 )
 from pt2format.errors import EncodingError, LimitError, VersionError
 from pt2format._strings import CHECKERS as _SC
@@ -415,6 +417,37 @@ def encode_tree(root):
         if x0 is not None:
             x0 = e_Device(x0)
         r = [x0]
+        while r and r[-1] is None:
+            r.pop()
+        return r
+
+    def e_ExternalFile(o):
+        if type(o) is not ExternalFile:
+            _bad('expected ExternalFile', type(o).__name__)
+        x0 = o.name
+        if x0 is not None and type(x0) is not str:
+            _bad('name: expected str', type(x0).__name__)
+        x1 = o.size
+        if x1 == 0:
+            x1 = None
+        elif type(x1) is not int or not 0 <= x1 <= 18446744073709551615:
+            x1 = _int(x1, 0, 18446744073709551615)
+        x2 = o.format
+        if x2 == 0:
+            x2 = None
+        elif type(x2) is not int or not 0 <= x2 <= 255:
+            x2 = _int(x2, 0, 255)
+        x3 = o.checksum_kind
+        if x3 == 0:
+            x3 = None
+        elif type(x3) is not int or not 0 <= x3 <= 255:
+            x3 = _int(x3, 0, 255)
+        x4 = o.checksum
+        if x4 == 0:
+            x4 = None
+        elif type(x4) is not int or not 0 <= x4 <= 4294967295:
+            x4 = _int(x4, 0, 4294967295)
+        r = [x0, x1, x2, x3, x4]
         while r and r[-1] is None:
             r.pop()
         return r
@@ -1432,7 +1465,21 @@ def encode_tree(root):
             x10 = list(x10)
         if x10 is not None:
             x10 = [e_ExtraFile(e) for e in x10]
-        r = [x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10]
+        x11 = o.external_files
+        if not x11:
+            x11 = None
+        elif type(x11) is not list:
+            x11 = list(x11)
+        if x11 is not None:
+            x11 = [e_ExternalFile(e) for e in x11]
+        x12 = o.weight_sets
+        if not x12:
+            x12 = None
+        elif type(x12) is not list:
+            x12 = list(x12)
+        if x12 is not None:
+            x12 = [e_WeightSet(e) for e in x12]
+        r = [x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12]
         while r and r[-1] is None:
             r.pop()
         return r
@@ -1622,7 +1669,12 @@ def encode_tree(root):
             x1 = None
         elif type(x1) is not int or not 0 <= x1 <= 4294967295:
             x1 = _int(x1, 0, 4294967295)
-        r = [x0, x1]
+        x2 = o.external
+        if x2 == 0:
+            x2 = None
+        elif type(x2) is not int or not 0 <= x2 <= 4294967295:
+            x2 = _int(x2, 0, 4294967295)
+        r = [x0, x1, x2]
         while r and r[-1] is None:
             r.pop()
         return r
@@ -1638,7 +1690,14 @@ def encode_tree(root):
             x1 = None
         elif type(x1) is not int or not 0 <= x1 <= 18446744073709551615:
             x1 = _int(x1, 0, 18446744073709551615)
-        r = [x0, x1]
+        x2 = o.package_id
+        if not x2:
+            x2 = None
+        elif type(x2) is not list:
+            x2 = bytes(x2)
+        else:
+            x2 = bytes(_ints(x2, 0, 255))
+        r = [x0, x1, x2]
         while r and r[-1] is None:
             r.pop()
         return r
@@ -2337,6 +2396,24 @@ def encode_tree(root):
             r.pop()
         return r
 
+    def e_WeightSet(o):
+        if type(o) is not WeightSet:
+            _bad('expected WeightSet', type(o).__name__)
+        x0 = o.name
+        if x0 is not None and type(x0) is not str:
+            _bad('name: expected str', type(x0).__name__)
+        x1 = o.entries
+        if not x1:
+            x1 = None
+        elif type(x1) is not list:
+            x1 = list(x1)
+        if x1 is not None:
+            x1 = [e_StateEntry(e) for e in x1]
+        r = [x0, x1]
+        while r and r[-1] is None:
+            r.pop()
+        return r
+
     UE_ArgumentValue = (None, e_NoneArgument, e_TensorArgument, e_TensorListArgument, e_OptionalTensorArgument, e_OptionalTensorListArgument, e_NestedTensorListArgument, e_TokenArgument, e_IntArgument, e_IntListArgument, e_IntListListArgument, e_FloatArgument, e_FloatListArgument, e_FloatListListArgument, e_BoolArgument, e_BoolListArgument, e_StringArgument, e_StringListArgument, e_ComplexArgument, e_SymIntArgument, e_SymIntListArgument, e_SymFloatArgument, e_SymFloatListArgument, e_SymBoolArgument, e_SymBoolListArgument, e_ScalarTypeArgument, e_MemoryFormatArgument, e_LayoutArgument, e_DeviceArgument, e_GraphArgument, e_CustomObjArgument, e_OperatorArgument, e_StringToArgumentMapArgument,)
     UI_ArgumentValue = {NoneArgument: 1, TensorArgument: 2, TensorListArgument: 3, OptionalTensorArgument: 4, OptionalTensorListArgument: 5, NestedTensorListArgument: 6, TokenArgument: 7, IntArgument: 8, IntListArgument: 9, IntListListArgument: 10, FloatArgument: 11, FloatListArgument: 12, FloatListListArgument: 13, BoolArgument: 14, BoolListArgument: 15, StringArgument: 16, StringListArgument: 17, ComplexArgument: 18, SymIntArgument: 19, SymIntListArgument: 20, SymFloatArgument: 21, SymFloatListArgument: 22, SymBoolArgument: 23, SymBoolListArgument: 24, ScalarTypeArgument: 25, MemoryFormatArgument: 26, LayoutArgument: 27, DeviceArgument: 28, GraphArgument: 29, CustomObjArgument: 30, OperatorArgument: 31, StringToArgumentMapArgument: 32}
     UE_InputSpecKind = (None, e_UserInputSpec, e_InputToParameterSpec, e_InputToBufferSpec, e_InputToTensorConstantSpec, e_InputToCustomObjSpec, e_InputTokenSpec, e_InputToConstantInputSpec,)
@@ -2633,6 +2710,37 @@ def decode_tree(tree, max_depth=128):
         if x0 is not None:
             x0 = d_Device(x0, d + 1)
         return DeviceValue(x0)
+
+    def d_ExternalFile(a, d):
+        if type(a) is not list:
+            _bad('expected an array (ExternalFile)', type(a).__name__)
+        if d > max_depth:
+            too_deep(d)
+        n = len(a)
+        if n != 5:
+            a = a + _NONES[:5 - n] if n < 5 else a[:5]
+        x0, x1, x2, x3, x4 = a
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            _SC_file_name(x0, 'ExternalFile.name')
+        if x1 is None:
+            x1 = 0
+        elif type(x1) is not int or not 0 <= x1 <= 18446744073709551615:
+            _bad('size: expected uint64', x1)
+        if x2 is None:
+            x2 = 0
+        elif type(x2) is not int or not 0 <= x2 <= 255:
+            _bad('format: expected uint8', x2)
+        if x3 is None:
+            x3 = 0
+        elif type(x3) is not int or not 0 <= x3 <= 255:
+            _bad('checksum_kind: expected uint8', x3)
+        if x4 is None:
+            x4 = 0
+        elif type(x4) is not int or not 0 <= x4 <= 4294967295:
+            _bad('checksum: expected uint32', x4)
+        return ExternalFile(x0, x1, x2, x3, x4)
 
     def d_ExtraFile(a, d):
         if type(a) is not list:
@@ -3720,9 +3828,9 @@ def decode_tree(tree, max_depth=128):
         if d > max_depth:
             too_deep(d)
         n = len(a)
-        if n != 11:
-            a = a + _NONES[:11 - n] if n < 11 else a[:11]
-        x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10 = a
+        if n != 13:
+            a = a + _NONES[:13 - n] if n < 13 else a[:13]
+        x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12 = a
         if x0 is not None:
             x0 = d_FormatVersion(x0, d + 1)
         if x0 is None:
@@ -3789,7 +3897,21 @@ def decode_tree(tree, max_depth=128):
         else:
             d1 = d + 1
             x10 = [d_ExtraFile(e, d1) for e in x10]
-        return Package(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10)
+        if x11 is None:
+            x11 = []
+        elif type(x11) is not list:
+            _bad('external_files: expected an array', type(x11).__name__)
+        else:
+            d1 = d + 1
+            x11 = [d_ExternalFile(e, d1) for e in x11]
+        if x12 is None:
+            x12 = []
+        elif type(x12) is not list:
+            _bad('weight_sets: expected an array', type(x12).__name__)
+        else:
+            d1 = d + 1
+            x12 = [d_WeightSet(e, d1) for e in x12]
+        return Package(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12)
 
     def d_ParameterMutationSpec(a, d):
         if type(a) is not list:
@@ -3984,9 +4106,9 @@ def decode_tree(tree, max_depth=128):
         if d > max_depth:
             too_deep(d)
         n = len(a)
-        if n != 2:
-            a = a + _NONES[:2 - n] if n < 2 else a[:2]
-        x0, x1 = a
+        if n != 3:
+            a = a + _NONES[:3 - n] if n < 3 else a[:3]
+        x0, x1, x2 = a
         if x0 is None:
             x0 = 0
         elif type(x0) is not int or not 0 <= x0 <= 4294967295:
@@ -3995,7 +4117,11 @@ def decode_tree(tree, max_depth=128):
             x1 = 0
         elif type(x1) is not int or not 0 <= x1 <= 4294967295:
             _bad('section: expected uint32', x1)
-        return Segment(x0, x1)
+        if x2 is None:
+            x2 = 0
+        elif type(x2) is not int or not 0 <= x2 <= 4294967295:
+            _bad('external: expected uint32', x2)
+        return Segment(x0, x1, x2)
 
     def d_ShardFile(a, d):
         if type(a) is not list:
@@ -4003,9 +4129,9 @@ def decode_tree(tree, max_depth=128):
         if d > max_depth:
             too_deep(d)
         n = len(a)
-        if n != 2:
-            a = a + _NONES[:2 - n] if n < 2 else a[:2]
-        x0, x1 = a
+        if n != 3:
+            a = a + _NONES[:3 - n] if n < 3 else a[:3]
+        x0, x1, x2 = a
         if x0 is not None:
             if type(x0) is not str:
                 _bad('name: expected str', type(x0).__name__)
@@ -4014,7 +4140,15 @@ def decode_tree(tree, max_depth=128):
             x1 = 0
         elif type(x1) is not int or not 0 <= x1 <= 18446744073709551615:
             _bad('size: expected uint64', x1)
-        return ShardFile(x0, x1)
+        if x2 is None:
+            x2 = []
+        elif type(x2) is bytes:
+            x2 = list(x2)
+        elif type(x2) is list:
+            _ints(x2, 0, 255)
+        else:
+            _bad('package_id: expected bin', type(x2).__name__)
+        return ShardFile(x0, x1, x2)
 
     def d_SourceFnEntry(a, d):
         if type(a) is not list:
@@ -4783,6 +4917,28 @@ def decode_tree(tree, max_depth=128):
         elif type(x5) is not float:
             x5 = _float(x5)
         return ValueRange(x0, x1, x2, x3, x4, x5)
+
+    def d_WeightSet(a, d):
+        if type(a) is not list:
+            _bad('expected an array (WeightSet)', type(a).__name__)
+        if d > max_depth:
+            too_deep(d)
+        n = len(a)
+        if n != 2:
+            a = a + _NONES[:2 - n] if n < 2 else a[:2]
+        x0, x1 = a
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            _SC_token(x0, 'WeightSet.name')
+        if x1 is None:
+            x1 = []
+        elif type(x1) is not list:
+            _bad('entries: expected an array', type(x1).__name__)
+        else:
+            d1 = d + 1
+            x1 = [d_StateEntry(e, d1) for e in x1]
+        return WeightSet(x0, x1)
 
     UD_ArgumentValue = (None, d_NoneArgument, d_TensorArgument, d_TensorListArgument, d_OptionalTensorArgument, d_OptionalTensorListArgument, d_NestedTensorListArgument, d_TokenArgument, d_IntArgument, d_IntListArgument, d_IntListListArgument, d_FloatArgument, d_FloatListArgument, d_FloatListListArgument, d_BoolArgument, d_BoolListArgument, d_StringArgument, d_StringListArgument, d_ComplexArgument, d_SymIntArgument, d_SymIntListArgument, d_SymFloatArgument, d_SymFloatListArgument, d_SymBoolArgument, d_SymBoolListArgument, d_ScalarTypeArgument, d_MemoryFormatArgument, d_LayoutArgument, d_DeviceArgument, d_GraphArgument, d_CustomObjArgument, d_OperatorArgument, d_StringToArgumentMapArgument,)
     UD_InputSpecKind = (None, d_UserInputSpec, d_InputToParameterSpec, d_InputToBufferSpec, d_InputToTensorConstantSpec, d_InputToCustomObjSpec, d_InputTokenSpec, d_InputToConstantInputSpec,)

@@ -57,6 +57,10 @@ def c_DeviceValue(o):
     if o.value is not None:
         c_Device(o.value)
 
+def c_ExternalFile(o):
+    if o.name is not None:
+        _SC_file_name(o.name, 'ExternalFile.name')
+
 def c_ExtraFile(o):
     if o.name is not None:
         _SC_metadata_key(o.name, 'ExtraFile.name')
@@ -306,6 +310,10 @@ def c_Package(o):
         c_StringEntry(x)
     for x in o.extra_files:
         c_ExtraFile(x)
+    for x in o.external_files:
+        c_ExternalFile(x)
+    for x in o.weight_sets:
+        c_WeightSet(x)
 
 def c_ParameterMutationSpec(o):
     if o.parameter_name is not None:
@@ -471,12 +479,18 @@ def c_Value(o):
     if o.value is not None:
         _U.get(type(o.value).__name__, _skip)(o.value)
 
+def c_WeightSet(o):
+    if o.name is not None:
+        _SC_token(o.name, 'WeightSet.name')
+    for x in o.entries:
+        c_StateEntry(x)
+
 
 def _skip(o):
     pass
 
 
-_U = {'Argument': c_Argument, 'ArgumentMapEntry': c_ArgumentMapEntry, 'BufferMutationSpec': c_BufferMutationSpec, 'CustomObjArgument': c_CustomObjArgument, 'CustomObject': c_CustomObject, 'Device': c_Device, 'DeviceArgument': c_DeviceArgument, 'DeviceValue': c_DeviceValue, 'ExtraFile': c_ExtraFile, 'GradientToParameterSpec': c_GradientToParameterSpec, 'GradientToUserInputSpec': c_GradientToUserInputSpec, 'Graph': c_Graph, 'GraphArgument': c_GraphArgument, 'GraphSignature': c_GraphSignature, 'InputSpec': c_InputSpec, 'InputToBufferSpec': c_InputToBufferSpec, 'InputToConstantInputSpec': c_InputToConstantInputSpec, 'InputToCustomObjSpec': c_InputToCustomObjSpec, 'InputToParameterSpec': c_InputToParameterSpec, 'InputToTensorConstantSpec': c_InputToTensorConstantSpec, 'InputTokenSpec': c_InputTokenSpec, 'KeyPathEntry': c_KeyPathEntry, 'ListValue': c_ListValue, 'LossOutputSpec': c_LossOutputSpec, 'MapEntry': c_MapEntry, 'MapValue': c_MapValue, 'ModuleCallEntry': c_ModuleCallEntry, 'ModuleCallSignature': c_ModuleCallSignature, 'ModuleStackEntry': c_ModuleStackEntry, 'NamedArgument': c_NamedArgument, 'NamedTupleDef': c_NamedTupleDef, 'NestedTensorListArgument': c_NestedTensorListArgument, 'Node': c_Node, 'NodeMetadata': c_NodeMetadata, 'NodeSource': c_NodeSource, 'OperatorArgument': c_OperatorArgument, 'OperatorParameter': c_OperatorParameter, 'OperatorSchema': c_OperatorSchema, 'Opset': c_Opset, 'OptionalTensorArgument': c_OptionalTensorArgument, 'OptionalTensorListArgument': c_OptionalTensorListArgument, 'OutputSpec': c_OutputSpec, 'OutputTokenSpec': c_OutputTokenSpec, 'Package': c_Package, 'ParameterMutationSpec': c_ParameterMutationSpec, 'Program': c_Program, 'ShardFile': c_ShardFile, 'SourceFnEntry': c_SourceFnEntry, 'StateEntry': c_StateEntry, 'StringEntry': c_StringEntry, 'StringToArgumentMapArgument': c_StringToArgumentMapArgument, 'SymBoolArgument': c_SymBoolArgument, 'SymBoolListArgument': c_SymBoolListArgument, 'SymBoolValue': c_SymBoolValue, 'SymFloatArgument': c_SymFloatArgument, 'SymFloatListArgument': c_SymFloatListArgument, 'SymFloatValue': c_SymFloatValue, 'SymIntArgument': c_SymIntArgument, 'SymIntListArgument': c_SymIntListArgument, 'SymIntValue': c_SymIntValue, 'Symbol': c_Symbol, 'Tensor': c_Tensor, 'TensorArgument': c_TensorArgument, 'TensorListArgument': c_TensorListArgument, 'TensorMeta': c_TensorMeta, 'TensorValue': c_TensorValue, 'TokenArgument': c_TokenArgument, 'TorchFn': c_TorchFn, 'TreeSpec': c_TreeSpec, 'UnbackedBinding': c_UnbackedBinding, 'UnpackMetadata': c_UnpackMetadata, 'UserInputMutationSpec': c_UserInputMutationSpec, 'UserInputSpec': c_UserInputSpec, 'UserOutputSpec': c_UserOutputSpec, 'Value': c_Value}
+_U = {'Argument': c_Argument, 'ArgumentMapEntry': c_ArgumentMapEntry, 'BufferMutationSpec': c_BufferMutationSpec, 'CustomObjArgument': c_CustomObjArgument, 'CustomObject': c_CustomObject, 'Device': c_Device, 'DeviceArgument': c_DeviceArgument, 'DeviceValue': c_DeviceValue, 'ExternalFile': c_ExternalFile, 'ExtraFile': c_ExtraFile, 'GradientToParameterSpec': c_GradientToParameterSpec, 'GradientToUserInputSpec': c_GradientToUserInputSpec, 'Graph': c_Graph, 'GraphArgument': c_GraphArgument, 'GraphSignature': c_GraphSignature, 'InputSpec': c_InputSpec, 'InputToBufferSpec': c_InputToBufferSpec, 'InputToConstantInputSpec': c_InputToConstantInputSpec, 'InputToCustomObjSpec': c_InputToCustomObjSpec, 'InputToParameterSpec': c_InputToParameterSpec, 'InputToTensorConstantSpec': c_InputToTensorConstantSpec, 'InputTokenSpec': c_InputTokenSpec, 'KeyPathEntry': c_KeyPathEntry, 'ListValue': c_ListValue, 'LossOutputSpec': c_LossOutputSpec, 'MapEntry': c_MapEntry, 'MapValue': c_MapValue, 'ModuleCallEntry': c_ModuleCallEntry, 'ModuleCallSignature': c_ModuleCallSignature, 'ModuleStackEntry': c_ModuleStackEntry, 'NamedArgument': c_NamedArgument, 'NamedTupleDef': c_NamedTupleDef, 'NestedTensorListArgument': c_NestedTensorListArgument, 'Node': c_Node, 'NodeMetadata': c_NodeMetadata, 'NodeSource': c_NodeSource, 'OperatorArgument': c_OperatorArgument, 'OperatorParameter': c_OperatorParameter, 'OperatorSchema': c_OperatorSchema, 'Opset': c_Opset, 'OptionalTensorArgument': c_OptionalTensorArgument, 'OptionalTensorListArgument': c_OptionalTensorListArgument, 'OutputSpec': c_OutputSpec, 'OutputTokenSpec': c_OutputTokenSpec, 'Package': c_Package, 'ParameterMutationSpec': c_ParameterMutationSpec, 'Program': c_Program, 'ShardFile': c_ShardFile, 'SourceFnEntry': c_SourceFnEntry, 'StateEntry': c_StateEntry, 'StringEntry': c_StringEntry, 'StringToArgumentMapArgument': c_StringToArgumentMapArgument, 'SymBoolArgument': c_SymBoolArgument, 'SymBoolListArgument': c_SymBoolListArgument, 'SymBoolValue': c_SymBoolValue, 'SymFloatArgument': c_SymFloatArgument, 'SymFloatListArgument': c_SymFloatListArgument, 'SymFloatValue': c_SymFloatValue, 'SymIntArgument': c_SymIntArgument, 'SymIntListArgument': c_SymIntListArgument, 'SymIntValue': c_SymIntValue, 'Symbol': c_Symbol, 'Tensor': c_Tensor, 'TensorArgument': c_TensorArgument, 'TensorListArgument': c_TensorListArgument, 'TensorMeta': c_TensorMeta, 'TensorValue': c_TensorValue, 'TokenArgument': c_TokenArgument, 'TorchFn': c_TorchFn, 'TreeSpec': c_TreeSpec, 'UnbackedBinding': c_UnbackedBinding, 'UnpackMetadata': c_UnpackMetadata, 'UserInputMutationSpec': c_UserInputMutationSpec, 'UserInputSpec': c_UserInputSpec, 'UserOutputSpec': c_UserOutputSpec, 'Value': c_Value, 'WeightSet': c_WeightSet}
 
 
 def check_package(root):

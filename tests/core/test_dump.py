@@ -27,10 +27,10 @@ def test_minimal_file_exact(tmp_path):
     path = tmp_path / "m.pt2f"
     _api.write_package(path, m.Package(format_version=m.FormatVersion(1, 0)), [])
     assert dump(path) == (
-        '{"package":{"extra_files":[],"format_version":{"major":1,"minor":0},"metadata":[],"operators":[],'
-        '"producer":null,'
-        '"programs":[],"required_features":0,"segments":[],"shard_files":[],"storages":[],"tensors":[]},'
-        '"storage_crc32":[]}\n')
+        '{"package":{"external_files":[],"extra_files":[],"format_version":{"major":1,"minor":0},"metadata":[],'
+        '"operators":[],"producer":null,"programs":[],"required_features":0,"segments":[],"shard_files":[],'
+        '"storages":[],"tensors":[],"weight_sets":[]},"storage_crc32":[]}
+')
 
 
 @pytest.mark.parametrize("value, bits", [
@@ -57,7 +57,7 @@ def test_defaults_unions_enums_structs():
 def test_integers_exact():
     assert text(m.IntValue(-2**63)) == '{"value":-9223372036854775808}'
     assert text(m.IntListArgument([2**63 - 1, 0, -1])) == '{"values":[9223372036854775807,0,-1]}'
-    assert text(m.ShardFile("a", 2**64 - 1)) == '{"name":"a","size":18446744073709551615}'
+    assert text(m.ShardFile("a", 2**64 - 1)) == '{"name":"a","package_id":[],"size":18446744073709551615}'
 
 
 def test_vectors():

@@ -114,10 +114,11 @@ def test_minimal_package_dump_is_exactly_the_spec_rendering(cpp, tmp_path):
     assert r.returncode == 0, r.stderr
     # Every Package field present (absent vectors [], absent tables null, absent scalars their default),
     # keys sorted, no whitespace, one line. Update when Package gains a field.
-    assert r.stdout == (b'{"package":{"extra_files":[],"format_version":{"major":1,"minor":0},"metadata":[],'
-                        b'"operators":[],'
-                        b'"producer":null,"programs":[],"required_features":0,"segments":[],"shard_files":[],'
-                        b'"storages":[],"tensors":[]},"storage_crc32":[]}\n')
+    assert r.stdout == (b'{"package":{"external_files":[],"extra_files":[],"format_version":{"major":1,"minor":0},'
+                        b'"metadata":[],"operators":[],"producer":null,"programs":[],"required_features":0,'
+                        b'"segments":[],"shard_files":[],"storages":[],"tensors":[],"weight_sets":[]},'
+                        b'"storage_crc32":[]}
+')
 
 
 def test_dump_spellings_follow_the_spec(cpp, tmp_path):
@@ -654,3 +655,18 @@ def test_symbolic_evaluation_matches_python(cpp, tmp_path):
             assert g == w or (isinstance(w, float) and math.isnan(w) and math.isnan(g)), f"{where}: {w!r} vs {g!r}"
             checked += 1
     assert checked > 500 and errors > 10
+
+
+def test_python_sharded_file_dumps_like_python_and_stale_shard_refused(cpp, tmp_path):
+    """Shards written by the Python writer read the same; a shard of another save (same name and size) is refused."""
+    import shard_samples
+    from pt2format._dump import dump as python_dump
+
+    (tmp_path / "good").mkdir()
+    good = shard_samples.write_sharded(tmp_path / "good")
+    r = dump(cpp, good)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == python_dump(good).encode("utf-8")
+    stale = shard_samples.write_with_stale_shard(tmp_path)
+    line = assert_clean_failure(dump(cpp, stale))
+    assert "shard file belongs to another save (package_id differs)" in line and shard_samples.STALE_SHARD in line

@@ -876,3 +876,17 @@ def test_browser_dump_matches_python(ts, good_file, tmp_path):
     result = U.run_page_dump(exe, U.TS_DIR, data, tmp_path)
     assert result["status"] == "ok", result["text"][:2000]
     assert result["text"].encode("utf-8") == python_dump(program, payloads)
+
+
+def test_python_sharded_file_dumps_like_python_and_stale_shard_refused(ts, tmp_path):
+    """Shards written by the Python writer read the same; a shard of another save (same name and size) is refused."""
+    import shard_samples
+    from pt2format._dump import dump
+
+    (tmp_path / "good").mkdir()
+    good = shard_samples.write_sharded(tmp_path / "good")
+    assert_dump_equal(good, dump(good).encode("utf-8"))
+    stale = shard_samples.write_with_stale_shard(tmp_path)
+    r = U.ts_dump(stale)
+    assert r.returncode == 1 and b"HeaderError" in r.stderr and b"another save" in r.stderr
+    assert shard_samples.STALE_SHARD.encode() in r.stderr

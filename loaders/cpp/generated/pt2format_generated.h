@@ -106,6 +106,12 @@ struct ExtraFileBuilder;
 struct ShardFile;
 struct ShardFileBuilder;
 
+struct ExternalFile;
+struct ExternalFileBuilder;
+
+struct WeightSet;
+struct WeightSetBuilder;
+
 struct NoneArgument;
 struct NoneArgumentBuilder;
 
@@ -401,6 +407,10 @@ inline const ::flatbuffers::TypeTable *SegmentTypeTable();
 inline const ::flatbuffers::TypeTable *ExtraFileTypeTable();
 
 inline const ::flatbuffers::TypeTable *ShardFileTypeTable();
+
+inline const ::flatbuffers::TypeTable *ExternalFileTypeTable();
+
+inline const ::flatbuffers::TypeTable *WeightSetTypeTable();
 
 inline const ::flatbuffers::TypeTable *NoneArgumentTypeTable();
 
@@ -1564,6 +1574,43 @@ template <bool B = false>
 bool VerifyValueKind(::flatbuffers::VerifierTemplate<B> &verifier, const void *obj, ValueKind type);
 template <bool B = false>
 bool VerifyValueKindVector(::flatbuffers::VerifierTemplate<B> &verifier, const ::flatbuffers::Vector<::flatbuffers::Offset<void>> *values, const ::flatbuffers::Vector<ValueKind> *types);
+
+/// Format of an external raw file.
+enum class ExternalFormat : uint8_t {
+  /// Not set; a reader rejects the entry.
+  UNSPECIFIED = 0,
+  /// Plain bytes; storages name byte ranges of the file.
+  RAW = 1,
+  /// A safetensors file (8-byte little-endian header length, JSON header,
+  /// data). Readers treat it as raw bytes; the format is recorded for
+  /// people and tools, and storages point at its tensors' byte ranges.
+  SAFETENSORS = 2
+};
+
+inline const ExternalFormat (&EnumValuesExternalFormat())[3] {
+  static const ExternalFormat values[] = {
+    ExternalFormat::UNSPECIFIED,
+    ExternalFormat::RAW,
+    ExternalFormat::SAFETENSORS
+  };
+  return values;
+}
+
+inline const char * const *EnumNamesExternalFormat() {
+  static const char * const names[4] = {
+    "UNSPECIFIED",
+    "RAW",
+    "SAFETENSORS",
+    nullptr
+  };
+  return names;
+}
+
+inline const char *EnumNameExternalFormat(ExternalFormat e) {
+  if (::flatbuffers::IsOutRange(e, ExternalFormat::UNSPECIFIED, ExternalFormat::SAFETENSORS)) return "";
+  const size_t index = static_cast<size_t>(e);
+  return EnumNamesExternalFormat()[index];
+}
 
 /// Every kind of operator argument.
 enum class ArgumentValue : uint8_t {
@@ -4279,7 +4326,8 @@ struct Segment FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   }
   enum FlatBuffersVTableOffset FLATBUFFERS_VTABLE_UNDERLYING_TYPE {
     VT_FILE = 4,
-    VT_SECTION = 6
+    VT_SECTION = 6,
+    VT_EXTERNAL = 8
   };
   /// 0: this file. k > 0: the sibling file `Package.shard_files[k - 1]`.
   uint32_t file() const {
@@ -4289,11 +4337,20 @@ struct Segment FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   uint32_t section() const {
     return GetField<uint32_t>(VT_SECTION, 0);
   }
+  /// 0: the segment is the DATA section named by `file` and `section`.
+  /// k > 0: the segment is the whole raw file `Package.external_files[k - 1]`
+  /// (then `file` and `section` are 0, and storage offsets count from the
+  /// first byte of that file, with no alignment requirement). A package with
+  /// such a segment sets `required_features` bit 1.
+  uint32_t external() const {
+    return GetField<uint32_t>(VT_EXTERNAL, 0);
+  }
   template <bool B = false>
   bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
     return VerifyTableStart(verifier) &&
            VerifyField<uint32_t>(verifier, VT_FILE, 4) &&
            VerifyField<uint32_t>(verifier, VT_SECTION, 4) &&
+           VerifyField<uint32_t>(verifier, VT_EXTERNAL, 4) &&
            verifier.EndTable();
   }
 };
@@ -4307,6 +4364,9 @@ struct SegmentBuilder {
   }
   void add_section(uint32_t section) {
     fbb_.AddElement<uint32_t>(Segment::VT_SECTION, section, 0);
+  }
+  void add_external(uint32_t external) {
+    fbb_.AddElement<uint32_t>(Segment::VT_EXTERNAL, external, 0);
   }
   explicit SegmentBuilder(::flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
@@ -4322,8 +4382,10 @@ struct SegmentBuilder {
 inline ::flatbuffers::Offset<Segment> CreateSegment(
     ::flatbuffers::FlatBufferBuilder &_fbb,
     uint32_t file = 0,
-    uint32_t section = 0) {
+    uint32_t section = 0,
+    uint32_t external = 0) {
   SegmentBuilder builder_(_fbb);
+  builder_.add_external(external);
   builder_.add_section(section);
   builder_.add_file(file);
   return builder_.Finish();
@@ -4424,7 +4486,8 @@ struct ShardFile FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   }
   enum FlatBuffersVTableOffset FLATBUFFERS_VTABLE_UNDERLYING_TYPE {
     VT_NAME = 4,
-    VT_SIZE = 6
+    VT_SIZE = 6,
+    VT_PACKAGE_ID = 8
   };
   /// File name, without directory components (no '/', '\\' or '..').
   const ::flatbuffers::String *name() const {
@@ -4434,12 +4497,21 @@ struct ShardFile FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   uint64_t size() const {
     return GetField<uint64_t>(VT_SIZE, 0);
   }
+  /// Identity of the save that wrote this shard: exactly 16 bytes, equal to
+  /// the `package_id` in the shard's own header (SPEC.md §2) and in the main
+  /// file's header. A shard left over from another save (same name and
+  /// size, other bytes) is refused before any of its data is used.
+  const ::flatbuffers::Vector<uint8_t> *package_id() const {
+    return GetPointer<const ::flatbuffers::Vector<uint8_t> *>(VT_PACKAGE_ID);
+  }
   template <bool B = false>
   bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
     return VerifyTableStart(verifier) &&
            VerifyOffset(verifier, VT_NAME) &&
            verifier.VerifyString(name()) &&
            VerifyField<uint64_t>(verifier, VT_SIZE, 8) &&
+           VerifyOffset(verifier, VT_PACKAGE_ID) &&
+           verifier.VerifyVector(package_id()) &&
            verifier.EndTable();
   }
 };
@@ -4453,6 +4525,9 @@ struct ShardFileBuilder {
   }
   void add_size(uint64_t size) {
     fbb_.AddElement<uint64_t>(ShardFile::VT_SIZE, size, 0);
+  }
+  void add_package_id(::flatbuffers::Offset<::flatbuffers::Vector<uint8_t>> package_id) {
+    fbb_.AddOffset(ShardFile::VT_PACKAGE_ID, package_id);
   }
   explicit ShardFileBuilder(::flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
@@ -4468,9 +4543,11 @@ struct ShardFileBuilder {
 inline ::flatbuffers::Offset<ShardFile> CreateShardFile(
     ::flatbuffers::FlatBufferBuilder &_fbb,
     ::flatbuffers::Offset<::flatbuffers::String> name = 0,
-    uint64_t size = 0) {
+    uint64_t size = 0,
+    ::flatbuffers::Offset<::flatbuffers::Vector<uint8_t>> package_id = 0) {
   ShardFileBuilder builder_(_fbb);
   builder_.add_size(size);
+  builder_.add_package_id(package_id);
   builder_.add_name(name);
   return builder_.Finish();
 }
@@ -4483,12 +4560,214 @@ struct ShardFile::Traits {
 inline ::flatbuffers::Offset<ShardFile> CreateShardFileDirect(
     ::flatbuffers::FlatBufferBuilder &_fbb,
     const char *name = nullptr,
-    uint64_t size = 0) {
+    uint64_t size = 0,
+    const std::vector<uint8_t> *package_id = nullptr) {
   auto name__ = name ? _fbb.CreateString(name) : 0;
+  auto package_id__ = package_id ? _fbb.CreateVector<uint8_t>(*package_id) : 0;
   return pt2format::CreateShardFile(
       _fbb,
       name__,
-      size);
+      size,
+      package_id__);
+}
+
+/// A raw file in the same directory as the main file whose bytes back
+/// storages in place (for example an existing safetensors file), so a
+/// package can point at weights instead of copying them.
+struct ExternalFile FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
+  typedef ExternalFileBuilder Builder;
+  struct Traits;
+  static const ::flatbuffers::TypeTable *MiniReflectTypeTable() {
+    return ExternalFileTypeTable();
+  }
+  enum FlatBuffersVTableOffset FLATBUFFERS_VTABLE_UNDERLYING_TYPE {
+    VT_NAME = 4,
+    VT_SIZE = 6,
+    VT_FORMAT = 8,
+    VT_CHECKSUM_KIND = 10,
+    VT_CHECKSUM = 12
+  };
+  /// File name, without directory components; same rules as `ShardFile.name`.
+  const ::flatbuffers::String *name() const {
+    return GetPointer<const ::flatbuffers::String *>(VT_NAME);
+  }
+  /// Exact length of the file in bytes; a reader refuses another length.
+  uint64_t size() const {
+    return GetField<uint64_t>(VT_SIZE, 0);
+  }
+  /// What the file is.
+  pt2format::ExternalFormat format() const {
+    return static_cast<pt2format::ExternalFormat>(GetField<uint8_t>(VT_FORMAT, 0));
+  }
+  /// Checksum algorithm of `checksum`.
+  pt2format::ChecksumKind checksum_kind() const {
+    return static_cast<pt2format::ChecksumKind>(GetField<uint8_t>(VT_CHECKSUM_KIND, 0));
+  }
+  /// CRC-32 of the whole file, verified on demand like DATA sections.
+  uint32_t checksum() const {
+    return GetField<uint32_t>(VT_CHECKSUM, 0);
+  }
+  template <bool B = false>
+  bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
+    return VerifyTableStart(verifier) &&
+           VerifyOffset(verifier, VT_NAME) &&
+           verifier.VerifyString(name()) &&
+           VerifyField<uint64_t>(verifier, VT_SIZE, 8) &&
+           VerifyField<uint8_t>(verifier, VT_FORMAT, 1) &&
+           VerifyField<uint8_t>(verifier, VT_CHECKSUM_KIND, 1) &&
+           VerifyField<uint32_t>(verifier, VT_CHECKSUM, 4) &&
+           verifier.EndTable();
+  }
+};
+
+struct ExternalFileBuilder {
+  typedef ExternalFile Table;
+  ::flatbuffers::FlatBufferBuilder &fbb_;
+  ::flatbuffers::uoffset_t start_;
+  void add_name(::flatbuffers::Offset<::flatbuffers::String> name) {
+    fbb_.AddOffset(ExternalFile::VT_NAME, name);
+  }
+  void add_size(uint64_t size) {
+    fbb_.AddElement<uint64_t>(ExternalFile::VT_SIZE, size, 0);
+  }
+  void add_format(pt2format::ExternalFormat format) {
+    fbb_.AddElement<uint8_t>(ExternalFile::VT_FORMAT, static_cast<uint8_t>(format), 0);
+  }
+  void add_checksum_kind(pt2format::ChecksumKind checksum_kind) {
+    fbb_.AddElement<uint8_t>(ExternalFile::VT_CHECKSUM_KIND, static_cast<uint8_t>(checksum_kind), 0);
+  }
+  void add_checksum(uint32_t checksum) {
+    fbb_.AddElement<uint32_t>(ExternalFile::VT_CHECKSUM, checksum, 0);
+  }
+  explicit ExternalFileBuilder(::flatbuffers::FlatBufferBuilder &_fbb)
+        : fbb_(_fbb) {
+    start_ = fbb_.StartTable();
+  }
+  ::flatbuffers::Offset<ExternalFile> Finish() {
+    const auto end = fbb_.EndTable(start_);
+    auto o = ::flatbuffers::Offset<ExternalFile>(end);
+    return o;
+  }
+};
+
+inline ::flatbuffers::Offset<ExternalFile> CreateExternalFile(
+    ::flatbuffers::FlatBufferBuilder &_fbb,
+    ::flatbuffers::Offset<::flatbuffers::String> name = 0,
+    uint64_t size = 0,
+    pt2format::ExternalFormat format = pt2format::ExternalFormat::UNSPECIFIED,
+    pt2format::ChecksumKind checksum_kind = pt2format::ChecksumKind::NONE,
+    uint32_t checksum = 0) {
+  ExternalFileBuilder builder_(_fbb);
+  builder_.add_size(size);
+  builder_.add_checksum(checksum);
+  builder_.add_name(name);
+  builder_.add_checksum_kind(checksum_kind);
+  builder_.add_format(format);
+  return builder_.Finish();
+}
+
+struct ExternalFile::Traits {
+  using type = ExternalFile;
+  static auto constexpr Create = CreateExternalFile;
+};
+
+inline ::flatbuffers::Offset<ExternalFile> CreateExternalFileDirect(
+    ::flatbuffers::FlatBufferBuilder &_fbb,
+    const char *name = nullptr,
+    uint64_t size = 0,
+    pt2format::ExternalFormat format = pt2format::ExternalFormat::UNSPECIFIED,
+    pt2format::ChecksumKind checksum_kind = pt2format::ChecksumKind::NONE,
+    uint32_t checksum = 0) {
+  auto name__ = name ? _fbb.CreateString(name) : 0;
+  return pt2format::CreateExternalFile(
+      _fbb,
+      name__,
+      size,
+      format,
+      checksum_kind,
+      checksum);
+}
+
+/// A named set of state tensors that replaces the programs' own state when
+/// chosen at load time: one program, several weight sets (a base model and
+/// its fine-tunes). A weights-only file has no programs and one weight set.
+struct WeightSet FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
+  typedef WeightSetBuilder Builder;
+  struct Traits;
+  static const ::flatbuffers::TypeTable *MiniReflectTypeTable() {
+    return WeightSetTypeTable();
+  }
+  enum FlatBuffersVTableOffset FLATBUFFERS_VTABLE_UNDERLYING_TYPE {
+    VT_NAME = 4,
+    VT_ENTRIES = 6
+  };
+  /// Name, unique in the package, e.g. "base" or "finetune-1".
+  const ::flatbuffers::String *name() const {
+    return GetPointer<const ::flatbuffers::String *>(VT_NAME);
+  }
+  /// The tensors, sorted by name; `StateEntry.name` matches the state entry
+  /// of a program that it replaces.
+  const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::StateEntry>> *entries() const {
+    return GetPointer<const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::StateEntry>> *>(VT_ENTRIES);
+  }
+  template <bool B = false>
+  bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
+    return VerifyTableStart(verifier) &&
+           VerifyOffset(verifier, VT_NAME) &&
+           verifier.VerifyString(name()) &&
+           VerifyOffset(verifier, VT_ENTRIES) &&
+           verifier.VerifyVector(entries()) &&
+           verifier.VerifyVectorOfTables(entries()) &&
+           verifier.EndTable();
+  }
+};
+
+struct WeightSetBuilder {
+  typedef WeightSet Table;
+  ::flatbuffers::FlatBufferBuilder &fbb_;
+  ::flatbuffers::uoffset_t start_;
+  void add_name(::flatbuffers::Offset<::flatbuffers::String> name) {
+    fbb_.AddOffset(WeightSet::VT_NAME, name);
+  }
+  void add_entries(::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::StateEntry>>> entries) {
+    fbb_.AddOffset(WeightSet::VT_ENTRIES, entries);
+  }
+  explicit WeightSetBuilder(::flatbuffers::FlatBufferBuilder &_fbb)
+        : fbb_(_fbb) {
+    start_ = fbb_.StartTable();
+  }
+  ::flatbuffers::Offset<WeightSet> Finish() {
+    const auto end = fbb_.EndTable(start_);
+    auto o = ::flatbuffers::Offset<WeightSet>(end);
+    return o;
+  }
+};
+
+inline ::flatbuffers::Offset<WeightSet> CreateWeightSet(
+    ::flatbuffers::FlatBufferBuilder &_fbb,
+    ::flatbuffers::Offset<::flatbuffers::String> name = 0,
+    ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::StateEntry>>> entries = 0) {
+  WeightSetBuilder builder_(_fbb);
+  builder_.add_entries(entries);
+  builder_.add_name(name);
+  return builder_.Finish();
+}
+
+struct WeightSet::Traits {
+  using type = WeightSet;
+  static auto constexpr Create = CreateWeightSet;
+};
+
+inline ::flatbuffers::Offset<WeightSet> CreateWeightSetDirect(
+    ::flatbuffers::FlatBufferBuilder &_fbb,
+    const char *name = nullptr,
+    const std::vector<::flatbuffers::Offset<pt2format::StateEntry>> *entries = nullptr) {
+  auto name__ = name ? _fbb.CreateString(name) : 0;
+  auto entries__ = entries ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::StateEntry>>(*entries) : 0;
+  return pt2format::CreateWeightSet(
+      _fbb,
+      name__,
+      entries__);
 }
 
 /// None passed as an argument.
@@ -11382,7 +11661,9 @@ struct Package FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
     VT_SHARD_FILES = 18,
     VT_OPERATORS = 20,
     VT_METADATA = 22,
-    VT_EXTRA_FILES = 24
+    VT_EXTRA_FILES = 24,
+    VT_EXTERNAL_FILES = 26,
+    VT_WEIGHT_SETS = 28
   };
   /// Schema version the file follows; equals the header's.
   const pt2format::FormatVersion *format_version() const {
@@ -11393,7 +11674,8 @@ struct Package FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
     return GetPointer<const pt2format::Producer *>(VT_PRODUCER);
   }
   /// Bit set of optional features the file uses (bit 0: data in shard
-  /// files). A reader refuses a file with a bit it does not know.
+  /// files; bit 1: data in external raw files). A reader refuses a file with
+  /// a bit it does not know.
   uint64_t required_features() const {
     return GetField<uint64_t>(VT_REQUIRED_FEATURES, 0);
   }
@@ -11431,6 +11713,15 @@ struct Package FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::ExtraFile>> *extra_files() const {
     return GetPointer<const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::ExtraFile>> *>(VT_EXTRA_FILES);
   }
+  /// Raw files next to the main file that back storages in place (bit 1 of
+  /// `required_features`).
+  const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::ExternalFile>> *external_files() const {
+    return GetPointer<const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::ExternalFile>> *>(VT_EXTERNAL_FILES);
+  }
+  /// Named alternative sets of state tensors, sorted by name.
+  const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::WeightSet>> *weight_sets() const {
+    return GetPointer<const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::WeightSet>> *>(VT_WEIGHT_SETS);
+  }
   template <bool B = false>
   bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
     return VerifyTableStart(verifier) &&
@@ -11463,6 +11754,12 @@ struct Package FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
            VerifyOffset(verifier, VT_EXTRA_FILES) &&
            verifier.VerifyVector(extra_files()) &&
            verifier.VerifyVectorOfTables(extra_files()) &&
+           VerifyOffset(verifier, VT_EXTERNAL_FILES) &&
+           verifier.VerifyVector(external_files()) &&
+           verifier.VerifyVectorOfTables(external_files()) &&
+           VerifyOffset(verifier, VT_WEIGHT_SETS) &&
+           verifier.VerifyVector(weight_sets()) &&
+           verifier.VerifyVectorOfTables(weight_sets()) &&
            verifier.EndTable();
   }
 };
@@ -11504,6 +11801,12 @@ struct PackageBuilder {
   void add_extra_files(::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::ExtraFile>>> extra_files) {
     fbb_.AddOffset(Package::VT_EXTRA_FILES, extra_files);
   }
+  void add_external_files(::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::ExternalFile>>> external_files) {
+    fbb_.AddOffset(Package::VT_EXTERNAL_FILES, external_files);
+  }
+  void add_weight_sets(::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::WeightSet>>> weight_sets) {
+    fbb_.AddOffset(Package::VT_WEIGHT_SETS, weight_sets);
+  }
   explicit PackageBuilder(::flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
     start_ = fbb_.StartTable();
@@ -11528,9 +11831,13 @@ inline ::flatbuffers::Offset<Package> CreatePackage(
     ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::ShardFile>>> shard_files = 0,
     ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::OperatorSchema>>> operators = 0,
     ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::StringEntry>>> metadata = 0,
-    ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::ExtraFile>>> extra_files = 0) {
+    ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::ExtraFile>>> extra_files = 0,
+    ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::ExternalFile>>> external_files = 0,
+    ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::WeightSet>>> weight_sets = 0) {
   PackageBuilder builder_(_fbb);
   builder_.add_required_features(required_features);
+  builder_.add_weight_sets(weight_sets);
+  builder_.add_external_files(external_files);
   builder_.add_extra_files(extra_files);
   builder_.add_metadata(metadata);
   builder_.add_operators(operators);
@@ -11561,7 +11868,9 @@ inline ::flatbuffers::Offset<Package> CreatePackageDirect(
     const std::vector<::flatbuffers::Offset<pt2format::ShardFile>> *shard_files = nullptr,
     const std::vector<::flatbuffers::Offset<pt2format::OperatorSchema>> *operators = nullptr,
     std::vector<::flatbuffers::Offset<pt2format::StringEntry>> *metadata = nullptr,
-    const std::vector<::flatbuffers::Offset<pt2format::ExtraFile>> *extra_files = nullptr) {
+    const std::vector<::flatbuffers::Offset<pt2format::ExtraFile>> *extra_files = nullptr,
+    const std::vector<::flatbuffers::Offset<pt2format::ExternalFile>> *external_files = nullptr,
+    const std::vector<::flatbuffers::Offset<pt2format::WeightSet>> *weight_sets = nullptr) {
   auto programs__ = programs ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::Program>>(*programs) : 0;
   auto tensors__ = tensors ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::Tensor>>(*tensors) : 0;
   auto storages__ = storages ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::Storage>>(*storages) : 0;
@@ -11570,6 +11879,8 @@ inline ::flatbuffers::Offset<Package> CreatePackageDirect(
   auto operators__ = operators ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::OperatorSchema>>(*operators) : 0;
   auto metadata__ = metadata ? _fbb.CreateVectorOfSortedTables<pt2format::StringEntry>(metadata) : 0;
   auto extra_files__ = extra_files ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::ExtraFile>>(*extra_files) : 0;
+  auto external_files__ = external_files ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::ExternalFile>>(*external_files) : 0;
+  auto weight_sets__ = weight_sets ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::WeightSet>>(*weight_sets) : 0;
   return pt2format::CreatePackage(
       _fbb,
       format_version,
@@ -11582,7 +11893,9 @@ inline ::flatbuffers::Offset<Package> CreatePackageDirect(
       shard_files__,
       operators__,
       metadata__,
-      extra_files__);
+      extra_files__,
+      external_files__,
+      weight_sets__);
 }
 
 template <bool B>
@@ -12420,6 +12733,26 @@ inline const ::flatbuffers::TypeTable *ValueKindTypeTable() {
   return &tt;
 }
 
+inline const ::flatbuffers::TypeTable *ExternalFormatTypeTable() {
+  static const ::flatbuffers::TypeCode type_codes[] = {
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 }
+  };
+  static const ::flatbuffers::TypeFunction type_refs[] = {
+    pt2format::ExternalFormatTypeTable
+  };
+  static const char * const names[] = {
+    "UNSPECIFIED",
+    "RAW",
+    "SAFETENSORS"
+  };
+  static const ::flatbuffers::TypeTable tt = {
+    ::flatbuffers::ST_ENUM, 3, type_codes, type_refs, nullptr, nullptr, names
+  };
+  return &tt;
+}
+
 inline const ::flatbuffers::TypeTable *ArgumentValueTypeTable() {
   static const ::flatbuffers::TypeCode type_codes[] = {
     { ::flatbuffers::ET_SEQUENCE, 0, -1 },
@@ -13106,14 +13439,16 @@ inline const ::flatbuffers::TypeTable *TensorTypeTable() {
 inline const ::flatbuffers::TypeTable *SegmentTypeTable() {
   static const ::flatbuffers::TypeCode type_codes[] = {
     { ::flatbuffers::ET_UINT, 0, -1 },
+    { ::flatbuffers::ET_UINT, 0, -1 },
     { ::flatbuffers::ET_UINT, 0, -1 }
   };
   static const char * const names[] = {
     "file",
-    "section"
+    "section",
+    "external"
   };
   static const ::flatbuffers::TypeTable tt = {
-    ::flatbuffers::ST_TABLE, 2, type_codes, nullptr, nullptr, nullptr, names
+    ::flatbuffers::ST_TABLE, 3, type_codes, nullptr, nullptr, nullptr, names
   };
   return &tt;
 }
@@ -13136,14 +13471,59 @@ inline const ::flatbuffers::TypeTable *ExtraFileTypeTable() {
 inline const ::flatbuffers::TypeTable *ShardFileTypeTable() {
   static const ::flatbuffers::TypeCode type_codes[] = {
     { ::flatbuffers::ET_STRING, 0, -1 },
-    { ::flatbuffers::ET_ULONG, 0, -1 }
+    { ::flatbuffers::ET_ULONG, 0, -1 },
+    { ::flatbuffers::ET_UCHAR, 1, -1 }
   };
   static const char * const names[] = {
     "name",
-    "size"
+    "size",
+    "package_id"
   };
   static const ::flatbuffers::TypeTable tt = {
-    ::flatbuffers::ST_TABLE, 2, type_codes, nullptr, nullptr, nullptr, names
+    ::flatbuffers::ST_TABLE, 3, type_codes, nullptr, nullptr, nullptr, names
+  };
+  return &tt;
+}
+
+inline const ::flatbuffers::TypeTable *ExternalFileTypeTable() {
+  static const ::flatbuffers::TypeCode type_codes[] = {
+    { ::flatbuffers::ET_STRING, 0, -1 },
+    { ::flatbuffers::ET_ULONG, 0, -1 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 1 },
+    { ::flatbuffers::ET_UINT, 0, -1 }
+  };
+  static const ::flatbuffers::TypeFunction type_refs[] = {
+    pt2format::ExternalFormatTypeTable,
+    pt2format::ChecksumKindTypeTable
+  };
+  static const char * const names[] = {
+    "name",
+    "size",
+    "format",
+    "checksum_kind",
+    "checksum"
+  };
+  static const ::flatbuffers::TypeTable tt = {
+    ::flatbuffers::ST_TABLE, 5, type_codes, type_refs, nullptr, nullptr, names
+  };
+  return &tt;
+}
+
+inline const ::flatbuffers::TypeTable *WeightSetTypeTable() {
+  static const ::flatbuffers::TypeCode type_codes[] = {
+    { ::flatbuffers::ET_STRING, 0, -1 },
+    { ::flatbuffers::ET_SEQUENCE, 1, 0 }
+  };
+  static const ::flatbuffers::TypeFunction type_refs[] = {
+    pt2format::StateEntryTypeTable
+  };
+  static const char * const names[] = {
+    "name",
+    "entries"
+  };
+  static const ::flatbuffers::TypeTable tt = {
+    ::flatbuffers::ST_TABLE, 2, type_codes, type_refs, nullptr, nullptr, names
   };
   return &tt;
 }
@@ -14569,7 +14949,9 @@ inline const ::flatbuffers::TypeTable *PackageTypeTable() {
     { ::flatbuffers::ET_SEQUENCE, 1, 6 },
     { ::flatbuffers::ET_SEQUENCE, 1, 7 },
     { ::flatbuffers::ET_SEQUENCE, 1, 8 },
-    { ::flatbuffers::ET_SEQUENCE, 1, 9 }
+    { ::flatbuffers::ET_SEQUENCE, 1, 9 },
+    { ::flatbuffers::ET_SEQUENCE, 1, 10 },
+    { ::flatbuffers::ET_SEQUENCE, 1, 11 }
   };
   static const ::flatbuffers::TypeFunction type_refs[] = {
     pt2format::FormatVersionTypeTable,
@@ -14581,7 +14963,9 @@ inline const ::flatbuffers::TypeTable *PackageTypeTable() {
     pt2format::ShardFileTypeTable,
     pt2format::OperatorSchemaTypeTable,
     pt2format::StringEntryTypeTable,
-    pt2format::ExtraFileTypeTable
+    pt2format::ExtraFileTypeTable,
+    pt2format::ExternalFileTypeTable,
+    pt2format::WeightSetTypeTable
   };
   static const char * const names[] = {
     "format_version",
@@ -14594,10 +14978,12 @@ inline const ::flatbuffers::TypeTable *PackageTypeTable() {
     "shard_files",
     "operators",
     "metadata",
-    "extra_files"
+    "extra_files",
+    "external_files",
+    "weight_sets"
   };
   static const ::flatbuffers::TypeTable tt = {
-    ::flatbuffers::ST_TABLE, 11, type_codes, type_refs, nullptr, nullptr, names
+    ::flatbuffers::ST_TABLE, 13, type_codes, type_refs, nullptr, nullptr, names
   };
   return &tt;
 }

@@ -75,6 +75,7 @@ Header parse_container(const uint8_t *data, size_t size, FileRole role, const st
   h.required_features = load_u64(data + 24);
   h.file_length = load_u64(data + 32);
   h.header_checksum = load_u32(data + 40);
+  std::memcpy(h.package_id, data + 44, sizeof h.package_id);
   if (h.header_version != kHeaderVersion)
     throw fail(h.header_version > kHeaderVersion ? ErrorKind::Version : ErrorKind::Header,
                "unsupported header_version", 8, num(kHeaderVersion), num(h.header_version));

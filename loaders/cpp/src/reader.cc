@@ -230,6 +230,16 @@ const pt2format::Program *File::program(const std::string &name) const {
 // ---------------------------------------------------------------------------
 // Storages and tensors
 
+static std::string hex_bytes(const uint8_t *p, size_t n) {
+  static const char digits[] = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < n; ++i) {
+    out += digits[p[i] >> 4];
+    out += digits[p[i] & 15];
+  }
+  return out;
+}
+
 const MappedFile &File::shard(uint32_t file_index, Header *header_out, const std::string &path) const {
   auto it = shards_.find(file_index);
   if (it == shards_.end()) {
@@ -259,6 +269,21 @@ const MappedFile &File::shard(uint32_t file_index, Header *header_out, const std
       throw err(ErrorKind::Header, "shard file size differs from shard_files entry", s.file->name(), "",
                 sf_path + ".size", num(sf->size()), num(s.file->size()));
     s.header = parse_container(s.file->data(), s.file->size(), FileRole::Shard, s.file->name());
+    {
+      // A shard from another save (same name, even same size) carries another package id: refuse it.
+      const auto *recorded = sf->package_id();
+      const uint8_t *want = header_.package_id;
+      if (recorded && recorded->size() != 0) {
+        if (recorded->size() != 16 || std::memcmp(recorded->data(), header_.package_id, 16) != 0)
+          throw err(ErrorKind::Header, "shard_files entry names another save than this file's header", file_->name(),
+                    "program", sf_path + ".package_id", hex_bytes(header_.package_id, 16),
+                    hex_bytes(recorded->data(), recorded->size()));
+        want = recorded->data();
+      }
+      if (std::memcmp(s.header.package_id, want, 16) != 0)
+        throw err(ErrorKind::Header, "shard file belongs to another save (package_id differs)", s.file->name(),
+                  "header", sf_path + ".package_id", hex_bytes(want, 16), hex_bytes(s.header.package_id, 16));
+    }
     if (s.header.format_major != header_.format_major || s.header.format_minor != header_.format_minor)
       throw err(ErrorKind::Header, "shard file format version differs from the main file's", s.file->name(), "",
                 sf_path, num(header_.format_major) + "." + num(header_.format_minor),

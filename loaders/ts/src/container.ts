@@ -31,6 +31,8 @@ export interface Header {
   requiredFeatures: bigint;
   fileLength: number;
   headerChecksum: number;
+  /** Identity of the save (SPEC.md §2): a main file and its shards share it; all zero when not recorded. */
+  packageId: Uint8Array;
 }
 
 export interface Section {
@@ -139,7 +141,8 @@ export function parseContainer(bytes: Uint8Array, opts: { file?: string; role?: 
   for (let i = 0; i < sectionCount; i++) sections.push(parseEntry(bytes, view, i, file));
   checkSectionSet(bytes, sections, headerLength, fileLength, role, file);
   return {
-    header: { headerVersion, sectionCount, headerLength, formatMajor, formatMinor, flags, requiredFeatures, fileLength, headerChecksum },
+    header: { headerVersion, sectionCount, headerLength, formatMajor, formatMinor, flags, requiredFeatures, fileLength, headerChecksum,
+      packageId: bytes.slice(44, 60) },
     sections,
   };
 }

@@ -13,7 +13,7 @@ import { Container, KNOWN_FEATURES, parseContainer, ProgramEncoding, Section, Se
 import { crc32, crc32Hex } from './crc32.js';
 import { rootIdentifier, schemaDescriptor } from './descriptor.js';
 import { Dumper, renderDump } from './dump.js';
-import { ChecksumError, SegmentError, UnsupportedEncodingError, UnsupportedFeatureError, ValidationError } from './errors.js';
+import { ChecksumError, HeaderError, SegmentError, UnsupportedEncodingError, UnsupportedFeatureError, ValidationError } from './errors.js';
 import { verifyBuffer, VerifyLimits } from './verify.js';
 
 export interface ReadOptions extends VerifyLimits {
@@ -178,6 +178,19 @@ export class Pt2fFile {
       throw new SegmentError('shard file has the wrong size', { file: name, expected: entry.size(), got: bytes.length });
     }
     const container = parseContainer(bytes, { file: name, role: 'shard' });
+    // A shard from another save (same name, even same size) carries another package id: refuse it.
+    const mainId = this.container.header.packageId;
+    const recorded = entry.packageIdArray();
+    let want = mainId;
+    if (recorded && recorded.length !== 0) {
+      if (!sameBytes(recorded, mainId)) {
+        throw new HeaderError("shard_files entry names another save than this file's header", { file: this.opts.file, path: `shard_files[${k - 1}].package_id`, expected: hexBytes(mainId), got: hexBytes(recorded) });
+      }
+      want = recorded;
+    }
+    if (!sameBytes(container.header.packageId, want)) {
+      throw new HeaderError('shard file belongs to another save (package_id differs)', { file: name, section: 'header', offset: 44, path: `shard_files[${k - 1}].package_id`, expected: hexBytes(want), got: hexBytes(container.header.packageId) });
+    }
     const loaded = { bytes, container, file: name };
     if (this.opts.verifyData) for (const s of container.sections) verifySectionChecksum(bytes, s, name);
     this.shards.set(k, loaded);
@@ -221,3 +234,13 @@ function checkPackageHeader(f: Pt2fFile, file?: string): void {
   }
 }
 
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+function hexBytes(a: Uint8Array): string {
+  return Array.from(a, (x) => x.toString(16).padStart(2, '0')).join('');
+}

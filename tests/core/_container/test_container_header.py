@@ -133,7 +133,7 @@ def test_unknown_required_feature():
 
 def test_flags_and_reserved_bytes_are_ignored():
     """Writers write zero; readers ignore them, so a later minor can use them (SPEC.md section 8)."""
-    for at, fmt in ((20, "<I"), (50, "<B"), (entry_offset(0) + 32, "<I"), (entry_offset(0) + 40, "<B")):
+    for at, fmt in ((20, "<I"), (61, "<B"), (entry_offset(0) + 32, "<I"), (entry_offset(0) + 40, "<B")):
         h = unpack_header(patch(build([PROGRAM, DATA]), at, fmt, 0x80))
         assert [s.kind for s in h.sections] == [1, 2]
     assert unpack_header(patch(build([PROGRAM]), entry_offset(0) + 32, "<I", 6)).sections[0].flags == 6
@@ -257,3 +257,10 @@ def test_zero_length_sections_are_fine():
     h = unpack_header(build([(1, 1, 8, b""), (2, 0, 64, b""), (2, 0, 64, b"")]))
     assert [s.length for s in h.sections] == [0, 0, 0]
     assert [s.offset for s in h.sections] == [208, 256, 256]  # header is 64 + 3 * 48 = 208 bytes
+
+
+def test_package_id_round_trips_at_offset_44():
+    pid = bytes(range(1, 17))
+    head = pack_header(Header(1, 0, 0, 64 + 48, (SectionEntry(1, 1, 8, 112, 0, 1, zlib.crc32(b"")),), package_id=pid))
+    assert head[44:60] == pid and head[60:64] == bytes(4)
+    assert unpack_header(head).package_id == pid

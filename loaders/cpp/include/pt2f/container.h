@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,8 @@ struct Header {
   uint64_t required_features = 0;
   uint64_t file_length = 0;
   uint32_t header_checksum = 0;
+  /// Identity of the save (SPEC.md §2): a main file and its shards share it; all zero when not recorded.
+  uint8_t package_id[16] = {};
   std::vector<Section> sections;
 };
 

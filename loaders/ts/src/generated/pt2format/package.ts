@@ -5,6 +5,7 @@
 
 import * as flatbuffers from 'flatbuffers';
 
+import { ExternalFile } from '../pt2format/external-file.js';
 import { ExtraFile } from '../pt2format/extra-file.js';
 import { FormatVersion } from '../pt2format/format-version.js';
 import { OperatorSchema } from '../pt2format/operator-schema.js';
@@ -15,6 +16,7 @@ import { ShardFile } from '../pt2format/shard-file.js';
 import { Storage } from '../pt2format/storage.js';
 import { StringEntry } from '../pt2format/string-entry.js';
 import { Tensor } from '../pt2format/tensor.js';
+import { WeightSet } from '../pt2format/weight-set.js';
 
 
 /**
@@ -60,7 +62,8 @@ producer(obj?:Producer):Producer|null {
 
 /**
  * Bit set of optional features the file uses (bit 0: data in shard
- * files). A reader refuses a file with a bit it does not know.
+ * files; bit 1: data in external raw files). A reader refuses a file with
+ * a bit it does not know.
  */
 requiredFeatures():bigint {
   const offset = this.bb!.__offset(this.bb_pos, 8);
@@ -173,8 +176,35 @@ extraFilesLength():number {
   return offset ? this.bb!.__vector_len(this.bb_pos + offset) : 0;
 }
 
+/**
+ * Raw files next to the main file that back storages in place (bit 1 of
+ * `required_features`).
+ */
+externalFiles(index: number, obj?:ExternalFile):ExternalFile|null {
+  const offset = this.bb!.__offset(this.bb_pos, 26);
+  return offset ? (obj || new ExternalFile()).__init(this.bb!.__indirect(this.bb!.__vector(this.bb_pos + offset) + index * 4), this.bb!) : null;
+}
+
+externalFilesLength():number {
+  const offset = this.bb!.__offset(this.bb_pos, 26);
+  return offset ? this.bb!.__vector_len(this.bb_pos + offset) : 0;
+}
+
+/**
+ * Named alternative sets of state tensors, sorted by name.
+ */
+weightSets(index: number, obj?:WeightSet):WeightSet|null {
+  const offset = this.bb!.__offset(this.bb_pos, 28);
+  return offset ? (obj || new WeightSet()).__init(this.bb!.__indirect(this.bb!.__vector(this.bb_pos + offset) + index * 4), this.bb!) : null;
+}
+
+weightSetsLength():number {
+  const offset = this.bb!.__offset(this.bb_pos, 28);
+  return offset ? this.bb!.__vector_len(this.bb_pos + offset) : 0;
+}
+
 static startPackage(builder:flatbuffers.Builder) {
-  builder.startObject(11);
+  builder.startObject(13);
 }
 
 static addFormatVersion(builder:flatbuffers.Builder, formatVersionOffset:flatbuffers.Offset) {
@@ -314,6 +344,38 @@ static createExtraFilesVector(builder:flatbuffers.Builder, data:flatbuffers.Offs
 }
 
 static startExtraFilesVector(builder:flatbuffers.Builder, numElems:number) {
+  builder.startVector(4, numElems, 4);
+}
+
+static addExternalFiles(builder:flatbuffers.Builder, externalFilesOffset:flatbuffers.Offset) {
+  builder.addFieldOffset(11, externalFilesOffset, 0);
+}
+
+static createExternalFilesVector(builder:flatbuffers.Builder, data:flatbuffers.Offset[]):flatbuffers.Offset {
+  builder.startVector(4, data.length, 4);
+  for (let i = data.length - 1; i >= 0; i--) {
+    builder.addOffset(data[i]!);
+  }
+  return builder.endVector();
+}
+
+static startExternalFilesVector(builder:flatbuffers.Builder, numElems:number) {
+  builder.startVector(4, numElems, 4);
+}
+
+static addWeightSets(builder:flatbuffers.Builder, weightSetsOffset:flatbuffers.Offset) {
+  builder.addFieldOffset(12, weightSetsOffset, 0);
+}
+
+static createWeightSetsVector(builder:flatbuffers.Builder, data:flatbuffers.Offset[]):flatbuffers.Offset {
+  builder.startVector(4, data.length, 4);
+  for (let i = data.length - 1; i >= 0; i--) {
+    builder.addOffset(data[i]!);
+  }
+  return builder.endVector();
+}
+
+static startWeightSetsVector(builder:flatbuffers.Builder, numElems:number) {
   builder.startVector(4, numElems, 4);
 }
 

@@ -42,8 +42,20 @@ section():number {
   return offset ? this.bb!.readUint32(this.bb_pos + offset) : 0;
 }
 
+/**
+ * 0: the segment is the DATA section named by `file` and `section`.
+ * k > 0: the segment is the whole raw file `Package.external_files[k - 1]`
+ * (then `file` and `section` are 0, and storage offsets count from the
+ * first byte of that file, with no alignment requirement). A package with
+ * such a segment sets `required_features` bit 1.
+ */
+external():number {
+  const offset = this.bb!.__offset(this.bb_pos, 8);
+  return offset ? this.bb!.readUint32(this.bb_pos + offset) : 0;
+}
+
 static startSegment(builder:flatbuffers.Builder) {
-  builder.startObject(2);
+  builder.startObject(3);
 }
 
 static addFile(builder:flatbuffers.Builder, file:number) {
@@ -54,15 +66,20 @@ static addSection(builder:flatbuffers.Builder, section:number) {
   builder.addFieldInt32(1, section, 0);
 }
 
+static addExternal(builder:flatbuffers.Builder, external:number) {
+  builder.addFieldInt32(2, external, 0);
+}
+
 static endSegment(builder:flatbuffers.Builder):flatbuffers.Offset {
   const offset = builder.endObject();
   return offset;
 }
 
-static createSegment(builder:flatbuffers.Builder, file:number, section:number):flatbuffers.Offset {
+static createSegment(builder:flatbuffers.Builder, file:number, section:number, external:number):flatbuffers.Offset {
   Segment.startSegment(builder);
   Segment.addFile(builder, file);
   Segment.addSection(builder, section);
+  Segment.addExternal(builder, external);
   return Segment.endSegment(builder);
 }
 }

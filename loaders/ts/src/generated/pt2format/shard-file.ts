@@ -44,8 +44,29 @@ size():bigint {
   return offset ? this.bb!.readUint64(this.bb_pos + offset) : BigInt('0');
 }
 
+/**
+ * Identity of the save that wrote this shard: exactly 16 bytes, equal to
+ * the `package_id` in the shard's own header (SPEC.md §2) and in the main
+ * file's header. A shard left over from another save (same name and
+ * size, other bytes) is refused before any of its data is used.
+ */
+packageId(index: number):number|null {
+  const offset = this.bb!.__offset(this.bb_pos, 8);
+  return offset ? this.bb!.readUint8(this.bb!.__vector(this.bb_pos + offset) + index) : 0;
+}
+
+packageIdLength():number {
+  const offset = this.bb!.__offset(this.bb_pos, 8);
+  return offset ? this.bb!.__vector_len(this.bb_pos + offset) : 0;
+}
+
+packageIdArray():Uint8Array|null {
+  const offset = this.bb!.__offset(this.bb_pos, 8);
+  return offset ? new Uint8Array(this.bb!.bytes().buffer, this.bb!.bytes().byteOffset + this.bb!.__vector(this.bb_pos + offset), this.bb!.__vector_len(this.bb_pos + offset)) : null;
+}
+
 static startShardFile(builder:flatbuffers.Builder) {
-  builder.startObject(2);
+  builder.startObject(3);
 }
 
 static addName(builder:flatbuffers.Builder, nameOffset:flatbuffers.Offset) {
@@ -56,15 +77,32 @@ static addSize(builder:flatbuffers.Builder, size:bigint) {
   builder.addFieldInt64(1, size, BigInt('0'));
 }
 
+static addPackageId(builder:flatbuffers.Builder, packageIdOffset:flatbuffers.Offset) {
+  builder.addFieldOffset(2, packageIdOffset, 0);
+}
+
+static createPackageIdVector(builder:flatbuffers.Builder, data:number[]|Uint8Array):flatbuffers.Offset {
+  builder.startVector(1, data.length, 1);
+  for (let i = data.length - 1; i >= 0; i--) {
+    builder.addInt8(data[i]!);
+  }
+  return builder.endVector();
+}
+
+static startPackageIdVector(builder:flatbuffers.Builder, numElems:number) {
+  builder.startVector(1, numElems, 1);
+}
+
 static endShardFile(builder:flatbuffers.Builder):flatbuffers.Offset {
   const offset = builder.endObject();
   return offset;
 }
 
-static createShardFile(builder:flatbuffers.Builder, nameOffset:flatbuffers.Offset, size:bigint):flatbuffers.Offset {
+static createShardFile(builder:flatbuffers.Builder, nameOffset:flatbuffers.Offset, size:bigint, packageIdOffset:flatbuffers.Offset):flatbuffers.Offset {
   ShardFile.startShardFile(builder);
   ShardFile.addName(builder, nameOffset);
   ShardFile.addSize(builder, size);
+  ShardFile.addPackageId(builder, packageIdOffset);
   return ShardFile.endShardFile(builder);
 }
 }
