@@ -29,8 +29,7 @@ def test_minimal_file_exact(tmp_path):
     assert dump(path) == (
         '{"package":{"external_files":[],"extra_files":[],"format_version":{"major":1,"minor":0},"metadata":[],'
         '"operators":[],"producer":null,"programs":[],"required_features":0,"segments":[],"shard_files":[],'
-        '"storages":[],"tensors":[],"weight_sets":[]},"storage_crc32":[]}
-')
+        '"storages":[],"tensors":[],"weight_sets":[]},"storage_crc32":[]}\n')
 
 
 @pytest.mark.parametrize("value, bits", [

@@ -117,8 +117,7 @@ def test_minimal_package_dump_is_exactly_the_spec_rendering(cpp, tmp_path):
     assert r.stdout == (b'{"package":{"external_files":[],"extra_files":[],"format_version":{"major":1,"minor":0},'
                         b'"metadata":[],"operators":[],"producer":null,"programs":[],"required_features":0,'
                         b'"segments":[],"shard_files":[],"storages":[],"tensors":[],"weight_sets":[]},'
-                        b'"storage_crc32":[]}
-')
+                        b'"storage_crc32":[]}\n')
 
 
 def test_dump_spellings_follow_the_spec(cpp, tmp_path):
