@@ -1,0 +1,653 @@
+"""Attack-agnostic injection: hostile strings and extreme integers in every field of real files.
+
+The test does not know where the attacks are. It decodes real files (the
+conformance corpus saved in each encoding), walks the decoded model tree
+through each generated class's `FIELDS` table (so a field added to the schema
+is covered without touching this module) and lists every *site*: each string
+field, each string in a string vector, each integer field and integer vector
+element. Map keys are string fields of their entry tables (`StringEntry.key`,
+`ArgumentMapEntry.key`, `MapValue` keys through `StringValue.value`), so they
+are sites like any other.
+
+Each site gets each payload. Strings are substituted in two ways: at the one
+site (most such files break a reference and should be refused), and as a
+*value*, everywhere the same string occurs in the tree (a node renamed
+consistently keeps the file well-formed, so it reaches torch's code
+generators). A payload that would run writes a marker file. The mutated tree is
+re-encoded without the writer's validation, and where the encoder itself
+refuses (lone surrogates, integers out of the field's range) the bytes are
+spliced into the encoded program directly (`_splice`).
+
+`pt2f_injection_worker` runs each mutant in a separate process (read,
+validate, the CLI, load, module(), a call, printing, decompositions,
+unflatten, the unflattened module through its generated code) and reports
+where it ended; `classify` turns that into a verdict.
+
+Command line (full run, prints counts of sites x payloads and verdicts):
+    scripts/injection.sh --full [--cases mlp,cond] [--encodings flatbuffers] [-j 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import hashlib
+import json
+import os
+import random
+import select
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SUPPORT = Path(__file__).resolve().parent
+
+INT_RANGES = {
+    "int8": (-(1 << 7), (1 << 7) - 1), "uint8": (0, (1 << 8) - 1),
+    "int16": (-(1 << 15), (1 << 15) - 1), "uint16": (0, (1 << 16) - 1),
+    "int32": (-(1 << 31), (1 << 31) - 1), "uint32": (0, (1 << 32) - 1),
+    "int64": (-(1 << 63), (1 << 63) - 1), "uint64": (0, (1 << 64) - 1),
+}
+#: The issue's extremes; each is clamped to the field's type, and also tried
+#: unclamped where the encoding can carry it (JSON any size, MessagePack up to uint64).
+INT_EXTREMES = (0, -1, 1 << 31, (1 << 63) - 1, -(1 << 63))
+INT_OUT_OF_RANGE = ((1 << 64) - 1, 1 << 64, -(1 << 63) - 1, 10 ** 40)
+
+# Default corpus cases: dict and list inputs, kwargs, a dataclass output,
+# nested modules (unflatten), dynamic shapes (guards), control flow, state of
+# every kind, several programs.
+DEFAULT_CASES = ("mlp", "pytree_containers", "dataclass_output", "cond", "dynamic_batch", "derived_dim_mul",
+                 "scalar_none_kwargs_inputs", "kwargs_only", "params_and_buffers", "mutations", "lifted_constants",
+                 "multi_program", "custom_op", "symfloat_symbool", "unbacked_item", "views_as_state")
+ENCODINGS = ("flatbuffers", "msgpack", "json")
+
+
+# -- payloads ------------------------------------------------------------------
+
+def string_payloads(marker: str) -> dict:
+    """name -> payload. Each code payload, if executed anywhere, creates `marker`."""
+    code = f"__import__('os').system('touch {marker}')"
+    expr = f"open({marker!r},'w')"
+    p = {
+        "code": code,
+        "code-open": expr,
+        "sq-break": f"x') or {code} or ('",
+        "sq-expr": f"x' or {code} or '",
+        "sq-stmt": f"x'; {code}; '",
+        "dq-break": f'x") or {code} or ("',
+        "dq-expr": f'x" or {code} or "',
+        "tsq-break": f"x''' + str({code}) + '''",
+        "tdq-break": f'x""" + str({code}) + """',
+        "newline": f"x\n{code}\n",
+        "newline-indent": f"x\n    {code}\n    ",
+        "newline-sq": f"x'\n{code}\n'",
+        "cr": f"x\r{code}\r",
+        "crlf": f"x\r\n{code}\r\n",
+        "line-sep": f"x\u2028{code}\u2028",
+        "form-feed": f"x\x0c\n{code}\n",
+        "hash-comment": f"{code} #",
+        "hash-newline": f"x # c\n{code}\n",
+        "backslash-end": "x\\",
+        "backslash-sq": f"x\\'); {code}; #",
+        "backslash-dq": f'x\\"); {code}; #',
+        "backslash-newline": f"x\\\n{code}",
+        "fstring": "{" + code + "}",
+        "fstring-mid": "x{" + code + "}y",
+        "format-attr": "{0.__class__.__init__.__globals__}",
+        "percent": "%s%d%n",
+        "paren-call": f"x({code})",
+        "lambda": f"(lambda: {code})()",
+        "attr-chain": "torch.os.system",
+        "builtin-eval": "builtins.eval",
+        "builtin-exec": "__builtins__.exec",
+        "guard-break": f"s0) or {code} or (s0",
+        "sym-like": f"Symbol('s0') + {code}",
+        "dunder-class": "__class__",
+        "dunder-init": "__init__",
+        "dunder-globals": "__globals__",
+        "dunder-builtins": "__builtins__",
+        "dunder-import": "__import__",
+        "dunder-dict": "__dict__",
+        "dunder-call": "__call__",
+        "dunder-code": "__code__",
+        "kw-def": "def", "kw-import": "import", "kw-lambda": "lambda", "kw-None": "None", "kw-True": "True",
+        "kw-return": "return", "kw-class": "class", "kw-async": "async",
+        "nn-forward": "forward", "nn-training": "training", "nn-modules": "_modules", "nn-self": "self",
+        "nn-code": "code", "nn-graph": "graph", "nn-parameters": "_parameters", "nn-buffers": "_buffers",
+        "nn-meta": "meta", "nn-register-buffer": "register_buffer", "nn-call-impl": "_call_impl",
+        "nn-getattr": "__getattr__", "nn-state-dict": "state_dict",
+        "dotted-forward": "a.forward", "dotted-dunder": "a.__class__.b",
+        "long-100k": "a" * 100_000,
+        "long-1m": "q" * 1_000_000,
+        "empty": "",
+        "space": " ",
+        "tab": "x\ty",
+        "nul": "x\x00y",
+        "control": "x\x01\x1b[2J\x7f",
+        "lone-surrogate": "x\ud800y",
+        "lone-low-surrogate": "\udc00",
+        "non-ascii": "caf\u00e9_\u540d\u524d",
+        "rtl-override": "x\u202e)(dlrow",
+        "zero-width": "a\u200bb",
+        "nfkc-forward": "\uff46orward",
+        "nfkc-self": "\uff53elf",
+        "path-parent": "../../../../etc/passwd",
+        "path-abs": "/etc/passwd",
+        "path-dotdot": "..",
+        "path-dot": ".",
+        "leading-digit": "0abc",
+        "dash": "a-b",
+    }
+    return p
+
+
+#: A representative subset (one per family) for quick runs and CI.
+CORE_PAYLOADS = ("code", "sq-break", "dq-break", "tsq-break", "newline", "hash-newline", "backslash-sq", "fstring",
+                 "dunder-class", "kw-def", "nn-self", "nn-forward", "nn-modules", "long-100k", "nul", "lone-surrogate",
+                 "nfkc-forward", "path-parent", "empty", "attr-chain")
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where to mutate: a path of attribute names and list indices from the Package root."""
+    path: tuple
+    kind: str          # "string" | "int"
+    type: str          # "string" or the integer type ("int64", "uint8", ...)
+    schema_path: str   # the path without indices, e.g. programs[].graph.nodes[].name
+
+    def label(self) -> str:
+        return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in self.path).lstrip(".")
+
+
+@dataclass
+class Mutant:
+    id: str
+    base: str            # base file label (case/encoding)
+    encoding: str
+    site: str            # label of the site, or "value:<hash>" for a value substitution
+    schema_path: str
+    payload: str         # payload name or integer value
+    mode: str            # "site" | "value" | "int"
+    path: str = ""       # file written
+    note: str = ""       # how the bytes were made ("encoded", "spliced")
+
+
+# -- walking the tree ------------------------------------------------------------
+
+def walk(obj, path=(), schema=()):
+    """Yield every string and integer Site below the model object `obj`, through the generated FIELDS."""
+    from pt2format._model_base import ModelObject
+
+    for spec in type(obj).FIELDS:
+        name, _fid, kind, elem = spec[0], spec[1], spec[2], spec[3]
+        value = getattr(obj, name)
+        p = path + (name,)
+        s = schema + (name,)
+        if kind == "string":
+            if value is not None:
+                yield Site(p, "string", "string", _schema(s))
+        elif kind in ("scalar", "enum") and elem in INT_RANGES:
+            yield Site(p, "int", elem, _schema(s))
+        elif kind in ("table", "struct", "union"):
+            if isinstance(value, ModelObject):
+                yield from walk(value, p, s + (f"<{type(value).__name__}>",) if kind == "union" else s)
+        elif kind == "vector":
+            if elem == "string":
+                for i, _ in enumerate(value):
+                    yield Site(p + (i,), "string", "string", _schema(s + ("[]",)))
+            elif elem in INT_RANGES:
+                for i, _ in enumerate(value):
+                    yield Site(p + (i,), "int", elem, _schema(s + ("[]",)))
+            elif elem in ("table", "struct"):
+                for i, item in enumerate(value):
+                    if isinstance(item, ModelObject):
+                        yield from walk(item, p + (i,), s + ("[]",))
+
+
+def _schema(parts) -> str:
+    return ".".join(parts).replace(".[]", "[]")
+
+
+def get_at(root, path):
+    obj = root
+    for step in path:
+        obj = obj[step] if isinstance(step, int) else getattr(obj, step)
+    return obj
+
+
+def set_at(root, path, value):
+    parent = get_at(root, path[:-1])
+    if isinstance(path[-1], int):
+        parent[path[-1]] = value
+    else:
+        setattr(parent, path[-1], value)
+
+
+def int_values(typ: str, *, unclamped: bool) -> list:
+    """The extremes for a field of type `typ`: clamped to its range, plus out-of-range ones if asked."""
+    lo, hi = INT_RANGES[typ]
+    vals = []
+    for v in INT_EXTREMES:
+        c = min(max(v, lo), hi)
+        if c not in vals:
+            vals.append(c)
+    if unclamped:
+        for v in INT_EXTREMES + INT_OUT_OF_RANGE:
+            if not lo <= v <= hi and v not in vals:
+                vals.append(v)
+    return vals
+
+
+def _carries(encoding: str, v: int) -> bool:
+    if encoding == "json":
+        return True
+    if encoding == "msgpack":
+        return -(1 << 63) <= v < (1 << 64)
+    return False
+
+
+# -- writing mutants --------------------------------------------------------------
+
+@dataclass
+class BaseFile:
+    """One decoded corpus file: its package tree, raw container pieces and how to load it."""
+    label: str
+    path: str
+    encoding: str
+    package: object
+    header: object
+    data: bytes
+    child_imports: tuple = ()
+    programs: tuple = ()
+
+
+def open_base(path, label, encoding, child_imports=()):
+    from pt2format import _codecs
+    from pt2format._container.header import SectionKind
+    from pt2format._container.reader import ContainerFile
+
+    with ContainerFile(path) as c:
+        program = bytes(c.section_view(0))
+        datas = [bytes(c.section_view(i)) for i, e in enumerate(c.header.sections) if e.kind == SectionKind.DATA]
+        header = c.header
+    pkg = _codecs.decode(program, encoding)
+    return BaseFile(label, str(path), encoding, pkg, header, datas[0] if datas else b"", tuple(child_imports),
+                    tuple(p.name for p in pkg.programs))
+
+
+def write_program(path, base: BaseFile, program: bytes) -> None:
+    """A container with `program` as its PROGRAM section and the base file's DATA bytes unchanged."""
+    from pt2format._container.crc import crc32
+    from pt2format._container.header import ENCODING_BY_NAME
+    from pt2format._container.writer import DataLayout, build_header, write_container
+
+    layout = DataLayout((0,), (len(base.data),), len(base.data)) if base.data else None
+    header = build_header(format_version=base.header.format_version, required_features=base.header.required_features,
+                          program_length=len(program), program_crc=crc32(program),
+                          encoding=ENCODING_BY_NAME[base.encoding], data_layout=layout,
+                          data_crc=crc32(base.data) if base.data else None)
+    write_container(path, header, program, [base.data] if base.data else [], layout, fsync=False)
+
+
+def _encode(pkg, encoding):
+    from pt2format import _codecs
+
+    return _codecs.encode(pkg, encoding)
+
+
+def _sentinel_str(nbytes: int, rng: random.Random) -> str:
+    return "".join(rng.choice("QZJXKVWYqzjxkvwy") for _ in range(nbytes))
+
+
+def _splice_string(pkg, paths, payload: str, encoding: str, rng) -> bytes | None:
+    """Encode with an ASCII sentinel of the payload's byte length at `paths`, then put the payload's bytes there.
+
+    Used when the encoder refuses the payload (lone surrogates): the bytes are
+    what a hostile writer would produce (UTF-8 with surrogatepass, a JSON \\u
+    escape, a MessagePack str of those bytes).
+    """
+    raw = payload.encode("utf-8", "surrogatepass")
+    sentinel = _sentinel_str(max(len(raw), 8), rng)
+    raw = raw + b"_" * (len(sentinel) - len(raw))
+    for pth in paths:
+        set_at(pkg, pth, sentinel)
+    data = _encode(pkg, encoding)
+    sb = sentinel.encode()
+    if data.count(sb) != len(paths):
+        return None
+    if encoding == "json":
+        text = json.dumps(raw.decode("utf-8", "surrogatepass"))[1:-1].encode()
+        return data.replace(sb, text)
+    return data.replace(sb, raw)  # same length: FlatBuffers/MessagePack length prefixes stay right
+
+
+def _splice_int(pkg, path, typ: str, value: int, encoding: str) -> bytes | None:
+    """Encode with a sentinel integer at `path`, then replace its encoding by `value`'s."""
+    lo, hi = INT_RANGES[typ]
+    sentinel = 0x5A5A5A5A5A5A5A5 if hi >= (1 << 62) else (0x5A5A5A5 if hi >= (1 << 30) else None)
+    if sentinel is None:
+        return None  # an 8/16-bit field has no sentinel unlikely to occur elsewhere
+    set_at(pkg, path, sentinel)
+    data = _encode(pkg, encoding)
+    if encoding == "json":
+        sb = str(sentinel).encode()
+        new = str(value).encode()
+    else:
+        import msgpack
+
+        sb = msgpack.packb(sentinel)
+        new = msgpack.packb(value) if value >= 0 else msgpack.packb(value)
+    if data.count(sb) != 1:
+        return None
+    return data.replace(sb, new)
+
+
+def make_mutants(base: BaseFile, outdir: Path, marker: str, *, sites="per-field", modes=("value", "site", "int"),
+                 payload_names=None, seed=0, limit=None):
+    """Yield Mutants (written to `outdir`) for every site x payload of `base`.
+
+    `sites`: "all" (every site), "per-field" (the first and one random other
+    occurrence of each schema path), or an int N (a deterministic random sample
+    of N sites, both kinds).
+    """
+    import copy
+
+    from pt2format.errors import Pt2FormatError
+
+    rng = random.Random(seed)
+    all_sites = list(walk(base.package))
+    chosen = _choose(all_sites, sites, rng)
+    payloads = string_payloads(marker)
+    if payload_names is not None:
+        payloads = {k: v for k, v in payloads.items() if k in payload_names}
+    n = 0
+
+    def emit(site_label, schema_path, pname, mode, pkg_mutate, splice=None):
+        nonlocal n
+        mid = hashlib.sha1(f"{base.label}|{site_label}|{pname}|{mode}".encode()).hexdigest()[:12]
+        mut = Mutant(mid, base.label, base.encoding, site_label, schema_path, str(pname), mode)
+        pkg = copy.deepcopy(base.package)
+        try:
+            pkg_mutate(pkg)
+            program = _encode(pkg, base.encoding)
+            mut.note = "encoded"
+        except (Pt2FormatError, UnicodeError, OverflowError, ValueError, TypeError):
+            program = None
+        if program is None and splice is not None:
+            program = splice(copy.deepcopy(base.package))
+            mut.note = "spliced"
+        if program is None:
+            return None
+        mut.path = str(outdir / f"{mid}.pt2f")
+        write_program(mut.path, base, program)
+        n += 1
+        return mut
+
+    if "value" in modes:
+        # value substitution first: every occurrence of one string value, consistently
+        by_value = collections.OrderedDict()
+        for site in all_sites:
+            if site.kind == "string":
+                by_value.setdefault(get_at(base.package, site.path), []).append(site)
+        values = [v for v in by_value if v]
+        values = _choose_values(values, sites, rng)
+        for value in values:
+            group = by_value[value]
+            vlabel = f"value:{value[:40]!r}"
+            for pname, payload in payloads.items():
+                m = emit(vlabel, group[0].schema_path + f" (+{len(group) - 1})", pname, "value",
+                         lambda pkg, g=group, v=payload: [set_at(pkg, s.path, v) for s in g],
+                         lambda pkg, g=group, v=payload: _splice_string(pkg, [s.path for s in g], v,
+                                                                       base.encoding, rng))
+                if m:
+                    yield m
+                if limit and n >= limit:
+                    return
+    if "site" in modes:
+        string_sites = [s for s in chosen if s.kind == "string"]
+        for site in string_sites:
+            for pname, payload in payloads.items():
+                m = emit(site.label(), site.schema_path, pname, "site",
+                         lambda pkg, s=site, v=payload: set_at(pkg, s.path, v),
+                         lambda pkg, s=site, v=payload: _splice_string(pkg, [s.path], v, base.encoding, rng))
+                if m:
+                    yield m
+                if limit and n >= limit:
+                    return
+    if "int" in modes:
+        for site in (s for s in chosen if s.kind == "int"):
+            for v in int_values(site.type, unclamped=base.encoding != "flatbuffers"):
+                in_range = INT_RANGES[site.type][0] <= v <= INT_RANGES[site.type][1]
+                if not in_range and not _carries(base.encoding, v):
+                    continue
+                m = emit(site.label(), site.schema_path, v, "int",
+                         (lambda pkg, s=site, v=v: set_at(pkg, s.path, v)) if in_range else _refuse,
+                         lambda pkg, s=site, v=v: _splice_int(pkg, s.path, s.type, v, base.encoding))
+                if m:
+                    yield m
+                if limit and n >= limit:
+                    return
+
+
+def _refuse(pkg):
+    raise ValueError("out of the field's range: splice it")
+
+
+def _choose(all_sites, sites, rng):
+    if sites == "all":
+        return all_sites
+    if isinstance(sites, int):
+        return sorted(rng.sample(all_sites, min(sites, len(all_sites))), key=all_sites.index)
+    by_schema = collections.OrderedDict()
+    for s in all_sites:
+        by_schema.setdefault(s.schema_path, []).append(s)
+    out = []
+    for group in by_schema.values():
+        out.append(group[0])
+        if len(group) > 1:
+            out.append(rng.choice(group[1:]))
+    return out
+
+
+def _choose_values(values, sites, rng):
+    if sites == "all":
+        return values
+    if isinstance(sites, int):
+        return sorted(rng.sample(values, min(sites, len(values))), key=values.index)
+    return values
+
+
+# -- corpus files -------------------------------------------------------------------
+
+def build_corpus_files(cases, encodings, outdir: Path):
+    """Export each corpus case and save it with pt2format.save in each encoding; return BaseFiles."""
+    import warnings
+
+    import pt2format
+    from conformance.corpus import get_case
+
+    out = []
+    for name in cases:
+        case = get_case(name)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            built = case.build()
+            if isinstance(built, dict):
+                obj = {k: p.export() for k, p in built.items()}
+            else:
+                obj = built.export()
+        for enc in encodings:
+            path = outdir / f"{name}-{enc}.pt2f"
+            pt2format.save(obj, path, encoding=enc, fsync=False, progress=False)
+            out.append(open_base(path, f"{name}/{enc}", enc, case.child_imports))
+    return out
+
+
+# -- running mutants ------------------------------------------------------------------
+
+class Worker:
+    """One child process (pt2f_injection_worker) that runs mutants one at a time, killed on timeout."""
+
+    def __init__(self, child_imports=()):
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(SUPPORT)] + [env["PYTHONPATH"]] * ("PYTHONPATH" in env))
+        env.setdefault("OMP_NUM_THREADS", "1")
+        self.proc = subprocess.Popen([sys.executable, "-m", "pt2f_injection_worker", *child_imports],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     env=env, text=True, bufsize=1, cwd=str(ROOT))
+        self.child_imports = tuple(child_imports)
+        line = self._readline(120)
+        if line is None or not line.startswith("ready"):
+            self.close()
+            raise RuntimeError(f"injection worker did not start: {line!r}")
+
+    def _readline(self, timeout):
+        r, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        if not r:
+            return None
+        return self.proc.stdout.readline()
+
+    def run(self, job: dict, timeout: float):
+        """The worker's result dict, or {"outcome": "hang"} after killing it when it takes longer than timeout."""
+        self.proc.stdin.write(json.dumps(job) + "\n")
+        self.proc.stdin.flush()
+        line = self._readline(timeout)
+        if not line:
+            dead = self.proc.poll() is not None
+            self.close()
+            return {"outcome": "crash" if dead else "hang", "stage": "?", "error": ""}
+        return json.loads(line)
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+def classify(result: dict, marker_made: bool) -> str:
+    """The verdict: ok-refused | ok-survived | torch-error (reported, not a failure) | FAIL-*."""
+    if marker_made:
+        return "FAIL-marker"
+    outcome = result["outcome"]
+    if outcome == "refused":
+        return "ok-refused"
+    if outcome == "survived":
+        return "ok-survived"
+    if outcome == "torch-error":
+        return "torch-error"
+    if outcome == "untyped":
+        return "FAIL-untyped"
+    return "FAIL-" + outcome  # hang, crash
+
+
+def run_mutants(mutants, marker_dir: Path, *, timeout=60.0, thorough=True, on_result=None):
+    """Run each mutant in a worker; return [(mutant, result, verdict)]. Workers are reused until one dies."""
+    workers = {}
+    results = []
+    try:
+        for mut, imports in mutants:
+            w = workers.get(imports)
+            if w is None or not w.alive():
+                w = workers[imports] = Worker(imports)
+            for f in marker_dir.iterdir():
+                f.unlink()
+            res = w.run({"path": mut.path, "encoding": mut.encoding, "thorough": thorough}, timeout)
+            made = any(marker_dir.iterdir())
+            verdict = classify(res, made)
+            results.append((mut, res, verdict))
+            if on_result:
+                on_result(mut, res, verdict)
+            try:
+                os.unlink(mut.path)
+            except OSError:
+                pass
+    finally:
+        for w in workers.values():
+            w.close()
+    return results
+
+
+def summarize(results) -> str:
+    verdicts = collections.Counter(v for _, _, v in results)
+    modes = collections.Counter(m.mode for m, _, _ in results)
+    fields = {(m.schema_path, m.mode) for m, _, _ in results}
+    payloads = {m.payload for m, _, _ in results}
+    stages = collections.Counter(f"{r.get('stage')}" for _, r, v in results if v == "torch-error")
+    lines = [f"mutants: {len(results)} ({', '.join(f'{k} {v}' for k, v in sorted(modes.items()))})",
+             f"distinct fields x payloads: {len({(m.schema_path, m.payload) for m, _, _ in results})} "
+             f"({len(fields)} field/mode pairs, {len(payloads)} payloads)",
+             "verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(verdicts.items()))]
+    if stages:
+        lines.append("torch errors after a successful load, by stage: "
+                     + ", ".join(f"{k} {v}" for k, v in sorted(stages.items())))
+    return "\n".join(lines)
+
+
+def finding_line(mut: Mutant, res: dict, verdict: str) -> str:
+    err = (res.get("error") or "").replace("\n", " ")[:200]
+    return (f"- [injection] {mut.base}: `{mut.site}` ({mut.schema_path}), payload {mut.payload!r} ({mut.mode}, "
+            f"{mut.note}): {verdict} at {res.get('stage')}: {err}")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--full", action="store_true", help="every default case, encoding, field and payload")
+    ap.add_argument("--cases", default=None, help="comma-separated corpus case names")
+    ap.add_argument("--encodings", default=",".join(ENCODINGS))
+    ap.add_argument("--sites", default="per-field", help="all | per-field | N (random sample per file)")
+    ap.add_argument("--modes", default="value,site,int",
+                    help="value (a string replaced everywhere it occurs), site (at one place), int")
+    ap.add_argument("--payloads", default=None, help="comma-separated payload names, or 'core' (default: all)")
+    ap.add_argument("--timeout", type=float, default=60.0, help="seconds per mutant before it counts as a hang")
+    ap.add_argument("--quick", action="store_true", help="skip run_decompositions/unflatten (faster)")
+    ap.add_argument("--limit", type=int, default=None, help="at most this many mutants per file")
+    ap.add_argument("--findings", default=None, help="append one line per failing mutant to this file")
+    ap.add_argument("--jsonl", default=None, help="write every result as a JSON line to this file")
+    args = ap.parse_args(argv)
+    cases = args.cases.split(",") if args.cases else (DEFAULT_CASES if args.full else ("pytree_containers",))
+    encodings = args.encodings.split(",")
+    sites = int(args.sites) if args.sites.isdigit() else args.sites
+    work = Path(tempfile.mkdtemp(prefix="pt2f-inject-"))
+    marker_dir = work / "mk"
+    marker_dir.mkdir()
+    marker = str(marker_dir / "pwned")
+    t0 = time.time()
+    bases = build_corpus_files(cases, encodings, work)
+    jsonl = open(args.jsonl, "a") if args.jsonl else None
+
+    def on_result(mut, res, verdict):
+        if jsonl:
+            jsonl.write(json.dumps({**mut.__dict__, "verdict": verdict, **res}) + "\n")
+            jsonl.flush()
+        if verdict.startswith("FAIL"):
+            line = finding_line(mut, res, verdict)
+            print(line, flush=True)
+            if args.findings:
+                with open(args.findings, "a") as f:
+                    f.write(line + "\n")
+
+    all_results = []
+    for base in bases:
+        muts = ((m, base.child_imports) for m in make_mutants(
+            base, work, marker, sites=sites, modes=tuple(args.modes.split(",")),
+            payload_names=(CORE_PAYLOADS if args.payloads == "core" else
+                           args.payloads.split(",") if args.payloads else None), limit=args.limit))
+        res = run_mutants(muts, marker_dir, timeout=args.timeout, thorough=not args.quick, on_result=on_result)
+        all_results += res
+        print(f"{base.label}: {len(res)} mutants; "
+              + ", ".join(f"{k} {v}" for k, v in sorted(collections.Counter(v for *_, v in res).items())),
+              flush=True)
+    print(summarize(all_results))
+    print(f"{len(bases)} base files, {time.time() - t0:.0f} s")
+    return 1 if any(v.startswith("FAIL") for *_, v in all_results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
