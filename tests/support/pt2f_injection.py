@@ -346,28 +346,49 @@ def _splice_int(pkg, path, typ: str, value: int, encoding: str) -> bytes | None:
     return data.replace(sb, new)
 
 
-def make_mutants(base: BaseFile, outdir: Path, marker: str, *, sites="per-field", modes=("value", "site", "int"),
-                 payload_names=None, seed=0, limit=None):
-    """Yield Mutants (written to `outdir`) for every site x payload of `base`.
+def plan(base: BaseFile, *, sites="per-field", modes=("value", "site", "int"), payload_names=None, seed=0):
+    """Every (mode, target, payload) to try on `base`, in order; nothing is written yet.
 
     `sites`: "all" (every site), "per-field" (the first and one random other
     occurrence of each schema path), or an int N (a deterministic random sample
-    of N sites, both kinds).
+    of N sites). target is a Site, or for "value" a list of the Sites holding
+    one string value.
     """
+    rng = random.Random(seed)
+    all_sites = list(walk(base.package))
+    chosen = _choose(all_sites, sites, rng)
+    payloads = string_payloads("M")
+    names = [k for k in payloads if payload_names is None or k in payload_names]
+    out = []
+    if "value" in modes:
+        # value substitution first: every occurrence of one string value, consistently
+        by_value = collections.OrderedDict()
+        for site in all_sites:
+            if site.kind == "string":
+                by_value.setdefault(get_at(base.package, site.path), []).append(site)
+        values = _choose_values([v for v in by_value if v], sites, rng)
+        out += [("value", by_value[v], p) for v in values for p in names]
+    if "site" in modes:
+        out += [("site", s, p) for s in chosen if s.kind == "string" for p in names]
+    if "int" in modes:
+        for site in (s for s in chosen if s.kind == "int"):
+            for v in int_values(site.type, unclamped=base.encoding != "flatbuffers"):
+                lo, hi = INT_RANGES[site.type]
+                if lo <= v <= hi or _carries(base.encoding, v):
+                    out.append(("int", site, v))
+    return out
+
+
+def make_mutants(base: BaseFile, outdir: Path, marker: str, steps, *, seed=0):
+    """Write one mutated file per step of `plan()` to `outdir` and yield its Mutant (skipping unencodable ones)."""
     import copy
 
     from pt2format.errors import Pt2FormatError
 
     rng = random.Random(seed)
-    all_sites = list(walk(base.package))
-    chosen = _choose(all_sites, sites, rng)
     payloads = string_payloads(marker)
-    if payload_names is not None:
-        payloads = {k: v for k, v in payloads.items() if k in payload_names}
-    n = 0
 
-    def emit(site_label, schema_path, pname, mode, pkg_mutate, splice=None):
-        nonlocal n
+    def emit(site_label, schema_path, pname, mode, pkg_mutate, splice):
         mid = hashlib.sha1(f"{base.label}|{site_label}|{pname}|{mode}".encode()).hexdigest()[:12]
         mut = Mutant(mid, base.label, base.encoding, site_label, schema_path, str(pname), mode)
         pkg = copy.deepcopy(base.package)
@@ -376,61 +397,34 @@ def make_mutants(base: BaseFile, outdir: Path, marker: str, *, sites="per-field"
             program = _encode(pkg, base.encoding)
             mut.note = "encoded"
         except (Pt2FormatError, UnicodeError, OverflowError, ValueError, TypeError):
-            program = None
-        if program is None and splice is not None:
             program = splice(copy.deepcopy(base.package))
             mut.note = "spliced"
         if program is None:
             return None
         mut.path = str(outdir / f"{mid}.pt2f")
         write_program(mut.path, base, program)
-        n += 1
         return mut
 
-    if "value" in modes:
-        # value substitution first: every occurrence of one string value, consistently
-        by_value = collections.OrderedDict()
-        for site in all_sites:
-            if site.kind == "string":
-                by_value.setdefault(get_at(base.package, site.path), []).append(site)
-        values = [v for v in by_value if v]
-        values = _choose_values(values, sites, rng)
-        for value in values:
-            group = by_value[value]
-            vlabel = f"value:{value[:40]!r}"
-            for pname, payload in payloads.items():
-                m = emit(vlabel, group[0].schema_path + f" (+{len(group) - 1})", pname, "value",
-                         lambda pkg, g=group, v=payload: [set_at(pkg, s.path, v) for s in g],
-                         lambda pkg, g=group, v=payload: _splice_string(pkg, [s.path for s in g], v,
-                                                                       base.encoding, rng))
-                if m:
-                    yield m
-                if limit and n >= limit:
-                    return
-    if "site" in modes:
-        string_sites = [s for s in chosen if s.kind == "string"]
-        for site in string_sites:
-            for pname, payload in payloads.items():
-                m = emit(site.label(), site.schema_path, pname, "site",
-                         lambda pkg, s=site, v=payload: set_at(pkg, s.path, v),
-                         lambda pkg, s=site, v=payload: _splice_string(pkg, [s.path], v, base.encoding, rng))
-                if m:
-                    yield m
-                if limit and n >= limit:
-                    return
-    if "int" in modes:
-        for site in (s for s in chosen if s.kind == "int"):
-            for v in int_values(site.type, unclamped=base.encoding != "flatbuffers"):
-                in_range = INT_RANGES[site.type][0] <= v <= INT_RANGES[site.type][1]
-                if not in_range and not _carries(base.encoding, v):
-                    continue
-                m = emit(site.label(), site.schema_path, v, "int",
-                         (lambda pkg, s=site, v=v: set_at(pkg, s.path, v)) if in_range else _refuse,
-                         lambda pkg, s=site, v=v: _splice_int(pkg, s.path, s.type, v, base.encoding))
-                if m:
-                    yield m
-                if limit and n >= limit:
-                    return
+    for mode, target, p in steps:
+        if mode == "value":
+            group, payload = target, payloads[p]
+            value = get_at(base.package, group[0].path)
+            m = emit(f"value:{value[:40]!r}", group[0].schema_path + f" (+{len(group) - 1})", p, "value",
+                     lambda pkg, g=group, v=payload: [set_at(pkg, s.path, v) for s in g],
+                     lambda pkg, g=group, v=payload: _splice_string(pkg, [s.path for s in g], v, base.encoding, rng))
+        elif mode == "site":
+            site, payload = target, payloads[p]
+            m = emit(site.label(), site.schema_path, p, "site",
+                     lambda pkg, s=site, v=payload: set_at(pkg, s.path, v),
+                     lambda pkg, s=site, v=payload: _splice_string(pkg, [s.path], v, base.encoding, rng))
+        else:
+            site, v = target, p
+            in_range = INT_RANGES[site.type][0] <= v <= INT_RANGES[site.type][1]
+            m = emit(site.label(), site.schema_path, v, "int",
+                     (lambda pkg, s=site, v=v: set_at(pkg, s.path, v)) if in_range else _refuse,
+                     lambda pkg, s=site, v=v: _splice_int(pkg, s.path, s.type, v, base.encoding))
+        if m:
+            yield m
 
 
 def _refuse(pkg):
@@ -635,10 +629,12 @@ def main(argv=None) -> int:
 
     all_results = []
     for base in bases:
-        muts = ((m, base.child_imports) for m in make_mutants(
-            base, work, marker, sites=sites, modes=tuple(args.modes.split(",")),
-            payload_names=(CORE_PAYLOADS if args.payloads == "core" else
-                           args.payloads.split(",") if args.payloads else None), limit=args.limit))
+        steps = plan(base, sites=sites, modes=tuple(args.modes.split(",")),
+                     payload_names=(CORE_PAYLOADS if args.payloads == "core" else
+                                    args.payloads.split(",") if args.payloads else None))
+        if args.limit:
+            steps = steps[:args.limit]
+        muts = ((m, base.child_imports) for m in make_mutants(base, work, marker, steps))
         res = run_mutants(muts, marker_dir, timeout=args.timeout, thorough=not args.quick, on_result=on_result)
         all_results += res
         print(f"{base.label}: {len(res)} mutants; "
