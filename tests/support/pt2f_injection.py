@@ -490,6 +490,9 @@ class Worker:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(SUPPORT)] + [env["PYTHONPATH"]] * ("PYTHONPATH" in env))
         env.setdefault("OMP_NUM_THREADS", "1")
+        fd, self.stage_file = tempfile.mkstemp(prefix="pt2f-inject-stage-")
+        os.close(fd)
+        env["PT2F_INJECT_STAGE"] = self.stage_file
         self.proc = subprocess.Popen([sys.executable, "-m", "pt2f_injection_worker", *child_imports],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      env=env, text=True, bufsize=1, cwd=str(ROOT))
@@ -512,8 +515,11 @@ class Worker:
         line = self._readline(timeout)
         if not line:
             dead = self.proc.poll() is not None
+            with open(self.stage_file) as f:
+                stage = f.read()
             self.close()
-            return {"outcome": "crash" if dead else "hang", "stage": "?", "error": ""}
+            return {"outcome": "crash" if dead else "hang", "stage": stage,
+                    "error": f"no answer within {timeout:.0f} s" if not dead else f"exit {self.proc.returncode}"}
         return json.loads(line)
 
     def alive(self):
@@ -523,6 +529,10 @@ class Worker:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
+        try:
+            os.unlink(self.stage_file)
+        except OSError:
+            pass
 
 
 def classify(result: dict, marker_made: bool) -> str:

@@ -16,6 +16,7 @@ import contextlib
 import importlib
 import io
 import json
+import os
 import sys
 import traceback
 import warnings
@@ -25,6 +26,16 @@ def _err(e: BaseException) -> str:
     tb = traceback.extract_tb(e.__traceback__)
     where = f" @ {tb[-1].filename.rsplit('/', 2)[-1]}:{tb[-1].lineno}" if tb else ""
     return f"{type(e).__name__}: {str(e)[:300]}{where}"
+
+
+_STAGE_FILE = os.environ.get("PT2F_INJECT_STAGE")
+
+
+def _stage(name: str) -> None:
+    """Record the step about to run, so the parent can say where a hang happened."""
+    if _STAGE_FILE:
+        with open(_STAGE_FILE, "w") as f:
+            f.write(name)
 
 
 class Stop(Exception):
@@ -37,6 +48,7 @@ def _ours(stage, fn):
     """A pt2format entry point: a Pt2FormatError is a clean refusal; anything else is a finding."""
     from pt2format.errors import Pt2FormatError
 
+    _stage(stage)
     try:
         return fn()
     except Pt2FormatError as e:
@@ -46,6 +58,7 @@ def _ours(stage, fn):
 
 
 def _torch(stage, fn):
+    _stage(stage)
     try:
         return fn()
     except Exception as e:  # noqa: BLE001
@@ -98,7 +111,6 @@ def run(path: str, thorough: bool) -> dict:
 def main(argv) -> int:
     # Answers go to a private copy of stdout; fd 1 itself goes to stderr so that
     # anything torch or C code prints cannot corrupt the protocol.
-    import os
 
     proto = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
