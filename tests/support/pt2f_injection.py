@@ -481,6 +481,20 @@ def build_corpus_files(cases, encodings, outdir: Path):
     return out
 
 
+def golden_files(encodings):
+    """The golden files as bases (corpus programs saved by pt2format.save); cheaper than exporting again."""
+    from conformance.corpus import all_cases
+
+    cases = all_cases()
+    out = []
+    for path in sorted((ROOT / "conformance" / "golden").glob("*/*/program.pt2f")):
+        case, _, enc = path.parent.name.rpartition("-")
+        if enc in encodings:
+            imports = cases[case].child_imports if case in cases else ()
+            out.append(open_base(path, f"golden {path.parent.parent.name}/{case}/{enc}", enc, imports))
+    return out
+
+
 # -- running mutants ------------------------------------------------------------------
 
 class Worker:
@@ -488,7 +502,7 @@ class Worker:
 
     def __init__(self, child_imports=()):
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(SUPPORT)] + [env["PYTHONPATH"]] * ("PYTHONPATH" in env))
+        env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(SUPPORT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
         env.setdefault("OMP_NUM_THREADS", "1")
         fd, self.stage_file = tempfile.mkstemp(prefix="pt2f-inject-stage-")
         os.close(fd)
@@ -611,6 +625,8 @@ def main(argv=None) -> int:
     ap.add_argument("--payloads", default=None, help="comma-separated payload names, or 'core' (default: all)")
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds per mutant before it counts as a hang")
     ap.add_argument("--quick", action="store_true", help="skip run_decompositions/unflatten (faster)")
+    ap.add_argument("--golden", action="store_true", help="use the golden files as bases instead of exporting cases")
+    ap.add_argument("--plan-only", action="store_true", help="print the number of mutants per file and mode; run none")
     ap.add_argument("--limit", type=int, default=None, help="at most this many mutants per file")
     ap.add_argument("--findings", default=None, help="append one line per failing mutant to this file")
     ap.add_argument("--jsonl", default=None, help="write every result as a JSON line to this file")
@@ -623,7 +639,12 @@ def main(argv=None) -> int:
     marker_dir.mkdir()
     marker = str(marker_dir / "pwned")
     t0 = time.time()
-    bases = build_corpus_files(cases, encodings, work)
+    if args.golden:
+        bases = golden_files(encodings)
+        if args.cases:
+            bases = [b for b in bases if b.label.split("/")[1] in cases]
+    else:
+        bases = build_corpus_files(cases, encodings, work)
     jsonl = open(args.jsonl, "a") if args.jsonl else None
 
     def on_result(mut, res, verdict):
@@ -644,6 +665,13 @@ def main(argv=None) -> int:
                                     args.payloads.split(",") if args.payloads else None))
         if args.limit:
             steps = steps[:args.limit]
+        if args.plan_only:
+            by_mode = collections.Counter(st[0] for st in steps)
+            print(f"{base.label}: {len(steps)} mutants planned ("
+                  + ", ".join(f"{k} {v}" for k, v in sorted(by_mode.items())) + ")", flush=True)
+            all_results += [(Mutant("", base.label, base.encoding, "", st[1][0].schema_path if st[0] == "value"
+                                    else st[1].schema_path, str(st[2]), st[0]), {}, "planned") for st in steps]
+            continue
         muts = ((m, base.child_imports) for m in make_mutants(base, work, marker, steps))
         res = run_mutants(muts, marker_dir, timeout=args.timeout, thorough=not args.quick, on_result=on_result)
         all_results += res
