@@ -77,3 +77,12 @@ def test_sample_of_mutants_runs_nothing(base, tmp_path):
     assert not failures, "\n".join(failures)
     # A sample where everything was refused proves little: some mutants must load and run.
     assert any(v == "ok-survived" for *_, v in results), inj.summarize(results)
+
+
+@pytest.mark.parametrize("name", sorted(inj.CONTEXTS))
+def test_payloads_run_in_their_context(tmp_path, name):
+    """Positive control: each code payload really runs where it aims, so "no marker" means something."""
+    marker = tmp_path / "pwned"
+    payload = inj.string_payloads(str(marker))[name]
+    inj.run_in_context(name, payload)
+    assert marker.exists(), (name, payload)

@@ -72,14 +72,17 @@ def string_payloads(marker: str) -> dict:
     """name -> payload. Each code payload, if executed anywhere, creates `marker`."""
     code = f"__import__('os').system('touch {marker}')"
     expr = f"open({marker!r},'w')"
+    code_dq = code.replace("'", '"')  # survives a generator that escapes single quotes only
     p = {
         "code": code,
         "code-open": expr,
-        "sq-break": f"x') or {code} or ('",
-        "sq-expr": f"x' or {code} or '",
+        "sq-break": f"x', {code}, '",
+        "sq-expr": f"x' + str({code}) + '",
+        "sq-or": f"x') or {code} or ('",
         "sq-stmt": f"x'; {code}; '",
-        "dq-break": f'x") or {code} or ("',
-        "dq-expr": f'x" or {code} or "',
+        "dq-break": f'x", {code}, "',
+        "dq-expr": f'x" + str({code}) + "',
+        "dq-or": f'x") or {code} or ("',
         "tsq-break": f"x''' + str({code}) + '''",
         "tdq-break": f'x""" + str({code}) + """',
         "newline": f"x\n{code}\n",
@@ -92,7 +95,7 @@ def string_payloads(marker: str) -> dict:
         "hash-comment": f"{code} #",
         "hash-newline": f"x # c\n{code}\n",
         "backslash-end": "x\\",
-        "backslash-sq": f"x\\'); {code}; #",
+        "backslash-sq": f"x\\'); {code_dq}; #",
         "backslash-dq": f'x\\"); {code}; #',
         "backslash-newline": f"x\\\n{code}",
         "fstring": "{" + code + "}",
@@ -105,7 +108,7 @@ def string_payloads(marker: str) -> dict:
         "builtin-eval": "builtins.eval",
         "builtin-exec": "__builtins__.exec",
         "guard-break": f"s0) or {code} or (s0",
-        "sym-like": f"Symbol('s0') + {code}",
+        "sym-like": f"Symbol('s0') + str({code})",
         "dunder-class": "__class__",
         "dunder-init": "__init__",
         "dunder-globals": "__globals__",
@@ -145,8 +148,37 @@ def string_payloads(marker: str) -> dict:
     return p
 
 
+#: Where each code payload is meant to break out: a line of generated Python
+#: with `{p}` where the payload lands. `test_payloads_run_in_their_context`
+#: executes each one and requires the marker, so a payload that cannot run
+#: (and would make "no marker" meaningless) fails the suite. Payloads aimed at
+#: other readers or at names (dunders, keywords, U+2028, ...) have no entry.
+CONTEXTS = {
+    "code": "{p}", "code-open": "{p}", "hash-comment": "{p}", "paren-call": "{p}", "lambda": "{p}",
+    "sq-break": "f('{p}')", "sq-expr": "y = '{p}'", "sq-or": "f('{p}')", "sq-stmt": "y = '{p}'",
+    "dq-break": 'f("{p}")', "dq-expr": 'y = "{p}"', "dq-or": 'f("{p}")',
+    "tsq-break": "y = '''{p}'''", "tdq-break": 'y = """{p}"""',
+    "newline": "y = 1  # {p}", "newline-indent": "def g():\n    y = 1  # {p}\ng()", "newline-sq": "y = '{p}'",
+    "cr": "y = 1  # {p}", "crlf": "y = 1  # {p}", "form-feed": "y = 1  # {p}", "hash-newline": "y = 1  # {p}",
+    "backslash-sq": "f('{q}')", "backslash-dq": 'f("{qq}")',
+    "fstring": 'y = f"{p}"', "fstring-mid": 'y = f"{p}"',
+    "guard-break": "y = (s0 > {p})", "sym-like": "y = {p}",
+}
+
+
+def run_in_context(name: str, payload: str) -> None:
+    """Execute `payload` the way a careless code generator would paste it (CONTEXTS[name]).
+
+    `{q}`/`{qq}` escape only the quote (not backslashes), as naive escaping does.
+    """
+    src = (CONTEXTS[name].replace("{q}", payload.replace("'", "\\'")).replace("{qq}", payload.replace('"', '\\"'))
+           .replace("{p}", payload))
+    exec(compile(src, "<generated>", "exec"), {"f": lambda *a: None, "x": lambda *a: None, "s0": 1, "Symbol": str})
+
+
 #: A representative subset (one per family) for quick runs and CI.
-CORE_PAYLOADS = ("code", "sq-break", "dq-break", "tsq-break", "newline", "hash-newline", "backslash-sq", "fstring",
+CORE_PAYLOADS = ("code", "sq-break", "sq-or", "dq-break", "tsq-break", "newline", "hash-newline", "backslash-sq",
+                 "fstring",
                  "dunder-class", "kw-def", "nn-self", "nn-forward", "nn-modules", "long-100k", "nul", "lone-surrogate",
                  "nfkc-forward", "path-parent", "empty", "attr-chain")
 
@@ -502,7 +534,8 @@ class Worker:
 
     def __init__(self, child_imports=()):
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(SUPPORT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+        extra = [env["PYTHONPATH"]] if env.get("PYTHONPATH") else []
+        env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(SUPPORT)] + extra)
         env.setdefault("OMP_NUM_THREADS", "1")
         fd, self.stage_file = tempfile.mkstemp(prefix="pt2f-inject-stage-")
         os.close(fd)
