@@ -33,18 +33,17 @@ import argparse
 import collections
 import hashlib
 import json
-import os
 import random
-import select
-import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
+from pt2f_injection_payloads import CONTEXTS, CORE_PAYLOADS, run_in_context, string_payloads  # noqa: F401
+from pt2f_injection_run import Worker, classify, finding_line, run_mutants, summarize  # noqa: F401
+
 ROOT = Path(__file__).resolve().parents[2]
-SUPPORT = Path(__file__).resolve().parent
 
 INT_RANGES = {
     "int8": (-(1 << 7), (1 << 7) - 1), "uint8": (0, (1 << 8) - 1),
@@ -64,123 +63,6 @@ DEFAULT_CASES = ("mlp", "pytree_containers", "dataclass_output", "cond", "dynami
                  "scalar_none_kwargs_inputs", "kwargs_only", "params_and_buffers", "mutations", "lifted_constants",
                  "multi_program", "custom_op", "symfloat_symbool", "unbacked_item", "views_as_state")
 ENCODINGS = ("flatbuffers", "msgpack", "json")
-
-
-# -- payloads ------------------------------------------------------------------
-
-def string_payloads(marker: str) -> dict:
-    """name -> payload. Each code payload, if executed anywhere, creates `marker`."""
-    code = f"__import__('os').system('touch {marker}')"
-    expr = f"open({marker!r},'w')"
-    code_dq = code.replace("'", '"')  # survives a generator that escapes single quotes only
-    p = {
-        "code": code,
-        "code-open": expr,
-        "sq-break": f"x', {code}, '",
-        "sq-expr": f"x' + str({code}) + '",
-        "sq-or": f"x') or {code} or ('",
-        "sq-stmt": f"x'; {code}; '",
-        "dq-break": f'x", {code}, "',
-        "dq-expr": f'x" + str({code}) + "',
-        "dq-or": f'x") or {code} or ("',
-        "tsq-break": f"x''' + str({code}) + '''",
-        "tdq-break": f'x""" + str({code}) + """',
-        "newline": f"x\n{code}\n",
-        "newline-indent": f"x\n    {code}\n    ",
-        "newline-sq": f"x'\n{code}\n'",
-        "cr": f"x\r{code}\r",
-        "crlf": f"x\r\n{code}\r\n",
-        "line-sep": f"x\u2028{code}\u2028",
-        "form-feed": f"x\x0c\n{code}\n",
-        "hash-comment": f"{code} #",
-        "hash-newline": f"x # c\n{code}\n",
-        "backslash-end": "x\\",
-        "backslash-sq": f"x\\'); {code_dq}; #",
-        "backslash-dq": f'x\\"); {code}; #',
-        "backslash-newline": f"x\\\n{code}",
-        "fstring": "{" + code + "}",
-        "fstring-mid": "x{" + code + "}y",
-        "format-attr": "{0.__class__.__init__.__globals__}",
-        "percent": "%s%d%n",
-        "paren-call": f"x({code})",
-        "lambda": f"(lambda: {code})()",
-        "attr-chain": "torch.os.system",
-        "builtin-eval": "builtins.eval",
-        "builtin-exec": "__builtins__.exec",
-        "guard-break": f"s0) or {code} or (s0",
-        "sym-like": f"Symbol('s0') + str({code})",
-        "dunder-class": "__class__",
-        "dunder-init": "__init__",
-        "dunder-globals": "__globals__",
-        "dunder-builtins": "__builtins__",
-        "dunder-import": "__import__",
-        "dunder-dict": "__dict__",
-        "dunder-call": "__call__",
-        "dunder-code": "__code__",
-        "kw-def": "def", "kw-import": "import", "kw-lambda": "lambda", "kw-None": "None", "kw-True": "True",
-        "kw-return": "return", "kw-class": "class", "kw-async": "async",
-        "nn-forward": "forward", "nn-training": "training", "nn-modules": "_modules", "nn-self": "self",
-        "nn-code": "code", "nn-graph": "graph", "nn-parameters": "_parameters", "nn-buffers": "_buffers",
-        "nn-meta": "meta", "nn-register-buffer": "register_buffer", "nn-call-impl": "_call_impl",
-        "nn-getattr": "__getattr__", "nn-state-dict": "state_dict",
-        "dotted-forward": "a.forward", "dotted-dunder": "a.__class__.b",
-        "long-100k": "a" * 100_000,
-        "long-1m": "q" * 1_000_000,
-        "empty": "",
-        "space": " ",
-        "tab": "x\ty",
-        "nul": "x\x00y",
-        "control": "x\x01\x1b[2J\x7f",
-        "lone-surrogate": "x\ud800y",
-        "lone-low-surrogate": "\udc00",
-        "non-ascii": "caf\u00e9_\u540d\u524d",
-        "rtl-override": "x\u202e)(dlrow",
-        "zero-width": "a\u200bb",
-        "nfkc-forward": "\uff46orward",
-        "nfkc-self": "\uff53elf",
-        "path-parent": "../../../../etc/passwd",
-        "path-abs": "/etc/passwd",
-        "path-dotdot": "..",
-        "path-dot": ".",
-        "leading-digit": "0abc",
-        "dash": "a-b",
-    }
-    return p
-
-
-#: Where each code payload is meant to break out: a line of generated Python
-#: with `{p}` where the payload lands. `test_payloads_run_in_their_context`
-#: executes each one and requires the marker, so a payload that cannot run
-#: (and would make "no marker" meaningless) fails the suite. Payloads aimed at
-#: other readers or at names (dunders, keywords, U+2028, ...) have no entry.
-CONTEXTS = {
-    "code": "{p}", "code-open": "{p}", "hash-comment": "{p}", "paren-call": "{p}", "lambda": "{p}",
-    "sq-break": "f('{p}')", "sq-expr": "y = '{p}'", "sq-or": "f('{p}')", "sq-stmt": "y = '{p}'",
-    "dq-break": 'f("{p}")', "dq-expr": 'y = "{p}"', "dq-or": 'f("{p}")',
-    "tsq-break": "y = '''{p}'''", "tdq-break": 'y = """{p}"""',
-    "newline": "y = 1  # {p}", "newline-indent": "def g():\n    y = 1  # {p}\ng()", "newline-sq": "y = '{p}'",
-    "cr": "y = 1  # {p}", "crlf": "y = 1  # {p}", "form-feed": "y = 1  # {p}", "hash-newline": "y = 1  # {p}",
-    "backslash-sq": "f('{q}')", "backslash-dq": 'f("{qq}")',
-    "fstring": 'y = f"{p}"', "fstring-mid": 'y = f"{p}"',
-    "guard-break": "y = (s0 > {p})", "sym-like": "y = {p}",
-}
-
-
-def run_in_context(name: str, payload: str) -> None:
-    """Execute `payload` the way a careless code generator would paste it (CONTEXTS[name]).
-
-    `{q}`/`{qq}` escape only the quote (not backslashes), as naive escaping does.
-    """
-    src = (CONTEXTS[name].replace("{q}", payload.replace("'", "\\'")).replace("{qq}", payload.replace('"', '\\"'))
-           .replace("{p}", payload))
-    exec(compile(src, "<generated>", "exec"), {"f": lambda *a: None, "x": lambda *a: None, "s0": 1, "Symbol": str})
-
-
-#: A representative subset (one per family) for quick runs and CI.
-CORE_PAYLOADS = ("code", "sq-break", "sq-or", "dq-break", "tsq-break", "newline", "hash-newline", "backslash-sq",
-                 "fstring",
-                 "dunder-class", "kw-def", "nn-self", "nn-forward", "nn-modules", "long-100k", "nul", "lone-surrogate",
-                 "nfkc-forward", "path-parent", "empty", "attr-chain")
 
 
 @dataclass(frozen=True)
@@ -525,126 +407,6 @@ def golden_files(encodings):
             imports = cases[case].child_imports if case in cases else ()
             out.append(open_base(path, f"golden {path.parent.parent.name}/{case}/{enc}", enc, imports))
     return out
-
-
-# -- running mutants ------------------------------------------------------------------
-
-class Worker:
-    """One child process (pt2f_injection_worker) that runs mutants one at a time, killed on timeout."""
-
-    def __init__(self, child_imports=()):
-        env = dict(os.environ)
-        extra = [env["PYTHONPATH"]] if env.get("PYTHONPATH") else []
-        env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(SUPPORT)] + extra)
-        env.setdefault("OMP_NUM_THREADS", "1")
-        fd, self.stage_file = tempfile.mkstemp(prefix="pt2f-inject-stage-")
-        os.close(fd)
-        env["PT2F_INJECT_STAGE"] = self.stage_file
-        self.proc = subprocess.Popen([sys.executable, "-m", "pt2f_injection_worker", *child_imports],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     env=env, text=True, bufsize=1, cwd=str(ROOT))
-        self.child_imports = tuple(child_imports)
-        line = self._readline(120)
-        if line is None or not line.startswith("ready"):
-            self.close()
-            raise RuntimeError(f"injection worker did not start: {line!r}")
-
-    def _readline(self, timeout):
-        r, _, _ = select.select([self.proc.stdout], [], [], timeout)
-        if not r:
-            return None
-        return self.proc.stdout.readline()
-
-    def run(self, job: dict, timeout: float):
-        """The worker's result dict, or {"outcome": "hang"} after killing it when it takes longer than timeout."""
-        self.proc.stdin.write(json.dumps(job) + "\n")
-        self.proc.stdin.flush()
-        line = self._readline(timeout)
-        if not line:
-            dead = self.proc.poll() is not None
-            with open(self.stage_file) as f:
-                stage = f.read()
-            self.close()
-            return {"outcome": "crash" if dead else "hang", "stage": stage,
-                    "error": f"no answer within {timeout:.0f} s" if not dead else f"exit {self.proc.returncode}"}
-        return json.loads(line)
-
-    def alive(self):
-        return self.proc.poll() is None
-
-    def close(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-        try:
-            os.unlink(self.stage_file)
-        except OSError:
-            pass
-
-
-def classify(result: dict, marker_made: bool) -> str:
-    """The verdict: ok-refused | ok-survived | torch-error (reported, not a failure) | FAIL-*."""
-    if marker_made:
-        return "FAIL-marker"
-    outcome = result["outcome"]
-    if outcome == "refused":
-        return "ok-refused"
-    if outcome == "survived":
-        return "ok-survived"
-    if outcome == "torch-error":
-        return "torch-error"
-    if outcome == "untyped":
-        return "FAIL-untyped"
-    return "FAIL-" + outcome  # hang, crash
-
-
-def run_mutants(mutants, marker_dir: Path, *, timeout=60.0, thorough=True, on_result=None):
-    """Run each mutant in a worker; return [(mutant, result, verdict)]. Workers are reused until one dies."""
-    workers = {}
-    results = []
-    try:
-        for mut, imports in mutants:
-            w = workers.get(imports)
-            if w is None or not w.alive():
-                w = workers[imports] = Worker(imports)
-            for f in marker_dir.iterdir():
-                f.unlink()
-            res = w.run({"path": mut.path, "encoding": mut.encoding, "thorough": thorough}, timeout)
-            made = any(marker_dir.iterdir())
-            verdict = classify(res, made)
-            results.append((mut, res, verdict))
-            if on_result:
-                on_result(mut, res, verdict)
-            try:
-                os.unlink(mut.path)
-            except OSError:
-                pass
-    finally:
-        for w in workers.values():
-            w.close()
-    return results
-
-
-def summarize(results) -> str:
-    verdicts = collections.Counter(v for _, _, v in results)
-    modes = collections.Counter(m.mode for m, _, _ in results)
-    fields = {(m.schema_path, m.mode) for m, _, _ in results}
-    payloads = {m.payload for m, _, _ in results}
-    stages = collections.Counter(f"{r.get('stage')}" for _, r, v in results if v == "torch-error")
-    lines = [f"mutants: {len(results)} ({', '.join(f'{k} {v}' for k, v in sorted(modes.items()))})",
-             f"distinct fields x payloads: {len({(m.schema_path, m.payload) for m, _, _ in results})} "
-             f"({len(fields)} field/mode pairs, {len(payloads)} payloads)",
-             "verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(verdicts.items()))]
-    if stages:
-        lines.append("torch errors after a successful load, by stage: "
-                     + ", ".join(f"{k} {v}" for k, v in sorted(stages.items())))
-    return "\n".join(lines)
-
-
-def finding_line(mut: Mutant, res: dict, verdict: str) -> str:
-    err = (res.get("error") or "").replace("\n", " ")[:200]
-    return (f"- [injection] {mut.base}: `{mut.site}` ({mut.schema_path}), payload {mut.payload!r} ({mut.mode}, "
-            f"{mut.note}): {verdict} at {res.get('stage')}: {err}")
 
 
 def main(argv=None) -> int:
