@@ -120,8 +120,8 @@ def run_in_context(name: str, payload: str) -> None:
     `{q}`/`{qq}` escape only the quote (not backslashes), as naive escaping does;
     `{r}` is the payload's repr(), pasted inside a literal of a fixed quote style.
     """
-    src = (CONTEXTS[name].replace("{r}", repr(payload)).replace("{q}", payload.replace("'", "\\'")).replace("{qq}", payload.replace('"', '\\"'))
-           .replace("{p}", payload))
+    src = (CONTEXTS[name].replace("{r}", repr(payload)).replace("{q}", payload.replace("'", "\\'"))
+           .replace("{qq}", payload.replace('"', '\\"')).replace("{p}", payload))
     exec(compile(src, "<generated>", "exec"), {"f": lambda *a: None, "x": lambda *a: None, "s0": 1, "Symbol": str})
 
 
