@@ -25,6 +25,10 @@ import sys; sys.path.insert(0, '$ROOT/tests/support')
 import native_util_cpp as u
 print('seed files:', u.write_seed_corpus('$SEEDS'), file=sys.stderr)
 "
+# The golden files too: real programs of every encoding.
+for g in "$ROOT"/conformance/golden/*/*/program.pt2f; do
+  [ -f "$g" ] && cp "$g" "$SEEDS/golden-$(basename "$(dirname "$(dirname "$g")")")-$(basename "$(dirname "$g")").pt2f"
+done
 if [ -d "$ROOT/loaders/cpp/fuzz/regressions" ]; then
   cp -n "$ROOT"/loaders/cpp/fuzz/regressions/* "$SEEDS"/ 2>/dev/null || true
 fi
@@ -33,7 +37,8 @@ LOG="$BUILD/fuzz.log"
 set +e
 ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1" \
 UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
-"$BUILD/pt2f-fuzz-reader" -max_total_time="$SECONDS_TO_RUN" -timeout=10 -rss_limit_mb=2048 \
+# PT2F_FUZZ_RUNS=N stops after N executions instead (with a time limit of SECONDS).
+"$BUILD/pt2f-fuzz-reader" -max_total_time="$SECONDS_TO_RUN" ${PT2F_FUZZ_RUNS:+-runs=$PT2F_FUZZ_RUNS} -timeout=10 -rss_limit_mb=2048 \
   -max_len=262144 -print_final_stats=1 -artifact_prefix="$FINDINGS/" "$CORPUS" "$SEEDS" >"$LOG" 2>&1
 rc=$?
 set -e
@@ -43,4 +48,5 @@ if [ "$rc" -ne 0 ]; then
   echo "fuzz_cpp.sh: FINDING after ${execs:-?} executions; inputs in $FINDINGS" >&2
   exit 1
 fi
-echo "fuzz_cpp.sh: ${execs:-?} executions in ${SECONDS_TO_RUN}s without a finding (corpus: $(ls "$CORPUS" | wc -l) inputs)"
+cov="$(grep -o 'cov: [0-9]*' "$LOG" | tail -1)"
+echo "fuzz_cpp.sh: ${execs:-?} executions in ${SECONDS_TO_RUN}s without a finding (${cov:-cov: ?}) (corpus: $(ls "$CORPUS" | wc -l) inputs)"
