@@ -14,11 +14,15 @@ import sys
 import torch
 import torch.utils._pytree as pytree
 
-from conformance._describe import describe_treespec, describe_value_tree
+from conformance._describe import describe_treespec, describe_value_tree, first_difference
 from conformance._tensorio import TreeWriter, decode, tensor_bytes
 
 
 def _state_tensors(ep):
+    if isinstance(ep, torch.nn.Module):  # an unflattened module: its own buffers and parameters
+        yield from ep.named_parameters(remove_duplicate=False)
+        yield from ep.named_buffers(remove_duplicate=False)  # non-persistent ones too
+        return
     for name, t in ep.state_dict.items():
         yield name, t
     for name, t in ep.constants.items():
@@ -38,7 +42,8 @@ def _bits(t: torch.Tensor) -> torch.Tensor:
 
 
 def snapshot(ep) -> dict:
-    """Copies of every state tensor's bits. The training IR mutates buffers with in-place
+    """Copies of every state tensor's bits (of an ExportedProgram, or of a module such as
+    torch.export.unflatten's, which may hold its own copies of the program's buffers). The training IR mutates buffers with in-place
     ops (no BUFFER_MUTATION outputs), so any of them may change during a run. Bits, not
     values: sub-byte dtypes (int4, bits1x8 ...) have no copy kernel."""
     return {name: _bits(t).clone() for name, t in _state_tensors(ep) if t.numel()}
@@ -100,7 +105,7 @@ def same_results(a, b) -> bool:
         if isinstance(x, torch.Tensor):
             if x.dtype != y.dtype or x.shape != y.shape or tensor_bytes(x) != tensor_bytes(y):
                 return False
-        elif describe_value_tree(x) != describe_value_tree(y):
+        elif first_difference(describe_value_tree(x), describe_value_tree(y)):
             return False
     return True
 
@@ -147,8 +152,9 @@ def compare_leaf(want, got) -> str | None:
         return None
     if isinstance(got, torch.Tensor):
         return f"expected {want!r}, got a tensor"
-    if describe_value_tree(want) != describe_value_tree(got):
-        return f"expected {want!r}, got {got!r}"
+    problem = first_difference(describe_value_tree(want), describe_value_tree(got))
+    if problem:  # strict types: True is not 1, 1 is not 1.0
+        return f"expected {want!r} ({type(want).__name__}), got {got!r} ({type(got).__name__})"
     return None
 
 
@@ -177,20 +183,51 @@ def _resolvable(name: str) -> bool:
     return False
 
 
+def fallback_names(desc: dict) -> list | None:
+    """The field names or keys of a described container, when it has them: what a loader
+    that cannot import the class must keep (as a dict) in its place."""
+    ctx, n = desc["context"], len(desc["children"])
+    if isinstance(ctx, list) and len(ctx) == n and all(isinstance(k, str) for k in ctx):
+        return ctx  # namedtuple fields, dict keys
+    if (isinstance(ctx, list) and len(ctx) == 2 and isinstance(ctx[0], list) and len(ctx[0]) == n
+            and all(isinstance(k, str) for k in ctx[0])):
+        return ctx[0]  # a dataclass registered with torch.export.register_dataclass: [fields, none_fields]
+    return None
+
+
 def compare_spec(want, got, path: str = "") -> str | None:
-    """Compare two described TreeSpecs. A container type may differ only when the
-    original type is not importable here (the loader then falls back to a generic container)."""
+    """Compare two described TreeSpecs.
+
+    The container type must be the original's, with the same keys. Only when the
+    original class is not importable in this process may a loader fall back to a
+    generic container, and then only to the documented one: a dict holding the
+    original's field names (or keys) in order, or a tuple when the original has no
+    names. Anything else (swapped keys, a tuple in place of a named container) fails.
+    """
+    where = path or "<root>"
     if want is None or got is None:
         if want is not got:
-            return f"{path or '<root>'}: expected {'a leaf' if want is None else want['type']}, " \
+            return f"{where}: expected {'a leaf' if want is None else want['type']}, " \
                    f"got {'a leaf' if got is None else got['type']}"
         return None
-    if want["type"] != got["type"] and _resolvable(want["type"]):
-        return f"{path or '<root>'}: expected container {want['type']}, got {got['type']}"
-    if want["context"] != got["context"] and want["type"] == got["type"]:
-        return f"{path or '<root>'}: expected keys {want['context']!r}, got {got['context']!r}"
+    if want["type"] != got["type"]:
+        if _resolvable(want["type"]):
+            return f"{where}: expected container {want['type']}, got {got['type']}"
+        names = fallback_names(want)
+        if names is not None:
+            if got["type"] != "builtins.dict":
+                return f"{where}: {want['type']} is not importable here, so the loader must fall back to a dict " \
+                       f"with its names {names!r}; got {got['type']}"
+            if got["context"] != names:
+                return f"{where}: {want['type']} fell back to a dict with keys {got['context']!r}; " \
+                       f"expected its names {names!r} in order"
+        elif got["type"] not in ("builtins.tuple", "builtins.dict"):
+            return f"{where}: {want['type']} is not importable here; expected a tuple or dict fallback, " \
+                   f"got {got['type']}"
+    elif want["context"] != got["context"]:
+        return f"{where}: expected keys {want['context']!r}, got {got['context']!r}"
     if len(want["children"]) != len(got["children"]):
-        return f"{path or '<root>'}: expected {len(want['children'])} children, got {len(got['children'])}"
+        return f"{where}: expected {len(want['children'])} children, got {len(got['children'])}"
     for i, (w, g) in enumerate(zip(want["children"], got["children"])):
         problem = compare_spec(w, g, f"{path}[{i}]")
         if problem:

@@ -1,4 +1,4 @@
-"""The fresh loader process: load each saved file with pt2format and check it against torch's records.
+"""The fresh loader process: load each saved file with its target's loader and check it against torch's records.
 
 Run as `python -m conformance._child JOBDIR`. It imports torch, pt2format, the
 operator libraries listed in the job (custom ops, torchbind, pytree
@@ -25,9 +25,13 @@ from conformance._describe import (
     first_difference,
     positional_names,
 )
+from conformance._inputs import error_text
 from conformance._tensorio import decode, read_json, write_json
 
 PASS, FAIL, ERROR, NA, BLOCKED = "pass", "fail", "error", "na", "blocked"
+CHILD_CHECKS = ("load", "graph", "meta", "signature", "range_constraints", "module_call_graph", "state",
+                "example_inputs", "resave", "outputs", "extra_inputs", "invalid_inputs", "decomp", "unflatten",
+                "reexport")
 
 
 def _exc(e: BaseException) -> str:
@@ -97,9 +101,21 @@ def _compare_mcg(want: list, got: list) -> str | None:
     return None
 
 
-def _check_behaviour(row: Row, ref: dict, ep, pname: str, jobdir: str) -> None:
+def _no_inputs_reason(ref: dict, what: str) -> str:
+    info = ref.get("inputs", {})
+    notes = "; ".join(info.get("notes", {}).get("extra" if what == "extra" else "invalid", [])[:2])
+    if what == "extra":
+        return ("no other valid input: the case lists none, and no input derived from the program's shapes "
+                "and ranges was accepted by the original" + (f" ({notes})" if notes else ""))
+    return ("no invalid input: the case lists none, and no input derived from the program's shapes and ranges "
+            "(a size outside a range, a wrong static size) is rejected by one of the original's guards")
+
+
+def _check_behaviour(row: Row, ref: dict, ep, pname: str, jobdir: str, job: dict | None = None) -> None:
     snap = behave.snapshot(ep)
     iodir = os.path.join(jobdir, "io", pname)
+    if ref.get("nondeterministic_error"):  # first: it explains any difference that follows
+        row.put("outputs", ERROR, ref["nondeterministic_error"], pname)
     for set_name, entry in ref["sets"].items():
         check = "outputs" if set_name == "example" else "extra_inputs"
 
@@ -107,15 +123,24 @@ def _check_behaviour(row: Row, ref: dict, ep, pname: str, jobdir: str) -> None:
             behave.restore(ep, snap)
             args, kwargs = _inputs(entry["inputs"], iodir)
             problem = behave.compare_result(entry["expected"], behave.call(ep.module(), args, kwargs), iodir)
-            return f"{set_name}: {problem}" if problem else None
+            if problem:
+                return f"{set_name}: {problem}"
+            if not ref.get("deterministic", True):
+                return PASS, ("note: the case declares random outputs (deterministic=False): dtypes, shapes and "
+                              "structure compared, not values")
+            return None
 
         row.run(check, one, pname)
-    if not any(k != "example" for k in ref["sets"]):
-        row.put("extra_inputs", NA, "no extra inputs", pname)
+    n_extra = sum(1 for k in ref["sets"] if k != "example")
+    if not n_extra:
+        row.put("extra_inputs", NA, _no_inputs_reason(ref, "extra"), pname)
+    elif ref.get("inputs", {}).get("dynamic") and n_extra < 2 and row.checks.get("extra_inputs", [None])[0] == PASS:
+        row.put("extra_inputs", PASS, f"note: a dynamic program checked on {n_extra} other valid input only; "
+                                      + _no_inputs_reason(ref, "extra").replace("no other valid input: ", ""), pname)
     if ref.get("invalid_error"):
         row.put("invalid_inputs", ERROR, ref["invalid_error"], pname)
     elif not ref["invalid"]:
-        row.put("invalid_inputs", NA, "no invalid inputs", pname)
+        row.put("invalid_inputs", NA, _no_inputs_reason(ref, "invalid"), pname)
     for i, entry in enumerate(ref["invalid"]):
         def bad(entry=entry, i=i):
             behave.restore(ep, snap)
@@ -123,10 +148,13 @@ def _check_behaviour(row: Row, ref: dict, ep, pname: str, jobdir: str) -> None:
             try:
                 behave.call(ep.module(), args, kwargs)
             except Exception as e:  # noqa: BLE001 - rejecting is the expected outcome
-                want = entry["error"].split(":", 1)[0]
-                if type(e).__name__ != want:
-                    return f"invalid input #{i} rejected with {type(e).__name__}: {str(e).strip()[:200]}; " \
-                           f"the original raised {entry['error']}"
+                got = error_text(e)
+                if got != entry["error"]:  # the same guard: same type and message
+                    problem = f"invalid input #{i} rejected with {got!r}; the original raised {entry['error']!r}"
+                    why = _explained(job or {}, pname, "invalid_inputs", problem)
+                    if why is None:
+                        return problem + " (not listed in conformance/explained.toml)"
+                    return PASS, f"note: explained difference ({why}): {problem}"
                 return None
             return f"invalid input #{i} accepted; the original raised {entry['error']}"
 
@@ -134,65 +162,106 @@ def _check_behaviour(row: Row, ref: dict, ep, pname: str, jobdir: str) -> None:
     behave.restore(ep, snap)
 
 
-def _check_followups(row: Row, ref: dict, ep, pname: str, jobdir: str) -> None:
+def _explained(job: dict, pname: str, check: str, difference: str) -> str | None:
+    for e in job.get("explained", []):
+        if e.get("program", "forward") == pname and e["check"] == check and e["difference"] == difference:
+            return e["why"]
+    return None
+
+
+def _check_followups(row: Row, job: dict, ref: dict, ep, pname: str, jobdir: str) -> None:
     snap = behave.snapshot(ep)
     iodir = os.path.join(jobdir, "io", pname)
     example = ref["sets"]["example"]
-
-    def decomp():
-        r = ref["decomp"]
-        if "na" in r:
-            return NA, r["na"]
+    # Make all three first, in the producer's order, then run them.
+    made, failed = {}, {}
+    for key in ("decomp", "unflatten", "reexport"):
+        if "na" in ref[key]:
+            continue
         behave.restore(ep, snap)
-        d = ep.run_decompositions()
-        got = positional_names(describe_graph(d.graph_module, meta=False))
-        graph_diff = first_difference(positional_names(r["graph"]), got)
-        behave.restore(ep, snap)  # the decomposed program shares the state tensors
-        args, kwargs = _inputs(example["inputs"], iodir)
-        problem = behave.compare_result(r["expected"], behave.call(d.module(), args, kwargs), iodir)
-        if problem:
-            return problem + (f"; decomposed graph differs too: {graph_diff}" if graph_diff else "")
-        if graph_diff:  # same results, different (equivalent) graph: pass, with a note
-            return PASS, f"note: decomposed graph differs from torch's decomposition of the original " \
-                         f"(intermediate names ignored): {graph_diff}"
+        try:
+            if key == "decomp":
+                made[key] = ep.run_decompositions()
+            elif key == "unflatten":
+                made[key] = torch.export.unflatten(ep)
+            else:
+                args, kwargs = _inputs(example["inputs"], iodir)
+                made[key] = torch.export.export(ep.module(), args, kwargs, strict=False)
+        except Exception as e:  # noqa: BLE001
+            failed[key] = e
+
+    def results(key):
+        prog = made[key]
+        fn = prog if key == "unflatten" else prog.module()
+        own = behave.snapshot(prog)  # as the producer does
+        for set_name, want in ref[key]["sets"].items():
+            behave.restore(prog, own)
+            behave.restore(ep, snap)
+            args, kwargs = _inputs(ref["sets"][set_name]["inputs"], iodir)
+            try:
+                got = behave.call(fn, args, kwargs)
+            except Exception as e:  # noqa: BLE001 - compared with torch's outcome
+                if "error" in want and error_text(e) == want["error"]:
+                    continue
+                return f"{set_name}: raised {error_text(e)!r}" + (
+                    f"; torch raised {want['error']!r}" if "error" in want else "; torch returned a result")
+            if "error" in want:
+                return f"{set_name}: returned a result; torch raised {want['error']!r}"
+            problem = behave.compare_result(want["expected"], got, iodir)
+            if problem:
+                return f"{set_name}: {problem}"
         return None
 
-    def unflatten():
-        r = ref["unflatten"]
+    def check(key, static_problem):
+        r = ref[key]
         if "na" in r:
             return NA, r["na"]
-        behave.restore(ep, snap)
-        u = torch.export.unflatten(ep)
-        fqns = sorted(n for n, _ in u.named_modules())  # torch's order depends on the hash seed
-        if fqns != sorted(r["fqns"]):
-            return f"submodules: {first_difference(sorted(r['fqns']), fqns)}"
-        args, kwargs = _inputs(example["inputs"], iodir)
-        return behave.compare_result(r["expected"], behave.call(u, args, kwargs), iodir)
+        if key in failed:
+            raise failed[key]
+        problem = results(key)
+        if problem:
+            return problem + (f"; {static_problem}" if static_problem else "")
+        if static_problem:
+            why = _explained(job, pname, key, static_problem)
+            if why is None:
+                return static_problem + " (not listed in conformance/explained.toml)"
+            return PASS, f"note: explained difference ({why}): {static_problem}"
+        return None
 
-    def reexport():
-        r = ref["reexport"]
-        if "na" in r:
-            return NA, r["na"]
-        behave.restore(ep, snap)
-        args, kwargs = _inputs(example["inputs"], iodir)
-        again = torch.export.export(ep.module(), args, kwargs, strict=False)
-        behave.restore(ep, snap)
-        args, kwargs = _inputs(example["inputs"], iodir)
-        return behave.compare_result(r["expected"], behave.call(again.module(), args, kwargs), iodir)
+    def decomp_graph():
+        if "decomp" not in made:
+            return None
+        got = positional_names(describe_graph(made["decomp"].graph_module, meta=False))
+        diff = first_difference(positional_names(ref["decomp"]["graph"]), got)
+        return f"decomposed graph differs from torch's decomposition of the original " \
+               f"(intermediate names ignored): {diff}" if diff else None
 
-    row.run("decomp", decomp, pname)
-    row.run("unflatten", unflatten, pname)
-    row.run("reexport", reexport, pname)
+    def unflatten_fqns():
+        if "unflatten" not in made:
+            return None
+        fqns = sorted(n for n, _ in made["unflatten"].named_modules())  # torch's order depends on the hash seed
+        diff = first_difference(sorted(ref["unflatten"]["fqns"]), fqns)
+        return f"submodules: {diff}" if diff else None
+
+    row.run("decomp", lambda: check("decomp", decomp_graph()), pname)
+    row.run("unflatten", lambda: check("unflatten", unflatten_fqns()), pname)
+    row.run("reexport", lambda: check("reexport", None), pname)
     behave.restore(ep, snap)
 
 
-def _check_resave(row: Row, job: dict, loaded: dict, enc: str, path: str, jobdir: str) -> None:
-    import pt2format
+def _check_resave(row: Row, job: dict, loaded: dict, target: dict, path: str, jobdir: str) -> None:
+    from conformance import adapters
+
+    writer = adapters.resolve(target["writer"])
+    if not adapters.attr(writer, "deterministic_bytes", True):
+        row.put("resave", NA, f"the writer ({target['writer']}) does not give the same bytes when it saves the same "
+                              "program twice, so re-saving a loaded program cannot be compared byte for byte")
+        return
 
     def resave():
-        out = os.path.join(jobdir, f"resaved.{enc}.pt2f")
+        out = os.path.join(jobdir, f"resaved.{target['label']}.pt2f")
         obj = loaded if job["multi"] else next(iter(loaded.values()))
-        pt2format.save(obj, out, encoding=enc, fsync=False, progress=False)
+        writer.save(obj, out)
         with open(path, "rb") as f:
             a = f.read()
         with open(out, "rb") as f:
@@ -201,8 +270,9 @@ def _check_resave(row: Row, job: dict, loaded: dict, enc: str, path: str, jobdir
             os.unlink(out)
             return None
         at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+        diag = f"; canonical dumps: {_dump_diff(path, out)}" if adapters.attr(writer, "pt2format_file", True) else ""
         return f"saving the loaded program gives different bytes ({len(a)} vs {len(b)} bytes, first difference " \
-               f"at offset {at}; kept as {os.path.basename(out)}); canonical dumps: {_dump_diff(path, out)}"
+               f"at offset {at}; kept as {os.path.basename(out)}){diag}"
 
     row.run("resave", resave)
 
@@ -220,17 +290,26 @@ def _dump_diff(a: str, b: str) -> str:
     return first_difference(docs[0], docs[1]) or "identical (the bytes differ in layout only)"
 
 
-def run_encoding(job: dict, enc: str, jobdir: str) -> tuple[dict, dict]:
-    import pt2format
+def run_target(job: dict, target: dict, jobdir: str) -> tuple[dict, dict]:
+    """Every loader-side check for one target's file."""
+    from conformance import adapters
 
     row, timing = Row(), {}
-    path = os.path.join(jobdir, f"program.{enc}.pt2f")
+    path = os.path.join(jobdir, target["path"])
+    loader = adapters.resolve(target["loader"])
+    if job["multi"] and not adapters.attr(loader, "multi_program", False):
+        for c in CHILD_CHECKS:
+            row.put(c, NA, f"the loader ({target['loader']}) reads one program per file; this case is a "
+                           "multi-program file")
+        return row.checks, timing
     loaded = {}
     for pname in job["programs"]:
         try:
             t0 = time.perf_counter()
-            ep = pt2format.load(path, program=pname if job["multi"] else None)
+            ep = loader.load(path, program=pname if job["multi"] else None)
             timing[f"load_s:{pname}"] = time.perf_counter() - t0
+            if not isinstance(ep, torch.export.ExportedProgram):
+                raise TypeError(f"the loader returned {type(ep).__name__}, not an ExportedProgram")
             loaded[pname] = ep
             row.put("load", PASS)
         except Exception as e:  # noqa: BLE001
@@ -240,17 +319,20 @@ def run_encoding(job: dict, enc: str, jobdir: str) -> tuple[dict, dict]:
     # Static properties and re-saving first, while the state is as loaded.
     for pname, ep in loaded.items():
         _check_static(row, job["refs"][pname], ep, pname)
-    _check_resave(row, job, loaded, enc, path, jobdir)
+    _check_resave(row, job, loaded, target, path, jobdir)
     # Follow-ups before any call of ep.module(), in the producer's order (torch
     # keeps counters on the program that change the names later passes pick).
     for pname, ep in loaded.items():
-        if enc == job["followup_encoding"]:
-            _check_followups(row, job["refs"][pname], ep, pname, jobdir)
-        else:
-            for c in ("decomp", "unflatten", "reexport"):
-                row.put(c, NA, f"run for {job['followup_encoding']} only")
-        _check_behaviour(row, job["refs"][pname], ep, pname, jobdir)
+        _check_followups(row, job, job["refs"][pname], ep, pname, jobdir)
+        _check_behaviour(row, job["refs"][pname], ep, pname, jobdir, job)
     return row.checks, timing
+
+
+def run_encoding(job: dict, enc: str, jobdir: str) -> tuple[dict, dict]:
+    """pt2format's own loader and writer for one encoding (kept for callers of the old interface)."""
+    return run_target(job, {"label": enc, "path": f"program.{enc}.pt2f",
+                            "loader": "conformance.adapters:pt2format_loader",
+                            "writer": f"conformance.adapters:{enc}_writer"}, jobdir)
 
 
 def main(argv=None) -> int:
@@ -262,10 +344,10 @@ def main(argv=None) -> int:
     for name in job["child_imports"]:
         importlib.import_module(name)
     result = {"rows": {}, "timings": {}}
-    for enc in job["encodings"]:
-        if not os.path.exists(os.path.join(jobdir, f"program.{enc}.pt2f")):
+    for target in job["targets"]:
+        if not os.path.exists(os.path.join(jobdir, target["path"])):
             continue
-        result["rows"][enc], result["timings"][enc] = run_encoding(job, enc, jobdir)
+        result["rows"][target["label"]], result["timings"][target["label"]] = run_target(job, target, jobdir)
     producer = sorted(m for m in sys.modules if m.startswith("conformance.corpus"))
     result["producer_modules_imported"] = producer
     write_json(os.path.join(jobdir, "result.json"), result)

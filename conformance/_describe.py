@@ -42,9 +42,13 @@ def _fmt_float(x: float) -> str:
 
 
 def arg_repr(a):
-    """A JSON-able rendering of an FX argument; lists and tuples are not told apart."""
+    """A JSON-able rendering of an FX argument. A list renders as a JSON list, a
+    tuple as {"()": [...]}: torch gives the two different meanings (an op schema's
+    `int[]` vs a tuple output), so a loader that swaps them must show up."""
     if isinstance(a, torch.fx.Node):
         return "%" + a.name
+    if isinstance(a, tuple):
+        return {"()": [arg_repr(x) for x in a]}
     if isinstance(a, (list, tuple)):
         return [arg_repr(x) for x in a]
     if isinstance(a, dict):
@@ -371,9 +375,13 @@ def storage_keys(ep) -> tuple[set, set]:
 # --------------------------------------------------------------------------- diffs
 
 def first_difference(a, b, path: str = "") -> str | None:
-    """Path and values of the first place where two JSON-like trees differ, or None."""
-    if type(a) is not type(b) and not (isinstance(a, (int, float)) and isinstance(b, (int, float))):
-        return f"{path or '<root>'}: expected {_short(a)}, got {_short(b)}"
+    """Path and values of the first place where two JSON-like trees differ, or None.
+
+    Types must match exactly: `True` and `1` (or `1` and `1.0`) compare equal in
+    Python but are different values in a program (a bool flag vs an int size), so
+    they are a difference here."""
+    if type(a) is not type(b):
+        return f"{path or '<root>'}: expected {_short(a)} ({type(a).__name__}), got {_short(b)} ({type(b).__name__})"
     if isinstance(a, dict):
         for k in sorted(set(a) | set(b), key=str):
             if k not in b:

@@ -1,6 +1,15 @@
-"""Render runner verdicts as the markdown report (conformance/REPORT.md): case x encoding x check."""
+"""Render runner verdicts as the markdown report (conformance/REPORT.md): case x target x check.
+
+Every cell that is not a plain pass carries a reason: failures, errors and
+passes with a note are numbered one by one; a not-applicable cell points to
+its reason in a deduplicated list (many cells share one, e.g. "the case lists
+no invalid input and none could be derived"). No machine path appears: the
+reasons come from the runner, which names files by their base names only.
+"""
 
 from __future__ import annotations
+
+import re
 
 from conformance.runner import BLOCKED, CHECKS, ERROR, FAIL, NA, PASS, TORCH, CaseResult
 
@@ -10,53 +19,110 @@ _SHORT = {"export": "exp", "save": "save", "validate": "valid", "dump": "dump", 
           "module_call_graph": "mcg", "state": "state", "example_inputs": "ex.in", "resave": "resave",
           "outputs": "out", "extra_inputs": "extra", "invalid_inputs": "invalid", "decomp": "decomp",
           "unflatten": "unflat", "reexport": "reexp"}
+_LABEL = {"flatbuffers": "flat", "msgpack": "msgp", "json": "json"}
+_PATHS = re.compile(r"(?:/work|/root|/tmp|/home|/var|/private)/[^\s'\"\]\)|,;]*")
 
 
-def render_report(results: list[CaseResult], *, title: str = "pt2format conformance report") -> str:
+def scrub(text: str) -> str:
+    """Machine paths out: a committed report must not name this machine's directories."""
+    return _PATHS.sub("<path>", text)
+
+
+def render_report(results: list[CaseResult], *, title: str = "pt2format conformance report",
+                  not_run: list[str] = ()) -> str:
     import torch
 
     import pt2format
 
     counted = [r for r in results if r.torch_error is None]
-    rows = [(r, enc) for r in counted for enc in r.rows]
+    rows = [(r, label) for r in counted for label in r.rows]
+    labels = list(dict.fromkeys(label for _, label in rows))
     lines = [f"# {title}", "",
              f"torch {torch.__version__}, pt2format format {'.'.join(map(str, pt2format.FORMAT_VERSION))}. "
-             f"{len(results)} cases: {sum(r.passed for r in counted)} pass every check, "
-             f"{len(counted) - sum(r.passed for r in counted)} fail some, "
-             f"{len(results) - len(counted)} cannot be exported by torch itself (listed, not counted).", "",
+             f"{len(results)} cases, {len(results) - len(counted)} pinned as not exportable by torch itself "
+             "(conformance/not_exportable.toml; listed, not counted). Cases passing every check, per row label: "
+             + ", ".join(f"{_LABEL.get(lb, lb)} {_clean(counted, lb)}/{sum(1 for r in counted if lb in r.rows)}"
+                         for lb in labels) + ".", "",
+             "Rows: `flat`/`msgp`/`json` are pt2format's writer and loader in each encoding; any other label is a "
+             "writer/loader named on the runner's command line (conformance/README.md), e.g. `torch` = "
+             "torch.export.save/load.", "",
              "Cells: ok = pass (ok* = pass with a note), FAIL = mismatch, ERR = exception, – = not applicable, "
-             "· = blocked by an earlier failure. Reasons are listed below the table.", ""]
-    totals = {c: sum(1 for r, e in rows if r.rows[e].get(c, [BLOCKED])[0] == PASS) for c in CHECKS}
-    applicable = {c: sum(1 for r, e in rows if r.rows[e].get(c, [BLOCKED])[0] != NA) for c in CHECKS}
-    lines.append("| case | enc | " + " | ".join(_SHORT[c] for c in CHECKS) + " | save s | load s |")
-    lines.append("|---|---|" + "---|" * len(CHECKS) + "---|---|")
-    notes = []
-    for r, enc in rows:
+             "· = blocked by an earlier failure. `[n]` numbers a reason under the table; `–[Nn]` an N/A reason.", ""]
+    lines += ["## Totals per row label", "", "| label | " + " | ".join(_SHORT[c] for c in CHECKS) + " |",
+              "|---|" + "---|" * len(CHECKS)]
+    for label in labels:
+        mine = [(r, e) for r, e in rows if e == label]
         cells = []
         for c in CHECKS:
-            status, reason = r.rows[enc].get(c, [BLOCKED, ""])
+            ok = sum(1 for r, e in mine if r.rows[e].get(c, [BLOCKED])[0] == PASS)
+            app = sum(1 for r, e in mine if r.rows[e].get(c, [BLOCKED])[0] != NA)
+            cells.append(f"{ok}/{app}")
+        lines.append(f"| {_LABEL.get(label, label)} | " + " | ".join(cells) + " |")
+    lines += ["", "(passing / applicable; the rest of the rows are N/A for that column, each with its reason.)", ""]
+
+    lines += ["## Verdicts", "",
+              "| case | row | " + " | ".join(_SHORT[c] for c in CHECKS) + " | inputs | save s | load s |",
+              "|---|---|" + "---|" * len(CHECKS) + "---|---|---|"]
+    notes, na_reasons = [], {}
+    for r, label in rows:
+        cells = []
+        for c in CHECKS:
+            status, reason = r.rows[label].get(c, [BLOCKED, ""])
             mark = _CELL[status]
             if status == PASS and reason:
                 mark = "ok*"
             if status in (FAIL, ERROR, PASS) and reason:
-                notes.append((r.name, enc, c, status, reason))
+                notes.append((r.name, label, c, status, reason))
                 mark = f"{mark}[{len(notes)}]"
+            elif status in (NA, BLOCKED):
+                key = _generic(reason or "no reason given")
+                n = na_reasons.setdefault(key, len(na_reasons) + 1)
+                mark = f"{mark}[N{n}]"
             cells.append(mark)
-        t = r.timings.get(enc, {})
+        t = r.timings.get(label, {})
         load_s = sum(v for k, v in t.items() if k.startswith("load_s"))
-        lines.append(f"| {r.name} | {enc[:4]} | " + " | ".join(cells)
-                     + f" | {t.get('save_s', 0):.2f} | {load_s:.2f} |")
-    lines.append("| **passing** | | " + " | ".join(f"{totals[c]}/{applicable[c]}" for c in CHECKS) + " | | |")
+        lines.append(f"| {r.name} | {_LABEL.get(label, label)} | " + " | ".join(cells)
+                     + f" | {_inputs_cell(r)} | {t.get('save_s', 0):.2f} | {load_s:.2f} |")
+    lines += ["", "`inputs`: other valid inputs + invalid inputs checked per program (listed by the case / derived "
+              "from the program's shapes and ranges, conformance/_inputs.py).", ""]
     if notes:
-        lines += ["", "## Reasons", ""]
-        for i, (name, enc, c, status, reason) in enumerate(notes, 1):
-            lines.append(f"{i}. `{name}` {enc} {c} ({status}): {_md(reason)}")
+        lines += ["## Reasons", ""]
+        for i, (name, label, c, status, reason) in enumerate(notes, 1):
+            lines.append(f"{i}. `{name}` {label} {c} ({status}): {_md(reason)}")
+        lines.append("")
+    if na_reasons:
+        lines += ["## Why a cell is not applicable (–) or blocked (·)", ""]
+        for text, n in na_reasons.items():
+            lines.append(f"- N{n}. {_md(text)}")
+        lines.append("")
+    if not_run:
+        lines += ["## Selected cases not run (the run was interrupted)", "",
+                  ", ".join(f"`{n}`" for n in not_run), ""]
     lost = [r for r in results if r.torch_error is not None]
     if lost:
-        lines += ["", "## Cases torch itself cannot export (not counted)", ""]
+        lines += ["## Cases pinned as not exportable by torch (not counted)", ""]
         for r in lost:
             lines.append(f"- `{r.name}`: {_md(r.torch_error)}")
-    return "\n".join(lines) + "\n"
+    return scrub("\n".join(lines) + "\n")
+
+
+def _clean(results, label: str) -> int:
+    """Cases whose row `label` has no failing, erroring or blocked check."""
+    return sum(1 for r in results if label in r.rows
+               and all(r.rows[label].get(c, [BLOCKED])[0] in (PASS, NA) for c in CHECKS))
+
+
+def _inputs_cell(r: CaseResult) -> str:
+    info = r.inputs or {}
+    if not info:
+        return ""
+    return f"{info.get('extra', 0)} + {info.get('invalid', 0)}"
+
+
+def _generic(reason: str) -> str:
+    """An N/A reason without its program prefix and torch's traceback location, so equal reasons group."""
+    reason = re.sub(r"^\[[^\]]+\] ", "", reason)
+    return re.sub(r" \[[\w.]+:\d+( <- [\w.]+:\d+)*\]", "", reason)
 
 
 def _md(text: str) -> str:

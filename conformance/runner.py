@@ -12,6 +12,8 @@ report.
     python -m conformance.runner                 # whole corpus, report to conformance/REPORT.md
     python -m conformance.runner --set fast      # the default test-run subset
     python -m conformance.runner --cases mlp,cond --encodings json
+    python -m conformance.runner --writer conformance.adapters:torch_writer \\
+                                 --loader conformance.adapters:torch_loader   # torch's row beside ours
 """
 
 from __future__ import annotations
@@ -52,6 +54,8 @@ class CaseResult:
     timings: dict = field(default_factory=dict)
     phases: dict = field(default_factory=dict)
     seconds: float = 0.0
+    #: Inputs checked beyond the example, summed over the programs: {"extra": n, "invalid": n}.
+    inputs: dict = field(default_factory=dict)
 
     def failures(self) -> list[tuple[str, str, str, str]]:
         """(encoding, check, status, reason) for every check that neither passed nor was not applicable."""
@@ -69,7 +73,12 @@ class CaseResult:
 
     def to_json(self) -> dict:
         return {"name": self.name, "tags": list(self.tags), "torch_error": self.torch_error, "rows": self.rows,
-                "timings": self.timings, "phases": self.phases, "seconds": self.seconds}
+                "timings": self.timings, "phases": self.phases, "seconds": self.seconds, "inputs": self.inputs}
+
+    @classmethod
+    def from_json(cls, doc: dict) -> "CaseResult":
+        return cls(doc["name"], tuple(doc.get("tags", ())), doc.get("torch_error"), doc.get("rows", {}),
+                   doc.get("timings", {}), doc.get("phases", {}), doc.get("seconds", 0.0), doc.get("inputs", {}))
 
 
 def default_encodings(case) -> tuple:
@@ -84,22 +93,68 @@ def _exc(e: BaseException) -> str:
     return f"{type(e).__name__}: {lines[0][:300] if lines else ''} [{where}]"
 
 
+# --------------------------------------------------------------------------- targets and pinned lists
+
+@dataclass(frozen=True)
+class Target:
+    """One row per case: files written by `writer`, loaded by `loader` in a fresh process,
+    dumped by `dump` (a command with {path}; None = `python -m pt2format dump`).
+    Writers and loaders are `module:attribute` names (conformance/adapters.py)."""
+
+    label: str
+    writer: str
+    loader: str = "conformance.adapters:pt2format_loader"
+    dump: str | None = None
+
+
+def default_targets(encodings) -> tuple:
+    """pt2format's own writer and loader, one target per encoding."""
+    return tuple(Target(enc, f"conformance.adapters:{enc}_writer") for enc in encodings)
+
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _toml(name: str) -> dict:
+    import tomllib
+
+    with open(os.path.join(HERE, name), "rb") as f:
+        return tomllib.load(f)
+
+
+def not_exportable() -> dict:
+    """case name -> {reason, error}: the pinned cases torch cannot export (not_exportable.toml)."""
+    return _toml("not_exportable.toml")
+
+
+def explained_differences() -> dict:
+    """case name -> [{program, check, difference, why}]: graph differences after a follow-up
+    (run_decompositions) that are understood and accepted (explained.toml)."""
+    out = {}
+    for entry in _toml("explained.toml").get("difference", []):
+        out.setdefault(entry["case"], []).append(entry)
+    return out
+
+
 # --------------------------------------------------------------------------- producer side
 
-def _record_program(spec, ep, name: str, jobdir: str, deterministic: bool) -> dict:
+#: Minimum number of other valid / invalid inputs each program is checked on.
+MIN_EXTRA, MIN_INVALID = 2, 1
+
+
+def _record_program(spec, ep, name: str, jobdir: str, deterministic: bool, *, derive_inputs: bool = True) -> dict:
     """Torch's behaviour for the original program: results per input set and follow-ups."""
     import torch
 
     from conformance import _behave as behave
+    from conformance import _inputs
     from conformance._describe import describe_graph
     from conformance._tensorio import TreeWriter, decode
 
     iodir = os.path.join(jobdir, "io", name)
     inputs_w, out_w = TreeWriter(iodir, "in"), TreeWriter(iodir, "out")
     snap = behave.snapshot(ep)
-    sets = [("example", spec.args, spec.kwargs)]
-    sets += [(f"extra_{i}", a, k) for i, (a, k) in enumerate(spec.extra_inputs)]
-    docs = {set_name: inputs_w.encode((tuple(a), dict(k))) for set_name, a, k in sets}  # before any run
+    example_doc = inputs_w.encode((tuple(spec.args), dict(spec.kwargs)))  # before any run
 
     def fresh(doc):
         args, kwargs = decode(doc, iodir)
@@ -109,65 +164,108 @@ def _record_program(spec, ep, name: str, jobdir: str, deterministic: bool) -> di
         behave.restore(ep, snap)
         return fn_of_nothing()
 
-    example_doc = docs["example"]
-    # Follow-ups first: torch keeps counters on the program that calls of
-    # ep.module() advance; the loader process runs them in this same order.
-    follow = {}
+    # Follow-up programs first: torch keeps counters on the program that calls of
+    # ep.module() advance; the loader process makes them in this same order.
+    made, follow = {}, {}
     try:
         behave.restore(ep, snap)
-        d = ep.run_decompositions()
-        follow["decomp"] = {"graph": describe_graph(d.graph_module, meta=False),
-                            "result": run(lambda: behave.call(d.module(), *fresh(example_doc)))}
+        made["decomp"] = ep.run_decompositions()
+        follow["decomp"] = {"graph": describe_graph(made["decomp"].graph_module, meta=False)}
     except Exception as e:  # noqa: BLE001
         follow["decomp"] = {"na": "torch cannot run_decompositions() on the original: " + _exc(e)}
     try:
         behave.restore(ep, snap)
-        u = torch.export.unflatten(ep)
-        follow["unflatten"] = {"fqns": [n for n, _ in u.named_modules()],
-                               "result": run(lambda: behave.call(u, *fresh(example_doc)))}
+        made["unflatten"] = torch.export.unflatten(ep)
+        follow["unflatten"] = {"fqns": [n for n, _ in made["unflatten"].named_modules()]}
     except Exception as e:  # noqa: BLE001
         follow["unflatten"] = {"na": "torch cannot unflatten the original: " + _exc(e)}
     try:
         behave.restore(ep, snap)
-        again = torch.export.export(ep.module(), *fresh(example_doc), strict=False)
-        follow["reexport"] = {"result": run(lambda: behave.call(again.module(), *fresh(example_doc)))}
+        made["reexport"] = torch.export.export(ep.module(), *fresh(example_doc), strict=False)
+        follow["reexport"] = {}
     except Exception as e:  # noqa: BLE001
         follow["reexport"] = {"na": "torch cannot re-export the original's module(): " + _exc(e)}
 
+    # Inputs: the case's own, then derived ones up to the minimum (checked against the original).
+    extra = [tuple(x) for x in spec.extra_inputs]
+    invalid = [tuple(x) for x in spec.invalid_inputs]
+    notes = {"extra": [], "invalid": []}
+    n_extra, n_invalid = len(extra), len(invalid)
+    if derive_inputs:
+        def call_original(a, k):
+            behave.restore(ep, snap)
+            behave.call(ep.module(), a, k)
+
+        try:
+            more_extra, more_invalid, why = _inputs.derive(
+                ep, spec.args, spec.kwargs, call_original, want_extra=MIN_EXTRA - len(extra),
+                want_invalid=MIN_INVALID - len(invalid))
+        except Exception as e:  # noqa: BLE001 - deriving is best effort; the cell says why it is missing
+            more_extra, more_invalid, why = [], [], [f"deriving inputs failed: {_exc(e)}"]
+        extra += more_extra
+        invalid += more_invalid
+        notes["extra"] += why
+    sets = [("example", example_doc)]
+    sets += [(f"extra_{i}" if i < n_extra else f"derived_{i - n_extra}", inputs_w.encode((tuple(a), dict(k))))
+             for i, (a, k) in enumerate(extra)]
+
     first = run(lambda: behave.call(ep.module(), *fresh(example_doc)))
     second = run(lambda: behave.call(ep.module(), *fresh(example_doc)))
-    deterministic = deterministic and behave.same_results(first, second)
+    same = behave.same_results(first, second)
 
     def rec(result):
         return behave.record(result, out_w) if deterministic else behave.record_shapes(result)
 
-    ref = {"sets": {}, "invalid": [], "deterministic": deterministic}
-    for set_name, _, _ in sets:
-        result = first if set_name == "example" else run(lambda d=docs[set_name]: behave.call(ep.module(), *fresh(d)))
-        ref["sets"][set_name] = {"inputs": docs[set_name], "expected": rec(result)}
-    for i, (a, k) in enumerate(spec.invalid_inputs):
+    ref = {"sets": {}, "invalid": [], "deterministic": deterministic, "inputs": {
+        "extra_listed": n_extra, "extra_derived": len(extra) - n_extra,
+        "invalid_listed": n_invalid, "invalid_derived": len(invalid) - n_invalid,
+        "dynamic": bool(ep.range_constraints), "notes": notes}}
+    if deterministic and not same:
+        ref["nondeterministic_error"] = ("case definition error: two runs of the original on the example input "
+                                         "differ, but the case does not declare deterministic=False")
+    for set_name, doc in sets:
+        result = first if set_name == "example" else run(lambda d=doc: behave.call(ep.module(), *fresh(d)))
+        ref["sets"][set_name] = {"inputs": doc, "expected": rec(result)}
+    for i, (a, k) in enumerate(invalid):
         doc = inputs_w.encode((tuple(a), dict(k)))
+        origin = "listed" if i < n_invalid else "derived"
         try:
             run(lambda d=doc: behave.call(ep.module(), *fresh(d)))
         except Exception as e:  # noqa: BLE001 - the expected outcome
-            ref["invalid"].append({"inputs": doc, "error": f"{type(e).__name__}: {str(e).strip()[:200]}"})
+            kind = _inputs.guard_kind(e)
+            if kind is None:
+                ref["invalid_error"] = (f"case definition error: {origin} invalid input #{i} is not rejected by a "
+                                        f"guard; the original fails elsewhere: {_exc(e)}")
+            ref["invalid"].append({"inputs": doc, "error": _inputs.error_text(e), "kind": kind, "origin": origin})
         else:
-            ref["invalid_error"] = f"case definition error: the original program accepted invalid input #{i}"
-    for key, entry in follow.items():
-        if "result" in entry:
-            entry["expected"] = rec(entry.pop("result"))
-        ref[key] = entry
+            ref["invalid_error"] = f"case definition error: the original program accepted {origin} invalid input #{i}"
+    # Follow-up results on every valid input set: a result, or torch's refusal.
+    for key, prog in made.items():
+        fn = prog if key == "unflatten" else prog.module()
+        own = behave.snapshot(prog)  # its own state, if it copied any: every run starts from the initial one
+        outcomes = {}
+        for set_name, doc in sets:
+            try:
+                behave.restore(prog, own)
+                outcomes[set_name] = {"expected": rec(run(lambda d=doc: behave.call(fn, *fresh(d))))}
+            except Exception as e:  # noqa: BLE001 - e.g. the static re-export refuses other sizes
+                outcomes[set_name] = {"error": _inputs.error_text(e)}
+        follow[key]["sets"] = outcomes
+    ref.update(follow)
     behave.restore(ep, snap)
     return ref
 
 
-def _dump(path: str, timeout: float) -> bytes:
-    """Canonical dump through the public CLI (`python -m pt2format dump FILE`)."""
-    proc = subprocess.run([sys.executable, "-m", "pt2format", "dump", path], capture_output=True, timeout=timeout,
-                          cwd=REPO, env=_child_env())
+def _dump(path: str, timeout: float, command: str | None = None) -> bytes:
+    """Canonical dump through a dump reader's command (default `python -m pt2format dump FILE`)."""
+    import shlex
+
+    template = command or "{python} -m pt2format dump {path}"
+    argv = [a.replace("{python}", sys.executable).replace("{path}", path) for a in shlex.split(template)]
+    proc = subprocess.run(argv, capture_output=True, timeout=timeout, cwd=REPO, env=_child_env())
     if proc.returncode != 0:
         tail = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-3:]
-        raise RuntimeError(f"`python -m pt2format dump` exited with {proc.returncode}: {' | '.join(tail)}")
+        raise RuntimeError(f"the dump reader exited with {proc.returncode}: {' | '.join(tail)}")
     return proc.stdout
 
 
@@ -177,7 +275,8 @@ def _child_env() -> dict:
     return env
 
 
-def _file_checks(row: dict, path: str, expected_storages: tuple, timeout: float) -> bytes | None:
+def _file_checks(row: dict, path: str, expected_storages: tuple, timeout: float, dump_cmd: str | None = None
+                 ) -> bytes | None:
     import pt2format
 
     try:
@@ -192,6 +291,15 @@ def _file_checks(row: dict, path: str, expected_storages: tuple, timeout: float)
         row["dump"] = [PASS, ""]
     except Exception as e:  # noqa: BLE001
         row["dump"] = [ERROR, _exc(e)]
+    if dump_cmd and row["dump"][0] == PASS:  # a third-party dump reader must print the same bytes
+        try:
+            theirs = _dump(path, timeout, dump_cmd)
+            if theirs != dump:
+                at = next((i for i, (x, y) in enumerate(zip(dump, theirs)) if x != y), min(len(dump), len(theirs)))
+                row["dump"] = [FAIL, f"the dump reader's output differs from `python -m pt2format dump` at byte {at} "
+                                     f"({len(theirs)} vs {len(dump)} bytes)"]
+        except Exception as e:  # noqa: BLE001
+            row["dump"] = [ERROR, _exc(e)]
     try:
         f = pt2format.read(path)
         try:
@@ -224,28 +332,50 @@ def _run_child(jobdir: str, timeout: float) -> tuple[dict | None, str]:
     return read_json(os.path.join(jobdir, "result.json")), ""
 
 
-def run_case(case, *, encodings=None, workdir: str | None = None, timeout: float = 1800.0) -> CaseResult:
-    """Run one corpus case end to end; never raises (a crash of the runner itself is an error verdict)."""
+def run_case(case, *, encodings=None, targets=None, workdir: str | None = None, timeout: float = 1800.0
+             ) -> CaseResult:
+    """Run one corpus case end to end; never raises (a crash of the runner itself is an error verdict).
+
+    `targets` (Target rows) default to pt2format's writer and loader in `encodings`
+    (default: all three for fast cases, flatbuffers otherwise)."""
     t_start = time.perf_counter()
+    targets = tuple(targets or default_targets(encodings or default_encodings(case)))
     try:
-        return _run_case(case, encodings=encodings, workdir=workdir, timeout=timeout)
+        return _run_case(case, targets=targets, workdir=workdir, timeout=timeout)
     except Exception as e:  # noqa: BLE001
-        encodings = tuple(encodings or default_encodings(case))
         res = CaseResult(case.name, tuple(sorted(case.tags)))
         reason = "the runner failed (recording torch's behaviour or writing files): " + _exc(e)
-        res.rows = {enc: {c: [ERROR, reason] for c in CHECKS} for enc in encodings}
+        res.rows = {t.label: {c: [ERROR, reason] for c in CHECKS} for t in targets}
         res.seconds = time.perf_counter() - t_start
         return res
 
 
-def _run_case(case, *, encodings, workdir, timeout) -> CaseResult:
+def _export_verdict(case, error: str | None) -> tuple[str, str]:
+    """The `export` cell: torch's failure is expected only for pinned cases."""
+    pinned = not_exportable().get(case.name)
+    if error is None:
+        if pinned:
+            return FAIL, ("torch exports this case, but conformance/not_exportable.toml pins it as not exportable "
+                          f"({pinned['reason']}): remove it from the list")
+        return PASS, ""
+    if pinned is None:
+        return ERROR, f"torch failed to export a case that is not pinned in conformance/not_exportable.toml: {error}"
+    if not error.startswith(pinned["error"]):
+        return ERROR, (f"torch failed differently from the pinned reason (expected {pinned['error']!r}): {error}")
+    return TORCH, f"pinned as not exportable: {pinned['reason']} (torch: {error})"
+
+
+def _na_row(reason: str) -> dict:
+    return {c: [NA, reason] for c in CHECKS}
+
+
+def _run_case(case, *, targets, workdir, timeout) -> CaseResult:
     import torch
 
-    import pt2format
+    from conformance import adapters
     from conformance._describe import describe_program, first_difference, storage_keys
     from conformance._tensorio import write_json
 
-    encodings = tuple(encodings or default_encodings(case))
     res = CaseResult(case.name, tuple(sorted(case.tags)))
     t_start = time.perf_counter()
     jobdir = os.path.join(workdir or tempfile.mkdtemp(prefix="pt2f-conf-"), case.name)
@@ -258,16 +388,19 @@ def _run_case(case, *, encodings, workdir, timeout) -> CaseResult:
         multi = isinstance(built, dict)
         specs = built if multi else {"forward": built}
     except Exception as e:  # noqa: BLE001 - our own case definition is broken: a failure, not torch's
-        res.rows = {enc: {"export": [ERROR, "building the case failed: " + _exc(e)]} for enc in encodings}
+        res.rows = {t.label: {"export": [ERROR, "building the case failed: " + _exc(e)]} for t in targets}
         res.seconds = time.perf_counter() - t_start
         return res
     try:
         eps = {name: spec.export() for name, spec in specs.items()}
     except Exception as e:  # noqa: BLE001 - torch cannot export this case
-        res.torch_error = _exc(e)
-        res.rows = {enc: {"export": [TORCH, res.torch_error]} for enc in encodings}
+        status, reason = _export_verdict(case, _exc(e))
+        if status == TORCH:
+            res.torch_error = reason
+        res.rows = {t.label: {"export": [status, reason]} for t in targets}
         res.seconds = time.perf_counter() - t_start
         return res
+    export_cell = list(_export_verdict(case, None))
 
     res.phases["export"] = time.perf_counter() - t_start
     static = {name: describe_program(ep) for name, ep in eps.items()}
@@ -278,32 +411,44 @@ def _run_case(case, *, encodings, workdir, timeout) -> CaseResult:
         empty |= e
     storages = (len(full) + min(1, len(empty)), len(full) + len(empty))  # allowed range
     obj = eps if multi else eps["forward"]
-    dumps = {}
-    for enc in encodings:
-        row = res.rows.setdefault(enc, {"export": [PASS, ""]})
-        path = os.path.join(jobdir, f"program.{enc}.pt2f")
+    dumps, saved = {}, []
+    for t in targets:
+        writer = adapters.resolve(t.writer)
+        if multi and not adapters.attr(writer, "multi_program", False):
+            res.rows[t.label] = _na_row(f"the writer ({t.writer}) saves one program per file; this case is a "
+                                        "multi-program file")
+            res.rows[t.label]["export"] = list(export_cell)
+            continue
+        row = res.rows.setdefault(t.label, {"export": list(export_cell)})
+        path = os.path.join(jobdir, f"program.{t.label}.pt2f")
         try:
             t0 = time.perf_counter()
-            pt2format.save(obj, path, encoding=enc, fsync=False, progress=False)
-            res.timings.setdefault(enc, {})["save_s"] = time.perf_counter() - t0
+            writer.save(obj, path)
+            res.timings.setdefault(t.label, {})["save_s"] = time.perf_counter() - t0
             row["save"] = [PASS, ""]
+            saved.append(t)
         except Exception as e:  # noqa: BLE001
             row["save"] = [ERROR, _exc(e)]
             if os.path.exists(path):
                 os.unlink(path)
             continue
-        dumps[enc] = _file_checks(row, path, storages, timeout)
+        if adapters.attr(writer, "pt2format_file", True):
+            dumps[t.label] = _file_checks(row, path, storages, timeout, t.dump)
+        else:
+            why = f"the writer ({t.writer}) does not write pt2format files"
+            for c, what in (("validate", "pt2format.validate"), ("dump", "the canonical dump"),
+                            ("dedup", "storage counting through pt2format.read")):
+                row[c] = [NA, f"{why}: {what} is defined for pt2format files only"]
     for name, ep in eps.items():  # saving must not change the program
         problem = first_difference(static[name], describe_program(ep))
         if problem:
-            for enc in res.rows:
-                if res.rows[enc].get("save", [None])[0] == PASS:
-                    res.rows[enc]["save"] = [FAIL, f"[{name}] save changed the program: {problem}"]
-    good = [d for d in dumps.values() if d is not None]
-    if len(good) > 1 and any(d != good[0] for d in good):
-        for enc, d in dumps.items():
-            if d is not None and res.rows[enc]["dump"][0] == PASS and d != good[0]:
-                res.rows[enc]["dump"] = [FAIL, f"canonical dump differs from {next(iter(dumps))}'s"]
+            for t in saved:
+                if res.rows[t.label].get("save", [None])[0] == PASS:
+                    res.rows[t.label]["save"] = [FAIL, f"[{name}] save changed the program: {problem}"]
+    good = [(label, d) for label, d in dumps.items() if d is not None]
+    for label, d in good[1:]:
+        if d != good[0][1] and res.rows[label]["dump"][0] == PASS:
+            res.rows[label]["dump"] = [FAIL, f"canonical dump differs from {good[0][0]}'s"]
 
     res.phases["save_and_file_checks"] = time.perf_counter() - t_start - res.phases["export"]
     t_rec = time.perf_counter()
@@ -313,25 +458,32 @@ def _run_case(case, *, encodings, workdir, timeout) -> CaseResult:
         refs[name].update(_record_program(specs[name], ep, name, jobdir, case.deterministic))
     del eps, obj
     gc.collect()
+    res.inputs = {"extra": sum(len(r["sets"]) - 1 for r in refs.values()),
+                  "invalid": sum(len(r["invalid"]) for r in refs.values())}
 
-    saved = [enc for enc in encodings if res.rows[enc].get("save", [None])[0] in (PASS, FAIL)]
-    job = {"case": case.name, "multi": multi, "programs": list(specs), "encodings": saved,
-           "followup_encoding": saved[0] if saved else None, "child_imports": list(case.child_imports),
-           "num_threads": torch.get_num_threads(), "refs": refs}
+    explained = explained_differences().get(case.name, [])
+    job = {"case": case.name, "multi": multi, "programs": list(specs),
+           "targets": [{"label": t.label, "loader": t.loader, "writer": t.writer,
+                        "path": f"program.{t.label}.pt2f"} for t in saved],
+           "child_imports": list(case.child_imports), "num_threads": torch.get_num_threads(), "refs": refs,
+           "explained": explained}
     write_json(os.path.join(jobdir, "job.json"), job)
     res.phases["torch_records"] = time.perf_counter() - t_rec
     t_child = time.perf_counter()
     child, why = _run_child(jobdir, timeout) if saved else (None, "nothing was saved")
     res.phases["loader_process"] = time.perf_counter() - t_child
-    for enc in encodings:
-        row = res.rows[enc]
-        if child is None or enc not in child["rows"]:
-            reason = why if enc in saved else "save failed"
-            for c in CHILD_CHECKS:
-                row[c] = [ERROR if enc in saved else BLOCKED, reason]
+    labels = {t.label for t in saved}
+    for t in targets:
+        row = res.rows[t.label]
+        if row.get("save", [NA])[0] == NA:
             continue
-        got = child["rows"][enc]
-        res.timings.setdefault(enc, {}).update(child["timings"].get(enc, {}))
+        if child is None or t.label not in child["rows"]:
+            reason = why if t.label in labels else "save failed"
+            for c in CHILD_CHECKS:
+                row[c] = [ERROR if t.label in labels else BLOCKED, reason]
+            continue
+        got = child["rows"][t.label]
+        res.timings.setdefault(t.label, {}).update(child["timings"].get(t.label, {}))
         for c in CHILD_CHECKS:
             row[c] = got.get(c, [BLOCKED, "load failed" if c != "load" else "not run"])
         if child.get("producer_modules_imported"):
@@ -354,6 +506,18 @@ def main(argv=None) -> int:
     ap.add_argument("--no-report", action="store_true", help="print the report only")
     ap.add_argument("--json", help="also write all verdicts as JSON here")
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per loader process")
+    third = ap.add_argument_group("a third party's writer, loader or dump reader (see conformance/README.md)")
+    third.add_argument("--writer", help="module:attribute of a writer (save(obj, path)); default: pt2format "
+                                        "flatbuffers when --loader or --dump-reader is given")
+    third.add_argument("--loader", help="module:attribute of a loader (load(path, program=None) -> "
+                                        "ExportedProgram), run in a fresh process; default: pt2format.load")
+    third.add_argument("--dump-reader", help="command printing the canonical dump of {path}, compared byte for "
+                                             "byte with `python -m pt2format dump`")
+    third.add_argument("--label", help="the third party's row label (default: the writer's `label`, or 'third')")
+    third.add_argument("--only-third-party", action="store_true", help="leave pt2format's own rows out")
+    ap.add_argument("--render", metavar="JSON", help="render the report from a --json file of an earlier (possibly "
+                                                     "interrupted) run instead of running; selected cases missing "
+                                                     "from it are listed as not run")
     ap.add_argument("--list", action="store_true", help="list the selected cases and exit")
     args = ap.parse_args(argv)
 
@@ -372,28 +536,57 @@ def main(argv=None) -> int:
             print(f"{c.name:40s} {','.join(sorted(c.tags)):30s} {c.description}")
         return 0
     encodings = args.encodings.split(",") if args.encodings else None
+    from conformance._report import render_report
+
+    if args.render:
+        with open(args.render, encoding="utf-8") as f:
+            results = [CaseResult.from_json(d) for d in json.load(f)]
+        done = {r.name for r in results}
+        text = render_report(results, not_run=[c.name for c in cases if c.name not in done])
+        print(text)
+        if not args.no_report:
+            with open(args.report, "w", encoding="utf-8") as f:
+                f.write(text)
+        return 0
+    extra_target = third_party_target(args)
     workdir = args.workdir or tempfile.mkdtemp(prefix="pt2f-conformance-")
     results = []
+    t_run = time.perf_counter()
     for i, c in enumerate(cases, 1):
         print(f"[{i}/{len(cases)}] {c.name} ...", file=sys.stderr, flush=True)
-        r = run_case(c, encodings=encodings, workdir=workdir, timeout=args.timeout)
+        targets = () if args.only_third_party else default_targets(encodings or default_encodings(c))
+        targets += (extra_target,) if extra_target else ()
+        r = run_case(c, targets=targets, workdir=workdir, timeout=args.timeout)
         state = "torch cannot export" if r.torch_error else ("pass" if r.passed else f"{len(r.failures())} failing")
         phases = ", ".join(f"{k} {v:.1f}" for k, v in r.phases.items())
         print(f"    {state} ({r.seconds:.1f} s: {phases})", file=sys.stderr, flush=True)
         results.append(r)
+        if args.json:  # after every case, so an interrupted run can still be rendered (--render)
+            with open(args.json, "w", encoding="utf-8") as f:
+                json.dump([x.to_json() for x in results], f, indent=1, sort_keys=True)
         gc.collect()
-    from conformance._report import render_report
-
+    print(f"{len(results)} cases in {time.perf_counter() - t_run:.0f} s", file=sys.stderr)
     text = render_report(results)
     print(text)
     if not args.no_report:
         with open(args.report, "w", encoding="utf-8") as f:
             f.write(text)
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump([r.to_json() for r in results], f, indent=1, sort_keys=True)
     print(f"files and records kept in {workdir}", file=sys.stderr)
     return 0 if all(r.passed or r.torch_error for r in results) else 1
+
+
+def third_party_target(args) -> Target | None:
+    """The row for --writer/--loader/--dump-reader, or None when none is given."""
+    if not (args.writer or args.loader or args.dump_reader):
+        return None
+    from conformance import adapters
+
+    writer = args.writer or "conformance.adapters:flatbuffers_writer"
+    label = args.label
+    if label is None and args.writer:
+        label = getattr(adapters.resolve(writer), "label", None)
+    return Target(label or "third", writer, args.loader or "conformance.adapters:pt2format_loader",
+                  args.dump_reader)
 
 
 if __name__ == "__main__":

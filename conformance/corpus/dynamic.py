@@ -12,12 +12,17 @@ from conformance.corpus.basic import MLP
 
 @case("dynamic_batch", tags=("fast",))
 def dynamic_batch():
-    """A batch Dim with min and max; other batch sizes valid, sizes outside the range rejected."""
+    """A batch Dim with min and max; other batch sizes valid, sizes outside the range rejected.
+
+    Every invalid input here is rejected before the graph runs: by a guard
+    (batch > 16, a wrong static size) or by the input tree spec (one input too
+    many). A rank mismatch is not listed: torch has no guard for it, it fails
+    inside the matmul."""
     batch = Dim("batch", min=2, max=16)
     return Program(MLP(), (torch.randn(4, 8),), dynamic_shapes=({0: batch},),
                    extra_inputs=[((torch.randn(2, 8),), {}), ((torch.randn(16, 8),), {})],
                    invalid_inputs=[((torch.randn(17, 8),), {}), ((torch.randn(4, 9),), {}),
-                                   ((torch.randn(4, 8, 1),), {})])
+                                   ((torch.randn(4, 8), torch.randn(4, 8)), {})])
 
 
 class TwoInputs(nn.Module):

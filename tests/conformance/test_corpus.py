@@ -1,9 +1,11 @@
 """Every corpus case round-trips through pt2format with torch-verified fidelity (conformance.runner).
 
 The fast cases run by default (all three encodings); the rest are marked
-`corpus` and run with `pytest --corpus` (flatbuffers). A case torch itself
-cannot export is skipped with torch's error: it tests torch, not us. Every
-other outcome that is not a pass fails, with each failing check's reason.
+`corpus` and run with `pytest --corpus` (flatbuffers). Only the cases pinned
+in conformance/not_exportable.toml (with torch's reason) may fail to export;
+they are skipped with that reason. Any other export failure fails, and so
+does a pinned case that torch now exports. Every other outcome that is not a
+pass fails, with each failing check's reason.
 """
 
 from __future__ import annotations
@@ -29,8 +31,8 @@ def _params():
 @pytest.mark.parametrize("name", list(_params()))
 def test_corpus_case(name, tmp_path):
     result = run_case(corpus.get_case(name), workdir=str(tmp_path))
-    if result.torch_error is not None:
-        pytest.skip(f"torch itself cannot export this case: {result.torch_error}")
+    if result.torch_error is not None:  # set only for a pinned case failing with its pinned error
+        pytest.skip(result.torch_error)
     failures = result.failures()
     if failures:
         lines = [f"{len(failures)} failing checks for {name} (files in {tmp_path / name}):"]
@@ -51,7 +53,7 @@ def test_fast_set_covers_the_issue_list():
 
 
 def test_exportdb_fully_listed():
-    """Every ExportDB example is a case (those torch cannot export are skipped, not dropped)."""
+    """Every ExportDB example is a case (those torch cannot export are pinned, not dropped)."""
     from torch._export.db.examples import all_examples
 
     names = {c.name for c in corpus.select(tags=["exportdb"])}

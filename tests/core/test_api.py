@@ -226,10 +226,22 @@ def test_convert_chain_returns_identical_bytes(tmp_path):
 
 
 def test_convert_in_place(tmp_path):
-    src = tmp_path / "a.pt2f"
+    """Converting a file onto itself changes its encoding and keeps its contents."""
+    from pt2format._dump import dump
+
+    src, other = tmp_path / "a.pt2f", tmp_path / "b.pt2f"
     _api.write_package(src, tiny_package((3,)), float_payloads((3,)))
+    _api.write_package(other, tiny_package((3,)), float_payloads((3,)), encoding="json")
+    with _api.read(src) as f:
+        assert f.header.sections[0].encoding == 1
+        before = [bytes(f.storage_view(i)) for i in range(len(f.package.storages))]
     _api.convert(src, src, "json")
     _api.validate(src)
+    with _api.read(src) as f:
+        assert f.header.sections[0].encoding == 3
+        assert [bytes(f.storage_view(i)) for i in range(len(f.package.storages))] == before
+    assert dump(src) == dump(other)  # the canonical dump covers every field
+    assert src.read_bytes() == other.read_bytes()
 
 
 def test_convert_inlines_shards(tmp_path):

@@ -232,7 +232,7 @@ def test_code_in_file_through_every_encoding_never_runs(tmp_path):
     from pt2format._api import write_package
     ep0, pkg0, data = base_package()
     sentinel = tmp_path / "sentinel"
-    for enc in ("flatbuffers", "json"):
+    for enc in ("flatbuffers", "msgpack", "json"):
         for kind, payload in payloads(sentinel).items():
             pkg = copy.deepcopy(pkg0)
             _first_node(pkg, "linear").metadata.stack_trace = payload

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 import warnings
 
 import numpy as np
@@ -61,7 +62,7 @@ def test_example_inputs_are_restored(tmp_path):
     loaded = pt2format.load(tmp_path / "a.pt2f")
     (args, kwargs), (args2, kwargs2) = c.ep.example_inputs, loaded.example_inputs
     assert len(args) == len(args2) and H.outputs_equal(args, args2)
-    assert kwargs == kwargs2 or H.outputs_equal(kwargs, kwargs2)
+    assert H.outputs_equal(kwargs, kwargs2)
     _save(c.ep, tmp_path / "b.pt2f", example_inputs=False)
     assert pt2format.load(tmp_path / "b.pt2f").example_inputs is None
 
@@ -165,15 +166,22 @@ def test_writes_to_loaded_tensors_never_reach_the_file(tmp_path):
 
 
 def test_four_threads_load_the_same_file(tmp_path):
+    """Four threads load at once: a barrier releases them together, and the first loads of
+    every thread must overlap in time (otherwise the test would only prove serial loading)."""
     c = case("nested_cond")
     p = tmp_path / "c.pt2f"
     _save(c.ep, p)
-    results, errors = [], []
+    results, errors, spans = [], [], []
+    start = threading.Barrier(4, timeout=120)
 
     def work():
         try:
-            for _ in range(3):
+            start.wait()
+            for i in range(3):
+                t0 = time.perf_counter()
                 results.append(pt2format.load(p))
+                if i == 0:
+                    spans.append((t0, time.perf_counter()))
         except Exception as e:  # noqa: BLE001 - reported below
             errors.append(e)
     threads = [threading.Thread(target=work) for _ in range(4)]
@@ -183,6 +191,7 @@ def test_four_threads_load_the_same_file(tmp_path):
         t.join()
     assert not errors, errors
     assert len(results) == 12
+    assert max(a for a, _ in spans) < min(b for _, b in spans), f"the first loads never overlapped: {spans}"
     for r in results:
         H.assert_same_program(c.ep, r)
     args = c.valid[0][0]

@@ -74,11 +74,11 @@ def _replace(text, start, end, new):
 
 
 def _string_field(text):
-    """The first plain `name: string;` field of a table with more than one field."""
+    """The first `name: string (...);` field of a table with more than one field."""
     for m in _blocks(text, "table"):
         lines = _member_lines(m)
         for start, end, line in lines:
-            if len(lines) > 1 and re.fullmatch(r"  \w+: string;\n", line):
+            if len(lines) > 1 and re.fullmatch(r"  \w+: string( \([^)]*\))?;\n", line):
                 return start, end, line
     raise AssertionError("no plain string field in the schema")
 
@@ -112,12 +112,12 @@ def delete_field(t):
 
 def change_field_type(t):
     s, e, line = _string_field(t)
-    return _replace(t, s, e, line.replace(": string;", ": [string];"))
+    return _replace(t, s, e, line.replace(": string", ": [string]", 1))
 
 
 def require_field(t):
     s, e, line = _string_field(t)
-    return _replace(t, s, e, line.replace(": string;", ": string (required);"))
+    return _replace(t, s, e, (line.replace(" (", " (required, ", 1) if "(" in line else line.replace(";", " (required);", 1)))
 
 
 def new_required_field(t):

@@ -202,13 +202,18 @@ def assert_same_state(orig, loaded):
 
 
 def outputs_equal(a, b):
+    """True when two output trees are the same: the same tree structure (container types,
+    keys, order), and leaf by leaf the same type, dtype, shape and bits (NaN equals NaN;
+    True is not 1)."""
     fa, sa = torch.utils._pytree.tree_flatten(a)
     fb, sb = torch.utils._pytree.tree_flatten(b)
-    if len(fa) != len(fb):
+    if sa != sb or len(fa) != len(fb):
         return False
     for x, y in zip(fa, fb):
+        if type(x) is not type(y):
+            return False
         if isinstance(x, torch.Tensor):
-            if not isinstance(y, torch.Tensor) or not torch.equal(bits(x), bits(y)) or x.shape != y.shape:
+            if x.dtype != y.dtype or x.shape != y.shape or not torch.equal(bits(x), bits(y)):
                 return False
         elif x != y and not (isinstance(x, float) and math.isnan(x) and math.isnan(y)):
             return False

@@ -1,0 +1,119 @@
+"""The interfaces a writer, a loader and a dump reader provide to be checked by the runner, and the built-in ones.
+
+The runner checks any writer or loader, not only pt2format's. It names them
+on its command line as `module:attribute` (`--writer`, `--loader`) and a
+dump reader as a command (`--dump-reader`); see conformance/README.md.
+
+A **writer** is an object with
+
+    save(obj, path) -> None       obj: an ExportedProgram, or a dict name -> ExportedProgram
+                                  when `multi_program` is true
+    label: str                    short name for the report's row (optional)
+    pt2format_file: bool          its files are pt2format files, so validate/dump/dedup
+                                  apply (optional, default True)
+    multi_program: bool           it can save several programs in one file (optional,
+                                  default False)
+    deterministic_bytes: bool     saving the same program twice gives the same bytes, so
+                                  `resave` applies (optional, default True)
+
+A **loader** is an object with
+
+    load(path, program=None) -> ExportedProgram
+                                  runs in a fresh process that imports no corpus code;
+                                  `program` names one program of a multi-program file
+    multi_program: bool           (optional, default False)
+
+A **dump reader** is a command line with `{path}` in it; it must print the
+canonical dump (schema/SPEC.md) of a pt2format file on stdout and exit 0.
+
+A `module:attribute` that names a class is instantiated without arguments.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+ENCODINGS = ("flatbuffers", "msgpack", "json")
+
+
+class Pt2formatWriter:
+    """pt2format.save in one encoding."""
+
+    pt2format_file = True
+    multi_program = True
+    deterministic_bytes = True
+
+    def __init__(self, encoding: str = "flatbuffers"):
+        self.encoding = encoding
+        self.label = encoding
+
+    def save(self, obj, path) -> None:
+        import pt2format
+
+        pt2format.save(obj, path, encoding=self.encoding, fsync=False, progress=False)
+
+
+class Pt2formatLoader:
+    """pt2format.load."""
+
+    multi_program = True
+
+    def load(self, path, program=None):
+        import pt2format
+
+        return pt2format.load(path, program=program)
+
+
+class TorchWriter:
+    """torch.export.save: torch's own format (a zip of pickles and JSON), shown beside ours."""
+
+    label = "torch"
+    pt2format_file = False  # validate, dump and dedup do not apply
+    multi_program = False  # torch.export.save writes one program per file
+    # Measured with torch 2.13: saving the same ExportedProgram twice gives different
+    # bytes (the zip's entries differ from byte 30 on), so `resave` cannot apply.
+    deterministic_bytes = False
+
+    def save(self, obj, path) -> None:
+        import torch
+
+        torch.export.save(obj, path)
+
+
+class TorchLoader:
+    """torch.export.load."""
+
+    multi_program = False
+
+    def load(self, path, program=None):
+        import torch
+
+        return torch.export.load(path)
+
+
+flatbuffers_writer = Pt2formatWriter("flatbuffers")
+msgpack_writer = Pt2formatWriter("msgpack")
+json_writer = Pt2formatWriter("json")
+pt2format_loader = Pt2formatLoader()
+torch_writer = TorchWriter()
+torch_loader = TorchLoader()
+
+#: The default dump reader: pt2format's own command line.
+PT2FORMAT_DUMP = "{python} -m pt2format dump {path}"
+
+
+def resolve(spec: str):
+    """The object `module:attribute` names (a class is instantiated). Used for the runner's
+    command line and in the loader process; it imports the module, so name only code you trust."""
+    if ":" not in spec:
+        raise ValueError(f"adapter {spec!r}: expected module:attribute")
+    mod, _, attr = spec.partition(":")
+    obj = importlib.import_module(mod)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj() if isinstance(obj, type) else obj
+
+
+def attr(obj, name: str, default):
+    """An optional interface attribute with its documented default."""
+    return getattr(obj, name, default)
