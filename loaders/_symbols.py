@@ -9,41 +9,55 @@ the symbols' hints with sympy substitution, only when a value needs one.
 
 from __future__ import annotations
 
-import sympy
+import functools
+
 import torch
-from torch.fx.experimental.symbolic_shapes import ShapeEnv, SymNode, SymT, ValueRangesSLoc, symbol_is_type
-from torch.utils._sympy import functions as F
-from torch.utils._sympy.numbers import int_oo
-from torch.utils._sympy.value_ranges import ValueRanges
 
 from pt2format._generated.model import SymExprKind, SymbolKind, SymOp
 from pt2format.errors import LoadError
 
 from ._names import check_identifier
 
-_NARY = {
-    SymOp.ADD: sympy.Add, SymOp.MUL: sympy.Mul, SymOp.MIN: F.Min, SymOp.MAX: F.Max,
-    SymOp.AND: sympy.And, SymOp.OR: sympy.Or,
-}
-_FIXED = {  # op -> (constructor, number of operands)
-    SymOp.POW: (sympy.Pow, 2), SymOp.FLOOR_DIV: (F.FloorDiv, 2), SymOp.PYTHON_MOD: (F.PythonMod, 2),
-    SymOp.MOD: (F.Mod, 2), SymOp.CLEAN_DIV: (F.CleanDiv, 2), SymOp.EQ: (sympy.Eq, 2), SymOp.NE: (sympy.Ne, 2),
-    SymOp.LT: (sympy.Lt, 2), SymOp.LE: (sympy.Le, 2), SymOp.GT: (sympy.Gt, 2), SymOp.GE: (sympy.Ge, 2),
-    SymOp.NOT: (sympy.Not, 1), SymOp.POW_BY_NATURAL: (F.PowByNatural, 2), SymOp.FLOAT_POW: (F.FloatPow, 2),
-    SymOp.INT_TRUE_DIV: (F.IntTrueDiv, 2), SymOp.FLOAT_TRUE_DIV: (F.FloatTrueDiv, 2),
-    SymOp.TRUNC_TO_INT: (F.TruncToInt, 1), SymOp.TRUNC_TO_FLOAT: (F.TruncToFloat, 1),
-    SymOp.FLOOR_TO_INT: (F.FloorToInt, 1), SymOp.CEIL_TO_INT: (F.CeilToInt, 1),
-    SymOp.ROUND_TO_INT: (F.RoundToInt, 1), SymOp.ROUND_DECIMAL: (F.RoundDecimal, 2),
-    SymOp.TO_FLOAT: (F.ToFloat, 1), SymOp.IDENTITY: (F.Identity, 1), SymOp.ABS: (sympy.Abs, 1),
-    SymOp.CEILING: (sympy.ceiling, 1), SymOp.FLOOR: (sympy.floor, 1),
-    SymOp.BITWISE_AND: (F.BitwiseFn_bitwise_and, 2), SymOp.BITWISE_OR: (F.BitwiseFn_bitwise_or, 2),
-    SymOp.BITWISE_XOR: (F.BitwiseFn_bitwise_xor, 2), SymOp.LOG2: (F.OpaqueUnaryFn_log2, 1),
-    SymOp.SQRT: (F.OpaqueUnaryFn_sqrt, 1), SymOp.EXP: (F.OpaqueUnaryFn_exp, 1), SymOp.LOG: (F.OpaqueUnaryFn_log, 1),
-}
+# sympy and torch.fx.experimental.symbolic_shapes are imported on first use: a
+# static program needs neither, and they (with the ShapeEnv, which imports
+# torch._dynamo) are most of a cold load's time.
 
 
-def value_ranges(vr, *, integer: bool = True) -> ValueRanges:
+@functools.cache
+def _constructors():
+    """(n-ary ops, fixed-arity ops -> (constructor, operand count)), built on first use."""
+    import sympy
+    from torch.utils._sympy import functions as F
+
+    nary = {
+        SymOp.ADD: sympy.Add, SymOp.MUL: sympy.Mul, SymOp.MIN: F.Min, SymOp.MAX: F.Max,
+        SymOp.AND: sympy.And, SymOp.OR: sympy.Or,
+    }
+    fixed = {
+        SymOp.POW: (sympy.Pow, 2), SymOp.FLOOR_DIV: (F.FloorDiv, 2), SymOp.PYTHON_MOD: (F.PythonMod, 2),
+        SymOp.MOD: (F.Mod, 2), SymOp.CLEAN_DIV: (F.CleanDiv, 2), SymOp.EQ: (sympy.Eq, 2), SymOp.NE: (sympy.Ne, 2),
+        SymOp.LT: (sympy.Lt, 2), SymOp.LE: (sympy.Le, 2), SymOp.GT: (sympy.Gt, 2), SymOp.GE: (sympy.Ge, 2),
+        SymOp.NOT: (sympy.Not, 1), SymOp.POW_BY_NATURAL: (F.PowByNatural, 2), SymOp.FLOAT_POW: (F.FloatPow, 2),
+        SymOp.INT_TRUE_DIV: (F.IntTrueDiv, 2), SymOp.FLOAT_TRUE_DIV: (F.FloatTrueDiv, 2),
+        SymOp.TRUNC_TO_INT: (F.TruncToInt, 1), SymOp.TRUNC_TO_FLOAT: (F.TruncToFloat, 1),
+        SymOp.FLOOR_TO_INT: (F.FloorToInt, 1), SymOp.CEIL_TO_INT: (F.CeilToInt, 1),
+        SymOp.ROUND_TO_INT: (F.RoundToInt, 1), SymOp.ROUND_DECIMAL: (F.RoundDecimal, 2),
+        SymOp.TO_FLOAT: (F.ToFloat, 1), SymOp.IDENTITY: (F.Identity, 1), SymOp.ABS: (sympy.Abs, 1),
+        SymOp.CEILING: (sympy.ceiling, 1), SymOp.FLOOR: (sympy.floor, 1),
+        SymOp.BITWISE_AND: (F.BitwiseFn_bitwise_and, 2), SymOp.BITWISE_OR: (F.BitwiseFn_bitwise_or, 2),
+        SymOp.BITWISE_XOR: (F.BitwiseFn_bitwise_xor, 2), SymOp.LOG2: (F.OpaqueUnaryFn_log2, 1),
+        SymOp.SQRT: (F.OpaqueUnaryFn_sqrt, 1), SymOp.EXP: (F.OpaqueUnaryFn_exp, 1),
+        SymOp.LOG: (F.OpaqueUnaryFn_log, 1),
+    }
+    return nary, fixed
+
+
+def value_ranges(vr, *, integer: bool = True):
     """ValueRange -> torch ValueRanges (int_oo for unbounded integer sides)."""
+    import sympy
+    from torch.utils._sympy.numbers import int_oo
+    from torch.utils._sympy.value_ranges import ValueRanges
+
     inf = int_oo if integer else sympy.oo
     if vr is None:
         return ValueRanges(-inf, inf)
@@ -55,16 +69,37 @@ def value_ranges(vr, *, integer: bool = True) -> ValueRanges:
 
 
 class ShapeBuilder:
-    """Creates the ShapeEnv of one program and turns pool indices into sympy and Sym* values."""
+    """Creates the ShapeEnv of one program and turns pool indices into sympy and Sym* values.
+
+    A program without symbols (`static`) gets no ShapeEnv unless something
+    asks for `shape_env`: constructing one imports torch._dynamo (about a
+    second cold), and a static program's values are all plain ints.
+    """
 
     def __init__(self, program, path: str = "program"):
         self.path = path
         self.pool = program.sym_exprs
-        self.shape_env = ShapeEnv(assume_static_by_default=True)
-        env = self.shape_env
-        self.symbols: list[sympy.Symbol] = []
+        self.static = not program.symbols
+        self._shape_env = None
+        self.symbols: list = []
         self._exprs: list = [None] * len(self.pool)
         self._hints: dict[int, object] = {}
+        if not self.static:
+            self._define_symbols(program, path)
+
+    @property
+    def shape_env(self):
+        if self._shape_env is None:
+            from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+            self._shape_env = ShapeEnv(assume_static_by_default=True)
+        return self._shape_env
+
+    def _define_symbols(self, program, path):
+        import sympy
+        from torch.fx.experimental.symbolic_shapes import SymT, ValueRangesSLoc, symbol_is_type
+
+        env = self.shape_env
         sloc = None
         max_unbacked_int = max_unbacked_float = -1
         seen = set()
@@ -126,6 +161,9 @@ class ShapeBuilder:
         return self._exprs[i]
 
     def _make(self, j, node):
+        import sympy
+        from torch.utils._sympy.numbers import int_oo
+
         p = f"{self.path}.sym_exprs[{j}]"
         k = node.kind
         if k == SymExprKind.SYMBOL:
@@ -153,6 +191,7 @@ class ShapeBuilder:
                 raise LoadError("expression operand must come earlier in the pool", path=p, expected=f"< {j}", got=a)
         args = [self._exprs[a] for a in node.args]
         op = node.op
+        _NARY, _FIXED = _constructors()
         try:
             if op in _NARY:
                 if len(args) < 1:
@@ -178,6 +217,8 @@ class ShapeBuilder:
         """The example value of pool entry `i` (None when it involves an unbacked symbol)."""
         if i in self._hints:
             return self._hints[i]
+        import sympy
+
         e = self.expr(i)
         env = self.shape_env
         h = None
@@ -202,6 +243,8 @@ class ShapeBuilder:
         e = self.expr(s.expr, path)
         if e.is_Integer:
             return int(e)
+        from torch.fx.experimental.symbolic_shapes import SymNode
+
         return torch.SymInt(SymNode(e, self.shape_env, int, self.hint(s.expr)))
 
     def sym_float(self, s, path):
@@ -211,11 +254,15 @@ class ShapeBuilder:
         if e.is_Float:
             return float(e)
         h = self.hint(s.expr)
+        from torch.fx.experimental.symbolic_shapes import SymNode
+
         return torch.SymFloat(SymNode(e, self.shape_env, float, None if h is None else float(h)))
 
     def sym_bool(self, s, path):
         if s.expr < 0:
             return bool(s.value)
+        import sympy
+
         e = self.expr(s.expr, path)
         if e is sympy.true or e is sympy.false:
             return bool(e)
