@@ -35,12 +35,15 @@ def save(programs, path, *, encoding: str = "flatbuffers", fsync: bool = True, p
 
 
 def load(path, *, program: str | None = None, map_location=None, weights: bool = True, copy: bool = False,
-         verify_data: bool = False):
-    """Load a torch.export.ExportedProgram from a .pt2f file (mmap-backed, zero-copy by default)."""
+         verify_data: bool = False, prefetch: bool = False):
+    """Load a torch.export.ExportedProgram from a .pt2f file (mmap-backed, zero-copy by default).
+
+    `prefetch=True` reads the weight pages ahead in a background thread.
+    """
     from pt2format.loaders import load_program
 
     return load_program(path, program=program, map_location=map_location, weights=weights, copy=copy,
-                        verify_data=verify_data)
+                        verify_data=verify_data, prefetch=prefetch)
 
 
 def read(path, *, verify_data: bool = False, **limits):
