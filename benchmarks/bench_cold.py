@@ -182,7 +182,7 @@ def _log(msg: str) -> None:
 _T0 = time.perf_counter()
 
 
-def run(models, workdir: str, repeat: int, quick: bool, prefetch: bool) -> dict:
+def run(models, workdir: str, repeat: int, quick: bool, prefetch: bool, on_model=None) -> dict:
     results = {}
     for model in models:
         _log(f"[{model}] export/save ...")
@@ -202,6 +202,8 @@ def run(models, workdir: str, repeat: int, quick: bool, prefetch: bool) -> dict:
             _log(f"[{model}] -X importtime {name} ...")
             cold[name]["import_count"] = _run_child("imports", name, path, model, importtime=True)
         results[model] = {"info": info, "cold": cold}
+        if on_model is not None:  # a long run that is stopped early still shows the models it finished
+            on_model(results)
     return results
 
 
@@ -271,11 +273,13 @@ def main(argv=None) -> int:
     workdir = args.workdir or tempfile.mkdtemp(prefix="pt2f-cold-")
     os.makedirs(workdir, exist_ok=True)
     repeat = 1 if args.quick else args.repeat
-    results = run(args.models.split(","), workdir, repeat, args.quick, not args.no_prefetch)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=1)
-    print(render(results, repeat))
+    def save_json(results):
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(results, f, indent=1)
+        print(render({k: results[k] for k in list(results)[-1:]}, repeat), flush=True)
+
+    run(args.models.split(","), workdir, repeat, args.quick, not args.no_prefetch, on_model=save_json)
     if not args.workdir:
         import shutil
         shutil.rmtree(workdir, ignore_errors=True)

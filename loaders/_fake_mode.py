@@ -4,11 +4,12 @@
 and importing that module runs `torch/_dynamo/__init__.py`, which imports
 most of dynamo, sympy, `torch._inductor`, `torch.onnx` and
 `torch.distributed`: about a second of a cold load that a program with no
-symbols never uses. When dynamo is already imported (or the program is
-symbolic and needs a ShapeEnv, which imports it anyway) the constructor runs
-as usual. Otherwise the mode is set up as the constructor does, step for
-step, with dynamo's two settings read from the environment variables that
-define their defaults. tests/loaders/test_fake_mode.py compares the result
+symbols never uses. A symbolic program needs a ShapeEnv (which imports
+dynamo anyway) and gets torch's constructor. A static program's mode is set
+up as the constructor does, step for step, with dynamo's two settings read
+from the environment variables that define their defaults, and with its
+ShapeEnv created on first access (running the program under the mode, e.g.
+run_decompositions, makes it; loading does not). tests/loaders/test_fake_mode.py compares the result
 with a mode torch constructed, attribute by attribute, so a torch upgrade
 that changes the constructor fails there, not silently.
 """
@@ -16,7 +17,6 @@ that changes the constructor fails there, not silently.
 from __future__ import annotations
 
 import os
-import sys
 import traceback
 
 import torch
@@ -25,22 +25,58 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 
 def fake_mode(shape_env=None) -> FakeTensorMode:
-    """FakeTensorMode(allow_fallback_kernels=False, allow_non_fake_inputs=True, shape_env=shape_env)."""
-    if shape_env is not None or "torch._dynamo.config" in sys.modules:
+    """FakeTensorMode(allow_fallback_kernels=False, allow_non_fake_inputs=True, shape_env=shape_env).
+
+    With `shape_env=None` (a static program) the mode still has a ShapeEnv, as
+    torch's deserializer gives it (higher-order ops such as while_loop use it
+    when the program is run under the mode, e.g. by run_decompositions), but
+    made on first access to `mode.shape_env`, which a load never makes.
+    """
+    if shape_env is not None:
         return FakeTensorMode(allow_fallback_kernels=False, allow_non_fake_inputs=True, shape_env=shape_env)
     return _static_fake_mode()
+
+
+class _LazyShapeEnvFakeTensorMode(FakeTensorMode):
+    """A FakeTensorMode until first use, then exactly one (class and all), with its ShapeEnv.
+
+    torch dispatches higher-order operators on the mode's exact type, so the
+    instance becomes a plain FakeTensorMode (with a ShapeEnv made now) as
+    soon as anything enters it or asks for its ShapeEnv; loading does neither.
+    """
+
+    @property
+    def shape_env(self):
+        return self._materialize()
+
+    @shape_env.setter
+    def shape_env(self, value):
+        self._materialize()
+        self.__dict__["shape_env"] = value
+
+    def __enter__(self):
+        self._materialize()
+        return FakeTensorMode.__enter__(self)
+
+    def _materialize(self):
+        from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+        env = ShapeEnv(assume_static_by_default=True)
+        self.__class__ = FakeTensorMode
+        self.__dict__["shape_env"] = env
+        return env
 
 
 def _static_fake_mode() -> FakeTensorMode:
     import torch._functorch.config as functorch_config
     import torch.nested._internal.nested_tensor as nested_tensor
 
-    mode = FakeTensorMode.__new__(FakeTensorMode)
+    mode = _LazyShapeEnvFakeTensorMode.__new__(_LazyShapeEnvFakeTensorMode)
     TorchDispatchMode.__init__(mode)
     mode.allow_fallback_kernels = False
     mode.propagate_real_tensors = functorch_config.fake_tensor_propagate_real_tensors
     mode.fake_tensor_converter = FakeTensorConverter(copy_data=mode.propagate_real_tensors, export=False)
-    mode.static_shapes = True
+    mode.static_shapes = False  # as for torch's mode with a ShapeEnv
     mode.allow_scalar_outputs = False
     mode._allow_unsafe_data_ptr_access = functorch_config.fake_tensor_allow_unsafe_data_ptr_access
     mode.allow_meta = functorch_config.fake_tensor_allow_meta
@@ -51,7 +87,7 @@ def _static_fake_mode() -> FakeTensorMode:
     mode.allow_non_fake_inputs = True
     mode.in_kernel_invocation = False
     mode.enter_stack = []
-    mode.shape_env = None
+    # no `shape_env` yet: _LazyShapeEnvFakeTensorMode makes it on first use
     mode._stack_trace = traceback.extract_stack()
     mode._stack = None
     mode._mode_key = torch._C._TorchDispatchModeKey.FAKE
