@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import inspect
 
-import sympy
 import torch
 import torch.utils._pytree as pytree
-from torch.utils._sympy.printers import PythonPrinter
 
 
 def _input_paths(ep):
@@ -41,7 +39,12 @@ def derive_guards(ep) -> list[str]:
     placeholders = [n for n in ep.graph.nodes if n.op == "placeholder" and n.name in user_inputs]
     if len(placeholders) != len(paths):
         return []
-    sources: dict[sympy.Symbol, sympy.Symbol] = {}
+    if not any(isinstance(d, torch.SymInt) for node in placeholders for d in _dims(node.meta.get("val"))):
+        return []  # a static program: no symbol to relate, and no reason to import sympy
+    import sympy
+    from torch.utils._sympy.printers import PythonPrinter
+
+    sources: dict = {}
     pending = []
 
     def visit(v, src: str):
@@ -68,3 +71,9 @@ def derive_guards(ep) -> list[str]:
             continue
         guards.append(printer.doprint(sympy.Eq(e.xreplace(sources), sympy.Symbol(src), evaluate=False)))
     return guards
+
+
+def _dims(val):
+    if isinstance(val, torch.Tensor):
+        return val.shape
+    return (val,)

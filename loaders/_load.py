@@ -11,7 +11,7 @@ from ._program import build_program
 
 def load_program(path, *, program: str | None = None, map_location=None, weights: bool = True, copy: bool = False,
                  verify_data: bool = False, extra_files: dict | None = None, metadata: dict | None = None,
-                 weight_set: str | None = None):
+                 weight_set: str | None = None, prefetch: bool = False):
     """Load program `program` (default: the only one, or "forward") of the file at `path`.
 
     Tensors are views of a private (copy-on-write) map of the file: nothing is
@@ -23,6 +23,9 @@ def load_program(path, *, program: str | None = None, map_location=None, weights
     in with the file's extra files (name -> bytes) and metadata (str -> str).
     `weight_set` loads the program with that named weight set of the file
     instead of its own state (see `attach_weights`).
+    `prefetch=True` reads the weight pages in the background while the
+    program is rebuilt (see _prefetch.py), so the first call does not fault
+    them in one by one.
     """
     from pt2format import _extras
     from pt2format._api import read
@@ -38,6 +41,9 @@ def load_program(path, *, program: str | None = None, map_location=None, weights
         return attach_weights(ep, path, weight_set=weight_set, map_location=map_location, copy=copy)
     f = read(path, verify_data=verify_data, copy_on_write=True)
     try:
+        if prefetch and weights and not copy and f.package.storages and is_pathlike(path):
+            from ._prefetch import prefetch as start_prefetch
+            start_prefetch(os.fspath(path), [f.storage_view(i) for i in range(len(f.package.storages))])
         file_key = None
         if is_pathlike(path):
             st = os.stat(os.fspath(path))

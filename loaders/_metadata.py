@@ -11,7 +11,6 @@ import types
 
 import torch
 import torch.utils._pytree as pytree
-from torch.fx.experimental.symbolic_shapes import CallMethodKey, ConvertIntKey, DivideByKey, InnerTensorKey
 from torch.fx.traceback import NodeSource, NodeSourceAction
 
 from pt2format._strings import check_extra_meta_key
@@ -130,6 +129,9 @@ class MetadataLoader:
         return self.shape.symbols[idx]
 
     def _keypath(self, entries, path):
+        # Unbacked bindings exist only in symbolic programs: symbolic_shapes (and sympy) load with them.
+        from torch.fx.experimental.symbolic_shapes import CallMethodKey, ConvertIntKey, DivideByKey, InnerTensorKey
+
         out = []
         for e in entries:
             k = e.kind

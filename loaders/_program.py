@@ -15,7 +15,6 @@ import threading
 
 import torch
 from torch._export.verifier import load_verifier
-from torch._subclasses.fake_tensor import FakeTensorMode
 from torch._export.verifier import Verifier
 from torch.export.exported_program import ExportedProgram, _common_getitem_elimination_pass
 from torch.fx._lazy_graph_module import _LazyGraphModule
@@ -31,6 +30,7 @@ from pt2format._generated.model import (
 )
 from pt2format.errors import LoadError, Pt2FormatError, VersionError
 
+from ._fake_mode import fake_mode
 from ._graph import GraphBuilder
 from ._guards import derive_guards
 from ._metadata import MetadataLoader
@@ -146,8 +146,8 @@ class _Builder:
     def __init__(self, package, program, state: StateLoader):
         self.package, self.program, self.state = package, program, state
         self.shape = ShapeBuilder(program, "")
-        self.fake_mode = FakeTensorMode(allow_fallback_kernels=False, allow_non_fake_inputs=True,
-                                        shape_env=self.shape.shape_env)
+        # A static program's fake mode has no ShapeEnv (see ShapeBuilder): none of its values is symbolic.
+        self.fake_mode = fake_mode(None if self.shape.static else self.shape.shape_env)
         self.treespecs = TreeSpecLoader(program.name)
 
     def _constant(self, member, path):

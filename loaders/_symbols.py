@@ -70,12 +70,21 @@ def value_ranges(vr, *, integer: bool = True) -> ValueRanges:
 class ShapeBuilder:
     """Creates the ShapeEnv of one program and turns pool indices into sympy and Sym* values."""
 
+    @property
+    def shape_env(self):
+        """The program's ShapeEnv, created on first use."""
+        if self._shape_env is None:
+            self._shape_env = ShapeEnv(assume_static_by_default=True)
+        return self._shape_env
+
     def __init__(self, program, path: str = "program"):
         self.path = path
         self.pool = program.sym_exprs
         self._program_symbols = program.symbols
-        self.shape_env = ShapeEnv(assume_static_by_default=True)
-        env = self.shape_env
+        # torch's ShapeEnv constructor imports torch._dynamo (about a second cold): a static
+        # program gets one only if something asks for it (see the shape_env property).
+        self._shape_env = None
+        env = self.shape_env if program.symbols else None
         self.symbols: list[sympy.Symbol] = []
         self._exprs: list = [None] * len(self.pool)
         sloc = None
@@ -111,8 +120,9 @@ class ShapeBuilder:
             elif symbol_is_type(sym, SymT.UNBACKED_FLOAT):
                 max_unbacked_float = max(max_unbacked_float, _suffix(name))
         # New unbacked symbols (e.g. when re-tracing) must not reuse saved names.
-        env.unbacked_symint_counter = max(env.unbacked_symint_counter, max_unbacked_int + 1)
-        env.unbacked_symfloat_counter = max(env.unbacked_symfloat_counter, max_unbacked_float + 1)
+        if env is not None:
+            env.unbacked_symint_counter = max(env.unbacked_symint_counter, max_unbacked_int + 1)
+            env.unbacked_symfloat_counter = max(env.unbacked_symfloat_counter, max_unbacked_float + 1)
         # Bounded numeric pass over the whole pool before sympy sees any of it:
         # 64-bit, degree and budget limits raise LimitError here (sympy would
         # evaluate `2 ** (1 << 60)` eagerly and hang), and hints come from it.

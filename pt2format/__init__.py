@@ -106,7 +106,8 @@ def save(programs: torch.export.ExportedProgram | Mapping[str, torch.export.Expo
 
 def load(f: Source, *, program: str | None = None, map_location: Any = None, weights: bool = True,
          copy: bool = False, verify_data: bool = False, extra_files: dict[str, bytes] | None = None,
-         metadata: dict[str, str] | None = None, weight_set: str | None = None) -> torch.export.ExportedProgram:
+         metadata: dict[str, str] | None = None, weight_set: str | None = None,
+         prefetch: bool = False) -> torch.export.ExportedProgram:
     """Load a ``torch.export.ExportedProgram`` from a `.pt2f` file.
 
     Args:
@@ -133,6 +134,8 @@ def load(f: Source, *, program: str | None = None, map_location: Any = None, wei
         metadata: a dict, filled in (cleared first) with the file's metadata.
         weight_set: load the program with this named weight set of the file
             instead of its own state (see ``attach_weights``).
+        prefetch: read the weight pages ahead in a background thread, so the
+            first call does not fault them in one by one.
 
     Returns:
         The rebuilt ``ExportedProgram``.
@@ -153,7 +156,7 @@ def load(f: Source, *, program: str | None = None, map_location: Any = None, wei
 
     return load_program(f, program=program, map_location=map_location, weights=weights, copy=copy,
                         verify_data=verify_data, extra_files=extra_files, metadata=metadata,
-                        weight_set=weight_set)
+                        weight_set=weight_set, prefetch=prefetch)
 
 
 def save_weights(weights, path, *, encoding: str = "flatbuffers", fsync: bool = True, progress: bool = True,

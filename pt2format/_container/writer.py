@@ -4,12 +4,19 @@ Data payloads are streamed from their buffers straight to the file (no
 concatenation in memory). On any failure the temp file is removed and a file
 already at the destination is left untouched; `fsync=False` skips the fsyncs,
 never the rename. Output bytes depend only on the inputs.
+
+Replacing a large file: `os.replace` drops the last link to the old file, and
+the filesystem frees its blocks inside that call (0.4 s for 500 MB on ext4).
+The writer keeps a second link to the old file across the rename and drops it
+afterwards in a background thread, so the save returns as soon as the new file
+is in place (see `atomic_write`).
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+import threading
 from dataclasses import dataclass
 
 from pt2format._container.align import DATA_ALIGNMENT, PROGRAM_ALIGNMENT, align_up
@@ -140,13 +147,22 @@ def _write_zeros(fd: int, n: int, pos: int) -> int:
     return _write_all(fd, bytes(n), pos) if n else pos
 
 
-def atomic_write(path, fill, *, fsync: bool = True) -> None:
-    """Call `fill(fd)` on a new temp file next to `path`, fsync it, then rename it over `path`."""
+def atomic_write(path, fill, *, fsync: bool = True, release_old_in_background: bool = True) -> None:
+    """Call `fill(fd)` on a new temp file next to `path`, fsync it, then rename it over `path`.
+
+    With `release_old_in_background`, a file already at `path` keeps a hidden
+    second link (`.NAME.HEX.old`) across the rename; a background thread
+    removes that link, so freeing the old file's blocks is off the caller's
+    time. The thread is not a daemon: the interpreter waits for it at exit.
+    A crash between rename and removal leaves that hidden file behind.
+    """
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{secrets.token_hex(6)}.tmp")
+    stem = f".{os.path.basename(path)}.{secrets.token_hex(6)}"
+    tmp = os.path.join(directory, stem + ".tmp")
     # Mode 0o666 lets the umask decide permissions, as for any newly created file.
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+    old = None
     try:
         try:
             fill(fd)
@@ -154,15 +170,57 @@ def atomic_write(path, fill, *, fsync: bool = True) -> None:
                 os.fsync(fd)
         finally:
             os.close(fd)
+        if release_old_in_background:
+            old = _keep_old_link(path, os.path.join(directory, stem + ".old"))
         os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        for leftover in (tmp, old):
+            if leftover is not None:
+                try:
+                    os.unlink(leftover)
+                except OSError:
+                    pass
         raise
     if fsync:
         _fsync_directory(directory)
+    if old is not None:
+        t = threading.Thread(target=_unlink_quietly, args=(old,), name="pt2format-release-old")
+        with _pending_lock:
+            _pending.add(t)
+        t.start()
+
+
+_pending: set = set()
+_pending_lock = threading.Lock()
+
+
+def wait_for_released() -> None:
+    """Block until every old file replaced so far has been unlinked (for callers that list the directory)."""
+    with _pending_lock:
+        threads = list(_pending)
+    for t in threads:
+        t.join()
+
+
+def _keep_old_link(path: str, link: str) -> str | None:
+    """A second hard link to the regular file at `path` (None if there is none or links are unsupported)."""
+    try:
+        if os.path.islink(path) or not os.path.isfile(path):
+            return None
+        os.link(path, link, follow_symlinks=False)
+    except (OSError, NotImplementedError):
+        return None
+    return link
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+    finally:
+        with _pending_lock:
+            _pending.discard(threading.current_thread())
 
 
 def _fsync_directory(directory: str) -> None:

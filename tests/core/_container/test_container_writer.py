@@ -188,6 +188,7 @@ def test_fsync_file_and_directory(tmp_path, monkeypatch):
     synced.clear()
     _api.write_package(tmp_path / "m", tiny_package((4,)), float_payloads((4,)), fsync=False)
     assert synced == []
+    writer.wait_for_released()  # the replaced file's second link goes away in the background
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]  # renamed even without fsync
 
 
@@ -227,3 +228,44 @@ def test_partial_writes_are_completed(tmp_path, monkeypatch):
     monkeypatch.undo()
     _api.write_package(tmp_path / "b", tiny_package((9, 2)), float_payloads((9, 2)), fsync=False)
     assert (tmp_path / "a").read_bytes() == (tmp_path / "b").read_bytes()
+
+
+# -- replacing a file: the old one is released off the critical path ----------
+
+def test_replaced_file_is_released_in_background(tmp_path, monkeypatch):
+    path = tmp_path / "m"
+    _api.write_package(path, tiny_package((4,)), float_payloads((4,)), fsync=False)
+    old_inode = os.stat(path).st_ino
+    reader = open(path, "rb")  # an open reader keeps the old bytes, as with any rename
+    unlinked = []
+    real_unlink = os.unlink
+    monkeypatch.setattr(writer.os, "unlink", lambda p: (unlinked.append(os.path.basename(p)), real_unlink(p)))
+    _api.write_package(path, tiny_package((6,)), float_payloads((6,)), fsync=False)
+    writer.wait_for_released()
+    assert os.stat(path).st_ino != old_inode
+    assert len(unlinked) == 1 and unlinked[0].startswith(".m.") and unlinked[0].endswith(".old")
+    assert os.fstat(reader.fileno()).st_nlink == 0  # the old file has no name left
+    reader.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]
+
+
+def test_failed_rename_keeps_old_file_and_drops_extra_link(tmp_path, monkeypatch):
+    path = _existing(tmp_path)
+
+    def refuse(src, dst):
+        raise OSError("rename refused")
+
+    monkeypatch.setattr(writer.os, "replace", refuse)
+    with pytest.raises(OSError, match="rename refused"):
+        _api.write_package(path, tiny_package((4,)), float_payloads((4,)), fsync=False)
+    _assert_untouched(path)
+    assert os.stat(path).st_nlink == 1
+
+
+def test_symlink_destination_is_not_linked(tmp_path):
+    target = tmp_path / "target"
+    target.write_bytes(b"x")
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    assert writer._keep_old_link(str(link), str(tmp_path / "extra")) is None
+    assert not (tmp_path / "extra").exists()

@@ -1,0 +1,45 @@
+"""Prefetching weight pages, so the first call of a loaded module does not stall on page faults.
+
+Tensors are views of a map of the file: their pages arrive on first touch,
+from the page cache (a minor fault per fault-around block) or from disk (a
+major fault, one synchronous read each). `prefetch` starts the disk reads
+for the whole file at once (`posix_fadvise(WILLNEED)`, asynchronous, in the
+kernel) and touches one byte per page of every storage in a background
+thread, so the page tables are filled while the graph is being built. The
+thread only reads; it is a daemon and never keeps the interpreter alive.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+_PAGE = 4096
+_SLICE = 16 << 20  # bytes touched per step, so the GIL is passed on between steps
+
+
+def prefetch(path: str, views) -> threading.Thread:
+    """Ask the kernel to read `path` ahead and fault in the pages of `views` in a daemon thread."""
+    advise = getattr(os, "posix_fadvise", None)
+    if advise is not None:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                advise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
+            finally:
+                os.close(fd)
+        except OSError:
+            pass
+    t = threading.Thread(target=_touch, args=(list(views),), name="pt2format-prefetch", daemon=True)
+    t.start()
+    return t
+
+
+def _touch(views) -> None:
+    for view in views:
+        try:
+            n = len(view)
+            for start in range(0, n, _SLICE):
+                bytes(view[start:min(n, start + _SLICE):_PAGE])  # one byte per page: the fault is the point
+        except (ValueError, TypeError):  # a released view (file closed): nothing left to warm
+            return
