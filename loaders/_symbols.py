@@ -84,7 +84,8 @@ class ShapeBuilder:
         # torch's ShapeEnv constructor imports torch._dynamo (about a second cold): a static
         # program gets one only if something asks for it (see the shape_env property).
         self._shape_env = None
-        env = self.shape_env if program.symbols else None
+        self.static = not program.symbols
+        env = None if self.static else self.shape_env
         self.symbols: list[sympy.Symbol] = []
         self._exprs: list = [None] * len(self.pool)
         sloc = None

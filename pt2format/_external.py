@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from pt2format._container.crc import crc32, crc32_combine
 from pt2format._container.header import ChecksumKind, SectionEncoding, SectionEntry, SectionKind
+from pt2format._container.reader import open_regular_file
 from pt2format._generated import model as m
 from pt2format._validate import check_shard_name
 from pt2format.errors import ChecksumError, HeaderError, LimitError, SegmentError
@@ -50,7 +51,7 @@ class SafetensorsEntry:
 def read_safetensors_header(path) -> tuple:
     """(entries by name, metadata dict, data start) of the safetensors file at `path`; FormatError when malformed."""
     path = os.fspath(path)
-    with open(path, "rb") as f:
+    with open_regular_file(path) as f:
         size = os.fstat(f.fileno()).st_size
         head = f.read(8)
         if len(head) < 8:
@@ -94,7 +95,7 @@ class RawFile:
     def __init__(self, path: str, entry, *, copy_on_write: bool = False):
         self.path = path
         self._mm = None
-        with open(path, "rb") as f:
+        with open_regular_file(path) as f:  # never a FIFO, device or directory (SPEC.md §5)
             size = os.fstat(f.fileno()).st_size
             if size != entry.size:
                 raise SegmentError("external file size differs from external_files entry", file=path,

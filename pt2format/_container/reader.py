@@ -18,7 +18,7 @@ from pt2format._container.crc import crc32
 from pt2format._container.header import ChecksumKind, SectionKind, unpack_header
 
 
-def _open_regular_file(path: str):
+def open_regular_file(path: str):
     """Open `path` for reading only if it is a regular file (SPEC.md §5).
 
     Symlinks are followed (the Hugging Face cache links blobs), but what they
@@ -55,7 +55,7 @@ class ContainerFile:
         self._mm = None
         self._view = None
         if data is None:
-            with _open_regular_file(self.path) as f:
+            with open_regular_file(self.path) as f:
                 size = os.fstat(f.fileno()).st_size
                 if size:
                     # ACCESS_COPY maps privately: views are writable and writes never reach the file.
