@@ -208,15 +208,3 @@ def _make_checker(name: str):
 #: class name -> check(s, field) -> s, raising StringClassError.
 CHECKERS = {name: _make_checker(name) for name in _CLASSES}
 
-
-def check(string_class: str, s: str, field: str) -> str:
-    """Check one string against its class (the generated decoders call the CHECKERS entries directly)."""
-    return CHECKERS[string_class](s, field)
-
-
-def check_all(string_class: str, strings, field: str) -> None:
-    """Check every string of a string vector."""
-    c = CHECKERS[string_class]
-    for s in strings:
-        c(s, field)
-
