@@ -1,6 +1,10 @@
 """String classes (pt2format/_strings.py): the reserved names match torch's, and real programs' names fit."""
 
+import functools
+import json
 import keyword
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -9,15 +13,25 @@ from pt2format._strings import CHECKERS, RESERVED_MEMBER_NAMES, RESERVED_NODE_ME
 from pt2format.errors import EncodingError, StringClassError
 
 
-def _torch_member_names() -> set:
-    """Every non-dunder attribute of the modules torch builds from a program (GraphModule, unflattened modules)."""
-    import torch.fx as fx
-    from torch.export.unflatten import InterpreterModule, UnflattenedModule
+_MEMBER_NAMES_CODE = """
+import json, torch, torch.fx as fx
+from torch.export.unflatten import InterpreterModule, UnflattenedModule
+gm = fx.GraphModule(torch.nn.Module(), fx.Graph())
+names = set(dir(gm)) | set(vars(gm)) | set(dir(fx.GraphModule))
+names |= set(dir(UnflattenedModule)) | set(dir(InterpreterModule)) | set(vars(InterpreterModule(fx.Graph())))
+print(json.dumps(sorted(n for n in names if not (n.startswith("__") and n.endswith("__")))))
+"""
 
-    gm = fx.GraphModule(torch.nn.Module(), fx.Graph())
-    names = set(dir(gm)) | set(vars(gm)) | set(dir(fx.GraphModule))
-    names |= set(dir(UnflattenedModule)) | set(dir(InterpreterModule)) | set(vars(InterpreterModule(fx.Graph())))
-    return {n for n in names if not (n.startswith("__") and n.endswith("__"))}
+
+@functools.cache
+def _torch_member_names() -> frozenset:
+    """Every non-dunder attribute of the modules torch builds from a program (GraphModule, unflattened modules).
+
+    Asked of a fresh interpreter: other libraries in the test process (transformers) add methods to
+    nn.Module at import time, and the list is about torch's own classes.
+    """
+    out = subprocess.run([sys.executable, "-c", _MEMBER_NAMES_CODE], capture_output=True, text=True, check=True)
+    return frozenset(json.loads(out.stdout))
 
 
 def test_reserved_member_names_cover_torchs_modules():
