@@ -6,7 +6,7 @@ The canonical dump of a file renders only what the file's own minor defines
 rendered as its integer, a union member is refused. Names not listed are X.0's.
 """
 
-SCHEMA_VERSION = (1, 0)
+SCHEMA_VERSION = (1, 1)
 
 FIELD_MINOR = {
 }

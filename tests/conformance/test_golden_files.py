@@ -89,13 +89,16 @@ def test_make_golden_never_rewrites(tmp_path):
     if not GOLDEN:
         pytest.skip("no golden files to protect yet")
     src = GOLDEN[0]
-    rel = os.path.relpath(src, make_golden.GOLDEN_ROOT)
-    dst = tmp_path / rel
+    # The case as it would sit in the working version's directory (goldens of older
+    # versions live in their own directories and are never looked at by add_case).
+    dst = os.path.join(make_golden.version_dir(str(tmp_path)), os.path.basename(src))
     shutil.copytree(src, dst)
-    (dst / "program.pt2f").write_bytes(b"not rewritten")
+    with open(os.path.join(dst, "program.pt2f"), "wb") as f:
+        f.write(b"not rewritten")
     info = _info(src)
     assert make_golden.add_case(info["case"], info["encoding"], root=str(tmp_path)) == "exists"
-    assert (dst / "program.pt2f").read_bytes() == b"not rewritten"
+    with open(os.path.join(dst, "program.pt2f"), "rb") as f:
+        assert f.read() == b"not rewritten"
 
 
 def test_make_golden_adds_missing(tmp_path):

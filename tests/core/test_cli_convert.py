@@ -50,4 +50,5 @@ def test_convert_multi_program_to_torch_needs_a_program(ep, tmp_path, capsys):
 def test_version():
     proc = subprocess.run([sys.executable, "-m", "pt2format", "--version"], capture_output=True, text=True)
     assert proc.returncode == 0
-    assert proc.stdout.strip() == f"pt2format {pt2format.__version__} (format 1.0)"
+    major, minor = pt2format.FORMAT_VERSION
+    assert proc.stdout.strip() == f"pt2format {pt2format.__version__} (format {major}.{minor})"

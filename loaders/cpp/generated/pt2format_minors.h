@@ -9,7 +9,7 @@
 namespace pt2f::minors {
 
 constexpr uint16_t kSchemaMajor = 1;
-constexpr uint16_t kSchemaMinor = 0;
+constexpr uint16_t kSchemaMinor = 1;
 
 struct NameMinor {
   const char *owner;  // table, enum or union (short name)

@@ -4,7 +4,7 @@
  * schema/history/); the canonical dump renders only what a file's own minor
  * defines (SPEC.md section 6). Names not listed are X.0's.
  */
-export const SCHEMA_VERSION: readonly [number, number] = [1, 0];
+export const SCHEMA_VERSION: readonly [number, number] = [1, 1];
 export const FIELD_MINOR: Readonly<Record<string, Readonly<Record<string, number>>>> = {};
 export const ENUM_VALUE_MINOR: Readonly<Record<string, Readonly<Record<string, number>>>> = {};
 export const UNION_MEMBER_MINOR: Readonly<Record<string, Readonly<Record<string, number>>>> = {};
