@@ -23,35 +23,8 @@ from pt2format._symeval import OP_ARITY, UNKNOWN, evaluate_pool
 from pt2format.errors import LimitError, Pt2FormatError, SegmentError, UnsupportedFeatureError, ValidationError
 from pt2format.errors import VersionError
 
-# Bytes per element for every dtype that can hold data (FLOAT4_E2M1FN_X2 packs two values per byte).
-# Kept in step with loaders/cpp/src/reader.cc dtype_itemsize and loaders/ts/src/reader.ts DTYPE_ITEMSIZE.
-ITEMSIZE = {
-    m.ScalarType.UINT8: 1, m.ScalarType.INT8: 1, m.ScalarType.INT16: 2, m.ScalarType.INT32: 4,
-    m.ScalarType.INT64: 8, m.ScalarType.FLOAT16: 2, m.ScalarType.FLOAT32: 4, m.ScalarType.FLOAT64: 8,
-    m.ScalarType.COMPLEX32: 4, m.ScalarType.COMPLEX64: 8, m.ScalarType.COMPLEX128: 16, m.ScalarType.BOOL: 1,
-    m.ScalarType.BFLOAT16: 2, m.ScalarType.UINT16: 2, m.ScalarType.UINT32: 4, m.ScalarType.UINT64: 8,
-    m.ScalarType.FLOAT8_E4M3FN: 1, m.ScalarType.FLOAT8_E5M2: 1, m.ScalarType.FLOAT8_E4M3FNUZ: 1,
-    m.ScalarType.FLOAT8_E5M2FNUZ: 1, m.ScalarType.FLOAT8_E8M0FNU: 1, m.ScalarType.FLOAT4_E2M1FN_X2: 1,
-    m.ScalarType.BITS8: 1, m.ScalarType.BITS16: 2,
-    # Sub-byte and shell dtypes: torch stores one byte per element.
-    m.ScalarType.BITS1X8: 1,
-    m.ScalarType.BITS2X4: 1,
-    m.ScalarType.BITS4X2: 1,
-    m.ScalarType.UINT1: 1,
-    m.ScalarType.UINT2: 1,
-    m.ScalarType.UINT3: 1,
-    m.ScalarType.UINT4: 1,
-    m.ScalarType.UINT5: 1,
-    m.ScalarType.UINT6: 1,
-    m.ScalarType.UINT7: 1,
-    m.ScalarType.INT1: 1,
-    m.ScalarType.INT2: 1,
-    m.ScalarType.INT3: 1,
-    m.ScalarType.INT4: 1,
-    m.ScalarType.INT5: 1,
-    m.ScalarType.INT6: 1,
-    m.ScalarType.INT7: 1,
-}
+# Bytes per element, from the schema's pt2f_itemsize attribute (the C++ and TypeScript readers get the same table).
+ITEMSIZE = m.ITEMSIZE
 _KNOWN_EXPR_KINDS = frozenset(int(k) for k in m.SymExprKind) - {0}
 _KNOWN_OPS = frozenset(int(k) for k in m.SymOp) - {0}
 
@@ -101,7 +74,7 @@ def validate_package(package, *, data_section_lengths=None, reader_major: int = 
         try:
             if program is None:
                 raise _fail("program is missing")
-            _Program(program, n_tensors, max_depth).check()
+            _Program(program, n_tensors, max_depth, package.tensors).check()
         except Pt2FormatError as e:
             raise _wrap(e, f"programs[{i}]")
         names.append(program.name)
@@ -347,9 +320,10 @@ def check_identifier_key(key, path: str) -> None:
 class _Program:
     """Checks one program: symbols, sym-expression pool, graph tree, signature, state."""
 
-    def __init__(self, program, n_tensors: int, max_depth: int):
+    def __init__(self, program, n_tensors: int, max_depth: int, tensors=()):
         self.p = program
         self.n_tensors = n_tensors
+        self.tensors = tensors
         self.n_symbols = len(program.symbols)
         self.n_exprs = len(program.sym_exprs)
         self.max_depth = max_depth
@@ -371,6 +345,7 @@ class _Program:
         except Pt2FormatError as e:
             raise _wrap(e, "graph")
         self.check_signature(scope)
+        self.check_state_matches_placeholders()
         for i, entry in enumerate(p.state):
             path = f"state[{i}]"
             if entry.name is None:
@@ -513,6 +488,35 @@ class _Program:
                     scope.check_argument(arg.value if type(arg) is m.Argument else arg)
                 except Pt2FormatError as e:
                     raise _wrap(e, f"{path}.spec.arg")
+
+    def check_state_matches_placeholders(self) -> None:
+        """A stored parameter, buffer or constant has the dtype and the concrete sizes its placeholder declares.
+
+        torch never compares the two: a file whose weight is declared 16x8 in the
+        graph but stored 16x0 (or 8x16) loads, then fails, or worse computes, at the
+        first call. Only plain strided tensors are compared; dimensions the graph
+        leaves symbolic are not.
+        """
+        graph_meta = {tv.name: tv.meta for tv in self.p.graph.tensor_values}
+        state = {e.name: e.tensor for e in self.p.state}
+        for i, spec in enumerate(self.p.signature.input_specs):
+            s = spec.spec
+            fqn = getattr(s, _STATE_SPEC_NAMES.get(type(s), ""), None)
+            if fqn is None or s.arg is None or fqn not in state:
+                continue
+            meta = graph_meta.get(s.arg.name)
+            t = state[fqn]
+            if meta is None or meta.layout != m.Layout.STRIDED or t >= len(self.tensors):
+                continue
+            tensor = self.tensors[t]
+            path = f"signature.input_specs[{i}]"
+            if tensor.dtype != meta.dtype:
+                raise _fail(f"state tensor {fqn!r} has another dtype than its placeholder {s.arg.name!r}",
+                            path, expected=_enum_name(m.ScalarType, meta.dtype), got=_enum_name(m.ScalarType, tensor.dtype))
+            declared = [d.value if d.expr == -1 else None for d in meta.sizes]
+            if len(declared) != len(tensor.sizes) or any(d is not None and d != n for d, n in zip(declared, tensor.sizes)):
+                raise _fail(f"state tensor {fqn!r} has other sizes than its placeholder {s.arg.name!r}", path,
+                            expected=["s" if d is None else d for d in declared], got=list(tensor.sizes))
 
     def check_sym(self, sym, path: str) -> None:
         if sym is not None and not -1 <= sym.expr < self.n_exprs:
@@ -681,6 +685,17 @@ _OPTIONAL_NAME_LIST = {
     m.OptionalTensorListArgument: ("tensors", "tensor"), m.SymIntListArgument: ("sym_ints", "SymInt"),
     m.SymFloatListArgument: ("sym_floats", "SymFloat"), m.SymBoolListArgument: ("sym_bools", "SymBool"),
 }
+
+
+_STATE_SPEC_NAMES = {m.InputToParameterSpec: "parameter_name", m.InputToBufferSpec: "buffer_name",
+                     m.InputToTensorConstantSpec: "tensor_constant_name"}
+
+
+def _enum_name(enum, value) -> str:
+    try:
+        return enum(value).name
+    except ValueError:
+        return str(value)
 
 
 def _undeclared(what: str, name, path: str) -> ValidationError:

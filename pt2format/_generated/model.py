@@ -373,6 +373,52 @@ class TreeSpecKind(IntEnum):
     """A registered pytree node class `type_name` (dataclasses, model output classes, ...). `field_names` holds field names when the class has them, `keys` dict-like keys, and `context` the class's dumpable context. A loader that cannot import `type_name` falls back to a generic container and warns."""
 
 
+# Bytes per element of each ScalarType value with data (the schema's pt2f_itemsize).
+ITEMSIZE = {
+    ScalarType.UINT8: 1,
+    ScalarType.INT8: 1,
+    ScalarType.INT16: 2,
+    ScalarType.INT32: 4,
+    ScalarType.INT64: 8,
+    ScalarType.FLOAT16: 2,
+    ScalarType.FLOAT32: 4,
+    ScalarType.FLOAT64: 8,
+    ScalarType.COMPLEX32: 4,
+    ScalarType.COMPLEX64: 8,
+    ScalarType.COMPLEX128: 16,
+    ScalarType.BOOL: 1,
+    ScalarType.BFLOAT16: 2,
+    ScalarType.UINT16: 2,
+    ScalarType.UINT32: 4,
+    ScalarType.UINT64: 8,
+    ScalarType.FLOAT8_E4M3FN: 1,
+    ScalarType.FLOAT8_E5M2: 1,
+    ScalarType.FLOAT8_E4M3FNUZ: 1,
+    ScalarType.FLOAT8_E5M2FNUZ: 1,
+    ScalarType.FLOAT8_E8M0FNU: 1,
+    ScalarType.FLOAT4_E2M1FN_X2: 1,
+    ScalarType.BITS8: 1,
+    ScalarType.BITS16: 2,
+    ScalarType.BITS1X8: 1,
+    ScalarType.BITS2X4: 1,
+    ScalarType.BITS4X2: 1,
+    ScalarType.UINT1: 1,
+    ScalarType.UINT2: 1,
+    ScalarType.UINT3: 1,
+    ScalarType.UINT4: 1,
+    ScalarType.UINT5: 1,
+    ScalarType.UINT6: 1,
+    ScalarType.UINT7: 1,
+    ScalarType.INT1: 1,
+    ScalarType.INT2: 1,
+    ScalarType.INT3: 1,
+    ScalarType.INT4: 1,
+    ScalarType.INT5: 1,
+    ScalarType.INT6: 1,
+    ScalarType.INT7: 1,
+}
+
+
 # Union name -> member table names, in type-index order (index 0 is NONE).
 UNIONS = {
     'ArgumentValue': ('NoneArgument', 'TensorArgument', 'TensorListArgument', 'OptionalTensorArgument', 'OptionalTensorListArgument', 'NestedTensorListArgument', 'TokenArgument', 'IntArgument', 'IntListArgument', 'IntListListArgument', 'FloatArgument', 'FloatListArgument', 'FloatListListArgument', 'BoolArgument', 'BoolListArgument', 'StringArgument', 'StringListArgument', 'ComplexArgument', 'SymIntArgument', 'SymIntListArgument', 'SymFloatArgument', 'SymFloatListArgument', 'SymBoolArgument', 'SymBoolListArgument', 'ScalarTypeArgument', 'MemoryFormatArgument', 'LayoutArgument', 'DeviceArgument', 'GraphArgument', 'CustomObjArgument', 'OperatorArgument', 'StringToArgumentMapArgument'),

@@ -313,6 +313,33 @@ def test_overlapping_storages_refused(tmp_path):
         pt2format.read(crafted)
 
 
+@pytest.mark.parametrize("encoding", ENCODINGS)
+@pytest.mark.parametrize("change", ["sizes-empty-dim", "sizes-reshaped", "dtype"])
+def test_state_tensor_unlike_its_placeholder_refused(saved, tmp_path, encoding, change):
+    """A weight stored with other sizes or dtype than the graph declares is refused at read, not at the first call."""
+    package, _, _ = crafting.decode_file(saved[encoding])
+    prog = package.programs[0]
+    weight = next(e for e in prog.state if e.name == "lin.weight")
+    declared = list(package.tensors[weight.tensor].sizes)
+
+    def mutate(p):
+        t = p.tensors[next(e for e in p.programs[0].state if e.name == "lin.weight").tensor]
+        if change == "sizes-empty-dim":
+            t.sizes = [declared[0], 0]
+        elif change == "sizes-reshaped":  # same bytes, another shape
+            t.sizes, t.strides = [declared[0] * declared[1], 1], [1, 1]
+        else:  # same itemsize, another type
+            assert t.dtype == m.ScalarType.FLOAT32
+            t.dtype = m.ScalarType.INT32
+
+    crafted = crafting.craft(saved[encoding], tmp_path / f"{change}.pt2f", mutate)
+    err = _refused(crafted, pt2format.errors.ValidationError)
+    assert "lin.weight" in str(err) and "placeholder" in str(err)
+    # The unchanged file reads, and its weight is what torch exported.
+    ep = pt2format.load(saved[encoding])
+    assert list(ep.state_dict["lin.weight"].shape) == declared
+
+
 # ---------------------------------------------------------------------------
 # helpers
 

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "pt2f/crc32.h"
+#include "pt2format_itemsize.h"
 
 namespace pt2f {
 namespace {
@@ -115,28 +116,10 @@ MappedFile::~MappedFile() {
 // dtypes
 
 size_t dtype_itemsize(pt2format::ScalarType dtype) {
-  using S = pt2format::ScalarType;
-  switch (dtype) {
-    case S::UINT8: case S::INT8: case S::BOOL: case S::BITS8:
-    case S::FLOAT8_E4M3FN: case S::FLOAT8_E5M2: case S::FLOAT8_E4M3FNUZ: case S::FLOAT8_E5M2FNUZ:
-    case S::FLOAT8_E8M0FNU: case S::FLOAT4_E2M1FN_X2:
-    case S::BITS1X8: case S::BITS2X4: case S::BITS4X2:
-    case S::UINT1: case S::UINT2: case S::UINT3: case S::UINT4: case S::UINT5: case S::UINT6: case S::UINT7:
-    case S::INT1: case S::INT2: case S::INT3: case S::INT4: case S::INT5: case S::INT6: case S::INT7:
-      return 1;
-    case S::INT16: case S::FLOAT16: case S::BFLOAT16: case S::UINT16: case S::BITS16:
-      return 2;
-    case S::INT32: case S::FLOAT32: case S::UINT32: case S::COMPLEX32:
-      return 4;
-    case S::INT64: case S::FLOAT64: case S::UINT64: case S::COMPLEX64:
-      return 8;
-    case S::COMPLEX128:
-      return 16;
-    default:
-      break;
-  }
+  // From the schema's pt2f_itemsize attributes (regen.py), shared with the other readers.
+  if (size_t size = generated::scalar_type_itemsize(dtype)) return size;
   throw Error(ErrorKind::Validation, "tensor dtype is unspecified or unknown to this reader",
-              {"", "", {}, "", "a ScalarType value 1..24", num(uint64_t(dtype))});
+              {"", "", {}, "", "a ScalarType value with data", num(uint64_t(dtype))});
 }
 
 // ---------------------------------------------------------------------------

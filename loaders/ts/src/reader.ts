@@ -25,15 +25,8 @@ export interface ReadOptions extends VerifyLimits {
   loadShard?: (name: string) => Uint8Array;
 }
 
-/** Bytes per element of each dtype with data, by ScalarType name. */
-export const DTYPE_ITEMSIZE: Record<string, number> = {
-  UINT8: 1, INT8: 1, INT16: 2, INT32: 4, INT64: 8, FLOAT16: 2, FLOAT32: 4, FLOAT64: 8, COMPLEX32: 4, COMPLEX64: 8,
-  COMPLEX128: 16, BOOL: 1, BFLOAT16: 2, UINT16: 2, UINT32: 4, UINT64: 8, FLOAT8_E4M3FN: 1, FLOAT8_E5M2: 1,
-  FLOAT8_E4M3FNUZ: 1, FLOAT8_E5M2FNUZ: 1, FLOAT8_E8M0FNU: 1, FLOAT4_E2M1FN_X2: 1, BITS8: 1, BITS16: 2,
-  // Sub-byte and shell dtypes: torch stores one byte per element.
-  BITS1X8: 1, BITS2X4: 1, BITS4X2: 1, UINT1: 1, UINT2: 1, UINT3: 1, UINT4: 1, UINT5: 1, UINT6: 1, UINT7: 1,
-  INT1: 1, INT2: 1, INT3: 1, INT4: 1, INT5: 1, INT6: 1, INT7: 1,
-};
+import { DTYPE_ITEMSIZE } from './generated/itemsize.js';
+export { DTYPE_ITEMSIZE };
 
 /** A tensor of `Package.tensors`: metadata plus a zero-copy view of its storage. */
 export interface TensorView {
