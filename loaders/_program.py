@@ -28,7 +28,8 @@ from pt2format._generated.model import (
     StateKind,
     StringArgument,
 )
-from pt2format.errors import LoadError, Pt2FormatError, VersionError
+from pt2format._warn import warn_at_caller
+from pt2format.errors import LoadError, OpsetWarning, Pt2FormatError, VersionError
 
 from ._fake_mode import fake_mode
 from ._graph import GraphBuilder
@@ -142,6 +143,16 @@ def build_program(package, name=None, storage_view=None, *, map_location=None, w
                         path=f"programs[{program.name}]") from e
 
 
+def check_opsets(program) -> None:
+    """Warn when the file's `aten` operator version is newer than this torch's: operator schemas may differ."""
+    ours = torch._C._get_max_operator_version()
+    for opset in program.opsets:
+        if opset.namespace == "aten" and opset.version > ours:
+            warn_at_caller(f"program {program.name!r} was written with aten operator version {opset.version}, "
+                           f"newer than this torch's {ours} ({torch.__version__}); operators whose schema changed "
+                           "since may fail to load or behave differently", OpsetWarning)
+
+
 class _Builder:
     def __init__(self, package, program, state: StateLoader):
         self.package, self.program, self.state = package, program, state
@@ -160,6 +171,7 @@ class _Builder:
 
     def run(self) -> ExportedProgram:
         prog = self.program
+        check_opsets(prog)
         state_dict, constants = self._state()
         self.graphs = GraphBuilder(self.shape, self.fake_mode, MetadataLoader(self.shape), constants)
         sig = signature(prog.signature, self._constant)

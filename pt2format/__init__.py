@@ -23,6 +23,7 @@ from pt2format.errors import (
     ExportError,
     FallbackWarning,
     FormatError,
+    OpsetWarning,
     HeaderError,
     LimitError,
     LoadError,
@@ -151,6 +152,8 @@ def load(f: Source, *, program: str | None = None, map_location: Any = None, wei
     Warns:
         FallbackWarning: a pytree class named in the file is not importable;
             a generic container stands in (reported at the caller's line).
+        OpsetWarning: the file's ``aten`` operator version is newer than this
+            torch's.
     """
     from pt2format.loaders import load_program
 
@@ -296,7 +299,7 @@ def __getattr__(name: str):
 
 __all__ = [
     "save", "load", "read", "open", "validate", "from_torch", "to_torch", "save_weights", "attach_weights",
-    "FORMAT_VERSION", "__version__", "LazyFile", "PackageFile", "FallbackWarning",
+    "FORMAT_VERSION", "__version__", "LazyFile", "PackageFile", "FallbackWarning", "OpsetWarning",
     "Pt2FormatError", "FormatError", "HeaderError", "StaleShardError", "ChecksumError", "SegmentError",
     "EncodingError", "LimitError", "VersionError", "UnsupportedFeatureError", "ValidationError", "StringClassError",
     "ExportError", "LoadError",

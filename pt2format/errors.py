@@ -117,8 +117,18 @@ class FallbackWarning(UserWarning):
     """
 
 
+class OpsetWarning(UserWarning):
+    """The file was written by a torch whose operator set is newer than this one's.
+
+    `Program.opsets` records the `aten` operator version of the producing torch
+    (torch's own serializer keeps it as `opset_version` but never compares it).
+    Operators whose schema changed since may fail to load or behave differently;
+    the program still loads. Reported at the caller's line.
+    """
+
+
 __all__ = [
     "Pt2FormatError", "FormatError", "HeaderError", "StaleShardError", "ChecksumError", "SegmentError",
     "EncodingError", "LimitError", "VersionError", "UnsupportedFeatureError", "ValidationError", "StringClassError",
-    "ExportError", "LoadError", "FallbackWarning",
+    "ExportError", "LoadError", "FallbackWarning", "OpsetWarning",
 ]

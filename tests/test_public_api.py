@@ -6,7 +6,7 @@ import sys
 
 PT2FORMAT = {
     "save", "load", "read", "open", "validate", "from_torch", "to_torch", "save_weights", "attach_weights",
-    "FORMAT_VERSION", "__version__", "LazyFile", "PackageFile", "FallbackWarning",
+    "FORMAT_VERSION", "__version__", "LazyFile", "PackageFile", "FallbackWarning", "OpsetWarning",
     "Pt2FormatError", "FormatError", "HeaderError", "StaleShardError", "ChecksumError", "SegmentError",
     "EncodingError", "LimitError", "VersionError", "UnsupportedFeatureError", "ValidationError", "StringClassError",
     "ExportError", "LoadError",
@@ -14,7 +14,7 @@ PT2FORMAT = {
 
 NOT_ERRORS = {"save", "load", "read", "open", "validate", "from_torch", "to_torch", "save_weights", "attach_weights",
               "FORMAT_VERSION", "__version__",
-              "LazyFile", "PackageFile", "FallbackWarning"}
+              "LazyFile", "PackageFile", "FallbackWarning", "OpsetWarning"}
 
 
 def test_pt2format_exports():
