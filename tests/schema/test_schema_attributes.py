@@ -44,4 +44,12 @@ def test_itemsizes_are_torchs():
     from pt2format.exporter._enums import DTYPE_TO_SCALAR_TYPE
 
     assert {int(k): v for k, v in m.ITEMSIZE.items()} == {
-        int(st): torch.empty((), dtype=dt).element_size() for dt, st in DTYPE_TO_SCALAR_TYPE.items()}
+        int(st): dt.itemsize for dt, st in DTYPE_TO_SCALAR_TYPE.items()}
+
+
+def test_every_scalar_type_maps_to_a_torch_dtype():
+    pytest.importorskip("torch")
+    from pt2format._generated import model as m
+    from pt2format.exporter._enums import DTYPE_TO_SCALAR_TYPE
+
+    assert {int(t) for t in m.ScalarType if t != m.ScalarType.UNSPECIFIED} == {int(v) for v in DTYPE_TO_SCALAR_TYPE.values()}
