@@ -150,7 +150,8 @@ class StandInMapping(dict):
             raise AttributeError(f"{type(self).__name__!r} stand-in has no field {name!r}") from None
 
     def __getitem__(self, k):
-        if isinstance(k, (int, slice)) and not isinstance(k, bool) and not dict.__contains__(self, k):
+        if isinstance(k, slice) or (isinstance(k, int) and not isinstance(k, bool)
+                                    and not dict.__contains__(self, k)):
             return self.to_tuple()[k]
         return dict.__getitem__(self, k)
 
