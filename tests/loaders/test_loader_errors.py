@@ -123,12 +123,26 @@ def test_duplicate_node_name():
         load(bad)
 
 
-def test_unknown_pytree_class_falls_back_to_a_dict_with_a_warning():
+def test_unknown_pytree_class_gets_a_standin_with_a_warning():
     def foreign(p):
         spec = prog(p).module_call_graph[0].signature.out_spec
         spec.kind, spec.type_name = m.TreeSpecKind.CUSTOM, "somewhere.not_imported.Output"
         spec.field_names = ["out"]
         spec.keys = []
+    with pytest.warns(FallbackWarning, match="somewhere.not_imported.Output"):
+        ep = load(foreign)
+    out = ep.module()(torch.randn(3, 3))
+    assert type(out).__name__ == "Output" and type(out).__module__ == "somewhere.not_imported"
+    assert isinstance(out.out, torch.Tensor) and out[0] is out.out
+
+
+def test_unknown_pytree_class_without_a_fitting_standin_falls_back_to_a_dict():
+    """Field names that do not name the children (2 names, 1 child): no stand-in fits, the dict fallback."""
+    def foreign(p):
+        spec = prog(p).module_call_graph[0].signature.out_spec
+        spec.kind, spec.type_name = m.TreeSpecKind.CUSTOM, "somewhere.not_imported.Output"
+        spec.field_names = ["out", "other"]
+        spec.keys = [m.Value(m.StringValue("out"))]
     with pytest.warns(FallbackWarning, match="somewhere.not_imported.Output"):
         ep = load(foreign)
     out = ep.module()(torch.randn(3, 3))
