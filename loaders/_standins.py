@@ -33,6 +33,9 @@ from pt2format.exporter._treespec import STANDIN_ATTR, standin_type_name
 
 _LOCK = threading.Lock()
 _CACHE: dict[tuple, type] = {}
+#: Stand-in classes per process at most: each is registered with pytree for good, so a stream of files
+#: with ever new type names must not grow the registry without bound. Past it, loaders use plain containers.
+MAX_STANDINS = 4096
 
 
 def is_standin(cls) -> bool:
@@ -70,6 +73,8 @@ def _cached(key: tuple, make):
     with _LOCK:
         cls = _CACHE.get(key)
         if cls is None:
+            if len(_CACHE) >= MAX_STANDINS:
+                return None
             cls = make()
             _CACHE[key] = cls
         return cls
@@ -317,7 +322,11 @@ def custom_standin(type_name: str, flavor: str, fields=(), *, keys_from_context:
         if base is StandInMapping:
             ns["__slots__"] = ()  # values live in the dict itself
         cls = type(type_name.rpartition(".")[2], (base,), _namespace(type_name, ns))
-        pytree.register_pytree_node(cls, flatten, unflatten_for(cls), serialized_type_name=type_name,
+        # Registered under the file's name (so torch.export.save of a loaded program can name it), unless a
+        # real class holds that name: a file must never redirect torch's registry away from a real class.
+        holder = pytree.SERIALIZED_TYPE_TO_PYTHON_TYPE.get(type_name)
+        name = type_name if holder is None or is_standin(holder) else None
+        pytree.register_pytree_node(cls, flatten, unflatten_for(cls), serialized_type_name=name,
                                     flatten_with_keys_fn=with_keys)
         return cls
 

@@ -137,7 +137,8 @@ class TreeSpecLoader:
                 and tuple(cls._fields) == fields and len(fields) == len(children):
             return pytree.TreeSpec(collections.namedtuple, cls, children)
         why = f"namedtuple class {name!r} is not available"
-        if len(fields) == len(children):
+        # A stand-in only where no class has the name: never one that reads like an existing class.
+        if (cls is None or _standins.is_standin(cls)) and len(fields) == len(children):
             standin = _standins.namedtuple_standin(name, fields)
             if standin is not None:
                 self._warn(path, f"{why}; a stand-in namedtuple {name} with fields {list(fields)} is used")
@@ -149,7 +150,7 @@ class TreeSpecLoader:
         cls = find_class(name, f"{path}.type_name") if name else None
         if cls is None or cls not in pytree.SUPPORTED_NODES or cls in _NOT_CUSTOM or _standins.is_standin(cls):
             why = f"pytree class {name!r} is not registered in this process"
-            made = self._custom_standin(spec, children, path)
+            made = self._custom_standin(spec, children, path) if cls is None or _standins.is_standin(cls) else None
             if made is not None:
                 self._warn(path, f"{why}; a stand-in {name} ({made[0]._pt2f_flavor}) is used")
                 return pytree.TreeSpec(made[0], made[1], children)

@@ -155,3 +155,35 @@ def test_empty_range_is_refused():
         r.lower, r.upper, r.has_lower, r.has_upper = 9, 2, True, True
     with pytest.raises(pt2format.LoadError, match="empty"):
         load(bad)
+
+
+@pytest.mark.parametrize("type_name", ["builtins.tuple", "collections.OrderedDict", "torch.nn.Linear"])
+def test_custom_node_naming_a_real_class_gets_no_standin(type_name):
+    """A file cannot make a stand-in that reads like a real class, nor redirect torch's pytree registry."""
+    import torch.utils._pytree as pytree
+    before = dict(pytree.SERIALIZED_TYPE_TO_PYTHON_TYPE)
+
+    def foreign(p):
+        spec = prog(p).module_call_graph[0].signature.out_spec
+        spec.kind, spec.type_name = m.TreeSpecKind.CUSTOM, type_name
+        spec.field_names, spec.keys = ["out"], []
+    with pytest.warns(FallbackWarning, match=type_name):
+        ep = load(foreign)
+    out = ep.module()(torch.randn(3, 3))
+    assert isinstance(out, dict) and list(out) == ["out"]
+    assert pytree.SERIALIZED_TYPE_TO_PYTHON_TYPE == before
+
+
+def test_standin_count_is_bounded(monkeypatch):
+    """Past MAX_STANDINS classes per process, unknown classes load as plain containers."""
+    from pt2format.loaders import _standins
+    monkeypatch.setattr(_standins, "MAX_STANDINS", len(_standins._CACHE))
+
+    def foreign(p):
+        spec = prog(p).module_call_graph[0].signature.out_spec
+        spec.kind, spec.type_name = m.TreeSpecKind.CUSTOM, "somewhere.never_seen_before.Output"
+        spec.field_names, spec.keys = ["out"], []
+    with pytest.warns(FallbackWarning, match="never_seen_before"):
+        ep = load(foreign)
+    out = ep.module()(torch.randn(3, 3))
+    assert isinstance(out, dict) and list(out) == ["out"]
