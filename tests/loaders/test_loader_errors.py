@@ -187,3 +187,37 @@ def test_standin_count_is_bounded(monkeypatch):
         ep = load(foreign)
     out = ep.module()(torch.randn(3, 3))
     assert isinstance(out, dict) and list(out) == ["out"]
+
+
+def test_real_class_registered_after_a_standin_wins(monkeypatch):
+    """A stand-in made before the real class was imported does not hide it from later loads."""
+    import sys
+    import types
+
+    import torch.utils._pytree as pytree
+
+    def foreign(p):
+        spec = prog(p).module_call_graph[0].signature.out_spec
+        spec.kind, spec.type_name = m.TreeSpecKind.CUSTOM, "pt2f_late_module.Out"
+        spec.field_names, spec.keys = ["out"], []
+    with pytest.warns(FallbackWarning, match="pt2f_late_module.Out"):
+        first = load(foreign).module()(torch.randn(3, 3))
+    assert type(first).__name__ == "Out" and isinstance(first.out, torch.Tensor)
+
+    class Out:
+        def __init__(self, out):
+            self.out = out
+
+    Out.__module__, Out.__qualname__ = "pt2f_late_module", "Out"
+    mod = types.ModuleType("pt2f_late_module")
+    mod.Out = Out
+    monkeypatch.setitem(sys.modules, "pt2f_late_module", mod)
+    pytree.register_pytree_node(Out, lambda o: ([o.out], None), lambda v, c: Out(v[0]),
+                                serialized_type_name="pt2f_late_module.Out")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", FallbackWarning)
+            second = load(foreign).module()(torch.randn(3, 3))
+        assert type(second) is Out
+    finally:
+        pytree._deregister_pytree_node(Out)
