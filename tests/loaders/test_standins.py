@@ -140,16 +140,16 @@ _CONSUMER = textwrap.dedent('''
         assert spec == ep.call_spec.out_spec, spec  # stand-ins flatten back to the same spec
         assert len(leaves) == len(values["outputs"])
         for got, want in zip(leaves, values["outputs"]):
-            assert torch.allclose(got, want, rtol=1e-6, atol=1e-6), (got, want)
+            assert torch.equal(got, want), (got, want)  # bit for bit: same kernels on CPU
         tiny, result, scaled = out
         want = values["outputs"]
-        assert torch.allclose(tiny.logits, want[0]) and torch.allclose(tiny["hidden"], want[1])
+        assert torch.equal(tiny.logits, want[0]) and torch.equal(tiny["hidden"], want[1])
         assert tiny[0] is tiny.logits and tiny[1] is tiny.hidden and tiny.to_tuple()[1] is tiny["hidden"]
         assert list(tiny.keys()) == ["logits", "hidden"]
-        assert torch.allclose(result.total, want[2]) and result.extra is None
-        assert torch.allclose(result.pair.first, want[3]) and result.pair[1] is result.pair.second
+        assert torch.equal(result.total, want[2]) and result.extra is None
+        assert torch.equal(result.pair.first, want[3]) and result.pair[1] is result.pair.second
         assert result.pair._fields == ("first", "second") and result.pair._asdict()["first"] is result.pair.first
-        assert torch.allclose(scaled.a, want[5]) and torch.allclose(scaled.b, want[6])
+        assert torch.equal(scaled.a, want[5]) and torch.equal(scaled.b, want[6])
         assert scaled.context == {"unit": "m", "scale": 3} and scaled[0] is scaled.a
         these = (type(tiny), type(result), type(result.pair), type(scaled))
         assert [t.__name__ for t in these] == ["TinyOutput", "Result", "Pair", "Scaled"]
