@@ -9,7 +9,9 @@ prints the same), the original's fields, and the original's way of reaching
 them (index and attribute for a namedtuple, attribute for a dataclass,
 attribute, key and integer index for a dict-like class such as ModelOutput).
 Custom stand-ins are registered as pytree nodes, so flatten/unflatten, the
-loaded module's input checks and a re-save work as with the original.
+loaded module's input checks and a re-save work as with the original; every
+stand-in is registered under the file's type name unless a real class holds
+that name, so torch's own serializer can name it too (`pt2format.to_torch`).
 
 Built from checked values only: the type name must be dot-separated
 identifiers and every field an identifier (no dunder names). Classes are made
@@ -67,6 +69,12 @@ def _namespace(type_name: str, extra: dict) -> dict:
           "__doc__": f"pt2format stand-in for {type_name}, which this process cannot import."}
     ns.update(extra)
     return ns
+
+
+def _name_is_free(type_name: str) -> bool:
+    """True when no real class holds `type_name` in torch's pytree registry: a stand-in may register under it."""
+    holder = pytree.SERIALIZED_TYPE_TO_PYTHON_TYPE.get(type_name)
+    return holder is None or is_standin(holder)
 
 
 def _cached(key: tuple, make):
@@ -132,7 +140,10 @@ def namedtuple_standin(type_name: str, fields) -> type | None:
               "__repr__": _nt_repr, "__getnewargs__": _nt_getnewargs}
         for i, f in enumerate(fields):
             ns[f] = property(operator.itemgetter(i), doc=f"Field {i} ({f}).")
-        return type(type_name.rpartition(".")[2], (tuple,), _namespace(type_name, ns))
+        cls = type(type_name.rpartition(".")[2], (tuple,), _namespace(type_name, ns))
+        if _name_is_free(type_name):  # so that torch.export.save (pt2format.to_torch) can name it
+            pytree._register_namedtuple(cls, serialized_type_name=type_name)
+        return cls
 
     return _cached(("namedtuple", type_name, fields), make)
 
@@ -324,8 +335,7 @@ def custom_standin(type_name: str, flavor: str, fields=(), *, keys_from_context:
         cls = type(type_name.rpartition(".")[2], (base,), _namespace(type_name, ns))
         # Registered under the file's name (so torch.export.save of a loaded program can name it), unless a
         # real class holds that name: a file must never redirect torch's registry away from a real class.
-        holder = pytree.SERIALIZED_TYPE_TO_PYTHON_TYPE.get(type_name)
-        name = type_name if holder is None or is_standin(holder) else None
+        name = type_name if _name_is_free(type_name) else None
         pytree.register_pytree_node(cls, flatten, unflatten_for(cls), serialized_type_name=name,
                                     flatten_with_keys_fn=with_keys)
         return cls
