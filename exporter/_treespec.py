@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import keyword
 
 import torch.utils._pytree as pytree
 
@@ -24,8 +25,20 @@ def qualified_name(obj) -> str:
     return f"{obj.__module__}.{obj.__qualname__}"
 
 
+#: Marker a loader's stand-in class carries (loaders/_standins.py): the type name the file gave.
+STANDIN_ATTR = "__pt2format_standin__"
+
+
+def standin_type_name(cls) -> str | None:
+    """The file's type name when `cls` is a loader's stand-in class, else None (no attribute hooks run)."""
+    return vars(cls).get(STANDIN_ATTR) if isinstance(cls, type) else None
+
+
 def serialized_type_name(cls) -> str:
     """The name torch's pytree registry knows `cls` by, else module.qualname."""
+    standin = standin_type_name(cls)
+    if standin is not None:
+        return standin
     entry = pytree.SUPPORTED_SERIALIZED_TYPES.get(cls)
     if entry is not None and entry.serialized_type_name != pytree.NO_SERIALIZED_TYPE_NAME_FOUND:
         return entry.serialized_type_name
@@ -89,9 +102,26 @@ class TreeSpecExporter:
         elif typ is collections.deque:
             out.kind = TreeSpecKind.DEQUE
             out.context = to_value(ctx, path=f"{path}.context")
+        elif standin_type_name(typ) is not None:
+            self._standin(out, typ, ctx, path)
         else:
-            self._custom(out, typ, ctx, path)
+            self._custom(out, typ, ctx, path, spec)
         return out
+
+    def _standin(self, out: TreeSpec, typ, ctx, path):
+        """A loader's stand-in for a missing class -> the node the file had: the loader chose the stand-in's
+        flavor from that node, and each flavor maps back to it (keys = the context for dict-like ones,
+        field names = the context's non-None names for dataclass ones, else the class's field names)."""
+        out.kind = TreeSpecKind.CUSTOM
+        out.type_name = standin_type_name(typ)
+        out.context = to_value(ctx, path=f"{path}.context")
+        flavor = vars(typ).get("_pt2f_flavor")
+        if flavor == "mapping":
+            out.keys = self._keys(ctx, path)
+        elif flavor == "dataclass":
+            out.field_names = list(ctx[0])
+        else:
+            out.field_names = list(typ._pt2f_fields)
 
     def _restore(self, out: TreeSpec, origin: TreeSpec, path):
         """A loader's stand-in dict -> the node the file had (children are converted as they are now)."""
@@ -109,7 +139,7 @@ class TreeSpecExporter:
             raise ExportError(f"namedtuple {name} appears with two different field lists", path=path,
                               expected=list(prev), got=list(fields))
 
-    def _custom(self, out: TreeSpec, typ, ctx, path):
+    def _custom(self, out: TreeSpec, typ, ctx, path, spec=None):
         if typ not in pytree.SUPPORTED_NODES:
             raise ExportError("tree spec node type is not registered with pytree", path=path,
                               expected="a registered pytree node", got=qualified_name(typ))
@@ -133,3 +163,29 @@ class TreeSpecExporter:
             out.keys = self._keys(ctx, path)  # dict-like nodes (e.g. model output classes)
         elif hasattr(typ, "_fields") and len(typ._fields) == n:
             out.field_names = list(typ._fields)
+        elif spec is not None:
+            out.field_names = _attribute_names(typ, spec)
+
+
+def _attribute_names(typ, spec: pytree.TreeSpec) -> list[str]:
+    """The attribute names of a registered class's children, when its flatten-with-keys gives one
+    `GetAttrKey` per child (what a loader's stand-in offers as `obj.<field>`); else [].
+
+    The class's own unflatten and flatten-with-keys run on placeholder leaves: export time, the
+    producer's code. A class that refuses placeholders simply gets no names.
+    """
+    entry = pytree.SUPPORTED_NODES.get(typ)
+    if entry is None or entry.flatten_with_keys_fn is None:
+        return []
+    n = spec.num_children
+    try:
+        obj = entry.unflatten_fn([None] * n, spec.context)
+        pairs, _ = entry.flatten_with_keys_fn(obj)
+    except Exception:  # noqa: BLE001 - names are optional
+        return []
+    names = [k.name for k, _ in pairs if isinstance(k, pytree.GetAttrKey)]
+    if len(names) != n or len(pairs) != n or len(set(names)) != n:
+        return []
+    if not all(x.isidentifier() and x.isascii() and not keyword.iskeyword(x) for x in names):
+        return []
+    return names

@@ -3,8 +3,11 @@
 A NAMEDTUPLE or CUSTOM type name is looked up in torch's pytree registry,
 then among classes of modules that are already imported (sys.modules). When
 neither knows it (say, the class lived in the producer's script), the node
-becomes a plain container (dict for named fields and keys, tuple otherwise)
-and a warning says so: the program still loads, outputs keep their values.
+gets a stand-in class (`_standins`): same name, same fields, same access, a
+TreeSpec that prints and compares as torch's, and a re-save that writes the
+file's node again. A FallbackWarning names the type. Only a node no stand-in
+fits (a name that is not dot-separated identifiers, odd field names) becomes
+a plain container (dict for named fields and keys, tuple otherwise).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from pt2format._warn import warn_at_caller
 from pt2format.errors import FallbackWarning, LoadError
 from pt2format.exporter._treespec import FallbackKeys
 
+from . import _standins
 from ._names import check_dotted_identifiers
 from ._values import from_value
 
@@ -129,16 +133,28 @@ class TreeSpecLoader:
         name = spec.type_name or ""
         cls = find_class(name, f"{path}.type_name") if name else None
         fields = tuple(spec.field_names)
-        if cls is not None and pytree.is_namedtuple_class(cls) and tuple(cls._fields) == fields \
-                and len(fields) == len(children):
+        if cls is not None and not _standins.is_standin(cls) and pytree.is_namedtuple_class(cls) \
+                and tuple(cls._fields) == fields and len(fields) == len(children):
             return pytree.TreeSpec(collections.namedtuple, cls, children)
-        return self._generic(spec, children, path, f"namedtuple class {name!r} is not available")
+        why = f"namedtuple class {name!r} is not available"
+        # A stand-in only where no class has the name: never one that reads like an existing class.
+        if (cls is None or _standins.is_standin(cls)) and len(fields) == len(children):
+            standin = _standins.namedtuple_standin(name, fields)
+            if standin is not None:
+                self._warn(path, f"{why}; a stand-in namedtuple {name} with fields {list(fields)} is used")
+                return pytree.TreeSpec(collections.namedtuple, standin, children)
+        return self._generic(spec, children, path, why)
 
     def _custom(self, spec, children, path):
         name = spec.type_name or ""
         cls = find_class(name, f"{path}.type_name") if name else None
-        if cls is None or cls not in pytree.SUPPORTED_NODES or cls in _NOT_CUSTOM:
-            return self._generic(spec, children, path, f"pytree class {name!r} is not registered in this process")
+        if cls is None or cls not in pytree.SUPPORTED_NODES or cls in _NOT_CUSTOM or _standins.is_standin(cls):
+            why = f"pytree class {name!r} is not registered in this process"
+            made = self._custom_standin(spec, children, path) if cls is None or _standins.is_standin(cls) else None
+            if made is not None:
+                self._warn(path, f"{why}; a stand-in {name} ({made[0]._pt2f_flavor}) is used")
+                return pytree.TreeSpec(made[0], made[1], children)
+            return self._generic(spec, children, path, why)
         ctx = from_value(spec.context, path=f"{path}.context") if spec.context is not None else None
         entry = pytree.SUPPORTED_SERIALIZED_TYPES.get(cls)
         if entry is not None and entry.from_dumpable_context is not None:
@@ -149,3 +165,34 @@ class TreeSpecLoader:
         # Otherwise the context is used as saved: like torch (whose loader passes the JSON
         # value on), and lists and tuples stay what they were.
         return pytree.TreeSpec(cls, ctx, children)
+
+    def _custom_standin(self, spec, children, path):
+        """(stand-in class, context) for a CUSTOM node whose class is missing, or None when none fits.
+
+        The flavor follows what the writer recorded (exporter/_treespec.py): keys
+        equal to a list context -> dict-like (ModelOutput); field names with
+        torch's dataclass context [non-None names, None names] -> dataclass;
+        otherwise the children, named by the field names when there are some.
+        Each choice is one the writer maps back to this very node, so a re-save
+        gives the same bytes.
+        """
+        n, fields = len(children), list(spec.field_names)
+        try:
+            ctx = from_value(spec.context, path=f"{path}.context") if spec.context is not None else None
+            keys = [from_value(v, path=f"{path}.keys[{i}]", hashable=True) for i, v in enumerate(spec.keys)]
+        except LoadError:
+            return None
+        name = spec.type_name or ""
+        if keys:
+            if fields or len(keys) != n or type(ctx) is not list or ctx != keys \
+                    or not all(type(k) in (str, int) for k in keys):
+                return None
+            cls = _standins.custom_standin(name, "mapping", keys_from_context=True)
+        elif (type(ctx) is list and len(ctx) == 2 and all(type(c) is list for c in ctx)
+              and all(type(f) is str for c in ctx for f in c) and ctx[0] == fields):
+            cls = _standins.custom_standin(name, "dataclass", fields + ctx[1])
+        elif not fields or len(fields) == n:
+            cls = _standins.custom_standin(name, "node", fields)
+        else:
+            return None
+        return None if cls is None else (cls, ctx)

@@ -151,7 +151,8 @@ def load(f: Source, *, program: str | None = None, map_location: Any = None, wei
 
     Warns:
         FallbackWarning: a pytree class named in the file is not importable;
-            a generic container stands in (reported at the caller's line).
+            a stand-in class with its name and fields (or, when none fits, a
+            generic container) is used (reported at the caller's line).
         OpsetWarning: the file's ``aten`` operator version is newer than this
             torch's.
     """

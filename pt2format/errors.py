@@ -109,11 +109,15 @@ class LoadError(Pt2FormatError):
 
 
 class FallbackWarning(UserWarning):
-    """A pytree class named in the file is not importable here; a generic container (tuple or dict) stands in.
+    """A pytree class named in the file is not importable here; a stand-in class is used in its place.
 
-    The program still loads and runs; its inputs and outputs are flattened
-    and unflattened with the generic container. Import (or register) the
-    class before loading to get it back. Reported at the caller's line.
+    The program still loads and runs. The stand-in has the class's name and
+    fields and its way of reaching them (namedtuple: index and attribute;
+    dataclass: attribute; dict-like classes such as ModelOutput: attribute,
+    key and index), so specs print the same and a re-save gives the same
+    bytes; when no stand-in fits, a generic container (tuple or dict) is
+    used. Import (or register) the class before loading to get the real
+    class back. Reported at the caller's line.
     """
 
 

@@ -22,6 +22,7 @@ MODULES = (
     "multi",
     "torchbind",
     "transformers_models",
+    "standins",
     "exportdb",
 )
 

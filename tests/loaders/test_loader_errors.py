@@ -123,12 +123,26 @@ def test_duplicate_node_name():
         load(bad)
 
 
-def test_unknown_pytree_class_falls_back_to_a_dict_with_a_warning():
+def test_unknown_pytree_class_gets_a_standin_with_a_warning():
     def foreign(p):
         spec = prog(p).module_call_graph[0].signature.out_spec
         spec.kind, spec.type_name = m.TreeSpecKind.CUSTOM, "somewhere.not_imported.Output"
         spec.field_names = ["out"]
         spec.keys = []
+    with pytest.warns(FallbackWarning, match="somewhere.not_imported.Output"):
+        ep = load(foreign)
+    out = ep.module()(torch.randn(3, 3))
+    assert type(out).__name__ == "Output" and type(out).__module__ == "somewhere.not_imported"
+    assert isinstance(out.out, torch.Tensor) and out[0] is out.out
+
+
+def test_unknown_pytree_class_without_a_fitting_standin_falls_back_to_a_dict():
+    """Field names that do not name the children (2 names, 1 child): no stand-in fits, the dict fallback."""
+    def foreign(p):
+        spec = prog(p).module_call_graph[0].signature.out_spec
+        spec.kind, spec.type_name = m.TreeSpecKind.CUSTOM, "somewhere.not_imported.Output"
+        spec.field_names = ["out", "other"]
+        spec.keys = [m.Value(m.StringValue("out"))]
     with pytest.warns(FallbackWarning, match="somewhere.not_imported.Output"):
         ep = load(foreign)
     out = ep.module()(torch.randn(3, 3))
@@ -141,3 +155,69 @@ def test_empty_range_is_refused():
         r.lower, r.upper, r.has_lower, r.has_upper = 9, 2, True, True
     with pytest.raises(pt2format.LoadError, match="empty"):
         load(bad)
+
+
+@pytest.mark.parametrize("type_name", ["builtins.tuple", "collections.OrderedDict", "torch.nn.Linear"])
+def test_custom_node_naming_a_real_class_gets_no_standin(type_name):
+    """A file cannot make a stand-in that reads like a real class, nor redirect torch's pytree registry."""
+    import torch.utils._pytree as pytree
+    before = dict(pytree.SERIALIZED_TYPE_TO_PYTHON_TYPE)
+
+    def foreign(p):
+        spec = prog(p).module_call_graph[0].signature.out_spec
+        spec.kind, spec.type_name = m.TreeSpecKind.CUSTOM, type_name
+        spec.field_names, spec.keys = ["out"], []
+    with pytest.warns(FallbackWarning, match=type_name):
+        ep = load(foreign)
+    out = ep.module()(torch.randn(3, 3))
+    assert isinstance(out, dict) and list(out) == ["out"]
+    assert pytree.SERIALIZED_TYPE_TO_PYTHON_TYPE == before
+
+
+def test_standin_count_is_bounded(monkeypatch):
+    """Past MAX_STANDINS classes per process, unknown classes load as plain containers."""
+    from pt2format.loaders import _standins
+    monkeypatch.setattr(_standins, "MAX_STANDINS", len(_standins._CACHE))
+
+    def foreign(p):
+        spec = prog(p).module_call_graph[0].signature.out_spec
+        spec.kind, spec.type_name = m.TreeSpecKind.CUSTOM, "somewhere.never_seen_before.Output"
+        spec.field_names, spec.keys = ["out"], []
+    with pytest.warns(FallbackWarning, match="never_seen_before"):
+        ep = load(foreign)
+    out = ep.module()(torch.randn(3, 3))
+    assert isinstance(out, dict) and list(out) == ["out"]
+
+
+def test_real_class_registered_after_a_standin_wins(monkeypatch):
+    """A stand-in made before the real class was imported does not hide it from later loads."""
+    import sys
+    import types
+
+    import torch.utils._pytree as pytree
+
+    def foreign(p):
+        spec = prog(p).module_call_graph[0].signature.out_spec
+        spec.kind, spec.type_name = m.TreeSpecKind.CUSTOM, "pt2f_late_module.Out"
+        spec.field_names, spec.keys = ["out"], []
+    with pytest.warns(FallbackWarning, match="pt2f_late_module.Out"):
+        first = load(foreign).module()(torch.randn(3, 3))
+    assert type(first).__name__ == "Out" and isinstance(first.out, torch.Tensor)
+
+    class Out:
+        def __init__(self, out):
+            self.out = out
+
+    Out.__module__, Out.__qualname__ = "pt2f_late_module", "Out"
+    mod = types.ModuleType("pt2f_late_module")
+    mod.Out = Out
+    monkeypatch.setitem(sys.modules, "pt2f_late_module", mod)
+    pytree.register_pytree_node(Out, lambda o: ([o.out], None), lambda v, c: Out(v[0]),
+                                serialized_type_name="pt2f_late_module.Out")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", FallbackWarning)
+            second = load(foreign).module()(torch.randn(3, 3))
+        assert type(second) is Out
+    finally:
+        pytree._deregister_pytree_node(Out)
