@@ -50,3 +50,19 @@ def test_manifest_is_well_formed():
 @pytest.mark.parametrize("entry", ENTRIES, ids=IDS)
 def test_python_reader(entry):
     assert C.python_verdict(C.INVALID_DIR / entry["file"]) == entry["error"], entry["description"]
+
+
+@pytest.fixture(scope="module")
+def cpp_build():
+    import native_util_cpp as U
+
+    why = U.missing_toolchain()
+    if why:
+        pytest.skip(f"C++ toolchain missing: {why}")
+    return U.build("release")
+
+
+@pytest.mark.native
+@pytest.mark.parametrize("entry", ENTRIES, ids=IDS)
+def test_cpp_reader(cpp_build, entry):
+    assert C.cpp_verdict(cpp_build, C.INVALID_DIR / entry["file"]) == entry["error"], entry["description"]
