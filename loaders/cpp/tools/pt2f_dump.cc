@@ -4,6 +4,9 @@
 // storage checksums) and print one line on stdout: OK, or the pt2format.errors
 // class name of the first failure (HeaderError, StringClassError, ...), so
 // tests compare readers without parsing messages (SPEC.md §7.1).
+// pt2f-dump --no-validate FILE: the dump without string-class and invariant
+// checks (as pt2format._dump.dump_text of an unvalidated tree), for tests of
+// the rendering of trees no valid file holds (unknown enum values, ...).
 //
 // Exit status: 0 printed (or OK); 1 damaged or invalid file; 2 usage or I/O error;
 // 4 the file needs a newer reader (format version or required feature).
@@ -16,14 +19,16 @@
 
 int main(int argc, char **argv) {
   const bool error_class = argc == 3 && std::strcmp(argv[1], "--error-class") == 0;
-  if ((argc != 2 && !error_class) || std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "--help") == 0) {
-    std::fprintf(stderr, "usage: pt2f-dump [--error-class] FILE\n");
+  const bool no_validate = argc == 3 && std::strcmp(argv[1], "--no-validate") == 0;
+  if ((argc != 2 && !error_class && !no_validate) || std::strcmp(argv[1], "-h") == 0 ||
+      std::strcmp(argv[1], "--help") == 0) {
+    std::fprintf(stderr, "usage: pt2f-dump [--error-class | --no-validate] FILE\n");
     return 2;
   }
   const char *path = argv[argc - 1];
   try {
     const pt2f::File file = pt2f::File::open(path);
-    pt2f::validate(file);
+    if (!no_validate) pt2f::validate(file);
     if (error_class) file.verify_data();  // as pt2format.validate: after the invariants
     const std::string out = pt2f::canonical_dump(file);
     if (error_class) {
