@@ -696,3 +696,16 @@ def test_python_sharded_file_dumps_like_python_and_stale_shard_refused(cpp, tmp_
     stale = shard_samples.write_with_stale_shard(tmp_path)
     line = assert_clean_failure(dump(cpp, stale))
     assert "shard file belongs to another save (package_id differs)" in line and shard_samples.STALE_SHARD in line
+
+
+# ---------------------------------------------------------------------------
+# Golden files: every encoding dumps byte for byte as committed
+
+GOLDEN_DIRS = sorted(p for p in (U.ROOT / "conformance" / "golden").glob("*/*") if (p / "program.pt2f").exists())
+
+
+@pytest.mark.parametrize("golden", GOLDEN_DIRS, ids=[f"{p.parent.name}/{p.name}" for p in GOLDEN_DIRS])
+def test_golden_files_dump_exactly_in_every_encoding(cpp, golden):
+    r = dump(cpp, golden / "program.pt2f")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == (golden / "expected.json").read_bytes()
