@@ -87,8 +87,15 @@ class StringWalker {
         if (!tv) continue;
         const auto *ev = s_.enums()->Get(uint32_t(f->type()->index()))->values()->LookupByKey(tv);
         const auto *child = t->GetPointer<const flatbuffers::Table *>(f->offset());
-        if (ev && ev->union_type() && ev->union_type()->index() >= 0 && child)
-          table(child, *s_.objects()->Get(uint32_t(ev->union_type()->index())), fpath);
+        // As pt2format's decoders, before any invariant: a member this reader does not know is a
+        // newer minor's (VersionError, SPEC.md §8.2); a type without its member is damage.
+        if (!ev || !ev->union_type() || ev->union_type()->index() < 0)
+          fail(ErrorKind::Version,
+               "union member index " + num(tv) + " unknown to this reader: defined by a newer minor (SPEC.md section 8)",
+               fpath + "_type", "a member of " + short_name(s_.enums()->Get(uint32_t(f->type()->index()))->name()),
+               num(tv));
+        if (!child) fail(ErrorKind::Encoding, "union type " + ev->name()->str() + " without a member", fpath);
+        table(child, *s_.objects()->Get(uint32_t(ev->union_type()->index())), fpath);
       } else if (bt == BaseType::Vector) {
         const BaseType et = f->type()->element();
         const auto *v = t->GetPointer<const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::Table>> *>(f->offset());
