@@ -214,6 +214,25 @@ def _overlap(p):
     p.storages[1].offset = p.storages[0].offset  # same bytes as storage 0 (both inside the segment, aligned)
 
 
+def _first_parameter_tensor(p):
+    """The Package.tensors row of program 0's first parameter."""
+    return p.tensors[next(e.tensor for e in prog(p).state if e.kind == m.StateKind.PARAMETER)]
+
+
+def _param_reshaped(p):
+    t = _first_parameter_tensor(p)
+    n = 1
+    for s in t.sizes:
+        n *= s
+    t.sizes, t.strides = [n] + [1] * (len(t.sizes) - 1), [1] * len(t.sizes)  # same bytes, another shape
+
+
+def _param_retyped(p):
+    t = _first_parameter_tensor(p)
+    assert t.dtype == m.ScalarType.FLOAT32
+    t.dtype = m.ScalarType.INT32  # same element size, another type
+
+
 def _swap_programs(p):
     p.programs.reverse()
 
@@ -388,6 +407,10 @@ TREE_CASES = [
      "mlp", _set(lambda p: p.tensors[0], "dtype", 0), {}),
     ("tensor_dtype_unknown", "§8.2", "ValidationError", "Tensor.dtype 200: kept as an integer, no element size",
      "mlp", _set(lambda p: p.tensors[0], "dtype", 200), {}),
+    ("state_sizes_unlike_placeholder", "§5", "ValidationError",
+     "a parameter stored with other sizes (same bytes) than its placeholder declares", "mlp", _param_reshaped, {}),
+    ("state_dtype_unlike_placeholder", "§5", "ValidationError",
+     "a parameter stored as INT32 where its placeholder declares FLOAT32", "mlp", _param_retyped, {}),
     ("shard_name_dup", "§5", "ValidationError", "two shard files with the same name",
      "mlp", lambda p: (_shard("a.bin")(p), p.shard_files.append(copy.deepcopy(p.shard_files[0]))), {}),
     ("shard_package_id_other", "§5", "StaleShardError", "ShardFile.package_id differs from the main header's",

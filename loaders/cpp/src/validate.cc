@@ -458,6 +458,7 @@ class Validator {
     if (!p->graph()) invalid("required field is missing", path + ".graph");
     const Scope scope = check_graph(p->graph(), 0, path + ".graph");
     check_signature(p, scope, path);
+    check_state_matches_placeholders(p, path);
     for (uint32_t i = 0; i < len(p->state()); ++i) {
       const auto *e = p->state()->Get(i);
       const std::string ep = path + ".state[" + num(i) + "]";
@@ -766,6 +767,62 @@ class Validator {
         return;
       }
       default: return;
+    }
+  }
+
+  // A stored parameter, buffer or constant has its placeholder's dtype and concrete sizes (SPEC.md §5);
+  // only plain strided placeholders are compared, and dimensions the graph leaves symbolic are not.
+  void check_state_matches_placeholders(const Program *p, const std::string &path) {
+    std::unordered_map<std::string, const TensorMeta *> meta;
+    for (uint32_t i = 0; i < len(p->graph()->tensor_values()); ++i) {
+      const auto *tv = p->graph()->tensor_values()->Get(i);
+      if (tv->name()) meta.insert_or_assign(tv->name()->str(), tv->meta());
+    }
+    std::unordered_map<std::string, uint32_t> state;
+    for (uint32_t i = 0; i < len(p->state()); ++i) {
+      const auto *e = p->state()->Get(i);
+      if (e->name()) state.insert_or_assign(e->name()->str(), e->tensor());
+    }
+    const auto *sig = p->signature();
+    for (uint32_t i = 0; i < len(sig->input_specs()); ++i) {
+      const auto *spec = sig->input_specs()->Get(i);
+      const flatbuffers::String *fqn = nullptr;
+      const TensorArgument *arg = nullptr;
+      switch (spec->spec_type()) {
+        case InputSpecKind::InputToParameterSpec:
+          fqn = spec->spec_as_InputToParameterSpec()->parameter_name();
+          arg = spec->spec_as_InputToParameterSpec()->arg();
+          break;
+        case InputSpecKind::InputToBufferSpec:
+          fqn = spec->spec_as_InputToBufferSpec()->buffer_name();
+          arg = spec->spec_as_InputToBufferSpec()->arg();
+          break;
+        case InputSpecKind::InputToTensorConstantSpec:
+          fqn = spec->spec_as_InputToTensorConstantSpec()->tensor_constant_name();
+          arg = spec->spec_as_InputToTensorConstantSpec()->arg();
+          break;
+        default:
+          continue;
+      }
+      if (!fqn || !arg || !arg->name()) continue;
+      const auto st = state.find(fqn->str());
+      const auto mt = meta.find(arg->name()->str());
+      if (st == state.end() || mt == meta.end() || !mt->second) continue;
+      const TensorMeta *m = mt->second;
+      if (m->layout() != Layout::STRIDED || st->second >= n_tensors_) continue;
+      const Tensor *t = p_->tensors()->Get(st->second);
+      const std::string sp = path + ".signature.input_specs[" + num(i) + "]";
+      if (t->dtype() != m->dtype())
+        invalid("state tensor '" + fqn->str() + "' has another dtype than its placeholder '" + arg->name()->str() + "'",
+                sp, EnumNameScalarType(m->dtype()), EnumNameScalarType(t->dtype()));
+      const uint32_t nd = len(m->sizes());
+      bool same = nd == len(t->sizes());
+      for (uint32_t d = 0; same && d < nd; ++d) {
+        const SymInt *s = m->sizes()->Get(d);
+        if (s->expr() == -1 && s->value() != t->sizes()->Get(d)) same = false;
+      }
+      if (!same)
+        invalid("state tensor '" + fqn->str() + "' has other sizes than its placeholder '" + arg->name()->str() + "'", sp);
     }
   }
 
