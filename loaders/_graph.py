@@ -253,9 +253,13 @@ class GraphBuilder:
 
     def _outputs(self, n, node, target, meta, path):
         outs = n.outputs
-        if not outs:
-            return
         hop = isinstance(target, torch._ops.HigherOrderOperator)
+        if not outs:
+            if hop:
+                # A higher-order op returning nothing (a no_grad region whose results are unused)
+                # has meta["val"] == (); torch's verifier requires it (torch's own loader drops it).
+                node.meta["val"] = ()
+            return
         single = len(outs) == 1 and (not hop or n.is_hop_single_tensor_return
                                      or isinstance(outs[0].value if outs[0] is not None else None, NoneArgument))
         unbound = set(n.unbound_outputs)

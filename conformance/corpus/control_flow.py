@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 import torch.nn as nn
+from torch._higher_order_ops.associative_scan import associative_scan
 from torch._higher_order_ops.map import map as hop_map
 from torch._higher_order_ops.scan import scan
 from torch._higher_order_ops.while_loop import while_loop
@@ -147,3 +148,34 @@ class CondWithMutation(nn.Module):
 def cond_after_mutating_op():
     """A mutating custom op (auto_functionalized) on a buffer, then cond reading that buffer."""
     return Program(CondWithMutation(), (torch.ones(3),), extra_inputs=[((-torch.ones(3),), {})])
+
+
+class NoGradUnusedRegion(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("seen", torch.zeros(3))
+
+    def forward(self, x):
+        with torch.no_grad():
+            self.seen.add_(1)  # the region's only effect is a buffer mutation: the HOP returns ()
+            _ = x * 2
+        with torch.no_grad():
+            pass
+        return x + self.seen
+
+
+@case("no_grad_region_no_outputs", tags=("fast",))
+def no_grad_region_no_outputs():
+    """no_grad regions whose results are unused: wrap_with_set_grad_enabled nodes with meta["val"] == ()."""
+    return Program(NoGradUnusedRegion(), (torch.randn(2, 3),))
+
+
+class AssociativeScan(nn.Module):
+    def forward(self, x):
+        return associative_scan(lambda a, b: a * b + b, x, dim=0, combine_mode="generic")
+
+
+@case("associative_scan_generic", tags=("fast",))
+def associative_scan_generic():
+    """associative_scan, generic mode: vmap calls torch inserts (lazy_load_decompositions, batch dims)."""
+    return Program(AssociativeScan(), (torch.randn(5, 3),))
