@@ -66,6 +66,7 @@ from pt2format.errors import ExportError
 from ._enums import ints as _ints
 from ._enums import DTYPE_TO_SCALAR_TYPE, LAYOUT_TO_SCHEMA, MEMORY_FORMAT_TO_SCHEMA, device_to_schema
 from ._operators import is_core, operator_schema, target_name
+from ._values import map_value
 
 ArgumentKind = _ints(ArgumentKind)
 
@@ -142,6 +143,9 @@ class GraphExporter:
                                       expected="placeholder/call_function/get_attr/output", got=n.op)
             if any(md is not None for md in input_md):
                 st.graph.input_metadata = [md if md is not None else NodeMetadata() for md in input_md]
+            custom = gm.meta.get("custom")
+            if isinstance(custom, dict):  # the user's data; other graph_module.meta entries are derived
+                st.graph.custom_meta = map_value(dict(custom), path=f"{path}.meta[custom]")
             return st.graph
         finally:
             self.st = outer
@@ -239,9 +243,14 @@ class GraphExporter:
         node.outputs, node.unbound_outputs = self._outputs(n, path)
         if isinstance(target, torch._ops.HigherOrderOperator):
             node.is_hop_single_tensor_return = isinstance(n.meta.get("val"), torch.Tensor)
-        node.metadata = self.metadata.convert(n.meta, path)
-        for idx, users in sorted(self.st.unpackers.get(n, {}).items()):
+        unpackers = sorted(self.st.unpackers.get(n, {}).items())
+        node.metadata = self.metadata.convert(
+            n.meta, path, unpacked_tensor_meta=any("tensor_meta" in u[0].meta for _, u in unpackers))
+        for idx, users in unpackers:
             md = self.metadata.convert(users[0].meta, f"{path}.getitem[{idx}]")
+            if md is not None and node.metadata is not None and node.metadata.tensor_meta \
+                    and not isinstance(users[0].meta.get("val"), torch.Tensor):
+                md.tensor_meta = True  # derived only for tensor values: a non-tensor getitem matches its producer
             if md != node.metadata:
                 node.unpack_metadata.append(UnpackMetadata(position=idx, metadata=md))
         return node

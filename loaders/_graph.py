@@ -55,6 +55,7 @@ from pt2format._generated.model import (
 from pt2format.errors import LoadError, Pt2FormatError
 from pt2format.exporter._enums import SCHEMA_TO_LAYOUT, SCHEMA_TO_MEMORY_FORMAT
 
+from ._metadata import DERIVE_TENSOR_META, DERIVE_TENSOR_META_GRAD, derive_tensor_meta
 from ._names import check_constant_string, check_identifier
 from ._targets import resolve_target
 from ._values import device_from_schema, dtype_from_schema
@@ -103,6 +104,7 @@ class GraphBuilder:
         self.fake_mode = fake_mode
         self.metadata = metadata
         self.constants = constants  # custom objects by name, for arguments that are not placeholders
+        self.custom_meta: dict[int, dict] = {}  # id(fx graph) -> its graph module's meta["custom"]
         self.sc: _Scope | None = None
 
     # -- graphs ----------------------------------------------------------------
@@ -140,6 +142,12 @@ class GraphBuilder:
             out = sc.fx.output(result)
             if g.output_metadata is not None:
                 out.meta.update(self.metadata.load(g.output_metadata, f"{path}.output_metadata"))
+            for node in sc.fx.nodes:
+                tm = node.meta.get("tensor_meta")
+                if tm is DERIVE_TENSOR_META or tm is DERIVE_TENSOR_META_GRAD:
+                    derive_tensor_meta(node)
+            if g.custom_meta is not None:
+                self.custom_meta[id(sc.fx)] = self.metadata.custom(g.custom_meta, f"{path}.custom_meta")
             return sc.fx, sc.owner
         finally:
             self.sc = outer
@@ -410,6 +418,8 @@ class GraphBuilder:
         if name not in sc.subgraphs:  # one attribute may be fetched by several get_attr nodes
             fx_graph, owner = self.build(v.graph, f"{path}.graph")
             sc.subgraphs[name] = gm = _LazyGraphModule(owner, fx_graph)  # code is generated on first use
+            if id(fx_graph) in self.custom_meta:
+                gm.meta["custom"] = self.custom_meta.pop(id(fx_graph))
             sc.owner.register_module(name, gm)
         node = self._create("get_attr", name, (), {}, node_name, path)
         node.meta.update(self.metadata.load(v.metadata, f"{path}.metadata"))

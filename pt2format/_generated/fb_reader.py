@@ -967,7 +967,7 @@ def decode(buf, max_depth=128):
         return GradientToUserInputSpec(x0, x1)
 
     vc_Graph = {}
-    Z_Graph = (4, 4, 4, 4, 4, 4, 4, 4, 1, 1, 4, 4)
+    Z_Graph = (4, 4, 4, 4, 4, 4, 4, 4, 1, 1, 4, 4, 4)
 
     def t_Graph(p, d):
         if d > max_depth:
@@ -982,7 +982,7 @@ def decode(buf, max_depth=128):
         c = vc_Graph.get(vt)
         if c is None:
             c = vc_Graph[vt] = vtab(vt, Z_Graph)
-        os, o0, o1, o2, o3, o4, o5, o6, o7, o8, o9, o10, o11 = c
+        os, o0, o1, o2, o3, o4, o5, o6, o7, o8, o9, o10, o11, o12 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
@@ -1062,7 +1062,13 @@ def decode(buf, max_depth=128):
             x11 = t_NodeMetadata(q, d + 1)
         else:
             x11 = None
-        return Graph(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11)
+        if o12:
+            q = p + o12
+            q += _U32(buf, q)[0]
+            x12 = t_MapValue(q, d + 1)
+        else:
+            x12 = None
+        return Graph(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12)
 
     vc_GraphArgument = {}
     Z_GraphArgument = (4, 4, 4, 4)
@@ -2050,7 +2056,7 @@ def decode(buf, max_depth=128):
         return Node(x0, x1, x2, x3, x4, x5, x6, x7)
 
     vc_NodeMetadata = {}
-    Z_NodeMetadata = (4, 4, 4, 4, 4, 4, 4, 4)
+    Z_NodeMetadata = (4, 4, 4, 4, 4, 4, 4, 4, 1, 1, 8, 4, 4)
 
     def t_NodeMetadata(p, d):
         if d > max_depth:
@@ -2065,7 +2071,7 @@ def decode(buf, max_depth=128):
         c = vc_NodeMetadata.get(vt)
         if c is None:
             c = vc_NodeMetadata[vt] = vtab(vt, Z_NodeMetadata)
-        os, o0, o1, o2, o3, o4, o5, o6, o7 = c
+        os, o0, o1, o2, o3, o4, o5, o6, o7, o8, o9, o10, o11, o12 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
@@ -2124,7 +2130,34 @@ def decode(buf, max_depth=128):
             x7 = list(map(t_StringEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x7 = []
-        return NodeMetadata(x0, x1, x2, x3, x4, x5, x6, x7)
+        if o8:
+            x8 = _S_bool(buf, p + o8)[0]
+        else:
+            x8 = False
+        if o9:
+            x9 = _S_bool(buf, p + o9)[0]
+        else:
+            x9 = False
+        if o10:
+            x10 = _S_i64(buf, p + o10)[0]
+        else:
+            x10 = -1
+        if o11:
+            q = p + o11
+            q += _U32(buf, q)[0]
+            x11 = sget(q)
+            if x11 is None:
+                x11 = rstr(q)
+            _SC_qualified_name(x11, 'NodeMetadata.original_aten')
+        else:
+            x11 = None
+        if o12:
+            q = p + o12
+            q += _U32(buf, q)[0]
+            x12 = t_MapValue(q, d + 1)
+        else:
+            x12 = None
+        return NodeMetadata(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12)
 
     vc_NodeSource = {}
     Z_NodeSource = (4, 4, 8, 4, 4, 4)
@@ -3089,7 +3122,7 @@ def decode(buf, max_depth=128):
         return StateEntry(x0, x1, x2)
 
     vc_Storage = {}
-    Z_Storage = (4, 8, 8, 1, 4)
+    Z_Storage = (4, 8, 8, 1, 4, 8)
 
     def t_Storage(p, d):
         if d > max_depth:
@@ -3104,7 +3137,7 @@ def decode(buf, max_depth=128):
         c = vc_Storage.get(vt)
         if c is None:
             c = vc_Storage[vt] = vtab(vt, Z_Storage)
-        os, o0, o1, o2, o3, o4 = c
+        os, o0, o1, o2, o3, o4, o5 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
@@ -3127,7 +3160,11 @@ def decode(buf, max_depth=128):
             x4 = _S_u32(buf, p + o4)[0]
         else:
             x4 = 0
-        return Storage(x0, x1, x2, x3, x4)
+        if o5:
+            x5 = _S_u64(buf, p + o5)[0]
+        else:
+            x5 = 0
+        return Storage(x0, x1, x2, x3, x4, x5)
 
     vc_StringArgument = {}
     Z_StringArgument = (4,)

@@ -186,7 +186,7 @@ _F_FloatValue = ((0, 8, 8, 'd'),)
 _F_FormatVersion = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_GradientToParameterSpec = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_GradientToUserInputSpec = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
-_F_Graph = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'), (3, 4, 4, 'I'), (4, 4, 4, 'I'), (5, 4, 4, 'I'), (6, 4, 4, 'I'), (7, 4, 4, 'I'), (10, 4, 4, 'I'), (11, 4, 4, 'I'), (8, 1, 1, '?'), (9, 1, 1, '?'))
+_F_Graph = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'), (3, 4, 4, 'I'), (4, 4, 4, 'I'), (5, 4, 4, 'I'), (6, 4, 4, 'I'), (7, 4, 4, 'I'), (10, 4, 4, 'I'), (11, 4, 4, 'I'), (12, 4, 4, 'I'), (8, 1, 1, '?'), (9, 1, 1, '?'))
 _F_GraphArgument = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'), (3, 4, 4, 'I'))
 _F_GraphSignature = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_InputSpec = ((1, 4, 4, 'I'), (0, 1, 1, 'B'))
@@ -214,7 +214,7 @@ _F_NamedArgument = ((0, 4, 4, 'I'), (2, 4, 4, 'I'), (1, 1, 1, 'B'), (3, 1, 1, 'B
 _F_NamedTupleDef = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_NestedTensorListArgument = ((0, 4, 4, 'I'),)
 _F_Node = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'), (3, 4, 4, 'I'), (4, 4, 4, 'I'), (6, 4, 4, 'I'), (7, 4, 4, 'I'), (5, 1, 1, '?'))
-_F_NodeMetadata = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'), (3, 4, 4, 'I'), (4, 4, 4, 'I'), (5, 4, 4, 'I'), (6, 4, 4, 'I'), (7, 4, 4, 'I'))
+_F_NodeMetadata = ((10, 8, 8, 'q'), (0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'), (3, 4, 4, 'I'), (4, 4, 4, 'I'), (5, 4, 4, 'I'), (6, 4, 4, 'I'), (7, 4, 4, 'I'), (11, 4, 4, 'I'), (12, 4, 4, 'I'), (8, 1, 1, '?'), (9, 1, 1, '?'))
 _F_NodeSource = ((2, 8, 8, 'q'), (0, 4, 4, 'I'), (1, 4, 4, 'I'), (3, 4, 4, 'I'), (4, 4, 4, 'I'), (5, 4, 4, 'I'))
 _F_NoneArgument = ()
 _F_NullValue = ()
@@ -237,7 +237,7 @@ _F_Segment = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'))
 _F_ShardFile = ((1, 8, 8, 'Q'), (0, 4, 4, 'I'), (2, 4, 4, 'I'))
 _F_SourceFnEntry = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_StateEntry = ((0, 4, 4, 'I'), (2, 4, 4, 'I'), (1, 1, 1, 'B'))
-_F_Storage = ((1, 8, 8, 'Q'), (2, 8, 8, 'Q'), (0, 4, 4, 'I'), (4, 4, 4, 'I'), (3, 1, 1, 'B'))
+_F_Storage = ((1, 8, 8, 'Q'), (2, 8, 8, 'Q'), (5, 8, 8, 'Q'), (0, 4, 4, 'I'), (4, 4, 4, 'I'), (3, 1, 1, 'B'))
 _F_StringArgument = ((0, 4, 4, 'I'),)
 _F_StringEntry = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_StringListArgument = ((0, 4, 4, 'I'),)
@@ -1257,12 +1257,12 @@ def encode(root):
         if x8 is not False:
             if x8 is not True:
                 _bad('is_single_tensor_return: expected bool', type(x8).__name__)
-            mk |= 1024
+            mk |= 2048
         x9 = o.is_list_return
         if x9 is not False:
             if x9 is not True:
                 _bad('is_list_return: expected bool', type(x9).__name__)
-            mk |= 2048
+            mk |= 4096
         x10 = o.input_metadata
         if x10:
             x10 = OV([w_NodeMetadata(e) for e in x10])
@@ -1271,6 +1271,10 @@ def encode(root):
         if x11 is not None:
             x11 = w_NodeMetadata(x11)
             mk |= 512
+        x12 = o.custom_meta
+        if x12 is not None:
+            x12 = w_MapValue(x12)
+            mk |= 1024
         L = L_Graph.get(mk)
         if L is None:
             L = L_Graph[mk] = _layout(_F_Graph, mk)
@@ -1303,8 +1307,10 @@ def encode(root):
         if mk & 512:
             v.append(t - offs[11] - x11)
         if mk & 1024:
-            v.append(x8)
+            v.append(t - offs[12] - x12)
         if mk & 2048:
+            v.append(x8)
+        if mk & 4096:
             v.append(x9)
         if pad:
             app(_ZEROS[:pad])
@@ -2486,35 +2492,56 @@ def encode(root):
         x0 = o.stack_trace
         if x0 is not None:
             x0 = sget(x0) or S(x0)
-            mk |= 1
+            mk |= 2
         x1 = o.nn_module_stack
         if x1:
             x1 = OV([w_ModuleStackEntry(e) for e in x1])
-            mk |= 2
+            mk |= 4
         x2 = o.source_fn_stack
         if x2:
             x2 = OV([w_SourceFnEntry(e) for e in x2])
-            mk |= 4
+            mk |= 8
         x3 = o.torch_fn
         if x3 is not None:
             x3 = w_TorchFn(x3)
-            mk |= 8
+            mk |= 16
         x4 = o.custom
         if x4 is not None:
             x4 = w_MapValue(x4)
-            mk |= 16
+            mk |= 32
         x5 = o.from_node
         if x5:
             x5 = OV([w_NodeSource(e) for e in x5])
-            mk |= 32
+            mk |= 64
         x6 = o.unbacked_bindings
         if x6:
             x6 = OV([w_UnbackedBinding(e) for e in x6])
-            mk |= 64
+            mk |= 128
         x7 = o.extra
         if x7:
             x7 = OV([w_StringEntry(e) for e in x7])
-            mk |= 128
+            mk |= 256
+        x8 = o.tensor_meta
+        if x8 is not False:
+            if x8 is not True:
+                _bad('tensor_meta: expected bool', type(x8).__name__)
+            mk |= 2048
+        x9 = o.tensor_meta_requires_grad
+        if x9 is not False:
+            if x9 is not True:
+                _bad('tensor_meta_requires_grad: expected bool', type(x9).__name__)
+            mk |= 4096
+        x10 = o.seq_nr
+        if x10 != -1:
+            mk |= 1
+        x11 = o.original_aten
+        if x11 is not None:
+            x11 = sget(x11) or S(x11)
+            mk |= 512
+        x12 = o.desc
+        if x12 is not None:
+            x12 = w_MapValue(x12)
+            mk |= 1024
         L = L_NodeMetadata.get(mk)
         if L is None:
             L = L_NodeMetadata[mk] = _layout(_F_NodeMetadata, mk)
@@ -2527,21 +2554,31 @@ def encode(root):
             vd = t + len(vtb)
         v = [vd - t]
         if mk & 1:
-            v.append(t - offs[0] - x0)
+            v.append(x10)
         if mk & 2:
-            v.append(t - offs[1] - x1)
+            v.append(t - offs[0] - x0)
         if mk & 4:
-            v.append(t - offs[2] - x2)
+            v.append(t - offs[1] - x1)
         if mk & 8:
-            v.append(t - offs[3] - x3)
+            v.append(t - offs[2] - x2)
         if mk & 16:
-            v.append(t - offs[4] - x4)
+            v.append(t - offs[3] - x3)
         if mk & 32:
-            v.append(t - offs[5] - x5)
+            v.append(t - offs[4] - x4)
         if mk & 64:
-            v.append(t - offs[6] - x6)
+            v.append(t - offs[5] - x5)
         if mk & 128:
+            v.append(t - offs[6] - x6)
+        if mk & 256:
             v.append(t - offs[7] - x7)
+        if mk & 512:
+            v.append(t - offs[11] - x11)
+        if mk & 1024:
+            v.append(t - offs[12] - x12)
+        if mk & 2048:
+            v.append(x8)
+        if mk & 4096:
+            v.append(x9)
         if pad:
             app(_ZEROS[:pad])
         app(pk(*v))
@@ -3635,7 +3672,7 @@ def encode(root):
         mk = 0
         x0 = o.segment
         if x0 != 0:
-            mk |= 4
+            mk |= 8
         x1 = o.offset
         if x1 != 0:
             mk |= 1
@@ -3644,10 +3681,13 @@ def encode(root):
             mk |= 2
         x3 = o.checksum_kind
         if x3 != 0:
-            mk |= 16
+            mk |= 32
         x4 = o.checksum
         if x4 != 0:
-            mk |= 8
+            mk |= 16
+        x5 = o.meta_nbytes
+        if x5 != 0:
+            mk |= 4
         L = L_Storage.get(mk)
         if L is None:
             L = L_Storage[mk] = _layout(_F_Storage, mk)
@@ -3664,10 +3704,12 @@ def encode(root):
         if mk & 2:
             v.append(x2)
         if mk & 4:
-            v.append(x0)
+            v.append(x5)
         if mk & 8:
-            v.append(x4)
+            v.append(x0)
         if mk & 16:
+            v.append(x4)
+        if mk & 32:
             v.append(x3)
         if pad:
             app(_ZEROS[:pad])

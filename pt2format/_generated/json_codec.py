@@ -322,7 +322,7 @@ K_FloatValue = frozenset(['value'])
 K_FormatVersion = frozenset(['major', 'minor'])
 K_GradientToParameterSpec = frozenset(['arg', 'parameter_name'])
 K_GradientToUserInputSpec = frozenset(['arg', 'user_input_name'])
-K_Graph = frozenset(['custom_obj_values', 'input_metadata', 'inputs', 'is_list_return', 'is_single_tensor_return', 'nodes', 'output_metadata', 'outputs', 'sym_bool_values', 'sym_float_values', 'sym_int_values', 'tensor_values'])
+K_Graph = frozenset(['custom_meta', 'custom_obj_values', 'input_metadata', 'inputs', 'is_list_return', 'is_single_tensor_return', 'nodes', 'output_metadata', 'outputs', 'sym_bool_values', 'sym_float_values', 'sym_int_values', 'tensor_values'])
 K_GraphArgument = frozenset(['graph', 'metadata', 'name', 'node_name'])
 K_GraphSignature = frozenset(['input_specs', 'output_specs'])
 K_InputSpec = frozenset(['spec', 'spec_type'])
@@ -350,7 +350,7 @@ K_NamedArgument = frozenset(['is_tuple', 'kind', 'name', 'value', 'value_type'])
 K_NamedTupleDef = frozenset(['field_names', 'type_name'])
 K_NestedTensorListArgument = frozenset(['lists'])
 K_Node = frozenset(['inputs', 'is_hop_single_tensor_return', 'metadata', 'name', 'outputs', 'target', 'unbound_outputs', 'unpack_metadata'])
-K_NodeMetadata = frozenset(['custom', 'extra', 'from_node', 'nn_module_stack', 'source_fn_stack', 'stack_trace', 'torch_fn', 'unbacked_bindings'])
+K_NodeMetadata = frozenset(['custom', 'desc', 'extra', 'from_node', 'nn_module_stack', 'original_aten', 'seq_nr', 'source_fn_stack', 'stack_trace', 'tensor_meta', 'tensor_meta_requires_grad', 'torch_fn', 'unbacked_bindings'])
 K_NodeSource = frozenset(['actions', 'from_node', 'graph_id', 'name', 'pass_name', 'target'])
 K_NoneArgument = frozenset([])
 K_NullValue = frozenset([])
@@ -373,7 +373,7 @@ K_Segment = frozenset(['external', 'file', 'section'])
 K_ShardFile = frozenset(['name', 'package_id', 'size'])
 K_SourceFnEntry = frozenset(['name', 'target'])
 K_StateEntry = frozenset(['kind', 'name', 'tensor'])
-K_Storage = frozenset(['checksum', 'checksum_kind', 'offset', 'segment', 'size'])
+K_Storage = frozenset(['checksum', 'checksum_kind', 'meta_nbytes', 'offset', 'segment', 'size'])
 K_StringArgument = frozenset(['value'])
 K_StringEntry = frozenset(['key', 'value'])
 K_StringListArgument = frozenset(['values'])
@@ -815,6 +815,9 @@ def e_Graph(o):
     x11 = o.output_metadata
     if x11 is not None:
         r['output_metadata'] = e_NodeMetadata(x11)
+    x12 = o.custom_meta
+    if x12 is not None:
+        r['custom_meta'] = e_MapValue(x12)
     return r
 
 
@@ -1326,6 +1329,29 @@ def e_NodeMetadata(o):
         x7 = _vec(x7)
     if x7:
         r['extra'] = [e_StringEntry(e) for e in x7]
+    x8 = o.tensor_meta
+    if x8 is not False:
+        if x8 is not True:
+            _bad('tensor_meta: expected bool', type(x8).__name__)
+        r['tensor_meta'] = x8
+    x9 = o.tensor_meta_requires_grad
+    if x9 is not False:
+        if x9 is not True:
+            _bad('tensor_meta_requires_grad: expected bool', type(x9).__name__)
+        r['tensor_meta_requires_grad'] = x9
+    x10 = o.seq_nr
+    if type(x10) is not int or not -9223372036854775808 <= x10 <= 9223372036854775807:
+        x10 = _int(x10, -9223372036854775808, 9223372036854775807)
+    if x10 != -1:
+        r['seq_nr'] = x10
+    x11 = o.original_aten
+    if x11 is not None:
+        if type(x11) is not str:
+            _bad('original_aten: expected str', type(x11).__name__)
+        r['original_aten'] = x11
+    x12 = o.desc
+    if x12 is not None:
+        r['desc'] = e_MapValue(x12)
     return r
 
 
@@ -1863,6 +1889,11 @@ def e_Storage(o):
         x4 = _int(x4, 0, 4294967295)
     if x4 != 0:
         r['checksum'] = x4
+    x5 = o.meta_nbytes
+    if type(x5) is not int or not 0 <= x5 <= 18446744073709551615:
+        x5 = _int(x5, 0, 18446744073709551615)
+    if x5 != 0:
+        r['meta_nbytes'] = x5
     return r
 
 
@@ -3118,7 +3149,10 @@ def decode_tree(tree, max_depth=128):
         x11 = o.get('output_metadata')
         if x11 is not None:
             x11 = d_NodeMetadata(x11, d + 1)
-        return Graph(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11)
+        x12 = o.get('custom_meta')
+        if x12 is not None:
+            x12 = d_MapValue(x12, d + 1)
+        return Graph(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12)
 
     def d_GraphArgument(o, d):
         if d > max_depth:
@@ -3863,7 +3897,31 @@ def decode_tree(tree, max_depth=128):
         elif x7:
             d1 = d + 1
             x7 = [d_StringEntry(e, d1) for e in x7]
-        return NodeMetadata(x0, x1, x2, x3, x4, x5, x6, x7)
+        x8 = o.get('tensor_meta')
+        if x8 is None:
+            x8 = False
+        elif type(x8) is not bool:
+            _bad('tensor_meta: expected bool', type(x8).__name__)
+        x9 = o.get('tensor_meta_requires_grad')
+        if x9 is None:
+            x9 = False
+        elif type(x9) is not bool:
+            _bad('tensor_meta_requires_grad: expected bool', type(x9).__name__)
+        x10 = o.get('seq_nr')
+        if x10 is None:
+            x10 = -1
+        elif type(x10) is not int or not -9223372036854775808 <= x10 <= 9223372036854775807:
+            _bad('seq_nr: expected int64', x10)
+        x11 = o.get('original_aten')
+        if x11 is not None:
+            if type(x11) is not str:
+                _bad('original_aten: expected str', type(x11).__name__)
+            _SC_qualified_name(x11, 'NodeMetadata.original_aten')
+            keep(x11)
+        x12 = o.get('desc')
+        if x12 is not None:
+            x12 = d_MapValue(x12, d + 1)
+        return NodeMetadata(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12)
 
     def d_NodeSource(o, d):
         if d > max_depth:
@@ -4633,7 +4691,12 @@ def decode_tree(tree, max_depth=128):
             x4 = 0
         elif type(x4) is not int or not 0 <= x4 <= 4294967295:
             _bad('checksum: expected uint32', x4)
-        return Storage(x0, x1, x2, x3, x4)
+        x5 = o.get('meta_nbytes')
+        if x5 is None:
+            x5 = 0
+        elif type(x5) is not int or not 0 <= x5 <= 18446744073709551615:
+            _bad('meta_nbytes: expected uint64', x5)
+        return Storage(x0, x1, x2, x3, x4, x5)
 
     def d_StringArgument(o, d):
         if d > max_depth:

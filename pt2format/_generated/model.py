@@ -800,7 +800,7 @@ class GradientToUserInputSpec(ModelObject):
 
 class Graph(ModelObject):
     """A dataflow graph: placeholders (`inputs`), nodes and outputs."""
-    __slots__ = ('inputs', 'outputs', 'nodes', 'tensor_values', 'sym_int_values', 'sym_float_values', 'sym_bool_values', 'custom_obj_values', 'is_single_tensor_return', 'is_list_return', 'input_metadata', 'output_metadata')
+    __slots__ = ('inputs', 'outputs', 'nodes', 'tensor_values', 'sym_int_values', 'sym_float_values', 'sym_bool_values', 'custom_obj_values', 'is_single_tensor_return', 'is_list_return', 'input_metadata', 'output_metadata', 'custom_meta')
     inputs: list[Argument]
     outputs: list[Argument]
     nodes: list[Node]
@@ -813,6 +813,7 @@ class Graph(ModelObject):
     is_list_return: bool
     input_metadata: list[NodeMetadata]
     output_metadata: NodeMetadata | None
+    custom_meta: MapValue | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -828,11 +829,12 @@ class Graph(ModelObject):
         ('is_list_return', 9, 'scalar', 'bool', None, False, False, False),
         ('input_metadata', 10, 'vector', 'table', 'NodeMetadata', None, False, False),
         ('output_metadata', 11, 'table', None, 'NodeMetadata', None, False, False),
+        ('custom_meta', 12, 'table', None, 'MapValue', None, False, False),
     )
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, inputs: list[Argument] | None = None, outputs: list[Argument] | None = None, nodes: list[Node] | None = None, tensor_values: list[TensorValue] | None = None, sym_int_values: list[SymIntValue] | None = None, sym_float_values: list[SymFloatValue] | None = None, sym_bool_values: list[SymBoolValue] | None = None, custom_obj_values: list[CustomObjArgument] | None = None, is_single_tensor_return: bool = False, is_list_return: bool = False, input_metadata: list[NodeMetadata] | None = None, output_metadata: NodeMetadata | None = None) -> None:
+    def __init__(self, inputs: list[Argument] | None = None, outputs: list[Argument] | None = None, nodes: list[Node] | None = None, tensor_values: list[TensorValue] | None = None, sym_int_values: list[SymIntValue] | None = None, sym_float_values: list[SymFloatValue] | None = None, sym_bool_values: list[SymBoolValue] | None = None, custom_obj_values: list[CustomObjArgument] | None = None, is_single_tensor_return: bool = False, is_list_return: bool = False, input_metadata: list[NodeMetadata] | None = None, output_metadata: NodeMetadata | None = None, custom_meta: MapValue | None = None) -> None:
         self.inputs = [] if inputs is None else inputs
         self.outputs = [] if outputs is None else outputs
         self.nodes = [] if nodes is None else nodes
@@ -845,6 +847,7 @@ class Graph(ModelObject):
         self.is_list_return = is_list_return
         self.input_metadata = [] if input_metadata is None else input_metadata
         self.output_metadata = output_metadata
+        self.custom_meta = custom_meta
 
 
 class GraphArgument(ModelObject):
@@ -1383,7 +1386,7 @@ class Node(ModelObject):
 
 class NodeMetadata(ModelObject):
     """Node metadata in structured form."""
-    __slots__ = ('stack_trace', 'nn_module_stack', 'source_fn_stack', 'torch_fn', 'custom', 'from_node', 'unbacked_bindings', 'extra')
+    __slots__ = ('stack_trace', 'nn_module_stack', 'source_fn_stack', 'torch_fn', 'custom', 'from_node', 'unbacked_bindings', 'extra', 'tensor_meta', 'tensor_meta_requires_grad', 'seq_nr', 'original_aten', 'desc')
     stack_trace: str | None
     nn_module_stack: list[ModuleStackEntry]
     source_fn_stack: list[SourceFnEntry]
@@ -1392,6 +1395,11 @@ class NodeMetadata(ModelObject):
     from_node: list[NodeSource]
     unbacked_bindings: list[UnbackedBinding]
     extra: list[StringEntry]
+    tensor_meta: bool
+    tensor_meta_requires_grad: bool
+    seq_nr: int
+    original_aten: str | None
+    desc: MapValue | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1403,11 +1411,16 @@ class NodeMetadata(ModelObject):
         ('from_node', 5, 'vector', 'table', 'NodeSource', None, False, False),
         ('unbacked_bindings', 6, 'vector', 'table', 'UnbackedBinding', None, False, False),
         ('extra', 7, 'vector', 'table', 'StringEntry', None, False, False),
+        ('tensor_meta', 8, 'scalar', 'bool', None, False, False, False),
+        ('tensor_meta_requires_grad', 9, 'scalar', 'bool', None, False, False, False),
+        ('seq_nr', 10, 'scalar', 'int64', None, -1, False, False),
+        ('original_aten', 11, 'string', None, None, None, False, False),
+        ('desc', 12, 'table', None, 'MapValue', None, False, False),
     )
     # field -> string class (pt2format._strings)
-    STRING_CLASSES = {'stack_trace': 'free_text'}
+    STRING_CLASSES = {'stack_trace': 'free_text', 'original_aten': 'qualified_name'}
 
-    def __init__(self, stack_trace: str | None = None, nn_module_stack: list[ModuleStackEntry] | None = None, source_fn_stack: list[SourceFnEntry] | None = None, torch_fn: TorchFn | None = None, custom: MapValue | None = None, from_node: list[NodeSource] | None = None, unbacked_bindings: list[UnbackedBinding] | None = None, extra: list[StringEntry] | None = None) -> None:
+    def __init__(self, stack_trace: str | None = None, nn_module_stack: list[ModuleStackEntry] | None = None, source_fn_stack: list[SourceFnEntry] | None = None, torch_fn: TorchFn | None = None, custom: MapValue | None = None, from_node: list[NodeSource] | None = None, unbacked_bindings: list[UnbackedBinding] | None = None, extra: list[StringEntry] | None = None, tensor_meta: bool = False, tensor_meta_requires_grad: bool = False, seq_nr: int = -1, original_aten: str | None = None, desc: MapValue | None = None) -> None:
         self.stack_trace = stack_trace
         self.nn_module_stack = [] if nn_module_stack is None else nn_module_stack
         self.source_fn_stack = [] if source_fn_stack is None else source_fn_stack
@@ -1416,6 +1429,11 @@ class NodeMetadata(ModelObject):
         self.from_node = [] if from_node is None else from_node
         self.unbacked_bindings = [] if unbacked_bindings is None else unbacked_bindings
         self.extra = [] if extra is None else extra
+        self.tensor_meta = tensor_meta
+        self.tensor_meta_requires_grad = tensor_meta_requires_grad
+        self.seq_nr = seq_nr
+        self.original_aten = original_aten
+        self.desc = desc
 
 
 class NodeSource(ModelObject):
@@ -1927,12 +1945,13 @@ class StateEntry(ModelObject):
 
 class Storage(ModelObject):
     """A region of bytes holding the elements of one or more tensors."""
-    __slots__ = ('segment', 'offset', 'size', 'checksum_kind', 'checksum')
+    __slots__ = ('segment', 'offset', 'size', 'checksum_kind', 'checksum', 'meta_nbytes')
     segment: int
     offset: int
     size: int
     checksum_kind: ChecksumKind | int
     checksum: int
+    meta_nbytes: int
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1941,16 +1960,18 @@ class Storage(ModelObject):
         ('size', 2, 'scalar', 'uint64', None, 0, False, False),
         ('checksum_kind', 3, 'enum', 'uint8', 'ChecksumKind', 0, False, False),
         ('checksum', 4, 'scalar', 'uint32', None, 0, False, False),
+        ('meta_nbytes', 5, 'scalar', 'uint64', None, 0, False, False),
     )
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, segment: int = 0, offset: int = 0, size: int = 0, checksum_kind: ChecksumKind | int = 0, checksum: int = 0) -> None:
+    def __init__(self, segment: int = 0, offset: int = 0, size: int = 0, checksum_kind: ChecksumKind | int = 0, checksum: int = 0, meta_nbytes: int = 0) -> None:
         self.segment = segment
         self.offset = offset
         self.size = size
         self.checksum_kind = checksum_kind
         self.checksum = checksum
+        self.meta_nbytes = meta_nbytes
 
 
 class StringArgument(ModelObject):

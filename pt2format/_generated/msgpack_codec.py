@@ -649,7 +649,10 @@ def encode_tree(root):
         x11 = o.output_metadata
         if x11 is not None:
             x11 = e_NodeMetadata(x11)
-        r = [x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11]
+        x12 = o.custom_meta
+        if x12 is not None:
+            x12 = e_MapValue(x12)
+        r = [x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12]
         while r and r[-1] is None:
             r.pop()
         return r
@@ -1194,7 +1197,28 @@ def encode_tree(root):
             x7 = list(x7)
         if x7 is not None:
             x7 = [e_StringEntry(e) for e in x7]
-        r = [x0, x1, x2, x3, x4, x5, x6, x7]
+        x8 = o.tensor_meta
+        if x8 is False:
+            x8 = None
+        elif x8 is not True:
+            _bad('tensor_meta: expected bool', type(x8).__name__)
+        x9 = o.tensor_meta_requires_grad
+        if x9 is False:
+            x9 = None
+        elif x9 is not True:
+            _bad('tensor_meta_requires_grad: expected bool', type(x9).__name__)
+        x10 = o.seq_nr
+        if x10 == -1:
+            x10 = None
+        elif type(x10) is not int or not -9223372036854775808 <= x10 <= 9223372036854775807:
+            x10 = _int(x10, -9223372036854775808, 9223372036854775807)
+        x11 = o.original_aten
+        if x11 is not None and type(x11) is not str:
+            _bad('original_aten: expected str', type(x11).__name__)
+        x12 = o.desc
+        if x12 is not None:
+            x12 = e_MapValue(x12)
+        r = [x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12]
         while r and r[-1] is None:
             r.pop()
         return r
@@ -1765,7 +1789,12 @@ def encode_tree(root):
             x4 = None
         elif type(x4) is not int or not 0 <= x4 <= 4294967295:
             x4 = _int(x4, 0, 4294967295)
-        r = [x0, x1, x2, x3, x4]
+        x5 = o.meta_nbytes
+        if x5 == 0:
+            x5 = None
+        elif type(x5) is not int or not 0 <= x5 <= 18446744073709551615:
+            x5 = _int(x5, 0, 18446744073709551615)
+        r = [x0, x1, x2, x3, x4, x5]
         while r and r[-1] is None:
             r.pop()
         return r
@@ -2885,9 +2914,9 @@ def decode_tree(tree, max_depth=128):
         if d > max_depth:
             too_deep(d)
         n = len(a)
-        if n != 12:
-            a = a + _NONES[:12 - n] if n < 12 else a[:12]
-        x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11 = a
+        if n != 13:
+            a = a + _NONES[:13 - n] if n < 13 else a[:13]
+        x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12 = a
         if x0 is None:
             x0 = []
         elif type(x0) is not list:
@@ -2961,7 +2990,9 @@ def decode_tree(tree, max_depth=128):
             x10 = [d_NodeMetadata(e, d1) for e in x10]
         if x11 is not None:
             x11 = d_NodeMetadata(x11, d + 1)
-        return Graph(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11)
+        if x12 is not None:
+            x12 = d_MapValue(x12, d + 1)
+        return Graph(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12)
 
     def d_GraphArgument(a, d):
         if type(a) is not list:
@@ -3541,9 +3572,9 @@ def decode_tree(tree, max_depth=128):
         if d > max_depth:
             too_deep(d)
         n = len(a)
-        if n != 8:
-            a = a + _NONES[:8 - n] if n < 8 else a[:8]
-        x0, x1, x2, x3, x4, x5, x6, x7 = a
+        if n != 13:
+            a = a + _NONES[:13 - n] if n < 13 else a[:13]
+        x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12 = a
         if x0 is not None:
             if type(x0) is not str:
                 _bad('stack_trace: expected str', type(x0).__name__)
@@ -3587,7 +3618,25 @@ def decode_tree(tree, max_depth=128):
         else:
             d1 = d + 1
             x7 = [d_StringEntry(e, d1) for e in x7]
-        return NodeMetadata(x0, x1, x2, x3, x4, x5, x6, x7)
+        if x8 is None:
+            x8 = False
+        elif type(x8) is not bool:
+            _bad('tensor_meta: expected bool', type(x8).__name__)
+        if x9 is None:
+            x9 = False
+        elif type(x9) is not bool:
+            _bad('tensor_meta_requires_grad: expected bool', type(x9).__name__)
+        if x10 is None:
+            x10 = -1
+        elif type(x10) is not int or not -9223372036854775808 <= x10 <= 9223372036854775807:
+            _bad('seq_nr: expected int64', x10)
+        if x11 is not None:
+            if type(x11) is not str:
+                _bad('original_aten: expected str', type(x11).__name__)
+            _SC_qualified_name(x11, 'NodeMetadata.original_aten')
+        if x12 is not None:
+            x12 = d_MapValue(x12, d + 1)
+        return NodeMetadata(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12)
 
     def d_NodeSource(a, d):
         if type(a) is not list:
@@ -4198,9 +4247,9 @@ def decode_tree(tree, max_depth=128):
         if d > max_depth:
             too_deep(d)
         n = len(a)
-        if n != 5:
-            a = a + _NONES[:5 - n] if n < 5 else a[:5]
-        x0, x1, x2, x3, x4 = a
+        if n != 6:
+            a = a + _NONES[:6 - n] if n < 6 else a[:6]
+        x0, x1, x2, x3, x4, x5 = a
         if x0 is None:
             x0 = 0
         elif type(x0) is not int or not 0 <= x0 <= 4294967295:
@@ -4221,7 +4270,11 @@ def decode_tree(tree, max_depth=128):
             x4 = 0
         elif type(x4) is not int or not 0 <= x4 <= 4294967295:
             _bad('checksum: expected uint32', x4)
-        return Storage(x0, x1, x2, x3, x4)
+        if x5 is None:
+            x5 = 0
+        elif type(x5) is not int or not 0 <= x5 <= 18446744073709551615:
+            _bad('meta_nbytes: expected uint64', x5)
+        return Storage(x0, x1, x2, x3, x4, x5)
 
     def d_StringArgument(a, d):
         if type(a) is not list:

@@ -98,6 +98,8 @@ def c_Graph(o):
         c_NodeMetadata(x)
     if o.output_metadata is not None:
         c_NodeMetadata(o.output_metadata)
+    if o.custom_meta is not None:
+        c_MapValue(o.custom_meta)
 
 def c_GraphArgument(o):
     if o.name is not None:
@@ -234,6 +236,8 @@ def c_Node(o):
         c_UnpackMetadata(x)
 
 def c_NodeMetadata(o):
+    if o.original_aten is not None:
+        _SC_qualified_name(o.original_aten, 'NodeMetadata.original_aten')
     for x in o.nn_module_stack:
         c_ModuleStackEntry(x)
     for x in o.source_fn_stack:
@@ -248,6 +252,8 @@ def c_NodeMetadata(o):
         c_UnbackedBinding(x)
     for x in o.extra:
         c_StringEntry(x)
+    if o.desc is not None:
+        c_MapValue(o.desc)
 
 def c_NodeSource(o):
     if o.name is not None:

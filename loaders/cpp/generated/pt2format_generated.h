@@ -4087,7 +4087,8 @@ struct Storage FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
     VT_OFFSET = 6,
     VT_SIZE = 8,
     VT_CHECKSUM_KIND = 10,
-    VT_CHECKSUM = 12
+    VT_CHECKSUM = 12,
+    VT_META_NBYTES = 14
   };
   /// Index into `Package.segments` of the segment holding the bytes.
   uint32_t segment() const {
@@ -4109,6 +4110,15 @@ struct Storage FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   uint32_t checksum() const {
     return GetField<uint32_t>(VT_CHECKSUM, 0);
   }
+  /// Added in 1.1. Non-zero for a storage whose bytes are not in the file:
+  /// the tensors on it are meta-device tensors (shape, dtype and strides
+  /// only, as `load(weights=False)` gives). It is the byte size the storage
+  /// has on the meta device; `size` is then 0. A file with such a storage
+  /// sets `required_features` bit 2, so a reader that cannot build them
+  /// refuses it by name.
+  uint64_t meta_nbytes() const {
+    return GetField<uint64_t>(VT_META_NBYTES, 0);
+  }
   template <bool B = false>
   bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
     return VerifyTableStart(verifier) &&
@@ -4117,6 +4127,7 @@ struct Storage FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
            VerifyField<uint64_t>(verifier, VT_SIZE, 8) &&
            VerifyField<uint8_t>(verifier, VT_CHECKSUM_KIND, 1) &&
            VerifyField<uint32_t>(verifier, VT_CHECKSUM, 4) &&
+           VerifyField<uint64_t>(verifier, VT_META_NBYTES, 8) &&
            verifier.EndTable();
   }
 };
@@ -4140,6 +4151,9 @@ struct StorageBuilder {
   void add_checksum(uint32_t checksum) {
     fbb_.AddElement<uint32_t>(Storage::VT_CHECKSUM, checksum, 0);
   }
+  void add_meta_nbytes(uint64_t meta_nbytes) {
+    fbb_.AddElement<uint64_t>(Storage::VT_META_NBYTES, meta_nbytes, 0);
+  }
   explicit StorageBuilder(::flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
     start_ = fbb_.StartTable();
@@ -4157,8 +4171,10 @@ inline ::flatbuffers::Offset<Storage> CreateStorage(
     uint64_t offset = 0,
     uint64_t size = 0,
     pt2format::ChecksumKind checksum_kind = pt2format::ChecksumKind::NONE,
-    uint32_t checksum = 0) {
+    uint32_t checksum = 0,
+    uint64_t meta_nbytes = 0) {
   StorageBuilder builder_(_fbb);
+  builder_.add_meta_nbytes(meta_nbytes);
   builder_.add_size(size);
   builder_.add_offset(offset);
   builder_.add_checksum(checksum);
@@ -8082,7 +8098,12 @@ struct NodeMetadata FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
     VT_CUSTOM = 12,
     VT_FROM_NODE = 14,
     VT_UNBACKED_BINDINGS = 16,
-    VT_EXTRA = 18
+    VT_EXTRA = 18,
+    VT_TENSOR_META = 20,
+    VT_TENSOR_META_REQUIRES_GRAD = 22,
+    VT_SEQ_NR = 24,
+    VT_ORIGINAL_ATEN = 26,
+    VT_DESC = 28
   };
   /// The Python stack trace, verbatim text; never parsed by loaders.
   const ::flatbuffers::String *stack_trace() const {
@@ -8116,6 +8137,34 @@ struct NodeMetadata FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::StringEntry>> *extra() const {
     return GetPointer<const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::StringEntry>> *>(VT_EXTRA);
   }
+  /// Added in 1.1. True when torch's meta carried `tensor_meta` (a
+  /// TensorMetadata namedtuple that equals the one derived from the node's
+  /// tensor value, so it is not stored: loaders derive it from `val`). On a
+  /// node with several outputs it applies to the getitem nodes unpacking them.
+  bool tensor_meta() const {
+    return GetField<uint8_t>(VT_TENSOR_META, 0) != 0;
+  }
+  /// Added in 1.1. `tensor_meta.requires_grad`, which may differ from the
+  /// value's (export records it before detaching the traced values).
+  bool tensor_meta_requires_grad() const {
+    return GetField<uint8_t>(VT_TENSOR_META_REQUIRES_GRAD, 0) != 0;
+  }
+  /// Added in 1.1. The autograd sequence number (`seq_nr`); -1 when absent.
+  int64_t seq_nr() const {
+    return GetField<int64_t>(VT_SEQ_NR, -1LL);
+  }
+  /// Added in 1.1. `original_aten`: the operator the node was decomposed from,
+  /// e.g. "torch.ops.aten.linear.default"; resolved like `Node.target`.
+  const ::flatbuffers::String *original_aten() const {
+    return GetPointer<const ::flatbuffers::String *>(VT_ORIGINAL_ATEN);
+  }
+  /// Added in 1.1. A placeholder's AOT descriptor (`desc`), e.g.
+  /// {"type": "ParamAOTInput", "target": "lin.weight"}: "type" names a
+  /// descriptor class of torch (looked up in a fixed table, never imported),
+  /// the other entries are its fields (ints, strings, nested descriptors).
+  const pt2format::MapValue *desc() const {
+    return GetPointer<const pt2format::MapValue *>(VT_DESC);
+  }
   template <bool B = false>
   bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
     return VerifyTableStart(verifier) &&
@@ -8140,6 +8189,13 @@ struct NodeMetadata FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
            VerifyOffset(verifier, VT_EXTRA) &&
            verifier.VerifyVector(extra()) &&
            verifier.VerifyVectorOfTables(extra()) &&
+           VerifyField<uint8_t>(verifier, VT_TENSOR_META, 1) &&
+           VerifyField<uint8_t>(verifier, VT_TENSOR_META_REQUIRES_GRAD, 1) &&
+           VerifyField<int64_t>(verifier, VT_SEQ_NR, 8) &&
+           VerifyOffset(verifier, VT_ORIGINAL_ATEN) &&
+           verifier.VerifyString(original_aten()) &&
+           VerifyOffset(verifier, VT_DESC) &&
+           verifier.VerifyTable(desc()) &&
            verifier.EndTable();
   }
 };
@@ -8172,6 +8228,21 @@ struct NodeMetadataBuilder {
   void add_extra(::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::StringEntry>>> extra) {
     fbb_.AddOffset(NodeMetadata::VT_EXTRA, extra);
   }
+  void add_tensor_meta(bool tensor_meta) {
+    fbb_.AddElement<uint8_t>(NodeMetadata::VT_TENSOR_META, static_cast<uint8_t>(tensor_meta), 0);
+  }
+  void add_tensor_meta_requires_grad(bool tensor_meta_requires_grad) {
+    fbb_.AddElement<uint8_t>(NodeMetadata::VT_TENSOR_META_REQUIRES_GRAD, static_cast<uint8_t>(tensor_meta_requires_grad), 0);
+  }
+  void add_seq_nr(int64_t seq_nr) {
+    fbb_.AddElement<int64_t>(NodeMetadata::VT_SEQ_NR, seq_nr, -1LL);
+  }
+  void add_original_aten(::flatbuffers::Offset<::flatbuffers::String> original_aten) {
+    fbb_.AddOffset(NodeMetadata::VT_ORIGINAL_ATEN, original_aten);
+  }
+  void add_desc(::flatbuffers::Offset<pt2format::MapValue> desc) {
+    fbb_.AddOffset(NodeMetadata::VT_DESC, desc);
+  }
   explicit NodeMetadataBuilder(::flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
     start_ = fbb_.StartTable();
@@ -8192,8 +8263,16 @@ inline ::flatbuffers::Offset<NodeMetadata> CreateNodeMetadata(
     ::flatbuffers::Offset<pt2format::MapValue> custom = 0,
     ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::NodeSource>>> from_node = 0,
     ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::UnbackedBinding>>> unbacked_bindings = 0,
-    ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::StringEntry>>> extra = 0) {
+    ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::StringEntry>>> extra = 0,
+    bool tensor_meta = false,
+    bool tensor_meta_requires_grad = false,
+    int64_t seq_nr = -1LL,
+    ::flatbuffers::Offset<::flatbuffers::String> original_aten = 0,
+    ::flatbuffers::Offset<pt2format::MapValue> desc = 0) {
   NodeMetadataBuilder builder_(_fbb);
+  builder_.add_seq_nr(seq_nr);
+  builder_.add_desc(desc);
+  builder_.add_original_aten(original_aten);
   builder_.add_extra(extra);
   builder_.add_unbacked_bindings(unbacked_bindings);
   builder_.add_from_node(from_node);
@@ -8202,6 +8281,8 @@ inline ::flatbuffers::Offset<NodeMetadata> CreateNodeMetadata(
   builder_.add_source_fn_stack(source_fn_stack);
   builder_.add_nn_module_stack(nn_module_stack);
   builder_.add_stack_trace(stack_trace);
+  builder_.add_tensor_meta_requires_grad(tensor_meta_requires_grad);
+  builder_.add_tensor_meta(tensor_meta);
   return builder_.Finish();
 }
 
@@ -8219,13 +8300,19 @@ inline ::flatbuffers::Offset<NodeMetadata> CreateNodeMetadataDirect(
     ::flatbuffers::Offset<pt2format::MapValue> custom = 0,
     const std::vector<::flatbuffers::Offset<pt2format::NodeSource>> *from_node = nullptr,
     const std::vector<::flatbuffers::Offset<pt2format::UnbackedBinding>> *unbacked_bindings = nullptr,
-    std::vector<::flatbuffers::Offset<pt2format::StringEntry>> *extra = nullptr) {
+    std::vector<::flatbuffers::Offset<pt2format::StringEntry>> *extra = nullptr,
+    bool tensor_meta = false,
+    bool tensor_meta_requires_grad = false,
+    int64_t seq_nr = -1LL,
+    const char *original_aten = nullptr,
+    ::flatbuffers::Offset<pt2format::MapValue> desc = 0) {
   auto stack_trace__ = stack_trace ? _fbb.CreateString(stack_trace) : 0;
   auto nn_module_stack__ = nn_module_stack ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::ModuleStackEntry>>(*nn_module_stack) : 0;
   auto source_fn_stack__ = source_fn_stack ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::SourceFnEntry>>(*source_fn_stack) : 0;
   auto from_node__ = from_node ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::NodeSource>>(*from_node) : 0;
   auto unbacked_bindings__ = unbacked_bindings ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::UnbackedBinding>>(*unbacked_bindings) : 0;
   auto extra__ = extra ? _fbb.CreateVectorOfSortedTables<pt2format::StringEntry>(extra) : 0;
+  auto original_aten__ = original_aten ? _fbb.CreateString(original_aten) : 0;
   return pt2format::CreateNodeMetadata(
       _fbb,
       stack_trace__,
@@ -8235,7 +8322,12 @@ inline ::flatbuffers::Offset<NodeMetadata> CreateNodeMetadataDirect(
       custom,
       from_node__,
       unbacked_bindings__,
-      extra__);
+      extra__,
+      tensor_meta,
+      tensor_meta_requires_grad,
+      seq_nr,
+      original_aten__,
+      desc);
 }
 
 /// An operation in a graph (an FX `call_function` node).
@@ -8803,7 +8895,8 @@ struct Graph FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
     VT_IS_SINGLE_TENSOR_RETURN = 20,
     VT_IS_LIST_RETURN = 22,
     VT_INPUT_METADATA = 24,
-    VT_OUTPUT_METADATA = 26
+    VT_OUTPUT_METADATA = 26,
+    VT_CUSTOM_META = 28
   };
   /// Graph inputs (placeholders) in order.
   const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::Argument>> *inputs() const {
@@ -8855,6 +8948,11 @@ struct Graph FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   const pt2format::NodeMetadata *output_metadata() const {
     return GetPointer<const pt2format::NodeMetadata *>(VT_OUTPUT_METADATA);
   }
+  /// Added in 1.1. The user's `custom` entry of the graph module's meta
+  /// (`graph_module.meta["custom"]`); absent when it has none.
+  const pt2format::MapValue *custom_meta() const {
+    return GetPointer<const pt2format::MapValue *>(VT_CUSTOM_META);
+  }
   template <bool B = false>
   bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
     return VerifyTableStart(verifier) &&
@@ -8889,6 +8987,8 @@ struct Graph FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
            verifier.VerifyVectorOfTables(input_metadata()) &&
            VerifyOffset(verifier, VT_OUTPUT_METADATA) &&
            verifier.VerifyTable(output_metadata()) &&
+           VerifyOffset(verifier, VT_CUSTOM_META) &&
+           verifier.VerifyTable(custom_meta()) &&
            verifier.EndTable();
   }
 };
@@ -8933,6 +9033,9 @@ struct GraphBuilder {
   void add_output_metadata(::flatbuffers::Offset<pt2format::NodeMetadata> output_metadata) {
     fbb_.AddOffset(Graph::VT_OUTPUT_METADATA, output_metadata);
   }
+  void add_custom_meta(::flatbuffers::Offset<pt2format::MapValue> custom_meta) {
+    fbb_.AddOffset(Graph::VT_CUSTOM_META, custom_meta);
+  }
   explicit GraphBuilder(::flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
     start_ = fbb_.StartTable();
@@ -8957,8 +9060,10 @@ inline ::flatbuffers::Offset<Graph> CreateGraph(
     bool is_single_tensor_return = false,
     bool is_list_return = false,
     ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::NodeMetadata>>> input_metadata = 0,
-    ::flatbuffers::Offset<pt2format::NodeMetadata> output_metadata = 0) {
+    ::flatbuffers::Offset<pt2format::NodeMetadata> output_metadata = 0,
+    ::flatbuffers::Offset<pt2format::MapValue> custom_meta = 0) {
   GraphBuilder builder_(_fbb);
+  builder_.add_custom_meta(custom_meta);
   builder_.add_output_metadata(output_metadata);
   builder_.add_input_metadata(input_metadata);
   builder_.add_custom_obj_values(custom_obj_values);
@@ -8992,7 +9097,8 @@ inline ::flatbuffers::Offset<Graph> CreateGraphDirect(
     bool is_single_tensor_return = false,
     bool is_list_return = false,
     const std::vector<::flatbuffers::Offset<pt2format::NodeMetadata>> *input_metadata = nullptr,
-    ::flatbuffers::Offset<pt2format::NodeMetadata> output_metadata = 0) {
+    ::flatbuffers::Offset<pt2format::NodeMetadata> output_metadata = 0,
+    ::flatbuffers::Offset<pt2format::MapValue> custom_meta = 0) {
   auto inputs__ = inputs ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::Argument>>(*inputs) : 0;
   auto outputs__ = outputs ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::Argument>>(*outputs) : 0;
   auto nodes__ = nodes ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::Node>>(*nodes) : 0;
@@ -9015,7 +9121,8 @@ inline ::flatbuffers::Offset<Graph> CreateGraphDirect(
       is_single_tensor_return,
       is_list_return,
       input_metadata__,
-      output_metadata);
+      output_metadata,
+      custom_meta);
 }
 
 /// A user input.
@@ -11674,8 +11781,9 @@ struct Package FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
     return GetPointer<const pt2format::Producer *>(VT_PRODUCER);
   }
   /// Bit set of optional features the file uses (bit 0: data in shard
-  /// files; bit 1: data in external raw files). A reader refuses a file with
-  /// a bit it does not know.
+  /// files; bit 1: data in external raw files; bit 2, added in 1.1: storages
+  /// without data, `Storage.meta_nbytes`). A reader refuses a file with a bit
+  /// it does not know.
   uint64_t required_features() const {
     return GetField<uint64_t>(VT_REQUIRED_FEATURES, 0);
   }
@@ -13389,7 +13497,8 @@ inline const ::flatbuffers::TypeTable *StorageTypeTable() {
     { ::flatbuffers::ET_ULONG, 0, -1 },
     { ::flatbuffers::ET_ULONG, 0, -1 },
     { ::flatbuffers::ET_UCHAR, 0, 0 },
-    { ::flatbuffers::ET_UINT, 0, -1 }
+    { ::flatbuffers::ET_UINT, 0, -1 },
+    { ::flatbuffers::ET_ULONG, 0, -1 }
   };
   static const ::flatbuffers::TypeFunction type_refs[] = {
     pt2format::ChecksumKindTypeTable
@@ -13399,10 +13508,11 @@ inline const ::flatbuffers::TypeTable *StorageTypeTable() {
     "offset",
     "size",
     "checksum_kind",
-    "checksum"
+    "checksum",
+    "meta_nbytes"
   };
   static const ::flatbuffers::TypeTable tt = {
-    ::flatbuffers::ST_TABLE, 5, type_codes, type_refs, nullptr, nullptr, names
+    ::flatbuffers::ST_TABLE, 6, type_codes, type_refs, nullptr, nullptr, names
   };
   return &tt;
 }
@@ -14172,7 +14282,12 @@ inline const ::flatbuffers::TypeTable *NodeMetadataTypeTable() {
     { ::flatbuffers::ET_SEQUENCE, 0, 3 },
     { ::flatbuffers::ET_SEQUENCE, 1, 4 },
     { ::flatbuffers::ET_SEQUENCE, 1, 5 },
-    { ::flatbuffers::ET_SEQUENCE, 1, 6 }
+    { ::flatbuffers::ET_SEQUENCE, 1, 6 },
+    { ::flatbuffers::ET_BOOL, 0, -1 },
+    { ::flatbuffers::ET_BOOL, 0, -1 },
+    { ::flatbuffers::ET_LONG, 0, -1 },
+    { ::flatbuffers::ET_STRING, 0, -1 },
+    { ::flatbuffers::ET_SEQUENCE, 0, 3 }
   };
   static const ::flatbuffers::TypeFunction type_refs[] = {
     pt2format::ModuleStackEntryTypeTable,
@@ -14191,10 +14306,15 @@ inline const ::flatbuffers::TypeTable *NodeMetadataTypeTable() {
     "custom",
     "from_node",
     "unbacked_bindings",
-    "extra"
+    "extra",
+    "tensor_meta",
+    "tensor_meta_requires_grad",
+    "seq_nr",
+    "original_aten",
+    "desc"
   };
   static const ::flatbuffers::TypeTable tt = {
-    ::flatbuffers::ST_TABLE, 8, type_codes, type_refs, nullptr, nullptr, names
+    ::flatbuffers::ST_TABLE, 13, type_codes, type_refs, nullptr, nullptr, names
   };
   return &tt;
 }
@@ -14335,7 +14455,8 @@ inline const ::flatbuffers::TypeTable *GraphTypeTable() {
     { ::flatbuffers::ET_BOOL, 0, -1 },
     { ::flatbuffers::ET_BOOL, 0, -1 },
     { ::flatbuffers::ET_SEQUENCE, 1, 7 },
-    { ::flatbuffers::ET_SEQUENCE, 0, 7 }
+    { ::flatbuffers::ET_SEQUENCE, 0, 7 },
+    { ::flatbuffers::ET_SEQUENCE, 0, 8 }
   };
   static const ::flatbuffers::TypeFunction type_refs[] = {
     pt2format::ArgumentTypeTable,
@@ -14345,7 +14466,8 @@ inline const ::flatbuffers::TypeTable *GraphTypeTable() {
     pt2format::SymFloatValueTypeTable,
     pt2format::SymBoolValueTypeTable,
     pt2format::CustomObjArgumentTypeTable,
-    pt2format::NodeMetadataTypeTable
+    pt2format::NodeMetadataTypeTable,
+    pt2format::MapValueTypeTable
   };
   static const char * const names[] = {
     "inputs",
@@ -14359,10 +14481,11 @@ inline const ::flatbuffers::TypeTable *GraphTypeTable() {
     "is_single_tensor_return",
     "is_list_return",
     "input_metadata",
-    "output_metadata"
+    "output_metadata",
+    "custom_meta"
   };
   static const ::flatbuffers::TypeTable tt = {
-    ::flatbuffers::ST_TABLE, 12, type_codes, type_refs, nullptr, nullptr, names
+    ::flatbuffers::ST_TABLE, 13, type_codes, type_refs, nullptr, nullptr, names
   };
   return &tt;
 }

@@ -19,6 +19,13 @@ struct NameMinor {
 };
 
 inline constexpr NameMinor kNameMinors[] = {
+    {"Graph", "custom_meta", 0, 1},
+    {"NodeMetadata", "desc", 0, 1},
+    {"NodeMetadata", "original_aten", 0, 1},
+    {"NodeMetadata", "seq_nr", 0, 1},
+    {"NodeMetadata", "tensor_meta", 0, 1},
+    {"NodeMetadata", "tensor_meta_requires_grad", 0, 1},
+    {"Storage", "meta_nbytes", 0, 1},
     {nullptr, nullptr, 0, 0},  // end
 };
 
