@@ -16,6 +16,8 @@ import torch.fx
 from torch.export import exported_program as ep_mod
 
 from pt2format._generated.model import (
+    DeferredUnpack,
+    MixedListArgument,
     Argument,
     ArgumentKind,
     ArgumentMapEntry,
@@ -85,6 +87,28 @@ def _class_fqn(v) -> str:
     return v.script_class_name if hasattr(v, "script_class_name") else type(v).__name__
 
 
+def _deferred_unpacks(nodes, unpackers, alias) -> dict:
+    """Producer -> {position: name of the node its getitem follows} for getitem nodes that do not
+    sit in the run of getitems right after their producer (in the order a loader recreates them)."""
+    where = {n: i for i, n in enumerate(nodes)}
+    out = {}
+    for producer, by_idx in unpackers.items():
+        first = {idx: users[0] for idx, users in by_idx.items()}
+        expected = where[producer] + 1
+        run = True
+        for idx in sorted(first):
+            g = first[idx]
+            if run and where[g] == expected:
+                expected += 1
+                continue
+            run = False
+            prev = nodes[where[g] - 1]
+            if prev.name in alias or prev.op in ("placeholder", "output"):
+                continue  # no node of that name in the file to follow: keep the usual place
+            out.setdefault(producer, {})[idx] = prev.name
+    return out
+
+
 class _GraphState:
     """Value tables of the graph being converted."""
 
@@ -96,6 +120,7 @@ class _GraphState:
         self.value_names: set[str] = set()
         self.unpackers: dict[torch.fx.Node, dict[int, list[torch.fx.Node]]] = {}
         self.alias: dict[str, str] = {}  # duplicate getitem node -> the first one
+        self.deferred: dict[torch.fx.Node, dict[int, str]] = {}  # producer -> position -> node it follows
 
 
 class GraphExporter:
@@ -122,6 +147,7 @@ class GraphExporter:
                     if lst:
                         st.alias[n.name] = lst[0].name
                     lst.append(n)
+            st.deferred = _deferred_unpacks(nodes, st.unpackers, st.alias)
             input_md = []
             for i, n in enumerate(nodes):
                 p = f"{path}.nodes[{n.name}]"
@@ -243,6 +269,7 @@ class GraphExporter:
         node.outputs, node.unbound_outputs = self._outputs(n, path)
         if isinstance(target, torch._ops.HigherOrderOperator):
             node.is_hop_single_tensor_return = isinstance(n.meta.get("val"), torch.Tensor)
+        node.deferred_unpacks = [DeferredUnpack(position=i, after=a) for i, a in sorted(self.st.deferred.get(n, {}).items())]
         unpackers = sorted(self.st.unpackers.get(n, {}).items())
         node.metadata = self.metadata.convert(
             n.meta, path, unpacked_tensor_meta=any("tensor_meta" in u[0].meta for _, u in unpackers))
@@ -467,6 +494,9 @@ class GraphExporter:
                 return IntListListArgument(lists=[IntListArgument(list(x)) for x in a])
             if all(type(y) is float for x in a for y in x):
                 return FloatListListArgument(lists=[FloatListArgument(list(x)) for x in a])
+        if not any(isinstance(x, (list, tuple)) for x in a):
+            # No typed list fits (a while_loop's carried (0, x)): each element is a whole argument.
+            return MixedListArgument(items=[Argument(self.argument(x, None, f"{path}[{i}]")) for i, x in enumerate(a)])
         raise ExportError("list argument mixes types the schema cannot express", path=path,
                           got=sorted(t.__name__ for t in types))
 

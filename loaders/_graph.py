@@ -33,6 +33,7 @@ from pt2format._generated.model import (
     IntListListArgument,
     LayoutArgument,
     MemoryFormatArgument,
+    MixedListArgument,
     NestedTensorListArgument,
     NoneArgument,
     OperatorArgument,
@@ -83,6 +84,7 @@ class _Scope:
         self.custom_objs = {v.name: v for v in g.custom_obj_values}
         self.node_names: set[str] = set()  # every FX node created so far
         self.get_attrs: dict[str, torch.fx.Node] = {}  # get_attr node name -> node
+        self.pending: dict[str, list] = {}  # node name -> getitem makers to run right after it
         self.subgraphs: dict[str, torch.fx.GraphModule] = {}  # attribute name -> module
         self.reserved = set(self.tensors) | set(self.sym_ints) | set(self.sym_floats) | set(self.sym_bools) \
             | set(self.custom_objs) | {n.name for n in g.nodes if n.name}
@@ -131,6 +133,9 @@ class GraphBuilder:
                     raise
                 except (TypeError, ValueError, RuntimeError, AttributeError, KeyError, IndexError) as e:
                     raise LoadError(f"cannot rebuild node {n.name!r}: {type(e).__name__}: {e}", path=p) from None
+            if sc.pending:
+                raise LoadError("deferred getitem nodes follow a node the graph does not have", path=path,
+                                got=sorted(sc.pending)[:5])
             outs = [self._arg(a.value if a is not None else None, f"{path}.outputs[{i}]")
                     for i, a in enumerate(g.outputs)]
             if g.is_single_tensor_return:
@@ -170,6 +175,8 @@ class GraphBuilder:
             # (FX's code generation renames its variables again, so the source stays valid).
             node.name = name
             sc.fx._graph_namespace._used_names.add(name)
+        for make in sc.pending.pop(name, ()):
+            make()  # deferred getitem nodes that follow this one (Node.deferred_unpacks)
         return node
 
     # -- values ----------------------------------------------------------------
@@ -272,6 +279,13 @@ class GraphBuilder:
                                      or isinstance(outs[0].value if outs[0] is not None else None, NoneArgument))
         unbound = set(n.unbound_outputs)
         self._unpack_meta = {u.position: u.metadata for u in n.unpack_metadata} if n.unpack_metadata else None
+        deferred = {}
+        for k, d in enumerate(n.deferred_unpacks):
+            after = check_identifier(d.after, f"{path}.deferred_unpacks[{k}].after")
+            if d.position >= len(outs) or d.position in unbound or d.position in deferred:
+                raise LoadError("deferred getitem position is out of range, unbound or repeated",
+                                path=f"{path}.deferred_unpacks[{k}].position", got=d.position)
+            deferred[d.position] = after
         if single:
             v = outs[0].value if outs[0] is not None else None
             if isinstance(v, TensorListArgument) and isinstance(target, torch._ops.OpOverload):
@@ -308,11 +322,31 @@ class GraphBuilder:
                     raise LoadError("node output must name its value", path=p)
                 val = self.value_meta(name, p)
                 vals.append(val)
-                if i not in unbound:
+                if i in deferred:
+                    self._defer(deferred[i], node, i, name, val, meta, p)
+                elif i not in unbound:
                     g = self._getitem(node, i, name, meta, p, i)
                     g.meta["val"] = val
                     self._define(name, g, p)
         node.meta["val"] = tuple(vals)
+
+    def _defer(self, after, node, i, name, val, meta, path):
+        """Create the getitem of output `i` right after the node named `after` (created later)."""
+        sc = self.sc
+        if after in sc.node_names:
+            raise LoadError("a deferred getitem must follow a node created after its producer", path=path, got=after)
+        unpack_meta = self._unpack_meta
+
+        def make():
+            saved, self._unpack_meta = self._unpack_meta, unpack_meta
+            try:
+                g = self._getitem(node, i, name, meta, path, i)
+            finally:
+                self._unpack_meta = saved
+            g.meta["val"] = val
+            self._define(name, g, path)
+
+        sc.pending.setdefault(after, []).append(make)
 
     def _unpack_list(self, holder, names, unbound, meta, path, top_level=False):
         vals = []
@@ -404,6 +438,8 @@ class GraphBuilder:
                     raise LoadError("map argument keys must be strings", path=f"{path}.entries[{i}]")
                 out[e.key] = self._arg(e.value.value if e.value is not None else None, f"{path}[{e.key!r}]")
             return out
+        if t is MixedListArgument:
+            return [self._arg(x.value if x is not None else None, f"{path}[{i}]") for i, x in enumerate(v.items)]
         raise LoadError("unknown or missing argument", path=path, got=t.__name__)
 
     def _subgraph(self, v: GraphArgument, path):

@@ -19,6 +19,7 @@ from pt2format._generated.model import (
     ComplexValue,
     CustomObjArgument,
     CustomObject,
+    DeferredUnpack,
     Device,
     DeviceArgument,
     DeviceValue,
@@ -52,6 +53,7 @@ from pt2format._generated.model import (
     MapEntry,
     MapValue,
     MemoryFormatArgument,
+    MixedListArgument,
     ModuleCallEntry,
     ModuleCallSignature,
     ModuleStackEntry,
@@ -174,6 +176,7 @@ _F_ComplexArgument = ((0, 8, 8, 'd'), (1, 8, 8, 'd'))
 _F_ComplexValue = ((0, 8, 8, 'd'), (1, 8, 8, 'd'))
 _F_CustomObjArgument = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_CustomObject = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'))
+_F_DeferredUnpack = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_Device = ((0, 4, 4, 'I'), (1, 4, 4, 'i'))
 _F_DeviceArgument = ((0, 4, 4, 'I'),)
 _F_DeviceValue = ((0, 4, 4, 'I'),)
@@ -207,13 +210,14 @@ _F_LossOutputSpec = ((0, 4, 4, 'I'),)
 _F_MapEntry = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_MapValue = ((0, 4, 4, 'I'),)
 _F_MemoryFormatArgument = ((0, 1, 1, 'B'),)
+_F_MixedListArgument = ((0, 4, 4, 'I'),)
 _F_ModuleCallEntry = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_ModuleCallSignature = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'), (3, 4, 4, 'I'), (4, 4, 4, 'I'))
 _F_ModuleStackEntry = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'))
 _F_NamedArgument = ((0, 4, 4, 'I'), (2, 4, 4, 'I'), (1, 1, 1, 'B'), (3, 1, 1, 'B'), (4, 1, 1, '?'))
 _F_NamedTupleDef = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_NestedTensorListArgument = ((0, 4, 4, 'I'),)
-_F_Node = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'), (3, 4, 4, 'I'), (4, 4, 4, 'I'), (6, 4, 4, 'I'), (7, 4, 4, 'I'), (5, 1, 1, '?'))
+_F_Node = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'), (3, 4, 4, 'I'), (4, 4, 4, 'I'), (6, 4, 4, 'I'), (7, 4, 4, 'I'), (8, 4, 4, 'I'), (5, 1, 1, '?'))
 _F_NodeMetadata = ((10, 8, 8, 'q'), (0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'), (3, 4, 4, 'I'), (4, 4, 4, 'I'), (5, 4, 4, 'I'), (6, 4, 4, 'I'), (7, 4, 4, 'I'), (11, 4, 4, 'I'), (12, 4, 4, 'I'), (8, 1, 1, '?'), (9, 1, 1, '?'))
 _F_NodeSource = ((2, 8, 8, 'q'), (0, 4, 4, 'I'), (1, 4, 4, 'I'), (3, 4, 4, 'I'), (4, 4, 4, 'I'), (5, 4, 4, 'I'))
 _F_NoneArgument = ()
@@ -739,6 +743,46 @@ def encode(root):
             v.append(t - offs[1] - x1)
         if mk & 4:
             v.append(t - offs[2] - x2)
+        if pad:
+            app(_ZEROS[:pad])
+        app(pk(*v))
+        if new:
+            app(vtb)
+            vtables[vtb] = vd
+            size = vd
+        else:
+            size = t
+        return t
+
+    L_DeferredUnpack = {}
+
+    def w_DeferredUnpack(o):
+        nonlocal size
+        if type(o) is not DeferredUnpack:
+            _bad('wrong table type, expected DeferredUnpack', type(o).__name__)
+        mk = 0
+        x0 = o.position
+        if x0 != 0:
+            mk |= 1
+        x1 = o.after
+        if x1 is not None:
+            x1 = sget(x1) or S(x1)
+            mk |= 2
+        L = L_DeferredUnpack.get(mk)
+        if L is None:
+            L = L_DeferredUnpack[mk] = _layout(_F_DeferredUnpack, mk)
+        pk, offs, osz, al, vtb = L
+        pad = -(size + osz) % al
+        t = size + pad + osz
+        vd = vget(vtb)
+        new = vd is None
+        if new:
+            vd = t + len(vtb)
+        v = [vd - t]
+        if mk & 1:
+            v.append(x0)
+        if mk & 2:
+            v.append(t - offs[1] - x1)
         if pad:
             app(_ZEROS[:pad])
         app(pk(*v))
@@ -2123,6 +2167,41 @@ def encode(root):
             size = t
         return t
 
+    L_MixedListArgument = {}
+
+    def w_MixedListArgument(o):
+        nonlocal size
+        if type(o) is not MixedListArgument:
+            _bad('wrong table type, expected MixedListArgument', type(o).__name__)
+        mk = 0
+        x0 = o.items
+        if x0:
+            x0 = OV([w_Argument(e) for e in x0])
+            mk |= 1
+        L = L_MixedListArgument.get(mk)
+        if L is None:
+            L = L_MixedListArgument[mk] = _layout(_F_MixedListArgument, mk)
+        pk, offs, osz, al, vtb = L
+        pad = -(size + osz) % al
+        t = size + pad + osz
+        vd = vget(vtb)
+        new = vd is None
+        if new:
+            vd = t + len(vtb)
+        v = [vd - t]
+        if mk & 1:
+            v.append(t - offs[0] - x0)
+        if pad:
+            app(_ZEROS[:pad])
+        app(pk(*v))
+        if new:
+            app(vtb)
+            vtables[vtb] = vd
+            size = vd
+        else:
+            size = t
+        return t
+
     L_ModuleCallEntry = {}
 
     def w_ModuleCallEntry(o):
@@ -2435,7 +2514,7 @@ def encode(root):
         if x5 is not False:
             if x5 is not True:
                 _bad('is_hop_single_tensor_return: expected bool', type(x5).__name__)
-            mk |= 128
+            mk |= 256
         x6 = o.unbound_outputs
         if x6:
             x6 = BV(struct.pack('<%dI' % len(x6), *x6), len(x6), 4)
@@ -2444,6 +2523,10 @@ def encode(root):
         if x7:
             x7 = OV([w_UnpackMetadata(e) for e in x7])
             mk |= 64
+        x8 = o.deferred_unpacks
+        if x8:
+            x8 = OV([w_DeferredUnpack(e) for e in x8])
+            mk |= 128
         L = L_Node.get(mk)
         if L is None:
             L = L_Node[mk] = _layout(_F_Node, mk)
@@ -2470,6 +2553,8 @@ def encode(root):
         if mk & 64:
             v.append(t - offs[7] - x7)
         if mk & 128:
+            v.append(t - offs[8] - x8)
+        if mk & 256:
             v.append(x5)
         if pad:
             app(_ZEROS[:pad])
@@ -5160,8 +5245,8 @@ def encode(root):
             size = t
         return t
 
-    UW_ArgumentValue = (None, w_NoneArgument, w_TensorArgument, w_TensorListArgument, w_OptionalTensorArgument, w_OptionalTensorListArgument, w_NestedTensorListArgument, w_TokenArgument, w_IntArgument, w_IntListArgument, w_IntListListArgument, w_FloatArgument, w_FloatListArgument, w_FloatListListArgument, w_BoolArgument, w_BoolListArgument, w_StringArgument, w_StringListArgument, w_ComplexArgument, w_SymIntArgument, w_SymIntListArgument, w_SymFloatArgument, w_SymFloatListArgument, w_SymBoolArgument, w_SymBoolListArgument, w_ScalarTypeArgument, w_MemoryFormatArgument, w_LayoutArgument, w_DeviceArgument, w_GraphArgument, w_CustomObjArgument, w_OperatorArgument, w_StringToArgumentMapArgument,)
-    UI_ArgumentValue = {NoneArgument: 1, TensorArgument: 2, TensorListArgument: 3, OptionalTensorArgument: 4, OptionalTensorListArgument: 5, NestedTensorListArgument: 6, TokenArgument: 7, IntArgument: 8, IntListArgument: 9, IntListListArgument: 10, FloatArgument: 11, FloatListArgument: 12, FloatListListArgument: 13, BoolArgument: 14, BoolListArgument: 15, StringArgument: 16, StringListArgument: 17, ComplexArgument: 18, SymIntArgument: 19, SymIntListArgument: 20, SymFloatArgument: 21, SymFloatListArgument: 22, SymBoolArgument: 23, SymBoolListArgument: 24, ScalarTypeArgument: 25, MemoryFormatArgument: 26, LayoutArgument: 27, DeviceArgument: 28, GraphArgument: 29, CustomObjArgument: 30, OperatorArgument: 31, StringToArgumentMapArgument: 32}
+    UW_ArgumentValue = (None, w_NoneArgument, w_TensorArgument, w_TensorListArgument, w_OptionalTensorArgument, w_OptionalTensorListArgument, w_NestedTensorListArgument, w_TokenArgument, w_IntArgument, w_IntListArgument, w_IntListListArgument, w_FloatArgument, w_FloatListArgument, w_FloatListListArgument, w_BoolArgument, w_BoolListArgument, w_StringArgument, w_StringListArgument, w_ComplexArgument, w_SymIntArgument, w_SymIntListArgument, w_SymFloatArgument, w_SymFloatListArgument, w_SymBoolArgument, w_SymBoolListArgument, w_ScalarTypeArgument, w_MemoryFormatArgument, w_LayoutArgument, w_DeviceArgument, w_GraphArgument, w_CustomObjArgument, w_OperatorArgument, w_StringToArgumentMapArgument, w_MixedListArgument,)
+    UI_ArgumentValue = {NoneArgument: 1, TensorArgument: 2, TensorListArgument: 3, OptionalTensorArgument: 4, OptionalTensorListArgument: 5, NestedTensorListArgument: 6, TokenArgument: 7, IntArgument: 8, IntListArgument: 9, IntListListArgument: 10, FloatArgument: 11, FloatListArgument: 12, FloatListListArgument: 13, BoolArgument: 14, BoolListArgument: 15, StringArgument: 16, StringListArgument: 17, ComplexArgument: 18, SymIntArgument: 19, SymIntListArgument: 20, SymFloatArgument: 21, SymFloatListArgument: 22, SymBoolArgument: 23, SymBoolListArgument: 24, ScalarTypeArgument: 25, MemoryFormatArgument: 26, LayoutArgument: 27, DeviceArgument: 28, GraphArgument: 29, CustomObjArgument: 30, OperatorArgument: 31, StringToArgumentMapArgument: 32, MixedListArgument: 33}
     UW_InputSpecKind = (None, w_UserInputSpec, w_InputToParameterSpec, w_InputToBufferSpec, w_InputToTensorConstantSpec, w_InputToCustomObjSpec, w_InputTokenSpec, w_InputToConstantInputSpec,)
     UI_InputSpecKind = {UserInputSpec: 1, InputToParameterSpec: 2, InputToBufferSpec: 3, InputToTensorConstantSpec: 4, InputToCustomObjSpec: 5, InputTokenSpec: 6, InputToConstantInputSpec: 7}
     UW_OutputSpecKind = (None, w_UserOutputSpec, w_LossOutputSpec, w_BufferMutationSpec, w_ParameterMutationSpec, w_GradientToParameterSpec, w_GradientToUserInputSpec, w_UserInputMutationSpec, w_OutputTokenSpec,)

@@ -375,7 +375,7 @@ class TreeSpecKind(IntEnum):
 
 # Union name -> member table names, in type-index order (index 0 is NONE).
 UNIONS = {
-    'ArgumentValue': ('NoneArgument', 'TensorArgument', 'TensorListArgument', 'OptionalTensorArgument', 'OptionalTensorListArgument', 'NestedTensorListArgument', 'TokenArgument', 'IntArgument', 'IntListArgument', 'IntListListArgument', 'FloatArgument', 'FloatListArgument', 'FloatListListArgument', 'BoolArgument', 'BoolListArgument', 'StringArgument', 'StringListArgument', 'ComplexArgument', 'SymIntArgument', 'SymIntListArgument', 'SymFloatArgument', 'SymFloatListArgument', 'SymBoolArgument', 'SymBoolListArgument', 'ScalarTypeArgument', 'MemoryFormatArgument', 'LayoutArgument', 'DeviceArgument', 'GraphArgument', 'CustomObjArgument', 'OperatorArgument', 'StringToArgumentMapArgument'),
+    'ArgumentValue': ('NoneArgument', 'TensorArgument', 'TensorListArgument', 'OptionalTensorArgument', 'OptionalTensorListArgument', 'NestedTensorListArgument', 'TokenArgument', 'IntArgument', 'IntListArgument', 'IntListListArgument', 'FloatArgument', 'FloatListArgument', 'FloatListListArgument', 'BoolArgument', 'BoolListArgument', 'StringArgument', 'StringListArgument', 'ComplexArgument', 'SymIntArgument', 'SymIntListArgument', 'SymFloatArgument', 'SymFloatListArgument', 'SymBoolArgument', 'SymBoolListArgument', 'ScalarTypeArgument', 'MemoryFormatArgument', 'LayoutArgument', 'DeviceArgument', 'GraphArgument', 'CustomObjArgument', 'OperatorArgument', 'StringToArgumentMapArgument', 'MixedListArgument'),
     'InputSpecKind': ('UserInputSpec', 'InputToParameterSpec', 'InputToBufferSpec', 'InputToTensorConstantSpec', 'InputToCustomObjSpec', 'InputTokenSpec', 'InputToConstantInputSpec'),
     'OutputSpecKind': ('UserOutputSpec', 'LossOutputSpec', 'BufferMutationSpec', 'ParameterMutationSpec', 'GradientToParameterSpec', 'GradientToUserInputSpec', 'UserInputMutationSpec', 'OutputTokenSpec'),
     'ValueKind': ('NullValue', 'BoolValue', 'IntValue', 'FloatValue', 'StringValue', 'BytesValue', 'ListValue', 'MapValue', 'TensorRefValue', 'ComplexValue', 'ScalarTypeValue', 'DeviceValue'),
@@ -577,6 +577,25 @@ class CustomObject(ModelObject):
         self.name = name
         self.class_fqn = class_fqn
         self.state = state
+
+
+class DeferredUnpack(ModelObject):
+    """Where one deferred `getitem` node goes (see `Node.deferred_unpacks`)."""
+    __slots__ = ('position', 'after')
+    position: int
+    after: str | None
+    IS_STRUCT = False
+    # (name, id, kind, element, ref, default, deprecated, required)
+    FIELDS = (
+        ('position', 0, 'scalar', 'uint32', None, 0, False, False),
+        ('after', 1, 'string', None, None, None, False, False),
+    )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'after': 'local_name'}
+
+    def __init__(self, position: int = 0, after: str | None = None) -> None:
+        self.position = position
+        self.after = after
 
 
 class Device(ModelObject):
@@ -1218,6 +1237,22 @@ class MemoryFormatArgument(ModelObject):
         self.value = value
 
 
+class MixedListArgument(ModelObject):
+    """Added in 1.1. A list whose elements have different kinds, e.g. `(0, x)`: each element is a whole Argument. Writers use it only when no typed list fits; the enclosing `NamedArgument.is_tuple` tells tuple from list."""
+    __slots__ = ('items',)
+    items: list[Argument]
+    IS_STRUCT = False
+    # (name, id, kind, element, ref, default, deprecated, required)
+    FIELDS = (
+        ('items', 0, 'vector', 'table', 'Argument', None, False, False),
+    )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
+
+    def __init__(self, items: list[Argument] | None = None) -> None:
+        self.items = [] if items is None else items
+
+
 class ModuleCallEntry(ModelObject):
     """One submodule call recorded for unflattening."""
     __slots__ = ('fqn', 'signature')
@@ -1349,7 +1384,7 @@ class NestedTensorListArgument(ModelObject):
 
 class Node(ModelObject):
     """An operation in a graph (an FX `call_function` node)."""
-    __slots__ = ('name', 'target', 'inputs', 'outputs', 'metadata', 'is_hop_single_tensor_return', 'unbound_outputs', 'unpack_metadata')
+    __slots__ = ('name', 'target', 'inputs', 'outputs', 'metadata', 'is_hop_single_tensor_return', 'unbound_outputs', 'unpack_metadata', 'deferred_unpacks')
     name: str | None
     target: str | None
     inputs: list[NamedArgument]
@@ -1358,6 +1393,7 @@ class Node(ModelObject):
     is_hop_single_tensor_return: bool
     unbound_outputs: list[int]
     unpack_metadata: list[UnpackMetadata]
+    deferred_unpacks: list[DeferredUnpack]
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1369,11 +1405,12 @@ class Node(ModelObject):
         ('is_hop_single_tensor_return', 5, 'scalar', 'bool', None, False, False, False),
         ('unbound_outputs', 6, 'vector', 'uint32', None, None, False, False),
         ('unpack_metadata', 7, 'vector', 'table', 'UnpackMetadata', None, False, False),
+        ('deferred_unpacks', 8, 'vector', 'table', 'DeferredUnpack', None, False, False),
     )
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'name': 'local_name', 'target': 'qualified_name'}
 
-    def __init__(self, name: str | None = None, target: str | None = None, inputs: list[NamedArgument] | None = None, outputs: list[Argument] | None = None, metadata: NodeMetadata | None = None, is_hop_single_tensor_return: bool = False, unbound_outputs: list[int] | None = None, unpack_metadata: list[UnpackMetadata] | None = None) -> None:
+    def __init__(self, name: str | None = None, target: str | None = None, inputs: list[NamedArgument] | None = None, outputs: list[Argument] | None = None, metadata: NodeMetadata | None = None, is_hop_single_tensor_return: bool = False, unbound_outputs: list[int] | None = None, unpack_metadata: list[UnpackMetadata] | None = None, deferred_unpacks: list[DeferredUnpack] | None = None) -> None:
         self.name = name
         self.target = target
         self.inputs = [] if inputs is None else inputs
@@ -1382,6 +1419,7 @@ class Node(ModelObject):
         self.is_hop_single_tensor_return = is_hop_single_tensor_return
         self.unbound_outputs = [] if unbound_outputs is None else unbound_outputs
         self.unpack_metadata = [] if unpack_metadata is None else unpack_metadata
+        self.deferred_unpacks = [] if deferred_unpacks is None else deferred_unpacks
 
 
 class NodeMetadata(ModelObject):
@@ -2718,6 +2756,7 @@ TABLES = {
     'ComplexValue': ComplexValue,
     'CustomObjArgument': CustomObjArgument,
     'CustomObject': CustomObject,
+    'DeferredUnpack': DeferredUnpack,
     'Device': Device,
     'DeviceArgument': DeviceArgument,
     'DeviceValue': DeviceValue,
@@ -2751,6 +2790,7 @@ TABLES = {
     'MapEntry': MapEntry,
     'MapValue': MapValue,
     'MemoryFormatArgument': MemoryFormatArgument,
+    'MixedListArgument': MixedListArgument,
     'ModuleCallEntry': ModuleCallEntry,
     'ModuleCallSignature': ModuleCallSignature,
     'ModuleStackEntry': ModuleStackEntry,

@@ -18,6 +18,7 @@ from pt2format._generated.model import (
     ComplexValue,
     CustomObjArgument,
     CustomObject,
+    DeferredUnpack,
     Device,
     DeviceArgument,
     DeviceValue,
@@ -51,6 +52,7 @@ from pt2format._generated.model import (
     MapEntry,
     MapValue,
     MemoryFormatArgument,
+    MixedListArgument,
     ModuleCallEntry,
     ModuleCallSignature,
     ModuleStackEntry,
@@ -379,6 +381,22 @@ def encode_tree(root):
         if x2 is not None:
             x2 = e_Value(x2)
         r = [x0, x1, x2]
+        while r and r[-1] is None:
+            r.pop()
+        return r
+
+    def e_DeferredUnpack(o):
+        if type(o) is not DeferredUnpack:
+            _bad('expected DeferredUnpack', type(o).__name__)
+        x0 = o.position
+        if x0 == 0:
+            x0 = None
+        elif type(x0) is not int or not 0 <= x0 <= 4294967295:
+            x0 = _int(x0, 0, 4294967295)
+        x1 = o.after
+        if x1 is not None and type(x1) is not str:
+            _bad('after: expected str', type(x1).__name__)
+        r = [x0, x1]
         while r and r[-1] is None:
             r.pop()
         return r
@@ -971,6 +989,21 @@ def encode_tree(root):
             r.pop()
         return r
 
+    def e_MixedListArgument(o):
+        if type(o) is not MixedListArgument:
+            _bad('expected MixedListArgument', type(o).__name__)
+        x0 = o.items
+        if not x0:
+            x0 = None
+        elif type(x0) is not list:
+            x0 = list(x0)
+        if x0 is not None:
+            x0 = [e_Argument(e) for e in x0]
+        r = [x0]
+        while r and r[-1] is None:
+            r.pop()
+        return r
+
     def e_ModuleCallEntry(o):
         if type(o) is not ModuleCallEntry:
             _bad('expected ModuleCallEntry', type(o).__name__)
@@ -1145,7 +1178,14 @@ def encode_tree(root):
             x7 = list(x7)
         if x7 is not None:
             x7 = [e_UnpackMetadata(e) for e in x7]
-        r = [x0, x1, x2, x3, x4, x5, x6, x7]
+        x8 = o.deferred_unpacks
+        if not x8:
+            x8 = None
+        elif type(x8) is not list:
+            x8 = list(x8)
+        if x8 is not None:
+            x8 = [e_DeferredUnpack(e) for e in x8]
+        r = [x0, x1, x2, x3, x4, x5, x6, x7, x8]
         while r and r[-1] is None:
             r.pop()
         return r
@@ -2443,8 +2483,8 @@ def encode_tree(root):
             r.pop()
         return r
 
-    UE_ArgumentValue = (None, e_NoneArgument, e_TensorArgument, e_TensorListArgument, e_OptionalTensorArgument, e_OptionalTensorListArgument, e_NestedTensorListArgument, e_TokenArgument, e_IntArgument, e_IntListArgument, e_IntListListArgument, e_FloatArgument, e_FloatListArgument, e_FloatListListArgument, e_BoolArgument, e_BoolListArgument, e_StringArgument, e_StringListArgument, e_ComplexArgument, e_SymIntArgument, e_SymIntListArgument, e_SymFloatArgument, e_SymFloatListArgument, e_SymBoolArgument, e_SymBoolListArgument, e_ScalarTypeArgument, e_MemoryFormatArgument, e_LayoutArgument, e_DeviceArgument, e_GraphArgument, e_CustomObjArgument, e_OperatorArgument, e_StringToArgumentMapArgument,)
-    UI_ArgumentValue = {NoneArgument: 1, TensorArgument: 2, TensorListArgument: 3, OptionalTensorArgument: 4, OptionalTensorListArgument: 5, NestedTensorListArgument: 6, TokenArgument: 7, IntArgument: 8, IntListArgument: 9, IntListListArgument: 10, FloatArgument: 11, FloatListArgument: 12, FloatListListArgument: 13, BoolArgument: 14, BoolListArgument: 15, StringArgument: 16, StringListArgument: 17, ComplexArgument: 18, SymIntArgument: 19, SymIntListArgument: 20, SymFloatArgument: 21, SymFloatListArgument: 22, SymBoolArgument: 23, SymBoolListArgument: 24, ScalarTypeArgument: 25, MemoryFormatArgument: 26, LayoutArgument: 27, DeviceArgument: 28, GraphArgument: 29, CustomObjArgument: 30, OperatorArgument: 31, StringToArgumentMapArgument: 32}
+    UE_ArgumentValue = (None, e_NoneArgument, e_TensorArgument, e_TensorListArgument, e_OptionalTensorArgument, e_OptionalTensorListArgument, e_NestedTensorListArgument, e_TokenArgument, e_IntArgument, e_IntListArgument, e_IntListListArgument, e_FloatArgument, e_FloatListArgument, e_FloatListListArgument, e_BoolArgument, e_BoolListArgument, e_StringArgument, e_StringListArgument, e_ComplexArgument, e_SymIntArgument, e_SymIntListArgument, e_SymFloatArgument, e_SymFloatListArgument, e_SymBoolArgument, e_SymBoolListArgument, e_ScalarTypeArgument, e_MemoryFormatArgument, e_LayoutArgument, e_DeviceArgument, e_GraphArgument, e_CustomObjArgument, e_OperatorArgument, e_StringToArgumentMapArgument, e_MixedListArgument,)
+    UI_ArgumentValue = {NoneArgument: 1, TensorArgument: 2, TensorListArgument: 3, OptionalTensorArgument: 4, OptionalTensorListArgument: 5, NestedTensorListArgument: 6, TokenArgument: 7, IntArgument: 8, IntListArgument: 9, IntListListArgument: 10, FloatArgument: 11, FloatListArgument: 12, FloatListListArgument: 13, BoolArgument: 14, BoolListArgument: 15, StringArgument: 16, StringListArgument: 17, ComplexArgument: 18, SymIntArgument: 19, SymIntListArgument: 20, SymFloatArgument: 21, SymFloatListArgument: 22, SymBoolArgument: 23, SymBoolListArgument: 24, ScalarTypeArgument: 25, MemoryFormatArgument: 26, LayoutArgument: 27, DeviceArgument: 28, GraphArgument: 29, CustomObjArgument: 30, OperatorArgument: 31, StringToArgumentMapArgument: 32, MixedListArgument: 33}
     UE_InputSpecKind = (None, e_UserInputSpec, e_InputToParameterSpec, e_InputToBufferSpec, e_InputToTensorConstantSpec, e_InputToCustomObjSpec, e_InputTokenSpec, e_InputToConstantInputSpec,)
     UI_InputSpecKind = {UserInputSpec: 1, InputToParameterSpec: 2, InputToBufferSpec: 3, InputToTensorConstantSpec: 4, InputToCustomObjSpec: 5, InputTokenSpec: 6, InputToConstantInputSpec: 7}
     UE_OutputSpecKind = (None, e_UserOutputSpec, e_LossOutputSpec, e_BufferMutationSpec, e_ParameterMutationSpec, e_GradientToParameterSpec, e_GradientToUserInputSpec, e_UserInputMutationSpec, e_OutputTokenSpec,)
@@ -2509,7 +2549,7 @@ def decode_tree(tree, max_depth=128):
             x1 = None
         elif type(x0) is not int or not 0 < x0 <= 255:
             _bad('value: expected a union type index', x0)
-        elif not 0 < x0 <= 32:
+        elif not 0 < x0 <= 33:
             raise VersionError('value: union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=x0)
         elif x1 is None:
             _bad('value: union type without a member')
@@ -2694,6 +2734,25 @@ def decode_tree(tree, max_depth=128):
         if x2 is not None:
             x2 = d_Value(x2, d + 1)
         return CustomObject(x0, x1, x2)
+
+    def d_DeferredUnpack(a, d):
+        if type(a) is not list:
+            _bad('expected an array (DeferredUnpack)', type(a).__name__)
+        if d > max_depth:
+            too_deep(d)
+        n = len(a)
+        if n != 2:
+            a = a + _NONES[:2 - n] if n < 2 else a[:2]
+        x0, x1 = a
+        if x0 is None:
+            x0 = 0
+        elif type(x0) is not int or not 0 <= x0 <= 4294967295:
+            _bad('position: expected uint32', x0)
+        if x1 is not None:
+            if type(x1) is not str:
+                _bad('after: expected str', type(x1).__name__)
+            _SC_local_name(x1, 'DeferredUnpack.after')
+        return DeferredUnpack(x0, x1)
 
     def d_Device(a, d):
         if type(a) is not list:
@@ -3361,6 +3420,24 @@ def decode_tree(tree, max_depth=128):
             _bad('value: expected uint8', x0)
         return MemoryFormatArgument(x0)
 
+    def d_MixedListArgument(a, d):
+        if type(a) is not list:
+            _bad('expected an array (MixedListArgument)', type(a).__name__)
+        if d > max_depth:
+            too_deep(d)
+        n = len(a)
+        if n != 1:
+            a = a + _NONES[:1 - n] if n < 1 else a[:1]
+        x0, = a
+        if x0 is None:
+            x0 = []
+        elif type(x0) is not list:
+            _bad('items: expected an array', type(x0).__name__)
+        else:
+            d1 = d + 1
+            x0 = [d_Argument(e, d1) for e in x0]
+        return MixedListArgument(x0)
+
     def d_ModuleCallEntry(a, d):
         if type(a) is not list:
             _bad('expected an array (ModuleCallEntry)', type(a).__name__)
@@ -3457,7 +3534,7 @@ def decode_tree(tree, max_depth=128):
             x2 = None
         elif type(x1) is not int or not 0 < x1 <= 255:
             _bad('value: expected a union type index', x1)
-        elif not 0 < x1 <= 32:
+        elif not 0 < x1 <= 33:
             raise VersionError('value: union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=x1)
         elif x2 is None:
             _bad('value: union type without a member')
@@ -3520,9 +3597,9 @@ def decode_tree(tree, max_depth=128):
         if d > max_depth:
             too_deep(d)
         n = len(a)
-        if n != 8:
-            a = a + _NONES[:8 - n] if n < 8 else a[:8]
-        x0, x1, x2, x3, x4, x5, x6, x7 = a
+        if n != 9:
+            a = a + _NONES[:9 - n] if n < 9 else a[:9]
+        x0, x1, x2, x3, x4, x5, x6, x7, x8 = a
         if x0 is not None:
             if type(x0) is not str:
                 _bad('name: expected str', type(x0).__name__)
@@ -3564,7 +3641,14 @@ def decode_tree(tree, max_depth=128):
         else:
             d1 = d + 1
             x7 = [d_UnpackMetadata(e, d1) for e in x7]
-        return Node(x0, x1, x2, x3, x4, x5, x6, x7)
+        if x8 is None:
+            x8 = []
+        elif type(x8) is not list:
+            _bad('deferred_unpacks: expected an array', type(x8).__name__)
+        else:
+            d1 = d + 1
+            x8 = [d_DeferredUnpack(e, d1) for e in x8]
+        return Node(x0, x1, x2, x3, x4, x5, x6, x7, x8)
 
     def d_NodeMetadata(a, d):
         if type(a) is not list:
@@ -4993,7 +5077,7 @@ def decode_tree(tree, max_depth=128):
             x1 = [d_StateEntry(e, d1) for e in x1]
         return WeightSet(x0, x1)
 
-    UD_ArgumentValue = (None, d_NoneArgument, d_TensorArgument, d_TensorListArgument, d_OptionalTensorArgument, d_OptionalTensorListArgument, d_NestedTensorListArgument, d_TokenArgument, d_IntArgument, d_IntListArgument, d_IntListListArgument, d_FloatArgument, d_FloatListArgument, d_FloatListListArgument, d_BoolArgument, d_BoolListArgument, d_StringArgument, d_StringListArgument, d_ComplexArgument, d_SymIntArgument, d_SymIntListArgument, d_SymFloatArgument, d_SymFloatListArgument, d_SymBoolArgument, d_SymBoolListArgument, d_ScalarTypeArgument, d_MemoryFormatArgument, d_LayoutArgument, d_DeviceArgument, d_GraphArgument, d_CustomObjArgument, d_OperatorArgument, d_StringToArgumentMapArgument,)
+    UD_ArgumentValue = (None, d_NoneArgument, d_TensorArgument, d_TensorListArgument, d_OptionalTensorArgument, d_OptionalTensorListArgument, d_NestedTensorListArgument, d_TokenArgument, d_IntArgument, d_IntListArgument, d_IntListListArgument, d_FloatArgument, d_FloatListArgument, d_FloatListListArgument, d_BoolArgument, d_BoolListArgument, d_StringArgument, d_StringListArgument, d_ComplexArgument, d_SymIntArgument, d_SymIntListArgument, d_SymFloatArgument, d_SymFloatListArgument, d_SymBoolArgument, d_SymBoolListArgument, d_ScalarTypeArgument, d_MemoryFormatArgument, d_LayoutArgument, d_DeviceArgument, d_GraphArgument, d_CustomObjArgument, d_OperatorArgument, d_StringToArgumentMapArgument, d_MixedListArgument,)
     UD_InputSpecKind = (None, d_UserInputSpec, d_InputToParameterSpec, d_InputToBufferSpec, d_InputToTensorConstantSpec, d_InputToCustomObjSpec, d_InputTokenSpec, d_InputToConstantInputSpec,)
     UD_OutputSpecKind = (None, d_UserOutputSpec, d_LossOutputSpec, d_BufferMutationSpec, d_ParameterMutationSpec, d_GradientToParameterSpec, d_GradientToUserInputSpec, d_UserInputMutationSpec, d_OutputTokenSpec,)
     UD_ValueKind = (None, d_NullValue, d_BoolValue, d_IntValue, d_FloatValue, d_StringValue, d_BytesValue, d_ListValue, d_MapValue, d_TensorRefValue, d_ComplexValue, d_ScalarTypeValue, d_DeviceValue,)

@@ -211,6 +211,9 @@ struct ArgumentMapEntryBuilder;
 struct StringToArgumentMapArgument;
 struct StringToArgumentMapArgumentBuilder;
 
+struct MixedListArgument;
+struct MixedListArgumentBuilder;
+
 struct Argument;
 struct ArgumentBuilder;
 
@@ -240,6 +243,9 @@ struct NodeMetadataBuilder;
 
 struct Node;
 struct NodeBuilder;
+
+struct DeferredUnpack;
+struct DeferredUnpackBuilder;
 
 struct UnpackMetadata;
 struct UnpackMetadataBuilder;
@@ -478,6 +484,8 @@ inline const ::flatbuffers::TypeTable *ArgumentMapEntryTypeTable();
 
 inline const ::flatbuffers::TypeTable *StringToArgumentMapArgumentTypeTable();
 
+inline const ::flatbuffers::TypeTable *MixedListArgumentTypeTable();
+
 inline const ::flatbuffers::TypeTable *ArgumentTypeTable();
 
 inline const ::flatbuffers::TypeTable *NamedArgumentTypeTable();
@@ -497,6 +505,8 @@ inline const ::flatbuffers::TypeTable *TorchFnTypeTable();
 inline const ::flatbuffers::TypeTable *NodeMetadataTypeTable();
 
 inline const ::flatbuffers::TypeTable *NodeTypeTable();
+
+inline const ::flatbuffers::TypeTable *DeferredUnpackTypeTable();
 
 inline const ::flatbuffers::TypeTable *UnpackMetadataTypeTable();
 
@@ -1678,10 +1688,13 @@ enum class ArgumentValue : uint8_t {
   /// An operator.
   OperatorArgument = 31,
   /// dict[str, Argument].
-  StringToArgumentMapArgument = 32
+  StringToArgumentMapArgument = 32,
+  /// Added in 1.1. A list or tuple mixing kinds (a while_loop's carried
+  /// values: Python ints beside tensors).
+  MixedListArgument = 33
 };
 
-inline const ArgumentValue (&EnumValuesArgumentValue())[33] {
+inline const ArgumentValue (&EnumValuesArgumentValue())[34] {
   static const ArgumentValue values[] = {
     ArgumentValue::NONE,
     ArgumentValue::NoneArgument,
@@ -1715,13 +1728,14 @@ inline const ArgumentValue (&EnumValuesArgumentValue())[33] {
     ArgumentValue::GraphArgument,
     ArgumentValue::CustomObjArgument,
     ArgumentValue::OperatorArgument,
-    ArgumentValue::StringToArgumentMapArgument
+    ArgumentValue::StringToArgumentMapArgument,
+    ArgumentValue::MixedListArgument
   };
   return values;
 }
 
 inline const char * const *EnumNamesArgumentValue() {
-  static const char * const names[34] = {
+  static const char * const names[35] = {
     "NONE",
     "NoneArgument",
     "TensorArgument",
@@ -1755,13 +1769,14 @@ inline const char * const *EnumNamesArgumentValue() {
     "CustomObjArgument",
     "OperatorArgument",
     "StringToArgumentMapArgument",
+    "MixedListArgument",
     nullptr
   };
   return names;
 }
 
 inline const char *EnumNameArgumentValue(ArgumentValue e) {
-  if (::flatbuffers::IsOutRange(e, ArgumentValue::NONE, ArgumentValue::StringToArgumentMapArgument)) return "";
+  if (::flatbuffers::IsOutRange(e, ArgumentValue::NONE, ArgumentValue::MixedListArgument)) return "";
   const size_t index = static_cast<size_t>(e);
   return EnumNamesArgumentValue()[index];
 }
@@ -1896,6 +1911,10 @@ template<> struct ArgumentValueTraits<pt2format::OperatorArgument> {
 
 template<> struct ArgumentValueTraits<pt2format::StringToArgumentMapArgument> {
   static const ArgumentValue enum_value = ArgumentValue::StringToArgumentMapArgument;
+};
+
+template<> struct ArgumentValueTraits<pt2format::MixedListArgument> {
+  static const ArgumentValue enum_value = ArgumentValue::MixedListArgument;
 };
 
 template <bool B = false>
@@ -6896,6 +6915,72 @@ inline ::flatbuffers::Offset<StringToArgumentMapArgument> CreateStringToArgument
       entries__);
 }
 
+/// Added in 1.1. A list whose elements have different kinds, e.g.
+/// `(0, x)`: each element is a whole Argument. Writers use it only when no
+/// typed list fits; the enclosing `NamedArgument.is_tuple` tells tuple from list.
+struct MixedListArgument FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
+  typedef MixedListArgumentBuilder Builder;
+  struct Traits;
+  static const ::flatbuffers::TypeTable *MiniReflectTypeTable() {
+    return MixedListArgumentTypeTable();
+  }
+  enum FlatBuffersVTableOffset FLATBUFFERS_VTABLE_UNDERLYING_TYPE {
+    VT_ITEMS = 4
+  };
+  /// The elements, in order.
+  const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::Argument>> *items() const {
+    return GetPointer<const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::Argument>> *>(VT_ITEMS);
+  }
+  template <bool B = false>
+  bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
+    return VerifyTableStart(verifier) &&
+           VerifyOffset(verifier, VT_ITEMS) &&
+           verifier.VerifyVector(items()) &&
+           verifier.VerifyVectorOfTables(items()) &&
+           verifier.EndTable();
+  }
+};
+
+struct MixedListArgumentBuilder {
+  typedef MixedListArgument Table;
+  ::flatbuffers::FlatBufferBuilder &fbb_;
+  ::flatbuffers::uoffset_t start_;
+  void add_items(::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::Argument>>> items) {
+    fbb_.AddOffset(MixedListArgument::VT_ITEMS, items);
+  }
+  explicit MixedListArgumentBuilder(::flatbuffers::FlatBufferBuilder &_fbb)
+        : fbb_(_fbb) {
+    start_ = fbb_.StartTable();
+  }
+  ::flatbuffers::Offset<MixedListArgument> Finish() {
+    const auto end = fbb_.EndTable(start_);
+    auto o = ::flatbuffers::Offset<MixedListArgument>(end);
+    return o;
+  }
+};
+
+inline ::flatbuffers::Offset<MixedListArgument> CreateMixedListArgument(
+    ::flatbuffers::FlatBufferBuilder &_fbb,
+    ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::Argument>>> items = 0) {
+  MixedListArgumentBuilder builder_(_fbb);
+  builder_.add_items(items);
+  return builder_.Finish();
+}
+
+struct MixedListArgument::Traits {
+  using type = MixedListArgument;
+  static auto constexpr Create = CreateMixedListArgument;
+};
+
+inline ::flatbuffers::Offset<MixedListArgument> CreateMixedListArgumentDirect(
+    ::flatbuffers::FlatBufferBuilder &_fbb,
+    const std::vector<::flatbuffers::Offset<pt2format::Argument>> *items = nullptr) {
+  auto items__ = items ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::Argument>>(*items) : 0;
+  return pt2format::CreateMixedListArgument(
+      _fbb,
+      items__);
+}
+
 /// An argument or output of a node or graph. Absent `value` is invalid.
 struct Argument FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   typedef ArgumentBuilder Builder;
@@ -7010,6 +7095,9 @@ struct Argument FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   }
   const pt2format::StringToArgumentMapArgument *value_as_StringToArgumentMapArgument() const {
     return value_type() == pt2format::ArgumentValue::StringToArgumentMapArgument ? static_cast<const pt2format::StringToArgumentMapArgument *>(value()) : nullptr;
+  }
+  const pt2format::MixedListArgument *value_as_MixedListArgument() const {
+    return value_type() == pt2format::ArgumentValue::MixedListArgument ? static_cast<const pt2format::MixedListArgument *>(value()) : nullptr;
   }
   template <bool B = false>
   bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
@@ -7147,6 +7235,10 @@ template<> inline const pt2format::OperatorArgument *Argument::value_as<pt2forma
 
 template<> inline const pt2format::StringToArgumentMapArgument *Argument::value_as<pt2format::StringToArgumentMapArgument>() const {
   return value_as_StringToArgumentMapArgument();
+}
+
+template<> inline const pt2format::MixedListArgument *Argument::value_as<pt2format::MixedListArgument>() const {
+  return value_as_MixedListArgument();
 }
 
 struct ArgumentBuilder {
@@ -7307,6 +7399,9 @@ struct NamedArgument FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   const pt2format::StringToArgumentMapArgument *value_as_StringToArgumentMapArgument() const {
     return value_type() == pt2format::ArgumentValue::StringToArgumentMapArgument ? static_cast<const pt2format::StringToArgumentMapArgument *>(value()) : nullptr;
   }
+  const pt2format::MixedListArgument *value_as_MixedListArgument() const {
+    return value_type() == pt2format::ArgumentValue::MixedListArgument ? static_cast<const pt2format::MixedListArgument *>(value()) : nullptr;
+  }
   /// How it was passed.
   pt2format::ArgumentKind kind() const {
     return static_cast<pt2format::ArgumentKind>(GetField<uint8_t>(VT_KIND, 0));
@@ -7457,6 +7552,10 @@ template<> inline const pt2format::OperatorArgument *NamedArgument::value_as<pt2
 
 template<> inline const pt2format::StringToArgumentMapArgument *NamedArgument::value_as<pt2format::StringToArgumentMapArgument>() const {
   return value_as_StringToArgumentMapArgument();
+}
+
+template<> inline const pt2format::MixedListArgument *NamedArgument::value_as<pt2format::MixedListArgument>() const {
+  return value_as_MixedListArgument();
 }
 
 struct NamedArgumentBuilder {
@@ -8345,7 +8444,8 @@ struct Node FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
     VT_METADATA = 12,
     VT_IS_HOP_SINGLE_TENSOR_RETURN = 14,
     VT_UNBOUND_OUTPUTS = 16,
-    VT_UNPACK_METADATA = 18
+    VT_UNPACK_METADATA = 18,
+    VT_DEFERRED_UNPACKS = 20
   };
   /// Node name, unique in its graph.
   const ::flatbuffers::String *name() const {
@@ -8387,6 +8487,13 @@ struct Node FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::UnpackMetadata>> *unpack_metadata() const {
     return GetPointer<const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::UnpackMetadata>> *>(VT_UNPACK_METADATA);
   }
+  /// Added in 1.1. `getitem` nodes that do not directly follow this node in
+  /// the graph (torch puts runtime asserts on an unbacked output between
+  /// them): each is created right after the node named `after`. Sorted by
+  /// position; unlisted getitem nodes follow this node, in position order.
+  const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::DeferredUnpack>> *deferred_unpacks() const {
+    return GetPointer<const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::DeferredUnpack>> *>(VT_DEFERRED_UNPACKS);
+  }
   template <bool B = false>
   bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
     return VerifyTableStart(verifier) &&
@@ -8408,6 +8515,9 @@ struct Node FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
            VerifyOffset(verifier, VT_UNPACK_METADATA) &&
            verifier.VerifyVector(unpack_metadata()) &&
            verifier.VerifyVectorOfTables(unpack_metadata()) &&
+           VerifyOffset(verifier, VT_DEFERRED_UNPACKS) &&
+           verifier.VerifyVector(deferred_unpacks()) &&
+           verifier.VerifyVectorOfTables(deferred_unpacks()) &&
            verifier.EndTable();
   }
 };
@@ -8440,6 +8550,9 @@ struct NodeBuilder {
   void add_unpack_metadata(::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::UnpackMetadata>>> unpack_metadata) {
     fbb_.AddOffset(Node::VT_UNPACK_METADATA, unpack_metadata);
   }
+  void add_deferred_unpacks(::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::DeferredUnpack>>> deferred_unpacks) {
+    fbb_.AddOffset(Node::VT_DEFERRED_UNPACKS, deferred_unpacks);
+  }
   explicit NodeBuilder(::flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
     start_ = fbb_.StartTable();
@@ -8460,8 +8573,10 @@ inline ::flatbuffers::Offset<Node> CreateNode(
     ::flatbuffers::Offset<pt2format::NodeMetadata> metadata = 0,
     bool is_hop_single_tensor_return = false,
     ::flatbuffers::Offset<::flatbuffers::Vector<uint32_t>> unbound_outputs = 0,
-    ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::UnpackMetadata>>> unpack_metadata = 0) {
+    ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::UnpackMetadata>>> unpack_metadata = 0,
+    ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::DeferredUnpack>>> deferred_unpacks = 0) {
   NodeBuilder builder_(_fbb);
+  builder_.add_deferred_unpacks(deferred_unpacks);
   builder_.add_unpack_metadata(unpack_metadata);
   builder_.add_unbound_outputs(unbound_outputs);
   builder_.add_metadata(metadata);
@@ -8487,13 +8602,15 @@ inline ::flatbuffers::Offset<Node> CreateNodeDirect(
     ::flatbuffers::Offset<pt2format::NodeMetadata> metadata = 0,
     bool is_hop_single_tensor_return = false,
     const std::vector<uint32_t> *unbound_outputs = nullptr,
-    const std::vector<::flatbuffers::Offset<pt2format::UnpackMetadata>> *unpack_metadata = nullptr) {
+    const std::vector<::flatbuffers::Offset<pt2format::UnpackMetadata>> *unpack_metadata = nullptr,
+    const std::vector<::flatbuffers::Offset<pt2format::DeferredUnpack>> *deferred_unpacks = nullptr) {
   auto name__ = name ? _fbb.CreateString(name) : 0;
   auto target__ = target ? _fbb.CreateString(target) : 0;
   auto inputs__ = inputs ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::NamedArgument>>(*inputs) : 0;
   auto outputs__ = outputs ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::Argument>>(*outputs) : 0;
   auto unbound_outputs__ = unbound_outputs ? _fbb.CreateVector<uint32_t>(*unbound_outputs) : 0;
   auto unpack_metadata__ = unpack_metadata ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::UnpackMetadata>>(*unpack_metadata) : 0;
+  auto deferred_unpacks__ = deferred_unpacks ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::DeferredUnpack>>(*deferred_unpacks) : 0;
   return pt2format::CreateNode(
       _fbb,
       name__,
@@ -8503,7 +8620,85 @@ inline ::flatbuffers::Offset<Node> CreateNodeDirect(
       metadata,
       is_hop_single_tensor_return,
       unbound_outputs__,
-      unpack_metadata__);
+      unpack_metadata__,
+      deferred_unpacks__);
+}
+
+/// Where one deferred `getitem` node goes (see `Node.deferred_unpacks`).
+struct DeferredUnpack FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
+  typedef DeferredUnpackBuilder Builder;
+  struct Traits;
+  static const ::flatbuffers::TypeTable *MiniReflectTypeTable() {
+    return DeferredUnpackTypeTable();
+  }
+  enum FlatBuffersVTableOffset FLATBUFFERS_VTABLE_UNDERLYING_TYPE {
+    VT_POSITION = 4,
+    VT_AFTER = 6
+  };
+  /// Position of the unpacked value, as in `unbound_outputs`.
+  uint32_t position() const {
+    return GetField<uint32_t>(VT_POSITION, 0);
+  }
+  /// Name of the node the getitem node follows; it comes later in the graph
+  /// than the producer.
+  const ::flatbuffers::String *after() const {
+    return GetPointer<const ::flatbuffers::String *>(VT_AFTER);
+  }
+  template <bool B = false>
+  bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
+    return VerifyTableStart(verifier) &&
+           VerifyField<uint32_t>(verifier, VT_POSITION, 4) &&
+           VerifyOffset(verifier, VT_AFTER) &&
+           verifier.VerifyString(after()) &&
+           verifier.EndTable();
+  }
+};
+
+struct DeferredUnpackBuilder {
+  typedef DeferredUnpack Table;
+  ::flatbuffers::FlatBufferBuilder &fbb_;
+  ::flatbuffers::uoffset_t start_;
+  void add_position(uint32_t position) {
+    fbb_.AddElement<uint32_t>(DeferredUnpack::VT_POSITION, position, 0);
+  }
+  void add_after(::flatbuffers::Offset<::flatbuffers::String> after) {
+    fbb_.AddOffset(DeferredUnpack::VT_AFTER, after);
+  }
+  explicit DeferredUnpackBuilder(::flatbuffers::FlatBufferBuilder &_fbb)
+        : fbb_(_fbb) {
+    start_ = fbb_.StartTable();
+  }
+  ::flatbuffers::Offset<DeferredUnpack> Finish() {
+    const auto end = fbb_.EndTable(start_);
+    auto o = ::flatbuffers::Offset<DeferredUnpack>(end);
+    return o;
+  }
+};
+
+inline ::flatbuffers::Offset<DeferredUnpack> CreateDeferredUnpack(
+    ::flatbuffers::FlatBufferBuilder &_fbb,
+    uint32_t position = 0,
+    ::flatbuffers::Offset<::flatbuffers::String> after = 0) {
+  DeferredUnpackBuilder builder_(_fbb);
+  builder_.add_after(after);
+  builder_.add_position(position);
+  return builder_.Finish();
+}
+
+struct DeferredUnpack::Traits {
+  using type = DeferredUnpack;
+  static auto constexpr Create = CreateDeferredUnpack;
+};
+
+inline ::flatbuffers::Offset<DeferredUnpack> CreateDeferredUnpackDirect(
+    ::flatbuffers::FlatBufferBuilder &_fbb,
+    uint32_t position = 0,
+    const char *after = nullptr) {
+  auto after__ = after ? _fbb.CreateString(after) : 0;
+  return pt2format::CreateDeferredUnpack(
+      _fbb,
+      position,
+      after__);
 }
 
 /// Metadata of one FX `getitem` node unpacking a value of a multi-output node.
@@ -12211,6 +12406,10 @@ inline bool VerifyArgumentValue(::flatbuffers::VerifierTemplate<B> &verifier, co
       auto ptr = reinterpret_cast<const pt2format::StringToArgumentMapArgument *>(obj);
       return verifier.VerifyTable(ptr);
     }
+    case ArgumentValue::MixedListArgument: {
+      auto ptr = reinterpret_cast<const pt2format::MixedListArgument *>(obj);
+      return verifier.VerifyTable(ptr);
+    }
     default: return true;
   }
 }
@@ -12895,7 +13094,8 @@ inline const ::flatbuffers::TypeTable *ArgumentValueTypeTable() {
     { ::flatbuffers::ET_SEQUENCE, 0, 28 },
     { ::flatbuffers::ET_SEQUENCE, 0, 29 },
     { ::flatbuffers::ET_SEQUENCE, 0, 30 },
-    { ::flatbuffers::ET_SEQUENCE, 0, 31 }
+    { ::flatbuffers::ET_SEQUENCE, 0, 31 },
+    { ::flatbuffers::ET_SEQUENCE, 0, 32 }
   };
   static const ::flatbuffers::TypeFunction type_refs[] = {
     pt2format::NoneArgumentTypeTable,
@@ -12929,7 +13129,8 @@ inline const ::flatbuffers::TypeTable *ArgumentValueTypeTable() {
     pt2format::GraphArgumentTypeTable,
     pt2format::CustomObjArgumentTypeTable,
     pt2format::OperatorArgumentTypeTable,
-    pt2format::StringToArgumentMapArgumentTypeTable
+    pt2format::StringToArgumentMapArgumentTypeTable,
+    pt2format::MixedListArgumentTypeTable
   };
   static const char * const names[] = {
     "NONE",
@@ -12964,10 +13165,11 @@ inline const ::flatbuffers::TypeTable *ArgumentValueTypeTable() {
     "GraphArgument",
     "CustomObjArgument",
     "OperatorArgument",
-    "StringToArgumentMapArgument"
+    "StringToArgumentMapArgument",
+    "MixedListArgument"
   };
   static const ::flatbuffers::TypeTable tt = {
-    ::flatbuffers::ST_UNION, 33, type_codes, type_refs, nullptr, nullptr, names
+    ::flatbuffers::ST_UNION, 34, type_codes, type_refs, nullptr, nullptr, names
   };
   return &tt;
 }
@@ -14122,6 +14324,22 @@ inline const ::flatbuffers::TypeTable *StringToArgumentMapArgumentTypeTable() {
   return &tt;
 }
 
+inline const ::flatbuffers::TypeTable *MixedListArgumentTypeTable() {
+  static const ::flatbuffers::TypeCode type_codes[] = {
+    { ::flatbuffers::ET_SEQUENCE, 1, 0 }
+  };
+  static const ::flatbuffers::TypeFunction type_refs[] = {
+    pt2format::ArgumentTypeTable
+  };
+  static const char * const names[] = {
+    "items"
+  };
+  static const ::flatbuffers::TypeTable tt = {
+    ::flatbuffers::ST_TABLE, 1, type_codes, type_refs, nullptr, nullptr, names
+  };
+  return &tt;
+}
+
 inline const ::flatbuffers::TypeTable *ArgumentTypeTable() {
   static const ::flatbuffers::TypeCode type_codes[] = {
     { ::flatbuffers::ET_UTYPE, 0, 0 },
@@ -14328,13 +14546,15 @@ inline const ::flatbuffers::TypeTable *NodeTypeTable() {
     { ::flatbuffers::ET_SEQUENCE, 0, 2 },
     { ::flatbuffers::ET_BOOL, 0, -1 },
     { ::flatbuffers::ET_UINT, 1, -1 },
-    { ::flatbuffers::ET_SEQUENCE, 1, 3 }
+    { ::flatbuffers::ET_SEQUENCE, 1, 3 },
+    { ::flatbuffers::ET_SEQUENCE, 1, 4 }
   };
   static const ::flatbuffers::TypeFunction type_refs[] = {
     pt2format::NamedArgumentTypeTable,
     pt2format::ArgumentTypeTable,
     pt2format::NodeMetadataTypeTable,
-    pt2format::UnpackMetadataTypeTable
+    pt2format::UnpackMetadataTypeTable,
+    pt2format::DeferredUnpackTypeTable
   };
   static const char * const names[] = {
     "name",
@@ -14344,10 +14564,26 @@ inline const ::flatbuffers::TypeTable *NodeTypeTable() {
     "metadata",
     "is_hop_single_tensor_return",
     "unbound_outputs",
-    "unpack_metadata"
+    "unpack_metadata",
+    "deferred_unpacks"
   };
   static const ::flatbuffers::TypeTable tt = {
-    ::flatbuffers::ST_TABLE, 8, type_codes, type_refs, nullptr, nullptr, names
+    ::flatbuffers::ST_TABLE, 9, type_codes, type_refs, nullptr, nullptr, names
+  };
+  return &tt;
+}
+
+inline const ::flatbuffers::TypeTable *DeferredUnpackTypeTable() {
+  static const ::flatbuffers::TypeCode type_codes[] = {
+    { ::flatbuffers::ET_UINT, 0, -1 },
+    { ::flatbuffers::ET_STRING, 0, -1 }
+  };
+  static const char * const names[] = {
+    "position",
+    "after"
+  };
+  static const ::flatbuffers::TypeTable tt = {
+    ::flatbuffers::ST_TABLE, 2, type_codes, nullptr, nullptr, nullptr, names
   };
   return &tt;
 }
