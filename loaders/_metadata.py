@@ -94,7 +94,9 @@ def build_desc(d, path: str, depth: int = 0):
         raise LoadError("desc must be a map with a 'type' entry", path=path)
     name = d["type"]
     cls = descriptors.__dict__.get(name) if name.isidentifier() and not name.startswith("_") else None
-    if not (isinstance(cls, type) and issubclass(cls, (descriptors.AOTInput, descriptors.AOTOutput))
+    bases = (descriptors.AOTInput, descriptors.AOTOutput, descriptors.DifferentiableAOTInput,
+             descriptors.DifferentiableAOTOutput)
+    if cls in bases or not (isinstance(cls, type) and issubclass(cls, (descriptors.AOTInput, descriptors.AOTOutput))
             and dataclasses.is_dataclass(cls) and cls.__module__ == descriptors.__name__):
         raise LoadError("desc names no AOT descriptor class of torch", path=f"{path}.type", got=name)
     fields = {f.name: f for f in dataclasses.fields(cls)}
