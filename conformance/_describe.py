@@ -322,9 +322,12 @@ def _storage_key(t: torch.Tensor):
 
 
 def describe_tensor(t: torch.Tensor) -> dict:
-    return {"dtype": str(t.dtype), "shape": list(t.shape), "stride": list(t.stride()),
-            "storage_offset": t.storage_offset(), "requires_grad": bool(t.requires_grad),
-            "parameter": isinstance(t, torch.nn.Parameter), "sha256": tensor_digest(t)}
+    out = {"dtype": str(t.dtype), "shape": list(t.shape), "stride": list(t.stride()),
+           "storage_offset": t.storage_offset(), "requires_grad": bool(t.requires_grad),
+           "parameter": isinstance(t, torch.nn.Parameter), "sha256": tensor_digest(t)}
+    if t.device.type == "meta":
+        out["device"] = "meta"  # no data to digest: a loader giving real tensors (or none) must differ
+    return out
 
 
 def describe_state(ep) -> dict:
