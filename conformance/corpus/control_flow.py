@@ -179,11 +179,12 @@ class AssociativeScan(nn.Module):
 def associative_scan_generic():
     """associative_scan, generic mode: vmap calls torch inserts (lazy_load_decompositions, batch dims).
 
-    A gap of torch's, not of the format: after run_decompositions() of this program, vmap's
-    nesting level stays raised in the process, so the original's own module() then fails
-    ("tensor may have escaped from inside a function being vmapped"); the runner records
-    torch's behaviour in one process and errors. tests/loaders/test_fidelity_hops.py checks
-    the round trip against torch without that step.
+    A gap of torch's, not of the format: torch.export.unflatten() of torch's own program fails
+    inside the vmap region ("tensor may have escaped from inside a function being vmapped"),
+    and the failure leaves functorch's state broken for the whole process, so every later
+    call of the original's module() fails too; the runner records torch's behaviour in one
+    process and errors. tests/loaders/test_fidelity_hops.py checks the round trip against
+    torch without that step.
     """
     return Program(AssociativeScan(), (torch.randn(5, 3),))
 
@@ -211,7 +212,7 @@ class WhileLoopUnbackedCarry(nn.Module):
         return while_loop(lambda i, t: i < 3, lambda i, t: (i + 1, t * 2 + y.sum()), (torch.tensor(0), nz))
 
 
-@case("while_loop_unbacked_carry", tags=("fast",))
+@case("while_loop_unbacked_carry", tags=("full",))
 def while_loop_unbacked_carry():
     """while_loop whose carried tensor has an unbacked (nonzero) size; the symbol reaches the subgraphs."""
     return Program(WhileLoopUnbackedCarry(), (torch.tensor([1., 0., 2.]), torch.ones(2)),
@@ -223,7 +224,7 @@ class WhileLoopDynamicCarry(nn.Module):
         return while_loop(lambda i, v: i < v.shape[0], lambda i, v: (i + 1, v * 2), (0, x))
 
 
-@case("while_loop_dynamic_bound", tags=("fast",))
+@case("while_loop_dynamic_bound", tags=("full",))
 def while_loop_dynamic_bound():
     """while_loop counting an int up to a dynamic size; the cond subgraph reads a backed symbol."""
     return Program(WhileLoopDynamicCarry(), (torch.randn(3),), dynamic_shapes=({0: Dim("n", max=9)},),
@@ -239,7 +240,7 @@ class CondItem(nn.Module):
         return torch.zeros(n) + x.mean()
 
 
-@case("cond_unbacked", tags=("fast",))
+@case("cond_unbacked", tags=("full",))
 def cond_unbacked():
     """cond output turned into an unbacked SymInt (.item()) that sizes the result."""
     return Program(CondItem(), (torch.ones(3),), extra_inputs=[((torch.zeros(3),), {}), ((torch.full((3,), 2.0),), {})])

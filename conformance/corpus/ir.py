@@ -94,7 +94,7 @@ class NoArguments(nn.Module):
         return self.table.cos() * 2
 
 
-@case("no_arguments", tags=("fast",))
+@case("no_arguments", tags=("full",))
 def no_arguments():
     """A forward without arguments: torch records forward_arg_names == [] (not None)."""
     return Program(NoArguments(), ())
