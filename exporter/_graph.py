@@ -269,7 +269,8 @@ class GraphExporter:
         node.outputs, node.unbound_outputs = self._outputs(n, path)
         if isinstance(target, torch._ops.HigherOrderOperator):
             node.is_hop_single_tensor_return = isinstance(n.meta.get("val"), torch.Tensor)
-        node.deferred_unpacks = [DeferredUnpack(position=i, after=a) for i, a in sorted(self.st.deferred.get(n, {}).items())]
+        node.deferred_unpacks = [DeferredUnpack(position=i, after=a)
+                                 for i, a in sorted(self.st.deferred.get(n, {}).items())]
         unpackers = sorted(self.st.unpackers.get(n, {}).items())
         node.metadata = self.metadata.convert(
             n.meta, path, unpacked_tensor_meta=any("tensor_meta" in u[0].meta for _, u in unpackers))
