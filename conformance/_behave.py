@@ -46,7 +46,7 @@ def snapshot(ep) -> dict:
     torch.export.unflatten's, which may hold its own copies of the program's buffers). The training IR mutates buffers with in-place
     ops (no BUFFER_MUTATION outputs), so any of them may change during a run. Bits, not
     values: sub-byte dtypes (int4, bits1x8 ...) have no copy kernel."""
-    return {name: _bits(t).clone() for name, t in _state_tensors(ep) if t.numel()}
+    return {name: _bits(t).clone() for name, t in _state_tensors(ep) if t.numel() and t.device.type != "meta"}
 
 
 def restore(ep, snap: dict) -> None:
@@ -147,6 +147,8 @@ def compare_leaf(want, got) -> str | None:
             return f"expected a tensor, got {type(got).__name__}"
         if want.dtype != got.dtype or list(want.shape) != list(got.shape):
             return f"expected {want.dtype}{list(want.shape)}, got {got.dtype}{list(got.shape)}"
+        if (want.device.type == "meta") != (got.device.type == "meta"):
+            return f"expected a tensor on {want.device.type}, got one on {got.device.type}"
         if tensor_bytes(want) != tensor_bytes(got):
             return "values differ: " + _diff_summary(want, got)
         return None

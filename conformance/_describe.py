@@ -157,7 +157,26 @@ def describe_meta(node: torch.fx.Node) -> dict:
         out["custom"] = arg_repr(m["custom"])
     if m.get("unbacked_bindings"):
         out["unbacked_bindings"] = sorted(str(k) for k in m["unbacked_bindings"])
+    if "tensor_meta" in m:
+        out["tensor_meta"] = _describe_tensor_meta(m["tensor_meta"])
+    if "seq_nr" in m:
+        out["seq_nr"] = m["seq_nr"]
+    if "original_aten" in m:
+        out["original_aten"] = arg_repr(m["original_aten"])
+    if "desc" in m:
+        out["desc"] = repr(m["desc"])  # torch's descriptors are frozen dataclasses: the repr shows every field
     return out
+
+
+def _describe_tensor_meta(tm):
+    """TensorMetadata (a namedtuple, or a pytree of them) field by field; symbolic sizes as expressions."""
+    if isinstance(tm, tuple) and hasattr(tm, "_fields"):
+        return {"type": type(tm).__name__, **{f: repr(getattr(tm, f)) for f in tm._fields}}
+    if isinstance(tm, (list, tuple)):
+        return [_describe_tensor_meta(x) for x in tm]
+    if isinstance(tm, dict):
+        return {str(k): _describe_tensor_meta(v) for k, v in tm.items()}
+    return "obj:" + qualname(type(tm)) + ":" + repr(tm)
 
 
 # --------------------------------------------------------------------------- graph
@@ -181,7 +200,10 @@ def describe_graph(gm: torch.fx.GraphModule, *, meta: bool) -> dict:
             sub = _get_attr(gm, n.target)
             if isinstance(sub, torch.fx.GraphModule):
                 subgraphs[n.target] = describe_graph(sub, meta=meta)
-    return {"nodes": nodes, "subgraphs": subgraphs}
+    out = {"nodes": nodes, "subgraphs": subgraphs}
+    if meta and "custom" in gm.meta:  # the user's data in graph_module.meta; the other entries are derived
+        out["module_meta_custom"] = arg_repr(gm.meta["custom"])
+    return out
 
 
 def positional_names(desc: dict) -> dict:
@@ -279,7 +301,8 @@ def describe_module_call_graph(ep) -> list:
             d["outputs"] = [_spec_arg(a) for a in sig.outputs]
             d["in_spec"] = describe_treespec(sig.in_spec)
             d["out_spec"] = describe_treespec(sig.out_spec)
-            d["forward_arg_names"] = list(getattr(sig, "forward_arg_names", None) or [])
+            names = getattr(sig, "forward_arg_names", None)
+            d["forward_arg_names"] = None if names is None else list(names)  # None and [] differ in torch
         out.append(d)
     return out
 
@@ -299,9 +322,12 @@ def _storage_key(t: torch.Tensor):
 
 
 def describe_tensor(t: torch.Tensor) -> dict:
-    return {"dtype": str(t.dtype), "shape": list(t.shape), "stride": list(t.stride()),
-            "storage_offset": t.storage_offset(), "requires_grad": bool(t.requires_grad),
-            "parameter": isinstance(t, torch.nn.Parameter), "sha256": tensor_digest(t)}
+    out = {"dtype": str(t.dtype), "shape": list(t.shape), "stride": list(t.stride()),
+           "storage_offset": t.storage_offset(), "requires_grad": bool(t.requires_grad),
+           "parameter": isinstance(t, torch.nn.Parameter), "sha256": tensor_digest(t)}
+    if t.device.type == "meta":
+        out["device"] = "meta"  # no data to digest: a loader giving real tensors (or none) must differ
+    return out
 
 
 def describe_state(ep) -> dict:

@@ -25,8 +25,8 @@ def dtype_from_str(name: str) -> torch.dtype:
 
 
 def tensor_bytes(t: torch.Tensor) -> bytes:
-    """The element bytes of `t` in C order (its strides do not matter)."""
-    if t.numel() == 0:
+    """The element bytes of `t` in C order (its strides do not matter); a meta tensor has none."""
+    if t.numel() == 0 or t.device.type == "meta":
         return b""
     flat = t.detach().reshape(-1)
     if flat.stride(0) != 1:  # a strided view (reshape keeps views of size-1 or dense-but-strided tensors)
@@ -109,6 +109,9 @@ class TreeWriter:
         self.count += 1
         with open(os.path.join(self.directory, name), "wb") as f:
             f.write(tensor_bytes(t))
+        if t.device.type == "meta":  # no data: dtype, shape and strides are all there is to compare
+            return {"file": name, "dtype": str(t.dtype), "shape": list(t.shape), "stride": list(t.stride()),
+                    "requires_grad": bool(t.requires_grad), "device": "meta"}
         dense = is_dense(t) if t.numel() else True
         return {"file": name, "dtype": str(t.dtype), "shape": list(t.shape),
                 "stride": list(t.stride()) if dense else None, "requires_grad": bool(t.requires_grad)}
@@ -117,6 +120,9 @@ class TreeWriter:
 def decode(doc, directory: str):
     """Inverse of TreeWriter.encode: fresh tensors (never shared between calls)."""
     (tag, v), = doc.items()
+    if tag == "T" and v.get("device") == "meta":
+        t = torch.empty_strided(v["shape"], v["stride"], dtype=dtype_from_str(v["dtype"]), device="meta")
+        return t.requires_grad_(True) if v.get("requires_grad") else t
     if tag == "T":
         with open(os.path.join(directory, v["file"]), "rb") as f:
             t = tensor_from_bytes(f.read(), dtype_from_str(v["dtype"]), v["shape"], v["stride"])

@@ -16,6 +16,8 @@ import torch.fx
 from torch.export import exported_program as ep_mod
 
 from pt2format._generated.model import (
+    DeferredUnpack,
+    MixedListArgument,
     Argument,
     ArgumentKind,
     ArgumentMapEntry,
@@ -66,6 +68,7 @@ from pt2format.errors import ExportError
 from ._enums import ints as _ints
 from ._enums import DTYPE_TO_SCALAR_TYPE, LAYOUT_TO_SCHEMA, MEMORY_FORMAT_TO_SCHEMA, device_to_schema
 from ._operators import is_core, operator_schema, target_name
+from ._values import map_value
 
 ArgumentKind = _ints(ArgumentKind)
 
@@ -84,6 +87,28 @@ def _class_fqn(v) -> str:
     return v.script_class_name if hasattr(v, "script_class_name") else type(v).__name__
 
 
+def _deferred_unpacks(nodes, unpackers, alias) -> dict:
+    """Producer -> {position: name of the node its getitem follows} for getitem nodes that do not
+    sit in the run of getitems right after their producer (in the order a loader recreates them)."""
+    where = {n: i for i, n in enumerate(nodes)}
+    out = {}
+    for producer, by_idx in unpackers.items():
+        first = {idx: users[0] for idx, users in by_idx.items()}
+        expected = where[producer] + 1
+        run = True
+        for idx in sorted(first):
+            g = first[idx]
+            if run and where[g] == expected:
+                expected += 1
+                continue
+            run = False
+            prev = nodes[where[g] - 1]
+            if prev.name in alias or prev.op in ("placeholder", "output"):
+                continue  # no node of that name in the file to follow: keep the usual place
+            out.setdefault(producer, {})[idx] = prev.name
+    return out
+
+
 class _GraphState:
     """Value tables of the graph being converted."""
 
@@ -95,6 +120,7 @@ class _GraphState:
         self.value_names: set[str] = set()
         self.unpackers: dict[torch.fx.Node, dict[int, list[torch.fx.Node]]] = {}
         self.alias: dict[str, str] = {}  # duplicate getitem node -> the first one
+        self.deferred: dict[torch.fx.Node, dict[int, str]] = {}  # producer -> position -> node it follows
 
 
 class GraphExporter:
@@ -121,6 +147,7 @@ class GraphExporter:
                     if lst:
                         st.alias[n.name] = lst[0].name
                     lst.append(n)
+            st.deferred = _deferred_unpacks(nodes, st.unpackers, st.alias)
             input_md = []
             for i, n in enumerate(nodes):
                 p = f"{path}.nodes[{n.name}]"
@@ -142,6 +169,9 @@ class GraphExporter:
                                       expected="placeholder/call_function/get_attr/output", got=n.op)
             if any(md is not None for md in input_md):
                 st.graph.input_metadata = [md if md is not None else NodeMetadata() for md in input_md]
+            custom = gm.meta.get("custom")
+            if isinstance(custom, dict):  # the user's data; other graph_module.meta entries are derived
+                st.graph.custom_meta = map_value(dict(custom), path=f"{path}.meta[custom]")
             return st.graph
         finally:
             self.st = outer
@@ -239,9 +269,16 @@ class GraphExporter:
         node.outputs, node.unbound_outputs = self._outputs(n, path)
         if isinstance(target, torch._ops.HigherOrderOperator):
             node.is_hop_single_tensor_return = isinstance(n.meta.get("val"), torch.Tensor)
-        node.metadata = self.metadata.convert(n.meta, path)
-        for idx, users in sorted(self.st.unpackers.get(n, {}).items()):
+        node.deferred_unpacks = [DeferredUnpack(position=i, after=a)
+                                 for i, a in sorted(self.st.deferred.get(n, {}).items())]
+        unpackers = sorted(self.st.unpackers.get(n, {}).items())
+        node.metadata = self.metadata.convert(
+            n.meta, path, unpacked_tensor_meta=any("tensor_meta" in u[0].meta for _, u in unpackers))
+        for idx, users in unpackers:
             md = self.metadata.convert(users[0].meta, f"{path}.getitem[{idx}]")
+            if md is not None and node.metadata is not None and node.metadata.tensor_meta \
+                    and not isinstance(users[0].meta.get("val"), torch.Tensor):
+                md.tensor_meta = True  # derived only for tensor values: a non-tensor getitem matches its producer
             if md != node.metadata:
                 node.unpack_metadata.append(UnpackMetadata(position=idx, metadata=md))
         return node
@@ -458,6 +495,9 @@ class GraphExporter:
                 return IntListListArgument(lists=[IntListArgument(list(x)) for x in a])
             if all(type(y) is float for x in a for y in x):
                 return FloatListListArgument(lists=[FloatListArgument(list(x)) for x in a])
+        if not any(isinstance(x, (list, tuple)) for x in a):
+            # No typed list fits (a while_loop's carried (0, x)): each element is a whole argument.
+            return MixedListArgument(items=[Argument(self.argument(x, None, f"{path}[{i}]")) for i, x in enumerate(a)])
         raise ExportError("list argument mixes types the schema cannot express", path=path,
                           got=sorted(t.__name__ for t in types))
 

@@ -27,8 +27,45 @@ from ._values import map_value
 # Keys with a structured home, or derived from the graph (val, tensor_meta), or not data.
 _HANDLED = frozenset({
     "stack_trace", "nn_module_stack", "source_fn_stack", "torch_fn", "custom", "from_node",
-    "unbacked_bindings", "val", "tensor_meta", "example_value",
+    "unbacked_bindings", "val", "tensor_meta", "example_value", "seq_nr", "original_aten", "desc",
 })
+_DESC_MAX_DEPTH = 16
+
+
+def _same_tensor_meta(meta: dict) -> bool:
+    """Whether meta["tensor_meta"] is exactly what a loader derives from meta["val"] and its requires_grad."""
+    from torch.fx.passes.shape_prop import TensorMetadata, _extract_tensor_metadata
+
+    val, tm = meta.get("val"), meta.get("tensor_meta")
+    if not isinstance(val, torch.Tensor) or tm is None:
+        return False
+    try:
+        # repr compares symbolic sizes by expression (== on two SymInts would guard)
+        return type(tm) is TensorMetadata and type(tm.requires_grad) is bool and \
+            repr(tm) == repr(_extract_tensor_metadata(val)._replace(requires_grad=tm.requires_grad))
+    except Exception:  # noqa: BLE001 - a value torch cannot describe: not derivable, so not kept
+        return False
+
+
+def describe_desc(d, path: str, depth: int = 0) -> dict:
+    """An AOT descriptor (torch._functorch._aot_autograd.descriptors) -> a plain dict with its class as "type"."""
+    import dataclasses
+
+    from torch._functorch._aot_autograd import descriptors
+
+    if depth > _DESC_MAX_DEPTH or not dataclasses.is_dataclass(d) \
+            or not isinstance(d, (descriptors.AOTInput, descriptors.AOTOutput)) \
+            or getattr(descriptors, type(d).__name__, None) is not type(d):
+        raise ExportError("placeholder desc is not one of torch's AOT descriptors", path=path,
+                          got=type(d).__qualname__)
+    out = {"type": type(d).__name__}
+    for f in dataclasses.fields(d):
+        v = getattr(d, f.name)
+        if type(v) in (int, str, bool) or v is None:
+            out[f.name] = v
+        else:
+            out[f.name] = describe_desc(v, f"{path}.{f.name}", depth + 1)
+    return out
 
 
 def callable_name(target) -> str:
@@ -54,7 +91,8 @@ class MetadataExporter:
         self.symbols = symbols  # SymbolTable
         self._graph_ids: dict[int, int] = {}
 
-    def convert(self, meta: dict, path: str) -> NodeMetadata | None:
+    def convert(self, meta: dict, path: str, *, unpacked_tensor_meta: bool = False) -> NodeMetadata | None:
+        """`unpacked_tensor_meta`: a multi-output node whose getitem nodes carry tensor_meta."""
         out = NodeMetadata()
         any_set = False
         st = meta.get("stack_trace")
@@ -87,6 +125,22 @@ class MetadataExporter:
         ub = meta.get("unbacked_bindings")
         if ub:
             out.unbacked_bindings = [self._binding(s, p, path) for s, p in ub.items()]
+            any_set = True
+        if _same_tensor_meta(meta) or (isinstance(meta.get("val"), (tuple, list)) and unpacked_tensor_meta):
+            out.tensor_meta = True
+            tm = meta.get("tensor_meta")
+            out.tensor_meta_requires_grad = bool(getattr(tm, "requires_grad", False)) and type(tm) is not tuple
+            any_set = True
+        seq_nr = meta.get("seq_nr")
+        if type(seq_nr) is int:
+            out.seq_nr, out.has_seq_nr = seq_nr, True
+            any_set = True
+        oa = meta.get("original_aten")
+        if isinstance(oa, (torch._ops.OpOverload, torch._ops.HigherOrderOperator)):
+            out.original_aten = callable_name(oa)
+            any_set = True
+        if meta.get("desc") is not None:
+            out.desc = map_value(describe_desc(meta["desc"], f"{path}.desc"), path=f"{path}.desc")
             any_set = True
         extra = sorted((k, v) for k, v in meta.items() if k not in _HANDLED and isinstance(k, str) and type(v) is str)
         if extra:

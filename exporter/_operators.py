@@ -11,6 +11,7 @@ import math
 import operator
 
 import torch
+from torch._functorch import predispatch as _predispatch
 
 from pt2format._generated.model import OperatorKind, OperatorParameter, OperatorSchema
 from pt2format.errors import ExportError
@@ -34,6 +35,10 @@ def _builtin_callables():
         torch.sym_sqrt, torch.sym_sum, torch._sym_sqrt,
         torch._C._set_grad_enabled,
         torch.amp.autocast_mode._enter_autocast, torch.amp.autocast_mode._exit_autocast,
+        # vmap in the pre-dispatch IR (associative_scan's generic mode, torch.vmap): torch inserts
+        # these calls itself; they take and return only tensors, ints and strings.
+        _predispatch.lazy_load_decompositions, _predispatch._vmap_increment_nesting,
+        _predispatch._vmap_decrement_nesting, _predispatch._add_batch_dim, _predispatch._remove_batch_dim,
     ]
     return {callable_name(f): f for f in fns}
 

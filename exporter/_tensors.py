@@ -63,9 +63,6 @@ class TensorTable:
         if t.layout != torch.strided or t.is_quantized or t.is_nested:
             raise ExportError("only dense strided tensors have data in a file", path=path, expected="torch.strided",
                               got=str(t.layout))
-        if t.device.type == "meta":
-            raise ExportError("meta tensors have no data to save", path=path, expected="a device with data",
-                              got="meta")
         if t.dtype not in DTYPE_TO_SCALAR_TYPE:
             raise ExportError("dtype has no schema value", path=path, expected="a ScalarType", got=str(t.dtype))
         if t.is_conj() or t.is_neg():
@@ -99,6 +96,8 @@ class TensorTable:
     def _storage(self, storage: torch.UntypedStorage, org) -> int:
         """Index in Package.storages of `storage`, adding it on first sight."""
         device = str(storage.device)
+        if storage.device.type == "meta":
+            return self._meta_storage(storage)
         key = (device, storage.data_ptr(), storage.nbytes())
         sidx = self._storage_index.get(key)
         if sidx is not None:
@@ -121,4 +120,19 @@ class TensorTable:
         self._storage_index[key] = sidx
         if okey is not None:
             self._storage_index.setdefault(okey, sidx)
+        return sidx
+
+    def _meta_storage(self, storage: torch.UntypedStorage) -> int:
+        """A meta-device storage: its size and no bytes (Storage.meta_nbytes). Meta storages have no
+        data pointer, so views of one are told apart from another by the storage object itself."""
+        key = ("meta", storage._cdata)
+        sidx = self._storage_index.get(key)
+        if sidx is not None:
+            return sidx
+        sidx = len(self.storages)
+        self._keep_alive.append(storage)  # _cdata stays unique while the storage lives
+        self.storages.append(Storage(size=0, meta_nbytes=int(storage.nbytes())))
+        self.payloads.append(memoryview(b""))
+        self._storage_u8.append(torch.empty(0, dtype=torch.uint8))
+        self._storage_index[key] = sidx
         return sidx

@@ -33,6 +33,7 @@ from pt2format._generated.model import (
     IntListListArgument,
     LayoutArgument,
     MemoryFormatArgument,
+    MixedListArgument,
     NestedTensorListArgument,
     NoneArgument,
     OperatorArgument,
@@ -55,6 +56,7 @@ from pt2format._generated.model import (
 from pt2format.errors import LoadError, Pt2FormatError
 from pt2format.exporter._enums import SCHEMA_TO_LAYOUT, SCHEMA_TO_MEMORY_FORMAT
 
+from ._metadata import DERIVE_TENSOR_META, DERIVE_TENSOR_META_GRAD, derive_tensor_meta
 from ._names import check_constant_string, check_identifier
 from ._targets import resolve_target
 from ._values import device_from_schema, dtype_from_schema
@@ -82,6 +84,7 @@ class _Scope:
         self.custom_objs = {v.name: v for v in g.custom_obj_values}
         self.node_names: set[str] = set()  # every FX node created so far
         self.get_attrs: dict[str, torch.fx.Node] = {}  # get_attr node name -> node
+        self.pending: dict[str, list] = {}  # node name -> getitem makers to run right after it
         self.subgraphs: dict[str, torch.fx.GraphModule] = {}  # attribute name -> module
         self.reserved = set(self.tensors) | set(self.sym_ints) | set(self.sym_floats) | set(self.sym_bools) \
             | set(self.custom_objs) | {n.name for n in g.nodes if n.name}
@@ -103,6 +106,7 @@ class GraphBuilder:
         self.fake_mode = fake_mode
         self.metadata = metadata
         self.constants = constants  # custom objects by name, for arguments that are not placeholders
+        self.custom_meta: dict[int, dict] = {}  # id(fx graph) -> its graph module's meta["custom"]
         self.sc: _Scope | None = None
 
     # -- graphs ----------------------------------------------------------------
@@ -129,6 +133,9 @@ class GraphBuilder:
                     raise
                 except (TypeError, ValueError, RuntimeError, AttributeError, KeyError, IndexError) as e:
                     raise LoadError(f"cannot rebuild node {n.name!r}: {type(e).__name__}: {e}", path=p) from None
+            if sc.pending:
+                raise LoadError("deferred getitem nodes follow a node the graph does not have", path=path,
+                                got=sorted(sc.pending)[:5])
             outs = [self._arg(a.value if a is not None else None, f"{path}.outputs[{i}]")
                     for i, a in enumerate(g.outputs)]
             if g.is_single_tensor_return:
@@ -140,6 +147,12 @@ class GraphBuilder:
             out = sc.fx.output(result)
             if g.output_metadata is not None:
                 out.meta.update(self.metadata.load(g.output_metadata, f"{path}.output_metadata"))
+            for node in sc.fx.nodes:
+                tm = node.meta.get("tensor_meta")
+                if tm is DERIVE_TENSOR_META or tm is DERIVE_TENSOR_META_GRAD:
+                    derive_tensor_meta(node)
+            if g.custom_meta is not None:
+                self.custom_meta[id(sc.fx)] = self.metadata.custom(g.custom_meta, f"{path}.custom_meta")
             return sc.fx, sc.owner
         finally:
             self.sc = outer
@@ -162,6 +175,8 @@ class GraphBuilder:
             # (FX's code generation renames its variables again, so the source stays valid).
             node.name = name
             sc.fx._graph_namespace._used_names.add(name)
+        for make in sc.pending.pop(name, ()):
+            make()  # deferred getitem nodes that follow this one (Node.deferred_unpacks)
         return node
 
     # -- values ----------------------------------------------------------------
@@ -253,13 +268,24 @@ class GraphBuilder:
 
     def _outputs(self, n, node, target, meta, path):
         outs = n.outputs
-        if not outs:
-            return
         hop = isinstance(target, torch._ops.HigherOrderOperator)
+        if not outs:
+            if hop:
+                # A higher-order op returning nothing (a no_grad region whose results are unused)
+                # has meta["val"] == (); torch's verifier requires it (torch's own loader drops it).
+                node.meta["val"] = ()
+            return
         single = len(outs) == 1 and (not hop or n.is_hop_single_tensor_return
                                      or isinstance(outs[0].value if outs[0] is not None else None, NoneArgument))
         unbound = set(n.unbound_outputs)
         self._unpack_meta = {u.position: u.metadata for u in n.unpack_metadata} if n.unpack_metadata else None
+        deferred = {}
+        for k, d in enumerate(n.deferred_unpacks):
+            after = check_identifier(d.after, f"{path}.deferred_unpacks[{k}].after")
+            if d.position >= len(outs) or d.position in unbound or d.position in deferred:
+                raise LoadError("deferred getitem position is out of range, unbound or repeated",
+                                path=f"{path}.deferred_unpacks[{k}].position", got=d.position)
+            deferred[d.position] = after
         if single:
             v = outs[0].value if outs[0] is not None else None
             if isinstance(v, TensorListArgument) and isinstance(target, torch._ops.OpOverload):
@@ -296,11 +322,31 @@ class GraphBuilder:
                     raise LoadError("node output must name its value", path=p)
                 val = self.value_meta(name, p)
                 vals.append(val)
-                if i not in unbound:
+                if i in deferred:
+                    self._defer(deferred[i], node, i, name, val, meta, p)
+                elif i not in unbound:
                     g = self._getitem(node, i, name, meta, p, i)
                     g.meta["val"] = val
                     self._define(name, g, p)
         node.meta["val"] = tuple(vals)
+
+    def _defer(self, after, node, i, name, val, meta, path):
+        """Create the getitem of output `i` right after the node named `after` (created later)."""
+        sc = self.sc
+        if after in sc.node_names:
+            raise LoadError("a deferred getitem must follow a node created after its producer", path=path, got=after)
+        unpack_meta = self._unpack_meta
+
+        def make():
+            saved, self._unpack_meta = self._unpack_meta, unpack_meta
+            try:
+                g = self._getitem(node, i, name, meta, path, i)
+            finally:
+                self._unpack_meta = saved
+            g.meta["val"] = val
+            self._define(name, g, path)
+
+        sc.pending.setdefault(after, []).append(make)
 
     def _unpack_list(self, holder, names, unbound, meta, path, top_level=False):
         vals = []
@@ -392,6 +438,8 @@ class GraphBuilder:
                     raise LoadError("map argument keys must be strings", path=f"{path}.entries[{i}]")
                 out[e.key] = self._arg(e.value.value if e.value is not None else None, f"{path}[{e.key!r}]")
             return out
+        if t is MixedListArgument:
+            return [self._arg(x.value if x is not None else None, f"{path}[{i}]") for i, x in enumerate(v.items)]
         raise LoadError("unknown or missing argument", path=path, got=t.__name__)
 
     def _subgraph(self, v: GraphArgument, path):
@@ -406,6 +454,8 @@ class GraphBuilder:
         if name not in sc.subgraphs:  # one attribute may be fetched by several get_attr nodes
             fx_graph, owner = self.build(v.graph, f"{path}.graph")
             sc.subgraphs[name] = gm = _LazyGraphModule(owner, fx_graph)  # code is generated on first use
+            if id(fx_graph) in self.custom_meta:
+                gm.meta["custom"] = self.custom_meta.pop(id(fx_graph))
             sc.owner.register_module(name, gm)
         node = self._create("get_attr", name, (), {}, node_name, path)
         node.meta.update(self.metadata.load(v.metadata, f"{path}.metadata"))

@@ -57,6 +57,67 @@ def _lookup_callable(name: str):
     return name
 
 
+class _DeriveTensorMeta:
+    """Marks a node whose tensor_meta is derived from its value once the graph is built."""
+
+    def __repr__(self):
+        return "<tensor_meta derived from val>"
+
+
+DERIVE_TENSOR_META = _DeriveTensorMeta()
+DERIVE_TENSOR_META_GRAD = _DeriveTensorMeta()  # the same, with tensor_meta.requires_grad=True
+_DESC_MAX_DEPTH = 16
+
+
+def derive_tensor_meta(node) -> None:
+    """node.meta["tensor_meta"] from node.meta["val"] (tensor values only), as torch's export computes it."""
+    from torch.fx.passes.shape_prop import _extract_tensor_metadata
+
+    val = node.meta.get("val")
+    if isinstance(val, torch.Tensor):
+        grad = node.meta.get("tensor_meta") is DERIVE_TENSOR_META_GRAD
+        node.meta["tensor_meta"] = _extract_tensor_metadata(val)._replace(requires_grad=grad)
+    else:
+        node.meta.pop("tensor_meta", None)
+
+
+def build_desc(d, path: str, depth: int = 0):
+    """A placeholder's AOT descriptor from its stored dict: the class comes from a fixed table
+    (torch's descriptor dataclasses, found by name in that one module), the fields from the dict."""
+    import dataclasses
+
+    from torch._functorch._aot_autograd import descriptors
+
+    if depth > _DESC_MAX_DEPTH:
+        raise LoadError("desc is nested too deeply", path=path, expected=f"<= {_DESC_MAX_DEPTH}")
+    if not isinstance(d, dict) or not isinstance(d.get("type"), str):
+        raise LoadError("desc must be a map with a 'type' entry", path=path)
+    name = d["type"]
+    cls = descriptors.__dict__.get(name) if name.isidentifier() and not name.startswith("_") else None
+    bases = (descriptors.AOTInput, descriptors.AOTOutput, descriptors.DifferentiableAOTInput,
+             descriptors.DifferentiableAOTOutput)
+    if cls in bases or not (isinstance(cls, type) and issubclass(cls, (descriptors.AOTInput, descriptors.AOTOutput))
+            and dataclasses.is_dataclass(cls) and cls.__module__ == descriptors.__name__):
+        raise LoadError("desc names no AOT descriptor class of torch", path=f"{path}.type", got=name)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    kwargs = {}
+    for k, v in d.items():
+        if k == "type":
+            continue
+        if k not in fields:
+            raise LoadError(f"{name} has no field {k!r}", path=f"{path}.{k}", expected=sorted(fields))
+        if isinstance(v, dict):
+            v = build_desc(v, f"{path}.{k}", depth + 1)
+        elif not (type(v) in (int, str, bool) or v is None):
+            raise LoadError("desc fields are ints, strings, booleans or descriptors", path=f"{path}.{k}",
+                            got=type(v).__name__)
+        kwargs[k] = v
+    try:
+        return cls(**kwargs)
+    except TypeError as e:
+        raise LoadError(f"desc cannot be built: {e}", path=path, got=name) from None
+
+
 def _defined_by_torch(obj) -> bool:
     module = getattr(obj, "__module__", None)
     return isinstance(module, str) and (module == "torch" or module.startswith(("torch.", "torch._C")))
@@ -90,6 +151,17 @@ class MetadataLoader:
                     self._keypath(b.path, f"{path}.unbacked_bindings[{i}]")
                 for i, b in enumerate(md.unbacked_bindings)
             }
+        if md.tensor_meta:
+            # replaced from meta["val"] once the graph is built
+            meta["tensor_meta"] = DERIVE_TENSOR_META_GRAD if md.tensor_meta_requires_grad else DERIVE_TENSOR_META
+        if md.has_seq_nr:
+            meta["seq_nr"] = md.seq_nr
+        if md.original_aten is not None:
+            from ._targets import resolve_target
+            meta["original_aten"] = resolve_target(md.original_aten, f"{path}.original_aten")
+        if md.desc is not None:
+            from pt2format._generated.model import Value
+            meta["desc"] = build_desc(from_value(Value(md.desc), path=f"{path}.desc"), f"{path}.desc")
         for i, e in enumerate(md.extra):
             # Never over a structured entry: torch compiles some of them (val) into guard code.
             key = check_extra_meta_key(e.key, f"{path}.extra[{i}].key")
@@ -97,6 +169,11 @@ class MetadataLoader:
                 raise LoadError("extra metadata key repeats a structured entry", path=f"{path}.extra[{i}].key", got=key)
             meta[key] = e.value
         return meta
+
+    def custom(self, mv, path: str) -> dict:
+        """A MapValue holding user data (a graph module's meta["custom"]) -> dict."""
+        from pt2format._generated.model import Value
+        return from_value(Value(mv), path=path)
 
     def _callable(self, name):
         if name is None:

@@ -198,6 +198,8 @@ class _Builder:
                 raise LoadError("example inputs must be (args tuple, kwargs dict)", path="example_inputs")
             example_inputs = ex
         ep = _exported_program(owner, graph, sig, state_dict, ranges, mcg, example_inputs, constants, verifiers)
+        if id(graph) in self.graphs.custom_meta:
+            ep.graph_module.meta["custom"] = self.graphs.custom_meta.pop(id(graph))
         # The file's guard strings are text for people: torch compiles ep._guards_code in .module(),
         # so they are kept aside (and written back on re-save), never handed to torch.
         ep._pt2format_saved_guards_code = list(prog.guards_code)

@@ -136,8 +136,10 @@ def module_call_graph(entries, constant, treespecs, path="module_call_graph") ->
                 outputs=[argument_spec(a, constant, f"{p}.outputs[{j}]") for j, a in enumerate(s.outputs)],
                 in_spec=treespecs.load(s.in_spec, f"{p}.in_spec"),
                 out_spec=treespecs.load(s.out_spec, f"{p}.out_spec"),
+                # torch records the names for the root call only ([] for a forward without
+                # arguments) and None for the other entries.
                 forward_arg_names=[check_identifier(x, f"{p}.forward_arg_names[{j}]")
-                                   for j, x in enumerate(s.forward_arg_names)] or None,
+                                   for j, x in enumerate(s.forward_arg_names)] or (None if fqn else []),
             )
         out.append(ModuleCallEntry(fqn=fqn, signature=sig))
     return out

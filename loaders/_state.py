@@ -56,8 +56,16 @@ class StateLoader:
         if not 0 <= idx < len(storages):
             raise LoadError("storage index out of range", path=path, expected=f"< {len(storages)}", got=idx)
         size = storages[idx].size
+        meta_nbytes = storages[idx].meta_nbytes
+        if meta_nbytes and device.type != "meta":
+            # A storage without data (meta-device state) stays on meta, whatever map_location says.
+            device = torch.device("meta")
+            key = (idx, "meta")
+            st = self._storages.get(key)
+            if st is not None:
+                return st
         if not self.weights or device.type == "meta":
-            st = torch.empty(size, dtype=torch.uint8, device="meta").untyped_storage()
+            st = torch.empty(max(size, meta_nbytes), dtype=torch.uint8, device="meta").untyped_storage()
         else:
             view = self.storage_view(idx)
             if view.nbytes != size:

@@ -18,8 +18,8 @@ from pt2format import FORMAT_VERSION, _codecs
 from pt2format._container.align import DATA_ALIGNMENT
 from pt2format._container.crc import crc32, crc32_combine
 from pt2format._container.header import (
-    ENCODING_BY_NAME, ENCODING_NAMES, FEATURE_EXTERNAL_FILES, FEATURE_SHARD_FILES, NO_PACKAGE_ID, ChecksumKind,
-    SectionKind,
+    ENCODING_BY_NAME, ENCODING_NAMES, FEATURE_EXTERNAL_FILES, FEATURE_META_STORAGES, FEATURE_SHARD_FILES, NO_PACKAGE_ID,
+    ChecksumKind, SectionKind,
 )
 from pt2format._container.reader import ContainerFile
 from pt2format._container.writer import build_header, byte_view, layout_payloads, payload_checksums
@@ -327,7 +327,9 @@ def write_package(path, package, storage_payloads, *, encoding: str = "flatbuffe
         package.format_version = m.FormatVersion(*FORMAT_VERSION)
     package.shard_files = []
     package.external_files = []
-    package.required_features &= ~(FEATURE_SHARD_FILES | FEATURE_EXTERNAL_FILES)
+    package.required_features &= ~(FEATURE_SHARD_FILES | FEATURE_EXTERNAL_FILES | FEATURE_META_STORAGES)
+    if any(st.meta_nbytes for st in storages):
+        package.required_features |= FEATURE_META_STORAGES
     segments = []
     placed = {} if external is None else external.placements
     if placed:

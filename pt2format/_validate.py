@@ -14,7 +14,7 @@ import math
 
 from pt2format._container.align import DATA_ALIGNMENT
 from pt2format._container.header import (
-    FEATURE_EXTERNAL_FILES, FEATURE_SHARD_FILES, KNOWN_FEATURES, PACKAGE_ID_SIZE, READER_MAJOR,
+    FEATURE_EXTERNAL_FILES, FEATURE_META_STORAGES, FEATURE_SHARD_FILES, KNOWN_FEATURES, PACKAGE_ID_SIZE, READER_MAJOR,
 )
 from pt2format._extras import check_extra_files
 from pt2format._generated import model as m
@@ -176,6 +176,13 @@ def _check_data(package, lengths) -> None:
         elif st.offset % DATA_ALIGNMENT:
             raise SegmentError(f"storage offset is not a multiple of {DATA_ALIGNMENT}", path=f"storages[{i}].offset",
                                expected=f"multiple of {DATA_ALIGNMENT}", got=st.offset)
+        if st.meta_nbytes:
+            if st.size:
+                raise _fail("a storage without data (meta_nbytes) holds bytes", f"storages[{i}].size",
+                            expected=0, got=st.size)
+            if not package.required_features & FEATURE_META_STORAGES:
+                raise _fail("storage without data but required_features lacks bit 2 (meta storages)",
+                            f"storages[{i}].meta_nbytes", got=st.meta_nbytes)
         if st.checksum_kind not in (m.ChecksumKind.NONE, m.ChecksumKind.CRC32):
             raise _fail("unknown checksum_kind", f"storages[{i}].checksum_kind", expected="0 or 1",
                         got=st.checksum_kind)
@@ -193,7 +200,13 @@ def _check_data(package, lengths) -> None:
                 raise _fail("tensor storage index out of range", "storage", expected=f"< {n_storages}",
                             got=t.storage)
             need = tensor_nbytes(t.dtype, t.sizes, t.strides, t.storage_offset)
-            size = storages[t.storage].size
+            st = storages[t.storage]
+            size = st.size
+            if st.meta_nbytes:
+                if t.device is None or t.device.type != "meta":
+                    raise _fail("a tensor on a storage without data must be on the meta device", "device",
+                                expected="meta", got=None if t.device is None else t.device.type)
+                size = st.meta_nbytes
             if need > size:
                 raise _fail("tensor reaches past the end of its storage", None,
                             expected=f"<= {size} bytes", got=f"{need} bytes")

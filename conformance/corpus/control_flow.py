@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 import torch.nn as nn
+from torch._higher_order_ops.associative_scan import associative_scan
 from torch._higher_order_ops.map import map as hop_map
 from torch._higher_order_ops.scan import scan
 from torch._higher_order_ops.while_loop import while_loop
@@ -147,3 +148,99 @@ class CondWithMutation(nn.Module):
 def cond_after_mutating_op():
     """A mutating custom op (auto_functionalized) on a buffer, then cond reading that buffer."""
     return Program(CondWithMutation(), (torch.ones(3),), extra_inputs=[((-torch.ones(3),), {})])
+
+
+class NoGradUnusedRegion(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("seen", torch.zeros(3))
+
+    def forward(self, x):
+        with torch.no_grad():
+            self.seen.add_(1)  # the region's only effect is a buffer mutation: the HOP returns ()
+            _ = x * 2
+        with torch.no_grad():
+            pass
+        return x + self.seen
+
+
+@case("no_grad_region_no_outputs", tags=("fast",))
+def no_grad_region_no_outputs():
+    """no_grad regions whose results are unused: wrap_with_set_grad_enabled nodes with meta["val"] == ()."""
+    return Program(NoGradUnusedRegion(), (torch.randn(2, 3),))
+
+
+class AssociativeScan(nn.Module):
+    def forward(self, x):
+        return associative_scan(lambda a, b: a * b + b, x, dim=0, combine_mode="generic")
+
+
+@case("associative_scan_generic", tags=("full", "gap"))
+def associative_scan_generic():
+    """associative_scan, generic mode: vmap calls torch inserts (lazy_load_decompositions, batch dims).
+
+    A gap of torch's, not of the format: torch.export.unflatten() of torch's own program fails
+    inside the vmap region ("tensor may have escaped from inside a function being vmapped"),
+    and the failure leaves functorch's state broken for the whole process, so every later
+    call of the original's module() fails too; the runner records torch's behaviour in one
+    process and errors. tests/loaders/test_fidelity_hops.py checks the round trip against
+    torch without that step.
+    """
+    return Program(AssociativeScan(), (torch.randn(5, 3),))
+
+
+class WhileLoopIntCarry(nn.Module):
+    def forward(self, x):
+        def body(i, v):
+            return i + 1, v + v.sum()
+
+        # A Python int carried beside a tensor: the loop's count comes back as an unbacked
+        # symbol bound by the while_loop node (u1), then sizes a new tensor.
+        i, v = while_loop(lambda i, v: i < 3, body, (0, x))
+        return torch.ones(i), v
+
+
+@case("while_loop_unbacked_output", tags=("fast",))
+def while_loop_unbacked_output():
+    """while_loop carrying (0, x): a mixed int/tensor argument and an unbacked SymInt output."""
+    return Program(WhileLoopIntCarry(), (torch.randn(2),), extra_inputs=[((torch.randn(2),), {})])
+
+
+class WhileLoopUnbackedCarry(nn.Module):
+    def forward(self, x, y):
+        nz = torch.nonzero(x).squeeze(1).float()  # size u0, carried through the loop
+        return while_loop(lambda i, t: i < 3, lambda i, t: (i + 1, t * 2 + y.sum()), (torch.tensor(0), nz))
+
+
+@case("while_loop_unbacked_carry", tags=("full",))
+def while_loop_unbacked_carry():
+    """while_loop whose carried tensor has an unbacked (nonzero) size; the symbol reaches the subgraphs."""
+    return Program(WhileLoopUnbackedCarry(), (torch.tensor([1., 0., 2.]), torch.ones(2)),
+                   extra_inputs=[((torch.tensor([0., 0., 5.]), torch.ones(2)), {})])
+
+
+class WhileLoopDynamicCarry(nn.Module):
+    def forward(self, x):
+        return while_loop(lambda i, v: i < v.shape[0], lambda i, v: (i + 1, v * 2), (0, x))
+
+
+@case("while_loop_dynamic_bound", tags=("full",))
+def while_loop_dynamic_bound():
+    """while_loop counting an int up to a dynamic size; the cond subgraph reads a backed symbol."""
+    return Program(WhileLoopDynamicCarry(), (torch.randn(3),), dynamic_shapes=({0: Dim("n", max=9)},),
+                   extra_inputs=[((torch.randn(5),), {})])
+
+
+class CondItem(nn.Module):
+    def forward(self, x):
+        k = torch.cond(x.sum() > 0, lambda y: (y.sum() * 2).int(), lambda y: y.sum().int(), (x,))
+        n = k.item()
+        torch._check(n >= 0)
+        torch._check(n < 50)
+        return torch.zeros(n) + x.mean()
+
+
+@case("cond_unbacked", tags=("full",))
+def cond_unbacked():
+    """cond output turned into an unbacked SymInt (.item()) that sizes the result."""
+    return Program(CondItem(), (torch.ones(3),), extra_inputs=[((torch.zeros(3),), {}), ((torch.full((3,), 2.0),), {})])

@@ -54,3 +54,47 @@ class Print(nn.Module):
 def effect_tokens():
     """aten._print after run_decompositions(): with_effects, token inputs and outputs."""
     return Program(Print(), (torch.randn(2),), post=lambda ep: ep.run_decompositions())
+
+
+class Annotated(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.register_buffer("scale", torch.full((4,), 0.5))
+
+    def forward(self, x):
+        y = self.lin(x) * self.scale
+        return torch.nn.functional.silu(y), y.sum(0)
+
+
+def _with_module_custom(ep):
+    ep.graph_module.meta["custom"] = {"owner": "pt2format conformance", "version": 3, "flags": [True, False]}
+    return ep
+
+
+@case("node_and_module_metadata", tags=("fast",))
+def node_and_module_metadata():
+    """Node metadata torch carries (tensor_meta, requires_grad differing from val's) and graph_module.meta["custom"]."""
+    return Program(Annotated(), (torch.randn(3, 4),), post=_with_module_custom)
+
+
+@case("decomposed_metadata", tags=("fast",))
+def decomposed_metadata():
+    """run_decompositions() metadata: placeholder `desc` (AOT descriptors), seq_nr, original_aten."""
+    return Program(Annotated(), (torch.randn(3, 4),),
+                   post=lambda ep: _with_module_custom(ep.run_decompositions()))
+
+
+class NoArguments(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("table", torch.arange(6.0).reshape(2, 3))
+
+    def forward(self):
+        return self.table.cos() * 2
+
+
+@case("no_arguments", tags=("full",))
+def no_arguments():
+    """A forward without arguments: torch records forward_arg_names == [] (not None)."""
+    return Program(NoArguments(), ())

@@ -144,3 +144,27 @@ class Empty(nn.Module):
 def empty_and_scalar_state():
     """A zero-element buffer and a 0-d buffer."""
     return Program(Empty(), (torch.randn(2, 4),))
+
+
+class MetaState(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 3)
+        self.register_buffer("scale", torch.linspace(0.5, 2.0, 3))
+        self.register_buffer("tail", self.scale[1:], persistent=False)  # a view of another buffer
+
+    def forward(self, x):
+        return self.lin(x) * self.scale + self.tail.sum()
+
+
+def _export_meta_state():
+    with torch.device("meta"):
+        m = MetaState()
+    return torch.export.export(m, (torch.randn(2, 4, device="meta"),))
+
+
+@case("meta_device_state", tags=("full",))
+def meta_device_state():
+    """Parameters and buffers on the meta device (a model built without weights): shapes, dtypes, aliasing, no data."""
+    return Program(None, (torch.randn(2, 4, device="meta"),), export_fn=_export_meta_state,
+                   extra_inputs=[((torch.empty(2, 4, device="meta"),), {})])

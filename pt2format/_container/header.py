@@ -25,7 +25,9 @@ READER_MAJOR = 1
 # external raw files (for example a safetensors file the package points at).
 FEATURE_SHARD_FILES = 1 << 0
 FEATURE_EXTERNAL_FILES = 1 << 1
-KNOWN_FEATURES = FEATURE_SHARD_FILES | FEATURE_EXTERNAL_FILES
+# Bit 2 (format 1.1): meta-device state, storages that hold no bytes (`Storage.meta_nbytes`).
+FEATURE_META_STORAGES = 1 << 2
+KNOWN_FEATURES = FEATURE_SHARD_FILES | FEATURE_EXTERNAL_FILES | FEATURE_META_STORAGES
 # Bytes of the file identity in the header: the main file and its shards carry the same id.
 PACKAGE_ID_SIZE = 16
 NO_PACKAGE_ID = bytes(PACKAGE_ID_SIZE)

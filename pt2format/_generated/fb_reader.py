@@ -20,6 +20,7 @@ from pt2format._generated.model import (
     ComplexValue,
     CustomObjArgument,
     CustomObject,
+    DeferredUnpack,
     Device,
     DeviceArgument,
     DeviceValue,
@@ -53,6 +54,7 @@ from pt2format._generated.model import (
     MapEntry,
     MapValue,
     MemoryFormatArgument,
+    MixedListArgument,
     ModuleCallEntry,
     ModuleCallSignature,
     ModuleStackEntry,
@@ -263,8 +265,8 @@ def decode(buf, max_depth=128):
         if o0:
             ty = buf[p + o0]
             if ty:
-                if ty > 32:
-                    _newer('union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', p + o0, '0..32', ty)
+                if ty > 33:
+                    _newer('union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', p + o0, '0..33', ty)
                 if not o1:
                     _fail('union type without a member', p)
                 q = p + o1
@@ -590,6 +592,40 @@ def decode(buf, max_depth=128):
         else:
             x2 = None
         return CustomObject(x0, x1, x2)
+
+    vc_DeferredUnpack = {}
+    Z_DeferredUnpack = (4, 4)
+
+    def t_DeferredUnpack(p, d):
+        if d > max_depth:
+            too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
+        if p + 4 > n:
+            _fail('table offset out of range', p, f'<= {n - 4}', p)
+        vt = p - _I32(buf, p)[0]
+        c = vc_DeferredUnpack.get(vt)
+        if c is None:
+            c = vc_DeferredUnpack[vt] = vtab(vt, Z_DeferredUnpack)
+        os, o0, o1 = c
+        if p + os > n:
+            _fail('bad table size', p, '4..buffer end', os)
+        if o0:
+            x0 = _S_u32(buf, p + o0)[0]
+        else:
+            x0 = 0
+        if o1:
+            q = p + o1
+            q += _U32(buf, q)[0]
+            x1 = sget(q)
+            if x1 is None:
+                x1 = rstr(q)
+            _SC_local_name(x1, 'DeferredUnpack.after')
+        else:
+            x1 = None
+        return DeferredUnpack(x0, x1)
 
     vc_Device = {}
     Z_Device = (4, 4)
@@ -967,7 +1003,7 @@ def decode(buf, max_depth=128):
         return GradientToUserInputSpec(x0, x1)
 
     vc_Graph = {}
-    Z_Graph = (4, 4, 4, 4, 4, 4, 4, 4, 1, 1, 4, 4)
+    Z_Graph = (4, 4, 4, 4, 4, 4, 4, 4, 1, 1, 4, 4, 4)
 
     def t_Graph(p, d):
         if d > max_depth:
@@ -982,7 +1018,7 @@ def decode(buf, max_depth=128):
         c = vc_Graph.get(vt)
         if c is None:
             c = vc_Graph[vt] = vtab(vt, Z_Graph)
-        os, o0, o1, o2, o3, o4, o5, o6, o7, o8, o9, o10, o11 = c
+        os, o0, o1, o2, o3, o4, o5, o6, o7, o8, o9, o10, o11, o12 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
@@ -1062,7 +1098,13 @@ def decode(buf, max_depth=128):
             x11 = t_NodeMetadata(q, d + 1)
         else:
             x11 = None
-        return Graph(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11)
+        if o12:
+            q = p + o12
+            q += _U32(buf, q)[0]
+            x12 = t_MapValue(q, d + 1)
+        else:
+            x12 = None
+        return Graph(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12)
 
     vc_GraphArgument = {}
     Z_GraphArgument = (4, 4, 4, 4)
@@ -1719,6 +1761,34 @@ def decode(buf, max_depth=128):
             x0 = 0
         return MemoryFormatArgument(x0)
 
+    vc_MixedListArgument = {}
+    Z_MixedListArgument = (4,)
+
+    def t_MixedListArgument(p, d):
+        if d > max_depth:
+            too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
+        if p + 4 > n:
+            _fail('table offset out of range', p, f'<= {n - 4}', p)
+        vt = p - _I32(buf, p)[0]
+        c = vc_MixedListArgument.get(vt)
+        if c is None:
+            c = vc_MixedListArgument[vt] = vtab(vt, Z_MixedListArgument)
+        os, o0 = c
+        if p + os > n:
+            _fail('bad table size', p, '4..buffer end', os)
+        if o0:
+            q = p + o0
+            q += _U32(buf, q)[0]
+            cnt = vec(q, 4)
+            x0 = list(map(t_Argument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+        else:
+            x0 = []
+        return MixedListArgument(x0)
+
     vc_ModuleCallEntry = {}
     Z_ModuleCallEntry = (4, 4)
 
@@ -1890,8 +1960,8 @@ def decode(buf, max_depth=128):
         if o1:
             ty = buf[p + o1]
             if ty:
-                if ty > 32:
-                    _newer('union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', p + o1, '0..32', ty)
+                if ty > 33:
+                    _newer('union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', p + o1, '0..33', ty)
                 if not o2:
                     _fail('union type without a member', p)
                 q = p + o2
@@ -1973,7 +2043,7 @@ def decode(buf, max_depth=128):
         return NestedTensorListArgument(x0)
 
     vc_Node = {}
-    Z_Node = (4, 4, 4, 4, 4, 1, 4, 4)
+    Z_Node = (4, 4, 4, 4, 4, 1, 4, 4, 4)
 
     def t_Node(p, d):
         if d > max_depth:
@@ -1988,7 +2058,7 @@ def decode(buf, max_depth=128):
         c = vc_Node.get(vt)
         if c is None:
             c = vc_Node[vt] = vtab(vt, Z_Node)
-        os, o0, o1, o2, o3, o4, o5, o6, o7 = c
+        os, o0, o1, o2, o3, o4, o5, o6, o7, o8 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
@@ -2047,10 +2117,17 @@ def decode(buf, max_depth=128):
             x7 = list(map(t_UnpackMetadata, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x7 = []
-        return Node(x0, x1, x2, x3, x4, x5, x6, x7)
+        if o8:
+            q = p + o8
+            q += _U32(buf, q)[0]
+            cnt = vec(q, 4)
+            x8 = list(map(t_DeferredUnpack, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+        else:
+            x8 = []
+        return Node(x0, x1, x2, x3, x4, x5, x6, x7, x8)
 
     vc_NodeMetadata = {}
-    Z_NodeMetadata = (4, 4, 4, 4, 4, 4, 4, 4)
+    Z_NodeMetadata = (4, 4, 4, 4, 4, 4, 4, 4, 1, 1, 8, 4, 4, 1)
 
     def t_NodeMetadata(p, d):
         if d > max_depth:
@@ -2065,7 +2142,7 @@ def decode(buf, max_depth=128):
         c = vc_NodeMetadata.get(vt)
         if c is None:
             c = vc_NodeMetadata[vt] = vtab(vt, Z_NodeMetadata)
-        os, o0, o1, o2, o3, o4, o5, o6, o7 = c
+        os, o0, o1, o2, o3, o4, o5, o6, o7, o8, o9, o10, o11, o12, o13 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
@@ -2124,7 +2201,38 @@ def decode(buf, max_depth=128):
             x7 = list(map(t_StringEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
         else:
             x7 = []
-        return NodeMetadata(x0, x1, x2, x3, x4, x5, x6, x7)
+        if o8:
+            x8 = _S_bool(buf, p + o8)[0]
+        else:
+            x8 = False
+        if o9:
+            x9 = _S_bool(buf, p + o9)[0]
+        else:
+            x9 = False
+        if o10:
+            x10 = _S_i64(buf, p + o10)[0]
+        else:
+            x10 = 0
+        if o11:
+            q = p + o11
+            q += _U32(buf, q)[0]
+            x11 = sget(q)
+            if x11 is None:
+                x11 = rstr(q)
+            _SC_qualified_name(x11, 'NodeMetadata.original_aten')
+        else:
+            x11 = None
+        if o12:
+            q = p + o12
+            q += _U32(buf, q)[0]
+            x12 = t_MapValue(q, d + 1)
+        else:
+            x12 = None
+        if o13:
+            x13 = _S_bool(buf, p + o13)[0]
+        else:
+            x13 = False
+        return NodeMetadata(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13)
 
     vc_NodeSource = {}
     Z_NodeSource = (4, 4, 8, 4, 4, 4)
@@ -3089,7 +3197,7 @@ def decode(buf, max_depth=128):
         return StateEntry(x0, x1, x2)
 
     vc_Storage = {}
-    Z_Storage = (4, 8, 8, 1, 4)
+    Z_Storage = (4, 8, 8, 1, 4, 8)
 
     def t_Storage(p, d):
         if d > max_depth:
@@ -3104,7 +3212,7 @@ def decode(buf, max_depth=128):
         c = vc_Storage.get(vt)
         if c is None:
             c = vc_Storage[vt] = vtab(vt, Z_Storage)
-        os, o0, o1, o2, o3, o4 = c
+        os, o0, o1, o2, o3, o4, o5 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
@@ -3127,7 +3235,11 @@ def decode(buf, max_depth=128):
             x4 = _S_u32(buf, p + o4)[0]
         else:
             x4 = 0
-        return Storage(x0, x1, x2, x3, x4)
+        if o5:
+            x5 = _S_u64(buf, p + o5)[0]
+        else:
+            x5 = 0
+        return Storage(x0, x1, x2, x3, x4, x5)
 
     vc_StringArgument = {}
     Z_StringArgument = (4,)
@@ -4316,7 +4428,7 @@ def decode(buf, max_depth=128):
             x1 = []
         return WeightSet(x0, x1)
 
-    U_ArgumentValue = (None, t_NoneArgument, t_TensorArgument, t_TensorListArgument, t_OptionalTensorArgument, t_OptionalTensorListArgument, t_NestedTensorListArgument, t_TokenArgument, t_IntArgument, t_IntListArgument, t_IntListListArgument, t_FloatArgument, t_FloatListArgument, t_FloatListListArgument, t_BoolArgument, t_BoolListArgument, t_StringArgument, t_StringListArgument, t_ComplexArgument, t_SymIntArgument, t_SymIntListArgument, t_SymFloatArgument, t_SymFloatListArgument, t_SymBoolArgument, t_SymBoolListArgument, t_ScalarTypeArgument, t_MemoryFormatArgument, t_LayoutArgument, t_DeviceArgument, t_GraphArgument, t_CustomObjArgument, t_OperatorArgument, t_StringToArgumentMapArgument,)
+    U_ArgumentValue = (None, t_NoneArgument, t_TensorArgument, t_TensorListArgument, t_OptionalTensorArgument, t_OptionalTensorListArgument, t_NestedTensorListArgument, t_TokenArgument, t_IntArgument, t_IntListArgument, t_IntListListArgument, t_FloatArgument, t_FloatListArgument, t_FloatListListArgument, t_BoolArgument, t_BoolListArgument, t_StringArgument, t_StringListArgument, t_ComplexArgument, t_SymIntArgument, t_SymIntListArgument, t_SymFloatArgument, t_SymFloatListArgument, t_SymBoolArgument, t_SymBoolListArgument, t_ScalarTypeArgument, t_MemoryFormatArgument, t_LayoutArgument, t_DeviceArgument, t_GraphArgument, t_CustomObjArgument, t_OperatorArgument, t_StringToArgumentMapArgument, t_MixedListArgument,)
     U_InputSpecKind = (None, t_UserInputSpec, t_InputToParameterSpec, t_InputToBufferSpec, t_InputToTensorConstantSpec, t_InputToCustomObjSpec, t_InputTokenSpec, t_InputToConstantInputSpec,)
     U_OutputSpecKind = (None, t_UserOutputSpec, t_LossOutputSpec, t_BufferMutationSpec, t_ParameterMutationSpec, t_GradientToParameterSpec, t_GradientToUserInputSpec, t_UserInputMutationSpec, t_OutputTokenSpec,)
     U_ValueKind = (None, t_NullValue, t_BoolValue, t_IntValue, t_FloatValue, t_StringValue, t_BytesValue, t_ListValue, t_MapValue, t_TensorRefValue, t_ComplexValue, t_ScalarTypeValue, t_DeviceValue,)

@@ -19,6 +19,7 @@ from pt2format._generated.model import (
     ComplexValue,
     CustomObjArgument,
     CustomObject,
+    DeferredUnpack,
     Device,
     DeviceArgument,
     DeviceValue,
@@ -52,6 +53,7 @@ from pt2format._generated.model import (
     MapEntry,
     MapValue,
     MemoryFormatArgument,
+    MixedListArgument,
     ModuleCallEntry,
     ModuleCallSignature,
     ModuleStackEntry,
@@ -174,6 +176,7 @@ _F_ComplexArgument = ((0, 8, 8, 'd'), (1, 8, 8, 'd'))
 _F_ComplexValue = ((0, 8, 8, 'd'), (1, 8, 8, 'd'))
 _F_CustomObjArgument = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_CustomObject = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'))
+_F_DeferredUnpack = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_Device = ((0, 4, 4, 'I'), (1, 4, 4, 'i'))
 _F_DeviceArgument = ((0, 4, 4, 'I'),)
 _F_DeviceValue = ((0, 4, 4, 'I'),)
@@ -186,7 +189,7 @@ _F_FloatValue = ((0, 8, 8, 'd'),)
 _F_FormatVersion = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_GradientToParameterSpec = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_GradientToUserInputSpec = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
-_F_Graph = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'), (3, 4, 4, 'I'), (4, 4, 4, 'I'), (5, 4, 4, 'I'), (6, 4, 4, 'I'), (7, 4, 4, 'I'), (10, 4, 4, 'I'), (11, 4, 4, 'I'), (8, 1, 1, '?'), (9, 1, 1, '?'))
+_F_Graph = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'), (3, 4, 4, 'I'), (4, 4, 4, 'I'), (5, 4, 4, 'I'), (6, 4, 4, 'I'), (7, 4, 4, 'I'), (10, 4, 4, 'I'), (11, 4, 4, 'I'), (12, 4, 4, 'I'), (8, 1, 1, '?'), (9, 1, 1, '?'))
 _F_GraphArgument = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'), (3, 4, 4, 'I'))
 _F_GraphSignature = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_InputSpec = ((1, 4, 4, 'I'), (0, 1, 1, 'B'))
@@ -207,14 +210,15 @@ _F_LossOutputSpec = ((0, 4, 4, 'I'),)
 _F_MapEntry = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_MapValue = ((0, 4, 4, 'I'),)
 _F_MemoryFormatArgument = ((0, 1, 1, 'B'),)
+_F_MixedListArgument = ((0, 4, 4, 'I'),)
 _F_ModuleCallEntry = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_ModuleCallSignature = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'), (3, 4, 4, 'I'), (4, 4, 4, 'I'))
 _F_ModuleStackEntry = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'))
 _F_NamedArgument = ((0, 4, 4, 'I'), (2, 4, 4, 'I'), (1, 1, 1, 'B'), (3, 1, 1, 'B'), (4, 1, 1, '?'))
 _F_NamedTupleDef = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_NestedTensorListArgument = ((0, 4, 4, 'I'),)
-_F_Node = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'), (3, 4, 4, 'I'), (4, 4, 4, 'I'), (6, 4, 4, 'I'), (7, 4, 4, 'I'), (5, 1, 1, '?'))
-_F_NodeMetadata = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'), (3, 4, 4, 'I'), (4, 4, 4, 'I'), (5, 4, 4, 'I'), (6, 4, 4, 'I'), (7, 4, 4, 'I'))
+_F_Node = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'), (3, 4, 4, 'I'), (4, 4, 4, 'I'), (6, 4, 4, 'I'), (7, 4, 4, 'I'), (8, 4, 4, 'I'), (5, 1, 1, '?'))
+_F_NodeMetadata = ((10, 8, 8, 'q'), (0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'), (3, 4, 4, 'I'), (4, 4, 4, 'I'), (5, 4, 4, 'I'), (6, 4, 4, 'I'), (7, 4, 4, 'I'), (11, 4, 4, 'I'), (12, 4, 4, 'I'), (8, 1, 1, '?'), (9, 1, 1, '?'), (13, 1, 1, '?'))
 _F_NodeSource = ((2, 8, 8, 'q'), (0, 4, 4, 'I'), (1, 4, 4, 'I'), (3, 4, 4, 'I'), (4, 4, 4, 'I'), (5, 4, 4, 'I'))
 _F_NoneArgument = ()
 _F_NullValue = ()
@@ -237,7 +241,7 @@ _F_Segment = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'))
 _F_ShardFile = ((1, 8, 8, 'Q'), (0, 4, 4, 'I'), (2, 4, 4, 'I'))
 _F_SourceFnEntry = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_StateEntry = ((0, 4, 4, 'I'), (2, 4, 4, 'I'), (1, 1, 1, 'B'))
-_F_Storage = ((1, 8, 8, 'Q'), (2, 8, 8, 'Q'), (0, 4, 4, 'I'), (4, 4, 4, 'I'), (3, 1, 1, 'B'))
+_F_Storage = ((1, 8, 8, 'Q'), (2, 8, 8, 'Q'), (5, 8, 8, 'Q'), (0, 4, 4, 'I'), (4, 4, 4, 'I'), (3, 1, 1, 'B'))
 _F_StringArgument = ((0, 4, 4, 'I'),)
 _F_StringEntry = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_StringListArgument = ((0, 4, 4, 'I'),)
@@ -739,6 +743,46 @@ def encode(root):
             v.append(t - offs[1] - x1)
         if mk & 4:
             v.append(t - offs[2] - x2)
+        if pad:
+            app(_ZEROS[:pad])
+        app(pk(*v))
+        if new:
+            app(vtb)
+            vtables[vtb] = vd
+            size = vd
+        else:
+            size = t
+        return t
+
+    L_DeferredUnpack = {}
+
+    def w_DeferredUnpack(o):
+        nonlocal size
+        if type(o) is not DeferredUnpack:
+            _bad('wrong table type, expected DeferredUnpack', type(o).__name__)
+        mk = 0
+        x0 = o.position
+        if x0 != 0:
+            mk |= 1
+        x1 = o.after
+        if x1 is not None:
+            x1 = sget(x1) or S(x1)
+            mk |= 2
+        L = L_DeferredUnpack.get(mk)
+        if L is None:
+            L = L_DeferredUnpack[mk] = _layout(_F_DeferredUnpack, mk)
+        pk, offs, osz, al, vtb = L
+        pad = -(size + osz) % al
+        t = size + pad + osz
+        vd = vget(vtb)
+        new = vd is None
+        if new:
+            vd = t + len(vtb)
+        v = [vd - t]
+        if mk & 1:
+            v.append(x0)
+        if mk & 2:
+            v.append(t - offs[1] - x1)
         if pad:
             app(_ZEROS[:pad])
         app(pk(*v))
@@ -1257,12 +1301,12 @@ def encode(root):
         if x8 is not False:
             if x8 is not True:
                 _bad('is_single_tensor_return: expected bool', type(x8).__name__)
-            mk |= 1024
+            mk |= 2048
         x9 = o.is_list_return
         if x9 is not False:
             if x9 is not True:
                 _bad('is_list_return: expected bool', type(x9).__name__)
-            mk |= 2048
+            mk |= 4096
         x10 = o.input_metadata
         if x10:
             x10 = OV([w_NodeMetadata(e) for e in x10])
@@ -1271,6 +1315,10 @@ def encode(root):
         if x11 is not None:
             x11 = w_NodeMetadata(x11)
             mk |= 512
+        x12 = o.custom_meta
+        if x12 is not None:
+            x12 = w_MapValue(x12)
+            mk |= 1024
         L = L_Graph.get(mk)
         if L is None:
             L = L_Graph[mk] = _layout(_F_Graph, mk)
@@ -1303,8 +1351,10 @@ def encode(root):
         if mk & 512:
             v.append(t - offs[11] - x11)
         if mk & 1024:
-            v.append(x8)
+            v.append(t - offs[12] - x12)
         if mk & 2048:
+            v.append(x8)
+        if mk & 4096:
             v.append(x9)
         if pad:
             app(_ZEROS[:pad])
@@ -2117,6 +2167,41 @@ def encode(root):
             size = t
         return t
 
+    L_MixedListArgument = {}
+
+    def w_MixedListArgument(o):
+        nonlocal size
+        if type(o) is not MixedListArgument:
+            _bad('wrong table type, expected MixedListArgument', type(o).__name__)
+        mk = 0
+        x0 = o.items
+        if x0:
+            x0 = OV([w_Argument(e) for e in x0])
+            mk |= 1
+        L = L_MixedListArgument.get(mk)
+        if L is None:
+            L = L_MixedListArgument[mk] = _layout(_F_MixedListArgument, mk)
+        pk, offs, osz, al, vtb = L
+        pad = -(size + osz) % al
+        t = size + pad + osz
+        vd = vget(vtb)
+        new = vd is None
+        if new:
+            vd = t + len(vtb)
+        v = [vd - t]
+        if mk & 1:
+            v.append(t - offs[0] - x0)
+        if pad:
+            app(_ZEROS[:pad])
+        app(pk(*v))
+        if new:
+            app(vtb)
+            vtables[vtb] = vd
+            size = vd
+        else:
+            size = t
+        return t
+
     L_ModuleCallEntry = {}
 
     def w_ModuleCallEntry(o):
@@ -2429,7 +2514,7 @@ def encode(root):
         if x5 is not False:
             if x5 is not True:
                 _bad('is_hop_single_tensor_return: expected bool', type(x5).__name__)
-            mk |= 128
+            mk |= 256
         x6 = o.unbound_outputs
         if x6:
             x6 = BV(struct.pack('<%dI' % len(x6), *x6), len(x6), 4)
@@ -2438,6 +2523,10 @@ def encode(root):
         if x7:
             x7 = OV([w_UnpackMetadata(e) for e in x7])
             mk |= 64
+        x8 = o.deferred_unpacks
+        if x8:
+            x8 = OV([w_DeferredUnpack(e) for e in x8])
+            mk |= 128
         L = L_Node.get(mk)
         if L is None:
             L = L_Node[mk] = _layout(_F_Node, mk)
@@ -2464,6 +2553,8 @@ def encode(root):
         if mk & 64:
             v.append(t - offs[7] - x7)
         if mk & 128:
+            v.append(t - offs[8] - x8)
+        if mk & 256:
             v.append(x5)
         if pad:
             app(_ZEROS[:pad])
@@ -2486,35 +2577,61 @@ def encode(root):
         x0 = o.stack_trace
         if x0 is not None:
             x0 = sget(x0) or S(x0)
-            mk |= 1
+            mk |= 2
         x1 = o.nn_module_stack
         if x1:
             x1 = OV([w_ModuleStackEntry(e) for e in x1])
-            mk |= 2
+            mk |= 4
         x2 = o.source_fn_stack
         if x2:
             x2 = OV([w_SourceFnEntry(e) for e in x2])
-            mk |= 4
+            mk |= 8
         x3 = o.torch_fn
         if x3 is not None:
             x3 = w_TorchFn(x3)
-            mk |= 8
+            mk |= 16
         x4 = o.custom
         if x4 is not None:
             x4 = w_MapValue(x4)
-            mk |= 16
+            mk |= 32
         x5 = o.from_node
         if x5:
             x5 = OV([w_NodeSource(e) for e in x5])
-            mk |= 32
+            mk |= 64
         x6 = o.unbacked_bindings
         if x6:
             x6 = OV([w_UnbackedBinding(e) for e in x6])
-            mk |= 64
+            mk |= 128
         x7 = o.extra
         if x7:
             x7 = OV([w_StringEntry(e) for e in x7])
-            mk |= 128
+            mk |= 256
+        x8 = o.tensor_meta
+        if x8 is not False:
+            if x8 is not True:
+                _bad('tensor_meta: expected bool', type(x8).__name__)
+            mk |= 2048
+        x9 = o.tensor_meta_requires_grad
+        if x9 is not False:
+            if x9 is not True:
+                _bad('tensor_meta_requires_grad: expected bool', type(x9).__name__)
+            mk |= 4096
+        x10 = o.seq_nr
+        if x10 != 0:
+            mk |= 1
+        x11 = o.original_aten
+        if x11 is not None:
+            x11 = sget(x11) or S(x11)
+            mk |= 512
+        x12 = o.desc
+        if x12 is not None:
+            x12 = w_MapValue(x12)
+            mk |= 1024
+        x13 = o.has_seq_nr
+        if x13 is not False:
+            if x13 is not True:
+                _bad('has_seq_nr: expected bool', type(x13).__name__)
+            mk |= 8192
         L = L_NodeMetadata.get(mk)
         if L is None:
             L = L_NodeMetadata[mk] = _layout(_F_NodeMetadata, mk)
@@ -2527,21 +2644,33 @@ def encode(root):
             vd = t + len(vtb)
         v = [vd - t]
         if mk & 1:
-            v.append(t - offs[0] - x0)
+            v.append(x10)
         if mk & 2:
-            v.append(t - offs[1] - x1)
+            v.append(t - offs[0] - x0)
         if mk & 4:
-            v.append(t - offs[2] - x2)
+            v.append(t - offs[1] - x1)
         if mk & 8:
-            v.append(t - offs[3] - x3)
+            v.append(t - offs[2] - x2)
         if mk & 16:
-            v.append(t - offs[4] - x4)
+            v.append(t - offs[3] - x3)
         if mk & 32:
-            v.append(t - offs[5] - x5)
+            v.append(t - offs[4] - x4)
         if mk & 64:
-            v.append(t - offs[6] - x6)
+            v.append(t - offs[5] - x5)
         if mk & 128:
+            v.append(t - offs[6] - x6)
+        if mk & 256:
             v.append(t - offs[7] - x7)
+        if mk & 512:
+            v.append(t - offs[11] - x11)
+        if mk & 1024:
+            v.append(t - offs[12] - x12)
+        if mk & 2048:
+            v.append(x8)
+        if mk & 4096:
+            v.append(x9)
+        if mk & 8192:
+            v.append(x13)
         if pad:
             app(_ZEROS[:pad])
         app(pk(*v))
@@ -3635,7 +3764,7 @@ def encode(root):
         mk = 0
         x0 = o.segment
         if x0 != 0:
-            mk |= 4
+            mk |= 8
         x1 = o.offset
         if x1 != 0:
             mk |= 1
@@ -3644,10 +3773,13 @@ def encode(root):
             mk |= 2
         x3 = o.checksum_kind
         if x3 != 0:
-            mk |= 16
+            mk |= 32
         x4 = o.checksum
         if x4 != 0:
-            mk |= 8
+            mk |= 16
+        x5 = o.meta_nbytes
+        if x5 != 0:
+            mk |= 4
         L = L_Storage.get(mk)
         if L is None:
             L = L_Storage[mk] = _layout(_F_Storage, mk)
@@ -3664,10 +3796,12 @@ def encode(root):
         if mk & 2:
             v.append(x2)
         if mk & 4:
-            v.append(x0)
+            v.append(x5)
         if mk & 8:
-            v.append(x4)
+            v.append(x0)
         if mk & 16:
+            v.append(x4)
+        if mk & 32:
             v.append(x3)
         if pad:
             app(_ZEROS[:pad])
@@ -5118,8 +5252,8 @@ def encode(root):
             size = t
         return t
 
-    UW_ArgumentValue = (None, w_NoneArgument, w_TensorArgument, w_TensorListArgument, w_OptionalTensorArgument, w_OptionalTensorListArgument, w_NestedTensorListArgument, w_TokenArgument, w_IntArgument, w_IntListArgument, w_IntListListArgument, w_FloatArgument, w_FloatListArgument, w_FloatListListArgument, w_BoolArgument, w_BoolListArgument, w_StringArgument, w_StringListArgument, w_ComplexArgument, w_SymIntArgument, w_SymIntListArgument, w_SymFloatArgument, w_SymFloatListArgument, w_SymBoolArgument, w_SymBoolListArgument, w_ScalarTypeArgument, w_MemoryFormatArgument, w_LayoutArgument, w_DeviceArgument, w_GraphArgument, w_CustomObjArgument, w_OperatorArgument, w_StringToArgumentMapArgument,)
-    UI_ArgumentValue = {NoneArgument: 1, TensorArgument: 2, TensorListArgument: 3, OptionalTensorArgument: 4, OptionalTensorListArgument: 5, NestedTensorListArgument: 6, TokenArgument: 7, IntArgument: 8, IntListArgument: 9, IntListListArgument: 10, FloatArgument: 11, FloatListArgument: 12, FloatListListArgument: 13, BoolArgument: 14, BoolListArgument: 15, StringArgument: 16, StringListArgument: 17, ComplexArgument: 18, SymIntArgument: 19, SymIntListArgument: 20, SymFloatArgument: 21, SymFloatListArgument: 22, SymBoolArgument: 23, SymBoolListArgument: 24, ScalarTypeArgument: 25, MemoryFormatArgument: 26, LayoutArgument: 27, DeviceArgument: 28, GraphArgument: 29, CustomObjArgument: 30, OperatorArgument: 31, StringToArgumentMapArgument: 32}
+    UW_ArgumentValue = (None, w_NoneArgument, w_TensorArgument, w_TensorListArgument, w_OptionalTensorArgument, w_OptionalTensorListArgument, w_NestedTensorListArgument, w_TokenArgument, w_IntArgument, w_IntListArgument, w_IntListListArgument, w_FloatArgument, w_FloatListArgument, w_FloatListListArgument, w_BoolArgument, w_BoolListArgument, w_StringArgument, w_StringListArgument, w_ComplexArgument, w_SymIntArgument, w_SymIntListArgument, w_SymFloatArgument, w_SymFloatListArgument, w_SymBoolArgument, w_SymBoolListArgument, w_ScalarTypeArgument, w_MemoryFormatArgument, w_LayoutArgument, w_DeviceArgument, w_GraphArgument, w_CustomObjArgument, w_OperatorArgument, w_StringToArgumentMapArgument, w_MixedListArgument,)
+    UI_ArgumentValue = {NoneArgument: 1, TensorArgument: 2, TensorListArgument: 3, OptionalTensorArgument: 4, OptionalTensorListArgument: 5, NestedTensorListArgument: 6, TokenArgument: 7, IntArgument: 8, IntListArgument: 9, IntListListArgument: 10, FloatArgument: 11, FloatListArgument: 12, FloatListListArgument: 13, BoolArgument: 14, BoolListArgument: 15, StringArgument: 16, StringListArgument: 17, ComplexArgument: 18, SymIntArgument: 19, SymIntListArgument: 20, SymFloatArgument: 21, SymFloatListArgument: 22, SymBoolArgument: 23, SymBoolListArgument: 24, ScalarTypeArgument: 25, MemoryFormatArgument: 26, LayoutArgument: 27, DeviceArgument: 28, GraphArgument: 29, CustomObjArgument: 30, OperatorArgument: 31, StringToArgumentMapArgument: 32, MixedListArgument: 33}
     UW_InputSpecKind = (None, w_UserInputSpec, w_InputToParameterSpec, w_InputToBufferSpec, w_InputToTensorConstantSpec, w_InputToCustomObjSpec, w_InputTokenSpec, w_InputToConstantInputSpec,)
     UI_InputSpecKind = {UserInputSpec: 1, InputToParameterSpec: 2, InputToBufferSpec: 3, InputToTensorConstantSpec: 4, InputToCustomObjSpec: 5, InputTokenSpec: 6, InputToConstantInputSpec: 7}
     UW_OutputSpecKind = (None, w_UserOutputSpec, w_LossOutputSpec, w_BufferMutationSpec, w_ParameterMutationSpec, w_GradientToParameterSpec, w_GradientToUserInputSpec, w_UserInputMutationSpec, w_OutputTokenSpec,)

@@ -19,6 +19,7 @@ from pt2format._generated.model import (
     ComplexValue,
     CustomObjArgument,
     CustomObject,
+    DeferredUnpack,
     Device,
     DeviceArgument,
     DeviceValue,
@@ -52,6 +53,7 @@ from pt2format._generated.model import (
     MapEntry,
     MapValue,
     MemoryFormatArgument,
+    MixedListArgument,
     ModuleCallEntry,
     ModuleCallSignature,
     ModuleStackEntry,
@@ -310,6 +312,7 @@ K_ComplexArgument = frozenset(['imag', 'real'])
 K_ComplexValue = frozenset(['imag', 'real'])
 K_CustomObjArgument = frozenset(['class_fqn', 'name'])
 K_CustomObject = frozenset(['class_fqn', 'name', 'state'])
+K_DeferredUnpack = frozenset(['after', 'position'])
 K_Device = frozenset(['index', 'type'])
 K_DeviceArgument = frozenset(['value'])
 K_DeviceValue = frozenset(['value'])
@@ -322,7 +325,7 @@ K_FloatValue = frozenset(['value'])
 K_FormatVersion = frozenset(['major', 'minor'])
 K_GradientToParameterSpec = frozenset(['arg', 'parameter_name'])
 K_GradientToUserInputSpec = frozenset(['arg', 'user_input_name'])
-K_Graph = frozenset(['custom_obj_values', 'input_metadata', 'inputs', 'is_list_return', 'is_single_tensor_return', 'nodes', 'output_metadata', 'outputs', 'sym_bool_values', 'sym_float_values', 'sym_int_values', 'tensor_values'])
+K_Graph = frozenset(['custom_meta', 'custom_obj_values', 'input_metadata', 'inputs', 'is_list_return', 'is_single_tensor_return', 'nodes', 'output_metadata', 'outputs', 'sym_bool_values', 'sym_float_values', 'sym_int_values', 'tensor_values'])
 K_GraphArgument = frozenset(['graph', 'metadata', 'name', 'node_name'])
 K_GraphSignature = frozenset(['input_specs', 'output_specs'])
 K_InputSpec = frozenset(['spec', 'spec_type'])
@@ -343,14 +346,15 @@ K_LossOutputSpec = frozenset(['arg'])
 K_MapEntry = frozenset(['key', 'value'])
 K_MapValue = frozenset(['entries'])
 K_MemoryFormatArgument = frozenset(['value'])
+K_MixedListArgument = frozenset(['items'])
 K_ModuleCallEntry = frozenset(['fqn', 'signature'])
 K_ModuleCallSignature = frozenset(['forward_arg_names', 'in_spec', 'inputs', 'out_spec', 'outputs'])
 K_ModuleStackEntry = frozenset(['key', 'path', 'type_name'])
 K_NamedArgument = frozenset(['is_tuple', 'kind', 'name', 'value', 'value_type'])
 K_NamedTupleDef = frozenset(['field_names', 'type_name'])
 K_NestedTensorListArgument = frozenset(['lists'])
-K_Node = frozenset(['inputs', 'is_hop_single_tensor_return', 'metadata', 'name', 'outputs', 'target', 'unbound_outputs', 'unpack_metadata'])
-K_NodeMetadata = frozenset(['custom', 'extra', 'from_node', 'nn_module_stack', 'source_fn_stack', 'stack_trace', 'torch_fn', 'unbacked_bindings'])
+K_Node = frozenset(['deferred_unpacks', 'inputs', 'is_hop_single_tensor_return', 'metadata', 'name', 'outputs', 'target', 'unbound_outputs', 'unpack_metadata'])
+K_NodeMetadata = frozenset(['custom', 'desc', 'extra', 'from_node', 'has_seq_nr', 'nn_module_stack', 'original_aten', 'seq_nr', 'source_fn_stack', 'stack_trace', 'tensor_meta', 'tensor_meta_requires_grad', 'torch_fn', 'unbacked_bindings'])
 K_NodeSource = frozenset(['actions', 'from_node', 'graph_id', 'name', 'pass_name', 'target'])
 K_NoneArgument = frozenset([])
 K_NullValue = frozenset([])
@@ -373,7 +377,7 @@ K_Segment = frozenset(['external', 'file', 'section'])
 K_ShardFile = frozenset(['name', 'package_id', 'size'])
 K_SourceFnEntry = frozenset(['name', 'target'])
 K_StateEntry = frozenset(['kind', 'name', 'tensor'])
-K_Storage = frozenset(['checksum', 'checksum_kind', 'offset', 'segment', 'size'])
+K_Storage = frozenset(['checksum', 'checksum_kind', 'meta_nbytes', 'offset', 'segment', 'size'])
 K_StringArgument = frozenset(['value'])
 K_StringEntry = frozenset(['key', 'value'])
 K_StringListArgument = frozenset(['values'])
@@ -569,6 +573,23 @@ def e_CustomObject(o):
     x2 = o.state
     if x2 is not None:
         r['state'] = e_Value(x2)
+    return r
+
+
+def e_DeferredUnpack(o):
+    if type(o) is not DeferredUnpack:
+        _bad('expected DeferredUnpack', type(o).__name__)
+    r = {}
+    x0 = o.position
+    if type(x0) is not int or not 0 <= x0 <= 4294967295:
+        x0 = _int(x0, 0, 4294967295)
+    if x0 != 0:
+        r['position'] = x0
+    x1 = o.after
+    if x1 is not None:
+        if type(x1) is not str:
+            _bad('after: expected str', type(x1).__name__)
+        r['after'] = x1
     return r
 
 
@@ -815,6 +836,9 @@ def e_Graph(o):
     x11 = o.output_metadata
     if x11 is not None:
         r['output_metadata'] = e_NodeMetadata(x11)
+    x12 = o.custom_meta
+    if x12 is not None:
+        r['custom_meta'] = e_MapValue(x12)
     return r
 
 
@@ -1118,6 +1142,18 @@ def e_MemoryFormatArgument(o):
     return r
 
 
+def e_MixedListArgument(o):
+    if type(o) is not MixedListArgument:
+        _bad('expected MixedListArgument', type(o).__name__)
+    r = {}
+    x0 = o.items
+    if type(x0) is not list:
+        x0 = _vec(x0)
+    if x0:
+        r['items'] = [e_Argument(e) for e in x0]
+    return r
+
+
 def e_ModuleCallEntry(o):
     if type(o) is not ModuleCallEntry:
         _bad('expected ModuleCallEntry', type(o).__name__)
@@ -1283,6 +1319,11 @@ def e_Node(o):
         x7 = _vec(x7)
     if x7:
         r['unpack_metadata'] = [e_UnpackMetadata(e) for e in x7]
+    x8 = o.deferred_unpacks
+    if type(x8) is not list:
+        x8 = _vec(x8)
+    if x8:
+        r['deferred_unpacks'] = [e_DeferredUnpack(e) for e in x8]
     return r
 
 
@@ -1326,6 +1367,34 @@ def e_NodeMetadata(o):
         x7 = _vec(x7)
     if x7:
         r['extra'] = [e_StringEntry(e) for e in x7]
+    x8 = o.tensor_meta
+    if x8 is not False:
+        if x8 is not True:
+            _bad('tensor_meta: expected bool', type(x8).__name__)
+        r['tensor_meta'] = x8
+    x9 = o.tensor_meta_requires_grad
+    if x9 is not False:
+        if x9 is not True:
+            _bad('tensor_meta_requires_grad: expected bool', type(x9).__name__)
+        r['tensor_meta_requires_grad'] = x9
+    x10 = o.seq_nr
+    if type(x10) is not int or not -9223372036854775808 <= x10 <= 9223372036854775807:
+        x10 = _int(x10, -9223372036854775808, 9223372036854775807)
+    if x10 != 0:
+        r['seq_nr'] = x10
+    x11 = o.original_aten
+    if x11 is not None:
+        if type(x11) is not str:
+            _bad('original_aten: expected str', type(x11).__name__)
+        r['original_aten'] = x11
+    x12 = o.desc
+    if x12 is not None:
+        r['desc'] = e_MapValue(x12)
+    x13 = o.has_seq_nr
+    if x13 is not False:
+        if x13 is not True:
+            _bad('has_seq_nr: expected bool', type(x13).__name__)
+        r['has_seq_nr'] = x13
     return r
 
 
@@ -1863,6 +1932,11 @@ def e_Storage(o):
         x4 = _int(x4, 0, 4294967295)
     if x4 != 0:
         r['checksum'] = x4
+    x5 = o.meta_nbytes
+    if type(x5) is not int or not 0 <= x5 <= 18446744073709551615:
+        x5 = _int(x5, 0, 18446744073709551615)
+    if x5 != 0:
+        r['meta_nbytes'] = x5
     return r
 
 
@@ -2518,7 +2592,7 @@ def e_WeightSet(o):
     return r
 
 
-UE_ArgumentValue = {NoneArgument: ('NoneArgument', e_NoneArgument), TensorArgument: ('TensorArgument', e_TensorArgument), TensorListArgument: ('TensorListArgument', e_TensorListArgument), OptionalTensorArgument: ('OptionalTensorArgument', e_OptionalTensorArgument), OptionalTensorListArgument: ('OptionalTensorListArgument', e_OptionalTensorListArgument), NestedTensorListArgument: ('NestedTensorListArgument', e_NestedTensorListArgument), TokenArgument: ('TokenArgument', e_TokenArgument), IntArgument: ('IntArgument', e_IntArgument), IntListArgument: ('IntListArgument', e_IntListArgument), IntListListArgument: ('IntListListArgument', e_IntListListArgument), FloatArgument: ('FloatArgument', e_FloatArgument), FloatListArgument: ('FloatListArgument', e_FloatListArgument), FloatListListArgument: ('FloatListListArgument', e_FloatListListArgument), BoolArgument: ('BoolArgument', e_BoolArgument), BoolListArgument: ('BoolListArgument', e_BoolListArgument), StringArgument: ('StringArgument', e_StringArgument), StringListArgument: ('StringListArgument', e_StringListArgument), ComplexArgument: ('ComplexArgument', e_ComplexArgument), SymIntArgument: ('SymIntArgument', e_SymIntArgument), SymIntListArgument: ('SymIntListArgument', e_SymIntListArgument), SymFloatArgument: ('SymFloatArgument', e_SymFloatArgument), SymFloatListArgument: ('SymFloatListArgument', e_SymFloatListArgument), SymBoolArgument: ('SymBoolArgument', e_SymBoolArgument), SymBoolListArgument: ('SymBoolListArgument', e_SymBoolListArgument), ScalarTypeArgument: ('ScalarTypeArgument', e_ScalarTypeArgument), MemoryFormatArgument: ('MemoryFormatArgument', e_MemoryFormatArgument), LayoutArgument: ('LayoutArgument', e_LayoutArgument), DeviceArgument: ('DeviceArgument', e_DeviceArgument), GraphArgument: ('GraphArgument', e_GraphArgument), CustomObjArgument: ('CustomObjArgument', e_CustomObjArgument), OperatorArgument: ('OperatorArgument', e_OperatorArgument), StringToArgumentMapArgument: ('StringToArgumentMapArgument', e_StringToArgumentMapArgument)}
+UE_ArgumentValue = {NoneArgument: ('NoneArgument', e_NoneArgument), TensorArgument: ('TensorArgument', e_TensorArgument), TensorListArgument: ('TensorListArgument', e_TensorListArgument), OptionalTensorArgument: ('OptionalTensorArgument', e_OptionalTensorArgument), OptionalTensorListArgument: ('OptionalTensorListArgument', e_OptionalTensorListArgument), NestedTensorListArgument: ('NestedTensorListArgument', e_NestedTensorListArgument), TokenArgument: ('TokenArgument', e_TokenArgument), IntArgument: ('IntArgument', e_IntArgument), IntListArgument: ('IntListArgument', e_IntListArgument), IntListListArgument: ('IntListListArgument', e_IntListListArgument), FloatArgument: ('FloatArgument', e_FloatArgument), FloatListArgument: ('FloatListArgument', e_FloatListArgument), FloatListListArgument: ('FloatListListArgument', e_FloatListListArgument), BoolArgument: ('BoolArgument', e_BoolArgument), BoolListArgument: ('BoolListArgument', e_BoolListArgument), StringArgument: ('StringArgument', e_StringArgument), StringListArgument: ('StringListArgument', e_StringListArgument), ComplexArgument: ('ComplexArgument', e_ComplexArgument), SymIntArgument: ('SymIntArgument', e_SymIntArgument), SymIntListArgument: ('SymIntListArgument', e_SymIntListArgument), SymFloatArgument: ('SymFloatArgument', e_SymFloatArgument), SymFloatListArgument: ('SymFloatListArgument', e_SymFloatListArgument), SymBoolArgument: ('SymBoolArgument', e_SymBoolArgument), SymBoolListArgument: ('SymBoolListArgument', e_SymBoolListArgument), ScalarTypeArgument: ('ScalarTypeArgument', e_ScalarTypeArgument), MemoryFormatArgument: ('MemoryFormatArgument', e_MemoryFormatArgument), LayoutArgument: ('LayoutArgument', e_LayoutArgument), DeviceArgument: ('DeviceArgument', e_DeviceArgument), GraphArgument: ('GraphArgument', e_GraphArgument), CustomObjArgument: ('CustomObjArgument', e_CustomObjArgument), OperatorArgument: ('OperatorArgument', e_OperatorArgument), StringToArgumentMapArgument: ('StringToArgumentMapArgument', e_StringToArgumentMapArgument), MixedListArgument: ('MixedListArgument', e_MixedListArgument)}
 UE_InputSpecKind = {UserInputSpec: ('UserInputSpec', e_UserInputSpec), InputToParameterSpec: ('InputToParameterSpec', e_InputToParameterSpec), InputToBufferSpec: ('InputToBufferSpec', e_InputToBufferSpec), InputToTensorConstantSpec: ('InputToTensorConstantSpec', e_InputToTensorConstantSpec), InputToCustomObjSpec: ('InputToCustomObjSpec', e_InputToCustomObjSpec), InputTokenSpec: ('InputTokenSpec', e_InputTokenSpec), InputToConstantInputSpec: ('InputToConstantInputSpec', e_InputToConstantInputSpec)}
 UE_OutputSpecKind = {UserOutputSpec: ('UserOutputSpec', e_UserOutputSpec), LossOutputSpec: ('LossOutputSpec', e_LossOutputSpec), BufferMutationSpec: ('BufferMutationSpec', e_BufferMutationSpec), ParameterMutationSpec: ('ParameterMutationSpec', e_ParameterMutationSpec), GradientToParameterSpec: ('GradientToParameterSpec', e_GradientToParameterSpec), GradientToUserInputSpec: ('GradientToUserInputSpec', e_GradientToUserInputSpec), UserInputMutationSpec: ('UserInputMutationSpec', e_UserInputMutationSpec), OutputTokenSpec: ('OutputTokenSpec', e_OutputTokenSpec)}
 UE_ValueKind = {NullValue: ('NullValue', e_NullValue), BoolValue: ('BoolValue', e_BoolValue), IntValue: ('IntValue', e_IntValue), FloatValue: ('FloatValue', e_FloatValue), StringValue: ('StringValue', e_StringValue), BytesValue: ('BytesValue', e_BytesValue), ListValue: ('ListValue', e_ListValue), MapValue: ('MapValue', e_MapValue), TensorRefValue: ('TensorRefValue', e_TensorRefValue), ComplexValue: ('ComplexValue', e_ComplexValue), ScalarTypeValue: ('ScalarTypeValue', e_ScalarTypeValue), DeviceValue: ('DeviceValue', e_DeviceValue)}
@@ -2569,9 +2643,9 @@ def decode_tree(tree, max_depth=128):
                     if t1 == 'NONE':
                         _bad('value: NONE with a member')
                     raise VersionError('value: union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=t1)
-            elif type(t1) is int and 0 < t1 <= 32:
+            elif type(t1) is int and 0 < t1 <= 33:
                 t1 = UD_ArgumentValue[t1]
-            elif type(t1) is int and 32 < t1 <= 255:
+            elif type(t1) is int and 33 < t1 <= 255:
                 raise VersionError('value: union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=t1)
             else:
                 _bad('value: bad union type, or NONE with a member', t1)
@@ -2776,6 +2850,28 @@ def decode_tree(tree, max_depth=128):
         if x2 is not None:
             x2 = d_Value(x2, d + 1)
         return CustomObject(x0, x1, x2)
+
+    def d_DeferredUnpack(o, d):
+        if d > max_depth:
+            too_deep(d)
+        if type(o) is not dict:
+            _bad('expected an object (DeferredUnpack)', type(o).__name__)
+        nonlocal members
+        members += len(o)
+        if not K_DeferredUnpack.issuperset(o):
+            members += _skipped(o, K_DeferredUnpack, keep)
+        x0 = o.get('position')
+        if x0 is None:
+            x0 = 0
+        elif type(x0) is not int or not 0 <= x0 <= 4294967295:
+            _bad('position: expected uint32', x0)
+        x1 = o.get('after')
+        if x1 is not None:
+            if type(x1) is not str:
+                _bad('after: expected str', type(x1).__name__)
+            _SC_local_name(x1, 'DeferredUnpack.after')
+            keep(x1)
+        return DeferredUnpack(x0, x1)
 
     def d_Device(o, d):
         if d > max_depth:
@@ -3118,7 +3214,10 @@ def decode_tree(tree, max_depth=128):
         x11 = o.get('output_metadata')
         if x11 is not None:
             x11 = d_NodeMetadata(x11, d + 1)
-        return Graph(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11)
+        x12 = o.get('custom_meta')
+        if x12 is not None:
+            x12 = d_MapValue(x12, d + 1)
+        return Graph(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12)
 
     def d_GraphArgument(o, d):
         if d > max_depth:
@@ -3549,6 +3648,25 @@ def decode_tree(tree, max_depth=128):
             _bad('value: expected MemoryFormat', x0)
         return MemoryFormatArgument(x0)
 
+    def d_MixedListArgument(o, d):
+        if d > max_depth:
+            too_deep(d)
+        if type(o) is not dict:
+            _bad('expected an object (MixedListArgument)', type(o).__name__)
+        nonlocal members
+        members += len(o)
+        if not K_MixedListArgument.issuperset(o):
+            members += _skipped(o, K_MixedListArgument, keep)
+        x0 = o.get('items')
+        if x0 is None:
+            x0 = []
+        elif type(x0) is not list:
+            _bad('items: expected an array', type(x0).__name__)
+        elif x0:
+            d1 = d + 1
+            x0 = [d_Argument(e, d1) for e in x0]
+        return MixedListArgument(x0)
+
     def d_ModuleCallEntry(o, d):
         if d > max_depth:
             too_deep(d)
@@ -3671,9 +3789,9 @@ def decode_tree(tree, max_depth=128):
                     if t2 == 'NONE':
                         _bad('value: NONE with a member')
                     raise VersionError('value: union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=t2)
-            elif type(t2) is int and 0 < t2 <= 32:
+            elif type(t2) is int and 0 < t2 <= 33:
                 t2 = UD_ArgumentValue[t2]
-            elif type(t2) is int and 32 < t2 <= 255:
+            elif type(t2) is int and 33 < t2 <= 255:
                 raise VersionError('value: union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=t2)
             else:
                 _bad('value: bad union type, or NONE with a member', t2)
@@ -3800,7 +3918,15 @@ def decode_tree(tree, max_depth=128):
         elif x7:
             d1 = d + 1
             x7 = [d_UnpackMetadata(e, d1) for e in x7]
-        return Node(x0, x1, x2, x3, x4, x5, x6, x7)
+        x8 = o.get('deferred_unpacks')
+        if x8 is None:
+            x8 = []
+        elif type(x8) is not list:
+            _bad('deferred_unpacks: expected an array', type(x8).__name__)
+        elif x8:
+            d1 = d + 1
+            x8 = [d_DeferredUnpack(e, d1) for e in x8]
+        return Node(x0, x1, x2, x3, x4, x5, x6, x7, x8)
 
     def d_NodeMetadata(o, d):
         if d > max_depth:
@@ -3863,7 +3989,36 @@ def decode_tree(tree, max_depth=128):
         elif x7:
             d1 = d + 1
             x7 = [d_StringEntry(e, d1) for e in x7]
-        return NodeMetadata(x0, x1, x2, x3, x4, x5, x6, x7)
+        x8 = o.get('tensor_meta')
+        if x8 is None:
+            x8 = False
+        elif type(x8) is not bool:
+            _bad('tensor_meta: expected bool', type(x8).__name__)
+        x9 = o.get('tensor_meta_requires_grad')
+        if x9 is None:
+            x9 = False
+        elif type(x9) is not bool:
+            _bad('tensor_meta_requires_grad: expected bool', type(x9).__name__)
+        x10 = o.get('seq_nr')
+        if x10 is None:
+            x10 = 0
+        elif type(x10) is not int or not -9223372036854775808 <= x10 <= 9223372036854775807:
+            _bad('seq_nr: expected int64', x10)
+        x11 = o.get('original_aten')
+        if x11 is not None:
+            if type(x11) is not str:
+                _bad('original_aten: expected str', type(x11).__name__)
+            _SC_qualified_name(x11, 'NodeMetadata.original_aten')
+            keep(x11)
+        x12 = o.get('desc')
+        if x12 is not None:
+            x12 = d_MapValue(x12, d + 1)
+        x13 = o.get('has_seq_nr')
+        if x13 is None:
+            x13 = False
+        elif type(x13) is not bool:
+            _bad('has_seq_nr: expected bool', type(x13).__name__)
+        return NodeMetadata(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13)
 
     def d_NodeSource(o, d):
         if d > max_depth:
@@ -4633,7 +4788,12 @@ def decode_tree(tree, max_depth=128):
             x4 = 0
         elif type(x4) is not int or not 0 <= x4 <= 4294967295:
             _bad('checksum: expected uint32', x4)
-        return Storage(x0, x1, x2, x3, x4)
+        x5 = o.get('meta_nbytes')
+        if x5 is None:
+            x5 = 0
+        elif type(x5) is not int or not 0 <= x5 <= 18446744073709551615:
+            _bad('meta_nbytes: expected uint64', x5)
+        return Storage(x0, x1, x2, x3, x4, x5)
 
     def d_StringArgument(o, d):
         if d > max_depth:
@@ -5545,8 +5705,8 @@ def decode_tree(tree, max_depth=128):
             x1 = [d_StateEntry(e, d1) for e in x1]
         return WeightSet(x0, x1)
 
-    UD_ArgumentValue = (None, d_NoneArgument, d_TensorArgument, d_TensorListArgument, d_OptionalTensorArgument, d_OptionalTensorListArgument, d_NestedTensorListArgument, d_TokenArgument, d_IntArgument, d_IntListArgument, d_IntListListArgument, d_FloatArgument, d_FloatListArgument, d_FloatListListArgument, d_BoolArgument, d_BoolListArgument, d_StringArgument, d_StringListArgument, d_ComplexArgument, d_SymIntArgument, d_SymIntListArgument, d_SymFloatArgument, d_SymFloatListArgument, d_SymBoolArgument, d_SymBoolListArgument, d_ScalarTypeArgument, d_MemoryFormatArgument, d_LayoutArgument, d_DeviceArgument, d_GraphArgument, d_CustomObjArgument, d_OperatorArgument, d_StringToArgumentMapArgument,)
-    UN_ArgumentValue = {'NoneArgument': d_NoneArgument, 'TensorArgument': d_TensorArgument, 'TensorListArgument': d_TensorListArgument, 'OptionalTensorArgument': d_OptionalTensorArgument, 'OptionalTensorListArgument': d_OptionalTensorListArgument, 'NestedTensorListArgument': d_NestedTensorListArgument, 'TokenArgument': d_TokenArgument, 'IntArgument': d_IntArgument, 'IntListArgument': d_IntListArgument, 'IntListListArgument': d_IntListListArgument, 'FloatArgument': d_FloatArgument, 'FloatListArgument': d_FloatListArgument, 'FloatListListArgument': d_FloatListListArgument, 'BoolArgument': d_BoolArgument, 'BoolListArgument': d_BoolListArgument, 'StringArgument': d_StringArgument, 'StringListArgument': d_StringListArgument, 'ComplexArgument': d_ComplexArgument, 'SymIntArgument': d_SymIntArgument, 'SymIntListArgument': d_SymIntListArgument, 'SymFloatArgument': d_SymFloatArgument, 'SymFloatListArgument': d_SymFloatListArgument, 'SymBoolArgument': d_SymBoolArgument, 'SymBoolListArgument': d_SymBoolListArgument, 'ScalarTypeArgument': d_ScalarTypeArgument, 'MemoryFormatArgument': d_MemoryFormatArgument, 'LayoutArgument': d_LayoutArgument, 'DeviceArgument': d_DeviceArgument, 'GraphArgument': d_GraphArgument, 'CustomObjArgument': d_CustomObjArgument, 'OperatorArgument': d_OperatorArgument, 'StringToArgumentMapArgument': d_StringToArgumentMapArgument}
+    UD_ArgumentValue = (None, d_NoneArgument, d_TensorArgument, d_TensorListArgument, d_OptionalTensorArgument, d_OptionalTensorListArgument, d_NestedTensorListArgument, d_TokenArgument, d_IntArgument, d_IntListArgument, d_IntListListArgument, d_FloatArgument, d_FloatListArgument, d_FloatListListArgument, d_BoolArgument, d_BoolListArgument, d_StringArgument, d_StringListArgument, d_ComplexArgument, d_SymIntArgument, d_SymIntListArgument, d_SymFloatArgument, d_SymFloatListArgument, d_SymBoolArgument, d_SymBoolListArgument, d_ScalarTypeArgument, d_MemoryFormatArgument, d_LayoutArgument, d_DeviceArgument, d_GraphArgument, d_CustomObjArgument, d_OperatorArgument, d_StringToArgumentMapArgument, d_MixedListArgument,)
+    UN_ArgumentValue = {'NoneArgument': d_NoneArgument, 'TensorArgument': d_TensorArgument, 'TensorListArgument': d_TensorListArgument, 'OptionalTensorArgument': d_OptionalTensorArgument, 'OptionalTensorListArgument': d_OptionalTensorListArgument, 'NestedTensorListArgument': d_NestedTensorListArgument, 'TokenArgument': d_TokenArgument, 'IntArgument': d_IntArgument, 'IntListArgument': d_IntListArgument, 'IntListListArgument': d_IntListListArgument, 'FloatArgument': d_FloatArgument, 'FloatListArgument': d_FloatListArgument, 'FloatListListArgument': d_FloatListListArgument, 'BoolArgument': d_BoolArgument, 'BoolListArgument': d_BoolListArgument, 'StringArgument': d_StringArgument, 'StringListArgument': d_StringListArgument, 'ComplexArgument': d_ComplexArgument, 'SymIntArgument': d_SymIntArgument, 'SymIntListArgument': d_SymIntListArgument, 'SymFloatArgument': d_SymFloatArgument, 'SymFloatListArgument': d_SymFloatListArgument, 'SymBoolArgument': d_SymBoolArgument, 'SymBoolListArgument': d_SymBoolListArgument, 'ScalarTypeArgument': d_ScalarTypeArgument, 'MemoryFormatArgument': d_MemoryFormatArgument, 'LayoutArgument': d_LayoutArgument, 'DeviceArgument': d_DeviceArgument, 'GraphArgument': d_GraphArgument, 'CustomObjArgument': d_CustomObjArgument, 'OperatorArgument': d_OperatorArgument, 'StringToArgumentMapArgument': d_StringToArgumentMapArgument, 'MixedListArgument': d_MixedListArgument}
     UD_InputSpecKind = (None, d_UserInputSpec, d_InputToParameterSpec, d_InputToBufferSpec, d_InputToTensorConstantSpec, d_InputToCustomObjSpec, d_InputTokenSpec, d_InputToConstantInputSpec,)
     UN_InputSpecKind = {'UserInputSpec': d_UserInputSpec, 'InputToParameterSpec': d_InputToParameterSpec, 'InputToBufferSpec': d_InputToBufferSpec, 'InputToTensorConstantSpec': d_InputToTensorConstantSpec, 'InputToCustomObjSpec': d_InputToCustomObjSpec, 'InputTokenSpec': d_InputTokenSpec, 'InputToConstantInputSpec': d_InputToConstantInputSpec}
     UD_OutputSpecKind = (None, d_UserOutputSpec, d_LossOutputSpec, d_BufferMutationSpec, d_ParameterMutationSpec, d_GradientToParameterSpec, d_GradientToUserInputSpec, d_UserInputMutationSpec, d_OutputTokenSpec,)

@@ -9,8 +9,15 @@ rendered as its integer, a union member is refused. Names not listed are X.0's.
 SCHEMA_VERSION = (1, 1)
 
 FIELD_MINOR = {
+    'DeferredUnpack': {'after': 1, 'position': 1},
+    'Graph': {'custom_meta': 1},
+    'MixedListArgument': {'items': 1},
+    'Node': {'deferred_unpacks': 1},
+    'NodeMetadata': {'desc': 1, 'has_seq_nr': 1, 'original_aten': 1, 'seq_nr': 1, 'tensor_meta': 1, 'tensor_meta_requires_grad': 1},
+    'Storage': {'meta_nbytes': 1},
 }
 ENUM_VALUE_MINOR = {
 }
 UNION_MEMBER_MINOR = {
+    'ArgumentValue': {33: 1},
 }

@@ -421,7 +421,7 @@ ITEMSIZE = {
 
 # Union name -> member table names, in type-index order (index 0 is NONE).
 UNIONS = {
-    'ArgumentValue': ('NoneArgument', 'TensorArgument', 'TensorListArgument', 'OptionalTensorArgument', 'OptionalTensorListArgument', 'NestedTensorListArgument', 'TokenArgument', 'IntArgument', 'IntListArgument', 'IntListListArgument', 'FloatArgument', 'FloatListArgument', 'FloatListListArgument', 'BoolArgument', 'BoolListArgument', 'StringArgument', 'StringListArgument', 'ComplexArgument', 'SymIntArgument', 'SymIntListArgument', 'SymFloatArgument', 'SymFloatListArgument', 'SymBoolArgument', 'SymBoolListArgument', 'ScalarTypeArgument', 'MemoryFormatArgument', 'LayoutArgument', 'DeviceArgument', 'GraphArgument', 'CustomObjArgument', 'OperatorArgument', 'StringToArgumentMapArgument'),
+    'ArgumentValue': ('NoneArgument', 'TensorArgument', 'TensorListArgument', 'OptionalTensorArgument', 'OptionalTensorListArgument', 'NestedTensorListArgument', 'TokenArgument', 'IntArgument', 'IntListArgument', 'IntListListArgument', 'FloatArgument', 'FloatListArgument', 'FloatListListArgument', 'BoolArgument', 'BoolListArgument', 'StringArgument', 'StringListArgument', 'ComplexArgument', 'SymIntArgument', 'SymIntListArgument', 'SymFloatArgument', 'SymFloatListArgument', 'SymBoolArgument', 'SymBoolListArgument', 'ScalarTypeArgument', 'MemoryFormatArgument', 'LayoutArgument', 'DeviceArgument', 'GraphArgument', 'CustomObjArgument', 'OperatorArgument', 'StringToArgumentMapArgument', 'MixedListArgument'),
     'InputSpecKind': ('UserInputSpec', 'InputToParameterSpec', 'InputToBufferSpec', 'InputToTensorConstantSpec', 'InputToCustomObjSpec', 'InputTokenSpec', 'InputToConstantInputSpec'),
     'OutputSpecKind': ('UserOutputSpec', 'LossOutputSpec', 'BufferMutationSpec', 'ParameterMutationSpec', 'GradientToParameterSpec', 'GradientToUserInputSpec', 'UserInputMutationSpec', 'OutputTokenSpec'),
     'ValueKind': ('NullValue', 'BoolValue', 'IntValue', 'FloatValue', 'StringValue', 'BytesValue', 'ListValue', 'MapValue', 'TensorRefValue', 'ComplexValue', 'ScalarTypeValue', 'DeviceValue'),
@@ -623,6 +623,25 @@ class CustomObject(ModelObject):
         self.name = name
         self.class_fqn = class_fqn
         self.state = state
+
+
+class DeferredUnpack(ModelObject):
+    """Where one deferred `getitem` node goes (see `Node.deferred_unpacks`)."""
+    __slots__ = ('position', 'after')
+    position: int
+    after: str | None
+    IS_STRUCT = False
+    # (name, id, kind, element, ref, default, deprecated, required)
+    FIELDS = (
+        ('position', 0, 'scalar', 'uint32', None, 0, False, False),
+        ('after', 1, 'string', None, None, None, False, False),
+    )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'after': 'local_name'}
+
+    def __init__(self, position: int = 0, after: str | None = None) -> None:
+        self.position = position
+        self.after = after
 
 
 class Device(ModelObject):
@@ -846,7 +865,7 @@ class GradientToUserInputSpec(ModelObject):
 
 class Graph(ModelObject):
     """A dataflow graph: placeholders (`inputs`), nodes and outputs."""
-    __slots__ = ('inputs', 'outputs', 'nodes', 'tensor_values', 'sym_int_values', 'sym_float_values', 'sym_bool_values', 'custom_obj_values', 'is_single_tensor_return', 'is_list_return', 'input_metadata', 'output_metadata')
+    __slots__ = ('inputs', 'outputs', 'nodes', 'tensor_values', 'sym_int_values', 'sym_float_values', 'sym_bool_values', 'custom_obj_values', 'is_single_tensor_return', 'is_list_return', 'input_metadata', 'output_metadata', 'custom_meta')
     inputs: list[Argument]
     outputs: list[Argument]
     nodes: list[Node]
@@ -859,6 +878,7 @@ class Graph(ModelObject):
     is_list_return: bool
     input_metadata: list[NodeMetadata]
     output_metadata: NodeMetadata | None
+    custom_meta: MapValue | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -874,11 +894,12 @@ class Graph(ModelObject):
         ('is_list_return', 9, 'scalar', 'bool', None, False, False, False),
         ('input_metadata', 10, 'vector', 'table', 'NodeMetadata', None, False, False),
         ('output_metadata', 11, 'table', None, 'NodeMetadata', None, False, False),
+        ('custom_meta', 12, 'table', None, 'MapValue', None, False, False),
     )
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, inputs: list[Argument] | None = None, outputs: list[Argument] | None = None, nodes: list[Node] | None = None, tensor_values: list[TensorValue] | None = None, sym_int_values: list[SymIntValue] | None = None, sym_float_values: list[SymFloatValue] | None = None, sym_bool_values: list[SymBoolValue] | None = None, custom_obj_values: list[CustomObjArgument] | None = None, is_single_tensor_return: bool = False, is_list_return: bool = False, input_metadata: list[NodeMetadata] | None = None, output_metadata: NodeMetadata | None = None) -> None:
+    def __init__(self, inputs: list[Argument] | None = None, outputs: list[Argument] | None = None, nodes: list[Node] | None = None, tensor_values: list[TensorValue] | None = None, sym_int_values: list[SymIntValue] | None = None, sym_float_values: list[SymFloatValue] | None = None, sym_bool_values: list[SymBoolValue] | None = None, custom_obj_values: list[CustomObjArgument] | None = None, is_single_tensor_return: bool = False, is_list_return: bool = False, input_metadata: list[NodeMetadata] | None = None, output_metadata: NodeMetadata | None = None, custom_meta: MapValue | None = None) -> None:
         self.inputs = [] if inputs is None else inputs
         self.outputs = [] if outputs is None else outputs
         self.nodes = [] if nodes is None else nodes
@@ -891,6 +912,7 @@ class Graph(ModelObject):
         self.is_list_return = is_list_return
         self.input_metadata = [] if input_metadata is None else input_metadata
         self.output_metadata = output_metadata
+        self.custom_meta = custom_meta
 
 
 class GraphArgument(ModelObject):
@@ -1261,6 +1283,22 @@ class MemoryFormatArgument(ModelObject):
         self.value = value
 
 
+class MixedListArgument(ModelObject):
+    """Added in 1.1. A list whose elements have different kinds, e.g. `(0, x)`: each element is a whole Argument. Writers use it only when no typed list fits; the enclosing `NamedArgument.is_tuple` tells tuple from list."""
+    __slots__ = ('items',)
+    items: list[Argument]
+    IS_STRUCT = False
+    # (name, id, kind, element, ref, default, deprecated, required)
+    FIELDS = (
+        ('items', 0, 'vector', 'table', 'Argument', None, False, False),
+    )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
+
+    def __init__(self, items: list[Argument] | None = None) -> None:
+        self.items = [] if items is None else items
+
+
 class ModuleCallEntry(ModelObject):
     """One submodule call recorded for unflattening."""
     __slots__ = ('fqn', 'signature')
@@ -1392,7 +1430,7 @@ class NestedTensorListArgument(ModelObject):
 
 class Node(ModelObject):
     """An operation in a graph (an FX `call_function` node)."""
-    __slots__ = ('name', 'target', 'inputs', 'outputs', 'metadata', 'is_hop_single_tensor_return', 'unbound_outputs', 'unpack_metadata')
+    __slots__ = ('name', 'target', 'inputs', 'outputs', 'metadata', 'is_hop_single_tensor_return', 'unbound_outputs', 'unpack_metadata', 'deferred_unpacks')
     name: str | None
     target: str | None
     inputs: list[NamedArgument]
@@ -1401,6 +1439,7 @@ class Node(ModelObject):
     is_hop_single_tensor_return: bool
     unbound_outputs: list[int]
     unpack_metadata: list[UnpackMetadata]
+    deferred_unpacks: list[DeferredUnpack]
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1412,11 +1451,12 @@ class Node(ModelObject):
         ('is_hop_single_tensor_return', 5, 'scalar', 'bool', None, False, False, False),
         ('unbound_outputs', 6, 'vector', 'uint32', None, None, False, False),
         ('unpack_metadata', 7, 'vector', 'table', 'UnpackMetadata', None, False, False),
+        ('deferred_unpacks', 8, 'vector', 'table', 'DeferredUnpack', None, False, False),
     )
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'name': 'local_name', 'target': 'qualified_name'}
 
-    def __init__(self, name: str | None = None, target: str | None = None, inputs: list[NamedArgument] | None = None, outputs: list[Argument] | None = None, metadata: NodeMetadata | None = None, is_hop_single_tensor_return: bool = False, unbound_outputs: list[int] | None = None, unpack_metadata: list[UnpackMetadata] | None = None) -> None:
+    def __init__(self, name: str | None = None, target: str | None = None, inputs: list[NamedArgument] | None = None, outputs: list[Argument] | None = None, metadata: NodeMetadata | None = None, is_hop_single_tensor_return: bool = False, unbound_outputs: list[int] | None = None, unpack_metadata: list[UnpackMetadata] | None = None, deferred_unpacks: list[DeferredUnpack] | None = None) -> None:
         self.name = name
         self.target = target
         self.inputs = [] if inputs is None else inputs
@@ -1425,11 +1465,12 @@ class Node(ModelObject):
         self.is_hop_single_tensor_return = is_hop_single_tensor_return
         self.unbound_outputs = [] if unbound_outputs is None else unbound_outputs
         self.unpack_metadata = [] if unpack_metadata is None else unpack_metadata
+        self.deferred_unpacks = [] if deferred_unpacks is None else deferred_unpacks
 
 
 class NodeMetadata(ModelObject):
     """Node metadata in structured form."""
-    __slots__ = ('stack_trace', 'nn_module_stack', 'source_fn_stack', 'torch_fn', 'custom', 'from_node', 'unbacked_bindings', 'extra')
+    __slots__ = ('stack_trace', 'nn_module_stack', 'source_fn_stack', 'torch_fn', 'custom', 'from_node', 'unbacked_bindings', 'extra', 'tensor_meta', 'tensor_meta_requires_grad', 'seq_nr', 'original_aten', 'desc', 'has_seq_nr')
     stack_trace: str | None
     nn_module_stack: list[ModuleStackEntry]
     source_fn_stack: list[SourceFnEntry]
@@ -1438,6 +1479,12 @@ class NodeMetadata(ModelObject):
     from_node: list[NodeSource]
     unbacked_bindings: list[UnbackedBinding]
     extra: list[StringEntry]
+    tensor_meta: bool
+    tensor_meta_requires_grad: bool
+    seq_nr: int
+    original_aten: str | None
+    desc: MapValue | None
+    has_seq_nr: bool
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1449,11 +1496,17 @@ class NodeMetadata(ModelObject):
         ('from_node', 5, 'vector', 'table', 'NodeSource', None, False, False),
         ('unbacked_bindings', 6, 'vector', 'table', 'UnbackedBinding', None, False, False),
         ('extra', 7, 'vector', 'table', 'StringEntry', None, False, False),
+        ('tensor_meta', 8, 'scalar', 'bool', None, False, False, False),
+        ('tensor_meta_requires_grad', 9, 'scalar', 'bool', None, False, False, False),
+        ('seq_nr', 10, 'scalar', 'int64', None, 0, False, False),
+        ('original_aten', 11, 'string', None, None, None, False, False),
+        ('desc', 12, 'table', None, 'MapValue', None, False, False),
+        ('has_seq_nr', 13, 'scalar', 'bool', None, False, False, False),
     )
     # field -> string class (pt2format._strings)
-    STRING_CLASSES = {'stack_trace': 'free_text'}
+    STRING_CLASSES = {'stack_trace': 'free_text', 'original_aten': 'qualified_name'}
 
-    def __init__(self, stack_trace: str | None = None, nn_module_stack: list[ModuleStackEntry] | None = None, source_fn_stack: list[SourceFnEntry] | None = None, torch_fn: TorchFn | None = None, custom: MapValue | None = None, from_node: list[NodeSource] | None = None, unbacked_bindings: list[UnbackedBinding] | None = None, extra: list[StringEntry] | None = None) -> None:
+    def __init__(self, stack_trace: str | None = None, nn_module_stack: list[ModuleStackEntry] | None = None, source_fn_stack: list[SourceFnEntry] | None = None, torch_fn: TorchFn | None = None, custom: MapValue | None = None, from_node: list[NodeSource] | None = None, unbacked_bindings: list[UnbackedBinding] | None = None, extra: list[StringEntry] | None = None, tensor_meta: bool = False, tensor_meta_requires_grad: bool = False, seq_nr: int = 0, original_aten: str | None = None, desc: MapValue | None = None, has_seq_nr: bool = False) -> None:
         self.stack_trace = stack_trace
         self.nn_module_stack = [] if nn_module_stack is None else nn_module_stack
         self.source_fn_stack = [] if source_fn_stack is None else source_fn_stack
@@ -1462,6 +1515,12 @@ class NodeMetadata(ModelObject):
         self.from_node = [] if from_node is None else from_node
         self.unbacked_bindings = [] if unbacked_bindings is None else unbacked_bindings
         self.extra = [] if extra is None else extra
+        self.tensor_meta = tensor_meta
+        self.tensor_meta_requires_grad = tensor_meta_requires_grad
+        self.seq_nr = seq_nr
+        self.original_aten = original_aten
+        self.desc = desc
+        self.has_seq_nr = has_seq_nr
 
 
 class NodeSource(ModelObject):
@@ -1973,12 +2032,13 @@ class StateEntry(ModelObject):
 
 class Storage(ModelObject):
     """A region of bytes holding the elements of one or more tensors."""
-    __slots__ = ('segment', 'offset', 'size', 'checksum_kind', 'checksum')
+    __slots__ = ('segment', 'offset', 'size', 'checksum_kind', 'checksum', 'meta_nbytes')
     segment: int
     offset: int
     size: int
     checksum_kind: ChecksumKind | int
     checksum: int
+    meta_nbytes: int
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1987,16 +2047,18 @@ class Storage(ModelObject):
         ('size', 2, 'scalar', 'uint64', None, 0, False, False),
         ('checksum_kind', 3, 'enum', 'uint8', 'ChecksumKind', 0, False, False),
         ('checksum', 4, 'scalar', 'uint32', None, 0, False, False),
+        ('meta_nbytes', 5, 'scalar', 'uint64', None, 0, False, False),
     )
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, segment: int = 0, offset: int = 0, size: int = 0, checksum_kind: ChecksumKind | int = 0, checksum: int = 0) -> None:
+    def __init__(self, segment: int = 0, offset: int = 0, size: int = 0, checksum_kind: ChecksumKind | int = 0, checksum: int = 0, meta_nbytes: int = 0) -> None:
         self.segment = segment
         self.offset = offset
         self.size = size
         self.checksum_kind = checksum_kind
         self.checksum = checksum
+        self.meta_nbytes = meta_nbytes
 
 
 class StringArgument(ModelObject):
@@ -2743,6 +2805,7 @@ TABLES = {
     'ComplexValue': ComplexValue,
     'CustomObjArgument': CustomObjArgument,
     'CustomObject': CustomObject,
+    'DeferredUnpack': DeferredUnpack,
     'Device': Device,
     'DeviceArgument': DeviceArgument,
     'DeviceValue': DeviceValue,
@@ -2776,6 +2839,7 @@ TABLES = {
     'MapEntry': MapEntry,
     'MapValue': MapValue,
     'MemoryFormatArgument': MemoryFormatArgument,
+    'MixedListArgument': MixedListArgument,
     'ModuleCallEntry': ModuleCallEntry,
     'ModuleCallSignature': ModuleCallSignature,
     'ModuleStackEntry': ModuleStackEntry,

@@ -18,6 +18,7 @@ from pt2format._generated.model import (
     ComplexValue,
     CustomObjArgument,
     CustomObject,
+    DeferredUnpack,
     Device,
     DeviceArgument,
     DeviceValue,
@@ -51,6 +52,7 @@ from pt2format._generated.model import (
     MapEntry,
     MapValue,
     MemoryFormatArgument,
+    MixedListArgument,
     ModuleCallEntry,
     ModuleCallSignature,
     ModuleStackEntry,
@@ -383,6 +385,22 @@ def encode_tree(root):
             r.pop()
         return r
 
+    def e_DeferredUnpack(o):
+        if type(o) is not DeferredUnpack:
+            _bad('expected DeferredUnpack', type(o).__name__)
+        x0 = o.position
+        if x0 == 0:
+            x0 = None
+        elif type(x0) is not int or not 0 <= x0 <= 4294967295:
+            x0 = _int(x0, 0, 4294967295)
+        x1 = o.after
+        if x1 is not None and type(x1) is not str:
+            _bad('after: expected str', type(x1).__name__)
+        r = [x0, x1]
+        while r and r[-1] is None:
+            r.pop()
+        return r
+
     def e_Device(o):
         if type(o) is not Device:
             _bad('expected Device', type(o).__name__)
@@ -649,7 +667,10 @@ def encode_tree(root):
         x11 = o.output_metadata
         if x11 is not None:
             x11 = e_NodeMetadata(x11)
-        r = [x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11]
+        x12 = o.custom_meta
+        if x12 is not None:
+            x12 = e_MapValue(x12)
+        r = [x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12]
         while r and r[-1] is None:
             r.pop()
         return r
@@ -968,6 +989,21 @@ def encode_tree(root):
             r.pop()
         return r
 
+    def e_MixedListArgument(o):
+        if type(o) is not MixedListArgument:
+            _bad('expected MixedListArgument', type(o).__name__)
+        x0 = o.items
+        if not x0:
+            x0 = None
+        elif type(x0) is not list:
+            x0 = list(x0)
+        if x0 is not None:
+            x0 = [e_Argument(e) for e in x0]
+        r = [x0]
+        while r and r[-1] is None:
+            r.pop()
+        return r
+
     def e_ModuleCallEntry(o):
         if type(o) is not ModuleCallEntry:
             _bad('expected ModuleCallEntry', type(o).__name__)
@@ -1142,7 +1178,14 @@ def encode_tree(root):
             x7 = list(x7)
         if x7 is not None:
             x7 = [e_UnpackMetadata(e) for e in x7]
-        r = [x0, x1, x2, x3, x4, x5, x6, x7]
+        x8 = o.deferred_unpacks
+        if not x8:
+            x8 = None
+        elif type(x8) is not list:
+            x8 = list(x8)
+        if x8 is not None:
+            x8 = [e_DeferredUnpack(e) for e in x8]
+        r = [x0, x1, x2, x3, x4, x5, x6, x7, x8]
         while r and r[-1] is None:
             r.pop()
         return r
@@ -1194,7 +1237,33 @@ def encode_tree(root):
             x7 = list(x7)
         if x7 is not None:
             x7 = [e_StringEntry(e) for e in x7]
-        r = [x0, x1, x2, x3, x4, x5, x6, x7]
+        x8 = o.tensor_meta
+        if x8 is False:
+            x8 = None
+        elif x8 is not True:
+            _bad('tensor_meta: expected bool', type(x8).__name__)
+        x9 = o.tensor_meta_requires_grad
+        if x9 is False:
+            x9 = None
+        elif x9 is not True:
+            _bad('tensor_meta_requires_grad: expected bool', type(x9).__name__)
+        x10 = o.seq_nr
+        if x10 == 0:
+            x10 = None
+        elif type(x10) is not int or not -9223372036854775808 <= x10 <= 9223372036854775807:
+            x10 = _int(x10, -9223372036854775808, 9223372036854775807)
+        x11 = o.original_aten
+        if x11 is not None and type(x11) is not str:
+            _bad('original_aten: expected str', type(x11).__name__)
+        x12 = o.desc
+        if x12 is not None:
+            x12 = e_MapValue(x12)
+        x13 = o.has_seq_nr
+        if x13 is False:
+            x13 = None
+        elif x13 is not True:
+            _bad('has_seq_nr: expected bool', type(x13).__name__)
+        r = [x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13]
         while r and r[-1] is None:
             r.pop()
         return r
@@ -1765,7 +1834,12 @@ def encode_tree(root):
             x4 = None
         elif type(x4) is not int or not 0 <= x4 <= 4294967295:
             x4 = _int(x4, 0, 4294967295)
-        r = [x0, x1, x2, x3, x4]
+        x5 = o.meta_nbytes
+        if x5 == 0:
+            x5 = None
+        elif type(x5) is not int or not 0 <= x5 <= 18446744073709551615:
+            x5 = _int(x5, 0, 18446744073709551615)
+        r = [x0, x1, x2, x3, x4, x5]
         while r and r[-1] is None:
             r.pop()
         return r
@@ -2414,8 +2488,8 @@ def encode_tree(root):
             r.pop()
         return r
 
-    UE_ArgumentValue = (None, e_NoneArgument, e_TensorArgument, e_TensorListArgument, e_OptionalTensorArgument, e_OptionalTensorListArgument, e_NestedTensorListArgument, e_TokenArgument, e_IntArgument, e_IntListArgument, e_IntListListArgument, e_FloatArgument, e_FloatListArgument, e_FloatListListArgument, e_BoolArgument, e_BoolListArgument, e_StringArgument, e_StringListArgument, e_ComplexArgument, e_SymIntArgument, e_SymIntListArgument, e_SymFloatArgument, e_SymFloatListArgument, e_SymBoolArgument, e_SymBoolListArgument, e_ScalarTypeArgument, e_MemoryFormatArgument, e_LayoutArgument, e_DeviceArgument, e_GraphArgument, e_CustomObjArgument, e_OperatorArgument, e_StringToArgumentMapArgument,)
-    UI_ArgumentValue = {NoneArgument: 1, TensorArgument: 2, TensorListArgument: 3, OptionalTensorArgument: 4, OptionalTensorListArgument: 5, NestedTensorListArgument: 6, TokenArgument: 7, IntArgument: 8, IntListArgument: 9, IntListListArgument: 10, FloatArgument: 11, FloatListArgument: 12, FloatListListArgument: 13, BoolArgument: 14, BoolListArgument: 15, StringArgument: 16, StringListArgument: 17, ComplexArgument: 18, SymIntArgument: 19, SymIntListArgument: 20, SymFloatArgument: 21, SymFloatListArgument: 22, SymBoolArgument: 23, SymBoolListArgument: 24, ScalarTypeArgument: 25, MemoryFormatArgument: 26, LayoutArgument: 27, DeviceArgument: 28, GraphArgument: 29, CustomObjArgument: 30, OperatorArgument: 31, StringToArgumentMapArgument: 32}
+    UE_ArgumentValue = (None, e_NoneArgument, e_TensorArgument, e_TensorListArgument, e_OptionalTensorArgument, e_OptionalTensorListArgument, e_NestedTensorListArgument, e_TokenArgument, e_IntArgument, e_IntListArgument, e_IntListListArgument, e_FloatArgument, e_FloatListArgument, e_FloatListListArgument, e_BoolArgument, e_BoolListArgument, e_StringArgument, e_StringListArgument, e_ComplexArgument, e_SymIntArgument, e_SymIntListArgument, e_SymFloatArgument, e_SymFloatListArgument, e_SymBoolArgument, e_SymBoolListArgument, e_ScalarTypeArgument, e_MemoryFormatArgument, e_LayoutArgument, e_DeviceArgument, e_GraphArgument, e_CustomObjArgument, e_OperatorArgument, e_StringToArgumentMapArgument, e_MixedListArgument,)
+    UI_ArgumentValue = {NoneArgument: 1, TensorArgument: 2, TensorListArgument: 3, OptionalTensorArgument: 4, OptionalTensorListArgument: 5, NestedTensorListArgument: 6, TokenArgument: 7, IntArgument: 8, IntListArgument: 9, IntListListArgument: 10, FloatArgument: 11, FloatListArgument: 12, FloatListListArgument: 13, BoolArgument: 14, BoolListArgument: 15, StringArgument: 16, StringListArgument: 17, ComplexArgument: 18, SymIntArgument: 19, SymIntListArgument: 20, SymFloatArgument: 21, SymFloatListArgument: 22, SymBoolArgument: 23, SymBoolListArgument: 24, ScalarTypeArgument: 25, MemoryFormatArgument: 26, LayoutArgument: 27, DeviceArgument: 28, GraphArgument: 29, CustomObjArgument: 30, OperatorArgument: 31, StringToArgumentMapArgument: 32, MixedListArgument: 33}
     UE_InputSpecKind = (None, e_UserInputSpec, e_InputToParameterSpec, e_InputToBufferSpec, e_InputToTensorConstantSpec, e_InputToCustomObjSpec, e_InputTokenSpec, e_InputToConstantInputSpec,)
     UI_InputSpecKind = {UserInputSpec: 1, InputToParameterSpec: 2, InputToBufferSpec: 3, InputToTensorConstantSpec: 4, InputToCustomObjSpec: 5, InputTokenSpec: 6, InputToConstantInputSpec: 7}
     UE_OutputSpecKind = (None, e_UserOutputSpec, e_LossOutputSpec, e_BufferMutationSpec, e_ParameterMutationSpec, e_GradientToParameterSpec, e_GradientToUserInputSpec, e_UserInputMutationSpec, e_OutputTokenSpec,)
@@ -2480,7 +2554,7 @@ def decode_tree(tree, max_depth=128):
             x1 = None
         elif type(x0) is not int or not 0 < x0 <= 255:
             _bad('value: expected a union type index', x0)
-        elif not 0 < x0 <= 32:
+        elif not 0 < x0 <= 33:
             raise VersionError('value: union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=x0)
         elif x1 is None:
             _bad('value: union type without a member')
@@ -2665,6 +2739,25 @@ def decode_tree(tree, max_depth=128):
         if x2 is not None:
             x2 = d_Value(x2, d + 1)
         return CustomObject(x0, x1, x2)
+
+    def d_DeferredUnpack(a, d):
+        if type(a) is not list:
+            _bad('expected an array (DeferredUnpack)', type(a).__name__)
+        if d > max_depth:
+            too_deep(d)
+        n = len(a)
+        if n != 2:
+            a = a + _NONES[:2 - n] if n < 2 else a[:2]
+        x0, x1 = a
+        if x0 is None:
+            x0 = 0
+        elif type(x0) is not int or not 0 <= x0 <= 4294967295:
+            _bad('position: expected uint32', x0)
+        if x1 is not None:
+            if type(x1) is not str:
+                _bad('after: expected str', type(x1).__name__)
+            _SC_local_name(x1, 'DeferredUnpack.after')
+        return DeferredUnpack(x0, x1)
 
     def d_Device(a, d):
         if type(a) is not list:
@@ -2885,9 +2978,9 @@ def decode_tree(tree, max_depth=128):
         if d > max_depth:
             too_deep(d)
         n = len(a)
-        if n != 12:
-            a = a + _NONES[:12 - n] if n < 12 else a[:12]
-        x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11 = a
+        if n != 13:
+            a = a + _NONES[:13 - n] if n < 13 else a[:13]
+        x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12 = a
         if x0 is None:
             x0 = []
         elif type(x0) is not list:
@@ -2961,7 +3054,9 @@ def decode_tree(tree, max_depth=128):
             x10 = [d_NodeMetadata(e, d1) for e in x10]
         if x11 is not None:
             x11 = d_NodeMetadata(x11, d + 1)
-        return Graph(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11)
+        if x12 is not None:
+            x12 = d_MapValue(x12, d + 1)
+        return Graph(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12)
 
     def d_GraphArgument(a, d):
         if type(a) is not list:
@@ -3330,6 +3425,24 @@ def decode_tree(tree, max_depth=128):
             _bad('value: expected uint8', x0)
         return MemoryFormatArgument(x0)
 
+    def d_MixedListArgument(a, d):
+        if type(a) is not list:
+            _bad('expected an array (MixedListArgument)', type(a).__name__)
+        if d > max_depth:
+            too_deep(d)
+        n = len(a)
+        if n != 1:
+            a = a + _NONES[:1 - n] if n < 1 else a[:1]
+        x0, = a
+        if x0 is None:
+            x0 = []
+        elif type(x0) is not list:
+            _bad('items: expected an array', type(x0).__name__)
+        else:
+            d1 = d + 1
+            x0 = [d_Argument(e, d1) for e in x0]
+        return MixedListArgument(x0)
+
     def d_ModuleCallEntry(a, d):
         if type(a) is not list:
             _bad('expected an array (ModuleCallEntry)', type(a).__name__)
@@ -3426,7 +3539,7 @@ def decode_tree(tree, max_depth=128):
             x2 = None
         elif type(x1) is not int or not 0 < x1 <= 255:
             _bad('value: expected a union type index', x1)
-        elif not 0 < x1 <= 32:
+        elif not 0 < x1 <= 33:
             raise VersionError('value: union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=x1)
         elif x2 is None:
             _bad('value: union type without a member')
@@ -3489,9 +3602,9 @@ def decode_tree(tree, max_depth=128):
         if d > max_depth:
             too_deep(d)
         n = len(a)
-        if n != 8:
-            a = a + _NONES[:8 - n] if n < 8 else a[:8]
-        x0, x1, x2, x3, x4, x5, x6, x7 = a
+        if n != 9:
+            a = a + _NONES[:9 - n] if n < 9 else a[:9]
+        x0, x1, x2, x3, x4, x5, x6, x7, x8 = a
         if x0 is not None:
             if type(x0) is not str:
                 _bad('name: expected str', type(x0).__name__)
@@ -3533,7 +3646,14 @@ def decode_tree(tree, max_depth=128):
         else:
             d1 = d + 1
             x7 = [d_UnpackMetadata(e, d1) for e in x7]
-        return Node(x0, x1, x2, x3, x4, x5, x6, x7)
+        if x8 is None:
+            x8 = []
+        elif type(x8) is not list:
+            _bad('deferred_unpacks: expected an array', type(x8).__name__)
+        else:
+            d1 = d + 1
+            x8 = [d_DeferredUnpack(e, d1) for e in x8]
+        return Node(x0, x1, x2, x3, x4, x5, x6, x7, x8)
 
     def d_NodeMetadata(a, d):
         if type(a) is not list:
@@ -3541,9 +3661,9 @@ def decode_tree(tree, max_depth=128):
         if d > max_depth:
             too_deep(d)
         n = len(a)
-        if n != 8:
-            a = a + _NONES[:8 - n] if n < 8 else a[:8]
-        x0, x1, x2, x3, x4, x5, x6, x7 = a
+        if n != 14:
+            a = a + _NONES[:14 - n] if n < 14 else a[:14]
+        x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13 = a
         if x0 is not None:
             if type(x0) is not str:
                 _bad('stack_trace: expected str', type(x0).__name__)
@@ -3587,7 +3707,29 @@ def decode_tree(tree, max_depth=128):
         else:
             d1 = d + 1
             x7 = [d_StringEntry(e, d1) for e in x7]
-        return NodeMetadata(x0, x1, x2, x3, x4, x5, x6, x7)
+        if x8 is None:
+            x8 = False
+        elif type(x8) is not bool:
+            _bad('tensor_meta: expected bool', type(x8).__name__)
+        if x9 is None:
+            x9 = False
+        elif type(x9) is not bool:
+            _bad('tensor_meta_requires_grad: expected bool', type(x9).__name__)
+        if x10 is None:
+            x10 = 0
+        elif type(x10) is not int or not -9223372036854775808 <= x10 <= 9223372036854775807:
+            _bad('seq_nr: expected int64', x10)
+        if x11 is not None:
+            if type(x11) is not str:
+                _bad('original_aten: expected str', type(x11).__name__)
+            _SC_qualified_name(x11, 'NodeMetadata.original_aten')
+        if x12 is not None:
+            x12 = d_MapValue(x12, d + 1)
+        if x13 is None:
+            x13 = False
+        elif type(x13) is not bool:
+            _bad('has_seq_nr: expected bool', type(x13).__name__)
+        return NodeMetadata(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13)
 
     def d_NodeSource(a, d):
         if type(a) is not list:
@@ -4198,9 +4340,9 @@ def decode_tree(tree, max_depth=128):
         if d > max_depth:
             too_deep(d)
         n = len(a)
-        if n != 5:
-            a = a + _NONES[:5 - n] if n < 5 else a[:5]
-        x0, x1, x2, x3, x4 = a
+        if n != 6:
+            a = a + _NONES[:6 - n] if n < 6 else a[:6]
+        x0, x1, x2, x3, x4, x5 = a
         if x0 is None:
             x0 = 0
         elif type(x0) is not int or not 0 <= x0 <= 4294967295:
@@ -4221,7 +4363,11 @@ def decode_tree(tree, max_depth=128):
             x4 = 0
         elif type(x4) is not int or not 0 <= x4 <= 4294967295:
             _bad('checksum: expected uint32', x4)
-        return Storage(x0, x1, x2, x3, x4)
+        if x5 is None:
+            x5 = 0
+        elif type(x5) is not int or not 0 <= x5 <= 18446744073709551615:
+            _bad('meta_nbytes: expected uint64', x5)
+        return Storage(x0, x1, x2, x3, x4, x5)
 
     def d_StringArgument(a, d):
         if type(a) is not list:
@@ -4940,7 +5086,7 @@ def decode_tree(tree, max_depth=128):
             x1 = [d_StateEntry(e, d1) for e in x1]
         return WeightSet(x0, x1)
 
-    UD_ArgumentValue = (None, d_NoneArgument, d_TensorArgument, d_TensorListArgument, d_OptionalTensorArgument, d_OptionalTensorListArgument, d_NestedTensorListArgument, d_TokenArgument, d_IntArgument, d_IntListArgument, d_IntListListArgument, d_FloatArgument, d_FloatListArgument, d_FloatListListArgument, d_BoolArgument, d_BoolListArgument, d_StringArgument, d_StringListArgument, d_ComplexArgument, d_SymIntArgument, d_SymIntListArgument, d_SymFloatArgument, d_SymFloatListArgument, d_SymBoolArgument, d_SymBoolListArgument, d_ScalarTypeArgument, d_MemoryFormatArgument, d_LayoutArgument, d_DeviceArgument, d_GraphArgument, d_CustomObjArgument, d_OperatorArgument, d_StringToArgumentMapArgument,)
+    UD_ArgumentValue = (None, d_NoneArgument, d_TensorArgument, d_TensorListArgument, d_OptionalTensorArgument, d_OptionalTensorListArgument, d_NestedTensorListArgument, d_TokenArgument, d_IntArgument, d_IntListArgument, d_IntListListArgument, d_FloatArgument, d_FloatListArgument, d_FloatListListArgument, d_BoolArgument, d_BoolListArgument, d_StringArgument, d_StringListArgument, d_ComplexArgument, d_SymIntArgument, d_SymIntListArgument, d_SymFloatArgument, d_SymFloatListArgument, d_SymBoolArgument, d_SymBoolListArgument, d_ScalarTypeArgument, d_MemoryFormatArgument, d_LayoutArgument, d_DeviceArgument, d_GraphArgument, d_CustomObjArgument, d_OperatorArgument, d_StringToArgumentMapArgument, d_MixedListArgument,)
     UD_InputSpecKind = (None, d_UserInputSpec, d_InputToParameterSpec, d_InputToBufferSpec, d_InputToTensorConstantSpec, d_InputToCustomObjSpec, d_InputTokenSpec, d_InputToConstantInputSpec,)
     UD_OutputSpecKind = (None, d_UserOutputSpec, d_LossOutputSpec, d_BufferMutationSpec, d_ParameterMutationSpec, d_GradientToParameterSpec, d_GradientToUserInputSpec, d_UserInputMutationSpec, d_OutputTokenSpec,)
     UD_ValueKind = (None, d_NullValue, d_BoolValue, d_IntValue, d_FloatValue, d_StringValue, d_BytesValue, d_ListValue, d_MapValue, d_TensorRefValue, d_ComplexValue, d_ScalarTypeValue, d_DeviceValue,)

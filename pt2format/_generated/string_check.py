@@ -45,6 +45,10 @@ def c_CustomObject(o):
     if o.state is not None:
         c_Value(o.state)
 
+def c_DeferredUnpack(o):
+    if o.after is not None:
+        _SC_local_name(o.after, 'DeferredUnpack.after')
+
 def c_Device(o):
     if o.type is not None:
         _SC_device_type(o.type, 'Device.type')
@@ -98,6 +102,8 @@ def c_Graph(o):
         c_NodeMetadata(x)
     if o.output_metadata is not None:
         c_NodeMetadata(o.output_metadata)
+    if o.custom_meta is not None:
+        c_MapValue(o.custom_meta)
 
 def c_GraphArgument(o):
     if o.name is not None:
@@ -177,6 +183,10 @@ def c_MapValue(o):
     for x in o.entries:
         c_MapEntry(x)
 
+def c_MixedListArgument(o):
+    for x in o.items:
+        c_Argument(x)
+
 def c_ModuleCallEntry(o):
     if o.fqn is not None:
         _SC_optional_attr_path(o.fqn, 'ModuleCallEntry.fqn')
@@ -232,8 +242,12 @@ def c_Node(o):
         c_NodeMetadata(o.metadata)
     for x in o.unpack_metadata:
         c_UnpackMetadata(x)
+    for x in o.deferred_unpacks:
+        c_DeferredUnpack(x)
 
 def c_NodeMetadata(o):
+    if o.original_aten is not None:
+        _SC_qualified_name(o.original_aten, 'NodeMetadata.original_aten')
     for x in o.nn_module_stack:
         c_ModuleStackEntry(x)
     for x in o.source_fn_stack:
@@ -248,6 +262,8 @@ def c_NodeMetadata(o):
         c_UnbackedBinding(x)
     for x in o.extra:
         c_StringEntry(x)
+    if o.desc is not None:
+        c_MapValue(o.desc)
 
 def c_NodeSource(o):
     if o.name is not None:
@@ -490,7 +506,7 @@ def _skip(o):
     pass
 
 
-_U = {'Argument': c_Argument, 'ArgumentMapEntry': c_ArgumentMapEntry, 'BufferMutationSpec': c_BufferMutationSpec, 'CustomObjArgument': c_CustomObjArgument, 'CustomObject': c_CustomObject, 'Device': c_Device, 'DeviceArgument': c_DeviceArgument, 'DeviceValue': c_DeviceValue, 'ExternalFile': c_ExternalFile, 'ExtraFile': c_ExtraFile, 'GradientToParameterSpec': c_GradientToParameterSpec, 'GradientToUserInputSpec': c_GradientToUserInputSpec, 'Graph': c_Graph, 'GraphArgument': c_GraphArgument, 'GraphSignature': c_GraphSignature, 'InputSpec': c_InputSpec, 'InputToBufferSpec': c_InputToBufferSpec, 'InputToConstantInputSpec': c_InputToConstantInputSpec, 'InputToCustomObjSpec': c_InputToCustomObjSpec, 'InputToParameterSpec': c_InputToParameterSpec, 'InputToTensorConstantSpec': c_InputToTensorConstantSpec, 'InputTokenSpec': c_InputTokenSpec, 'KeyPathEntry': c_KeyPathEntry, 'ListValue': c_ListValue, 'LossOutputSpec': c_LossOutputSpec, 'MapEntry': c_MapEntry, 'MapValue': c_MapValue, 'ModuleCallEntry': c_ModuleCallEntry, 'ModuleCallSignature': c_ModuleCallSignature, 'ModuleStackEntry': c_ModuleStackEntry, 'NamedArgument': c_NamedArgument, 'NamedTupleDef': c_NamedTupleDef, 'NestedTensorListArgument': c_NestedTensorListArgument, 'Node': c_Node, 'NodeMetadata': c_NodeMetadata, 'NodeSource': c_NodeSource, 'OperatorArgument': c_OperatorArgument, 'OperatorParameter': c_OperatorParameter, 'OperatorSchema': c_OperatorSchema, 'Opset': c_Opset, 'OptionalTensorArgument': c_OptionalTensorArgument, 'OptionalTensorListArgument': c_OptionalTensorListArgument, 'OutputSpec': c_OutputSpec, 'OutputTokenSpec': c_OutputTokenSpec, 'Package': c_Package, 'ParameterMutationSpec': c_ParameterMutationSpec, 'Program': c_Program, 'ShardFile': c_ShardFile, 'SourceFnEntry': c_SourceFnEntry, 'StateEntry': c_StateEntry, 'StringEntry': c_StringEntry, 'StringToArgumentMapArgument': c_StringToArgumentMapArgument, 'SymBoolArgument': c_SymBoolArgument, 'SymBoolListArgument': c_SymBoolListArgument, 'SymBoolValue': c_SymBoolValue, 'SymFloatArgument': c_SymFloatArgument, 'SymFloatListArgument': c_SymFloatListArgument, 'SymFloatValue': c_SymFloatValue, 'SymIntArgument': c_SymIntArgument, 'SymIntListArgument': c_SymIntListArgument, 'SymIntValue': c_SymIntValue, 'Symbol': c_Symbol, 'Tensor': c_Tensor, 'TensorArgument': c_TensorArgument, 'TensorListArgument': c_TensorListArgument, 'TensorMeta': c_TensorMeta, 'TensorValue': c_TensorValue, 'TokenArgument': c_TokenArgument, 'TorchFn': c_TorchFn, 'TreeSpec': c_TreeSpec, 'UnbackedBinding': c_UnbackedBinding, 'UnpackMetadata': c_UnpackMetadata, 'UserInputMutationSpec': c_UserInputMutationSpec, 'UserInputSpec': c_UserInputSpec, 'UserOutputSpec': c_UserOutputSpec, 'Value': c_Value, 'WeightSet': c_WeightSet}
+_U = {'Argument': c_Argument, 'ArgumentMapEntry': c_ArgumentMapEntry, 'BufferMutationSpec': c_BufferMutationSpec, 'CustomObjArgument': c_CustomObjArgument, 'CustomObject': c_CustomObject, 'DeferredUnpack': c_DeferredUnpack, 'Device': c_Device, 'DeviceArgument': c_DeviceArgument, 'DeviceValue': c_DeviceValue, 'ExternalFile': c_ExternalFile, 'ExtraFile': c_ExtraFile, 'GradientToParameterSpec': c_GradientToParameterSpec, 'GradientToUserInputSpec': c_GradientToUserInputSpec, 'Graph': c_Graph, 'GraphArgument': c_GraphArgument, 'GraphSignature': c_GraphSignature, 'InputSpec': c_InputSpec, 'InputToBufferSpec': c_InputToBufferSpec, 'InputToConstantInputSpec': c_InputToConstantInputSpec, 'InputToCustomObjSpec': c_InputToCustomObjSpec, 'InputToParameterSpec': c_InputToParameterSpec, 'InputToTensorConstantSpec': c_InputToTensorConstantSpec, 'InputTokenSpec': c_InputTokenSpec, 'KeyPathEntry': c_KeyPathEntry, 'ListValue': c_ListValue, 'LossOutputSpec': c_LossOutputSpec, 'MapEntry': c_MapEntry, 'MapValue': c_MapValue, 'MixedListArgument': c_MixedListArgument, 'ModuleCallEntry': c_ModuleCallEntry, 'ModuleCallSignature': c_ModuleCallSignature, 'ModuleStackEntry': c_ModuleStackEntry, 'NamedArgument': c_NamedArgument, 'NamedTupleDef': c_NamedTupleDef, 'NestedTensorListArgument': c_NestedTensorListArgument, 'Node': c_Node, 'NodeMetadata': c_NodeMetadata, 'NodeSource': c_NodeSource, 'OperatorArgument': c_OperatorArgument, 'OperatorParameter': c_OperatorParameter, 'OperatorSchema': c_OperatorSchema, 'Opset': c_Opset, 'OptionalTensorArgument': c_OptionalTensorArgument, 'OptionalTensorListArgument': c_OptionalTensorListArgument, 'OutputSpec': c_OutputSpec, 'OutputTokenSpec': c_OutputTokenSpec, 'Package': c_Package, 'ParameterMutationSpec': c_ParameterMutationSpec, 'Program': c_Program, 'ShardFile': c_ShardFile, 'SourceFnEntry': c_SourceFnEntry, 'StateEntry': c_StateEntry, 'StringEntry': c_StringEntry, 'StringToArgumentMapArgument': c_StringToArgumentMapArgument, 'SymBoolArgument': c_SymBoolArgument, 'SymBoolListArgument': c_SymBoolListArgument, 'SymBoolValue': c_SymBoolValue, 'SymFloatArgument': c_SymFloatArgument, 'SymFloatListArgument': c_SymFloatListArgument, 'SymFloatValue': c_SymFloatValue, 'SymIntArgument': c_SymIntArgument, 'SymIntListArgument': c_SymIntListArgument, 'SymIntValue': c_SymIntValue, 'Symbol': c_Symbol, 'Tensor': c_Tensor, 'TensorArgument': c_TensorArgument, 'TensorListArgument': c_TensorListArgument, 'TensorMeta': c_TensorMeta, 'TensorValue': c_TensorValue, 'TokenArgument': c_TokenArgument, 'TorchFn': c_TorchFn, 'TreeSpec': c_TreeSpec, 'UnbackedBinding': c_UnbackedBinding, 'UnpackMetadata': c_UnpackMetadata, 'UserInputMutationSpec': c_UserInputMutationSpec, 'UserInputSpec': c_UserInputSpec, 'UserOutputSpec': c_UserOutputSpec, 'Value': c_Value, 'WeightSet': c_WeightSet}
 
 
 def check_package(root):

@@ -161,14 +161,19 @@ def test_unbacked_bindings_are_structured():
     assert seen >= 2  # .item() and nonzero()
 
 
-def test_meta_device_weights_cannot_be_saved():
+def test_meta_device_weights_are_saved_without_data():
+    """Meta-device state: one storage per meta storage, its size in meta_nbytes, no payload bytes."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with torch.device("meta"):
             mod = M.MLP()
         ep = torch.export.export(mod, (torch.randn(2, 4, device="meta"),))
-    with pytest.raises(ExportError, match="meta"):
-        export_package(ep)
+    pkg, payloads = export_package(ep)
+    want = sorted(t.untyped_storage().nbytes() for t in ep.state_dict.values())
+    want += [ep.example_inputs[0][0].untyped_storage().nbytes()]
+    assert sorted(s.meta_nbytes for s in pkg.storages) == sorted(want)
+    assert all(s.size == 0 for s in pkg.storages) and all(memoryview(p).nbytes == 0 for p in payloads)
+    assert {t.device.type for t in pkg.tensors} == {"meta"}
 
 
 def test_unknown_node_target_is_an_export_error():

@@ -27,7 +27,7 @@ JOB = Path(__file__).resolve().parent / "evolution_scratch_job.py"
 NOTE = "written by the test-only 1.1"
 OPTIONAL_KIND = 0x7E01
 OPTIONAL_PAYLOAD = b"an optional section of a kind 1.0 does not know\n"
-FEATURE_BIT = 1 << 2  # the next unallocated bit (SPEC.md section 8.3)
+FEATURE_BIT = 1 << 3  # the next unallocated bit (SPEC.md section 8.3; 1.1 took bit 2)
 NEW_TABLE = "EvolutionTestArgument"
 
 

@@ -211,6 +211,9 @@ struct ArgumentMapEntryBuilder;
 struct StringToArgumentMapArgument;
 struct StringToArgumentMapArgumentBuilder;
 
+struct MixedListArgument;
+struct MixedListArgumentBuilder;
+
 struct Argument;
 struct ArgumentBuilder;
 
@@ -240,6 +243,9 @@ struct NodeMetadataBuilder;
 
 struct Node;
 struct NodeBuilder;
+
+struct DeferredUnpack;
+struct DeferredUnpackBuilder;
 
 struct UnpackMetadata;
 struct UnpackMetadataBuilder;
@@ -478,6 +484,8 @@ inline const ::flatbuffers::TypeTable *ArgumentMapEntryTypeTable();
 
 inline const ::flatbuffers::TypeTable *StringToArgumentMapArgumentTypeTable();
 
+inline const ::flatbuffers::TypeTable *MixedListArgumentTypeTable();
+
 inline const ::flatbuffers::TypeTable *ArgumentTypeTable();
 
 inline const ::flatbuffers::TypeTable *NamedArgumentTypeTable();
@@ -497,6 +505,8 @@ inline const ::flatbuffers::TypeTable *TorchFnTypeTable();
 inline const ::flatbuffers::TypeTable *NodeMetadataTypeTable();
 
 inline const ::flatbuffers::TypeTable *NodeTypeTable();
+
+inline const ::flatbuffers::TypeTable *DeferredUnpackTypeTable();
 
 inline const ::flatbuffers::TypeTable *UnpackMetadataTypeTable();
 
@@ -1678,10 +1688,13 @@ enum class ArgumentValue : uint8_t {
   /// An operator.
   OperatorArgument = 31,
   /// dict[str, Argument].
-  StringToArgumentMapArgument = 32
+  StringToArgumentMapArgument = 32,
+  /// Added in 1.1. A list or tuple mixing kinds (a while_loop's carried
+  /// values: Python ints beside tensors).
+  MixedListArgument = 33
 };
 
-inline const ArgumentValue (&EnumValuesArgumentValue())[33] {
+inline const ArgumentValue (&EnumValuesArgumentValue())[34] {
   static const ArgumentValue values[] = {
     ArgumentValue::NONE,
     ArgumentValue::NoneArgument,
@@ -1715,13 +1728,14 @@ inline const ArgumentValue (&EnumValuesArgumentValue())[33] {
     ArgumentValue::GraphArgument,
     ArgumentValue::CustomObjArgument,
     ArgumentValue::OperatorArgument,
-    ArgumentValue::StringToArgumentMapArgument
+    ArgumentValue::StringToArgumentMapArgument,
+    ArgumentValue::MixedListArgument
   };
   return values;
 }
 
 inline const char * const *EnumNamesArgumentValue() {
-  static const char * const names[34] = {
+  static const char * const names[35] = {
     "NONE",
     "NoneArgument",
     "TensorArgument",
@@ -1755,13 +1769,14 @@ inline const char * const *EnumNamesArgumentValue() {
     "CustomObjArgument",
     "OperatorArgument",
     "StringToArgumentMapArgument",
+    "MixedListArgument",
     nullptr
   };
   return names;
 }
 
 inline const char *EnumNameArgumentValue(ArgumentValue e) {
-  if (::flatbuffers::IsOutRange(e, ArgumentValue::NONE, ArgumentValue::StringToArgumentMapArgument)) return "";
+  if (::flatbuffers::IsOutRange(e, ArgumentValue::NONE, ArgumentValue::MixedListArgument)) return "";
   const size_t index = static_cast<size_t>(e);
   return EnumNamesArgumentValue()[index];
 }
@@ -1896,6 +1911,10 @@ template<> struct ArgumentValueTraits<pt2format::OperatorArgument> {
 
 template<> struct ArgumentValueTraits<pt2format::StringToArgumentMapArgument> {
   static const ArgumentValue enum_value = ArgumentValue::StringToArgumentMapArgument;
+};
+
+template<> struct ArgumentValueTraits<pt2format::MixedListArgument> {
+  static const ArgumentValue enum_value = ArgumentValue::MixedListArgument;
 };
 
 template <bool B = false>
@@ -4087,7 +4106,8 @@ struct Storage FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
     VT_OFFSET = 6,
     VT_SIZE = 8,
     VT_CHECKSUM_KIND = 10,
-    VT_CHECKSUM = 12
+    VT_CHECKSUM = 12,
+    VT_META_NBYTES = 14
   };
   /// Index into `Package.segments` of the segment holding the bytes.
   uint32_t segment() const {
@@ -4109,6 +4129,15 @@ struct Storage FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   uint32_t checksum() const {
     return GetField<uint32_t>(VT_CHECKSUM, 0);
   }
+  /// Added in 1.1. Non-zero for a storage whose bytes are not in the file:
+  /// the tensors on it are meta-device tensors (shape, dtype and strides
+  /// only, as `load(weights=False)` gives). It is the byte size the storage
+  /// has on the meta device; `size` is then 0. A file with such a storage
+  /// sets `required_features` bit 2, so a reader that cannot build them
+  /// refuses it by name.
+  uint64_t meta_nbytes() const {
+    return GetField<uint64_t>(VT_META_NBYTES, 0);
+  }
   template <bool B = false>
   bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
     return VerifyTableStart(verifier) &&
@@ -4117,6 +4146,7 @@ struct Storage FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
            VerifyField<uint64_t>(verifier, VT_SIZE, 8) &&
            VerifyField<uint8_t>(verifier, VT_CHECKSUM_KIND, 1) &&
            VerifyField<uint32_t>(verifier, VT_CHECKSUM, 4) &&
+           VerifyField<uint64_t>(verifier, VT_META_NBYTES, 8) &&
            verifier.EndTable();
   }
 };
@@ -4140,6 +4170,9 @@ struct StorageBuilder {
   void add_checksum(uint32_t checksum) {
     fbb_.AddElement<uint32_t>(Storage::VT_CHECKSUM, checksum, 0);
   }
+  void add_meta_nbytes(uint64_t meta_nbytes) {
+    fbb_.AddElement<uint64_t>(Storage::VT_META_NBYTES, meta_nbytes, 0);
+  }
   explicit StorageBuilder(::flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
     start_ = fbb_.StartTable();
@@ -4157,8 +4190,10 @@ inline ::flatbuffers::Offset<Storage> CreateStorage(
     uint64_t offset = 0,
     uint64_t size = 0,
     pt2format::ChecksumKind checksum_kind = pt2format::ChecksumKind::NONE,
-    uint32_t checksum = 0) {
+    uint32_t checksum = 0,
+    uint64_t meta_nbytes = 0) {
   StorageBuilder builder_(_fbb);
+  builder_.add_meta_nbytes(meta_nbytes);
   builder_.add_size(size);
   builder_.add_offset(offset);
   builder_.add_checksum(checksum);
@@ -6880,6 +6915,72 @@ inline ::flatbuffers::Offset<StringToArgumentMapArgument> CreateStringToArgument
       entries__);
 }
 
+/// Added in 1.1. A list whose elements have different kinds, e.g.
+/// `(0, x)`: each element is a whole Argument. Writers use it only when no
+/// typed list fits; the enclosing `NamedArgument.is_tuple` tells tuple from list.
+struct MixedListArgument FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
+  typedef MixedListArgumentBuilder Builder;
+  struct Traits;
+  static const ::flatbuffers::TypeTable *MiniReflectTypeTable() {
+    return MixedListArgumentTypeTable();
+  }
+  enum FlatBuffersVTableOffset FLATBUFFERS_VTABLE_UNDERLYING_TYPE {
+    VT_ITEMS = 4
+  };
+  /// The elements, in order.
+  const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::Argument>> *items() const {
+    return GetPointer<const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::Argument>> *>(VT_ITEMS);
+  }
+  template <bool B = false>
+  bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
+    return VerifyTableStart(verifier) &&
+           VerifyOffset(verifier, VT_ITEMS) &&
+           verifier.VerifyVector(items()) &&
+           verifier.VerifyVectorOfTables(items()) &&
+           verifier.EndTable();
+  }
+};
+
+struct MixedListArgumentBuilder {
+  typedef MixedListArgument Table;
+  ::flatbuffers::FlatBufferBuilder &fbb_;
+  ::flatbuffers::uoffset_t start_;
+  void add_items(::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::Argument>>> items) {
+    fbb_.AddOffset(MixedListArgument::VT_ITEMS, items);
+  }
+  explicit MixedListArgumentBuilder(::flatbuffers::FlatBufferBuilder &_fbb)
+        : fbb_(_fbb) {
+    start_ = fbb_.StartTable();
+  }
+  ::flatbuffers::Offset<MixedListArgument> Finish() {
+    const auto end = fbb_.EndTable(start_);
+    auto o = ::flatbuffers::Offset<MixedListArgument>(end);
+    return o;
+  }
+};
+
+inline ::flatbuffers::Offset<MixedListArgument> CreateMixedListArgument(
+    ::flatbuffers::FlatBufferBuilder &_fbb,
+    ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::Argument>>> items = 0) {
+  MixedListArgumentBuilder builder_(_fbb);
+  builder_.add_items(items);
+  return builder_.Finish();
+}
+
+struct MixedListArgument::Traits {
+  using type = MixedListArgument;
+  static auto constexpr Create = CreateMixedListArgument;
+};
+
+inline ::flatbuffers::Offset<MixedListArgument> CreateMixedListArgumentDirect(
+    ::flatbuffers::FlatBufferBuilder &_fbb,
+    const std::vector<::flatbuffers::Offset<pt2format::Argument>> *items = nullptr) {
+  auto items__ = items ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::Argument>>(*items) : 0;
+  return pt2format::CreateMixedListArgument(
+      _fbb,
+      items__);
+}
+
 /// An argument or output of a node or graph. Absent `value` is invalid.
 struct Argument FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   typedef ArgumentBuilder Builder;
@@ -6994,6 +7095,9 @@ struct Argument FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   }
   const pt2format::StringToArgumentMapArgument *value_as_StringToArgumentMapArgument() const {
     return value_type() == pt2format::ArgumentValue::StringToArgumentMapArgument ? static_cast<const pt2format::StringToArgumentMapArgument *>(value()) : nullptr;
+  }
+  const pt2format::MixedListArgument *value_as_MixedListArgument() const {
+    return value_type() == pt2format::ArgumentValue::MixedListArgument ? static_cast<const pt2format::MixedListArgument *>(value()) : nullptr;
   }
   template <bool B = false>
   bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
@@ -7131,6 +7235,10 @@ template<> inline const pt2format::OperatorArgument *Argument::value_as<pt2forma
 
 template<> inline const pt2format::StringToArgumentMapArgument *Argument::value_as<pt2format::StringToArgumentMapArgument>() const {
   return value_as_StringToArgumentMapArgument();
+}
+
+template<> inline const pt2format::MixedListArgument *Argument::value_as<pt2format::MixedListArgument>() const {
+  return value_as_MixedListArgument();
 }
 
 struct ArgumentBuilder {
@@ -7291,6 +7399,9 @@ struct NamedArgument FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   const pt2format::StringToArgumentMapArgument *value_as_StringToArgumentMapArgument() const {
     return value_type() == pt2format::ArgumentValue::StringToArgumentMapArgument ? static_cast<const pt2format::StringToArgumentMapArgument *>(value()) : nullptr;
   }
+  const pt2format::MixedListArgument *value_as_MixedListArgument() const {
+    return value_type() == pt2format::ArgumentValue::MixedListArgument ? static_cast<const pt2format::MixedListArgument *>(value()) : nullptr;
+  }
   /// How it was passed.
   pt2format::ArgumentKind kind() const {
     return static_cast<pt2format::ArgumentKind>(GetField<uint8_t>(VT_KIND, 0));
@@ -7441,6 +7552,10 @@ template<> inline const pt2format::OperatorArgument *NamedArgument::value_as<pt2
 
 template<> inline const pt2format::StringToArgumentMapArgument *NamedArgument::value_as<pt2format::StringToArgumentMapArgument>() const {
   return value_as_StringToArgumentMapArgument();
+}
+
+template<> inline const pt2format::MixedListArgument *NamedArgument::value_as<pt2format::MixedListArgument>() const {
+  return value_as_MixedListArgument();
 }
 
 struct NamedArgumentBuilder {
@@ -8082,7 +8197,13 @@ struct NodeMetadata FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
     VT_CUSTOM = 12,
     VT_FROM_NODE = 14,
     VT_UNBACKED_BINDINGS = 16,
-    VT_EXTRA = 18
+    VT_EXTRA = 18,
+    VT_TENSOR_META = 20,
+    VT_TENSOR_META_REQUIRES_GRAD = 22,
+    VT_SEQ_NR = 24,
+    VT_ORIGINAL_ATEN = 26,
+    VT_DESC = 28,
+    VT_HAS_SEQ_NR = 30
   };
   /// The Python stack trace, verbatim text; never parsed by loaders.
   const ::flatbuffers::String *stack_trace() const {
@@ -8116,6 +8237,39 @@ struct NodeMetadata FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::StringEntry>> *extra() const {
     return GetPointer<const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::StringEntry>> *>(VT_EXTRA);
   }
+  /// Added in 1.1. True when torch's meta carried `tensor_meta` (a
+  /// TensorMetadata namedtuple that equals the one derived from the node's
+  /// tensor value, so it is not stored: loaders derive it from `val`). On a
+  /// node with several outputs it applies to the getitem nodes unpacking them.
+  bool tensor_meta() const {
+    return GetField<uint8_t>(VT_TENSOR_META, 0) != 0;
+  }
+  /// Added in 1.1. `tensor_meta.requires_grad`, which may differ from the
+  /// value's (export records it before detaching the traced values).
+  bool tensor_meta_requires_grad() const {
+    return GetField<uint8_t>(VT_TENSOR_META_REQUIRES_GRAD, 0) != 0;
+  }
+  /// Added in 1.1. The autograd sequence number (`seq_nr`), meaningful only
+  /// when `has_seq_nr`.
+  int64_t seq_nr() const {
+    return GetField<int64_t>(VT_SEQ_NR, 0);
+  }
+  /// Added in 1.1. `original_aten`: the operator the node was decomposed from,
+  /// e.g. "torch.ops.aten.linear.default"; resolved like `Node.target`.
+  const ::flatbuffers::String *original_aten() const {
+    return GetPointer<const ::flatbuffers::String *>(VT_ORIGINAL_ATEN);
+  }
+  /// Added in 1.1. A placeholder's AOT descriptor (`desc`), e.g.
+  /// {"type": "ParamAOTInput", "target": "lin.weight"}: "type" names a
+  /// descriptor class of torch (looked up in a fixed table, never imported),
+  /// the other entries are its fields (ints, strings, nested descriptors).
+  const pt2format::MapValue *desc() const {
+    return GetPointer<const pt2format::MapValue *>(VT_DESC);
+  }
+  /// Added in 1.1. True when torch's meta carried `seq_nr`.
+  bool has_seq_nr() const {
+    return GetField<uint8_t>(VT_HAS_SEQ_NR, 0) != 0;
+  }
   template <bool B = false>
   bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
     return VerifyTableStart(verifier) &&
@@ -8140,6 +8294,14 @@ struct NodeMetadata FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
            VerifyOffset(verifier, VT_EXTRA) &&
            verifier.VerifyVector(extra()) &&
            verifier.VerifyVectorOfTables(extra()) &&
+           VerifyField<uint8_t>(verifier, VT_TENSOR_META, 1) &&
+           VerifyField<uint8_t>(verifier, VT_TENSOR_META_REQUIRES_GRAD, 1) &&
+           VerifyField<int64_t>(verifier, VT_SEQ_NR, 8) &&
+           VerifyOffset(verifier, VT_ORIGINAL_ATEN) &&
+           verifier.VerifyString(original_aten()) &&
+           VerifyOffset(verifier, VT_DESC) &&
+           verifier.VerifyTable(desc()) &&
+           VerifyField<uint8_t>(verifier, VT_HAS_SEQ_NR, 1) &&
            verifier.EndTable();
   }
 };
@@ -8172,6 +8334,24 @@ struct NodeMetadataBuilder {
   void add_extra(::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::StringEntry>>> extra) {
     fbb_.AddOffset(NodeMetadata::VT_EXTRA, extra);
   }
+  void add_tensor_meta(bool tensor_meta) {
+    fbb_.AddElement<uint8_t>(NodeMetadata::VT_TENSOR_META, static_cast<uint8_t>(tensor_meta), 0);
+  }
+  void add_tensor_meta_requires_grad(bool tensor_meta_requires_grad) {
+    fbb_.AddElement<uint8_t>(NodeMetadata::VT_TENSOR_META_REQUIRES_GRAD, static_cast<uint8_t>(tensor_meta_requires_grad), 0);
+  }
+  void add_seq_nr(int64_t seq_nr) {
+    fbb_.AddElement<int64_t>(NodeMetadata::VT_SEQ_NR, seq_nr, 0);
+  }
+  void add_original_aten(::flatbuffers::Offset<::flatbuffers::String> original_aten) {
+    fbb_.AddOffset(NodeMetadata::VT_ORIGINAL_ATEN, original_aten);
+  }
+  void add_desc(::flatbuffers::Offset<pt2format::MapValue> desc) {
+    fbb_.AddOffset(NodeMetadata::VT_DESC, desc);
+  }
+  void add_has_seq_nr(bool has_seq_nr) {
+    fbb_.AddElement<uint8_t>(NodeMetadata::VT_HAS_SEQ_NR, static_cast<uint8_t>(has_seq_nr), 0);
+  }
   explicit NodeMetadataBuilder(::flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
     start_ = fbb_.StartTable();
@@ -8192,8 +8372,17 @@ inline ::flatbuffers::Offset<NodeMetadata> CreateNodeMetadata(
     ::flatbuffers::Offset<pt2format::MapValue> custom = 0,
     ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::NodeSource>>> from_node = 0,
     ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::UnbackedBinding>>> unbacked_bindings = 0,
-    ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::StringEntry>>> extra = 0) {
+    ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::StringEntry>>> extra = 0,
+    bool tensor_meta = false,
+    bool tensor_meta_requires_grad = false,
+    int64_t seq_nr = 0,
+    ::flatbuffers::Offset<::flatbuffers::String> original_aten = 0,
+    ::flatbuffers::Offset<pt2format::MapValue> desc = 0,
+    bool has_seq_nr = false) {
   NodeMetadataBuilder builder_(_fbb);
+  builder_.add_seq_nr(seq_nr);
+  builder_.add_desc(desc);
+  builder_.add_original_aten(original_aten);
   builder_.add_extra(extra);
   builder_.add_unbacked_bindings(unbacked_bindings);
   builder_.add_from_node(from_node);
@@ -8202,6 +8391,9 @@ inline ::flatbuffers::Offset<NodeMetadata> CreateNodeMetadata(
   builder_.add_source_fn_stack(source_fn_stack);
   builder_.add_nn_module_stack(nn_module_stack);
   builder_.add_stack_trace(stack_trace);
+  builder_.add_has_seq_nr(has_seq_nr);
+  builder_.add_tensor_meta_requires_grad(tensor_meta_requires_grad);
+  builder_.add_tensor_meta(tensor_meta);
   return builder_.Finish();
 }
 
@@ -8219,13 +8411,20 @@ inline ::flatbuffers::Offset<NodeMetadata> CreateNodeMetadataDirect(
     ::flatbuffers::Offset<pt2format::MapValue> custom = 0,
     const std::vector<::flatbuffers::Offset<pt2format::NodeSource>> *from_node = nullptr,
     const std::vector<::flatbuffers::Offset<pt2format::UnbackedBinding>> *unbacked_bindings = nullptr,
-    std::vector<::flatbuffers::Offset<pt2format::StringEntry>> *extra = nullptr) {
+    std::vector<::flatbuffers::Offset<pt2format::StringEntry>> *extra = nullptr,
+    bool tensor_meta = false,
+    bool tensor_meta_requires_grad = false,
+    int64_t seq_nr = 0,
+    const char *original_aten = nullptr,
+    ::flatbuffers::Offset<pt2format::MapValue> desc = 0,
+    bool has_seq_nr = false) {
   auto stack_trace__ = stack_trace ? _fbb.CreateString(stack_trace) : 0;
   auto nn_module_stack__ = nn_module_stack ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::ModuleStackEntry>>(*nn_module_stack) : 0;
   auto source_fn_stack__ = source_fn_stack ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::SourceFnEntry>>(*source_fn_stack) : 0;
   auto from_node__ = from_node ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::NodeSource>>(*from_node) : 0;
   auto unbacked_bindings__ = unbacked_bindings ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::UnbackedBinding>>(*unbacked_bindings) : 0;
   auto extra__ = extra ? _fbb.CreateVectorOfSortedTables<pt2format::StringEntry>(extra) : 0;
+  auto original_aten__ = original_aten ? _fbb.CreateString(original_aten) : 0;
   return pt2format::CreateNodeMetadata(
       _fbb,
       stack_trace__,
@@ -8235,7 +8434,13 @@ inline ::flatbuffers::Offset<NodeMetadata> CreateNodeMetadataDirect(
       custom,
       from_node__,
       unbacked_bindings__,
-      extra__);
+      extra__,
+      tensor_meta,
+      tensor_meta_requires_grad,
+      seq_nr,
+      original_aten__,
+      desc,
+      has_seq_nr);
 }
 
 /// An operation in a graph (an FX `call_function` node).
@@ -8253,7 +8458,8 @@ struct Node FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
     VT_METADATA = 12,
     VT_IS_HOP_SINGLE_TENSOR_RETURN = 14,
     VT_UNBOUND_OUTPUTS = 16,
-    VT_UNPACK_METADATA = 18
+    VT_UNPACK_METADATA = 18,
+    VT_DEFERRED_UNPACKS = 20
   };
   /// Node name, unique in its graph.
   const ::flatbuffers::String *name() const {
@@ -8295,6 +8501,13 @@ struct Node FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::UnpackMetadata>> *unpack_metadata() const {
     return GetPointer<const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::UnpackMetadata>> *>(VT_UNPACK_METADATA);
   }
+  /// Added in 1.1. `getitem` nodes that do not directly follow this node in
+  /// the graph (torch puts runtime asserts on an unbacked output between
+  /// them): each is created right after the node named `after`. Sorted by
+  /// position; unlisted getitem nodes follow this node, in position order.
+  const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::DeferredUnpack>> *deferred_unpacks() const {
+    return GetPointer<const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::DeferredUnpack>> *>(VT_DEFERRED_UNPACKS);
+  }
   template <bool B = false>
   bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
     return VerifyTableStart(verifier) &&
@@ -8316,6 +8529,9 @@ struct Node FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
            VerifyOffset(verifier, VT_UNPACK_METADATA) &&
            verifier.VerifyVector(unpack_metadata()) &&
            verifier.VerifyVectorOfTables(unpack_metadata()) &&
+           VerifyOffset(verifier, VT_DEFERRED_UNPACKS) &&
+           verifier.VerifyVector(deferred_unpacks()) &&
+           verifier.VerifyVectorOfTables(deferred_unpacks()) &&
            verifier.EndTable();
   }
 };
@@ -8348,6 +8564,9 @@ struct NodeBuilder {
   void add_unpack_metadata(::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::UnpackMetadata>>> unpack_metadata) {
     fbb_.AddOffset(Node::VT_UNPACK_METADATA, unpack_metadata);
   }
+  void add_deferred_unpacks(::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::DeferredUnpack>>> deferred_unpacks) {
+    fbb_.AddOffset(Node::VT_DEFERRED_UNPACKS, deferred_unpacks);
+  }
   explicit NodeBuilder(::flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
     start_ = fbb_.StartTable();
@@ -8368,8 +8587,10 @@ inline ::flatbuffers::Offset<Node> CreateNode(
     ::flatbuffers::Offset<pt2format::NodeMetadata> metadata = 0,
     bool is_hop_single_tensor_return = false,
     ::flatbuffers::Offset<::flatbuffers::Vector<uint32_t>> unbound_outputs = 0,
-    ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::UnpackMetadata>>> unpack_metadata = 0) {
+    ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::UnpackMetadata>>> unpack_metadata = 0,
+    ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::DeferredUnpack>>> deferred_unpacks = 0) {
   NodeBuilder builder_(_fbb);
+  builder_.add_deferred_unpacks(deferred_unpacks);
   builder_.add_unpack_metadata(unpack_metadata);
   builder_.add_unbound_outputs(unbound_outputs);
   builder_.add_metadata(metadata);
@@ -8395,13 +8616,15 @@ inline ::flatbuffers::Offset<Node> CreateNodeDirect(
     ::flatbuffers::Offset<pt2format::NodeMetadata> metadata = 0,
     bool is_hop_single_tensor_return = false,
     const std::vector<uint32_t> *unbound_outputs = nullptr,
-    const std::vector<::flatbuffers::Offset<pt2format::UnpackMetadata>> *unpack_metadata = nullptr) {
+    const std::vector<::flatbuffers::Offset<pt2format::UnpackMetadata>> *unpack_metadata = nullptr,
+    const std::vector<::flatbuffers::Offset<pt2format::DeferredUnpack>> *deferred_unpacks = nullptr) {
   auto name__ = name ? _fbb.CreateString(name) : 0;
   auto target__ = target ? _fbb.CreateString(target) : 0;
   auto inputs__ = inputs ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::NamedArgument>>(*inputs) : 0;
   auto outputs__ = outputs ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::Argument>>(*outputs) : 0;
   auto unbound_outputs__ = unbound_outputs ? _fbb.CreateVector<uint32_t>(*unbound_outputs) : 0;
   auto unpack_metadata__ = unpack_metadata ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::UnpackMetadata>>(*unpack_metadata) : 0;
+  auto deferred_unpacks__ = deferred_unpacks ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::DeferredUnpack>>(*deferred_unpacks) : 0;
   return pt2format::CreateNode(
       _fbb,
       name__,
@@ -8411,7 +8634,85 @@ inline ::flatbuffers::Offset<Node> CreateNodeDirect(
       metadata,
       is_hop_single_tensor_return,
       unbound_outputs__,
-      unpack_metadata__);
+      unpack_metadata__,
+      deferred_unpacks__);
+}
+
+/// Where one deferred `getitem` node goes (see `Node.deferred_unpacks`).
+struct DeferredUnpack FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
+  typedef DeferredUnpackBuilder Builder;
+  struct Traits;
+  static const ::flatbuffers::TypeTable *MiniReflectTypeTable() {
+    return DeferredUnpackTypeTable();
+  }
+  enum FlatBuffersVTableOffset FLATBUFFERS_VTABLE_UNDERLYING_TYPE {
+    VT_POSITION = 4,
+    VT_AFTER = 6
+  };
+  /// Position of the unpacked value, as in `unbound_outputs`.
+  uint32_t position() const {
+    return GetField<uint32_t>(VT_POSITION, 0);
+  }
+  /// Name of the node the getitem node follows; it comes later in the graph
+  /// than the producer.
+  const ::flatbuffers::String *after() const {
+    return GetPointer<const ::flatbuffers::String *>(VT_AFTER);
+  }
+  template <bool B = false>
+  bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
+    return VerifyTableStart(verifier) &&
+           VerifyField<uint32_t>(verifier, VT_POSITION, 4) &&
+           VerifyOffset(verifier, VT_AFTER) &&
+           verifier.VerifyString(after()) &&
+           verifier.EndTable();
+  }
+};
+
+struct DeferredUnpackBuilder {
+  typedef DeferredUnpack Table;
+  ::flatbuffers::FlatBufferBuilder &fbb_;
+  ::flatbuffers::uoffset_t start_;
+  void add_position(uint32_t position) {
+    fbb_.AddElement<uint32_t>(DeferredUnpack::VT_POSITION, position, 0);
+  }
+  void add_after(::flatbuffers::Offset<::flatbuffers::String> after) {
+    fbb_.AddOffset(DeferredUnpack::VT_AFTER, after);
+  }
+  explicit DeferredUnpackBuilder(::flatbuffers::FlatBufferBuilder &_fbb)
+        : fbb_(_fbb) {
+    start_ = fbb_.StartTable();
+  }
+  ::flatbuffers::Offset<DeferredUnpack> Finish() {
+    const auto end = fbb_.EndTable(start_);
+    auto o = ::flatbuffers::Offset<DeferredUnpack>(end);
+    return o;
+  }
+};
+
+inline ::flatbuffers::Offset<DeferredUnpack> CreateDeferredUnpack(
+    ::flatbuffers::FlatBufferBuilder &_fbb,
+    uint32_t position = 0,
+    ::flatbuffers::Offset<::flatbuffers::String> after = 0) {
+  DeferredUnpackBuilder builder_(_fbb);
+  builder_.add_after(after);
+  builder_.add_position(position);
+  return builder_.Finish();
+}
+
+struct DeferredUnpack::Traits {
+  using type = DeferredUnpack;
+  static auto constexpr Create = CreateDeferredUnpack;
+};
+
+inline ::flatbuffers::Offset<DeferredUnpack> CreateDeferredUnpackDirect(
+    ::flatbuffers::FlatBufferBuilder &_fbb,
+    uint32_t position = 0,
+    const char *after = nullptr) {
+  auto after__ = after ? _fbb.CreateString(after) : 0;
+  return pt2format::CreateDeferredUnpack(
+      _fbb,
+      position,
+      after__);
 }
 
 /// Metadata of one FX `getitem` node unpacking a value of a multi-output node.
@@ -8803,7 +9104,8 @@ struct Graph FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
     VT_IS_SINGLE_TENSOR_RETURN = 20,
     VT_IS_LIST_RETURN = 22,
     VT_INPUT_METADATA = 24,
-    VT_OUTPUT_METADATA = 26
+    VT_OUTPUT_METADATA = 26,
+    VT_CUSTOM_META = 28
   };
   /// Graph inputs (placeholders) in order.
   const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::Argument>> *inputs() const {
@@ -8855,6 +9157,11 @@ struct Graph FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   const pt2format::NodeMetadata *output_metadata() const {
     return GetPointer<const pt2format::NodeMetadata *>(VT_OUTPUT_METADATA);
   }
+  /// Added in 1.1. The user's `custom` entry of the graph module's meta
+  /// (`graph_module.meta["custom"]`); absent when it has none.
+  const pt2format::MapValue *custom_meta() const {
+    return GetPointer<const pt2format::MapValue *>(VT_CUSTOM_META);
+  }
   template <bool B = false>
   bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
     return VerifyTableStart(verifier) &&
@@ -8889,6 +9196,8 @@ struct Graph FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
            verifier.VerifyVectorOfTables(input_metadata()) &&
            VerifyOffset(verifier, VT_OUTPUT_METADATA) &&
            verifier.VerifyTable(output_metadata()) &&
+           VerifyOffset(verifier, VT_CUSTOM_META) &&
+           verifier.VerifyTable(custom_meta()) &&
            verifier.EndTable();
   }
 };
@@ -8933,6 +9242,9 @@ struct GraphBuilder {
   void add_output_metadata(::flatbuffers::Offset<pt2format::NodeMetadata> output_metadata) {
     fbb_.AddOffset(Graph::VT_OUTPUT_METADATA, output_metadata);
   }
+  void add_custom_meta(::flatbuffers::Offset<pt2format::MapValue> custom_meta) {
+    fbb_.AddOffset(Graph::VT_CUSTOM_META, custom_meta);
+  }
   explicit GraphBuilder(::flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
     start_ = fbb_.StartTable();
@@ -8957,8 +9269,10 @@ inline ::flatbuffers::Offset<Graph> CreateGraph(
     bool is_single_tensor_return = false,
     bool is_list_return = false,
     ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::NodeMetadata>>> input_metadata = 0,
-    ::flatbuffers::Offset<pt2format::NodeMetadata> output_metadata = 0) {
+    ::flatbuffers::Offset<pt2format::NodeMetadata> output_metadata = 0,
+    ::flatbuffers::Offset<pt2format::MapValue> custom_meta = 0) {
   GraphBuilder builder_(_fbb);
+  builder_.add_custom_meta(custom_meta);
   builder_.add_output_metadata(output_metadata);
   builder_.add_input_metadata(input_metadata);
   builder_.add_custom_obj_values(custom_obj_values);
@@ -8992,7 +9306,8 @@ inline ::flatbuffers::Offset<Graph> CreateGraphDirect(
     bool is_single_tensor_return = false,
     bool is_list_return = false,
     const std::vector<::flatbuffers::Offset<pt2format::NodeMetadata>> *input_metadata = nullptr,
-    ::flatbuffers::Offset<pt2format::NodeMetadata> output_metadata = 0) {
+    ::flatbuffers::Offset<pt2format::NodeMetadata> output_metadata = 0,
+    ::flatbuffers::Offset<pt2format::MapValue> custom_meta = 0) {
   auto inputs__ = inputs ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::Argument>>(*inputs) : 0;
   auto outputs__ = outputs ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::Argument>>(*outputs) : 0;
   auto nodes__ = nodes ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::Node>>(*nodes) : 0;
@@ -9015,7 +9330,8 @@ inline ::flatbuffers::Offset<Graph> CreateGraphDirect(
       is_single_tensor_return,
       is_list_return,
       input_metadata__,
-      output_metadata);
+      output_metadata,
+      custom_meta);
 }
 
 /// A user input.
@@ -11674,8 +11990,9 @@ struct Package FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
     return GetPointer<const pt2format::Producer *>(VT_PRODUCER);
   }
   /// Bit set of optional features the file uses (bit 0: data in shard
-  /// files; bit 1: data in external raw files). A reader refuses a file with
-  /// a bit it does not know.
+  /// files; bit 1: data in external raw files; bit 2, added in 1.1: storages
+  /// without data, `Storage.meta_nbytes`). A reader refuses a file with a bit
+  /// it does not know.
   uint64_t required_features() const {
     return GetField<uint64_t>(VT_REQUIRED_FEATURES, 0);
   }
@@ -12101,6 +12418,10 @@ inline bool VerifyArgumentValue(::flatbuffers::VerifierTemplate<B> &verifier, co
     }
     case ArgumentValue::StringToArgumentMapArgument: {
       auto ptr = reinterpret_cast<const pt2format::StringToArgumentMapArgument *>(obj);
+      return verifier.VerifyTable(ptr);
+    }
+    case ArgumentValue::MixedListArgument: {
+      auto ptr = reinterpret_cast<const pt2format::MixedListArgument *>(obj);
       return verifier.VerifyTable(ptr);
     }
     default: return true;
@@ -12787,7 +13108,8 @@ inline const ::flatbuffers::TypeTable *ArgumentValueTypeTable() {
     { ::flatbuffers::ET_SEQUENCE, 0, 28 },
     { ::flatbuffers::ET_SEQUENCE, 0, 29 },
     { ::flatbuffers::ET_SEQUENCE, 0, 30 },
-    { ::flatbuffers::ET_SEQUENCE, 0, 31 }
+    { ::flatbuffers::ET_SEQUENCE, 0, 31 },
+    { ::flatbuffers::ET_SEQUENCE, 0, 32 }
   };
   static const ::flatbuffers::TypeFunction type_refs[] = {
     pt2format::NoneArgumentTypeTable,
@@ -12821,7 +13143,8 @@ inline const ::flatbuffers::TypeTable *ArgumentValueTypeTable() {
     pt2format::GraphArgumentTypeTable,
     pt2format::CustomObjArgumentTypeTable,
     pt2format::OperatorArgumentTypeTable,
-    pt2format::StringToArgumentMapArgumentTypeTable
+    pt2format::StringToArgumentMapArgumentTypeTable,
+    pt2format::MixedListArgumentTypeTable
   };
   static const char * const names[] = {
     "NONE",
@@ -12856,10 +13179,11 @@ inline const ::flatbuffers::TypeTable *ArgumentValueTypeTable() {
     "GraphArgument",
     "CustomObjArgument",
     "OperatorArgument",
-    "StringToArgumentMapArgument"
+    "StringToArgumentMapArgument",
+    "MixedListArgument"
   };
   static const ::flatbuffers::TypeTable tt = {
-    ::flatbuffers::ST_UNION, 33, type_codes, type_refs, nullptr, nullptr, names
+    ::flatbuffers::ST_UNION, 34, type_codes, type_refs, nullptr, nullptr, names
   };
   return &tt;
 }
@@ -13389,7 +13713,8 @@ inline const ::flatbuffers::TypeTable *StorageTypeTable() {
     { ::flatbuffers::ET_ULONG, 0, -1 },
     { ::flatbuffers::ET_ULONG, 0, -1 },
     { ::flatbuffers::ET_UCHAR, 0, 0 },
-    { ::flatbuffers::ET_UINT, 0, -1 }
+    { ::flatbuffers::ET_UINT, 0, -1 },
+    { ::flatbuffers::ET_ULONG, 0, -1 }
   };
   static const ::flatbuffers::TypeFunction type_refs[] = {
     pt2format::ChecksumKindTypeTable
@@ -13399,10 +13724,11 @@ inline const ::flatbuffers::TypeTable *StorageTypeTable() {
     "offset",
     "size",
     "checksum_kind",
-    "checksum"
+    "checksum",
+    "meta_nbytes"
   };
   static const ::flatbuffers::TypeTable tt = {
-    ::flatbuffers::ST_TABLE, 5, type_codes, type_refs, nullptr, nullptr, names
+    ::flatbuffers::ST_TABLE, 6, type_codes, type_refs, nullptr, nullptr, names
   };
   return &tt;
 }
@@ -14012,6 +14338,22 @@ inline const ::flatbuffers::TypeTable *StringToArgumentMapArgumentTypeTable() {
   return &tt;
 }
 
+inline const ::flatbuffers::TypeTable *MixedListArgumentTypeTable() {
+  static const ::flatbuffers::TypeCode type_codes[] = {
+    { ::flatbuffers::ET_SEQUENCE, 1, 0 }
+  };
+  static const ::flatbuffers::TypeFunction type_refs[] = {
+    pt2format::ArgumentTypeTable
+  };
+  static const char * const names[] = {
+    "items"
+  };
+  static const ::flatbuffers::TypeTable tt = {
+    ::flatbuffers::ST_TABLE, 1, type_codes, type_refs, nullptr, nullptr, names
+  };
+  return &tt;
+}
+
 inline const ::flatbuffers::TypeTable *ArgumentTypeTable() {
   static const ::flatbuffers::TypeCode type_codes[] = {
     { ::flatbuffers::ET_UTYPE, 0, 0 },
@@ -14172,7 +14514,13 @@ inline const ::flatbuffers::TypeTable *NodeMetadataTypeTable() {
     { ::flatbuffers::ET_SEQUENCE, 0, 3 },
     { ::flatbuffers::ET_SEQUENCE, 1, 4 },
     { ::flatbuffers::ET_SEQUENCE, 1, 5 },
-    { ::flatbuffers::ET_SEQUENCE, 1, 6 }
+    { ::flatbuffers::ET_SEQUENCE, 1, 6 },
+    { ::flatbuffers::ET_BOOL, 0, -1 },
+    { ::flatbuffers::ET_BOOL, 0, -1 },
+    { ::flatbuffers::ET_LONG, 0, -1 },
+    { ::flatbuffers::ET_STRING, 0, -1 },
+    { ::flatbuffers::ET_SEQUENCE, 0, 3 },
+    { ::flatbuffers::ET_BOOL, 0, -1 }
   };
   static const ::flatbuffers::TypeFunction type_refs[] = {
     pt2format::ModuleStackEntryTypeTable,
@@ -14191,10 +14539,16 @@ inline const ::flatbuffers::TypeTable *NodeMetadataTypeTable() {
     "custom",
     "from_node",
     "unbacked_bindings",
-    "extra"
+    "extra",
+    "tensor_meta",
+    "tensor_meta_requires_grad",
+    "seq_nr",
+    "original_aten",
+    "desc",
+    "has_seq_nr"
   };
   static const ::flatbuffers::TypeTable tt = {
-    ::flatbuffers::ST_TABLE, 8, type_codes, type_refs, nullptr, nullptr, names
+    ::flatbuffers::ST_TABLE, 14, type_codes, type_refs, nullptr, nullptr, names
   };
   return &tt;
 }
@@ -14208,13 +14562,15 @@ inline const ::flatbuffers::TypeTable *NodeTypeTable() {
     { ::flatbuffers::ET_SEQUENCE, 0, 2 },
     { ::flatbuffers::ET_BOOL, 0, -1 },
     { ::flatbuffers::ET_UINT, 1, -1 },
-    { ::flatbuffers::ET_SEQUENCE, 1, 3 }
+    { ::flatbuffers::ET_SEQUENCE, 1, 3 },
+    { ::flatbuffers::ET_SEQUENCE, 1, 4 }
   };
   static const ::flatbuffers::TypeFunction type_refs[] = {
     pt2format::NamedArgumentTypeTable,
     pt2format::ArgumentTypeTable,
     pt2format::NodeMetadataTypeTable,
-    pt2format::UnpackMetadataTypeTable
+    pt2format::UnpackMetadataTypeTable,
+    pt2format::DeferredUnpackTypeTable
   };
   static const char * const names[] = {
     "name",
@@ -14224,10 +14580,26 @@ inline const ::flatbuffers::TypeTable *NodeTypeTable() {
     "metadata",
     "is_hop_single_tensor_return",
     "unbound_outputs",
-    "unpack_metadata"
+    "unpack_metadata",
+    "deferred_unpacks"
   };
   static const ::flatbuffers::TypeTable tt = {
-    ::flatbuffers::ST_TABLE, 8, type_codes, type_refs, nullptr, nullptr, names
+    ::flatbuffers::ST_TABLE, 9, type_codes, type_refs, nullptr, nullptr, names
+  };
+  return &tt;
+}
+
+inline const ::flatbuffers::TypeTable *DeferredUnpackTypeTable() {
+  static const ::flatbuffers::TypeCode type_codes[] = {
+    { ::flatbuffers::ET_UINT, 0, -1 },
+    { ::flatbuffers::ET_STRING, 0, -1 }
+  };
+  static const char * const names[] = {
+    "position",
+    "after"
+  };
+  static const ::flatbuffers::TypeTable tt = {
+    ::flatbuffers::ST_TABLE, 2, type_codes, nullptr, nullptr, nullptr, names
   };
   return &tt;
 }
@@ -14335,7 +14707,8 @@ inline const ::flatbuffers::TypeTable *GraphTypeTable() {
     { ::flatbuffers::ET_BOOL, 0, -1 },
     { ::flatbuffers::ET_BOOL, 0, -1 },
     { ::flatbuffers::ET_SEQUENCE, 1, 7 },
-    { ::flatbuffers::ET_SEQUENCE, 0, 7 }
+    { ::flatbuffers::ET_SEQUENCE, 0, 7 },
+    { ::flatbuffers::ET_SEQUENCE, 0, 8 }
   };
   static const ::flatbuffers::TypeFunction type_refs[] = {
     pt2format::ArgumentTypeTable,
@@ -14345,7 +14718,8 @@ inline const ::flatbuffers::TypeTable *GraphTypeTable() {
     pt2format::SymFloatValueTypeTable,
     pt2format::SymBoolValueTypeTable,
     pt2format::CustomObjArgumentTypeTable,
-    pt2format::NodeMetadataTypeTable
+    pt2format::NodeMetadataTypeTable,
+    pt2format::MapValueTypeTable
   };
   static const char * const names[] = {
     "inputs",
@@ -14359,10 +14733,11 @@ inline const ::flatbuffers::TypeTable *GraphTypeTable() {
     "is_single_tensor_return",
     "is_list_return",
     "input_metadata",
-    "output_metadata"
+    "output_metadata",
+    "custom_meta"
   };
   static const ::flatbuffers::TypeTable tt = {
-    ::flatbuffers::ST_TABLE, 12, type_codes, type_refs, nullptr, nullptr, names
+    ::flatbuffers::ST_TABLE, 13, type_codes, type_refs, nullptr, nullptr, names
   };
   return &tt;
 }

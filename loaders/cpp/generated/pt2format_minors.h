@@ -19,6 +19,19 @@ struct NameMinor {
 };
 
 inline constexpr NameMinor kNameMinors[] = {
+    {"DeferredUnpack", "after", 0, 1},
+    {"DeferredUnpack", "position", 0, 1},
+    {"Graph", "custom_meta", 0, 1},
+    {"MixedListArgument", "items", 0, 1},
+    {"Node", "deferred_unpacks", 0, 1},
+    {"NodeMetadata", "desc", 0, 1},
+    {"NodeMetadata", "has_seq_nr", 0, 1},
+    {"NodeMetadata", "original_aten", 0, 1},
+    {"NodeMetadata", "seq_nr", 0, 1},
+    {"NodeMetadata", "tensor_meta", 0, 1},
+    {"NodeMetadata", "tensor_meta_requires_grad", 0, 1},
+    {"Storage", "meta_nbytes", 0, 1},
+    {"ArgumentValue", nullptr, 33, 1},
     {nullptr, nullptr, 0, 0},  // end
 };
 

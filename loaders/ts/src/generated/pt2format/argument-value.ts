@@ -17,6 +17,7 @@ import { IntListArgument } from '../pt2format/int-list-argument.js';
 import { IntListListArgument } from '../pt2format/int-list-list-argument.js';
 import { LayoutArgument } from '../pt2format/layout-argument.js';
 import { MemoryFormatArgument } from '../pt2format/memory-format-argument.js';
+import { MixedListArgument } from '../pt2format/mixed-list-argument.js';
 import { NestedTensorListArgument } from '../pt2format/nested-tensor-list-argument.js';
 import { NoneArgument } from '../pt2format/none-argument.js';
 import { OperatorArgument } from '../pt2format/operator-argument.js';
@@ -201,13 +202,19 @@ export enum ArgumentValue {
   /**
    * dict[str, Argument].
    */
-  StringToArgumentMapArgument = 32
+  StringToArgumentMapArgument = 32,
+
+  /**
+   * Added in 1.1. A list or tuple mixing kinds (a while_loop's carried
+   * values: Python ints beside tensors).
+   */
+  MixedListArgument = 33
 }
 
 export function unionToArgumentValue(
   type: ArgumentValue,
-  accessor: (obj:BoolArgument|BoolListArgument|ComplexArgument|CustomObjArgument|DeviceArgument|FloatArgument|FloatListArgument|FloatListListArgument|GraphArgument|IntArgument|IntListArgument|IntListListArgument|LayoutArgument|MemoryFormatArgument|NestedTensorListArgument|NoneArgument|OperatorArgument|OptionalTensorArgument|OptionalTensorListArgument|ScalarTypeArgument|StringArgument|StringListArgument|StringToArgumentMapArgument|SymBoolArgument|SymBoolListArgument|SymFloatArgument|SymFloatListArgument|SymIntArgument|SymIntListArgument|TensorArgument|TensorListArgument|TokenArgument) => BoolArgument|BoolListArgument|ComplexArgument|CustomObjArgument|DeviceArgument|FloatArgument|FloatListArgument|FloatListListArgument|GraphArgument|IntArgument|IntListArgument|IntListListArgument|LayoutArgument|MemoryFormatArgument|NestedTensorListArgument|NoneArgument|OperatorArgument|OptionalTensorArgument|OptionalTensorListArgument|ScalarTypeArgument|StringArgument|StringListArgument|StringToArgumentMapArgument|SymBoolArgument|SymBoolListArgument|SymFloatArgument|SymFloatListArgument|SymIntArgument|SymIntListArgument|TensorArgument|TensorListArgument|TokenArgument|null
-): BoolArgument|BoolListArgument|ComplexArgument|CustomObjArgument|DeviceArgument|FloatArgument|FloatListArgument|FloatListListArgument|GraphArgument|IntArgument|IntListArgument|IntListListArgument|LayoutArgument|MemoryFormatArgument|NestedTensorListArgument|NoneArgument|OperatorArgument|OptionalTensorArgument|OptionalTensorListArgument|ScalarTypeArgument|StringArgument|StringListArgument|StringToArgumentMapArgument|SymBoolArgument|SymBoolListArgument|SymFloatArgument|SymFloatListArgument|SymIntArgument|SymIntListArgument|TensorArgument|TensorListArgument|TokenArgument|null {
+  accessor: (obj:BoolArgument|BoolListArgument|ComplexArgument|CustomObjArgument|DeviceArgument|FloatArgument|FloatListArgument|FloatListListArgument|GraphArgument|IntArgument|IntListArgument|IntListListArgument|LayoutArgument|MemoryFormatArgument|MixedListArgument|NestedTensorListArgument|NoneArgument|OperatorArgument|OptionalTensorArgument|OptionalTensorListArgument|ScalarTypeArgument|StringArgument|StringListArgument|StringToArgumentMapArgument|SymBoolArgument|SymBoolListArgument|SymFloatArgument|SymFloatListArgument|SymIntArgument|SymIntListArgument|TensorArgument|TensorListArgument|TokenArgument) => BoolArgument|BoolListArgument|ComplexArgument|CustomObjArgument|DeviceArgument|FloatArgument|FloatListArgument|FloatListListArgument|GraphArgument|IntArgument|IntListArgument|IntListListArgument|LayoutArgument|MemoryFormatArgument|MixedListArgument|NestedTensorListArgument|NoneArgument|OperatorArgument|OptionalTensorArgument|OptionalTensorListArgument|ScalarTypeArgument|StringArgument|StringListArgument|StringToArgumentMapArgument|SymBoolArgument|SymBoolListArgument|SymFloatArgument|SymFloatListArgument|SymIntArgument|SymIntListArgument|TensorArgument|TensorListArgument|TokenArgument|null
+): BoolArgument|BoolListArgument|ComplexArgument|CustomObjArgument|DeviceArgument|FloatArgument|FloatListArgument|FloatListListArgument|GraphArgument|IntArgument|IntListArgument|IntListListArgument|LayoutArgument|MemoryFormatArgument|MixedListArgument|NestedTensorListArgument|NoneArgument|OperatorArgument|OptionalTensorArgument|OptionalTensorListArgument|ScalarTypeArgument|StringArgument|StringListArgument|StringToArgumentMapArgument|SymBoolArgument|SymBoolListArgument|SymFloatArgument|SymFloatListArgument|SymIntArgument|SymIntListArgument|TensorArgument|TensorListArgument|TokenArgument|null {
   switch(ArgumentValue[type]) {
     case 'NONE': return null; 
     case 'NoneArgument': return accessor(new NoneArgument())! as NoneArgument;
@@ -242,15 +249,16 @@ export function unionToArgumentValue(
     case 'CustomObjArgument': return accessor(new CustomObjArgument())! as CustomObjArgument;
     case 'OperatorArgument': return accessor(new OperatorArgument())! as OperatorArgument;
     case 'StringToArgumentMapArgument': return accessor(new StringToArgumentMapArgument())! as StringToArgumentMapArgument;
+    case 'MixedListArgument': return accessor(new MixedListArgument())! as MixedListArgument;
     default: return null;
   }
 }
 
 export function unionListToArgumentValue(
   type: ArgumentValue, 
-  accessor: (index: number, obj:BoolArgument|BoolListArgument|ComplexArgument|CustomObjArgument|DeviceArgument|FloatArgument|FloatListArgument|FloatListListArgument|GraphArgument|IntArgument|IntListArgument|IntListListArgument|LayoutArgument|MemoryFormatArgument|NestedTensorListArgument|NoneArgument|OperatorArgument|OptionalTensorArgument|OptionalTensorListArgument|ScalarTypeArgument|StringArgument|StringListArgument|StringToArgumentMapArgument|SymBoolArgument|SymBoolListArgument|SymFloatArgument|SymFloatListArgument|SymIntArgument|SymIntListArgument|TensorArgument|TensorListArgument|TokenArgument) => BoolArgument|BoolListArgument|ComplexArgument|CustomObjArgument|DeviceArgument|FloatArgument|FloatListArgument|FloatListListArgument|GraphArgument|IntArgument|IntListArgument|IntListListArgument|LayoutArgument|MemoryFormatArgument|NestedTensorListArgument|NoneArgument|OperatorArgument|OptionalTensorArgument|OptionalTensorListArgument|ScalarTypeArgument|StringArgument|StringListArgument|StringToArgumentMapArgument|SymBoolArgument|SymBoolListArgument|SymFloatArgument|SymFloatListArgument|SymIntArgument|SymIntListArgument|TensorArgument|TensorListArgument|TokenArgument|null, 
+  accessor: (index: number, obj:BoolArgument|BoolListArgument|ComplexArgument|CustomObjArgument|DeviceArgument|FloatArgument|FloatListArgument|FloatListListArgument|GraphArgument|IntArgument|IntListArgument|IntListListArgument|LayoutArgument|MemoryFormatArgument|MixedListArgument|NestedTensorListArgument|NoneArgument|OperatorArgument|OptionalTensorArgument|OptionalTensorListArgument|ScalarTypeArgument|StringArgument|StringListArgument|StringToArgumentMapArgument|SymBoolArgument|SymBoolListArgument|SymFloatArgument|SymFloatListArgument|SymIntArgument|SymIntListArgument|TensorArgument|TensorListArgument|TokenArgument) => BoolArgument|BoolListArgument|ComplexArgument|CustomObjArgument|DeviceArgument|FloatArgument|FloatListArgument|FloatListListArgument|GraphArgument|IntArgument|IntListArgument|IntListListArgument|LayoutArgument|MemoryFormatArgument|MixedListArgument|NestedTensorListArgument|NoneArgument|OperatorArgument|OptionalTensorArgument|OptionalTensorListArgument|ScalarTypeArgument|StringArgument|StringListArgument|StringToArgumentMapArgument|SymBoolArgument|SymBoolListArgument|SymFloatArgument|SymFloatListArgument|SymIntArgument|SymIntListArgument|TensorArgument|TensorListArgument|TokenArgument|null, 
   index: number
-): BoolArgument|BoolListArgument|ComplexArgument|CustomObjArgument|DeviceArgument|FloatArgument|FloatListArgument|FloatListListArgument|GraphArgument|IntArgument|IntListArgument|IntListListArgument|LayoutArgument|MemoryFormatArgument|NestedTensorListArgument|NoneArgument|OperatorArgument|OptionalTensorArgument|OptionalTensorListArgument|ScalarTypeArgument|StringArgument|StringListArgument|StringToArgumentMapArgument|SymBoolArgument|SymBoolListArgument|SymFloatArgument|SymFloatListArgument|SymIntArgument|SymIntListArgument|TensorArgument|TensorListArgument|TokenArgument|null {
+): BoolArgument|BoolListArgument|ComplexArgument|CustomObjArgument|DeviceArgument|FloatArgument|FloatListArgument|FloatListListArgument|GraphArgument|IntArgument|IntListArgument|IntListListArgument|LayoutArgument|MemoryFormatArgument|MixedListArgument|NestedTensorListArgument|NoneArgument|OperatorArgument|OptionalTensorArgument|OptionalTensorListArgument|ScalarTypeArgument|StringArgument|StringListArgument|StringToArgumentMapArgument|SymBoolArgument|SymBoolListArgument|SymFloatArgument|SymFloatListArgument|SymIntArgument|SymIntListArgument|TensorArgument|TensorListArgument|TokenArgument|null {
   switch(ArgumentValue[type]) {
     case 'NONE': return null; 
     case 'NoneArgument': return accessor(index, new NoneArgument())! as NoneArgument;
@@ -285,6 +293,7 @@ export function unionListToArgumentValue(
     case 'CustomObjArgument': return accessor(index, new CustomObjArgument())! as CustomObjArgument;
     case 'OperatorArgument': return accessor(index, new OperatorArgument())! as OperatorArgument;
     case 'StringToArgumentMapArgument': return accessor(index, new StringToArgumentMapArgument())! as StringToArgumentMapArgument;
+    case 'MixedListArgument': return accessor(index, new MixedListArgument())! as MixedListArgument;
     default: return null;
   }
 }

@@ -7,6 +7,7 @@ import * as flatbuffers from 'flatbuffers';
 
 import { Argument } from '../pt2format/argument.js';
 import { CustomObjArgument } from '../pt2format/custom-obj-argument.js';
+import { MapValue } from '../pt2format/map-value.js';
 import { Node } from '../pt2format/node.js';
 import { NodeMetadata } from '../pt2format/node-metadata.js';
 import { SymBoolValue } from '../pt2format/sym-bool-value.js';
@@ -179,8 +180,17 @@ outputMetadata(obj?:NodeMetadata):NodeMetadata|null {
   return offset ? (obj || new NodeMetadata()).__init(this.bb!.__indirect(this.bb_pos + offset), this.bb!) : null;
 }
 
+/**
+ * Added in 1.1. The user's `custom` entry of the graph module's meta
+ * (`graph_module.meta["custom"]`); absent when it has none.
+ */
+customMeta(obj?:MapValue):MapValue|null {
+  const offset = this.bb!.__offset(this.bb_pos, 28);
+  return offset ? (obj || new MapValue()).__init(this.bb!.__indirect(this.bb_pos + offset), this.bb!) : null;
+}
+
 static startGraph(builder:flatbuffers.Builder) {
-  builder.startObject(12);
+  builder.startObject(13);
 }
 
 static addInputs(builder:flatbuffers.Builder, inputsOffset:flatbuffers.Offset) {
@@ -337,6 +347,10 @@ static startInputMetadataVector(builder:flatbuffers.Builder, numElems:number) {
 
 static addOutputMetadata(builder:flatbuffers.Builder, outputMetadataOffset:flatbuffers.Offset) {
   builder.addFieldOffset(11, outputMetadataOffset, 0);
+}
+
+static addCustomMeta(builder:flatbuffers.Builder, customMetaOffset:flatbuffers.Offset) {
+  builder.addFieldOffset(12, customMetaOffset, 0);
 }
 
 static endGraph(builder:flatbuffers.Builder):flatbuffers.Offset {

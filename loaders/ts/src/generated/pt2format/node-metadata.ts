@@ -126,8 +126,67 @@ extraLength():number {
   return offset ? this.bb!.__vector_len(this.bb_pos + offset) : 0;
 }
 
+/**
+ * Added in 1.1. True when torch's meta carried `tensor_meta` (a
+ * TensorMetadata namedtuple that equals the one derived from the node's
+ * tensor value, so it is not stored: loaders derive it from `val`). On a
+ * node with several outputs it applies to the getitem nodes unpacking them.
+ */
+tensorMeta():boolean {
+  const offset = this.bb!.__offset(this.bb_pos, 20);
+  return offset ? !!this.bb!.readInt8(this.bb_pos + offset) : false;
+}
+
+/**
+ * Added in 1.1. `tensor_meta.requires_grad`, which may differ from the
+ * value's (export records it before detaching the traced values).
+ */
+tensorMetaRequiresGrad():boolean {
+  const offset = this.bb!.__offset(this.bb_pos, 22);
+  return offset ? !!this.bb!.readInt8(this.bb_pos + offset) : false;
+}
+
+/**
+ * Added in 1.1. The autograd sequence number (`seq_nr`), meaningful only
+ * when `has_seq_nr`.
+ */
+seqNr():bigint {
+  const offset = this.bb!.__offset(this.bb_pos, 24);
+  return offset ? this.bb!.readInt64(this.bb_pos + offset) : BigInt('0');
+}
+
+/**
+ * Added in 1.1. `original_aten`: the operator the node was decomposed from,
+ * e.g. "torch.ops.aten.linear.default"; resolved like `Node.target`.
+ */
+originalAten():string|null
+originalAten(optionalEncoding:flatbuffers.Encoding):string|Uint8Array|null
+originalAten(optionalEncoding?:any):string|Uint8Array|null {
+  const offset = this.bb!.__offset(this.bb_pos, 26);
+  return offset ? this.bb!.__string(this.bb_pos + offset, optionalEncoding) : null;
+}
+
+/**
+ * Added in 1.1. A placeholder's AOT descriptor (`desc`), e.g.
+ * {"type": "ParamAOTInput", "target": "lin.weight"}: "type" names a
+ * descriptor class of torch (looked up in a fixed table, never imported),
+ * the other entries are its fields (ints, strings, nested descriptors).
+ */
+desc(obj?:MapValue):MapValue|null {
+  const offset = this.bb!.__offset(this.bb_pos, 28);
+  return offset ? (obj || new MapValue()).__init(this.bb!.__indirect(this.bb_pos + offset), this.bb!) : null;
+}
+
+/**
+ * Added in 1.1. True when torch's meta carried `seq_nr`.
+ */
+hasSeqNr():boolean {
+  const offset = this.bb!.__offset(this.bb_pos, 30);
+  return offset ? !!this.bb!.readInt8(this.bb_pos + offset) : false;
+}
+
 static startNodeMetadata(builder:flatbuffers.Builder) {
-  builder.startObject(8);
+  builder.startObject(14);
 }
 
 static addStackTrace(builder:flatbuffers.Builder, stackTraceOffset:flatbuffers.Offset) {
@@ -220,6 +279,30 @@ static createExtraVector(builder:flatbuffers.Builder, data:flatbuffers.Offset[])
 
 static startExtraVector(builder:flatbuffers.Builder, numElems:number) {
   builder.startVector(4, numElems, 4);
+}
+
+static addTensorMeta(builder:flatbuffers.Builder, tensorMeta:boolean) {
+  builder.addFieldInt8(8, +tensorMeta, +false);
+}
+
+static addTensorMetaRequiresGrad(builder:flatbuffers.Builder, tensorMetaRequiresGrad:boolean) {
+  builder.addFieldInt8(9, +tensorMetaRequiresGrad, +false);
+}
+
+static addSeqNr(builder:flatbuffers.Builder, seqNr:bigint) {
+  builder.addFieldInt64(10, seqNr, BigInt('0'));
+}
+
+static addOriginalAten(builder:flatbuffers.Builder, originalAtenOffset:flatbuffers.Offset) {
+  builder.addFieldOffset(11, originalAtenOffset, 0);
+}
+
+static addDesc(builder:flatbuffers.Builder, descOffset:flatbuffers.Offset) {
+  builder.addFieldOffset(12, descOffset, 0);
+}
+
+static addHasSeqNr(builder:flatbuffers.Builder, hasSeqNr:boolean) {
+  builder.addFieldInt8(13, +hasSeqNr, +false);
 }
 
 static endNodeMetadata(builder:flatbuffers.Builder):flatbuffers.Offset {

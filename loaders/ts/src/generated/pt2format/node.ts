@@ -6,6 +6,7 @@
 import * as flatbuffers from 'flatbuffers';
 
 import { Argument } from '../pt2format/argument.js';
+import { DeferredUnpack } from '../pt2format/deferred-unpack.js';
 import { NamedArgument } from '../pt2format/named-argument.js';
 import { NodeMetadata } from '../pt2format/node-metadata.js';
 import { UnpackMetadata } from '../pt2format/unpack-metadata.js';
@@ -133,8 +134,24 @@ unpackMetadataLength():number {
   return offset ? this.bb!.__vector_len(this.bb_pos + offset) : 0;
 }
 
+/**
+ * Added in 1.1. `getitem` nodes that do not directly follow this node in
+ * the graph (torch puts runtime asserts on an unbacked output between
+ * them): each is created right after the node named `after`. Sorted by
+ * position; unlisted getitem nodes follow this node, in position order.
+ */
+deferredUnpacks(index: number, obj?:DeferredUnpack):DeferredUnpack|null {
+  const offset = this.bb!.__offset(this.bb_pos, 20);
+  return offset ? (obj || new DeferredUnpack()).__init(this.bb!.__indirect(this.bb!.__vector(this.bb_pos + offset) + index * 4), this.bb!) : null;
+}
+
+deferredUnpacksLength():number {
+  const offset = this.bb!.__offset(this.bb_pos, 20);
+  return offset ? this.bb!.__vector_len(this.bb_pos + offset) : 0;
+}
+
 static startNode(builder:flatbuffers.Builder) {
-  builder.startObject(8);
+  builder.startObject(9);
 }
 
 static addName(builder:flatbuffers.Builder, nameOffset:flatbuffers.Offset) {
@@ -219,6 +236,22 @@ static createUnpackMetadataVector(builder:flatbuffers.Builder, data:flatbuffers.
 }
 
 static startUnpackMetadataVector(builder:flatbuffers.Builder, numElems:number) {
+  builder.startVector(4, numElems, 4);
+}
+
+static addDeferredUnpacks(builder:flatbuffers.Builder, deferredUnpacksOffset:flatbuffers.Offset) {
+  builder.addFieldOffset(8, deferredUnpacksOffset, 0);
+}
+
+static createDeferredUnpacksVector(builder:flatbuffers.Builder, data:flatbuffers.Offset[]):flatbuffers.Offset {
+  builder.startVector(4, data.length, 4);
+  for (let i = data.length - 1; i >= 0; i--) {
+    builder.addOffset(data[i]!);
+  }
+  return builder.endVector();
+}
+
+static startDeferredUnpacksVector(builder:flatbuffers.Builder, numElems:number) {
   builder.startVector(4, numElems, 4);
 }
 

@@ -62,8 +62,9 @@ producer(obj?:Producer):Producer|null {
 
 /**
  * Bit set of optional features the file uses (bit 0: data in shard
- * files; bit 1: data in external raw files). A reader refuses a file with
- * a bit it does not know.
+ * files; bit 1: data in external raw files; bit 2, added in 1.1: storages
+ * without data, `Storage.meta_nbytes`). A reader refuses a file with a bit
+ * it does not know.
  */
 requiredFeatures():bigint {
   const offset = this.bb!.__offset(this.bb_pos, 8);

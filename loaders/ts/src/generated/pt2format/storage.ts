@@ -69,8 +69,21 @@ checksum():number {
   return offset ? this.bb!.readUint32(this.bb_pos + offset) : 0;
 }
 
+/**
+ * Added in 1.1. Non-zero for a storage whose bytes are not in the file:
+ * the tensors on it are meta-device tensors (shape, dtype and strides
+ * only, as `load(weights=False)` gives). It is the byte size the storage
+ * has on the meta device; `size` is then 0. A file with such a storage
+ * sets `required_features` bit 2, so a reader that cannot build them
+ * refuses it by name.
+ */
+metaNbytes():bigint {
+  const offset = this.bb!.__offset(this.bb_pos, 14);
+  return offset ? this.bb!.readUint64(this.bb_pos + offset) : BigInt('0');
+}
+
 static startStorage(builder:flatbuffers.Builder) {
-  builder.startObject(5);
+  builder.startObject(6);
 }
 
 static addSegment(builder:flatbuffers.Builder, segment:number) {
@@ -93,18 +106,23 @@ static addChecksum(builder:flatbuffers.Builder, checksum:number) {
   builder.addFieldInt32(4, checksum, 0);
 }
 
+static addMetaNbytes(builder:flatbuffers.Builder, metaNbytes:bigint) {
+  builder.addFieldInt64(5, metaNbytes, BigInt('0'));
+}
+
 static endStorage(builder:flatbuffers.Builder):flatbuffers.Offset {
   const offset = builder.endObject();
   return offset;
 }
 
-static createStorage(builder:flatbuffers.Builder, segment:number, offset:bigint, size:bigint, checksumKind:ChecksumKind, checksum:number):flatbuffers.Offset {
+static createStorage(builder:flatbuffers.Builder, segment:number, offset:bigint, size:bigint, checksumKind:ChecksumKind, checksum:number, metaNbytes:bigint):flatbuffers.Offset {
   Storage.startStorage(builder);
   Storage.addSegment(builder, segment);
   Storage.addOffset(builder, offset);
   Storage.addSize(builder, size);
   Storage.addChecksumKind(builder, checksumKind);
   Storage.addChecksum(builder, checksum);
+  Storage.addMetaNbytes(builder, metaNbytes);
   return Storage.endStorage(builder);
 }
 }
