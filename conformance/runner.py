@@ -142,6 +142,10 @@ def explained_differences() -> dict:
 MIN_EXTRA, MIN_INVALID = 2, 1
 
 
+class _Skipped(Exception):
+    """A follow-up the case declares torch cannot record (Program.torch_breaks)."""
+
+
 def _record_program(spec, ep, name: str, jobdir: str, deterministic: bool, *, derive_inputs: bool = True) -> dict:
     """Torch's behaviour for the original program: results per input set and follow-ups."""
     import torch
@@ -167,22 +171,37 @@ def _record_program(spec, ep, name: str, jobdir: str, deterministic: bool, *, de
     # Follow-up programs first: torch keeps counters on the program that calls of
     # ep.module() advance; the loader process makes them in this same order.
     made, follow = {}, {}
+    breaks = dict(getattr(spec, "torch_breaks", None) or {})
+    for key, why in breaks.items():
+        follow[key] = {"na": f"torch's own {key} of the original breaks the process: {why}"}
     try:
+        if "decomp" in breaks:
+            raise _Skipped
         behave.restore(ep, snap)
         made["decomp"] = ep.run_decompositions()
         follow["decomp"] = {"graph": describe_graph(made["decomp"].graph_module, meta=False)}
+    except _Skipped:
+        pass
     except Exception as e:  # noqa: BLE001
         follow["decomp"] = {"na": "torch cannot run_decompositions() on the original: " + _exc(e)}
     try:
+        if "unflatten" in breaks:
+            raise _Skipped
         behave.restore(ep, snap)
         made["unflatten"] = torch.export.unflatten(ep)
         follow["unflatten"] = {"fqns": [n for n, _ in made["unflatten"].named_modules()]}
+    except _Skipped:
+        pass
     except Exception as e:  # noqa: BLE001
         follow["unflatten"] = {"na": "torch cannot unflatten the original: " + _exc(e)}
     try:
+        if "reexport" in breaks:
+            raise _Skipped
         behave.restore(ep, snap)
         made["reexport"] = torch.export.export(ep.module(), *fresh(example_doc), strict=False)
         follow["reexport"] = {}
+    except _Skipped:
+        pass
     except Exception as e:  # noqa: BLE001
         follow["reexport"] = {"na": "torch cannot re-export the original's module(): " + _exc(e)}
 

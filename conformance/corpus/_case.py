@@ -36,6 +36,9 @@ class Program:
     extra_inputs: list = field(default_factory=list)
     #: Inputs the original program rejects; the loaded one must reject them too.
     invalid_inputs: list = field(default_factory=list)
+    #: Follow-up checks ("decomp", "unflatten", "reexport") that cannot be recorded because running
+    #: torch's own follow-up of the original breaks the process: key -> why. Their cells are N/A.
+    torch_breaks: dict = field(default_factory=dict)
 
     def export(self):
         import torch
