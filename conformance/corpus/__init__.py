@@ -22,6 +22,8 @@ MODULES = (
     "multi",
     "torchbind",
     "transformers_models",
+    "hf_architectures",
+    "hf_flows",
     "exportdb",
 )
 
