@@ -28,6 +28,7 @@ from torch.export import Dim
 from conformance.corpus._case import Case, Program, add
 
 _OUTPUTS = ("transformers.modeling_outputs",)
+_MOE = ("transformers.integrations.moe",)
 _VOCAB = 128
 _SEQ = 8
 _MAX_SEQ = 32
@@ -125,6 +126,10 @@ class Arch:
     #: Why the case is exported static (torch cannot keep the dim dynamic), else "".
     static: str = ""
     what: str = ""
+    #: Libraries the loading process imports besides the output types: MoE layers call
+    #: transformers' own operator `transformers::grouped_mm_fallback` (defined in
+    #: transformers.integrations.moe), which a runtime links like any custom-op library.
+    imports: tuple = ()
 
 
 # Shared tiny sizes.
@@ -221,10 +226,11 @@ ARCHS = (
          what="Whisper encoder-decoder (conv front end, dynamic decoder length)"),
     # mixture-of-experts
     Arch("mixtral_tiny", "moe", "MixtralConfig", "MixtralForCausalLM", "causal",
-         dict(_LLAMA_LIKE, num_local_experts=4, num_experts_per_tok=2), what="Mixtral (top-2 of 4 experts)"),
+         dict(_LLAMA_LIKE, num_local_experts=4, num_experts_per_tok=2), what="Mixtral (top-2 of 4 experts)",
+         imports=_MOE),
     Arch("qwen2_moe_tiny", "moe", "Qwen2MoeConfig", "Qwen2MoeForCausalLM", "causal",
          dict(_LLAMA_LIKE, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
-              shared_expert_intermediate_size=32), what="Qwen2-MoE (routed + shared expert)"),
+              shared_expert_intermediate_size=32), what="Qwen2-MoE (routed + shared expert)", imports=_MOE),
     Arch("switch_transformers_tiny", "moe", "SwitchTransformersConfig", "SwitchTransformersForConditionalGeneration",
          "seq2seq", dict(d_model=32, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2, num_heads=4,
                          num_experts=4, encoder_sparse_step=1, decoder_sparse_step=1, vocab_size=_VOCAB),
@@ -246,7 +252,7 @@ def _register(arch: Arch) -> None:
              "seq2seq": "dynamic source length", "vision": "dynamic batch", "audio": "dynamic sample count",
              "whisper": "dynamic decoder length"}[arch.inputs]
     desc = f"[{arch.family}] {arch.what}, {arch.model}, {'static shapes' if arch.static else shape}.{note}"
-    add(Case(arch.name, _builder(arch), frozenset({"full", "transformers"}), _OUTPUTS, True, desc))
+    add(Case(arch.name, _builder(arch), frozenset({"full", "transformers"}), _OUTPUTS + arch.imports, True, desc))
 
 
 for _a in ARCHS:
