@@ -126,9 +126,11 @@ class Arch:
     #: Why the case is exported static (torch cannot keep the dim dynamic), else "".
     static: str = ""
     what: str = ""
-    #: Libraries the loading process imports besides the output types: MoE layers call
-    #: transformers' own operator `transformers::grouped_mm_fallback` (defined in
-    #: transformers.integrations.moe), which a runtime links like any custom-op library.
+    #: Libraries the loading process imports besides transformers.modeling_outputs: MoE
+    #: layers call transformers' own operator `transformers::grouped_mm_fallback` (defined
+    #: in transformers.integrations.moe), which a runtime links like any custom-op
+    #: library; Swin and BEiT return output dataclasses defined in their modelling module
+    #: (SwinModelOutput, BeitModelOutputWithPooling), which registers them as pytree nodes.
     imports: tuple = ()
 
 
@@ -209,10 +211,12 @@ ARCHS = (
          what="ResNet (batch norm in eval)"),
     Arch("swin_tiny", "vision", "SwinConfig", "SwinModel", "vision",
          dict(image_size=32, patch_size=4, embed_dim=16, depths=[1, 1], num_heads=[2, 2], window_size=4),
-         what="Swin (shifted windows, relative position bias)"),
+         what="Swin (shifted windows, relative position bias)",
+         imports=("transformers.models.swin.modeling_swin",)),
     Arch("beit_tiny", "vision", "BeitConfig", "BeitModel", "vision",
          dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64, image_size=32,
-              patch_size=8, use_relative_position_bias=True), what="BEiT (relative position bias, layer scale)"),
+              patch_size=8, use_relative_position_bias=True), what="BEiT (relative position bias, layer scale)",
+         imports=("transformers.models.beit.modeling_beit",)),
     # speech
     Arch("wav2vec2_tiny", "speech", "Wav2Vec2Config", "Wav2Vec2Model", "audio",
          dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
