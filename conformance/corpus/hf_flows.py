@@ -129,10 +129,16 @@ def bert_mlm_training_ir():
                      vocab_size=128, max_position_embeddings=64, hidden_dropout_prob=0.0,
                      attention_probs_dropout_prob=0.0)
     model = BertForMaskedLM(cfg).train()
-    g = torch.Generator().manual_seed(0)
-    ids = torch.randint(0, 128, (2, 8), generator=g)
-    labels = torch.full_like(ids, -100)
-    labels[:, 2] = ids[:, 2]
+    def inputs(seq: int, seed: int):
+        # Labels are -100 (ignored) except at one masked position: random derived labels
+        # would be out of the vocabulary, so the case lists its other valid inputs.
+        ids = torch.randint(0, 128, (2, seq), generator=torch.Generator().manual_seed(seed))
+        labels = torch.full_like(ids, -100)
+        labels[:, 2] = ids[:, 2]
+        return (ids,), {"attention_mask": torch.ones_like(ids), "labels": labels}
+
     s = Dim("seq", min=4, max=32)
-    return Program(model, (ids,), {"attention_mask": torch.ones_like(ids), "labels": labels},
-                   dynamic_shapes={"input_ids": {1: s}, "attention_mask": {1: s}, "labels": {1: s}})
+    args, kwargs = inputs(8, 0)
+    return Program(model, args, kwargs,
+                   dynamic_shapes={"input_ids": {1: s}, "attention_mask": {1: s}, "labels": {1: s}},
+                   extra_inputs=[inputs(5, 1), inputs(13, 2)])
