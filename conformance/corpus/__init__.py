@@ -23,6 +23,8 @@ MODULES = (
     "torchbind",
     "transformers_models",
     "standins",
+    "hf_architectures",
+    "hf_flows",
     "exportdb",
 )
 
