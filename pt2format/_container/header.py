@@ -25,7 +25,9 @@ READER_MAJOR = 1
 # external raw files (for example a safetensors file the package points at).
 FEATURE_SHARD_FILES = 1 << 0
 FEATURE_EXTERNAL_FILES = 1 << 1
-KNOWN_FEATURES = FEATURE_SHARD_FILES | FEATURE_EXTERNAL_FILES
+# Bit 2 (1.1): tensors built from other tensors (sparse layouts, wrapper subclasses; `Tensor.parts`).
+FEATURE_COMPOSITE_TENSORS = 1 << 2
+KNOWN_FEATURES = FEATURE_SHARD_FILES | FEATURE_EXTERNAL_FILES | FEATURE_COMPOSITE_TENSORS
 # Bytes of the file identity in the header: the main file and its shards carry the same id.
 PACKAGE_ID_SIZE = 16
 NO_PACKAGE_ID = bytes(PACKAGE_ID_SIZE)

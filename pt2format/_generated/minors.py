@@ -9,8 +9,14 @@ rendered as its integer, a union member is refused. Names not listed are X.0's.
 SCHEMA_VERSION = (1, 1)
 
 FIELD_MINOR = {
+    'Quantization': {'axis': 1, 'qscheme': 1, 'scale': 1, 'scales': 1, 'zero_point': 1, 'zero_points': 1},
+    'Tensor': {'coalesced': 1, 'layout': 1, 'parts': 1, 'quantization': 1, 'subclass': 1},
+    'TensorPart': {'name': 1, 'tensor': 1},
+    'TensorSubclass': {'class_fqn': 1, 'context': 1},
 }
 ENUM_VALUE_MINOR = {
+    'QScheme': {0: 1, 1: 1, 2: 1, 3: 1},
+    'ScalarType': {42: 1, 43: 1, 44: 1},
 }
 UNION_MEMBER_MINOR = {
 }

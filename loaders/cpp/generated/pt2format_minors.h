@@ -19,6 +19,28 @@ struct NameMinor {
 };
 
 inline constexpr NameMinor kNameMinors[] = {
+    {"Quantization", "axis", 0, 1},
+    {"Quantization", "qscheme", 0, 1},
+    {"Quantization", "scale", 0, 1},
+    {"Quantization", "scales", 0, 1},
+    {"Quantization", "zero_point", 0, 1},
+    {"Quantization", "zero_points", 0, 1},
+    {"Tensor", "coalesced", 0, 1},
+    {"Tensor", "layout", 0, 1},
+    {"Tensor", "parts", 0, 1},
+    {"Tensor", "quantization", 0, 1},
+    {"Tensor", "subclass", 0, 1},
+    {"TensorPart", "name", 0, 1},
+    {"TensorPart", "tensor", 0, 1},
+    {"TensorSubclass", "class_fqn", 0, 1},
+    {"TensorSubclass", "context", 0, 1},
+    {"QScheme", nullptr, 0, 1},
+    {"QScheme", nullptr, 1, 1},
+    {"QScheme", nullptr, 2, 1},
+    {"QScheme", nullptr, 3, 1},
+    {"ScalarType", nullptr, 42, 1},
+    {"ScalarType", nullptr, 43, 1},
+    {"ScalarType", nullptr, 44, 1},
     {nullptr, nullptr, 0, 0},  // end
 };
 
