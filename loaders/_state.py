@@ -158,5 +158,8 @@ class StateLoader:
 
     def remember(self, t: torch.Tensor, idx: int) -> None:
         """Record that `t` holds row `idx` of this file, for re-saves (see pt2format.exporter._origins)."""
+        row = self.package.tensors[idx]
+        if row.subclass is not None or row.layout != STRIDED:
+            return  # no storage of its own; its parts are remembered
         if self.file_key is not None and t.device.type != "meta":
             remember(t, self.file_key, idx, self.package.tensors[idx].storage)
