@@ -197,6 +197,9 @@ class GraphBuilder:
                 raise LoadError(f"sparse tensor value cannot be rebuilt: {e}", path=path) from None
             if m.requires_grad:
                 meta.requires_grad_(True)
+            # Sparse kernels have no meta implementations: running the program under this mode
+            # (run_decompositions) needs the fallback to real kernels that export's own mode allows.
+            self.fake_mode.allow_fallback_kernels = True
             return FakeTensor(self.fake_mode, meta, device)
         if layout is not torch.strided:
             raise LoadError("only strided and COO/CSR/CSC tensor values can be rebuilt", path=path,
