@@ -123,10 +123,11 @@ size_t dtype_itemsize(pt2format::ScalarType dtype) {
     case S::BITS1X8: case S::BITS2X4: case S::BITS4X2:
     case S::UINT1: case S::UINT2: case S::UINT3: case S::UINT4: case S::UINT5: case S::UINT6: case S::UINT7:
     case S::INT1: case S::INT2: case S::INT3: case S::INT4: case S::INT5: case S::INT6: case S::INT7:
+    case S::QUINT8: case S::QINT8:  // quantized (1.1): the integer representation
       return 1;
     case S::INT16: case S::FLOAT16: case S::BFLOAT16: case S::UINT16: case S::BITS16:
       return 2;
-    case S::INT32: case S::FLOAT32: case S::UINT32: case S::COMPLEX32:
+    case S::INT32: case S::FLOAT32: case S::UINT32: case S::COMPLEX32: case S::QINT32:
       return 4;
     case S::INT64: case S::FLOAT64: case S::UINT64: case S::COMPLEX64:
       return 8;
@@ -136,7 +137,7 @@ size_t dtype_itemsize(pt2format::ScalarType dtype) {
       break;
   }
   throw Error(ErrorKind::Validation, "tensor dtype is unspecified or unknown to this reader",
-              {"", "", {}, "", "a ScalarType value 1..24", num(uint64_t(dtype))});
+              {"", "", {}, "", "a ScalarType with data (1..44, not 0)", num(uint64_t(dtype))});
 }
 
 // ---------------------------------------------------------------------------
@@ -373,6 +374,10 @@ TensorView File::tensor(uint32_t index) const {
   TensorView t;
   t.index = index;
   t.table = tensors->Get(index);
+  if (t.table->layout() != pt2format::Layout::STRIDED || t.table->subclass() != nullptr)
+    throw err(ErrorKind::Validation,
+              "tensor is built from other tensor rows (a sparse layout or a wrapper subclass); read its parts",
+              file_->name(), "program", path, "a strided tensor", t.table->subclass() ? "a subclass" : "a sparse layout");
   t.dtype = t.table->dtype();
   try {
     t.itemsize = dtype_itemsize(t.dtype);

@@ -33,6 +33,8 @@ export const DTYPE_ITEMSIZE: Record<string, number> = {
   // Sub-byte and shell dtypes: torch stores one byte per element.
   BITS1X8: 1, BITS2X4: 1, BITS4X2: 1, UINT1: 1, UINT2: 1, UINT3: 1, UINT4: 1, UINT5: 1, UINT6: 1, UINT7: 1,
   INT1: 1, INT2: 1, INT3: 1, INT4: 1, INT5: 1, INT6: 1, INT7: 1,
+  // Quantized (1.1): the view holds the integer representation.
+  QUINT8: 1, QINT8: 1, QINT32: 4,
 };
 
 /** A tensor of `Package.tensors`: metadata plus a zero-copy view of its storage. */
@@ -104,6 +106,9 @@ export class Pt2fFile {
     const n = pkg.tensorsLength();
     if (!Number.isInteger(i) || i < 0 || i >= n) throw new ValidationError('tensor index out of range', { file: this.opts.file, path, expected: `< ${n}`, got: i });
     const t = pkg.tensors(i)!;
+    if (t.layout() !== 1 || t.subclass() !== null) {
+      throw new ValidationError('tensor is built from other tensor rows (a sparse layout or a wrapper subclass); read its parts', { file: this.opts.file, path, expected: 'a strided tensor', got: t.subclass() !== null ? 'a subclass' : `layout ${t.layout()}` });
+    }
     const dtypeValue = t.dtype();
     const dtype = ScalarType[dtypeValue] ?? String(dtypeValue);
     const itemsize = DTYPE_ITEMSIZE[dtype];

@@ -21,8 +21,9 @@ constexpr uint16_t kHeaderVersion = 1;
 /// Newest schema version this reader understands.
 constexpr uint16_t kReaderFormatMajor = 1;
 constexpr uint16_t kReaderFormatMinor = 0;
-/// Package.required_features bits this reader implements (bit 0: shard files).
-constexpr uint64_t kKnownFeatures = 0x1;
+/// Package.required_features bits this reader implements (bit 0: shard files; bit 2: tensors built from
+/// other tensor rows, which File::tensor refuses by name while the dump shows them whole).
+constexpr uint64_t kKnownFeatures = 0x5;
 
 enum class SectionKind : uint16_t { Program = 1, Data = 2 };
 enum class ProgramEncoding : uint16_t { FlatBuffers = 1, MsgPack = 2, Json = 3 };
