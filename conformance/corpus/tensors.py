@@ -5,7 +5,7 @@ have data in a file" / "tensor subclasses cannot be saved"). Quantized
 tensors cannot be state of an exported program with torch 2.13 (fake tensors
 do not support them), so those cases are pinned in not_exportable.toml and
 quantized round trips are tested through weight files instead
-(tests/exporter/test_composite.py).
+(tests/exporter/test_composite.py; trust and hostile rows: tests/loaders/test_composite_trust.py).
 """
 
 from __future__ import annotations
