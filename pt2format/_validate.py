@@ -219,9 +219,10 @@ def _check_data(package, lengths) -> None:
     _check_no_overlap(storages, segments)
     n_storages = len(storages)
     _check_weight_sets(package.weight_sets, len(package.tensors))
+    nesting = [0] * len(package.tensors)
     for i, t in enumerate(package.tensors):
         try:
-            if _check_composite(package, t, i):
+            if _check_composite(package, t, i, nesting):
                 continue
             if t.storage >= n_storages:
                 raise _fail("tensor storage index out of range", "storage", expected=f"< {n_storages}",
@@ -238,7 +239,12 @@ def _check_data(package, lengths) -> None:
 _QUANTIZED = frozenset({m.ScalarType.QUINT8, m.ScalarType.QINT8, m.ScalarType.QINT32})
 
 
-def _check_composite(package, t, i: int) -> bool:
+#: How deeply rows built from other rows may nest (a subclass of a subclass of sparse ...): loaders
+#: build parts recursively, so a file must not make them recurse without bound.
+MAX_TENSOR_NESTING = 16
+
+
+def _check_composite(package, t, i: int, nesting: list) -> bool:
     """1.1 rows (quantized, sparse, subclass): their own invariants; True when the row has no storage view.
 
     Every index a row holds (parts, per-channel scales and zero points) is
@@ -254,6 +260,10 @@ def _check_composite(package, t, i: int) -> bool:
             if getattr(q, name) >= i:
                 raise _fail("per-channel parameters must refer to an earlier tensor row", f"quantization.{name}",
                             expected=f"< {i}", got=getattr(q, name))
+            nesting[i] = max(nesting[i], nesting[getattr(q, name)] + 1)
+        if nesting[i] > MAX_TENSOR_NESTING:
+            raise _fail("tensor parts nest too deeply", "quantization", expected=f"<= {MAX_TENSOR_NESTING} levels",
+                        got=nesting[i])
     composite = t.subclass is not None or t.layout != m.Layout.STRIDED
     if t.parts and not composite:
         raise _fail("only sparse and subclass tensors have parts", "parts", got=len(t.parts))
@@ -270,6 +280,10 @@ def _check_composite(package, t, i: int) -> bool:
         if part.name in names:
             raise _fail("part names must be unique", f"parts[{j}].name", got=repr(part.name))
         names.add(part.name)
+        nesting[i] = max(nesting[i], nesting[part.tensor] + 1)
+    if nesting[i] > MAX_TENSOR_NESTING:
+        raise _fail("tensor parts nest too deeply", "parts", expected=f"<= {MAX_TENSOR_NESTING} levels",
+                    got=nesting[i])
     return True
 
 

@@ -194,3 +194,23 @@ def test_quantized_on_meta_is_a_load_error(tmp_path):
     f = read(src)
     with pytest.raises(LoadError, match="meta"):
         StateLoader(f.package, f.storage_view, weights=False).tensor(0)
+
+
+def test_deeply_nested_parts_rejected(tmp_path):
+    """A chain of rows each built from the one before would make the loader recurse without bound."""
+    src = _weights_file(tmp_path, {"s": torch.eye(2).to_sparse()})
+
+    def mutate(pkg):
+        i = next(i for i, t in enumerate(pkg.tensors) if t.layout == m.Layout.SPARSE_COO)
+        row = pkg.tensors[i]
+        for _ in range(40):  # each new row's `values` is the previous sparse row
+            nxt = m.Tensor(dtype=row.dtype, sizes=list(row.sizes), strides=[], layout=m.Layout.SPARSE_COO,
+                           parts=[m.TensorPart(name="indices", tensor=row.parts[0].tensor),
+                                  m.TensorPart(name="values", tensor=len(pkg.tensors) - 1)],
+                           device=row.device)
+            pkg.tensors.append(nxt)
+            row = nxt
+        pkg.weight_sets[0].entries[0].tensor = len(pkg.tensors) - 1
+    bad = craft(src, tmp_path / "bad.pt2f", mutate)
+    with pytest.raises(ValidationError, match="nest too deeply"):
+        read_weights(bad)
