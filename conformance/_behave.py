@@ -15,10 +15,25 @@ import torch
 import torch.utils._pytree as pytree
 
 from conformance._describe import describe_treespec, describe_value_tree, first_difference
-from conformance._tensorio import TreeWriter, decode, tensor_bytes
+from conformance._tensorio import TreeWriter, composite_parts, decode, tensor_bytes
 
 
 def _state_tensors(ep):
+    """(name, plain tensor) of the program's state; sparse and subclass tensors give their parts."""
+    for name, t in _state_entries(ep):
+        yield from _plain(name, t)
+
+
+def _plain(name, t):
+    parts = composite_parts(t)
+    if parts is None:
+        yield name, t
+    elif not t.is_quantized:  # a quantized tensor's int_repr is a copy: nothing to restore into
+        for part, p in parts:
+            yield from _plain(f"{name}.{part}", p)
+
+
+def _state_entries(ep):
     if isinstance(ep, torch.nn.Module):  # an unflattened module: its own buffers and parameters
         yield from ep.named_parameters(remove_duplicate=False)
         yield from ep.named_buffers(remove_duplicate=False)  # non-persistent ones too

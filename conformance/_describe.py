@@ -15,7 +15,7 @@ import sys
 import torch
 import torch.utils._pytree as pytree
 
-from conformance._tensorio import tensor_digest
+from conformance._tensorio import composite_info, composite_parts, tensor_digest
 
 
 # --------------------------------------------------------------------------- names
@@ -315,6 +315,8 @@ def _storage_identity(t: torch.Tensor):
 
 
 def _storage_key(t: torch.Tensor):
+    if composite_parts(t) is not None and not t.is_quantized:
+        return None  # no storage of its own; its parts are described one by one
     st = t.untyped_storage()
     if st.nbytes() == 0:
         return None
@@ -322,6 +324,11 @@ def _storage_key(t: torch.Tensor):
 
 
 def describe_tensor(t: torch.Tensor) -> dict:
+    parts = composite_parts(t)
+    if parts is not None:  # sparse, quantized or a wrapper subclass: its parts bit for bit
+        return {"dtype": str(t.dtype), "shape": list(t.shape), "requires_grad": bool(t.requires_grad),
+                "parameter": isinstance(t, torch.nn.Parameter), **composite_info(t),
+                "parts": {name: describe_tensor(p) for name, p in parts}}
     out = {"dtype": str(t.dtype), "shape": list(t.shape), "stride": list(t.stride()),
            "storage_offset": t.storage_offset(), "requires_grad": bool(t.requires_grad),
            "parameter": isinstance(t, torch.nn.Parameter), "sha256": tensor_digest(t)}
@@ -387,12 +394,23 @@ def describe_program(ep) -> dict:
     }
 
 
+def _with_storage(t: torch.Tensor) -> list:
+    """`t`, or for a sparse or subclass tensor the plain tensors (with storages) it is made of."""
+    parts = composite_parts(t)
+    if parts is None:
+        return [t]
+    if t.is_quantized:  # its own storage holds the integers; per-channel parameters are tensors of their own
+        return [t] + [p for _, p in parts[1:]]
+    return [q for _, p in parts for q in _with_storage(p)]
+
+
 def storage_keys(ep) -> tuple[set, set]:
     """Distinct storages of the state and example inputs (what the file must hold once each):
     (non-empty ones, empty ones). A writer may merge empty storages: they hold no bytes."""
     vals = list(ep.state_dict.values()) + [v for v in ep.constants.values() if isinstance(v, torch.Tensor)]
     if ep.example_inputs is not None:
         vals += [x for x in pytree.tree_leaves(ep.example_inputs) if isinstance(x, torch.Tensor)]
+    vals = [p for t in vals for p in _with_storage(t)]
     full = {_storage_identity(t) for t in vals if t.untyped_storage().nbytes()}
     empty = {_storage_identity(t) for t in vals if not t.untyped_storage().nbytes()}
     return full, empty

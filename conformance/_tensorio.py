@@ -24,6 +24,54 @@ def dtype_from_str(name: str) -> torch.dtype:
     return _DTYPES[name]
 
 
+def composite_parts(t: torch.Tensor):
+    """[(name, tensor)] components of a tensor that is not one strided view, else None.
+
+    Sparse tensors give their index and value tensors, quantized ones their
+    integer representation (a copy) and per-channel parameters, wrapper
+    subclasses the inner tensors `__tensor_flatten__` names (which may be
+    composite again). Comparing and restoring state goes through these.
+    """
+    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+    if is_traceable_wrapper_subclass(t):
+        attrs, _ = t.__tensor_flatten__()
+        return [(a, getattr(t, a)) for a in attrs]
+    if t.layout == torch.sparse_coo:
+        return [("indices", t._indices()), ("values", t._values())]
+    if t.layout in (torch.sparse_csr, torch.sparse_bsr):
+        return [("crow_indices", t.crow_indices()), ("col_indices", t.col_indices()), ("values", t.values())]
+    if t.layout in (torch.sparse_csc, torch.sparse_bsc):
+        return [("ccol_indices", t.ccol_indices()), ("row_indices", t.row_indices()), ("values", t.values())]
+    if t.is_quantized:
+        if t.qscheme() == torch.per_tensor_affine:
+            return [("int_repr", t.int_repr())]
+        return [("int_repr", t.int_repr()), ("scales", t.q_per_channel_scales()),
+                ("zero_points", t.q_per_channel_zero_points())]
+    return None
+
+
+def composite_info(t: torch.Tensor) -> dict:
+    """What a composite tensor is besides its parts: layout, coalesced flag, quantization, class and context."""
+    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+    info = {"layout": str(t.layout)}
+    if is_traceable_wrapper_subclass(t):
+        _, ctx = t.__tensor_flatten__()
+        info["class"] = f"{type(t).__module__}.{type(t).__qualname__}"
+        info["context"] = repr(ctx)
+    elif t.layout == torch.sparse_coo:
+        info["coalesced"] = bool(t.is_coalesced())
+    elif t.is_quantized:
+        info["qscheme"] = str(t.qscheme())
+        if t.qscheme() == torch.per_tensor_affine:
+            info["scale"] = float_to_json(float(t.q_scale()))
+            info["zero_point"] = int(t.q_zero_point())
+        else:
+            info["axis"] = int(t.q_per_channel_axis())
+    return info
+
+
 def tensor_bytes(t: torch.Tensor) -> bytes:
     """The element bytes of `t` in C order (its strides do not matter); a meta tensor has none."""
     if t.numel() == 0 or t.device.type == "meta":

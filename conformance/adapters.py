@@ -32,6 +32,7 @@ A `module:attribute` that names a class is instantiated without arguments.
 from __future__ import annotations
 
 import importlib
+import sys
 
 ENCODINGS = ("flatbuffers", "msgpack", "json")
 
@@ -61,7 +62,7 @@ class Pt2formatLoader:
     def load(self, path, program=None):
         import pt2format
 
-        return pt2format.load(path, program=program)
+        return pt2format.load(path, program=program, allow_subclasses=trusted_subclasses())
 
 
 class TorchWriter:
@@ -89,6 +90,20 @@ class TorchLoader:
         import torch
 
         return torch.export.load(path)
+
+
+def trusted_subclasses() -> tuple:
+    """The tensor subclasses the loading process trusts: `TENSOR_SUBCLASSES` of the imported oplibs.
+
+    A case's `child_imports` name the libraries a runtime would import; those
+    that define tensor subclasses list them, as a user would pass them to
+    `pt2format.load(allow_subclasses=...)`. Nothing else is allowed.
+    """
+    out = []
+    for name, mod in sorted(sys.modules.items()):
+        if name.startswith("conformance.oplibs.") and mod is not None:
+            out.extend(getattr(mod, "TENSOR_SUBCLASSES", ()))
+    return tuple(out)
 
 
 flatbuffers_writer = Pt2formatWriter("flatbuffers")

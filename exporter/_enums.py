@@ -53,6 +53,9 @@ DTYPE_TO_SCALAR_TYPE: dict[torch.dtype, int] = {
     torch.bits4x2: ScalarType.BITS4X2,
     **{getattr(torch, f"uint{k}"): getattr(ScalarType, f"UINT{k}") for k in range(1, 8)},
     **{getattr(torch, f"int{k}"): getattr(ScalarType, f"INT{k}") for k in range(1, 8)},
+    torch.quint8: ScalarType.QUINT8,
+    torch.qint8: ScalarType.QINT8,
+    torch.qint32: ScalarType.QINT32,
 }
 SCALAR_TYPE_TO_DTYPE: dict[int, torch.dtype] = {int(v): k for k, v in DTYPE_TO_SCALAR_TYPE.items()}
 

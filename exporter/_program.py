@@ -189,4 +189,5 @@ def export_package(programs, *, example_inputs: bool = True, weight_sets: dict |
         from ._weights import add_weight_sets
 
         add_weight_sets(package, tensors, weight_sets)
+    package.required_features |= tensors.required_features
     return package, tensors.payloads

@@ -15,10 +15,13 @@ import sys
 import torch
 
 from pt2format._generated.model import Storage, Tensor
+from pt2format._container.header import FEATURE_COMPOSITE_TENSORS
 from pt2format.errors import ExportError
 
 from ._enums import DTYPE_TO_SCALAR_TYPE, device_to_schema
 from ._origins import origin_of
+from . import _composite
+
 
 _PLAIN_TENSOR_TYPES = (torch.Tensor, torch.nn.Parameter, torch.nn.Buffer)
 
@@ -49,6 +52,7 @@ class TensorTable:
         self._storage_u8: list[torch.Tensor] = []  # per storage: its bytes, to compare same-origin storages
         self._row_index: dict[tuple, int] = {}  # (file, row) of loaded tensors -> index in self.tensors
         self._keep_alive: list = []  # ids stay unique while we hold the objects
+        self.required_features = 0  # FEATURE_COMPOSITE_TENSORS once a sparse or subclass row is added
 
     def add(self, t: torch.Tensor, path: str = "tensor") -> int:
         """Index in Package.tensors of `t`, adding its row (and storage) on first sight."""
@@ -58,11 +62,16 @@ class TensorTable:
         self._keep_alive.append(t)
         src = t
         if type(t) not in _PLAIN_TENSOR_TYPES:
-            raise ExportError("tensor subclasses cannot be saved", path=path, expected="torch.Tensor or Parameter",
+            if _composite.is_subclass(t):
+                return self._composite_row(t, path)
+            raise ExportError("tensor subclass is not a traceable wrapper subclass (no __tensor_flatten__)",
+                              path=path, expected="torch.Tensor, Parameter or a traceable wrapper subclass",
                               got=f"{type(t).__module__}.{type(t).__qualname__}")
-        if t.layout != torch.strided or t.is_quantized or t.is_nested:
-            raise ExportError("only dense strided tensors have data in a file", path=path, expected="torch.strided",
-                              got=str(t.layout))
+        if t.layout in _composite.SPARSE_PARTS:
+            return self._composite_row(t, path)
+        if t.layout != torch.strided or t.is_nested:
+            raise ExportError("tensors of this layout cannot be saved", path=path,
+                              expected="strided, a sparse layout, quantized or a wrapper subclass", got=str(t.layout))
         if t.dtype not in DTYPE_TO_SCALAR_TYPE:
             raise ExportError("dtype has no schema value", path=path, expected="a ScalarType", got=str(t.dtype))
         if t.is_conj() or t.is_neg():
@@ -81,6 +90,8 @@ class TensorTable:
             requires_grad=bool(src.requires_grad),
             device=device_to_schema(t.device),
         )
+        if t.is_quantized:
+            row.quantization = _composite.quantization(t, self.add, path)
         if org is not None:
             idx = self._row_index.get((org.file, org.row))
             if idx is not None and self.tensors[idx] == row:
@@ -92,6 +103,31 @@ class TensorTable:
         if org is not None:
             self._row_index.setdefault((org.file, org.row), idx)
         return idx
+
+    def _composite_row(self, t: torch.Tensor, path: str) -> int:
+        """A sparse or wrapper-subclass tensor: its components' rows first, then its own (see _composite.py)."""
+        if _composite.is_subclass(t):
+            parts, subclass = _composite.subclass_parts(t, self.add, path)
+            row = Tensor(dtype=self._dtype(t, path), sizes=[int(s) for s in t.shape],
+                         strides=[int(s) for s in t.stride()], storage_offset=int(t.storage_offset()),
+                         requires_grad=bool(t.requires_grad), device=device_to_schema(t.device),
+                         parts=parts, subclass=subclass)
+        else:
+            parts, coalesced = _composite.sparse_parts(t, self.add, path)
+            row = Tensor(dtype=self._dtype(t, path), sizes=[int(s) for s in t.shape], strides=[],
+                         requires_grad=bool(t.requires_grad), device=device_to_schema(t.device),
+                         layout=_composite.composite_layout(t), parts=parts, coalesced=coalesced)
+        self.required_features |= FEATURE_COMPOSITE_TENSORS
+        idx = len(self.tensors)
+        self.tensors.append(row)
+        self._by_object[id(t)] = idx
+        return idx
+
+    @staticmethod
+    def _dtype(t: torch.Tensor, path: str) -> int:
+        if t.dtype not in DTYPE_TO_SCALAR_TYPE:
+            raise ExportError("dtype has no schema value", path=path, expected="a ScalarType", got=str(t.dtype))
+        return DTYPE_TO_SCALAR_TYPE[t.dtype]
 
     def _storage(self, storage: torch.UntypedStorage, org) -> int:
         """Index in Package.storages of `storage`, adding it on first sight."""

@@ -85,4 +85,5 @@ def export_weights(sets: dict):
         producer=Producer(name=PRODUCER_NAME, version=pt2format.__version__, torch_version=str(torch.__version__)),
     )
     add_weight_sets(package, tensors, sets)
+    package.required_features |= tensors.required_features
     return package, tensors.payloads

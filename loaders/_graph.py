@@ -203,9 +203,22 @@ class GraphBuilder:
         dtype = dtype_from_schema(m.dtype, f"{path}.dtype")
         device = device_from_schema(m.device, f"{path}.device")
         layout = SCHEMA_TO_LAYOUT.get(int(m.layout))
-        if layout is not torch.strided:
-            raise LoadError("only strided tensor values can be rebuilt", path=path, expected="STRIDED", got=m.layout)
         sizes = [sy(s, f"{path}.sizes[{i}]") for i, s in enumerate(m.sizes)]
+        if layout in (torch.sparse_coo, torch.sparse_csr, torch.sparse_csc):
+            # A sparse value's metadata is its layout and dense shape (no nnz): an empty sparse fake.
+            try:
+                meta = torch.empty(sizes, dtype=dtype, layout=layout, device="meta")
+            except RuntimeError as e:
+                raise LoadError(f"sparse tensor value cannot be rebuilt: {e}", path=path) from None
+            if m.requires_grad:
+                meta.requires_grad_(True)
+            # Sparse kernels have no meta implementations: running the program under this mode
+            # (run_decompositions) needs the fallback to real kernels that export's own mode allows.
+            self.fake_mode.allow_fallback_kernels = True
+            return FakeTensor(self.fake_mode, meta, device)
+        if layout is not torch.strided:
+            raise LoadError("only strided and COO/CSR/CSC tensor values can be rebuilt", path=path,
+                            expected="STRIDED, SPARSE_COO, SPARSE_CSR or SPARSE_CSC", got=m.layout)
         strides = [sy(s, f"{path}.strides[{i}]") for i, s in enumerate(m.strides)]
         if len(strides) != len(sizes):
             raise LoadError("sizes and strides differ in length", path=path, expected=len(sizes), got=len(strides))

@@ -11,7 +11,7 @@ from ._program import build_program
 
 def load_program(path, *, program: str | None = None, map_location=None, weights: bool = True, copy: bool = False,
                  verify_data: bool = False, extra_files: dict | None = None, metadata: dict | None = None,
-                 weight_set: str | None = None, prefetch: bool = False):
+                 weight_set: str | None = None, prefetch: bool = False, allow_subclasses=()):
     """Load program `program` (default: the only one, or "forward") of the file at `path`.
 
     Tensors are views of a private (copy-on-write) map of the file: nothing is
@@ -26,6 +26,9 @@ def load_program(path, *, program: str | None = None, map_location=None, weights
     `prefetch=True` reads the weight pages in the background while the
     program is rebuilt (see _prefetch.py), so the first call does not fault
     them in one by one.
+    `allow_subclasses` lists the tensor subclasses (classes, not names) whose
+    saved tensors may be rebuilt; any other subclass in the file is a
+    LoadError naming it (with `weights=False`, a plain meta tensor).
     """
     from pt2format import _extras
     from pt2format._api import read
@@ -35,10 +38,11 @@ def load_program(path, *, program: str | None = None, map_location=None, weights
         from ._weights import attach_weights
 
         ep = load_program(path, program=program, map_location=map_location, weights=False, verify_data=verify_data,
-                          extra_files=extra_files, metadata=metadata)
+                          extra_files=extra_files, metadata=metadata, allow_subclasses=allow_subclasses)
         if not weights:
             return ep
-        return attach_weights(ep, path, weight_set=weight_set, map_location=map_location, copy=copy)
+        return attach_weights(ep, path, weight_set=weight_set, map_location=map_location, copy=copy,
+                              allow_subclasses=allow_subclasses)
     f = read(path, verify_data=verify_data, copy_on_write=True)
     try:
         if prefetch and weights and not copy and f.package.storages and is_pathlike(path):
@@ -49,7 +53,7 @@ def load_program(path, *, program: str | None = None, map_location=None, weights
             st = os.stat(os.fspath(path))
             file_key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
         ep = build_program(f.package, program, f.storage_view, map_location=map_location, weights=weights,
-                           copy=copy, file_key=file_key)
+                           copy=copy, file_key=file_key, allow_subclasses=allow_subclasses)
         if extra_files is not None:
             extra_files.clear()
             extra_files.update(_extras.extra_files_dict(f))

@@ -116,12 +116,14 @@ def find_program(package, name):
 
 def build_program(package, name=None, storage_view=None, *, map_location=None, weights: bool = True,
                   copy: bool = False, state: StateLoader | None = None,
-                  file_key: tuple | None = None) -> ExportedProgram:
+                  file_key: tuple | None = None, allow_subclasses=()) -> ExportedProgram:
     """Rebuild program `name` of `package`; `storage_view(i)` gives the bytes of Package.storages[i].
 
     `file_key` identifies the file the package came from (see
     pt2format.exporter._origins): programs of one file loaded separately then
     share their rows and storages again when saved together.
+    `allow_subclasses` (tensor subclass classes) are the only wrapper
+    subclasses whose saved tensors are rebuilt (see _composite.py).
     """
     fv = package.format_version
     if fv is None or fv.major > pt2format.FORMAT_VERSION[0]:
@@ -132,7 +134,7 @@ def build_program(package, name=None, storage_view=None, *, map_location=None, w
         if weights and storage_view is None:
             raise LoadError("storage_view is required to load weights")
         state = StateLoader(package, storage_view, map_location=map_location, weights=weights, copy=copy,
-                            file_key=file_key)
+                            file_key=file_key, allow_subclasses=allow_subclasses)
     try:
         with _no_gc():
             return _Builder(package, program, state).run()

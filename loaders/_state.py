@@ -18,7 +18,12 @@ from pt2format.errors import LoadError
 
 from pt2format.exporter._origins import remember
 
+from pt2format._generated.model import Layout
+
+from . import _composite
 from ._values import device_from_schema, dtype_from_schema
+
+STRIDED = int(Layout.STRIDED)
 
 
 def _map_device(map_location, device: torch.device) -> torch.device:
@@ -36,8 +41,9 @@ class StateLoader:
     """Builds the tensors of a package on demand; one tensor object per Package.tensors row."""
 
     def __init__(self, package, storage_view, *, map_location=None, weights: bool = True, copy: bool = False,
-                 file_key: tuple | None = None):
+                 file_key: tuple | None = None, allow_subclasses=()):
         self.package = package
+        self.allowed = _composite.allowed_classes(allow_subclasses)
         self.file_key = file_key if weights else None  # see pt2format.exporter._origins
         self.storage_view = storage_view
         self.map_location = map_location
@@ -108,7 +114,11 @@ class StateLoader:
             raise LoadError("tensor index out of range", path=path, expected=f"< {len(rows)}", got=idx)
         row = rows[idx]
         p = f"tensors[{idx}]"
+        if row.subclass is not None or row.layout != STRIDED:
+            return self._composite(idx, row, p)
         dtype = dtype_from_schema(row.dtype, f"{p}.dtype")
+        qdtype = dtype
+        dtype = _composite.int_repr_dtype(dtype)
         device = _map_device(self.map_location, device_from_schema(row.device, f"{p}.device"))
         if len(row.sizes) != len(row.strides):
             raise LoadError("sizes and strides differ in length", path=p, expected=len(row.sizes), got=len(row.strides))
@@ -119,12 +129,45 @@ class StateLoader:
             t = torch.empty(0, dtype=dtype, device=st.device).set_(st, row.storage_offset, row.sizes, row.strides)
         except RuntimeError as e:
             raise LoadError(f"tensor does not fit its storage: {e}", path=p) from None
+        if qdtype is not dtype or row.quantization is not None:
+            if qdtype is dtype:
+                raise LoadError("quantization parameters on a dtype that is not quantized", path=f"{p}.quantization",
+                                got=str(dtype))
+            t = _composite.quantize(t, qdtype, row.quantization, self._part_of(idx), p)
         if row.requires_grad:
             t.requires_grad_(True)
         self.remember(t, idx)
         return t
 
+    def _part_of(self, owner: int):
+        """tensor(i) for the rows `owner` is built from; only earlier rows, so building never loops."""
+        def part(i: int, path: str) -> torch.Tensor:
+            if not 0 <= i < owner:
+                raise LoadError("a tensor part must refer to an earlier tensor row", path=path,
+                                expected=f"< {owner}", got=i)
+            return self._build_or_cached(i, path)
+        return part
+
+    def _build_or_cached(self, i: int, path: str) -> torch.Tensor:
+        # Called with self._lock held (from _build): no second acquire.
+        t = self._tensors.get(i)
+        if t is None:
+            t = self._tensors[i] = self._build(i, path)
+        return t
+
+    def _composite(self, idx: int, row, p: str) -> torch.Tensor:
+        """A sparse or wrapper-subclass row (schema 1.1), built from earlier rows (see _composite.py)."""
+        part = self._part_of(idx)
+        if row.subclass is None:
+            return _composite.sparse(row, part, p)
+        if row.subclass.class_fqn not in self.allowed and not self.weights:
+            return _composite.meta_stand_in(row, p)
+        return _composite.subclass(row, part, self.allowed, p)
+
     def remember(self, t: torch.Tensor, idx: int) -> None:
         """Record that `t` holds row `idx` of this file, for re-saves (see pt2format.exporter._origins)."""
+        row = self.package.tensors[idx]
+        if row.subclass is not None or row.layout != STRIDED:
+            return  # no storage of its own; its parts are remembered
         if self.file_key is not None and t.device.type != "meta":
             remember(t, self.file_key, idx, self.package.tensors[idx].storage)

@@ -65,7 +65,8 @@ def _from_safetensors(path: str) -> dict:
     return out
 
 
-def _from_pt2f(path: str, *, program: str | None, weight_set: str | None, map_location, copy: bool) -> dict:
+def _from_pt2f(path: str, *, program: str | None, weight_set: str | None, map_location, copy: bool,
+               allow_subclasses=()) -> dict:
     """Name -> tensor of a program's state or of a weight set of the .pt2f file at `path`."""
     from pt2format._api import read
 
@@ -87,7 +88,8 @@ def _from_pt2f(path: str, *, program: str | None, weight_set: str | None, map_lo
         else:
             raise LoadError("file has no program and several weight sets: name one with weight_set=", file=path,
                             expected=sorted(ws.name for ws in pkg.weight_sets))
-        loader = StateLoader(pkg, f.storage_view, map_location=map_location, copy=copy)
+        loader = StateLoader(pkg, f.storage_view, map_location=map_location, copy=copy,
+                             allow_subclasses=allow_subclasses)
         return {e.name: loader.tensor(e.tensor, e.name) for e in entries}
     except Pt2FormatError as e:
         raise e.with_context(file=path)
@@ -115,7 +117,7 @@ def _fill_tied(state: dict, new: dict) -> None:
 
 
 def read_weights(source, *, program: str | None = None, weight_set: str | None = None, map_location=None,
-                 copy: bool = False) -> dict:
+                 copy: bool = False, allow_subclasses=()) -> dict:
     """Name -> tensor from a path (.pt2f or safetensors) or a dict of tensors."""
     if isinstance(source, dict):
         return dict(source)
@@ -127,11 +129,12 @@ def read_weights(source, *, program: str | None = None, weight_set: str | None =
         if map_location is not None or copy:
             tensors = {k: (v.to(map_location) if map_location is not None else v.clone()) for k, v in tensors.items()}
         return tensors
-    return _from_pt2f(path, program=program, weight_set=weight_set, map_location=map_location, copy=copy)
+    return _from_pt2f(path, program=program, weight_set=weight_set, map_location=map_location, copy=copy,
+                      allow_subclasses=allow_subclasses)
 
 
 def attach_weights(ep, source, *, program: str | None = None, weight_set: str | None = None, map_location=None,
-                   copy: bool = False, strict: bool = True):
+                   copy: bool = False, strict: bool = True, allow_subclasses=()):
     """Replace every state tensor of `ep` by the tensor of the same name from `source`; returns `ep`.
 
     Names, dtypes and shapes are checked first, for every entry: on any
@@ -141,7 +144,8 @@ def attach_weights(ep, source, *, program: str | None = None, weight_set: str | 
     `ep` are tied to the first one attached when the source has only one.
     """
     state = _program_state(ep)
-    new = read_weights(source, program=program, weight_set=weight_set, map_location=map_location, copy=copy)
+    new = read_weights(source, program=program, weight_set=weight_set, map_location=map_location, copy=copy,
+                       allow_subclasses=allow_subclasses)
     where = source if not isinstance(source, dict) else None
     _fill_tied(state, new)
     problems = []

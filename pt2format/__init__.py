@@ -14,7 +14,7 @@ objects are read into memory, without mmap.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import IO, TYPE_CHECKING, Any, Union
 
 from pt2format.errors import (
@@ -108,7 +108,7 @@ def save(programs: torch.export.ExportedProgram | Mapping[str, torch.export.Expo
 def load(f: Source, *, program: str | None = None, map_location: Any = None, weights: bool = True,
          copy: bool = False, verify_data: bool = False, extra_files: dict[str, bytes] | None = None,
          metadata: dict[str, str] | None = None, weight_set: str | None = None,
-         prefetch: bool = False) -> torch.export.ExportedProgram:
+         prefetch: bool = False, allow_subclasses: Iterable[type] = ()) -> torch.export.ExportedProgram:
     """Load a ``torch.export.ExportedProgram`` from a `.pt2f` file.
 
     Args:
@@ -137,6 +137,13 @@ def load(f: Source, *, program: str | None = None, map_location: Any = None, wei
             instead of its own state (see ``attach_weights``).
         prefetch: read the weight pages ahead in a background thread, so the
             first call does not fault them in one by one.
+        allow_subclasses: tensor subclass classes (traceable wrapper
+            subclasses, e.g. ``[TwoTensor]``) whose saved tensors may be
+            rebuilt, matched by qualified name. The file names its classes;
+            pt2format never imports them, so the same trust as custom
+            operators: import the class yourself and allow it here. A
+            subclass tensor of any other class is a ``LoadError`` naming the
+            class; with ``weights=False`` it becomes a plain meta tensor.
 
     Returns:
         The rebuilt ``ExportedProgram``.
@@ -160,7 +167,7 @@ def load(f: Source, *, program: str | None = None, map_location: Any = None, wei
 
     return load_program(f, program=program, map_location=map_location, weights=weights, copy=copy,
                         verify_data=verify_data, extra_files=extra_files, metadata=metadata,
-                        weight_set=weight_set, prefetch=prefetch)
+                        weight_set=weight_set, prefetch=prefetch, allow_subclasses=allow_subclasses)
 
 
 def save_weights(weights, path, *, encoding: str = "flatbuffers", fsync: bool = True, progress: bool = True,
@@ -177,7 +184,7 @@ def save_weights(weights, path, *, encoding: str = "flatbuffers", fsync: bool = 
 
 
 def attach_weights(ep, source, *, program: str | None = None, weight_set: str | None = None, map_location=None,
-                   copy: bool = False, strict: bool = True):
+                   copy: bool = False, strict: bool = True, allow_subclasses: Iterable[type] = ()):
     """Give `ep` (for example from `load(path, weights=False)`) the weights of `source`; returns `ep`.
 
     `source` is a `.pt2f` file (its program's state, or weight set
@@ -185,11 +192,12 @@ def attach_weights(ep, source, *, program: str | None = None, weight_set: str | 
     dict name -> tensor. Every state entry must be present with the same
     dtype and shape, else a LoadError lists the differences and `ep` is not
     changed; `strict=True` also refuses names `ep` does not have.
+    `allow_subclasses` is as for `load`.
     """
     from pt2format.loaders import attach_weights as _attach
 
     return _attach(ep, source, program=program, weight_set=weight_set, map_location=map_location, copy=copy,
-                   strict=strict)
+                   strict=strict, allow_subclasses=allow_subclasses)
 
 
 def read(f: Source, *, verify_data: bool = False, max_program_bytes: int = 1 << 30, max_depth: int = 128,

@@ -111,6 +111,10 @@ class LazyFile:
         import numpy as np
 
         row = self.package.tensors[idx]
+        if row.subclass is not None or row.layout != m.Layout.STRIDED:
+            # Its row is no view of a storage (validation checked only its parts): never map it.
+            raise TypeError(f"state entry {name!r} is a {'tensor subclass' if row.subclass else 'sparse tensor'}, "
+                            "which numpy lacks; use framework='pt'")
         code = _NUMPY_DTYPES.get(row.dtype)
         if code is None:
             raise TypeError(f"state entry {name!r} has dtype {m.ScalarType(row.dtype).name}, which numpy lacks; "

@@ -14,7 +14,8 @@ import math
 
 from pt2format._container.align import DATA_ALIGNMENT
 from pt2format._container.header import (
-    FEATURE_EXTERNAL_FILES, FEATURE_META_STORAGES, FEATURE_SHARD_FILES, KNOWN_FEATURES, PACKAGE_ID_SIZE, READER_MAJOR,
+    FEATURE_COMPOSITE_TENSORS, FEATURE_EXTERNAL_FILES, FEATURE_META_STORAGES, FEATURE_SHARD_FILES, KNOWN_FEATURES,
+    PACKAGE_ID_SIZE, READER_MAJOR,
 )
 from pt2format._extras import check_extra_files
 from pt2format._generated import model as m
@@ -194,8 +195,11 @@ def _check_data(package, lengths) -> None:
     _check_no_overlap(storages, segments)
     n_storages = len(storages)
     _check_weight_sets(package.weight_sets, len(package.tensors))
+    nesting = [0] * len(package.tensors)
     for i, t in enumerate(package.tensors):
         try:
+            if _check_composite(package, t, i, nesting):
+                continue
             if t.storage >= n_storages:
                 raise _fail("tensor storage index out of range", "storage", expected=f"< {n_storages}",
                             got=t.storage)
@@ -212,6 +216,57 @@ def _check_data(package, lengths) -> None:
                             expected=f"<= {size} bytes", got=f"{need} bytes")
         except Pt2FormatError as e:
             raise _wrap(e, f"tensors[{i}]")
+
+
+_QUANTIZED = frozenset({m.ScalarType.QUINT8, m.ScalarType.QINT8, m.ScalarType.QINT32})
+
+
+#: How deeply rows built from other rows may nest (a subclass of a subclass of sparse ...): loaders
+#: build parts recursively, so a file must not make them recurse without bound.
+MAX_TENSOR_NESTING = 16
+
+
+def _check_composite(package, t, i: int, nesting: list) -> bool:
+    """1.1 rows (quantized, sparse, subclass): their own invariants; True when the row has no storage view.
+
+    Every index a row holds (parts, per-channel scales and zero points) is
+    smaller than the row's own, so building rows in order never loops.
+    """
+    q = t.quantization
+    if (t.dtype in _QUANTIZED) != (q is not None) and t.subclass is None:
+        raise _fail("quantized dtypes, and only they, carry quantization parameters", "quantization",
+                    expected="present" if t.dtype in _QUANTIZED else "absent",
+                    got="absent" if q is None else "present")
+    if q is not None and q.qscheme != m.QScheme.PER_TENSOR_AFFINE:
+        for name in ("scales", "zero_points"):
+            if getattr(q, name) >= i:
+                raise _fail("per-channel parameters must refer to an earlier tensor row", f"quantization.{name}",
+                            expected=f"< {i}", got=getattr(q, name))
+            nesting[i] = max(nesting[i], nesting[getattr(q, name)] + 1)
+        if nesting[i] > MAX_TENSOR_NESTING:
+            raise _fail("tensor parts nest too deeply", "quantization", expected=f"<= {MAX_TENSOR_NESTING} levels",
+                        got=nesting[i])
+    composite = t.subclass is not None or t.layout != m.Layout.STRIDED
+    if t.parts and not composite:
+        raise _fail("only sparse and subclass tensors have parts", "parts", got=len(t.parts))
+    if not composite:
+        return False
+    if not package.required_features & FEATURE_COMPOSITE_TENSORS:
+        raise _fail("a sparse or subclass tensor needs required_features bit 2", "required_features",
+                    expected=f"bit 0x{FEATURE_COMPOSITE_TENSORS:x} set", got=f"0x{package.required_features:x}")
+    names = set()
+    for j, part in enumerate(t.parts):
+        if part.tensor >= i:
+            raise _fail("a part must refer to an earlier tensor row", f"parts[{j}].tensor", expected=f"< {i}",
+                        got=part.tensor)
+        if part.name in names:
+            raise _fail("part names must be unique", f"parts[{j}].name", got=repr(part.name))
+        names.add(part.name)
+        nesting[i] = max(nesting[i], nesting[part.tensor] + 1)
+    if nesting[i] > MAX_TENSOR_NESTING:
+        raise _fail("tensor parts nest too deeply", "parts", expected=f"<= {MAX_TENSOR_NESTING} levels",
+                    got=nesting[i])
+    return True
 
 
 def _check_no_overlap(storages, segments) -> None:

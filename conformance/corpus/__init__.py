@@ -18,6 +18,7 @@ MODULES = (
     "state",
     "custom_ops",
     "dtypes",
+    "tensors",
     "ir",
     "multi",
     "torchbind",

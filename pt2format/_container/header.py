@@ -27,7 +27,9 @@ FEATURE_SHARD_FILES = 1 << 0
 FEATURE_EXTERNAL_FILES = 1 << 1
 # Bit 2 (format 1.1): meta-device state, storages that hold no bytes (`Storage.meta_nbytes`).
 FEATURE_META_STORAGES = 1 << 2
-KNOWN_FEATURES = FEATURE_SHARD_FILES | FEATURE_EXTERNAL_FILES | FEATURE_META_STORAGES
+# Bit 3 (format 1.1): tensors built from other tensors (sparse layouts, wrapper subclasses; `Tensor.parts`).
+FEATURE_COMPOSITE_TENSORS = 1 << 3
+KNOWN_FEATURES = FEATURE_SHARD_FILES | FEATURE_EXTERNAL_FILES | FEATURE_META_STORAGES | FEATURE_COMPOSITE_TENSORS
 # Bytes of the file identity in the header: the main file and its shards carry the same id.
 PACKAGE_ID_SIZE = 16
 NO_PACKAGE_ID = bytes(PACKAGE_ID_SIZE)

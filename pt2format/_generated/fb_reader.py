@@ -78,6 +78,7 @@ from pt2format._generated.model import (
     ParameterMutationSpec,
     Producer,
     Program,
+    Quantization,
     RangeConstraint,
     ScalarTypeArgument,
     ScalarTypeValue,
@@ -109,7 +110,9 @@ from pt2format._generated.model import (
     TensorArgument,
     TensorListArgument,
     TensorMeta,
+    TensorPart,
     TensorRefValue,
+    TensorSubclass,
     TensorValue,
     TokenArgument,
     TorchFn,
@@ -2964,6 +2967,51 @@ def decode(buf, max_depth=128):
             x14 = []
         return Program(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14)
 
+    vc_Quantization = {}
+    Z_Quantization = (1, 8, 8, 8, 4, 4)
+
+    def t_Quantization(p, d):
+        if d > max_depth:
+            too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
+        if p + 4 > n:
+            _fail('table offset out of range', p, f'<= {n - 4}', p)
+        vt = p - _I32(buf, p)[0]
+        c = vc_Quantization.get(vt)
+        if c is None:
+            c = vc_Quantization[vt] = vtab(vt, Z_Quantization)
+        os, o0, o1, o2, o3, o4, o5 = c
+        if p + os > n:
+            _fail('bad table size', p, '4..buffer end', os)
+        if o0:
+            x0 = _S_u8(buf, p + o0)[0]
+        else:
+            x0 = 0
+        if o1:
+            x1 = _S_f64(buf, p + o1)[0]
+        else:
+            x1 = 0.0
+        if o2:
+            x2 = _S_i64(buf, p + o2)[0]
+        else:
+            x2 = 0
+        if o3:
+            x3 = _S_i64(buf, p + o3)[0]
+        else:
+            x3 = 0
+        if o4:
+            x4 = _S_u32(buf, p + o4)[0]
+        else:
+            x4 = 0
+        if o5:
+            x5 = _S_u32(buf, p + o5)[0]
+        else:
+            x5 = 0
+        return Quantization(x0, x1, x2, x3, x4, x5)
+
     vc_RangeConstraint = {}
     Z_RangeConstraint = (4, 4)
 
@@ -3798,7 +3846,7 @@ def decode(buf, max_depth=128):
         return Symbol(x0, x1, x2, x3, x4, x5, x6)
 
     vc_Tensor = {}
-    Z_Tensor = (4, 1, 4, 4, 8, 1, 4)
+    Z_Tensor = (4, 1, 4, 4, 8, 1, 4, 4, 1, 4, 1, 4)
 
     def t_Tensor(p, d):
         if d > max_depth:
@@ -3813,7 +3861,7 @@ def decode(buf, max_depth=128):
         c = vc_Tensor.get(vt)
         if c is None:
             c = vc_Tensor[vt] = vtab(vt, Z_Tensor)
-        os, o0, o1, o2, o3, o4, o5, o6 = c
+        os, o0, o1, o2, o3, o4, o5, o6, o7, o8, o9, o10, o11 = c
         if p + os > n:
             _fail('bad table size', p, '4..buffer end', os)
         if o0:
@@ -3852,7 +3900,34 @@ def decode(buf, max_depth=128):
             x6 = t_Device(q, d + 1)
         else:
             x6 = None
-        return Tensor(x0, x1, x2, x3, x4, x5, x6)
+        if o7:
+            q = p + o7
+            q += _U32(buf, q)[0]
+            x7 = t_Quantization(q, d + 1)
+        else:
+            x7 = None
+        if o8:
+            x8 = _S_u8(buf, p + o8)[0]
+        else:
+            x8 = 1
+        if o9:
+            q = p + o9
+            q += _U32(buf, q)[0]
+            cnt = vec(q, 4)
+            x9 = list(map(t_TensorPart, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+        else:
+            x9 = []
+        if o10:
+            x10 = _S_bool(buf, p + o10)[0]
+        else:
+            x10 = False
+        if o11:
+            q = p + o11
+            q += _U32(buf, q)[0]
+            x11 = t_TensorSubclass(q, d + 1)
+        else:
+            x11 = None
+        return Tensor(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11)
 
     vc_TensorArgument = {}
     Z_TensorArgument = (4,)
@@ -3970,6 +4045,40 @@ def decode(buf, max_depth=128):
             x6 = 1
         return TensorMeta(x0, x1, x2, x3, x4, x5, x6)
 
+    vc_TensorPart = {}
+    Z_TensorPart = (4, 4)
+
+    def t_TensorPart(p, d):
+        if d > max_depth:
+            too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
+        if p + 4 > n:
+            _fail('table offset out of range', p, f'<= {n - 4}', p)
+        vt = p - _I32(buf, p)[0]
+        c = vc_TensorPart.get(vt)
+        if c is None:
+            c = vc_TensorPart[vt] = vtab(vt, Z_TensorPart)
+        os, o0, o1 = c
+        if p + os > n:
+            _fail('bad table size', p, '4..buffer end', os)
+        if o0:
+            q = p + o0
+            q += _U32(buf, q)[0]
+            x0 = sget(q)
+            if x0 is None:
+                x0 = rstr(q)
+            _SC_identifier(x0, 'TensorPart.name')
+        else:
+            x0 = None
+        if o1:
+            x1 = _S_u32(buf, p + o1)[0]
+        else:
+            x1 = 0
+        return TensorPart(x0, x1)
+
     vc_TensorRefValue = {}
     Z_TensorRefValue = (4,)
 
@@ -3994,6 +4103,42 @@ def decode(buf, max_depth=128):
         else:
             x0 = 0
         return TensorRefValue(x0)
+
+    vc_TensorSubclass = {}
+    Z_TensorSubclass = (4, 4)
+
+    def t_TensorSubclass(p, d):
+        if d > max_depth:
+            too_deep(p, d)
+        nonlocal budget
+        budget -= 4
+        if budget < 0:
+            spend(0, p)
+        if p + 4 > n:
+            _fail('table offset out of range', p, f'<= {n - 4}', p)
+        vt = p - _I32(buf, p)[0]
+        c = vc_TensorSubclass.get(vt)
+        if c is None:
+            c = vc_TensorSubclass[vt] = vtab(vt, Z_TensorSubclass)
+        os, o0, o1 = c
+        if p + os > n:
+            _fail('bad table size', p, '4..buffer end', os)
+        if o0:
+            q = p + o0
+            q += _U32(buf, q)[0]
+            x0 = sget(q)
+            if x0 is None:
+                x0 = rstr(q)
+            _SC_qualified_name(x0, 'TensorSubclass.class_fqn')
+        else:
+            x0 = None
+        if o1:
+            q = p + o1
+            q += _U32(buf, q)[0]
+            x1 = t_Value(q, d + 1)
+        else:
+            x1 = None
+        return TensorSubclass(x0, x1)
 
     vc_TensorValue = {}
     Z_TensorValue = (4, 4)

@@ -77,6 +77,7 @@ from pt2format._generated.model import (
     ParameterMutationSpec,
     Producer,
     Program,
+    Quantization,
     RangeConstraint,
     ScalarTypeArgument,
     ScalarTypeValue,
@@ -108,7 +109,9 @@ from pt2format._generated.model import (
     TensorArgument,
     TensorListArgument,
     TensorMeta,
+    TensorPart,
     TensorRefValue,
+    TensorSubclass,
     TensorValue,
     TokenArgument,
     TorchFn,
@@ -234,6 +237,7 @@ _F_Package = ((2, 8, 8, 'Q'), (0, 4, 4, 'I'), (1, 4, 4, 'I'), (3, 4, 4, 'I'), (4
 _F_ParameterMutationSpec = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_Producer = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'))
 _F_Program = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'), (3, 4, 4, 'I'), (4, 4, 4, 'I'), (5, 4, 4, 'I'), (6, 4, 4, 'I'), (7, 4, 4, 'I'), (8, 4, 4, 'I'), (9, 4, 4, 'I'), (10, 4, 4, 'I'), (11, 4, 4, 'I'), (12, 4, 4, 'I'), (13, 4, 4, 'I'), (14, 4, 4, 'I'))
+_F_Quantization = ((1, 8, 8, 'd'), (2, 8, 8, 'q'), (3, 8, 8, 'q'), (4, 4, 4, 'I'), (5, 4, 4, 'I'), (0, 1, 1, 'B'))
 _F_RangeConstraint = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_ScalarTypeArgument = ((0, 1, 1, 'B'),)
 _F_ScalarTypeValue = ((0, 1, 1, 'B'),)
@@ -258,11 +262,13 @@ _F_SymIntArgument = ((1, 8, 8, 'q'), (0, 4, 4, 'I'))
 _F_SymIntListArgument = ((0, 4, 4, 'I'),)
 _F_SymIntValue = ((1, 16, 8, 'i4xq'), (0, 4, 4, 'I'))
 _F_Symbol = ((3, 8, 8, 'q'), (6, 8, 8, 'd'), (0, 4, 4, 'I'), (2, 4, 4, 'I'), (1, 1, 1, 'B'), (4, 1, 1, '?'), (5, 1, 1, '?'))
-_F_Tensor = ((4, 8, 8, 'q'), (0, 4, 4, 'I'), (2, 4, 4, 'I'), (3, 4, 4, 'I'), (6, 4, 4, 'I'), (1, 1, 1, 'B'), (5, 1, 1, '?'))
+_F_Tensor = ((4, 8, 8, 'q'), (0, 4, 4, 'I'), (2, 4, 4, 'I'), (3, 4, 4, 'I'), (6, 4, 4, 'I'), (7, 4, 4, 'I'), (9, 4, 4, 'I'), (11, 4, 4, 'I'), (1, 1, 1, 'B'), (5, 1, 1, '?'), (8, 1, 1, 'B'), (10, 1, 1, '?'))
 _F_TensorArgument = ((0, 4, 4, 'I'),)
 _F_TensorListArgument = ((0, 4, 4, 'I'),)
 _F_TensorMeta = ((3, 16, 8, 'i4xq'), (1, 4, 4, 'I'), (2, 4, 4, 'I'), (5, 4, 4, 'I'), (0, 1, 1, 'B'), (4, 1, 1, '?'), (6, 1, 1, 'B'))
+_F_TensorPart = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_TensorRefValue = ((0, 4, 4, 'I'),)
+_F_TensorSubclass = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_TensorValue = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_TokenArgument = ((0, 4, 4, 'I'),)
 _F_TorchFn = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
@@ -3471,6 +3477,65 @@ def encode(root):
             size = t
         return t
 
+    L_Quantization = {}
+
+    def w_Quantization(o):
+        nonlocal size
+        if type(o) is not Quantization:
+            _bad('wrong table type, expected Quantization', type(o).__name__)
+        mk = 0
+        x0 = o.qscheme
+        if x0 != 0:
+            mk |= 32
+        x1 = o.scale
+        if x1 or copysign(1.0, x1) < 0.0:
+            mk |= 1
+        x2 = o.zero_point
+        if x2 != 0:
+            mk |= 2
+        x3 = o.axis
+        if x3 != 0:
+            mk |= 4
+        x4 = o.scales
+        if x4 != 0:
+            mk |= 8
+        x5 = o.zero_points
+        if x5 != 0:
+            mk |= 16
+        L = L_Quantization.get(mk)
+        if L is None:
+            L = L_Quantization[mk] = _layout(_F_Quantization, mk)
+        pk, offs, osz, al, vtb = L
+        pad = -(size + osz) % al
+        t = size + pad + osz
+        vd = vget(vtb)
+        new = vd is None
+        if new:
+            vd = t + len(vtb)
+        v = [vd - t]
+        if mk & 1:
+            v.append(x1)
+        if mk & 2:
+            v.append(x2)
+        if mk & 4:
+            v.append(x3)
+        if mk & 8:
+            v.append(x4)
+        if mk & 16:
+            v.append(x5)
+        if mk & 32:
+            v.append(x0)
+        if pad:
+            app(_ZEROS[:pad])
+        app(pk(*v))
+        if new:
+            app(vtb)
+            vtables[vtb] = vd
+            size = vd
+        else:
+            size = t
+        return t
+
     L_RangeConstraint = {}
 
     def w_RangeConstraint(o):
@@ -4504,7 +4569,7 @@ def encode(root):
             mk |= 2
         x1 = o.dtype
         if x1 != 0:
-            mk |= 32
+            mk |= 256
         x2 = o.sizes
         if x2:
             x2 = BV(struct.pack('<%dq' % len(x2), *x2), len(x2), 8)
@@ -4520,11 +4585,31 @@ def encode(root):
         if x5 is not False:
             if x5 is not True:
                 _bad('requires_grad: expected bool', type(x5).__name__)
-            mk |= 64
+            mk |= 512
         x6 = o.device
         if x6 is not None:
             x6 = w_Device(x6)
             mk |= 16
+        x7 = o.quantization
+        if x7 is not None:
+            x7 = w_Quantization(x7)
+            mk |= 32
+        x8 = o.layout
+        if x8 != 1:
+            mk |= 1024
+        x9 = o.parts
+        if x9:
+            x9 = OV([w_TensorPart(e) for e in x9])
+            mk |= 64
+        x10 = o.coalesced
+        if x10 is not False:
+            if x10 is not True:
+                _bad('coalesced: expected bool', type(x10).__name__)
+            mk |= 2048
+        x11 = o.subclass
+        if x11 is not None:
+            x11 = w_TensorSubclass(x11)
+            mk |= 128
         L = L_Tensor.get(mk)
         if L is None:
             L = L_Tensor[mk] = _layout(_F_Tensor, mk)
@@ -4547,9 +4632,19 @@ def encode(root):
         if mk & 16:
             v.append(t - offs[6] - x6)
         if mk & 32:
-            v.append(x1)
+            v.append(t - offs[7] - x7)
         if mk & 64:
+            v.append(t - offs[9] - x9)
+        if mk & 128:
+            v.append(t - offs[11] - x11)
+        if mk & 256:
+            v.append(x1)
+        if mk & 512:
             v.append(x5)
+        if mk & 1024:
+            v.append(x8)
+        if mk & 2048:
+            v.append(x10)
         if pad:
             app(_ZEROS[:pad])
         app(pk(*v))
@@ -4702,6 +4797,46 @@ def encode(root):
             size = t
         return t
 
+    L_TensorPart = {}
+
+    def w_TensorPart(o):
+        nonlocal size
+        if type(o) is not TensorPart:
+            _bad('wrong table type, expected TensorPart', type(o).__name__)
+        mk = 0
+        x0 = o.name
+        if x0 is not None:
+            x0 = sget(x0) or S(x0)
+            mk |= 1
+        x1 = o.tensor
+        if x1 != 0:
+            mk |= 2
+        L = L_TensorPart.get(mk)
+        if L is None:
+            L = L_TensorPart[mk] = _layout(_F_TensorPart, mk)
+        pk, offs, osz, al, vtb = L
+        pad = -(size + osz) % al
+        t = size + pad + osz
+        vd = vget(vtb)
+        new = vd is None
+        if new:
+            vd = t + len(vtb)
+        v = [vd - t]
+        if mk & 1:
+            v.append(t - offs[0] - x0)
+        if mk & 2:
+            v.append(x1)
+        if pad:
+            app(_ZEROS[:pad])
+        app(pk(*v))
+        if new:
+            app(vtb)
+            vtables[vtb] = vd
+            size = vd
+        else:
+            size = t
+        return t
+
     L_TensorRefValue = {}
 
     def w_TensorRefValue(o):
@@ -4725,6 +4860,47 @@ def encode(root):
         v = [vd - t]
         if mk & 1:
             v.append(x0)
+        if pad:
+            app(_ZEROS[:pad])
+        app(pk(*v))
+        if new:
+            app(vtb)
+            vtables[vtb] = vd
+            size = vd
+        else:
+            size = t
+        return t
+
+    L_TensorSubclass = {}
+
+    def w_TensorSubclass(o):
+        nonlocal size
+        if type(o) is not TensorSubclass:
+            _bad('wrong table type, expected TensorSubclass', type(o).__name__)
+        mk = 0
+        x0 = o.class_fqn
+        if x0 is not None:
+            x0 = sget(x0) or S(x0)
+            mk |= 1
+        x1 = o.context
+        if x1 is not None:
+            x1 = w_Value(x1)
+            mk |= 2
+        L = L_TensorSubclass.get(mk)
+        if L is None:
+            L = L_TensorSubclass[mk] = _layout(_F_TensorSubclass, mk)
+        pk, offs, osz, al, vtb = L
+        pad = -(size + osz) % al
+        t = size + pad + osz
+        vd = vget(vtb)
+        new = vd is None
+        if new:
+            vd = t + len(vtb)
+        v = [vd - t]
+        if mk & 1:
+            v.append(t - offs[0] - x0)
+        if mk & 2:
+            v.append(t - offs[1] - x1)
         if pad:
             app(_ZEROS[:pad])
         app(pk(*v))

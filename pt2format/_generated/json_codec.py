@@ -77,6 +77,7 @@ from pt2format._generated.model import (
     ParameterMutationSpec,
     Producer,
     Program,
+    Quantization,
     RangeConstraint,
     ScalarTypeArgument,
     ScalarTypeValue,
@@ -108,7 +109,9 @@ from pt2format._generated.model import (
     TensorArgument,
     TensorListArgument,
     TensorMeta,
+    TensorPart,
     TensorRefValue,
+    TensorSubclass,
     TensorValue,
     TokenArgument,
     TorchFn,
@@ -284,8 +287,11 @@ EV_MemoryFormat = {'UNSPECIFIED': 0, 'CONTIGUOUS_FORMAT': 1, 'CHANNELS_LAST': 2,
 EN_OperatorKind = {0: 'UNSPECIFIED', 1: 'OP_OVERLOAD', 2: 'HIGHER_ORDER', 3: 'BUILTIN'}
 EV_OperatorKind = {'UNSPECIFIED': 0, 'OP_OVERLOAD': 1, 'HIGHER_ORDER': 2, 'BUILTIN': 3}
 
-EN_ScalarType = {0: 'UNSPECIFIED', 1: 'UINT8', 2: 'INT8', 3: 'INT16', 4: 'INT32', 5: 'INT64', 6: 'FLOAT16', 7: 'FLOAT32', 8: 'FLOAT64', 9: 'COMPLEX32', 10: 'COMPLEX64', 11: 'COMPLEX128', 12: 'BOOL', 13: 'BFLOAT16', 14: 'UINT16', 15: 'UINT32', 16: 'UINT64', 17: 'FLOAT8_E4M3FN', 18: 'FLOAT8_E5M2', 19: 'FLOAT8_E4M3FNUZ', 20: 'FLOAT8_E5M2FNUZ', 21: 'FLOAT8_E8M0FNU', 22: 'FLOAT4_E2M1FN_X2', 23: 'BITS8', 24: 'BITS16', 25: 'BITS1X8', 26: 'BITS2X4', 27: 'BITS4X2', 28: 'UINT1', 29: 'UINT2', 30: 'UINT3', 31: 'UINT4', 32: 'UINT5', 33: 'UINT6', 34: 'UINT7', 35: 'INT1', 36: 'INT2', 37: 'INT3', 38: 'INT4', 39: 'INT5', 40: 'INT6', 41: 'INT7'}
-EV_ScalarType = {'UNSPECIFIED': 0, 'UINT8': 1, 'INT8': 2, 'INT16': 3, 'INT32': 4, 'INT64': 5, 'FLOAT16': 6, 'FLOAT32': 7, 'FLOAT64': 8, 'COMPLEX32': 9, 'COMPLEX64': 10, 'COMPLEX128': 11, 'BOOL': 12, 'BFLOAT16': 13, 'UINT16': 14, 'UINT32': 15, 'UINT64': 16, 'FLOAT8_E4M3FN': 17, 'FLOAT8_E5M2': 18, 'FLOAT8_E4M3FNUZ': 19, 'FLOAT8_E5M2FNUZ': 20, 'FLOAT8_E8M0FNU': 21, 'FLOAT4_E2M1FN_X2': 22, 'BITS8': 23, 'BITS16': 24, 'BITS1X8': 25, 'BITS2X4': 26, 'BITS4X2': 27, 'UINT1': 28, 'UINT2': 29, 'UINT3': 30, 'UINT4': 31, 'UINT5': 32, 'UINT6': 33, 'UINT7': 34, 'INT1': 35, 'INT2': 36, 'INT3': 37, 'INT4': 38, 'INT5': 39, 'INT6': 40, 'INT7': 41}
+EN_QScheme = {0: 'UNSPECIFIED', 1: 'PER_TENSOR_AFFINE', 2: 'PER_CHANNEL_AFFINE', 3: 'PER_CHANNEL_AFFINE_FLOAT_QPARAMS'}
+EV_QScheme = {'UNSPECIFIED': 0, 'PER_TENSOR_AFFINE': 1, 'PER_CHANNEL_AFFINE': 2, 'PER_CHANNEL_AFFINE_FLOAT_QPARAMS': 3}
+
+EN_ScalarType = {0: 'UNSPECIFIED', 1: 'UINT8', 2: 'INT8', 3: 'INT16', 4: 'INT32', 5: 'INT64', 6: 'FLOAT16', 7: 'FLOAT32', 8: 'FLOAT64', 9: 'COMPLEX32', 10: 'COMPLEX64', 11: 'COMPLEX128', 12: 'BOOL', 13: 'BFLOAT16', 14: 'UINT16', 15: 'UINT32', 16: 'UINT64', 17: 'FLOAT8_E4M3FN', 18: 'FLOAT8_E5M2', 19: 'FLOAT8_E4M3FNUZ', 20: 'FLOAT8_E5M2FNUZ', 21: 'FLOAT8_E8M0FNU', 22: 'FLOAT4_E2M1FN_X2', 23: 'BITS8', 24: 'BITS16', 25: 'BITS1X8', 26: 'BITS2X4', 27: 'BITS4X2', 28: 'UINT1', 29: 'UINT2', 30: 'UINT3', 31: 'UINT4', 32: 'UINT5', 33: 'UINT6', 34: 'UINT7', 35: 'INT1', 36: 'INT2', 37: 'INT3', 38: 'INT4', 39: 'INT5', 40: 'INT6', 41: 'INT7', 42: 'QUINT8', 43: 'QINT8', 44: 'QINT32'}
+EV_ScalarType = {'UNSPECIFIED': 0, 'UINT8': 1, 'INT8': 2, 'INT16': 3, 'INT32': 4, 'INT64': 5, 'FLOAT16': 6, 'FLOAT32': 7, 'FLOAT64': 8, 'COMPLEX32': 9, 'COMPLEX64': 10, 'COMPLEX128': 11, 'BOOL': 12, 'BFLOAT16': 13, 'UINT16': 14, 'UINT32': 15, 'UINT64': 16, 'FLOAT8_E4M3FN': 17, 'FLOAT8_E5M2': 18, 'FLOAT8_E4M3FNUZ': 19, 'FLOAT8_E5M2FNUZ': 20, 'FLOAT8_E8M0FNU': 21, 'FLOAT4_E2M1FN_X2': 22, 'BITS8': 23, 'BITS16': 24, 'BITS1X8': 25, 'BITS2X4': 26, 'BITS4X2': 27, 'UINT1': 28, 'UINT2': 29, 'UINT3': 30, 'UINT4': 31, 'UINT5': 32, 'UINT6': 33, 'UINT7': 34, 'INT1': 35, 'INT2': 36, 'INT3': 37, 'INT4': 38, 'INT5': 39, 'INT6': 40, 'INT7': 41, 'QUINT8': 42, 'QINT8': 43, 'QINT32': 44}
 
 EN_StateKind = {0: 'UNSPECIFIED', 1: 'PARAMETER', 2: 'BUFFER', 3: 'NON_PERSISTENT_BUFFER', 4: 'TENSOR_CONSTANT'}
 EV_StateKind = {'UNSPECIFIED': 0, 'PARAMETER': 1, 'BUFFER': 2, 'NON_PERSISTENT_BUFFER': 3, 'TENSOR_CONSTANT': 4}
@@ -370,6 +376,7 @@ K_Package = frozenset(['external_files', 'extra_files', 'format_version', 'metad
 K_ParameterMutationSpec = frozenset(['arg', 'parameter_name'])
 K_Producer = frozenset(['name', 'torch_version', 'version'])
 K_Program = frozenset(['custom_objects', 'example_inputs', 'graph', 'guards_code', 'metadata', 'module_call_graph', 'name', 'namedtuple_defs', 'opsets', 'range_constraints', 'signature', 'state', 'sym_exprs', 'symbols', 'verifiers'])
+K_Quantization = frozenset(['axis', 'qscheme', 'scale', 'scales', 'zero_point', 'zero_points'])
 K_RangeConstraint = frozenset(['expr', 'range'])
 K_ScalarTypeArgument = frozenset(['value'])
 K_ScalarTypeValue = frozenset(['value'])
@@ -394,11 +401,13 @@ K_SymIntArgument = frozenset(['name', 'value'])
 K_SymIntListArgument = frozenset(['items'])
 K_SymIntValue = frozenset(['name', 'value'])
 K_Symbol = frozenset(['float_hint', 'has_hint', 'hint', 'kind', 'name', 'positive', 'range'])
-K_Tensor = frozenset(['device', 'dtype', 'requires_grad', 'sizes', 'storage', 'storage_offset', 'strides'])
+K_Tensor = frozenset(['coalesced', 'device', 'dtype', 'layout', 'parts', 'quantization', 'requires_grad', 'sizes', 'storage', 'storage_offset', 'strides', 'subclass'])
 K_TensorArgument = frozenset(['name'])
 K_TensorListArgument = frozenset(['names'])
 K_TensorMeta = frozenset(['device', 'dtype', 'layout', 'requires_grad', 'sizes', 'storage_offset', 'strides'])
+K_TensorPart = frozenset(['name', 'tensor'])
 K_TensorRefValue = frozenset(['tensor'])
+K_TensorSubclass = frozenset(['class_fqn', 'context'])
 K_TensorValue = frozenset(['meta', 'name'])
 K_TokenArgument = frozenset(['name'])
 K_TorchFn = frozenset(['name', 'target'])
@@ -1781,6 +1790,43 @@ def e_Program(o):
     return r
 
 
+def e_Quantization(o):
+    if type(o) is not Quantization:
+        _bad('expected Quantization', type(o).__name__)
+    r = {}
+    x0 = o.qscheme
+    if type(x0) is not int or not 0 <= x0 <= 255:
+        x0 = _int(x0, 0, 255)
+    if x0 != 0:
+        r['qscheme'] = EN_QScheme.get(x0, x0)
+    x1 = o.scale
+    if type(x1) is not float:
+        x1 = _float(x1)
+    if x1 or copysign(1.0, x1) < 0.0:
+        r['scale'] = x1 if x1 - x1 == 0.0 else _out_float(x1)
+    x2 = o.zero_point
+    if type(x2) is not int or not -9223372036854775808 <= x2 <= 9223372036854775807:
+        x2 = _int(x2, -9223372036854775808, 9223372036854775807)
+    if x2 != 0:
+        r['zero_point'] = x2
+    x3 = o.axis
+    if type(x3) is not int or not -9223372036854775808 <= x3 <= 9223372036854775807:
+        x3 = _int(x3, -9223372036854775808, 9223372036854775807)
+    if x3 != 0:
+        r['axis'] = x3
+    x4 = o.scales
+    if type(x4) is not int or not 0 <= x4 <= 4294967295:
+        x4 = _int(x4, 0, 4294967295)
+    if x4 != 0:
+        r['scales'] = x4
+    x5 = o.zero_points
+    if type(x5) is not int or not 0 <= x5 <= 4294967295:
+        x5 = _int(x5, 0, 4294967295)
+    if x5 != 0:
+        r['zero_points'] = x5
+    return r
+
+
 def e_RangeConstraint(o):
     if type(o) is not RangeConstraint:
         _bad('expected RangeConstraint', type(o).__name__)
@@ -2301,6 +2347,27 @@ def e_Tensor(o):
     x6 = o.device
     if x6 is not None:
         r['device'] = e_Device(x6)
+    x7 = o.quantization
+    if x7 is not None:
+        r['quantization'] = e_Quantization(x7)
+    x8 = o.layout
+    if type(x8) is not int or not 0 <= x8 <= 255:
+        x8 = _int(x8, 0, 255)
+    if x8 != 1:
+        r['layout'] = EN_Layout.get(x8, x8)
+    x9 = o.parts
+    if type(x9) is not list:
+        x9 = _vec(x9)
+    if x9:
+        r['parts'] = [e_TensorPart(e) for e in x9]
+    x10 = o.coalesced
+    if x10 is not False:
+        if x10 is not True:
+            _bad('coalesced: expected bool', type(x10).__name__)
+        r['coalesced'] = x10
+    x11 = o.subclass
+    if x11 is not None:
+        r['subclass'] = e_TensorSubclass(x11)
     return r
 
 
@@ -2366,6 +2433,23 @@ def e_TensorMeta(o):
     return r
 
 
+def e_TensorPart(o):
+    if type(o) is not TensorPart:
+        _bad('expected TensorPart', type(o).__name__)
+    r = {}
+    x0 = o.name
+    if x0 is not None:
+        if type(x0) is not str:
+            _bad('name: expected str', type(x0).__name__)
+        r['name'] = x0
+    x1 = o.tensor
+    if type(x1) is not int or not 0 <= x1 <= 4294967295:
+        x1 = _int(x1, 0, 4294967295)
+    if x1 != 0:
+        r['tensor'] = x1
+    return r
+
+
 def e_TensorRefValue(o):
     if type(o) is not TensorRefValue:
         _bad('expected TensorRefValue', type(o).__name__)
@@ -2375,6 +2459,21 @@ def e_TensorRefValue(o):
         x0 = _int(x0, 0, 4294967295)
     if x0 != 0:
         r['tensor'] = x0
+    return r
+
+
+def e_TensorSubclass(o):
+    if type(o) is not TensorSubclass:
+        _bad('expected TensorSubclass', type(o).__name__)
+    r = {}
+    x0 = o.class_fqn
+    if x0 is not None:
+        if type(x0) is not str:
+            _bad('class_fqn: expected str', type(x0).__name__)
+        r['class_fqn'] = x0
+    x1 = o.context
+    if x1 is not None:
+        r['context'] = e_Value(x1)
     return r
 
 
@@ -4582,6 +4681,51 @@ def decode_tree(tree, max_depth=128):
             x14 = [d_StringEntry(e, d1) for e in x14]
         return Program(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14)
 
+    def d_Quantization(o, d):
+        if d > max_depth:
+            too_deep(d)
+        if type(o) is not dict:
+            _bad('expected an object (Quantization)', type(o).__name__)
+        nonlocal members
+        members += len(o)
+        if not K_Quantization.issuperset(o):
+            members += _skipped(o, K_Quantization, keep)
+        x0 = o.get('qscheme')
+        if x0 is None:
+            x0 = 0
+        elif type(x0) is str:
+            x0 = EV_QScheme.get(x0)
+            if x0 is None:
+                raise VersionError('qscheme: enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['qscheme'])
+        elif type(x0) is not int or not 0 <= x0 <= 255:
+            _bad('qscheme: expected QScheme', x0)
+        x1 = o.get('scale')
+        if x1 is None:
+            x1 = 0.0
+        elif type(x1) is not float:
+            x1 = _jfloat(x1)
+        x2 = o.get('zero_point')
+        if x2 is None:
+            x2 = 0
+        elif type(x2) is not int or not -9223372036854775808 <= x2 <= 9223372036854775807:
+            _bad('zero_point: expected int64', x2)
+        x3 = o.get('axis')
+        if x3 is None:
+            x3 = 0
+        elif type(x3) is not int or not -9223372036854775808 <= x3 <= 9223372036854775807:
+            _bad('axis: expected int64', x3)
+        x4 = o.get('scales')
+        if x4 is None:
+            x4 = 0
+        elif type(x4) is not int or not 0 <= x4 <= 4294967295:
+            _bad('scales: expected uint32', x4)
+        x5 = o.get('zero_points')
+        if x5 is None:
+            x5 = 0
+        elif type(x5) is not int or not 0 <= x5 <= 4294967295:
+            _bad('zero_points: expected uint32', x5)
+        return Quantization(x0, x1, x2, x3, x4, x5)
+
     def d_RangeConstraint(o, d):
         if d > max_depth:
             too_deep(d)
@@ -5288,7 +5432,35 @@ def decode_tree(tree, max_depth=128):
         x6 = o.get('device')
         if x6 is not None:
             x6 = d_Device(x6, d + 1)
-        return Tensor(x0, x1, x2, x3, x4, x5, x6)
+        x7 = o.get('quantization')
+        if x7 is not None:
+            x7 = d_Quantization(x7, d + 1)
+        x8 = o.get('layout')
+        if x8 is None:
+            x8 = 1
+        elif type(x8) is str:
+            x8 = EV_Layout.get(x8)
+            if x8 is None:
+                raise VersionError('layout: enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['layout'])
+        elif type(x8) is not int or not 0 <= x8 <= 255:
+            _bad('layout: expected Layout', x8)
+        x9 = o.get('parts')
+        if x9 is None:
+            x9 = []
+        elif type(x9) is not list:
+            _bad('parts: expected an array', type(x9).__name__)
+        elif x9:
+            d1 = d + 1
+            x9 = [d_TensorPart(e, d1) for e in x9]
+        x10 = o.get('coalesced')
+        if x10 is None:
+            x10 = False
+        elif type(x10) is not bool:
+            _bad('coalesced: expected bool', type(x10).__name__)
+        x11 = o.get('subclass')
+        if x11 is not None:
+            x11 = d_TensorSubclass(x11, d + 1)
+        return Tensor(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11)
 
     def d_TensorArgument(o, d):
         if d > max_depth:
@@ -5384,6 +5556,28 @@ def decode_tree(tree, max_depth=128):
             _bad('layout: expected Layout', x6)
         return TensorMeta(x0, x1, x2, x3, x4, x5, x6)
 
+    def d_TensorPart(o, d):
+        if d > max_depth:
+            too_deep(d)
+        if type(o) is not dict:
+            _bad('expected an object (TensorPart)', type(o).__name__)
+        nonlocal members
+        members += len(o)
+        if not K_TensorPart.issuperset(o):
+            members += _skipped(o, K_TensorPart, keep)
+        x0 = o.get('name')
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            _SC_identifier(x0, 'TensorPart.name')
+            keep(x0)
+        x1 = o.get('tensor')
+        if x1 is None:
+            x1 = 0
+        elif type(x1) is not int or not 0 <= x1 <= 4294967295:
+            _bad('tensor: expected uint32', x1)
+        return TensorPart(x0, x1)
+
     def d_TensorRefValue(o, d):
         if d > max_depth:
             too_deep(d)
@@ -5399,6 +5593,26 @@ def decode_tree(tree, max_depth=128):
         elif type(x0) is not int or not 0 <= x0 <= 4294967295:
             _bad('tensor: expected uint32', x0)
         return TensorRefValue(x0)
+
+    def d_TensorSubclass(o, d):
+        if d > max_depth:
+            too_deep(d)
+        if type(o) is not dict:
+            _bad('expected an object (TensorSubclass)', type(o).__name__)
+        nonlocal members
+        members += len(o)
+        if not K_TensorSubclass.issuperset(o):
+            members += _skipped(o, K_TensorSubclass, keep)
+        x0 = o.get('class_fqn')
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('class_fqn: expected str', type(x0).__name__)
+            _SC_qualified_name(x0, 'TensorSubclass.class_fqn')
+            keep(x0)
+        x1 = o.get('context')
+        if x1 is not None:
+            x1 = d_Value(x1, d + 1)
+        return TensorSubclass(x0, x1)
 
     def d_TensorValue(o, d):
         if d > max_depth:

@@ -91,6 +91,18 @@ class OperatorKind(IntEnum):
     """A builtin Python callable from the allow-list (`_operator.getitem`, `math.sqrt`, `torch.sym_max`, ...). Loaders resolve it by table lookup, never by import."""
 
 
+class QScheme(IntEnum):
+    """1.1: how a quantized tensor maps its integers to real values (torch.qscheme)."""
+    UNSPECIFIED = 0
+    """Not set; a reader rejects a quantized tensor with this scheme."""
+    PER_TENSOR_AFFINE = 1
+    """torch.per_tensor_affine: real = (q - zero_point) * scale."""
+    PER_CHANNEL_AFFINE = 2
+    """torch.per_channel_affine: one float64 scale and one int64 zero point per index of dimension `axis`."""
+    PER_CHANNEL_AFFINE_FLOAT_QPARAMS = 3
+    """torch.per_channel_affine_float_qparams: per channel, with floating zero points."""
+
+
 class ScalarType(IntEnum):
     """Element type of a tensor. Values are pt2format's own, not torch's."""
     UNSPECIFIED = 0
@@ -177,6 +189,12 @@ class ScalarType(IntEnum):
     """torch.int6 (shell dtype: one byte per element, bytes stored as they are)"""
     INT7 = 41
     """torch.int7 (shell dtype: one byte per element, bytes stored as they are)"""
+    QUINT8 = 42
+    """1.1: torch.quint8 (quantized; one byte per element holding the unsigned integer representation, see `Tensor.quantization`)"""
+    QINT8 = 43
+    """1.1: torch.qint8 (quantized; one byte per element, signed integer representation)"""
+    QINT32 = 44
+    """1.1: torch.qint32 (quantized; four bytes per element, signed integer representation)"""
 
 
 class StateKind(IntEnum):
@@ -416,6 +434,9 @@ ITEMSIZE = {
     ScalarType.INT5: 1,
     ScalarType.INT6: 1,
     ScalarType.INT7: 1,
+    ScalarType.QUINT8: 1,
+    ScalarType.QINT8: 1,
+    ScalarType.QINT32: 4,
 }
 
 
@@ -1894,6 +1915,37 @@ class Program(ModelObject):
         self.metadata = [] if metadata is None else metadata
 
 
+class Quantization(ModelObject):
+    """1.1: quantization parameters of a quantized tensor (see `Tensor.quantization`)."""
+    __slots__ = ('qscheme', 'scale', 'zero_point', 'axis', 'scales', 'zero_points')
+    qscheme: QScheme | int
+    scale: float
+    zero_point: int
+    axis: int
+    scales: int
+    zero_points: int
+    IS_STRUCT = False
+    # (name, id, kind, element, ref, default, deprecated, required)
+    FIELDS = (
+        ('qscheme', 0, 'enum', 'uint8', 'QScheme', 0, False, False),
+        ('scale', 1, 'scalar', 'float64', None, 0.0, False, False),
+        ('zero_point', 2, 'scalar', 'int64', None, 0, False, False),
+        ('axis', 3, 'scalar', 'int64', None, 0, False, False),
+        ('scales', 4, 'scalar', 'uint32', None, 0, False, False),
+        ('zero_points', 5, 'scalar', 'uint32', None, 0, False, False),
+    )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
+
+    def __init__(self, qscheme: QScheme | int = 0, scale: float = 0.0, zero_point: int = 0, axis: int = 0, scales: int = 0, zero_points: int = 0) -> None:
+        self.qscheme = qscheme
+        self.scale = scale
+        self.zero_point = zero_point
+        self.axis = axis
+        self.scales = scales
+        self.zero_points = zero_points
+
+
 class RangeConstraint(ModelObject):
     """The allowed range of a symbolic expression (`ExportedProgram.range_constraints`)."""
     __slots__ = ('expr', 'range')
@@ -2439,7 +2491,7 @@ class Symbol(ModelObject):
 
 class Tensor(ModelObject):
     """A tensor whose elements are stored in the file: a strided view of a storage. Tensors sharing a storage alias after load."""
-    __slots__ = ('storage', 'dtype', 'sizes', 'strides', 'storage_offset', 'requires_grad', 'device')
+    __slots__ = ('storage', 'dtype', 'sizes', 'strides', 'storage_offset', 'requires_grad', 'device', 'quantization', 'layout', 'parts', 'coalesced', 'subclass')
     storage: int
     dtype: ScalarType | int
     sizes: list[int]
@@ -2447,6 +2499,11 @@ class Tensor(ModelObject):
     storage_offset: int
     requires_grad: bool
     device: Device | None
+    quantization: Quantization | None
+    layout: Layout | int
+    parts: list[TensorPart]
+    coalesced: bool
+    subclass: TensorSubclass | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -2457,11 +2514,16 @@ class Tensor(ModelObject):
         ('storage_offset', 4, 'scalar', 'int64', None, 0, False, False),
         ('requires_grad', 5, 'scalar', 'bool', None, False, False, False),
         ('device', 6, 'table', None, 'Device', None, False, False),
+        ('quantization', 7, 'table', None, 'Quantization', None, False, False),
+        ('layout', 8, 'enum', 'uint8', 'Layout', 1, False, False),
+        ('parts', 9, 'vector', 'table', 'TensorPart', None, False, False),
+        ('coalesced', 10, 'scalar', 'bool', None, False, False, False),
+        ('subclass', 11, 'table', None, 'TensorSubclass', None, False, False),
     )
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, storage: int = 0, dtype: ScalarType | int = 0, sizes: list[int] | None = None, strides: list[int] | None = None, storage_offset: int = 0, requires_grad: bool = False, device: Device | None = None) -> None:
+    def __init__(self, storage: int = 0, dtype: ScalarType | int = 0, sizes: list[int] | None = None, strides: list[int] | None = None, storage_offset: int = 0, requires_grad: bool = False, device: Device | None = None, quantization: Quantization | None = None, layout: Layout | int = 1, parts: list[TensorPart] | None = None, coalesced: bool = False, subclass: TensorSubclass | None = None) -> None:
         self.storage = storage
         self.dtype = dtype
         self.sizes = [] if sizes is None else sizes
@@ -2469,6 +2531,11 @@ class Tensor(ModelObject):
         self.storage_offset = storage_offset
         self.requires_grad = requires_grad
         self.device = device
+        self.quantization = quantization
+        self.layout = layout
+        self.parts = [] if parts is None else parts
+        self.coalesced = coalesced
+        self.subclass = subclass
 
 
 class TensorArgument(ModelObject):
@@ -2537,6 +2604,25 @@ class TensorMeta(ModelObject):
         self.layout = layout
 
 
+class TensorPart(ModelObject):
+    """1.1: one named component tensor of a sparse or subclass tensor."""
+    __slots__ = ('name', 'tensor')
+    name: str | None
+    tensor: int
+    IS_STRUCT = False
+    # (name, id, kind, element, ref, default, deprecated, required)
+    FIELDS = (
+        ('name', 0, 'string', None, None, None, False, False),
+        ('tensor', 1, 'scalar', 'uint32', None, 0, False, False),
+    )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'name': 'identifier'}
+
+    def __init__(self, name: str | None = None, tensor: int = 0) -> None:
+        self.name = name
+        self.tensor = tensor
+
+
 class TensorRefValue(ModelObject):
     """A reference to a tensor stored in the file."""
     __slots__ = ('tensor',)
@@ -2551,6 +2637,25 @@ class TensorRefValue(ModelObject):
 
     def __init__(self, tensor: int = 0) -> None:
         self.tensor = tensor
+
+
+class TensorSubclass(ModelObject):
+    """1.1: a traceable wrapper tensor subclass (see `Tensor.subclass`). Loaders rebuild it with `cls.__tensor_unflatten__(parts, context, sizes, strides)` only when the user allowed the class by name."""
+    __slots__ = ('class_fqn', 'context')
+    class_fqn: str | None
+    context: Value | None
+    IS_STRUCT = False
+    # (name, id, kind, element, ref, default, deprecated, required)
+    FIELDS = (
+        ('class_fqn', 0, 'string', None, None, None, False, False),
+        ('context', 1, 'table', None, 'Value', None, False, False),
+    )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'class_fqn': 'qualified_name'}
+
+    def __init__(self, class_fqn: str | None = None, context: Value | None = None) -> None:
+        self.class_fqn = class_fqn
+        self.context = context
 
 
 class TensorValue(ModelObject):
@@ -2863,6 +2968,7 @@ TABLES = {
     'ParameterMutationSpec': ParameterMutationSpec,
     'Producer': Producer,
     'Program': Program,
+    'Quantization': Quantization,
     'RangeConstraint': RangeConstraint,
     'ScalarTypeArgument': ScalarTypeArgument,
     'ScalarTypeValue': ScalarTypeValue,
@@ -2894,7 +3000,9 @@ TABLES = {
     'TensorArgument': TensorArgument,
     'TensorListArgument': TensorListArgument,
     'TensorMeta': TensorMeta,
+    'TensorPart': TensorPart,
     'TensorRefValue': TensorRefValue,
+    'TensorSubclass': TensorSubclass,
     'TensorValue': TensorValue,
     'TokenArgument': TokenArgument,
     'TorchFn': TorchFn,
@@ -2916,6 +3024,7 @@ ENUMS = {
     'Layout': Layout,
     'MemoryFormat': MemoryFormat,
     'OperatorKind': OperatorKind,
+    'QScheme': QScheme,
     'ScalarType': ScalarType,
     'StateKind': StateKind,
     'SymExprKind': SymExprKind,

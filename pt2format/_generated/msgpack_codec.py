@@ -76,6 +76,7 @@ from pt2format._generated.model import (
     ParameterMutationSpec,
     Producer,
     Program,
+    Quantization,
     RangeConstraint,
     ScalarTypeArgument,
     ScalarTypeValue,
@@ -107,7 +108,9 @@ from pt2format._generated.model import (
     TensorArgument,
     TensorListArgument,
     TensorMeta,
+    TensorPart,
     TensorRefValue,
+    TensorSubclass,
     TensorValue,
     TokenArgument,
     TorchFn,
@@ -1683,6 +1686,44 @@ def encode_tree(root):
             r.pop()
         return r
 
+    def e_Quantization(o):
+        if type(o) is not Quantization:
+            _bad('expected Quantization', type(o).__name__)
+        x0 = o.qscheme
+        if x0 == 0:
+            x0 = None
+        elif type(x0) is not int or not 0 <= x0 <= 255:
+            x0 = _int(x0, 0, 255)
+        x1 = o.scale
+        if type(x1) is not float:
+            x1 = _float(x1)
+        if not x1 and copysign(1.0, x1) > 0.0:
+            x1 = None
+        x2 = o.zero_point
+        if x2 == 0:
+            x2 = None
+        elif type(x2) is not int or not -9223372036854775808 <= x2 <= 9223372036854775807:
+            x2 = _int(x2, -9223372036854775808, 9223372036854775807)
+        x3 = o.axis
+        if x3 == 0:
+            x3 = None
+        elif type(x3) is not int or not -9223372036854775808 <= x3 <= 9223372036854775807:
+            x3 = _int(x3, -9223372036854775808, 9223372036854775807)
+        x4 = o.scales
+        if x4 == 0:
+            x4 = None
+        elif type(x4) is not int or not 0 <= x4 <= 4294967295:
+            x4 = _int(x4, 0, 4294967295)
+        x5 = o.zero_points
+        if x5 == 0:
+            x5 = None
+        elif type(x5) is not int or not 0 <= x5 <= 4294967295:
+            x5 = _int(x5, 0, 4294967295)
+        r = [x0, x1, x2, x3, x4, x5]
+        while r and r[-1] is None:
+            r.pop()
+        return r
+
     def e_RangeConstraint(o):
         if type(o) is not RangeConstraint:
             _bad('expected RangeConstraint', type(o).__name__)
@@ -2177,7 +2218,30 @@ def encode_tree(root):
         x6 = o.device
         if x6 is not None:
             x6 = e_Device(x6)
-        r = [x0, x1, x2, x3, x4, x5, x6]
+        x7 = o.quantization
+        if x7 is not None:
+            x7 = e_Quantization(x7)
+        x8 = o.layout
+        if x8 == 1:
+            x8 = None
+        elif type(x8) is not int or not 0 <= x8 <= 255:
+            x8 = _int(x8, 0, 255)
+        x9 = o.parts
+        if not x9:
+            x9 = None
+        elif type(x9) is not list:
+            x9 = list(x9)
+        if x9 is not None:
+            x9 = [e_TensorPart(e) for e in x9]
+        x10 = o.coalesced
+        if x10 is False:
+            x10 = None
+        elif x10 is not True:
+            _bad('coalesced: expected bool', type(x10).__name__)
+        x11 = o.subclass
+        if x11 is not None:
+            x11 = e_TensorSubclass(x11)
+        r = [x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11]
         while r and r[-1] is None:
             r.pop()
         return r
@@ -2252,6 +2316,22 @@ def encode_tree(root):
             r.pop()
         return r
 
+    def e_TensorPart(o):
+        if type(o) is not TensorPart:
+            _bad('expected TensorPart', type(o).__name__)
+        x0 = o.name
+        if x0 is not None and type(x0) is not str:
+            _bad('name: expected str', type(x0).__name__)
+        x1 = o.tensor
+        if x1 == 0:
+            x1 = None
+        elif type(x1) is not int or not 0 <= x1 <= 4294967295:
+            x1 = _int(x1, 0, 4294967295)
+        r = [x0, x1]
+        while r and r[-1] is None:
+            r.pop()
+        return r
+
     def e_TensorRefValue(o):
         if type(o) is not TensorRefValue:
             _bad('expected TensorRefValue', type(o).__name__)
@@ -2261,6 +2341,20 @@ def encode_tree(root):
         elif type(x0) is not int or not 0 <= x0 <= 4294967295:
             x0 = _int(x0, 0, 4294967295)
         r = [x0]
+        while r and r[-1] is None:
+            r.pop()
+        return r
+
+    def e_TensorSubclass(o):
+        if type(o) is not TensorSubclass:
+            _bad('expected TensorSubclass', type(o).__name__)
+        x0 = o.class_fqn
+        if x0 is not None and type(x0) is not str:
+            _bad('class_fqn: expected str', type(x0).__name__)
+        x1 = o.context
+        if x1 is not None:
+            x1 = e_Value(x1)
+        r = [x0, x1]
         while r and r[-1] is None:
             r.pop()
         return r
@@ -4195,6 +4289,41 @@ def decode_tree(tree, max_depth=128):
             x14 = [d_StringEntry(e, d1) for e in x14]
         return Program(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14)
 
+    def d_Quantization(a, d):
+        if type(a) is not list:
+            _bad('expected an array (Quantization)', type(a).__name__)
+        if d > max_depth:
+            too_deep(d)
+        n = len(a)
+        if n != 6:
+            a = a + _NONES[:6 - n] if n < 6 else a[:6]
+        x0, x1, x2, x3, x4, x5 = a
+        if x0 is None:
+            x0 = 0
+        elif type(x0) is not int or not 0 <= x0 <= 255:
+            _bad('qscheme: expected uint8', x0)
+        if x1 is None:
+            x1 = 0.0
+        elif type(x1) is not float:
+            x1 = _float(x1)
+        if x2 is None:
+            x2 = 0
+        elif type(x2) is not int or not -9223372036854775808 <= x2 <= 9223372036854775807:
+            _bad('zero_point: expected int64', x2)
+        if x3 is None:
+            x3 = 0
+        elif type(x3) is not int or not -9223372036854775808 <= x3 <= 9223372036854775807:
+            _bad('axis: expected int64', x3)
+        if x4 is None:
+            x4 = 0
+        elif type(x4) is not int or not 0 <= x4 <= 4294967295:
+            _bad('scales: expected uint32', x4)
+        if x5 is None:
+            x5 = 0
+        elif type(x5) is not int or not 0 <= x5 <= 4294967295:
+            _bad('zero_points: expected uint32', x5)
+        return Quantization(x0, x1, x2, x3, x4, x5)
+
     def d_RangeConstraint(a, d):
         if type(a) is not list:
             _bad('expected an array (RangeConstraint)', type(a).__name__)
@@ -4707,9 +4836,9 @@ def decode_tree(tree, max_depth=128):
         if d > max_depth:
             too_deep(d)
         n = len(a)
-        if n != 7:
-            a = a + _NONES[:7 - n] if n < 7 else a[:7]
-        x0, x1, x2, x3, x4, x5, x6 = a
+        if n != 12:
+            a = a + _NONES[:12 - n] if n < 12 else a[:12]
+        x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11 = a
         if x0 is None:
             x0 = 0
         elif type(x0) is not int or not 0 <= x0 <= 4294967295:
@@ -4740,7 +4869,26 @@ def decode_tree(tree, max_depth=128):
             _bad('requires_grad: expected bool', type(x5).__name__)
         if x6 is not None:
             x6 = d_Device(x6, d + 1)
-        return Tensor(x0, x1, x2, x3, x4, x5, x6)
+        if x7 is not None:
+            x7 = d_Quantization(x7, d + 1)
+        if x8 is None:
+            x8 = 1
+        elif type(x8) is not int or not 0 <= x8 <= 255:
+            _bad('layout: expected uint8', x8)
+        if x9 is None:
+            x9 = []
+        elif type(x9) is not list:
+            _bad('parts: expected an array', type(x9).__name__)
+        else:
+            d1 = d + 1
+            x9 = [d_TensorPart(e, d1) for e in x9]
+        if x10 is None:
+            x10 = False
+        elif type(x10) is not bool:
+            _bad('coalesced: expected bool', type(x10).__name__)
+        if x11 is not None:
+            x11 = d_TensorSubclass(x11, d + 1)
+        return Tensor(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11)
 
     def d_TensorArgument(a, d):
         if type(a) is not list:
@@ -4815,6 +4963,25 @@ def decode_tree(tree, max_depth=128):
             _bad('layout: expected uint8', x6)
         return TensorMeta(x0, x1, x2, x3, x4, x5, x6)
 
+    def d_TensorPart(a, d):
+        if type(a) is not list:
+            _bad('expected an array (TensorPart)', type(a).__name__)
+        if d > max_depth:
+            too_deep(d)
+        n = len(a)
+        if n != 2:
+            a = a + _NONES[:2 - n] if n < 2 else a[:2]
+        x0, x1 = a
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('name: expected str', type(x0).__name__)
+            _SC_identifier(x0, 'TensorPart.name')
+        if x1 is None:
+            x1 = 0
+        elif type(x1) is not int or not 0 <= x1 <= 4294967295:
+            _bad('tensor: expected uint32', x1)
+        return TensorPart(x0, x1)
+
     def d_TensorRefValue(a, d):
         if type(a) is not list:
             _bad('expected an array (TensorRefValue)', type(a).__name__)
@@ -4829,6 +4996,23 @@ def decode_tree(tree, max_depth=128):
         elif type(x0) is not int or not 0 <= x0 <= 4294967295:
             _bad('tensor: expected uint32', x0)
         return TensorRefValue(x0)
+
+    def d_TensorSubclass(a, d):
+        if type(a) is not list:
+            _bad('expected an array (TensorSubclass)', type(a).__name__)
+        if d > max_depth:
+            too_deep(d)
+        n = len(a)
+        if n != 2:
+            a = a + _NONES[:2 - n] if n < 2 else a[:2]
+        x0, x1 = a
+        if x0 is not None:
+            if type(x0) is not str:
+                _bad('class_fqn: expected str', type(x0).__name__)
+            _SC_qualified_name(x0, 'TensorSubclass.class_fqn')
+        if x1 is not None:
+            x1 = d_Value(x1, d + 1)
+        return TensorSubclass(x0, x1)
 
     def d_TensorValue(a, d):
         if type(a) is not list:

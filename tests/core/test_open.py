@@ -93,3 +93,31 @@ def test_numpy_open_needs_no_torch_and_builds_no_program(saved):
     proc = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["15", "tests"]
+
+
+def test_numpy_refuses_sparse_and_subclass_rows(tmp_path):
+    """Their rows are no view of a storage (schema 1.1 composite rows): numpy gets a TypeError, torch the tensor."""
+    from subclass_samples import PairTensor, pair
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("sparse", torch.eye(3).to_sparse())
+            self.register_buffer("sub", pair(3))
+
+        def forward(self, x):
+            return torch.sparse.mm(self.sparse, x) + self.sub.a
+
+    m = M()
+    sparse, sub = m.sparse, m.sub
+    path = tmp_path / "p.pt2f"
+    pt2format.save(torch.export.export(m, (torch.randn(3, 3),)), path, progress=False, fsync=False)
+    with pt2format.open(path, framework="np") as f:
+        with pytest.raises(TypeError, match="sparse tensor.*framework='pt'"):
+            f.get_tensor("sparse")
+        with pytest.raises(TypeError, match="tensor subclass.*framework='pt'"):
+            f.get_tensor("sub")
+        assert torch.equal(f.get_tensor("sparse", framework="pt").to_dense(), sparse.to_dense())
+        with pytest.raises(pt2format.LoadError, match="PairTensor is not allowed"):
+            f.get_tensor("sub", framework="pt")
+    assert PairTensor is type(sub)

@@ -20,6 +20,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pt2format._container.header import KNOWN_FEATURES
+
 ROOT = Path(__file__).resolve().parents[2]
 FBS = ROOT / "schema" / "pt2format.fbs"
 JOB = Path(__file__).resolve().parent / "evolution_scratch_job.py"
@@ -27,7 +29,8 @@ JOB = Path(__file__).resolve().parent / "evolution_scratch_job.py"
 NOTE = "written by the test-only 1.1"
 OPTIONAL_KIND = 0x7E01
 OPTIONAL_PAYLOAD = b"an optional section of a kind 1.0 does not know\n"
-FEATURE_BIT = 1 << 3  # the next unallocated bit (SPEC.md section 8.3; 1.1 took bit 2)
+# The next unallocated bit (SPEC.md section 8.3): one past every bit this reader knows.
+FEATURE_BIT = 1 << KNOWN_FEATURES.bit_length()
 NEW_TABLE = "EvolutionTestArgument"
 
 

@@ -97,6 +97,15 @@ struct StorageBuilder;
 struct Tensor;
 struct TensorBuilder;
 
+struct Quantization;
+struct QuantizationBuilder;
+
+struct TensorPart;
+struct TensorPartBuilder;
+
+struct TensorSubclass;
+struct TensorSubclassBuilder;
+
 struct Segment;
 struct SegmentBuilder;
 
@@ -408,6 +417,12 @@ inline const ::flatbuffers::TypeTable *StorageTypeTable();
 
 inline const ::flatbuffers::TypeTable *TensorTypeTable();
 
+inline const ::flatbuffers::TypeTable *QuantizationTypeTable();
+
+inline const ::flatbuffers::TypeTable *TensorPartTypeTable();
+
+inline const ::flatbuffers::TypeTable *TensorSubclassTypeTable();
+
 inline const ::flatbuffers::TypeTable *SegmentTypeTable();
 
 inline const ::flatbuffers::TypeTable *ExtraFileTypeTable();
@@ -663,10 +678,17 @@ enum class ScalarType : uint8_t {
   /// torch.int6 (shell dtype: one byte per element, bytes stored as they are)
   INT6 = 40,
   /// torch.int7 (shell dtype: one byte per element, bytes stored as they are)
-  INT7 = 41
+  INT7 = 41,
+  /// 1.1: torch.quint8 (quantized; one byte per element holding the unsigned
+  /// integer representation, see `Tensor.quantization`)
+  QUINT8 = 42,
+  /// 1.1: torch.qint8 (quantized; one byte per element, signed integer representation)
+  QINT8 = 43,
+  /// 1.1: torch.qint32 (quantized; four bytes per element, signed integer representation)
+  QINT32 = 44
 };
 
-inline const ScalarType (&EnumValuesScalarType())[42] {
+inline const ScalarType (&EnumValuesScalarType())[45] {
   static const ScalarType values[] = {
     ScalarType::UNSPECIFIED,
     ScalarType::UINT8,
@@ -709,13 +731,16 @@ inline const ScalarType (&EnumValuesScalarType())[42] {
     ScalarType::INT4,
     ScalarType::INT5,
     ScalarType::INT6,
-    ScalarType::INT7
+    ScalarType::INT7,
+    ScalarType::QUINT8,
+    ScalarType::QINT8,
+    ScalarType::QINT32
   };
   return values;
 }
 
 inline const char * const *EnumNamesScalarType() {
-  static const char * const names[43] = {
+  static const char * const names[46] = {
     "UNSPECIFIED",
     "UINT8",
     "INT8",
@@ -758,15 +783,58 @@ inline const char * const *EnumNamesScalarType() {
     "INT5",
     "INT6",
     "INT7",
+    "QUINT8",
+    "QINT8",
+    "QINT32",
     nullptr
   };
   return names;
 }
 
 inline const char *EnumNameScalarType(ScalarType e) {
-  if (::flatbuffers::IsOutRange(e, ScalarType::UNSPECIFIED, ScalarType::INT7)) return "";
+  if (::flatbuffers::IsOutRange(e, ScalarType::UNSPECIFIED, ScalarType::QINT32)) return "";
   const size_t index = static_cast<size_t>(e);
   return EnumNamesScalarType()[index];
+}
+
+/// 1.1: how a quantized tensor maps its integers to real values (torch.qscheme).
+enum class QScheme : uint8_t {
+  /// Not set; a reader rejects a quantized tensor with this scheme.
+  UNSPECIFIED = 0,
+  /// torch.per_tensor_affine: real = (q - zero_point) * scale.
+  PER_TENSOR_AFFINE = 1,
+  /// torch.per_channel_affine: one float64 scale and one int64 zero point per
+  /// index of dimension `axis`.
+  PER_CHANNEL_AFFINE = 2,
+  /// torch.per_channel_affine_float_qparams: per channel, with floating zero points.
+  PER_CHANNEL_AFFINE_FLOAT_QPARAMS = 3
+};
+
+inline const QScheme (&EnumValuesQScheme())[4] {
+  static const QScheme values[] = {
+    QScheme::UNSPECIFIED,
+    QScheme::PER_TENSOR_AFFINE,
+    QScheme::PER_CHANNEL_AFFINE,
+    QScheme::PER_CHANNEL_AFFINE_FLOAT_QPARAMS
+  };
+  return values;
+}
+
+inline const char * const *EnumNamesQScheme() {
+  static const char * const names[5] = {
+    "UNSPECIFIED",
+    "PER_TENSOR_AFFINE",
+    "PER_CHANNEL_AFFINE",
+    "PER_CHANNEL_AFFINE_FLOAT_QPARAMS",
+    nullptr
+  };
+  return names;
+}
+
+inline const char *EnumNameQScheme(QScheme e) {
+  if (::flatbuffers::IsOutRange(e, QScheme::UNSPECIFIED, QScheme::PER_CHANNEL_AFFINE_FLOAT_QPARAMS)) return "";
+  const size_t index = static_cast<size_t>(e);
+  return EnumNamesQScheme()[index];
 }
 
 /// Memory layout of a tensor.
@@ -4222,7 +4290,12 @@ struct Tensor FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
     VT_STRIDES = 10,
     VT_STORAGE_OFFSET = 12,
     VT_REQUIRES_GRAD = 14,
-    VT_DEVICE = 16
+    VT_DEVICE = 16,
+    VT_QUANTIZATION = 18,
+    VT_LAYOUT = 20,
+    VT_PARTS = 22,
+    VT_COALESCED = 24,
+    VT_SUBCLASS = 26
   };
   /// Index into `Package.storages`.
   uint32_t storage() const {
@@ -4252,6 +4325,40 @@ struct Tensor FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   const pt2format::Device *device() const {
     return GetPointer<const pt2format::Device *>(VT_DEVICE);
   }
+  /// 1.1: quantization parameters of a quantized dtype (QUINT8, QINT8,
+  /// QINT32); absent otherwise. The row's strided view over `storage` holds
+  /// the integer representation (`Tensor.int_repr()`).
+  const pt2format::Quantization *quantization() const {
+    return GetPointer<const pt2format::Quantization *>(VT_QUANTIZATION);
+  }
+  /// 1.1: layout. STRIDED: a strided view of `storage`. SPARSE_COO,
+  /// SPARSE_CSR, SPARSE_CSC, SPARSE_BSR, SPARSE_BSC: built from `parts`
+  /// (`sizes` is the dense shape, `strides` is empty, `storage` and
+  /// `storage_offset` are 0 and unused). A package holding such a row sets
+  /// `required_features` bit 3.
+  pt2format::Layout layout() const {
+    return static_cast<pt2format::Layout>(GetField<uint8_t>(VT_LAYOUT, 1));
+  }
+  /// 1.1: the component tensors of a sparse tensor (COO: `indices`,
+  /// `values`; CSR/BSR: `crow_indices`, `col_indices`, `values`; CSC/BSC:
+  /// `ccol_indices`, `row_indices`, `values`) or the inner tensors of a
+  /// wrapper subclass (`subclass`), by name. Each index is smaller than the
+  /// row's own index, so rows form no cycle.
+  const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::TensorPart>> *parts() const {
+    return GetPointer<const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::TensorPart>> *>(VT_PARTS);
+  }
+  /// 1.1: SPARSE_COO only: the saved tensor was coalesced.
+  bool coalesced() const {
+    return GetField<uint8_t>(VT_COALESCED, 0) != 0;
+  }
+  /// 1.1: set when the tensor is a traceable wrapper subclass
+  /// (`__tensor_flatten__`/`__tensor_unflatten__`), rebuilt from `parts`
+  /// and the subclass's context; `sizes`/`strides`/`storage_offset` are the
+  /// outer tensor's, `storage` is 0 and unused. A package holding such a row
+  /// sets `required_features` bit 3.
+  const pt2format::TensorSubclass *subclass() const {
+    return GetPointer<const pt2format::TensorSubclass *>(VT_SUBCLASS);
+  }
   template <bool B = false>
   bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
     return VerifyTableStart(verifier) &&
@@ -4265,6 +4372,15 @@ struct Tensor FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
            VerifyField<uint8_t>(verifier, VT_REQUIRES_GRAD, 1) &&
            VerifyOffset(verifier, VT_DEVICE) &&
            verifier.VerifyTable(device()) &&
+           VerifyOffset(verifier, VT_QUANTIZATION) &&
+           verifier.VerifyTable(quantization()) &&
+           VerifyField<uint8_t>(verifier, VT_LAYOUT, 1) &&
+           VerifyOffset(verifier, VT_PARTS) &&
+           verifier.VerifyVector(parts()) &&
+           verifier.VerifyVectorOfTables(parts()) &&
+           VerifyField<uint8_t>(verifier, VT_COALESCED, 1) &&
+           VerifyOffset(verifier, VT_SUBCLASS) &&
+           verifier.VerifyTable(subclass()) &&
            verifier.EndTable();
   }
 };
@@ -4294,6 +4410,21 @@ struct TensorBuilder {
   void add_device(::flatbuffers::Offset<pt2format::Device> device) {
     fbb_.AddOffset(Tensor::VT_DEVICE, device);
   }
+  void add_quantization(::flatbuffers::Offset<pt2format::Quantization> quantization) {
+    fbb_.AddOffset(Tensor::VT_QUANTIZATION, quantization);
+  }
+  void add_layout(pt2format::Layout layout) {
+    fbb_.AddElement<uint8_t>(Tensor::VT_LAYOUT, static_cast<uint8_t>(layout), 1);
+  }
+  void add_parts(::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::TensorPart>>> parts) {
+    fbb_.AddOffset(Tensor::VT_PARTS, parts);
+  }
+  void add_coalesced(bool coalesced) {
+    fbb_.AddElement<uint8_t>(Tensor::VT_COALESCED, static_cast<uint8_t>(coalesced), 0);
+  }
+  void add_subclass(::flatbuffers::Offset<pt2format::TensorSubclass> subclass) {
+    fbb_.AddOffset(Tensor::VT_SUBCLASS, subclass);
+  }
   explicit TensorBuilder(::flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
     start_ = fbb_.StartTable();
@@ -4313,13 +4444,23 @@ inline ::flatbuffers::Offset<Tensor> CreateTensor(
     ::flatbuffers::Offset<::flatbuffers::Vector<int64_t>> strides = 0,
     int64_t storage_offset = 0,
     bool requires_grad = false,
-    ::flatbuffers::Offset<pt2format::Device> device = 0) {
+    ::flatbuffers::Offset<pt2format::Device> device = 0,
+    ::flatbuffers::Offset<pt2format::Quantization> quantization = 0,
+    pt2format::Layout layout = pt2format::Layout::STRIDED,
+    ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::TensorPart>>> parts = 0,
+    bool coalesced = false,
+    ::flatbuffers::Offset<pt2format::TensorSubclass> subclass = 0) {
   TensorBuilder builder_(_fbb);
   builder_.add_storage_offset(storage_offset);
+  builder_.add_subclass(subclass);
+  builder_.add_parts(parts);
+  builder_.add_quantization(quantization);
   builder_.add_device(device);
   builder_.add_strides(strides);
   builder_.add_sizes(sizes);
   builder_.add_storage(storage);
+  builder_.add_coalesced(coalesced);
+  builder_.add_layout(layout);
   builder_.add_requires_grad(requires_grad);
   builder_.add_dtype(dtype);
   return builder_.Finish();
@@ -4338,9 +4479,15 @@ inline ::flatbuffers::Offset<Tensor> CreateTensorDirect(
     const std::vector<int64_t> *strides = nullptr,
     int64_t storage_offset = 0,
     bool requires_grad = false,
-    ::flatbuffers::Offset<pt2format::Device> device = 0) {
+    ::flatbuffers::Offset<pt2format::Device> device = 0,
+    ::flatbuffers::Offset<pt2format::Quantization> quantization = 0,
+    pt2format::Layout layout = pt2format::Layout::STRIDED,
+    const std::vector<::flatbuffers::Offset<pt2format::TensorPart>> *parts = nullptr,
+    bool coalesced = false,
+    ::flatbuffers::Offset<pt2format::TensorSubclass> subclass = 0) {
   auto sizes__ = sizes ? _fbb.CreateVector<int64_t>(*sizes) : 0;
   auto strides__ = strides ? _fbb.CreateVector<int64_t>(*strides) : 0;
+  auto parts__ = parts ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::TensorPart>>(*parts) : 0;
   return pt2format::CreateTensor(
       _fbb,
       storage,
@@ -4349,7 +4496,281 @@ inline ::flatbuffers::Offset<Tensor> CreateTensorDirect(
       strides__,
       storage_offset,
       requires_grad,
-      device);
+      device,
+      quantization,
+      layout,
+      parts__,
+      coalesced,
+      subclass);
+}
+
+/// 1.1: quantization parameters of a quantized tensor (see `Tensor.quantization`).
+struct Quantization FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
+  typedef QuantizationBuilder Builder;
+  struct Traits;
+  static const ::flatbuffers::TypeTable *MiniReflectTypeTable() {
+    return QuantizationTypeTable();
+  }
+  enum FlatBuffersVTableOffset FLATBUFFERS_VTABLE_UNDERLYING_TYPE {
+    VT_QSCHEME = 4,
+    VT_SCALE = 6,
+    VT_ZERO_POINT = 8,
+    VT_AXIS = 10,
+    VT_SCALES = 12,
+    VT_ZERO_POINTS = 14
+  };
+  /// The scheme.
+  pt2format::QScheme qscheme() const {
+    return static_cast<pt2format::QScheme>(GetField<uint8_t>(VT_QSCHEME, 0));
+  }
+  /// PER_TENSOR_AFFINE: the scale (`q_scale()`).
+  double scale() const {
+    return GetField<double>(VT_SCALE, 0.0);
+  }
+  /// PER_TENSOR_AFFINE: the zero point (`q_zero_point()`).
+  int64_t zero_point() const {
+    return GetField<int64_t>(VT_ZERO_POINT, 0);
+  }
+  /// Per-channel schemes: the quantized dimension (`q_per_channel_axis()`).
+  int64_t axis() const {
+    return GetField<int64_t>(VT_AXIS, 0);
+  }
+  /// Per-channel schemes: index into `Package.tensors` of the scales
+  /// (`q_per_channel_scales()`, float64, one per index of `axis`).
+  uint32_t scales() const {
+    return GetField<uint32_t>(VT_SCALES, 0);
+  }
+  /// Per-channel schemes: index into `Package.tensors` of the zero points
+  /// (`q_per_channel_zero_points()`: int64, or a float dtype for
+  /// PER_CHANNEL_AFFINE_FLOAT_QPARAMS).
+  uint32_t zero_points() const {
+    return GetField<uint32_t>(VT_ZERO_POINTS, 0);
+  }
+  template <bool B = false>
+  bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
+    return VerifyTableStart(verifier) &&
+           VerifyField<uint8_t>(verifier, VT_QSCHEME, 1) &&
+           VerifyField<double>(verifier, VT_SCALE, 8) &&
+           VerifyField<int64_t>(verifier, VT_ZERO_POINT, 8) &&
+           VerifyField<int64_t>(verifier, VT_AXIS, 8) &&
+           VerifyField<uint32_t>(verifier, VT_SCALES, 4) &&
+           VerifyField<uint32_t>(verifier, VT_ZERO_POINTS, 4) &&
+           verifier.EndTable();
+  }
+};
+
+struct QuantizationBuilder {
+  typedef Quantization Table;
+  ::flatbuffers::FlatBufferBuilder &fbb_;
+  ::flatbuffers::uoffset_t start_;
+  void add_qscheme(pt2format::QScheme qscheme) {
+    fbb_.AddElement<uint8_t>(Quantization::VT_QSCHEME, static_cast<uint8_t>(qscheme), 0);
+  }
+  void add_scale(double scale) {
+    fbb_.AddElement<double>(Quantization::VT_SCALE, scale, 0.0);
+  }
+  void add_zero_point(int64_t zero_point) {
+    fbb_.AddElement<int64_t>(Quantization::VT_ZERO_POINT, zero_point, 0);
+  }
+  void add_axis(int64_t axis) {
+    fbb_.AddElement<int64_t>(Quantization::VT_AXIS, axis, 0);
+  }
+  void add_scales(uint32_t scales) {
+    fbb_.AddElement<uint32_t>(Quantization::VT_SCALES, scales, 0);
+  }
+  void add_zero_points(uint32_t zero_points) {
+    fbb_.AddElement<uint32_t>(Quantization::VT_ZERO_POINTS, zero_points, 0);
+  }
+  explicit QuantizationBuilder(::flatbuffers::FlatBufferBuilder &_fbb)
+        : fbb_(_fbb) {
+    start_ = fbb_.StartTable();
+  }
+  ::flatbuffers::Offset<Quantization> Finish() {
+    const auto end = fbb_.EndTable(start_);
+    auto o = ::flatbuffers::Offset<Quantization>(end);
+    return o;
+  }
+};
+
+inline ::flatbuffers::Offset<Quantization> CreateQuantization(
+    ::flatbuffers::FlatBufferBuilder &_fbb,
+    pt2format::QScheme qscheme = pt2format::QScheme::UNSPECIFIED,
+    double scale = 0.0,
+    int64_t zero_point = 0,
+    int64_t axis = 0,
+    uint32_t scales = 0,
+    uint32_t zero_points = 0) {
+  QuantizationBuilder builder_(_fbb);
+  builder_.add_axis(axis);
+  builder_.add_zero_point(zero_point);
+  builder_.add_scale(scale);
+  builder_.add_zero_points(zero_points);
+  builder_.add_scales(scales);
+  builder_.add_qscheme(qscheme);
+  return builder_.Finish();
+}
+
+struct Quantization::Traits {
+  using type = Quantization;
+  static auto constexpr Create = CreateQuantization;
+};
+
+/// 1.1: one named component tensor of a sparse or subclass tensor.
+struct TensorPart FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
+  typedef TensorPartBuilder Builder;
+  struct Traits;
+  static const ::flatbuffers::TypeTable *MiniReflectTypeTable() {
+    return TensorPartTypeTable();
+  }
+  enum FlatBuffersVTableOffset FLATBUFFERS_VTABLE_UNDERLYING_TYPE {
+    VT_NAME = 4,
+    VT_TENSOR = 6
+  };
+  /// Component name: a sparse component (`indices`, `values`, ...) or the
+  /// attribute name a subclass's `__tensor_flatten__` returned.
+  const ::flatbuffers::String *name() const {
+    return GetPointer<const ::flatbuffers::String *>(VT_NAME);
+  }
+  /// Index into `Package.tensors`, smaller than the owning row's index.
+  uint32_t tensor() const {
+    return GetField<uint32_t>(VT_TENSOR, 0);
+  }
+  template <bool B = false>
+  bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
+    return VerifyTableStart(verifier) &&
+           VerifyOffset(verifier, VT_NAME) &&
+           verifier.VerifyString(name()) &&
+           VerifyField<uint32_t>(verifier, VT_TENSOR, 4) &&
+           verifier.EndTable();
+  }
+};
+
+struct TensorPartBuilder {
+  typedef TensorPart Table;
+  ::flatbuffers::FlatBufferBuilder &fbb_;
+  ::flatbuffers::uoffset_t start_;
+  void add_name(::flatbuffers::Offset<::flatbuffers::String> name) {
+    fbb_.AddOffset(TensorPart::VT_NAME, name);
+  }
+  void add_tensor(uint32_t tensor) {
+    fbb_.AddElement<uint32_t>(TensorPart::VT_TENSOR, tensor, 0);
+  }
+  explicit TensorPartBuilder(::flatbuffers::FlatBufferBuilder &_fbb)
+        : fbb_(_fbb) {
+    start_ = fbb_.StartTable();
+  }
+  ::flatbuffers::Offset<TensorPart> Finish() {
+    const auto end = fbb_.EndTable(start_);
+    auto o = ::flatbuffers::Offset<TensorPart>(end);
+    return o;
+  }
+};
+
+inline ::flatbuffers::Offset<TensorPart> CreateTensorPart(
+    ::flatbuffers::FlatBufferBuilder &_fbb,
+    ::flatbuffers::Offset<::flatbuffers::String> name = 0,
+    uint32_t tensor = 0) {
+  TensorPartBuilder builder_(_fbb);
+  builder_.add_tensor(tensor);
+  builder_.add_name(name);
+  return builder_.Finish();
+}
+
+struct TensorPart::Traits {
+  using type = TensorPart;
+  static auto constexpr Create = CreateTensorPart;
+};
+
+inline ::flatbuffers::Offset<TensorPart> CreateTensorPartDirect(
+    ::flatbuffers::FlatBufferBuilder &_fbb,
+    const char *name = nullptr,
+    uint32_t tensor = 0) {
+  auto name__ = name ? _fbb.CreateString(name) : 0;
+  return pt2format::CreateTensorPart(
+      _fbb,
+      name__,
+      tensor);
+}
+
+/// 1.1: a traceable wrapper tensor subclass (see `Tensor.subclass`). Loaders
+/// rebuild it with `cls.__tensor_unflatten__(parts, context, sizes,
+/// strides)` only when the user allowed the class by name.
+struct TensorSubclass FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
+  typedef TensorSubclassBuilder Builder;
+  struct Traits;
+  static const ::flatbuffers::TypeTable *MiniReflectTypeTable() {
+    return TensorSubclassTypeTable();
+  }
+  enum FlatBuffersVTableOffset FLATBUFFERS_VTABLE_UNDERLYING_TYPE {
+    VT_CLASS_FQN = 4,
+    VT_CONTEXT = 6
+  };
+  /// Qualified name of the class (`module.QualName`), e.g.
+  /// `torch.testing._internal.two_tensor.TwoTensor`.
+  const ::flatbuffers::String *class_fqn() const {
+    return GetPointer<const ::flatbuffers::String *>(VT_CLASS_FQN);
+  }
+  /// The flatten context (second result of `__tensor_flatten__`) as a plain
+  /// value; absent means None. Never holds tensor references.
+  const pt2format::Value *context() const {
+    return GetPointer<const pt2format::Value *>(VT_CONTEXT);
+  }
+  template <bool B = false>
+  bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
+    return VerifyTableStart(verifier) &&
+           VerifyOffset(verifier, VT_CLASS_FQN) &&
+           verifier.VerifyString(class_fqn()) &&
+           VerifyOffset(verifier, VT_CONTEXT) &&
+           verifier.VerifyTable(context()) &&
+           verifier.EndTable();
+  }
+};
+
+struct TensorSubclassBuilder {
+  typedef TensorSubclass Table;
+  ::flatbuffers::FlatBufferBuilder &fbb_;
+  ::flatbuffers::uoffset_t start_;
+  void add_class_fqn(::flatbuffers::Offset<::flatbuffers::String> class_fqn) {
+    fbb_.AddOffset(TensorSubclass::VT_CLASS_FQN, class_fqn);
+  }
+  void add_context(::flatbuffers::Offset<pt2format::Value> context) {
+    fbb_.AddOffset(TensorSubclass::VT_CONTEXT, context);
+  }
+  explicit TensorSubclassBuilder(::flatbuffers::FlatBufferBuilder &_fbb)
+        : fbb_(_fbb) {
+    start_ = fbb_.StartTable();
+  }
+  ::flatbuffers::Offset<TensorSubclass> Finish() {
+    const auto end = fbb_.EndTable(start_);
+    auto o = ::flatbuffers::Offset<TensorSubclass>(end);
+    return o;
+  }
+};
+
+inline ::flatbuffers::Offset<TensorSubclass> CreateTensorSubclass(
+    ::flatbuffers::FlatBufferBuilder &_fbb,
+    ::flatbuffers::Offset<::flatbuffers::String> class_fqn = 0,
+    ::flatbuffers::Offset<pt2format::Value> context = 0) {
+  TensorSubclassBuilder builder_(_fbb);
+  builder_.add_context(context);
+  builder_.add_class_fqn(class_fqn);
+  return builder_.Finish();
+}
+
+struct TensorSubclass::Traits {
+  using type = TensorSubclass;
+  static auto constexpr Create = CreateTensorSubclass;
+};
+
+inline ::flatbuffers::Offset<TensorSubclass> CreateTensorSubclassDirect(
+    ::flatbuffers::FlatBufferBuilder &_fbb,
+    const char *class_fqn = nullptr,
+    ::flatbuffers::Offset<pt2format::Value> context = 0) {
+  auto class_fqn__ = class_fqn ? _fbb.CreateString(class_fqn) : 0;
+  return pt2format::CreateTensorSubclass(
+      _fbb,
+      class_fqn__,
+      context);
 }
 
 /// A contiguous, aligned run of bytes in a data section.
@@ -11991,7 +12412,8 @@ struct Package FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   }
   /// Bit set of optional features the file uses (bit 0: data in shard
   /// files; bit 1: data in external raw files; bit 2, added in 1.1: storages
-  /// without data, `Storage.meta_nbytes`). A reader refuses a file with a bit
+  /// without data, `Storage.meta_nbytes`; bit 3, added in 1.1: tensors built
+  /// from other tensors, `Tensor.parts`). A reader refuses a file with a bit
   /// it does not know.
   uint64_t required_features() const {
     return GetField<uint64_t>(VT_REQUIRED_FEATURES, 0);
@@ -12590,6 +13012,9 @@ inline const ::flatbuffers::TypeTable *ScalarTypeTypeTable() {
     { ::flatbuffers::ET_UCHAR, 0, 0 },
     { ::flatbuffers::ET_UCHAR, 0, 0 },
     { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
     { ::flatbuffers::ET_UCHAR, 0, 0 }
   };
   static const ::flatbuffers::TypeFunction type_refs[] = {
@@ -12637,10 +13062,35 @@ inline const ::flatbuffers::TypeTable *ScalarTypeTypeTable() {
     "INT4",
     "INT5",
     "INT6",
-    "INT7"
+    "INT7",
+    "QUINT8",
+    "QINT8",
+    "QINT32"
   };
   static const ::flatbuffers::TypeTable tt = {
-    ::flatbuffers::ST_ENUM, 42, type_codes, type_refs, nullptr, nullptr, names
+    ::flatbuffers::ST_ENUM, 45, type_codes, type_refs, nullptr, nullptr, names
+  };
+  return &tt;
+}
+
+inline const ::flatbuffers::TypeTable *QSchemeTypeTable() {
+  static const ::flatbuffers::TypeCode type_codes[] = {
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 }
+  };
+  static const ::flatbuffers::TypeFunction type_refs[] = {
+    pt2format::QSchemeTypeTable
+  };
+  static const char * const names[] = {
+    "UNSPECIFIED",
+    "PER_TENSOR_AFFINE",
+    "PER_CHANNEL_AFFINE",
+    "PER_CHANNEL_AFFINE_FLOAT_QPARAMS"
+  };
+  static const ::flatbuffers::TypeTable tt = {
+    ::flatbuffers::ST_ENUM, 4, type_codes, type_refs, nullptr, nullptr, names
   };
   return &tt;
 }
@@ -13741,11 +14191,20 @@ inline const ::flatbuffers::TypeTable *TensorTypeTable() {
     { ::flatbuffers::ET_LONG, 1, -1 },
     { ::flatbuffers::ET_LONG, 0, -1 },
     { ::flatbuffers::ET_BOOL, 0, -1 },
-    { ::flatbuffers::ET_SEQUENCE, 0, 1 }
+    { ::flatbuffers::ET_SEQUENCE, 0, 1 },
+    { ::flatbuffers::ET_SEQUENCE, 0, 2 },
+    { ::flatbuffers::ET_UCHAR, 0, 3 },
+    { ::flatbuffers::ET_SEQUENCE, 1, 4 },
+    { ::flatbuffers::ET_BOOL, 0, -1 },
+    { ::flatbuffers::ET_SEQUENCE, 0, 5 }
   };
   static const ::flatbuffers::TypeFunction type_refs[] = {
     pt2format::ScalarTypeTypeTable,
-    pt2format::DeviceTypeTable
+    pt2format::DeviceTypeTable,
+    pt2format::QuantizationTypeTable,
+    pt2format::LayoutTypeTable,
+    pt2format::TensorPartTypeTable,
+    pt2format::TensorSubclassTypeTable
   };
   static const char * const names[] = {
     "storage",
@@ -13754,10 +14213,74 @@ inline const ::flatbuffers::TypeTable *TensorTypeTable() {
     "strides",
     "storage_offset",
     "requires_grad",
-    "device"
+    "device",
+    "quantization",
+    "layout",
+    "parts",
+    "coalesced",
+    "subclass"
   };
   static const ::flatbuffers::TypeTable tt = {
-    ::flatbuffers::ST_TABLE, 7, type_codes, type_refs, nullptr, nullptr, names
+    ::flatbuffers::ST_TABLE, 12, type_codes, type_refs, nullptr, nullptr, names
+  };
+  return &tt;
+}
+
+inline const ::flatbuffers::TypeTable *QuantizationTypeTable() {
+  static const ::flatbuffers::TypeCode type_codes[] = {
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_DOUBLE, 0, -1 },
+    { ::flatbuffers::ET_LONG, 0, -1 },
+    { ::flatbuffers::ET_LONG, 0, -1 },
+    { ::flatbuffers::ET_UINT, 0, -1 },
+    { ::flatbuffers::ET_UINT, 0, -1 }
+  };
+  static const ::flatbuffers::TypeFunction type_refs[] = {
+    pt2format::QSchemeTypeTable
+  };
+  static const char * const names[] = {
+    "qscheme",
+    "scale",
+    "zero_point",
+    "axis",
+    "scales",
+    "zero_points"
+  };
+  static const ::flatbuffers::TypeTable tt = {
+    ::flatbuffers::ST_TABLE, 6, type_codes, type_refs, nullptr, nullptr, names
+  };
+  return &tt;
+}
+
+inline const ::flatbuffers::TypeTable *TensorPartTypeTable() {
+  static const ::flatbuffers::TypeCode type_codes[] = {
+    { ::flatbuffers::ET_STRING, 0, -1 },
+    { ::flatbuffers::ET_UINT, 0, -1 }
+  };
+  static const char * const names[] = {
+    "name",
+    "tensor"
+  };
+  static const ::flatbuffers::TypeTable tt = {
+    ::flatbuffers::ST_TABLE, 2, type_codes, nullptr, nullptr, nullptr, names
+  };
+  return &tt;
+}
+
+inline const ::flatbuffers::TypeTable *TensorSubclassTypeTable() {
+  static const ::flatbuffers::TypeCode type_codes[] = {
+    { ::flatbuffers::ET_STRING, 0, -1 },
+    { ::flatbuffers::ET_SEQUENCE, 0, 0 }
+  };
+  static const ::flatbuffers::TypeFunction type_refs[] = {
+    pt2format::ValueTypeTable
+  };
+  static const char * const names[] = {
+    "class_fqn",
+    "context"
+  };
+  static const ::flatbuffers::TypeTable tt = {
+    ::flatbuffers::ST_TABLE, 2, type_codes, type_refs, nullptr, nullptr, names
   };
   return &tt;
 }

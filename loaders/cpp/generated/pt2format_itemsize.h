@@ -52,6 +52,9 @@ inline size_t scalar_type_itemsize(pt2format::ScalarType dtype) {
     case pt2format::ScalarType::INT5: return 1;
     case pt2format::ScalarType::INT6: return 1;
     case pt2format::ScalarType::INT7: return 1;
+    case pt2format::ScalarType::QUINT8: return 1;
+    case pt2format::ScalarType::QINT8: return 1;
+    case pt2format::ScalarType::QINT32: return 4;
     default: return 0;
   }
 }

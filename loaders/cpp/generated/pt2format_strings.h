@@ -118,6 +118,8 @@ inline constexpr FieldClass kFieldClasses[] = {
     {"Symbol", "name", StringClass::identifier},
     {"TensorArgument", "name", StringClass::local_name},
     {"TensorListArgument", "names", StringClass::local_name},
+    {"TensorPart", "name", StringClass::identifier},
+    {"TensorSubclass", "class_fqn", StringClass::qualified_name},
     {"TensorValue", "name", StringClass::local_name},
     {"TokenArgument", "name", StringClass::local_name},
     {"TorchFn", "name", StringClass::token},

@@ -415,6 +415,10 @@ TensorView File::tensor(uint32_t index) const {
   TensorView t;
   t.index = index;
   t.table = tensors->Get(index);
+  if (t.table->layout() != pt2format::Layout::STRIDED || t.table->subclass() != nullptr)
+    throw err(ErrorKind::Validation,
+              "tensor is built from other tensor rows (a sparse layout or a wrapper subclass); read its parts",
+              file_->name(), "program", path, "a strided tensor", t.table->subclass() ? "a subclass" : "a sparse layout");
   t.dtype = t.table->dtype();
   try {
     t.itemsize = dtype_itemsize(t.dtype);

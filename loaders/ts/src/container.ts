@@ -14,8 +14,9 @@ export const SECTION_ENTRY_SIZE = 48;
 export const HEADER_VERSION = 1;
 /** The schema major version this reader implements. */
 export const READER_FORMAT_MAJOR = 1;
-/** Bits of `required_features` this reader understands (bit 0: data in shard files). */
-export const KNOWN_FEATURES = 1n;
+/** Bits of `required_features` this reader understands (bit 0: data in shard files; tensors
+ * built from other tensor rows (bit 3), whose rows `tensor(i)` refuses by name while the dump shows them whole). */
+export const KNOWN_FEATURES = 1n | 8n;
 
 export const SectionKind = { PROGRAM: 1, DATA: 2 } as const;
 export const ProgramEncoding = { FLATBUFFERS: 1, MSGPACK: 2, JSON: 3 } as const;

@@ -97,6 +97,9 @@ export class Pt2fFile {
     const n = pkg.tensorsLength();
     if (!Number.isInteger(i) || i < 0 || i >= n) throw new ValidationError('tensor index out of range', { file: this.opts.file, path, expected: `< ${n}`, got: i });
     const t = pkg.tensors(i)!;
+    if (t.layout() !== 1 || t.subclass() !== null) {
+      throw new ValidationError('tensor is built from other tensor rows (a sparse layout or a wrapper subclass); read its parts', { file: this.opts.file, path, expected: 'a strided tensor', got: t.subclass() !== null ? 'a subclass' : `layout ${t.layout()}` });
+    }
     const dtypeValue = t.dtype();
     const dtype = ScalarType[dtypeValue] ?? String(dtypeValue);
     const itemsize = DTYPE_ITEMSIZE[dtype];

@@ -5,6 +5,6 @@
  * defines (SPEC.md section 6). Names not listed are X.0's.
  */
 export const SCHEMA_VERSION: readonly [number, number] = [1, 1];
-export const FIELD_MINOR: Readonly<Record<string, Readonly<Record<string, number>>>> = {"DeferredUnpack": {"after": 1, "position": 1}, "Graph": {"custom_meta": 1}, "MixedListArgument": {"items": 1}, "Node": {"deferred_unpacks": 1}, "NodeMetadata": {"desc": 1, "has_seq_nr": 1, "original_aten": 1, "seq_nr": 1, "tensor_meta": 1, "tensor_meta_requires_grad": 1}, "Storage": {"meta_nbytes": 1}};
-export const ENUM_VALUE_MINOR: Readonly<Record<string, Readonly<Record<string, number>>>> = {};
+export const FIELD_MINOR: Readonly<Record<string, Readonly<Record<string, number>>>> = {"DeferredUnpack": {"after": 1, "position": 1}, "Graph": {"custom_meta": 1}, "MixedListArgument": {"items": 1}, "Node": {"deferred_unpacks": 1}, "NodeMetadata": {"desc": 1, "has_seq_nr": 1, "original_aten": 1, "seq_nr": 1, "tensor_meta": 1, "tensor_meta_requires_grad": 1}, "Quantization": {"axis": 1, "qscheme": 1, "scale": 1, "scales": 1, "zero_point": 1, "zero_points": 1}, "Storage": {"meta_nbytes": 1}, "Tensor": {"coalesced": 1, "layout": 1, "parts": 1, "quantization": 1, "subclass": 1}, "TensorPart": {"name": 1, "tensor": 1}, "TensorSubclass": {"class_fqn": 1, "context": 1}};
+export const ENUM_VALUE_MINOR: Readonly<Record<string, Readonly<Record<string, number>>>> = {"QScheme": {"0": 1, "1": 1, "2": 1, "3": 1}, "ScalarType": {"42": 1, "43": 1, "44": 1}};
 export const UNION_MEMBER_MINOR: Readonly<Record<string, Readonly<Record<string, number>>>> = {"ArgumentValue": {"33": 1}};

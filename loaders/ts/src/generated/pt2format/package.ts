@@ -63,7 +63,8 @@ producer(obj?:Producer):Producer|null {
 /**
  * Bit set of optional features the file uses (bit 0: data in shard
  * files; bit 1: data in external raw files; bit 2, added in 1.1: storages
- * without data, `Storage.meta_nbytes`). A reader refuses a file with a bit
+ * without data, `Storage.meta_nbytes`; bit 3, added in 1.1: tensors built
+ * from other tensors, `Tensor.parts`). A reader refuses a file with a bit
  * it does not know.
  */
 requiredFeatures():bigint {

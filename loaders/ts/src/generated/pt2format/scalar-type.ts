@@ -215,5 +215,21 @@ export enum ScalarType {
   /**
    * torch.int7 (shell dtype: one byte per element, bytes stored as they are)
    */
-  INT7 = 41
+  INT7 = 41,
+
+  /**
+   * 1.1: torch.quint8 (quantized; one byte per element holding the unsigned
+   * integer representation, see `Tensor.quantization`)
+   */
+  QUINT8 = 42,
+
+  /**
+   * 1.1: torch.qint8 (quantized; one byte per element, signed integer representation)
+   */
+  QINT8 = 43,
+
+  /**
+   * 1.1: torch.qint32 (quantized; four bytes per element, signed integer representation)
+   */
+  QINT32 = 44
 }

@@ -6,7 +6,11 @@
 import * as flatbuffers from 'flatbuffers';
 
 import { Device } from '../pt2format/device.js';
+import { Layout } from '../pt2format/layout.js';
+import { Quantization } from '../pt2format/quantization.js';
 import { ScalarType } from '../pt2format/scalar-type.js';
+import { TensorPart } from '../pt2format/tensor-part.js';
+import { TensorSubclass } from '../pt2format/tensor-subclass.js';
 
 
 /**
@@ -97,8 +101,67 @@ device(obj?:Device):Device|null {
   return offset ? (obj || new Device()).__init(this.bb!.__indirect(this.bb_pos + offset), this.bb!) : null;
 }
 
+/**
+ * 1.1: quantization parameters of a quantized dtype (QUINT8, QINT8,
+ * QINT32); absent otherwise. The row's strided view over `storage` holds
+ * the integer representation (`Tensor.int_repr()`).
+ */
+quantization(obj?:Quantization):Quantization|null {
+  const offset = this.bb!.__offset(this.bb_pos, 18);
+  return offset ? (obj || new Quantization()).__init(this.bb!.__indirect(this.bb_pos + offset), this.bb!) : null;
+}
+
+/**
+ * 1.1: layout. STRIDED: a strided view of `storage`. SPARSE_COO,
+ * SPARSE_CSR, SPARSE_CSC, SPARSE_BSR, SPARSE_BSC: built from `parts`
+ * (`sizes` is the dense shape, `strides` is empty, `storage` and
+ * `storage_offset` are 0 and unused). A package holding such a row sets
+ * `required_features` bit 3.
+ */
+layout():Layout {
+  const offset = this.bb!.__offset(this.bb_pos, 20);
+  return offset ? this.bb!.readUint8(this.bb_pos + offset) : Layout.STRIDED;
+}
+
+/**
+ * 1.1: the component tensors of a sparse tensor (COO: `indices`,
+ * `values`; CSR/BSR: `crow_indices`, `col_indices`, `values`; CSC/BSC:
+ * `ccol_indices`, `row_indices`, `values`) or the inner tensors of a
+ * wrapper subclass (`subclass`), by name. Each index is smaller than the
+ * row's own index, so rows form no cycle.
+ */
+parts(index: number, obj?:TensorPart):TensorPart|null {
+  const offset = this.bb!.__offset(this.bb_pos, 22);
+  return offset ? (obj || new TensorPart()).__init(this.bb!.__indirect(this.bb!.__vector(this.bb_pos + offset) + index * 4), this.bb!) : null;
+}
+
+partsLength():number {
+  const offset = this.bb!.__offset(this.bb_pos, 22);
+  return offset ? this.bb!.__vector_len(this.bb_pos + offset) : 0;
+}
+
+/**
+ * 1.1: SPARSE_COO only: the saved tensor was coalesced.
+ */
+coalesced():boolean {
+  const offset = this.bb!.__offset(this.bb_pos, 24);
+  return offset ? !!this.bb!.readInt8(this.bb_pos + offset) : false;
+}
+
+/**
+ * 1.1: set when the tensor is a traceable wrapper subclass
+ * (`__tensor_flatten__`/`__tensor_unflatten__`), rebuilt from `parts`
+ * and the subclass's context; `sizes`/`strides`/`storage_offset` are the
+ * outer tensor's, `storage` is 0 and unused. A package holding such a row
+ * sets `required_features` bit 3.
+ */
+subclass(obj?:TensorSubclass):TensorSubclass|null {
+  const offset = this.bb!.__offset(this.bb_pos, 26);
+  return offset ? (obj || new TensorSubclass()).__init(this.bb!.__indirect(this.bb_pos + offset), this.bb!) : null;
+}
+
 static startTensor(builder:flatbuffers.Builder) {
-  builder.startObject(7);
+  builder.startObject(12);
 }
 
 static addStorage(builder:flatbuffers.Builder, storage:number) {
@@ -151,6 +214,38 @@ static addRequiresGrad(builder:flatbuffers.Builder, requiresGrad:boolean) {
 
 static addDevice(builder:flatbuffers.Builder, deviceOffset:flatbuffers.Offset) {
   builder.addFieldOffset(6, deviceOffset, 0);
+}
+
+static addQuantization(builder:flatbuffers.Builder, quantizationOffset:flatbuffers.Offset) {
+  builder.addFieldOffset(7, quantizationOffset, 0);
+}
+
+static addLayout(builder:flatbuffers.Builder, layout:Layout) {
+  builder.addFieldInt8(8, layout, Layout.STRIDED);
+}
+
+static addParts(builder:flatbuffers.Builder, partsOffset:flatbuffers.Offset) {
+  builder.addFieldOffset(9, partsOffset, 0);
+}
+
+static createPartsVector(builder:flatbuffers.Builder, data:flatbuffers.Offset[]):flatbuffers.Offset {
+  builder.startVector(4, data.length, 4);
+  for (let i = data.length - 1; i >= 0; i--) {
+    builder.addOffset(data[i]!);
+  }
+  return builder.endVector();
+}
+
+static startPartsVector(builder:flatbuffers.Builder, numElems:number) {
+  builder.startVector(4, numElems, 4);
+}
+
+static addCoalesced(builder:flatbuffers.Builder, coalesced:boolean) {
+  builder.addFieldInt8(10, +coalesced, +false);
+}
+
+static addSubclass(builder:flatbuffers.Builder, subclassOffset:flatbuffers.Offset) {
+  builder.addFieldOffset(11, subclassOffset, 0);
 }
 
 static endTensor(builder:flatbuffers.Builder):flatbuffers.Offset {

@@ -1,0 +1,59 @@
+"""Traceable wrapper tensor subclasses for the subclass round-trip tests (module level, so they are importable).
+
+`PairTensor` holds two tensors and applies every operator to both (like
+torch's test TwoTensor); its flatten context carries plain values of each
+kind the format stores (str, int, float, bool, list, dict, dtype, device).
+`BadContextTensor` has a context the format must refuse (an arbitrary object).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.utils import _pytree as pytree
+
+
+class PairTensor(torch.Tensor):
+    @staticmethod
+    def __new__(cls, a, b, tag="pair", extra=None):
+        return torch.Tensor._make_wrapper_subclass(cls, a.shape, strides=a.stride(), storage_offset=a.storage_offset(),
+                                                   dtype=a.dtype, device=a.device, requires_grad=False)
+
+    def __init__(self, a, b, tag="pair", extra=None):
+        self.a, self.b = a, b
+        self.tag = tag
+        self.extra = extra if extra is not None else {"n": 3, "x": 0.5, "flag": True, "dims": [1, 2],
+                                                       "dtype": torch.float16, "device": torch.device("cpu")}
+
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    def __tensor_flatten__(self):
+        return ["a", "b"], {"tag": self.tag, "extra": self.extra}
+
+    @staticmethod
+    def __tensor_unflatten__(inner, ctx, outer_size, outer_stride):
+        return PairTensor(inner["a"], inner["b"], ctx["tag"], ctx["extra"])
+
+    def __repr__(self):
+        return f"PairTensor({self.a!r}, {self.b!r})"
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        pair = next(x for x in pytree.tree_leaves((args, kwargs)) if isinstance(x, PairTensor))
+        out_a = func(*pytree.tree_map_only(PairTensor, lambda t: t.a, args),
+                     **pytree.tree_map_only(PairTensor, lambda t: t.a, kwargs))
+        out_b = func(*pytree.tree_map_only(PairTensor, lambda t: t.b, args),
+                     **pytree.tree_map_only(PairTensor, lambda t: t.b, kwargs))
+        if isinstance(out_a, torch.Tensor):
+            return PairTensor(out_a, out_b, pair.tag, pair.extra)
+        return out_a
+
+
+class BadContextTensor(PairTensor):
+    def __tensor_flatten__(self):
+        return ["a", "b"], object()
+
+
+def pair(n: int = 3, seed: int = 0) -> PairTensor:
+    g = torch.Generator().manual_seed(seed)
+    return PairTensor(torch.randn(n, generator=g), torch.randn(n, generator=g))
