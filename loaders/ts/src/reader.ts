@@ -29,6 +29,12 @@ import { DEFAULT_MAX_DEPTH, verifyBuffer, VerifyLimits } from './verify.js';
 export interface ReadOptions extends VerifyLimits {
   /** File name used in error messages. */
   file?: string;
+  /**
+   * Run the invariant checks of SPEC.md section 7 (src/validate.ts) after decoding; default true.
+   * false only for tools comparing the decoder alone with Python's `_codecs.decode`: decoding and
+   * string classes still run, the Package-vs-header checks and `verifyData` do not.
+   */
+  validate?: boolean;
   /** Also check the CRC-32 of every DATA section (as `pt2format.read(..., verify_data=True)`). */
   verifyData?: boolean;
   /** Returns the bytes of a sibling shard file named in `Package.shard_files` (Node: read from the same directory). */
@@ -263,6 +269,7 @@ export function readPt2f(data: ArrayBuffer | Uint8Array, opts: ReadOptions = {})
   const ctx = { file, section: sectionName(prog) };
   const { root, rootPos } = decodeProgram(programBytes, prog.encoding, opts, ctx);
   const f = new Pt2fFile(bytes, container, rootPos, programBytes, opts, root);
+  if (opts.validate === false) return f;
   checkPackageHeader(f, file);
   const lengths = new Map<number, number>();
   for (const s of container.sections) if (s.kind === SectionKind.DATA) lengths.set(s.index, s.length);
