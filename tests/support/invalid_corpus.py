@@ -1,0 +1,52 @@
+"""The cross-reader invalid-file corpus (`conformance/invalid/`): its manifest and one verdict function per reader.
+
+A *reader column* is a function `verdict(path) -> str` returning the exact
+`pt2format.errors` class name the reader refused the file with, or `"OK"` when
+it accepted it (read, validated, data checksums verified, dumped). Each
+native reader maps its own error kinds to those names. To add a reader,
+write its verdict function and a parametrized test over `entries()` in
+`tests/conformance/test_invalid_corpus.py`; the expected class is
+`entry["error"]`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+INVALID_DIR = ROOT / "conformance" / "invalid"
+MANIFEST = INVALID_DIR / "MANIFEST.json"
+OK = "OK"
+
+
+def entries() -> list:
+    """Manifest entries, in file order: {"file", "rule", "encoding", "error", "description"}."""
+    return json.loads(MANIFEST.read_text(encoding="utf-8"))["files"]
+
+
+def entry_id(entry) -> str:
+    return entry["file"].removesuffix(".pt2f")
+
+
+def python_verdict(path) -> str:
+    """pt2format.validate: header, layout, decode, string classes, invariants, data checksums."""
+    import pt2format
+    from pt2format.errors import Pt2FormatError
+
+    try:
+        pt2format.validate(path)
+    except Pt2FormatError as e:
+        return type(e).__name__
+    return OK
+
+
+def cpp_verdict(build_dir, path) -> str:
+    """`pt2f-dump --error-class FILE`: one line on stdout, the class name or OK."""
+    import native_util_cpp as U
+
+    r = U.run(build_dir / "pt2f-dump", "--error-class", path)
+    out = r.stdout.decode("utf-8", "replace").strip()
+    if r.returncode not in (0, 1) or "\n" in out or "Sanitizer" in r.stderr:
+        return f"<crash: exit {r.returncode}: {r.stderr.strip()[-300:]}>"
+    return out
