@@ -9,8 +9,8 @@
  * the sym-expression pool acyclic with the right arity, reserved `extra`
  * metadata keys, identifier dict keys in tree specs and example inputs.
  * Same error classes as Python; paths name the field (`programs[0].graph...`).
- * Evaluating the symbolic pool within its budget (pt2format/_symeval.py,
- * SPEC.md 11.6) is not ported: see src/README or the project report.
+ * The symbolic pool is evaluated within the bounds of SPEC.md 11.6
+ * (src/symeval.ts, the rules of pt2format/_symeval.py).
  */
 import { ChecksumKind, ExternalFormat, ScalarType, StateKind, SymExprKind, SymOp, SymbolKind } from './_build/classes.js';
 import { KNOWN_FEATURES } from './container.js';
@@ -18,6 +18,7 @@ import { LimitError, Pt2fError, SegmentError, UnsupportedFeatureError, Validatio
 import { checkExtraMetaKey, checkStringClass } from './strings.js';
 import { bitsNumber, descOf, TTable, TValue } from './tree.js';
 import { READER_FORMAT_MAJOR } from './container.js';
+import { evaluatePool, SymValue, UNKNOWN } from './symeval.js';
 
 type T = TTable;
 const DATA_ALIGNMENT = 64n;
@@ -69,10 +70,6 @@ export function cpLess(a: string, b: string): boolean {
     if (x > 0xffff) i++;
   }
   return a.length < b.length;
-}
-
-function join(prefix: string, path: string): string {
-  return prefix ? (path ? `${prefix}.${path}` : prefix) : path;
 }
 
 /** Runs `f`, adding `prefix` to the path of a Pt2fError it throws. */
@@ -466,8 +463,9 @@ class ProgramCheck {
     this.checkSymbolBounds();
   }
 
-  /** Float ranges and hints are finite. (The pool's evaluation within SPEC.md 11.6's budget is Python's and C++'s.) */
+  /** Float ranges and hints are finite; the pool evaluates within the bounds of SPEC.md 11.6 (src/symeval.ts). */
   checkSymbolBounds(): void {
+    const hints: SymValue[] = [];
     (arr(this.p['symbols']) as T[]).forEach((sym, i) => {
       const isFloat = num(sym['kind']) === SymbolKind.FLOAT;
       const r = sym['range'] as T | null;
@@ -480,7 +478,9 @@ class ProgramCheck {
       if (isFloat && sym['has_hint'] && Number.isNaN(bitsNumber(sym['float_hint'] as bigint))) {
         throw fail('float hint is NaN', `symbols[${i}].float_hint`, undefined, 'nan');
       }
+      hints.push(!sym['has_hint'] ? UNKNOWN : isFloat ? bitsNumber(sym['float_hint'] as bigint) : big(sym['hint']));
     });
+    evaluatePool(arr(this.p['sym_exprs']) as T[], hints);
   }
 
   checkSignature(scope: GraphCheck): void {
