@@ -60,11 +60,13 @@ def ts_dump(path, validate: bool = True) -> subprocess.CompletedProcess:
     return node(CLI, "dump", path, *([] if validate else ["--no-validate"]))
 
 
-def dump_batch(paths, timeout: float = 300, validate: bool = True) -> list[dict]:
-    """Dump many files in one Node process; one record per file (see tools/dump-batch.mjs)."""
+def dump_batch(paths, timeout: float = 300, validate: bool = True, verify_data: bool = False) -> list[dict]:
+    """Dump many files in one Node process; one record per file (see tools/dump-batch.mjs).
+
+    `validate=False`: the decoder alone; `verify_data=True`: also every data checksum (as pt2format.validate)."""
     out = []
     paths = [str(p) for p in paths]
-    flags = [] if validate else ["--no-validate"]
+    flags = (["--verify-data"] if verify_data else []) + ([] if validate else ["--no-validate"])
     for i in range(0, len(paths), 200):  # keep argv short
         r = node(TS_DIR / "tools" / "dump-batch.mjs", *flags, *paths[i:i + 200], timeout=timeout)
         if r.returncode != 0:
