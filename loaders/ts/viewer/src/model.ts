@@ -15,7 +15,7 @@
  */
 import { readPt2f, Pt2fFile } from '../../src/index.js';
 import type { ReadOptions } from '../../src/index.js';
-import { TreeDecoder } from './tree.js';
+import { fromTree, TreeDecoder } from './tree.js';
 
 /** A plain JSON object of the dump tree. */
 type J = any; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -416,7 +416,9 @@ export function loadModel(bytes: Uint8Array, fileName: string, shards: Map<strin
   } };
   const file = readPt2f(bytes, opts);
   // Stack traces and provenance are big and shown only for the selected node: decoded on first read.
-  const pkg: J = new TreeDecoder(file.programBytes, new Set(['stack_trace', 'from_node'])).root();
+  const pkg: J = file.encoding === 'FLATBUFFERS'
+    ? new TreeDecoder(file.programBytes, new Set(['stack_trace', 'from_node'])).root()
+    : fromTree(file.tree());
   const adapter = new Adapter(pkg);
   const stateTensors = new Map<string, number>();
   const programs = (pkg.programs ?? []).map((p: J) => adapter.program(p, stateTensors));
