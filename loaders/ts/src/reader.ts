@@ -35,6 +35,12 @@ export interface ReadOptions extends VerifyLimits {
    * string classes still run, the Package-vs-header checks and `verifyData` do not.
    */
   validate?: boolean;
+  /**
+   * The file's DATA sections were left out on purpose (the viewer's page without weights): storages
+   * are then not checked against this file's sections, as Python's `validate_package(...,
+   * data_section_lengths=None)`; every other rule still applies. Tensor views and the dump fail.
+   */
+  dataLeftOut?: boolean;
   /** Also check the CRC-32 of every DATA section (as `pt2format.read(..., verify_data=True)`). */
   verifyData?: boolean;
   /** Returns the bytes of a sibling shard file named in `Package.shard_files` (Node: read from the same directory). */
@@ -274,7 +280,7 @@ export function readPt2f(data: ArrayBuffer | Uint8Array, opts: ReadOptions = {})
   const lengths = new Map<number, number>();
   for (const s of container.sections) if (s.kind === SectionKind.DATA) lengths.set(s.index, s.length);
   try {
-    validatePackage(root, { dataSectionLengths: lengths, maxDepth: opts.maxDepth ?? DEFAULT_MAX_DEPTH });
+    validatePackage(root, { dataSectionLengths: opts.dataLeftOut ? undefined : lengths, maxDepth: opts.maxDepth ?? DEFAULT_MAX_DEPTH });
   } catch (e) {
     if (e instanceof Pt2fError) throw e.withContext(ctx);
     throw e;
