@@ -625,12 +625,43 @@ def _encoding_cases():
                 wrap("json", js_mark.replace(MARK.encode(), b"ab\x01cd", 1))))
     out.append(("json_bad_escape", "§4", "json", "EncodingError", "the escape \\q",
                 wrap("json", js_mark.replace(MARK.encode(), b"ab\\qcd", 1))))
+    # JSON syntax and types Python's json module and the decoder refuse (§4, §7).
+    def js_sub(old, new):
+        assert js.count(old) >= 1, old
+        return wrap("json", js.replace(old, new, 1))
+
+    out.append(("json_duplicate_key", "§4", "json", "EncodingError", "a key twice in one object",
+                js_sub(b'"producer": {"name": "pt2format",', b'"producer": {"name": "pt2format", "name": "pt2format",')))
+    out.append(("json_bare_nan", "§4", "json", "EncodingError", "the bare constant NaN under an unknown key",
+                js_sub(b"{", b'{"zz_unknown": NaN,')))
+    out.append(("json_struct_missing_field", "§4", "json", "EncodingError", "a SymInt struct without its value",
+                js_sub(b'{"expr": -1,\n"value": 16}', b'{"expr": -1}')))
+    out.append(("json_struct_extra_field", "§4", "json", "EncodingError", "a SymInt struct with a third key",
+                js_sub(b'{"expr": -1,\n"value": 16}', b'{"expr": -1,\n"value": 16, "x": 1}')))
+    out.append(("json_bool_for_int", "§4", "json", "EncodingError", "true in the uint64 required_features",
+                js_sub(b"{", b'{"required_features": true,')))
+    out.append(("json_union_member_without_type", "§4", "json", "EncodingError",
+                "a union member without its _type key", js_sub(b'"value_type": "TensorArgument",\n', b"")))
+    out.append(("json_unknown_key_too_deep", "§10", "json", "LimitError",
+                "2000 nested arrays under a key the schema does not define",
+                js_sub(b"{", b'{"zz_unknown": ' + b"[" * 2000 + b"]" * 2000 + b",")))
     # MessagePack integers out of a field's type (§10).
     mp_list = _codecs.encode(mlp_pkg, "msgpack")
     out.append(("msgpack_negative_unsigned", "§10", "msgpack", "EncodingError", "-1 in the uint64 required_features",
                 wrap("msgpack", _msgpack_set_package_field(mp_list, 2, _msgpack_int(-1)))))
     out.append(("msgpack_string_for_int", "§4", "msgpack", "EncodingError", "a string in the uint64 required_features",
                 wrap("msgpack", _msgpack_set_package_field(mp_list, 2, b"\xa1x"))))
+    out.append(("msgpack_bool_for_int", "§4", "msgpack", "EncodingError", "true in the uint64 required_features",
+                wrap("msgpack", _msgpack_set_package_field(mp_list, 2, b"\xc3"))))
+    out.append(("msgpack_ext_for_int", "§4", "msgpack", "EncodingError", "an ext value in the uint64 required_features",
+                wrap("msgpack", _msgpack_set_package_field(mp_list, 2, b"\xd4\x01\x00"))))
+    out.append(("msgpack_map_for_table", "§4", "msgpack", "EncodingError", "a map where the Producer table belongs",
+                wrap("msgpack", _msgpack_set_package_field(mp_list, 1, b"\x80"))))
+    out.append(("msgpack_too_deep", "§10", "msgpack", "LimitError",
+                "2000 nested arrays in a position the schema does not define",
+                wrap("msgpack", _msgpack_set_package_field(mp_list, 40, b"\x91" * 2000 + b"\xc0"))))
+    out.append(("msgpack_union_type_without_member", "§4", "msgpack", "EncodingError",
+                "a union type index with a nil member", wrap("msgpack", _msgpack_first_union(mp_list, 2, member=None))))
     # Union members (§8.2): an index past the reader's members.
     out.append(("msgpack_union_index_unknown", "§8.2", "msgpack", "VersionError", "a union type index 200",
                 wrap("msgpack", _msgpack_first_union(mp_list, 200))))
@@ -690,8 +721,8 @@ def _msgpack_skip(buf: bytes, pos: int) -> int:
     return pos + unpacker.tell()
 
 
-def _msgpack_first_union(program: bytes, index: int) -> bytes:
-    """The first node input's union type index (Argument: [type, member]) set to `index`."""
+def _msgpack_first_union(program: bytes, index: int, member=...) -> bytes:
+    """The first node input's union type index (Argument: [type, member]) set to `index` (and member to `member`)."""
     import msgpack
 
     tree = msgpack.unpackb(program, raw=False, strict_map_key=False)
@@ -704,7 +735,7 @@ def _msgpack_first_union(program: bytes, index: int) -> bytes:
         if isinstance(x, list):
             if len(x) == 2 and x[0] == 2 and isinstance(x[1], list) and len(x[1]) >= 1 and isinstance(x[1][0], str):
                 done.append(True)
-                return [index, x[1]]
+                return [index, x[1] if member is ... else member]
             return [walk(e) for e in x]
         return x
 

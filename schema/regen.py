@@ -41,6 +41,7 @@ OUT_JSONSCHEMA = ROOT / "schema" / "pt2format.schema.json"
 OUT_FIELDS = ROOT / "schema" / "FIELDS.md"
 OUT_CPP = ROOT / "loaders" / "cpp" / "generated" / "pt2format_generated.h"
 OUT_CPP_MINORS = ROOT / "loaders" / "cpp" / "generated" / "pt2format_minors.h"
+OUT_CPP_STRINGS = ROOT / "loaders" / "cpp" / "generated" / "pt2format_strings.h"
 OUT_TS_DIR = ROOT / "loaders" / "ts" / "src" / "generated"
 
 # reflection.fbs BaseType values
@@ -667,6 +668,14 @@ def gen_cpp_minors(version: tuple, table: dict, flatc: str) -> str:
     return "".join(out)
 
 
+def gen_cpp_strings(s: FSchema, version: str) -> str:
+    """The C++ reader's string-class table (schema/gen_cpp_strings.py)."""
+    sys.path.insert(0, str(ROOT / "schema"))
+    import gen_cpp_strings  # noqa: E402 - sibling generator module
+
+    return gen_cpp_strings.generate(s, _Model(s), header_line("//", version))
+
+
 def gen_ts_minors(version: tuple, table: dict, flatc: str) -> str:
     rows = {"field": {}, "value": {}, "member": {}}
     for (k, owner, key), minor in table.items():
@@ -714,6 +723,7 @@ def generate_all(fbs: Path = FBS, root: Path = ROOT, python_only: bool = False) 
         files[OUT_JSONSCHEMA] = files[py["jsonschema_pkg"]]
         files[OUT_CPP] = gen_cpp(tmp, version)
         files[OUT_CPP_MINORS] = gen_cpp_minors(schema_version, minor_table, version)
+        files[OUT_CPP_STRINGS] = gen_cpp_strings(s, version)
         files[OUT_FIELDS] = gen_fields_md(s, version)
         for rel, text in gen_ts(tmp, version).items():
             files[OUT_TS_DIR / rel] = text

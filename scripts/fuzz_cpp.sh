@@ -29,6 +29,10 @@ print('seed files:', u.write_seed_corpus('$SEEDS'), file=sys.stderr)
 for g in "$ROOT"/conformance/golden/*/*/program.pt2f; do
   [ -f "$g" ] && cp "$g" "$SEEDS/golden-$(basename "$(dirname "$(dirname "$g")")")-$(basename "$(dirname "$g")").pt2f"
 done
+# The invalid-file corpus: one broken rule each, every encoding (conformance/invalid/).
+for f in "$ROOT"/conformance/invalid/*.pt2f; do
+  [ -f "$f" ] && cp "$f" "$SEEDS/invalid-$(basename "$f")"
+done
 if [ -d "$ROOT/loaders/cpp/fuzz/regressions" ]; then
   cp -n "$ROOT"/loaders/cpp/fuzz/regressions/* "$SEEDS"/ 2>/dev/null || true
 fi

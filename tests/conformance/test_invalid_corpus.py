@@ -53,6 +53,22 @@ def test_python_reader(entry):
 
 
 @pytest.fixture(scope="module")
+def cpp_build():
+    import native_util_cpp as U
+
+    why = U.missing_toolchain()
+    if why:
+        pytest.skip(f"C++ toolchain missing: {why}")
+    return U.build("release")
+
+
+@pytest.mark.native
+@pytest.mark.parametrize("entry", ENTRIES, ids=IDS)
+def test_cpp_reader(cpp_build, entry):
+    assert C.cpp_verdict(cpp_build, C.INVALID_DIR / entry["file"]) == entry["error"], entry["description"]
+
+
+@pytest.fixture(scope="module")
 def ts_verdicts():
     """Every file through the TypeScript reader once (one Node process); file path -> verdict."""
     import native_util_ts as U

@@ -47,7 +47,7 @@ def cpp_verdict(build_dir, path) -> str:
 
     r = U.run(build_dir / "pt2f-dump", "--error-class", path)
     out = r.stdout.decode("utf-8", "replace").strip()
-    if r.returncode not in (0, 1) or "\n" in out or "Sanitizer" in r.stderr:
+    if r.returncode not in (U.EXIT_OK, U.EXIT_BAD_FILE, U.EXIT_VERSION) or "\n" in out or "Sanitizer" in r.stderr:
         return f"<crash: exit {r.returncode}: {r.stderr.strip()[-300:]}>"
     return out
 

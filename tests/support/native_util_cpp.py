@@ -67,6 +67,13 @@ def run(exe: Path, *args, timeout: float = 120, env=None) -> subprocess.Complete
     return r
 
 
+def run_input(exe: Path, stdin: str, *args, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run a built tool with `stdin` as its input; stdout as bytes, stderr as text."""
+    r = subprocess.run([str(exe), *map(str, args)], input=stdin.encode("utf-8"), capture_output=True, timeout=timeout)
+    r.stderr = r.stderr.decode("utf-8", "replace")
+    return r
+
+
 # ---------------------------------------------------------------------------
 # Files written from SPEC.md alone
 

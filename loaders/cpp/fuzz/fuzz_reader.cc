@@ -24,6 +24,10 @@ void store_u64(uint8_t *p, uint64_t v) {
 }
 
 void exercise(const pt2f::File &file) {
+  try {
+    pt2f::validate(file);  // string classes and invariants, over any encoding's tree
+  } catch (const pt2f::Error &) {
+  }
   (void)pt2f::canonical_dump(file);
   const auto *pkg = file.package();
   const uint32_t nt = pkg->tensors() ? pkg->tensors()->size() : 0;

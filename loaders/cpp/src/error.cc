@@ -15,6 +15,9 @@ const char *error_kind_name(ErrorKind kind) {
     case ErrorKind::UnsupportedFeature: return "UnsupportedFeatureError";
     case ErrorKind::UnsupportedEncoding: return "UnsupportedEncodingError";
     case ErrorKind::Validation: return "ValidationError";
+    case ErrorKind::StringClass: return "StringClassError";
+    case ErrorKind::StaleShard: return "StaleShardError";
+    case ErrorKind::Format: return "FormatError";
     case ErrorKind::Evaluation: return "EvaluationError";
   }
   return "Error";

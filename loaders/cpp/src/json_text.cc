@@ -32,6 +32,20 @@ size_t utf8_sequence(const unsigned char *s, size_t n) {
 
 }  // namespace
 
+bool valid_utf8(const char *str, size_t n) {
+  const auto *s = reinterpret_cast<const unsigned char *>(str);
+  for (size_t i = 0; i < n;) {
+    if (s[i] < 0x80) {
+      ++i;
+      continue;
+    }
+    const size_t len = utf8_sequence(s + i, n - i);
+    if (!len) return false;
+    i += len;
+  }
+  return true;
+}
+
 bool append_json_string(std::string &out, const char *str, size_t n) {
   const auto *s = reinterpret_cast<const unsigned char *>(str);
   const size_t start = out.size();

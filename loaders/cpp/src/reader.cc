@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "pt2f/crc32.h"
+#include "program_decode.h"
 
 namespace pt2f {
 namespace {
@@ -77,7 +78,7 @@ std::shared_ptr<MappedFile> MappedFile::map(const std::string &path) {
   struct stat st;
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    throw err(ErrorKind::Io, "not a regular file", path, "", "");
+    throw err(ErrorKind::Format, "not a regular file", path, "", "");
   }
   f->size_ = size_t(st.st_size);
   if (f->size_ > 0) {
@@ -171,12 +172,22 @@ File File::from_mapped(std::shared_ptr<MappedFile> mapped, const Limits &limits,
     Error::Where w{name, label, ps.offset, "", hex32(ps.checksum), hex32(crc)};
     throw Error(ErrorKind::Checksum, "section checksum mismatch", w);
   }
+  // The one in-memory view is FlatBuffers: a MessagePack or JSON program is rebuilt as
+  // FlatBuffers (checking every value against its field) and then verified like a file's.
+  Bytes fb = f.program_;
   if (ps.encoding != uint16_t(ProgramEncoding::FlatBuffers)) {
-    const char *enc = ps.encoding == uint16_t(ProgramEncoding::MsgPack) ? "MSGPACK" : "JSON";
-    Error::Where w{name, label, ps.offset, "", "FLATBUFFERS", enc};
-    throw Error(ErrorKind::UnsupportedEncoding, "encoding not supported by this reader", w);
+    try {
+      auto rebuilt = std::make_shared<std::vector<uint8_t>>(
+          ps.encoding == uint16_t(ProgramEncoding::MsgPack)
+              ? msgpack_to_flatbuffers(f.program_.data, f.program_.size, limits.max_depth)
+              : json_to_flatbuffers(f.program_.data, f.program_.size, limits.max_depth));
+      f.rebuilt_program_ = std::move(rebuilt);
+    } catch (const Error &e) {
+      throw e.with_context(name, label);
+    }
+    fb = Bytes{f.rebuilt_program_->data(), f.rebuilt_program_->size()};
   }
-  if (ps.length < 8 || !pt2format::PackageBufferHasIdentifier(f.program_.data)) {
+  if (fb.size < 8 || !pt2format::PackageBufferHasIdentifier(fb.data)) {
     Error::Where w{name, label, ps.offset + 4, "", "file identifier P2FP", "other bytes"};
     throw Error(ErrorKind::Encoding, "program is not a pt2format FlatBuffers buffer", w);
   }
@@ -187,7 +198,7 @@ File File::from_mapped(std::shared_ptr<MappedFile> mapped, const Limits &limits,
   o.max_depth = limits.max_depth;
   o.max_tables = max_tables;
   o.check_alignment = true;
-  flatbuffers::Verifier v(f.program_.data, f.program_.size, o);
+  flatbuffers::Verifier v(fb.data, fb.size, o);
   if (!pt2format::VerifyPackageBuffer(v)) {
     // The verifier stops at the first failed check; its counters tell a limit from damage.
     const VerifierCounters c = verifier_counters(v);
@@ -204,7 +215,7 @@ File File::from_mapped(std::shared_ptr<MappedFile> mapped, const Limits &limits,
     }
     throw Error(ErrorKind::Encoding, "FlatBuffers verifier rejected the program (damaged or hostile bytes)", w);
   }
-  f.package_ = pt2format::GetPackage(f.program_.data);
+  f.package_ = pt2format::GetPackage(fb.data);
   const auto *fv = f.package_->format_version();
   if (fv->major() != f.header_.format_major || fv->minor() != f.header_.format_minor) {
     throw err(ErrorKind::Validation, "Package.format_version differs from the header's", name, label,
@@ -263,6 +274,7 @@ const MappedFile &File::shard(uint32_t file_index, Header *header_out, const std
     try {
       s.file = MappedFile::map(shard_path);
     } catch (const Error &e) {
+      if (e.kind() == ErrorKind::Format) throw e.with_context(shard_path, "", sf_path);  // not a regular file
       throw err(ErrorKind::Segment, "shard file is missing or unreadable: " + e.detail(), shard_path, "", sf_path);
     }
     if (s.file->size() != sf->size())
@@ -275,13 +287,13 @@ const MappedFile &File::shard(uint32_t file_index, Header *header_out, const std
       const uint8_t *want = header_.package_id;
       if (recorded && recorded->size() != 0) {
         if (recorded->size() != 16 || std::memcmp(recorded->data(), header_.package_id, 16) != 0)
-          throw err(ErrorKind::Header, "shard_files entry names another save than this file's header", file_->name(),
+          throw err(ErrorKind::StaleShard, "shard_files entry names another save than this file's header", file_->name(),
                     "program", sf_path + ".package_id", hex_bytes(header_.package_id, 16),
                     hex_bytes(recorded->data(), recorded->size()));
         want = recorded->data();
       }
       if (std::memcmp(s.header.package_id, want, 16) != 0)
-        throw err(ErrorKind::Header, "shard file belongs to another save (package_id differs)", s.file->name(),
+        throw err(ErrorKind::StaleShard, "shard file belongs to another save (package_id differs)", s.file->name(),
                   "header", sf_path + ".package_id", hex_bytes(want, 16), hex_bytes(s.header.package_id, 16));
     }
     if (s.header.format_major != header_.format_major || s.header.format_minor != header_.format_minor)
@@ -294,6 +306,38 @@ const MappedFile &File::shard(uint32_t file_index, Header *header_out, const std
   return *it->second.file;
 }
 
+const MappedFile &File::external(uint32_t file_index, const std::string &path) const {
+  auto it = externals_.find(file_index);
+  if (it != externals_.end()) return *it->second;
+  const auto *files = package_->external_files();
+  const uint32_t n = files ? files->size() : 0;
+  if (file_index - 1 >= n)
+    throw err(ErrorKind::Validation, "segment external index out of range", file_->name(), "program",
+              path + ".external", "1.." + num(n), num(file_index));
+  const auto *ef = files->Get(file_index - 1);
+  const std::string ef_path = "external_files[" + num(file_index - 1) + "]";
+  const std::string name = ef->name() ? ef->name()->str() : "";
+  if (name.empty() || name.find('/') != std::string::npos || name.find('\\') != std::string::npos ||
+      name.find("..") != std::string::npos || name.find('\0') != std::string::npos)
+    throw err(ErrorKind::Validation, "external file name must be a plain file name", file_->name(), "program",
+              ef_path + ".name", "no '/', '\\\\', '..'", name);
+  if (in_memory_)
+    throw err(ErrorKind::Segment, "external files cannot be resolved for an in-memory file", file_->name(),
+              "program", ef_path);
+  const std::string ext_path = dirname_of(file_->name()) + name;
+  std::shared_ptr<MappedFile> mf;
+  try {
+    mf = MappedFile::map(ext_path);
+  } catch (const Error &e) {
+    if (e.kind() == ErrorKind::Format) throw e.with_context(ext_path, "", ef_path);
+    throw err(ErrorKind::Segment, "external data file is missing: " + e.detail(), ext_path, "", ef_path);
+  }
+  if (mf->size() != ef->size())
+    throw err(ErrorKind::Segment, "external file size differs from external_files entry", ext_path, "",
+              ef_path + ".size", num(ef->size()), num(mf->size()));
+  return *externals_.emplace(file_index, std::move(mf)).first->second;
+}
+
 Bytes File::segment_bytes(uint32_t segment, const std::string &path) const {
   const auto *segments = package_->segments();
   const uint32_t n = segments ? segments->size() : 0;
@@ -302,6 +346,10 @@ Bytes File::segment_bytes(uint32_t segment, const std::string &path) const {
               "< " + num(n), num(segment));
   const auto *seg = segments->Get(segment);
   const std::string seg_path = "segments[" + num(segment) + "]";
+  if (seg->external() != 0) {
+    const MappedFile &ext = external(seg->external(), seg_path);
+    return Bytes{ext.data(), ext.size()};
+  }
   const MappedFile *mf = file_.get();
   Header shard_header;
   const Header *h = &header_;
@@ -311,7 +359,7 @@ Bytes File::segment_bytes(uint32_t segment, const std::string &path) const {
   }
   if (seg->section() >= h->sections.size() ||
       h->sections[seg->section()].kind != uint16_t(SectionKind::Data))
-    throw err(ErrorKind::Validation, "segment does not name a DATA section", mf->name(), "program",
+    throw err(ErrorKind::Segment, "segment does not name a DATA section", mf->name(), "program",
               seg_path + ".section", "a DATA section index < " + num(h->sections.size()), num(seg->section()));
   const Section &s = h->sections[seg->section()];
   return Bytes{mf->data() + s.offset, size_t(s.length)};
@@ -326,7 +374,8 @@ Bytes File::storage_bytes(uint32_t index) const {
   const std::string path = "storages[" + num(index) + "]";
   const auto *st = storages->Get(index);
   const Bytes seg = segment_bytes(st->segment(), path);
-  if (st->offset() % 64 != 0)
+  const bool external = package_->segments()->Get(st->segment())->external() != 0;
+  if (!external && st->offset() % 64 != 0)
     throw err(ErrorKind::Segment, "storage offset is not a multiple of 64", file_->name(), "program",
               path + ".offset", "multiple of 64", num(st->offset()));
   if (st->offset() > seg.size || st->size() > seg.size - st->offset())
@@ -361,6 +410,16 @@ void File::verify_data() const {
   }
   const uint32_t n = package_->storages() ? package_->storages()->size() : 0;
   for (uint32_t i = 0; i < n; ++i) verify_storage(i);
+  const uint32_t ne = package_->external_files() ? package_->external_files()->size() : 0;
+  for (uint32_t k = 1; k <= ne; ++k) {
+    const auto *ef = package_->external_files()->Get(k - 1);
+    if (ef->checksum_kind() != pt2format::ChecksumKind::CRC32) continue;
+    const MappedFile &mf = external(k, "external_files[" + num(k - 1) + "]");
+    const uint32_t crc = crc32(mf.data(), mf.size());
+    if (crc != ef->checksum())
+      throw err(ErrorKind::Checksum, "external file checksum mismatch", mf.name(), "",
+                "external_files[" + num(k - 1) + "].checksum", hex32(ef->checksum()), hex32(crc));
+  }
 }
 
 TensorView File::tensor(uint32_t index) const {

@@ -22,7 +22,7 @@ constexpr uint16_t kHeaderVersion = 1;
 constexpr uint16_t kReaderFormatMajor = 1;
 constexpr uint16_t kReaderFormatMinor = 0;
 /// Package.required_features bits this reader implements (bit 0: shard files).
-constexpr uint64_t kKnownFeatures = 0x1;
+constexpr uint64_t kKnownFeatures = 0x3;  // bit 0 shard files, bit 1 external raw files (SPEC.md §8.3)
 
 enum class SectionKind : uint16_t { Program = 1, Data = 2 };
 enum class ProgramEncoding : uint16_t { FlatBuffers = 1, MsgPack = 2, Json = 3 };

@@ -24,6 +24,9 @@ enum class ErrorKind {
   UnsupportedFeature,   // UnsupportedFeatureError: unknown required feature bit
   UnsupportedEncoding,  // MessagePack/JSON program: not readable by this reader
   Validation,           // ValidationError: decodes but breaks an invariant
+  StringClass,          // StringClassError (a ValidationError): a string outside its class (SPEC.md §9)
+  StaleShard,           // StaleShardError (a HeaderError): a shard of another save (package_id differs)
+  Format,               // FormatError: a main or shard file that is not a regular file
   Evaluation,           // a symbolic expression cannot be evaluated
 };
 

@@ -7,6 +7,9 @@
 
 namespace pt2f {
 
+/// Whether s[0..n) is valid UTF-8 (Unicode scalar values only: no surrogates, no overlong forms).
+bool valid_utf8(const char *s, size_t n);
+
 /// Append `s` as a JSON string exactly as Python's json.dumps(...,
 /// ensure_ascii=False) writes it. Returns false (appending nothing) when `s`
 /// is not valid UTF-8 in Python's strict sense (no surrogates, overlongs or

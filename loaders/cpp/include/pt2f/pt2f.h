@@ -7,3 +7,4 @@
 #include "pt2f/error.h"
 #include "pt2f/reader.h"
 #include "pt2f/symexpr.h"
+#include "pt2f/validate.h"

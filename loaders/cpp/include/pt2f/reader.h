@@ -98,8 +98,9 @@ struct TensorView {
 /// An open, checked .pt2f file.
 class File {
  public:
-  /// Map and check `path`. Throws pt2f::Error (kind UnsupportedEncoding for
-  /// MessagePack/JSON programs).
+  /// Map and check `path`: container, PROGRAM checksum, then the program in any
+  /// encoding (MessagePack and JSON are rebuilt as FlatBuffers) and the verifier.
+  /// Throws pt2f::Error.
   static File open(const std::string &path, const Limits &limits = {});
   /// Same checks on an in-memory copy of a file (fuzzing, tests). Shard files
   /// cannot be resolved and make storage access fail.
@@ -110,7 +111,7 @@ class File {
   const Header &header() const { return header_; }
   /// The verified root table, over the mapped bytes.
   const pt2format::Package *package() const { return package_; }
-  /// The raw PROGRAM section bytes.
+  /// The raw PROGRAM section bytes (in the file's encoding).
   Bytes program_bytes() const { return program_; }
   /// The program named `name`, or nullptr.
   const pt2format::Program *program(const std::string &name) const;
@@ -129,11 +130,14 @@ class File {
   static File from_mapped(std::shared_ptr<MappedFile> file, const Limits &limits, bool in_memory);
   Bytes segment_bytes(uint32_t segment, const std::string &path) const;
   const MappedFile &shard(uint32_t file_index, Header *header_out, const std::string &path) const;
+  const MappedFile &external(uint32_t file_index, const std::string &path) const;
 
   std::shared_ptr<MappedFile> file_;
   Header header_;
   Bytes program_;
   const pt2format::Package *package_ = nullptr;
+  // A MessagePack or JSON program rebuilt as FlatBuffers; package_ points into it.
+  std::shared_ptr<std::vector<uint8_t>> rebuilt_program_;
   Limits limits_;
   bool in_memory_ = false;
   struct Shard {
@@ -141,6 +145,7 @@ class File {
     Header header;
   };
   mutable std::map<uint32_t, Shard> shards_;
+  mutable std::map<uint32_t, std::shared_ptr<MappedFile>> externals_;  // Package.external_files, opened lazily
 };
 
 }  // namespace pt2f
