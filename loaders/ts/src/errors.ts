@@ -24,7 +24,7 @@ export class Pt2fError extends Error {
   path?: string;
   expected?: unknown;
   got?: unknown;
-  readonly detail: string;
+  detail: string;
 
   constructor(detail: string, ctx: ErrorContext = {}) {
     super(detail);

@@ -12,7 +12,7 @@ import { ElemDesc, FieldDesc, ScalarKind, StructDesc, TableDesc } from './descri
 import { elemSize } from './verify.js';
 import { EncodingError, VersionError } from './errors.js';
 import { widenFloat32Bits } from './dump.js';
-import { checkStringClass, stringClassOf } from './strings.js';
+import { checkStringClass, StringSlot, stringSlot } from './strings.js';
 import { absentValue, newTable, TTable, TValue } from './tree.js';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
@@ -43,7 +43,7 @@ export class FbTreeDecoder {
     }
   }
 
-  private string(pos: number, where: string, path: string): string {
+  private string(pos: number, slot: StringSlot, path: () => string): string {
     const target = pos + this.view.getUint32(pos, true);
     let s = this.strings.get(target);
     if (s === undefined) {
@@ -51,18 +51,17 @@ export class FbTreeDecoder {
       try {
         s = utf8.decode(this.buf.subarray(target + 4, target + 4 + n));
       } catch {
-        throw new EncodingError('string is not valid UTF-8', { ...this.ctx, offset: target, path });
+        throw new EncodingError('string is not valid UTF-8', { ...this.ctx, offset: target, path: path() });
       }
       this.strings.set(target, s);
     }
-    const [table, field] = where.split('.') as [string, string];
-    const cls = stringClassOf(table, field);
+    const cls = slot.cls;
     if (cls !== undefined) {
       let ok = this.checked.get(cls);
       if (!ok) this.checked.set(cls, (ok = new Set()));
       if (!ok.has(s)) {
         try {
-          checkStringClass(s, cls, where, path);
+          checkStringClass(s, cls, slot.where, path());
         } catch (e) {
           throw (e as EncodingError).withContext(this.ctx);
         }
@@ -108,14 +107,14 @@ export class FbTreeDecoder {
     switch (f.kind) {
       case 'scalar': return this.scalar(at, f.scalar);
       case 'struct': return this.struct(at, f.struct);
-      case 'string': return this.string(at, `${table}.${f.name}`, path);
+      case 'string': return this.string(at, stringSlot(table, f.name), () => path);
       case 'table': return this.table(at + this.view.getUint32(at, true), f.table, path);
-      case 'vector': return this.vector(at + this.view.getUint32(at, true), f.elem, `${table}.${f.name}`, path);
+      case 'vector': return this.vector(at + this.view.getUint32(at, true), f.elem, stringSlot(table, f.name), path);
       default: throw new Error('unreachable');
     }
   }
 
-  private vector(pos: number, elem: ElemDesc, where: string, path: string): TValue[] {
+  private vector(pos: number, elem: ElemDesc, slot: StringSlot, path: string): TValue[] {
     const n = this.view.getUint32(pos, true);
     const size = elemSize(elem);
     const out: TValue[] = new Array(n);
@@ -124,7 +123,7 @@ export class FbTreeDecoder {
       switch (elem.kind) {
         case 'scalar': out[i] = this.scalar(at, elem.scalar); break;
         case 'struct': out[i] = this.struct(at, elem.struct); break;
-        case 'string': out[i] = this.string(at, where, `${path}[${i}]`); break;
+        case 'string': out[i] = this.string(at, slot, () => `${path}[${i}]`); break;
         case 'table': out[i] = this.table(at + this.view.getUint32(at, true), elem.table, `${path}[${i}]`); break;
       }
     }

@@ -18,13 +18,14 @@ import { Container, KNOWN_FEATURES, parseContainer, ProgramEncoding, Section, Se
 import { crc32, crc32Hex } from './crc32.js';
 import { rootIdentifier, schemaDescriptor } from './descriptor.js';
 import { renderDump, TreeDumper } from './dump.js';
-import { ChecksumError, HeaderError, LimitError, Pt2fError, SegmentError, StaleShardError, UnsupportedEncodingError, UnsupportedFeatureError, ValidationError } from './errors.js';
+import { ChecksumError, HeaderError, LimitError, Pt2fError, VersionError, SegmentError, StaleShardError, UnsupportedEncodingError, UnsupportedFeatureError, ValidationError } from './errors.js';
 import { FbTreeDecoder } from './fbtree.js';
 import { decodeJson } from './json.js';
 import { decodeMsgpack } from './msgpack.js';
 import { TTable, TValue } from './tree.js';
 import { validatePackage } from './validate.js';
 import { DEFAULT_MAX_DEPTH, verifyBuffer, VerifyLimits } from './verify.js';
+import { SCHEMA_VERSION } from './generated/minors.js';
 
 export interface ReadOptions extends VerifyLimits {
   /** File name used in error messages. */
@@ -243,7 +244,8 @@ export class Pt2fFile {
 }
 
 /** Decodes the program section in its encoding into the tree; returns it and the FlatBuffers root position. */
-function decodeProgram(programBytes: Uint8Array, encoding: number, opts: ReadOptions, ctx: { file?: string; section: string }): { root: TTable; rootPos: number } {
+function decodeProgram(programBytes: Uint8Array, encoding: number, opts: ReadOptions, ctx: { file?: string; section: string },
+  fileVersion: [number, number]): { root: TTable; rootPos: number } {
   const desc = schemaDescriptor();
   const maxDepth = opts.maxDepth ?? DEFAULT_MAX_DEPTH;
   try {
@@ -256,6 +258,10 @@ function decodeProgram(programBytes: Uint8Array, encoding: number, opts: ReadOpt
       case ProgramEncoding.JSON: return { root: decodeJson(programBytes, desc.root, maxDepth), rootPos: -1 };
     }
   } catch (e) {
+    if (e instanceof VersionError) {
+      // SPEC.md 8.2: a VersionError raised by decoding names the file's format version and the reader's.
+      e.detail += `; the file is format ${fileVersion[0]}.${fileVersion[1]}, this reader reads ${SCHEMA_VERSION[0]}.${SCHEMA_VERSION[1]}`;
+    }
     if (e instanceof Pt2fError) throw e.withContext(ctx);
     if (e instanceof RangeError) throw new LimitError(`program nested too deeply for this reader: ${e.message}`, ctx);
     throw e;
@@ -273,7 +279,8 @@ export function readPt2f(data: ArrayBuffer | Uint8Array, opts: ReadOptions = {})
   verifySectionChecksum(bytes, prog, file);
   const programBytes = bytes.subarray(prog.offset, prog.offset + prog.length);
   const ctx = { file, section: sectionName(prog) };
-  const { root, rootPos } = decodeProgram(programBytes, prog.encoding, opts, ctx);
+  const { root, rootPos } = decodeProgram(programBytes, prog.encoding, opts, ctx,
+    [container.header.formatMajor, container.header.formatMinor]);
   const f = new Pt2fFile(bytes, container, rootPos, programBytes, opts, root);
   if (opts.validate === false) return f;
   checkPackageHeader(f, file);

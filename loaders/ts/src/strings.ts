@@ -19,6 +19,17 @@ export function stringClassOf(table: string, field: string): string | undefined 
   return FIELD_STRING_CLASS[table]?.[field];
 }
 
+/** A string field's class and its `Table.field` name, looked up once per (table, field). */
+export interface StringSlot { cls: string | undefined; where: string }
+const SLOTS = new Map<string, Map<string, StringSlot>>();
+export function stringSlot(table: string, field: string): StringSlot {
+  let t = SLOTS.get(table);
+  if (!t) SLOTS.set(table, (t = new Map()));
+  let s = t.get(field);
+  if (!s) t.set(field, (s = { cls: stringClassOf(table, field), where: `${table}.${field}` }));
+  return s;
+}
+
 function isDunder(s: string): boolean {
   return s.length > 4 && s.startsWith('__') && s.endsWith('__');
 }

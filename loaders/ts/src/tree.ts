@@ -57,11 +57,16 @@ export function absentValue(f: FieldDesc): TValue {
   }
 }
 
-/** A fresh table object of `desc`. */
+const PROTOS = new WeakMap<TableDesc, object>();
+
+/** A fresh table object of `desc` (its descriptor inherited from a per-table prototype: cheap to create). */
 export function newTable(desc: TableDesc): TTable {
-  const o: TTable = {};
-  Object.defineProperty(o, DESC, { value: desc, enumerable: false });
-  return o;
+  let proto = PROTOS.get(desc);
+  if (!proto) {
+    proto = Object.create(Object.prototype, { [DESC]: { value: desc, enumerable: false } }) as object;
+    PROTOS.set(desc, proto);
+  }
+  return Object.create(proto) as TTable;
 }
 
 export function descOf(o: TTable): TableDesc {
