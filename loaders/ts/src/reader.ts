@@ -23,7 +23,7 @@ import { FbTreeDecoder } from './fbtree.js';
 import { decodeJson } from './json.js';
 import { decodeMsgpack } from './msgpack.js';
 import { TTable, TValue } from './tree.js';
-import { validatePackage } from './validate.js';
+import { ITEMSIZE_BY_NAME, validatePackage } from './validate.js';
 import { DEFAULT_MAX_DEPTH, verifyBuffer, VerifyLimits } from './verify.js';
 import { SCHEMA_VERSION } from './generated/minors.js';
 
@@ -48,15 +48,8 @@ export interface ReadOptions extends VerifyLimits {
   loadShard?: (name: string) => Uint8Array;
 }
 
-/** Bytes per element of each dtype with data, by ScalarType name. */
-export const DTYPE_ITEMSIZE: Record<string, number> = {
-  UINT8: 1, INT8: 1, INT16: 2, INT32: 4, INT64: 8, FLOAT16: 2, FLOAT32: 4, FLOAT64: 8, COMPLEX32: 4, COMPLEX64: 8,
-  COMPLEX128: 16, BOOL: 1, BFLOAT16: 2, UINT16: 2, UINT32: 4, UINT64: 8, FLOAT8_E4M3FN: 1, FLOAT8_E5M2: 1,
-  FLOAT8_E4M3FNUZ: 1, FLOAT8_E5M2FNUZ: 1, FLOAT8_E8M0FNU: 1, FLOAT4_E2M1FN_X2: 1, BITS8: 1, BITS16: 2,
-  // Sub-byte and shell dtypes: torch stores one byte per element.
-  BITS1X8: 1, BITS2X4: 1, BITS4X2: 1, UINT1: 1, UINT2: 1, UINT3: 1, UINT4: 1, UINT5: 1, UINT6: 1, UINT7: 1,
-  INT1: 1, INT2: 1, INT3: 1, INT4: 1, INT5: 1, INT6: 1, INT7: 1,
-};
+/** Bytes per element of each dtype with data, by ScalarType name (kept in src/validate.ts, with the rule using it). */
+export const DTYPE_ITEMSIZE = ITEMSIZE_BY_NAME;
 
 /** A tensor of `Package.tensors`: metadata plus a zero-copy view of its storage. */
 export interface TensorView {

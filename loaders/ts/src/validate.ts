@@ -26,7 +26,10 @@ const PACKAGE_ID_SIZE = 16;
 const FEATURE_SHARD_FILES = 1n;
 const FEATURE_EXTERNAL_FILES = 2n;
 
-/** Bytes per element of each dtype with data (FLOAT4_E2M1FN_X2 packs two values per byte). */
+/**
+ * Bytes per element of each dtype with data (FLOAT4_E2M1FN_X2 packs two values per byte), by ScalarType
+ * name; as pt2format/_validate.py ITEMSIZE (the reader's tensor views use it too).
+ */
 export const ITEMSIZE_BY_NAME: Record<string, number> = {
   UINT8: 1, INT8: 1, INT16: 2, INT32: 4, INT64: 8, FLOAT16: 2, FLOAT32: 4, FLOAT64: 8, COMPLEX32: 4, COMPLEX64: 8,
   COMPLEX128: 16, BOOL: 1, BFLOAT16: 2, UINT16: 2, UINT32: 4, UINT64: 8, FLOAT8_E4M3FN: 1, FLOAT8_E5M2: 1,
