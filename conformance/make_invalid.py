@@ -662,6 +662,21 @@ def _encoding_cases():
                 wrap("msgpack", _msgpack_set_package_field(mp_list, 40, b"\x91" * 2000 + b"\xc0"))))
     out.append(("msgpack_union_type_without_member", "§4", "msgpack", "EncodingError",
                 "a union type index with a nil member", wrap("msgpack", _msgpack_first_union(mp_list, 2, member=None))))
+    # FlatBuffers union member unknown to the reader: IntValue(x) and FloatValue(bits of x) encode to the
+    # same bytes but for the union type byte; that byte, set to 200, is a newer minor's member (§8.2).
+    bits = 0x4000000000000000
+
+    def with_example(value):
+        def mutate(p):
+            prog(p).example_inputs = m.Value(value)
+        return mutate
+
+    fb_int = program_of("flatbuffers", with_example(m.IntValue(bits)))
+    fb_float = program_of("flatbuffers", with_example(m.FloatValue(struct.unpack("<d", struct.pack("<Q", bits))[0])))
+    diff = [i for i, (a, b) in enumerate(zip(fb_int, fb_float)) if a != b]
+    assert len(fb_int) == len(fb_float) and len(diff) == 1 and fb_int[diff[0]] == 3, diff
+    out.append(("fb_union_index_unknown", "§8.2", "flatbuffers", "VersionError", "a union type index 200",
+                wrap("flatbuffers", fb_int[:diff[0]] + bytes([200]) + fb_int[diff[0] + 1:])))
     # Union members (§8.2): an index past the reader's members.
     out.append(("msgpack_union_index_unknown", "§8.2", "msgpack", "VersionError", "a union type index 200",
                 wrap("msgpack", _msgpack_first_union(mp_list, 200))))

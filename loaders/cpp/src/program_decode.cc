@@ -19,10 +19,12 @@ namespace {
 
 using reflection::BaseType;
 
-// Deepest container nesting the parsers accept before the schema walk (which
-// bounds tables by max_depth) sees the tree; as msgpack-python's stack limit
-// (1024) and CPython's recursion limit for json (1000), a LimitError.
-constexpr uint32_t kMaxContainerDepth = 1000;
+// Deepest nesting the parsers accept before the schema walk (which bounds
+// tables by max_depth) sees the tree, as the Python reader's parsers: msgpack-python
+// keeps at most 1024 open containers (StackError), CPython's json stops near
+// its recursion limit (1000 frames). Deeper is a LimitError.
+constexpr uint32_t kMaxMsgPackDepth = 1024;
+constexpr uint32_t kMaxJsonDepth = 1000;
 // Python's int() refuses decimal strings of more digits (sys.get_int_max_str_digits()).
 constexpr size_t kMaxIntDigits = 4300;
 
@@ -136,8 +138,8 @@ class MsgPackParser {
   }
 
   Val value(uint32_t depth) {
-    if (depth > kMaxContainerDepth)
-      fail(ErrorKind::Limit, "msgpack nesting too deep", "", "<= " + std::to_string(kMaxContainerDepth), "deeper");
+    if (depth > kMaxMsgPackDepth)
+      fail(ErrorKind::Limit, "msgpack nesting too deep", "", "<= " + std::to_string(kMaxMsgPackDepth), "deeper");
     Val v;
     const uint8_t c = *take(1);
     if (c <= 0x7f) {
@@ -258,8 +260,8 @@ class JsonParser {
   }
 
   Val value(uint32_t depth) {
-    if (depth > kMaxContainerDepth)
-      fail(ErrorKind::Limit, "JSON nesting too deep", "", "<= " + std::to_string(kMaxContainerDepth), "deeper");
+    if (depth > kMaxJsonDepth)
+      fail(ErrorKind::Limit, "JSON nesting too deep", "", "<= " + std::to_string(kMaxJsonDepth), "deeper");
     if (pos_ >= n_) bad("expecting a value");
     Val v;
     const char c = p_[pos_];
