@@ -43,7 +43,7 @@ export class FbTreeDecoder {
     }
   }
 
-  private string(pos: number, slot: StringSlot, path: () => string): string {
+  private string(pos: number, slot: StringSlot, path: string | (() => string)): string {
     const target = pos + this.view.getUint32(pos, true);
     let s = this.strings.get(target);
     if (s === undefined) {
@@ -51,7 +51,7 @@ export class FbTreeDecoder {
       try {
         s = utf8.decode(this.buf.subarray(target + 4, target + 4 + n));
       } catch {
-        throw new EncodingError('string is not valid UTF-8', { ...this.ctx, offset: target, path: path() });
+        throw new EncodingError('string is not valid UTF-8', { ...this.ctx, offset: target, path: typeof path === 'string' ? path : path() });
       }
       this.strings.set(target, s);
     }
@@ -61,7 +61,7 @@ export class FbTreeDecoder {
       if (!ok) this.checked.set(cls, (ok = new Set()));
       if (!ok.has(s)) {
         try {
-          checkStringClass(s, cls, slot.where, path());
+          checkStringClass(s, cls, slot.where, typeof path === 'string' ? path : path());
         } catch (e) {
           throw (e as EncodingError).withContext(this.ctx);
         }
@@ -81,24 +81,26 @@ export class FbTreeDecoder {
     const v = this.view;
     const vtable = pos - v.getInt32(pos, true);
     const vsize = v.getUint16(vtable, true);
-    const slot = (vt: number) => (vt < vsize ? v.getUint16(vtable + vt, true) : 0);
     const o = newTable(desc);
+    // Field paths are built only for fields that can fail or hold tables (not for scalars).
     for (const f of desc.fields) {
-      const fpath = path ? `${path}.${f.name}` : f.name;
       if (f.kind === 'union') {
-        const to = slot(f.typeVt);
+        const to = f.typeVt < vsize ? v.getUint16(vtable + f.typeVt, true) : 0;
         const type = to ? v.getUint8(pos + to) : 0;
         const member = f.members[type];
+        const fpath = path ? `${path}.${f.name}` : f.name;
         if (type !== 0 && !member) {
           throw new VersionError('union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)',
             { ...this.ctx, path: `${fpath}_type`, expected: `0..${f.members.length - 1}`, got: type });
         }
-        const off = slot(f.vt);
+        const off = f.vt < vsize ? v.getUint16(vtable + f.vt, true) : 0;
         o[f.name] = member && off ? this.table(pos + off + v.getUint32(pos + off, true), member, fpath) : null;
         continue;
       }
-      const off = slot(f.vt);
-      o[f.name] = off ? this.field(pos + off, f, desc.name, fpath) : absentValue(f);
+      const off = f.vt < vsize ? v.getUint16(vtable + f.vt, true) : 0;
+      if (!off) o[f.name] = absentValue(f);
+      else if (f.kind === 'scalar') o[f.name] = this.scalar(pos + off, f.scalar);
+      else o[f.name] = this.field(pos + off, f, desc.name, path ? `${path}.${f.name}` : f.name);
     }
     return o;
   }
@@ -107,7 +109,7 @@ export class FbTreeDecoder {
     switch (f.kind) {
       case 'scalar': return this.scalar(at, f.scalar);
       case 'struct': return this.struct(at, f.struct);
-      case 'string': return this.string(at, stringSlot(table, f.name), () => path);
+      case 'string': return this.string(at, stringSlot(table, f.name), path);
       case 'table': return this.table(at + this.view.getUint32(at, true), f.table, path);
       case 'vector': return this.vector(at + this.view.getUint32(at, true), f.elem, stringSlot(table, f.name), path);
       default: throw new Error('unreachable');

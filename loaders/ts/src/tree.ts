@@ -42,8 +42,22 @@ export function bitsNumber(b: bigint): number {
   return f64[0]!;
 }
 
-/** The value an absent field takes in the tree. */
+const ABSENT_SCALAR = new WeakMap<FieldDesc, TValue>();
+
+/** The value an absent field takes in the tree (a scalar's default is computed once per field). */
 export function absentValue(f: FieldDesc): TValue {
+  switch (f.kind) {
+    case 'scalar': {
+      let v = ABSENT_SCALAR.get(f);
+      if (v === undefined) ABSENT_SCALAR.set(f, (v = scalarDefault(f)));
+      return v;
+    }
+    case 'vector': return [];
+    default: return null;
+  }
+}
+
+function scalarDefault(f: FieldDesc): TValue {
   switch (f.kind) {
     case 'scalar': {
       const d = f.defaultValue;
