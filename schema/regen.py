@@ -649,6 +649,14 @@ def gen_python_json_codec(s: FSchema, version: str) -> str:
     return header_line("#", version) + generate(s, _Model(s))
 
 
+def gen_ts_string_classes(s: FSchema, version: str) -> str:
+    """loaders/ts/src/generated/strings.ts: the string classes the TS reader checks (schema/gen_ts_strings.py)."""
+    sys.path.insert(0, str(ROOT / "schema"))
+    from gen_ts_strings import generate  # noqa: E402 - sibling generator module
+
+    return generate(s, _Model(s), header_line("//", version))
+
+
 def gen_python_string_check(s: FSchema, version: str) -> str:
     """The whole-tree string-class check writers run (schema/gen_strings.py)."""
     sys.path.insert(0, str(ROOT / "schema"))
@@ -777,6 +785,7 @@ def generate_all(fbs: Path = FBS, root: Path = ROOT, python_only: bool = False) 
             files[OUT_TS_DIR / rel] = text
         files[OUT_TS_DIR / "minors.ts"] = gen_ts_minors(schema_version, minor_table, version)
         files[OUT_TS_DIR / "itemsize.ts"] = gen_ts_itemsize(s, version)
+        files[OUT_TS_DIR / "strings.ts"] = gen_ts_string_classes(s, version)
     return files
 
 

@@ -66,3 +66,21 @@ def cpp_build():
 @pytest.mark.parametrize("entry", ENTRIES, ids=IDS)
 def test_cpp_reader(cpp_build, entry):
     assert C.cpp_verdict(cpp_build, C.INVALID_DIR / entry["file"]) == entry["error"], entry["description"]
+
+
+@pytest.fixture(scope="module")
+def ts_verdicts():
+    """Every file through the TypeScript reader once (one Node process); file path -> verdict."""
+    import native_util_ts as U
+
+    why = U.missing_toolchain()
+    if why:
+        pytest.fail(f"the TypeScript reader column needs Node.js: {why}")
+    U.build()
+    return C.ts_verdicts([C.INVALID_DIR / e["file"] for e in ENTRIES])
+
+
+@pytest.mark.native
+@pytest.mark.parametrize("entry", ENTRIES, ids=IDS)
+def test_ts_reader(entry, ts_verdicts):
+    assert ts_verdicts[str(C.INVALID_DIR / entry["file"])] == entry["error"], entry["description"]

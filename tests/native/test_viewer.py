@@ -343,6 +343,23 @@ def test_static_page_opens_a_file_given_by_the_user(chromium, built, programs, t
     assert after["nodeCount"] == len(all_op_nodes(progs[first].graph_module))
 
 
+@pytest.mark.parametrize("encoding", ["msgpack", "json"])
+def test_static_page_opens_msgpack_and_json_files_directly(chromium, built, programs, tmp_path, encoding):
+    """A MessagePack or JSON file picked by the user (no `pt2format view` re-encoding): the reader decodes it
+    into its tree and the page shows what it shows for the FlatBuffers file."""
+    from pt2format._api import convert
+
+    path, progs = programs("multi_program")
+    other = tmp_path / f"multi_program-{encoding}.pt2f"
+    convert(path, other, encoding=encoding, fsync=False)
+    out = D.drive(chromium, built, [{"do": "upload", "path": str(path)}, {"do": "state"},
+                                    {"do": "upload", "path": str(other)}, {"do": "state"}])
+    fb, enc = out["results"][1], out["results"][3]
+    assert fb["error"] is None and enc["error"] is None, enc["error"]
+    assert enc["programs"] == fb["programs"] == sorted(progs)
+    assert enc["nodeCount"] == fb["nodeCount"] == len(all_op_nodes(progs[sorted(progs)[0]].graph_module))
+
+
 @pytest.mark.corpus
 def test_gpt2_124m_opens_collapsed(chromium, programs, tmp_path):
     path, progs = programs("gpt2_124m")

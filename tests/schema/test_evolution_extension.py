@@ -3,8 +3,8 @@
 The 1.1 schema (tests/support/evolution_ext.py) appends a field to the root
 table and to Node, a value to an enum, a member to a union; a 1.1 copy of the
 Python package is generated from it with regen.py and writes the files. The
-1.0 readers (Python in all three encodings, C++ and TypeScript in
-FlatBuffers, the encoding they read) must:
+1.0 readers (Python and TypeScript in all three encodings, C++ in
+FlatBuffers) must:
 
 - ignore the new fields (absent from the dump) and skip an OPTIONAL section
   of a new kind: the dump is exactly the 1.0 dump of the same tree;
@@ -111,7 +111,7 @@ def _readers(files, variant, cpp_dir):
     """{reader/encoding: outcome} of every 1.0 reader for one variant."""
     out = {f"python/{enc}": _python(files[variant, enc]) for enc in ENCODINGS}
     out["cpp/flatbuffers"] = _cpp(cpp_dir, files[variant, "flatbuffers"])
-    out["ts/flatbuffers"] = _ts(files[variant, "flatbuffers"])
+    out.update({f"ts/{enc}": _ts(files[variant, enc]) for enc in ENCODINGS})
     return out
 
 
@@ -142,7 +142,7 @@ def test_new_enum_value_is_kept_as_its_integer(files, cpp, ts, tmp_path):
     want = _expected_dump(tmp_path, lambda p: setattr(p.programs[0].graph.nodes[0].inputs[0], enum_field, value))
     assert f'"{enum_field}":{value}' in want
     for who, r in _readers(files, "enum", cpp).items():
-        if who == "python/json":  # written by name: the 1.0 reader cannot know its value
+        if who.endswith("/json") and not who.startswith("cpp"):  # by name: the 1.0 reader cannot know its value
             assert not r["ok"] and r["error"] == "VersionError", r
             assert "EVOLUTION_TEST" in r["message"] and "1.1" in r["message"], r["message"]
             continue

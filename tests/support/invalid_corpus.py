@@ -50,3 +50,19 @@ def cpp_verdict(build_dir, path) -> str:
     if r.returncode not in (U.EXIT_OK, U.EXIT_BAD_FILE, U.EXIT_VERSION) or "\n" in out or "Sanitizer" in r.stderr:
         return f"<crash: exit {r.returncode}: {r.stderr.strip()[-300:]}>"
     return out
+
+
+def ts_verdicts(paths) -> dict:
+    """The TypeScript reader's verdict for each path, in one Node process (`tools/dump-batch.mjs --verify-data`:
+    read, validate, every data checksum, dump). A non-Pt2fError escaping the reader is reported as a crash."""
+    import native_util_ts as U
+
+    out = {}
+    for r in U.dump_batch(paths, verify_data=True):
+        if r["ok"]:
+            out[r["file"]] = OK
+        elif r["error"] == "internal":
+            out[r["file"]] = f"<crash: {r['message'][:300]}>"
+        else:
+            out[r["file"]] = r["error"]
+    return out

@@ -53,17 +53,22 @@ def node(*args, timeout: float = 120, cwd=TS_DIR) -> subprocess.CompletedProcess
     return subprocess.run(["node", *map(str, args)], capture_output=True, cwd=cwd, timeout=timeout)
 
 
-def ts_dump(path) -> subprocess.CompletedProcess:
-    """`node dist/cli.js dump FILE` (bytes stdout, so the comparison is byte for byte)."""
-    return node(CLI, "dump", path)
+def ts_dump(path, validate: bool = True) -> subprocess.CompletedProcess:
+    """`node dist/cli.js dump FILE` (bytes stdout, so the comparison is byte for byte).
+
+    `validate=False` (`--no-validate`) compares the decoder alone, against Python's `_codecs.decode`."""
+    return node(CLI, "dump", path, *([] if validate else ["--no-validate"]))
 
 
-def dump_batch(paths, timeout: float = 300) -> list[dict]:
-    """Dump many files in one Node process; one record per file (see tools/dump-batch.mjs)."""
+def dump_batch(paths, timeout: float = 300, validate: bool = True, verify_data: bool = False) -> list[dict]:
+    """Dump many files in one Node process; one record per file (see tools/dump-batch.mjs).
+
+    `validate=False`: the decoder alone; `verify_data=True`: also every data checksum (as pt2format.validate)."""
     out = []
     paths = [str(p) for p in paths]
+    flags = (["--verify-data"] if verify_data else []) + ([] if validate else ["--no-validate"])
     for i in range(0, len(paths), 200):  # keep argv short
-        r = node(TS_DIR / "tools" / "dump-batch.mjs", *paths[i:i + 200], timeout=timeout)
+        r = node(TS_DIR / "tools" / "dump-batch.mjs", *flags, *paths[i:i + 200], timeout=timeout)
         if r.returncode != 0:
             raise RuntimeError(f"dump-batch failed ({r.returncode}): {r.stderr.decode(errors='replace')}")
         # split on \n only: dumps may hold U+2028, which str.splitlines() treats as a line break

@@ -4,14 +4,16 @@
  *
  * Exit codes: 0 success; 1 damaged or invalid file (typed Pt2fError, message
  * on stderr); 2 usage or I/O error; 3 program encoding not supported by this
- * reader (MessagePack/JSON); 4 file needs a newer reader.
+ * reader; 4 file needs a newer reader. `dump --no-validate` skips the
+ * Package-vs-header and invariant checks (decoding and string classes still run),
+ * for comparing the decoder alone with Python's `_codecs.decode`.
  */
 import { readPt2fFile } from './node.js';
 import { readFileSync } from 'node:fs';
 import { deriveDescriptor, describeSchema } from './descriptor.js';
 import { Pt2fError, UnsupportedEncodingError, VersionError } from './errors.js';
 
-const USAGE = 'usage: pt2f-ts dump FILE | verify FILE [--data] | descriptor [--schema JSON_SCHEMA_FILE]';
+const USAGE = 'usage: pt2f-ts dump FILE [--no-validate] | verify FILE [--data] | descriptor [--schema JSON_SCHEMA_FILE]';
 
 function write(text: string): Promise<void> {
   return new Promise((resolve, reject) => process.stdout.write(text, (e) => (e ? reject(e) : resolve())));
@@ -31,14 +33,14 @@ async function main(argv: string[]): Promise<number> {
   }
   const files = rest.filter((a) => !a.startsWith('--'));
   const flags = rest.filter((a) => a.startsWith('--'));
-  const okFlags = cmd === 'verify' ? ['--data'] : [];
+  const okFlags = cmd === 'verify' ? ['--data'] : ['--no-validate'];
   if ((cmd !== 'dump' && cmd !== 'verify') || files.length !== 1 || flags.some((f) => !okFlags.includes(f))) {
     process.stderr.write(USAGE + '\n');
     return 2;
   }
   const path = files[0]!;
   try {
-    const f = readPt2fFile(path, { verifyData: flags.includes('--data') });
+    const f = readPt2fFile(path, { verifyData: flags.includes('--data'), validate: !flags.includes('--no-validate') });
     if (cmd === 'dump') await write(f.dump());
     else await write(`${path}: ok\n`);
     return 0;

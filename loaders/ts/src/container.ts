@@ -6,7 +6,7 @@
  * file size before anything is read at them.
  */
 import { crc32 } from './crc32.js';
-import { ChecksumError, HeaderError, SegmentError, UnsupportedFeatureError, VersionError } from './errors.js';
+import { ChecksumError, EncodingError, HeaderError, SegmentError, UnsupportedFeatureError, VersionError } from './errors.js';
 
 export const MAGIC = Uint8Array.of(0x89, 0x50, 0x54, 0x32, 0x46, 0x0d, 0x0a, 0x1a);
 export const HEADER_SIZE = 64;
@@ -14,9 +14,14 @@ export const SECTION_ENTRY_SIZE = 48;
 export const HEADER_VERSION = 1;
 /** The schema major version this reader implements. */
 export const READER_FORMAT_MAJOR = 1;
-/** Bits of `required_features` this reader understands (bit 0: data in shard files; tensors
- * built from other tensor rows (bit 3), whose rows `tensor(i)` refuses by name while the dump shows them whole). */
-export const KNOWN_FEATURES = 1n | 8n;
+/**
+ * Bits of `required_features` this reader understands (SPEC.md 8.3): bit 0, data in shard files;
+ * bit 1, data in external raw files (understood: such storages are validated and dumped; opening
+ * the external file for its bytes is refused with a SegmentError by this reader); bit 3, tensors
+ * built from other tensor rows (the dump shows them whole; `tensor(i)` refuses them by name).
+ * Bit 2 (storages without data, 1.1) is not implemented: such files are refused by name.
+ */
+export const KNOWN_FEATURES = 11n;
 
 export const SectionKind = { PROGRAM: 1, DATA: 2 } as const;
 export const ProgramEncoding = { FLATBUFFERS: 1, MSGPACK: 2, JSON: 3 } as const;
@@ -100,7 +105,7 @@ export function parseContainer(bytes: Uint8Array, opts: { file?: string; role?: 
   }
   const headerVersion = view.getUint16(8, true);
   if (headerVersion !== HEADER_VERSION) {
-    throw new HeaderError('unsupported header version', { ...hctx, offset: 8, expected: HEADER_VERSION, got: headerVersion });
+    throw new (headerVersion > HEADER_VERSION ? VersionError : HeaderError)('unsupported header version', { ...hctx, offset: 8, expected: HEADER_VERSION, got: headerVersion });
   }
   const sectionCount = view.getUint16(10, true);
   const headerLength = view.getUint32(12, true);
@@ -117,7 +122,7 @@ export function parseContainer(bytes: Uint8Array, opts: { file?: string; role?: 
   const headerChecksum = view.getUint32(40, true);
   const crc = crc32(bytes.subarray(44, headerLength), crc32(new Uint8Array(4), crc32(bytes.subarray(0, 40))));
   if (crc !== headerChecksum) {
-    throw new ChecksumError('header checksum mismatch', { ...hctx, offset: 40, expected: hex32(headerChecksum), got: hex32(crc) });
+    throw new HeaderError('header checksum mismatch', { ...hctx, offset: 40, expected: hex32(headerChecksum), got: hex32(crc) });
   }
   const fileLengthBig = view.getBigUint64(32, true);
   if (fileLengthBig !== BigInt(size)) {
@@ -126,7 +131,7 @@ export function parseContainer(bytes: Uint8Array, opts: { file?: string; role?: 
   const fileLength = size;
   const formatMajor = view.getUint16(16, true);
   const formatMinor = view.getUint16(18, true);
-  if (formatMajor > READER_FORMAT_MAJOR) {
+  if (formatMajor > READER_FORMAT_MAJOR || formatMajor === 0) {
     throw new VersionError('file needs a newer reader (format major version)', { ...hctx, offset: 16, expected: `<= ${READER_FORMAT_MAJOR}`, got: formatMajor });
   }
   const requiredFeatures = view.getBigUint64(24, true);
@@ -165,10 +170,10 @@ function parseEntry(bytes: Uint8Array, view: DataView, index: number, file?: str
   const name = sectionName({ index, kind });
   const sctx = { file, section: name };
   if (kind === SectionKind.PROGRAM && !(encoding in ENCODING_NAMES)) {
-    throw new HeaderError('unknown program encoding', { ...sctx, offset: at + 2, expected: '1 (FLATBUFFERS), 2 (MSGPACK) or 3 (JSON)', got: encoding });
+    throw new EncodingError('unknown program encoding', { ...sctx, offset: at + 2, expected: '1 (FLATBUFFERS), 2 (MSGPACK) or 3 (JSON)', got: encoding });
   }
   if (kind === SectionKind.DATA && encoding !== 0) {
-    throw new HeaderError('unknown data encoding', { ...sctx, offset: at + 2, expected: '0 (RAW)', got: encoding });
+    throw new EncodingError('unknown data encoding', { ...sctx, offset: at + 2, expected: '0 (RAW)', got: encoding });
   }
   const minAlign = kind === SectionKind.DATA ? 64 : 8;
   if (!isPowerOfTwo(alignment) || alignment < minAlign) {

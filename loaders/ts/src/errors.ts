@@ -24,7 +24,7 @@ export class Pt2fError extends Error {
   path?: string;
   expected?: unknown;
   got?: unknown;
-  readonly detail: string;
+  detail: string;
 
   constructor(detail: string, ctx: ErrorContext = {}) {
     super(detail);
@@ -60,6 +60,8 @@ export class Pt2fError extends Error {
 export class FormatError extends Pt2fError {}
 /** Bad magic, header length, header checksum or section table. */
 export class HeaderError extends FormatError {}
+/** A shard file (or its shard_files entry) belongs to another save: its package id differs. */
+export class StaleShardError extends HeaderError {}
 /** A section or storage does not match its recorded checksum. */
 export class ChecksumError extends FormatError {}
 /** A section or storage is out of bounds, misaligned or overlapping. */
@@ -76,3 +78,9 @@ export class UnsupportedFeatureError extends VersionError {}
 export class UnsupportedEncodingError extends VersionError {}
 /** The program decodes but breaks an invariant (references, ranges). */
 export class ValidationError extends Pt2fError {}
+/** A string breaks the grammar of its declared class (SPEC.md section 9): names the class and `Table.field`. */
+export class StringClassError extends ValidationError {
+  constructor(detail: string, ctx: ErrorContext = {}, readonly stringClass?: string, readonly field?: string) {
+    super(detail, ctx);
+  }
+}

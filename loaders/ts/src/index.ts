@@ -16,9 +16,13 @@ export type { Header, Section, Container } from './container.js';
 export { crc32 } from './crc32.js';
 export { deriveDescriptor, describeSchema, schemaDescriptor } from './descriptor.js';
 export { DEFAULT_MAX_DEPTH } from './verify.js';
+export { DESC, descOf, bitsNumber, numberBits } from './tree.js';
+export type { TTable, TValue } from './tree.js';
+export { validatePackage } from './validate.js';
+export { checkStringClass } from './strings.js';
 export {
   Pt2fError, FormatError, HeaderError, ChecksumError, SegmentError, EncodingError, LimitError, VersionError,
-  UnsupportedFeatureError, UnsupportedEncodingError, ValidationError,
+  UnsupportedFeatureError, UnsupportedEncodingError, ValidationError, StringClassError, StaleShardError,
 } from './errors.js';
 /** The flatc-generated classes and enums (Package, Program, Graph, Node, ScalarType, ...). */
 export * as schema from './_build/classes.js';

@@ -13,9 +13,9 @@
  * The tree is built from the PROGRAM section only, so a file whose weights
  * were left out (`pt2format view` without `--with-weights`) opens fine.
  */
-import { readPt2f, Pt2fFile } from '../../src/index.js';
+import { parseContainer, readPt2f, Pt2fFile, SectionKind } from '../../src/index.js';
 import type { ReadOptions } from '../../src/index.js';
-import { TreeDecoder } from './tree.js';
+import { fromTree, TreeDecoder } from './tree.js';
 
 /** A plain JSON object of the dump tree. */
 type J = any; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -407,16 +407,30 @@ function half(h: number): number {
   return s * (1 + f / 1024) * 2 ** (e - 15);
 }
 
+/**
+ * Whether the container lists a DATA section (kind 2). `pt2format view` leaves the weights out of
+ * the page unless asked, so a file without one is read with `dataLeftOut` (storages unchecked).
+ */
+function hasDataSection(bytes: Uint8Array): boolean {
+  try {
+    return parseContainer(bytes, {}).sections.some((s) => s.kind === SectionKind.DATA);
+  } catch {
+    return true; // readPt2f reports the damage itself
+  }
+}
+
 /** Reads a file (throws the reader's typed Pt2fError on damage) and builds the viewer model. */
 export function loadModel(bytes: Uint8Array, fileName: string, shards: Map<string, Uint8Array> = new Map()): VModel {
   const opts: ReadOptions = { file: fileName, loadShard: (name) => {
     const s = shards.get(name);
     if (!s) throw new Error(`shard file ${name} is not embedded (weights left out)`);
     return s;
-  } };
+  }, dataLeftOut: !hasDataSection(bytes) };
   const file = readPt2f(bytes, opts);
   // Stack traces and provenance are big and shown only for the selected node: decoded on first read.
-  const pkg: J = new TreeDecoder(file.programBytes, new Set(['stack_trace', 'from_node'])).root();
+  const pkg: J = file.encoding === 'FLATBUFFERS'
+    ? new TreeDecoder(file.programBytes, new Set(['stack_trace', 'from_node'])).root()
+    : fromTree(file.tree());
   const adapter = new Adapter(pkg);
   const stateTensors = new Map<string, number>();
   const programs = (pkg.programs ?? []).map((p: J) => adapter.program(p, stateTensors));

@@ -9,7 +9,8 @@
  * (exact up to 2^53; the viewer only displays them), and strings are decoded
  * leniently (the reader's verifier has already checked the structure).
  */
-import { schemaDescriptor } from '../../src/index.js';
+import { bitsNumber, descOf, schemaDescriptor } from '../../src/index.js';
+import type { TTable } from '../../src/index.js';
 import type { ElemDesc, FieldDesc, StructDesc, TableDesc } from '../../src/descriptor.js';
 
 const utf8 = new TextDecoder('utf-8');
@@ -133,5 +134,60 @@ function absent(f: FieldDesc): unknown {
     }
     case 'vector': return [];
     default: return null;
+  }
+}
+
+/**
+ * The same plain objects from the reader's decoded tree (`file.tree()`), for MSGPACK and JSON
+ * programs, which have no FlatBuffers bytes to walk: enums by name, numbers as numbers.
+ */
+export function fromTree(root: TTable): Obj {
+  return convertTable(root, schemaDescriptor().root);
+}
+
+function convertScalar(v: unknown, kind: string, enumDesc?: { values: Record<string | number, string | number> }): unknown {
+  if (kind === 'bool') return v;
+  if (kind === 'float32' || kind === 'float64') return bitsNumber(v as bigint);
+  const x = Number(v as number | bigint);
+  if (enumDesc) { const name = enumDesc.values[x]; return typeof name === 'string' ? name : x; }
+  return x;
+}
+
+function convertStruct(o: TTable, desc: StructDesc): Obj {
+  const out: Obj = {};
+  for (const f of desc.fields) out[f.name] = f.struct ? convertStruct(o[f.name] as TTable, f.struct) : convertScalar(o[f.name], f.scalar!, f.enumDesc);
+  return out;
+}
+
+function convertTable(o: TTable, desc: TableDesc): Obj {
+  const out: Obj = {};
+  for (const { key, field: f, unionType } of desc.keyOrder) {
+    const v = o[f.name] ?? null;
+    if (f.kind === 'union') {
+      out[key] = unionType ? (v === null ? 'NONE' : descOf(v as TTable).name) : v === null ? null : convertTable(v as TTable, descOf(v as TTable));
+      continue;
+    }
+    out[key] = v === null ? null : convertField(v, f);
+  }
+  return out;
+}
+
+function convertField(v: unknown, f: FieldDesc): unknown {
+  switch (f.kind) {
+    case 'scalar': return convertScalar(v, f.scalar, f.enumDesc);
+    case 'struct': return convertStruct(v as TTable, f.struct);
+    case 'string': return v;
+    case 'table': return convertTable(v as TTable, f.table);
+    case 'vector': return (v as unknown[]).map((x) => convertElem(x, f.elem));
+    default: return null;
+  }
+}
+
+function convertElem(x: unknown, e: ElemDesc): unknown {
+  switch (e.kind) {
+    case 'scalar': return convertScalar(x, e.scalar, e.enumDesc);
+    case 'struct': return convertStruct(x as TTable, e.struct);
+    case 'string': return x;
+    case 'table': return convertTable(x as TTable, e.table);
   }
 }
