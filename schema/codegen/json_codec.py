@@ -1,6 +1,6 @@
 """Generates pt2format/_generated/json_codec.py: per-table functions between model objects and JSON trees.
 
-Called by regen.py (`generate(schema, model) -> str`). The C `json` module
+Called through schema/codegen/targets.py (`generate(schema, model) -> str`). The C `json` module
 parses and prints the text; the generated functions do the rest, one per
 table, with the same checks as the reflection code in pt2format/_codecs/json.py
 (every value's type and range, unknown and duplicate keys, union and enum
@@ -16,155 +16,11 @@ no duplicates (see pt2format/_codecs/json.py).
 from __future__ import annotations
 
 import math
-
-from gen_strings import string_check, string_check_all, string_check_imports
 import struct
 
-UTYPE = 1
-INT_RANGES = {
-    "int8": (-(1 << 7), (1 << 7) - 1), "uint8": (0, (1 << 8) - 1),
-    "int16": (-(1 << 15), (1 << 15) - 1), "uint16": (0, (1 << 16) - 1),
-    "int32": (-(1 << 31), (1 << 31) - 1), "uint32": (0, (1 << 32) - 1),
-    "int64": (-(1 << 63), (1 << 63) - 1), "uint64": (0, (1 << 64) - 1),
-}
-FLOATS = ("float32", "float64")
-
-_HELPERS = '''
-_STR = {str}
-_INT = {int}
-_BOOL = {bool}
-_FLOAT = {float}
-_NON_FINITE = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")}
-
-
-def _bad(msg, got=None):
-    raise EncodingError(msg, got=got)
-
-
-def _int(x, lo, hi):
-    """An int subclass (IntEnum) as a plain int; anything else, bools included, is an error."""
-    if isinstance(x, int) and type(x) is not bool:
-        x = int(x)
-        if lo <= x <= hi:
-            return x
-        _bad(f"integer out of range [{lo}, {hi}]", x)
-    _bad("expected an integer", type(x).__name__)
-
-
-def _ints(v, lo, hi):
-    if not _INT.issuperset(map(type, v)):
-        return [_int(e, lo, hi) for e in v]
-    if v and (min(v) < lo or max(v) > hi):
-        _bad(f"integer out of range [{lo}, {hi}]")
-    return v
-
-
-def _float(x):
-    """A non-float number as a float (encode side)."""
-    if isinstance(x, (int, float)) and type(x) is not bool:
-        return float(x)  # OverflowError for huge ints: the caller turns it into EncodingError
-    _bad("expected a float", type(x).__name__)
-
-
-def _jfloat(x):
-    """A JSON number or non-finite spelling as a float (decode side)."""
-    if type(x) is int:
-        return float(x)
-    if type(x) is str:
-        y = _NON_FINITE.get(x)
-        if y is not None:
-            return y
-    _bad("expected a float", type(x).__name__)
-
-
-def _jfloats(v):
-    if _FLOAT.issuperset(map(type, v)):
-        return v
-    return [x if type(x) is float else _jfloat(x) for x in v]
-
-
-def _out_float(x):
-    """A float as JSON: finite floats as numbers, others as "nan", "inf" or "-inf"."""
-    if x - x == 0.0:
-        return x
-    return "nan" if x != x else ("inf" if x > 0 else "-inf")
-
-
-def _out_floats(v):
-    if not _FLOAT.issuperset(map(type, v)):
-        v = [x if type(x) is float else _float(x) for x in v]
-    s = sum(v)
-    if s - s == 0.0:  # every element finite (a finite sum can still overflow: then check each)
-        return v
-    return [_out_float(x) for x in v]
-
-
-def _bools(v):
-    if not _BOOL.issuperset(map(type, v)):
-        _bad("expected bools")
-    return v
-
-
-def _strs(v):
-    if not _STR.issuperset(map(type, v)):
-        _bad("expected strings")
-    return v
-
-
-def _vec(x):
-    """A vector field's value as a list (None is empty); a non-sequence is an error."""
-    if x is None:
-        return []
-    if isinstance(x, (list, tuple, bytes, bytearray)):
-        return list(x)
-    _bad("expected a list", type(x).__name__)
-
-
-def _skipped(o, known, keep):
-    """Members of the objects inside the keys of `o` not in `known` (a newer minor's fields, ignored).
-
-    Keeps their keys and strings, so the duplicate-key proof of the caller still
-    accounts for every ':' of the text (pt2format/_codecs/json.py).
-    """
-    n = 0
-    stack = []
-    for k, v in o.items():
-        if k not in known:
-            keep(k)
-            stack.append(v)
-    while stack:
-        x = stack.pop()
-        t = type(x)
-        if t is dict:
-            n += len(x)
-            for k, v in x.items():
-                keep(k)
-                stack.append(v)
-        elif t is list:
-            stack.extend(x)
-        elif t is str:
-            keep(x)
-    return n
-
-
-def _enum_in(x, names, lo, hi):
-    """A JSON enum value: its name, or an integer of the underlying type (unknown values)."""
-    if type(x) is str:
-        y = names.get(x)
-        if y is None:
-            raise VersionError("enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)", got=x)
-        return y
-    if type(x) is not int or not lo <= x <= hi:
-        _bad("expected an enum name or integer", x)
-    return x
-
-'''
-
-
-def _lit(v) -> str:
-    if isinstance(v, float) and not math.isfinite(v):
-        return f"float({str(v)!r})"
-    return repr(v)
+from codegen.constants import FLOATS, INT_RANGES, UTYPE, lit as _lit
+from codegen.strings import model_imports, string_check, string_check_all, string_check_imports
+from codegen.templates import render
 
 
 def _live(o):
@@ -177,15 +33,8 @@ def generate(schema, m) -> str:
     enums = {e.short: e for e in schema.enums if not e.is_union}
     out = []
     w = out.append
-    w('"""JSON tree <-> model object functions for the pt2format schema (generated by schema/gen_json_codec.py).\n\n'
-      'Use pt2format._codecs.json, which parses/prints the text and names the field path of errors.\n"""\n\n')
-    w("from math import copysign\nfrom struct import pack as _pack\n\n")
-    w("from pt2format._generated.model import (\n")
-    for n in sorted(o.short for o in schema.objects):
-        w(f"    {n},\n")
-    w(")\nfrom pt2format.errors import EncodingError, LimitError, VersionError\n")
-    w(string_check_imports())
-    w(_HELPERS)
+    w(render("json_codec_head.py.tmpl", model_imports=model_imports(sorted(o.short for o in schema.objects)),
+             string_checks=string_check_imports()))
     for name, e in sorted(enums.items()):
         w(f"\nEN_{name} = {{{', '.join(f'{v.value}: {v.name!r}' for v in e.values)}}}\n")
         w(f"EV_{name} = {{{', '.join(f'{v.name!r}: {v.value}' for v in e.values)}}}\n")
