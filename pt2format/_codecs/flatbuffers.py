@@ -1,14 +1,15 @@
 """The FLATBUFFERS program encoding: generated writer and reader, with reflection twins for error paths.
 
-Writing uses pt2format/_generated/fb_writer.py (schema/gen_fb_writer.py): one
+Writing uses pt2format/_generated/fb_writer.py (schema/codegen/fb_writer.py): one
 function per table, deterministic, a scalar written only when it differs from
 its default bit for bit, empty vectors and None omitted, strings and vtables
 shared, file identifier "P2FP". Reading uses pt2format/_generated/fb_reader.py
-(schema/gen_fb_reader.py): one function per table, every offset, length and
+(schema/codegen/fb_reader.py): one function per table, every offset, length and
 vtable checked against the buffer. The generated code reports offsets only;
 on an error the reflection twins (`_fb_writer`, `_fb_generic`), which produce
-the same bytes and make the same checks, re-run to name the field path. They
-are also the fallback while the generated modules are absent.
+the same bytes and make the same checks, re-run to name the field path
+(the generated modules are always present: regen.py writes them, the drift
+test checks them).
 
 Safety choices (the same in both readers):
 - every offset, vtable, string and vector is bounds-checked; the first bad one
@@ -32,14 +33,8 @@ import struct
 from pt2format._codecs import _fb_generic, _fb_writer
 from pt2format.errors import EncodingError, LimitError, VersionError
 
-try:
-    from pt2format._generated.fb_reader import decode as _fast_decode
-except ImportError:  # generated module not built yet (regen.py writes it)
-    _fast_decode = None
-try:
-    from pt2format._generated.fb_writer import encode as _fast_encode
-except ImportError:
-    _fast_encode = None
+from pt2format._generated.fb_reader import decode as _fast_decode
+from pt2format._generated.fb_writer import encode as _fast_encode
 
 # What the generated writer raises on a malformed tree (it checks types only where
 # struct.pack would not); the reflection writer then names the field path.
@@ -49,8 +44,6 @@ _TREE_ERRORS = (EncodingError, struct.error, TypeError, AttributeError, ValueErr
 
 def encode(package) -> bytes:
     """Encode a Package tree as FlatBuffers bytes; EncodingError with the field path if it does not fit the schema."""
-    if _fast_encode is None:
-        return _fb_writer.encode(package)
     try:
         return _fast_encode(package)
     except RecursionError:
@@ -62,8 +55,6 @@ def encode(package) -> bytes:
 
 def decode(data, *, max_depth: int = 128):
     """Decode a FlatBuffers buffer (bytes or memoryview, not copied) into a Package."""
-    if _fast_decode is None:
-        return _checked(_fb_generic.decode, data, max_depth)
     try:
         return _checked(_fast_decode, data, max_depth)
     except (EncodingError, LimitError, VersionError) as fast_error:

@@ -16,10 +16,7 @@ import msgpack as _msgpack
 from pt2format._codecs import _schema as S
 from pt2format.errors import EncodingError, LimitError, VersionError
 
-try:
-    from pt2format._generated import msgpack_codec as _gen
-except ImportError:  # generated module not built yet (regen.py writes it)
-    _gen = None
+from pt2format._generated import msgpack_codec as _gen
 
 _DEFAULT_MAX_DEPTH = 128
 
@@ -30,17 +27,13 @@ _DEFAULT_MAX_DEPTH = 128
 
 def encode(package) -> bytes:
     """Encode a Package tree; raises EncodingError (with the field path) for a malformed tree."""
-    tree = None
-    if _gen is not None:
-        try:
-            tree = _gen.encode_tree(package)
-        except RecursionError:
-            raise EncodingError("tree nested too deeply to encode") from None
-        except (EncodingError, TypeError, AttributeError, ValueError, OverflowError) as fast_error:
-            _enc_table(package, S.info_of(package, ""), "")  # raises EncodingError naming the path
-            raise EncodingError(f"tree does not fit the schema: {fast_error}") from fast_error
-    if tree is None:
-        tree = _enc_table(package, S.info_of(package, ""), "")
+    try:
+        tree = _gen.encode_tree(package)
+    except RecursionError:
+        raise EncodingError("tree nested too deeply to encode") from None
+    except (EncodingError, TypeError, AttributeError, ValueError, OverflowError) as fast_error:
+        _enc_table(package, S.info_of(package, ""), "")  # raises EncodingError naming the path
+        raise EncodingError(f"tree does not fit the schema: {fast_error}") from fast_error
     try:
         return _msgpack.packb(tree, use_bin_type=True)
     except UnicodeEncodeError as e:
@@ -161,8 +154,6 @@ def decode(data, *, max_depth: int = _DEFAULT_MAX_DEPTH):
         raise EncodingError(f"malformed msgpack: {type(e).__name__}: {e}") from None
     root = S.INFO[S.ROOT.__name__]
     try:
-        if _gen is None:
-            return _dec_table(tree, root, "", 1, max_depth)
         try:
             return _gen.decode_tree(tree, max_depth)
         except (EncodingError, LimitError, VersionError) as fast_error:

@@ -46,7 +46,7 @@ def _check_acyclic(schema, m) -> None:
 
     def visit(n, stack):
         if state.get(n) == 1:
-            raise SystemExit(f"gen_fb_reader: vector-free cycle between tables: {' -> '.join(stack + [n])}")
+            raise SystemExit(f"fb_reader: vector-free cycle between tables: {' -> '.join(stack + [n])}")
         if state.get(n) == 2:
             return
         state[n] = 1
