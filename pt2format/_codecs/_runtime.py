@@ -14,7 +14,7 @@ from __future__ import annotations
 import struct
 
 from pt2format._strings import CHECKERS
-from pt2format.errors import EncodingError, VersionError
+from pt2format.errors import EncodingError, LimitError, VersionError
 
 STR = {str}
 INT = {int}
@@ -79,9 +79,7 @@ def floats_of_numbers(v):
     """MessagePack: a list of floats (ints converted)."""
     if FLOAT.issuperset(map(type, v)):
         return v
-    if not NUM.issuperset(map(type, v)):
-        bad("expected floats")
-    return [float(e) for e in v]
+    return check_each(v, check_float)
 
 
 def float_of_number(x):
@@ -99,13 +97,14 @@ def json_float(x):
         y = NON_FINITE.get(x)
         if y is not None:
             return y
-    bad("expected a float", type(x).__name__)
+        raise EncodingError("wrong float spelling", expected='"nan", "inf" or "-inf"', got=repr(x))
+    raise EncodingError("wrong type", expected="float", got=_tname(x))
 
 
 def json_floats(v):
     if FLOAT.issuperset(map(type, v)):
         return v
-    return [x if type(x) is float else json_float(x) for x in v]
+    return check_each(v, lambda x: x if type(x) is float else json_float(x))
 
 
 def out_float(x):
@@ -117,7 +116,7 @@ def out_float(x):
 
 def out_floats(v):
     if not FLOAT.issuperset(map(type, v)):
-        v = [x if type(x) is float else float_of_number(x) for x in v]
+        v = check_each(v, check_float)
     s = sum(v)
     if s - s == 0.0:  # every element finite (a finite sum can still overflow: then check each)
         return v
@@ -126,13 +125,13 @@ def out_floats(v):
 
 def bools(v):
     if not BOOL.issuperset(map(type, v)):
-        bad("expected bools")
+        check_each(v, check_bool)
     return v
 
 
 def strs(v):
     if not STR.issuperset(map(type, v)):
-        bad("expected strings")
+        check_each(v, check_str)
     return v
 
 
@@ -142,7 +141,7 @@ def as_list(x):
         return []
     if isinstance(x, (list, tuple, bytes, bytearray)):
         return list(x)
-    bad("expected a list", type(x).__name__)
+    raise EncodingError("wrong type", expected="list", got=_tname(x))
 
 
 # ---------------------------------------------------------------------------
@@ -189,6 +188,11 @@ def enum_in(x, names, lo, hi):
     return x
 
 
+def enums_in(v, names, lo, hi):
+    """A list of JSON enum values; the error names the element's index."""
+    return check_each(v, lambda x: enum_in(x, names, lo, hi))
+
+
 # ---------------------------------------------------------------------------
 # FlatBuffers writing
 # ---------------------------------------------------------------------------
@@ -221,3 +225,176 @@ def fb_layout(fields, mask):
     vt = struct.pack(f"<HH{nslots}H", 4 + 2 * nslots, pos, *slots)
     return (struct.Struct("".join(fmt)).pack,
             tuple(slots) + (0,) * (max((f[0] for f in fields), default=-1) + 1 - nslots), pos, align, vt)
+
+
+# ---------------------------------------------------------------------------
+# Checked scalars with the messages every encoding shares (the slow branch of
+# the generated `type(x) is not int or not lo <= x <= hi` tests)
+# ---------------------------------------------------------------------------
+
+def _tname(x) -> str:
+    return type(x).__name__
+
+
+def check_int(x, lo, hi, name):
+    """An exact integer of scalar type `name` in [lo, hi]; int subclasses (IntEnum) become ints, bools are refused."""
+    if type(x) is not int:
+        if isinstance(x, int) and not isinstance(x, bool):
+            x = int(x)
+        else:
+            raise EncodingError("wrong type", expected=f"integer ({name})", got=_tname(x))
+    if not lo <= x <= hi:
+        raise EncodingError("integer out of range", expected=f"{name} in [{lo}, {hi}]", got=x)
+    return x
+
+
+def check_ints(v, lo, hi, name):
+    """A list of integers of scalar type `name`; the error names the first bad element's index."""
+    if INT.issuperset(map(type, v)) and (not v or (lo <= min(v) and max(v) <= hi)):
+        return v
+    out = []
+    for i, x in enumerate(v):
+        try:
+            out.append(check_int(x, lo, hi, name))
+        except EncodingError as e:
+            note(e, i, None)
+            raise
+    return out
+
+
+def check_float(x):
+    """A float; ints (not bools) convert."""
+    if type(x) is float:
+        return x
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        try:
+            return float(x)
+        except OverflowError:
+            raise EncodingError("integer too large for a float", expected="float", got=x) from None
+    raise EncodingError("wrong type", expected="float", got=_tname(x))
+
+
+def check_bool(x):
+    if type(x) is bool:
+        return x
+    raise EncodingError("wrong type", expected="bool", got=_tname(x))
+
+
+def check_str(x):
+    if type(x) is str:
+        return x
+    raise EncodingError("wrong type", expected="string", got=_tname(x))
+
+
+def check_each(v, check):
+    """`check` applied to every element; the error names the element's index."""
+    out = []
+    for i, x in enumerate(v):
+        try:
+            out.append(check(x))
+        except (EncodingError, VersionError) as e:
+            note(e, i, None)
+            raise
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Field paths of errors
+#
+# Every generated table function runs its body in `try:` (free in CPython 3.11+
+# when nothing is raised) and keeps the field it is working on in a local
+# marker. When an error passes through, the function notes (marker, key, its
+# locals) on the exception; the codec entry point then renders the notes,
+# innermost first, into `programs[0].graph.nodes[3].name`. A marker is a field
+# name, or (field name, container) for a vector of tables: the index of the
+# failing element is found only then, from the inner function's key (its
+# buffer position, or the element object itself).
+# ---------------------------------------------------------------------------
+
+def note(e, field, key, loc=None, slots=None):
+    """Record one level of the path on `e` (called from generated except blocks)."""
+    if field is None and slots is not None:
+        slot = e.__dict__.pop("slot", None)
+        if slot is not None:
+            field = slots[slot]
+    trail = e.__dict__.get("trail")
+    if trail is None:
+        trail = e.__dict__["trail"] = []
+    trail.append((field, key, loc))
+
+
+def _index(container, loc, inner_key):
+    """Index of the element whose key is `inner_key` inside a vector marker's container."""
+    if container == "fb":  # a FlatBuffers vector of tables at loc["q"] of loc["buf"]
+        buf, q = loc["buf"], loc["q"]
+        cnt = struct.unpack_from("<I", buf, q)[0]
+        for i in range(cnt):
+            pos = q + 4 + 4 * i
+            if pos + struct.unpack_from("<I", buf, pos)[0] == inner_key:
+                return i
+        return None
+    seq = loc.get(container)
+    if seq is None:
+        return None
+    for i, x in enumerate(seq):
+        if x is inner_key:
+            return i
+    return None
+
+
+def locate(e):
+    """Turn the notes on `e` into its `path` (a no-op for an error without notes); returns `e`."""
+    trail = e.__dict__.pop("trail", None)
+    if not trail:
+        return e
+    parts = []
+    for j in range(len(trail) - 1, -1, -1):  # outermost first
+        field, _, loc = trail[j]
+        if field is None:
+            continue
+        if isinstance(field, int):  # an element index noted by check_ints / check_each
+            parts.append(field)
+            continue
+        if isinstance(field, tuple):
+            name, container = field
+            parts.append(name)
+            if j > 0 and loc is not None and trail[j - 1][2] is not None:
+                i = _index(container, loc, trail[j - 1][1])
+                if i is not None:
+                    parts.append(i)
+            continue
+        parts.append(field)
+    out = ""
+    for p in parts:
+        out = out + f"[{p}]" if isinstance(p, int) else (f"{out}.{p}" if out else p)
+    if out:
+        e.path = out
+        e.args = (e._render(),)
+    return e
+
+
+PATH_ERRORS = (EncodingError, LimitError, VersionError)
+# What a generated encoder may meet in a malformed tree: our own errors, and Python's
+# when a value is not what the schema wants (struct.pack on a str, len() of an int).
+ENCODE_ERRORS = PATH_ERRORS + (TypeError, AttributeError, ValueError, OverflowError, KeyError, IndexError,
+                               struct.error)
+
+
+def encode_error(e):
+    """The typed error, with its field path, for what a generated encoder raised."""
+    if isinstance(e, PATH_ERRORS):
+        return locate(e)
+    if isinstance(e, UnicodeEncodeError):
+        err = EncodingError(f"string is not encodable as UTF-8 (lone surrogate?): {e.reason}")
+        err.__dict__["trail"] = e.__dict__.pop("trail", None)
+        return locate(err)
+    err = EncodingError(f"value does not fit the schema: {type(e).__name__}: {e}", expected="a value of the field's type")
+    err.__dict__["trail"] = e.__dict__.pop("trail", None)
+    return locate(err)
+
+
+def fail_slot(msg, offset, expected, got, slot):
+    """A FlatBuffers vtable entry is bad: the table function names the field from `slot`."""
+    e = EncodingError(msg, offset=offset, expected=expected, got=got)
+    e.slot = slot
+    raise e

@@ -8,7 +8,7 @@ import struct
 from itertools import repeat, starmap
 from operator import add
 
-from pt2format._codecs._runtime import fail as _fail, newer as _newer
+from pt2format._codecs._runtime import PATH_ERRORS as _PATH_ERRORS, fail as _fail, fail_slot as _fail_slot, newer as _newer, note as _note
 from pt2format._generated.model import (
     Argument,
     ArgumentMapEntry,
@@ -229,4086 +229,5018 @@ def decode(buf, max_depth=128):
         k = len(sizes)
         m = (vs - 4) >> 1
         offs = _SLOTS[k](buf, vt + 4) if m >= k else _SLOTS[m](buf, vt + 4) + _ZEROS[:k - m]
-        for o, size in zip(offs, sizes):
+        for i, (o, size) in enumerate(zip(offs, sizes)):
             if o and o + size > os:
-                _fail('field outside its table', vt, f'<= {os - size}', o)
+                _fail_slot('field outside its table', vt, f'<= {os - size}', o, i)
         return (os,) + offs
 
     vc_Argument = {}
     Z_Argument = (1, 4)
+    SN_Argument = ('value_type', 'value')
 
     def t_Argument(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_Argument.get(vt)
-        if c is None:
-            c = vc_Argument[vt] = vtab(vt, Z_Argument)
-        os, o0, o1 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        x1 = None
-        if o0:
-            ty = buf[p + o0]
-            if ty:
-                if ty > 32:
-                    _newer('union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', p + o0, '0..32', ty)
-                if not o1:
-                    _fail('union type without a member', p)
-                q = p + o1
-                x1 = U_ArgumentValue[ty](q + _U32(buf, q)[0], d + 1)
-        return Argument(x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_Argument.get(vt)
+            if c is None:
+                c = vc_Argument[vt] = vtab(vt, Z_Argument)
+            os, o0, o1 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'value_type'
+            x1 = None
+            if o0:
+                ty = buf[p + o0]
+                if ty:
+                    if ty > 32:
+                        _newer('union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', p + o0, '0..32', ty)
+                    f_ = 'value'
+                    if not o1:
+                        _fail('union type without a member', p)
+                    q = p + o1
+                    x1 = U_ArgumentValue[ty](q + _U32(buf, q)[0], d + 1)
+            return Argument(x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_Argument)
+            raise
 
     vc_ArgumentMapEntry = {}
     Z_ArgumentMapEntry = (4, 4)
+    SN_ArgumentMapEntry = ('key', 'value')
 
     def t_ArgumentMapEntry(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_ArgumentMapEntry.get(vt)
-        if c is None:
-            c = vc_ArgumentMapEntry[vt] = vtab(vt, Z_ArgumentMapEntry)
-        os, o0, o1 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = sget(q)
-            if x0 is None:
-                x0 = rstr(q)
-            _SC_identifier(x0, 'ArgumentMapEntry.key')
-        else:
-            x0 = None
-        if o1:
-            q = p + o1
-            q += _U32(buf, q)[0]
-            x1 = t_Argument(q, d + 1)
-        else:
-            x1 = None
-        return ArgumentMapEntry(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_ArgumentMapEntry.get(vt)
+            if c is None:
+                c = vc_ArgumentMapEntry[vt] = vtab(vt, Z_ArgumentMapEntry)
+            os, o0, o1 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'key'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_identifier(x0, 'ArgumentMapEntry.key')
+            else:
+                x0 = None
+            f_ = 'value'
+            if o1:
+                q = p + o1
+                q += _U32(buf, q)[0]
+                x1 = t_Argument(q, d + 1)
+            else:
+                x1 = None
+            return ArgumentMapEntry(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_ArgumentMapEntry)
+            raise
 
     vc_BoolArgument = {}
     Z_BoolArgument = (1,)
+    SN_BoolArgument = ('value',)
 
     def t_BoolArgument(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_BoolArgument.get(vt)
-        if c is None:
-            c = vc_BoolArgument[vt] = vtab(vt, Z_BoolArgument)
-        os, o0 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            x0 = _S_bool(buf, p + o0)[0]
-        else:
-            x0 = False
-        return BoolArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_BoolArgument.get(vt)
+            if c is None:
+                c = vc_BoolArgument[vt] = vtab(vt, Z_BoolArgument)
+            os, o0 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'value'
+            if o0:
+                x0 = _S_bool(buf, p + o0)[0]
+            else:
+                x0 = False
+            return BoolArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_BoolArgument)
+            raise
 
     vc_BoolListArgument = {}
     Z_BoolListArgument = (4,)
+    SN_BoolListArgument = ('values',)
 
     def t_BoolListArgument(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_BoolListArgument.get(vt)
-        if c is None:
-            c = vc_BoolListArgument[vt] = vtab(vt, Z_BoolListArgument)
-        os, o0 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 1)
-            x0 = list(_unpack('<%d?' % cnt, buf, q + 4))
-        else:
-            x0 = []
-        return BoolListArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_BoolListArgument.get(vt)
+            if c is None:
+                c = vc_BoolListArgument[vt] = vtab(vt, Z_BoolListArgument)
+            os, o0 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'values'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 1)
+                x0 = list(_unpack('<%d?' % cnt, buf, q + 4))
+            else:
+                x0 = []
+            return BoolListArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_BoolListArgument)
+            raise
 
     vc_BoolValue = {}
     Z_BoolValue = (1,)
+    SN_BoolValue = ('value',)
 
     def t_BoolValue(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_BoolValue.get(vt)
-        if c is None:
-            c = vc_BoolValue[vt] = vtab(vt, Z_BoolValue)
-        os, o0 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            x0 = _S_bool(buf, p + o0)[0]
-        else:
-            x0 = False
-        return BoolValue(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_BoolValue.get(vt)
+            if c is None:
+                c = vc_BoolValue[vt] = vtab(vt, Z_BoolValue)
+            os, o0 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'value'
+            if o0:
+                x0 = _S_bool(buf, p + o0)[0]
+            else:
+                x0 = False
+            return BoolValue(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_BoolValue)
+            raise
 
     vc_BufferMutationSpec = {}
     Z_BufferMutationSpec = (4, 4)
+    SN_BufferMutationSpec = ('arg', 'buffer_name')
 
     def t_BufferMutationSpec(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_BufferMutationSpec.get(vt)
-        if c is None:
-            c = vc_BufferMutationSpec[vt] = vtab(vt, Z_BufferMutationSpec)
-        os, o0, o1 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = t_TensorArgument(q, d + 1)
-        else:
-            x0 = None
-        if o1:
-            q = p + o1
-            q += _U32(buf, q)[0]
-            x1 = sget(q)
-            if x1 is None:
-                x1 = rstr(q)
-            _SC_attr_path(x1, 'BufferMutationSpec.buffer_name')
-        else:
-            x1 = None
-        return BufferMutationSpec(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_BufferMutationSpec.get(vt)
+            if c is None:
+                c = vc_BufferMutationSpec[vt] = vtab(vt, Z_BufferMutationSpec)
+            os, o0, o1 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'arg'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = t_TensorArgument(q, d + 1)
+            else:
+                x0 = None
+            f_ = 'buffer_name'
+            if o1:
+                q = p + o1
+                q += _U32(buf, q)[0]
+                x1 = sget(q)
+                if x1 is None:
+                    x1 = rstr(q)
+                _SC_attr_path(x1, 'BufferMutationSpec.buffer_name')
+            else:
+                x1 = None
+            return BufferMutationSpec(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_BufferMutationSpec)
+            raise
 
     vc_BytesValue = {}
     Z_BytesValue = (4,)
+    SN_BytesValue = ('value',)
 
     def t_BytesValue(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_BytesValue.get(vt)
-        if c is None:
-            c = vc_BytesValue[vt] = vtab(vt, Z_BytesValue)
-        os, o0 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 1)
-            x0 = list(buf[q + 4:q + 4 + cnt])
-        else:
-            x0 = []
-        return BytesValue(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_BytesValue.get(vt)
+            if c is None:
+                c = vc_BytesValue[vt] = vtab(vt, Z_BytesValue)
+            os, o0 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'value'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 1)
+                x0 = list(buf[q + 4:q + 4 + cnt])
+            else:
+                x0 = []
+            return BytesValue(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_BytesValue)
+            raise
 
     vc_ComplexArgument = {}
     Z_ComplexArgument = (8, 8)
+    SN_ComplexArgument = ('real', 'imag')
 
     def t_ComplexArgument(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_ComplexArgument.get(vt)
-        if c is None:
-            c = vc_ComplexArgument[vt] = vtab(vt, Z_ComplexArgument)
-        os, o0, o1 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            x0 = _S_f64(buf, p + o0)[0]
-        else:
-            x0 = 0.0
-        if o1:
-            x1 = _S_f64(buf, p + o1)[0]
-        else:
-            x1 = 0.0
-        return ComplexArgument(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_ComplexArgument.get(vt)
+            if c is None:
+                c = vc_ComplexArgument[vt] = vtab(vt, Z_ComplexArgument)
+            os, o0, o1 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'real'
+            if o0:
+                x0 = _S_f64(buf, p + o0)[0]
+            else:
+                x0 = 0.0
+            f_ = 'imag'
+            if o1:
+                x1 = _S_f64(buf, p + o1)[0]
+            else:
+                x1 = 0.0
+            return ComplexArgument(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_ComplexArgument)
+            raise
 
     vc_ComplexValue = {}
     Z_ComplexValue = (8, 8)
+    SN_ComplexValue = ('real', 'imag')
 
     def t_ComplexValue(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_ComplexValue.get(vt)
-        if c is None:
-            c = vc_ComplexValue[vt] = vtab(vt, Z_ComplexValue)
-        os, o0, o1 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            x0 = _S_f64(buf, p + o0)[0]
-        else:
-            x0 = 0.0
-        if o1:
-            x1 = _S_f64(buf, p + o1)[0]
-        else:
-            x1 = 0.0
-        return ComplexValue(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_ComplexValue.get(vt)
+            if c is None:
+                c = vc_ComplexValue[vt] = vtab(vt, Z_ComplexValue)
+            os, o0, o1 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'real'
+            if o0:
+                x0 = _S_f64(buf, p + o0)[0]
+            else:
+                x0 = 0.0
+            f_ = 'imag'
+            if o1:
+                x1 = _S_f64(buf, p + o1)[0]
+            else:
+                x1 = 0.0
+            return ComplexValue(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_ComplexValue)
+            raise
 
     vc_CustomObjArgument = {}
     Z_CustomObjArgument = (4, 4)
+    SN_CustomObjArgument = ('name', 'class_fqn')
 
     def t_CustomObjArgument(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_CustomObjArgument.get(vt)
-        if c is None:
-            c = vc_CustomObjArgument[vt] = vtab(vt, Z_CustomObjArgument)
-        os, o0, o1 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = sget(q)
-            if x0 is None:
-                x0 = rstr(q)
-            _SC_local_name(x0, 'CustomObjArgument.name')
-        else:
-            x0 = None
-        if o1:
-            q = p + o1
-            q += _U32(buf, q)[0]
-            x1 = sget(q)
-            if x1 is None:
-                x1 = rstr(q)
-            _SC_qualified_name(x1, 'CustomObjArgument.class_fqn')
-        else:
-            x1 = None
-        return CustomObjArgument(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_CustomObjArgument.get(vt)
+            if c is None:
+                c = vc_CustomObjArgument[vt] = vtab(vt, Z_CustomObjArgument)
+            os, o0, o1 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'name'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_local_name(x0, 'CustomObjArgument.name')
+            else:
+                x0 = None
+            f_ = 'class_fqn'
+            if o1:
+                q = p + o1
+                q += _U32(buf, q)[0]
+                x1 = sget(q)
+                if x1 is None:
+                    x1 = rstr(q)
+                _SC_qualified_name(x1, 'CustomObjArgument.class_fqn')
+            else:
+                x1 = None
+            return CustomObjArgument(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_CustomObjArgument)
+            raise
 
     vc_CustomObject = {}
     Z_CustomObject = (4, 4, 4)
+    SN_CustomObject = ('name', 'class_fqn', 'state')
 
     def t_CustomObject(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_CustomObject.get(vt)
-        if c is None:
-            c = vc_CustomObject[vt] = vtab(vt, Z_CustomObject)
-        os, o0, o1, o2 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = sget(q)
-            if x0 is None:
-                x0 = rstr(q)
-            _SC_attr_path(x0, 'CustomObject.name')
-        else:
-            x0 = None
-        if o1:
-            q = p + o1
-            q += _U32(buf, q)[0]
-            x1 = sget(q)
-            if x1 is None:
-                x1 = rstr(q)
-            _SC_qualified_name(x1, 'CustomObject.class_fqn')
-        else:
-            x1 = None
-        if o2:
-            q = p + o2
-            q += _U32(buf, q)[0]
-            x2 = t_Value(q, d + 1)
-        else:
-            x2 = None
-        return CustomObject(x0, x1, x2)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_CustomObject.get(vt)
+            if c is None:
+                c = vc_CustomObject[vt] = vtab(vt, Z_CustomObject)
+            os, o0, o1, o2 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'name'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_attr_path(x0, 'CustomObject.name')
+            else:
+                x0 = None
+            f_ = 'class_fqn'
+            if o1:
+                q = p + o1
+                q += _U32(buf, q)[0]
+                x1 = sget(q)
+                if x1 is None:
+                    x1 = rstr(q)
+                _SC_qualified_name(x1, 'CustomObject.class_fqn')
+            else:
+                x1 = None
+            f_ = 'state'
+            if o2:
+                q = p + o2
+                q += _U32(buf, q)[0]
+                x2 = t_Value(q, d + 1)
+            else:
+                x2 = None
+            return CustomObject(x0, x1, x2)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_CustomObject)
+            raise
 
     vc_Device = {}
     Z_Device = (4, 4)
+    SN_Device = ('type', 'index')
 
     def t_Device(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_Device.get(vt)
-        if c is None:
-            c = vc_Device[vt] = vtab(vt, Z_Device)
-        os, o0, o1 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = sget(q)
-            if x0 is None:
-                x0 = rstr(q)
-            _SC_device_type(x0, 'Device.type')
-        else:
-            x0 = None
-        if o1:
-            x1 = _S_i32(buf, p + o1)[0]
-        else:
-            x1 = -1
-        return Device(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_Device.get(vt)
+            if c is None:
+                c = vc_Device[vt] = vtab(vt, Z_Device)
+            os, o0, o1 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'type'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_device_type(x0, 'Device.type')
+            else:
+                x0 = None
+            f_ = 'index'
+            if o1:
+                x1 = _S_i32(buf, p + o1)[0]
+            else:
+                x1 = -1
+            return Device(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_Device)
+            raise
 
     vc_DeviceArgument = {}
     Z_DeviceArgument = (4,)
+    SN_DeviceArgument = ('value',)
 
     def t_DeviceArgument(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_DeviceArgument.get(vt)
-        if c is None:
-            c = vc_DeviceArgument[vt] = vtab(vt, Z_DeviceArgument)
-        os, o0 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = t_Device(q, d + 1)
-        else:
-            x0 = None
-        return DeviceArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_DeviceArgument.get(vt)
+            if c is None:
+                c = vc_DeviceArgument[vt] = vtab(vt, Z_DeviceArgument)
+            os, o0 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'value'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = t_Device(q, d + 1)
+            else:
+                x0 = None
+            return DeviceArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_DeviceArgument)
+            raise
 
     vc_DeviceValue = {}
     Z_DeviceValue = (4,)
+    SN_DeviceValue = ('value',)
 
     def t_DeviceValue(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_DeviceValue.get(vt)
-        if c is None:
-            c = vc_DeviceValue[vt] = vtab(vt, Z_DeviceValue)
-        os, o0 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = t_Device(q, d + 1)
-        else:
-            x0 = None
-        return DeviceValue(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_DeviceValue.get(vt)
+            if c is None:
+                c = vc_DeviceValue[vt] = vtab(vt, Z_DeviceValue)
+            os, o0 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'value'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = t_Device(q, d + 1)
+            else:
+                x0 = None
+            return DeviceValue(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_DeviceValue)
+            raise
 
     vc_ExternalFile = {}
     Z_ExternalFile = (4, 8, 1, 1, 4)
+    SN_ExternalFile = ('name', 'size', 'format', 'checksum_kind', 'checksum')
 
     def t_ExternalFile(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_ExternalFile.get(vt)
-        if c is None:
-            c = vc_ExternalFile[vt] = vtab(vt, Z_ExternalFile)
-        os, o0, o1, o2, o3, o4 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = sget(q)
-            if x0 is None:
-                x0 = rstr(q)
-            _SC_file_name(x0, 'ExternalFile.name')
-        else:
-            x0 = None
-        if o1:
-            x1 = _S_u64(buf, p + o1)[0]
-        else:
-            x1 = 0
-        if o2:
-            x2 = _S_u8(buf, p + o2)[0]
-        else:
-            x2 = 0
-        if o3:
-            x3 = _S_u8(buf, p + o3)[0]
-        else:
-            x3 = 0
-        if o4:
-            x4 = _S_u32(buf, p + o4)[0]
-        else:
-            x4 = 0
-        return ExternalFile(x0, x1, x2, x3, x4)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_ExternalFile.get(vt)
+            if c is None:
+                c = vc_ExternalFile[vt] = vtab(vt, Z_ExternalFile)
+            os, o0, o1, o2, o3, o4 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'name'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_file_name(x0, 'ExternalFile.name')
+            else:
+                x0 = None
+            f_ = 'size'
+            if o1:
+                x1 = _S_u64(buf, p + o1)[0]
+            else:
+                x1 = 0
+            f_ = 'format'
+            if o2:
+                x2 = _S_u8(buf, p + o2)[0]
+            else:
+                x2 = 0
+            f_ = 'checksum_kind'
+            if o3:
+                x3 = _S_u8(buf, p + o3)[0]
+            else:
+                x3 = 0
+            f_ = 'checksum'
+            if o4:
+                x4 = _S_u32(buf, p + o4)[0]
+            else:
+                x4 = 0
+            return ExternalFile(x0, x1, x2, x3, x4)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_ExternalFile)
+            raise
 
     vc_ExtraFile = {}
     Z_ExtraFile = (4, 4)
+    SN_ExtraFile = ('name', 'storage')
 
     def t_ExtraFile(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_ExtraFile.get(vt)
-        if c is None:
-            c = vc_ExtraFile[vt] = vtab(vt, Z_ExtraFile)
-        os, o0, o1 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = sget(q)
-            if x0 is None:
-                x0 = rstr(q)
-            _SC_metadata_key(x0, 'ExtraFile.name')
-        else:
-            x0 = None
-        if o1:
-            x1 = _S_u32(buf, p + o1)[0]
-        else:
-            x1 = 0
-        return ExtraFile(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_ExtraFile.get(vt)
+            if c is None:
+                c = vc_ExtraFile[vt] = vtab(vt, Z_ExtraFile)
+            os, o0, o1 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'name'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_metadata_key(x0, 'ExtraFile.name')
+            else:
+                x0 = None
+            f_ = 'storage'
+            if o1:
+                x1 = _S_u32(buf, p + o1)[0]
+            else:
+                x1 = 0
+            return ExtraFile(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_ExtraFile)
+            raise
 
     vc_FloatArgument = {}
     Z_FloatArgument = (8,)
+    SN_FloatArgument = ('value',)
 
     def t_FloatArgument(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_FloatArgument.get(vt)
-        if c is None:
-            c = vc_FloatArgument[vt] = vtab(vt, Z_FloatArgument)
-        os, o0 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            x0 = _S_f64(buf, p + o0)[0]
-        else:
-            x0 = 0.0
-        return FloatArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_FloatArgument.get(vt)
+            if c is None:
+                c = vc_FloatArgument[vt] = vtab(vt, Z_FloatArgument)
+            os, o0 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'value'
+            if o0:
+                x0 = _S_f64(buf, p + o0)[0]
+            else:
+                x0 = 0.0
+            return FloatArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_FloatArgument)
+            raise
 
     vc_FloatListArgument = {}
     Z_FloatListArgument = (4,)
+    SN_FloatListArgument = ('values',)
 
     def t_FloatListArgument(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_FloatListArgument.get(vt)
-        if c is None:
-            c = vc_FloatListArgument[vt] = vtab(vt, Z_FloatListArgument)
-        os, o0 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 8)
-            x0 = list(_unpack('<%dd' % cnt, buf, q + 4))
-        else:
-            x0 = []
-        return FloatListArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_FloatListArgument.get(vt)
+            if c is None:
+                c = vc_FloatListArgument[vt] = vtab(vt, Z_FloatListArgument)
+            os, o0 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'values'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 8)
+                x0 = list(_unpack('<%dd' % cnt, buf, q + 4))
+            else:
+                x0 = []
+            return FloatListArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_FloatListArgument)
+            raise
 
     vc_FloatListListArgument = {}
     Z_FloatListListArgument = (4,)
+    SN_FloatListListArgument = ('lists',)
 
     def t_FloatListListArgument(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_FloatListListArgument.get(vt)
-        if c is None:
-            c = vc_FloatListListArgument[vt] = vtab(vt, Z_FloatListListArgument)
-        os, o0 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x0 = list(map(t_FloatListArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x0 = []
-        return FloatListListArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_FloatListListArgument.get(vt)
+            if c is None:
+                c = vc_FloatListListArgument[vt] = vtab(vt, Z_FloatListListArgument)
+            os, o0 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = ('lists', 'fb')
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x0 = list(map(t_FloatListArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x0 = []
+            return FloatListListArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_FloatListListArgument)
+            raise
 
     vc_FloatValue = {}
     Z_FloatValue = (8,)
+    SN_FloatValue = ('value',)
 
     def t_FloatValue(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_FloatValue.get(vt)
-        if c is None:
-            c = vc_FloatValue[vt] = vtab(vt, Z_FloatValue)
-        os, o0 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            x0 = _S_f64(buf, p + o0)[0]
-        else:
-            x0 = 0.0
-        return FloatValue(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_FloatValue.get(vt)
+            if c is None:
+                c = vc_FloatValue[vt] = vtab(vt, Z_FloatValue)
+            os, o0 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'value'
+            if o0:
+                x0 = _S_f64(buf, p + o0)[0]
+            else:
+                x0 = 0.0
+            return FloatValue(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_FloatValue)
+            raise
 
     vc_FormatVersion = {}
     Z_FormatVersion = (4, 4)
+    SN_FormatVersion = ('major', 'minor')
 
     def t_FormatVersion(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_FormatVersion.get(vt)
-        if c is None:
-            c = vc_FormatVersion[vt] = vtab(vt, Z_FormatVersion)
-        os, o0, o1 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            x0 = _S_u32(buf, p + o0)[0]
-        else:
-            x0 = 0
-        if o1:
-            x1 = _S_u32(buf, p + o1)[0]
-        else:
-            x1 = 0
-        return FormatVersion(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_FormatVersion.get(vt)
+            if c is None:
+                c = vc_FormatVersion[vt] = vtab(vt, Z_FormatVersion)
+            os, o0, o1 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'major'
+            if o0:
+                x0 = _S_u32(buf, p + o0)[0]
+            else:
+                x0 = 0
+            f_ = 'minor'
+            if o1:
+                x1 = _S_u32(buf, p + o1)[0]
+            else:
+                x1 = 0
+            return FormatVersion(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_FormatVersion)
+            raise
 
     vc_GradientToParameterSpec = {}
     Z_GradientToParameterSpec = (4, 4)
+    SN_GradientToParameterSpec = ('arg', 'parameter_name')
 
     def t_GradientToParameterSpec(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_GradientToParameterSpec.get(vt)
-        if c is None:
-            c = vc_GradientToParameterSpec[vt] = vtab(vt, Z_GradientToParameterSpec)
-        os, o0, o1 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = t_TensorArgument(q, d + 1)
-        else:
-            x0 = None
-        if o1:
-            q = p + o1
-            q += _U32(buf, q)[0]
-            x1 = sget(q)
-            if x1 is None:
-                x1 = rstr(q)
-            _SC_attr_path(x1, 'GradientToParameterSpec.parameter_name')
-        else:
-            x1 = None
-        return GradientToParameterSpec(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_GradientToParameterSpec.get(vt)
+            if c is None:
+                c = vc_GradientToParameterSpec[vt] = vtab(vt, Z_GradientToParameterSpec)
+            os, o0, o1 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'arg'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = t_TensorArgument(q, d + 1)
+            else:
+                x0 = None
+            f_ = 'parameter_name'
+            if o1:
+                q = p + o1
+                q += _U32(buf, q)[0]
+                x1 = sget(q)
+                if x1 is None:
+                    x1 = rstr(q)
+                _SC_attr_path(x1, 'GradientToParameterSpec.parameter_name')
+            else:
+                x1 = None
+            return GradientToParameterSpec(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_GradientToParameterSpec)
+            raise
 
     vc_GradientToUserInputSpec = {}
     Z_GradientToUserInputSpec = (4, 4)
+    SN_GradientToUserInputSpec = ('arg', 'user_input_name')
 
     def t_GradientToUserInputSpec(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_GradientToUserInputSpec.get(vt)
-        if c is None:
-            c = vc_GradientToUserInputSpec[vt] = vtab(vt, Z_GradientToUserInputSpec)
-        os, o0, o1 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = t_TensorArgument(q, d + 1)
-        else:
-            x0 = None
-        if o1:
-            q = p + o1
-            q += _U32(buf, q)[0]
-            x1 = sget(q)
-            if x1 is None:
-                x1 = rstr(q)
-            _SC_local_name(x1, 'GradientToUserInputSpec.user_input_name')
-        else:
-            x1 = None
-        return GradientToUserInputSpec(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_GradientToUserInputSpec.get(vt)
+            if c is None:
+                c = vc_GradientToUserInputSpec[vt] = vtab(vt, Z_GradientToUserInputSpec)
+            os, o0, o1 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'arg'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = t_TensorArgument(q, d + 1)
+            else:
+                x0 = None
+            f_ = 'user_input_name'
+            if o1:
+                q = p + o1
+                q += _U32(buf, q)[0]
+                x1 = sget(q)
+                if x1 is None:
+                    x1 = rstr(q)
+                _SC_local_name(x1, 'GradientToUserInputSpec.user_input_name')
+            else:
+                x1 = None
+            return GradientToUserInputSpec(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_GradientToUserInputSpec)
+            raise
 
     vc_Graph = {}
     Z_Graph = (4, 4, 4, 4, 4, 4, 4, 4, 1, 1, 4, 4)
+    SN_Graph = ('inputs', 'outputs', 'nodes', 'tensor_values', 'sym_int_values', 'sym_float_values', 'sym_bool_values', 'custom_obj_values', 'is_single_tensor_return', 'is_list_return', 'input_metadata', 'output_metadata')
 
     def t_Graph(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_Graph.get(vt)
-        if c is None:
-            c = vc_Graph[vt] = vtab(vt, Z_Graph)
-        os, o0, o1, o2, o3, o4, o5, o6, o7, o8, o9, o10, o11 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x0 = list(map(t_Argument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x0 = []
-        if o1:
-            q = p + o1
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x1 = list(map(t_Argument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x1 = []
-        if o2:
-            q = p + o2
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x2 = list(map(t_Node, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x2 = []
-        if o3:
-            q = p + o3
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x3 = list(map(t_TensorValue, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x3 = []
-        if o4:
-            q = p + o4
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x4 = list(map(t_SymIntValue, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x4 = []
-        if o5:
-            q = p + o5
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x5 = list(map(t_SymFloatValue, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x5 = []
-        if o6:
-            q = p + o6
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x6 = list(map(t_SymBoolValue, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x6 = []
-        if o7:
-            q = p + o7
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x7 = list(map(t_CustomObjArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x7 = []
-        if o8:
-            x8 = _S_bool(buf, p + o8)[0]
-        else:
-            x8 = False
-        if o9:
-            x9 = _S_bool(buf, p + o9)[0]
-        else:
-            x9 = False
-        if o10:
-            q = p + o10
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x10 = list(map(t_NodeMetadata, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x10 = []
-        if o11:
-            q = p + o11
-            q += _U32(buf, q)[0]
-            x11 = t_NodeMetadata(q, d + 1)
-        else:
-            x11 = None
-        return Graph(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_Graph.get(vt)
+            if c is None:
+                c = vc_Graph[vt] = vtab(vt, Z_Graph)
+            os, o0, o1, o2, o3, o4, o5, o6, o7, o8, o9, o10, o11 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = ('inputs', 'fb')
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x0 = list(map(t_Argument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x0 = []
+            f_ = ('outputs', 'fb')
+            if o1:
+                q = p + o1
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x1 = list(map(t_Argument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x1 = []
+            f_ = ('nodes', 'fb')
+            if o2:
+                q = p + o2
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x2 = list(map(t_Node, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x2 = []
+            f_ = ('tensor_values', 'fb')
+            if o3:
+                q = p + o3
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x3 = list(map(t_TensorValue, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x3 = []
+            f_ = ('sym_int_values', 'fb')
+            if o4:
+                q = p + o4
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x4 = list(map(t_SymIntValue, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x4 = []
+            f_ = ('sym_float_values', 'fb')
+            if o5:
+                q = p + o5
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x5 = list(map(t_SymFloatValue, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x5 = []
+            f_ = ('sym_bool_values', 'fb')
+            if o6:
+                q = p + o6
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x6 = list(map(t_SymBoolValue, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x6 = []
+            f_ = ('custom_obj_values', 'fb')
+            if o7:
+                q = p + o7
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x7 = list(map(t_CustomObjArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x7 = []
+            f_ = 'is_single_tensor_return'
+            if o8:
+                x8 = _S_bool(buf, p + o8)[0]
+            else:
+                x8 = False
+            f_ = 'is_list_return'
+            if o9:
+                x9 = _S_bool(buf, p + o9)[0]
+            else:
+                x9 = False
+            f_ = ('input_metadata', 'fb')
+            if o10:
+                q = p + o10
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x10 = list(map(t_NodeMetadata, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x10 = []
+            f_ = 'output_metadata'
+            if o11:
+                q = p + o11
+                q += _U32(buf, q)[0]
+                x11 = t_NodeMetadata(q, d + 1)
+            else:
+                x11 = None
+            return Graph(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_Graph)
+            raise
 
     vc_GraphArgument = {}
     Z_GraphArgument = (4, 4, 4, 4)
+    SN_GraphArgument = ('name', 'graph', 'metadata', 'node_name')
 
     def t_GraphArgument(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_GraphArgument.get(vt)
-        if c is None:
-            c = vc_GraphArgument[vt] = vtab(vt, Z_GraphArgument)
-        os, o0, o1, o2, o3 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = sget(q)
-            if x0 is None:
-                x0 = rstr(q)
-            _SC_attr_path(x0, 'GraphArgument.name')
-        else:
-            x0 = None
-        if o1:
-            q = p + o1
-            q += _U32(buf, q)[0]
-            x1 = t_Graph(q, d + 1)
-        else:
-            x1 = None
-        if o2:
-            q = p + o2
-            q += _U32(buf, q)[0]
-            x2 = t_NodeMetadata(q, d + 1)
-        else:
-            x2 = None
-        if o3:
-            q = p + o3
-            q += _U32(buf, q)[0]
-            x3 = sget(q)
-            if x3 is None:
-                x3 = rstr(q)
-            _SC_local_name(x3, 'GraphArgument.node_name')
-        else:
-            x3 = None
-        return GraphArgument(x0, x1, x2, x3)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_GraphArgument.get(vt)
+            if c is None:
+                c = vc_GraphArgument[vt] = vtab(vt, Z_GraphArgument)
+            os, o0, o1, o2, o3 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'name'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_attr_path(x0, 'GraphArgument.name')
+            else:
+                x0 = None
+            f_ = 'graph'
+            if o1:
+                q = p + o1
+                q += _U32(buf, q)[0]
+                x1 = t_Graph(q, d + 1)
+            else:
+                x1 = None
+            f_ = 'metadata'
+            if o2:
+                q = p + o2
+                q += _U32(buf, q)[0]
+                x2 = t_NodeMetadata(q, d + 1)
+            else:
+                x2 = None
+            f_ = 'node_name'
+            if o3:
+                q = p + o3
+                q += _U32(buf, q)[0]
+                x3 = sget(q)
+                if x3 is None:
+                    x3 = rstr(q)
+                _SC_local_name(x3, 'GraphArgument.node_name')
+            else:
+                x3 = None
+            return GraphArgument(x0, x1, x2, x3)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_GraphArgument)
+            raise
 
     vc_GraphSignature = {}
     Z_GraphSignature = (4, 4)
+    SN_GraphSignature = ('input_specs', 'output_specs')
 
     def t_GraphSignature(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_GraphSignature.get(vt)
-        if c is None:
-            c = vc_GraphSignature[vt] = vtab(vt, Z_GraphSignature)
-        os, o0, o1 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x0 = list(map(t_InputSpec, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x0 = []
-        if o1:
-            q = p + o1
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x1 = list(map(t_OutputSpec, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x1 = []
-        return GraphSignature(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_GraphSignature.get(vt)
+            if c is None:
+                c = vc_GraphSignature[vt] = vtab(vt, Z_GraphSignature)
+            os, o0, o1 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = ('input_specs', 'fb')
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x0 = list(map(t_InputSpec, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x0 = []
+            f_ = ('output_specs', 'fb')
+            if o1:
+                q = p + o1
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x1 = list(map(t_OutputSpec, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x1 = []
+            return GraphSignature(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_GraphSignature)
+            raise
 
     vc_InputSpec = {}
     Z_InputSpec = (1, 4)
+    SN_InputSpec = ('spec_type', 'spec')
 
     def t_InputSpec(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_InputSpec.get(vt)
-        if c is None:
-            c = vc_InputSpec[vt] = vtab(vt, Z_InputSpec)
-        os, o0, o1 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        x1 = None
-        if o0:
-            ty = buf[p + o0]
-            if ty:
-                if ty > 7:
-                    _newer('union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', p + o0, '0..7', ty)
-                if not o1:
-                    _fail('union type without a member', p)
-                q = p + o1
-                x1 = U_InputSpecKind[ty](q + _U32(buf, q)[0], d + 1)
-        return InputSpec(x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_InputSpec.get(vt)
+            if c is None:
+                c = vc_InputSpec[vt] = vtab(vt, Z_InputSpec)
+            os, o0, o1 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'spec_type'
+            x1 = None
+            if o0:
+                ty = buf[p + o0]
+                if ty:
+                    if ty > 7:
+                        _newer('union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', p + o0, '0..7', ty)
+                    f_ = 'spec'
+                    if not o1:
+                        _fail('union type without a member', p)
+                    q = p + o1
+                    x1 = U_InputSpecKind[ty](q + _U32(buf, q)[0], d + 1)
+            return InputSpec(x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_InputSpec)
+            raise
 
     vc_InputToBufferSpec = {}
     Z_InputToBufferSpec = (4, 4, 1)
+    SN_InputToBufferSpec = ('arg', 'buffer_name', 'persistent')
 
     def t_InputToBufferSpec(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_InputToBufferSpec.get(vt)
-        if c is None:
-            c = vc_InputToBufferSpec[vt] = vtab(vt, Z_InputToBufferSpec)
-        os, o0, o1, o2 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = t_TensorArgument(q, d + 1)
-        else:
-            x0 = None
-        if o1:
-            q = p + o1
-            q += _U32(buf, q)[0]
-            x1 = sget(q)
-            if x1 is None:
-                x1 = rstr(q)
-            _SC_attr_path(x1, 'InputToBufferSpec.buffer_name')
-        else:
-            x1 = None
-        if o2:
-            x2 = _S_bool(buf, p + o2)[0]
-        else:
-            x2 = False
-        return InputToBufferSpec(x0, x1, x2)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_InputToBufferSpec.get(vt)
+            if c is None:
+                c = vc_InputToBufferSpec[vt] = vtab(vt, Z_InputToBufferSpec)
+            os, o0, o1, o2 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'arg'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = t_TensorArgument(q, d + 1)
+            else:
+                x0 = None
+            f_ = 'buffer_name'
+            if o1:
+                q = p + o1
+                q += _U32(buf, q)[0]
+                x1 = sget(q)
+                if x1 is None:
+                    x1 = rstr(q)
+                _SC_attr_path(x1, 'InputToBufferSpec.buffer_name')
+            else:
+                x1 = None
+            f_ = 'persistent'
+            if o2:
+                x2 = _S_bool(buf, p + o2)[0]
+            else:
+                x2 = False
+            return InputToBufferSpec(x0, x1, x2)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_InputToBufferSpec)
+            raise
 
     vc_InputToConstantInputSpec = {}
     Z_InputToConstantInputSpec = (4, 4)
+    SN_InputToConstantInputSpec = ('name', 'value')
 
     def t_InputToConstantInputSpec(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_InputToConstantInputSpec.get(vt)
-        if c is None:
-            c = vc_InputToConstantInputSpec[vt] = vtab(vt, Z_InputToConstantInputSpec)
-        os, o0, o1 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = sget(q)
-            if x0 is None:
-                x0 = rstr(q)
-            _SC_local_name(x0, 'InputToConstantInputSpec.name')
-        else:
-            x0 = None
-        if o1:
-            q = p + o1
-            q += _U32(buf, q)[0]
-            x1 = t_Value(q, d + 1)
-        else:
-            x1 = None
-        return InputToConstantInputSpec(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_InputToConstantInputSpec.get(vt)
+            if c is None:
+                c = vc_InputToConstantInputSpec[vt] = vtab(vt, Z_InputToConstantInputSpec)
+            os, o0, o1 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'name'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_local_name(x0, 'InputToConstantInputSpec.name')
+            else:
+                x0 = None
+            f_ = 'value'
+            if o1:
+                q = p + o1
+                q += _U32(buf, q)[0]
+                x1 = t_Value(q, d + 1)
+            else:
+                x1 = None
+            return InputToConstantInputSpec(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_InputToConstantInputSpec)
+            raise
 
     vc_InputToCustomObjSpec = {}
     Z_InputToCustomObjSpec = (4, 4)
+    SN_InputToCustomObjSpec = ('arg', 'custom_obj_name')
 
     def t_InputToCustomObjSpec(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_InputToCustomObjSpec.get(vt)
-        if c is None:
-            c = vc_InputToCustomObjSpec[vt] = vtab(vt, Z_InputToCustomObjSpec)
-        os, o0, o1 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = t_CustomObjArgument(q, d + 1)
-        else:
-            x0 = None
-        if o1:
-            q = p + o1
-            q += _U32(buf, q)[0]
-            x1 = sget(q)
-            if x1 is None:
-                x1 = rstr(q)
-            _SC_attr_path(x1, 'InputToCustomObjSpec.custom_obj_name')
-        else:
-            x1 = None
-        return InputToCustomObjSpec(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_InputToCustomObjSpec.get(vt)
+            if c is None:
+                c = vc_InputToCustomObjSpec[vt] = vtab(vt, Z_InputToCustomObjSpec)
+            os, o0, o1 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'arg'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = t_CustomObjArgument(q, d + 1)
+            else:
+                x0 = None
+            f_ = 'custom_obj_name'
+            if o1:
+                q = p + o1
+                q += _U32(buf, q)[0]
+                x1 = sget(q)
+                if x1 is None:
+                    x1 = rstr(q)
+                _SC_attr_path(x1, 'InputToCustomObjSpec.custom_obj_name')
+            else:
+                x1 = None
+            return InputToCustomObjSpec(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_InputToCustomObjSpec)
+            raise
 
     vc_InputToParameterSpec = {}
     Z_InputToParameterSpec = (4, 4)
+    SN_InputToParameterSpec = ('arg', 'parameter_name')
 
     def t_InputToParameterSpec(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_InputToParameterSpec.get(vt)
-        if c is None:
-            c = vc_InputToParameterSpec[vt] = vtab(vt, Z_InputToParameterSpec)
-        os, o0, o1 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = t_TensorArgument(q, d + 1)
-        else:
-            x0 = None
-        if o1:
-            q = p + o1
-            q += _U32(buf, q)[0]
-            x1 = sget(q)
-            if x1 is None:
-                x1 = rstr(q)
-            _SC_attr_path(x1, 'InputToParameterSpec.parameter_name')
-        else:
-            x1 = None
-        return InputToParameterSpec(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_InputToParameterSpec.get(vt)
+            if c is None:
+                c = vc_InputToParameterSpec[vt] = vtab(vt, Z_InputToParameterSpec)
+            os, o0, o1 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'arg'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = t_TensorArgument(q, d + 1)
+            else:
+                x0 = None
+            f_ = 'parameter_name'
+            if o1:
+                q = p + o1
+                q += _U32(buf, q)[0]
+                x1 = sget(q)
+                if x1 is None:
+                    x1 = rstr(q)
+                _SC_attr_path(x1, 'InputToParameterSpec.parameter_name')
+            else:
+                x1 = None
+            return InputToParameterSpec(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_InputToParameterSpec)
+            raise
 
     vc_InputToTensorConstantSpec = {}
     Z_InputToTensorConstantSpec = (4, 4, 1, 1)
+    SN_InputToTensorConstantSpec = ('arg', 'tensor_constant_name', 'persistent', 'has_persistent')
 
     def t_InputToTensorConstantSpec(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_InputToTensorConstantSpec.get(vt)
-        if c is None:
-            c = vc_InputToTensorConstantSpec[vt] = vtab(vt, Z_InputToTensorConstantSpec)
-        os, o0, o1, o2, o3 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = t_TensorArgument(q, d + 1)
-        else:
-            x0 = None
-        if o1:
-            q = p + o1
-            q += _U32(buf, q)[0]
-            x1 = sget(q)
-            if x1 is None:
-                x1 = rstr(q)
-            _SC_attr_path(x1, 'InputToTensorConstantSpec.tensor_constant_name')
-        else:
-            x1 = None
-        if o2:
-            x2 = _S_bool(buf, p + o2)[0]
-        else:
-            x2 = False
-        if o3:
-            x3 = _S_bool(buf, p + o3)[0]
-        else:
-            x3 = False
-        return InputToTensorConstantSpec(x0, x1, x2, x3)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_InputToTensorConstantSpec.get(vt)
+            if c is None:
+                c = vc_InputToTensorConstantSpec[vt] = vtab(vt, Z_InputToTensorConstantSpec)
+            os, o0, o1, o2, o3 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'arg'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = t_TensorArgument(q, d + 1)
+            else:
+                x0 = None
+            f_ = 'tensor_constant_name'
+            if o1:
+                q = p + o1
+                q += _U32(buf, q)[0]
+                x1 = sget(q)
+                if x1 is None:
+                    x1 = rstr(q)
+                _SC_attr_path(x1, 'InputToTensorConstantSpec.tensor_constant_name')
+            else:
+                x1 = None
+            f_ = 'persistent'
+            if o2:
+                x2 = _S_bool(buf, p + o2)[0]
+            else:
+                x2 = False
+            f_ = 'has_persistent'
+            if o3:
+                x3 = _S_bool(buf, p + o3)[0]
+            else:
+                x3 = False
+            return InputToTensorConstantSpec(x0, x1, x2, x3)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_InputToTensorConstantSpec)
+            raise
 
     vc_InputTokenSpec = {}
     Z_InputTokenSpec = (4,)
+    SN_InputTokenSpec = ('arg',)
 
     def t_InputTokenSpec(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_InputTokenSpec.get(vt)
-        if c is None:
-            c = vc_InputTokenSpec[vt] = vtab(vt, Z_InputTokenSpec)
-        os, o0 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = t_TokenArgument(q, d + 1)
-        else:
-            x0 = None
-        return InputTokenSpec(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_InputTokenSpec.get(vt)
+            if c is None:
+                c = vc_InputTokenSpec[vt] = vtab(vt, Z_InputTokenSpec)
+            os, o0 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'arg'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = t_TokenArgument(q, d + 1)
+            else:
+                x0 = None
+            return InputTokenSpec(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_InputTokenSpec)
+            raise
 
     vc_IntArgument = {}
     Z_IntArgument = (8,)
+    SN_IntArgument = ('value',)
 
     def t_IntArgument(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_IntArgument.get(vt)
-        if c is None:
-            c = vc_IntArgument[vt] = vtab(vt, Z_IntArgument)
-        os, o0 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            x0 = _S_i64(buf, p + o0)[0]
-        else:
-            x0 = 0
-        return IntArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_IntArgument.get(vt)
+            if c is None:
+                c = vc_IntArgument[vt] = vtab(vt, Z_IntArgument)
+            os, o0 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'value'
+            if o0:
+                x0 = _S_i64(buf, p + o0)[0]
+            else:
+                x0 = 0
+            return IntArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_IntArgument)
+            raise
 
     vc_IntListArgument = {}
     Z_IntListArgument = (4,)
+    SN_IntListArgument = ('values',)
 
     def t_IntListArgument(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_IntListArgument.get(vt)
-        if c is None:
-            c = vc_IntListArgument[vt] = vtab(vt, Z_IntListArgument)
-        os, o0 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 8)
-            x0 = list(_unpack('<%dq' % cnt, buf, q + 4))
-        else:
-            x0 = []
-        return IntListArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_IntListArgument.get(vt)
+            if c is None:
+                c = vc_IntListArgument[vt] = vtab(vt, Z_IntListArgument)
+            os, o0 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'values'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 8)
+                x0 = list(_unpack('<%dq' % cnt, buf, q + 4))
+            else:
+                x0 = []
+            return IntListArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_IntListArgument)
+            raise
 
     vc_IntListListArgument = {}
     Z_IntListListArgument = (4,)
+    SN_IntListListArgument = ('lists',)
 
     def t_IntListListArgument(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_IntListListArgument.get(vt)
-        if c is None:
-            c = vc_IntListListArgument[vt] = vtab(vt, Z_IntListListArgument)
-        os, o0 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x0 = list(map(t_IntListArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x0 = []
-        return IntListListArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_IntListListArgument.get(vt)
+            if c is None:
+                c = vc_IntListListArgument[vt] = vtab(vt, Z_IntListListArgument)
+            os, o0 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = ('lists', 'fb')
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x0 = list(map(t_IntListArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x0 = []
+            return IntListListArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_IntListListArgument)
+            raise
 
     vc_IntValue = {}
     Z_IntValue = (8,)
+    SN_IntValue = ('value',)
 
     def t_IntValue(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_IntValue.get(vt)
-        if c is None:
-            c = vc_IntValue[vt] = vtab(vt, Z_IntValue)
-        os, o0 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            x0 = _S_i64(buf, p + o0)[0]
-        else:
-            x0 = 0
-        return IntValue(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_IntValue.get(vt)
+            if c is None:
+                c = vc_IntValue[vt] = vtab(vt, Z_IntValue)
+            os, o0 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'value'
+            if o0:
+                x0 = _S_i64(buf, p + o0)[0]
+            else:
+                x0 = 0
+            return IntValue(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_IntValue)
+            raise
 
     vc_KeyPathEntry = {}
     Z_KeyPathEntry = (4, 8, 4)
+    SN_KeyPathEntry = ('kind', 'index', 'name')
 
     def t_KeyPathEntry(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_KeyPathEntry.get(vt)
-        if c is None:
-            c = vc_KeyPathEntry[vt] = vtab(vt, Z_KeyPathEntry)
-        os, o0, o1, o2 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = sget(q)
-            if x0 is None:
-                x0 = rstr(q)
-            _SC_token(x0, 'KeyPathEntry.kind')
-        else:
-            x0 = None
-        if o1:
-            x1 = _S_i64(buf, p + o1)[0]
-        else:
-            x1 = 0
-        if o2:
-            q = p + o2
-            q += _U32(buf, q)[0]
-            x2 = sget(q)
-            if x2 is None:
-                x2 = rstr(q)
-            _SC_identifier(x2, 'KeyPathEntry.name')
-        else:
-            x2 = None
-        return KeyPathEntry(x0, x1, x2)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_KeyPathEntry.get(vt)
+            if c is None:
+                c = vc_KeyPathEntry[vt] = vtab(vt, Z_KeyPathEntry)
+            os, o0, o1, o2 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'kind'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_token(x0, 'KeyPathEntry.kind')
+            else:
+                x0 = None
+            f_ = 'index'
+            if o1:
+                x1 = _S_i64(buf, p + o1)[0]
+            else:
+                x1 = 0
+            f_ = 'name'
+            if o2:
+                q = p + o2
+                q += _U32(buf, q)[0]
+                x2 = sget(q)
+                if x2 is None:
+                    x2 = rstr(q)
+                _SC_identifier(x2, 'KeyPathEntry.name')
+            else:
+                x2 = None
+            return KeyPathEntry(x0, x1, x2)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_KeyPathEntry)
+            raise
 
     vc_LayoutArgument = {}
     Z_LayoutArgument = (1,)
+    SN_LayoutArgument = ('value',)
 
     def t_LayoutArgument(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_LayoutArgument.get(vt)
-        if c is None:
-            c = vc_LayoutArgument[vt] = vtab(vt, Z_LayoutArgument)
-        os, o0 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            x0 = _S_u8(buf, p + o0)[0]
-        else:
-            x0 = 0
-        return LayoutArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_LayoutArgument.get(vt)
+            if c is None:
+                c = vc_LayoutArgument[vt] = vtab(vt, Z_LayoutArgument)
+            os, o0 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'value'
+            if o0:
+                x0 = _S_u8(buf, p + o0)[0]
+            else:
+                x0 = 0
+            return LayoutArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_LayoutArgument)
+            raise
 
     vc_ListValue = {}
     Z_ListValue = (4, 1)
+    SN_ListValue = ('items', 'is_tuple')
 
     def t_ListValue(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_ListValue.get(vt)
-        if c is None:
-            c = vc_ListValue[vt] = vtab(vt, Z_ListValue)
-        os, o0, o1 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x0 = list(map(t_Value, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x0 = []
-        if o1:
-            x1 = _S_bool(buf, p + o1)[0]
-        else:
-            x1 = False
-        return ListValue(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_ListValue.get(vt)
+            if c is None:
+                c = vc_ListValue[vt] = vtab(vt, Z_ListValue)
+            os, o0, o1 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = ('items', 'fb')
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x0 = list(map(t_Value, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x0 = []
+            f_ = 'is_tuple'
+            if o1:
+                x1 = _S_bool(buf, p + o1)[0]
+            else:
+                x1 = False
+            return ListValue(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_ListValue)
+            raise
 
     vc_LossOutputSpec = {}
     Z_LossOutputSpec = (4,)
+    SN_LossOutputSpec = ('arg',)
 
     def t_LossOutputSpec(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_LossOutputSpec.get(vt)
-        if c is None:
-            c = vc_LossOutputSpec[vt] = vtab(vt, Z_LossOutputSpec)
-        os, o0 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = t_TensorArgument(q, d + 1)
-        else:
-            x0 = None
-        return LossOutputSpec(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_LossOutputSpec.get(vt)
+            if c is None:
+                c = vc_LossOutputSpec[vt] = vtab(vt, Z_LossOutputSpec)
+            os, o0 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'arg'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = t_TensorArgument(q, d + 1)
+            else:
+                x0 = None
+            return LossOutputSpec(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_LossOutputSpec)
+            raise
 
     vc_MapEntry = {}
     Z_MapEntry = (4, 4)
+    SN_MapEntry = ('key', 'value')
 
     def t_MapEntry(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_MapEntry.get(vt)
-        if c is None:
-            c = vc_MapEntry[vt] = vtab(vt, Z_MapEntry)
-        os, o0, o1 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = t_Value(q, d + 1)
-        else:
-            x0 = None
-        if o1:
-            q = p + o1
-            q += _U32(buf, q)[0]
-            x1 = t_Value(q, d + 1)
-        else:
-            x1 = None
-        return MapEntry(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_MapEntry.get(vt)
+            if c is None:
+                c = vc_MapEntry[vt] = vtab(vt, Z_MapEntry)
+            os, o0, o1 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'key'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = t_Value(q, d + 1)
+            else:
+                x0 = None
+            f_ = 'value'
+            if o1:
+                q = p + o1
+                q += _U32(buf, q)[0]
+                x1 = t_Value(q, d + 1)
+            else:
+                x1 = None
+            return MapEntry(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_MapEntry)
+            raise
 
     vc_MapValue = {}
     Z_MapValue = (4,)
+    SN_MapValue = ('entries',)
 
     def t_MapValue(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_MapValue.get(vt)
-        if c is None:
-            c = vc_MapValue[vt] = vtab(vt, Z_MapValue)
-        os, o0 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x0 = list(map(t_MapEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x0 = []
-        return MapValue(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_MapValue.get(vt)
+            if c is None:
+                c = vc_MapValue[vt] = vtab(vt, Z_MapValue)
+            os, o0 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = ('entries', 'fb')
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x0 = list(map(t_MapEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x0 = []
+            return MapValue(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_MapValue)
+            raise
 
     vc_MemoryFormatArgument = {}
     Z_MemoryFormatArgument = (1,)
+    SN_MemoryFormatArgument = ('value',)
 
     def t_MemoryFormatArgument(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_MemoryFormatArgument.get(vt)
-        if c is None:
-            c = vc_MemoryFormatArgument[vt] = vtab(vt, Z_MemoryFormatArgument)
-        os, o0 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            x0 = _S_u8(buf, p + o0)[0]
-        else:
-            x0 = 0
-        return MemoryFormatArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_MemoryFormatArgument.get(vt)
+            if c is None:
+                c = vc_MemoryFormatArgument[vt] = vtab(vt, Z_MemoryFormatArgument)
+            os, o0 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'value'
+            if o0:
+                x0 = _S_u8(buf, p + o0)[0]
+            else:
+                x0 = 0
+            return MemoryFormatArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_MemoryFormatArgument)
+            raise
 
     vc_ModuleCallEntry = {}
     Z_ModuleCallEntry = (4, 4)
+    SN_ModuleCallEntry = ('fqn', 'signature')
 
     def t_ModuleCallEntry(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_ModuleCallEntry.get(vt)
-        if c is None:
-            c = vc_ModuleCallEntry[vt] = vtab(vt, Z_ModuleCallEntry)
-        os, o0, o1 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = sget(q)
-            if x0 is None:
-                x0 = rstr(q)
-            _SC_optional_attr_path(x0, 'ModuleCallEntry.fqn')
-        else:
-            x0 = None
-        if o1:
-            q = p + o1
-            q += _U32(buf, q)[0]
-            x1 = t_ModuleCallSignature(q, d + 1)
-        else:
-            x1 = None
-        return ModuleCallEntry(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_ModuleCallEntry.get(vt)
+            if c is None:
+                c = vc_ModuleCallEntry[vt] = vtab(vt, Z_ModuleCallEntry)
+            os, o0, o1 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'fqn'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_optional_attr_path(x0, 'ModuleCallEntry.fqn')
+            else:
+                x0 = None
+            f_ = 'signature'
+            if o1:
+                q = p + o1
+                q += _U32(buf, q)[0]
+                x1 = t_ModuleCallSignature(q, d + 1)
+            else:
+                x1 = None
+            return ModuleCallEntry(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_ModuleCallEntry)
+            raise
 
     vc_ModuleCallSignature = {}
     Z_ModuleCallSignature = (4, 4, 4, 4, 4)
+    SN_ModuleCallSignature = ('inputs', 'outputs', 'in_spec', 'out_spec', 'forward_arg_names')
 
     def t_ModuleCallSignature(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_ModuleCallSignature.get(vt)
-        if c is None:
-            c = vc_ModuleCallSignature[vt] = vtab(vt, Z_ModuleCallSignature)
-        os, o0, o1, o2, o3, o4 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x0 = list(map(t_Argument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x0 = []
-        if o1:
-            q = p + o1
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x1 = list(map(t_Argument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x1 = []
-        if o2:
-            q = p + o2
-            q += _U32(buf, q)[0]
-            x2 = t_TreeSpec(q, d + 1)
-        else:
-            x2 = None
-        if o3:
-            q = p + o3
-            q += _U32(buf, q)[0]
-            x3 = t_TreeSpec(q, d + 1)
-        else:
-            x3 = None
-        if o4:
-            q = p + o4
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x4 = list(map(rstr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4))))
-            for _s in x4: _SC_local_name(_s, 'ModuleCallSignature.forward_arg_names')
-        else:
-            x4 = []
-        return ModuleCallSignature(x0, x1, x2, x3, x4)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_ModuleCallSignature.get(vt)
+            if c is None:
+                c = vc_ModuleCallSignature[vt] = vtab(vt, Z_ModuleCallSignature)
+            os, o0, o1, o2, o3, o4 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = ('inputs', 'fb')
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x0 = list(map(t_Argument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x0 = []
+            f_ = ('outputs', 'fb')
+            if o1:
+                q = p + o1
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x1 = list(map(t_Argument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x1 = []
+            f_ = 'in_spec'
+            if o2:
+                q = p + o2
+                q += _U32(buf, q)[0]
+                x2 = t_TreeSpec(q, d + 1)
+            else:
+                x2 = None
+            f_ = 'out_spec'
+            if o3:
+                q = p + o3
+                q += _U32(buf, q)[0]
+                x3 = t_TreeSpec(q, d + 1)
+            else:
+                x3 = None
+            f_ = 'forward_arg_names'
+            if o4:
+                q = p + o4
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x4 = list(map(rstr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4))))
+                for _s in x4: _SC_local_name(_s, 'ModuleCallSignature.forward_arg_names')
+            else:
+                x4 = []
+            return ModuleCallSignature(x0, x1, x2, x3, x4)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_ModuleCallSignature)
+            raise
 
     vc_ModuleStackEntry = {}
     Z_ModuleStackEntry = (4, 4, 4)
+    SN_ModuleStackEntry = ('key', 'path', 'type_name')
 
     def t_ModuleStackEntry(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_ModuleStackEntry.get(vt)
-        if c is None:
-            c = vc_ModuleStackEntry[vt] = vtab(vt, Z_ModuleStackEntry)
-        os, o0, o1, o2 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = sget(q)
-            if x0 is None:
-                x0 = rstr(q)
-            _SC_token(x0, 'ModuleStackEntry.key')
-        else:
-            x0 = None
-        if o1:
-            q = p + o1
-            q += _U32(buf, q)[0]
-            x1 = sget(q)
-            if x1 is None:
-                x1 = rstr(q)
-            _SC_optional_attr_path(x1, 'ModuleStackEntry.path')
-        else:
-            x1 = None
-        if o2:
-            q = p + o2
-            q += _U32(buf, q)[0]
-            x2 = sget(q)
-            if x2 is None:
-                x2 = rstr(q)
-            _SC_qualified_name(x2, 'ModuleStackEntry.type_name')
-        else:
-            x2 = None
-        return ModuleStackEntry(x0, x1, x2)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_ModuleStackEntry.get(vt)
+            if c is None:
+                c = vc_ModuleStackEntry[vt] = vtab(vt, Z_ModuleStackEntry)
+            os, o0, o1, o2 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'key'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_token(x0, 'ModuleStackEntry.key')
+            else:
+                x0 = None
+            f_ = 'path'
+            if o1:
+                q = p + o1
+                q += _U32(buf, q)[0]
+                x1 = sget(q)
+                if x1 is None:
+                    x1 = rstr(q)
+                _SC_optional_attr_path(x1, 'ModuleStackEntry.path')
+            else:
+                x1 = None
+            f_ = 'type_name'
+            if o2:
+                q = p + o2
+                q += _U32(buf, q)[0]
+                x2 = sget(q)
+                if x2 is None:
+                    x2 = rstr(q)
+                _SC_qualified_name(x2, 'ModuleStackEntry.type_name')
+            else:
+                x2 = None
+            return ModuleStackEntry(x0, x1, x2)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_ModuleStackEntry)
+            raise
 
     vc_NamedArgument = {}
     Z_NamedArgument = (4, 1, 4, 1, 1)
+    SN_NamedArgument = ('name', 'value_type', 'value', 'kind', 'is_tuple')
 
     def t_NamedArgument(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_NamedArgument.get(vt)
-        if c is None:
-            c = vc_NamedArgument[vt] = vtab(vt, Z_NamedArgument)
-        os, o0, o1, o2, o3, o4 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = sget(q)
-            if x0 is None:
-                x0 = rstr(q)
-            _SC_optional_identifier(x0, 'NamedArgument.name')
-        else:
-            x0 = None
-        x2 = None
-        if o1:
-            ty = buf[p + o1]
-            if ty:
-                if ty > 32:
-                    _newer('union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', p + o1, '0..32', ty)
-                if not o2:
-                    _fail('union type without a member', p)
-                q = p + o2
-                x2 = U_ArgumentValue[ty](q + _U32(buf, q)[0], d + 1)
-        if o3:
-            x3 = _S_u8(buf, p + o3)[0]
-        else:
-            x3 = 0
-        if o4:
-            x4 = _S_bool(buf, p + o4)[0]
-        else:
-            x4 = False
-        return NamedArgument(x0, x2, x3, x4)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_NamedArgument.get(vt)
+            if c is None:
+                c = vc_NamedArgument[vt] = vtab(vt, Z_NamedArgument)
+            os, o0, o1, o2, o3, o4 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'name'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_optional_identifier(x0, 'NamedArgument.name')
+            else:
+                x0 = None
+            f_ = 'value_type'
+            x2 = None
+            if o1:
+                ty = buf[p + o1]
+                if ty:
+                    if ty > 32:
+                        _newer('union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', p + o1, '0..32', ty)
+                    f_ = 'value'
+                    if not o2:
+                        _fail('union type without a member', p)
+                    q = p + o2
+                    x2 = U_ArgumentValue[ty](q + _U32(buf, q)[0], d + 1)
+            f_ = 'kind'
+            if o3:
+                x3 = _S_u8(buf, p + o3)[0]
+            else:
+                x3 = 0
+            f_ = 'is_tuple'
+            if o4:
+                x4 = _S_bool(buf, p + o4)[0]
+            else:
+                x4 = False
+            return NamedArgument(x0, x2, x3, x4)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_NamedArgument)
+            raise
 
     vc_NamedTupleDef = {}
     Z_NamedTupleDef = (4, 4)
+    SN_NamedTupleDef = ('type_name', 'field_names')
 
     def t_NamedTupleDef(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_NamedTupleDef.get(vt)
-        if c is None:
-            c = vc_NamedTupleDef[vt] = vtab(vt, Z_NamedTupleDef)
-        os, o0, o1 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = sget(q)
-            if x0 is None:
-                x0 = rstr(q)
-            _SC_qualified_name(x0, 'NamedTupleDef.type_name')
-        else:
-            x0 = None
-        if o1:
-            q = p + o1
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x1 = list(map(rstr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4))))
-            for _s in x1: _SC_identifier(_s, 'NamedTupleDef.field_names')
-        else:
-            x1 = []
-        return NamedTupleDef(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_NamedTupleDef.get(vt)
+            if c is None:
+                c = vc_NamedTupleDef[vt] = vtab(vt, Z_NamedTupleDef)
+            os, o0, o1 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'type_name'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_qualified_name(x0, 'NamedTupleDef.type_name')
+            else:
+                x0 = None
+            f_ = 'field_names'
+            if o1:
+                q = p + o1
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x1 = list(map(rstr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4))))
+                for _s in x1: _SC_identifier(_s, 'NamedTupleDef.field_names')
+            else:
+                x1 = []
+            return NamedTupleDef(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_NamedTupleDef)
+            raise
 
     vc_NestedTensorListArgument = {}
     Z_NestedTensorListArgument = (4,)
+    SN_NestedTensorListArgument = ('lists',)
 
     def t_NestedTensorListArgument(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_NestedTensorListArgument.get(vt)
-        if c is None:
-            c = vc_NestedTensorListArgument[vt] = vtab(vt, Z_NestedTensorListArgument)
-        os, o0 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x0 = list(map(t_TensorListArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x0 = []
-        return NestedTensorListArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_NestedTensorListArgument.get(vt)
+            if c is None:
+                c = vc_NestedTensorListArgument[vt] = vtab(vt, Z_NestedTensorListArgument)
+            os, o0 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = ('lists', 'fb')
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x0 = list(map(t_TensorListArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x0 = []
+            return NestedTensorListArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_NestedTensorListArgument)
+            raise
 
     vc_Node = {}
     Z_Node = (4, 4, 4, 4, 4, 1, 4, 4)
+    SN_Node = ('name', 'target', 'inputs', 'outputs', 'metadata', 'is_hop_single_tensor_return', 'unbound_outputs', 'unpack_metadata')
 
     def t_Node(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_Node.get(vt)
-        if c is None:
-            c = vc_Node[vt] = vtab(vt, Z_Node)
-        os, o0, o1, o2, o3, o4, o5, o6, o7 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = sget(q)
-            if x0 is None:
-                x0 = rstr(q)
-            _SC_local_name(x0, 'Node.name')
-        else:
-            x0 = None
-        if o1:
-            q = p + o1
-            q += _U32(buf, q)[0]
-            x1 = sget(q)
-            if x1 is None:
-                x1 = rstr(q)
-            _SC_qualified_name(x1, 'Node.target')
-        else:
-            x1 = None
-        if o2:
-            q = p + o2
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x2 = list(map(t_NamedArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x2 = []
-        if o3:
-            q = p + o3
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x3 = list(map(t_Argument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x3 = []
-        if o4:
-            q = p + o4
-            q += _U32(buf, q)[0]
-            x4 = t_NodeMetadata(q, d + 1)
-        else:
-            x4 = None
-        if o5:
-            x5 = _S_bool(buf, p + o5)[0]
-        else:
-            x5 = False
-        if o6:
-            q = p + o6
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x6 = list(_unpack('<%dI' % cnt, buf, q + 4))
-        else:
-            x6 = []
-        if o7:
-            q = p + o7
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x7 = list(map(t_UnpackMetadata, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x7 = []
-        return Node(x0, x1, x2, x3, x4, x5, x6, x7)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_Node.get(vt)
+            if c is None:
+                c = vc_Node[vt] = vtab(vt, Z_Node)
+            os, o0, o1, o2, o3, o4, o5, o6, o7 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'name'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_local_name(x0, 'Node.name')
+            else:
+                x0 = None
+            f_ = 'target'
+            if o1:
+                q = p + o1
+                q += _U32(buf, q)[0]
+                x1 = sget(q)
+                if x1 is None:
+                    x1 = rstr(q)
+                _SC_qualified_name(x1, 'Node.target')
+            else:
+                x1 = None
+            f_ = ('inputs', 'fb')
+            if o2:
+                q = p + o2
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x2 = list(map(t_NamedArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x2 = []
+            f_ = ('outputs', 'fb')
+            if o3:
+                q = p + o3
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x3 = list(map(t_Argument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x3 = []
+            f_ = 'metadata'
+            if o4:
+                q = p + o4
+                q += _U32(buf, q)[0]
+                x4 = t_NodeMetadata(q, d + 1)
+            else:
+                x4 = None
+            f_ = 'is_hop_single_tensor_return'
+            if o5:
+                x5 = _S_bool(buf, p + o5)[0]
+            else:
+                x5 = False
+            f_ = 'unbound_outputs'
+            if o6:
+                q = p + o6
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x6 = list(_unpack('<%dI' % cnt, buf, q + 4))
+            else:
+                x6 = []
+            f_ = ('unpack_metadata', 'fb')
+            if o7:
+                q = p + o7
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x7 = list(map(t_UnpackMetadata, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x7 = []
+            return Node(x0, x1, x2, x3, x4, x5, x6, x7)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_Node)
+            raise
 
     vc_NodeMetadata = {}
     Z_NodeMetadata = (4, 4, 4, 4, 4, 4, 4, 4)
+    SN_NodeMetadata = ('stack_trace', 'nn_module_stack', 'source_fn_stack', 'torch_fn', 'custom', 'from_node', 'unbacked_bindings', 'extra')
 
     def t_NodeMetadata(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_NodeMetadata.get(vt)
-        if c is None:
-            c = vc_NodeMetadata[vt] = vtab(vt, Z_NodeMetadata)
-        os, o0, o1, o2, o3, o4, o5, o6, o7 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = sget(q)
-            if x0 is None:
-                x0 = rstr(q)
-            _SC_free_text(x0, 'NodeMetadata.stack_trace')
-        else:
-            x0 = None
-        if o1:
-            q = p + o1
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x1 = list(map(t_ModuleStackEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x1 = []
-        if o2:
-            q = p + o2
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x2 = list(map(t_SourceFnEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x2 = []
-        if o3:
-            q = p + o3
-            q += _U32(buf, q)[0]
-            x3 = t_TorchFn(q, d + 1)
-        else:
-            x3 = None
-        if o4:
-            q = p + o4
-            q += _U32(buf, q)[0]
-            x4 = t_MapValue(q, d + 1)
-        else:
-            x4 = None
-        if o5:
-            q = p + o5
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x5 = list(map(t_NodeSource, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x5 = []
-        if o6:
-            q = p + o6
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x6 = list(map(t_UnbackedBinding, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x6 = []
-        if o7:
-            q = p + o7
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x7 = list(map(t_StringEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x7 = []
-        return NodeMetadata(x0, x1, x2, x3, x4, x5, x6, x7)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_NodeMetadata.get(vt)
+            if c is None:
+                c = vc_NodeMetadata[vt] = vtab(vt, Z_NodeMetadata)
+            os, o0, o1, o2, o3, o4, o5, o6, o7 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'stack_trace'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_free_text(x0, 'NodeMetadata.stack_trace')
+            else:
+                x0 = None
+            f_ = ('nn_module_stack', 'fb')
+            if o1:
+                q = p + o1
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x1 = list(map(t_ModuleStackEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x1 = []
+            f_ = ('source_fn_stack', 'fb')
+            if o2:
+                q = p + o2
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x2 = list(map(t_SourceFnEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x2 = []
+            f_ = 'torch_fn'
+            if o3:
+                q = p + o3
+                q += _U32(buf, q)[0]
+                x3 = t_TorchFn(q, d + 1)
+            else:
+                x3 = None
+            f_ = 'custom'
+            if o4:
+                q = p + o4
+                q += _U32(buf, q)[0]
+                x4 = t_MapValue(q, d + 1)
+            else:
+                x4 = None
+            f_ = ('from_node', 'fb')
+            if o5:
+                q = p + o5
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x5 = list(map(t_NodeSource, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x5 = []
+            f_ = ('unbacked_bindings', 'fb')
+            if o6:
+                q = p + o6
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x6 = list(map(t_UnbackedBinding, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x6 = []
+            f_ = ('extra', 'fb')
+            if o7:
+                q = p + o7
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x7 = list(map(t_StringEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x7 = []
+            return NodeMetadata(x0, x1, x2, x3, x4, x5, x6, x7)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_NodeMetadata)
+            raise
 
     vc_NodeSource = {}
     Z_NodeSource = (4, 4, 8, 4, 4, 4)
+    SN_NodeSource = ('name', 'target', 'graph_id', 'pass_name', 'actions', 'from_node')
 
     def t_NodeSource(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_NodeSource.get(vt)
-        if c is None:
-            c = vc_NodeSource[vt] = vtab(vt, Z_NodeSource)
-        os, o0, o1, o2, o3, o4, o5 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = sget(q)
-            if x0 is None:
-                x0 = rstr(q)
-            _SC_token(x0, 'NodeSource.name')
-        else:
-            x0 = None
-        if o1:
-            q = p + o1
-            q += _U32(buf, q)[0]
-            x1 = sget(q)
-            if x1 is None:
-                x1 = rstr(q)
-            _SC_free_text(x1, 'NodeSource.target')
-        else:
-            x1 = None
-        if o2:
-            x2 = _S_i64(buf, p + o2)[0]
-        else:
-            x2 = 0
-        if o3:
-            q = p + o3
-            q += _U32(buf, q)[0]
-            x3 = sget(q)
-            if x3 is None:
-                x3 = rstr(q)
-            _SC_free_text(x3, 'NodeSource.pass_name')
-        else:
-            x3 = None
-        if o4:
-            q = p + o4
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x4 = list(map(rstr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4))))
-            for _s in x4: _SC_token(_s, 'NodeSource.actions')
-        else:
-            x4 = []
-        if o5:
-            q = p + o5
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x5 = list(map(t_NodeSource, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x5 = []
-        return NodeSource(x0, x1, x2, x3, x4, x5)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_NodeSource.get(vt)
+            if c is None:
+                c = vc_NodeSource[vt] = vtab(vt, Z_NodeSource)
+            os, o0, o1, o2, o3, o4, o5 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'name'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_token(x0, 'NodeSource.name')
+            else:
+                x0 = None
+            f_ = 'target'
+            if o1:
+                q = p + o1
+                q += _U32(buf, q)[0]
+                x1 = sget(q)
+                if x1 is None:
+                    x1 = rstr(q)
+                _SC_free_text(x1, 'NodeSource.target')
+            else:
+                x1 = None
+            f_ = 'graph_id'
+            if o2:
+                x2 = _S_i64(buf, p + o2)[0]
+            else:
+                x2 = 0
+            f_ = 'pass_name'
+            if o3:
+                q = p + o3
+                q += _U32(buf, q)[0]
+                x3 = sget(q)
+                if x3 is None:
+                    x3 = rstr(q)
+                _SC_free_text(x3, 'NodeSource.pass_name')
+            else:
+                x3 = None
+            f_ = 'actions'
+            if o4:
+                q = p + o4
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x4 = list(map(rstr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4))))
+                for _s in x4: _SC_token(_s, 'NodeSource.actions')
+            else:
+                x4 = []
+            f_ = ('from_node', 'fb')
+            if o5:
+                q = p + o5
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x5 = list(map(t_NodeSource, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x5 = []
+            return NodeSource(x0, x1, x2, x3, x4, x5)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_NodeSource)
+            raise
 
     vc_NoneArgument = {}
     Z_NoneArgument = ()
+    SN_NoneArgument = ()
 
     def t_NoneArgument(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_NoneArgument.get(vt)
-        if c is None:
-            c = vc_NoneArgument[vt] = vtab(vt, Z_NoneArgument)
-        os, = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        return NoneArgument()
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_NoneArgument.get(vt)
+            if c is None:
+                c = vc_NoneArgument[vt] = vtab(vt, Z_NoneArgument)
+            os, = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            return NoneArgument()
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_NoneArgument)
+            raise
 
     vc_NullValue = {}
     Z_NullValue = ()
+    SN_NullValue = ()
 
     def t_NullValue(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_NullValue.get(vt)
-        if c is None:
-            c = vc_NullValue[vt] = vtab(vt, Z_NullValue)
-        os, = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        return NullValue()
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_NullValue.get(vt)
+            if c is None:
+                c = vc_NullValue[vt] = vtab(vt, Z_NullValue)
+            os, = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            return NullValue()
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_NullValue)
+            raise
 
     vc_OperatorArgument = {}
     Z_OperatorArgument = (4,)
+    SN_OperatorArgument = ('name',)
 
     def t_OperatorArgument(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_OperatorArgument.get(vt)
-        if c is None:
-            c = vc_OperatorArgument[vt] = vtab(vt, Z_OperatorArgument)
-        os, o0 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = sget(q)
-            if x0 is None:
-                x0 = rstr(q)
-            _SC_qualified_name(x0, 'OperatorArgument.name')
-        else:
-            x0 = None
-        return OperatorArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_OperatorArgument.get(vt)
+            if c is None:
+                c = vc_OperatorArgument[vt] = vtab(vt, Z_OperatorArgument)
+            os, o0 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'name'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_qualified_name(x0, 'OperatorArgument.name')
+            else:
+                x0 = None
+            return OperatorArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_OperatorArgument)
+            raise
 
     vc_OperatorParameter = {}
     Z_OperatorParameter = (4, 4, 4, 1, 4, 1)
+    SN_OperatorParameter = ('name', 'type', 'default_value', 'kwarg_only', 'alias_set', 'is_write')
 
     def t_OperatorParameter(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_OperatorParameter.get(vt)
-        if c is None:
-            c = vc_OperatorParameter[vt] = vtab(vt, Z_OperatorParameter)
-        os, o0, o1, o2, o3, o4, o5 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = sget(q)
-            if x0 is None:
-                x0 = rstr(q)
-            _SC_optional_identifier(x0, 'OperatorParameter.name')
-        else:
-            x0 = None
-        if o1:
-            q = p + o1
-            q += _U32(buf, q)[0]
-            x1 = sget(q)
-            if x1 is None:
-                x1 = rstr(q)
-            _SC_free_text(x1, 'OperatorParameter.type')
-        else:
-            x1 = None
-        if o2:
-            q = p + o2
-            q += _U32(buf, q)[0]
-            x2 = t_Value(q, d + 1)
-        else:
-            x2 = None
-        if o3:
-            x3 = _S_bool(buf, p + o3)[0]
-        else:
-            x3 = False
-        if o4:
-            q = p + o4
-            q += _U32(buf, q)[0]
-            x4 = sget(q)
-            if x4 is None:
-                x4 = rstr(q)
-            _SC_token(x4, 'OperatorParameter.alias_set')
-        else:
-            x4 = None
-        if o5:
-            x5 = _S_bool(buf, p + o5)[0]
-        else:
-            x5 = False
-        return OperatorParameter(x0, x1, x2, x3, x4, x5)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_OperatorParameter.get(vt)
+            if c is None:
+                c = vc_OperatorParameter[vt] = vtab(vt, Z_OperatorParameter)
+            os, o0, o1, o2, o3, o4, o5 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'name'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_optional_identifier(x0, 'OperatorParameter.name')
+            else:
+                x0 = None
+            f_ = 'type'
+            if o1:
+                q = p + o1
+                q += _U32(buf, q)[0]
+                x1 = sget(q)
+                if x1 is None:
+                    x1 = rstr(q)
+                _SC_free_text(x1, 'OperatorParameter.type')
+            else:
+                x1 = None
+            f_ = 'default_value'
+            if o2:
+                q = p + o2
+                q += _U32(buf, q)[0]
+                x2 = t_Value(q, d + 1)
+            else:
+                x2 = None
+            f_ = 'kwarg_only'
+            if o3:
+                x3 = _S_bool(buf, p + o3)[0]
+            else:
+                x3 = False
+            f_ = 'alias_set'
+            if o4:
+                q = p + o4
+                q += _U32(buf, q)[0]
+                x4 = sget(q)
+                if x4 is None:
+                    x4 = rstr(q)
+                _SC_token(x4, 'OperatorParameter.alias_set')
+            else:
+                x4 = None
+            f_ = 'is_write'
+            if o5:
+                x5 = _S_bool(buf, p + o5)[0]
+            else:
+                x5 = False
+            return OperatorParameter(x0, x1, x2, x3, x4, x5)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_OperatorParameter)
+            raise
 
     vc_OperatorSchema = {}
     Z_OperatorSchema = (4, 1, 4, 4, 4, 1)
+    SN_OperatorSchema = ('target', 'kind', 'schema', 'parameters', 'returns', 'is_mutable')
 
     def t_OperatorSchema(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_OperatorSchema.get(vt)
-        if c is None:
-            c = vc_OperatorSchema[vt] = vtab(vt, Z_OperatorSchema)
-        os, o0, o1, o2, o3, o4, o5 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = sget(q)
-            if x0 is None:
-                x0 = rstr(q)
-            _SC_qualified_name(x0, 'OperatorSchema.target')
-        else:
-            x0 = None
-        if o1:
-            x1 = _S_u8(buf, p + o1)[0]
-        else:
-            x1 = 0
-        if o2:
-            q = p + o2
-            q += _U32(buf, q)[0]
-            x2 = sget(q)
-            if x2 is None:
-                x2 = rstr(q)
-            _SC_free_text(x2, 'OperatorSchema.schema')
-        else:
-            x2 = None
-        if o3:
-            q = p + o3
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x3 = list(map(t_OperatorParameter, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x3 = []
-        if o4:
-            q = p + o4
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x4 = list(map(t_OperatorParameter, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x4 = []
-        if o5:
-            x5 = _S_bool(buf, p + o5)[0]
-        else:
-            x5 = False
-        return OperatorSchema(x0, x1, x2, x3, x4, x5)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_OperatorSchema.get(vt)
+            if c is None:
+                c = vc_OperatorSchema[vt] = vtab(vt, Z_OperatorSchema)
+            os, o0, o1, o2, o3, o4, o5 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'target'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_qualified_name(x0, 'OperatorSchema.target')
+            else:
+                x0 = None
+            f_ = 'kind'
+            if o1:
+                x1 = _S_u8(buf, p + o1)[0]
+            else:
+                x1 = 0
+            f_ = 'schema'
+            if o2:
+                q = p + o2
+                q += _U32(buf, q)[0]
+                x2 = sget(q)
+                if x2 is None:
+                    x2 = rstr(q)
+                _SC_free_text(x2, 'OperatorSchema.schema')
+            else:
+                x2 = None
+            f_ = ('parameters', 'fb')
+            if o3:
+                q = p + o3
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x3 = list(map(t_OperatorParameter, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x3 = []
+            f_ = ('returns', 'fb')
+            if o4:
+                q = p + o4
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x4 = list(map(t_OperatorParameter, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x4 = []
+            f_ = 'is_mutable'
+            if o5:
+                x5 = _S_bool(buf, p + o5)[0]
+            else:
+                x5 = False
+            return OperatorSchema(x0, x1, x2, x3, x4, x5)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_OperatorSchema)
+            raise
 
     vc_Opset = {}
     Z_Opset = (4, 8)
+    SN_Opset = ('namespace', 'version')
 
     def t_Opset(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_Opset.get(vt)
-        if c is None:
-            c = vc_Opset[vt] = vtab(vt, Z_Opset)
-        os, o0, o1 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = sget(q)
-            if x0 is None:
-                x0 = rstr(q)
-            _SC_identifier(x0, 'Opset.namespace')
-        else:
-            x0 = None
-        if o1:
-            x1 = _S_i64(buf, p + o1)[0]
-        else:
-            x1 = 0
-        return Opset(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_Opset.get(vt)
+            if c is None:
+                c = vc_Opset[vt] = vtab(vt, Z_Opset)
+            os, o0, o1 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'namespace'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_identifier(x0, 'Opset.namespace')
+            else:
+                x0 = None
+            f_ = 'version'
+            if o1:
+                x1 = _S_i64(buf, p + o1)[0]
+            else:
+                x1 = 0
+            return Opset(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_Opset)
+            raise
 
     vc_OptionalTensorArgument = {}
     Z_OptionalTensorArgument = (4,)
+    SN_OptionalTensorArgument = ('name',)
 
     def t_OptionalTensorArgument(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_OptionalTensorArgument.get(vt)
-        if c is None:
-            c = vc_OptionalTensorArgument[vt] = vtab(vt, Z_OptionalTensorArgument)
-        os, o0 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = sget(q)
-            if x0 is None:
-                x0 = rstr(q)
-            _SC_local_name(x0, 'OptionalTensorArgument.name')
-        else:
-            x0 = None
-        return OptionalTensorArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_OptionalTensorArgument.get(vt)
+            if c is None:
+                c = vc_OptionalTensorArgument[vt] = vtab(vt, Z_OptionalTensorArgument)
+            os, o0 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'name'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_local_name(x0, 'OptionalTensorArgument.name')
+            else:
+                x0 = None
+            return OptionalTensorArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_OptionalTensorArgument)
+            raise
 
     vc_OptionalTensorListArgument = {}
     Z_OptionalTensorListArgument = (4,)
+    SN_OptionalTensorListArgument = ('items',)
 
     def t_OptionalTensorListArgument(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_OptionalTensorListArgument.get(vt)
-        if c is None:
-            c = vc_OptionalTensorListArgument[vt] = vtab(vt, Z_OptionalTensorListArgument)
-        os, o0 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x0 = list(map(t_OptionalTensorArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x0 = []
-        return OptionalTensorListArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_OptionalTensorListArgument.get(vt)
+            if c is None:
+                c = vc_OptionalTensorListArgument[vt] = vtab(vt, Z_OptionalTensorListArgument)
+            os, o0 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = ('items', 'fb')
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x0 = list(map(t_OptionalTensorArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x0 = []
+            return OptionalTensorListArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_OptionalTensorListArgument)
+            raise
 
     vc_OutputSpec = {}
     Z_OutputSpec = (1, 4)
+    SN_OutputSpec = ('spec_type', 'spec')
 
     def t_OutputSpec(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_OutputSpec.get(vt)
-        if c is None:
-            c = vc_OutputSpec[vt] = vtab(vt, Z_OutputSpec)
-        os, o0, o1 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        x1 = None
-        if o0:
-            ty = buf[p + o0]
-            if ty:
-                if ty > 8:
-                    _newer('union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', p + o0, '0..8', ty)
-                if not o1:
-                    _fail('union type without a member', p)
-                q = p + o1
-                x1 = U_OutputSpecKind[ty](q + _U32(buf, q)[0], d + 1)
-        return OutputSpec(x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_OutputSpec.get(vt)
+            if c is None:
+                c = vc_OutputSpec[vt] = vtab(vt, Z_OutputSpec)
+            os, o0, o1 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'spec_type'
+            x1 = None
+            if o0:
+                ty = buf[p + o0]
+                if ty:
+                    if ty > 8:
+                        _newer('union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', p + o0, '0..8', ty)
+                    f_ = 'spec'
+                    if not o1:
+                        _fail('union type without a member', p)
+                    q = p + o1
+                    x1 = U_OutputSpecKind[ty](q + _U32(buf, q)[0], d + 1)
+            return OutputSpec(x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_OutputSpec)
+            raise
 
     vc_OutputTokenSpec = {}
     Z_OutputTokenSpec = (4,)
+    SN_OutputTokenSpec = ('arg',)
 
     def t_OutputTokenSpec(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_OutputTokenSpec.get(vt)
-        if c is None:
-            c = vc_OutputTokenSpec[vt] = vtab(vt, Z_OutputTokenSpec)
-        os, o0 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = t_TokenArgument(q, d + 1)
-        else:
-            x0 = None
-        return OutputTokenSpec(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_OutputTokenSpec.get(vt)
+            if c is None:
+                c = vc_OutputTokenSpec[vt] = vtab(vt, Z_OutputTokenSpec)
+            os, o0 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'arg'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = t_TokenArgument(q, d + 1)
+            else:
+                x0 = None
+            return OutputTokenSpec(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_OutputTokenSpec)
+            raise
 
     vc_Package = {}
     Z_Package = (4, 4, 8, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4)
+    SN_Package = ('format_version', 'producer', 'required_features', 'programs', 'tensors', 'storages', 'segments', 'shard_files', 'operators', 'metadata', 'extra_files', 'external_files', 'weight_sets')
 
     def t_Package(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_Package.get(vt)
-        if c is None:
-            c = vc_Package[vt] = vtab(vt, Z_Package)
-        os, o0, o1, o2, o3, o4, o5, o6, o7, o8, o9, o10, o11, o12 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = t_FormatVersion(q, d + 1)
-        else:
-            _fail('required field format_version is missing', p, 'format_version', 'absent')
-        if o1:
-            q = p + o1
-            q += _U32(buf, q)[0]
-            x1 = t_Producer(q, d + 1)
-        else:
-            x1 = None
-        if o2:
-            x2 = _S_u64(buf, p + o2)[0]
-        else:
-            x2 = 0
-        if o3:
-            q = p + o3
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x3 = list(map(t_Program, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x3 = []
-        if o4:
-            q = p + o4
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x4 = list(map(t_Tensor, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x4 = []
-        if o5:
-            q = p + o5
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x5 = list(map(t_Storage, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x5 = []
-        if o6:
-            q = p + o6
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x6 = list(map(t_Segment, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x6 = []
-        if o7:
-            q = p + o7
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x7 = list(map(t_ShardFile, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x7 = []
-        if o8:
-            q = p + o8
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x8 = list(map(t_OperatorSchema, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x8 = []
-        if o9:
-            q = p + o9
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x9 = list(map(t_StringEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x9 = []
-        if o10:
-            q = p + o10
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x10 = list(map(t_ExtraFile, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x10 = []
-        if o11:
-            q = p + o11
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x11 = list(map(t_ExternalFile, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x11 = []
-        if o12:
-            q = p + o12
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x12 = list(map(t_WeightSet, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x12 = []
-        return Package(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_Package.get(vt)
+            if c is None:
+                c = vc_Package[vt] = vtab(vt, Z_Package)
+            os, o0, o1, o2, o3, o4, o5, o6, o7, o8, o9, o10, o11, o12 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'format_version'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = t_FormatVersion(q, d + 1)
+            else:
+                _fail('required field format_version is missing', p, 'format_version', 'absent')
+            f_ = 'producer'
+            if o1:
+                q = p + o1
+                q += _U32(buf, q)[0]
+                x1 = t_Producer(q, d + 1)
+            else:
+                x1 = None
+            f_ = 'required_features'
+            if o2:
+                x2 = _S_u64(buf, p + o2)[0]
+            else:
+                x2 = 0
+            f_ = ('programs', 'fb')
+            if o3:
+                q = p + o3
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x3 = list(map(t_Program, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x3 = []
+            f_ = ('tensors', 'fb')
+            if o4:
+                q = p + o4
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x4 = list(map(t_Tensor, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x4 = []
+            f_ = ('storages', 'fb')
+            if o5:
+                q = p + o5
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x5 = list(map(t_Storage, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x5 = []
+            f_ = ('segments', 'fb')
+            if o6:
+                q = p + o6
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x6 = list(map(t_Segment, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x6 = []
+            f_ = ('shard_files', 'fb')
+            if o7:
+                q = p + o7
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x7 = list(map(t_ShardFile, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x7 = []
+            f_ = ('operators', 'fb')
+            if o8:
+                q = p + o8
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x8 = list(map(t_OperatorSchema, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x8 = []
+            f_ = ('metadata', 'fb')
+            if o9:
+                q = p + o9
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x9 = list(map(t_StringEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x9 = []
+            f_ = ('extra_files', 'fb')
+            if o10:
+                q = p + o10
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x10 = list(map(t_ExtraFile, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x10 = []
+            f_ = ('external_files', 'fb')
+            if o11:
+                q = p + o11
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x11 = list(map(t_ExternalFile, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x11 = []
+            f_ = ('weight_sets', 'fb')
+            if o12:
+                q = p + o12
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x12 = list(map(t_WeightSet, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x12 = []
+            return Package(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_Package)
+            raise
 
     vc_ParameterMutationSpec = {}
     Z_ParameterMutationSpec = (4, 4)
+    SN_ParameterMutationSpec = ('arg', 'parameter_name')
 
     def t_ParameterMutationSpec(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_ParameterMutationSpec.get(vt)
-        if c is None:
-            c = vc_ParameterMutationSpec[vt] = vtab(vt, Z_ParameterMutationSpec)
-        os, o0, o1 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = t_TensorArgument(q, d + 1)
-        else:
-            x0 = None
-        if o1:
-            q = p + o1
-            q += _U32(buf, q)[0]
-            x1 = sget(q)
-            if x1 is None:
-                x1 = rstr(q)
-            _SC_attr_path(x1, 'ParameterMutationSpec.parameter_name')
-        else:
-            x1 = None
-        return ParameterMutationSpec(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_ParameterMutationSpec.get(vt)
+            if c is None:
+                c = vc_ParameterMutationSpec[vt] = vtab(vt, Z_ParameterMutationSpec)
+            os, o0, o1 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'arg'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = t_TensorArgument(q, d + 1)
+            else:
+                x0 = None
+            f_ = 'parameter_name'
+            if o1:
+                q = p + o1
+                q += _U32(buf, q)[0]
+                x1 = sget(q)
+                if x1 is None:
+                    x1 = rstr(q)
+                _SC_attr_path(x1, 'ParameterMutationSpec.parameter_name')
+            else:
+                x1 = None
+            return ParameterMutationSpec(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_ParameterMutationSpec)
+            raise
 
     vc_Producer = {}
     Z_Producer = (4, 4, 4)
+    SN_Producer = ('name', 'version', 'torch_version')
 
     def t_Producer(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_Producer.get(vt)
-        if c is None:
-            c = vc_Producer[vt] = vtab(vt, Z_Producer)
-        os, o0, o1, o2 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = sget(q)
-            if x0 is None:
-                x0 = rstr(q)
-            _SC_free_text(x0, 'Producer.name')
-        else:
-            x0 = None
-        if o1:
-            q = p + o1
-            q += _U32(buf, q)[0]
-            x1 = sget(q)
-            if x1 is None:
-                x1 = rstr(q)
-            _SC_free_text(x1, 'Producer.version')
-        else:
-            x1 = None
-        if o2:
-            q = p + o2
-            q += _U32(buf, q)[0]
-            x2 = sget(q)
-            if x2 is None:
-                x2 = rstr(q)
-            _SC_free_text(x2, 'Producer.torch_version')
-        else:
-            x2 = None
-        return Producer(x0, x1, x2)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_Producer.get(vt)
+            if c is None:
+                c = vc_Producer[vt] = vtab(vt, Z_Producer)
+            os, o0, o1, o2 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'name'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_free_text(x0, 'Producer.name')
+            else:
+                x0 = None
+            f_ = 'version'
+            if o1:
+                q = p + o1
+                q += _U32(buf, q)[0]
+                x1 = sget(q)
+                if x1 is None:
+                    x1 = rstr(q)
+                _SC_free_text(x1, 'Producer.version')
+            else:
+                x1 = None
+            f_ = 'torch_version'
+            if o2:
+                q = p + o2
+                q += _U32(buf, q)[0]
+                x2 = sget(q)
+                if x2 is None:
+                    x2 = rstr(q)
+                _SC_free_text(x2, 'Producer.torch_version')
+            else:
+                x2 = None
+            return Producer(x0, x1, x2)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_Producer)
+            raise
 
     vc_Program = {}
     Z_Program = (4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4)
+    SN_Program = ('name', 'graph', 'signature', 'module_call_graph', 'symbols', 'sym_exprs', 'range_constraints', 'opsets', 'verifiers', 'guards_code', 'state', 'custom_objects', 'example_inputs', 'namedtuple_defs', 'metadata')
 
     def t_Program(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_Program.get(vt)
-        if c is None:
-            c = vc_Program[vt] = vtab(vt, Z_Program)
-        os, o0, o1, o2, o3, o4, o5, o6, o7, o8, o9, o10, o11, o12, o13, o14 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = sget(q)
-            if x0 is None:
-                x0 = rstr(q)
-            _SC_identifier(x0, 'Program.name')
-        else:
-            x0 = None
-        if o1:
-            q = p + o1
-            q += _U32(buf, q)[0]
-            x1 = t_Graph(q, d + 1)
-        else:
-            x1 = None
-        if o2:
-            q = p + o2
-            q += _U32(buf, q)[0]
-            x2 = t_GraphSignature(q, d + 1)
-        else:
-            x2 = None
-        if o3:
-            q = p + o3
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x3 = list(map(t_ModuleCallEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x3 = []
-        if o4:
-            q = p + o4
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x4 = list(map(t_Symbol, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x4 = []
-        if o5:
-            q = p + o5
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x5 = list(map(t_SymExpr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x5 = []
-        if o6:
-            q = p + o6
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x6 = list(map(t_RangeConstraint, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x6 = []
-        if o7:
-            q = p + o7
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x7 = list(map(t_Opset, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x7 = []
-        if o8:
-            q = p + o8
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x8 = list(map(rstr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4))))
-            for _s in x8: _SC_token(_s, 'Program.verifiers')
-        else:
-            x8 = []
-        if o9:
-            q = p + o9
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x9 = list(map(rstr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4))))
-            for _s in x9: _SC_free_text(_s, 'Program.guards_code')
-        else:
-            x9 = []
-        if o10:
-            q = p + o10
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x10 = list(map(t_StateEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x10 = []
-        if o11:
-            q = p + o11
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x11 = list(map(t_CustomObject, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x11 = []
-        if o12:
-            q = p + o12
-            q += _U32(buf, q)[0]
-            x12 = t_Value(q, d + 1)
-        else:
-            x12 = None
-        if o13:
-            q = p + o13
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x13 = list(map(t_NamedTupleDef, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x13 = []
-        if o14:
-            q = p + o14
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x14 = list(map(t_StringEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x14 = []
-        return Program(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_Program.get(vt)
+            if c is None:
+                c = vc_Program[vt] = vtab(vt, Z_Program)
+            os, o0, o1, o2, o3, o4, o5, o6, o7, o8, o9, o10, o11, o12, o13, o14 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'name'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_identifier(x0, 'Program.name')
+            else:
+                x0 = None
+            f_ = 'graph'
+            if o1:
+                q = p + o1
+                q += _U32(buf, q)[0]
+                x1 = t_Graph(q, d + 1)
+            else:
+                x1 = None
+            f_ = 'signature'
+            if o2:
+                q = p + o2
+                q += _U32(buf, q)[0]
+                x2 = t_GraphSignature(q, d + 1)
+            else:
+                x2 = None
+            f_ = ('module_call_graph', 'fb')
+            if o3:
+                q = p + o3
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x3 = list(map(t_ModuleCallEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x3 = []
+            f_ = ('symbols', 'fb')
+            if o4:
+                q = p + o4
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x4 = list(map(t_Symbol, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x4 = []
+            f_ = ('sym_exprs', 'fb')
+            if o5:
+                q = p + o5
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x5 = list(map(t_SymExpr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x5 = []
+            f_ = ('range_constraints', 'fb')
+            if o6:
+                q = p + o6
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x6 = list(map(t_RangeConstraint, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x6 = []
+            f_ = ('opsets', 'fb')
+            if o7:
+                q = p + o7
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x7 = list(map(t_Opset, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x7 = []
+            f_ = 'verifiers'
+            if o8:
+                q = p + o8
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x8 = list(map(rstr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4))))
+                for _s in x8: _SC_token(_s, 'Program.verifiers')
+            else:
+                x8 = []
+            f_ = 'guards_code'
+            if o9:
+                q = p + o9
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x9 = list(map(rstr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4))))
+                for _s in x9: _SC_free_text(_s, 'Program.guards_code')
+            else:
+                x9 = []
+            f_ = ('state', 'fb')
+            if o10:
+                q = p + o10
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x10 = list(map(t_StateEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x10 = []
+            f_ = ('custom_objects', 'fb')
+            if o11:
+                q = p + o11
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x11 = list(map(t_CustomObject, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x11 = []
+            f_ = 'example_inputs'
+            if o12:
+                q = p + o12
+                q += _U32(buf, q)[0]
+                x12 = t_Value(q, d + 1)
+            else:
+                x12 = None
+            f_ = ('namedtuple_defs', 'fb')
+            if o13:
+                q = p + o13
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x13 = list(map(t_NamedTupleDef, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x13 = []
+            f_ = ('metadata', 'fb')
+            if o14:
+                q = p + o14
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x14 = list(map(t_StringEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x14 = []
+            return Program(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_Program)
+            raise
 
     vc_RangeConstraint = {}
     Z_RangeConstraint = (4, 4)
+    SN_RangeConstraint = ('expr', 'range')
 
     def t_RangeConstraint(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_RangeConstraint.get(vt)
-        if c is None:
-            c = vc_RangeConstraint[vt] = vtab(vt, Z_RangeConstraint)
-        os, o0, o1 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            x0 = _S_u32(buf, p + o0)[0]
-        else:
-            x0 = 0
-        if o1:
-            q = p + o1
-            q += _U32(buf, q)[0]
-            x1 = t_ValueRange(q, d + 1)
-        else:
-            x1 = None
-        return RangeConstraint(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_RangeConstraint.get(vt)
+            if c is None:
+                c = vc_RangeConstraint[vt] = vtab(vt, Z_RangeConstraint)
+            os, o0, o1 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'expr'
+            if o0:
+                x0 = _S_u32(buf, p + o0)[0]
+            else:
+                x0 = 0
+            f_ = 'range'
+            if o1:
+                q = p + o1
+                q += _U32(buf, q)[0]
+                x1 = t_ValueRange(q, d + 1)
+            else:
+                x1 = None
+            return RangeConstraint(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_RangeConstraint)
+            raise
 
     vc_ScalarTypeArgument = {}
     Z_ScalarTypeArgument = (1,)
+    SN_ScalarTypeArgument = ('value',)
 
     def t_ScalarTypeArgument(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_ScalarTypeArgument.get(vt)
-        if c is None:
-            c = vc_ScalarTypeArgument[vt] = vtab(vt, Z_ScalarTypeArgument)
-        os, o0 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            x0 = _S_u8(buf, p + o0)[0]
-        else:
-            x0 = 0
-        return ScalarTypeArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_ScalarTypeArgument.get(vt)
+            if c is None:
+                c = vc_ScalarTypeArgument[vt] = vtab(vt, Z_ScalarTypeArgument)
+            os, o0 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'value'
+            if o0:
+                x0 = _S_u8(buf, p + o0)[0]
+            else:
+                x0 = 0
+            return ScalarTypeArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_ScalarTypeArgument)
+            raise
 
     vc_ScalarTypeValue = {}
     Z_ScalarTypeValue = (1,)
+    SN_ScalarTypeValue = ('value',)
 
     def t_ScalarTypeValue(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_ScalarTypeValue.get(vt)
-        if c is None:
-            c = vc_ScalarTypeValue[vt] = vtab(vt, Z_ScalarTypeValue)
-        os, o0 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            x0 = _S_u8(buf, p + o0)[0]
-        else:
-            x0 = 0
-        return ScalarTypeValue(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_ScalarTypeValue.get(vt)
+            if c is None:
+                c = vc_ScalarTypeValue[vt] = vtab(vt, Z_ScalarTypeValue)
+            os, o0 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'value'
+            if o0:
+                x0 = _S_u8(buf, p + o0)[0]
+            else:
+                x0 = 0
+            return ScalarTypeValue(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_ScalarTypeValue)
+            raise
 
     vc_Segment = {}
     Z_Segment = (4, 4, 4)
+    SN_Segment = ('file', 'section', 'external')
 
     def t_Segment(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_Segment.get(vt)
-        if c is None:
-            c = vc_Segment[vt] = vtab(vt, Z_Segment)
-        os, o0, o1, o2 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            x0 = _S_u32(buf, p + o0)[0]
-        else:
-            x0 = 0
-        if o1:
-            x1 = _S_u32(buf, p + o1)[0]
-        else:
-            x1 = 0
-        if o2:
-            x2 = _S_u32(buf, p + o2)[0]
-        else:
-            x2 = 0
-        return Segment(x0, x1, x2)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_Segment.get(vt)
+            if c is None:
+                c = vc_Segment[vt] = vtab(vt, Z_Segment)
+            os, o0, o1, o2 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'file'
+            if o0:
+                x0 = _S_u32(buf, p + o0)[0]
+            else:
+                x0 = 0
+            f_ = 'section'
+            if o1:
+                x1 = _S_u32(buf, p + o1)[0]
+            else:
+                x1 = 0
+            f_ = 'external'
+            if o2:
+                x2 = _S_u32(buf, p + o2)[0]
+            else:
+                x2 = 0
+            return Segment(x0, x1, x2)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_Segment)
+            raise
 
     vc_ShardFile = {}
     Z_ShardFile = (4, 8, 4)
+    SN_ShardFile = ('name', 'size', 'package_id')
 
     def t_ShardFile(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_ShardFile.get(vt)
-        if c is None:
-            c = vc_ShardFile[vt] = vtab(vt, Z_ShardFile)
-        os, o0, o1, o2 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = sget(q)
-            if x0 is None:
-                x0 = rstr(q)
-            _SC_file_name(x0, 'ShardFile.name')
-        else:
-            x0 = None
-        if o1:
-            x1 = _S_u64(buf, p + o1)[0]
-        else:
-            x1 = 0
-        if o2:
-            q = p + o2
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 1)
-            x2 = list(buf[q + 4:q + 4 + cnt])
-        else:
-            x2 = []
-        return ShardFile(x0, x1, x2)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_ShardFile.get(vt)
+            if c is None:
+                c = vc_ShardFile[vt] = vtab(vt, Z_ShardFile)
+            os, o0, o1, o2 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'name'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_file_name(x0, 'ShardFile.name')
+            else:
+                x0 = None
+            f_ = 'size'
+            if o1:
+                x1 = _S_u64(buf, p + o1)[0]
+            else:
+                x1 = 0
+            f_ = 'package_id'
+            if o2:
+                q = p + o2
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 1)
+                x2 = list(buf[q + 4:q + 4 + cnt])
+            else:
+                x2 = []
+            return ShardFile(x0, x1, x2)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_ShardFile)
+            raise
 
     vc_SourceFnEntry = {}
     Z_SourceFnEntry = (4, 4)
+    SN_SourceFnEntry = ('name', 'target')
 
     def t_SourceFnEntry(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_SourceFnEntry.get(vt)
-        if c is None:
-            c = vc_SourceFnEntry[vt] = vtab(vt, Z_SourceFnEntry)
-        os, o0, o1 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = sget(q)
-            if x0 is None:
-                x0 = rstr(q)
-            _SC_token(x0, 'SourceFnEntry.name')
-        else:
-            x0 = None
-        if o1:
-            q = p + o1
-            q += _U32(buf, q)[0]
-            x1 = sget(q)
-            if x1 is None:
-                x1 = rstr(q)
-            _SC_qualified_name(x1, 'SourceFnEntry.target')
-        else:
-            x1 = None
-        return SourceFnEntry(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_SourceFnEntry.get(vt)
+            if c is None:
+                c = vc_SourceFnEntry[vt] = vtab(vt, Z_SourceFnEntry)
+            os, o0, o1 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'name'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_token(x0, 'SourceFnEntry.name')
+            else:
+                x0 = None
+            f_ = 'target'
+            if o1:
+                q = p + o1
+                q += _U32(buf, q)[0]
+                x1 = sget(q)
+                if x1 is None:
+                    x1 = rstr(q)
+                _SC_qualified_name(x1, 'SourceFnEntry.target')
+            else:
+                x1 = None
+            return SourceFnEntry(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_SourceFnEntry)
+            raise
 
     vc_StateEntry = {}
     Z_StateEntry = (4, 1, 4)
+    SN_StateEntry = ('name', 'kind', 'tensor')
 
     def t_StateEntry(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_StateEntry.get(vt)
-        if c is None:
-            c = vc_StateEntry[vt] = vtab(vt, Z_StateEntry)
-        os, o0, o1, o2 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = sget(q)
-            if x0 is None:
-                x0 = rstr(q)
-            _SC_attr_path(x0, 'StateEntry.name')
-        else:
-            x0 = None
-        if o1:
-            x1 = _S_u8(buf, p + o1)[0]
-        else:
-            x1 = 0
-        if o2:
-            x2 = _S_u32(buf, p + o2)[0]
-        else:
-            x2 = 0
-        return StateEntry(x0, x1, x2)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_StateEntry.get(vt)
+            if c is None:
+                c = vc_StateEntry[vt] = vtab(vt, Z_StateEntry)
+            os, o0, o1, o2 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'name'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_attr_path(x0, 'StateEntry.name')
+            else:
+                x0 = None
+            f_ = 'kind'
+            if o1:
+                x1 = _S_u8(buf, p + o1)[0]
+            else:
+                x1 = 0
+            f_ = 'tensor'
+            if o2:
+                x2 = _S_u32(buf, p + o2)[0]
+            else:
+                x2 = 0
+            return StateEntry(x0, x1, x2)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_StateEntry)
+            raise
 
     vc_Storage = {}
     Z_Storage = (4, 8, 8, 1, 4)
+    SN_Storage = ('segment', 'offset', 'size', 'checksum_kind', 'checksum')
 
     def t_Storage(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_Storage.get(vt)
-        if c is None:
-            c = vc_Storage[vt] = vtab(vt, Z_Storage)
-        os, o0, o1, o2, o3, o4 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            x0 = _S_u32(buf, p + o0)[0]
-        else:
-            x0 = 0
-        if o1:
-            x1 = _S_u64(buf, p + o1)[0]
-        else:
-            x1 = 0
-        if o2:
-            x2 = _S_u64(buf, p + o2)[0]
-        else:
-            x2 = 0
-        if o3:
-            x3 = _S_u8(buf, p + o3)[0]
-        else:
-            x3 = 0
-        if o4:
-            x4 = _S_u32(buf, p + o4)[0]
-        else:
-            x4 = 0
-        return Storage(x0, x1, x2, x3, x4)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_Storage.get(vt)
+            if c is None:
+                c = vc_Storage[vt] = vtab(vt, Z_Storage)
+            os, o0, o1, o2, o3, o4 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'segment'
+            if o0:
+                x0 = _S_u32(buf, p + o0)[0]
+            else:
+                x0 = 0
+            f_ = 'offset'
+            if o1:
+                x1 = _S_u64(buf, p + o1)[0]
+            else:
+                x1 = 0
+            f_ = 'size'
+            if o2:
+                x2 = _S_u64(buf, p + o2)[0]
+            else:
+                x2 = 0
+            f_ = 'checksum_kind'
+            if o3:
+                x3 = _S_u8(buf, p + o3)[0]
+            else:
+                x3 = 0
+            f_ = 'checksum'
+            if o4:
+                x4 = _S_u32(buf, p + o4)[0]
+            else:
+                x4 = 0
+            return Storage(x0, x1, x2, x3, x4)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_Storage)
+            raise
 
     vc_StringArgument = {}
     Z_StringArgument = (4,)
+    SN_StringArgument = ('value',)
 
     def t_StringArgument(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_StringArgument.get(vt)
-        if c is None:
-            c = vc_StringArgument[vt] = vtab(vt, Z_StringArgument)
-        os, o0 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = sget(q)
-            if x0 is None:
-                x0 = rstr(q)
-            _SC_free_text(x0, 'StringArgument.value')
-        else:
-            x0 = None
-        return StringArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_StringArgument.get(vt)
+            if c is None:
+                c = vc_StringArgument[vt] = vtab(vt, Z_StringArgument)
+            os, o0 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'value'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_free_text(x0, 'StringArgument.value')
+            else:
+                x0 = None
+            return StringArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_StringArgument)
+            raise
 
     vc_StringEntry = {}
     Z_StringEntry = (4, 4)
+    SN_StringEntry = ('key', 'value')
 
     def t_StringEntry(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_StringEntry.get(vt)
-        if c is None:
-            c = vc_StringEntry[vt] = vtab(vt, Z_StringEntry)
-        os, o0, o1 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = sget(q)
-            if x0 is None:
-                x0 = rstr(q)
-            _SC_metadata_key(x0, 'StringEntry.key')
-        else:
-            _fail('required field key is missing', p, 'key', 'absent')
-        if o1:
-            q = p + o1
-            q += _U32(buf, q)[0]
-            x1 = sget(q)
-            if x1 is None:
-                x1 = rstr(q)
-            _SC_free_text(x1, 'StringEntry.value')
-        else:
-            x1 = None
-        return StringEntry(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_StringEntry.get(vt)
+            if c is None:
+                c = vc_StringEntry[vt] = vtab(vt, Z_StringEntry)
+            os, o0, o1 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'key'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_metadata_key(x0, 'StringEntry.key')
+            else:
+                _fail('required field key is missing', p, 'key', 'absent')
+            f_ = 'value'
+            if o1:
+                q = p + o1
+                q += _U32(buf, q)[0]
+                x1 = sget(q)
+                if x1 is None:
+                    x1 = rstr(q)
+                _SC_free_text(x1, 'StringEntry.value')
+            else:
+                x1 = None
+            return StringEntry(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_StringEntry)
+            raise
 
     vc_StringListArgument = {}
     Z_StringListArgument = (4,)
+    SN_StringListArgument = ('values',)
 
     def t_StringListArgument(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_StringListArgument.get(vt)
-        if c is None:
-            c = vc_StringListArgument[vt] = vtab(vt, Z_StringListArgument)
-        os, o0 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x0 = list(map(rstr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4))))
-            for _s in x0: _SC_free_text(_s, 'StringListArgument.values')
-        else:
-            x0 = []
-        return StringListArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_StringListArgument.get(vt)
+            if c is None:
+                c = vc_StringListArgument[vt] = vtab(vt, Z_StringListArgument)
+            os, o0 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'values'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x0 = list(map(rstr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4))))
+                for _s in x0: _SC_free_text(_s, 'StringListArgument.values')
+            else:
+                x0 = []
+            return StringListArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_StringListArgument)
+            raise
 
     vc_StringToArgumentMapArgument = {}
     Z_StringToArgumentMapArgument = (4,)
+    SN_StringToArgumentMapArgument = ('entries',)
 
     def t_StringToArgumentMapArgument(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_StringToArgumentMapArgument.get(vt)
-        if c is None:
-            c = vc_StringToArgumentMapArgument[vt] = vtab(vt, Z_StringToArgumentMapArgument)
-        os, o0 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x0 = list(map(t_ArgumentMapEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x0 = []
-        return StringToArgumentMapArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_StringToArgumentMapArgument.get(vt)
+            if c is None:
+                c = vc_StringToArgumentMapArgument[vt] = vtab(vt, Z_StringToArgumentMapArgument)
+            os, o0 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = ('entries', 'fb')
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x0 = list(map(t_ArgumentMapEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x0 = []
+            return StringToArgumentMapArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_StringToArgumentMapArgument)
+            raise
 
     vc_StringValue = {}
     Z_StringValue = (4,)
+    SN_StringValue = ('value',)
 
     def t_StringValue(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_StringValue.get(vt)
-        if c is None:
-            c = vc_StringValue[vt] = vtab(vt, Z_StringValue)
-        os, o0 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = sget(q)
-            if x0 is None:
-                x0 = rstr(q)
-            _SC_free_text(x0, 'StringValue.value')
-        else:
-            x0 = None
-        return StringValue(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_StringValue.get(vt)
+            if c is None:
+                c = vc_StringValue[vt] = vtab(vt, Z_StringValue)
+            os, o0 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'value'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_free_text(x0, 'StringValue.value')
+            else:
+                x0 = None
+            return StringValue(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_StringValue)
+            raise
 
     vc_SymBoolArgument = {}
     Z_SymBoolArgument = (4, 1)
+    SN_SymBoolArgument = ('name', 'value')
 
     def t_SymBoolArgument(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_SymBoolArgument.get(vt)
-        if c is None:
-            c = vc_SymBoolArgument[vt] = vtab(vt, Z_SymBoolArgument)
-        os, o0, o1 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = sget(q)
-            if x0 is None:
-                x0 = rstr(q)
-            _SC_local_name(x0, 'SymBoolArgument.name')
-        else:
-            x0 = None
-        if o1:
-            x1 = _S_bool(buf, p + o1)[0]
-        else:
-            x1 = False
-        return SymBoolArgument(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_SymBoolArgument.get(vt)
+            if c is None:
+                c = vc_SymBoolArgument[vt] = vtab(vt, Z_SymBoolArgument)
+            os, o0, o1 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'name'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_local_name(x0, 'SymBoolArgument.name')
+            else:
+                x0 = None
+            f_ = 'value'
+            if o1:
+                x1 = _S_bool(buf, p + o1)[0]
+            else:
+                x1 = False
+            return SymBoolArgument(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_SymBoolArgument)
+            raise
 
     vc_SymBoolListArgument = {}
     Z_SymBoolListArgument = (4,)
+    SN_SymBoolListArgument = ('items',)
 
     def t_SymBoolListArgument(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_SymBoolListArgument.get(vt)
-        if c is None:
-            c = vc_SymBoolListArgument[vt] = vtab(vt, Z_SymBoolListArgument)
-        os, o0 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x0 = list(map(t_SymBoolArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x0 = []
-        return SymBoolListArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_SymBoolListArgument.get(vt)
+            if c is None:
+                c = vc_SymBoolListArgument[vt] = vtab(vt, Z_SymBoolListArgument)
+            os, o0 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = ('items', 'fb')
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x0 = list(map(t_SymBoolArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x0 = []
+            return SymBoolListArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_SymBoolListArgument)
+            raise
 
     vc_SymBoolValue = {}
     Z_SymBoolValue = (4, 8)
+    SN_SymBoolValue = ('name', 'value')
 
     def t_SymBoolValue(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_SymBoolValue.get(vt)
-        if c is None:
-            c = vc_SymBoolValue[vt] = vtab(vt, Z_SymBoolValue)
-        os, o0, o1 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = sget(q)
-            if x0 is None:
-                x0 = rstr(q)
-            _SC_local_name(x0, 'SymBoolValue.name')
-        else:
-            x0 = None
-        if o1:
-            x1 = SymBool(*_ST_SymBool.unpack_from(buf, p + o1))
-        else:
-            x1 = None
-        return SymBoolValue(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_SymBoolValue.get(vt)
+            if c is None:
+                c = vc_SymBoolValue[vt] = vtab(vt, Z_SymBoolValue)
+            os, o0, o1 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'name'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_local_name(x0, 'SymBoolValue.name')
+            else:
+                x0 = None
+            f_ = 'value'
+            if o1:
+                x1 = SymBool(*_ST_SymBool.unpack_from(buf, p + o1))
+            else:
+                x1 = None
+            return SymBoolValue(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_SymBoolValue)
+            raise
 
     vc_SymExpr = {}
     Z_SymExpr = (1, 4, 8, 8, 8, 1, 1, 4)
+    SN_SymExpr = ('kind', 'symbol', 'int_value', 'denominator', 'float_value', 'bool_value', 'op', 'args')
 
     def t_SymExpr(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_SymExpr.get(vt)
-        if c is None:
-            c = vc_SymExpr[vt] = vtab(vt, Z_SymExpr)
-        os, o0, o1, o2, o3, o4, o5, o6, o7 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            x0 = _S_u8(buf, p + o0)[0]
-        else:
-            x0 = 0
-        if o1:
-            x1 = _S_u32(buf, p + o1)[0]
-        else:
-            x1 = 0
-        if o2:
-            x2 = _S_i64(buf, p + o2)[0]
-        else:
-            x2 = 0
-        if o3:
-            x3 = _S_i64(buf, p + o3)[0]
-        else:
-            x3 = 1
-        if o4:
-            x4 = _S_f64(buf, p + o4)[0]
-        else:
-            x4 = 0.0
-        if o5:
-            x5 = _S_bool(buf, p + o5)[0]
-        else:
-            x5 = False
-        if o6:
-            x6 = _S_u8(buf, p + o6)[0]
-        else:
-            x6 = 0
-        if o7:
-            q = p + o7
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x7 = list(_unpack('<%dI' % cnt, buf, q + 4))
-        else:
-            x7 = []
-        return SymExpr(x0, x1, x2, x3, x4, x5, x6, x7)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_SymExpr.get(vt)
+            if c is None:
+                c = vc_SymExpr[vt] = vtab(vt, Z_SymExpr)
+            os, o0, o1, o2, o3, o4, o5, o6, o7 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'kind'
+            if o0:
+                x0 = _S_u8(buf, p + o0)[0]
+            else:
+                x0 = 0
+            f_ = 'symbol'
+            if o1:
+                x1 = _S_u32(buf, p + o1)[0]
+            else:
+                x1 = 0
+            f_ = 'int_value'
+            if o2:
+                x2 = _S_i64(buf, p + o2)[0]
+            else:
+                x2 = 0
+            f_ = 'denominator'
+            if o3:
+                x3 = _S_i64(buf, p + o3)[0]
+            else:
+                x3 = 1
+            f_ = 'float_value'
+            if o4:
+                x4 = _S_f64(buf, p + o4)[0]
+            else:
+                x4 = 0.0
+            f_ = 'bool_value'
+            if o5:
+                x5 = _S_bool(buf, p + o5)[0]
+            else:
+                x5 = False
+            f_ = 'op'
+            if o6:
+                x6 = _S_u8(buf, p + o6)[0]
+            else:
+                x6 = 0
+            f_ = 'args'
+            if o7:
+                q = p + o7
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x7 = list(_unpack('<%dI' % cnt, buf, q + 4))
+            else:
+                x7 = []
+            return SymExpr(x0, x1, x2, x3, x4, x5, x6, x7)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_SymExpr)
+            raise
 
     vc_SymFloatArgument = {}
     Z_SymFloatArgument = (4, 8)
+    SN_SymFloatArgument = ('name', 'value')
 
     def t_SymFloatArgument(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_SymFloatArgument.get(vt)
-        if c is None:
-            c = vc_SymFloatArgument[vt] = vtab(vt, Z_SymFloatArgument)
-        os, o0, o1 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = sget(q)
-            if x0 is None:
-                x0 = rstr(q)
-            _SC_local_name(x0, 'SymFloatArgument.name')
-        else:
-            x0 = None
-        if o1:
-            x1 = _S_f64(buf, p + o1)[0]
-        else:
-            x1 = 0.0
-        return SymFloatArgument(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_SymFloatArgument.get(vt)
+            if c is None:
+                c = vc_SymFloatArgument[vt] = vtab(vt, Z_SymFloatArgument)
+            os, o0, o1 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'name'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_local_name(x0, 'SymFloatArgument.name')
+            else:
+                x0 = None
+            f_ = 'value'
+            if o1:
+                x1 = _S_f64(buf, p + o1)[0]
+            else:
+                x1 = 0.0
+            return SymFloatArgument(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_SymFloatArgument)
+            raise
 
     vc_SymFloatListArgument = {}
     Z_SymFloatListArgument = (4,)
+    SN_SymFloatListArgument = ('items',)
 
     def t_SymFloatListArgument(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_SymFloatListArgument.get(vt)
-        if c is None:
-            c = vc_SymFloatListArgument[vt] = vtab(vt, Z_SymFloatListArgument)
-        os, o0 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x0 = list(map(t_SymFloatArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x0 = []
-        return SymFloatListArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_SymFloatListArgument.get(vt)
+            if c is None:
+                c = vc_SymFloatListArgument[vt] = vtab(vt, Z_SymFloatListArgument)
+            os, o0 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = ('items', 'fb')
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x0 = list(map(t_SymFloatArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x0 = []
+            return SymFloatListArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_SymFloatListArgument)
+            raise
 
     vc_SymFloatValue = {}
     Z_SymFloatValue = (4, 16)
+    SN_SymFloatValue = ('name', 'value')
 
     def t_SymFloatValue(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_SymFloatValue.get(vt)
-        if c is None:
-            c = vc_SymFloatValue[vt] = vtab(vt, Z_SymFloatValue)
-        os, o0, o1 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = sget(q)
-            if x0 is None:
-                x0 = rstr(q)
-            _SC_local_name(x0, 'SymFloatValue.name')
-        else:
-            x0 = None
-        if o1:
-            x1 = SymFloat(*_ST_SymFloat.unpack_from(buf, p + o1))
-        else:
-            x1 = None
-        return SymFloatValue(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_SymFloatValue.get(vt)
+            if c is None:
+                c = vc_SymFloatValue[vt] = vtab(vt, Z_SymFloatValue)
+            os, o0, o1 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'name'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_local_name(x0, 'SymFloatValue.name')
+            else:
+                x0 = None
+            f_ = 'value'
+            if o1:
+                x1 = SymFloat(*_ST_SymFloat.unpack_from(buf, p + o1))
+            else:
+                x1 = None
+            return SymFloatValue(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_SymFloatValue)
+            raise
 
     vc_SymIntArgument = {}
     Z_SymIntArgument = (4, 8)
+    SN_SymIntArgument = ('name', 'value')
 
     def t_SymIntArgument(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_SymIntArgument.get(vt)
-        if c is None:
-            c = vc_SymIntArgument[vt] = vtab(vt, Z_SymIntArgument)
-        os, o0, o1 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = sget(q)
-            if x0 is None:
-                x0 = rstr(q)
-            _SC_local_name(x0, 'SymIntArgument.name')
-        else:
-            x0 = None
-        if o1:
-            x1 = _S_i64(buf, p + o1)[0]
-        else:
-            x1 = 0
-        return SymIntArgument(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_SymIntArgument.get(vt)
+            if c is None:
+                c = vc_SymIntArgument[vt] = vtab(vt, Z_SymIntArgument)
+            os, o0, o1 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'name'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_local_name(x0, 'SymIntArgument.name')
+            else:
+                x0 = None
+            f_ = 'value'
+            if o1:
+                x1 = _S_i64(buf, p + o1)[0]
+            else:
+                x1 = 0
+            return SymIntArgument(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_SymIntArgument)
+            raise
 
     vc_SymIntListArgument = {}
     Z_SymIntListArgument = (4,)
+    SN_SymIntListArgument = ('items',)
 
     def t_SymIntListArgument(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_SymIntListArgument.get(vt)
-        if c is None:
-            c = vc_SymIntListArgument[vt] = vtab(vt, Z_SymIntListArgument)
-        os, o0 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x0 = list(map(t_SymIntArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x0 = []
-        return SymIntListArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_SymIntListArgument.get(vt)
+            if c is None:
+                c = vc_SymIntListArgument[vt] = vtab(vt, Z_SymIntListArgument)
+            os, o0 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = ('items', 'fb')
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x0 = list(map(t_SymIntArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x0 = []
+            return SymIntListArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_SymIntListArgument)
+            raise
 
     vc_SymIntValue = {}
     Z_SymIntValue = (4, 16)
+    SN_SymIntValue = ('name', 'value')
 
     def t_SymIntValue(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_SymIntValue.get(vt)
-        if c is None:
-            c = vc_SymIntValue[vt] = vtab(vt, Z_SymIntValue)
-        os, o0, o1 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = sget(q)
-            if x0 is None:
-                x0 = rstr(q)
-            _SC_local_name(x0, 'SymIntValue.name')
-        else:
-            x0 = None
-        if o1:
-            x1 = SymInt(*_ST_SymInt.unpack_from(buf, p + o1))
-        else:
-            x1 = None
-        return SymIntValue(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_SymIntValue.get(vt)
+            if c is None:
+                c = vc_SymIntValue[vt] = vtab(vt, Z_SymIntValue)
+            os, o0, o1 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'name'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_local_name(x0, 'SymIntValue.name')
+            else:
+                x0 = None
+            f_ = 'value'
+            if o1:
+                x1 = SymInt(*_ST_SymInt.unpack_from(buf, p + o1))
+            else:
+                x1 = None
+            return SymIntValue(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_SymIntValue)
+            raise
 
     vc_Symbol = {}
     Z_Symbol = (4, 1, 4, 8, 1, 1, 8)
+    SN_Symbol = ('name', 'kind', 'range', 'hint', 'has_hint', 'positive', 'float_hint')
 
     def t_Symbol(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_Symbol.get(vt)
-        if c is None:
-            c = vc_Symbol[vt] = vtab(vt, Z_Symbol)
-        os, o0, o1, o2, o3, o4, o5, o6 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = sget(q)
-            if x0 is None:
-                x0 = rstr(q)
-            _SC_identifier(x0, 'Symbol.name')
-        else:
-            x0 = None
-        if o1:
-            x1 = _S_u8(buf, p + o1)[0]
-        else:
-            x1 = 0
-        if o2:
-            q = p + o2
-            q += _U32(buf, q)[0]
-            x2 = t_ValueRange(q, d + 1)
-        else:
-            x2 = None
-        if o3:
-            x3 = _S_i64(buf, p + o3)[0]
-        else:
-            x3 = 0
-        if o4:
-            x4 = _S_bool(buf, p + o4)[0]
-        else:
-            x4 = False
-        if o5:
-            x5 = _S_bool(buf, p + o5)[0]
-        else:
-            x5 = False
-        if o6:
-            x6 = _S_f64(buf, p + o6)[0]
-        else:
-            x6 = 0.0
-        return Symbol(x0, x1, x2, x3, x4, x5, x6)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_Symbol.get(vt)
+            if c is None:
+                c = vc_Symbol[vt] = vtab(vt, Z_Symbol)
+            os, o0, o1, o2, o3, o4, o5, o6 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'name'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_identifier(x0, 'Symbol.name')
+            else:
+                x0 = None
+            f_ = 'kind'
+            if o1:
+                x1 = _S_u8(buf, p + o1)[0]
+            else:
+                x1 = 0
+            f_ = 'range'
+            if o2:
+                q = p + o2
+                q += _U32(buf, q)[0]
+                x2 = t_ValueRange(q, d + 1)
+            else:
+                x2 = None
+            f_ = 'hint'
+            if o3:
+                x3 = _S_i64(buf, p + o3)[0]
+            else:
+                x3 = 0
+            f_ = 'has_hint'
+            if o4:
+                x4 = _S_bool(buf, p + o4)[0]
+            else:
+                x4 = False
+            f_ = 'positive'
+            if o5:
+                x5 = _S_bool(buf, p + o5)[0]
+            else:
+                x5 = False
+            f_ = 'float_hint'
+            if o6:
+                x6 = _S_f64(buf, p + o6)[0]
+            else:
+                x6 = 0.0
+            return Symbol(x0, x1, x2, x3, x4, x5, x6)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_Symbol)
+            raise
 
     vc_Tensor = {}
     Z_Tensor = (4, 1, 4, 4, 8, 1, 4)
+    SN_Tensor = ('storage', 'dtype', 'sizes', 'strides', 'storage_offset', 'requires_grad', 'device')
 
     def t_Tensor(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_Tensor.get(vt)
-        if c is None:
-            c = vc_Tensor[vt] = vtab(vt, Z_Tensor)
-        os, o0, o1, o2, o3, o4, o5, o6 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            x0 = _S_u32(buf, p + o0)[0]
-        else:
-            x0 = 0
-        if o1:
-            x1 = _S_u8(buf, p + o1)[0]
-        else:
-            x1 = 0
-        if o2:
-            q = p + o2
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 8)
-            x2 = list(_unpack('<%dq' % cnt, buf, q + 4))
-        else:
-            x2 = []
-        if o3:
-            q = p + o3
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 8)
-            x3 = list(_unpack('<%dq' % cnt, buf, q + 4))
-        else:
-            x3 = []
-        if o4:
-            x4 = _S_i64(buf, p + o4)[0]
-        else:
-            x4 = 0
-        if o5:
-            x5 = _S_bool(buf, p + o5)[0]
-        else:
-            x5 = False
-        if o6:
-            q = p + o6
-            q += _U32(buf, q)[0]
-            x6 = t_Device(q, d + 1)
-        else:
-            x6 = None
-        return Tensor(x0, x1, x2, x3, x4, x5, x6)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_Tensor.get(vt)
+            if c is None:
+                c = vc_Tensor[vt] = vtab(vt, Z_Tensor)
+            os, o0, o1, o2, o3, o4, o5, o6 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'storage'
+            if o0:
+                x0 = _S_u32(buf, p + o0)[0]
+            else:
+                x0 = 0
+            f_ = 'dtype'
+            if o1:
+                x1 = _S_u8(buf, p + o1)[0]
+            else:
+                x1 = 0
+            f_ = 'sizes'
+            if o2:
+                q = p + o2
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 8)
+                x2 = list(_unpack('<%dq' % cnt, buf, q + 4))
+            else:
+                x2 = []
+            f_ = 'strides'
+            if o3:
+                q = p + o3
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 8)
+                x3 = list(_unpack('<%dq' % cnt, buf, q + 4))
+            else:
+                x3 = []
+            f_ = 'storage_offset'
+            if o4:
+                x4 = _S_i64(buf, p + o4)[0]
+            else:
+                x4 = 0
+            f_ = 'requires_grad'
+            if o5:
+                x5 = _S_bool(buf, p + o5)[0]
+            else:
+                x5 = False
+            f_ = 'device'
+            if o6:
+                q = p + o6
+                q += _U32(buf, q)[0]
+                x6 = t_Device(q, d + 1)
+            else:
+                x6 = None
+            return Tensor(x0, x1, x2, x3, x4, x5, x6)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_Tensor)
+            raise
 
     vc_TensorArgument = {}
     Z_TensorArgument = (4,)
+    SN_TensorArgument = ('name',)
 
     def t_TensorArgument(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_TensorArgument.get(vt)
-        if c is None:
-            c = vc_TensorArgument[vt] = vtab(vt, Z_TensorArgument)
-        os, o0 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = sget(q)
-            if x0 is None:
-                x0 = rstr(q)
-            _SC_local_name(x0, 'TensorArgument.name')
-        else:
-            x0 = None
-        return TensorArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_TensorArgument.get(vt)
+            if c is None:
+                c = vc_TensorArgument[vt] = vtab(vt, Z_TensorArgument)
+            os, o0 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'name'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_local_name(x0, 'TensorArgument.name')
+            else:
+                x0 = None
+            return TensorArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_TensorArgument)
+            raise
 
     vc_TensorListArgument = {}
     Z_TensorListArgument = (4,)
+    SN_TensorListArgument = ('names',)
 
     def t_TensorListArgument(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_TensorListArgument.get(vt)
-        if c is None:
-            c = vc_TensorListArgument[vt] = vtab(vt, Z_TensorListArgument)
-        os, o0 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x0 = list(map(rstr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4))))
-            for _s in x0: _SC_local_name(_s, 'TensorListArgument.names')
-        else:
-            x0 = []
-        return TensorListArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_TensorListArgument.get(vt)
+            if c is None:
+                c = vc_TensorListArgument[vt] = vtab(vt, Z_TensorListArgument)
+            os, o0 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'names'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x0 = list(map(rstr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4))))
+                for _s in x0: _SC_local_name(_s, 'TensorListArgument.names')
+            else:
+                x0 = []
+            return TensorListArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_TensorListArgument)
+            raise
 
     vc_TensorMeta = {}
     Z_TensorMeta = (1, 4, 4, 16, 1, 4, 1)
+    SN_TensorMeta = ('dtype', 'sizes', 'strides', 'storage_offset', 'requires_grad', 'device', 'layout')
 
     def t_TensorMeta(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_TensorMeta.get(vt)
-        if c is None:
-            c = vc_TensorMeta[vt] = vtab(vt, Z_TensorMeta)
-        os, o0, o1, o2, o3, o4, o5, o6 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            x0 = _S_u8(buf, p + o0)[0]
-        else:
-            x0 = 0
-        if o1:
-            q = p + o1
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 16)
-            x1 = list(starmap(SymInt, _ST_SymInt.iter_unpack(buf[q + 4:q + 4 + 16 * cnt])))
-        else:
-            x1 = []
-        if o2:
-            q = p + o2
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 16)
-            x2 = list(starmap(SymInt, _ST_SymInt.iter_unpack(buf[q + 4:q + 4 + 16 * cnt])))
-        else:
-            x2 = []
-        if o3:
-            x3 = SymInt(*_ST_SymInt.unpack_from(buf, p + o3))
-        else:
-            x3 = None
-        if o4:
-            x4 = _S_bool(buf, p + o4)[0]
-        else:
-            x4 = False
-        if o5:
-            q = p + o5
-            q += _U32(buf, q)[0]
-            x5 = t_Device(q, d + 1)
-        else:
-            x5 = None
-        if o6:
-            x6 = _S_u8(buf, p + o6)[0]
-        else:
-            x6 = 1
-        return TensorMeta(x0, x1, x2, x3, x4, x5, x6)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_TensorMeta.get(vt)
+            if c is None:
+                c = vc_TensorMeta[vt] = vtab(vt, Z_TensorMeta)
+            os, o0, o1, o2, o3, o4, o5, o6 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'dtype'
+            if o0:
+                x0 = _S_u8(buf, p + o0)[0]
+            else:
+                x0 = 0
+            f_ = 'sizes'
+            if o1:
+                q = p + o1
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 16)
+                x1 = list(starmap(SymInt, _ST_SymInt.iter_unpack(buf[q + 4:q + 4 + 16 * cnt])))
+            else:
+                x1 = []
+            f_ = 'strides'
+            if o2:
+                q = p + o2
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 16)
+                x2 = list(starmap(SymInt, _ST_SymInt.iter_unpack(buf[q + 4:q + 4 + 16 * cnt])))
+            else:
+                x2 = []
+            f_ = 'storage_offset'
+            if o3:
+                x3 = SymInt(*_ST_SymInt.unpack_from(buf, p + o3))
+            else:
+                x3 = None
+            f_ = 'requires_grad'
+            if o4:
+                x4 = _S_bool(buf, p + o4)[0]
+            else:
+                x4 = False
+            f_ = 'device'
+            if o5:
+                q = p + o5
+                q += _U32(buf, q)[0]
+                x5 = t_Device(q, d + 1)
+            else:
+                x5 = None
+            f_ = 'layout'
+            if o6:
+                x6 = _S_u8(buf, p + o6)[0]
+            else:
+                x6 = 1
+            return TensorMeta(x0, x1, x2, x3, x4, x5, x6)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_TensorMeta)
+            raise
 
     vc_TensorRefValue = {}
     Z_TensorRefValue = (4,)
+    SN_TensorRefValue = ('tensor',)
 
     def t_TensorRefValue(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_TensorRefValue.get(vt)
-        if c is None:
-            c = vc_TensorRefValue[vt] = vtab(vt, Z_TensorRefValue)
-        os, o0 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            x0 = _S_u32(buf, p + o0)[0]
-        else:
-            x0 = 0
-        return TensorRefValue(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_TensorRefValue.get(vt)
+            if c is None:
+                c = vc_TensorRefValue[vt] = vtab(vt, Z_TensorRefValue)
+            os, o0 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'tensor'
+            if o0:
+                x0 = _S_u32(buf, p + o0)[0]
+            else:
+                x0 = 0
+            return TensorRefValue(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_TensorRefValue)
+            raise
 
     vc_TensorValue = {}
     Z_TensorValue = (4, 4)
+    SN_TensorValue = ('name', 'meta')
 
     def t_TensorValue(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_TensorValue.get(vt)
-        if c is None:
-            c = vc_TensorValue[vt] = vtab(vt, Z_TensorValue)
-        os, o0, o1 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = sget(q)
-            if x0 is None:
-                x0 = rstr(q)
-            _SC_local_name(x0, 'TensorValue.name')
-        else:
-            x0 = None
-        if o1:
-            q = p + o1
-            q += _U32(buf, q)[0]
-            x1 = t_TensorMeta(q, d + 1)
-        else:
-            x1 = None
-        return TensorValue(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_TensorValue.get(vt)
+            if c is None:
+                c = vc_TensorValue[vt] = vtab(vt, Z_TensorValue)
+            os, o0, o1 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'name'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_local_name(x0, 'TensorValue.name')
+            else:
+                x0 = None
+            f_ = 'meta'
+            if o1:
+                q = p + o1
+                q += _U32(buf, q)[0]
+                x1 = t_TensorMeta(q, d + 1)
+            else:
+                x1 = None
+            return TensorValue(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_TensorValue)
+            raise
 
     vc_TokenArgument = {}
     Z_TokenArgument = (4,)
+    SN_TokenArgument = ('name',)
 
     def t_TokenArgument(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_TokenArgument.get(vt)
-        if c is None:
-            c = vc_TokenArgument[vt] = vtab(vt, Z_TokenArgument)
-        os, o0 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = sget(q)
-            if x0 is None:
-                x0 = rstr(q)
-            _SC_local_name(x0, 'TokenArgument.name')
-        else:
-            x0 = None
-        return TokenArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_TokenArgument.get(vt)
+            if c is None:
+                c = vc_TokenArgument[vt] = vtab(vt, Z_TokenArgument)
+            os, o0 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'name'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_local_name(x0, 'TokenArgument.name')
+            else:
+                x0 = None
+            return TokenArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_TokenArgument)
+            raise
 
     vc_TorchFn = {}
     Z_TorchFn = (4, 4)
+    SN_TorchFn = ('name', 'target')
 
     def t_TorchFn(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_TorchFn.get(vt)
-        if c is None:
-            c = vc_TorchFn[vt] = vtab(vt, Z_TorchFn)
-        os, o0, o1 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = sget(q)
-            if x0 is None:
-                x0 = rstr(q)
-            _SC_token(x0, 'TorchFn.name')
-        else:
-            x0 = None
-        if o1:
-            q = p + o1
-            q += _U32(buf, q)[0]
-            x1 = sget(q)
-            if x1 is None:
-                x1 = rstr(q)
-            _SC_token(x1, 'TorchFn.target')
-        else:
-            x1 = None
-        return TorchFn(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_TorchFn.get(vt)
+            if c is None:
+                c = vc_TorchFn[vt] = vtab(vt, Z_TorchFn)
+            os, o0, o1 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'name'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_token(x0, 'TorchFn.name')
+            else:
+                x0 = None
+            f_ = 'target'
+            if o1:
+                q = p + o1
+                q += _U32(buf, q)[0]
+                x1 = sget(q)
+                if x1 is None:
+                    x1 = rstr(q)
+                _SC_token(x1, 'TorchFn.target')
+            else:
+                x1 = None
+            return TorchFn(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_TorchFn)
+            raise
 
     vc_TreeSpec = {}
     Z_TreeSpec = (1, 4, 4, 4, 4, 4)
+    SN_TreeSpec = ('kind', 'type_name', 'field_names', 'keys', 'context', 'children')
 
     def t_TreeSpec(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_TreeSpec.get(vt)
-        if c is None:
-            c = vc_TreeSpec[vt] = vtab(vt, Z_TreeSpec)
-        os, o0, o1, o2, o3, o4, o5 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            x0 = _S_u8(buf, p + o0)[0]
-        else:
-            x0 = 0
-        if o1:
-            q = p + o1
-            q += _U32(buf, q)[0]
-            x1 = sget(q)
-            if x1 is None:
-                x1 = rstr(q)
-            _SC_qualified_name(x1, 'TreeSpec.type_name')
-        else:
-            x1 = None
-        if o2:
-            q = p + o2
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x2 = list(map(rstr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4))))
-            for _s in x2: _SC_identifier(_s, 'TreeSpec.field_names')
-        else:
-            x2 = []
-        if o3:
-            q = p + o3
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x3 = list(map(t_Value, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x3 = []
-        if o4:
-            q = p + o4
-            q += _U32(buf, q)[0]
-            x4 = t_Value(q, d + 1)
-        else:
-            x4 = None
-        if o5:
-            q = p + o5
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x5 = list(map(t_TreeSpec, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x5 = []
-        return TreeSpec(x0, x1, x2, x3, x4, x5)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_TreeSpec.get(vt)
+            if c is None:
+                c = vc_TreeSpec[vt] = vtab(vt, Z_TreeSpec)
+            os, o0, o1, o2, o3, o4, o5 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'kind'
+            if o0:
+                x0 = _S_u8(buf, p + o0)[0]
+            else:
+                x0 = 0
+            f_ = 'type_name'
+            if o1:
+                q = p + o1
+                q += _U32(buf, q)[0]
+                x1 = sget(q)
+                if x1 is None:
+                    x1 = rstr(q)
+                _SC_qualified_name(x1, 'TreeSpec.type_name')
+            else:
+                x1 = None
+            f_ = 'field_names'
+            if o2:
+                q = p + o2
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x2 = list(map(rstr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4))))
+                for _s in x2: _SC_identifier(_s, 'TreeSpec.field_names')
+            else:
+                x2 = []
+            f_ = ('keys', 'fb')
+            if o3:
+                q = p + o3
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x3 = list(map(t_Value, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x3 = []
+            f_ = 'context'
+            if o4:
+                q = p + o4
+                q += _U32(buf, q)[0]
+                x4 = t_Value(q, d + 1)
+            else:
+                x4 = None
+            f_ = ('children', 'fb')
+            if o5:
+                q = p + o5
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x5 = list(map(t_TreeSpec, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x5 = []
+            return TreeSpec(x0, x1, x2, x3, x4, x5)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_TreeSpec)
+            raise
 
     vc_UnbackedBinding = {}
     Z_UnbackedBinding = (4, 4)
+    SN_UnbackedBinding = ('symbol', 'path')
 
     def t_UnbackedBinding(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_UnbackedBinding.get(vt)
-        if c is None:
-            c = vc_UnbackedBinding[vt] = vtab(vt, Z_UnbackedBinding)
-        os, o0, o1 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            x0 = _S_u32(buf, p + o0)[0]
-        else:
-            x0 = 0
-        if o1:
-            q = p + o1
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x1 = list(map(t_KeyPathEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x1 = []
-        return UnbackedBinding(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_UnbackedBinding.get(vt)
+            if c is None:
+                c = vc_UnbackedBinding[vt] = vtab(vt, Z_UnbackedBinding)
+            os, o0, o1 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'symbol'
+            if o0:
+                x0 = _S_u32(buf, p + o0)[0]
+            else:
+                x0 = 0
+            f_ = ('path', 'fb')
+            if o1:
+                q = p + o1
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x1 = list(map(t_KeyPathEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x1 = []
+            return UnbackedBinding(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_UnbackedBinding)
+            raise
 
     vc_UnpackMetadata = {}
     Z_UnpackMetadata = (4, 4)
+    SN_UnpackMetadata = ('position', 'metadata')
 
     def t_UnpackMetadata(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_UnpackMetadata.get(vt)
-        if c is None:
-            c = vc_UnpackMetadata[vt] = vtab(vt, Z_UnpackMetadata)
-        os, o0, o1 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            x0 = _S_u32(buf, p + o0)[0]
-        else:
-            x0 = 0
-        if o1:
-            q = p + o1
-            q += _U32(buf, q)[0]
-            x1 = t_NodeMetadata(q, d + 1)
-        else:
-            x1 = None
-        return UnpackMetadata(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_UnpackMetadata.get(vt)
+            if c is None:
+                c = vc_UnpackMetadata[vt] = vtab(vt, Z_UnpackMetadata)
+            os, o0, o1 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'position'
+            if o0:
+                x0 = _S_u32(buf, p + o0)[0]
+            else:
+                x0 = 0
+            f_ = 'metadata'
+            if o1:
+                q = p + o1
+                q += _U32(buf, q)[0]
+                x1 = t_NodeMetadata(q, d + 1)
+            else:
+                x1 = None
+            return UnpackMetadata(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_UnpackMetadata)
+            raise
 
     vc_UserInputMutationSpec = {}
     Z_UserInputMutationSpec = (4, 4)
+    SN_UserInputMutationSpec = ('arg', 'user_input_name')
 
     def t_UserInputMutationSpec(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_UserInputMutationSpec.get(vt)
-        if c is None:
-            c = vc_UserInputMutationSpec[vt] = vtab(vt, Z_UserInputMutationSpec)
-        os, o0, o1 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = t_TensorArgument(q, d + 1)
-        else:
-            x0 = None
-        if o1:
-            q = p + o1
-            q += _U32(buf, q)[0]
-            x1 = sget(q)
-            if x1 is None:
-                x1 = rstr(q)
-            _SC_local_name(x1, 'UserInputMutationSpec.user_input_name')
-        else:
-            x1 = None
-        return UserInputMutationSpec(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_UserInputMutationSpec.get(vt)
+            if c is None:
+                c = vc_UserInputMutationSpec[vt] = vtab(vt, Z_UserInputMutationSpec)
+            os, o0, o1 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'arg'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = t_TensorArgument(q, d + 1)
+            else:
+                x0 = None
+            f_ = 'user_input_name'
+            if o1:
+                q = p + o1
+                q += _U32(buf, q)[0]
+                x1 = sget(q)
+                if x1 is None:
+                    x1 = rstr(q)
+                _SC_local_name(x1, 'UserInputMutationSpec.user_input_name')
+            else:
+                x1 = None
+            return UserInputMutationSpec(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_UserInputMutationSpec)
+            raise
 
     vc_UserInputSpec = {}
     Z_UserInputSpec = (4,)
+    SN_UserInputSpec = ('arg',)
 
     def t_UserInputSpec(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_UserInputSpec.get(vt)
-        if c is None:
-            c = vc_UserInputSpec[vt] = vtab(vt, Z_UserInputSpec)
-        os, o0 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = t_Argument(q, d + 1)
-        else:
-            x0 = None
-        return UserInputSpec(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_UserInputSpec.get(vt)
+            if c is None:
+                c = vc_UserInputSpec[vt] = vtab(vt, Z_UserInputSpec)
+            os, o0 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'arg'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = t_Argument(q, d + 1)
+            else:
+                x0 = None
+            return UserInputSpec(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_UserInputSpec)
+            raise
 
     vc_UserOutputSpec = {}
     Z_UserOutputSpec = (4,)
+    SN_UserOutputSpec = ('arg',)
 
     def t_UserOutputSpec(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_UserOutputSpec.get(vt)
-        if c is None:
-            c = vc_UserOutputSpec[vt] = vtab(vt, Z_UserOutputSpec)
-        os, o0 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = t_Argument(q, d + 1)
-        else:
-            x0 = None
-        return UserOutputSpec(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_UserOutputSpec.get(vt)
+            if c is None:
+                c = vc_UserOutputSpec[vt] = vtab(vt, Z_UserOutputSpec)
+            os, o0 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'arg'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = t_Argument(q, d + 1)
+            else:
+                x0 = None
+            return UserOutputSpec(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_UserOutputSpec)
+            raise
 
     vc_Value = {}
     Z_Value = (1, 4)
+    SN_Value = ('value_type', 'value')
 
     def t_Value(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_Value.get(vt)
-        if c is None:
-            c = vc_Value[vt] = vtab(vt, Z_Value)
-        os, o0, o1 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        x1 = None
-        if o0:
-            ty = buf[p + o0]
-            if ty:
-                if ty > 12:
-                    _newer('union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', p + o0, '0..12', ty)
-                if not o1:
-                    _fail('union type without a member', p)
-                q = p + o1
-                x1 = U_ValueKind[ty](q + _U32(buf, q)[0], d + 1)
-        return Value(x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_Value.get(vt)
+            if c is None:
+                c = vc_Value[vt] = vtab(vt, Z_Value)
+            os, o0, o1 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'value_type'
+            x1 = None
+            if o0:
+                ty = buf[p + o0]
+                if ty:
+                    if ty > 12:
+                        _newer('union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', p + o0, '0..12', ty)
+                    f_ = 'value'
+                    if not o1:
+                        _fail('union type without a member', p)
+                    q = p + o1
+                    x1 = U_ValueKind[ty](q + _U32(buf, q)[0], d + 1)
+            return Value(x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_Value)
+            raise
 
     vc_ValueRange = {}
     Z_ValueRange = (8, 8, 1, 1, 8, 8)
+    SN_ValueRange = ('lower', 'upper', 'has_lower', 'has_upper', 'float_lower', 'float_upper')
 
     def t_ValueRange(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_ValueRange.get(vt)
-        if c is None:
-            c = vc_ValueRange[vt] = vtab(vt, Z_ValueRange)
-        os, o0, o1, o2, o3, o4, o5 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            x0 = _S_i64(buf, p + o0)[0]
-        else:
-            x0 = 0
-        if o1:
-            x1 = _S_i64(buf, p + o1)[0]
-        else:
-            x1 = 0
-        if o2:
-            x2 = _S_bool(buf, p + o2)[0]
-        else:
-            x2 = False
-        if o3:
-            x3 = _S_bool(buf, p + o3)[0]
-        else:
-            x3 = False
-        if o4:
-            x4 = _S_f64(buf, p + o4)[0]
-        else:
-            x4 = 0.0
-        if o5:
-            x5 = _S_f64(buf, p + o5)[0]
-        else:
-            x5 = 0.0
-        return ValueRange(x0, x1, x2, x3, x4, x5)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_ValueRange.get(vt)
+            if c is None:
+                c = vc_ValueRange[vt] = vtab(vt, Z_ValueRange)
+            os, o0, o1, o2, o3, o4, o5 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'lower'
+            if o0:
+                x0 = _S_i64(buf, p + o0)[0]
+            else:
+                x0 = 0
+            f_ = 'upper'
+            if o1:
+                x1 = _S_i64(buf, p + o1)[0]
+            else:
+                x1 = 0
+            f_ = 'has_lower'
+            if o2:
+                x2 = _S_bool(buf, p + o2)[0]
+            else:
+                x2 = False
+            f_ = 'has_upper'
+            if o3:
+                x3 = _S_bool(buf, p + o3)[0]
+            else:
+                x3 = False
+            f_ = 'float_lower'
+            if o4:
+                x4 = _S_f64(buf, p + o4)[0]
+            else:
+                x4 = 0.0
+            f_ = 'float_upper'
+            if o5:
+                x5 = _S_f64(buf, p + o5)[0]
+            else:
+                x5 = 0.0
+            return ValueRange(x0, x1, x2, x3, x4, x5)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_ValueRange)
+            raise
 
     vc_WeightSet = {}
     Z_WeightSet = (4, 4)
+    SN_WeightSet = ('name', 'entries')
 
     def t_WeightSet(p, d):
-        if d > max_depth:
-            too_deep(p, d)
-        nonlocal budget
-        budget -= 4
-        if budget < 0:
-            spend(0, p)
-        if p + 4 > n:
-            _fail('table offset out of range', p, f'<= {n - 4}', p)
-        vt = p - _I32(buf, p)[0]
-        c = vc_WeightSet.get(vt)
-        if c is None:
-            c = vc_WeightSet[vt] = vtab(vt, Z_WeightSet)
-        os, o0, o1 = c
-        if p + os > n:
-            _fail('bad table size', p, '4..buffer end', os)
-        if o0:
-            q = p + o0
-            q += _U32(buf, q)[0]
-            x0 = sget(q)
-            if x0 is None:
-                x0 = rstr(q)
-            _SC_token(x0, 'WeightSet.name')
-        else:
-            x0 = None
-        if o1:
-            q = p + o1
-            q += _U32(buf, q)[0]
-            cnt = vec(q, 4)
-            x1 = list(map(t_StateEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
-        else:
-            x1 = []
-        return WeightSet(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_WeightSet.get(vt)
+            if c is None:
+                c = vc_WeightSet[vt] = vtab(vt, Z_WeightSet)
+            os, o0, o1 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'name'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_token(x0, 'WeightSet.name')
+            else:
+                x0 = None
+            f_ = ('entries', 'fb')
+            if o1:
+                q = p + o1
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x1 = list(map(t_StateEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x1 = []
+            return WeightSet(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_WeightSet)
+            raise
 
     U_ArgumentValue = (None, t_NoneArgument, t_TensorArgument, t_TensorListArgument, t_OptionalTensorArgument, t_OptionalTensorListArgument, t_NestedTensorListArgument, t_TokenArgument, t_IntArgument, t_IntListArgument, t_IntListListArgument, t_FloatArgument, t_FloatListArgument, t_FloatListListArgument, t_BoolArgument, t_BoolListArgument, t_StringArgument, t_StringListArgument, t_ComplexArgument, t_SymIntArgument, t_SymIntListArgument, t_SymFloatArgument, t_SymFloatListArgument, t_SymBoolArgument, t_SymBoolListArgument, t_ScalarTypeArgument, t_MemoryFormatArgument, t_LayoutArgument, t_DeviceArgument, t_GraphArgument, t_CustomObjArgument, t_OperatorArgument, t_StringToArgumentMapArgument,)
     U_InputSpecKind = (None, t_UserInputSpec, t_InputToParameterSpec, t_InputToBufferSpec, t_InputToTensorConstantSpec, t_InputToCustomObjSpec, t_InputTokenSpec, t_InputToConstantInputSpec,)

@@ -7,7 +7,17 @@ Use pt2format._codecs.flatbuffers.encode, which names the field path of a malfor
 import struct
 from math import copysign
 
-from pt2format._codecs._runtime import bad as _bad, fb_layout as _layout
+from pt2format._codecs._runtime import (
+    ENCODE_ERRORS as _ENCODE_ERRORS,
+    bad as _bad,
+    check_bool as _check_bool,
+    check_each as _check_each,
+    check_float as _check_float,
+    check_int as _check_int,
+    check_ints as _check_ints,
+    fb_layout as _layout,
+    note as _note,
+)
 from pt2format._generated.model import (
     Argument,
     ArgumentMapEntry,
@@ -289,4802 +299,5887 @@ def encode(root):
     L_Argument = {}
 
     def w_Argument(o):
-        nonlocal size
-        if type(o) is not Argument:
-            _bad('wrong table type, expected Argument', type(o).__name__)
-        mk = 0
-        x1 = o.value
-        if x1 is not None:
-            t1 = UI_ArgumentValue.get(type(x1))
-            if t1 is None:
-                _bad('value: not a member of ArgumentValue', type(x1).__name__)
-            x1 = UW_ArgumentValue[t1](x1)
-            mk |= 3
-        L = L_Argument.get(mk)
-        if L is None:
-            L = L_Argument[mk] = _layout(_F_Argument, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[1] - x1)
-        if mk & 2:
-            v.append(t1)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not Argument:
+                _bad('wrong table type, expected Argument', type(o).__name__)
+            mk = 0
+            f_ = 'value'
+            x1 = o.value
+            if x1 is not None:
+                t1 = UI_ArgumentValue.get(type(x1))
+                if t1 is None:
+                    _bad('not a member of the union ArgumentValue', type(x1).__name__)
+                x1 = UW_ArgumentValue[t1](x1)
+                mk |= 3
+            f_ = None
+            L = L_Argument.get(mk)
+            if L is None:
+                L = L_Argument[mk] = _layout(_F_Argument, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[1] - x1)
+            if mk & 2:
+                v.append(t1)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_ArgumentMapEntry = {}
 
     def w_ArgumentMapEntry(o):
-        nonlocal size
-        if type(o) is not ArgumentMapEntry:
-            _bad('wrong table type, expected ArgumentMapEntry', type(o).__name__)
-        mk = 0
-        x0 = o.key
-        if x0 is not None:
-            x0 = sget(x0) or S(x0)
-            mk |= 1
-        x1 = o.value
-        if x1 is not None:
-            x1 = w_Argument(x1)
-            mk |= 2
-        L = L_ArgumentMapEntry.get(mk)
-        if L is None:
-            L = L_ArgumentMapEntry[mk] = _layout(_F_ArgumentMapEntry, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if mk & 2:
-            v.append(t - offs[1] - x1)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not ArgumentMapEntry:
+                _bad('wrong table type, expected ArgumentMapEntry', type(o).__name__)
+            mk = 0
+            f_ = 'key'
+            x0 = o.key
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 1
+            f_ = 'value'
+            x1 = o.value
+            if x1 is not None:
+                x1 = w_Argument(x1)
+                mk |= 2
+            f_ = None
+            L = L_ArgumentMapEntry.get(mk)
+            if L is None:
+                L = L_ArgumentMapEntry[mk] = _layout(_F_ArgumentMapEntry, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if mk & 2:
+                v.append(t - offs[1] - x1)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_BoolArgument = {}
 
     def w_BoolArgument(o):
-        nonlocal size
-        if type(o) is not BoolArgument:
-            _bad('wrong table type, expected BoolArgument', type(o).__name__)
-        mk = 0
-        x0 = o.value
-        if x0 is not False:
-            if x0 is not True:
-                _bad('value: expected bool', type(x0).__name__)
-            mk |= 1
-        L = L_BoolArgument.get(mk)
-        if L is None:
-            L = L_BoolArgument[mk] = _layout(_F_BoolArgument, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not BoolArgument:
+                _bad('wrong table type, expected BoolArgument', type(o).__name__)
+            mk = 0
+            f_ = 'value'
+            x0 = o.value
+            if x0 is not False:
+                if x0 is not True:
+                    _check_bool(x0)
+                mk |= 1
+            f_ = None
+            L = L_BoolArgument.get(mk)
+            if L is None:
+                L = L_BoolArgument[mk] = _layout(_F_BoolArgument, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_BoolListArgument = {}
 
     def w_BoolListArgument(o):
-        nonlocal size
-        if type(o) is not BoolListArgument:
-            _bad('wrong table type, expected BoolListArgument', type(o).__name__)
-        mk = 0
-        x0 = o.values
-        if x0:
-            if not all(type(e) is bool for e in x0):
-                _bad('expected bools')
-            x0 = BV(struct.pack('<%d?' % len(x0), *x0), len(x0), 4)
-            mk |= 1
-        L = L_BoolListArgument.get(mk)
-        if L is None:
-            L = L_BoolListArgument[mk] = _layout(_F_BoolListArgument, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not BoolListArgument:
+                _bad('wrong table type, expected BoolListArgument', type(o).__name__)
+            mk = 0
+            f_ = 'values'
+            x0 = o.values
+            if x0:
+                if not all(type(e) is bool for e in x0):
+                    _check_each(x0, _check_bool)
+                try:
+                    b_ = struct.pack('<%d?' % len(x0), *x0)
+                except (struct.error, TypeError, OverflowError):
+                    raise
+                x0 = BV(b_, len(x0), 4)
+                mk |= 1
+            f_ = None
+            L = L_BoolListArgument.get(mk)
+            if L is None:
+                L = L_BoolListArgument[mk] = _layout(_F_BoolListArgument, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_BoolValue = {}
 
     def w_BoolValue(o):
-        nonlocal size
-        if type(o) is not BoolValue:
-            _bad('wrong table type, expected BoolValue', type(o).__name__)
-        mk = 0
-        x0 = o.value
-        if x0 is not False:
-            if x0 is not True:
-                _bad('value: expected bool', type(x0).__name__)
-            mk |= 1
-        L = L_BoolValue.get(mk)
-        if L is None:
-            L = L_BoolValue[mk] = _layout(_F_BoolValue, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not BoolValue:
+                _bad('wrong table type, expected BoolValue', type(o).__name__)
+            mk = 0
+            f_ = 'value'
+            x0 = o.value
+            if x0 is not False:
+                if x0 is not True:
+                    _check_bool(x0)
+                mk |= 1
+            f_ = None
+            L = L_BoolValue.get(mk)
+            if L is None:
+                L = L_BoolValue[mk] = _layout(_F_BoolValue, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_BufferMutationSpec = {}
 
     def w_BufferMutationSpec(o):
-        nonlocal size
-        if type(o) is not BufferMutationSpec:
-            _bad('wrong table type, expected BufferMutationSpec', type(o).__name__)
-        mk = 0
-        x0 = o.arg
-        if x0 is not None:
-            x0 = w_TensorArgument(x0)
-            mk |= 1
-        x1 = o.buffer_name
-        if x1 is not None:
-            x1 = sget(x1) or S(x1)
-            mk |= 2
-        L = L_BufferMutationSpec.get(mk)
-        if L is None:
-            L = L_BufferMutationSpec[mk] = _layout(_F_BufferMutationSpec, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if mk & 2:
-            v.append(t - offs[1] - x1)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not BufferMutationSpec:
+                _bad('wrong table type, expected BufferMutationSpec', type(o).__name__)
+            mk = 0
+            f_ = 'arg'
+            x0 = o.arg
+            if x0 is not None:
+                x0 = w_TensorArgument(x0)
+                mk |= 1
+            f_ = 'buffer_name'
+            x1 = o.buffer_name
+            if x1 is not None:
+                x1 = sget(x1) or S(x1)
+                mk |= 2
+            f_ = None
+            L = L_BufferMutationSpec.get(mk)
+            if L is None:
+                L = L_BufferMutationSpec[mk] = _layout(_F_BufferMutationSpec, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if mk & 2:
+                v.append(t - offs[1] - x1)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_BytesValue = {}
 
     def w_BytesValue(o):
-        nonlocal size
-        if type(o) is not BytesValue:
-            _bad('wrong table type, expected BytesValue', type(o).__name__)
-        mk = 0
-        x0 = o.value
-        if x0:
-            x0 = BV(bytes(x0), len(x0), 4)
-            mk |= 1
-        L = L_BytesValue.get(mk)
-        if L is None:
-            L = L_BytesValue[mk] = _layout(_F_BytesValue, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not BytesValue:
+                _bad('wrong table type, expected BytesValue', type(o).__name__)
+            mk = 0
+            f_ = 'value'
+            x0 = o.value
+            if x0:
+                x0 = BV(bytes(x0), len(x0), 4)
+                mk |= 1
+            f_ = None
+            L = L_BytesValue.get(mk)
+            if L is None:
+                L = L_BytesValue[mk] = _layout(_F_BytesValue, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_ComplexArgument = {}
 
     def w_ComplexArgument(o):
-        nonlocal size
-        if type(o) is not ComplexArgument:
-            _bad('wrong table type, expected ComplexArgument', type(o).__name__)
-        mk = 0
-        x0 = o.real
-        if x0 or copysign(1.0, x0) < 0.0:
-            mk |= 1
-        x1 = o.imag
-        if x1 or copysign(1.0, x1) < 0.0:
-            mk |= 2
-        L = L_ComplexArgument.get(mk)
-        if L is None:
-            L = L_ComplexArgument[mk] = _layout(_F_ComplexArgument, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(x0)
-        if mk & 2:
-            v.append(x1)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not ComplexArgument:
+                _bad('wrong table type, expected ComplexArgument', type(o).__name__)
+            mk = 0
+            f_ = 'real'
+            x0 = o.real
+            if type(x0) is not float:
+                x0 = _check_float(x0)
+            if x0 or copysign(1.0, x0) < 0.0:
+                mk |= 1
+            f_ = 'imag'
+            x1 = o.imag
+            if type(x1) is not float:
+                x1 = _check_float(x1)
+            if x1 or copysign(1.0, x1) < 0.0:
+                mk |= 2
+            f_ = None
+            L = L_ComplexArgument.get(mk)
+            if L is None:
+                L = L_ComplexArgument[mk] = _layout(_F_ComplexArgument, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(x0)
+            if mk & 2:
+                v.append(x1)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_ComplexValue = {}
 
     def w_ComplexValue(o):
-        nonlocal size
-        if type(o) is not ComplexValue:
-            _bad('wrong table type, expected ComplexValue', type(o).__name__)
-        mk = 0
-        x0 = o.real
-        if x0 or copysign(1.0, x0) < 0.0:
-            mk |= 1
-        x1 = o.imag
-        if x1 or copysign(1.0, x1) < 0.0:
-            mk |= 2
-        L = L_ComplexValue.get(mk)
-        if L is None:
-            L = L_ComplexValue[mk] = _layout(_F_ComplexValue, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(x0)
-        if mk & 2:
-            v.append(x1)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not ComplexValue:
+                _bad('wrong table type, expected ComplexValue', type(o).__name__)
+            mk = 0
+            f_ = 'real'
+            x0 = o.real
+            if type(x0) is not float:
+                x0 = _check_float(x0)
+            if x0 or copysign(1.0, x0) < 0.0:
+                mk |= 1
+            f_ = 'imag'
+            x1 = o.imag
+            if type(x1) is not float:
+                x1 = _check_float(x1)
+            if x1 or copysign(1.0, x1) < 0.0:
+                mk |= 2
+            f_ = None
+            L = L_ComplexValue.get(mk)
+            if L is None:
+                L = L_ComplexValue[mk] = _layout(_F_ComplexValue, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(x0)
+            if mk & 2:
+                v.append(x1)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_CustomObjArgument = {}
 
     def w_CustomObjArgument(o):
-        nonlocal size
-        if type(o) is not CustomObjArgument:
-            _bad('wrong table type, expected CustomObjArgument', type(o).__name__)
-        mk = 0
-        x0 = o.name
-        if x0 is not None:
-            x0 = sget(x0) or S(x0)
-            mk |= 1
-        x1 = o.class_fqn
-        if x1 is not None:
-            x1 = sget(x1) or S(x1)
-            mk |= 2
-        L = L_CustomObjArgument.get(mk)
-        if L is None:
-            L = L_CustomObjArgument[mk] = _layout(_F_CustomObjArgument, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if mk & 2:
-            v.append(t - offs[1] - x1)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not CustomObjArgument:
+                _bad('wrong table type, expected CustomObjArgument', type(o).__name__)
+            mk = 0
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 1
+            f_ = 'class_fqn'
+            x1 = o.class_fqn
+            if x1 is not None:
+                x1 = sget(x1) or S(x1)
+                mk |= 2
+            f_ = None
+            L = L_CustomObjArgument.get(mk)
+            if L is None:
+                L = L_CustomObjArgument[mk] = _layout(_F_CustomObjArgument, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if mk & 2:
+                v.append(t - offs[1] - x1)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_CustomObject = {}
 
     def w_CustomObject(o):
-        nonlocal size
-        if type(o) is not CustomObject:
-            _bad('wrong table type, expected CustomObject', type(o).__name__)
-        mk = 0
-        x0 = o.name
-        if x0 is not None:
-            x0 = sget(x0) or S(x0)
-            mk |= 1
-        x1 = o.class_fqn
-        if x1 is not None:
-            x1 = sget(x1) or S(x1)
-            mk |= 2
-        x2 = o.state
-        if x2 is not None:
-            x2 = w_Value(x2)
-            mk |= 4
-        L = L_CustomObject.get(mk)
-        if L is None:
-            L = L_CustomObject[mk] = _layout(_F_CustomObject, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if mk & 2:
-            v.append(t - offs[1] - x1)
-        if mk & 4:
-            v.append(t - offs[2] - x2)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not CustomObject:
+                _bad('wrong table type, expected CustomObject', type(o).__name__)
+            mk = 0
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 1
+            f_ = 'class_fqn'
+            x1 = o.class_fqn
+            if x1 is not None:
+                x1 = sget(x1) or S(x1)
+                mk |= 2
+            f_ = 'state'
+            x2 = o.state
+            if x2 is not None:
+                x2 = w_Value(x2)
+                mk |= 4
+            f_ = None
+            L = L_CustomObject.get(mk)
+            if L is None:
+                L = L_CustomObject[mk] = _layout(_F_CustomObject, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if mk & 2:
+                v.append(t - offs[1] - x1)
+            if mk & 4:
+                v.append(t - offs[2] - x2)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_Device = {}
 
     def w_Device(o):
-        nonlocal size
-        if type(o) is not Device:
-            _bad('wrong table type, expected Device', type(o).__name__)
-        mk = 0
-        x0 = o.type
-        if x0 is not None:
-            x0 = sget(x0) or S(x0)
-            mk |= 1
-        x1 = o.index
-        if x1 != -1:
-            mk |= 2
-        L = L_Device.get(mk)
-        if L is None:
-            L = L_Device[mk] = _layout(_F_Device, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if mk & 2:
-            v.append(x1)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not Device:
+                _bad('wrong table type, expected Device', type(o).__name__)
+            mk = 0
+            f_ = 'type'
+            x0 = o.type
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 1
+            f_ = 'index'
+            x1 = o.index
+            if x1 != -1:
+                if type(x1) is not int or not -2147483648 <= x1 <= 2147483647:
+                    x1 = _check_int(x1, -2147483648, 2147483647, 'int32')
+                mk |= 2
+            f_ = None
+            L = L_Device.get(mk)
+            if L is None:
+                L = L_Device[mk] = _layout(_F_Device, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if mk & 2:
+                v.append(x1)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_DeviceArgument = {}
 
     def w_DeviceArgument(o):
-        nonlocal size
-        if type(o) is not DeviceArgument:
-            _bad('wrong table type, expected DeviceArgument', type(o).__name__)
-        mk = 0
-        x0 = o.value
-        if x0 is not None:
-            x0 = w_Device(x0)
-            mk |= 1
-        L = L_DeviceArgument.get(mk)
-        if L is None:
-            L = L_DeviceArgument[mk] = _layout(_F_DeviceArgument, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not DeviceArgument:
+                _bad('wrong table type, expected DeviceArgument', type(o).__name__)
+            mk = 0
+            f_ = 'value'
+            x0 = o.value
+            if x0 is not None:
+                x0 = w_Device(x0)
+                mk |= 1
+            f_ = None
+            L = L_DeviceArgument.get(mk)
+            if L is None:
+                L = L_DeviceArgument[mk] = _layout(_F_DeviceArgument, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_DeviceValue = {}
 
     def w_DeviceValue(o):
-        nonlocal size
-        if type(o) is not DeviceValue:
-            _bad('wrong table type, expected DeviceValue', type(o).__name__)
-        mk = 0
-        x0 = o.value
-        if x0 is not None:
-            x0 = w_Device(x0)
-            mk |= 1
-        L = L_DeviceValue.get(mk)
-        if L is None:
-            L = L_DeviceValue[mk] = _layout(_F_DeviceValue, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not DeviceValue:
+                _bad('wrong table type, expected DeviceValue', type(o).__name__)
+            mk = 0
+            f_ = 'value'
+            x0 = o.value
+            if x0 is not None:
+                x0 = w_Device(x0)
+                mk |= 1
+            f_ = None
+            L = L_DeviceValue.get(mk)
+            if L is None:
+                L = L_DeviceValue[mk] = _layout(_F_DeviceValue, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_ExternalFile = {}
 
     def w_ExternalFile(o):
-        nonlocal size
-        if type(o) is not ExternalFile:
-            _bad('wrong table type, expected ExternalFile', type(o).__name__)
-        mk = 0
-        x0 = o.name
-        if x0 is not None:
-            x0 = sget(x0) or S(x0)
-            mk |= 2
-        x1 = o.size
-        if x1 != 0:
-            mk |= 1
-        x2 = o.format
-        if x2 != 0:
-            mk |= 8
-        x3 = o.checksum_kind
-        if x3 != 0:
-            mk |= 16
-        x4 = o.checksum
-        if x4 != 0:
-            mk |= 4
-        L = L_ExternalFile.get(mk)
-        if L is None:
-            L = L_ExternalFile[mk] = _layout(_F_ExternalFile, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(x1)
-        if mk & 2:
-            v.append(t - offs[0] - x0)
-        if mk & 4:
-            v.append(x4)
-        if mk & 8:
-            v.append(x2)
-        if mk & 16:
-            v.append(x3)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not ExternalFile:
+                _bad('wrong table type, expected ExternalFile', type(o).__name__)
+            mk = 0
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 2
+            f_ = 'size'
+            x1 = o.size
+            if x1 != 0:
+                if type(x1) is not int or not 0 <= x1 <= 18446744073709551615:
+                    x1 = _check_int(x1, 0, 18446744073709551615, 'uint64')
+                mk |= 1
+            f_ = 'format'
+            x2 = o.format
+            if x2 != 0:
+                if type(x2) is not int or not 0 <= x2 <= 255:
+                    x2 = _check_int(x2, 0, 255, 'uint8')
+                mk |= 8
+            f_ = 'checksum_kind'
+            x3 = o.checksum_kind
+            if x3 != 0:
+                if type(x3) is not int or not 0 <= x3 <= 255:
+                    x3 = _check_int(x3, 0, 255, 'uint8')
+                mk |= 16
+            f_ = 'checksum'
+            x4 = o.checksum
+            if x4 != 0:
+                if type(x4) is not int or not 0 <= x4 <= 4294967295:
+                    x4 = _check_int(x4, 0, 4294967295, 'uint32')
+                mk |= 4
+            f_ = None
+            L = L_ExternalFile.get(mk)
+            if L is None:
+                L = L_ExternalFile[mk] = _layout(_F_ExternalFile, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(x1)
+            if mk & 2:
+                v.append(t - offs[0] - x0)
+            if mk & 4:
+                v.append(x4)
+            if mk & 8:
+                v.append(x2)
+            if mk & 16:
+                v.append(x3)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_ExtraFile = {}
 
     def w_ExtraFile(o):
-        nonlocal size
-        if type(o) is not ExtraFile:
-            _bad('wrong table type, expected ExtraFile', type(o).__name__)
-        mk = 0
-        x0 = o.name
-        if x0 is not None:
-            x0 = sget(x0) or S(x0)
-            mk |= 1
-        x1 = o.storage
-        if x1 != 0:
-            mk |= 2
-        L = L_ExtraFile.get(mk)
-        if L is None:
-            L = L_ExtraFile[mk] = _layout(_F_ExtraFile, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if mk & 2:
-            v.append(x1)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not ExtraFile:
+                _bad('wrong table type, expected ExtraFile', type(o).__name__)
+            mk = 0
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 1
+            f_ = 'storage'
+            x1 = o.storage
+            if x1 != 0:
+                if type(x1) is not int or not 0 <= x1 <= 4294967295:
+                    x1 = _check_int(x1, 0, 4294967295, 'uint32')
+                mk |= 2
+            f_ = None
+            L = L_ExtraFile.get(mk)
+            if L is None:
+                L = L_ExtraFile[mk] = _layout(_F_ExtraFile, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if mk & 2:
+                v.append(x1)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_FloatArgument = {}
 
     def w_FloatArgument(o):
-        nonlocal size
-        if type(o) is not FloatArgument:
-            _bad('wrong table type, expected FloatArgument', type(o).__name__)
-        mk = 0
-        x0 = o.value
-        if x0 or copysign(1.0, x0) < 0.0:
-            mk |= 1
-        L = L_FloatArgument.get(mk)
-        if L is None:
-            L = L_FloatArgument[mk] = _layout(_F_FloatArgument, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not FloatArgument:
+                _bad('wrong table type, expected FloatArgument', type(o).__name__)
+            mk = 0
+            f_ = 'value'
+            x0 = o.value
+            if type(x0) is not float:
+                x0 = _check_float(x0)
+            if x0 or copysign(1.0, x0) < 0.0:
+                mk |= 1
+            f_ = None
+            L = L_FloatArgument.get(mk)
+            if L is None:
+                L = L_FloatArgument[mk] = _layout(_F_FloatArgument, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_FloatListArgument = {}
 
     def w_FloatListArgument(o):
-        nonlocal size
-        if type(o) is not FloatListArgument:
-            _bad('wrong table type, expected FloatListArgument', type(o).__name__)
-        mk = 0
-        x0 = o.values
-        if x0:
-            x0 = BV(struct.pack('<%dd' % len(x0), *x0), len(x0), 8)
-            mk |= 1
-        L = L_FloatListArgument.get(mk)
-        if L is None:
-            L = L_FloatListArgument[mk] = _layout(_F_FloatListArgument, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not FloatListArgument:
+                _bad('wrong table type, expected FloatListArgument', type(o).__name__)
+            mk = 0
+            f_ = 'values'
+            x0 = o.values
+            if x0:
+                try:
+                    b_ = struct.pack('<%dd' % len(x0), *x0)
+                except (struct.error, TypeError, OverflowError):
+                    _check_each(x0, _check_float)
+                    raise
+                x0 = BV(b_, len(x0), 8)
+                mk |= 1
+            f_ = None
+            L = L_FloatListArgument.get(mk)
+            if L is None:
+                L = L_FloatListArgument[mk] = _layout(_F_FloatListArgument, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_FloatListListArgument = {}
 
     def w_FloatListListArgument(o):
-        nonlocal size
-        if type(o) is not FloatListListArgument:
-            _bad('wrong table type, expected FloatListListArgument', type(o).__name__)
-        mk = 0
-        x0 = o.lists
-        if x0:
-            x0 = OV([w_FloatListArgument(e) for e in x0])
-            mk |= 1
-        L = L_FloatListListArgument.get(mk)
-        if L is None:
-            L = L_FloatListListArgument[mk] = _layout(_F_FloatListListArgument, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not FloatListListArgument:
+                _bad('wrong table type, expected FloatListListArgument', type(o).__name__)
+            mk = 0
+            f_ = ('lists', 'x0')
+            x0 = o.lists
+            if x0:
+                x0 = OV([w_FloatListArgument(e) for e in x0])
+                mk |= 1
+            f_ = None
+            L = L_FloatListListArgument.get(mk)
+            if L is None:
+                L = L_FloatListListArgument[mk] = _layout(_F_FloatListListArgument, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_FloatValue = {}
 
     def w_FloatValue(o):
-        nonlocal size
-        if type(o) is not FloatValue:
-            _bad('wrong table type, expected FloatValue', type(o).__name__)
-        mk = 0
-        x0 = o.value
-        if x0 or copysign(1.0, x0) < 0.0:
-            mk |= 1
-        L = L_FloatValue.get(mk)
-        if L is None:
-            L = L_FloatValue[mk] = _layout(_F_FloatValue, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not FloatValue:
+                _bad('wrong table type, expected FloatValue', type(o).__name__)
+            mk = 0
+            f_ = 'value'
+            x0 = o.value
+            if type(x0) is not float:
+                x0 = _check_float(x0)
+            if x0 or copysign(1.0, x0) < 0.0:
+                mk |= 1
+            f_ = None
+            L = L_FloatValue.get(mk)
+            if L is None:
+                L = L_FloatValue[mk] = _layout(_F_FloatValue, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_FormatVersion = {}
 
     def w_FormatVersion(o):
-        nonlocal size
-        if type(o) is not FormatVersion:
-            _bad('wrong table type, expected FormatVersion', type(o).__name__)
-        mk = 0
-        x0 = o.major
-        if x0 != 0:
-            mk |= 1
-        x1 = o.minor
-        if x1 != 0:
-            mk |= 2
-        L = L_FormatVersion.get(mk)
-        if L is None:
-            L = L_FormatVersion[mk] = _layout(_F_FormatVersion, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(x0)
-        if mk & 2:
-            v.append(x1)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not FormatVersion:
+                _bad('wrong table type, expected FormatVersion', type(o).__name__)
+            mk = 0
+            f_ = 'major'
+            x0 = o.major
+            if x0 != 0:
+                if type(x0) is not int or not 0 <= x0 <= 4294967295:
+                    x0 = _check_int(x0, 0, 4294967295, 'uint32')
+                mk |= 1
+            f_ = 'minor'
+            x1 = o.minor
+            if x1 != 0:
+                if type(x1) is not int or not 0 <= x1 <= 4294967295:
+                    x1 = _check_int(x1, 0, 4294967295, 'uint32')
+                mk |= 2
+            f_ = None
+            L = L_FormatVersion.get(mk)
+            if L is None:
+                L = L_FormatVersion[mk] = _layout(_F_FormatVersion, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(x0)
+            if mk & 2:
+                v.append(x1)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_GradientToParameterSpec = {}
 
     def w_GradientToParameterSpec(o):
-        nonlocal size
-        if type(o) is not GradientToParameterSpec:
-            _bad('wrong table type, expected GradientToParameterSpec', type(o).__name__)
-        mk = 0
-        x0 = o.arg
-        if x0 is not None:
-            x0 = w_TensorArgument(x0)
-            mk |= 1
-        x1 = o.parameter_name
-        if x1 is not None:
-            x1 = sget(x1) or S(x1)
-            mk |= 2
-        L = L_GradientToParameterSpec.get(mk)
-        if L is None:
-            L = L_GradientToParameterSpec[mk] = _layout(_F_GradientToParameterSpec, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if mk & 2:
-            v.append(t - offs[1] - x1)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not GradientToParameterSpec:
+                _bad('wrong table type, expected GradientToParameterSpec', type(o).__name__)
+            mk = 0
+            f_ = 'arg'
+            x0 = o.arg
+            if x0 is not None:
+                x0 = w_TensorArgument(x0)
+                mk |= 1
+            f_ = 'parameter_name'
+            x1 = o.parameter_name
+            if x1 is not None:
+                x1 = sget(x1) or S(x1)
+                mk |= 2
+            f_ = None
+            L = L_GradientToParameterSpec.get(mk)
+            if L is None:
+                L = L_GradientToParameterSpec[mk] = _layout(_F_GradientToParameterSpec, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if mk & 2:
+                v.append(t - offs[1] - x1)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_GradientToUserInputSpec = {}
 
     def w_GradientToUserInputSpec(o):
-        nonlocal size
-        if type(o) is not GradientToUserInputSpec:
-            _bad('wrong table type, expected GradientToUserInputSpec', type(o).__name__)
-        mk = 0
-        x0 = o.arg
-        if x0 is not None:
-            x0 = w_TensorArgument(x0)
-            mk |= 1
-        x1 = o.user_input_name
-        if x1 is not None:
-            x1 = sget(x1) or S(x1)
-            mk |= 2
-        L = L_GradientToUserInputSpec.get(mk)
-        if L is None:
-            L = L_GradientToUserInputSpec[mk] = _layout(_F_GradientToUserInputSpec, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if mk & 2:
-            v.append(t - offs[1] - x1)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not GradientToUserInputSpec:
+                _bad('wrong table type, expected GradientToUserInputSpec', type(o).__name__)
+            mk = 0
+            f_ = 'arg'
+            x0 = o.arg
+            if x0 is not None:
+                x0 = w_TensorArgument(x0)
+                mk |= 1
+            f_ = 'user_input_name'
+            x1 = o.user_input_name
+            if x1 is not None:
+                x1 = sget(x1) or S(x1)
+                mk |= 2
+            f_ = None
+            L = L_GradientToUserInputSpec.get(mk)
+            if L is None:
+                L = L_GradientToUserInputSpec[mk] = _layout(_F_GradientToUserInputSpec, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if mk & 2:
+                v.append(t - offs[1] - x1)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_Graph = {}
 
     def w_Graph(o):
-        nonlocal size
-        if type(o) is not Graph:
-            _bad('wrong table type, expected Graph', type(o).__name__)
-        mk = 0
-        x0 = o.inputs
-        if x0:
-            x0 = OV([w_Argument(e) for e in x0])
-            mk |= 1
-        x1 = o.outputs
-        if x1:
-            x1 = OV([w_Argument(e) for e in x1])
-            mk |= 2
-        x2 = o.nodes
-        if x2:
-            x2 = OV([w_Node(e) for e in x2])
-            mk |= 4
-        x3 = o.tensor_values
-        if x3:
-            x3 = OV([w_TensorValue(e) for e in x3])
-            mk |= 8
-        x4 = o.sym_int_values
-        if x4:
-            x4 = OV([w_SymIntValue(e) for e in x4])
-            mk |= 16
-        x5 = o.sym_float_values
-        if x5:
-            x5 = OV([w_SymFloatValue(e) for e in x5])
-            mk |= 32
-        x6 = o.sym_bool_values
-        if x6:
-            x6 = OV([w_SymBoolValue(e) for e in x6])
-            mk |= 64
-        x7 = o.custom_obj_values
-        if x7:
-            x7 = OV([w_CustomObjArgument(e) for e in x7])
-            mk |= 128
-        x8 = o.is_single_tensor_return
-        if x8 is not False:
-            if x8 is not True:
-                _bad('is_single_tensor_return: expected bool', type(x8).__name__)
-            mk |= 1024
-        x9 = o.is_list_return
-        if x9 is not False:
-            if x9 is not True:
-                _bad('is_list_return: expected bool', type(x9).__name__)
-            mk |= 2048
-        x10 = o.input_metadata
-        if x10:
-            x10 = OV([w_NodeMetadata(e) for e in x10])
-            mk |= 256
-        x11 = o.output_metadata
-        if x11 is not None:
-            x11 = w_NodeMetadata(x11)
-            mk |= 512
-        L = L_Graph.get(mk)
-        if L is None:
-            L = L_Graph[mk] = _layout(_F_Graph, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if mk & 2:
-            v.append(t - offs[1] - x1)
-        if mk & 4:
-            v.append(t - offs[2] - x2)
-        if mk & 8:
-            v.append(t - offs[3] - x3)
-        if mk & 16:
-            v.append(t - offs[4] - x4)
-        if mk & 32:
-            v.append(t - offs[5] - x5)
-        if mk & 64:
-            v.append(t - offs[6] - x6)
-        if mk & 128:
-            v.append(t - offs[7] - x7)
-        if mk & 256:
-            v.append(t - offs[10] - x10)
-        if mk & 512:
-            v.append(t - offs[11] - x11)
-        if mk & 1024:
-            v.append(x8)
-        if mk & 2048:
-            v.append(x9)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not Graph:
+                _bad('wrong table type, expected Graph', type(o).__name__)
+            mk = 0
+            f_ = ('inputs', 'x0')
+            x0 = o.inputs
+            if x0:
+                x0 = OV([w_Argument(e) for e in x0])
+                mk |= 1
+            f_ = ('outputs', 'x1')
+            x1 = o.outputs
+            if x1:
+                x1 = OV([w_Argument(e) for e in x1])
+                mk |= 2
+            f_ = ('nodes', 'x2')
+            x2 = o.nodes
+            if x2:
+                x2 = OV([w_Node(e) for e in x2])
+                mk |= 4
+            f_ = ('tensor_values', 'x3')
+            x3 = o.tensor_values
+            if x3:
+                x3 = OV([w_TensorValue(e) for e in x3])
+                mk |= 8
+            f_ = ('sym_int_values', 'x4')
+            x4 = o.sym_int_values
+            if x4:
+                x4 = OV([w_SymIntValue(e) for e in x4])
+                mk |= 16
+            f_ = ('sym_float_values', 'x5')
+            x5 = o.sym_float_values
+            if x5:
+                x5 = OV([w_SymFloatValue(e) for e in x5])
+                mk |= 32
+            f_ = ('sym_bool_values', 'x6')
+            x6 = o.sym_bool_values
+            if x6:
+                x6 = OV([w_SymBoolValue(e) for e in x6])
+                mk |= 64
+            f_ = ('custom_obj_values', 'x7')
+            x7 = o.custom_obj_values
+            if x7:
+                x7 = OV([w_CustomObjArgument(e) for e in x7])
+                mk |= 128
+            f_ = 'is_single_tensor_return'
+            x8 = o.is_single_tensor_return
+            if x8 is not False:
+                if x8 is not True:
+                    _check_bool(x8)
+                mk |= 1024
+            f_ = 'is_list_return'
+            x9 = o.is_list_return
+            if x9 is not False:
+                if x9 is not True:
+                    _check_bool(x9)
+                mk |= 2048
+            f_ = ('input_metadata', 'x10')
+            x10 = o.input_metadata
+            if x10:
+                x10 = OV([w_NodeMetadata(e) for e in x10])
+                mk |= 256
+            f_ = 'output_metadata'
+            x11 = o.output_metadata
+            if x11 is not None:
+                x11 = w_NodeMetadata(x11)
+                mk |= 512
+            f_ = None
+            L = L_Graph.get(mk)
+            if L is None:
+                L = L_Graph[mk] = _layout(_F_Graph, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if mk & 2:
+                v.append(t - offs[1] - x1)
+            if mk & 4:
+                v.append(t - offs[2] - x2)
+            if mk & 8:
+                v.append(t - offs[3] - x3)
+            if mk & 16:
+                v.append(t - offs[4] - x4)
+            if mk & 32:
+                v.append(t - offs[5] - x5)
+            if mk & 64:
+                v.append(t - offs[6] - x6)
+            if mk & 128:
+                v.append(t - offs[7] - x7)
+            if mk & 256:
+                v.append(t - offs[10] - x10)
+            if mk & 512:
+                v.append(t - offs[11] - x11)
+            if mk & 1024:
+                v.append(x8)
+            if mk & 2048:
+                v.append(x9)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_GraphArgument = {}
 
     def w_GraphArgument(o):
-        nonlocal size
-        if type(o) is not GraphArgument:
-            _bad('wrong table type, expected GraphArgument', type(o).__name__)
-        mk = 0
-        x0 = o.name
-        if x0 is not None:
-            x0 = sget(x0) or S(x0)
-            mk |= 1
-        x1 = o.graph
-        if x1 is not None:
-            x1 = w_Graph(x1)
-            mk |= 2
-        x2 = o.metadata
-        if x2 is not None:
-            x2 = w_NodeMetadata(x2)
-            mk |= 4
-        x3 = o.node_name
-        if x3 is not None:
-            x3 = sget(x3) or S(x3)
-            mk |= 8
-        L = L_GraphArgument.get(mk)
-        if L is None:
-            L = L_GraphArgument[mk] = _layout(_F_GraphArgument, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if mk & 2:
-            v.append(t - offs[1] - x1)
-        if mk & 4:
-            v.append(t - offs[2] - x2)
-        if mk & 8:
-            v.append(t - offs[3] - x3)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not GraphArgument:
+                _bad('wrong table type, expected GraphArgument', type(o).__name__)
+            mk = 0
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 1
+            f_ = 'graph'
+            x1 = o.graph
+            if x1 is not None:
+                x1 = w_Graph(x1)
+                mk |= 2
+            f_ = 'metadata'
+            x2 = o.metadata
+            if x2 is not None:
+                x2 = w_NodeMetadata(x2)
+                mk |= 4
+            f_ = 'node_name'
+            x3 = o.node_name
+            if x3 is not None:
+                x3 = sget(x3) or S(x3)
+                mk |= 8
+            f_ = None
+            L = L_GraphArgument.get(mk)
+            if L is None:
+                L = L_GraphArgument[mk] = _layout(_F_GraphArgument, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if mk & 2:
+                v.append(t - offs[1] - x1)
+            if mk & 4:
+                v.append(t - offs[2] - x2)
+            if mk & 8:
+                v.append(t - offs[3] - x3)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_GraphSignature = {}
 
     def w_GraphSignature(o):
-        nonlocal size
-        if type(o) is not GraphSignature:
-            _bad('wrong table type, expected GraphSignature', type(o).__name__)
-        mk = 0
-        x0 = o.input_specs
-        if x0:
-            x0 = OV([w_InputSpec(e) for e in x0])
-            mk |= 1
-        x1 = o.output_specs
-        if x1:
-            x1 = OV([w_OutputSpec(e) for e in x1])
-            mk |= 2
-        L = L_GraphSignature.get(mk)
-        if L is None:
-            L = L_GraphSignature[mk] = _layout(_F_GraphSignature, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if mk & 2:
-            v.append(t - offs[1] - x1)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not GraphSignature:
+                _bad('wrong table type, expected GraphSignature', type(o).__name__)
+            mk = 0
+            f_ = ('input_specs', 'x0')
+            x0 = o.input_specs
+            if x0:
+                x0 = OV([w_InputSpec(e) for e in x0])
+                mk |= 1
+            f_ = ('output_specs', 'x1')
+            x1 = o.output_specs
+            if x1:
+                x1 = OV([w_OutputSpec(e) for e in x1])
+                mk |= 2
+            f_ = None
+            L = L_GraphSignature.get(mk)
+            if L is None:
+                L = L_GraphSignature[mk] = _layout(_F_GraphSignature, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if mk & 2:
+                v.append(t - offs[1] - x1)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_InputSpec = {}
 
     def w_InputSpec(o):
-        nonlocal size
-        if type(o) is not InputSpec:
-            _bad('wrong table type, expected InputSpec', type(o).__name__)
-        mk = 0
-        x1 = o.spec
-        if x1 is not None:
-            t1 = UI_InputSpecKind.get(type(x1))
-            if t1 is None:
-                _bad('spec: not a member of InputSpecKind', type(x1).__name__)
-            x1 = UW_InputSpecKind[t1](x1)
-            mk |= 3
-        L = L_InputSpec.get(mk)
-        if L is None:
-            L = L_InputSpec[mk] = _layout(_F_InputSpec, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[1] - x1)
-        if mk & 2:
-            v.append(t1)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not InputSpec:
+                _bad('wrong table type, expected InputSpec', type(o).__name__)
+            mk = 0
+            f_ = 'spec'
+            x1 = o.spec
+            if x1 is not None:
+                t1 = UI_InputSpecKind.get(type(x1))
+                if t1 is None:
+                    _bad('not a member of the union InputSpecKind', type(x1).__name__)
+                x1 = UW_InputSpecKind[t1](x1)
+                mk |= 3
+            f_ = None
+            L = L_InputSpec.get(mk)
+            if L is None:
+                L = L_InputSpec[mk] = _layout(_F_InputSpec, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[1] - x1)
+            if mk & 2:
+                v.append(t1)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_InputToBufferSpec = {}
 
     def w_InputToBufferSpec(o):
-        nonlocal size
-        if type(o) is not InputToBufferSpec:
-            _bad('wrong table type, expected InputToBufferSpec', type(o).__name__)
-        mk = 0
-        x0 = o.arg
-        if x0 is not None:
-            x0 = w_TensorArgument(x0)
-            mk |= 1
-        x1 = o.buffer_name
-        if x1 is not None:
-            x1 = sget(x1) or S(x1)
-            mk |= 2
-        x2 = o.persistent
-        if x2 is not False:
-            if x2 is not True:
-                _bad('persistent: expected bool', type(x2).__name__)
-            mk |= 4
-        L = L_InputToBufferSpec.get(mk)
-        if L is None:
-            L = L_InputToBufferSpec[mk] = _layout(_F_InputToBufferSpec, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if mk & 2:
-            v.append(t - offs[1] - x1)
-        if mk & 4:
-            v.append(x2)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not InputToBufferSpec:
+                _bad('wrong table type, expected InputToBufferSpec', type(o).__name__)
+            mk = 0
+            f_ = 'arg'
+            x0 = o.arg
+            if x0 is not None:
+                x0 = w_TensorArgument(x0)
+                mk |= 1
+            f_ = 'buffer_name'
+            x1 = o.buffer_name
+            if x1 is not None:
+                x1 = sget(x1) or S(x1)
+                mk |= 2
+            f_ = 'persistent'
+            x2 = o.persistent
+            if x2 is not False:
+                if x2 is not True:
+                    _check_bool(x2)
+                mk |= 4
+            f_ = None
+            L = L_InputToBufferSpec.get(mk)
+            if L is None:
+                L = L_InputToBufferSpec[mk] = _layout(_F_InputToBufferSpec, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if mk & 2:
+                v.append(t - offs[1] - x1)
+            if mk & 4:
+                v.append(x2)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_InputToConstantInputSpec = {}
 
     def w_InputToConstantInputSpec(o):
-        nonlocal size
-        if type(o) is not InputToConstantInputSpec:
-            _bad('wrong table type, expected InputToConstantInputSpec', type(o).__name__)
-        mk = 0
-        x0 = o.name
-        if x0 is not None:
-            x0 = sget(x0) or S(x0)
-            mk |= 1
-        x1 = o.value
-        if x1 is not None:
-            x1 = w_Value(x1)
-            mk |= 2
-        L = L_InputToConstantInputSpec.get(mk)
-        if L is None:
-            L = L_InputToConstantInputSpec[mk] = _layout(_F_InputToConstantInputSpec, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if mk & 2:
-            v.append(t - offs[1] - x1)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not InputToConstantInputSpec:
+                _bad('wrong table type, expected InputToConstantInputSpec', type(o).__name__)
+            mk = 0
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 1
+            f_ = 'value'
+            x1 = o.value
+            if x1 is not None:
+                x1 = w_Value(x1)
+                mk |= 2
+            f_ = None
+            L = L_InputToConstantInputSpec.get(mk)
+            if L is None:
+                L = L_InputToConstantInputSpec[mk] = _layout(_F_InputToConstantInputSpec, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if mk & 2:
+                v.append(t - offs[1] - x1)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_InputToCustomObjSpec = {}
 
     def w_InputToCustomObjSpec(o):
-        nonlocal size
-        if type(o) is not InputToCustomObjSpec:
-            _bad('wrong table type, expected InputToCustomObjSpec', type(o).__name__)
-        mk = 0
-        x0 = o.arg
-        if x0 is not None:
-            x0 = w_CustomObjArgument(x0)
-            mk |= 1
-        x1 = o.custom_obj_name
-        if x1 is not None:
-            x1 = sget(x1) or S(x1)
-            mk |= 2
-        L = L_InputToCustomObjSpec.get(mk)
-        if L is None:
-            L = L_InputToCustomObjSpec[mk] = _layout(_F_InputToCustomObjSpec, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if mk & 2:
-            v.append(t - offs[1] - x1)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not InputToCustomObjSpec:
+                _bad('wrong table type, expected InputToCustomObjSpec', type(o).__name__)
+            mk = 0
+            f_ = 'arg'
+            x0 = o.arg
+            if x0 is not None:
+                x0 = w_CustomObjArgument(x0)
+                mk |= 1
+            f_ = 'custom_obj_name'
+            x1 = o.custom_obj_name
+            if x1 is not None:
+                x1 = sget(x1) or S(x1)
+                mk |= 2
+            f_ = None
+            L = L_InputToCustomObjSpec.get(mk)
+            if L is None:
+                L = L_InputToCustomObjSpec[mk] = _layout(_F_InputToCustomObjSpec, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if mk & 2:
+                v.append(t - offs[1] - x1)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_InputToParameterSpec = {}
 
     def w_InputToParameterSpec(o):
-        nonlocal size
-        if type(o) is not InputToParameterSpec:
-            _bad('wrong table type, expected InputToParameterSpec', type(o).__name__)
-        mk = 0
-        x0 = o.arg
-        if x0 is not None:
-            x0 = w_TensorArgument(x0)
-            mk |= 1
-        x1 = o.parameter_name
-        if x1 is not None:
-            x1 = sget(x1) or S(x1)
-            mk |= 2
-        L = L_InputToParameterSpec.get(mk)
-        if L is None:
-            L = L_InputToParameterSpec[mk] = _layout(_F_InputToParameterSpec, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if mk & 2:
-            v.append(t - offs[1] - x1)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not InputToParameterSpec:
+                _bad('wrong table type, expected InputToParameterSpec', type(o).__name__)
+            mk = 0
+            f_ = 'arg'
+            x0 = o.arg
+            if x0 is not None:
+                x0 = w_TensorArgument(x0)
+                mk |= 1
+            f_ = 'parameter_name'
+            x1 = o.parameter_name
+            if x1 is not None:
+                x1 = sget(x1) or S(x1)
+                mk |= 2
+            f_ = None
+            L = L_InputToParameterSpec.get(mk)
+            if L is None:
+                L = L_InputToParameterSpec[mk] = _layout(_F_InputToParameterSpec, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if mk & 2:
+                v.append(t - offs[1] - x1)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_InputToTensorConstantSpec = {}
 
     def w_InputToTensorConstantSpec(o):
-        nonlocal size
-        if type(o) is not InputToTensorConstantSpec:
-            _bad('wrong table type, expected InputToTensorConstantSpec', type(o).__name__)
-        mk = 0
-        x0 = o.arg
-        if x0 is not None:
-            x0 = w_TensorArgument(x0)
-            mk |= 1
-        x1 = o.tensor_constant_name
-        if x1 is not None:
-            x1 = sget(x1) or S(x1)
-            mk |= 2
-        x2 = o.persistent
-        if x2 is not False:
-            if x2 is not True:
-                _bad('persistent: expected bool', type(x2).__name__)
-            mk |= 4
-        x3 = o.has_persistent
-        if x3 is not False:
-            if x3 is not True:
-                _bad('has_persistent: expected bool', type(x3).__name__)
-            mk |= 8
-        L = L_InputToTensorConstantSpec.get(mk)
-        if L is None:
-            L = L_InputToTensorConstantSpec[mk] = _layout(_F_InputToTensorConstantSpec, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if mk & 2:
-            v.append(t - offs[1] - x1)
-        if mk & 4:
-            v.append(x2)
-        if mk & 8:
-            v.append(x3)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not InputToTensorConstantSpec:
+                _bad('wrong table type, expected InputToTensorConstantSpec', type(o).__name__)
+            mk = 0
+            f_ = 'arg'
+            x0 = o.arg
+            if x0 is not None:
+                x0 = w_TensorArgument(x0)
+                mk |= 1
+            f_ = 'tensor_constant_name'
+            x1 = o.tensor_constant_name
+            if x1 is not None:
+                x1 = sget(x1) or S(x1)
+                mk |= 2
+            f_ = 'persistent'
+            x2 = o.persistent
+            if x2 is not False:
+                if x2 is not True:
+                    _check_bool(x2)
+                mk |= 4
+            f_ = 'has_persistent'
+            x3 = o.has_persistent
+            if x3 is not False:
+                if x3 is not True:
+                    _check_bool(x3)
+                mk |= 8
+            f_ = None
+            L = L_InputToTensorConstantSpec.get(mk)
+            if L is None:
+                L = L_InputToTensorConstantSpec[mk] = _layout(_F_InputToTensorConstantSpec, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if mk & 2:
+                v.append(t - offs[1] - x1)
+            if mk & 4:
+                v.append(x2)
+            if mk & 8:
+                v.append(x3)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_InputTokenSpec = {}
 
     def w_InputTokenSpec(o):
-        nonlocal size
-        if type(o) is not InputTokenSpec:
-            _bad('wrong table type, expected InputTokenSpec', type(o).__name__)
-        mk = 0
-        x0 = o.arg
-        if x0 is not None:
-            x0 = w_TokenArgument(x0)
-            mk |= 1
-        L = L_InputTokenSpec.get(mk)
-        if L is None:
-            L = L_InputTokenSpec[mk] = _layout(_F_InputTokenSpec, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not InputTokenSpec:
+                _bad('wrong table type, expected InputTokenSpec', type(o).__name__)
+            mk = 0
+            f_ = 'arg'
+            x0 = o.arg
+            if x0 is not None:
+                x0 = w_TokenArgument(x0)
+                mk |= 1
+            f_ = None
+            L = L_InputTokenSpec.get(mk)
+            if L is None:
+                L = L_InputTokenSpec[mk] = _layout(_F_InputTokenSpec, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_IntArgument = {}
 
     def w_IntArgument(o):
-        nonlocal size
-        if type(o) is not IntArgument:
-            _bad('wrong table type, expected IntArgument', type(o).__name__)
-        mk = 0
-        x0 = o.value
-        if x0 != 0:
-            mk |= 1
-        L = L_IntArgument.get(mk)
-        if L is None:
-            L = L_IntArgument[mk] = _layout(_F_IntArgument, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not IntArgument:
+                _bad('wrong table type, expected IntArgument', type(o).__name__)
+            mk = 0
+            f_ = 'value'
+            x0 = o.value
+            if x0 != 0:
+                if type(x0) is not int or not -9223372036854775808 <= x0 <= 9223372036854775807:
+                    x0 = _check_int(x0, -9223372036854775808, 9223372036854775807, 'int64')
+                mk |= 1
+            f_ = None
+            L = L_IntArgument.get(mk)
+            if L is None:
+                L = L_IntArgument[mk] = _layout(_F_IntArgument, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_IntListArgument = {}
 
     def w_IntListArgument(o):
-        nonlocal size
-        if type(o) is not IntListArgument:
-            _bad('wrong table type, expected IntListArgument', type(o).__name__)
-        mk = 0
-        x0 = o.values
-        if x0:
-            x0 = BV(struct.pack('<%dq' % len(x0), *x0), len(x0), 8)
-            mk |= 1
-        L = L_IntListArgument.get(mk)
-        if L is None:
-            L = L_IntListArgument[mk] = _layout(_F_IntListArgument, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not IntListArgument:
+                _bad('wrong table type, expected IntListArgument', type(o).__name__)
+            mk = 0
+            f_ = 'values'
+            x0 = o.values
+            if x0:
+                try:
+                    b_ = struct.pack('<%dq' % len(x0), *x0)
+                except (struct.error, TypeError, OverflowError):
+                    _check_ints(x0, -9223372036854775808, 9223372036854775807, 'int64')
+                    raise
+                x0 = BV(b_, len(x0), 8)
+                mk |= 1
+            f_ = None
+            L = L_IntListArgument.get(mk)
+            if L is None:
+                L = L_IntListArgument[mk] = _layout(_F_IntListArgument, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_IntListListArgument = {}
 
     def w_IntListListArgument(o):
-        nonlocal size
-        if type(o) is not IntListListArgument:
-            _bad('wrong table type, expected IntListListArgument', type(o).__name__)
-        mk = 0
-        x0 = o.lists
-        if x0:
-            x0 = OV([w_IntListArgument(e) for e in x0])
-            mk |= 1
-        L = L_IntListListArgument.get(mk)
-        if L is None:
-            L = L_IntListListArgument[mk] = _layout(_F_IntListListArgument, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not IntListListArgument:
+                _bad('wrong table type, expected IntListListArgument', type(o).__name__)
+            mk = 0
+            f_ = ('lists', 'x0')
+            x0 = o.lists
+            if x0:
+                x0 = OV([w_IntListArgument(e) for e in x0])
+                mk |= 1
+            f_ = None
+            L = L_IntListListArgument.get(mk)
+            if L is None:
+                L = L_IntListListArgument[mk] = _layout(_F_IntListListArgument, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_IntValue = {}
 
     def w_IntValue(o):
-        nonlocal size
-        if type(o) is not IntValue:
-            _bad('wrong table type, expected IntValue', type(o).__name__)
-        mk = 0
-        x0 = o.value
-        if x0 != 0:
-            mk |= 1
-        L = L_IntValue.get(mk)
-        if L is None:
-            L = L_IntValue[mk] = _layout(_F_IntValue, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not IntValue:
+                _bad('wrong table type, expected IntValue', type(o).__name__)
+            mk = 0
+            f_ = 'value'
+            x0 = o.value
+            if x0 != 0:
+                if type(x0) is not int or not -9223372036854775808 <= x0 <= 9223372036854775807:
+                    x0 = _check_int(x0, -9223372036854775808, 9223372036854775807, 'int64')
+                mk |= 1
+            f_ = None
+            L = L_IntValue.get(mk)
+            if L is None:
+                L = L_IntValue[mk] = _layout(_F_IntValue, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_KeyPathEntry = {}
 
     def w_KeyPathEntry(o):
-        nonlocal size
-        if type(o) is not KeyPathEntry:
-            _bad('wrong table type, expected KeyPathEntry', type(o).__name__)
-        mk = 0
-        x0 = o.kind
-        if x0 is not None:
-            x0 = sget(x0) or S(x0)
-            mk |= 2
-        x1 = o.index
-        if x1 != 0:
-            mk |= 1
-        x2 = o.name
-        if x2 is not None:
-            x2 = sget(x2) or S(x2)
-            mk |= 4
-        L = L_KeyPathEntry.get(mk)
-        if L is None:
-            L = L_KeyPathEntry[mk] = _layout(_F_KeyPathEntry, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(x1)
-        if mk & 2:
-            v.append(t - offs[0] - x0)
-        if mk & 4:
-            v.append(t - offs[2] - x2)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not KeyPathEntry:
+                _bad('wrong table type, expected KeyPathEntry', type(o).__name__)
+            mk = 0
+            f_ = 'kind'
+            x0 = o.kind
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 2
+            f_ = 'index'
+            x1 = o.index
+            if x1 != 0:
+                if type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
+                    x1 = _check_int(x1, -9223372036854775808, 9223372036854775807, 'int64')
+                mk |= 1
+            f_ = 'name'
+            x2 = o.name
+            if x2 is not None:
+                x2 = sget(x2) or S(x2)
+                mk |= 4
+            f_ = None
+            L = L_KeyPathEntry.get(mk)
+            if L is None:
+                L = L_KeyPathEntry[mk] = _layout(_F_KeyPathEntry, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(x1)
+            if mk & 2:
+                v.append(t - offs[0] - x0)
+            if mk & 4:
+                v.append(t - offs[2] - x2)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_LayoutArgument = {}
 
     def w_LayoutArgument(o):
-        nonlocal size
-        if type(o) is not LayoutArgument:
-            _bad('wrong table type, expected LayoutArgument', type(o).__name__)
-        mk = 0
-        x0 = o.value
-        if x0 != 0:
-            mk |= 1
-        L = L_LayoutArgument.get(mk)
-        if L is None:
-            L = L_LayoutArgument[mk] = _layout(_F_LayoutArgument, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not LayoutArgument:
+                _bad('wrong table type, expected LayoutArgument', type(o).__name__)
+            mk = 0
+            f_ = 'value'
+            x0 = o.value
+            if x0 != 0:
+                if type(x0) is not int or not 0 <= x0 <= 255:
+                    x0 = _check_int(x0, 0, 255, 'uint8')
+                mk |= 1
+            f_ = None
+            L = L_LayoutArgument.get(mk)
+            if L is None:
+                L = L_LayoutArgument[mk] = _layout(_F_LayoutArgument, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_ListValue = {}
 
     def w_ListValue(o):
-        nonlocal size
-        if type(o) is not ListValue:
-            _bad('wrong table type, expected ListValue', type(o).__name__)
-        mk = 0
-        x0 = o.items
-        if x0:
-            x0 = OV([w_Value(e) for e in x0])
-            mk |= 1
-        x1 = o.is_tuple
-        if x1 is not False:
-            if x1 is not True:
-                _bad('is_tuple: expected bool', type(x1).__name__)
-            mk |= 2
-        L = L_ListValue.get(mk)
-        if L is None:
-            L = L_ListValue[mk] = _layout(_F_ListValue, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if mk & 2:
-            v.append(x1)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not ListValue:
+                _bad('wrong table type, expected ListValue', type(o).__name__)
+            mk = 0
+            f_ = ('items', 'x0')
+            x0 = o.items
+            if x0:
+                x0 = OV([w_Value(e) for e in x0])
+                mk |= 1
+            f_ = 'is_tuple'
+            x1 = o.is_tuple
+            if x1 is not False:
+                if x1 is not True:
+                    _check_bool(x1)
+                mk |= 2
+            f_ = None
+            L = L_ListValue.get(mk)
+            if L is None:
+                L = L_ListValue[mk] = _layout(_F_ListValue, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if mk & 2:
+                v.append(x1)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_LossOutputSpec = {}
 
     def w_LossOutputSpec(o):
-        nonlocal size
-        if type(o) is not LossOutputSpec:
-            _bad('wrong table type, expected LossOutputSpec', type(o).__name__)
-        mk = 0
-        x0 = o.arg
-        if x0 is not None:
-            x0 = w_TensorArgument(x0)
-            mk |= 1
-        L = L_LossOutputSpec.get(mk)
-        if L is None:
-            L = L_LossOutputSpec[mk] = _layout(_F_LossOutputSpec, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not LossOutputSpec:
+                _bad('wrong table type, expected LossOutputSpec', type(o).__name__)
+            mk = 0
+            f_ = 'arg'
+            x0 = o.arg
+            if x0 is not None:
+                x0 = w_TensorArgument(x0)
+                mk |= 1
+            f_ = None
+            L = L_LossOutputSpec.get(mk)
+            if L is None:
+                L = L_LossOutputSpec[mk] = _layout(_F_LossOutputSpec, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_MapEntry = {}
 
     def w_MapEntry(o):
-        nonlocal size
-        if type(o) is not MapEntry:
-            _bad('wrong table type, expected MapEntry', type(o).__name__)
-        mk = 0
-        x0 = o.key
-        if x0 is not None:
-            x0 = w_Value(x0)
-            mk |= 1
-        x1 = o.value
-        if x1 is not None:
-            x1 = w_Value(x1)
-            mk |= 2
-        L = L_MapEntry.get(mk)
-        if L is None:
-            L = L_MapEntry[mk] = _layout(_F_MapEntry, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if mk & 2:
-            v.append(t - offs[1] - x1)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not MapEntry:
+                _bad('wrong table type, expected MapEntry', type(o).__name__)
+            mk = 0
+            f_ = 'key'
+            x0 = o.key
+            if x0 is not None:
+                x0 = w_Value(x0)
+                mk |= 1
+            f_ = 'value'
+            x1 = o.value
+            if x1 is not None:
+                x1 = w_Value(x1)
+                mk |= 2
+            f_ = None
+            L = L_MapEntry.get(mk)
+            if L is None:
+                L = L_MapEntry[mk] = _layout(_F_MapEntry, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if mk & 2:
+                v.append(t - offs[1] - x1)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_MapValue = {}
 
     def w_MapValue(o):
-        nonlocal size
-        if type(o) is not MapValue:
-            _bad('wrong table type, expected MapValue', type(o).__name__)
-        mk = 0
-        x0 = o.entries
-        if x0:
-            x0 = OV([w_MapEntry(e) for e in x0])
-            mk |= 1
-        L = L_MapValue.get(mk)
-        if L is None:
-            L = L_MapValue[mk] = _layout(_F_MapValue, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not MapValue:
+                _bad('wrong table type, expected MapValue', type(o).__name__)
+            mk = 0
+            f_ = ('entries', 'x0')
+            x0 = o.entries
+            if x0:
+                x0 = OV([w_MapEntry(e) for e in x0])
+                mk |= 1
+            f_ = None
+            L = L_MapValue.get(mk)
+            if L is None:
+                L = L_MapValue[mk] = _layout(_F_MapValue, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_MemoryFormatArgument = {}
 
     def w_MemoryFormatArgument(o):
-        nonlocal size
-        if type(o) is not MemoryFormatArgument:
-            _bad('wrong table type, expected MemoryFormatArgument', type(o).__name__)
-        mk = 0
-        x0 = o.value
-        if x0 != 0:
-            mk |= 1
-        L = L_MemoryFormatArgument.get(mk)
-        if L is None:
-            L = L_MemoryFormatArgument[mk] = _layout(_F_MemoryFormatArgument, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not MemoryFormatArgument:
+                _bad('wrong table type, expected MemoryFormatArgument', type(o).__name__)
+            mk = 0
+            f_ = 'value'
+            x0 = o.value
+            if x0 != 0:
+                if type(x0) is not int or not 0 <= x0 <= 255:
+                    x0 = _check_int(x0, 0, 255, 'uint8')
+                mk |= 1
+            f_ = None
+            L = L_MemoryFormatArgument.get(mk)
+            if L is None:
+                L = L_MemoryFormatArgument[mk] = _layout(_F_MemoryFormatArgument, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_ModuleCallEntry = {}
 
     def w_ModuleCallEntry(o):
-        nonlocal size
-        if type(o) is not ModuleCallEntry:
-            _bad('wrong table type, expected ModuleCallEntry', type(o).__name__)
-        mk = 0
-        x0 = o.fqn
-        if x0 is not None:
-            x0 = sget(x0) or S(x0)
-            mk |= 1
-        x1 = o.signature
-        if x1 is not None:
-            x1 = w_ModuleCallSignature(x1)
-            mk |= 2
-        L = L_ModuleCallEntry.get(mk)
-        if L is None:
-            L = L_ModuleCallEntry[mk] = _layout(_F_ModuleCallEntry, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if mk & 2:
-            v.append(t - offs[1] - x1)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not ModuleCallEntry:
+                _bad('wrong table type, expected ModuleCallEntry', type(o).__name__)
+            mk = 0
+            f_ = 'fqn'
+            x0 = o.fqn
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 1
+            f_ = 'signature'
+            x1 = o.signature
+            if x1 is not None:
+                x1 = w_ModuleCallSignature(x1)
+                mk |= 2
+            f_ = None
+            L = L_ModuleCallEntry.get(mk)
+            if L is None:
+                L = L_ModuleCallEntry[mk] = _layout(_F_ModuleCallEntry, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if mk & 2:
+                v.append(t - offs[1] - x1)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_ModuleCallSignature = {}
 
     def w_ModuleCallSignature(o):
-        nonlocal size
-        if type(o) is not ModuleCallSignature:
-            _bad('wrong table type, expected ModuleCallSignature', type(o).__name__)
-        mk = 0
-        x0 = o.inputs
-        if x0:
-            x0 = OV([w_Argument(e) for e in x0])
-            mk |= 1
-        x1 = o.outputs
-        if x1:
-            x1 = OV([w_Argument(e) for e in x1])
-            mk |= 2
-        x2 = o.in_spec
-        if x2 is not None:
-            x2 = w_TreeSpec(x2)
-            mk |= 4
-        x3 = o.out_spec
-        if x3 is not None:
-            x3 = w_TreeSpec(x3)
-            mk |= 8
-        x4 = o.forward_arg_names
-        if x4:
-            x4 = OV([sget(e) or S(e) for e in x4])
-            mk |= 16
-        L = L_ModuleCallSignature.get(mk)
-        if L is None:
-            L = L_ModuleCallSignature[mk] = _layout(_F_ModuleCallSignature, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if mk & 2:
-            v.append(t - offs[1] - x1)
-        if mk & 4:
-            v.append(t - offs[2] - x2)
-        if mk & 8:
-            v.append(t - offs[3] - x3)
-        if mk & 16:
-            v.append(t - offs[4] - x4)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not ModuleCallSignature:
+                _bad('wrong table type, expected ModuleCallSignature', type(o).__name__)
+            mk = 0
+            f_ = ('inputs', 'x0')
+            x0 = o.inputs
+            if x0:
+                x0 = OV([w_Argument(e) for e in x0])
+                mk |= 1
+            f_ = ('outputs', 'x1')
+            x1 = o.outputs
+            if x1:
+                x1 = OV([w_Argument(e) for e in x1])
+                mk |= 2
+            f_ = 'in_spec'
+            x2 = o.in_spec
+            if x2 is not None:
+                x2 = w_TreeSpec(x2)
+                mk |= 4
+            f_ = 'out_spec'
+            x3 = o.out_spec
+            if x3 is not None:
+                x3 = w_TreeSpec(x3)
+                mk |= 8
+            f_ = 'forward_arg_names'
+            x4 = o.forward_arg_names
+            if x4:
+                x4 = OV([sget(e) or S(e) for e in x4])
+                mk |= 16
+            f_ = None
+            L = L_ModuleCallSignature.get(mk)
+            if L is None:
+                L = L_ModuleCallSignature[mk] = _layout(_F_ModuleCallSignature, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if mk & 2:
+                v.append(t - offs[1] - x1)
+            if mk & 4:
+                v.append(t - offs[2] - x2)
+            if mk & 8:
+                v.append(t - offs[3] - x3)
+            if mk & 16:
+                v.append(t - offs[4] - x4)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_ModuleStackEntry = {}
 
     def w_ModuleStackEntry(o):
-        nonlocal size
-        if type(o) is not ModuleStackEntry:
-            _bad('wrong table type, expected ModuleStackEntry', type(o).__name__)
-        mk = 0
-        x0 = o.key
-        if x0 is not None:
-            x0 = sget(x0) or S(x0)
-            mk |= 1
-        x1 = o.path
-        if x1 is not None:
-            x1 = sget(x1) or S(x1)
-            mk |= 2
-        x2 = o.type_name
-        if x2 is not None:
-            x2 = sget(x2) or S(x2)
-            mk |= 4
-        L = L_ModuleStackEntry.get(mk)
-        if L is None:
-            L = L_ModuleStackEntry[mk] = _layout(_F_ModuleStackEntry, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if mk & 2:
-            v.append(t - offs[1] - x1)
-        if mk & 4:
-            v.append(t - offs[2] - x2)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not ModuleStackEntry:
+                _bad('wrong table type, expected ModuleStackEntry', type(o).__name__)
+            mk = 0
+            f_ = 'key'
+            x0 = o.key
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 1
+            f_ = 'path'
+            x1 = o.path
+            if x1 is not None:
+                x1 = sget(x1) or S(x1)
+                mk |= 2
+            f_ = 'type_name'
+            x2 = o.type_name
+            if x2 is not None:
+                x2 = sget(x2) or S(x2)
+                mk |= 4
+            f_ = None
+            L = L_ModuleStackEntry.get(mk)
+            if L is None:
+                L = L_ModuleStackEntry[mk] = _layout(_F_ModuleStackEntry, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if mk & 2:
+                v.append(t - offs[1] - x1)
+            if mk & 4:
+                v.append(t - offs[2] - x2)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_NamedArgument = {}
 
     def w_NamedArgument(o):
-        nonlocal size
-        if type(o) is not NamedArgument:
-            _bad('wrong table type, expected NamedArgument', type(o).__name__)
-        mk = 0
-        x0 = o.name
-        if x0 is not None:
-            x0 = sget(x0) or S(x0)
-            mk |= 1
-        x2 = o.value
-        if x2 is not None:
-            t2 = UI_ArgumentValue.get(type(x2))
-            if t2 is None:
-                _bad('value: not a member of ArgumentValue', type(x2).__name__)
-            x2 = UW_ArgumentValue[t2](x2)
-            mk |= 6
-        x3 = o.kind
-        if x3 != 0:
-            mk |= 8
-        x4 = o.is_tuple
-        if x4 is not False:
-            if x4 is not True:
-                _bad('is_tuple: expected bool', type(x4).__name__)
-            mk |= 16
-        L = L_NamedArgument.get(mk)
-        if L is None:
-            L = L_NamedArgument[mk] = _layout(_F_NamedArgument, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if mk & 2:
-            v.append(t - offs[2] - x2)
-        if mk & 4:
-            v.append(t2)
-        if mk & 8:
-            v.append(x3)
-        if mk & 16:
-            v.append(x4)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not NamedArgument:
+                _bad('wrong table type, expected NamedArgument', type(o).__name__)
+            mk = 0
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 1
+            f_ = 'value'
+            x2 = o.value
+            if x2 is not None:
+                t2 = UI_ArgumentValue.get(type(x2))
+                if t2 is None:
+                    _bad('not a member of the union ArgumentValue', type(x2).__name__)
+                x2 = UW_ArgumentValue[t2](x2)
+                mk |= 6
+            f_ = 'kind'
+            x3 = o.kind
+            if x3 != 0:
+                if type(x3) is not int or not 0 <= x3 <= 255:
+                    x3 = _check_int(x3, 0, 255, 'uint8')
+                mk |= 8
+            f_ = 'is_tuple'
+            x4 = o.is_tuple
+            if x4 is not False:
+                if x4 is not True:
+                    _check_bool(x4)
+                mk |= 16
+            f_ = None
+            L = L_NamedArgument.get(mk)
+            if L is None:
+                L = L_NamedArgument[mk] = _layout(_F_NamedArgument, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if mk & 2:
+                v.append(t - offs[2] - x2)
+            if mk & 4:
+                v.append(t2)
+            if mk & 8:
+                v.append(x3)
+            if mk & 16:
+                v.append(x4)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_NamedTupleDef = {}
 
     def w_NamedTupleDef(o):
-        nonlocal size
-        if type(o) is not NamedTupleDef:
-            _bad('wrong table type, expected NamedTupleDef', type(o).__name__)
-        mk = 0
-        x0 = o.type_name
-        if x0 is not None:
-            x0 = sget(x0) or S(x0)
-            mk |= 1
-        x1 = o.field_names
-        if x1:
-            x1 = OV([sget(e) or S(e) for e in x1])
-            mk |= 2
-        L = L_NamedTupleDef.get(mk)
-        if L is None:
-            L = L_NamedTupleDef[mk] = _layout(_F_NamedTupleDef, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if mk & 2:
-            v.append(t - offs[1] - x1)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not NamedTupleDef:
+                _bad('wrong table type, expected NamedTupleDef', type(o).__name__)
+            mk = 0
+            f_ = 'type_name'
+            x0 = o.type_name
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 1
+            f_ = 'field_names'
+            x1 = o.field_names
+            if x1:
+                x1 = OV([sget(e) or S(e) for e in x1])
+                mk |= 2
+            f_ = None
+            L = L_NamedTupleDef.get(mk)
+            if L is None:
+                L = L_NamedTupleDef[mk] = _layout(_F_NamedTupleDef, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if mk & 2:
+                v.append(t - offs[1] - x1)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_NestedTensorListArgument = {}
 
     def w_NestedTensorListArgument(o):
-        nonlocal size
-        if type(o) is not NestedTensorListArgument:
-            _bad('wrong table type, expected NestedTensorListArgument', type(o).__name__)
-        mk = 0
-        x0 = o.lists
-        if x0:
-            x0 = OV([w_TensorListArgument(e) for e in x0])
-            mk |= 1
-        L = L_NestedTensorListArgument.get(mk)
-        if L is None:
-            L = L_NestedTensorListArgument[mk] = _layout(_F_NestedTensorListArgument, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not NestedTensorListArgument:
+                _bad('wrong table type, expected NestedTensorListArgument', type(o).__name__)
+            mk = 0
+            f_ = ('lists', 'x0')
+            x0 = o.lists
+            if x0:
+                x0 = OV([w_TensorListArgument(e) for e in x0])
+                mk |= 1
+            f_ = None
+            L = L_NestedTensorListArgument.get(mk)
+            if L is None:
+                L = L_NestedTensorListArgument[mk] = _layout(_F_NestedTensorListArgument, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_Node = {}
 
     def w_Node(o):
-        nonlocal size
-        if type(o) is not Node:
-            _bad('wrong table type, expected Node', type(o).__name__)
-        mk = 0
-        x0 = o.name
-        if x0 is not None:
-            x0 = sget(x0) or S(x0)
-            mk |= 1
-        x1 = o.target
-        if x1 is not None:
-            x1 = sget(x1) or S(x1)
-            mk |= 2
-        x2 = o.inputs
-        if x2:
-            x2 = OV([w_NamedArgument(e) for e in x2])
-            mk |= 4
-        x3 = o.outputs
-        if x3:
-            x3 = OV([w_Argument(e) for e in x3])
-            mk |= 8
-        x4 = o.metadata
-        if x4 is not None:
-            x4 = w_NodeMetadata(x4)
-            mk |= 16
-        x5 = o.is_hop_single_tensor_return
-        if x5 is not False:
-            if x5 is not True:
-                _bad('is_hop_single_tensor_return: expected bool', type(x5).__name__)
-            mk |= 128
-        x6 = o.unbound_outputs
-        if x6:
-            x6 = BV(struct.pack('<%dI' % len(x6), *x6), len(x6), 4)
-            mk |= 32
-        x7 = o.unpack_metadata
-        if x7:
-            x7 = OV([w_UnpackMetadata(e) for e in x7])
-            mk |= 64
-        L = L_Node.get(mk)
-        if L is None:
-            L = L_Node[mk] = _layout(_F_Node, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if mk & 2:
-            v.append(t - offs[1] - x1)
-        if mk & 4:
-            v.append(t - offs[2] - x2)
-        if mk & 8:
-            v.append(t - offs[3] - x3)
-        if mk & 16:
-            v.append(t - offs[4] - x4)
-        if mk & 32:
-            v.append(t - offs[6] - x6)
-        if mk & 64:
-            v.append(t - offs[7] - x7)
-        if mk & 128:
-            v.append(x5)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not Node:
+                _bad('wrong table type, expected Node', type(o).__name__)
+            mk = 0
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 1
+            f_ = 'target'
+            x1 = o.target
+            if x1 is not None:
+                x1 = sget(x1) or S(x1)
+                mk |= 2
+            f_ = ('inputs', 'x2')
+            x2 = o.inputs
+            if x2:
+                x2 = OV([w_NamedArgument(e) for e in x2])
+                mk |= 4
+            f_ = ('outputs', 'x3')
+            x3 = o.outputs
+            if x3:
+                x3 = OV([w_Argument(e) for e in x3])
+                mk |= 8
+            f_ = 'metadata'
+            x4 = o.metadata
+            if x4 is not None:
+                x4 = w_NodeMetadata(x4)
+                mk |= 16
+            f_ = 'is_hop_single_tensor_return'
+            x5 = o.is_hop_single_tensor_return
+            if x5 is not False:
+                if x5 is not True:
+                    _check_bool(x5)
+                mk |= 128
+            f_ = 'unbound_outputs'
+            x6 = o.unbound_outputs
+            if x6:
+                try:
+                    b_ = struct.pack('<%dI' % len(x6), *x6)
+                except (struct.error, TypeError, OverflowError):
+                    _check_ints(x6, 0, 4294967295, 'uint32')
+                    raise
+                x6 = BV(b_, len(x6), 4)
+                mk |= 32
+            f_ = ('unpack_metadata', 'x7')
+            x7 = o.unpack_metadata
+            if x7:
+                x7 = OV([w_UnpackMetadata(e) for e in x7])
+                mk |= 64
+            f_ = None
+            L = L_Node.get(mk)
+            if L is None:
+                L = L_Node[mk] = _layout(_F_Node, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if mk & 2:
+                v.append(t - offs[1] - x1)
+            if mk & 4:
+                v.append(t - offs[2] - x2)
+            if mk & 8:
+                v.append(t - offs[3] - x3)
+            if mk & 16:
+                v.append(t - offs[4] - x4)
+            if mk & 32:
+                v.append(t - offs[6] - x6)
+            if mk & 64:
+                v.append(t - offs[7] - x7)
+            if mk & 128:
+                v.append(x5)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_NodeMetadata = {}
 
     def w_NodeMetadata(o):
-        nonlocal size
-        if type(o) is not NodeMetadata:
-            _bad('wrong table type, expected NodeMetadata', type(o).__name__)
-        mk = 0
-        x0 = o.stack_trace
-        if x0 is not None:
-            x0 = sget(x0) or S(x0)
-            mk |= 1
-        x1 = o.nn_module_stack
-        if x1:
-            x1 = OV([w_ModuleStackEntry(e) for e in x1])
-            mk |= 2
-        x2 = o.source_fn_stack
-        if x2:
-            x2 = OV([w_SourceFnEntry(e) for e in x2])
-            mk |= 4
-        x3 = o.torch_fn
-        if x3 is not None:
-            x3 = w_TorchFn(x3)
-            mk |= 8
-        x4 = o.custom
-        if x4 is not None:
-            x4 = w_MapValue(x4)
-            mk |= 16
-        x5 = o.from_node
-        if x5:
-            x5 = OV([w_NodeSource(e) for e in x5])
-            mk |= 32
-        x6 = o.unbacked_bindings
-        if x6:
-            x6 = OV([w_UnbackedBinding(e) for e in x6])
-            mk |= 64
-        x7 = o.extra
-        if x7:
-            x7 = OV([w_StringEntry(e) for e in x7])
-            mk |= 128
-        L = L_NodeMetadata.get(mk)
-        if L is None:
-            L = L_NodeMetadata[mk] = _layout(_F_NodeMetadata, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if mk & 2:
-            v.append(t - offs[1] - x1)
-        if mk & 4:
-            v.append(t - offs[2] - x2)
-        if mk & 8:
-            v.append(t - offs[3] - x3)
-        if mk & 16:
-            v.append(t - offs[4] - x4)
-        if mk & 32:
-            v.append(t - offs[5] - x5)
-        if mk & 64:
-            v.append(t - offs[6] - x6)
-        if mk & 128:
-            v.append(t - offs[7] - x7)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not NodeMetadata:
+                _bad('wrong table type, expected NodeMetadata', type(o).__name__)
+            mk = 0
+            f_ = 'stack_trace'
+            x0 = o.stack_trace
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 1
+            f_ = ('nn_module_stack', 'x1')
+            x1 = o.nn_module_stack
+            if x1:
+                x1 = OV([w_ModuleStackEntry(e) for e in x1])
+                mk |= 2
+            f_ = ('source_fn_stack', 'x2')
+            x2 = o.source_fn_stack
+            if x2:
+                x2 = OV([w_SourceFnEntry(e) for e in x2])
+                mk |= 4
+            f_ = 'torch_fn'
+            x3 = o.torch_fn
+            if x3 is not None:
+                x3 = w_TorchFn(x3)
+                mk |= 8
+            f_ = 'custom'
+            x4 = o.custom
+            if x4 is not None:
+                x4 = w_MapValue(x4)
+                mk |= 16
+            f_ = ('from_node', 'x5')
+            x5 = o.from_node
+            if x5:
+                x5 = OV([w_NodeSource(e) for e in x5])
+                mk |= 32
+            f_ = ('unbacked_bindings', 'x6')
+            x6 = o.unbacked_bindings
+            if x6:
+                x6 = OV([w_UnbackedBinding(e) for e in x6])
+                mk |= 64
+            f_ = ('extra', 'x7')
+            x7 = o.extra
+            if x7:
+                x7 = OV([w_StringEntry(e) for e in x7])
+                mk |= 128
+            f_ = None
+            L = L_NodeMetadata.get(mk)
+            if L is None:
+                L = L_NodeMetadata[mk] = _layout(_F_NodeMetadata, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if mk & 2:
+                v.append(t - offs[1] - x1)
+            if mk & 4:
+                v.append(t - offs[2] - x2)
+            if mk & 8:
+                v.append(t - offs[3] - x3)
+            if mk & 16:
+                v.append(t - offs[4] - x4)
+            if mk & 32:
+                v.append(t - offs[5] - x5)
+            if mk & 64:
+                v.append(t - offs[6] - x6)
+            if mk & 128:
+                v.append(t - offs[7] - x7)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_NodeSource = {}
 
     def w_NodeSource(o):
-        nonlocal size
-        if type(o) is not NodeSource:
-            _bad('wrong table type, expected NodeSource', type(o).__name__)
-        mk = 0
-        x0 = o.name
-        if x0 is not None:
-            x0 = sget(x0) or S(x0)
-            mk |= 2
-        x1 = o.target
-        if x1 is not None:
-            x1 = sget(x1) or S(x1)
-            mk |= 4
-        x2 = o.graph_id
-        if x2 != 0:
-            mk |= 1
-        x3 = o.pass_name
-        if x3 is not None:
-            x3 = sget(x3) or S(x3)
-            mk |= 8
-        x4 = o.actions
-        if x4:
-            x4 = OV([sget(e) or S(e) for e in x4])
-            mk |= 16
-        x5 = o.from_node
-        if x5:
-            x5 = OV([w_NodeSource(e) for e in x5])
-            mk |= 32
-        L = L_NodeSource.get(mk)
-        if L is None:
-            L = L_NodeSource[mk] = _layout(_F_NodeSource, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(x2)
-        if mk & 2:
-            v.append(t - offs[0] - x0)
-        if mk & 4:
-            v.append(t - offs[1] - x1)
-        if mk & 8:
-            v.append(t - offs[3] - x3)
-        if mk & 16:
-            v.append(t - offs[4] - x4)
-        if mk & 32:
-            v.append(t - offs[5] - x5)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not NodeSource:
+                _bad('wrong table type, expected NodeSource', type(o).__name__)
+            mk = 0
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 2
+            f_ = 'target'
+            x1 = o.target
+            if x1 is not None:
+                x1 = sget(x1) or S(x1)
+                mk |= 4
+            f_ = 'graph_id'
+            x2 = o.graph_id
+            if x2 != 0:
+                if type(x2) is not int or not -9223372036854775808 <= x2 <= 9223372036854775807:
+                    x2 = _check_int(x2, -9223372036854775808, 9223372036854775807, 'int64')
+                mk |= 1
+            f_ = 'pass_name'
+            x3 = o.pass_name
+            if x3 is not None:
+                x3 = sget(x3) or S(x3)
+                mk |= 8
+            f_ = 'actions'
+            x4 = o.actions
+            if x4:
+                x4 = OV([sget(e) or S(e) for e in x4])
+                mk |= 16
+            f_ = ('from_node', 'x5')
+            x5 = o.from_node
+            if x5:
+                x5 = OV([w_NodeSource(e) for e in x5])
+                mk |= 32
+            f_ = None
+            L = L_NodeSource.get(mk)
+            if L is None:
+                L = L_NodeSource[mk] = _layout(_F_NodeSource, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(x2)
+            if mk & 2:
+                v.append(t - offs[0] - x0)
+            if mk & 4:
+                v.append(t - offs[1] - x1)
+            if mk & 8:
+                v.append(t - offs[3] - x3)
+            if mk & 16:
+                v.append(t - offs[4] - x4)
+            if mk & 32:
+                v.append(t - offs[5] - x5)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_NoneArgument = {}
 
     def w_NoneArgument(o):
-        nonlocal size
-        if type(o) is not NoneArgument:
-            _bad('wrong table type, expected NoneArgument', type(o).__name__)
-        mk = 0
-        L = L_NoneArgument.get(mk)
-        if L is None:
-            L = L_NoneArgument[mk] = _layout(_F_NoneArgument, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not NoneArgument:
+                _bad('wrong table type, expected NoneArgument', type(o).__name__)
+            mk = 0
+            f_ = None
+            L = L_NoneArgument.get(mk)
+            if L is None:
+                L = L_NoneArgument[mk] = _layout(_F_NoneArgument, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_NullValue = {}
 
     def w_NullValue(o):
-        nonlocal size
-        if type(o) is not NullValue:
-            _bad('wrong table type, expected NullValue', type(o).__name__)
-        mk = 0
-        L = L_NullValue.get(mk)
-        if L is None:
-            L = L_NullValue[mk] = _layout(_F_NullValue, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not NullValue:
+                _bad('wrong table type, expected NullValue', type(o).__name__)
+            mk = 0
+            f_ = None
+            L = L_NullValue.get(mk)
+            if L is None:
+                L = L_NullValue[mk] = _layout(_F_NullValue, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_OperatorArgument = {}
 
     def w_OperatorArgument(o):
-        nonlocal size
-        if type(o) is not OperatorArgument:
-            _bad('wrong table type, expected OperatorArgument', type(o).__name__)
-        mk = 0
-        x0 = o.name
-        if x0 is not None:
-            x0 = sget(x0) or S(x0)
-            mk |= 1
-        L = L_OperatorArgument.get(mk)
-        if L is None:
-            L = L_OperatorArgument[mk] = _layout(_F_OperatorArgument, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not OperatorArgument:
+                _bad('wrong table type, expected OperatorArgument', type(o).__name__)
+            mk = 0
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 1
+            f_ = None
+            L = L_OperatorArgument.get(mk)
+            if L is None:
+                L = L_OperatorArgument[mk] = _layout(_F_OperatorArgument, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_OperatorParameter = {}
 
     def w_OperatorParameter(o):
-        nonlocal size
-        if type(o) is not OperatorParameter:
-            _bad('wrong table type, expected OperatorParameter', type(o).__name__)
-        mk = 0
-        x0 = o.name
-        if x0 is not None:
-            x0 = sget(x0) or S(x0)
-            mk |= 1
-        x1 = o.type
-        if x1 is not None:
-            x1 = sget(x1) or S(x1)
-            mk |= 2
-        x2 = o.default_value
-        if x2 is not None:
-            x2 = w_Value(x2)
-            mk |= 4
-        x3 = o.kwarg_only
-        if x3 is not False:
-            if x3 is not True:
-                _bad('kwarg_only: expected bool', type(x3).__name__)
-            mk |= 16
-        x4 = o.alias_set
-        if x4 is not None:
-            x4 = sget(x4) or S(x4)
-            mk |= 8
-        x5 = o.is_write
-        if x5 is not False:
-            if x5 is not True:
-                _bad('is_write: expected bool', type(x5).__name__)
-            mk |= 32
-        L = L_OperatorParameter.get(mk)
-        if L is None:
-            L = L_OperatorParameter[mk] = _layout(_F_OperatorParameter, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if mk & 2:
-            v.append(t - offs[1] - x1)
-        if mk & 4:
-            v.append(t - offs[2] - x2)
-        if mk & 8:
-            v.append(t - offs[4] - x4)
-        if mk & 16:
-            v.append(x3)
-        if mk & 32:
-            v.append(x5)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not OperatorParameter:
+                _bad('wrong table type, expected OperatorParameter', type(o).__name__)
+            mk = 0
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 1
+            f_ = 'type'
+            x1 = o.type
+            if x1 is not None:
+                x1 = sget(x1) or S(x1)
+                mk |= 2
+            f_ = 'default_value'
+            x2 = o.default_value
+            if x2 is not None:
+                x2 = w_Value(x2)
+                mk |= 4
+            f_ = 'kwarg_only'
+            x3 = o.kwarg_only
+            if x3 is not False:
+                if x3 is not True:
+                    _check_bool(x3)
+                mk |= 16
+            f_ = 'alias_set'
+            x4 = o.alias_set
+            if x4 is not None:
+                x4 = sget(x4) or S(x4)
+                mk |= 8
+            f_ = 'is_write'
+            x5 = o.is_write
+            if x5 is not False:
+                if x5 is not True:
+                    _check_bool(x5)
+                mk |= 32
+            f_ = None
+            L = L_OperatorParameter.get(mk)
+            if L is None:
+                L = L_OperatorParameter[mk] = _layout(_F_OperatorParameter, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if mk & 2:
+                v.append(t - offs[1] - x1)
+            if mk & 4:
+                v.append(t - offs[2] - x2)
+            if mk & 8:
+                v.append(t - offs[4] - x4)
+            if mk & 16:
+                v.append(x3)
+            if mk & 32:
+                v.append(x5)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_OperatorSchema = {}
 
     def w_OperatorSchema(o):
-        nonlocal size
-        if type(o) is not OperatorSchema:
-            _bad('wrong table type, expected OperatorSchema', type(o).__name__)
-        mk = 0
-        x0 = o.target
-        if x0 is not None:
-            x0 = sget(x0) or S(x0)
-            mk |= 1
-        x1 = o.kind
-        if x1 != 0:
-            mk |= 16
-        x2 = o.schema
-        if x2 is not None:
-            x2 = sget(x2) or S(x2)
-            mk |= 2
-        x3 = o.parameters
-        if x3:
-            x3 = OV([w_OperatorParameter(e) for e in x3])
-            mk |= 4
-        x4 = o.returns
-        if x4:
-            x4 = OV([w_OperatorParameter(e) for e in x4])
-            mk |= 8
-        x5 = o.is_mutable
-        if x5 is not False:
-            if x5 is not True:
-                _bad('is_mutable: expected bool', type(x5).__name__)
-            mk |= 32
-        L = L_OperatorSchema.get(mk)
-        if L is None:
-            L = L_OperatorSchema[mk] = _layout(_F_OperatorSchema, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if mk & 2:
-            v.append(t - offs[2] - x2)
-        if mk & 4:
-            v.append(t - offs[3] - x3)
-        if mk & 8:
-            v.append(t - offs[4] - x4)
-        if mk & 16:
-            v.append(x1)
-        if mk & 32:
-            v.append(x5)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not OperatorSchema:
+                _bad('wrong table type, expected OperatorSchema', type(o).__name__)
+            mk = 0
+            f_ = 'target'
+            x0 = o.target
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 1
+            f_ = 'kind'
+            x1 = o.kind
+            if x1 != 0:
+                if type(x1) is not int or not 0 <= x1 <= 255:
+                    x1 = _check_int(x1, 0, 255, 'uint8')
+                mk |= 16
+            f_ = 'schema'
+            x2 = o.schema
+            if x2 is not None:
+                x2 = sget(x2) or S(x2)
+                mk |= 2
+            f_ = ('parameters', 'x3')
+            x3 = o.parameters
+            if x3:
+                x3 = OV([w_OperatorParameter(e) for e in x3])
+                mk |= 4
+            f_ = ('returns', 'x4')
+            x4 = o.returns
+            if x4:
+                x4 = OV([w_OperatorParameter(e) for e in x4])
+                mk |= 8
+            f_ = 'is_mutable'
+            x5 = o.is_mutable
+            if x5 is not False:
+                if x5 is not True:
+                    _check_bool(x5)
+                mk |= 32
+            f_ = None
+            L = L_OperatorSchema.get(mk)
+            if L is None:
+                L = L_OperatorSchema[mk] = _layout(_F_OperatorSchema, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if mk & 2:
+                v.append(t - offs[2] - x2)
+            if mk & 4:
+                v.append(t - offs[3] - x3)
+            if mk & 8:
+                v.append(t - offs[4] - x4)
+            if mk & 16:
+                v.append(x1)
+            if mk & 32:
+                v.append(x5)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_Opset = {}
 
     def w_Opset(o):
-        nonlocal size
-        if type(o) is not Opset:
-            _bad('wrong table type, expected Opset', type(o).__name__)
-        mk = 0
-        x0 = o.namespace
-        if x0 is not None:
-            x0 = sget(x0) or S(x0)
-            mk |= 2
-        x1 = o.version
-        if x1 != 0:
-            mk |= 1
-        L = L_Opset.get(mk)
-        if L is None:
-            L = L_Opset[mk] = _layout(_F_Opset, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(x1)
-        if mk & 2:
-            v.append(t - offs[0] - x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not Opset:
+                _bad('wrong table type, expected Opset', type(o).__name__)
+            mk = 0
+            f_ = 'namespace'
+            x0 = o.namespace
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 2
+            f_ = 'version'
+            x1 = o.version
+            if x1 != 0:
+                if type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
+                    x1 = _check_int(x1, -9223372036854775808, 9223372036854775807, 'int64')
+                mk |= 1
+            f_ = None
+            L = L_Opset.get(mk)
+            if L is None:
+                L = L_Opset[mk] = _layout(_F_Opset, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(x1)
+            if mk & 2:
+                v.append(t - offs[0] - x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_OptionalTensorArgument = {}
 
     def w_OptionalTensorArgument(o):
-        nonlocal size
-        if type(o) is not OptionalTensorArgument:
-            _bad('wrong table type, expected OptionalTensorArgument', type(o).__name__)
-        mk = 0
-        x0 = o.name
-        if x0 is not None:
-            x0 = sget(x0) or S(x0)
-            mk |= 1
-        L = L_OptionalTensorArgument.get(mk)
-        if L is None:
-            L = L_OptionalTensorArgument[mk] = _layout(_F_OptionalTensorArgument, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not OptionalTensorArgument:
+                _bad('wrong table type, expected OptionalTensorArgument', type(o).__name__)
+            mk = 0
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 1
+            f_ = None
+            L = L_OptionalTensorArgument.get(mk)
+            if L is None:
+                L = L_OptionalTensorArgument[mk] = _layout(_F_OptionalTensorArgument, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_OptionalTensorListArgument = {}
 
     def w_OptionalTensorListArgument(o):
-        nonlocal size
-        if type(o) is not OptionalTensorListArgument:
-            _bad('wrong table type, expected OptionalTensorListArgument', type(o).__name__)
-        mk = 0
-        x0 = o.items
-        if x0:
-            x0 = OV([w_OptionalTensorArgument(e) for e in x0])
-            mk |= 1
-        L = L_OptionalTensorListArgument.get(mk)
-        if L is None:
-            L = L_OptionalTensorListArgument[mk] = _layout(_F_OptionalTensorListArgument, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not OptionalTensorListArgument:
+                _bad('wrong table type, expected OptionalTensorListArgument', type(o).__name__)
+            mk = 0
+            f_ = ('items', 'x0')
+            x0 = o.items
+            if x0:
+                x0 = OV([w_OptionalTensorArgument(e) for e in x0])
+                mk |= 1
+            f_ = None
+            L = L_OptionalTensorListArgument.get(mk)
+            if L is None:
+                L = L_OptionalTensorListArgument[mk] = _layout(_F_OptionalTensorListArgument, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_OutputSpec = {}
 
     def w_OutputSpec(o):
-        nonlocal size
-        if type(o) is not OutputSpec:
-            _bad('wrong table type, expected OutputSpec', type(o).__name__)
-        mk = 0
-        x1 = o.spec
-        if x1 is not None:
-            t1 = UI_OutputSpecKind.get(type(x1))
-            if t1 is None:
-                _bad('spec: not a member of OutputSpecKind', type(x1).__name__)
-            x1 = UW_OutputSpecKind[t1](x1)
-            mk |= 3
-        L = L_OutputSpec.get(mk)
-        if L is None:
-            L = L_OutputSpec[mk] = _layout(_F_OutputSpec, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[1] - x1)
-        if mk & 2:
-            v.append(t1)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not OutputSpec:
+                _bad('wrong table type, expected OutputSpec', type(o).__name__)
+            mk = 0
+            f_ = 'spec'
+            x1 = o.spec
+            if x1 is not None:
+                t1 = UI_OutputSpecKind.get(type(x1))
+                if t1 is None:
+                    _bad('not a member of the union OutputSpecKind', type(x1).__name__)
+                x1 = UW_OutputSpecKind[t1](x1)
+                mk |= 3
+            f_ = None
+            L = L_OutputSpec.get(mk)
+            if L is None:
+                L = L_OutputSpec[mk] = _layout(_F_OutputSpec, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[1] - x1)
+            if mk & 2:
+                v.append(t1)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_OutputTokenSpec = {}
 
     def w_OutputTokenSpec(o):
-        nonlocal size
-        if type(o) is not OutputTokenSpec:
-            _bad('wrong table type, expected OutputTokenSpec', type(o).__name__)
-        mk = 0
-        x0 = o.arg
-        if x0 is not None:
-            x0 = w_TokenArgument(x0)
-            mk |= 1
-        L = L_OutputTokenSpec.get(mk)
-        if L is None:
-            L = L_OutputTokenSpec[mk] = _layout(_F_OutputTokenSpec, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not OutputTokenSpec:
+                _bad('wrong table type, expected OutputTokenSpec', type(o).__name__)
+            mk = 0
+            f_ = 'arg'
+            x0 = o.arg
+            if x0 is not None:
+                x0 = w_TokenArgument(x0)
+                mk |= 1
+            f_ = None
+            L = L_OutputTokenSpec.get(mk)
+            if L is None:
+                L = L_OutputTokenSpec[mk] = _layout(_F_OutputTokenSpec, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_Package = {}
 
     def w_Package(o):
-        nonlocal size
-        if type(o) is not Package:
-            _bad('wrong table type, expected Package', type(o).__name__)
-        mk = 0
-        x0 = o.format_version
-        if x0 is not None:
-            x0 = w_FormatVersion(x0)
-            mk |= 2
-        else:
-            _bad('required field format_version is missing')
-        x1 = o.producer
-        if x1 is not None:
-            x1 = w_Producer(x1)
-            mk |= 4
-        x2 = o.required_features
-        if x2 != 0:
-            mk |= 1
-        x3 = o.programs
-        if x3:
-            x3 = OV([w_Program(e) for e in x3])
-            mk |= 8
-        x4 = o.tensors
-        if x4:
-            x4 = OV([w_Tensor(e) for e in x4])
-            mk |= 16
-        x5 = o.storages
-        if x5:
-            x5 = OV([w_Storage(e) for e in x5])
-            mk |= 32
-        x6 = o.segments
-        if x6:
-            x6 = OV([w_Segment(e) for e in x6])
-            mk |= 64
-        x7 = o.shard_files
-        if x7:
-            x7 = OV([w_ShardFile(e) for e in x7])
-            mk |= 128
-        x8 = o.operators
-        if x8:
-            x8 = OV([w_OperatorSchema(e) for e in x8])
-            mk |= 256
-        x9 = o.metadata
-        if x9:
-            x9 = OV([w_StringEntry(e) for e in x9])
-            mk |= 512
-        x10 = o.extra_files
-        if x10:
-            x10 = OV([w_ExtraFile(e) for e in x10])
-            mk |= 1024
-        x11 = o.external_files
-        if x11:
-            x11 = OV([w_ExternalFile(e) for e in x11])
-            mk |= 2048
-        x12 = o.weight_sets
-        if x12:
-            x12 = OV([w_WeightSet(e) for e in x12])
-            mk |= 4096
-        L = L_Package.get(mk)
-        if L is None:
-            L = L_Package[mk] = _layout(_F_Package, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(x2)
-        if mk & 2:
-            v.append(t - offs[0] - x0)
-        if mk & 4:
-            v.append(t - offs[1] - x1)
-        if mk & 8:
-            v.append(t - offs[3] - x3)
-        if mk & 16:
-            v.append(t - offs[4] - x4)
-        if mk & 32:
-            v.append(t - offs[5] - x5)
-        if mk & 64:
-            v.append(t - offs[6] - x6)
-        if mk & 128:
-            v.append(t - offs[7] - x7)
-        if mk & 256:
-            v.append(t - offs[8] - x8)
-        if mk & 512:
-            v.append(t - offs[9] - x9)
-        if mk & 1024:
-            v.append(t - offs[10] - x10)
-        if mk & 2048:
-            v.append(t - offs[11] - x11)
-        if mk & 4096:
-            v.append(t - offs[12] - x12)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not Package:
+                _bad('wrong table type, expected Package', type(o).__name__)
+            mk = 0
+            f_ = 'format_version'
+            x0 = o.format_version
+            if x0 is not None:
+                x0 = w_FormatVersion(x0)
+                mk |= 2
+            else:
+                _bad('required field format_version is missing')
+            f_ = 'producer'
+            x1 = o.producer
+            if x1 is not None:
+                x1 = w_Producer(x1)
+                mk |= 4
+            f_ = 'required_features'
+            x2 = o.required_features
+            if x2 != 0:
+                if type(x2) is not int or not 0 <= x2 <= 18446744073709551615:
+                    x2 = _check_int(x2, 0, 18446744073709551615, 'uint64')
+                mk |= 1
+            f_ = ('programs', 'x3')
+            x3 = o.programs
+            if x3:
+                x3 = OV([w_Program(e) for e in x3])
+                mk |= 8
+            f_ = ('tensors', 'x4')
+            x4 = o.tensors
+            if x4:
+                x4 = OV([w_Tensor(e) for e in x4])
+                mk |= 16
+            f_ = ('storages', 'x5')
+            x5 = o.storages
+            if x5:
+                x5 = OV([w_Storage(e) for e in x5])
+                mk |= 32
+            f_ = ('segments', 'x6')
+            x6 = o.segments
+            if x6:
+                x6 = OV([w_Segment(e) for e in x6])
+                mk |= 64
+            f_ = ('shard_files', 'x7')
+            x7 = o.shard_files
+            if x7:
+                x7 = OV([w_ShardFile(e) for e in x7])
+                mk |= 128
+            f_ = ('operators', 'x8')
+            x8 = o.operators
+            if x8:
+                x8 = OV([w_OperatorSchema(e) for e in x8])
+                mk |= 256
+            f_ = ('metadata', 'x9')
+            x9 = o.metadata
+            if x9:
+                x9 = OV([w_StringEntry(e) for e in x9])
+                mk |= 512
+            f_ = ('extra_files', 'x10')
+            x10 = o.extra_files
+            if x10:
+                x10 = OV([w_ExtraFile(e) for e in x10])
+                mk |= 1024
+            f_ = ('external_files', 'x11')
+            x11 = o.external_files
+            if x11:
+                x11 = OV([w_ExternalFile(e) for e in x11])
+                mk |= 2048
+            f_ = ('weight_sets', 'x12')
+            x12 = o.weight_sets
+            if x12:
+                x12 = OV([w_WeightSet(e) for e in x12])
+                mk |= 4096
+            f_ = None
+            L = L_Package.get(mk)
+            if L is None:
+                L = L_Package[mk] = _layout(_F_Package, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(x2)
+            if mk & 2:
+                v.append(t - offs[0] - x0)
+            if mk & 4:
+                v.append(t - offs[1] - x1)
+            if mk & 8:
+                v.append(t - offs[3] - x3)
+            if mk & 16:
+                v.append(t - offs[4] - x4)
+            if mk & 32:
+                v.append(t - offs[5] - x5)
+            if mk & 64:
+                v.append(t - offs[6] - x6)
+            if mk & 128:
+                v.append(t - offs[7] - x7)
+            if mk & 256:
+                v.append(t - offs[8] - x8)
+            if mk & 512:
+                v.append(t - offs[9] - x9)
+            if mk & 1024:
+                v.append(t - offs[10] - x10)
+            if mk & 2048:
+                v.append(t - offs[11] - x11)
+            if mk & 4096:
+                v.append(t - offs[12] - x12)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_ParameterMutationSpec = {}
 
     def w_ParameterMutationSpec(o):
-        nonlocal size
-        if type(o) is not ParameterMutationSpec:
-            _bad('wrong table type, expected ParameterMutationSpec', type(o).__name__)
-        mk = 0
-        x0 = o.arg
-        if x0 is not None:
-            x0 = w_TensorArgument(x0)
-            mk |= 1
-        x1 = o.parameter_name
-        if x1 is not None:
-            x1 = sget(x1) or S(x1)
-            mk |= 2
-        L = L_ParameterMutationSpec.get(mk)
-        if L is None:
-            L = L_ParameterMutationSpec[mk] = _layout(_F_ParameterMutationSpec, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if mk & 2:
-            v.append(t - offs[1] - x1)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not ParameterMutationSpec:
+                _bad('wrong table type, expected ParameterMutationSpec', type(o).__name__)
+            mk = 0
+            f_ = 'arg'
+            x0 = o.arg
+            if x0 is not None:
+                x0 = w_TensorArgument(x0)
+                mk |= 1
+            f_ = 'parameter_name'
+            x1 = o.parameter_name
+            if x1 is not None:
+                x1 = sget(x1) or S(x1)
+                mk |= 2
+            f_ = None
+            L = L_ParameterMutationSpec.get(mk)
+            if L is None:
+                L = L_ParameterMutationSpec[mk] = _layout(_F_ParameterMutationSpec, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if mk & 2:
+                v.append(t - offs[1] - x1)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_Producer = {}
 
     def w_Producer(o):
-        nonlocal size
-        if type(o) is not Producer:
-            _bad('wrong table type, expected Producer', type(o).__name__)
-        mk = 0
-        x0 = o.name
-        if x0 is not None:
-            x0 = sget(x0) or S(x0)
-            mk |= 1
-        x1 = o.version
-        if x1 is not None:
-            x1 = sget(x1) or S(x1)
-            mk |= 2
-        x2 = o.torch_version
-        if x2 is not None:
-            x2 = sget(x2) or S(x2)
-            mk |= 4
-        L = L_Producer.get(mk)
-        if L is None:
-            L = L_Producer[mk] = _layout(_F_Producer, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if mk & 2:
-            v.append(t - offs[1] - x1)
-        if mk & 4:
-            v.append(t - offs[2] - x2)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not Producer:
+                _bad('wrong table type, expected Producer', type(o).__name__)
+            mk = 0
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 1
+            f_ = 'version'
+            x1 = o.version
+            if x1 is not None:
+                x1 = sget(x1) or S(x1)
+                mk |= 2
+            f_ = 'torch_version'
+            x2 = o.torch_version
+            if x2 is not None:
+                x2 = sget(x2) or S(x2)
+                mk |= 4
+            f_ = None
+            L = L_Producer.get(mk)
+            if L is None:
+                L = L_Producer[mk] = _layout(_F_Producer, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if mk & 2:
+                v.append(t - offs[1] - x1)
+            if mk & 4:
+                v.append(t - offs[2] - x2)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_Program = {}
 
     def w_Program(o):
-        nonlocal size
-        if type(o) is not Program:
-            _bad('wrong table type, expected Program', type(o).__name__)
-        mk = 0
-        x0 = o.name
-        if x0 is not None:
-            x0 = sget(x0) or S(x0)
-            mk |= 1
-        x1 = o.graph
-        if x1 is not None:
-            x1 = w_Graph(x1)
-            mk |= 2
-        x2 = o.signature
-        if x2 is not None:
-            x2 = w_GraphSignature(x2)
-            mk |= 4
-        x3 = o.module_call_graph
-        if x3:
-            x3 = OV([w_ModuleCallEntry(e) for e in x3])
-            mk |= 8
-        x4 = o.symbols
-        if x4:
-            x4 = OV([w_Symbol(e) for e in x4])
-            mk |= 16
-        x5 = o.sym_exprs
-        if x5:
-            x5 = OV([w_SymExpr(e) for e in x5])
-            mk |= 32
-        x6 = o.range_constraints
-        if x6:
-            x6 = OV([w_RangeConstraint(e) for e in x6])
-            mk |= 64
-        x7 = o.opsets
-        if x7:
-            x7 = OV([w_Opset(e) for e in x7])
-            mk |= 128
-        x8 = o.verifiers
-        if x8:
-            x8 = OV([sget(e) or S(e) for e in x8])
-            mk |= 256
-        x9 = o.guards_code
-        if x9:
-            x9 = OV([sget(e) or S(e) for e in x9])
-            mk |= 512
-        x10 = o.state
-        if x10:
-            x10 = OV([w_StateEntry(e) for e in x10])
-            mk |= 1024
-        x11 = o.custom_objects
-        if x11:
-            x11 = OV([w_CustomObject(e) for e in x11])
-            mk |= 2048
-        x12 = o.example_inputs
-        if x12 is not None:
-            x12 = w_Value(x12)
-            mk |= 4096
-        x13 = o.namedtuple_defs
-        if x13:
-            x13 = OV([w_NamedTupleDef(e) for e in x13])
-            mk |= 8192
-        x14 = o.metadata
-        if x14:
-            x14 = OV([w_StringEntry(e) for e in x14])
-            mk |= 16384
-        L = L_Program.get(mk)
-        if L is None:
-            L = L_Program[mk] = _layout(_F_Program, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if mk & 2:
-            v.append(t - offs[1] - x1)
-        if mk & 4:
-            v.append(t - offs[2] - x2)
-        if mk & 8:
-            v.append(t - offs[3] - x3)
-        if mk & 16:
-            v.append(t - offs[4] - x4)
-        if mk & 32:
-            v.append(t - offs[5] - x5)
-        if mk & 64:
-            v.append(t - offs[6] - x6)
-        if mk & 128:
-            v.append(t - offs[7] - x7)
-        if mk & 256:
-            v.append(t - offs[8] - x8)
-        if mk & 512:
-            v.append(t - offs[9] - x9)
-        if mk & 1024:
-            v.append(t - offs[10] - x10)
-        if mk & 2048:
-            v.append(t - offs[11] - x11)
-        if mk & 4096:
-            v.append(t - offs[12] - x12)
-        if mk & 8192:
-            v.append(t - offs[13] - x13)
-        if mk & 16384:
-            v.append(t - offs[14] - x14)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not Program:
+                _bad('wrong table type, expected Program', type(o).__name__)
+            mk = 0
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 1
+            f_ = 'graph'
+            x1 = o.graph
+            if x1 is not None:
+                x1 = w_Graph(x1)
+                mk |= 2
+            f_ = 'signature'
+            x2 = o.signature
+            if x2 is not None:
+                x2 = w_GraphSignature(x2)
+                mk |= 4
+            f_ = ('module_call_graph', 'x3')
+            x3 = o.module_call_graph
+            if x3:
+                x3 = OV([w_ModuleCallEntry(e) for e in x3])
+                mk |= 8
+            f_ = ('symbols', 'x4')
+            x4 = o.symbols
+            if x4:
+                x4 = OV([w_Symbol(e) for e in x4])
+                mk |= 16
+            f_ = ('sym_exprs', 'x5')
+            x5 = o.sym_exprs
+            if x5:
+                x5 = OV([w_SymExpr(e) for e in x5])
+                mk |= 32
+            f_ = ('range_constraints', 'x6')
+            x6 = o.range_constraints
+            if x6:
+                x6 = OV([w_RangeConstraint(e) for e in x6])
+                mk |= 64
+            f_ = ('opsets', 'x7')
+            x7 = o.opsets
+            if x7:
+                x7 = OV([w_Opset(e) for e in x7])
+                mk |= 128
+            f_ = 'verifiers'
+            x8 = o.verifiers
+            if x8:
+                x8 = OV([sget(e) or S(e) for e in x8])
+                mk |= 256
+            f_ = 'guards_code'
+            x9 = o.guards_code
+            if x9:
+                x9 = OV([sget(e) or S(e) for e in x9])
+                mk |= 512
+            f_ = ('state', 'x10')
+            x10 = o.state
+            if x10:
+                x10 = OV([w_StateEntry(e) for e in x10])
+                mk |= 1024
+            f_ = ('custom_objects', 'x11')
+            x11 = o.custom_objects
+            if x11:
+                x11 = OV([w_CustomObject(e) for e in x11])
+                mk |= 2048
+            f_ = 'example_inputs'
+            x12 = o.example_inputs
+            if x12 is not None:
+                x12 = w_Value(x12)
+                mk |= 4096
+            f_ = ('namedtuple_defs', 'x13')
+            x13 = o.namedtuple_defs
+            if x13:
+                x13 = OV([w_NamedTupleDef(e) for e in x13])
+                mk |= 8192
+            f_ = ('metadata', 'x14')
+            x14 = o.metadata
+            if x14:
+                x14 = OV([w_StringEntry(e) for e in x14])
+                mk |= 16384
+            f_ = None
+            L = L_Program.get(mk)
+            if L is None:
+                L = L_Program[mk] = _layout(_F_Program, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if mk & 2:
+                v.append(t - offs[1] - x1)
+            if mk & 4:
+                v.append(t - offs[2] - x2)
+            if mk & 8:
+                v.append(t - offs[3] - x3)
+            if mk & 16:
+                v.append(t - offs[4] - x4)
+            if mk & 32:
+                v.append(t - offs[5] - x5)
+            if mk & 64:
+                v.append(t - offs[6] - x6)
+            if mk & 128:
+                v.append(t - offs[7] - x7)
+            if mk & 256:
+                v.append(t - offs[8] - x8)
+            if mk & 512:
+                v.append(t - offs[9] - x9)
+            if mk & 1024:
+                v.append(t - offs[10] - x10)
+            if mk & 2048:
+                v.append(t - offs[11] - x11)
+            if mk & 4096:
+                v.append(t - offs[12] - x12)
+            if mk & 8192:
+                v.append(t - offs[13] - x13)
+            if mk & 16384:
+                v.append(t - offs[14] - x14)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_RangeConstraint = {}
 
     def w_RangeConstraint(o):
-        nonlocal size
-        if type(o) is not RangeConstraint:
-            _bad('wrong table type, expected RangeConstraint', type(o).__name__)
-        mk = 0
-        x0 = o.expr
-        if x0 != 0:
-            mk |= 1
-        x1 = o.range
-        if x1 is not None:
-            x1 = w_ValueRange(x1)
-            mk |= 2
-        L = L_RangeConstraint.get(mk)
-        if L is None:
-            L = L_RangeConstraint[mk] = _layout(_F_RangeConstraint, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(x0)
-        if mk & 2:
-            v.append(t - offs[1] - x1)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not RangeConstraint:
+                _bad('wrong table type, expected RangeConstraint', type(o).__name__)
+            mk = 0
+            f_ = 'expr'
+            x0 = o.expr
+            if x0 != 0:
+                if type(x0) is not int or not 0 <= x0 <= 4294967295:
+                    x0 = _check_int(x0, 0, 4294967295, 'uint32')
+                mk |= 1
+            f_ = 'range'
+            x1 = o.range
+            if x1 is not None:
+                x1 = w_ValueRange(x1)
+                mk |= 2
+            f_ = None
+            L = L_RangeConstraint.get(mk)
+            if L is None:
+                L = L_RangeConstraint[mk] = _layout(_F_RangeConstraint, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(x0)
+            if mk & 2:
+                v.append(t - offs[1] - x1)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_ScalarTypeArgument = {}
 
     def w_ScalarTypeArgument(o):
-        nonlocal size
-        if type(o) is not ScalarTypeArgument:
-            _bad('wrong table type, expected ScalarTypeArgument', type(o).__name__)
-        mk = 0
-        x0 = o.value
-        if x0 != 0:
-            mk |= 1
-        L = L_ScalarTypeArgument.get(mk)
-        if L is None:
-            L = L_ScalarTypeArgument[mk] = _layout(_F_ScalarTypeArgument, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not ScalarTypeArgument:
+                _bad('wrong table type, expected ScalarTypeArgument', type(o).__name__)
+            mk = 0
+            f_ = 'value'
+            x0 = o.value
+            if x0 != 0:
+                if type(x0) is not int or not 0 <= x0 <= 255:
+                    x0 = _check_int(x0, 0, 255, 'uint8')
+                mk |= 1
+            f_ = None
+            L = L_ScalarTypeArgument.get(mk)
+            if L is None:
+                L = L_ScalarTypeArgument[mk] = _layout(_F_ScalarTypeArgument, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_ScalarTypeValue = {}
 
     def w_ScalarTypeValue(o):
-        nonlocal size
-        if type(o) is not ScalarTypeValue:
-            _bad('wrong table type, expected ScalarTypeValue', type(o).__name__)
-        mk = 0
-        x0 = o.value
-        if x0 != 0:
-            mk |= 1
-        L = L_ScalarTypeValue.get(mk)
-        if L is None:
-            L = L_ScalarTypeValue[mk] = _layout(_F_ScalarTypeValue, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not ScalarTypeValue:
+                _bad('wrong table type, expected ScalarTypeValue', type(o).__name__)
+            mk = 0
+            f_ = 'value'
+            x0 = o.value
+            if x0 != 0:
+                if type(x0) is not int or not 0 <= x0 <= 255:
+                    x0 = _check_int(x0, 0, 255, 'uint8')
+                mk |= 1
+            f_ = None
+            L = L_ScalarTypeValue.get(mk)
+            if L is None:
+                L = L_ScalarTypeValue[mk] = _layout(_F_ScalarTypeValue, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_Segment = {}
 
     def w_Segment(o):
-        nonlocal size
-        if type(o) is not Segment:
-            _bad('wrong table type, expected Segment', type(o).__name__)
-        mk = 0
-        x0 = o.file
-        if x0 != 0:
-            mk |= 1
-        x1 = o.section
-        if x1 != 0:
-            mk |= 2
-        x2 = o.external
-        if x2 != 0:
-            mk |= 4
-        L = L_Segment.get(mk)
-        if L is None:
-            L = L_Segment[mk] = _layout(_F_Segment, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(x0)
-        if mk & 2:
-            v.append(x1)
-        if mk & 4:
-            v.append(x2)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not Segment:
+                _bad('wrong table type, expected Segment', type(o).__name__)
+            mk = 0
+            f_ = 'file'
+            x0 = o.file
+            if x0 != 0:
+                if type(x0) is not int or not 0 <= x0 <= 4294967295:
+                    x0 = _check_int(x0, 0, 4294967295, 'uint32')
+                mk |= 1
+            f_ = 'section'
+            x1 = o.section
+            if x1 != 0:
+                if type(x1) is not int or not 0 <= x1 <= 4294967295:
+                    x1 = _check_int(x1, 0, 4294967295, 'uint32')
+                mk |= 2
+            f_ = 'external'
+            x2 = o.external
+            if x2 != 0:
+                if type(x2) is not int or not 0 <= x2 <= 4294967295:
+                    x2 = _check_int(x2, 0, 4294967295, 'uint32')
+                mk |= 4
+            f_ = None
+            L = L_Segment.get(mk)
+            if L is None:
+                L = L_Segment[mk] = _layout(_F_Segment, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(x0)
+            if mk & 2:
+                v.append(x1)
+            if mk & 4:
+                v.append(x2)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_ShardFile = {}
 
     def w_ShardFile(o):
-        nonlocal size
-        if type(o) is not ShardFile:
-            _bad('wrong table type, expected ShardFile', type(o).__name__)
-        mk = 0
-        x0 = o.name
-        if x0 is not None:
-            x0 = sget(x0) or S(x0)
-            mk |= 2
-        x1 = o.size
-        if x1 != 0:
-            mk |= 1
-        x2 = o.package_id
-        if x2:
-            x2 = BV(bytes(x2), len(x2), 4)
-            mk |= 4
-        L = L_ShardFile.get(mk)
-        if L is None:
-            L = L_ShardFile[mk] = _layout(_F_ShardFile, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(x1)
-        if mk & 2:
-            v.append(t - offs[0] - x0)
-        if mk & 4:
-            v.append(t - offs[2] - x2)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not ShardFile:
+                _bad('wrong table type, expected ShardFile', type(o).__name__)
+            mk = 0
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 2
+            f_ = 'size'
+            x1 = o.size
+            if x1 != 0:
+                if type(x1) is not int or not 0 <= x1 <= 18446744073709551615:
+                    x1 = _check_int(x1, 0, 18446744073709551615, 'uint64')
+                mk |= 1
+            f_ = 'package_id'
+            x2 = o.package_id
+            if x2:
+                x2 = BV(bytes(x2), len(x2), 4)
+                mk |= 4
+            f_ = None
+            L = L_ShardFile.get(mk)
+            if L is None:
+                L = L_ShardFile[mk] = _layout(_F_ShardFile, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(x1)
+            if mk & 2:
+                v.append(t - offs[0] - x0)
+            if mk & 4:
+                v.append(t - offs[2] - x2)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_SourceFnEntry = {}
 
     def w_SourceFnEntry(o):
-        nonlocal size
-        if type(o) is not SourceFnEntry:
-            _bad('wrong table type, expected SourceFnEntry', type(o).__name__)
-        mk = 0
-        x0 = o.name
-        if x0 is not None:
-            x0 = sget(x0) or S(x0)
-            mk |= 1
-        x1 = o.target
-        if x1 is not None:
-            x1 = sget(x1) or S(x1)
-            mk |= 2
-        L = L_SourceFnEntry.get(mk)
-        if L is None:
-            L = L_SourceFnEntry[mk] = _layout(_F_SourceFnEntry, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if mk & 2:
-            v.append(t - offs[1] - x1)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not SourceFnEntry:
+                _bad('wrong table type, expected SourceFnEntry', type(o).__name__)
+            mk = 0
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 1
+            f_ = 'target'
+            x1 = o.target
+            if x1 is not None:
+                x1 = sget(x1) or S(x1)
+                mk |= 2
+            f_ = None
+            L = L_SourceFnEntry.get(mk)
+            if L is None:
+                L = L_SourceFnEntry[mk] = _layout(_F_SourceFnEntry, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if mk & 2:
+                v.append(t - offs[1] - x1)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_StateEntry = {}
 
     def w_StateEntry(o):
-        nonlocal size
-        if type(o) is not StateEntry:
-            _bad('wrong table type, expected StateEntry', type(o).__name__)
-        mk = 0
-        x0 = o.name
-        if x0 is not None:
-            x0 = sget(x0) or S(x0)
-            mk |= 1
-        x1 = o.kind
-        if x1 != 0:
-            mk |= 4
-        x2 = o.tensor
-        if x2 != 0:
-            mk |= 2
-        L = L_StateEntry.get(mk)
-        if L is None:
-            L = L_StateEntry[mk] = _layout(_F_StateEntry, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if mk & 2:
-            v.append(x2)
-        if mk & 4:
-            v.append(x1)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not StateEntry:
+                _bad('wrong table type, expected StateEntry', type(o).__name__)
+            mk = 0
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 1
+            f_ = 'kind'
+            x1 = o.kind
+            if x1 != 0:
+                if type(x1) is not int or not 0 <= x1 <= 255:
+                    x1 = _check_int(x1, 0, 255, 'uint8')
+                mk |= 4
+            f_ = 'tensor'
+            x2 = o.tensor
+            if x2 != 0:
+                if type(x2) is not int or not 0 <= x2 <= 4294967295:
+                    x2 = _check_int(x2, 0, 4294967295, 'uint32')
+                mk |= 2
+            f_ = None
+            L = L_StateEntry.get(mk)
+            if L is None:
+                L = L_StateEntry[mk] = _layout(_F_StateEntry, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if mk & 2:
+                v.append(x2)
+            if mk & 4:
+                v.append(x1)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_Storage = {}
 
     def w_Storage(o):
-        nonlocal size
-        if type(o) is not Storage:
-            _bad('wrong table type, expected Storage', type(o).__name__)
-        mk = 0
-        x0 = o.segment
-        if x0 != 0:
-            mk |= 4
-        x1 = o.offset
-        if x1 != 0:
-            mk |= 1
-        x2 = o.size
-        if x2 != 0:
-            mk |= 2
-        x3 = o.checksum_kind
-        if x3 != 0:
-            mk |= 16
-        x4 = o.checksum
-        if x4 != 0:
-            mk |= 8
-        L = L_Storage.get(mk)
-        if L is None:
-            L = L_Storage[mk] = _layout(_F_Storage, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(x1)
-        if mk & 2:
-            v.append(x2)
-        if mk & 4:
-            v.append(x0)
-        if mk & 8:
-            v.append(x4)
-        if mk & 16:
-            v.append(x3)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not Storage:
+                _bad('wrong table type, expected Storage', type(o).__name__)
+            mk = 0
+            f_ = 'segment'
+            x0 = o.segment
+            if x0 != 0:
+                if type(x0) is not int or not 0 <= x0 <= 4294967295:
+                    x0 = _check_int(x0, 0, 4294967295, 'uint32')
+                mk |= 4
+            f_ = 'offset'
+            x1 = o.offset
+            if x1 != 0:
+                if type(x1) is not int or not 0 <= x1 <= 18446744073709551615:
+                    x1 = _check_int(x1, 0, 18446744073709551615, 'uint64')
+                mk |= 1
+            f_ = 'size'
+            x2 = o.size
+            if x2 != 0:
+                if type(x2) is not int or not 0 <= x2 <= 18446744073709551615:
+                    x2 = _check_int(x2, 0, 18446744073709551615, 'uint64')
+                mk |= 2
+            f_ = 'checksum_kind'
+            x3 = o.checksum_kind
+            if x3 != 0:
+                if type(x3) is not int or not 0 <= x3 <= 255:
+                    x3 = _check_int(x3, 0, 255, 'uint8')
+                mk |= 16
+            f_ = 'checksum'
+            x4 = o.checksum
+            if x4 != 0:
+                if type(x4) is not int or not 0 <= x4 <= 4294967295:
+                    x4 = _check_int(x4, 0, 4294967295, 'uint32')
+                mk |= 8
+            f_ = None
+            L = L_Storage.get(mk)
+            if L is None:
+                L = L_Storage[mk] = _layout(_F_Storage, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(x1)
+            if mk & 2:
+                v.append(x2)
+            if mk & 4:
+                v.append(x0)
+            if mk & 8:
+                v.append(x4)
+            if mk & 16:
+                v.append(x3)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_StringArgument = {}
 
     def w_StringArgument(o):
-        nonlocal size
-        if type(o) is not StringArgument:
-            _bad('wrong table type, expected StringArgument', type(o).__name__)
-        mk = 0
-        x0 = o.value
-        if x0 is not None:
-            x0 = sget(x0) or S(x0)
-            mk |= 1
-        L = L_StringArgument.get(mk)
-        if L is None:
-            L = L_StringArgument[mk] = _layout(_F_StringArgument, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not StringArgument:
+                _bad('wrong table type, expected StringArgument', type(o).__name__)
+            mk = 0
+            f_ = 'value'
+            x0 = o.value
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 1
+            f_ = None
+            L = L_StringArgument.get(mk)
+            if L is None:
+                L = L_StringArgument[mk] = _layout(_F_StringArgument, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_StringEntry = {}
 
     def w_StringEntry(o):
-        nonlocal size
-        if type(o) is not StringEntry:
-            _bad('wrong table type, expected StringEntry', type(o).__name__)
-        mk = 0
-        x0 = o.key
-        if x0 is not None:
-            x0 = sget(x0) or S(x0)
-            mk |= 1
-        else:
-            _bad('required field key is missing')
-        x1 = o.value
-        if x1 is not None:
-            x1 = sget(x1) or S(x1)
-            mk |= 2
-        L = L_StringEntry.get(mk)
-        if L is None:
-            L = L_StringEntry[mk] = _layout(_F_StringEntry, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if mk & 2:
-            v.append(t - offs[1] - x1)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not StringEntry:
+                _bad('wrong table type, expected StringEntry', type(o).__name__)
+            mk = 0
+            f_ = 'key'
+            x0 = o.key
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 1
+            else:
+                _bad('required field key is missing')
+            f_ = 'value'
+            x1 = o.value
+            if x1 is not None:
+                x1 = sget(x1) or S(x1)
+                mk |= 2
+            f_ = None
+            L = L_StringEntry.get(mk)
+            if L is None:
+                L = L_StringEntry[mk] = _layout(_F_StringEntry, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if mk & 2:
+                v.append(t - offs[1] - x1)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_StringListArgument = {}
 
     def w_StringListArgument(o):
-        nonlocal size
-        if type(o) is not StringListArgument:
-            _bad('wrong table type, expected StringListArgument', type(o).__name__)
-        mk = 0
-        x0 = o.values
-        if x0:
-            x0 = OV([sget(e) or S(e) for e in x0])
-            mk |= 1
-        L = L_StringListArgument.get(mk)
-        if L is None:
-            L = L_StringListArgument[mk] = _layout(_F_StringListArgument, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not StringListArgument:
+                _bad('wrong table type, expected StringListArgument', type(o).__name__)
+            mk = 0
+            f_ = 'values'
+            x0 = o.values
+            if x0:
+                x0 = OV([sget(e) or S(e) for e in x0])
+                mk |= 1
+            f_ = None
+            L = L_StringListArgument.get(mk)
+            if L is None:
+                L = L_StringListArgument[mk] = _layout(_F_StringListArgument, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_StringToArgumentMapArgument = {}
 
     def w_StringToArgumentMapArgument(o):
-        nonlocal size
-        if type(o) is not StringToArgumentMapArgument:
-            _bad('wrong table type, expected StringToArgumentMapArgument', type(o).__name__)
-        mk = 0
-        x0 = o.entries
-        if x0:
-            x0 = OV([w_ArgumentMapEntry(e) for e in x0])
-            mk |= 1
-        L = L_StringToArgumentMapArgument.get(mk)
-        if L is None:
-            L = L_StringToArgumentMapArgument[mk] = _layout(_F_StringToArgumentMapArgument, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not StringToArgumentMapArgument:
+                _bad('wrong table type, expected StringToArgumentMapArgument', type(o).__name__)
+            mk = 0
+            f_ = ('entries', 'x0')
+            x0 = o.entries
+            if x0:
+                x0 = OV([w_ArgumentMapEntry(e) for e in x0])
+                mk |= 1
+            f_ = None
+            L = L_StringToArgumentMapArgument.get(mk)
+            if L is None:
+                L = L_StringToArgumentMapArgument[mk] = _layout(_F_StringToArgumentMapArgument, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_StringValue = {}
 
     def w_StringValue(o):
-        nonlocal size
-        if type(o) is not StringValue:
-            _bad('wrong table type, expected StringValue', type(o).__name__)
-        mk = 0
-        x0 = o.value
-        if x0 is not None:
-            x0 = sget(x0) or S(x0)
-            mk |= 1
-        L = L_StringValue.get(mk)
-        if L is None:
-            L = L_StringValue[mk] = _layout(_F_StringValue, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not StringValue:
+                _bad('wrong table type, expected StringValue', type(o).__name__)
+            mk = 0
+            f_ = 'value'
+            x0 = o.value
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 1
+            f_ = None
+            L = L_StringValue.get(mk)
+            if L is None:
+                L = L_StringValue[mk] = _layout(_F_StringValue, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_SymBoolArgument = {}
 
     def w_SymBoolArgument(o):
-        nonlocal size
-        if type(o) is not SymBoolArgument:
-            _bad('wrong table type, expected SymBoolArgument', type(o).__name__)
-        mk = 0
-        x0 = o.name
-        if x0 is not None:
-            x0 = sget(x0) or S(x0)
-            mk |= 1
-        x1 = o.value
-        if x1 is not False:
-            if x1 is not True:
-                _bad('value: expected bool', type(x1).__name__)
-            mk |= 2
-        L = L_SymBoolArgument.get(mk)
-        if L is None:
-            L = L_SymBoolArgument[mk] = _layout(_F_SymBoolArgument, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if mk & 2:
-            v.append(x1)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not SymBoolArgument:
+                _bad('wrong table type, expected SymBoolArgument', type(o).__name__)
+            mk = 0
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 1
+            f_ = 'value'
+            x1 = o.value
+            if x1 is not False:
+                if x1 is not True:
+                    _check_bool(x1)
+                mk |= 2
+            f_ = None
+            L = L_SymBoolArgument.get(mk)
+            if L is None:
+                L = L_SymBoolArgument[mk] = _layout(_F_SymBoolArgument, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if mk & 2:
+                v.append(x1)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_SymBoolListArgument = {}
 
     def w_SymBoolListArgument(o):
-        nonlocal size
-        if type(o) is not SymBoolListArgument:
-            _bad('wrong table type, expected SymBoolListArgument', type(o).__name__)
-        mk = 0
-        x0 = o.items
-        if x0:
-            x0 = OV([w_SymBoolArgument(e) for e in x0])
-            mk |= 1
-        L = L_SymBoolListArgument.get(mk)
-        if L is None:
-            L = L_SymBoolListArgument[mk] = _layout(_F_SymBoolListArgument, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not SymBoolListArgument:
+                _bad('wrong table type, expected SymBoolListArgument', type(o).__name__)
+            mk = 0
+            f_ = ('items', 'x0')
+            x0 = o.items
+            if x0:
+                x0 = OV([w_SymBoolArgument(e) for e in x0])
+                mk |= 1
+            f_ = None
+            L = L_SymBoolListArgument.get(mk)
+            if L is None:
+                L = L_SymBoolListArgument[mk] = _layout(_F_SymBoolListArgument, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_SymBoolValue = {}
 
     def w_SymBoolValue(o):
-        nonlocal size
-        if type(o) is not SymBoolValue:
-            _bad('wrong table type, expected SymBoolValue', type(o).__name__)
-        mk = 0
-        x0 = o.name
-        if x0 is not None:
-            x0 = sget(x0) or S(x0)
-            mk |= 1
-        x1 = o.value
-        if x1 is not None:
-            if type(x1) is not SymBool:
-                _bad('value: expected SymBool', type(x1).__name__)
-            mk |= 2
-        L = L_SymBoolValue.get(mk)
-        if L is None:
-            L = L_SymBoolValue[mk] = _layout(_F_SymBoolValue, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if mk & 2:
-            v += (x1.expr, x1.value,)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not SymBoolValue:
+                _bad('wrong table type, expected SymBoolValue', type(o).__name__)
+            mk = 0
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 1
+            f_ = 'value'
+            x1 = o.value
+            if x1 is not None:
+                if type(x1) is not SymBool:
+                    _bad('wrong struct type, expected SymBool', type(x1).__name__)
+                mk |= 2
+            f_ = None
+            L = L_SymBoolValue.get(mk)
+            if L is None:
+                L = L_SymBoolValue[mk] = _layout(_F_SymBoolValue, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if mk & 2:
+                v += (x1.expr, x1.value,)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_SymExpr = {}
 
     def w_SymExpr(o):
-        nonlocal size
-        if type(o) is not SymExpr:
-            _bad('wrong table type, expected SymExpr', type(o).__name__)
-        mk = 0
-        x0 = o.kind
-        if x0 != 0:
-            mk |= 32
-        x1 = o.symbol
-        if x1 != 0:
-            mk |= 8
-        x2 = o.int_value
-        if x2 != 0:
-            mk |= 1
-        x3 = o.denominator
-        if x3 != 1:
-            mk |= 2
-        x4 = o.float_value
-        if x4 or copysign(1.0, x4) < 0.0:
-            mk |= 4
-        x5 = o.bool_value
-        if x5 is not False:
-            if x5 is not True:
-                _bad('bool_value: expected bool', type(x5).__name__)
-            mk |= 64
-        x6 = o.op
-        if x6 != 0:
-            mk |= 128
-        x7 = o.args
-        if x7:
-            x7 = BV(struct.pack('<%dI' % len(x7), *x7), len(x7), 4)
-            mk |= 16
-        L = L_SymExpr.get(mk)
-        if L is None:
-            L = L_SymExpr[mk] = _layout(_F_SymExpr, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(x2)
-        if mk & 2:
-            v.append(x3)
-        if mk & 4:
-            v.append(x4)
-        if mk & 8:
-            v.append(x1)
-        if mk & 16:
-            v.append(t - offs[7] - x7)
-        if mk & 32:
-            v.append(x0)
-        if mk & 64:
-            v.append(x5)
-        if mk & 128:
-            v.append(x6)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not SymExpr:
+                _bad('wrong table type, expected SymExpr', type(o).__name__)
+            mk = 0
+            f_ = 'kind'
+            x0 = o.kind
+            if x0 != 0:
+                if type(x0) is not int or not 0 <= x0 <= 255:
+                    x0 = _check_int(x0, 0, 255, 'uint8')
+                mk |= 32
+            f_ = 'symbol'
+            x1 = o.symbol
+            if x1 != 0:
+                if type(x1) is not int or not 0 <= x1 <= 4294967295:
+                    x1 = _check_int(x1, 0, 4294967295, 'uint32')
+                mk |= 8
+            f_ = 'int_value'
+            x2 = o.int_value
+            if x2 != 0:
+                if type(x2) is not int or not -9223372036854775808 <= x2 <= 9223372036854775807:
+                    x2 = _check_int(x2, -9223372036854775808, 9223372036854775807, 'int64')
+                mk |= 1
+            f_ = 'denominator'
+            x3 = o.denominator
+            if x3 != 1:
+                if type(x3) is not int or not -9223372036854775808 <= x3 <= 9223372036854775807:
+                    x3 = _check_int(x3, -9223372036854775808, 9223372036854775807, 'int64')
+                mk |= 2
+            f_ = 'float_value'
+            x4 = o.float_value
+            if type(x4) is not float:
+                x4 = _check_float(x4)
+            if x4 or copysign(1.0, x4) < 0.0:
+                mk |= 4
+            f_ = 'bool_value'
+            x5 = o.bool_value
+            if x5 is not False:
+                if x5 is not True:
+                    _check_bool(x5)
+                mk |= 64
+            f_ = 'op'
+            x6 = o.op
+            if x6 != 0:
+                if type(x6) is not int or not 0 <= x6 <= 255:
+                    x6 = _check_int(x6, 0, 255, 'uint8')
+                mk |= 128
+            f_ = 'args'
+            x7 = o.args
+            if x7:
+                try:
+                    b_ = struct.pack('<%dI' % len(x7), *x7)
+                except (struct.error, TypeError, OverflowError):
+                    _check_ints(x7, 0, 4294967295, 'uint32')
+                    raise
+                x7 = BV(b_, len(x7), 4)
+                mk |= 16
+            f_ = None
+            L = L_SymExpr.get(mk)
+            if L is None:
+                L = L_SymExpr[mk] = _layout(_F_SymExpr, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(x2)
+            if mk & 2:
+                v.append(x3)
+            if mk & 4:
+                v.append(x4)
+            if mk & 8:
+                v.append(x1)
+            if mk & 16:
+                v.append(t - offs[7] - x7)
+            if mk & 32:
+                v.append(x0)
+            if mk & 64:
+                v.append(x5)
+            if mk & 128:
+                v.append(x6)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_SymFloatArgument = {}
 
     def w_SymFloatArgument(o):
-        nonlocal size
-        if type(o) is not SymFloatArgument:
-            _bad('wrong table type, expected SymFloatArgument', type(o).__name__)
-        mk = 0
-        x0 = o.name
-        if x0 is not None:
-            x0 = sget(x0) or S(x0)
-            mk |= 2
-        x1 = o.value
-        if x1 or copysign(1.0, x1) < 0.0:
-            mk |= 1
-        L = L_SymFloatArgument.get(mk)
-        if L is None:
-            L = L_SymFloatArgument[mk] = _layout(_F_SymFloatArgument, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(x1)
-        if mk & 2:
-            v.append(t - offs[0] - x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not SymFloatArgument:
+                _bad('wrong table type, expected SymFloatArgument', type(o).__name__)
+            mk = 0
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 2
+            f_ = 'value'
+            x1 = o.value
+            if type(x1) is not float:
+                x1 = _check_float(x1)
+            if x1 or copysign(1.0, x1) < 0.0:
+                mk |= 1
+            f_ = None
+            L = L_SymFloatArgument.get(mk)
+            if L is None:
+                L = L_SymFloatArgument[mk] = _layout(_F_SymFloatArgument, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(x1)
+            if mk & 2:
+                v.append(t - offs[0] - x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_SymFloatListArgument = {}
 
     def w_SymFloatListArgument(o):
-        nonlocal size
-        if type(o) is not SymFloatListArgument:
-            _bad('wrong table type, expected SymFloatListArgument', type(o).__name__)
-        mk = 0
-        x0 = o.items
-        if x0:
-            x0 = OV([w_SymFloatArgument(e) for e in x0])
-            mk |= 1
-        L = L_SymFloatListArgument.get(mk)
-        if L is None:
-            L = L_SymFloatListArgument[mk] = _layout(_F_SymFloatListArgument, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not SymFloatListArgument:
+                _bad('wrong table type, expected SymFloatListArgument', type(o).__name__)
+            mk = 0
+            f_ = ('items', 'x0')
+            x0 = o.items
+            if x0:
+                x0 = OV([w_SymFloatArgument(e) for e in x0])
+                mk |= 1
+            f_ = None
+            L = L_SymFloatListArgument.get(mk)
+            if L is None:
+                L = L_SymFloatListArgument[mk] = _layout(_F_SymFloatListArgument, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_SymFloatValue = {}
 
     def w_SymFloatValue(o):
-        nonlocal size
-        if type(o) is not SymFloatValue:
-            _bad('wrong table type, expected SymFloatValue', type(o).__name__)
-        mk = 0
-        x0 = o.name
-        if x0 is not None:
-            x0 = sget(x0) or S(x0)
-            mk |= 2
-        x1 = o.value
-        if x1 is not None:
-            if type(x1) is not SymFloat:
-                _bad('value: expected SymFloat', type(x1).__name__)
-            mk |= 1
-        L = L_SymFloatValue.get(mk)
-        if L is None:
-            L = L_SymFloatValue[mk] = _layout(_F_SymFloatValue, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v += (x1.expr, x1.value,)
-        if mk & 2:
-            v.append(t - offs[0] - x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not SymFloatValue:
+                _bad('wrong table type, expected SymFloatValue', type(o).__name__)
+            mk = 0
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 2
+            f_ = 'value'
+            x1 = o.value
+            if x1 is not None:
+                if type(x1) is not SymFloat:
+                    _bad('wrong struct type, expected SymFloat', type(x1).__name__)
+                mk |= 1
+            f_ = None
+            L = L_SymFloatValue.get(mk)
+            if L is None:
+                L = L_SymFloatValue[mk] = _layout(_F_SymFloatValue, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v += (x1.expr, x1.value,)
+            if mk & 2:
+                v.append(t - offs[0] - x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_SymIntArgument = {}
 
     def w_SymIntArgument(o):
-        nonlocal size
-        if type(o) is not SymIntArgument:
-            _bad('wrong table type, expected SymIntArgument', type(o).__name__)
-        mk = 0
-        x0 = o.name
-        if x0 is not None:
-            x0 = sget(x0) or S(x0)
-            mk |= 2
-        x1 = o.value
-        if x1 != 0:
-            mk |= 1
-        L = L_SymIntArgument.get(mk)
-        if L is None:
-            L = L_SymIntArgument[mk] = _layout(_F_SymIntArgument, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(x1)
-        if mk & 2:
-            v.append(t - offs[0] - x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not SymIntArgument:
+                _bad('wrong table type, expected SymIntArgument', type(o).__name__)
+            mk = 0
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 2
+            f_ = 'value'
+            x1 = o.value
+            if x1 != 0:
+                if type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
+                    x1 = _check_int(x1, -9223372036854775808, 9223372036854775807, 'int64')
+                mk |= 1
+            f_ = None
+            L = L_SymIntArgument.get(mk)
+            if L is None:
+                L = L_SymIntArgument[mk] = _layout(_F_SymIntArgument, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(x1)
+            if mk & 2:
+                v.append(t - offs[0] - x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_SymIntListArgument = {}
 
     def w_SymIntListArgument(o):
-        nonlocal size
-        if type(o) is not SymIntListArgument:
-            _bad('wrong table type, expected SymIntListArgument', type(o).__name__)
-        mk = 0
-        x0 = o.items
-        if x0:
-            x0 = OV([w_SymIntArgument(e) for e in x0])
-            mk |= 1
-        L = L_SymIntListArgument.get(mk)
-        if L is None:
-            L = L_SymIntListArgument[mk] = _layout(_F_SymIntListArgument, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not SymIntListArgument:
+                _bad('wrong table type, expected SymIntListArgument', type(o).__name__)
+            mk = 0
+            f_ = ('items', 'x0')
+            x0 = o.items
+            if x0:
+                x0 = OV([w_SymIntArgument(e) for e in x0])
+                mk |= 1
+            f_ = None
+            L = L_SymIntListArgument.get(mk)
+            if L is None:
+                L = L_SymIntListArgument[mk] = _layout(_F_SymIntListArgument, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_SymIntValue = {}
 
     def w_SymIntValue(o):
-        nonlocal size
-        if type(o) is not SymIntValue:
-            _bad('wrong table type, expected SymIntValue', type(o).__name__)
-        mk = 0
-        x0 = o.name
-        if x0 is not None:
-            x0 = sget(x0) or S(x0)
-            mk |= 2
-        x1 = o.value
-        if x1 is not None:
-            if type(x1) is not SymInt:
-                _bad('value: expected SymInt', type(x1).__name__)
-            mk |= 1
-        L = L_SymIntValue.get(mk)
-        if L is None:
-            L = L_SymIntValue[mk] = _layout(_F_SymIntValue, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v += (x1.expr, x1.value,)
-        if mk & 2:
-            v.append(t - offs[0] - x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not SymIntValue:
+                _bad('wrong table type, expected SymIntValue', type(o).__name__)
+            mk = 0
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 2
+            f_ = 'value'
+            x1 = o.value
+            if x1 is not None:
+                if type(x1) is not SymInt:
+                    _bad('wrong struct type, expected SymInt', type(x1).__name__)
+                mk |= 1
+            f_ = None
+            L = L_SymIntValue.get(mk)
+            if L is None:
+                L = L_SymIntValue[mk] = _layout(_F_SymIntValue, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v += (x1.expr, x1.value,)
+            if mk & 2:
+                v.append(t - offs[0] - x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_Symbol = {}
 
     def w_Symbol(o):
-        nonlocal size
-        if type(o) is not Symbol:
-            _bad('wrong table type, expected Symbol', type(o).__name__)
-        mk = 0
-        x0 = o.name
-        if x0 is not None:
-            x0 = sget(x0) or S(x0)
-            mk |= 4
-        x1 = o.kind
-        if x1 != 0:
-            mk |= 16
-        x2 = o.range
-        if x2 is not None:
-            x2 = w_ValueRange(x2)
-            mk |= 8
-        x3 = o.hint
-        if x3 != 0:
-            mk |= 1
-        x4 = o.has_hint
-        if x4 is not False:
-            if x4 is not True:
-                _bad('has_hint: expected bool', type(x4).__name__)
-            mk |= 32
-        x5 = o.positive
-        if x5 is not False:
-            if x5 is not True:
-                _bad('positive: expected bool', type(x5).__name__)
-            mk |= 64
-        x6 = o.float_hint
-        if x6 or copysign(1.0, x6) < 0.0:
-            mk |= 2
-        L = L_Symbol.get(mk)
-        if L is None:
-            L = L_Symbol[mk] = _layout(_F_Symbol, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(x3)
-        if mk & 2:
-            v.append(x6)
-        if mk & 4:
-            v.append(t - offs[0] - x0)
-        if mk & 8:
-            v.append(t - offs[2] - x2)
-        if mk & 16:
-            v.append(x1)
-        if mk & 32:
-            v.append(x4)
-        if mk & 64:
-            v.append(x5)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not Symbol:
+                _bad('wrong table type, expected Symbol', type(o).__name__)
+            mk = 0
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 4
+            f_ = 'kind'
+            x1 = o.kind
+            if x1 != 0:
+                if type(x1) is not int or not 0 <= x1 <= 255:
+                    x1 = _check_int(x1, 0, 255, 'uint8')
+                mk |= 16
+            f_ = 'range'
+            x2 = o.range
+            if x2 is not None:
+                x2 = w_ValueRange(x2)
+                mk |= 8
+            f_ = 'hint'
+            x3 = o.hint
+            if x3 != 0:
+                if type(x3) is not int or not -9223372036854775808 <= x3 <= 9223372036854775807:
+                    x3 = _check_int(x3, -9223372036854775808, 9223372036854775807, 'int64')
+                mk |= 1
+            f_ = 'has_hint'
+            x4 = o.has_hint
+            if x4 is not False:
+                if x4 is not True:
+                    _check_bool(x4)
+                mk |= 32
+            f_ = 'positive'
+            x5 = o.positive
+            if x5 is not False:
+                if x5 is not True:
+                    _check_bool(x5)
+                mk |= 64
+            f_ = 'float_hint'
+            x6 = o.float_hint
+            if type(x6) is not float:
+                x6 = _check_float(x6)
+            if x6 or copysign(1.0, x6) < 0.0:
+                mk |= 2
+            f_ = None
+            L = L_Symbol.get(mk)
+            if L is None:
+                L = L_Symbol[mk] = _layout(_F_Symbol, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(x3)
+            if mk & 2:
+                v.append(x6)
+            if mk & 4:
+                v.append(t - offs[0] - x0)
+            if mk & 8:
+                v.append(t - offs[2] - x2)
+            if mk & 16:
+                v.append(x1)
+            if mk & 32:
+                v.append(x4)
+            if mk & 64:
+                v.append(x5)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_Tensor = {}
 
     def w_Tensor(o):
-        nonlocal size
-        if type(o) is not Tensor:
-            _bad('wrong table type, expected Tensor', type(o).__name__)
-        mk = 0
-        x0 = o.storage
-        if x0 != 0:
-            mk |= 2
-        x1 = o.dtype
-        if x1 != 0:
-            mk |= 32
-        x2 = o.sizes
-        if x2:
-            x2 = BV(struct.pack('<%dq' % len(x2), *x2), len(x2), 8)
-            mk |= 4
-        x3 = o.strides
-        if x3:
-            x3 = BV(struct.pack('<%dq' % len(x3), *x3), len(x3), 8)
-            mk |= 8
-        x4 = o.storage_offset
-        if x4 != 0:
-            mk |= 1
-        x5 = o.requires_grad
-        if x5 is not False:
-            if x5 is not True:
-                _bad('requires_grad: expected bool', type(x5).__name__)
-            mk |= 64
-        x6 = o.device
-        if x6 is not None:
-            x6 = w_Device(x6)
-            mk |= 16
-        L = L_Tensor.get(mk)
-        if L is None:
-            L = L_Tensor[mk] = _layout(_F_Tensor, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(x4)
-        if mk & 2:
-            v.append(x0)
-        if mk & 4:
-            v.append(t - offs[2] - x2)
-        if mk & 8:
-            v.append(t - offs[3] - x3)
-        if mk & 16:
-            v.append(t - offs[6] - x6)
-        if mk & 32:
-            v.append(x1)
-        if mk & 64:
-            v.append(x5)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not Tensor:
+                _bad('wrong table type, expected Tensor', type(o).__name__)
+            mk = 0
+            f_ = 'storage'
+            x0 = o.storage
+            if x0 != 0:
+                if type(x0) is not int or not 0 <= x0 <= 4294967295:
+                    x0 = _check_int(x0, 0, 4294967295, 'uint32')
+                mk |= 2
+            f_ = 'dtype'
+            x1 = o.dtype
+            if x1 != 0:
+                if type(x1) is not int or not 0 <= x1 <= 255:
+                    x1 = _check_int(x1, 0, 255, 'uint8')
+                mk |= 32
+            f_ = 'sizes'
+            x2 = o.sizes
+            if x2:
+                try:
+                    b_ = struct.pack('<%dq' % len(x2), *x2)
+                except (struct.error, TypeError, OverflowError):
+                    _check_ints(x2, -9223372036854775808, 9223372036854775807, 'int64')
+                    raise
+                x2 = BV(b_, len(x2), 8)
+                mk |= 4
+            f_ = 'strides'
+            x3 = o.strides
+            if x3:
+                try:
+                    b_ = struct.pack('<%dq' % len(x3), *x3)
+                except (struct.error, TypeError, OverflowError):
+                    _check_ints(x3, -9223372036854775808, 9223372036854775807, 'int64')
+                    raise
+                x3 = BV(b_, len(x3), 8)
+                mk |= 8
+            f_ = 'storage_offset'
+            x4 = o.storage_offset
+            if x4 != 0:
+                if type(x4) is not int or not -9223372036854775808 <= x4 <= 9223372036854775807:
+                    x4 = _check_int(x4, -9223372036854775808, 9223372036854775807, 'int64')
+                mk |= 1
+            f_ = 'requires_grad'
+            x5 = o.requires_grad
+            if x5 is not False:
+                if x5 is not True:
+                    _check_bool(x5)
+                mk |= 64
+            f_ = 'device'
+            x6 = o.device
+            if x6 is not None:
+                x6 = w_Device(x6)
+                mk |= 16
+            f_ = None
+            L = L_Tensor.get(mk)
+            if L is None:
+                L = L_Tensor[mk] = _layout(_F_Tensor, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(x4)
+            if mk & 2:
+                v.append(x0)
+            if mk & 4:
+                v.append(t - offs[2] - x2)
+            if mk & 8:
+                v.append(t - offs[3] - x3)
+            if mk & 16:
+                v.append(t - offs[6] - x6)
+            if mk & 32:
+                v.append(x1)
+            if mk & 64:
+                v.append(x5)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_TensorArgument = {}
 
     def w_TensorArgument(o):
-        nonlocal size
-        if type(o) is not TensorArgument:
-            _bad('wrong table type, expected TensorArgument', type(o).__name__)
-        mk = 0
-        x0 = o.name
-        if x0 is not None:
-            x0 = sget(x0) or S(x0)
-            mk |= 1
-        L = L_TensorArgument.get(mk)
-        if L is None:
-            L = L_TensorArgument[mk] = _layout(_F_TensorArgument, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not TensorArgument:
+                _bad('wrong table type, expected TensorArgument', type(o).__name__)
+            mk = 0
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 1
+            f_ = None
+            L = L_TensorArgument.get(mk)
+            if L is None:
+                L = L_TensorArgument[mk] = _layout(_F_TensorArgument, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_TensorListArgument = {}
 
     def w_TensorListArgument(o):
-        nonlocal size
-        if type(o) is not TensorListArgument:
-            _bad('wrong table type, expected TensorListArgument', type(o).__name__)
-        mk = 0
-        x0 = o.names
-        if x0:
-            x0 = OV([sget(e) or S(e) for e in x0])
-            mk |= 1
-        L = L_TensorListArgument.get(mk)
-        if L is None:
-            L = L_TensorListArgument[mk] = _layout(_F_TensorListArgument, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not TensorListArgument:
+                _bad('wrong table type, expected TensorListArgument', type(o).__name__)
+            mk = 0
+            f_ = 'names'
+            x0 = o.names
+            if x0:
+                x0 = OV([sget(e) or S(e) for e in x0])
+                mk |= 1
+            f_ = None
+            L = L_TensorListArgument.get(mk)
+            if L is None:
+                L = L_TensorListArgument[mk] = _layout(_F_TensorListArgument, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_TensorMeta = {}
 
     def w_TensorMeta(o):
-        nonlocal size
-        if type(o) is not TensorMeta:
-            _bad('wrong table type, expected TensorMeta', type(o).__name__)
-        mk = 0
-        x0 = o.dtype
-        if x0 != 0:
-            mk |= 16
-        x1 = o.sizes
-        if x1:
-            x1 = BV(b''.join([_ST_SymInt(e.expr, e.value) for e in x1]), len(x1), 8)
-            mk |= 2
-        x2 = o.strides
-        if x2:
-            x2 = BV(b''.join([_ST_SymInt(e.expr, e.value) for e in x2]), len(x2), 8)
-            mk |= 4
-        x3 = o.storage_offset
-        if x3 is not None:
-            if type(x3) is not SymInt:
-                _bad('storage_offset: expected SymInt', type(x3).__name__)
-            mk |= 1
-        x4 = o.requires_grad
-        if x4 is not False:
-            if x4 is not True:
-                _bad('requires_grad: expected bool', type(x4).__name__)
-            mk |= 32
-        x5 = o.device
-        if x5 is not None:
-            x5 = w_Device(x5)
-            mk |= 8
-        x6 = o.layout
-        if x6 != 1:
-            mk |= 64
-        L = L_TensorMeta.get(mk)
-        if L is None:
-            L = L_TensorMeta[mk] = _layout(_F_TensorMeta, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v += (x3.expr, x3.value,)
-        if mk & 2:
-            v.append(t - offs[1] - x1)
-        if mk & 4:
-            v.append(t - offs[2] - x2)
-        if mk & 8:
-            v.append(t - offs[5] - x5)
-        if mk & 16:
-            v.append(x0)
-        if mk & 32:
-            v.append(x4)
-        if mk & 64:
-            v.append(x6)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not TensorMeta:
+                _bad('wrong table type, expected TensorMeta', type(o).__name__)
+            mk = 0
+            f_ = 'dtype'
+            x0 = o.dtype
+            if x0 != 0:
+                if type(x0) is not int or not 0 <= x0 <= 255:
+                    x0 = _check_int(x0, 0, 255, 'uint8')
+                mk |= 16
+            f_ = ('sizes', 'x1')
+            x1 = o.sizes
+            if x1:
+                x1 = BV(b''.join([_ST_SymInt(e.expr, e.value) for e in x1]), len(x1), 8)
+                mk |= 2
+            f_ = ('strides', 'x2')
+            x2 = o.strides
+            if x2:
+                x2 = BV(b''.join([_ST_SymInt(e.expr, e.value) for e in x2]), len(x2), 8)
+                mk |= 4
+            f_ = 'storage_offset'
+            x3 = o.storage_offset
+            if x3 is not None:
+                if type(x3) is not SymInt:
+                    _bad('wrong struct type, expected SymInt', type(x3).__name__)
+                mk |= 1
+            f_ = 'requires_grad'
+            x4 = o.requires_grad
+            if x4 is not False:
+                if x4 is not True:
+                    _check_bool(x4)
+                mk |= 32
+            f_ = 'device'
+            x5 = o.device
+            if x5 is not None:
+                x5 = w_Device(x5)
+                mk |= 8
+            f_ = 'layout'
+            x6 = o.layout
+            if x6 != 1:
+                if type(x6) is not int or not 0 <= x6 <= 255:
+                    x6 = _check_int(x6, 0, 255, 'uint8')
+                mk |= 64
+            f_ = None
+            L = L_TensorMeta.get(mk)
+            if L is None:
+                L = L_TensorMeta[mk] = _layout(_F_TensorMeta, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v += (x3.expr, x3.value,)
+            if mk & 2:
+                v.append(t - offs[1] - x1)
+            if mk & 4:
+                v.append(t - offs[2] - x2)
+            if mk & 8:
+                v.append(t - offs[5] - x5)
+            if mk & 16:
+                v.append(x0)
+            if mk & 32:
+                v.append(x4)
+            if mk & 64:
+                v.append(x6)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_TensorRefValue = {}
 
     def w_TensorRefValue(o):
-        nonlocal size
-        if type(o) is not TensorRefValue:
-            _bad('wrong table type, expected TensorRefValue', type(o).__name__)
-        mk = 0
-        x0 = o.tensor
-        if x0 != 0:
-            mk |= 1
-        L = L_TensorRefValue.get(mk)
-        if L is None:
-            L = L_TensorRefValue[mk] = _layout(_F_TensorRefValue, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not TensorRefValue:
+                _bad('wrong table type, expected TensorRefValue', type(o).__name__)
+            mk = 0
+            f_ = 'tensor'
+            x0 = o.tensor
+            if x0 != 0:
+                if type(x0) is not int or not 0 <= x0 <= 4294967295:
+                    x0 = _check_int(x0, 0, 4294967295, 'uint32')
+                mk |= 1
+            f_ = None
+            L = L_TensorRefValue.get(mk)
+            if L is None:
+                L = L_TensorRefValue[mk] = _layout(_F_TensorRefValue, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_TensorValue = {}
 
     def w_TensorValue(o):
-        nonlocal size
-        if type(o) is not TensorValue:
-            _bad('wrong table type, expected TensorValue', type(o).__name__)
-        mk = 0
-        x0 = o.name
-        if x0 is not None:
-            x0 = sget(x0) or S(x0)
-            mk |= 1
-        x1 = o.meta
-        if x1 is not None:
-            x1 = w_TensorMeta(x1)
-            mk |= 2
-        L = L_TensorValue.get(mk)
-        if L is None:
-            L = L_TensorValue[mk] = _layout(_F_TensorValue, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if mk & 2:
-            v.append(t - offs[1] - x1)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not TensorValue:
+                _bad('wrong table type, expected TensorValue', type(o).__name__)
+            mk = 0
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 1
+            f_ = 'meta'
+            x1 = o.meta
+            if x1 is not None:
+                x1 = w_TensorMeta(x1)
+                mk |= 2
+            f_ = None
+            L = L_TensorValue.get(mk)
+            if L is None:
+                L = L_TensorValue[mk] = _layout(_F_TensorValue, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if mk & 2:
+                v.append(t - offs[1] - x1)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_TokenArgument = {}
 
     def w_TokenArgument(o):
-        nonlocal size
-        if type(o) is not TokenArgument:
-            _bad('wrong table type, expected TokenArgument', type(o).__name__)
-        mk = 0
-        x0 = o.name
-        if x0 is not None:
-            x0 = sget(x0) or S(x0)
-            mk |= 1
-        L = L_TokenArgument.get(mk)
-        if L is None:
-            L = L_TokenArgument[mk] = _layout(_F_TokenArgument, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not TokenArgument:
+                _bad('wrong table type, expected TokenArgument', type(o).__name__)
+            mk = 0
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 1
+            f_ = None
+            L = L_TokenArgument.get(mk)
+            if L is None:
+                L = L_TokenArgument[mk] = _layout(_F_TokenArgument, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_TorchFn = {}
 
     def w_TorchFn(o):
-        nonlocal size
-        if type(o) is not TorchFn:
-            _bad('wrong table type, expected TorchFn', type(o).__name__)
-        mk = 0
-        x0 = o.name
-        if x0 is not None:
-            x0 = sget(x0) or S(x0)
-            mk |= 1
-        x1 = o.target
-        if x1 is not None:
-            x1 = sget(x1) or S(x1)
-            mk |= 2
-        L = L_TorchFn.get(mk)
-        if L is None:
-            L = L_TorchFn[mk] = _layout(_F_TorchFn, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if mk & 2:
-            v.append(t - offs[1] - x1)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not TorchFn:
+                _bad('wrong table type, expected TorchFn', type(o).__name__)
+            mk = 0
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 1
+            f_ = 'target'
+            x1 = o.target
+            if x1 is not None:
+                x1 = sget(x1) or S(x1)
+                mk |= 2
+            f_ = None
+            L = L_TorchFn.get(mk)
+            if L is None:
+                L = L_TorchFn[mk] = _layout(_F_TorchFn, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if mk & 2:
+                v.append(t - offs[1] - x1)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_TreeSpec = {}
 
     def w_TreeSpec(o):
-        nonlocal size
-        if type(o) is not TreeSpec:
-            _bad('wrong table type, expected TreeSpec', type(o).__name__)
-        mk = 0
-        x0 = o.kind
-        if x0 != 0:
-            mk |= 32
-        x1 = o.type_name
-        if x1 is not None:
-            x1 = sget(x1) or S(x1)
-            mk |= 1
-        x2 = o.field_names
-        if x2:
-            x2 = OV([sget(e) or S(e) for e in x2])
-            mk |= 2
-        x3 = o.keys
-        if x3:
-            x3 = OV([w_Value(e) for e in x3])
-            mk |= 4
-        x4 = o.context
-        if x4 is not None:
-            x4 = w_Value(x4)
-            mk |= 8
-        x5 = o.children
-        if x5:
-            x5 = OV([w_TreeSpec(e) for e in x5])
-            mk |= 16
-        L = L_TreeSpec.get(mk)
-        if L is None:
-            L = L_TreeSpec[mk] = _layout(_F_TreeSpec, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[1] - x1)
-        if mk & 2:
-            v.append(t - offs[2] - x2)
-        if mk & 4:
-            v.append(t - offs[3] - x3)
-        if mk & 8:
-            v.append(t - offs[4] - x4)
-        if mk & 16:
-            v.append(t - offs[5] - x5)
-        if mk & 32:
-            v.append(x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not TreeSpec:
+                _bad('wrong table type, expected TreeSpec', type(o).__name__)
+            mk = 0
+            f_ = 'kind'
+            x0 = o.kind
+            if x0 != 0:
+                if type(x0) is not int or not 0 <= x0 <= 255:
+                    x0 = _check_int(x0, 0, 255, 'uint8')
+                mk |= 32
+            f_ = 'type_name'
+            x1 = o.type_name
+            if x1 is not None:
+                x1 = sget(x1) or S(x1)
+                mk |= 1
+            f_ = 'field_names'
+            x2 = o.field_names
+            if x2:
+                x2 = OV([sget(e) or S(e) for e in x2])
+                mk |= 2
+            f_ = ('keys', 'x3')
+            x3 = o.keys
+            if x3:
+                x3 = OV([w_Value(e) for e in x3])
+                mk |= 4
+            f_ = 'context'
+            x4 = o.context
+            if x4 is not None:
+                x4 = w_Value(x4)
+                mk |= 8
+            f_ = ('children', 'x5')
+            x5 = o.children
+            if x5:
+                x5 = OV([w_TreeSpec(e) for e in x5])
+                mk |= 16
+            f_ = None
+            L = L_TreeSpec.get(mk)
+            if L is None:
+                L = L_TreeSpec[mk] = _layout(_F_TreeSpec, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[1] - x1)
+            if mk & 2:
+                v.append(t - offs[2] - x2)
+            if mk & 4:
+                v.append(t - offs[3] - x3)
+            if mk & 8:
+                v.append(t - offs[4] - x4)
+            if mk & 16:
+                v.append(t - offs[5] - x5)
+            if mk & 32:
+                v.append(x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_UnbackedBinding = {}
 
     def w_UnbackedBinding(o):
-        nonlocal size
-        if type(o) is not UnbackedBinding:
-            _bad('wrong table type, expected UnbackedBinding', type(o).__name__)
-        mk = 0
-        x0 = o.symbol
-        if x0 != 0:
-            mk |= 1
-        x1 = o.path
-        if x1:
-            x1 = OV([w_KeyPathEntry(e) for e in x1])
-            mk |= 2
-        L = L_UnbackedBinding.get(mk)
-        if L is None:
-            L = L_UnbackedBinding[mk] = _layout(_F_UnbackedBinding, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(x0)
-        if mk & 2:
-            v.append(t - offs[1] - x1)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not UnbackedBinding:
+                _bad('wrong table type, expected UnbackedBinding', type(o).__name__)
+            mk = 0
+            f_ = 'symbol'
+            x0 = o.symbol
+            if x0 != 0:
+                if type(x0) is not int or not 0 <= x0 <= 4294967295:
+                    x0 = _check_int(x0, 0, 4294967295, 'uint32')
+                mk |= 1
+            f_ = ('path', 'x1')
+            x1 = o.path
+            if x1:
+                x1 = OV([w_KeyPathEntry(e) for e in x1])
+                mk |= 2
+            f_ = None
+            L = L_UnbackedBinding.get(mk)
+            if L is None:
+                L = L_UnbackedBinding[mk] = _layout(_F_UnbackedBinding, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(x0)
+            if mk & 2:
+                v.append(t - offs[1] - x1)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_UnpackMetadata = {}
 
     def w_UnpackMetadata(o):
-        nonlocal size
-        if type(o) is not UnpackMetadata:
-            _bad('wrong table type, expected UnpackMetadata', type(o).__name__)
-        mk = 0
-        x0 = o.position
-        if x0 != 0:
-            mk |= 1
-        x1 = o.metadata
-        if x1 is not None:
-            x1 = w_NodeMetadata(x1)
-            mk |= 2
-        L = L_UnpackMetadata.get(mk)
-        if L is None:
-            L = L_UnpackMetadata[mk] = _layout(_F_UnpackMetadata, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(x0)
-        if mk & 2:
-            v.append(t - offs[1] - x1)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not UnpackMetadata:
+                _bad('wrong table type, expected UnpackMetadata', type(o).__name__)
+            mk = 0
+            f_ = 'position'
+            x0 = o.position
+            if x0 != 0:
+                if type(x0) is not int or not 0 <= x0 <= 4294967295:
+                    x0 = _check_int(x0, 0, 4294967295, 'uint32')
+                mk |= 1
+            f_ = 'metadata'
+            x1 = o.metadata
+            if x1 is not None:
+                x1 = w_NodeMetadata(x1)
+                mk |= 2
+            f_ = None
+            L = L_UnpackMetadata.get(mk)
+            if L is None:
+                L = L_UnpackMetadata[mk] = _layout(_F_UnpackMetadata, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(x0)
+            if mk & 2:
+                v.append(t - offs[1] - x1)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_UserInputMutationSpec = {}
 
     def w_UserInputMutationSpec(o):
-        nonlocal size
-        if type(o) is not UserInputMutationSpec:
-            _bad('wrong table type, expected UserInputMutationSpec', type(o).__name__)
-        mk = 0
-        x0 = o.arg
-        if x0 is not None:
-            x0 = w_TensorArgument(x0)
-            mk |= 1
-        x1 = o.user_input_name
-        if x1 is not None:
-            x1 = sget(x1) or S(x1)
-            mk |= 2
-        L = L_UserInputMutationSpec.get(mk)
-        if L is None:
-            L = L_UserInputMutationSpec[mk] = _layout(_F_UserInputMutationSpec, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if mk & 2:
-            v.append(t - offs[1] - x1)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not UserInputMutationSpec:
+                _bad('wrong table type, expected UserInputMutationSpec', type(o).__name__)
+            mk = 0
+            f_ = 'arg'
+            x0 = o.arg
+            if x0 is not None:
+                x0 = w_TensorArgument(x0)
+                mk |= 1
+            f_ = 'user_input_name'
+            x1 = o.user_input_name
+            if x1 is not None:
+                x1 = sget(x1) or S(x1)
+                mk |= 2
+            f_ = None
+            L = L_UserInputMutationSpec.get(mk)
+            if L is None:
+                L = L_UserInputMutationSpec[mk] = _layout(_F_UserInputMutationSpec, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if mk & 2:
+                v.append(t - offs[1] - x1)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_UserInputSpec = {}
 
     def w_UserInputSpec(o):
-        nonlocal size
-        if type(o) is not UserInputSpec:
-            _bad('wrong table type, expected UserInputSpec', type(o).__name__)
-        mk = 0
-        x0 = o.arg
-        if x0 is not None:
-            x0 = w_Argument(x0)
-            mk |= 1
-        L = L_UserInputSpec.get(mk)
-        if L is None:
-            L = L_UserInputSpec[mk] = _layout(_F_UserInputSpec, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not UserInputSpec:
+                _bad('wrong table type, expected UserInputSpec', type(o).__name__)
+            mk = 0
+            f_ = 'arg'
+            x0 = o.arg
+            if x0 is not None:
+                x0 = w_Argument(x0)
+                mk |= 1
+            f_ = None
+            L = L_UserInputSpec.get(mk)
+            if L is None:
+                L = L_UserInputSpec[mk] = _layout(_F_UserInputSpec, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_UserOutputSpec = {}
 
     def w_UserOutputSpec(o):
-        nonlocal size
-        if type(o) is not UserOutputSpec:
-            _bad('wrong table type, expected UserOutputSpec', type(o).__name__)
-        mk = 0
-        x0 = o.arg
-        if x0 is not None:
-            x0 = w_Argument(x0)
-            mk |= 1
-        L = L_UserOutputSpec.get(mk)
-        if L is None:
-            L = L_UserOutputSpec[mk] = _layout(_F_UserOutputSpec, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not UserOutputSpec:
+                _bad('wrong table type, expected UserOutputSpec', type(o).__name__)
+            mk = 0
+            f_ = 'arg'
+            x0 = o.arg
+            if x0 is not None:
+                x0 = w_Argument(x0)
+                mk |= 1
+            f_ = None
+            L = L_UserOutputSpec.get(mk)
+            if L is None:
+                L = L_UserOutputSpec[mk] = _layout(_F_UserOutputSpec, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_Value = {}
 
     def w_Value(o):
-        nonlocal size
-        if type(o) is not Value:
-            _bad('wrong table type, expected Value', type(o).__name__)
-        mk = 0
-        x1 = o.value
-        if x1 is not None:
-            t1 = UI_ValueKind.get(type(x1))
-            if t1 is None:
-                _bad('value: not a member of ValueKind', type(x1).__name__)
-            x1 = UW_ValueKind[t1](x1)
-            mk |= 3
-        L = L_Value.get(mk)
-        if L is None:
-            L = L_Value[mk] = _layout(_F_Value, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[1] - x1)
-        if mk & 2:
-            v.append(t1)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not Value:
+                _bad('wrong table type, expected Value', type(o).__name__)
+            mk = 0
+            f_ = 'value'
+            x1 = o.value
+            if x1 is not None:
+                t1 = UI_ValueKind.get(type(x1))
+                if t1 is None:
+                    _bad('not a member of the union ValueKind', type(x1).__name__)
+                x1 = UW_ValueKind[t1](x1)
+                mk |= 3
+            f_ = None
+            L = L_Value.get(mk)
+            if L is None:
+                L = L_Value[mk] = _layout(_F_Value, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[1] - x1)
+            if mk & 2:
+                v.append(t1)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_ValueRange = {}
 
     def w_ValueRange(o):
-        nonlocal size
-        if type(o) is not ValueRange:
-            _bad('wrong table type, expected ValueRange', type(o).__name__)
-        mk = 0
-        x0 = o.lower
-        if x0 != 0:
-            mk |= 1
-        x1 = o.upper
-        if x1 != 0:
-            mk |= 2
-        x2 = o.has_lower
-        if x2 is not False:
-            if x2 is not True:
-                _bad('has_lower: expected bool', type(x2).__name__)
-            mk |= 16
-        x3 = o.has_upper
-        if x3 is not False:
-            if x3 is not True:
-                _bad('has_upper: expected bool', type(x3).__name__)
-            mk |= 32
-        x4 = o.float_lower
-        if x4 or copysign(1.0, x4) < 0.0:
-            mk |= 4
-        x5 = o.float_upper
-        if x5 or copysign(1.0, x5) < 0.0:
-            mk |= 8
-        L = L_ValueRange.get(mk)
-        if L is None:
-            L = L_ValueRange[mk] = _layout(_F_ValueRange, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(x0)
-        if mk & 2:
-            v.append(x1)
-        if mk & 4:
-            v.append(x4)
-        if mk & 8:
-            v.append(x5)
-        if mk & 16:
-            v.append(x2)
-        if mk & 32:
-            v.append(x3)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not ValueRange:
+                _bad('wrong table type, expected ValueRange', type(o).__name__)
+            mk = 0
+            f_ = 'lower'
+            x0 = o.lower
+            if x0 != 0:
+                if type(x0) is not int or not -9223372036854775808 <= x0 <= 9223372036854775807:
+                    x0 = _check_int(x0, -9223372036854775808, 9223372036854775807, 'int64')
+                mk |= 1
+            f_ = 'upper'
+            x1 = o.upper
+            if x1 != 0:
+                if type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
+                    x1 = _check_int(x1, -9223372036854775808, 9223372036854775807, 'int64')
+                mk |= 2
+            f_ = 'has_lower'
+            x2 = o.has_lower
+            if x2 is not False:
+                if x2 is not True:
+                    _check_bool(x2)
+                mk |= 16
+            f_ = 'has_upper'
+            x3 = o.has_upper
+            if x3 is not False:
+                if x3 is not True:
+                    _check_bool(x3)
+                mk |= 32
+            f_ = 'float_lower'
+            x4 = o.float_lower
+            if type(x4) is not float:
+                x4 = _check_float(x4)
+            if x4 or copysign(1.0, x4) < 0.0:
+                mk |= 4
+            f_ = 'float_upper'
+            x5 = o.float_upper
+            if type(x5) is not float:
+                x5 = _check_float(x5)
+            if x5 or copysign(1.0, x5) < 0.0:
+                mk |= 8
+            f_ = None
+            L = L_ValueRange.get(mk)
+            if L is None:
+                L = L_ValueRange[mk] = _layout(_F_ValueRange, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(x0)
+            if mk & 2:
+                v.append(x1)
+            if mk & 4:
+                v.append(x4)
+            if mk & 8:
+                v.append(x5)
+            if mk & 16:
+                v.append(x2)
+            if mk & 32:
+                v.append(x3)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     L_WeightSet = {}
 
     def w_WeightSet(o):
-        nonlocal size
-        if type(o) is not WeightSet:
-            _bad('wrong table type, expected WeightSet', type(o).__name__)
-        mk = 0
-        x0 = o.name
-        if x0 is not None:
-            x0 = sget(x0) or S(x0)
-            mk |= 1
-        x1 = o.entries
-        if x1:
-            x1 = OV([w_StateEntry(e) for e in x1])
-            mk |= 2
-        L = L_WeightSet.get(mk)
-        if L is None:
-            L = L_WeightSet[mk] = _layout(_F_WeightSet, mk)
-        pk, offs, osz, al, vtb = L
-        pad = -(size + osz) % al
-        t = size + pad + osz
-        vd = vget(vtb)
-        new = vd is None
-        if new:
-            vd = t + len(vtb)
-        v = [vd - t]
-        if mk & 1:
-            v.append(t - offs[0] - x0)
-        if mk & 2:
-            v.append(t - offs[1] - x1)
-        if pad:
-            app(_ZEROS[:pad])
-        app(pk(*v))
-        if new:
-            app(vtb)
-            vtables[vtb] = vd
-            size = vd
-        else:
-            size = t
-        return t
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not WeightSet:
+                _bad('wrong table type, expected WeightSet', type(o).__name__)
+            mk = 0
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 1
+            f_ = ('entries', 'x1')
+            x1 = o.entries
+            if x1:
+                x1 = OV([w_StateEntry(e) for e in x1])
+                mk |= 2
+            f_ = None
+            L = L_WeightSet.get(mk)
+            if L is None:
+                L = L_WeightSet[mk] = _layout(_F_WeightSet, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if mk & 2:
+                v.append(t - offs[1] - x1)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     UW_ArgumentValue = (None, w_NoneArgument, w_TensorArgument, w_TensorListArgument, w_OptionalTensorArgument, w_OptionalTensorListArgument, w_NestedTensorListArgument, w_TokenArgument, w_IntArgument, w_IntListArgument, w_IntListListArgument, w_FloatArgument, w_FloatListArgument, w_FloatListListArgument, w_BoolArgument, w_BoolListArgument, w_StringArgument, w_StringListArgument, w_ComplexArgument, w_SymIntArgument, w_SymIntListArgument, w_SymFloatArgument, w_SymFloatListArgument, w_SymBoolArgument, w_SymBoolListArgument, w_ScalarTypeArgument, w_MemoryFormatArgument, w_LayoutArgument, w_DeviceArgument, w_GraphArgument, w_CustomObjArgument, w_OperatorArgument, w_StringToArgumentMapArgument,)
     UI_ArgumentValue = {NoneArgument: 1, TensorArgument: 2, TensorListArgument: 3, OptionalTensorArgument: 4, OptionalTensorListArgument: 5, NestedTensorListArgument: 6, TokenArgument: 7, IntArgument: 8, IntListArgument: 9, IntListListArgument: 10, FloatArgument: 11, FloatListArgument: 12, FloatListListArgument: 13, BoolArgument: 14, BoolListArgument: 15, StringArgument: 16, StringListArgument: 17, ComplexArgument: 18, SymIntArgument: 19, SymIntListArgument: 20, SymFloatArgument: 21, SymFloatListArgument: 22, SymBoolArgument: 23, SymBoolListArgument: 24, ScalarTypeArgument: 25, MemoryFormatArgument: 26, LayoutArgument: 27, DeviceArgument: 28, GraphArgument: 29, CustomObjArgument: 30, OperatorArgument: 31, StringToArgumentMapArgument: 32}

@@ -9,16 +9,22 @@ from struct import pack as _pack
 
 from pt2format._codecs._runtime import (
     BOOL as _BOOL,
+    ENCODE_ERRORS as _ENCODE_ERRORS,
+    PATH_ERRORS as _PATH_ERRORS,
     STR as _STR,
     as_list as _vec,
     bad as _bad,
     bools as _bools,
-    enum_in as _enum_in,
-    float_of_number as _float,
-    int_in as _int,
-    ints_in as _ints,
+    check_bool as _check_bool,
+    check_each as _check_each,
+    check_float as _check_float,
+    check_int as _check_int,
+    check_ints as _check_ints,
+    check_str as _check_str,
+    enums_in as _enums_in,
     json_float as _jfloat,
     json_floats as _jfloats,
+    note as _note,
     out_float as _out_float,
     out_floats as _out_floats,
     skipped as _skipped,
@@ -299,2112 +305,2952 @@ K_WeightSet = frozenset(['entries', 'name'])
 
 
 def e_Argument(o):
-    if type(o) is not Argument:
-        _bad('expected Argument', type(o).__name__)
-    r = {}
-    x1 = o.value
-    if x1 is not None:
-        t = UE_ArgumentValue.get(type(x1))
-        if t is None:
-            _bad('value: not a member of ArgumentValue', type(x1).__name__)
-        r['value_type'] = t[0]
-        r['value'] = t[1](x1)
-    return r
+    f_ = None
+    try:
+        if type(o) is not Argument:
+            _bad('wrong table type, expected Argument', type(o).__name__)
+        r = {}
+        f_ = 'value'
+        x1 = o.value
+        if x1 is not None:
+            t = UE_ArgumentValue.get(type(x1))
+            if t is None:
+                _bad('not a member of the union ArgumentValue', type(x1).__name__)
+            r['value_type'] = t[0]
+            r['value'] = t[1](x1)
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_ArgumentMapEntry(o):
-    if type(o) is not ArgumentMapEntry:
-        _bad('expected ArgumentMapEntry', type(o).__name__)
-    r = {}
-    x0 = o.key
-    if x0 is not None:
-        if type(x0) is not str:
-            _bad('key: expected str', type(x0).__name__)
-        r['key'] = x0
-    x1 = o.value
-    if x1 is not None:
-        r['value'] = e_Argument(x1)
-    return r
+    f_ = None
+    try:
+        if type(o) is not ArgumentMapEntry:
+            _bad('wrong table type, expected ArgumentMapEntry', type(o).__name__)
+        r = {}
+        f_ = 'key'
+        x0 = o.key
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['key'] = x0
+        f_ = 'value'
+        x1 = o.value
+        if x1 is not None:
+            r['value'] = e_Argument(x1)
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_BoolArgument(o):
-    if type(o) is not BoolArgument:
-        _bad('expected BoolArgument', type(o).__name__)
-    r = {}
-    x0 = o.value
-    if x0 is not False:
-        if x0 is not True:
-            _bad('value: expected bool', type(x0).__name__)
-        r['value'] = x0
-    return r
+    f_ = None
+    try:
+        if type(o) is not BoolArgument:
+            _bad('wrong table type, expected BoolArgument', type(o).__name__)
+        r = {}
+        f_ = 'value'
+        x0 = o.value
+        if x0 is not False:
+            if x0 is not True:
+                _check_bool(x0)
+            r['value'] = x0
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_BoolListArgument(o):
-    if type(o) is not BoolListArgument:
-        _bad('expected BoolListArgument', type(o).__name__)
-    r = {}
-    x0 = o.values
-    if type(x0) is not list:
-        x0 = _vec(x0)
-    if x0:
-        r['values'] = _bools(x0)
-    return r
+    f_ = None
+    try:
+        if type(o) is not BoolListArgument:
+            _bad('wrong table type, expected BoolListArgument', type(o).__name__)
+        r = {}
+        f_ = 'values'
+        x0 = o.values
+        if type(x0) is not list:
+            x0 = _vec(x0)
+        if x0:
+            r['values'] = _bools(x0)
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_BoolValue(o):
-    if type(o) is not BoolValue:
-        _bad('expected BoolValue', type(o).__name__)
-    r = {}
-    x0 = o.value
-    if x0 is not False:
-        if x0 is not True:
-            _bad('value: expected bool', type(x0).__name__)
-        r['value'] = x0
-    return r
+    f_ = None
+    try:
+        if type(o) is not BoolValue:
+            _bad('wrong table type, expected BoolValue', type(o).__name__)
+        r = {}
+        f_ = 'value'
+        x0 = o.value
+        if x0 is not False:
+            if x0 is not True:
+                _check_bool(x0)
+            r['value'] = x0
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_BufferMutationSpec(o):
-    if type(o) is not BufferMutationSpec:
-        _bad('expected BufferMutationSpec', type(o).__name__)
-    r = {}
-    x0 = o.arg
-    if x0 is not None:
-        r['arg'] = e_TensorArgument(x0)
-    x1 = o.buffer_name
-    if x1 is not None:
-        if type(x1) is not str:
-            _bad('buffer_name: expected str', type(x1).__name__)
-        r['buffer_name'] = x1
-    return r
+    f_ = None
+    try:
+        if type(o) is not BufferMutationSpec:
+            _bad('wrong table type, expected BufferMutationSpec', type(o).__name__)
+        r = {}
+        f_ = 'arg'
+        x0 = o.arg
+        if x0 is not None:
+            r['arg'] = e_TensorArgument(x0)
+        f_ = 'buffer_name'
+        x1 = o.buffer_name
+        if x1 is not None:
+            if type(x1) is not str:
+                _check_str(x1)
+            r['buffer_name'] = x1
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_BytesValue(o):
-    if type(o) is not BytesValue:
-        _bad('expected BytesValue', type(o).__name__)
-    r = {}
-    x0 = o.value
-    if type(x0) is not list:
-        x0 = _vec(x0)
-    if x0:
-        r['value'] = _ints(x0, 0, 255)
-    return r
+    f_ = None
+    try:
+        if type(o) is not BytesValue:
+            _bad('wrong table type, expected BytesValue', type(o).__name__)
+        r = {}
+        f_ = 'value'
+        x0 = o.value
+        if type(x0) is not list:
+            x0 = _vec(x0)
+        if x0:
+            r['value'] = _check_ints(x0, 0, 255, 'uint8')
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_ComplexArgument(o):
-    if type(o) is not ComplexArgument:
-        _bad('expected ComplexArgument', type(o).__name__)
-    r = {}
-    x0 = o.real
-    if type(x0) is not float:
-        x0 = _float(x0)
-    if x0 or copysign(1.0, x0) < 0.0:
-        r['real'] = x0 if x0 - x0 == 0.0 else _out_float(x0)
-    x1 = o.imag
-    if type(x1) is not float:
-        x1 = _float(x1)
-    if x1 or copysign(1.0, x1) < 0.0:
-        r['imag'] = x1 if x1 - x1 == 0.0 else _out_float(x1)
-    return r
+    f_ = None
+    try:
+        if type(o) is not ComplexArgument:
+            _bad('wrong table type, expected ComplexArgument', type(o).__name__)
+        r = {}
+        f_ = 'real'
+        x0 = o.real
+        if type(x0) is not float:
+            x0 = _check_float(x0)
+        if x0 or copysign(1.0, x0) < 0.0:
+            r['real'] = x0 if x0 - x0 == 0.0 else _out_float(x0)
+        f_ = 'imag'
+        x1 = o.imag
+        if type(x1) is not float:
+            x1 = _check_float(x1)
+        if x1 or copysign(1.0, x1) < 0.0:
+            r['imag'] = x1 if x1 - x1 == 0.0 else _out_float(x1)
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_ComplexValue(o):
-    if type(o) is not ComplexValue:
-        _bad('expected ComplexValue', type(o).__name__)
-    r = {}
-    x0 = o.real
-    if type(x0) is not float:
-        x0 = _float(x0)
-    if x0 or copysign(1.0, x0) < 0.0:
-        r['real'] = x0 if x0 - x0 == 0.0 else _out_float(x0)
-    x1 = o.imag
-    if type(x1) is not float:
-        x1 = _float(x1)
-    if x1 or copysign(1.0, x1) < 0.0:
-        r['imag'] = x1 if x1 - x1 == 0.0 else _out_float(x1)
-    return r
+    f_ = None
+    try:
+        if type(o) is not ComplexValue:
+            _bad('wrong table type, expected ComplexValue', type(o).__name__)
+        r = {}
+        f_ = 'real'
+        x0 = o.real
+        if type(x0) is not float:
+            x0 = _check_float(x0)
+        if x0 or copysign(1.0, x0) < 0.0:
+            r['real'] = x0 if x0 - x0 == 0.0 else _out_float(x0)
+        f_ = 'imag'
+        x1 = o.imag
+        if type(x1) is not float:
+            x1 = _check_float(x1)
+        if x1 or copysign(1.0, x1) < 0.0:
+            r['imag'] = x1 if x1 - x1 == 0.0 else _out_float(x1)
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_CustomObjArgument(o):
-    if type(o) is not CustomObjArgument:
-        _bad('expected CustomObjArgument', type(o).__name__)
-    r = {}
-    x0 = o.name
-    if x0 is not None:
-        if type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        r['name'] = x0
-    x1 = o.class_fqn
-    if x1 is not None:
-        if type(x1) is not str:
-            _bad('class_fqn: expected str', type(x1).__name__)
-        r['class_fqn'] = x1
-    return r
+    f_ = None
+    try:
+        if type(o) is not CustomObjArgument:
+            _bad('wrong table type, expected CustomObjArgument', type(o).__name__)
+        r = {}
+        f_ = 'name'
+        x0 = o.name
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['name'] = x0
+        f_ = 'class_fqn'
+        x1 = o.class_fqn
+        if x1 is not None:
+            if type(x1) is not str:
+                _check_str(x1)
+            r['class_fqn'] = x1
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_CustomObject(o):
-    if type(o) is not CustomObject:
-        _bad('expected CustomObject', type(o).__name__)
-    r = {}
-    x0 = o.name
-    if x0 is not None:
-        if type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        r['name'] = x0
-    x1 = o.class_fqn
-    if x1 is not None:
-        if type(x1) is not str:
-            _bad('class_fqn: expected str', type(x1).__name__)
-        r['class_fqn'] = x1
-    x2 = o.state
-    if x2 is not None:
-        r['state'] = e_Value(x2)
-    return r
+    f_ = None
+    try:
+        if type(o) is not CustomObject:
+            _bad('wrong table type, expected CustomObject', type(o).__name__)
+        r = {}
+        f_ = 'name'
+        x0 = o.name
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['name'] = x0
+        f_ = 'class_fqn'
+        x1 = o.class_fqn
+        if x1 is not None:
+            if type(x1) is not str:
+                _check_str(x1)
+            r['class_fqn'] = x1
+        f_ = 'state'
+        x2 = o.state
+        if x2 is not None:
+            r['state'] = e_Value(x2)
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_Device(o):
-    if type(o) is not Device:
-        _bad('expected Device', type(o).__name__)
-    r = {}
-    x0 = o.type
-    if x0 is not None:
-        if type(x0) is not str:
-            _bad('type: expected str', type(x0).__name__)
-        r['type'] = x0
-    x1 = o.index
-    if type(x1) is not int or not -2147483648 <= x1 <= 2147483647:
-        x1 = _int(x1, -2147483648, 2147483647)
-    if x1 != -1:
-        r['index'] = x1
-    return r
+    f_ = None
+    try:
+        if type(o) is not Device:
+            _bad('wrong table type, expected Device', type(o).__name__)
+        r = {}
+        f_ = 'type'
+        x0 = o.type
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['type'] = x0
+        f_ = 'index'
+        x1 = o.index
+        if type(x1) is not int or not -2147483648 <= x1 <= 2147483647:
+            x1 = _check_int(x1, -2147483648, 2147483647, 'int32')
+        if x1 != -1:
+            r['index'] = x1
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_DeviceArgument(o):
-    if type(o) is not DeviceArgument:
-        _bad('expected DeviceArgument', type(o).__name__)
-    r = {}
-    x0 = o.value
-    if x0 is not None:
-        r['value'] = e_Device(x0)
-    return r
+    f_ = None
+    try:
+        if type(o) is not DeviceArgument:
+            _bad('wrong table type, expected DeviceArgument', type(o).__name__)
+        r = {}
+        f_ = 'value'
+        x0 = o.value
+        if x0 is not None:
+            r['value'] = e_Device(x0)
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_DeviceValue(o):
-    if type(o) is not DeviceValue:
-        _bad('expected DeviceValue', type(o).__name__)
-    r = {}
-    x0 = o.value
-    if x0 is not None:
-        r['value'] = e_Device(x0)
-    return r
+    f_ = None
+    try:
+        if type(o) is not DeviceValue:
+            _bad('wrong table type, expected DeviceValue', type(o).__name__)
+        r = {}
+        f_ = 'value'
+        x0 = o.value
+        if x0 is not None:
+            r['value'] = e_Device(x0)
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_ExternalFile(o):
-    if type(o) is not ExternalFile:
-        _bad('expected ExternalFile', type(o).__name__)
-    r = {}
-    x0 = o.name
-    if x0 is not None:
-        if type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        r['name'] = x0
-    x1 = o.size
-    if type(x1) is not int or not 0 <= x1 <= 18446744073709551615:
-        x1 = _int(x1, 0, 18446744073709551615)
-    if x1 != 0:
-        r['size'] = x1
-    x2 = o.format
-    if type(x2) is not int or not 0 <= x2 <= 255:
-        x2 = _int(x2, 0, 255)
-    if x2 != 0:
-        r['format'] = EN_ExternalFormat.get(x2, x2)
-    x3 = o.checksum_kind
-    if type(x3) is not int or not 0 <= x3 <= 255:
-        x3 = _int(x3, 0, 255)
-    if x3 != 0:
-        r['checksum_kind'] = EN_ChecksumKind.get(x3, x3)
-    x4 = o.checksum
-    if type(x4) is not int or not 0 <= x4 <= 4294967295:
-        x4 = _int(x4, 0, 4294967295)
-    if x4 != 0:
-        r['checksum'] = x4
-    return r
+    f_ = None
+    try:
+        if type(o) is not ExternalFile:
+            _bad('wrong table type, expected ExternalFile', type(o).__name__)
+        r = {}
+        f_ = 'name'
+        x0 = o.name
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['name'] = x0
+        f_ = 'size'
+        x1 = o.size
+        if type(x1) is not int or not 0 <= x1 <= 18446744073709551615:
+            x1 = _check_int(x1, 0, 18446744073709551615, 'uint64')
+        if x1 != 0:
+            r['size'] = x1
+        f_ = 'format'
+        x2 = o.format
+        if type(x2) is not int or not 0 <= x2 <= 255:
+            x2 = _check_int(x2, 0, 255, 'uint8')
+        if x2 != 0:
+            r['format'] = EN_ExternalFormat.get(x2, x2)
+        f_ = 'checksum_kind'
+        x3 = o.checksum_kind
+        if type(x3) is not int or not 0 <= x3 <= 255:
+            x3 = _check_int(x3, 0, 255, 'uint8')
+        if x3 != 0:
+            r['checksum_kind'] = EN_ChecksumKind.get(x3, x3)
+        f_ = 'checksum'
+        x4 = o.checksum
+        if type(x4) is not int or not 0 <= x4 <= 4294967295:
+            x4 = _check_int(x4, 0, 4294967295, 'uint32')
+        if x4 != 0:
+            r['checksum'] = x4
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_ExtraFile(o):
-    if type(o) is not ExtraFile:
-        _bad('expected ExtraFile', type(o).__name__)
-    r = {}
-    x0 = o.name
-    if x0 is not None:
-        if type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        r['name'] = x0
-    x1 = o.storage
-    if type(x1) is not int or not 0 <= x1 <= 4294967295:
-        x1 = _int(x1, 0, 4294967295)
-    if x1 != 0:
-        r['storage'] = x1
-    return r
+    f_ = None
+    try:
+        if type(o) is not ExtraFile:
+            _bad('wrong table type, expected ExtraFile', type(o).__name__)
+        r = {}
+        f_ = 'name'
+        x0 = o.name
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['name'] = x0
+        f_ = 'storage'
+        x1 = o.storage
+        if type(x1) is not int or not 0 <= x1 <= 4294967295:
+            x1 = _check_int(x1, 0, 4294967295, 'uint32')
+        if x1 != 0:
+            r['storage'] = x1
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_FloatArgument(o):
-    if type(o) is not FloatArgument:
-        _bad('expected FloatArgument', type(o).__name__)
-    r = {}
-    x0 = o.value
-    if type(x0) is not float:
-        x0 = _float(x0)
-    if x0 or copysign(1.0, x0) < 0.0:
-        r['value'] = x0 if x0 - x0 == 0.0 else _out_float(x0)
-    return r
+    f_ = None
+    try:
+        if type(o) is not FloatArgument:
+            _bad('wrong table type, expected FloatArgument', type(o).__name__)
+        r = {}
+        f_ = 'value'
+        x0 = o.value
+        if type(x0) is not float:
+            x0 = _check_float(x0)
+        if x0 or copysign(1.0, x0) < 0.0:
+            r['value'] = x0 if x0 - x0 == 0.0 else _out_float(x0)
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_FloatListArgument(o):
-    if type(o) is not FloatListArgument:
-        _bad('expected FloatListArgument', type(o).__name__)
-    r = {}
-    x0 = o.values
-    if type(x0) is not list:
-        x0 = _vec(x0)
-    if x0:
-        r['values'] = _out_floats(x0)
-    return r
+    f_ = None
+    try:
+        if type(o) is not FloatListArgument:
+            _bad('wrong table type, expected FloatListArgument', type(o).__name__)
+        r = {}
+        f_ = 'values'
+        x0 = o.values
+        if type(x0) is not list:
+            x0 = _vec(x0)
+        if x0:
+            r['values'] = _out_floats(x0)
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_FloatListListArgument(o):
-    if type(o) is not FloatListListArgument:
-        _bad('expected FloatListListArgument', type(o).__name__)
-    r = {}
-    x0 = o.lists
-    if type(x0) is not list:
-        x0 = _vec(x0)
-    if x0:
-        r['lists'] = [e_FloatListArgument(e) for e in x0]
-    return r
+    f_ = None
+    try:
+        if type(o) is not FloatListListArgument:
+            _bad('wrong table type, expected FloatListListArgument', type(o).__name__)
+        r = {}
+        f_ = ('lists', 'x0')
+        x0 = o.lists
+        if type(x0) is not list:
+            x0 = _vec(x0)
+        if x0:
+            r['lists'] = [e_FloatListArgument(e) for e in x0]
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_FloatValue(o):
-    if type(o) is not FloatValue:
-        _bad('expected FloatValue', type(o).__name__)
-    r = {}
-    x0 = o.value
-    if type(x0) is not float:
-        x0 = _float(x0)
-    if x0 or copysign(1.0, x0) < 0.0:
-        r['value'] = x0 if x0 - x0 == 0.0 else _out_float(x0)
-    return r
+    f_ = None
+    try:
+        if type(o) is not FloatValue:
+            _bad('wrong table type, expected FloatValue', type(o).__name__)
+        r = {}
+        f_ = 'value'
+        x0 = o.value
+        if type(x0) is not float:
+            x0 = _check_float(x0)
+        if x0 or copysign(1.0, x0) < 0.0:
+            r['value'] = x0 if x0 - x0 == 0.0 else _out_float(x0)
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_FormatVersion(o):
-    if type(o) is not FormatVersion:
-        _bad('expected FormatVersion', type(o).__name__)
-    r = {}
-    x0 = o.major
-    if type(x0) is not int or not 0 <= x0 <= 4294967295:
-        x0 = _int(x0, 0, 4294967295)
-    if x0 != 0:
-        r['major'] = x0
-    x1 = o.minor
-    if type(x1) is not int or not 0 <= x1 <= 4294967295:
-        x1 = _int(x1, 0, 4294967295)
-    if x1 != 0:
-        r['minor'] = x1
-    return r
+    f_ = None
+    try:
+        if type(o) is not FormatVersion:
+            _bad('wrong table type, expected FormatVersion', type(o).__name__)
+        r = {}
+        f_ = 'major'
+        x0 = o.major
+        if type(x0) is not int or not 0 <= x0 <= 4294967295:
+            x0 = _check_int(x0, 0, 4294967295, 'uint32')
+        if x0 != 0:
+            r['major'] = x0
+        f_ = 'minor'
+        x1 = o.minor
+        if type(x1) is not int or not 0 <= x1 <= 4294967295:
+            x1 = _check_int(x1, 0, 4294967295, 'uint32')
+        if x1 != 0:
+            r['minor'] = x1
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_GradientToParameterSpec(o):
-    if type(o) is not GradientToParameterSpec:
-        _bad('expected GradientToParameterSpec', type(o).__name__)
-    r = {}
-    x0 = o.arg
-    if x0 is not None:
-        r['arg'] = e_TensorArgument(x0)
-    x1 = o.parameter_name
-    if x1 is not None:
-        if type(x1) is not str:
-            _bad('parameter_name: expected str', type(x1).__name__)
-        r['parameter_name'] = x1
-    return r
+    f_ = None
+    try:
+        if type(o) is not GradientToParameterSpec:
+            _bad('wrong table type, expected GradientToParameterSpec', type(o).__name__)
+        r = {}
+        f_ = 'arg'
+        x0 = o.arg
+        if x0 is not None:
+            r['arg'] = e_TensorArgument(x0)
+        f_ = 'parameter_name'
+        x1 = o.parameter_name
+        if x1 is not None:
+            if type(x1) is not str:
+                _check_str(x1)
+            r['parameter_name'] = x1
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_GradientToUserInputSpec(o):
-    if type(o) is not GradientToUserInputSpec:
-        _bad('expected GradientToUserInputSpec', type(o).__name__)
-    r = {}
-    x0 = o.arg
-    if x0 is not None:
-        r['arg'] = e_TensorArgument(x0)
-    x1 = o.user_input_name
-    if x1 is not None:
-        if type(x1) is not str:
-            _bad('user_input_name: expected str', type(x1).__name__)
-        r['user_input_name'] = x1
-    return r
+    f_ = None
+    try:
+        if type(o) is not GradientToUserInputSpec:
+            _bad('wrong table type, expected GradientToUserInputSpec', type(o).__name__)
+        r = {}
+        f_ = 'arg'
+        x0 = o.arg
+        if x0 is not None:
+            r['arg'] = e_TensorArgument(x0)
+        f_ = 'user_input_name'
+        x1 = o.user_input_name
+        if x1 is not None:
+            if type(x1) is not str:
+                _check_str(x1)
+            r['user_input_name'] = x1
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_Graph(o):
-    if type(o) is not Graph:
-        _bad('expected Graph', type(o).__name__)
-    r = {}
-    x0 = o.inputs
-    if type(x0) is not list:
-        x0 = _vec(x0)
-    if x0:
-        r['inputs'] = [e_Argument(e) for e in x0]
-    x1 = o.outputs
-    if type(x1) is not list:
-        x1 = _vec(x1)
-    if x1:
-        r['outputs'] = [e_Argument(e) for e in x1]
-    x2 = o.nodes
-    if type(x2) is not list:
-        x2 = _vec(x2)
-    if x2:
-        r['nodes'] = [e_Node(e) for e in x2]
-    x3 = o.tensor_values
-    if type(x3) is not list:
-        x3 = _vec(x3)
-    if x3:
-        r['tensor_values'] = [e_TensorValue(e) for e in x3]
-    x4 = o.sym_int_values
-    if type(x4) is not list:
-        x4 = _vec(x4)
-    if x4:
-        r['sym_int_values'] = [e_SymIntValue(e) for e in x4]
-    x5 = o.sym_float_values
-    if type(x5) is not list:
-        x5 = _vec(x5)
-    if x5:
-        r['sym_float_values'] = [e_SymFloatValue(e) for e in x5]
-    x6 = o.sym_bool_values
-    if type(x6) is not list:
-        x6 = _vec(x6)
-    if x6:
-        r['sym_bool_values'] = [e_SymBoolValue(e) for e in x6]
-    x7 = o.custom_obj_values
-    if type(x7) is not list:
-        x7 = _vec(x7)
-    if x7:
-        r['custom_obj_values'] = [e_CustomObjArgument(e) for e in x7]
-    x8 = o.is_single_tensor_return
-    if x8 is not False:
-        if x8 is not True:
-            _bad('is_single_tensor_return: expected bool', type(x8).__name__)
-        r['is_single_tensor_return'] = x8
-    x9 = o.is_list_return
-    if x9 is not False:
-        if x9 is not True:
-            _bad('is_list_return: expected bool', type(x9).__name__)
-        r['is_list_return'] = x9
-    x10 = o.input_metadata
-    if type(x10) is not list:
-        x10 = _vec(x10)
-    if x10:
-        r['input_metadata'] = [e_NodeMetadata(e) for e in x10]
-    x11 = o.output_metadata
-    if x11 is not None:
-        r['output_metadata'] = e_NodeMetadata(x11)
-    return r
+    f_ = None
+    try:
+        if type(o) is not Graph:
+            _bad('wrong table type, expected Graph', type(o).__name__)
+        r = {}
+        f_ = ('inputs', 'x0')
+        x0 = o.inputs
+        if type(x0) is not list:
+            x0 = _vec(x0)
+        if x0:
+            r['inputs'] = [e_Argument(e) for e in x0]
+        f_ = ('outputs', 'x1')
+        x1 = o.outputs
+        if type(x1) is not list:
+            x1 = _vec(x1)
+        if x1:
+            r['outputs'] = [e_Argument(e) for e in x1]
+        f_ = ('nodes', 'x2')
+        x2 = o.nodes
+        if type(x2) is not list:
+            x2 = _vec(x2)
+        if x2:
+            r['nodes'] = [e_Node(e) for e in x2]
+        f_ = ('tensor_values', 'x3')
+        x3 = o.tensor_values
+        if type(x3) is not list:
+            x3 = _vec(x3)
+        if x3:
+            r['tensor_values'] = [e_TensorValue(e) for e in x3]
+        f_ = ('sym_int_values', 'x4')
+        x4 = o.sym_int_values
+        if type(x4) is not list:
+            x4 = _vec(x4)
+        if x4:
+            r['sym_int_values'] = [e_SymIntValue(e) for e in x4]
+        f_ = ('sym_float_values', 'x5')
+        x5 = o.sym_float_values
+        if type(x5) is not list:
+            x5 = _vec(x5)
+        if x5:
+            r['sym_float_values'] = [e_SymFloatValue(e) for e in x5]
+        f_ = ('sym_bool_values', 'x6')
+        x6 = o.sym_bool_values
+        if type(x6) is not list:
+            x6 = _vec(x6)
+        if x6:
+            r['sym_bool_values'] = [e_SymBoolValue(e) for e in x6]
+        f_ = ('custom_obj_values', 'x7')
+        x7 = o.custom_obj_values
+        if type(x7) is not list:
+            x7 = _vec(x7)
+        if x7:
+            r['custom_obj_values'] = [e_CustomObjArgument(e) for e in x7]
+        f_ = 'is_single_tensor_return'
+        x8 = o.is_single_tensor_return
+        if x8 is not False:
+            if x8 is not True:
+                _check_bool(x8)
+            r['is_single_tensor_return'] = x8
+        f_ = 'is_list_return'
+        x9 = o.is_list_return
+        if x9 is not False:
+            if x9 is not True:
+                _check_bool(x9)
+            r['is_list_return'] = x9
+        f_ = ('input_metadata', 'x10')
+        x10 = o.input_metadata
+        if type(x10) is not list:
+            x10 = _vec(x10)
+        if x10:
+            r['input_metadata'] = [e_NodeMetadata(e) for e in x10]
+        f_ = 'output_metadata'
+        x11 = o.output_metadata
+        if x11 is not None:
+            r['output_metadata'] = e_NodeMetadata(x11)
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_GraphArgument(o):
-    if type(o) is not GraphArgument:
-        _bad('expected GraphArgument', type(o).__name__)
-    r = {}
-    x0 = o.name
-    if x0 is not None:
-        if type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        r['name'] = x0
-    x1 = o.graph
-    if x1 is not None:
-        r['graph'] = e_Graph(x1)
-    x2 = o.metadata
-    if x2 is not None:
-        r['metadata'] = e_NodeMetadata(x2)
-    x3 = o.node_name
-    if x3 is not None:
-        if type(x3) is not str:
-            _bad('node_name: expected str', type(x3).__name__)
-        r['node_name'] = x3
-    return r
+    f_ = None
+    try:
+        if type(o) is not GraphArgument:
+            _bad('wrong table type, expected GraphArgument', type(o).__name__)
+        r = {}
+        f_ = 'name'
+        x0 = o.name
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['name'] = x0
+        f_ = 'graph'
+        x1 = o.graph
+        if x1 is not None:
+            r['graph'] = e_Graph(x1)
+        f_ = 'metadata'
+        x2 = o.metadata
+        if x2 is not None:
+            r['metadata'] = e_NodeMetadata(x2)
+        f_ = 'node_name'
+        x3 = o.node_name
+        if x3 is not None:
+            if type(x3) is not str:
+                _check_str(x3)
+            r['node_name'] = x3
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_GraphSignature(o):
-    if type(o) is not GraphSignature:
-        _bad('expected GraphSignature', type(o).__name__)
-    r = {}
-    x0 = o.input_specs
-    if type(x0) is not list:
-        x0 = _vec(x0)
-    if x0:
-        r['input_specs'] = [e_InputSpec(e) for e in x0]
-    x1 = o.output_specs
-    if type(x1) is not list:
-        x1 = _vec(x1)
-    if x1:
-        r['output_specs'] = [e_OutputSpec(e) for e in x1]
-    return r
+    f_ = None
+    try:
+        if type(o) is not GraphSignature:
+            _bad('wrong table type, expected GraphSignature', type(o).__name__)
+        r = {}
+        f_ = ('input_specs', 'x0')
+        x0 = o.input_specs
+        if type(x0) is not list:
+            x0 = _vec(x0)
+        if x0:
+            r['input_specs'] = [e_InputSpec(e) for e in x0]
+        f_ = ('output_specs', 'x1')
+        x1 = o.output_specs
+        if type(x1) is not list:
+            x1 = _vec(x1)
+        if x1:
+            r['output_specs'] = [e_OutputSpec(e) for e in x1]
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_InputSpec(o):
-    if type(o) is not InputSpec:
-        _bad('expected InputSpec', type(o).__name__)
-    r = {}
-    x1 = o.spec
-    if x1 is not None:
-        t = UE_InputSpecKind.get(type(x1))
-        if t is None:
-            _bad('spec: not a member of InputSpecKind', type(x1).__name__)
-        r['spec_type'] = t[0]
-        r['spec'] = t[1](x1)
-    return r
+    f_ = None
+    try:
+        if type(o) is not InputSpec:
+            _bad('wrong table type, expected InputSpec', type(o).__name__)
+        r = {}
+        f_ = 'spec'
+        x1 = o.spec
+        if x1 is not None:
+            t = UE_InputSpecKind.get(type(x1))
+            if t is None:
+                _bad('not a member of the union InputSpecKind', type(x1).__name__)
+            r['spec_type'] = t[0]
+            r['spec'] = t[1](x1)
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_InputToBufferSpec(o):
-    if type(o) is not InputToBufferSpec:
-        _bad('expected InputToBufferSpec', type(o).__name__)
-    r = {}
-    x0 = o.arg
-    if x0 is not None:
-        r['arg'] = e_TensorArgument(x0)
-    x1 = o.buffer_name
-    if x1 is not None:
-        if type(x1) is not str:
-            _bad('buffer_name: expected str', type(x1).__name__)
-        r['buffer_name'] = x1
-    x2 = o.persistent
-    if x2 is not False:
-        if x2 is not True:
-            _bad('persistent: expected bool', type(x2).__name__)
-        r['persistent'] = x2
-    return r
+    f_ = None
+    try:
+        if type(o) is not InputToBufferSpec:
+            _bad('wrong table type, expected InputToBufferSpec', type(o).__name__)
+        r = {}
+        f_ = 'arg'
+        x0 = o.arg
+        if x0 is not None:
+            r['arg'] = e_TensorArgument(x0)
+        f_ = 'buffer_name'
+        x1 = o.buffer_name
+        if x1 is not None:
+            if type(x1) is not str:
+                _check_str(x1)
+            r['buffer_name'] = x1
+        f_ = 'persistent'
+        x2 = o.persistent
+        if x2 is not False:
+            if x2 is not True:
+                _check_bool(x2)
+            r['persistent'] = x2
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_InputToConstantInputSpec(o):
-    if type(o) is not InputToConstantInputSpec:
-        _bad('expected InputToConstantInputSpec', type(o).__name__)
-    r = {}
-    x0 = o.name
-    if x0 is not None:
-        if type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        r['name'] = x0
-    x1 = o.value
-    if x1 is not None:
-        r['value'] = e_Value(x1)
-    return r
+    f_ = None
+    try:
+        if type(o) is not InputToConstantInputSpec:
+            _bad('wrong table type, expected InputToConstantInputSpec', type(o).__name__)
+        r = {}
+        f_ = 'name'
+        x0 = o.name
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['name'] = x0
+        f_ = 'value'
+        x1 = o.value
+        if x1 is not None:
+            r['value'] = e_Value(x1)
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_InputToCustomObjSpec(o):
-    if type(o) is not InputToCustomObjSpec:
-        _bad('expected InputToCustomObjSpec', type(o).__name__)
-    r = {}
-    x0 = o.arg
-    if x0 is not None:
-        r['arg'] = e_CustomObjArgument(x0)
-    x1 = o.custom_obj_name
-    if x1 is not None:
-        if type(x1) is not str:
-            _bad('custom_obj_name: expected str', type(x1).__name__)
-        r['custom_obj_name'] = x1
-    return r
+    f_ = None
+    try:
+        if type(o) is not InputToCustomObjSpec:
+            _bad('wrong table type, expected InputToCustomObjSpec', type(o).__name__)
+        r = {}
+        f_ = 'arg'
+        x0 = o.arg
+        if x0 is not None:
+            r['arg'] = e_CustomObjArgument(x0)
+        f_ = 'custom_obj_name'
+        x1 = o.custom_obj_name
+        if x1 is not None:
+            if type(x1) is not str:
+                _check_str(x1)
+            r['custom_obj_name'] = x1
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_InputToParameterSpec(o):
-    if type(o) is not InputToParameterSpec:
-        _bad('expected InputToParameterSpec', type(o).__name__)
-    r = {}
-    x0 = o.arg
-    if x0 is not None:
-        r['arg'] = e_TensorArgument(x0)
-    x1 = o.parameter_name
-    if x1 is not None:
-        if type(x1) is not str:
-            _bad('parameter_name: expected str', type(x1).__name__)
-        r['parameter_name'] = x1
-    return r
+    f_ = None
+    try:
+        if type(o) is not InputToParameterSpec:
+            _bad('wrong table type, expected InputToParameterSpec', type(o).__name__)
+        r = {}
+        f_ = 'arg'
+        x0 = o.arg
+        if x0 is not None:
+            r['arg'] = e_TensorArgument(x0)
+        f_ = 'parameter_name'
+        x1 = o.parameter_name
+        if x1 is not None:
+            if type(x1) is not str:
+                _check_str(x1)
+            r['parameter_name'] = x1
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_InputToTensorConstantSpec(o):
-    if type(o) is not InputToTensorConstantSpec:
-        _bad('expected InputToTensorConstantSpec', type(o).__name__)
-    r = {}
-    x0 = o.arg
-    if x0 is not None:
-        r['arg'] = e_TensorArgument(x0)
-    x1 = o.tensor_constant_name
-    if x1 is not None:
-        if type(x1) is not str:
-            _bad('tensor_constant_name: expected str', type(x1).__name__)
-        r['tensor_constant_name'] = x1
-    x2 = o.persistent
-    if x2 is not False:
-        if x2 is not True:
-            _bad('persistent: expected bool', type(x2).__name__)
-        r['persistent'] = x2
-    x3 = o.has_persistent
-    if x3 is not False:
-        if x3 is not True:
-            _bad('has_persistent: expected bool', type(x3).__name__)
-        r['has_persistent'] = x3
-    return r
+    f_ = None
+    try:
+        if type(o) is not InputToTensorConstantSpec:
+            _bad('wrong table type, expected InputToTensorConstantSpec', type(o).__name__)
+        r = {}
+        f_ = 'arg'
+        x0 = o.arg
+        if x0 is not None:
+            r['arg'] = e_TensorArgument(x0)
+        f_ = 'tensor_constant_name'
+        x1 = o.tensor_constant_name
+        if x1 is not None:
+            if type(x1) is not str:
+                _check_str(x1)
+            r['tensor_constant_name'] = x1
+        f_ = 'persistent'
+        x2 = o.persistent
+        if x2 is not False:
+            if x2 is not True:
+                _check_bool(x2)
+            r['persistent'] = x2
+        f_ = 'has_persistent'
+        x3 = o.has_persistent
+        if x3 is not False:
+            if x3 is not True:
+                _check_bool(x3)
+            r['has_persistent'] = x3
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_InputTokenSpec(o):
-    if type(o) is not InputTokenSpec:
-        _bad('expected InputTokenSpec', type(o).__name__)
-    r = {}
-    x0 = o.arg
-    if x0 is not None:
-        r['arg'] = e_TokenArgument(x0)
-    return r
+    f_ = None
+    try:
+        if type(o) is not InputTokenSpec:
+            _bad('wrong table type, expected InputTokenSpec', type(o).__name__)
+        r = {}
+        f_ = 'arg'
+        x0 = o.arg
+        if x0 is not None:
+            r['arg'] = e_TokenArgument(x0)
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_IntArgument(o):
-    if type(o) is not IntArgument:
-        _bad('expected IntArgument', type(o).__name__)
-    r = {}
-    x0 = o.value
-    if type(x0) is not int or not -9223372036854775808 <= x0 <= 9223372036854775807:
-        x0 = _int(x0, -9223372036854775808, 9223372036854775807)
-    if x0 != 0:
-        r['value'] = x0
-    return r
+    f_ = None
+    try:
+        if type(o) is not IntArgument:
+            _bad('wrong table type, expected IntArgument', type(o).__name__)
+        r = {}
+        f_ = 'value'
+        x0 = o.value
+        if type(x0) is not int or not -9223372036854775808 <= x0 <= 9223372036854775807:
+            x0 = _check_int(x0, -9223372036854775808, 9223372036854775807, 'int64')
+        if x0 != 0:
+            r['value'] = x0
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_IntListArgument(o):
-    if type(o) is not IntListArgument:
-        _bad('expected IntListArgument', type(o).__name__)
-    r = {}
-    x0 = o.values
-    if type(x0) is not list:
-        x0 = _vec(x0)
-    if x0:
-        r['values'] = _ints(x0, -9223372036854775808, 9223372036854775807)
-    return r
+    f_ = None
+    try:
+        if type(o) is not IntListArgument:
+            _bad('wrong table type, expected IntListArgument', type(o).__name__)
+        r = {}
+        f_ = 'values'
+        x0 = o.values
+        if type(x0) is not list:
+            x0 = _vec(x0)
+        if x0:
+            r['values'] = _check_ints(x0, -9223372036854775808, 9223372036854775807, 'int64')
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_IntListListArgument(o):
-    if type(o) is not IntListListArgument:
-        _bad('expected IntListListArgument', type(o).__name__)
-    r = {}
-    x0 = o.lists
-    if type(x0) is not list:
-        x0 = _vec(x0)
-    if x0:
-        r['lists'] = [e_IntListArgument(e) for e in x0]
-    return r
+    f_ = None
+    try:
+        if type(o) is not IntListListArgument:
+            _bad('wrong table type, expected IntListListArgument', type(o).__name__)
+        r = {}
+        f_ = ('lists', 'x0')
+        x0 = o.lists
+        if type(x0) is not list:
+            x0 = _vec(x0)
+        if x0:
+            r['lists'] = [e_IntListArgument(e) for e in x0]
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_IntValue(o):
-    if type(o) is not IntValue:
-        _bad('expected IntValue', type(o).__name__)
-    r = {}
-    x0 = o.value
-    if type(x0) is not int or not -9223372036854775808 <= x0 <= 9223372036854775807:
-        x0 = _int(x0, -9223372036854775808, 9223372036854775807)
-    if x0 != 0:
-        r['value'] = x0
-    return r
+    f_ = None
+    try:
+        if type(o) is not IntValue:
+            _bad('wrong table type, expected IntValue', type(o).__name__)
+        r = {}
+        f_ = 'value'
+        x0 = o.value
+        if type(x0) is not int or not -9223372036854775808 <= x0 <= 9223372036854775807:
+            x0 = _check_int(x0, -9223372036854775808, 9223372036854775807, 'int64')
+        if x0 != 0:
+            r['value'] = x0
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_KeyPathEntry(o):
-    if type(o) is not KeyPathEntry:
-        _bad('expected KeyPathEntry', type(o).__name__)
-    r = {}
-    x0 = o.kind
-    if x0 is not None:
-        if type(x0) is not str:
-            _bad('kind: expected str', type(x0).__name__)
-        r['kind'] = x0
-    x1 = o.index
-    if type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
-        x1 = _int(x1, -9223372036854775808, 9223372036854775807)
-    if x1 != 0:
-        r['index'] = x1
-    x2 = o.name
-    if x2 is not None:
-        if type(x2) is not str:
-            _bad('name: expected str', type(x2).__name__)
-        r['name'] = x2
-    return r
+    f_ = None
+    try:
+        if type(o) is not KeyPathEntry:
+            _bad('wrong table type, expected KeyPathEntry', type(o).__name__)
+        r = {}
+        f_ = 'kind'
+        x0 = o.kind
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['kind'] = x0
+        f_ = 'index'
+        x1 = o.index
+        if type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
+            x1 = _check_int(x1, -9223372036854775808, 9223372036854775807, 'int64')
+        if x1 != 0:
+            r['index'] = x1
+        f_ = 'name'
+        x2 = o.name
+        if x2 is not None:
+            if type(x2) is not str:
+                _check_str(x2)
+            r['name'] = x2
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_LayoutArgument(o):
-    if type(o) is not LayoutArgument:
-        _bad('expected LayoutArgument', type(o).__name__)
-    r = {}
-    x0 = o.value
-    if type(x0) is not int or not 0 <= x0 <= 255:
-        x0 = _int(x0, 0, 255)
-    if x0 != 0:
-        r['value'] = EN_Layout.get(x0, x0)
-    return r
+    f_ = None
+    try:
+        if type(o) is not LayoutArgument:
+            _bad('wrong table type, expected LayoutArgument', type(o).__name__)
+        r = {}
+        f_ = 'value'
+        x0 = o.value
+        if type(x0) is not int or not 0 <= x0 <= 255:
+            x0 = _check_int(x0, 0, 255, 'uint8')
+        if x0 != 0:
+            r['value'] = EN_Layout.get(x0, x0)
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_ListValue(o):
-    if type(o) is not ListValue:
-        _bad('expected ListValue', type(o).__name__)
-    r = {}
-    x0 = o.items
-    if type(x0) is not list:
-        x0 = _vec(x0)
-    if x0:
-        r['items'] = [e_Value(e) for e in x0]
-    x1 = o.is_tuple
-    if x1 is not False:
-        if x1 is not True:
-            _bad('is_tuple: expected bool', type(x1).__name__)
-        r['is_tuple'] = x1
-    return r
+    f_ = None
+    try:
+        if type(o) is not ListValue:
+            _bad('wrong table type, expected ListValue', type(o).__name__)
+        r = {}
+        f_ = ('items', 'x0')
+        x0 = o.items
+        if type(x0) is not list:
+            x0 = _vec(x0)
+        if x0:
+            r['items'] = [e_Value(e) for e in x0]
+        f_ = 'is_tuple'
+        x1 = o.is_tuple
+        if x1 is not False:
+            if x1 is not True:
+                _check_bool(x1)
+            r['is_tuple'] = x1
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_LossOutputSpec(o):
-    if type(o) is not LossOutputSpec:
-        _bad('expected LossOutputSpec', type(o).__name__)
-    r = {}
-    x0 = o.arg
-    if x0 is not None:
-        r['arg'] = e_TensorArgument(x0)
-    return r
+    f_ = None
+    try:
+        if type(o) is not LossOutputSpec:
+            _bad('wrong table type, expected LossOutputSpec', type(o).__name__)
+        r = {}
+        f_ = 'arg'
+        x0 = o.arg
+        if x0 is not None:
+            r['arg'] = e_TensorArgument(x0)
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_MapEntry(o):
-    if type(o) is not MapEntry:
-        _bad('expected MapEntry', type(o).__name__)
-    r = {}
-    x0 = o.key
-    if x0 is not None:
-        r['key'] = e_Value(x0)
-    x1 = o.value
-    if x1 is not None:
-        r['value'] = e_Value(x1)
-    return r
+    f_ = None
+    try:
+        if type(o) is not MapEntry:
+            _bad('wrong table type, expected MapEntry', type(o).__name__)
+        r = {}
+        f_ = 'key'
+        x0 = o.key
+        if x0 is not None:
+            r['key'] = e_Value(x0)
+        f_ = 'value'
+        x1 = o.value
+        if x1 is not None:
+            r['value'] = e_Value(x1)
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_MapValue(o):
-    if type(o) is not MapValue:
-        _bad('expected MapValue', type(o).__name__)
-    r = {}
-    x0 = o.entries
-    if type(x0) is not list:
-        x0 = _vec(x0)
-    if x0:
-        r['entries'] = [e_MapEntry(e) for e in x0]
-    return r
+    f_ = None
+    try:
+        if type(o) is not MapValue:
+            _bad('wrong table type, expected MapValue', type(o).__name__)
+        r = {}
+        f_ = ('entries', 'x0')
+        x0 = o.entries
+        if type(x0) is not list:
+            x0 = _vec(x0)
+        if x0:
+            r['entries'] = [e_MapEntry(e) for e in x0]
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_MemoryFormatArgument(o):
-    if type(o) is not MemoryFormatArgument:
-        _bad('expected MemoryFormatArgument', type(o).__name__)
-    r = {}
-    x0 = o.value
-    if type(x0) is not int or not 0 <= x0 <= 255:
-        x0 = _int(x0, 0, 255)
-    if x0 != 0:
-        r['value'] = EN_MemoryFormat.get(x0, x0)
-    return r
+    f_ = None
+    try:
+        if type(o) is not MemoryFormatArgument:
+            _bad('wrong table type, expected MemoryFormatArgument', type(o).__name__)
+        r = {}
+        f_ = 'value'
+        x0 = o.value
+        if type(x0) is not int or not 0 <= x0 <= 255:
+            x0 = _check_int(x0, 0, 255, 'uint8')
+        if x0 != 0:
+            r['value'] = EN_MemoryFormat.get(x0, x0)
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_ModuleCallEntry(o):
-    if type(o) is not ModuleCallEntry:
-        _bad('expected ModuleCallEntry', type(o).__name__)
-    r = {}
-    x0 = o.fqn
-    if x0 is not None:
-        if type(x0) is not str:
-            _bad('fqn: expected str', type(x0).__name__)
-        r['fqn'] = x0
-    x1 = o.signature
-    if x1 is not None:
-        r['signature'] = e_ModuleCallSignature(x1)
-    return r
+    f_ = None
+    try:
+        if type(o) is not ModuleCallEntry:
+            _bad('wrong table type, expected ModuleCallEntry', type(o).__name__)
+        r = {}
+        f_ = 'fqn'
+        x0 = o.fqn
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['fqn'] = x0
+        f_ = 'signature'
+        x1 = o.signature
+        if x1 is not None:
+            r['signature'] = e_ModuleCallSignature(x1)
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_ModuleCallSignature(o):
-    if type(o) is not ModuleCallSignature:
-        _bad('expected ModuleCallSignature', type(o).__name__)
-    r = {}
-    x0 = o.inputs
-    if type(x0) is not list:
-        x0 = _vec(x0)
-    if x0:
-        r['inputs'] = [e_Argument(e) for e in x0]
-    x1 = o.outputs
-    if type(x1) is not list:
-        x1 = _vec(x1)
-    if x1:
-        r['outputs'] = [e_Argument(e) for e in x1]
-    x2 = o.in_spec
-    if x2 is not None:
-        r['in_spec'] = e_TreeSpec(x2)
-    x3 = o.out_spec
-    if x3 is not None:
-        r['out_spec'] = e_TreeSpec(x3)
-    x4 = o.forward_arg_names
-    if type(x4) is not list:
-        x4 = _vec(x4)
-    if x4:
-        r['forward_arg_names'] = _strs(x4)
-    return r
+    f_ = None
+    try:
+        if type(o) is not ModuleCallSignature:
+            _bad('wrong table type, expected ModuleCallSignature', type(o).__name__)
+        r = {}
+        f_ = ('inputs', 'x0')
+        x0 = o.inputs
+        if type(x0) is not list:
+            x0 = _vec(x0)
+        if x0:
+            r['inputs'] = [e_Argument(e) for e in x0]
+        f_ = ('outputs', 'x1')
+        x1 = o.outputs
+        if type(x1) is not list:
+            x1 = _vec(x1)
+        if x1:
+            r['outputs'] = [e_Argument(e) for e in x1]
+        f_ = 'in_spec'
+        x2 = o.in_spec
+        if x2 is not None:
+            r['in_spec'] = e_TreeSpec(x2)
+        f_ = 'out_spec'
+        x3 = o.out_spec
+        if x3 is not None:
+            r['out_spec'] = e_TreeSpec(x3)
+        f_ = 'forward_arg_names'
+        x4 = o.forward_arg_names
+        if type(x4) is not list:
+            x4 = _vec(x4)
+        if x4:
+            r['forward_arg_names'] = _strs(x4)
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_ModuleStackEntry(o):
-    if type(o) is not ModuleStackEntry:
-        _bad('expected ModuleStackEntry', type(o).__name__)
-    r = {}
-    x0 = o.key
-    if x0 is not None:
-        if type(x0) is not str:
-            _bad('key: expected str', type(x0).__name__)
-        r['key'] = x0
-    x1 = o.path
-    if x1 is not None:
-        if type(x1) is not str:
-            _bad('path: expected str', type(x1).__name__)
-        r['path'] = x1
-    x2 = o.type_name
-    if x2 is not None:
-        if type(x2) is not str:
-            _bad('type_name: expected str', type(x2).__name__)
-        r['type_name'] = x2
-    return r
+    f_ = None
+    try:
+        if type(o) is not ModuleStackEntry:
+            _bad('wrong table type, expected ModuleStackEntry', type(o).__name__)
+        r = {}
+        f_ = 'key'
+        x0 = o.key
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['key'] = x0
+        f_ = 'path'
+        x1 = o.path
+        if x1 is not None:
+            if type(x1) is not str:
+                _check_str(x1)
+            r['path'] = x1
+        f_ = 'type_name'
+        x2 = o.type_name
+        if x2 is not None:
+            if type(x2) is not str:
+                _check_str(x2)
+            r['type_name'] = x2
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_NamedArgument(o):
-    if type(o) is not NamedArgument:
-        _bad('expected NamedArgument', type(o).__name__)
-    r = {}
-    x0 = o.name
-    if x0 is not None:
-        if type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        r['name'] = x0
-    x2 = o.value
-    if x2 is not None:
-        t = UE_ArgumentValue.get(type(x2))
-        if t is None:
-            _bad('value: not a member of ArgumentValue', type(x2).__name__)
-        r['value_type'] = t[0]
-        r['value'] = t[1](x2)
-    x3 = o.kind
-    if type(x3) is not int or not 0 <= x3 <= 255:
-        x3 = _int(x3, 0, 255)
-    if x3 != 0:
-        r['kind'] = EN_ArgumentKind.get(x3, x3)
-    x4 = o.is_tuple
-    if x4 is not False:
-        if x4 is not True:
-            _bad('is_tuple: expected bool', type(x4).__name__)
-        r['is_tuple'] = x4
-    return r
+    f_ = None
+    try:
+        if type(o) is not NamedArgument:
+            _bad('wrong table type, expected NamedArgument', type(o).__name__)
+        r = {}
+        f_ = 'name'
+        x0 = o.name
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['name'] = x0
+        f_ = 'value'
+        x2 = o.value
+        if x2 is not None:
+            t = UE_ArgumentValue.get(type(x2))
+            if t is None:
+                _bad('not a member of the union ArgumentValue', type(x2).__name__)
+            r['value_type'] = t[0]
+            r['value'] = t[1](x2)
+        f_ = 'kind'
+        x3 = o.kind
+        if type(x3) is not int or not 0 <= x3 <= 255:
+            x3 = _check_int(x3, 0, 255, 'uint8')
+        if x3 != 0:
+            r['kind'] = EN_ArgumentKind.get(x3, x3)
+        f_ = 'is_tuple'
+        x4 = o.is_tuple
+        if x4 is not False:
+            if x4 is not True:
+                _check_bool(x4)
+            r['is_tuple'] = x4
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_NamedTupleDef(o):
-    if type(o) is not NamedTupleDef:
-        _bad('expected NamedTupleDef', type(o).__name__)
-    r = {}
-    x0 = o.type_name
-    if x0 is not None:
-        if type(x0) is not str:
-            _bad('type_name: expected str', type(x0).__name__)
-        r['type_name'] = x0
-    x1 = o.field_names
-    if type(x1) is not list:
-        x1 = _vec(x1)
-    if x1:
-        r['field_names'] = _strs(x1)
-    return r
+    f_ = None
+    try:
+        if type(o) is not NamedTupleDef:
+            _bad('wrong table type, expected NamedTupleDef', type(o).__name__)
+        r = {}
+        f_ = 'type_name'
+        x0 = o.type_name
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['type_name'] = x0
+        f_ = 'field_names'
+        x1 = o.field_names
+        if type(x1) is not list:
+            x1 = _vec(x1)
+        if x1:
+            r['field_names'] = _strs(x1)
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_NestedTensorListArgument(o):
-    if type(o) is not NestedTensorListArgument:
-        _bad('expected NestedTensorListArgument', type(o).__name__)
-    r = {}
-    x0 = o.lists
-    if type(x0) is not list:
-        x0 = _vec(x0)
-    if x0:
-        r['lists'] = [e_TensorListArgument(e) for e in x0]
-    return r
+    f_ = None
+    try:
+        if type(o) is not NestedTensorListArgument:
+            _bad('wrong table type, expected NestedTensorListArgument', type(o).__name__)
+        r = {}
+        f_ = ('lists', 'x0')
+        x0 = o.lists
+        if type(x0) is not list:
+            x0 = _vec(x0)
+        if x0:
+            r['lists'] = [e_TensorListArgument(e) for e in x0]
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_Node(o):
-    if type(o) is not Node:
-        _bad('expected Node', type(o).__name__)
-    r = {}
-    x0 = o.name
-    if x0 is not None:
-        if type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        r['name'] = x0
-    x1 = o.target
-    if x1 is not None:
-        if type(x1) is not str:
-            _bad('target: expected str', type(x1).__name__)
-        r['target'] = x1
-    x2 = o.inputs
-    if type(x2) is not list:
-        x2 = _vec(x2)
-    if x2:
-        r['inputs'] = [e_NamedArgument(e) for e in x2]
-    x3 = o.outputs
-    if type(x3) is not list:
-        x3 = _vec(x3)
-    if x3:
-        r['outputs'] = [e_Argument(e) for e in x3]
-    x4 = o.metadata
-    if x4 is not None:
-        r['metadata'] = e_NodeMetadata(x4)
-    x5 = o.is_hop_single_tensor_return
-    if x5 is not False:
-        if x5 is not True:
-            _bad('is_hop_single_tensor_return: expected bool', type(x5).__name__)
-        r['is_hop_single_tensor_return'] = x5
-    x6 = o.unbound_outputs
-    if type(x6) is not list:
-        x6 = _vec(x6)
-    if x6:
-        r['unbound_outputs'] = _ints(x6, 0, 4294967295)
-    x7 = o.unpack_metadata
-    if type(x7) is not list:
-        x7 = _vec(x7)
-    if x7:
-        r['unpack_metadata'] = [e_UnpackMetadata(e) for e in x7]
-    return r
+    f_ = None
+    try:
+        if type(o) is not Node:
+            _bad('wrong table type, expected Node', type(o).__name__)
+        r = {}
+        f_ = 'name'
+        x0 = o.name
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['name'] = x0
+        f_ = 'target'
+        x1 = o.target
+        if x1 is not None:
+            if type(x1) is not str:
+                _check_str(x1)
+            r['target'] = x1
+        f_ = ('inputs', 'x2')
+        x2 = o.inputs
+        if type(x2) is not list:
+            x2 = _vec(x2)
+        if x2:
+            r['inputs'] = [e_NamedArgument(e) for e in x2]
+        f_ = ('outputs', 'x3')
+        x3 = o.outputs
+        if type(x3) is not list:
+            x3 = _vec(x3)
+        if x3:
+            r['outputs'] = [e_Argument(e) for e in x3]
+        f_ = 'metadata'
+        x4 = o.metadata
+        if x4 is not None:
+            r['metadata'] = e_NodeMetadata(x4)
+        f_ = 'is_hop_single_tensor_return'
+        x5 = o.is_hop_single_tensor_return
+        if x5 is not False:
+            if x5 is not True:
+                _check_bool(x5)
+            r['is_hop_single_tensor_return'] = x5
+        f_ = 'unbound_outputs'
+        x6 = o.unbound_outputs
+        if type(x6) is not list:
+            x6 = _vec(x6)
+        if x6:
+            r['unbound_outputs'] = _check_ints(x6, 0, 4294967295, 'uint32')
+        f_ = ('unpack_metadata', 'x7')
+        x7 = o.unpack_metadata
+        if type(x7) is not list:
+            x7 = _vec(x7)
+        if x7:
+            r['unpack_metadata'] = [e_UnpackMetadata(e) for e in x7]
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_NodeMetadata(o):
-    if type(o) is not NodeMetadata:
-        _bad('expected NodeMetadata', type(o).__name__)
-    r = {}
-    x0 = o.stack_trace
-    if x0 is not None:
-        if type(x0) is not str:
-            _bad('stack_trace: expected str', type(x0).__name__)
-        r['stack_trace'] = x0
-    x1 = o.nn_module_stack
-    if type(x1) is not list:
-        x1 = _vec(x1)
-    if x1:
-        r['nn_module_stack'] = [e_ModuleStackEntry(e) for e in x1]
-    x2 = o.source_fn_stack
-    if type(x2) is not list:
-        x2 = _vec(x2)
-    if x2:
-        r['source_fn_stack'] = [e_SourceFnEntry(e) for e in x2]
-    x3 = o.torch_fn
-    if x3 is not None:
-        r['torch_fn'] = e_TorchFn(x3)
-    x4 = o.custom
-    if x4 is not None:
-        r['custom'] = e_MapValue(x4)
-    x5 = o.from_node
-    if type(x5) is not list:
-        x5 = _vec(x5)
-    if x5:
-        r['from_node'] = [e_NodeSource(e) for e in x5]
-    x6 = o.unbacked_bindings
-    if type(x6) is not list:
-        x6 = _vec(x6)
-    if x6:
-        r['unbacked_bindings'] = [e_UnbackedBinding(e) for e in x6]
-    x7 = o.extra
-    if type(x7) is not list:
-        x7 = _vec(x7)
-    if x7:
-        r['extra'] = [e_StringEntry(e) for e in x7]
-    return r
+    f_ = None
+    try:
+        if type(o) is not NodeMetadata:
+            _bad('wrong table type, expected NodeMetadata', type(o).__name__)
+        r = {}
+        f_ = 'stack_trace'
+        x0 = o.stack_trace
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['stack_trace'] = x0
+        f_ = ('nn_module_stack', 'x1')
+        x1 = o.nn_module_stack
+        if type(x1) is not list:
+            x1 = _vec(x1)
+        if x1:
+            r['nn_module_stack'] = [e_ModuleStackEntry(e) for e in x1]
+        f_ = ('source_fn_stack', 'x2')
+        x2 = o.source_fn_stack
+        if type(x2) is not list:
+            x2 = _vec(x2)
+        if x2:
+            r['source_fn_stack'] = [e_SourceFnEntry(e) for e in x2]
+        f_ = 'torch_fn'
+        x3 = o.torch_fn
+        if x3 is not None:
+            r['torch_fn'] = e_TorchFn(x3)
+        f_ = 'custom'
+        x4 = o.custom
+        if x4 is not None:
+            r['custom'] = e_MapValue(x4)
+        f_ = ('from_node', 'x5')
+        x5 = o.from_node
+        if type(x5) is not list:
+            x5 = _vec(x5)
+        if x5:
+            r['from_node'] = [e_NodeSource(e) for e in x5]
+        f_ = ('unbacked_bindings', 'x6')
+        x6 = o.unbacked_bindings
+        if type(x6) is not list:
+            x6 = _vec(x6)
+        if x6:
+            r['unbacked_bindings'] = [e_UnbackedBinding(e) for e in x6]
+        f_ = ('extra', 'x7')
+        x7 = o.extra
+        if type(x7) is not list:
+            x7 = _vec(x7)
+        if x7:
+            r['extra'] = [e_StringEntry(e) for e in x7]
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_NodeSource(o):
-    if type(o) is not NodeSource:
-        _bad('expected NodeSource', type(o).__name__)
-    r = {}
-    x0 = o.name
-    if x0 is not None:
-        if type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        r['name'] = x0
-    x1 = o.target
-    if x1 is not None:
-        if type(x1) is not str:
-            _bad('target: expected str', type(x1).__name__)
-        r['target'] = x1
-    x2 = o.graph_id
-    if type(x2) is not int or not -9223372036854775808 <= x2 <= 9223372036854775807:
-        x2 = _int(x2, -9223372036854775808, 9223372036854775807)
-    if x2 != 0:
-        r['graph_id'] = x2
-    x3 = o.pass_name
-    if x3 is not None:
-        if type(x3) is not str:
-            _bad('pass_name: expected str', type(x3).__name__)
-        r['pass_name'] = x3
-    x4 = o.actions
-    if type(x4) is not list:
-        x4 = _vec(x4)
-    if x4:
-        r['actions'] = _strs(x4)
-    x5 = o.from_node
-    if type(x5) is not list:
-        x5 = _vec(x5)
-    if x5:
-        r['from_node'] = [e_NodeSource(e) for e in x5]
-    return r
+    f_ = None
+    try:
+        if type(o) is not NodeSource:
+            _bad('wrong table type, expected NodeSource', type(o).__name__)
+        r = {}
+        f_ = 'name'
+        x0 = o.name
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['name'] = x0
+        f_ = 'target'
+        x1 = o.target
+        if x1 is not None:
+            if type(x1) is not str:
+                _check_str(x1)
+            r['target'] = x1
+        f_ = 'graph_id'
+        x2 = o.graph_id
+        if type(x2) is not int or not -9223372036854775808 <= x2 <= 9223372036854775807:
+            x2 = _check_int(x2, -9223372036854775808, 9223372036854775807, 'int64')
+        if x2 != 0:
+            r['graph_id'] = x2
+        f_ = 'pass_name'
+        x3 = o.pass_name
+        if x3 is not None:
+            if type(x3) is not str:
+                _check_str(x3)
+            r['pass_name'] = x3
+        f_ = 'actions'
+        x4 = o.actions
+        if type(x4) is not list:
+            x4 = _vec(x4)
+        if x4:
+            r['actions'] = _strs(x4)
+        f_ = ('from_node', 'x5')
+        x5 = o.from_node
+        if type(x5) is not list:
+            x5 = _vec(x5)
+        if x5:
+            r['from_node'] = [e_NodeSource(e) for e in x5]
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_NoneArgument(o):
-    if type(o) is not NoneArgument:
-        _bad('expected NoneArgument', type(o).__name__)
-    r = {}
-    return r
+    f_ = None
+    try:
+        if type(o) is not NoneArgument:
+            _bad('wrong table type, expected NoneArgument', type(o).__name__)
+        r = {}
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_NullValue(o):
-    if type(o) is not NullValue:
-        _bad('expected NullValue', type(o).__name__)
-    r = {}
-    return r
+    f_ = None
+    try:
+        if type(o) is not NullValue:
+            _bad('wrong table type, expected NullValue', type(o).__name__)
+        r = {}
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_OperatorArgument(o):
-    if type(o) is not OperatorArgument:
-        _bad('expected OperatorArgument', type(o).__name__)
-    r = {}
-    x0 = o.name
-    if x0 is not None:
-        if type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        r['name'] = x0
-    return r
+    f_ = None
+    try:
+        if type(o) is not OperatorArgument:
+            _bad('wrong table type, expected OperatorArgument', type(o).__name__)
+        r = {}
+        f_ = 'name'
+        x0 = o.name
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['name'] = x0
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_OperatorParameter(o):
-    if type(o) is not OperatorParameter:
-        _bad('expected OperatorParameter', type(o).__name__)
-    r = {}
-    x0 = o.name
-    if x0 is not None:
-        if type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        r['name'] = x0
-    x1 = o.type
-    if x1 is not None:
-        if type(x1) is not str:
-            _bad('type: expected str', type(x1).__name__)
-        r['type'] = x1
-    x2 = o.default_value
-    if x2 is not None:
-        r['default_value'] = e_Value(x2)
-    x3 = o.kwarg_only
-    if x3 is not False:
-        if x3 is not True:
-            _bad('kwarg_only: expected bool', type(x3).__name__)
-        r['kwarg_only'] = x3
-    x4 = o.alias_set
-    if x4 is not None:
-        if type(x4) is not str:
-            _bad('alias_set: expected str', type(x4).__name__)
-        r['alias_set'] = x4
-    x5 = o.is_write
-    if x5 is not False:
-        if x5 is not True:
-            _bad('is_write: expected bool', type(x5).__name__)
-        r['is_write'] = x5
-    return r
+    f_ = None
+    try:
+        if type(o) is not OperatorParameter:
+            _bad('wrong table type, expected OperatorParameter', type(o).__name__)
+        r = {}
+        f_ = 'name'
+        x0 = o.name
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['name'] = x0
+        f_ = 'type'
+        x1 = o.type
+        if x1 is not None:
+            if type(x1) is not str:
+                _check_str(x1)
+            r['type'] = x1
+        f_ = 'default_value'
+        x2 = o.default_value
+        if x2 is not None:
+            r['default_value'] = e_Value(x2)
+        f_ = 'kwarg_only'
+        x3 = o.kwarg_only
+        if x3 is not False:
+            if x3 is not True:
+                _check_bool(x3)
+            r['kwarg_only'] = x3
+        f_ = 'alias_set'
+        x4 = o.alias_set
+        if x4 is not None:
+            if type(x4) is not str:
+                _check_str(x4)
+            r['alias_set'] = x4
+        f_ = 'is_write'
+        x5 = o.is_write
+        if x5 is not False:
+            if x5 is not True:
+                _check_bool(x5)
+            r['is_write'] = x5
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_OperatorSchema(o):
-    if type(o) is not OperatorSchema:
-        _bad('expected OperatorSchema', type(o).__name__)
-    r = {}
-    x0 = o.target
-    if x0 is not None:
-        if type(x0) is not str:
-            _bad('target: expected str', type(x0).__name__)
-        r['target'] = x0
-    x1 = o.kind
-    if type(x1) is not int or not 0 <= x1 <= 255:
-        x1 = _int(x1, 0, 255)
-    if x1 != 0:
-        r['kind'] = EN_OperatorKind.get(x1, x1)
-    x2 = o.schema
-    if x2 is not None:
-        if type(x2) is not str:
-            _bad('schema: expected str', type(x2).__name__)
-        r['schema'] = x2
-    x3 = o.parameters
-    if type(x3) is not list:
-        x3 = _vec(x3)
-    if x3:
-        r['parameters'] = [e_OperatorParameter(e) for e in x3]
-    x4 = o.returns
-    if type(x4) is not list:
-        x4 = _vec(x4)
-    if x4:
-        r['returns'] = [e_OperatorParameter(e) for e in x4]
-    x5 = o.is_mutable
-    if x5 is not False:
-        if x5 is not True:
-            _bad('is_mutable: expected bool', type(x5).__name__)
-        r['is_mutable'] = x5
-    return r
+    f_ = None
+    try:
+        if type(o) is not OperatorSchema:
+            _bad('wrong table type, expected OperatorSchema', type(o).__name__)
+        r = {}
+        f_ = 'target'
+        x0 = o.target
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['target'] = x0
+        f_ = 'kind'
+        x1 = o.kind
+        if type(x1) is not int or not 0 <= x1 <= 255:
+            x1 = _check_int(x1, 0, 255, 'uint8')
+        if x1 != 0:
+            r['kind'] = EN_OperatorKind.get(x1, x1)
+        f_ = 'schema'
+        x2 = o.schema
+        if x2 is not None:
+            if type(x2) is not str:
+                _check_str(x2)
+            r['schema'] = x2
+        f_ = ('parameters', 'x3')
+        x3 = o.parameters
+        if type(x3) is not list:
+            x3 = _vec(x3)
+        if x3:
+            r['parameters'] = [e_OperatorParameter(e) for e in x3]
+        f_ = ('returns', 'x4')
+        x4 = o.returns
+        if type(x4) is not list:
+            x4 = _vec(x4)
+        if x4:
+            r['returns'] = [e_OperatorParameter(e) for e in x4]
+        f_ = 'is_mutable'
+        x5 = o.is_mutable
+        if x5 is not False:
+            if x5 is not True:
+                _check_bool(x5)
+            r['is_mutable'] = x5
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_Opset(o):
-    if type(o) is not Opset:
-        _bad('expected Opset', type(o).__name__)
-    r = {}
-    x0 = o.namespace
-    if x0 is not None:
-        if type(x0) is not str:
-            _bad('namespace: expected str', type(x0).__name__)
-        r['namespace'] = x0
-    x1 = o.version
-    if type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
-        x1 = _int(x1, -9223372036854775808, 9223372036854775807)
-    if x1 != 0:
-        r['version'] = x1
-    return r
+    f_ = None
+    try:
+        if type(o) is not Opset:
+            _bad('wrong table type, expected Opset', type(o).__name__)
+        r = {}
+        f_ = 'namespace'
+        x0 = o.namespace
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['namespace'] = x0
+        f_ = 'version'
+        x1 = o.version
+        if type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
+            x1 = _check_int(x1, -9223372036854775808, 9223372036854775807, 'int64')
+        if x1 != 0:
+            r['version'] = x1
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_OptionalTensorArgument(o):
-    if type(o) is not OptionalTensorArgument:
-        _bad('expected OptionalTensorArgument', type(o).__name__)
-    r = {}
-    x0 = o.name
-    if x0 is not None:
-        if type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        r['name'] = x0
-    return r
+    f_ = None
+    try:
+        if type(o) is not OptionalTensorArgument:
+            _bad('wrong table type, expected OptionalTensorArgument', type(o).__name__)
+        r = {}
+        f_ = 'name'
+        x0 = o.name
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['name'] = x0
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_OptionalTensorListArgument(o):
-    if type(o) is not OptionalTensorListArgument:
-        _bad('expected OptionalTensorListArgument', type(o).__name__)
-    r = {}
-    x0 = o.items
-    if type(x0) is not list:
-        x0 = _vec(x0)
-    if x0:
-        r['items'] = [e_OptionalTensorArgument(e) for e in x0]
-    return r
+    f_ = None
+    try:
+        if type(o) is not OptionalTensorListArgument:
+            _bad('wrong table type, expected OptionalTensorListArgument', type(o).__name__)
+        r = {}
+        f_ = ('items', 'x0')
+        x0 = o.items
+        if type(x0) is not list:
+            x0 = _vec(x0)
+        if x0:
+            r['items'] = [e_OptionalTensorArgument(e) for e in x0]
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_OutputSpec(o):
-    if type(o) is not OutputSpec:
-        _bad('expected OutputSpec', type(o).__name__)
-    r = {}
-    x1 = o.spec
-    if x1 is not None:
-        t = UE_OutputSpecKind.get(type(x1))
-        if t is None:
-            _bad('spec: not a member of OutputSpecKind', type(x1).__name__)
-        r['spec_type'] = t[0]
-        r['spec'] = t[1](x1)
-    return r
+    f_ = None
+    try:
+        if type(o) is not OutputSpec:
+            _bad('wrong table type, expected OutputSpec', type(o).__name__)
+        r = {}
+        f_ = 'spec'
+        x1 = o.spec
+        if x1 is not None:
+            t = UE_OutputSpecKind.get(type(x1))
+            if t is None:
+                _bad('not a member of the union OutputSpecKind', type(x1).__name__)
+            r['spec_type'] = t[0]
+            r['spec'] = t[1](x1)
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_OutputTokenSpec(o):
-    if type(o) is not OutputTokenSpec:
-        _bad('expected OutputTokenSpec', type(o).__name__)
-    r = {}
-    x0 = o.arg
-    if x0 is not None:
-        r['arg'] = e_TokenArgument(x0)
-    return r
+    f_ = None
+    try:
+        if type(o) is not OutputTokenSpec:
+            _bad('wrong table type, expected OutputTokenSpec', type(o).__name__)
+        r = {}
+        f_ = 'arg'
+        x0 = o.arg
+        if x0 is not None:
+            r['arg'] = e_TokenArgument(x0)
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_Package(o):
-    if type(o) is not Package:
-        _bad('expected Package', type(o).__name__)
-    r = {}
-    x0 = o.format_version
-    if x0 is not None:
-        r['format_version'] = e_FormatVersion(x0)
-    else:
-        _bad('required field format_version is missing')
-    x1 = o.producer
-    if x1 is not None:
-        r['producer'] = e_Producer(x1)
-    x2 = o.required_features
-    if type(x2) is not int or not 0 <= x2 <= 18446744073709551615:
-        x2 = _int(x2, 0, 18446744073709551615)
-    if x2 != 0:
-        r['required_features'] = x2
-    x3 = o.programs
-    if type(x3) is not list:
-        x3 = _vec(x3)
-    if x3:
-        r['programs'] = [e_Program(e) for e in x3]
-    x4 = o.tensors
-    if type(x4) is not list:
-        x4 = _vec(x4)
-    if x4:
-        r['tensors'] = [e_Tensor(e) for e in x4]
-    x5 = o.storages
-    if type(x5) is not list:
-        x5 = _vec(x5)
-    if x5:
-        r['storages'] = [e_Storage(e) for e in x5]
-    x6 = o.segments
-    if type(x6) is not list:
-        x6 = _vec(x6)
-    if x6:
-        r['segments'] = [e_Segment(e) for e in x6]
-    x7 = o.shard_files
-    if type(x7) is not list:
-        x7 = _vec(x7)
-    if x7:
-        r['shard_files'] = [e_ShardFile(e) for e in x7]
-    x8 = o.operators
-    if type(x8) is not list:
-        x8 = _vec(x8)
-    if x8:
-        r['operators'] = [e_OperatorSchema(e) for e in x8]
-    x9 = o.metadata
-    if type(x9) is not list:
-        x9 = _vec(x9)
-    if x9:
-        r['metadata'] = [e_StringEntry(e) for e in x9]
-    x10 = o.extra_files
-    if type(x10) is not list:
-        x10 = _vec(x10)
-    if x10:
-        r['extra_files'] = [e_ExtraFile(e) for e in x10]
-    x11 = o.external_files
-    if type(x11) is not list:
-        x11 = _vec(x11)
-    if x11:
-        r['external_files'] = [e_ExternalFile(e) for e in x11]
-    x12 = o.weight_sets
-    if type(x12) is not list:
-        x12 = _vec(x12)
-    if x12:
-        r['weight_sets'] = [e_WeightSet(e) for e in x12]
-    return r
+    f_ = None
+    try:
+        if type(o) is not Package:
+            _bad('wrong table type, expected Package', type(o).__name__)
+        r = {}
+        f_ = 'format_version'
+        x0 = o.format_version
+        if x0 is not None:
+            r['format_version'] = e_FormatVersion(x0)
+        else:
+            _bad('required field format_version is missing')
+        f_ = 'producer'
+        x1 = o.producer
+        if x1 is not None:
+            r['producer'] = e_Producer(x1)
+        f_ = 'required_features'
+        x2 = o.required_features
+        if type(x2) is not int or not 0 <= x2 <= 18446744073709551615:
+            x2 = _check_int(x2, 0, 18446744073709551615, 'uint64')
+        if x2 != 0:
+            r['required_features'] = x2
+        f_ = ('programs', 'x3')
+        x3 = o.programs
+        if type(x3) is not list:
+            x3 = _vec(x3)
+        if x3:
+            r['programs'] = [e_Program(e) for e in x3]
+        f_ = ('tensors', 'x4')
+        x4 = o.tensors
+        if type(x4) is not list:
+            x4 = _vec(x4)
+        if x4:
+            r['tensors'] = [e_Tensor(e) for e in x4]
+        f_ = ('storages', 'x5')
+        x5 = o.storages
+        if type(x5) is not list:
+            x5 = _vec(x5)
+        if x5:
+            r['storages'] = [e_Storage(e) for e in x5]
+        f_ = ('segments', 'x6')
+        x6 = o.segments
+        if type(x6) is not list:
+            x6 = _vec(x6)
+        if x6:
+            r['segments'] = [e_Segment(e) for e in x6]
+        f_ = ('shard_files', 'x7')
+        x7 = o.shard_files
+        if type(x7) is not list:
+            x7 = _vec(x7)
+        if x7:
+            r['shard_files'] = [e_ShardFile(e) for e in x7]
+        f_ = ('operators', 'x8')
+        x8 = o.operators
+        if type(x8) is not list:
+            x8 = _vec(x8)
+        if x8:
+            r['operators'] = [e_OperatorSchema(e) for e in x8]
+        f_ = ('metadata', 'x9')
+        x9 = o.metadata
+        if type(x9) is not list:
+            x9 = _vec(x9)
+        if x9:
+            r['metadata'] = [e_StringEntry(e) for e in x9]
+        f_ = ('extra_files', 'x10')
+        x10 = o.extra_files
+        if type(x10) is not list:
+            x10 = _vec(x10)
+        if x10:
+            r['extra_files'] = [e_ExtraFile(e) for e in x10]
+        f_ = ('external_files', 'x11')
+        x11 = o.external_files
+        if type(x11) is not list:
+            x11 = _vec(x11)
+        if x11:
+            r['external_files'] = [e_ExternalFile(e) for e in x11]
+        f_ = ('weight_sets', 'x12')
+        x12 = o.weight_sets
+        if type(x12) is not list:
+            x12 = _vec(x12)
+        if x12:
+            r['weight_sets'] = [e_WeightSet(e) for e in x12]
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_ParameterMutationSpec(o):
-    if type(o) is not ParameterMutationSpec:
-        _bad('expected ParameterMutationSpec', type(o).__name__)
-    r = {}
-    x0 = o.arg
-    if x0 is not None:
-        r['arg'] = e_TensorArgument(x0)
-    x1 = o.parameter_name
-    if x1 is not None:
-        if type(x1) is not str:
-            _bad('parameter_name: expected str', type(x1).__name__)
-        r['parameter_name'] = x1
-    return r
+    f_ = None
+    try:
+        if type(o) is not ParameterMutationSpec:
+            _bad('wrong table type, expected ParameterMutationSpec', type(o).__name__)
+        r = {}
+        f_ = 'arg'
+        x0 = o.arg
+        if x0 is not None:
+            r['arg'] = e_TensorArgument(x0)
+        f_ = 'parameter_name'
+        x1 = o.parameter_name
+        if x1 is not None:
+            if type(x1) is not str:
+                _check_str(x1)
+            r['parameter_name'] = x1
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_Producer(o):
-    if type(o) is not Producer:
-        _bad('expected Producer', type(o).__name__)
-    r = {}
-    x0 = o.name
-    if x0 is not None:
-        if type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        r['name'] = x0
-    x1 = o.version
-    if x1 is not None:
-        if type(x1) is not str:
-            _bad('version: expected str', type(x1).__name__)
-        r['version'] = x1
-    x2 = o.torch_version
-    if x2 is not None:
-        if type(x2) is not str:
-            _bad('torch_version: expected str', type(x2).__name__)
-        r['torch_version'] = x2
-    return r
+    f_ = None
+    try:
+        if type(o) is not Producer:
+            _bad('wrong table type, expected Producer', type(o).__name__)
+        r = {}
+        f_ = 'name'
+        x0 = o.name
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['name'] = x0
+        f_ = 'version'
+        x1 = o.version
+        if x1 is not None:
+            if type(x1) is not str:
+                _check_str(x1)
+            r['version'] = x1
+        f_ = 'torch_version'
+        x2 = o.torch_version
+        if x2 is not None:
+            if type(x2) is not str:
+                _check_str(x2)
+            r['torch_version'] = x2
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_Program(o):
-    if type(o) is not Program:
-        _bad('expected Program', type(o).__name__)
-    r = {}
-    x0 = o.name
-    if x0 is not None:
-        if type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        r['name'] = x0
-    x1 = o.graph
-    if x1 is not None:
-        r['graph'] = e_Graph(x1)
-    x2 = o.signature
-    if x2 is not None:
-        r['signature'] = e_GraphSignature(x2)
-    x3 = o.module_call_graph
-    if type(x3) is not list:
-        x3 = _vec(x3)
-    if x3:
-        r['module_call_graph'] = [e_ModuleCallEntry(e) for e in x3]
-    x4 = o.symbols
-    if type(x4) is not list:
-        x4 = _vec(x4)
-    if x4:
-        r['symbols'] = [e_Symbol(e) for e in x4]
-    x5 = o.sym_exprs
-    if type(x5) is not list:
-        x5 = _vec(x5)
-    if x5:
-        r['sym_exprs'] = [e_SymExpr(e) for e in x5]
-    x6 = o.range_constraints
-    if type(x6) is not list:
-        x6 = _vec(x6)
-    if x6:
-        r['range_constraints'] = [e_RangeConstraint(e) for e in x6]
-    x7 = o.opsets
-    if type(x7) is not list:
-        x7 = _vec(x7)
-    if x7:
-        r['opsets'] = [e_Opset(e) for e in x7]
-    x8 = o.verifiers
-    if type(x8) is not list:
-        x8 = _vec(x8)
-    if x8:
-        r['verifiers'] = _strs(x8)
-    x9 = o.guards_code
-    if type(x9) is not list:
-        x9 = _vec(x9)
-    if x9:
-        r['guards_code'] = _strs(x9)
-    x10 = o.state
-    if type(x10) is not list:
-        x10 = _vec(x10)
-    if x10:
-        r['state'] = [e_StateEntry(e) for e in x10]
-    x11 = o.custom_objects
-    if type(x11) is not list:
-        x11 = _vec(x11)
-    if x11:
-        r['custom_objects'] = [e_CustomObject(e) for e in x11]
-    x12 = o.example_inputs
-    if x12 is not None:
-        r['example_inputs'] = e_Value(x12)
-    x13 = o.namedtuple_defs
-    if type(x13) is not list:
-        x13 = _vec(x13)
-    if x13:
-        r['namedtuple_defs'] = [e_NamedTupleDef(e) for e in x13]
-    x14 = o.metadata
-    if type(x14) is not list:
-        x14 = _vec(x14)
-    if x14:
-        r['metadata'] = [e_StringEntry(e) for e in x14]
-    return r
+    f_ = None
+    try:
+        if type(o) is not Program:
+            _bad('wrong table type, expected Program', type(o).__name__)
+        r = {}
+        f_ = 'name'
+        x0 = o.name
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['name'] = x0
+        f_ = 'graph'
+        x1 = o.graph
+        if x1 is not None:
+            r['graph'] = e_Graph(x1)
+        f_ = 'signature'
+        x2 = o.signature
+        if x2 is not None:
+            r['signature'] = e_GraphSignature(x2)
+        f_ = ('module_call_graph', 'x3')
+        x3 = o.module_call_graph
+        if type(x3) is not list:
+            x3 = _vec(x3)
+        if x3:
+            r['module_call_graph'] = [e_ModuleCallEntry(e) for e in x3]
+        f_ = ('symbols', 'x4')
+        x4 = o.symbols
+        if type(x4) is not list:
+            x4 = _vec(x4)
+        if x4:
+            r['symbols'] = [e_Symbol(e) for e in x4]
+        f_ = ('sym_exprs', 'x5')
+        x5 = o.sym_exprs
+        if type(x5) is not list:
+            x5 = _vec(x5)
+        if x5:
+            r['sym_exprs'] = [e_SymExpr(e) for e in x5]
+        f_ = ('range_constraints', 'x6')
+        x6 = o.range_constraints
+        if type(x6) is not list:
+            x6 = _vec(x6)
+        if x6:
+            r['range_constraints'] = [e_RangeConstraint(e) for e in x6]
+        f_ = ('opsets', 'x7')
+        x7 = o.opsets
+        if type(x7) is not list:
+            x7 = _vec(x7)
+        if x7:
+            r['opsets'] = [e_Opset(e) for e in x7]
+        f_ = 'verifiers'
+        x8 = o.verifiers
+        if type(x8) is not list:
+            x8 = _vec(x8)
+        if x8:
+            r['verifiers'] = _strs(x8)
+        f_ = 'guards_code'
+        x9 = o.guards_code
+        if type(x9) is not list:
+            x9 = _vec(x9)
+        if x9:
+            r['guards_code'] = _strs(x9)
+        f_ = ('state', 'x10')
+        x10 = o.state
+        if type(x10) is not list:
+            x10 = _vec(x10)
+        if x10:
+            r['state'] = [e_StateEntry(e) for e in x10]
+        f_ = ('custom_objects', 'x11')
+        x11 = o.custom_objects
+        if type(x11) is not list:
+            x11 = _vec(x11)
+        if x11:
+            r['custom_objects'] = [e_CustomObject(e) for e in x11]
+        f_ = 'example_inputs'
+        x12 = o.example_inputs
+        if x12 is not None:
+            r['example_inputs'] = e_Value(x12)
+        f_ = ('namedtuple_defs', 'x13')
+        x13 = o.namedtuple_defs
+        if type(x13) is not list:
+            x13 = _vec(x13)
+        if x13:
+            r['namedtuple_defs'] = [e_NamedTupleDef(e) for e in x13]
+        f_ = ('metadata', 'x14')
+        x14 = o.metadata
+        if type(x14) is not list:
+            x14 = _vec(x14)
+        if x14:
+            r['metadata'] = [e_StringEntry(e) for e in x14]
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_RangeConstraint(o):
-    if type(o) is not RangeConstraint:
-        _bad('expected RangeConstraint', type(o).__name__)
-    r = {}
-    x0 = o.expr
-    if type(x0) is not int or not 0 <= x0 <= 4294967295:
-        x0 = _int(x0, 0, 4294967295)
-    if x0 != 0:
-        r['expr'] = x0
-    x1 = o.range
-    if x1 is not None:
-        r['range'] = e_ValueRange(x1)
-    return r
+    f_ = None
+    try:
+        if type(o) is not RangeConstraint:
+            _bad('wrong table type, expected RangeConstraint', type(o).__name__)
+        r = {}
+        f_ = 'expr'
+        x0 = o.expr
+        if type(x0) is not int or not 0 <= x0 <= 4294967295:
+            x0 = _check_int(x0, 0, 4294967295, 'uint32')
+        if x0 != 0:
+            r['expr'] = x0
+        f_ = 'range'
+        x1 = o.range
+        if x1 is not None:
+            r['range'] = e_ValueRange(x1)
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_ScalarTypeArgument(o):
-    if type(o) is not ScalarTypeArgument:
-        _bad('expected ScalarTypeArgument', type(o).__name__)
-    r = {}
-    x0 = o.value
-    if type(x0) is not int or not 0 <= x0 <= 255:
-        x0 = _int(x0, 0, 255)
-    if x0 != 0:
-        r['value'] = EN_ScalarType.get(x0, x0)
-    return r
+    f_ = None
+    try:
+        if type(o) is not ScalarTypeArgument:
+            _bad('wrong table type, expected ScalarTypeArgument', type(o).__name__)
+        r = {}
+        f_ = 'value'
+        x0 = o.value
+        if type(x0) is not int or not 0 <= x0 <= 255:
+            x0 = _check_int(x0, 0, 255, 'uint8')
+        if x0 != 0:
+            r['value'] = EN_ScalarType.get(x0, x0)
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_ScalarTypeValue(o):
-    if type(o) is not ScalarTypeValue:
-        _bad('expected ScalarTypeValue', type(o).__name__)
-    r = {}
-    x0 = o.value
-    if type(x0) is not int or not 0 <= x0 <= 255:
-        x0 = _int(x0, 0, 255)
-    if x0 != 0:
-        r['value'] = EN_ScalarType.get(x0, x0)
-    return r
+    f_ = None
+    try:
+        if type(o) is not ScalarTypeValue:
+            _bad('wrong table type, expected ScalarTypeValue', type(o).__name__)
+        r = {}
+        f_ = 'value'
+        x0 = o.value
+        if type(x0) is not int or not 0 <= x0 <= 255:
+            x0 = _check_int(x0, 0, 255, 'uint8')
+        if x0 != 0:
+            r['value'] = EN_ScalarType.get(x0, x0)
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_Segment(o):
-    if type(o) is not Segment:
-        _bad('expected Segment', type(o).__name__)
-    r = {}
-    x0 = o.file
-    if type(x0) is not int or not 0 <= x0 <= 4294967295:
-        x0 = _int(x0, 0, 4294967295)
-    if x0 != 0:
-        r['file'] = x0
-    x1 = o.section
-    if type(x1) is not int or not 0 <= x1 <= 4294967295:
-        x1 = _int(x1, 0, 4294967295)
-    if x1 != 0:
-        r['section'] = x1
-    x2 = o.external
-    if type(x2) is not int or not 0 <= x2 <= 4294967295:
-        x2 = _int(x2, 0, 4294967295)
-    if x2 != 0:
-        r['external'] = x2
-    return r
+    f_ = None
+    try:
+        if type(o) is not Segment:
+            _bad('wrong table type, expected Segment', type(o).__name__)
+        r = {}
+        f_ = 'file'
+        x0 = o.file
+        if type(x0) is not int or not 0 <= x0 <= 4294967295:
+            x0 = _check_int(x0, 0, 4294967295, 'uint32')
+        if x0 != 0:
+            r['file'] = x0
+        f_ = 'section'
+        x1 = o.section
+        if type(x1) is not int or not 0 <= x1 <= 4294967295:
+            x1 = _check_int(x1, 0, 4294967295, 'uint32')
+        if x1 != 0:
+            r['section'] = x1
+        f_ = 'external'
+        x2 = o.external
+        if type(x2) is not int or not 0 <= x2 <= 4294967295:
+            x2 = _check_int(x2, 0, 4294967295, 'uint32')
+        if x2 != 0:
+            r['external'] = x2
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_ShardFile(o):
-    if type(o) is not ShardFile:
-        _bad('expected ShardFile', type(o).__name__)
-    r = {}
-    x0 = o.name
-    if x0 is not None:
-        if type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        r['name'] = x0
-    x1 = o.size
-    if type(x1) is not int or not 0 <= x1 <= 18446744073709551615:
-        x1 = _int(x1, 0, 18446744073709551615)
-    if x1 != 0:
-        r['size'] = x1
-    x2 = o.package_id
-    if type(x2) is not list:
-        x2 = _vec(x2)
-    if x2:
-        r['package_id'] = _ints(x2, 0, 255)
-    return r
+    f_ = None
+    try:
+        if type(o) is not ShardFile:
+            _bad('wrong table type, expected ShardFile', type(o).__name__)
+        r = {}
+        f_ = 'name'
+        x0 = o.name
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['name'] = x0
+        f_ = 'size'
+        x1 = o.size
+        if type(x1) is not int or not 0 <= x1 <= 18446744073709551615:
+            x1 = _check_int(x1, 0, 18446744073709551615, 'uint64')
+        if x1 != 0:
+            r['size'] = x1
+        f_ = 'package_id'
+        x2 = o.package_id
+        if type(x2) is not list:
+            x2 = _vec(x2)
+        if x2:
+            r['package_id'] = _check_ints(x2, 0, 255, 'uint8')
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_SourceFnEntry(o):
-    if type(o) is not SourceFnEntry:
-        _bad('expected SourceFnEntry', type(o).__name__)
-    r = {}
-    x0 = o.name
-    if x0 is not None:
-        if type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        r['name'] = x0
-    x1 = o.target
-    if x1 is not None:
-        if type(x1) is not str:
-            _bad('target: expected str', type(x1).__name__)
-        r['target'] = x1
-    return r
+    f_ = None
+    try:
+        if type(o) is not SourceFnEntry:
+            _bad('wrong table type, expected SourceFnEntry', type(o).__name__)
+        r = {}
+        f_ = 'name'
+        x0 = o.name
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['name'] = x0
+        f_ = 'target'
+        x1 = o.target
+        if x1 is not None:
+            if type(x1) is not str:
+                _check_str(x1)
+            r['target'] = x1
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_StateEntry(o):
-    if type(o) is not StateEntry:
-        _bad('expected StateEntry', type(o).__name__)
-    r = {}
-    x0 = o.name
-    if x0 is not None:
-        if type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        r['name'] = x0
-    x1 = o.kind
-    if type(x1) is not int or not 0 <= x1 <= 255:
-        x1 = _int(x1, 0, 255)
-    if x1 != 0:
-        r['kind'] = EN_StateKind.get(x1, x1)
-    x2 = o.tensor
-    if type(x2) is not int or not 0 <= x2 <= 4294967295:
-        x2 = _int(x2, 0, 4294967295)
-    if x2 != 0:
-        r['tensor'] = x2
-    return r
+    f_ = None
+    try:
+        if type(o) is not StateEntry:
+            _bad('wrong table type, expected StateEntry', type(o).__name__)
+        r = {}
+        f_ = 'name'
+        x0 = o.name
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['name'] = x0
+        f_ = 'kind'
+        x1 = o.kind
+        if type(x1) is not int or not 0 <= x1 <= 255:
+            x1 = _check_int(x1, 0, 255, 'uint8')
+        if x1 != 0:
+            r['kind'] = EN_StateKind.get(x1, x1)
+        f_ = 'tensor'
+        x2 = o.tensor
+        if type(x2) is not int or not 0 <= x2 <= 4294967295:
+            x2 = _check_int(x2, 0, 4294967295, 'uint32')
+        if x2 != 0:
+            r['tensor'] = x2
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_Storage(o):
-    if type(o) is not Storage:
-        _bad('expected Storage', type(o).__name__)
-    r = {}
-    x0 = o.segment
-    if type(x0) is not int or not 0 <= x0 <= 4294967295:
-        x0 = _int(x0, 0, 4294967295)
-    if x0 != 0:
-        r['segment'] = x0
-    x1 = o.offset
-    if type(x1) is not int or not 0 <= x1 <= 18446744073709551615:
-        x1 = _int(x1, 0, 18446744073709551615)
-    if x1 != 0:
-        r['offset'] = x1
-    x2 = o.size
-    if type(x2) is not int or not 0 <= x2 <= 18446744073709551615:
-        x2 = _int(x2, 0, 18446744073709551615)
-    if x2 != 0:
-        r['size'] = x2
-    x3 = o.checksum_kind
-    if type(x3) is not int or not 0 <= x3 <= 255:
-        x3 = _int(x3, 0, 255)
-    if x3 != 0:
-        r['checksum_kind'] = EN_ChecksumKind.get(x3, x3)
-    x4 = o.checksum
-    if type(x4) is not int or not 0 <= x4 <= 4294967295:
-        x4 = _int(x4, 0, 4294967295)
-    if x4 != 0:
-        r['checksum'] = x4
-    return r
+    f_ = None
+    try:
+        if type(o) is not Storage:
+            _bad('wrong table type, expected Storage', type(o).__name__)
+        r = {}
+        f_ = 'segment'
+        x0 = o.segment
+        if type(x0) is not int or not 0 <= x0 <= 4294967295:
+            x0 = _check_int(x0, 0, 4294967295, 'uint32')
+        if x0 != 0:
+            r['segment'] = x0
+        f_ = 'offset'
+        x1 = o.offset
+        if type(x1) is not int or not 0 <= x1 <= 18446744073709551615:
+            x1 = _check_int(x1, 0, 18446744073709551615, 'uint64')
+        if x1 != 0:
+            r['offset'] = x1
+        f_ = 'size'
+        x2 = o.size
+        if type(x2) is not int or not 0 <= x2 <= 18446744073709551615:
+            x2 = _check_int(x2, 0, 18446744073709551615, 'uint64')
+        if x2 != 0:
+            r['size'] = x2
+        f_ = 'checksum_kind'
+        x3 = o.checksum_kind
+        if type(x3) is not int or not 0 <= x3 <= 255:
+            x3 = _check_int(x3, 0, 255, 'uint8')
+        if x3 != 0:
+            r['checksum_kind'] = EN_ChecksumKind.get(x3, x3)
+        f_ = 'checksum'
+        x4 = o.checksum
+        if type(x4) is not int or not 0 <= x4 <= 4294967295:
+            x4 = _check_int(x4, 0, 4294967295, 'uint32')
+        if x4 != 0:
+            r['checksum'] = x4
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_StringArgument(o):
-    if type(o) is not StringArgument:
-        _bad('expected StringArgument', type(o).__name__)
-    r = {}
-    x0 = o.value
-    if x0 is not None:
-        if type(x0) is not str:
-            _bad('value: expected str', type(x0).__name__)
-        r['value'] = x0
-    return r
+    f_ = None
+    try:
+        if type(o) is not StringArgument:
+            _bad('wrong table type, expected StringArgument', type(o).__name__)
+        r = {}
+        f_ = 'value'
+        x0 = o.value
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['value'] = x0
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_StringEntry(o):
-    if type(o) is not StringEntry:
-        _bad('expected StringEntry', type(o).__name__)
-    r = {}
-    x0 = o.key
-    if x0 is not None:
-        if type(x0) is not str:
-            _bad('key: expected str', type(x0).__name__)
-        r['key'] = x0
-    else:
-        _bad('required field key is missing')
-    x1 = o.value
-    if x1 is not None:
-        if type(x1) is not str:
-            _bad('value: expected str', type(x1).__name__)
-        r['value'] = x1
-    return r
+    f_ = None
+    try:
+        if type(o) is not StringEntry:
+            _bad('wrong table type, expected StringEntry', type(o).__name__)
+        r = {}
+        f_ = 'key'
+        x0 = o.key
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['key'] = x0
+        else:
+            _bad('required field key is missing')
+        f_ = 'value'
+        x1 = o.value
+        if x1 is not None:
+            if type(x1) is not str:
+                _check_str(x1)
+            r['value'] = x1
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_StringListArgument(o):
-    if type(o) is not StringListArgument:
-        _bad('expected StringListArgument', type(o).__name__)
-    r = {}
-    x0 = o.values
-    if type(x0) is not list:
-        x0 = _vec(x0)
-    if x0:
-        r['values'] = _strs(x0)
-    return r
+    f_ = None
+    try:
+        if type(o) is not StringListArgument:
+            _bad('wrong table type, expected StringListArgument', type(o).__name__)
+        r = {}
+        f_ = 'values'
+        x0 = o.values
+        if type(x0) is not list:
+            x0 = _vec(x0)
+        if x0:
+            r['values'] = _strs(x0)
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_StringToArgumentMapArgument(o):
-    if type(o) is not StringToArgumentMapArgument:
-        _bad('expected StringToArgumentMapArgument', type(o).__name__)
-    r = {}
-    x0 = o.entries
-    if type(x0) is not list:
-        x0 = _vec(x0)
-    if x0:
-        r['entries'] = [e_ArgumentMapEntry(e) for e in x0]
-    return r
+    f_ = None
+    try:
+        if type(o) is not StringToArgumentMapArgument:
+            _bad('wrong table type, expected StringToArgumentMapArgument', type(o).__name__)
+        r = {}
+        f_ = ('entries', 'x0')
+        x0 = o.entries
+        if type(x0) is not list:
+            x0 = _vec(x0)
+        if x0:
+            r['entries'] = [e_ArgumentMapEntry(e) for e in x0]
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_StringValue(o):
-    if type(o) is not StringValue:
-        _bad('expected StringValue', type(o).__name__)
-    r = {}
-    x0 = o.value
-    if x0 is not None:
-        if type(x0) is not str:
-            _bad('value: expected str', type(x0).__name__)
-        r['value'] = x0
-    return r
+    f_ = None
+    try:
+        if type(o) is not StringValue:
+            _bad('wrong table type, expected StringValue', type(o).__name__)
+        r = {}
+        f_ = 'value'
+        x0 = o.value
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['value'] = x0
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_SymBool(o):
-    if type(o) is not SymBool:
-        _bad('expected SymBool', type(o).__name__)
-    x0 = o.expr
-    if type(x0) is not int or not -2147483648 <= x0 <= 2147483647:
-        x0 = _int(x0, -2147483648, 2147483647)
-    x1 = o.value
-    if type(x1) is not bool:
-        _bad('expected bool', type(x1).__name__)
-    return {'expr': x0, 'value': x1}
+    f_ = None
+    try:
+        if type(o) is not SymBool:
+            _bad('wrong struct type, expected SymBool', type(o).__name__)
+        f_ = 'expr'
+        x0 = o.expr
+        if type(x0) is not int or not -2147483648 <= x0 <= 2147483647:
+            x0 = _check_int(x0, -2147483648, 2147483647, 'int32')
+        f_ = 'value'
+        x1 = o.value
+        if type(x1) is not bool:
+            _check_bool(x1)
+        return {'expr': x0, 'value': x1}
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_SymBoolArgument(o):
-    if type(o) is not SymBoolArgument:
-        _bad('expected SymBoolArgument', type(o).__name__)
-    r = {}
-    x0 = o.name
-    if x0 is not None:
-        if type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        r['name'] = x0
-    x1 = o.value
-    if x1 is not False:
-        if x1 is not True:
-            _bad('value: expected bool', type(x1).__name__)
-        r['value'] = x1
-    return r
+    f_ = None
+    try:
+        if type(o) is not SymBoolArgument:
+            _bad('wrong table type, expected SymBoolArgument', type(o).__name__)
+        r = {}
+        f_ = 'name'
+        x0 = o.name
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['name'] = x0
+        f_ = 'value'
+        x1 = o.value
+        if x1 is not False:
+            if x1 is not True:
+                _check_bool(x1)
+            r['value'] = x1
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_SymBoolListArgument(o):
-    if type(o) is not SymBoolListArgument:
-        _bad('expected SymBoolListArgument', type(o).__name__)
-    r = {}
-    x0 = o.items
-    if type(x0) is not list:
-        x0 = _vec(x0)
-    if x0:
-        r['items'] = [e_SymBoolArgument(e) for e in x0]
-    return r
+    f_ = None
+    try:
+        if type(o) is not SymBoolListArgument:
+            _bad('wrong table type, expected SymBoolListArgument', type(o).__name__)
+        r = {}
+        f_ = ('items', 'x0')
+        x0 = o.items
+        if type(x0) is not list:
+            x0 = _vec(x0)
+        if x0:
+            r['items'] = [e_SymBoolArgument(e) for e in x0]
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_SymBoolValue(o):
-    if type(o) is not SymBoolValue:
-        _bad('expected SymBoolValue', type(o).__name__)
-    r = {}
-    x0 = o.name
-    if x0 is not None:
-        if type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        r['name'] = x0
-    x1 = o.value
-    if x1 is not None:
-        r['value'] = e_SymBool(x1)
-    return r
+    f_ = None
+    try:
+        if type(o) is not SymBoolValue:
+            _bad('wrong table type, expected SymBoolValue', type(o).__name__)
+        r = {}
+        f_ = 'name'
+        x0 = o.name
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['name'] = x0
+        f_ = 'value'
+        x1 = o.value
+        if x1 is not None:
+            r['value'] = e_SymBool(x1)
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_SymExpr(o):
-    if type(o) is not SymExpr:
-        _bad('expected SymExpr', type(o).__name__)
-    r = {}
-    x0 = o.kind
-    if type(x0) is not int or not 0 <= x0 <= 255:
-        x0 = _int(x0, 0, 255)
-    if x0 != 0:
-        r['kind'] = EN_SymExprKind.get(x0, x0)
-    x1 = o.symbol
-    if type(x1) is not int or not 0 <= x1 <= 4294967295:
-        x1 = _int(x1, 0, 4294967295)
-    if x1 != 0:
-        r['symbol'] = x1
-    x2 = o.int_value
-    if type(x2) is not int or not -9223372036854775808 <= x2 <= 9223372036854775807:
-        x2 = _int(x2, -9223372036854775808, 9223372036854775807)
-    if x2 != 0:
-        r['int_value'] = x2
-    x3 = o.denominator
-    if type(x3) is not int or not -9223372036854775808 <= x3 <= 9223372036854775807:
-        x3 = _int(x3, -9223372036854775808, 9223372036854775807)
-    if x3 != 1:
-        r['denominator'] = x3
-    x4 = o.float_value
-    if type(x4) is not float:
-        x4 = _float(x4)
-    if x4 or copysign(1.0, x4) < 0.0:
-        r['float_value'] = x4 if x4 - x4 == 0.0 else _out_float(x4)
-    x5 = o.bool_value
-    if x5 is not False:
-        if x5 is not True:
-            _bad('bool_value: expected bool', type(x5).__name__)
-        r['bool_value'] = x5
-    x6 = o.op
-    if type(x6) is not int or not 0 <= x6 <= 255:
-        x6 = _int(x6, 0, 255)
-    if x6 != 0:
-        r['op'] = EN_SymOp.get(x6, x6)
-    x7 = o.args
-    if type(x7) is not list:
-        x7 = _vec(x7)
-    if x7:
-        r['args'] = _ints(x7, 0, 4294967295)
-    return r
+    f_ = None
+    try:
+        if type(o) is not SymExpr:
+            _bad('wrong table type, expected SymExpr', type(o).__name__)
+        r = {}
+        f_ = 'kind'
+        x0 = o.kind
+        if type(x0) is not int or not 0 <= x0 <= 255:
+            x0 = _check_int(x0, 0, 255, 'uint8')
+        if x0 != 0:
+            r['kind'] = EN_SymExprKind.get(x0, x0)
+        f_ = 'symbol'
+        x1 = o.symbol
+        if type(x1) is not int or not 0 <= x1 <= 4294967295:
+            x1 = _check_int(x1, 0, 4294967295, 'uint32')
+        if x1 != 0:
+            r['symbol'] = x1
+        f_ = 'int_value'
+        x2 = o.int_value
+        if type(x2) is not int or not -9223372036854775808 <= x2 <= 9223372036854775807:
+            x2 = _check_int(x2, -9223372036854775808, 9223372036854775807, 'int64')
+        if x2 != 0:
+            r['int_value'] = x2
+        f_ = 'denominator'
+        x3 = o.denominator
+        if type(x3) is not int or not -9223372036854775808 <= x3 <= 9223372036854775807:
+            x3 = _check_int(x3, -9223372036854775808, 9223372036854775807, 'int64')
+        if x3 != 1:
+            r['denominator'] = x3
+        f_ = 'float_value'
+        x4 = o.float_value
+        if type(x4) is not float:
+            x4 = _check_float(x4)
+        if x4 or copysign(1.0, x4) < 0.0:
+            r['float_value'] = x4 if x4 - x4 == 0.0 else _out_float(x4)
+        f_ = 'bool_value'
+        x5 = o.bool_value
+        if x5 is not False:
+            if x5 is not True:
+                _check_bool(x5)
+            r['bool_value'] = x5
+        f_ = 'op'
+        x6 = o.op
+        if type(x6) is not int or not 0 <= x6 <= 255:
+            x6 = _check_int(x6, 0, 255, 'uint8')
+        if x6 != 0:
+            r['op'] = EN_SymOp.get(x6, x6)
+        f_ = 'args'
+        x7 = o.args
+        if type(x7) is not list:
+            x7 = _vec(x7)
+        if x7:
+            r['args'] = _check_ints(x7, 0, 4294967295, 'uint32')
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_SymFloat(o):
-    if type(o) is not SymFloat:
-        _bad('expected SymFloat', type(o).__name__)
-    x0 = o.expr
-    if type(x0) is not int or not -2147483648 <= x0 <= 2147483647:
-        x0 = _int(x0, -2147483648, 2147483647)
-    x1 = o.value
-    if type(x1) is not float:
-        x1 = _float(x1)
-    if x1 - x1 != 0.0:
-        x1 = _out_float(x1)
-    return {'expr': x0, 'value': x1}
+    f_ = None
+    try:
+        if type(o) is not SymFloat:
+            _bad('wrong struct type, expected SymFloat', type(o).__name__)
+        f_ = 'expr'
+        x0 = o.expr
+        if type(x0) is not int or not -2147483648 <= x0 <= 2147483647:
+            x0 = _check_int(x0, -2147483648, 2147483647, 'int32')
+        f_ = 'value'
+        x1 = o.value
+        if type(x1) is not float:
+            x1 = _check_float(x1)
+        if x1 - x1 != 0.0:
+            x1 = _out_float(x1)
+        return {'expr': x0, 'value': x1}
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_SymFloatArgument(o):
-    if type(o) is not SymFloatArgument:
-        _bad('expected SymFloatArgument', type(o).__name__)
-    r = {}
-    x0 = o.name
-    if x0 is not None:
-        if type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        r['name'] = x0
-    x1 = o.value
-    if type(x1) is not float:
-        x1 = _float(x1)
-    if x1 or copysign(1.0, x1) < 0.0:
-        r['value'] = x1 if x1 - x1 == 0.0 else _out_float(x1)
-    return r
+    f_ = None
+    try:
+        if type(o) is not SymFloatArgument:
+            _bad('wrong table type, expected SymFloatArgument', type(o).__name__)
+        r = {}
+        f_ = 'name'
+        x0 = o.name
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['name'] = x0
+        f_ = 'value'
+        x1 = o.value
+        if type(x1) is not float:
+            x1 = _check_float(x1)
+        if x1 or copysign(1.0, x1) < 0.0:
+            r['value'] = x1 if x1 - x1 == 0.0 else _out_float(x1)
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_SymFloatListArgument(o):
-    if type(o) is not SymFloatListArgument:
-        _bad('expected SymFloatListArgument', type(o).__name__)
-    r = {}
-    x0 = o.items
-    if type(x0) is not list:
-        x0 = _vec(x0)
-    if x0:
-        r['items'] = [e_SymFloatArgument(e) for e in x0]
-    return r
+    f_ = None
+    try:
+        if type(o) is not SymFloatListArgument:
+            _bad('wrong table type, expected SymFloatListArgument', type(o).__name__)
+        r = {}
+        f_ = ('items', 'x0')
+        x0 = o.items
+        if type(x0) is not list:
+            x0 = _vec(x0)
+        if x0:
+            r['items'] = [e_SymFloatArgument(e) for e in x0]
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_SymFloatValue(o):
-    if type(o) is not SymFloatValue:
-        _bad('expected SymFloatValue', type(o).__name__)
-    r = {}
-    x0 = o.name
-    if x0 is not None:
-        if type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        r['name'] = x0
-    x1 = o.value
-    if x1 is not None:
-        r['value'] = e_SymFloat(x1)
-    return r
+    f_ = None
+    try:
+        if type(o) is not SymFloatValue:
+            _bad('wrong table type, expected SymFloatValue', type(o).__name__)
+        r = {}
+        f_ = 'name'
+        x0 = o.name
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['name'] = x0
+        f_ = 'value'
+        x1 = o.value
+        if x1 is not None:
+            r['value'] = e_SymFloat(x1)
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_SymInt(o):
-    if type(o) is not SymInt:
-        _bad('expected SymInt', type(o).__name__)
-    x0 = o.expr
-    if type(x0) is not int or not -2147483648 <= x0 <= 2147483647:
-        x0 = _int(x0, -2147483648, 2147483647)
-    x1 = o.value
-    if type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
-        x1 = _int(x1, -9223372036854775808, 9223372036854775807)
-    return {'expr': x0, 'value': x1}
+    f_ = None
+    try:
+        if type(o) is not SymInt:
+            _bad('wrong struct type, expected SymInt', type(o).__name__)
+        f_ = 'expr'
+        x0 = o.expr
+        if type(x0) is not int or not -2147483648 <= x0 <= 2147483647:
+            x0 = _check_int(x0, -2147483648, 2147483647, 'int32')
+        f_ = 'value'
+        x1 = o.value
+        if type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
+            x1 = _check_int(x1, -9223372036854775808, 9223372036854775807, 'int64')
+        return {'expr': x0, 'value': x1}
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_SymIntArgument(o):
-    if type(o) is not SymIntArgument:
-        _bad('expected SymIntArgument', type(o).__name__)
-    r = {}
-    x0 = o.name
-    if x0 is not None:
-        if type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        r['name'] = x0
-    x1 = o.value
-    if type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
-        x1 = _int(x1, -9223372036854775808, 9223372036854775807)
-    if x1 != 0:
-        r['value'] = x1
-    return r
+    f_ = None
+    try:
+        if type(o) is not SymIntArgument:
+            _bad('wrong table type, expected SymIntArgument', type(o).__name__)
+        r = {}
+        f_ = 'name'
+        x0 = o.name
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['name'] = x0
+        f_ = 'value'
+        x1 = o.value
+        if type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
+            x1 = _check_int(x1, -9223372036854775808, 9223372036854775807, 'int64')
+        if x1 != 0:
+            r['value'] = x1
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_SymIntListArgument(o):
-    if type(o) is not SymIntListArgument:
-        _bad('expected SymIntListArgument', type(o).__name__)
-    r = {}
-    x0 = o.items
-    if type(x0) is not list:
-        x0 = _vec(x0)
-    if x0:
-        r['items'] = [e_SymIntArgument(e) for e in x0]
-    return r
+    f_ = None
+    try:
+        if type(o) is not SymIntListArgument:
+            _bad('wrong table type, expected SymIntListArgument', type(o).__name__)
+        r = {}
+        f_ = ('items', 'x0')
+        x0 = o.items
+        if type(x0) is not list:
+            x0 = _vec(x0)
+        if x0:
+            r['items'] = [e_SymIntArgument(e) for e in x0]
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_SymIntValue(o):
-    if type(o) is not SymIntValue:
-        _bad('expected SymIntValue', type(o).__name__)
-    r = {}
-    x0 = o.name
-    if x0 is not None:
-        if type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        r['name'] = x0
-    x1 = o.value
-    if x1 is not None:
-        r['value'] = e_SymInt(x1)
-    return r
+    f_ = None
+    try:
+        if type(o) is not SymIntValue:
+            _bad('wrong table type, expected SymIntValue', type(o).__name__)
+        r = {}
+        f_ = 'name'
+        x0 = o.name
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['name'] = x0
+        f_ = 'value'
+        x1 = o.value
+        if x1 is not None:
+            r['value'] = e_SymInt(x1)
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_Symbol(o):
-    if type(o) is not Symbol:
-        _bad('expected Symbol', type(o).__name__)
-    r = {}
-    x0 = o.name
-    if x0 is not None:
-        if type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        r['name'] = x0
-    x1 = o.kind
-    if type(x1) is not int or not 0 <= x1 <= 255:
-        x1 = _int(x1, 0, 255)
-    if x1 != 0:
-        r['kind'] = EN_SymbolKind.get(x1, x1)
-    x2 = o.range
-    if x2 is not None:
-        r['range'] = e_ValueRange(x2)
-    x3 = o.hint
-    if type(x3) is not int or not -9223372036854775808 <= x3 <= 9223372036854775807:
-        x3 = _int(x3, -9223372036854775808, 9223372036854775807)
-    if x3 != 0:
-        r['hint'] = x3
-    x4 = o.has_hint
-    if x4 is not False:
-        if x4 is not True:
-            _bad('has_hint: expected bool', type(x4).__name__)
-        r['has_hint'] = x4
-    x5 = o.positive
-    if x5 is not False:
-        if x5 is not True:
-            _bad('positive: expected bool', type(x5).__name__)
-        r['positive'] = x5
-    x6 = o.float_hint
-    if type(x6) is not float:
-        x6 = _float(x6)
-    if x6 or copysign(1.0, x6) < 0.0:
-        r['float_hint'] = x6 if x6 - x6 == 0.0 else _out_float(x6)
-    return r
+    f_ = None
+    try:
+        if type(o) is not Symbol:
+            _bad('wrong table type, expected Symbol', type(o).__name__)
+        r = {}
+        f_ = 'name'
+        x0 = o.name
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['name'] = x0
+        f_ = 'kind'
+        x1 = o.kind
+        if type(x1) is not int or not 0 <= x1 <= 255:
+            x1 = _check_int(x1, 0, 255, 'uint8')
+        if x1 != 0:
+            r['kind'] = EN_SymbolKind.get(x1, x1)
+        f_ = 'range'
+        x2 = o.range
+        if x2 is not None:
+            r['range'] = e_ValueRange(x2)
+        f_ = 'hint'
+        x3 = o.hint
+        if type(x3) is not int or not -9223372036854775808 <= x3 <= 9223372036854775807:
+            x3 = _check_int(x3, -9223372036854775808, 9223372036854775807, 'int64')
+        if x3 != 0:
+            r['hint'] = x3
+        f_ = 'has_hint'
+        x4 = o.has_hint
+        if x4 is not False:
+            if x4 is not True:
+                _check_bool(x4)
+            r['has_hint'] = x4
+        f_ = 'positive'
+        x5 = o.positive
+        if x5 is not False:
+            if x5 is not True:
+                _check_bool(x5)
+            r['positive'] = x5
+        f_ = 'float_hint'
+        x6 = o.float_hint
+        if type(x6) is not float:
+            x6 = _check_float(x6)
+        if x6 or copysign(1.0, x6) < 0.0:
+            r['float_hint'] = x6 if x6 - x6 == 0.0 else _out_float(x6)
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_Tensor(o):
-    if type(o) is not Tensor:
-        _bad('expected Tensor', type(o).__name__)
-    r = {}
-    x0 = o.storage
-    if type(x0) is not int or not 0 <= x0 <= 4294967295:
-        x0 = _int(x0, 0, 4294967295)
-    if x0 != 0:
-        r['storage'] = x0
-    x1 = o.dtype
-    if type(x1) is not int or not 0 <= x1 <= 255:
-        x1 = _int(x1, 0, 255)
-    if x1 != 0:
-        r['dtype'] = EN_ScalarType.get(x1, x1)
-    x2 = o.sizes
-    if type(x2) is not list:
-        x2 = _vec(x2)
-    if x2:
-        r['sizes'] = _ints(x2, -9223372036854775808, 9223372036854775807)
-    x3 = o.strides
-    if type(x3) is not list:
-        x3 = _vec(x3)
-    if x3:
-        r['strides'] = _ints(x3, -9223372036854775808, 9223372036854775807)
-    x4 = o.storage_offset
-    if type(x4) is not int or not -9223372036854775808 <= x4 <= 9223372036854775807:
-        x4 = _int(x4, -9223372036854775808, 9223372036854775807)
-    if x4 != 0:
-        r['storage_offset'] = x4
-    x5 = o.requires_grad
-    if x5 is not False:
-        if x5 is not True:
-            _bad('requires_grad: expected bool', type(x5).__name__)
-        r['requires_grad'] = x5
-    x6 = o.device
-    if x6 is not None:
-        r['device'] = e_Device(x6)
-    return r
+    f_ = None
+    try:
+        if type(o) is not Tensor:
+            _bad('wrong table type, expected Tensor', type(o).__name__)
+        r = {}
+        f_ = 'storage'
+        x0 = o.storage
+        if type(x0) is not int or not 0 <= x0 <= 4294967295:
+            x0 = _check_int(x0, 0, 4294967295, 'uint32')
+        if x0 != 0:
+            r['storage'] = x0
+        f_ = 'dtype'
+        x1 = o.dtype
+        if type(x1) is not int or not 0 <= x1 <= 255:
+            x1 = _check_int(x1, 0, 255, 'uint8')
+        if x1 != 0:
+            r['dtype'] = EN_ScalarType.get(x1, x1)
+        f_ = 'sizes'
+        x2 = o.sizes
+        if type(x2) is not list:
+            x2 = _vec(x2)
+        if x2:
+            r['sizes'] = _check_ints(x2, -9223372036854775808, 9223372036854775807, 'int64')
+        f_ = 'strides'
+        x3 = o.strides
+        if type(x3) is not list:
+            x3 = _vec(x3)
+        if x3:
+            r['strides'] = _check_ints(x3, -9223372036854775808, 9223372036854775807, 'int64')
+        f_ = 'storage_offset'
+        x4 = o.storage_offset
+        if type(x4) is not int or not -9223372036854775808 <= x4 <= 9223372036854775807:
+            x4 = _check_int(x4, -9223372036854775808, 9223372036854775807, 'int64')
+        if x4 != 0:
+            r['storage_offset'] = x4
+        f_ = 'requires_grad'
+        x5 = o.requires_grad
+        if x5 is not False:
+            if x5 is not True:
+                _check_bool(x5)
+            r['requires_grad'] = x5
+        f_ = 'device'
+        x6 = o.device
+        if x6 is not None:
+            r['device'] = e_Device(x6)
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_TensorArgument(o):
-    if type(o) is not TensorArgument:
-        _bad('expected TensorArgument', type(o).__name__)
-    r = {}
-    x0 = o.name
-    if x0 is not None:
-        if type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        r['name'] = x0
-    return r
+    f_ = None
+    try:
+        if type(o) is not TensorArgument:
+            _bad('wrong table type, expected TensorArgument', type(o).__name__)
+        r = {}
+        f_ = 'name'
+        x0 = o.name
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['name'] = x0
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_TensorListArgument(o):
-    if type(o) is not TensorListArgument:
-        _bad('expected TensorListArgument', type(o).__name__)
-    r = {}
-    x0 = o.names
-    if type(x0) is not list:
-        x0 = _vec(x0)
-    if x0:
-        r['names'] = _strs(x0)
-    return r
+    f_ = None
+    try:
+        if type(o) is not TensorListArgument:
+            _bad('wrong table type, expected TensorListArgument', type(o).__name__)
+        r = {}
+        f_ = 'names'
+        x0 = o.names
+        if type(x0) is not list:
+            x0 = _vec(x0)
+        if x0:
+            r['names'] = _strs(x0)
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_TensorMeta(o):
-    if type(o) is not TensorMeta:
-        _bad('expected TensorMeta', type(o).__name__)
-    r = {}
-    x0 = o.dtype
-    if type(x0) is not int or not 0 <= x0 <= 255:
-        x0 = _int(x0, 0, 255)
-    if x0 != 0:
-        r['dtype'] = EN_ScalarType.get(x0, x0)
-    x1 = o.sizes
-    if type(x1) is not list:
-        x1 = _vec(x1)
-    if x1:
-        r['sizes'] = [e_SymInt(e) for e in x1]
-    x2 = o.strides
-    if type(x2) is not list:
-        x2 = _vec(x2)
-    if x2:
-        r['strides'] = [e_SymInt(e) for e in x2]
-    x3 = o.storage_offset
-    if x3 is not None:
-        r['storage_offset'] = e_SymInt(x3)
-    x4 = o.requires_grad
-    if x4 is not False:
-        if x4 is not True:
-            _bad('requires_grad: expected bool', type(x4).__name__)
-        r['requires_grad'] = x4
-    x5 = o.device
-    if x5 is not None:
-        r['device'] = e_Device(x5)
-    x6 = o.layout
-    if type(x6) is not int or not 0 <= x6 <= 255:
-        x6 = _int(x6, 0, 255)
-    if x6 != 1:
-        r['layout'] = EN_Layout.get(x6, x6)
-    return r
+    f_ = None
+    try:
+        if type(o) is not TensorMeta:
+            _bad('wrong table type, expected TensorMeta', type(o).__name__)
+        r = {}
+        f_ = 'dtype'
+        x0 = o.dtype
+        if type(x0) is not int or not 0 <= x0 <= 255:
+            x0 = _check_int(x0, 0, 255, 'uint8')
+        if x0 != 0:
+            r['dtype'] = EN_ScalarType.get(x0, x0)
+        f_ = ('sizes', 'x1')
+        x1 = o.sizes
+        if type(x1) is not list:
+            x1 = _vec(x1)
+        if x1:
+            r['sizes'] = [e_SymInt(e) for e in x1]
+        f_ = ('strides', 'x2')
+        x2 = o.strides
+        if type(x2) is not list:
+            x2 = _vec(x2)
+        if x2:
+            r['strides'] = [e_SymInt(e) for e in x2]
+        f_ = 'storage_offset'
+        x3 = o.storage_offset
+        if x3 is not None:
+            r['storage_offset'] = e_SymInt(x3)
+        f_ = 'requires_grad'
+        x4 = o.requires_grad
+        if x4 is not False:
+            if x4 is not True:
+                _check_bool(x4)
+            r['requires_grad'] = x4
+        f_ = 'device'
+        x5 = o.device
+        if x5 is not None:
+            r['device'] = e_Device(x5)
+        f_ = 'layout'
+        x6 = o.layout
+        if type(x6) is not int or not 0 <= x6 <= 255:
+            x6 = _check_int(x6, 0, 255, 'uint8')
+        if x6 != 1:
+            r['layout'] = EN_Layout.get(x6, x6)
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_TensorRefValue(o):
-    if type(o) is not TensorRefValue:
-        _bad('expected TensorRefValue', type(o).__name__)
-    r = {}
-    x0 = o.tensor
-    if type(x0) is not int or not 0 <= x0 <= 4294967295:
-        x0 = _int(x0, 0, 4294967295)
-    if x0 != 0:
-        r['tensor'] = x0
-    return r
+    f_ = None
+    try:
+        if type(o) is not TensorRefValue:
+            _bad('wrong table type, expected TensorRefValue', type(o).__name__)
+        r = {}
+        f_ = 'tensor'
+        x0 = o.tensor
+        if type(x0) is not int or not 0 <= x0 <= 4294967295:
+            x0 = _check_int(x0, 0, 4294967295, 'uint32')
+        if x0 != 0:
+            r['tensor'] = x0
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_TensorValue(o):
-    if type(o) is not TensorValue:
-        _bad('expected TensorValue', type(o).__name__)
-    r = {}
-    x0 = o.name
-    if x0 is not None:
-        if type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        r['name'] = x0
-    x1 = o.meta
-    if x1 is not None:
-        r['meta'] = e_TensorMeta(x1)
-    return r
+    f_ = None
+    try:
+        if type(o) is not TensorValue:
+            _bad('wrong table type, expected TensorValue', type(o).__name__)
+        r = {}
+        f_ = 'name'
+        x0 = o.name
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['name'] = x0
+        f_ = 'meta'
+        x1 = o.meta
+        if x1 is not None:
+            r['meta'] = e_TensorMeta(x1)
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_TokenArgument(o):
-    if type(o) is not TokenArgument:
-        _bad('expected TokenArgument', type(o).__name__)
-    r = {}
-    x0 = o.name
-    if x0 is not None:
-        if type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        r['name'] = x0
-    return r
+    f_ = None
+    try:
+        if type(o) is not TokenArgument:
+            _bad('wrong table type, expected TokenArgument', type(o).__name__)
+        r = {}
+        f_ = 'name'
+        x0 = o.name
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['name'] = x0
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_TorchFn(o):
-    if type(o) is not TorchFn:
-        _bad('expected TorchFn', type(o).__name__)
-    r = {}
-    x0 = o.name
-    if x0 is not None:
-        if type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        r['name'] = x0
-    x1 = o.target
-    if x1 is not None:
-        if type(x1) is not str:
-            _bad('target: expected str', type(x1).__name__)
-        r['target'] = x1
-    return r
+    f_ = None
+    try:
+        if type(o) is not TorchFn:
+            _bad('wrong table type, expected TorchFn', type(o).__name__)
+        r = {}
+        f_ = 'name'
+        x0 = o.name
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['name'] = x0
+        f_ = 'target'
+        x1 = o.target
+        if x1 is not None:
+            if type(x1) is not str:
+                _check_str(x1)
+            r['target'] = x1
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_TreeSpec(o):
-    if type(o) is not TreeSpec:
-        _bad('expected TreeSpec', type(o).__name__)
-    r = {}
-    x0 = o.kind
-    if type(x0) is not int or not 0 <= x0 <= 255:
-        x0 = _int(x0, 0, 255)
-    if x0 != 0:
-        r['kind'] = EN_TreeSpecKind.get(x0, x0)
-    x1 = o.type_name
-    if x1 is not None:
-        if type(x1) is not str:
-            _bad('type_name: expected str', type(x1).__name__)
-        r['type_name'] = x1
-    x2 = o.field_names
-    if type(x2) is not list:
-        x2 = _vec(x2)
-    if x2:
-        r['field_names'] = _strs(x2)
-    x3 = o.keys
-    if type(x3) is not list:
-        x3 = _vec(x3)
-    if x3:
-        r['keys'] = [e_Value(e) for e in x3]
-    x4 = o.context
-    if x4 is not None:
-        r['context'] = e_Value(x4)
-    x5 = o.children
-    if type(x5) is not list:
-        x5 = _vec(x5)
-    if x5:
-        r['children'] = [e_TreeSpec(e) for e in x5]
-    return r
+    f_ = None
+    try:
+        if type(o) is not TreeSpec:
+            _bad('wrong table type, expected TreeSpec', type(o).__name__)
+        r = {}
+        f_ = 'kind'
+        x0 = o.kind
+        if type(x0) is not int or not 0 <= x0 <= 255:
+            x0 = _check_int(x0, 0, 255, 'uint8')
+        if x0 != 0:
+            r['kind'] = EN_TreeSpecKind.get(x0, x0)
+        f_ = 'type_name'
+        x1 = o.type_name
+        if x1 is not None:
+            if type(x1) is not str:
+                _check_str(x1)
+            r['type_name'] = x1
+        f_ = 'field_names'
+        x2 = o.field_names
+        if type(x2) is not list:
+            x2 = _vec(x2)
+        if x2:
+            r['field_names'] = _strs(x2)
+        f_ = ('keys', 'x3')
+        x3 = o.keys
+        if type(x3) is not list:
+            x3 = _vec(x3)
+        if x3:
+            r['keys'] = [e_Value(e) for e in x3]
+        f_ = 'context'
+        x4 = o.context
+        if x4 is not None:
+            r['context'] = e_Value(x4)
+        f_ = ('children', 'x5')
+        x5 = o.children
+        if type(x5) is not list:
+            x5 = _vec(x5)
+        if x5:
+            r['children'] = [e_TreeSpec(e) for e in x5]
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_UnbackedBinding(o):
-    if type(o) is not UnbackedBinding:
-        _bad('expected UnbackedBinding', type(o).__name__)
-    r = {}
-    x0 = o.symbol
-    if type(x0) is not int or not 0 <= x0 <= 4294967295:
-        x0 = _int(x0, 0, 4294967295)
-    if x0 != 0:
-        r['symbol'] = x0
-    x1 = o.path
-    if type(x1) is not list:
-        x1 = _vec(x1)
-    if x1:
-        r['path'] = [e_KeyPathEntry(e) for e in x1]
-    return r
+    f_ = None
+    try:
+        if type(o) is not UnbackedBinding:
+            _bad('wrong table type, expected UnbackedBinding', type(o).__name__)
+        r = {}
+        f_ = 'symbol'
+        x0 = o.symbol
+        if type(x0) is not int or not 0 <= x0 <= 4294967295:
+            x0 = _check_int(x0, 0, 4294967295, 'uint32')
+        if x0 != 0:
+            r['symbol'] = x0
+        f_ = ('path', 'x1')
+        x1 = o.path
+        if type(x1) is not list:
+            x1 = _vec(x1)
+        if x1:
+            r['path'] = [e_KeyPathEntry(e) for e in x1]
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_UnpackMetadata(o):
-    if type(o) is not UnpackMetadata:
-        _bad('expected UnpackMetadata', type(o).__name__)
-    r = {}
-    x0 = o.position
-    if type(x0) is not int or not 0 <= x0 <= 4294967295:
-        x0 = _int(x0, 0, 4294967295)
-    if x0 != 0:
-        r['position'] = x0
-    x1 = o.metadata
-    if x1 is not None:
-        r['metadata'] = e_NodeMetadata(x1)
-    return r
+    f_ = None
+    try:
+        if type(o) is not UnpackMetadata:
+            _bad('wrong table type, expected UnpackMetadata', type(o).__name__)
+        r = {}
+        f_ = 'position'
+        x0 = o.position
+        if type(x0) is not int or not 0 <= x0 <= 4294967295:
+            x0 = _check_int(x0, 0, 4294967295, 'uint32')
+        if x0 != 0:
+            r['position'] = x0
+        f_ = 'metadata'
+        x1 = o.metadata
+        if x1 is not None:
+            r['metadata'] = e_NodeMetadata(x1)
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_UserInputMutationSpec(o):
-    if type(o) is not UserInputMutationSpec:
-        _bad('expected UserInputMutationSpec', type(o).__name__)
-    r = {}
-    x0 = o.arg
-    if x0 is not None:
-        r['arg'] = e_TensorArgument(x0)
-    x1 = o.user_input_name
-    if x1 is not None:
-        if type(x1) is not str:
-            _bad('user_input_name: expected str', type(x1).__name__)
-        r['user_input_name'] = x1
-    return r
+    f_ = None
+    try:
+        if type(o) is not UserInputMutationSpec:
+            _bad('wrong table type, expected UserInputMutationSpec', type(o).__name__)
+        r = {}
+        f_ = 'arg'
+        x0 = o.arg
+        if x0 is not None:
+            r['arg'] = e_TensorArgument(x0)
+        f_ = 'user_input_name'
+        x1 = o.user_input_name
+        if x1 is not None:
+            if type(x1) is not str:
+                _check_str(x1)
+            r['user_input_name'] = x1
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_UserInputSpec(o):
-    if type(o) is not UserInputSpec:
-        _bad('expected UserInputSpec', type(o).__name__)
-    r = {}
-    x0 = o.arg
-    if x0 is not None:
-        r['arg'] = e_Argument(x0)
-    return r
+    f_ = None
+    try:
+        if type(o) is not UserInputSpec:
+            _bad('wrong table type, expected UserInputSpec', type(o).__name__)
+        r = {}
+        f_ = 'arg'
+        x0 = o.arg
+        if x0 is not None:
+            r['arg'] = e_Argument(x0)
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_UserOutputSpec(o):
-    if type(o) is not UserOutputSpec:
-        _bad('expected UserOutputSpec', type(o).__name__)
-    r = {}
-    x0 = o.arg
-    if x0 is not None:
-        r['arg'] = e_Argument(x0)
-    return r
+    f_ = None
+    try:
+        if type(o) is not UserOutputSpec:
+            _bad('wrong table type, expected UserOutputSpec', type(o).__name__)
+        r = {}
+        f_ = 'arg'
+        x0 = o.arg
+        if x0 is not None:
+            r['arg'] = e_Argument(x0)
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_Value(o):
-    if type(o) is not Value:
-        _bad('expected Value', type(o).__name__)
-    r = {}
-    x1 = o.value
-    if x1 is not None:
-        t = UE_ValueKind.get(type(x1))
-        if t is None:
-            _bad('value: not a member of ValueKind', type(x1).__name__)
-        r['value_type'] = t[0]
-        r['value'] = t[1](x1)
-    return r
+    f_ = None
+    try:
+        if type(o) is not Value:
+            _bad('wrong table type, expected Value', type(o).__name__)
+        r = {}
+        f_ = 'value'
+        x1 = o.value
+        if x1 is not None:
+            t = UE_ValueKind.get(type(x1))
+            if t is None:
+                _bad('not a member of the union ValueKind', type(x1).__name__)
+            r['value_type'] = t[0]
+            r['value'] = t[1](x1)
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_ValueRange(o):
-    if type(o) is not ValueRange:
-        _bad('expected ValueRange', type(o).__name__)
-    r = {}
-    x0 = o.lower
-    if type(x0) is not int or not -9223372036854775808 <= x0 <= 9223372036854775807:
-        x0 = _int(x0, -9223372036854775808, 9223372036854775807)
-    if x0 != 0:
-        r['lower'] = x0
-    x1 = o.upper
-    if type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
-        x1 = _int(x1, -9223372036854775808, 9223372036854775807)
-    if x1 != 0:
-        r['upper'] = x1
-    x2 = o.has_lower
-    if x2 is not False:
-        if x2 is not True:
-            _bad('has_lower: expected bool', type(x2).__name__)
-        r['has_lower'] = x2
-    x3 = o.has_upper
-    if x3 is not False:
-        if x3 is not True:
-            _bad('has_upper: expected bool', type(x3).__name__)
-        r['has_upper'] = x3
-    x4 = o.float_lower
-    if type(x4) is not float:
-        x4 = _float(x4)
-    if x4 or copysign(1.0, x4) < 0.0:
-        r['float_lower'] = x4 if x4 - x4 == 0.0 else _out_float(x4)
-    x5 = o.float_upper
-    if type(x5) is not float:
-        x5 = _float(x5)
-    if x5 or copysign(1.0, x5) < 0.0:
-        r['float_upper'] = x5 if x5 - x5 == 0.0 else _out_float(x5)
-    return r
+    f_ = None
+    try:
+        if type(o) is not ValueRange:
+            _bad('wrong table type, expected ValueRange', type(o).__name__)
+        r = {}
+        f_ = 'lower'
+        x0 = o.lower
+        if type(x0) is not int or not -9223372036854775808 <= x0 <= 9223372036854775807:
+            x0 = _check_int(x0, -9223372036854775808, 9223372036854775807, 'int64')
+        if x0 != 0:
+            r['lower'] = x0
+        f_ = 'upper'
+        x1 = o.upper
+        if type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
+            x1 = _check_int(x1, -9223372036854775808, 9223372036854775807, 'int64')
+        if x1 != 0:
+            r['upper'] = x1
+        f_ = 'has_lower'
+        x2 = o.has_lower
+        if x2 is not False:
+            if x2 is not True:
+                _check_bool(x2)
+            r['has_lower'] = x2
+        f_ = 'has_upper'
+        x3 = o.has_upper
+        if x3 is not False:
+            if x3 is not True:
+                _check_bool(x3)
+            r['has_upper'] = x3
+        f_ = 'float_lower'
+        x4 = o.float_lower
+        if type(x4) is not float:
+            x4 = _check_float(x4)
+        if x4 or copysign(1.0, x4) < 0.0:
+            r['float_lower'] = x4 if x4 - x4 == 0.0 else _out_float(x4)
+        f_ = 'float_upper'
+        x5 = o.float_upper
+        if type(x5) is not float:
+            x5 = _check_float(x5)
+        if x5 or copysign(1.0, x5) < 0.0:
+            r['float_upper'] = x5 if x5 - x5 == 0.0 else _out_float(x5)
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def e_WeightSet(o):
-    if type(o) is not WeightSet:
-        _bad('expected WeightSet', type(o).__name__)
-    r = {}
-    x0 = o.name
-    if x0 is not None:
-        if type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        r['name'] = x0
-    x1 = o.entries
-    if type(x1) is not list:
-        x1 = _vec(x1)
-    if x1:
-        r['entries'] = [e_StateEntry(e) for e in x1]
-    return r
+    f_ = None
+    try:
+        if type(o) is not WeightSet:
+            _bad('wrong table type, expected WeightSet', type(o).__name__)
+        r = {}
+        f_ = 'name'
+        x0 = o.name
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['name'] = x0
+        f_ = ('entries', 'x1')
+        x1 = o.entries
+        if type(x1) is not list:
+            x1 = _vec(x1)
+        if x1:
+            r['entries'] = [e_StateEntry(e) for e in x1]
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 UE_ArgumentValue = {NoneArgument: ('NoneArgument', e_NoneArgument), TensorArgument: ('TensorArgument', e_TensorArgument), TensorListArgument: ('TensorListArgument', e_TensorListArgument), OptionalTensorArgument: ('OptionalTensorArgument', e_OptionalTensorArgument), OptionalTensorListArgument: ('OptionalTensorListArgument', e_OptionalTensorListArgument), NestedTensorListArgument: ('NestedTensorListArgument', e_NestedTensorListArgument), TokenArgument: ('TokenArgument', e_TokenArgument), IntArgument: ('IntArgument', e_IntArgument), IntListArgument: ('IntListArgument', e_IntListArgument), IntListListArgument: ('IntListListArgument', e_IntListListArgument), FloatArgument: ('FloatArgument', e_FloatArgument), FloatListArgument: ('FloatListArgument', e_FloatListArgument), FloatListListArgument: ('FloatListListArgument', e_FloatListListArgument), BoolArgument: ('BoolArgument', e_BoolArgument), BoolListArgument: ('BoolListArgument', e_BoolListArgument), StringArgument: ('StringArgument', e_StringArgument), StringListArgument: ('StringListArgument', e_StringListArgument), ComplexArgument: ('ComplexArgument', e_ComplexArgument), SymIntArgument: ('SymIntArgument', e_SymIntArgument), SymIntListArgument: ('SymIntListArgument', e_SymIntListArgument), SymFloatArgument: ('SymFloatArgument', e_SymFloatArgument), SymFloatListArgument: ('SymFloatListArgument', e_SymFloatListArgument), SymBoolArgument: ('SymBoolArgument', e_SymBoolArgument), SymBoolListArgument: ('SymBoolListArgument', e_SymBoolListArgument), ScalarTypeArgument: ('ScalarTypeArgument', e_ScalarTypeArgument), MemoryFormatArgument: ('MemoryFormatArgument', e_MemoryFormatArgument), LayoutArgument: ('LayoutArgument', e_LayoutArgument), DeviceArgument: ('DeviceArgument', e_DeviceArgument), GraphArgument: ('GraphArgument', e_GraphArgument), CustomObjArgument: ('CustomObjArgument', e_CustomObjArgument), OperatorArgument: ('OperatorArgument', e_OperatorArgument), StringToArgumentMapArgument: ('StringToArgumentMapArgument', e_StringToArgumentMapArgument)}
@@ -2435,3004 +3281,3849 @@ def decode_tree(tree, max_depth=128):
         raise LimitError('nesting deeper than max_depth', expected=f'<= {max_depth}', got=d)
 
     def d_Argument(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (Argument)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_Argument.issuperset(o):
-            members += _skipped(o, K_Argument, keep)
-        x1 = o.get('value')
-        t1 = o.get('value_type')
-        if t1 is None:
-            if x1 is not None:
-                _bad('value: member without its _type key')
-        elif x1 is None:
-            if t1 != 'NONE' and (t1 != 0 or type(t1) is not int):
-                _bad('value: union type without a member, or unknown', t1)
-        else:
-            if type(t1) is str:
-                t1 = UN_ArgumentValue.get(t1, t1)
-                if type(t1) is str:
-                    if t1 == 'NONE':
-                        _bad('value: NONE with a member')
-                    raise VersionError('value: union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=t1)
-            elif type(t1) is int and 0 < t1 <= 32:
-                t1 = UD_ArgumentValue[t1]
-            elif type(t1) is int and 32 < t1 <= 255:
-                raise VersionError('value: union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=t1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (Argument)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_Argument.issuperset(o):
+                members += _skipped(o, K_Argument, keep)
+            f_ = 'value_type'
+            x1 = o.get('value')
+            t1 = o.get('value_type')
+            if t1 is None:
+                if x1 is not None:
+                    _bad('union member without its _type key')
+            elif x1 is None:
+                if t1 != 'NONE' and (t1 != 0 or type(t1) is not int):
+                    _bad('union type without a member, or unknown', t1)
             else:
-                _bad('value: bad union type, or NONE with a member', t1)
-            x1 = t1(x1, d + 1)
-        return Argument(x1)
+                if type(t1) is str:
+                    t1 = UN_ArgumentValue.get(t1, t1)
+                    if type(t1) is str:
+                        if t1 == 'NONE':
+                            _bad('union member given with type NONE')
+                        raise VersionError('union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=t1)
+                elif type(t1) is int and 0 < t1 <= 32:
+                    t1 = UD_ArgumentValue[t1]
+                elif type(t1) is int and 32 < t1 <= 255:
+                    raise VersionError('union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=t1)
+                else:
+                    _bad('wrong type: bad union type, or NONE with a member', t1)
+                f_ = 'value'
+                x1 = t1(x1, d + 1)
+            return Argument(x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_ArgumentMapEntry(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (ArgumentMapEntry)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_ArgumentMapEntry.issuperset(o):
-            members += _skipped(o, K_ArgumentMapEntry, keep)
-        x0 = o.get('key')
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('key: expected str', type(x0).__name__)
-            _SC_identifier(x0, 'ArgumentMapEntry.key')
-            keep(x0)
-        x1 = o.get('value')
-        if x1 is not None:
-            x1 = d_Argument(x1, d + 1)
-        return ArgumentMapEntry(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (ArgumentMapEntry)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_ArgumentMapEntry.issuperset(o):
+                members += _skipped(o, K_ArgumentMapEntry, keep)
+            f_ = 'key'
+            x0 = o.get('key')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_identifier(x0, 'ArgumentMapEntry.key')
+                keep(x0)
+            f_ = 'value'
+            x1 = o.get('value')
+            if x1 is not None:
+                x1 = d_Argument(x1, d + 1)
+            return ArgumentMapEntry(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_BoolArgument(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (BoolArgument)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_BoolArgument.issuperset(o):
-            members += _skipped(o, K_BoolArgument, keep)
-        x0 = o.get('value')
-        if x0 is None:
-            x0 = False
-        elif type(x0) is not bool:
-            _bad('value: expected bool', type(x0).__name__)
-        return BoolArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (BoolArgument)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_BoolArgument.issuperset(o):
+                members += _skipped(o, K_BoolArgument, keep)
+            f_ = 'value'
+            x0 = o.get('value')
+            if x0 is None:
+                x0 = False
+            elif type(x0) is not bool:
+                _check_bool(x0)
+            return BoolArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_BoolListArgument(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (BoolListArgument)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_BoolListArgument.issuperset(o):
-            members += _skipped(o, K_BoolListArgument, keep)
-        x0 = o.get('values')
-        if x0 is None:
-            x0 = []
-        elif type(x0) is not list:
-            _bad('values: expected an array', type(x0).__name__)
-        elif not _BOOL.issuperset(map(type, x0)):
-            _bad('values: expected bools')
-        return BoolListArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (BoolListArgument)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_BoolListArgument.issuperset(o):
+                members += _skipped(o, K_BoolListArgument, keep)
+            f_ = 'values'
+            x0 = o.get('values')
+            if x0 is None:
+                x0 = []
+            elif type(x0) is not list:
+                _bad('wrong type: expected an array', type(x0).__name__)
+            elif not _BOOL.issuperset(map(type, x0)):
+                _check_each(x0, _check_bool)
+            return BoolListArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_BoolValue(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (BoolValue)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_BoolValue.issuperset(o):
-            members += _skipped(o, K_BoolValue, keep)
-        x0 = o.get('value')
-        if x0 is None:
-            x0 = False
-        elif type(x0) is not bool:
-            _bad('value: expected bool', type(x0).__name__)
-        return BoolValue(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (BoolValue)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_BoolValue.issuperset(o):
+                members += _skipped(o, K_BoolValue, keep)
+            f_ = 'value'
+            x0 = o.get('value')
+            if x0 is None:
+                x0 = False
+            elif type(x0) is not bool:
+                _check_bool(x0)
+            return BoolValue(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_BufferMutationSpec(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (BufferMutationSpec)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_BufferMutationSpec.issuperset(o):
-            members += _skipped(o, K_BufferMutationSpec, keep)
-        x0 = o.get('arg')
-        if x0 is not None:
-            x0 = d_TensorArgument(x0, d + 1)
-        x1 = o.get('buffer_name')
-        if x1 is not None:
-            if type(x1) is not str:
-                _bad('buffer_name: expected str', type(x1).__name__)
-            _SC_attr_path(x1, 'BufferMutationSpec.buffer_name')
-            keep(x1)
-        return BufferMutationSpec(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (BufferMutationSpec)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_BufferMutationSpec.issuperset(o):
+                members += _skipped(o, K_BufferMutationSpec, keep)
+            f_ = 'arg'
+            x0 = o.get('arg')
+            if x0 is not None:
+                x0 = d_TensorArgument(x0, d + 1)
+            f_ = 'buffer_name'
+            x1 = o.get('buffer_name')
+            if x1 is not None:
+                if type(x1) is not str:
+                    _check_str(x1)
+                _SC_attr_path(x1, 'BufferMutationSpec.buffer_name')
+                keep(x1)
+            return BufferMutationSpec(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_BytesValue(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (BytesValue)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_BytesValue.issuperset(o):
-            members += _skipped(o, K_BytesValue, keep)
-        x0 = o.get('value')
-        if x0 is None:
-            x0 = []
-        elif type(x0) is not list:
-            _bad('value: expected an array', type(x0).__name__)
-        else:
-            _ints(x0, 0, 255)
-        return BytesValue(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (BytesValue)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_BytesValue.issuperset(o):
+                members += _skipped(o, K_BytesValue, keep)
+            f_ = 'value'
+            x0 = o.get('value')
+            if x0 is None:
+                x0 = []
+            elif type(x0) is not list:
+                _bad('wrong type: expected an array', type(x0).__name__)
+            else:
+                _check_ints(x0, 0, 255, 'uint8')
+            return BytesValue(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_ComplexArgument(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (ComplexArgument)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_ComplexArgument.issuperset(o):
-            members += _skipped(o, K_ComplexArgument, keep)
-        x0 = o.get('real')
-        if x0 is None:
-            x0 = 0.0
-        elif type(x0) is not float:
-            x0 = _jfloat(x0)
-        x1 = o.get('imag')
-        if x1 is None:
-            x1 = 0.0
-        elif type(x1) is not float:
-            x1 = _jfloat(x1)
-        return ComplexArgument(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (ComplexArgument)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_ComplexArgument.issuperset(o):
+                members += _skipped(o, K_ComplexArgument, keep)
+            f_ = 'real'
+            x0 = o.get('real')
+            if x0 is None:
+                x0 = 0.0
+            elif type(x0) is not float:
+                x0 = _jfloat(x0)
+            f_ = 'imag'
+            x1 = o.get('imag')
+            if x1 is None:
+                x1 = 0.0
+            elif type(x1) is not float:
+                x1 = _jfloat(x1)
+            return ComplexArgument(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_ComplexValue(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (ComplexValue)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_ComplexValue.issuperset(o):
-            members += _skipped(o, K_ComplexValue, keep)
-        x0 = o.get('real')
-        if x0 is None:
-            x0 = 0.0
-        elif type(x0) is not float:
-            x0 = _jfloat(x0)
-        x1 = o.get('imag')
-        if x1 is None:
-            x1 = 0.0
-        elif type(x1) is not float:
-            x1 = _jfloat(x1)
-        return ComplexValue(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (ComplexValue)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_ComplexValue.issuperset(o):
+                members += _skipped(o, K_ComplexValue, keep)
+            f_ = 'real'
+            x0 = o.get('real')
+            if x0 is None:
+                x0 = 0.0
+            elif type(x0) is not float:
+                x0 = _jfloat(x0)
+            f_ = 'imag'
+            x1 = o.get('imag')
+            if x1 is None:
+                x1 = 0.0
+            elif type(x1) is not float:
+                x1 = _jfloat(x1)
+            return ComplexValue(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_CustomObjArgument(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (CustomObjArgument)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_CustomObjArgument.issuperset(o):
-            members += _skipped(o, K_CustomObjArgument, keep)
-        x0 = o.get('name')
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_local_name(x0, 'CustomObjArgument.name')
-            keep(x0)
-        x1 = o.get('class_fqn')
-        if x1 is not None:
-            if type(x1) is not str:
-                _bad('class_fqn: expected str', type(x1).__name__)
-            _SC_qualified_name(x1, 'CustomObjArgument.class_fqn')
-            keep(x1)
-        return CustomObjArgument(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (CustomObjArgument)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_CustomObjArgument.issuperset(o):
+                members += _skipped(o, K_CustomObjArgument, keep)
+            f_ = 'name'
+            x0 = o.get('name')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_local_name(x0, 'CustomObjArgument.name')
+                keep(x0)
+            f_ = 'class_fqn'
+            x1 = o.get('class_fqn')
+            if x1 is not None:
+                if type(x1) is not str:
+                    _check_str(x1)
+                _SC_qualified_name(x1, 'CustomObjArgument.class_fqn')
+                keep(x1)
+            return CustomObjArgument(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_CustomObject(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (CustomObject)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_CustomObject.issuperset(o):
-            members += _skipped(o, K_CustomObject, keep)
-        x0 = o.get('name')
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_attr_path(x0, 'CustomObject.name')
-            keep(x0)
-        x1 = o.get('class_fqn')
-        if x1 is not None:
-            if type(x1) is not str:
-                _bad('class_fqn: expected str', type(x1).__name__)
-            _SC_qualified_name(x1, 'CustomObject.class_fqn')
-            keep(x1)
-        x2 = o.get('state')
-        if x2 is not None:
-            x2 = d_Value(x2, d + 1)
-        return CustomObject(x0, x1, x2)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (CustomObject)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_CustomObject.issuperset(o):
+                members += _skipped(o, K_CustomObject, keep)
+            f_ = 'name'
+            x0 = o.get('name')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_attr_path(x0, 'CustomObject.name')
+                keep(x0)
+            f_ = 'class_fqn'
+            x1 = o.get('class_fqn')
+            if x1 is not None:
+                if type(x1) is not str:
+                    _check_str(x1)
+                _SC_qualified_name(x1, 'CustomObject.class_fqn')
+                keep(x1)
+            f_ = 'state'
+            x2 = o.get('state')
+            if x2 is not None:
+                x2 = d_Value(x2, d + 1)
+            return CustomObject(x0, x1, x2)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_Device(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (Device)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_Device.issuperset(o):
-            members += _skipped(o, K_Device, keep)
-        x0 = o.get('type')
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('type: expected str', type(x0).__name__)
-            _SC_device_type(x0, 'Device.type')
-            keep(x0)
-        x1 = o.get('index')
-        if x1 is None:
-            x1 = -1
-        elif type(x1) is not int or not -2147483648 <= x1 <= 2147483647:
-            _bad('index: expected int32', x1)
-        return Device(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (Device)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_Device.issuperset(o):
+                members += _skipped(o, K_Device, keep)
+            f_ = 'type'
+            x0 = o.get('type')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_device_type(x0, 'Device.type')
+                keep(x0)
+            f_ = 'index'
+            x1 = o.get('index')
+            if x1 is None:
+                x1 = -1
+            elif type(x1) is not int or not -2147483648 <= x1 <= 2147483647:
+                _check_int(x1, -2147483648, 2147483647, 'int32')
+            return Device(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_DeviceArgument(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (DeviceArgument)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_DeviceArgument.issuperset(o):
-            members += _skipped(o, K_DeviceArgument, keep)
-        x0 = o.get('value')
-        if x0 is not None:
-            x0 = d_Device(x0, d + 1)
-        return DeviceArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (DeviceArgument)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_DeviceArgument.issuperset(o):
+                members += _skipped(o, K_DeviceArgument, keep)
+            f_ = 'value'
+            x0 = o.get('value')
+            if x0 is not None:
+                x0 = d_Device(x0, d + 1)
+            return DeviceArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_DeviceValue(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (DeviceValue)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_DeviceValue.issuperset(o):
-            members += _skipped(o, K_DeviceValue, keep)
-        x0 = o.get('value')
-        if x0 is not None:
-            x0 = d_Device(x0, d + 1)
-        return DeviceValue(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (DeviceValue)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_DeviceValue.issuperset(o):
+                members += _skipped(o, K_DeviceValue, keep)
+            f_ = 'value'
+            x0 = o.get('value')
+            if x0 is not None:
+                x0 = d_Device(x0, d + 1)
+            return DeviceValue(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_ExternalFile(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (ExternalFile)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_ExternalFile.issuperset(o):
-            members += _skipped(o, K_ExternalFile, keep)
-        x0 = o.get('name')
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_file_name(x0, 'ExternalFile.name')
-            keep(x0)
-        x1 = o.get('size')
-        if x1 is None:
-            x1 = 0
-        elif type(x1) is not int or not 0 <= x1 <= 18446744073709551615:
-            _bad('size: expected uint64', x1)
-        x2 = o.get('format')
-        if x2 is None:
-            x2 = 0
-        elif type(x2) is str:
-            x2 = EV_ExternalFormat.get(x2)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (ExternalFile)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_ExternalFile.issuperset(o):
+                members += _skipped(o, K_ExternalFile, keep)
+            f_ = 'name'
+            x0 = o.get('name')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_file_name(x0, 'ExternalFile.name')
+                keep(x0)
+            f_ = 'size'
+            x1 = o.get('size')
+            if x1 is None:
+                x1 = 0
+            elif type(x1) is not int or not 0 <= x1 <= 18446744073709551615:
+                _check_int(x1, 0, 18446744073709551615, 'uint64')
+            f_ = 'format'
+            x2 = o.get('format')
             if x2 is None:
-                raise VersionError('format: enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['format'])
-        elif type(x2) is not int or not 0 <= x2 <= 255:
-            _bad('format: expected ExternalFormat', x2)
-        x3 = o.get('checksum_kind')
-        if x3 is None:
-            x3 = 0
-        elif type(x3) is str:
-            x3 = EV_ChecksumKind.get(x3)
+                x2 = 0
+            elif type(x2) is str:
+                x2 = EV_ExternalFormat.get(x2)
+                if x2 is None:
+                    raise VersionError('enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['format'])
+            elif type(x2) is not int or not 0 <= x2 <= 255:
+                _check_int(x2, 0, 255, 'uint8')
+            f_ = 'checksum_kind'
+            x3 = o.get('checksum_kind')
             if x3 is None:
-                raise VersionError('checksum_kind: enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['checksum_kind'])
-        elif type(x3) is not int or not 0 <= x3 <= 255:
-            _bad('checksum_kind: expected ChecksumKind', x3)
-        x4 = o.get('checksum')
-        if x4 is None:
-            x4 = 0
-        elif type(x4) is not int or not 0 <= x4 <= 4294967295:
-            _bad('checksum: expected uint32', x4)
-        return ExternalFile(x0, x1, x2, x3, x4)
+                x3 = 0
+            elif type(x3) is str:
+                x3 = EV_ChecksumKind.get(x3)
+                if x3 is None:
+                    raise VersionError('enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['checksum_kind'])
+            elif type(x3) is not int or not 0 <= x3 <= 255:
+                _check_int(x3, 0, 255, 'uint8')
+            f_ = 'checksum'
+            x4 = o.get('checksum')
+            if x4 is None:
+                x4 = 0
+            elif type(x4) is not int or not 0 <= x4 <= 4294967295:
+                _check_int(x4, 0, 4294967295, 'uint32')
+            return ExternalFile(x0, x1, x2, x3, x4)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_ExtraFile(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (ExtraFile)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_ExtraFile.issuperset(o):
-            members += _skipped(o, K_ExtraFile, keep)
-        x0 = o.get('name')
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_metadata_key(x0, 'ExtraFile.name')
-            keep(x0)
-        x1 = o.get('storage')
-        if x1 is None:
-            x1 = 0
-        elif type(x1) is not int or not 0 <= x1 <= 4294967295:
-            _bad('storage: expected uint32', x1)
-        return ExtraFile(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (ExtraFile)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_ExtraFile.issuperset(o):
+                members += _skipped(o, K_ExtraFile, keep)
+            f_ = 'name'
+            x0 = o.get('name')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_metadata_key(x0, 'ExtraFile.name')
+                keep(x0)
+            f_ = 'storage'
+            x1 = o.get('storage')
+            if x1 is None:
+                x1 = 0
+            elif type(x1) is not int or not 0 <= x1 <= 4294967295:
+                _check_int(x1, 0, 4294967295, 'uint32')
+            return ExtraFile(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_FloatArgument(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (FloatArgument)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_FloatArgument.issuperset(o):
-            members += _skipped(o, K_FloatArgument, keep)
-        x0 = o.get('value')
-        if x0 is None:
-            x0 = 0.0
-        elif type(x0) is not float:
-            x0 = _jfloat(x0)
-        return FloatArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (FloatArgument)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_FloatArgument.issuperset(o):
+                members += _skipped(o, K_FloatArgument, keep)
+            f_ = 'value'
+            x0 = o.get('value')
+            if x0 is None:
+                x0 = 0.0
+            elif type(x0) is not float:
+                x0 = _jfloat(x0)
+            return FloatArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_FloatListArgument(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (FloatListArgument)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_FloatListArgument.issuperset(o):
-            members += _skipped(o, K_FloatListArgument, keep)
-        x0 = o.get('values')
-        if x0 is None:
-            x0 = []
-        elif type(x0) is not list:
-            _bad('values: expected an array', type(x0).__name__)
-        else:
-            x0 = _jfloats(x0)
-        return FloatListArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (FloatListArgument)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_FloatListArgument.issuperset(o):
+                members += _skipped(o, K_FloatListArgument, keep)
+            f_ = 'values'
+            x0 = o.get('values')
+            if x0 is None:
+                x0 = []
+            elif type(x0) is not list:
+                _bad('wrong type: expected an array', type(x0).__name__)
+            else:
+                x0 = _jfloats(x0)
+            return FloatListArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_FloatListListArgument(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (FloatListListArgument)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_FloatListListArgument.issuperset(o):
-            members += _skipped(o, K_FloatListListArgument, keep)
-        x0 = o.get('lists')
-        if x0 is None:
-            x0 = []
-        elif type(x0) is not list:
-            _bad('lists: expected an array', type(x0).__name__)
-        elif x0:
-            d1 = d + 1
-            x0 = [d_FloatListArgument(e, d1) for e in x0]
-        return FloatListListArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (FloatListListArgument)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_FloatListListArgument.issuperset(o):
+                members += _skipped(o, K_FloatListListArgument, keep)
+            f_ = ('lists', 'x0')
+            x0 = o.get('lists')
+            if x0 is None:
+                x0 = []
+            elif type(x0) is not list:
+                _bad('wrong type: expected an array', type(x0).__name__)
+            elif x0:
+                d1 = d + 1
+                x0 = [d_FloatListArgument(e, d1) for e in x0]
+            return FloatListListArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_FloatValue(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (FloatValue)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_FloatValue.issuperset(o):
-            members += _skipped(o, K_FloatValue, keep)
-        x0 = o.get('value')
-        if x0 is None:
-            x0 = 0.0
-        elif type(x0) is not float:
-            x0 = _jfloat(x0)
-        return FloatValue(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (FloatValue)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_FloatValue.issuperset(o):
+                members += _skipped(o, K_FloatValue, keep)
+            f_ = 'value'
+            x0 = o.get('value')
+            if x0 is None:
+                x0 = 0.0
+            elif type(x0) is not float:
+                x0 = _jfloat(x0)
+            return FloatValue(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_FormatVersion(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (FormatVersion)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_FormatVersion.issuperset(o):
-            members += _skipped(o, K_FormatVersion, keep)
-        x0 = o.get('major')
-        if x0 is None:
-            x0 = 0
-        elif type(x0) is not int or not 0 <= x0 <= 4294967295:
-            _bad('major: expected uint32', x0)
-        x1 = o.get('minor')
-        if x1 is None:
-            x1 = 0
-        elif type(x1) is not int or not 0 <= x1 <= 4294967295:
-            _bad('minor: expected uint32', x1)
-        return FormatVersion(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (FormatVersion)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_FormatVersion.issuperset(o):
+                members += _skipped(o, K_FormatVersion, keep)
+            f_ = 'major'
+            x0 = o.get('major')
+            if x0 is None:
+                x0 = 0
+            elif type(x0) is not int or not 0 <= x0 <= 4294967295:
+                _check_int(x0, 0, 4294967295, 'uint32')
+            f_ = 'minor'
+            x1 = o.get('minor')
+            if x1 is None:
+                x1 = 0
+            elif type(x1) is not int or not 0 <= x1 <= 4294967295:
+                _check_int(x1, 0, 4294967295, 'uint32')
+            return FormatVersion(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_GradientToParameterSpec(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (GradientToParameterSpec)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_GradientToParameterSpec.issuperset(o):
-            members += _skipped(o, K_GradientToParameterSpec, keep)
-        x0 = o.get('arg')
-        if x0 is not None:
-            x0 = d_TensorArgument(x0, d + 1)
-        x1 = o.get('parameter_name')
-        if x1 is not None:
-            if type(x1) is not str:
-                _bad('parameter_name: expected str', type(x1).__name__)
-            _SC_attr_path(x1, 'GradientToParameterSpec.parameter_name')
-            keep(x1)
-        return GradientToParameterSpec(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (GradientToParameterSpec)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_GradientToParameterSpec.issuperset(o):
+                members += _skipped(o, K_GradientToParameterSpec, keep)
+            f_ = 'arg'
+            x0 = o.get('arg')
+            if x0 is not None:
+                x0 = d_TensorArgument(x0, d + 1)
+            f_ = 'parameter_name'
+            x1 = o.get('parameter_name')
+            if x1 is not None:
+                if type(x1) is not str:
+                    _check_str(x1)
+                _SC_attr_path(x1, 'GradientToParameterSpec.parameter_name')
+                keep(x1)
+            return GradientToParameterSpec(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_GradientToUserInputSpec(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (GradientToUserInputSpec)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_GradientToUserInputSpec.issuperset(o):
-            members += _skipped(o, K_GradientToUserInputSpec, keep)
-        x0 = o.get('arg')
-        if x0 is not None:
-            x0 = d_TensorArgument(x0, d + 1)
-        x1 = o.get('user_input_name')
-        if x1 is not None:
-            if type(x1) is not str:
-                _bad('user_input_name: expected str', type(x1).__name__)
-            _SC_local_name(x1, 'GradientToUserInputSpec.user_input_name')
-            keep(x1)
-        return GradientToUserInputSpec(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (GradientToUserInputSpec)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_GradientToUserInputSpec.issuperset(o):
+                members += _skipped(o, K_GradientToUserInputSpec, keep)
+            f_ = 'arg'
+            x0 = o.get('arg')
+            if x0 is not None:
+                x0 = d_TensorArgument(x0, d + 1)
+            f_ = 'user_input_name'
+            x1 = o.get('user_input_name')
+            if x1 is not None:
+                if type(x1) is not str:
+                    _check_str(x1)
+                _SC_local_name(x1, 'GradientToUserInputSpec.user_input_name')
+                keep(x1)
+            return GradientToUserInputSpec(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_Graph(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (Graph)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_Graph.issuperset(o):
-            members += _skipped(o, K_Graph, keep)
-        x0 = o.get('inputs')
-        if x0 is None:
-            x0 = []
-        elif type(x0) is not list:
-            _bad('inputs: expected an array', type(x0).__name__)
-        elif x0:
-            d1 = d + 1
-            x0 = [d_Argument(e, d1) for e in x0]
-        x1 = o.get('outputs')
-        if x1 is None:
-            x1 = []
-        elif type(x1) is not list:
-            _bad('outputs: expected an array', type(x1).__name__)
-        elif x1:
-            d1 = d + 1
-            x1 = [d_Argument(e, d1) for e in x1]
-        x2 = o.get('nodes')
-        if x2 is None:
-            x2 = []
-        elif type(x2) is not list:
-            _bad('nodes: expected an array', type(x2).__name__)
-        elif x2:
-            d1 = d + 1
-            x2 = [d_Node(e, d1) for e in x2]
-        x3 = o.get('tensor_values')
-        if x3 is None:
-            x3 = []
-        elif type(x3) is not list:
-            _bad('tensor_values: expected an array', type(x3).__name__)
-        elif x3:
-            d1 = d + 1
-            x3 = [d_TensorValue(e, d1) for e in x3]
-        x4 = o.get('sym_int_values')
-        if x4 is None:
-            x4 = []
-        elif type(x4) is not list:
-            _bad('sym_int_values: expected an array', type(x4).__name__)
-        elif x4:
-            d1 = d + 1
-            x4 = [d_SymIntValue(e, d1) for e in x4]
-        x5 = o.get('sym_float_values')
-        if x5 is None:
-            x5 = []
-        elif type(x5) is not list:
-            _bad('sym_float_values: expected an array', type(x5).__name__)
-        elif x5:
-            d1 = d + 1
-            x5 = [d_SymFloatValue(e, d1) for e in x5]
-        x6 = o.get('sym_bool_values')
-        if x6 is None:
-            x6 = []
-        elif type(x6) is not list:
-            _bad('sym_bool_values: expected an array', type(x6).__name__)
-        elif x6:
-            d1 = d + 1
-            x6 = [d_SymBoolValue(e, d1) for e in x6]
-        x7 = o.get('custom_obj_values')
-        if x7 is None:
-            x7 = []
-        elif type(x7) is not list:
-            _bad('custom_obj_values: expected an array', type(x7).__name__)
-        elif x7:
-            d1 = d + 1
-            x7 = [d_CustomObjArgument(e, d1) for e in x7]
-        x8 = o.get('is_single_tensor_return')
-        if x8 is None:
-            x8 = False
-        elif type(x8) is not bool:
-            _bad('is_single_tensor_return: expected bool', type(x8).__name__)
-        x9 = o.get('is_list_return')
-        if x9 is None:
-            x9 = False
-        elif type(x9) is not bool:
-            _bad('is_list_return: expected bool', type(x9).__name__)
-        x10 = o.get('input_metadata')
-        if x10 is None:
-            x10 = []
-        elif type(x10) is not list:
-            _bad('input_metadata: expected an array', type(x10).__name__)
-        elif x10:
-            d1 = d + 1
-            x10 = [d_NodeMetadata(e, d1) for e in x10]
-        x11 = o.get('output_metadata')
-        if x11 is not None:
-            x11 = d_NodeMetadata(x11, d + 1)
-        return Graph(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (Graph)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_Graph.issuperset(o):
+                members += _skipped(o, K_Graph, keep)
+            f_ = ('inputs', 'x0')
+            x0 = o.get('inputs')
+            if x0 is None:
+                x0 = []
+            elif type(x0) is not list:
+                _bad('wrong type: expected an array', type(x0).__name__)
+            elif x0:
+                d1 = d + 1
+                x0 = [d_Argument(e, d1) for e in x0]
+            f_ = ('outputs', 'x1')
+            x1 = o.get('outputs')
+            if x1 is None:
+                x1 = []
+            elif type(x1) is not list:
+                _bad('wrong type: expected an array', type(x1).__name__)
+            elif x1:
+                d1 = d + 1
+                x1 = [d_Argument(e, d1) for e in x1]
+            f_ = ('nodes', 'x2')
+            x2 = o.get('nodes')
+            if x2 is None:
+                x2 = []
+            elif type(x2) is not list:
+                _bad('wrong type: expected an array', type(x2).__name__)
+            elif x2:
+                d1 = d + 1
+                x2 = [d_Node(e, d1) for e in x2]
+            f_ = ('tensor_values', 'x3')
+            x3 = o.get('tensor_values')
+            if x3 is None:
+                x3 = []
+            elif type(x3) is not list:
+                _bad('wrong type: expected an array', type(x3).__name__)
+            elif x3:
+                d1 = d + 1
+                x3 = [d_TensorValue(e, d1) for e in x3]
+            f_ = ('sym_int_values', 'x4')
+            x4 = o.get('sym_int_values')
+            if x4 is None:
+                x4 = []
+            elif type(x4) is not list:
+                _bad('wrong type: expected an array', type(x4).__name__)
+            elif x4:
+                d1 = d + 1
+                x4 = [d_SymIntValue(e, d1) for e in x4]
+            f_ = ('sym_float_values', 'x5')
+            x5 = o.get('sym_float_values')
+            if x5 is None:
+                x5 = []
+            elif type(x5) is not list:
+                _bad('wrong type: expected an array', type(x5).__name__)
+            elif x5:
+                d1 = d + 1
+                x5 = [d_SymFloatValue(e, d1) for e in x5]
+            f_ = ('sym_bool_values', 'x6')
+            x6 = o.get('sym_bool_values')
+            if x6 is None:
+                x6 = []
+            elif type(x6) is not list:
+                _bad('wrong type: expected an array', type(x6).__name__)
+            elif x6:
+                d1 = d + 1
+                x6 = [d_SymBoolValue(e, d1) for e in x6]
+            f_ = ('custom_obj_values', 'x7')
+            x7 = o.get('custom_obj_values')
+            if x7 is None:
+                x7 = []
+            elif type(x7) is not list:
+                _bad('wrong type: expected an array', type(x7).__name__)
+            elif x7:
+                d1 = d + 1
+                x7 = [d_CustomObjArgument(e, d1) for e in x7]
+            f_ = 'is_single_tensor_return'
+            x8 = o.get('is_single_tensor_return')
+            if x8 is None:
+                x8 = False
+            elif type(x8) is not bool:
+                _check_bool(x8)
+            f_ = 'is_list_return'
+            x9 = o.get('is_list_return')
+            if x9 is None:
+                x9 = False
+            elif type(x9) is not bool:
+                _check_bool(x9)
+            f_ = ('input_metadata', 'x10')
+            x10 = o.get('input_metadata')
+            if x10 is None:
+                x10 = []
+            elif type(x10) is not list:
+                _bad('wrong type: expected an array', type(x10).__name__)
+            elif x10:
+                d1 = d + 1
+                x10 = [d_NodeMetadata(e, d1) for e in x10]
+            f_ = 'output_metadata'
+            x11 = o.get('output_metadata')
+            if x11 is not None:
+                x11 = d_NodeMetadata(x11, d + 1)
+            return Graph(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_GraphArgument(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (GraphArgument)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_GraphArgument.issuperset(o):
-            members += _skipped(o, K_GraphArgument, keep)
-        x0 = o.get('name')
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_attr_path(x0, 'GraphArgument.name')
-            keep(x0)
-        x1 = o.get('graph')
-        if x1 is not None:
-            x1 = d_Graph(x1, d + 1)
-        x2 = o.get('metadata')
-        if x2 is not None:
-            x2 = d_NodeMetadata(x2, d + 1)
-        x3 = o.get('node_name')
-        if x3 is not None:
-            if type(x3) is not str:
-                _bad('node_name: expected str', type(x3).__name__)
-            _SC_local_name(x3, 'GraphArgument.node_name')
-            keep(x3)
-        return GraphArgument(x0, x1, x2, x3)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (GraphArgument)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_GraphArgument.issuperset(o):
+                members += _skipped(o, K_GraphArgument, keep)
+            f_ = 'name'
+            x0 = o.get('name')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_attr_path(x0, 'GraphArgument.name')
+                keep(x0)
+            f_ = 'graph'
+            x1 = o.get('graph')
+            if x1 is not None:
+                x1 = d_Graph(x1, d + 1)
+            f_ = 'metadata'
+            x2 = o.get('metadata')
+            if x2 is not None:
+                x2 = d_NodeMetadata(x2, d + 1)
+            f_ = 'node_name'
+            x3 = o.get('node_name')
+            if x3 is not None:
+                if type(x3) is not str:
+                    _check_str(x3)
+                _SC_local_name(x3, 'GraphArgument.node_name')
+                keep(x3)
+            return GraphArgument(x0, x1, x2, x3)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_GraphSignature(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (GraphSignature)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_GraphSignature.issuperset(o):
-            members += _skipped(o, K_GraphSignature, keep)
-        x0 = o.get('input_specs')
-        if x0 is None:
-            x0 = []
-        elif type(x0) is not list:
-            _bad('input_specs: expected an array', type(x0).__name__)
-        elif x0:
-            d1 = d + 1
-            x0 = [d_InputSpec(e, d1) for e in x0]
-        x1 = o.get('output_specs')
-        if x1 is None:
-            x1 = []
-        elif type(x1) is not list:
-            _bad('output_specs: expected an array', type(x1).__name__)
-        elif x1:
-            d1 = d + 1
-            x1 = [d_OutputSpec(e, d1) for e in x1]
-        return GraphSignature(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (GraphSignature)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_GraphSignature.issuperset(o):
+                members += _skipped(o, K_GraphSignature, keep)
+            f_ = ('input_specs', 'x0')
+            x0 = o.get('input_specs')
+            if x0 is None:
+                x0 = []
+            elif type(x0) is not list:
+                _bad('wrong type: expected an array', type(x0).__name__)
+            elif x0:
+                d1 = d + 1
+                x0 = [d_InputSpec(e, d1) for e in x0]
+            f_ = ('output_specs', 'x1')
+            x1 = o.get('output_specs')
+            if x1 is None:
+                x1 = []
+            elif type(x1) is not list:
+                _bad('wrong type: expected an array', type(x1).__name__)
+            elif x1:
+                d1 = d + 1
+                x1 = [d_OutputSpec(e, d1) for e in x1]
+            return GraphSignature(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_InputSpec(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (InputSpec)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_InputSpec.issuperset(o):
-            members += _skipped(o, K_InputSpec, keep)
-        x1 = o.get('spec')
-        t1 = o.get('spec_type')
-        if t1 is None:
-            if x1 is not None:
-                _bad('spec: member without its _type key')
-        elif x1 is None:
-            if t1 != 'NONE' and (t1 != 0 or type(t1) is not int):
-                _bad('spec: union type without a member, or unknown', t1)
-        else:
-            if type(t1) is str:
-                t1 = UN_InputSpecKind.get(t1, t1)
-                if type(t1) is str:
-                    if t1 == 'NONE':
-                        _bad('spec: NONE with a member')
-                    raise VersionError('spec: union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=t1)
-            elif type(t1) is int and 0 < t1 <= 7:
-                t1 = UD_InputSpecKind[t1]
-            elif type(t1) is int and 7 < t1 <= 255:
-                raise VersionError('spec: union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=t1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (InputSpec)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_InputSpec.issuperset(o):
+                members += _skipped(o, K_InputSpec, keep)
+            f_ = 'spec_type'
+            x1 = o.get('spec')
+            t1 = o.get('spec_type')
+            if t1 is None:
+                if x1 is not None:
+                    _bad('union member without its _type key')
+            elif x1 is None:
+                if t1 != 'NONE' and (t1 != 0 or type(t1) is not int):
+                    _bad('union type without a member, or unknown', t1)
             else:
-                _bad('spec: bad union type, or NONE with a member', t1)
-            x1 = t1(x1, d + 1)
-        return InputSpec(x1)
+                if type(t1) is str:
+                    t1 = UN_InputSpecKind.get(t1, t1)
+                    if type(t1) is str:
+                        if t1 == 'NONE':
+                            _bad('union member given with type NONE')
+                        raise VersionError('union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=t1)
+                elif type(t1) is int and 0 < t1 <= 7:
+                    t1 = UD_InputSpecKind[t1]
+                elif type(t1) is int and 7 < t1 <= 255:
+                    raise VersionError('union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=t1)
+                else:
+                    _bad('wrong type: bad union type, or NONE with a member', t1)
+                f_ = 'spec'
+                x1 = t1(x1, d + 1)
+            return InputSpec(x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_InputToBufferSpec(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (InputToBufferSpec)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_InputToBufferSpec.issuperset(o):
-            members += _skipped(o, K_InputToBufferSpec, keep)
-        x0 = o.get('arg')
-        if x0 is not None:
-            x0 = d_TensorArgument(x0, d + 1)
-        x1 = o.get('buffer_name')
-        if x1 is not None:
-            if type(x1) is not str:
-                _bad('buffer_name: expected str', type(x1).__name__)
-            _SC_attr_path(x1, 'InputToBufferSpec.buffer_name')
-            keep(x1)
-        x2 = o.get('persistent')
-        if x2 is None:
-            x2 = False
-        elif type(x2) is not bool:
-            _bad('persistent: expected bool', type(x2).__name__)
-        return InputToBufferSpec(x0, x1, x2)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (InputToBufferSpec)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_InputToBufferSpec.issuperset(o):
+                members += _skipped(o, K_InputToBufferSpec, keep)
+            f_ = 'arg'
+            x0 = o.get('arg')
+            if x0 is not None:
+                x0 = d_TensorArgument(x0, d + 1)
+            f_ = 'buffer_name'
+            x1 = o.get('buffer_name')
+            if x1 is not None:
+                if type(x1) is not str:
+                    _check_str(x1)
+                _SC_attr_path(x1, 'InputToBufferSpec.buffer_name')
+                keep(x1)
+            f_ = 'persistent'
+            x2 = o.get('persistent')
+            if x2 is None:
+                x2 = False
+            elif type(x2) is not bool:
+                _check_bool(x2)
+            return InputToBufferSpec(x0, x1, x2)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_InputToConstantInputSpec(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (InputToConstantInputSpec)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_InputToConstantInputSpec.issuperset(o):
-            members += _skipped(o, K_InputToConstantInputSpec, keep)
-        x0 = o.get('name')
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_local_name(x0, 'InputToConstantInputSpec.name')
-            keep(x0)
-        x1 = o.get('value')
-        if x1 is not None:
-            x1 = d_Value(x1, d + 1)
-        return InputToConstantInputSpec(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (InputToConstantInputSpec)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_InputToConstantInputSpec.issuperset(o):
+                members += _skipped(o, K_InputToConstantInputSpec, keep)
+            f_ = 'name'
+            x0 = o.get('name')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_local_name(x0, 'InputToConstantInputSpec.name')
+                keep(x0)
+            f_ = 'value'
+            x1 = o.get('value')
+            if x1 is not None:
+                x1 = d_Value(x1, d + 1)
+            return InputToConstantInputSpec(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_InputToCustomObjSpec(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (InputToCustomObjSpec)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_InputToCustomObjSpec.issuperset(o):
-            members += _skipped(o, K_InputToCustomObjSpec, keep)
-        x0 = o.get('arg')
-        if x0 is not None:
-            x0 = d_CustomObjArgument(x0, d + 1)
-        x1 = o.get('custom_obj_name')
-        if x1 is not None:
-            if type(x1) is not str:
-                _bad('custom_obj_name: expected str', type(x1).__name__)
-            _SC_attr_path(x1, 'InputToCustomObjSpec.custom_obj_name')
-            keep(x1)
-        return InputToCustomObjSpec(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (InputToCustomObjSpec)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_InputToCustomObjSpec.issuperset(o):
+                members += _skipped(o, K_InputToCustomObjSpec, keep)
+            f_ = 'arg'
+            x0 = o.get('arg')
+            if x0 is not None:
+                x0 = d_CustomObjArgument(x0, d + 1)
+            f_ = 'custom_obj_name'
+            x1 = o.get('custom_obj_name')
+            if x1 is not None:
+                if type(x1) is not str:
+                    _check_str(x1)
+                _SC_attr_path(x1, 'InputToCustomObjSpec.custom_obj_name')
+                keep(x1)
+            return InputToCustomObjSpec(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_InputToParameterSpec(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (InputToParameterSpec)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_InputToParameterSpec.issuperset(o):
-            members += _skipped(o, K_InputToParameterSpec, keep)
-        x0 = o.get('arg')
-        if x0 is not None:
-            x0 = d_TensorArgument(x0, d + 1)
-        x1 = o.get('parameter_name')
-        if x1 is not None:
-            if type(x1) is not str:
-                _bad('parameter_name: expected str', type(x1).__name__)
-            _SC_attr_path(x1, 'InputToParameterSpec.parameter_name')
-            keep(x1)
-        return InputToParameterSpec(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (InputToParameterSpec)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_InputToParameterSpec.issuperset(o):
+                members += _skipped(o, K_InputToParameterSpec, keep)
+            f_ = 'arg'
+            x0 = o.get('arg')
+            if x0 is not None:
+                x0 = d_TensorArgument(x0, d + 1)
+            f_ = 'parameter_name'
+            x1 = o.get('parameter_name')
+            if x1 is not None:
+                if type(x1) is not str:
+                    _check_str(x1)
+                _SC_attr_path(x1, 'InputToParameterSpec.parameter_name')
+                keep(x1)
+            return InputToParameterSpec(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_InputToTensorConstantSpec(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (InputToTensorConstantSpec)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_InputToTensorConstantSpec.issuperset(o):
-            members += _skipped(o, K_InputToTensorConstantSpec, keep)
-        x0 = o.get('arg')
-        if x0 is not None:
-            x0 = d_TensorArgument(x0, d + 1)
-        x1 = o.get('tensor_constant_name')
-        if x1 is not None:
-            if type(x1) is not str:
-                _bad('tensor_constant_name: expected str', type(x1).__name__)
-            _SC_attr_path(x1, 'InputToTensorConstantSpec.tensor_constant_name')
-            keep(x1)
-        x2 = o.get('persistent')
-        if x2 is None:
-            x2 = False
-        elif type(x2) is not bool:
-            _bad('persistent: expected bool', type(x2).__name__)
-        x3 = o.get('has_persistent')
-        if x3 is None:
-            x3 = False
-        elif type(x3) is not bool:
-            _bad('has_persistent: expected bool', type(x3).__name__)
-        return InputToTensorConstantSpec(x0, x1, x2, x3)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (InputToTensorConstantSpec)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_InputToTensorConstantSpec.issuperset(o):
+                members += _skipped(o, K_InputToTensorConstantSpec, keep)
+            f_ = 'arg'
+            x0 = o.get('arg')
+            if x0 is not None:
+                x0 = d_TensorArgument(x0, d + 1)
+            f_ = 'tensor_constant_name'
+            x1 = o.get('tensor_constant_name')
+            if x1 is not None:
+                if type(x1) is not str:
+                    _check_str(x1)
+                _SC_attr_path(x1, 'InputToTensorConstantSpec.tensor_constant_name')
+                keep(x1)
+            f_ = 'persistent'
+            x2 = o.get('persistent')
+            if x2 is None:
+                x2 = False
+            elif type(x2) is not bool:
+                _check_bool(x2)
+            f_ = 'has_persistent'
+            x3 = o.get('has_persistent')
+            if x3 is None:
+                x3 = False
+            elif type(x3) is not bool:
+                _check_bool(x3)
+            return InputToTensorConstantSpec(x0, x1, x2, x3)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_InputTokenSpec(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (InputTokenSpec)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_InputTokenSpec.issuperset(o):
-            members += _skipped(o, K_InputTokenSpec, keep)
-        x0 = o.get('arg')
-        if x0 is not None:
-            x0 = d_TokenArgument(x0, d + 1)
-        return InputTokenSpec(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (InputTokenSpec)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_InputTokenSpec.issuperset(o):
+                members += _skipped(o, K_InputTokenSpec, keep)
+            f_ = 'arg'
+            x0 = o.get('arg')
+            if x0 is not None:
+                x0 = d_TokenArgument(x0, d + 1)
+            return InputTokenSpec(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_IntArgument(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (IntArgument)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_IntArgument.issuperset(o):
-            members += _skipped(o, K_IntArgument, keep)
-        x0 = o.get('value')
-        if x0 is None:
-            x0 = 0
-        elif type(x0) is not int or not -9223372036854775808 <= x0 <= 9223372036854775807:
-            _bad('value: expected int64', x0)
-        return IntArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (IntArgument)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_IntArgument.issuperset(o):
+                members += _skipped(o, K_IntArgument, keep)
+            f_ = 'value'
+            x0 = o.get('value')
+            if x0 is None:
+                x0 = 0
+            elif type(x0) is not int or not -9223372036854775808 <= x0 <= 9223372036854775807:
+                _check_int(x0, -9223372036854775808, 9223372036854775807, 'int64')
+            return IntArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_IntListArgument(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (IntListArgument)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_IntListArgument.issuperset(o):
-            members += _skipped(o, K_IntListArgument, keep)
-        x0 = o.get('values')
-        if x0 is None:
-            x0 = []
-        elif type(x0) is not list:
-            _bad('values: expected an array', type(x0).__name__)
-        else:
-            _ints(x0, -9223372036854775808, 9223372036854775807)
-        return IntListArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (IntListArgument)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_IntListArgument.issuperset(o):
+                members += _skipped(o, K_IntListArgument, keep)
+            f_ = 'values'
+            x0 = o.get('values')
+            if x0 is None:
+                x0 = []
+            elif type(x0) is not list:
+                _bad('wrong type: expected an array', type(x0).__name__)
+            else:
+                _check_ints(x0, -9223372036854775808, 9223372036854775807, 'int64')
+            return IntListArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_IntListListArgument(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (IntListListArgument)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_IntListListArgument.issuperset(o):
-            members += _skipped(o, K_IntListListArgument, keep)
-        x0 = o.get('lists')
-        if x0 is None:
-            x0 = []
-        elif type(x0) is not list:
-            _bad('lists: expected an array', type(x0).__name__)
-        elif x0:
-            d1 = d + 1
-            x0 = [d_IntListArgument(e, d1) for e in x0]
-        return IntListListArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (IntListListArgument)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_IntListListArgument.issuperset(o):
+                members += _skipped(o, K_IntListListArgument, keep)
+            f_ = ('lists', 'x0')
+            x0 = o.get('lists')
+            if x0 is None:
+                x0 = []
+            elif type(x0) is not list:
+                _bad('wrong type: expected an array', type(x0).__name__)
+            elif x0:
+                d1 = d + 1
+                x0 = [d_IntListArgument(e, d1) for e in x0]
+            return IntListListArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_IntValue(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (IntValue)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_IntValue.issuperset(o):
-            members += _skipped(o, K_IntValue, keep)
-        x0 = o.get('value')
-        if x0 is None:
-            x0 = 0
-        elif type(x0) is not int or not -9223372036854775808 <= x0 <= 9223372036854775807:
-            _bad('value: expected int64', x0)
-        return IntValue(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (IntValue)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_IntValue.issuperset(o):
+                members += _skipped(o, K_IntValue, keep)
+            f_ = 'value'
+            x0 = o.get('value')
+            if x0 is None:
+                x0 = 0
+            elif type(x0) is not int or not -9223372036854775808 <= x0 <= 9223372036854775807:
+                _check_int(x0, -9223372036854775808, 9223372036854775807, 'int64')
+            return IntValue(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_KeyPathEntry(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (KeyPathEntry)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_KeyPathEntry.issuperset(o):
-            members += _skipped(o, K_KeyPathEntry, keep)
-        x0 = o.get('kind')
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('kind: expected str', type(x0).__name__)
-            _SC_token(x0, 'KeyPathEntry.kind')
-            keep(x0)
-        x1 = o.get('index')
-        if x1 is None:
-            x1 = 0
-        elif type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
-            _bad('index: expected int64', x1)
-        x2 = o.get('name')
-        if x2 is not None:
-            if type(x2) is not str:
-                _bad('name: expected str', type(x2).__name__)
-            _SC_identifier(x2, 'KeyPathEntry.name')
-            keep(x2)
-        return KeyPathEntry(x0, x1, x2)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (KeyPathEntry)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_KeyPathEntry.issuperset(o):
+                members += _skipped(o, K_KeyPathEntry, keep)
+            f_ = 'kind'
+            x0 = o.get('kind')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_token(x0, 'KeyPathEntry.kind')
+                keep(x0)
+            f_ = 'index'
+            x1 = o.get('index')
+            if x1 is None:
+                x1 = 0
+            elif type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
+                _check_int(x1, -9223372036854775808, 9223372036854775807, 'int64')
+            f_ = 'name'
+            x2 = o.get('name')
+            if x2 is not None:
+                if type(x2) is not str:
+                    _check_str(x2)
+                _SC_identifier(x2, 'KeyPathEntry.name')
+                keep(x2)
+            return KeyPathEntry(x0, x1, x2)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_LayoutArgument(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (LayoutArgument)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_LayoutArgument.issuperset(o):
-            members += _skipped(o, K_LayoutArgument, keep)
-        x0 = o.get('value')
-        if x0 is None:
-            x0 = 0
-        elif type(x0) is str:
-            x0 = EV_Layout.get(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (LayoutArgument)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_LayoutArgument.issuperset(o):
+                members += _skipped(o, K_LayoutArgument, keep)
+            f_ = 'value'
+            x0 = o.get('value')
             if x0 is None:
-                raise VersionError('value: enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['value'])
-        elif type(x0) is not int or not 0 <= x0 <= 255:
-            _bad('value: expected Layout', x0)
-        return LayoutArgument(x0)
+                x0 = 0
+            elif type(x0) is str:
+                x0 = EV_Layout.get(x0)
+                if x0 is None:
+                    raise VersionError('enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['value'])
+            elif type(x0) is not int or not 0 <= x0 <= 255:
+                _check_int(x0, 0, 255, 'uint8')
+            return LayoutArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_ListValue(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (ListValue)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_ListValue.issuperset(o):
-            members += _skipped(o, K_ListValue, keep)
-        x0 = o.get('items')
-        if x0 is None:
-            x0 = []
-        elif type(x0) is not list:
-            _bad('items: expected an array', type(x0).__name__)
-        elif x0:
-            d1 = d + 1
-            x0 = [d_Value(e, d1) for e in x0]
-        x1 = o.get('is_tuple')
-        if x1 is None:
-            x1 = False
-        elif type(x1) is not bool:
-            _bad('is_tuple: expected bool', type(x1).__name__)
-        return ListValue(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (ListValue)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_ListValue.issuperset(o):
+                members += _skipped(o, K_ListValue, keep)
+            f_ = ('items', 'x0')
+            x0 = o.get('items')
+            if x0 is None:
+                x0 = []
+            elif type(x0) is not list:
+                _bad('wrong type: expected an array', type(x0).__name__)
+            elif x0:
+                d1 = d + 1
+                x0 = [d_Value(e, d1) for e in x0]
+            f_ = 'is_tuple'
+            x1 = o.get('is_tuple')
+            if x1 is None:
+                x1 = False
+            elif type(x1) is not bool:
+                _check_bool(x1)
+            return ListValue(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_LossOutputSpec(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (LossOutputSpec)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_LossOutputSpec.issuperset(o):
-            members += _skipped(o, K_LossOutputSpec, keep)
-        x0 = o.get('arg')
-        if x0 is not None:
-            x0 = d_TensorArgument(x0, d + 1)
-        return LossOutputSpec(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (LossOutputSpec)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_LossOutputSpec.issuperset(o):
+                members += _skipped(o, K_LossOutputSpec, keep)
+            f_ = 'arg'
+            x0 = o.get('arg')
+            if x0 is not None:
+                x0 = d_TensorArgument(x0, d + 1)
+            return LossOutputSpec(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_MapEntry(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (MapEntry)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_MapEntry.issuperset(o):
-            members += _skipped(o, K_MapEntry, keep)
-        x0 = o.get('key')
-        if x0 is not None:
-            x0 = d_Value(x0, d + 1)
-        x1 = o.get('value')
-        if x1 is not None:
-            x1 = d_Value(x1, d + 1)
-        return MapEntry(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (MapEntry)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_MapEntry.issuperset(o):
+                members += _skipped(o, K_MapEntry, keep)
+            f_ = 'key'
+            x0 = o.get('key')
+            if x0 is not None:
+                x0 = d_Value(x0, d + 1)
+            f_ = 'value'
+            x1 = o.get('value')
+            if x1 is not None:
+                x1 = d_Value(x1, d + 1)
+            return MapEntry(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_MapValue(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (MapValue)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_MapValue.issuperset(o):
-            members += _skipped(o, K_MapValue, keep)
-        x0 = o.get('entries')
-        if x0 is None:
-            x0 = []
-        elif type(x0) is not list:
-            _bad('entries: expected an array', type(x0).__name__)
-        elif x0:
-            d1 = d + 1
-            x0 = [d_MapEntry(e, d1) for e in x0]
-        return MapValue(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (MapValue)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_MapValue.issuperset(o):
+                members += _skipped(o, K_MapValue, keep)
+            f_ = ('entries', 'x0')
+            x0 = o.get('entries')
+            if x0 is None:
+                x0 = []
+            elif type(x0) is not list:
+                _bad('wrong type: expected an array', type(x0).__name__)
+            elif x0:
+                d1 = d + 1
+                x0 = [d_MapEntry(e, d1) for e in x0]
+            return MapValue(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_MemoryFormatArgument(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (MemoryFormatArgument)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_MemoryFormatArgument.issuperset(o):
-            members += _skipped(o, K_MemoryFormatArgument, keep)
-        x0 = o.get('value')
-        if x0 is None:
-            x0 = 0
-        elif type(x0) is str:
-            x0 = EV_MemoryFormat.get(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (MemoryFormatArgument)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_MemoryFormatArgument.issuperset(o):
+                members += _skipped(o, K_MemoryFormatArgument, keep)
+            f_ = 'value'
+            x0 = o.get('value')
             if x0 is None:
-                raise VersionError('value: enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['value'])
-        elif type(x0) is not int or not 0 <= x0 <= 255:
-            _bad('value: expected MemoryFormat', x0)
-        return MemoryFormatArgument(x0)
+                x0 = 0
+            elif type(x0) is str:
+                x0 = EV_MemoryFormat.get(x0)
+                if x0 is None:
+                    raise VersionError('enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['value'])
+            elif type(x0) is not int or not 0 <= x0 <= 255:
+                _check_int(x0, 0, 255, 'uint8')
+            return MemoryFormatArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_ModuleCallEntry(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (ModuleCallEntry)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_ModuleCallEntry.issuperset(o):
-            members += _skipped(o, K_ModuleCallEntry, keep)
-        x0 = o.get('fqn')
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('fqn: expected str', type(x0).__name__)
-            _SC_optional_attr_path(x0, 'ModuleCallEntry.fqn')
-            keep(x0)
-        x1 = o.get('signature')
-        if x1 is not None:
-            x1 = d_ModuleCallSignature(x1, d + 1)
-        return ModuleCallEntry(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (ModuleCallEntry)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_ModuleCallEntry.issuperset(o):
+                members += _skipped(o, K_ModuleCallEntry, keep)
+            f_ = 'fqn'
+            x0 = o.get('fqn')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_optional_attr_path(x0, 'ModuleCallEntry.fqn')
+                keep(x0)
+            f_ = 'signature'
+            x1 = o.get('signature')
+            if x1 is not None:
+                x1 = d_ModuleCallSignature(x1, d + 1)
+            return ModuleCallEntry(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_ModuleCallSignature(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (ModuleCallSignature)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_ModuleCallSignature.issuperset(o):
-            members += _skipped(o, K_ModuleCallSignature, keep)
-        x0 = o.get('inputs')
-        if x0 is None:
-            x0 = []
-        elif type(x0) is not list:
-            _bad('inputs: expected an array', type(x0).__name__)
-        elif x0:
-            d1 = d + 1
-            x0 = [d_Argument(e, d1) for e in x0]
-        x1 = o.get('outputs')
-        if x1 is None:
-            x1 = []
-        elif type(x1) is not list:
-            _bad('outputs: expected an array', type(x1).__name__)
-        elif x1:
-            d1 = d + 1
-            x1 = [d_Argument(e, d1) for e in x1]
-        x2 = o.get('in_spec')
-        if x2 is not None:
-            x2 = d_TreeSpec(x2, d + 1)
-        x3 = o.get('out_spec')
-        if x3 is not None:
-            x3 = d_TreeSpec(x3, d + 1)
-        x4 = o.get('forward_arg_names')
-        if x4 is None:
-            x4 = []
-        elif type(x4) is not list:
-            _bad('forward_arg_names: expected an array', type(x4).__name__)
-        elif not _STR.issuperset(map(type, x4)):
-            _bad('forward_arg_names: expected strings')
-        else:
-            keep_all(x4)
-            for _s in x4: _SC_local_name(_s, 'ModuleCallSignature.forward_arg_names')
-        return ModuleCallSignature(x0, x1, x2, x3, x4)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (ModuleCallSignature)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_ModuleCallSignature.issuperset(o):
+                members += _skipped(o, K_ModuleCallSignature, keep)
+            f_ = ('inputs', 'x0')
+            x0 = o.get('inputs')
+            if x0 is None:
+                x0 = []
+            elif type(x0) is not list:
+                _bad('wrong type: expected an array', type(x0).__name__)
+            elif x0:
+                d1 = d + 1
+                x0 = [d_Argument(e, d1) for e in x0]
+            f_ = ('outputs', 'x1')
+            x1 = o.get('outputs')
+            if x1 is None:
+                x1 = []
+            elif type(x1) is not list:
+                _bad('wrong type: expected an array', type(x1).__name__)
+            elif x1:
+                d1 = d + 1
+                x1 = [d_Argument(e, d1) for e in x1]
+            f_ = 'in_spec'
+            x2 = o.get('in_spec')
+            if x2 is not None:
+                x2 = d_TreeSpec(x2, d + 1)
+            f_ = 'out_spec'
+            x3 = o.get('out_spec')
+            if x3 is not None:
+                x3 = d_TreeSpec(x3, d + 1)
+            f_ = 'forward_arg_names'
+            x4 = o.get('forward_arg_names')
+            if x4 is None:
+                x4 = []
+            elif type(x4) is not list:
+                _bad('wrong type: expected an array', type(x4).__name__)
+            elif not _STR.issuperset(map(type, x4)):
+                _check_each(x4, _check_str)
+            else:
+                keep_all(x4)
+                for _s in x4: _SC_local_name(_s, 'ModuleCallSignature.forward_arg_names')
+            return ModuleCallSignature(x0, x1, x2, x3, x4)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_ModuleStackEntry(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (ModuleStackEntry)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_ModuleStackEntry.issuperset(o):
-            members += _skipped(o, K_ModuleStackEntry, keep)
-        x0 = o.get('key')
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('key: expected str', type(x0).__name__)
-            _SC_token(x0, 'ModuleStackEntry.key')
-            keep(x0)
-        x1 = o.get('path')
-        if x1 is not None:
-            if type(x1) is not str:
-                _bad('path: expected str', type(x1).__name__)
-            _SC_optional_attr_path(x1, 'ModuleStackEntry.path')
-            keep(x1)
-        x2 = o.get('type_name')
-        if x2 is not None:
-            if type(x2) is not str:
-                _bad('type_name: expected str', type(x2).__name__)
-            _SC_qualified_name(x2, 'ModuleStackEntry.type_name')
-            keep(x2)
-        return ModuleStackEntry(x0, x1, x2)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (ModuleStackEntry)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_ModuleStackEntry.issuperset(o):
+                members += _skipped(o, K_ModuleStackEntry, keep)
+            f_ = 'key'
+            x0 = o.get('key')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_token(x0, 'ModuleStackEntry.key')
+                keep(x0)
+            f_ = 'path'
+            x1 = o.get('path')
+            if x1 is not None:
+                if type(x1) is not str:
+                    _check_str(x1)
+                _SC_optional_attr_path(x1, 'ModuleStackEntry.path')
+                keep(x1)
+            f_ = 'type_name'
+            x2 = o.get('type_name')
+            if x2 is not None:
+                if type(x2) is not str:
+                    _check_str(x2)
+                _SC_qualified_name(x2, 'ModuleStackEntry.type_name')
+                keep(x2)
+            return ModuleStackEntry(x0, x1, x2)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_NamedArgument(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (NamedArgument)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_NamedArgument.issuperset(o):
-            members += _skipped(o, K_NamedArgument, keep)
-        x0 = o.get('name')
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_optional_identifier(x0, 'NamedArgument.name')
-            keep(x0)
-        x2 = o.get('value')
-        t2 = o.get('value_type')
-        if t2 is None:
-            if x2 is not None:
-                _bad('value: member without its _type key')
-        elif x2 is None:
-            if t2 != 'NONE' and (t2 != 0 or type(t2) is not int):
-                _bad('value: union type without a member, or unknown', t2)
-        else:
-            if type(t2) is str:
-                t2 = UN_ArgumentValue.get(t2, t2)
-                if type(t2) is str:
-                    if t2 == 'NONE':
-                        _bad('value: NONE with a member')
-                    raise VersionError('value: union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=t2)
-            elif type(t2) is int and 0 < t2 <= 32:
-                t2 = UD_ArgumentValue[t2]
-            elif type(t2) is int and 32 < t2 <= 255:
-                raise VersionError('value: union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=t2)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (NamedArgument)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_NamedArgument.issuperset(o):
+                members += _skipped(o, K_NamedArgument, keep)
+            f_ = 'name'
+            x0 = o.get('name')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_optional_identifier(x0, 'NamedArgument.name')
+                keep(x0)
+            f_ = 'value_type'
+            x2 = o.get('value')
+            t2 = o.get('value_type')
+            if t2 is None:
+                if x2 is not None:
+                    _bad('union member without its _type key')
+            elif x2 is None:
+                if t2 != 'NONE' and (t2 != 0 or type(t2) is not int):
+                    _bad('union type without a member, or unknown', t2)
             else:
-                _bad('value: bad union type, or NONE with a member', t2)
-            x2 = t2(x2, d + 1)
-        x3 = o.get('kind')
-        if x3 is None:
-            x3 = 0
-        elif type(x3) is str:
-            x3 = EV_ArgumentKind.get(x3)
+                if type(t2) is str:
+                    t2 = UN_ArgumentValue.get(t2, t2)
+                    if type(t2) is str:
+                        if t2 == 'NONE':
+                            _bad('union member given with type NONE')
+                        raise VersionError('union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=t2)
+                elif type(t2) is int and 0 < t2 <= 32:
+                    t2 = UD_ArgumentValue[t2]
+                elif type(t2) is int and 32 < t2 <= 255:
+                    raise VersionError('union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=t2)
+                else:
+                    _bad('wrong type: bad union type, or NONE with a member', t2)
+                f_ = 'value'
+                x2 = t2(x2, d + 1)
+            f_ = 'kind'
+            x3 = o.get('kind')
             if x3 is None:
-                raise VersionError('kind: enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['kind'])
-        elif type(x3) is not int or not 0 <= x3 <= 255:
-            _bad('kind: expected ArgumentKind', x3)
-        x4 = o.get('is_tuple')
-        if x4 is None:
-            x4 = False
-        elif type(x4) is not bool:
-            _bad('is_tuple: expected bool', type(x4).__name__)
-        return NamedArgument(x0, x2, x3, x4)
+                x3 = 0
+            elif type(x3) is str:
+                x3 = EV_ArgumentKind.get(x3)
+                if x3 is None:
+                    raise VersionError('enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['kind'])
+            elif type(x3) is not int or not 0 <= x3 <= 255:
+                _check_int(x3, 0, 255, 'uint8')
+            f_ = 'is_tuple'
+            x4 = o.get('is_tuple')
+            if x4 is None:
+                x4 = False
+            elif type(x4) is not bool:
+                _check_bool(x4)
+            return NamedArgument(x0, x2, x3, x4)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_NamedTupleDef(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (NamedTupleDef)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_NamedTupleDef.issuperset(o):
-            members += _skipped(o, K_NamedTupleDef, keep)
-        x0 = o.get('type_name')
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('type_name: expected str', type(x0).__name__)
-            _SC_qualified_name(x0, 'NamedTupleDef.type_name')
-            keep(x0)
-        x1 = o.get('field_names')
-        if x1 is None:
-            x1 = []
-        elif type(x1) is not list:
-            _bad('field_names: expected an array', type(x1).__name__)
-        elif not _STR.issuperset(map(type, x1)):
-            _bad('field_names: expected strings')
-        else:
-            keep_all(x1)
-            for _s in x1: _SC_identifier(_s, 'NamedTupleDef.field_names')
-        return NamedTupleDef(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (NamedTupleDef)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_NamedTupleDef.issuperset(o):
+                members += _skipped(o, K_NamedTupleDef, keep)
+            f_ = 'type_name'
+            x0 = o.get('type_name')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_qualified_name(x0, 'NamedTupleDef.type_name')
+                keep(x0)
+            f_ = 'field_names'
+            x1 = o.get('field_names')
+            if x1 is None:
+                x1 = []
+            elif type(x1) is not list:
+                _bad('wrong type: expected an array', type(x1).__name__)
+            elif not _STR.issuperset(map(type, x1)):
+                _check_each(x1, _check_str)
+            else:
+                keep_all(x1)
+                for _s in x1: _SC_identifier(_s, 'NamedTupleDef.field_names')
+            return NamedTupleDef(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_NestedTensorListArgument(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (NestedTensorListArgument)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_NestedTensorListArgument.issuperset(o):
-            members += _skipped(o, K_NestedTensorListArgument, keep)
-        x0 = o.get('lists')
-        if x0 is None:
-            x0 = []
-        elif type(x0) is not list:
-            _bad('lists: expected an array', type(x0).__name__)
-        elif x0:
-            d1 = d + 1
-            x0 = [d_TensorListArgument(e, d1) for e in x0]
-        return NestedTensorListArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (NestedTensorListArgument)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_NestedTensorListArgument.issuperset(o):
+                members += _skipped(o, K_NestedTensorListArgument, keep)
+            f_ = ('lists', 'x0')
+            x0 = o.get('lists')
+            if x0 is None:
+                x0 = []
+            elif type(x0) is not list:
+                _bad('wrong type: expected an array', type(x0).__name__)
+            elif x0:
+                d1 = d + 1
+                x0 = [d_TensorListArgument(e, d1) for e in x0]
+            return NestedTensorListArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_Node(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (Node)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_Node.issuperset(o):
-            members += _skipped(o, K_Node, keep)
-        x0 = o.get('name')
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_local_name(x0, 'Node.name')
-            keep(x0)
-        x1 = o.get('target')
-        if x1 is not None:
-            if type(x1) is not str:
-                _bad('target: expected str', type(x1).__name__)
-            _SC_qualified_name(x1, 'Node.target')
-            keep(x1)
-        x2 = o.get('inputs')
-        if x2 is None:
-            x2 = []
-        elif type(x2) is not list:
-            _bad('inputs: expected an array', type(x2).__name__)
-        elif x2:
-            d1 = d + 1
-            x2 = [d_NamedArgument(e, d1) for e in x2]
-        x3 = o.get('outputs')
-        if x3 is None:
-            x3 = []
-        elif type(x3) is not list:
-            _bad('outputs: expected an array', type(x3).__name__)
-        elif x3:
-            d1 = d + 1
-            x3 = [d_Argument(e, d1) for e in x3]
-        x4 = o.get('metadata')
-        if x4 is not None:
-            x4 = d_NodeMetadata(x4, d + 1)
-        x5 = o.get('is_hop_single_tensor_return')
-        if x5 is None:
-            x5 = False
-        elif type(x5) is not bool:
-            _bad('is_hop_single_tensor_return: expected bool', type(x5).__name__)
-        x6 = o.get('unbound_outputs')
-        if x6 is None:
-            x6 = []
-        elif type(x6) is not list:
-            _bad('unbound_outputs: expected an array', type(x6).__name__)
-        else:
-            _ints(x6, 0, 4294967295)
-        x7 = o.get('unpack_metadata')
-        if x7 is None:
-            x7 = []
-        elif type(x7) is not list:
-            _bad('unpack_metadata: expected an array', type(x7).__name__)
-        elif x7:
-            d1 = d + 1
-            x7 = [d_UnpackMetadata(e, d1) for e in x7]
-        return Node(x0, x1, x2, x3, x4, x5, x6, x7)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (Node)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_Node.issuperset(o):
+                members += _skipped(o, K_Node, keep)
+            f_ = 'name'
+            x0 = o.get('name')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_local_name(x0, 'Node.name')
+                keep(x0)
+            f_ = 'target'
+            x1 = o.get('target')
+            if x1 is not None:
+                if type(x1) is not str:
+                    _check_str(x1)
+                _SC_qualified_name(x1, 'Node.target')
+                keep(x1)
+            f_ = ('inputs', 'x2')
+            x2 = o.get('inputs')
+            if x2 is None:
+                x2 = []
+            elif type(x2) is not list:
+                _bad('wrong type: expected an array', type(x2).__name__)
+            elif x2:
+                d1 = d + 1
+                x2 = [d_NamedArgument(e, d1) for e in x2]
+            f_ = ('outputs', 'x3')
+            x3 = o.get('outputs')
+            if x3 is None:
+                x3 = []
+            elif type(x3) is not list:
+                _bad('wrong type: expected an array', type(x3).__name__)
+            elif x3:
+                d1 = d + 1
+                x3 = [d_Argument(e, d1) for e in x3]
+            f_ = 'metadata'
+            x4 = o.get('metadata')
+            if x4 is not None:
+                x4 = d_NodeMetadata(x4, d + 1)
+            f_ = 'is_hop_single_tensor_return'
+            x5 = o.get('is_hop_single_tensor_return')
+            if x5 is None:
+                x5 = False
+            elif type(x5) is not bool:
+                _check_bool(x5)
+            f_ = 'unbound_outputs'
+            x6 = o.get('unbound_outputs')
+            if x6 is None:
+                x6 = []
+            elif type(x6) is not list:
+                _bad('wrong type: expected an array', type(x6).__name__)
+            else:
+                _check_ints(x6, 0, 4294967295, 'uint32')
+            f_ = ('unpack_metadata', 'x7')
+            x7 = o.get('unpack_metadata')
+            if x7 is None:
+                x7 = []
+            elif type(x7) is not list:
+                _bad('wrong type: expected an array', type(x7).__name__)
+            elif x7:
+                d1 = d + 1
+                x7 = [d_UnpackMetadata(e, d1) for e in x7]
+            return Node(x0, x1, x2, x3, x4, x5, x6, x7)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_NodeMetadata(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (NodeMetadata)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_NodeMetadata.issuperset(o):
-            members += _skipped(o, K_NodeMetadata, keep)
-        x0 = o.get('stack_trace')
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('stack_trace: expected str', type(x0).__name__)
-            _SC_free_text(x0, 'NodeMetadata.stack_trace')
-            keep(x0)
-        x1 = o.get('nn_module_stack')
-        if x1 is None:
-            x1 = []
-        elif type(x1) is not list:
-            _bad('nn_module_stack: expected an array', type(x1).__name__)
-        elif x1:
-            d1 = d + 1
-            x1 = [d_ModuleStackEntry(e, d1) for e in x1]
-        x2 = o.get('source_fn_stack')
-        if x2 is None:
-            x2 = []
-        elif type(x2) is not list:
-            _bad('source_fn_stack: expected an array', type(x2).__name__)
-        elif x2:
-            d1 = d + 1
-            x2 = [d_SourceFnEntry(e, d1) for e in x2]
-        x3 = o.get('torch_fn')
-        if x3 is not None:
-            x3 = d_TorchFn(x3, d + 1)
-        x4 = o.get('custom')
-        if x4 is not None:
-            x4 = d_MapValue(x4, d + 1)
-        x5 = o.get('from_node')
-        if x5 is None:
-            x5 = []
-        elif type(x5) is not list:
-            _bad('from_node: expected an array', type(x5).__name__)
-        elif x5:
-            d1 = d + 1
-            x5 = [d_NodeSource(e, d1) for e in x5]
-        x6 = o.get('unbacked_bindings')
-        if x6 is None:
-            x6 = []
-        elif type(x6) is not list:
-            _bad('unbacked_bindings: expected an array', type(x6).__name__)
-        elif x6:
-            d1 = d + 1
-            x6 = [d_UnbackedBinding(e, d1) for e in x6]
-        x7 = o.get('extra')
-        if x7 is None:
-            x7 = []
-        elif type(x7) is not list:
-            _bad('extra: expected an array', type(x7).__name__)
-        elif x7:
-            d1 = d + 1
-            x7 = [d_StringEntry(e, d1) for e in x7]
-        return NodeMetadata(x0, x1, x2, x3, x4, x5, x6, x7)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (NodeMetadata)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_NodeMetadata.issuperset(o):
+                members += _skipped(o, K_NodeMetadata, keep)
+            f_ = 'stack_trace'
+            x0 = o.get('stack_trace')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_free_text(x0, 'NodeMetadata.stack_trace')
+                keep(x0)
+            f_ = ('nn_module_stack', 'x1')
+            x1 = o.get('nn_module_stack')
+            if x1 is None:
+                x1 = []
+            elif type(x1) is not list:
+                _bad('wrong type: expected an array', type(x1).__name__)
+            elif x1:
+                d1 = d + 1
+                x1 = [d_ModuleStackEntry(e, d1) for e in x1]
+            f_ = ('source_fn_stack', 'x2')
+            x2 = o.get('source_fn_stack')
+            if x2 is None:
+                x2 = []
+            elif type(x2) is not list:
+                _bad('wrong type: expected an array', type(x2).__name__)
+            elif x2:
+                d1 = d + 1
+                x2 = [d_SourceFnEntry(e, d1) for e in x2]
+            f_ = 'torch_fn'
+            x3 = o.get('torch_fn')
+            if x3 is not None:
+                x3 = d_TorchFn(x3, d + 1)
+            f_ = 'custom'
+            x4 = o.get('custom')
+            if x4 is not None:
+                x4 = d_MapValue(x4, d + 1)
+            f_ = ('from_node', 'x5')
+            x5 = o.get('from_node')
+            if x5 is None:
+                x5 = []
+            elif type(x5) is not list:
+                _bad('wrong type: expected an array', type(x5).__name__)
+            elif x5:
+                d1 = d + 1
+                x5 = [d_NodeSource(e, d1) for e in x5]
+            f_ = ('unbacked_bindings', 'x6')
+            x6 = o.get('unbacked_bindings')
+            if x6 is None:
+                x6 = []
+            elif type(x6) is not list:
+                _bad('wrong type: expected an array', type(x6).__name__)
+            elif x6:
+                d1 = d + 1
+                x6 = [d_UnbackedBinding(e, d1) for e in x6]
+            f_ = ('extra', 'x7')
+            x7 = o.get('extra')
+            if x7 is None:
+                x7 = []
+            elif type(x7) is not list:
+                _bad('wrong type: expected an array', type(x7).__name__)
+            elif x7:
+                d1 = d + 1
+                x7 = [d_StringEntry(e, d1) for e in x7]
+            return NodeMetadata(x0, x1, x2, x3, x4, x5, x6, x7)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_NodeSource(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (NodeSource)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_NodeSource.issuperset(o):
-            members += _skipped(o, K_NodeSource, keep)
-        x0 = o.get('name')
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_token(x0, 'NodeSource.name')
-            keep(x0)
-        x1 = o.get('target')
-        if x1 is not None:
-            if type(x1) is not str:
-                _bad('target: expected str', type(x1).__name__)
-            _SC_free_text(x1, 'NodeSource.target')
-            keep(x1)
-        x2 = o.get('graph_id')
-        if x2 is None:
-            x2 = 0
-        elif type(x2) is not int or not -9223372036854775808 <= x2 <= 9223372036854775807:
-            _bad('graph_id: expected int64', x2)
-        x3 = o.get('pass_name')
-        if x3 is not None:
-            if type(x3) is not str:
-                _bad('pass_name: expected str', type(x3).__name__)
-            _SC_free_text(x3, 'NodeSource.pass_name')
-            keep(x3)
-        x4 = o.get('actions')
-        if x4 is None:
-            x4 = []
-        elif type(x4) is not list:
-            _bad('actions: expected an array', type(x4).__name__)
-        elif not _STR.issuperset(map(type, x4)):
-            _bad('actions: expected strings')
-        else:
-            keep_all(x4)
-            for _s in x4: _SC_token(_s, 'NodeSource.actions')
-        x5 = o.get('from_node')
-        if x5 is None:
-            x5 = []
-        elif type(x5) is not list:
-            _bad('from_node: expected an array', type(x5).__name__)
-        elif x5:
-            d1 = d + 1
-            x5 = [d_NodeSource(e, d1) for e in x5]
-        return NodeSource(x0, x1, x2, x3, x4, x5)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (NodeSource)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_NodeSource.issuperset(o):
+                members += _skipped(o, K_NodeSource, keep)
+            f_ = 'name'
+            x0 = o.get('name')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_token(x0, 'NodeSource.name')
+                keep(x0)
+            f_ = 'target'
+            x1 = o.get('target')
+            if x1 is not None:
+                if type(x1) is not str:
+                    _check_str(x1)
+                _SC_free_text(x1, 'NodeSource.target')
+                keep(x1)
+            f_ = 'graph_id'
+            x2 = o.get('graph_id')
+            if x2 is None:
+                x2 = 0
+            elif type(x2) is not int or not -9223372036854775808 <= x2 <= 9223372036854775807:
+                _check_int(x2, -9223372036854775808, 9223372036854775807, 'int64')
+            f_ = 'pass_name'
+            x3 = o.get('pass_name')
+            if x3 is not None:
+                if type(x3) is not str:
+                    _check_str(x3)
+                _SC_free_text(x3, 'NodeSource.pass_name')
+                keep(x3)
+            f_ = 'actions'
+            x4 = o.get('actions')
+            if x4 is None:
+                x4 = []
+            elif type(x4) is not list:
+                _bad('wrong type: expected an array', type(x4).__name__)
+            elif not _STR.issuperset(map(type, x4)):
+                _check_each(x4, _check_str)
+            else:
+                keep_all(x4)
+                for _s in x4: _SC_token(_s, 'NodeSource.actions')
+            f_ = ('from_node', 'x5')
+            x5 = o.get('from_node')
+            if x5 is None:
+                x5 = []
+            elif type(x5) is not list:
+                _bad('wrong type: expected an array', type(x5).__name__)
+            elif x5:
+                d1 = d + 1
+                x5 = [d_NodeSource(e, d1) for e in x5]
+            return NodeSource(x0, x1, x2, x3, x4, x5)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_NoneArgument(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (NoneArgument)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_NoneArgument.issuperset(o):
-            members += _skipped(o, K_NoneArgument, keep)
-        return NoneArgument()
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (NoneArgument)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_NoneArgument.issuperset(o):
+                members += _skipped(o, K_NoneArgument, keep)
+            return NoneArgument()
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_NullValue(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (NullValue)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_NullValue.issuperset(o):
-            members += _skipped(o, K_NullValue, keep)
-        return NullValue()
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (NullValue)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_NullValue.issuperset(o):
+                members += _skipped(o, K_NullValue, keep)
+            return NullValue()
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_OperatorArgument(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (OperatorArgument)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_OperatorArgument.issuperset(o):
-            members += _skipped(o, K_OperatorArgument, keep)
-        x0 = o.get('name')
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_qualified_name(x0, 'OperatorArgument.name')
-            keep(x0)
-        return OperatorArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (OperatorArgument)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_OperatorArgument.issuperset(o):
+                members += _skipped(o, K_OperatorArgument, keep)
+            f_ = 'name'
+            x0 = o.get('name')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_qualified_name(x0, 'OperatorArgument.name')
+                keep(x0)
+            return OperatorArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_OperatorParameter(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (OperatorParameter)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_OperatorParameter.issuperset(o):
-            members += _skipped(o, K_OperatorParameter, keep)
-        x0 = o.get('name')
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_optional_identifier(x0, 'OperatorParameter.name')
-            keep(x0)
-        x1 = o.get('type')
-        if x1 is not None:
-            if type(x1) is not str:
-                _bad('type: expected str', type(x1).__name__)
-            _SC_free_text(x1, 'OperatorParameter.type')
-            keep(x1)
-        x2 = o.get('default_value')
-        if x2 is not None:
-            x2 = d_Value(x2, d + 1)
-        x3 = o.get('kwarg_only')
-        if x3 is None:
-            x3 = False
-        elif type(x3) is not bool:
-            _bad('kwarg_only: expected bool', type(x3).__name__)
-        x4 = o.get('alias_set')
-        if x4 is not None:
-            if type(x4) is not str:
-                _bad('alias_set: expected str', type(x4).__name__)
-            _SC_token(x4, 'OperatorParameter.alias_set')
-            keep(x4)
-        x5 = o.get('is_write')
-        if x5 is None:
-            x5 = False
-        elif type(x5) is not bool:
-            _bad('is_write: expected bool', type(x5).__name__)
-        return OperatorParameter(x0, x1, x2, x3, x4, x5)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (OperatorParameter)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_OperatorParameter.issuperset(o):
+                members += _skipped(o, K_OperatorParameter, keep)
+            f_ = 'name'
+            x0 = o.get('name')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_optional_identifier(x0, 'OperatorParameter.name')
+                keep(x0)
+            f_ = 'type'
+            x1 = o.get('type')
+            if x1 is not None:
+                if type(x1) is not str:
+                    _check_str(x1)
+                _SC_free_text(x1, 'OperatorParameter.type')
+                keep(x1)
+            f_ = 'default_value'
+            x2 = o.get('default_value')
+            if x2 is not None:
+                x2 = d_Value(x2, d + 1)
+            f_ = 'kwarg_only'
+            x3 = o.get('kwarg_only')
+            if x3 is None:
+                x3 = False
+            elif type(x3) is not bool:
+                _check_bool(x3)
+            f_ = 'alias_set'
+            x4 = o.get('alias_set')
+            if x4 is not None:
+                if type(x4) is not str:
+                    _check_str(x4)
+                _SC_token(x4, 'OperatorParameter.alias_set')
+                keep(x4)
+            f_ = 'is_write'
+            x5 = o.get('is_write')
+            if x5 is None:
+                x5 = False
+            elif type(x5) is not bool:
+                _check_bool(x5)
+            return OperatorParameter(x0, x1, x2, x3, x4, x5)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_OperatorSchema(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (OperatorSchema)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_OperatorSchema.issuperset(o):
-            members += _skipped(o, K_OperatorSchema, keep)
-        x0 = o.get('target')
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('target: expected str', type(x0).__name__)
-            _SC_qualified_name(x0, 'OperatorSchema.target')
-            keep(x0)
-        x1 = o.get('kind')
-        if x1 is None:
-            x1 = 0
-        elif type(x1) is str:
-            x1 = EV_OperatorKind.get(x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (OperatorSchema)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_OperatorSchema.issuperset(o):
+                members += _skipped(o, K_OperatorSchema, keep)
+            f_ = 'target'
+            x0 = o.get('target')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_qualified_name(x0, 'OperatorSchema.target')
+                keep(x0)
+            f_ = 'kind'
+            x1 = o.get('kind')
             if x1 is None:
-                raise VersionError('kind: enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['kind'])
-        elif type(x1) is not int or not 0 <= x1 <= 255:
-            _bad('kind: expected OperatorKind', x1)
-        x2 = o.get('schema')
-        if x2 is not None:
-            if type(x2) is not str:
-                _bad('schema: expected str', type(x2).__name__)
-            _SC_free_text(x2, 'OperatorSchema.schema')
-            keep(x2)
-        x3 = o.get('parameters')
-        if x3 is None:
-            x3 = []
-        elif type(x3) is not list:
-            _bad('parameters: expected an array', type(x3).__name__)
-        elif x3:
-            d1 = d + 1
-            x3 = [d_OperatorParameter(e, d1) for e in x3]
-        x4 = o.get('returns')
-        if x4 is None:
-            x4 = []
-        elif type(x4) is not list:
-            _bad('returns: expected an array', type(x4).__name__)
-        elif x4:
-            d1 = d + 1
-            x4 = [d_OperatorParameter(e, d1) for e in x4]
-        x5 = o.get('is_mutable')
-        if x5 is None:
-            x5 = False
-        elif type(x5) is not bool:
-            _bad('is_mutable: expected bool', type(x5).__name__)
-        return OperatorSchema(x0, x1, x2, x3, x4, x5)
+                x1 = 0
+            elif type(x1) is str:
+                x1 = EV_OperatorKind.get(x1)
+                if x1 is None:
+                    raise VersionError('enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['kind'])
+            elif type(x1) is not int or not 0 <= x1 <= 255:
+                _check_int(x1, 0, 255, 'uint8')
+            f_ = 'schema'
+            x2 = o.get('schema')
+            if x2 is not None:
+                if type(x2) is not str:
+                    _check_str(x2)
+                _SC_free_text(x2, 'OperatorSchema.schema')
+                keep(x2)
+            f_ = ('parameters', 'x3')
+            x3 = o.get('parameters')
+            if x3 is None:
+                x3 = []
+            elif type(x3) is not list:
+                _bad('wrong type: expected an array', type(x3).__name__)
+            elif x3:
+                d1 = d + 1
+                x3 = [d_OperatorParameter(e, d1) for e in x3]
+            f_ = ('returns', 'x4')
+            x4 = o.get('returns')
+            if x4 is None:
+                x4 = []
+            elif type(x4) is not list:
+                _bad('wrong type: expected an array', type(x4).__name__)
+            elif x4:
+                d1 = d + 1
+                x4 = [d_OperatorParameter(e, d1) for e in x4]
+            f_ = 'is_mutable'
+            x5 = o.get('is_mutable')
+            if x5 is None:
+                x5 = False
+            elif type(x5) is not bool:
+                _check_bool(x5)
+            return OperatorSchema(x0, x1, x2, x3, x4, x5)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_Opset(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (Opset)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_Opset.issuperset(o):
-            members += _skipped(o, K_Opset, keep)
-        x0 = o.get('namespace')
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('namespace: expected str', type(x0).__name__)
-            _SC_identifier(x0, 'Opset.namespace')
-            keep(x0)
-        x1 = o.get('version')
-        if x1 is None:
-            x1 = 0
-        elif type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
-            _bad('version: expected int64', x1)
-        return Opset(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (Opset)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_Opset.issuperset(o):
+                members += _skipped(o, K_Opset, keep)
+            f_ = 'namespace'
+            x0 = o.get('namespace')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_identifier(x0, 'Opset.namespace')
+                keep(x0)
+            f_ = 'version'
+            x1 = o.get('version')
+            if x1 is None:
+                x1 = 0
+            elif type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
+                _check_int(x1, -9223372036854775808, 9223372036854775807, 'int64')
+            return Opset(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_OptionalTensorArgument(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (OptionalTensorArgument)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_OptionalTensorArgument.issuperset(o):
-            members += _skipped(o, K_OptionalTensorArgument, keep)
-        x0 = o.get('name')
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_local_name(x0, 'OptionalTensorArgument.name')
-            keep(x0)
-        return OptionalTensorArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (OptionalTensorArgument)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_OptionalTensorArgument.issuperset(o):
+                members += _skipped(o, K_OptionalTensorArgument, keep)
+            f_ = 'name'
+            x0 = o.get('name')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_local_name(x0, 'OptionalTensorArgument.name')
+                keep(x0)
+            return OptionalTensorArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_OptionalTensorListArgument(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (OptionalTensorListArgument)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_OptionalTensorListArgument.issuperset(o):
-            members += _skipped(o, K_OptionalTensorListArgument, keep)
-        x0 = o.get('items')
-        if x0 is None:
-            x0 = []
-        elif type(x0) is not list:
-            _bad('items: expected an array', type(x0).__name__)
-        elif x0:
-            d1 = d + 1
-            x0 = [d_OptionalTensorArgument(e, d1) for e in x0]
-        return OptionalTensorListArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (OptionalTensorListArgument)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_OptionalTensorListArgument.issuperset(o):
+                members += _skipped(o, K_OptionalTensorListArgument, keep)
+            f_ = ('items', 'x0')
+            x0 = o.get('items')
+            if x0 is None:
+                x0 = []
+            elif type(x0) is not list:
+                _bad('wrong type: expected an array', type(x0).__name__)
+            elif x0:
+                d1 = d + 1
+                x0 = [d_OptionalTensorArgument(e, d1) for e in x0]
+            return OptionalTensorListArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_OutputSpec(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (OutputSpec)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_OutputSpec.issuperset(o):
-            members += _skipped(o, K_OutputSpec, keep)
-        x1 = o.get('spec')
-        t1 = o.get('spec_type')
-        if t1 is None:
-            if x1 is not None:
-                _bad('spec: member without its _type key')
-        elif x1 is None:
-            if t1 != 'NONE' and (t1 != 0 or type(t1) is not int):
-                _bad('spec: union type without a member, or unknown', t1)
-        else:
-            if type(t1) is str:
-                t1 = UN_OutputSpecKind.get(t1, t1)
-                if type(t1) is str:
-                    if t1 == 'NONE':
-                        _bad('spec: NONE with a member')
-                    raise VersionError('spec: union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=t1)
-            elif type(t1) is int and 0 < t1 <= 8:
-                t1 = UD_OutputSpecKind[t1]
-            elif type(t1) is int and 8 < t1 <= 255:
-                raise VersionError('spec: union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=t1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (OutputSpec)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_OutputSpec.issuperset(o):
+                members += _skipped(o, K_OutputSpec, keep)
+            f_ = 'spec_type'
+            x1 = o.get('spec')
+            t1 = o.get('spec_type')
+            if t1 is None:
+                if x1 is not None:
+                    _bad('union member without its _type key')
+            elif x1 is None:
+                if t1 != 'NONE' and (t1 != 0 or type(t1) is not int):
+                    _bad('union type without a member, or unknown', t1)
             else:
-                _bad('spec: bad union type, or NONE with a member', t1)
-            x1 = t1(x1, d + 1)
-        return OutputSpec(x1)
+                if type(t1) is str:
+                    t1 = UN_OutputSpecKind.get(t1, t1)
+                    if type(t1) is str:
+                        if t1 == 'NONE':
+                            _bad('union member given with type NONE')
+                        raise VersionError('union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=t1)
+                elif type(t1) is int and 0 < t1 <= 8:
+                    t1 = UD_OutputSpecKind[t1]
+                elif type(t1) is int and 8 < t1 <= 255:
+                    raise VersionError('union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=t1)
+                else:
+                    _bad('wrong type: bad union type, or NONE with a member', t1)
+                f_ = 'spec'
+                x1 = t1(x1, d + 1)
+            return OutputSpec(x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_OutputTokenSpec(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (OutputTokenSpec)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_OutputTokenSpec.issuperset(o):
-            members += _skipped(o, K_OutputTokenSpec, keep)
-        x0 = o.get('arg')
-        if x0 is not None:
-            x0 = d_TokenArgument(x0, d + 1)
-        return OutputTokenSpec(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (OutputTokenSpec)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_OutputTokenSpec.issuperset(o):
+                members += _skipped(o, K_OutputTokenSpec, keep)
+            f_ = 'arg'
+            x0 = o.get('arg')
+            if x0 is not None:
+                x0 = d_TokenArgument(x0, d + 1)
+            return OutputTokenSpec(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_Package(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (Package)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_Package.issuperset(o):
-            members += _skipped(o, K_Package, keep)
-        x0 = o.get('format_version')
-        if x0 is not None:
-            x0 = d_FormatVersion(x0, d + 1)
-        if x0 is None:
-            _bad('required field format_version is missing')
-        x1 = o.get('producer')
-        if x1 is not None:
-            x1 = d_Producer(x1, d + 1)
-        x2 = o.get('required_features')
-        if x2 is None:
-            x2 = 0
-        elif type(x2) is not int or not 0 <= x2 <= 18446744073709551615:
-            _bad('required_features: expected uint64', x2)
-        x3 = o.get('programs')
-        if x3 is None:
-            x3 = []
-        elif type(x3) is not list:
-            _bad('programs: expected an array', type(x3).__name__)
-        elif x3:
-            d1 = d + 1
-            x3 = [d_Program(e, d1) for e in x3]
-        x4 = o.get('tensors')
-        if x4 is None:
-            x4 = []
-        elif type(x4) is not list:
-            _bad('tensors: expected an array', type(x4).__name__)
-        elif x4:
-            d1 = d + 1
-            x4 = [d_Tensor(e, d1) for e in x4]
-        x5 = o.get('storages')
-        if x5 is None:
-            x5 = []
-        elif type(x5) is not list:
-            _bad('storages: expected an array', type(x5).__name__)
-        elif x5:
-            d1 = d + 1
-            x5 = [d_Storage(e, d1) for e in x5]
-        x6 = o.get('segments')
-        if x6 is None:
-            x6 = []
-        elif type(x6) is not list:
-            _bad('segments: expected an array', type(x6).__name__)
-        elif x6:
-            d1 = d + 1
-            x6 = [d_Segment(e, d1) for e in x6]
-        x7 = o.get('shard_files')
-        if x7 is None:
-            x7 = []
-        elif type(x7) is not list:
-            _bad('shard_files: expected an array', type(x7).__name__)
-        elif x7:
-            d1 = d + 1
-            x7 = [d_ShardFile(e, d1) for e in x7]
-        x8 = o.get('operators')
-        if x8 is None:
-            x8 = []
-        elif type(x8) is not list:
-            _bad('operators: expected an array', type(x8).__name__)
-        elif x8:
-            d1 = d + 1
-            x8 = [d_OperatorSchema(e, d1) for e in x8]
-        x9 = o.get('metadata')
-        if x9 is None:
-            x9 = []
-        elif type(x9) is not list:
-            _bad('metadata: expected an array', type(x9).__name__)
-        elif x9:
-            d1 = d + 1
-            x9 = [d_StringEntry(e, d1) for e in x9]
-        x10 = o.get('extra_files')
-        if x10 is None:
-            x10 = []
-        elif type(x10) is not list:
-            _bad('extra_files: expected an array', type(x10).__name__)
-        elif x10:
-            d1 = d + 1
-            x10 = [d_ExtraFile(e, d1) for e in x10]
-        x11 = o.get('external_files')
-        if x11 is None:
-            x11 = []
-        elif type(x11) is not list:
-            _bad('external_files: expected an array', type(x11).__name__)
-        elif x11:
-            d1 = d + 1
-            x11 = [d_ExternalFile(e, d1) for e in x11]
-        x12 = o.get('weight_sets')
-        if x12 is None:
-            x12 = []
-        elif type(x12) is not list:
-            _bad('weight_sets: expected an array', type(x12).__name__)
-        elif x12:
-            d1 = d + 1
-            x12 = [d_WeightSet(e, d1) for e in x12]
-        return Package(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (Package)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_Package.issuperset(o):
+                members += _skipped(o, K_Package, keep)
+            f_ = 'format_version'
+            x0 = o.get('format_version')
+            if x0 is not None:
+                x0 = d_FormatVersion(x0, d + 1)
+            if x0 is None:
+                _bad('required field format_version is missing')
+            f_ = 'producer'
+            x1 = o.get('producer')
+            if x1 is not None:
+                x1 = d_Producer(x1, d + 1)
+            f_ = 'required_features'
+            x2 = o.get('required_features')
+            if x2 is None:
+                x2 = 0
+            elif type(x2) is not int or not 0 <= x2 <= 18446744073709551615:
+                _check_int(x2, 0, 18446744073709551615, 'uint64')
+            f_ = ('programs', 'x3')
+            x3 = o.get('programs')
+            if x3 is None:
+                x3 = []
+            elif type(x3) is not list:
+                _bad('wrong type: expected an array', type(x3).__name__)
+            elif x3:
+                d1 = d + 1
+                x3 = [d_Program(e, d1) for e in x3]
+            f_ = ('tensors', 'x4')
+            x4 = o.get('tensors')
+            if x4 is None:
+                x4 = []
+            elif type(x4) is not list:
+                _bad('wrong type: expected an array', type(x4).__name__)
+            elif x4:
+                d1 = d + 1
+                x4 = [d_Tensor(e, d1) for e in x4]
+            f_ = ('storages', 'x5')
+            x5 = o.get('storages')
+            if x5 is None:
+                x5 = []
+            elif type(x5) is not list:
+                _bad('wrong type: expected an array', type(x5).__name__)
+            elif x5:
+                d1 = d + 1
+                x5 = [d_Storage(e, d1) for e in x5]
+            f_ = ('segments', 'x6')
+            x6 = o.get('segments')
+            if x6 is None:
+                x6 = []
+            elif type(x6) is not list:
+                _bad('wrong type: expected an array', type(x6).__name__)
+            elif x6:
+                d1 = d + 1
+                x6 = [d_Segment(e, d1) for e in x6]
+            f_ = ('shard_files', 'x7')
+            x7 = o.get('shard_files')
+            if x7 is None:
+                x7 = []
+            elif type(x7) is not list:
+                _bad('wrong type: expected an array', type(x7).__name__)
+            elif x7:
+                d1 = d + 1
+                x7 = [d_ShardFile(e, d1) for e in x7]
+            f_ = ('operators', 'x8')
+            x8 = o.get('operators')
+            if x8 is None:
+                x8 = []
+            elif type(x8) is not list:
+                _bad('wrong type: expected an array', type(x8).__name__)
+            elif x8:
+                d1 = d + 1
+                x8 = [d_OperatorSchema(e, d1) for e in x8]
+            f_ = ('metadata', 'x9')
+            x9 = o.get('metadata')
+            if x9 is None:
+                x9 = []
+            elif type(x9) is not list:
+                _bad('wrong type: expected an array', type(x9).__name__)
+            elif x9:
+                d1 = d + 1
+                x9 = [d_StringEntry(e, d1) for e in x9]
+            f_ = ('extra_files', 'x10')
+            x10 = o.get('extra_files')
+            if x10 is None:
+                x10 = []
+            elif type(x10) is not list:
+                _bad('wrong type: expected an array', type(x10).__name__)
+            elif x10:
+                d1 = d + 1
+                x10 = [d_ExtraFile(e, d1) for e in x10]
+            f_ = ('external_files', 'x11')
+            x11 = o.get('external_files')
+            if x11 is None:
+                x11 = []
+            elif type(x11) is not list:
+                _bad('wrong type: expected an array', type(x11).__name__)
+            elif x11:
+                d1 = d + 1
+                x11 = [d_ExternalFile(e, d1) for e in x11]
+            f_ = ('weight_sets', 'x12')
+            x12 = o.get('weight_sets')
+            if x12 is None:
+                x12 = []
+            elif type(x12) is not list:
+                _bad('wrong type: expected an array', type(x12).__name__)
+            elif x12:
+                d1 = d + 1
+                x12 = [d_WeightSet(e, d1) for e in x12]
+            return Package(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_ParameterMutationSpec(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (ParameterMutationSpec)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_ParameterMutationSpec.issuperset(o):
-            members += _skipped(o, K_ParameterMutationSpec, keep)
-        x0 = o.get('arg')
-        if x0 is not None:
-            x0 = d_TensorArgument(x0, d + 1)
-        x1 = o.get('parameter_name')
-        if x1 is not None:
-            if type(x1) is not str:
-                _bad('parameter_name: expected str', type(x1).__name__)
-            _SC_attr_path(x1, 'ParameterMutationSpec.parameter_name')
-            keep(x1)
-        return ParameterMutationSpec(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (ParameterMutationSpec)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_ParameterMutationSpec.issuperset(o):
+                members += _skipped(o, K_ParameterMutationSpec, keep)
+            f_ = 'arg'
+            x0 = o.get('arg')
+            if x0 is not None:
+                x0 = d_TensorArgument(x0, d + 1)
+            f_ = 'parameter_name'
+            x1 = o.get('parameter_name')
+            if x1 is not None:
+                if type(x1) is not str:
+                    _check_str(x1)
+                _SC_attr_path(x1, 'ParameterMutationSpec.parameter_name')
+                keep(x1)
+            return ParameterMutationSpec(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_Producer(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (Producer)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_Producer.issuperset(o):
-            members += _skipped(o, K_Producer, keep)
-        x0 = o.get('name')
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_free_text(x0, 'Producer.name')
-            keep(x0)
-        x1 = o.get('version')
-        if x1 is not None:
-            if type(x1) is not str:
-                _bad('version: expected str', type(x1).__name__)
-            _SC_free_text(x1, 'Producer.version')
-            keep(x1)
-        x2 = o.get('torch_version')
-        if x2 is not None:
-            if type(x2) is not str:
-                _bad('torch_version: expected str', type(x2).__name__)
-            _SC_free_text(x2, 'Producer.torch_version')
-            keep(x2)
-        return Producer(x0, x1, x2)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (Producer)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_Producer.issuperset(o):
+                members += _skipped(o, K_Producer, keep)
+            f_ = 'name'
+            x0 = o.get('name')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_free_text(x0, 'Producer.name')
+                keep(x0)
+            f_ = 'version'
+            x1 = o.get('version')
+            if x1 is not None:
+                if type(x1) is not str:
+                    _check_str(x1)
+                _SC_free_text(x1, 'Producer.version')
+                keep(x1)
+            f_ = 'torch_version'
+            x2 = o.get('torch_version')
+            if x2 is not None:
+                if type(x2) is not str:
+                    _check_str(x2)
+                _SC_free_text(x2, 'Producer.torch_version')
+                keep(x2)
+            return Producer(x0, x1, x2)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_Program(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (Program)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_Program.issuperset(o):
-            members += _skipped(o, K_Program, keep)
-        x0 = o.get('name')
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_identifier(x0, 'Program.name')
-            keep(x0)
-        x1 = o.get('graph')
-        if x1 is not None:
-            x1 = d_Graph(x1, d + 1)
-        x2 = o.get('signature')
-        if x2 is not None:
-            x2 = d_GraphSignature(x2, d + 1)
-        x3 = o.get('module_call_graph')
-        if x3 is None:
-            x3 = []
-        elif type(x3) is not list:
-            _bad('module_call_graph: expected an array', type(x3).__name__)
-        elif x3:
-            d1 = d + 1
-            x3 = [d_ModuleCallEntry(e, d1) for e in x3]
-        x4 = o.get('symbols')
-        if x4 is None:
-            x4 = []
-        elif type(x4) is not list:
-            _bad('symbols: expected an array', type(x4).__name__)
-        elif x4:
-            d1 = d + 1
-            x4 = [d_Symbol(e, d1) for e in x4]
-        x5 = o.get('sym_exprs')
-        if x5 is None:
-            x5 = []
-        elif type(x5) is not list:
-            _bad('sym_exprs: expected an array', type(x5).__name__)
-        elif x5:
-            d1 = d + 1
-            x5 = [d_SymExpr(e, d1) for e in x5]
-        x6 = o.get('range_constraints')
-        if x6 is None:
-            x6 = []
-        elif type(x6) is not list:
-            _bad('range_constraints: expected an array', type(x6).__name__)
-        elif x6:
-            d1 = d + 1
-            x6 = [d_RangeConstraint(e, d1) for e in x6]
-        x7 = o.get('opsets')
-        if x7 is None:
-            x7 = []
-        elif type(x7) is not list:
-            _bad('opsets: expected an array', type(x7).__name__)
-        elif x7:
-            d1 = d + 1
-            x7 = [d_Opset(e, d1) for e in x7]
-        x8 = o.get('verifiers')
-        if x8 is None:
-            x8 = []
-        elif type(x8) is not list:
-            _bad('verifiers: expected an array', type(x8).__name__)
-        elif not _STR.issuperset(map(type, x8)):
-            _bad('verifiers: expected strings')
-        else:
-            keep_all(x8)
-            for _s in x8: _SC_token(_s, 'Program.verifiers')
-        x9 = o.get('guards_code')
-        if x9 is None:
-            x9 = []
-        elif type(x9) is not list:
-            _bad('guards_code: expected an array', type(x9).__name__)
-        elif not _STR.issuperset(map(type, x9)):
-            _bad('guards_code: expected strings')
-        else:
-            keep_all(x9)
-            for _s in x9: _SC_free_text(_s, 'Program.guards_code')
-        x10 = o.get('state')
-        if x10 is None:
-            x10 = []
-        elif type(x10) is not list:
-            _bad('state: expected an array', type(x10).__name__)
-        elif x10:
-            d1 = d + 1
-            x10 = [d_StateEntry(e, d1) for e in x10]
-        x11 = o.get('custom_objects')
-        if x11 is None:
-            x11 = []
-        elif type(x11) is not list:
-            _bad('custom_objects: expected an array', type(x11).__name__)
-        elif x11:
-            d1 = d + 1
-            x11 = [d_CustomObject(e, d1) for e in x11]
-        x12 = o.get('example_inputs')
-        if x12 is not None:
-            x12 = d_Value(x12, d + 1)
-        x13 = o.get('namedtuple_defs')
-        if x13 is None:
-            x13 = []
-        elif type(x13) is not list:
-            _bad('namedtuple_defs: expected an array', type(x13).__name__)
-        elif x13:
-            d1 = d + 1
-            x13 = [d_NamedTupleDef(e, d1) for e in x13]
-        x14 = o.get('metadata')
-        if x14 is None:
-            x14 = []
-        elif type(x14) is not list:
-            _bad('metadata: expected an array', type(x14).__name__)
-        elif x14:
-            d1 = d + 1
-            x14 = [d_StringEntry(e, d1) for e in x14]
-        return Program(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (Program)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_Program.issuperset(o):
+                members += _skipped(o, K_Program, keep)
+            f_ = 'name'
+            x0 = o.get('name')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_identifier(x0, 'Program.name')
+                keep(x0)
+            f_ = 'graph'
+            x1 = o.get('graph')
+            if x1 is not None:
+                x1 = d_Graph(x1, d + 1)
+            f_ = 'signature'
+            x2 = o.get('signature')
+            if x2 is not None:
+                x2 = d_GraphSignature(x2, d + 1)
+            f_ = ('module_call_graph', 'x3')
+            x3 = o.get('module_call_graph')
+            if x3 is None:
+                x3 = []
+            elif type(x3) is not list:
+                _bad('wrong type: expected an array', type(x3).__name__)
+            elif x3:
+                d1 = d + 1
+                x3 = [d_ModuleCallEntry(e, d1) for e in x3]
+            f_ = ('symbols', 'x4')
+            x4 = o.get('symbols')
+            if x4 is None:
+                x4 = []
+            elif type(x4) is not list:
+                _bad('wrong type: expected an array', type(x4).__name__)
+            elif x4:
+                d1 = d + 1
+                x4 = [d_Symbol(e, d1) for e in x4]
+            f_ = ('sym_exprs', 'x5')
+            x5 = o.get('sym_exprs')
+            if x5 is None:
+                x5 = []
+            elif type(x5) is not list:
+                _bad('wrong type: expected an array', type(x5).__name__)
+            elif x5:
+                d1 = d + 1
+                x5 = [d_SymExpr(e, d1) for e in x5]
+            f_ = ('range_constraints', 'x6')
+            x6 = o.get('range_constraints')
+            if x6 is None:
+                x6 = []
+            elif type(x6) is not list:
+                _bad('wrong type: expected an array', type(x6).__name__)
+            elif x6:
+                d1 = d + 1
+                x6 = [d_RangeConstraint(e, d1) for e in x6]
+            f_ = ('opsets', 'x7')
+            x7 = o.get('opsets')
+            if x7 is None:
+                x7 = []
+            elif type(x7) is not list:
+                _bad('wrong type: expected an array', type(x7).__name__)
+            elif x7:
+                d1 = d + 1
+                x7 = [d_Opset(e, d1) for e in x7]
+            f_ = 'verifiers'
+            x8 = o.get('verifiers')
+            if x8 is None:
+                x8 = []
+            elif type(x8) is not list:
+                _bad('wrong type: expected an array', type(x8).__name__)
+            elif not _STR.issuperset(map(type, x8)):
+                _check_each(x8, _check_str)
+            else:
+                keep_all(x8)
+                for _s in x8: _SC_token(_s, 'Program.verifiers')
+            f_ = 'guards_code'
+            x9 = o.get('guards_code')
+            if x9 is None:
+                x9 = []
+            elif type(x9) is not list:
+                _bad('wrong type: expected an array', type(x9).__name__)
+            elif not _STR.issuperset(map(type, x9)):
+                _check_each(x9, _check_str)
+            else:
+                keep_all(x9)
+                for _s in x9: _SC_free_text(_s, 'Program.guards_code')
+            f_ = ('state', 'x10')
+            x10 = o.get('state')
+            if x10 is None:
+                x10 = []
+            elif type(x10) is not list:
+                _bad('wrong type: expected an array', type(x10).__name__)
+            elif x10:
+                d1 = d + 1
+                x10 = [d_StateEntry(e, d1) for e in x10]
+            f_ = ('custom_objects', 'x11')
+            x11 = o.get('custom_objects')
+            if x11 is None:
+                x11 = []
+            elif type(x11) is not list:
+                _bad('wrong type: expected an array', type(x11).__name__)
+            elif x11:
+                d1 = d + 1
+                x11 = [d_CustomObject(e, d1) for e in x11]
+            f_ = 'example_inputs'
+            x12 = o.get('example_inputs')
+            if x12 is not None:
+                x12 = d_Value(x12, d + 1)
+            f_ = ('namedtuple_defs', 'x13')
+            x13 = o.get('namedtuple_defs')
+            if x13 is None:
+                x13 = []
+            elif type(x13) is not list:
+                _bad('wrong type: expected an array', type(x13).__name__)
+            elif x13:
+                d1 = d + 1
+                x13 = [d_NamedTupleDef(e, d1) for e in x13]
+            f_ = ('metadata', 'x14')
+            x14 = o.get('metadata')
+            if x14 is None:
+                x14 = []
+            elif type(x14) is not list:
+                _bad('wrong type: expected an array', type(x14).__name__)
+            elif x14:
+                d1 = d + 1
+                x14 = [d_StringEntry(e, d1) for e in x14]
+            return Program(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_RangeConstraint(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (RangeConstraint)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_RangeConstraint.issuperset(o):
-            members += _skipped(o, K_RangeConstraint, keep)
-        x0 = o.get('expr')
-        if x0 is None:
-            x0 = 0
-        elif type(x0) is not int or not 0 <= x0 <= 4294967295:
-            _bad('expr: expected uint32', x0)
-        x1 = o.get('range')
-        if x1 is not None:
-            x1 = d_ValueRange(x1, d + 1)
-        return RangeConstraint(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (RangeConstraint)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_RangeConstraint.issuperset(o):
+                members += _skipped(o, K_RangeConstraint, keep)
+            f_ = 'expr'
+            x0 = o.get('expr')
+            if x0 is None:
+                x0 = 0
+            elif type(x0) is not int or not 0 <= x0 <= 4294967295:
+                _check_int(x0, 0, 4294967295, 'uint32')
+            f_ = 'range'
+            x1 = o.get('range')
+            if x1 is not None:
+                x1 = d_ValueRange(x1, d + 1)
+            return RangeConstraint(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_ScalarTypeArgument(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (ScalarTypeArgument)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_ScalarTypeArgument.issuperset(o):
-            members += _skipped(o, K_ScalarTypeArgument, keep)
-        x0 = o.get('value')
-        if x0 is None:
-            x0 = 0
-        elif type(x0) is str:
-            x0 = EV_ScalarType.get(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (ScalarTypeArgument)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_ScalarTypeArgument.issuperset(o):
+                members += _skipped(o, K_ScalarTypeArgument, keep)
+            f_ = 'value'
+            x0 = o.get('value')
             if x0 is None:
-                raise VersionError('value: enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['value'])
-        elif type(x0) is not int or not 0 <= x0 <= 255:
-            _bad('value: expected ScalarType', x0)
-        return ScalarTypeArgument(x0)
+                x0 = 0
+            elif type(x0) is str:
+                x0 = EV_ScalarType.get(x0)
+                if x0 is None:
+                    raise VersionError('enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['value'])
+            elif type(x0) is not int or not 0 <= x0 <= 255:
+                _check_int(x0, 0, 255, 'uint8')
+            return ScalarTypeArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_ScalarTypeValue(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (ScalarTypeValue)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_ScalarTypeValue.issuperset(o):
-            members += _skipped(o, K_ScalarTypeValue, keep)
-        x0 = o.get('value')
-        if x0 is None:
-            x0 = 0
-        elif type(x0) is str:
-            x0 = EV_ScalarType.get(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (ScalarTypeValue)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_ScalarTypeValue.issuperset(o):
+                members += _skipped(o, K_ScalarTypeValue, keep)
+            f_ = 'value'
+            x0 = o.get('value')
             if x0 is None:
-                raise VersionError('value: enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['value'])
-        elif type(x0) is not int or not 0 <= x0 <= 255:
-            _bad('value: expected ScalarType', x0)
-        return ScalarTypeValue(x0)
+                x0 = 0
+            elif type(x0) is str:
+                x0 = EV_ScalarType.get(x0)
+                if x0 is None:
+                    raise VersionError('enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['value'])
+            elif type(x0) is not int or not 0 <= x0 <= 255:
+                _check_int(x0, 0, 255, 'uint8')
+            return ScalarTypeValue(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_Segment(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (Segment)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_Segment.issuperset(o):
-            members += _skipped(o, K_Segment, keep)
-        x0 = o.get('file')
-        if x0 is None:
-            x0 = 0
-        elif type(x0) is not int or not 0 <= x0 <= 4294967295:
-            _bad('file: expected uint32', x0)
-        x1 = o.get('section')
-        if x1 is None:
-            x1 = 0
-        elif type(x1) is not int or not 0 <= x1 <= 4294967295:
-            _bad('section: expected uint32', x1)
-        x2 = o.get('external')
-        if x2 is None:
-            x2 = 0
-        elif type(x2) is not int or not 0 <= x2 <= 4294967295:
-            _bad('external: expected uint32', x2)
-        return Segment(x0, x1, x2)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (Segment)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_Segment.issuperset(o):
+                members += _skipped(o, K_Segment, keep)
+            f_ = 'file'
+            x0 = o.get('file')
+            if x0 is None:
+                x0 = 0
+            elif type(x0) is not int or not 0 <= x0 <= 4294967295:
+                _check_int(x0, 0, 4294967295, 'uint32')
+            f_ = 'section'
+            x1 = o.get('section')
+            if x1 is None:
+                x1 = 0
+            elif type(x1) is not int or not 0 <= x1 <= 4294967295:
+                _check_int(x1, 0, 4294967295, 'uint32')
+            f_ = 'external'
+            x2 = o.get('external')
+            if x2 is None:
+                x2 = 0
+            elif type(x2) is not int or not 0 <= x2 <= 4294967295:
+                _check_int(x2, 0, 4294967295, 'uint32')
+            return Segment(x0, x1, x2)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_ShardFile(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (ShardFile)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_ShardFile.issuperset(o):
-            members += _skipped(o, K_ShardFile, keep)
-        x0 = o.get('name')
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_file_name(x0, 'ShardFile.name')
-            keep(x0)
-        x1 = o.get('size')
-        if x1 is None:
-            x1 = 0
-        elif type(x1) is not int or not 0 <= x1 <= 18446744073709551615:
-            _bad('size: expected uint64', x1)
-        x2 = o.get('package_id')
-        if x2 is None:
-            x2 = []
-        elif type(x2) is not list:
-            _bad('package_id: expected an array', type(x2).__name__)
-        else:
-            _ints(x2, 0, 255)
-        return ShardFile(x0, x1, x2)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (ShardFile)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_ShardFile.issuperset(o):
+                members += _skipped(o, K_ShardFile, keep)
+            f_ = 'name'
+            x0 = o.get('name')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_file_name(x0, 'ShardFile.name')
+                keep(x0)
+            f_ = 'size'
+            x1 = o.get('size')
+            if x1 is None:
+                x1 = 0
+            elif type(x1) is not int or not 0 <= x1 <= 18446744073709551615:
+                _check_int(x1, 0, 18446744073709551615, 'uint64')
+            f_ = 'package_id'
+            x2 = o.get('package_id')
+            if x2 is None:
+                x2 = []
+            elif type(x2) is not list:
+                _bad('wrong type: expected an array', type(x2).__name__)
+            else:
+                _check_ints(x2, 0, 255, 'uint8')
+            return ShardFile(x0, x1, x2)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_SourceFnEntry(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (SourceFnEntry)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_SourceFnEntry.issuperset(o):
-            members += _skipped(o, K_SourceFnEntry, keep)
-        x0 = o.get('name')
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_token(x0, 'SourceFnEntry.name')
-            keep(x0)
-        x1 = o.get('target')
-        if x1 is not None:
-            if type(x1) is not str:
-                _bad('target: expected str', type(x1).__name__)
-            _SC_qualified_name(x1, 'SourceFnEntry.target')
-            keep(x1)
-        return SourceFnEntry(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (SourceFnEntry)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_SourceFnEntry.issuperset(o):
+                members += _skipped(o, K_SourceFnEntry, keep)
+            f_ = 'name'
+            x0 = o.get('name')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_token(x0, 'SourceFnEntry.name')
+                keep(x0)
+            f_ = 'target'
+            x1 = o.get('target')
+            if x1 is not None:
+                if type(x1) is not str:
+                    _check_str(x1)
+                _SC_qualified_name(x1, 'SourceFnEntry.target')
+                keep(x1)
+            return SourceFnEntry(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_StateEntry(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (StateEntry)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_StateEntry.issuperset(o):
-            members += _skipped(o, K_StateEntry, keep)
-        x0 = o.get('name')
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_attr_path(x0, 'StateEntry.name')
-            keep(x0)
-        x1 = o.get('kind')
-        if x1 is None:
-            x1 = 0
-        elif type(x1) is str:
-            x1 = EV_StateKind.get(x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (StateEntry)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_StateEntry.issuperset(o):
+                members += _skipped(o, K_StateEntry, keep)
+            f_ = 'name'
+            x0 = o.get('name')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_attr_path(x0, 'StateEntry.name')
+                keep(x0)
+            f_ = 'kind'
+            x1 = o.get('kind')
             if x1 is None:
-                raise VersionError('kind: enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['kind'])
-        elif type(x1) is not int or not 0 <= x1 <= 255:
-            _bad('kind: expected StateKind', x1)
-        x2 = o.get('tensor')
-        if x2 is None:
-            x2 = 0
-        elif type(x2) is not int or not 0 <= x2 <= 4294967295:
-            _bad('tensor: expected uint32', x2)
-        return StateEntry(x0, x1, x2)
+                x1 = 0
+            elif type(x1) is str:
+                x1 = EV_StateKind.get(x1)
+                if x1 is None:
+                    raise VersionError('enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['kind'])
+            elif type(x1) is not int or not 0 <= x1 <= 255:
+                _check_int(x1, 0, 255, 'uint8')
+            f_ = 'tensor'
+            x2 = o.get('tensor')
+            if x2 is None:
+                x2 = 0
+            elif type(x2) is not int or not 0 <= x2 <= 4294967295:
+                _check_int(x2, 0, 4294967295, 'uint32')
+            return StateEntry(x0, x1, x2)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_Storage(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (Storage)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_Storage.issuperset(o):
-            members += _skipped(o, K_Storage, keep)
-        x0 = o.get('segment')
-        if x0 is None:
-            x0 = 0
-        elif type(x0) is not int or not 0 <= x0 <= 4294967295:
-            _bad('segment: expected uint32', x0)
-        x1 = o.get('offset')
-        if x1 is None:
-            x1 = 0
-        elif type(x1) is not int or not 0 <= x1 <= 18446744073709551615:
-            _bad('offset: expected uint64', x1)
-        x2 = o.get('size')
-        if x2 is None:
-            x2 = 0
-        elif type(x2) is not int or not 0 <= x2 <= 18446744073709551615:
-            _bad('size: expected uint64', x2)
-        x3 = o.get('checksum_kind')
-        if x3 is None:
-            x3 = 0
-        elif type(x3) is str:
-            x3 = EV_ChecksumKind.get(x3)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (Storage)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_Storage.issuperset(o):
+                members += _skipped(o, K_Storage, keep)
+            f_ = 'segment'
+            x0 = o.get('segment')
+            if x0 is None:
+                x0 = 0
+            elif type(x0) is not int or not 0 <= x0 <= 4294967295:
+                _check_int(x0, 0, 4294967295, 'uint32')
+            f_ = 'offset'
+            x1 = o.get('offset')
+            if x1 is None:
+                x1 = 0
+            elif type(x1) is not int or not 0 <= x1 <= 18446744073709551615:
+                _check_int(x1, 0, 18446744073709551615, 'uint64')
+            f_ = 'size'
+            x2 = o.get('size')
+            if x2 is None:
+                x2 = 0
+            elif type(x2) is not int or not 0 <= x2 <= 18446744073709551615:
+                _check_int(x2, 0, 18446744073709551615, 'uint64')
+            f_ = 'checksum_kind'
+            x3 = o.get('checksum_kind')
             if x3 is None:
-                raise VersionError('checksum_kind: enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['checksum_kind'])
-        elif type(x3) is not int or not 0 <= x3 <= 255:
-            _bad('checksum_kind: expected ChecksumKind', x3)
-        x4 = o.get('checksum')
-        if x4 is None:
-            x4 = 0
-        elif type(x4) is not int or not 0 <= x4 <= 4294967295:
-            _bad('checksum: expected uint32', x4)
-        return Storage(x0, x1, x2, x3, x4)
+                x3 = 0
+            elif type(x3) is str:
+                x3 = EV_ChecksumKind.get(x3)
+                if x3 is None:
+                    raise VersionError('enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['checksum_kind'])
+            elif type(x3) is not int or not 0 <= x3 <= 255:
+                _check_int(x3, 0, 255, 'uint8')
+            f_ = 'checksum'
+            x4 = o.get('checksum')
+            if x4 is None:
+                x4 = 0
+            elif type(x4) is not int or not 0 <= x4 <= 4294967295:
+                _check_int(x4, 0, 4294967295, 'uint32')
+            return Storage(x0, x1, x2, x3, x4)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_StringArgument(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (StringArgument)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_StringArgument.issuperset(o):
-            members += _skipped(o, K_StringArgument, keep)
-        x0 = o.get('value')
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('value: expected str', type(x0).__name__)
-            _SC_free_text(x0, 'StringArgument.value')
-            keep(x0)
-        return StringArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (StringArgument)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_StringArgument.issuperset(o):
+                members += _skipped(o, K_StringArgument, keep)
+            f_ = 'value'
+            x0 = o.get('value')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_free_text(x0, 'StringArgument.value')
+                keep(x0)
+            return StringArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_StringEntry(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (StringEntry)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_StringEntry.issuperset(o):
-            members += _skipped(o, K_StringEntry, keep)
-        x0 = o.get('key')
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('key: expected str', type(x0).__name__)
-            _SC_metadata_key(x0, 'StringEntry.key')
-            keep(x0)
-        if x0 is None:
-            _bad('required field key is missing')
-        x1 = o.get('value')
-        if x1 is not None:
-            if type(x1) is not str:
-                _bad('value: expected str', type(x1).__name__)
-            _SC_free_text(x1, 'StringEntry.value')
-            keep(x1)
-        return StringEntry(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (StringEntry)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_StringEntry.issuperset(o):
+                members += _skipped(o, K_StringEntry, keep)
+            f_ = 'key'
+            x0 = o.get('key')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_metadata_key(x0, 'StringEntry.key')
+                keep(x0)
+            if x0 is None:
+                _bad('required field key is missing')
+            f_ = 'value'
+            x1 = o.get('value')
+            if x1 is not None:
+                if type(x1) is not str:
+                    _check_str(x1)
+                _SC_free_text(x1, 'StringEntry.value')
+                keep(x1)
+            return StringEntry(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_StringListArgument(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (StringListArgument)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_StringListArgument.issuperset(o):
-            members += _skipped(o, K_StringListArgument, keep)
-        x0 = o.get('values')
-        if x0 is None:
-            x0 = []
-        elif type(x0) is not list:
-            _bad('values: expected an array', type(x0).__name__)
-        elif not _STR.issuperset(map(type, x0)):
-            _bad('values: expected strings')
-        else:
-            keep_all(x0)
-            for _s in x0: _SC_free_text(_s, 'StringListArgument.values')
-        return StringListArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (StringListArgument)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_StringListArgument.issuperset(o):
+                members += _skipped(o, K_StringListArgument, keep)
+            f_ = 'values'
+            x0 = o.get('values')
+            if x0 is None:
+                x0 = []
+            elif type(x0) is not list:
+                _bad('wrong type: expected an array', type(x0).__name__)
+            elif not _STR.issuperset(map(type, x0)):
+                _check_each(x0, _check_str)
+            else:
+                keep_all(x0)
+                for _s in x0: _SC_free_text(_s, 'StringListArgument.values')
+            return StringListArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_StringToArgumentMapArgument(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (StringToArgumentMapArgument)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_StringToArgumentMapArgument.issuperset(o):
-            members += _skipped(o, K_StringToArgumentMapArgument, keep)
-        x0 = o.get('entries')
-        if x0 is None:
-            x0 = []
-        elif type(x0) is not list:
-            _bad('entries: expected an array', type(x0).__name__)
-        elif x0:
-            d1 = d + 1
-            x0 = [d_ArgumentMapEntry(e, d1) for e in x0]
-        return StringToArgumentMapArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (StringToArgumentMapArgument)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_StringToArgumentMapArgument.issuperset(o):
+                members += _skipped(o, K_StringToArgumentMapArgument, keep)
+            f_ = ('entries', 'x0')
+            x0 = o.get('entries')
+            if x0 is None:
+                x0 = []
+            elif type(x0) is not list:
+                _bad('wrong type: expected an array', type(x0).__name__)
+            elif x0:
+                d1 = d + 1
+                x0 = [d_ArgumentMapEntry(e, d1) for e in x0]
+            return StringToArgumentMapArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_StringValue(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (StringValue)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_StringValue.issuperset(o):
-            members += _skipped(o, K_StringValue, keep)
-        x0 = o.get('value')
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('value: expected str', type(x0).__name__)
-            _SC_free_text(x0, 'StringValue.value')
-            keep(x0)
-        return StringValue(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (StringValue)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_StringValue.issuperset(o):
+                members += _skipped(o, K_StringValue, keep)
+            f_ = 'value'
+            x0 = o.get('value')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_free_text(x0, 'StringValue.value')
+                keep(x0)
+            return StringValue(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_SymBool(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (SymBool)', type(o).__name__)
-        nonlocal members
-        if len(o) != 2:
-            _bad('expected the 2 fields of SymBool')
-        members += 2
-        x0 = o['expr']
-        if type(x0) is not int or not -2147483648 <= x0 <= 2147483647:
-            _bad('expr: expected int32', x0)
-        x1 = o['value']
-        if type(x1) is not bool:
-            _bad('value: expected bool', type(x1).__name__)
-        return SymBool(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (SymBool)', type(o).__name__)
+            nonlocal members
+            if len(o) != 2:
+                _bad('wrong struct fields: expected the 2 fields of SymBool')
+            members += 2
+            f_ = 'expr'
+            x0 = o.get('expr')
+            if type(x0) is not int or not -2147483648 <= x0 <= 2147483647:
+                _check_int(x0, -2147483648, 2147483647, 'int32')
+            f_ = 'value'
+            x1 = o.get('value')
+            if type(x1) is not bool:
+                _check_bool(x1)
+            return SymBool(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_SymBoolArgument(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (SymBoolArgument)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_SymBoolArgument.issuperset(o):
-            members += _skipped(o, K_SymBoolArgument, keep)
-        x0 = o.get('name')
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_local_name(x0, 'SymBoolArgument.name')
-            keep(x0)
-        x1 = o.get('value')
-        if x1 is None:
-            x1 = False
-        elif type(x1) is not bool:
-            _bad('value: expected bool', type(x1).__name__)
-        return SymBoolArgument(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (SymBoolArgument)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_SymBoolArgument.issuperset(o):
+                members += _skipped(o, K_SymBoolArgument, keep)
+            f_ = 'name'
+            x0 = o.get('name')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_local_name(x0, 'SymBoolArgument.name')
+                keep(x0)
+            f_ = 'value'
+            x1 = o.get('value')
+            if x1 is None:
+                x1 = False
+            elif type(x1) is not bool:
+                _check_bool(x1)
+            return SymBoolArgument(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_SymBoolListArgument(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (SymBoolListArgument)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_SymBoolListArgument.issuperset(o):
-            members += _skipped(o, K_SymBoolListArgument, keep)
-        x0 = o.get('items')
-        if x0 is None:
-            x0 = []
-        elif type(x0) is not list:
-            _bad('items: expected an array', type(x0).__name__)
-        elif x0:
-            d1 = d + 1
-            x0 = [d_SymBoolArgument(e, d1) for e in x0]
-        return SymBoolListArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (SymBoolListArgument)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_SymBoolListArgument.issuperset(o):
+                members += _skipped(o, K_SymBoolListArgument, keep)
+            f_ = ('items', 'x0')
+            x0 = o.get('items')
+            if x0 is None:
+                x0 = []
+            elif type(x0) is not list:
+                _bad('wrong type: expected an array', type(x0).__name__)
+            elif x0:
+                d1 = d + 1
+                x0 = [d_SymBoolArgument(e, d1) for e in x0]
+            return SymBoolListArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_SymBoolValue(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (SymBoolValue)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_SymBoolValue.issuperset(o):
-            members += _skipped(o, K_SymBoolValue, keep)
-        x0 = o.get('name')
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_local_name(x0, 'SymBoolValue.name')
-            keep(x0)
-        x1 = o.get('value')
-        if x1 is not None:
-            x1 = d_SymBool(x1, d + 1)
-        return SymBoolValue(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (SymBoolValue)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_SymBoolValue.issuperset(o):
+                members += _skipped(o, K_SymBoolValue, keep)
+            f_ = 'name'
+            x0 = o.get('name')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_local_name(x0, 'SymBoolValue.name')
+                keep(x0)
+            f_ = 'value'
+            x1 = o.get('value')
+            if x1 is not None:
+                x1 = d_SymBool(x1, d + 1)
+            return SymBoolValue(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_SymExpr(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (SymExpr)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_SymExpr.issuperset(o):
-            members += _skipped(o, K_SymExpr, keep)
-        x0 = o.get('kind')
-        if x0 is None:
-            x0 = 0
-        elif type(x0) is str:
-            x0 = EV_SymExprKind.get(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (SymExpr)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_SymExpr.issuperset(o):
+                members += _skipped(o, K_SymExpr, keep)
+            f_ = 'kind'
+            x0 = o.get('kind')
             if x0 is None:
-                raise VersionError('kind: enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['kind'])
-        elif type(x0) is not int or not 0 <= x0 <= 255:
-            _bad('kind: expected SymExprKind', x0)
-        x1 = o.get('symbol')
-        if x1 is None:
-            x1 = 0
-        elif type(x1) is not int or not 0 <= x1 <= 4294967295:
-            _bad('symbol: expected uint32', x1)
-        x2 = o.get('int_value')
-        if x2 is None:
-            x2 = 0
-        elif type(x2) is not int or not -9223372036854775808 <= x2 <= 9223372036854775807:
-            _bad('int_value: expected int64', x2)
-        x3 = o.get('denominator')
-        if x3 is None:
-            x3 = 1
-        elif type(x3) is not int or not -9223372036854775808 <= x3 <= 9223372036854775807:
-            _bad('denominator: expected int64', x3)
-        x4 = o.get('float_value')
-        if x4 is None:
-            x4 = 0.0
-        elif type(x4) is not float:
-            x4 = _jfloat(x4)
-        x5 = o.get('bool_value')
-        if x5 is None:
-            x5 = False
-        elif type(x5) is not bool:
-            _bad('bool_value: expected bool', type(x5).__name__)
-        x6 = o.get('op')
-        if x6 is None:
-            x6 = 0
-        elif type(x6) is str:
-            x6 = EV_SymOp.get(x6)
+                x0 = 0
+            elif type(x0) is str:
+                x0 = EV_SymExprKind.get(x0)
+                if x0 is None:
+                    raise VersionError('enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['kind'])
+            elif type(x0) is not int or not 0 <= x0 <= 255:
+                _check_int(x0, 0, 255, 'uint8')
+            f_ = 'symbol'
+            x1 = o.get('symbol')
+            if x1 is None:
+                x1 = 0
+            elif type(x1) is not int or not 0 <= x1 <= 4294967295:
+                _check_int(x1, 0, 4294967295, 'uint32')
+            f_ = 'int_value'
+            x2 = o.get('int_value')
+            if x2 is None:
+                x2 = 0
+            elif type(x2) is not int or not -9223372036854775808 <= x2 <= 9223372036854775807:
+                _check_int(x2, -9223372036854775808, 9223372036854775807, 'int64')
+            f_ = 'denominator'
+            x3 = o.get('denominator')
+            if x3 is None:
+                x3 = 1
+            elif type(x3) is not int or not -9223372036854775808 <= x3 <= 9223372036854775807:
+                _check_int(x3, -9223372036854775808, 9223372036854775807, 'int64')
+            f_ = 'float_value'
+            x4 = o.get('float_value')
+            if x4 is None:
+                x4 = 0.0
+            elif type(x4) is not float:
+                x4 = _jfloat(x4)
+            f_ = 'bool_value'
+            x5 = o.get('bool_value')
+            if x5 is None:
+                x5 = False
+            elif type(x5) is not bool:
+                _check_bool(x5)
+            f_ = 'op'
+            x6 = o.get('op')
             if x6 is None:
-                raise VersionError('op: enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['op'])
-        elif type(x6) is not int or not 0 <= x6 <= 255:
-            _bad('op: expected SymOp', x6)
-        x7 = o.get('args')
-        if x7 is None:
-            x7 = []
-        elif type(x7) is not list:
-            _bad('args: expected an array', type(x7).__name__)
-        else:
-            _ints(x7, 0, 4294967295)
-        return SymExpr(x0, x1, x2, x3, x4, x5, x6, x7)
+                x6 = 0
+            elif type(x6) is str:
+                x6 = EV_SymOp.get(x6)
+                if x6 is None:
+                    raise VersionError('enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['op'])
+            elif type(x6) is not int or not 0 <= x6 <= 255:
+                _check_int(x6, 0, 255, 'uint8')
+            f_ = 'args'
+            x7 = o.get('args')
+            if x7 is None:
+                x7 = []
+            elif type(x7) is not list:
+                _bad('wrong type: expected an array', type(x7).__name__)
+            else:
+                _check_ints(x7, 0, 4294967295, 'uint32')
+            return SymExpr(x0, x1, x2, x3, x4, x5, x6, x7)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_SymFloat(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (SymFloat)', type(o).__name__)
-        nonlocal members
-        if len(o) != 2:
-            _bad('expected the 2 fields of SymFloat')
-        members += 2
-        x0 = o['expr']
-        if type(x0) is not int or not -2147483648 <= x0 <= 2147483647:
-            _bad('expr: expected int32', x0)
-        x1 = o['value']
-        if type(x1) is not float:
-            x1 = _jfloat(x1)
-        return SymFloat(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (SymFloat)', type(o).__name__)
+            nonlocal members
+            if len(o) != 2:
+                _bad('wrong struct fields: expected the 2 fields of SymFloat')
+            members += 2
+            f_ = 'expr'
+            x0 = o.get('expr')
+            if type(x0) is not int or not -2147483648 <= x0 <= 2147483647:
+                _check_int(x0, -2147483648, 2147483647, 'int32')
+            f_ = 'value'
+            x1 = o.get('value')
+            if type(x1) is not float:
+                x1 = _jfloat(x1)
+            return SymFloat(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_SymFloatArgument(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (SymFloatArgument)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_SymFloatArgument.issuperset(o):
-            members += _skipped(o, K_SymFloatArgument, keep)
-        x0 = o.get('name')
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_local_name(x0, 'SymFloatArgument.name')
-            keep(x0)
-        x1 = o.get('value')
-        if x1 is None:
-            x1 = 0.0
-        elif type(x1) is not float:
-            x1 = _jfloat(x1)
-        return SymFloatArgument(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (SymFloatArgument)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_SymFloatArgument.issuperset(o):
+                members += _skipped(o, K_SymFloatArgument, keep)
+            f_ = 'name'
+            x0 = o.get('name')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_local_name(x0, 'SymFloatArgument.name')
+                keep(x0)
+            f_ = 'value'
+            x1 = o.get('value')
+            if x1 is None:
+                x1 = 0.0
+            elif type(x1) is not float:
+                x1 = _jfloat(x1)
+            return SymFloatArgument(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_SymFloatListArgument(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (SymFloatListArgument)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_SymFloatListArgument.issuperset(o):
-            members += _skipped(o, K_SymFloatListArgument, keep)
-        x0 = o.get('items')
-        if x0 is None:
-            x0 = []
-        elif type(x0) is not list:
-            _bad('items: expected an array', type(x0).__name__)
-        elif x0:
-            d1 = d + 1
-            x0 = [d_SymFloatArgument(e, d1) for e in x0]
-        return SymFloatListArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (SymFloatListArgument)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_SymFloatListArgument.issuperset(o):
+                members += _skipped(o, K_SymFloatListArgument, keep)
+            f_ = ('items', 'x0')
+            x0 = o.get('items')
+            if x0 is None:
+                x0 = []
+            elif type(x0) is not list:
+                _bad('wrong type: expected an array', type(x0).__name__)
+            elif x0:
+                d1 = d + 1
+                x0 = [d_SymFloatArgument(e, d1) for e in x0]
+            return SymFloatListArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_SymFloatValue(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (SymFloatValue)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_SymFloatValue.issuperset(o):
-            members += _skipped(o, K_SymFloatValue, keep)
-        x0 = o.get('name')
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_local_name(x0, 'SymFloatValue.name')
-            keep(x0)
-        x1 = o.get('value')
-        if x1 is not None:
-            x1 = d_SymFloat(x1, d + 1)
-        return SymFloatValue(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (SymFloatValue)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_SymFloatValue.issuperset(o):
+                members += _skipped(o, K_SymFloatValue, keep)
+            f_ = 'name'
+            x0 = o.get('name')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_local_name(x0, 'SymFloatValue.name')
+                keep(x0)
+            f_ = 'value'
+            x1 = o.get('value')
+            if x1 is not None:
+                x1 = d_SymFloat(x1, d + 1)
+            return SymFloatValue(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_SymInt(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (SymInt)', type(o).__name__)
-        nonlocal members
-        if len(o) != 2:
-            _bad('expected the 2 fields of SymInt')
-        members += 2
-        x0 = o['expr']
-        if type(x0) is not int or not -2147483648 <= x0 <= 2147483647:
-            _bad('expr: expected int32', x0)
-        x1 = o['value']
-        if type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
-            _bad('value: expected int64', x1)
-        return SymInt(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (SymInt)', type(o).__name__)
+            nonlocal members
+            if len(o) != 2:
+                _bad('wrong struct fields: expected the 2 fields of SymInt')
+            members += 2
+            f_ = 'expr'
+            x0 = o.get('expr')
+            if type(x0) is not int or not -2147483648 <= x0 <= 2147483647:
+                _check_int(x0, -2147483648, 2147483647, 'int32')
+            f_ = 'value'
+            x1 = o.get('value')
+            if type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
+                _check_int(x1, -9223372036854775808, 9223372036854775807, 'int64')
+            return SymInt(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_SymIntArgument(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (SymIntArgument)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_SymIntArgument.issuperset(o):
-            members += _skipped(o, K_SymIntArgument, keep)
-        x0 = o.get('name')
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_local_name(x0, 'SymIntArgument.name')
-            keep(x0)
-        x1 = o.get('value')
-        if x1 is None:
-            x1 = 0
-        elif type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
-            _bad('value: expected int64', x1)
-        return SymIntArgument(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (SymIntArgument)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_SymIntArgument.issuperset(o):
+                members += _skipped(o, K_SymIntArgument, keep)
+            f_ = 'name'
+            x0 = o.get('name')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_local_name(x0, 'SymIntArgument.name')
+                keep(x0)
+            f_ = 'value'
+            x1 = o.get('value')
+            if x1 is None:
+                x1 = 0
+            elif type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
+                _check_int(x1, -9223372036854775808, 9223372036854775807, 'int64')
+            return SymIntArgument(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_SymIntListArgument(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (SymIntListArgument)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_SymIntListArgument.issuperset(o):
-            members += _skipped(o, K_SymIntListArgument, keep)
-        x0 = o.get('items')
-        if x0 is None:
-            x0 = []
-        elif type(x0) is not list:
-            _bad('items: expected an array', type(x0).__name__)
-        elif x0:
-            d1 = d + 1
-            x0 = [d_SymIntArgument(e, d1) for e in x0]
-        return SymIntListArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (SymIntListArgument)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_SymIntListArgument.issuperset(o):
+                members += _skipped(o, K_SymIntListArgument, keep)
+            f_ = ('items', 'x0')
+            x0 = o.get('items')
+            if x0 is None:
+                x0 = []
+            elif type(x0) is not list:
+                _bad('wrong type: expected an array', type(x0).__name__)
+            elif x0:
+                d1 = d + 1
+                x0 = [d_SymIntArgument(e, d1) for e in x0]
+            return SymIntListArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_SymIntValue(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (SymIntValue)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_SymIntValue.issuperset(o):
-            members += _skipped(o, K_SymIntValue, keep)
-        x0 = o.get('name')
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_local_name(x0, 'SymIntValue.name')
-            keep(x0)
-        x1 = o.get('value')
-        if x1 is not None:
-            x1 = d_SymInt(x1, d + 1)
-        return SymIntValue(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (SymIntValue)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_SymIntValue.issuperset(o):
+                members += _skipped(o, K_SymIntValue, keep)
+            f_ = 'name'
+            x0 = o.get('name')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_local_name(x0, 'SymIntValue.name')
+                keep(x0)
+            f_ = 'value'
+            x1 = o.get('value')
+            if x1 is not None:
+                x1 = d_SymInt(x1, d + 1)
+            return SymIntValue(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_Symbol(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (Symbol)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_Symbol.issuperset(o):
-            members += _skipped(o, K_Symbol, keep)
-        x0 = o.get('name')
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_identifier(x0, 'Symbol.name')
-            keep(x0)
-        x1 = o.get('kind')
-        if x1 is None:
-            x1 = 0
-        elif type(x1) is str:
-            x1 = EV_SymbolKind.get(x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (Symbol)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_Symbol.issuperset(o):
+                members += _skipped(o, K_Symbol, keep)
+            f_ = 'name'
+            x0 = o.get('name')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_identifier(x0, 'Symbol.name')
+                keep(x0)
+            f_ = 'kind'
+            x1 = o.get('kind')
             if x1 is None:
-                raise VersionError('kind: enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['kind'])
-        elif type(x1) is not int or not 0 <= x1 <= 255:
-            _bad('kind: expected SymbolKind', x1)
-        x2 = o.get('range')
-        if x2 is not None:
-            x2 = d_ValueRange(x2, d + 1)
-        x3 = o.get('hint')
-        if x3 is None:
-            x3 = 0
-        elif type(x3) is not int or not -9223372036854775808 <= x3 <= 9223372036854775807:
-            _bad('hint: expected int64', x3)
-        x4 = o.get('has_hint')
-        if x4 is None:
-            x4 = False
-        elif type(x4) is not bool:
-            _bad('has_hint: expected bool', type(x4).__name__)
-        x5 = o.get('positive')
-        if x5 is None:
-            x5 = False
-        elif type(x5) is not bool:
-            _bad('positive: expected bool', type(x5).__name__)
-        x6 = o.get('float_hint')
-        if x6 is None:
-            x6 = 0.0
-        elif type(x6) is not float:
-            x6 = _jfloat(x6)
-        return Symbol(x0, x1, x2, x3, x4, x5, x6)
+                x1 = 0
+            elif type(x1) is str:
+                x1 = EV_SymbolKind.get(x1)
+                if x1 is None:
+                    raise VersionError('enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['kind'])
+            elif type(x1) is not int or not 0 <= x1 <= 255:
+                _check_int(x1, 0, 255, 'uint8')
+            f_ = 'range'
+            x2 = o.get('range')
+            if x2 is not None:
+                x2 = d_ValueRange(x2, d + 1)
+            f_ = 'hint'
+            x3 = o.get('hint')
+            if x3 is None:
+                x3 = 0
+            elif type(x3) is not int or not -9223372036854775808 <= x3 <= 9223372036854775807:
+                _check_int(x3, -9223372036854775808, 9223372036854775807, 'int64')
+            f_ = 'has_hint'
+            x4 = o.get('has_hint')
+            if x4 is None:
+                x4 = False
+            elif type(x4) is not bool:
+                _check_bool(x4)
+            f_ = 'positive'
+            x5 = o.get('positive')
+            if x5 is None:
+                x5 = False
+            elif type(x5) is not bool:
+                _check_bool(x5)
+            f_ = 'float_hint'
+            x6 = o.get('float_hint')
+            if x6 is None:
+                x6 = 0.0
+            elif type(x6) is not float:
+                x6 = _jfloat(x6)
+            return Symbol(x0, x1, x2, x3, x4, x5, x6)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_Tensor(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (Tensor)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_Tensor.issuperset(o):
-            members += _skipped(o, K_Tensor, keep)
-        x0 = o.get('storage')
-        if x0 is None:
-            x0 = 0
-        elif type(x0) is not int or not 0 <= x0 <= 4294967295:
-            _bad('storage: expected uint32', x0)
-        x1 = o.get('dtype')
-        if x1 is None:
-            x1 = 0
-        elif type(x1) is str:
-            x1 = EV_ScalarType.get(x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (Tensor)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_Tensor.issuperset(o):
+                members += _skipped(o, K_Tensor, keep)
+            f_ = 'storage'
+            x0 = o.get('storage')
+            if x0 is None:
+                x0 = 0
+            elif type(x0) is not int or not 0 <= x0 <= 4294967295:
+                _check_int(x0, 0, 4294967295, 'uint32')
+            f_ = 'dtype'
+            x1 = o.get('dtype')
             if x1 is None:
-                raise VersionError('dtype: enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['dtype'])
-        elif type(x1) is not int or not 0 <= x1 <= 255:
-            _bad('dtype: expected ScalarType', x1)
-        x2 = o.get('sizes')
-        if x2 is None:
-            x2 = []
-        elif type(x2) is not list:
-            _bad('sizes: expected an array', type(x2).__name__)
-        else:
-            _ints(x2, -9223372036854775808, 9223372036854775807)
-        x3 = o.get('strides')
-        if x3 is None:
-            x3 = []
-        elif type(x3) is not list:
-            _bad('strides: expected an array', type(x3).__name__)
-        else:
-            _ints(x3, -9223372036854775808, 9223372036854775807)
-        x4 = o.get('storage_offset')
-        if x4 is None:
-            x4 = 0
-        elif type(x4) is not int or not -9223372036854775808 <= x4 <= 9223372036854775807:
-            _bad('storage_offset: expected int64', x4)
-        x5 = o.get('requires_grad')
-        if x5 is None:
-            x5 = False
-        elif type(x5) is not bool:
-            _bad('requires_grad: expected bool', type(x5).__name__)
-        x6 = o.get('device')
-        if x6 is not None:
-            x6 = d_Device(x6, d + 1)
-        return Tensor(x0, x1, x2, x3, x4, x5, x6)
+                x1 = 0
+            elif type(x1) is str:
+                x1 = EV_ScalarType.get(x1)
+                if x1 is None:
+                    raise VersionError('enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['dtype'])
+            elif type(x1) is not int or not 0 <= x1 <= 255:
+                _check_int(x1, 0, 255, 'uint8')
+            f_ = 'sizes'
+            x2 = o.get('sizes')
+            if x2 is None:
+                x2 = []
+            elif type(x2) is not list:
+                _bad('wrong type: expected an array', type(x2).__name__)
+            else:
+                _check_ints(x2, -9223372036854775808, 9223372036854775807, 'int64')
+            f_ = 'strides'
+            x3 = o.get('strides')
+            if x3 is None:
+                x3 = []
+            elif type(x3) is not list:
+                _bad('wrong type: expected an array', type(x3).__name__)
+            else:
+                _check_ints(x3, -9223372036854775808, 9223372036854775807, 'int64')
+            f_ = 'storage_offset'
+            x4 = o.get('storage_offset')
+            if x4 is None:
+                x4 = 0
+            elif type(x4) is not int or not -9223372036854775808 <= x4 <= 9223372036854775807:
+                _check_int(x4, -9223372036854775808, 9223372036854775807, 'int64')
+            f_ = 'requires_grad'
+            x5 = o.get('requires_grad')
+            if x5 is None:
+                x5 = False
+            elif type(x5) is not bool:
+                _check_bool(x5)
+            f_ = 'device'
+            x6 = o.get('device')
+            if x6 is not None:
+                x6 = d_Device(x6, d + 1)
+            return Tensor(x0, x1, x2, x3, x4, x5, x6)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_TensorArgument(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (TensorArgument)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_TensorArgument.issuperset(o):
-            members += _skipped(o, K_TensorArgument, keep)
-        x0 = o.get('name')
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_local_name(x0, 'TensorArgument.name')
-            keep(x0)
-        return TensorArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (TensorArgument)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_TensorArgument.issuperset(o):
+                members += _skipped(o, K_TensorArgument, keep)
+            f_ = 'name'
+            x0 = o.get('name')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_local_name(x0, 'TensorArgument.name')
+                keep(x0)
+            return TensorArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_TensorListArgument(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (TensorListArgument)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_TensorListArgument.issuperset(o):
-            members += _skipped(o, K_TensorListArgument, keep)
-        x0 = o.get('names')
-        if x0 is None:
-            x0 = []
-        elif type(x0) is not list:
-            _bad('names: expected an array', type(x0).__name__)
-        elif not _STR.issuperset(map(type, x0)):
-            _bad('names: expected strings')
-        else:
-            keep_all(x0)
-            for _s in x0: _SC_local_name(_s, 'TensorListArgument.names')
-        return TensorListArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (TensorListArgument)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_TensorListArgument.issuperset(o):
+                members += _skipped(o, K_TensorListArgument, keep)
+            f_ = 'names'
+            x0 = o.get('names')
+            if x0 is None:
+                x0 = []
+            elif type(x0) is not list:
+                _bad('wrong type: expected an array', type(x0).__name__)
+            elif not _STR.issuperset(map(type, x0)):
+                _check_each(x0, _check_str)
+            else:
+                keep_all(x0)
+                for _s in x0: _SC_local_name(_s, 'TensorListArgument.names')
+            return TensorListArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_TensorMeta(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (TensorMeta)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_TensorMeta.issuperset(o):
-            members += _skipped(o, K_TensorMeta, keep)
-        x0 = o.get('dtype')
-        if x0 is None:
-            x0 = 0
-        elif type(x0) is str:
-            x0 = EV_ScalarType.get(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (TensorMeta)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_TensorMeta.issuperset(o):
+                members += _skipped(o, K_TensorMeta, keep)
+            f_ = 'dtype'
+            x0 = o.get('dtype')
             if x0 is None:
-                raise VersionError('dtype: enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['dtype'])
-        elif type(x0) is not int or not 0 <= x0 <= 255:
-            _bad('dtype: expected ScalarType', x0)
-        x1 = o.get('sizes')
-        if x1 is None:
-            x1 = []
-        elif type(x1) is not list:
-            _bad('sizes: expected an array', type(x1).__name__)
-        elif x1:
-            d1 = d + 1
-            x1 = [d_SymInt(e, d1) for e in x1]
-        x2 = o.get('strides')
-        if x2 is None:
-            x2 = []
-        elif type(x2) is not list:
-            _bad('strides: expected an array', type(x2).__name__)
-        elif x2:
-            d1 = d + 1
-            x2 = [d_SymInt(e, d1) for e in x2]
-        x3 = o.get('storage_offset')
-        if x3 is not None:
-            x3 = d_SymInt(x3, d + 1)
-        x4 = o.get('requires_grad')
-        if x4 is None:
-            x4 = False
-        elif type(x4) is not bool:
-            _bad('requires_grad: expected bool', type(x4).__name__)
-        x5 = o.get('device')
-        if x5 is not None:
-            x5 = d_Device(x5, d + 1)
-        x6 = o.get('layout')
-        if x6 is None:
-            x6 = 1
-        elif type(x6) is str:
-            x6 = EV_Layout.get(x6)
+                x0 = 0
+            elif type(x0) is str:
+                x0 = EV_ScalarType.get(x0)
+                if x0 is None:
+                    raise VersionError('enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['dtype'])
+            elif type(x0) is not int or not 0 <= x0 <= 255:
+                _check_int(x0, 0, 255, 'uint8')
+            f_ = ('sizes', 'x1')
+            x1 = o.get('sizes')
+            if x1 is None:
+                x1 = []
+            elif type(x1) is not list:
+                _bad('wrong type: expected an array', type(x1).__name__)
+            elif x1:
+                d1 = d + 1
+                x1 = [d_SymInt(e, d1) for e in x1]
+            f_ = ('strides', 'x2')
+            x2 = o.get('strides')
+            if x2 is None:
+                x2 = []
+            elif type(x2) is not list:
+                _bad('wrong type: expected an array', type(x2).__name__)
+            elif x2:
+                d1 = d + 1
+                x2 = [d_SymInt(e, d1) for e in x2]
+            f_ = 'storage_offset'
+            x3 = o.get('storage_offset')
+            if x3 is not None:
+                x3 = d_SymInt(x3, d + 1)
+            f_ = 'requires_grad'
+            x4 = o.get('requires_grad')
+            if x4 is None:
+                x4 = False
+            elif type(x4) is not bool:
+                _check_bool(x4)
+            f_ = 'device'
+            x5 = o.get('device')
+            if x5 is not None:
+                x5 = d_Device(x5, d + 1)
+            f_ = 'layout'
+            x6 = o.get('layout')
             if x6 is None:
-                raise VersionError('layout: enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['layout'])
-        elif type(x6) is not int or not 0 <= x6 <= 255:
-            _bad('layout: expected Layout', x6)
-        return TensorMeta(x0, x1, x2, x3, x4, x5, x6)
+                x6 = 1
+            elif type(x6) is str:
+                x6 = EV_Layout.get(x6)
+                if x6 is None:
+                    raise VersionError('enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['layout'])
+            elif type(x6) is not int or not 0 <= x6 <= 255:
+                _check_int(x6, 0, 255, 'uint8')
+            return TensorMeta(x0, x1, x2, x3, x4, x5, x6)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_TensorRefValue(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (TensorRefValue)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_TensorRefValue.issuperset(o):
-            members += _skipped(o, K_TensorRefValue, keep)
-        x0 = o.get('tensor')
-        if x0 is None:
-            x0 = 0
-        elif type(x0) is not int or not 0 <= x0 <= 4294967295:
-            _bad('tensor: expected uint32', x0)
-        return TensorRefValue(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (TensorRefValue)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_TensorRefValue.issuperset(o):
+                members += _skipped(o, K_TensorRefValue, keep)
+            f_ = 'tensor'
+            x0 = o.get('tensor')
+            if x0 is None:
+                x0 = 0
+            elif type(x0) is not int or not 0 <= x0 <= 4294967295:
+                _check_int(x0, 0, 4294967295, 'uint32')
+            return TensorRefValue(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_TensorValue(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (TensorValue)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_TensorValue.issuperset(o):
-            members += _skipped(o, K_TensorValue, keep)
-        x0 = o.get('name')
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_local_name(x0, 'TensorValue.name')
-            keep(x0)
-        x1 = o.get('meta')
-        if x1 is not None:
-            x1 = d_TensorMeta(x1, d + 1)
-        return TensorValue(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (TensorValue)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_TensorValue.issuperset(o):
+                members += _skipped(o, K_TensorValue, keep)
+            f_ = 'name'
+            x0 = o.get('name')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_local_name(x0, 'TensorValue.name')
+                keep(x0)
+            f_ = 'meta'
+            x1 = o.get('meta')
+            if x1 is not None:
+                x1 = d_TensorMeta(x1, d + 1)
+            return TensorValue(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_TokenArgument(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (TokenArgument)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_TokenArgument.issuperset(o):
-            members += _skipped(o, K_TokenArgument, keep)
-        x0 = o.get('name')
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_local_name(x0, 'TokenArgument.name')
-            keep(x0)
-        return TokenArgument(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (TokenArgument)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_TokenArgument.issuperset(o):
+                members += _skipped(o, K_TokenArgument, keep)
+            f_ = 'name'
+            x0 = o.get('name')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_local_name(x0, 'TokenArgument.name')
+                keep(x0)
+            return TokenArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_TorchFn(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (TorchFn)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_TorchFn.issuperset(o):
-            members += _skipped(o, K_TorchFn, keep)
-        x0 = o.get('name')
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_token(x0, 'TorchFn.name')
-            keep(x0)
-        x1 = o.get('target')
-        if x1 is not None:
-            if type(x1) is not str:
-                _bad('target: expected str', type(x1).__name__)
-            _SC_token(x1, 'TorchFn.target')
-            keep(x1)
-        return TorchFn(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (TorchFn)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_TorchFn.issuperset(o):
+                members += _skipped(o, K_TorchFn, keep)
+            f_ = 'name'
+            x0 = o.get('name')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_token(x0, 'TorchFn.name')
+                keep(x0)
+            f_ = 'target'
+            x1 = o.get('target')
+            if x1 is not None:
+                if type(x1) is not str:
+                    _check_str(x1)
+                _SC_token(x1, 'TorchFn.target')
+                keep(x1)
+            return TorchFn(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_TreeSpec(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (TreeSpec)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_TreeSpec.issuperset(o):
-            members += _skipped(o, K_TreeSpec, keep)
-        x0 = o.get('kind')
-        if x0 is None:
-            x0 = 0
-        elif type(x0) is str:
-            x0 = EV_TreeSpecKind.get(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (TreeSpec)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_TreeSpec.issuperset(o):
+                members += _skipped(o, K_TreeSpec, keep)
+            f_ = 'kind'
+            x0 = o.get('kind')
             if x0 is None:
-                raise VersionError('kind: enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['kind'])
-        elif type(x0) is not int or not 0 <= x0 <= 255:
-            _bad('kind: expected TreeSpecKind', x0)
-        x1 = o.get('type_name')
-        if x1 is not None:
-            if type(x1) is not str:
-                _bad('type_name: expected str', type(x1).__name__)
-            _SC_qualified_name(x1, 'TreeSpec.type_name')
-            keep(x1)
-        x2 = o.get('field_names')
-        if x2 is None:
-            x2 = []
-        elif type(x2) is not list:
-            _bad('field_names: expected an array', type(x2).__name__)
-        elif not _STR.issuperset(map(type, x2)):
-            _bad('field_names: expected strings')
-        else:
-            keep_all(x2)
-            for _s in x2: _SC_identifier(_s, 'TreeSpec.field_names')
-        x3 = o.get('keys')
-        if x3 is None:
-            x3 = []
-        elif type(x3) is not list:
-            _bad('keys: expected an array', type(x3).__name__)
-        elif x3:
-            d1 = d + 1
-            x3 = [d_Value(e, d1) for e in x3]
-        x4 = o.get('context')
-        if x4 is not None:
-            x4 = d_Value(x4, d + 1)
-        x5 = o.get('children')
-        if x5 is None:
-            x5 = []
-        elif type(x5) is not list:
-            _bad('children: expected an array', type(x5).__name__)
-        elif x5:
-            d1 = d + 1
-            x5 = [d_TreeSpec(e, d1) for e in x5]
-        return TreeSpec(x0, x1, x2, x3, x4, x5)
+                x0 = 0
+            elif type(x0) is str:
+                x0 = EV_TreeSpecKind.get(x0)
+                if x0 is None:
+                    raise VersionError('enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['kind'])
+            elif type(x0) is not int or not 0 <= x0 <= 255:
+                _check_int(x0, 0, 255, 'uint8')
+            f_ = 'type_name'
+            x1 = o.get('type_name')
+            if x1 is not None:
+                if type(x1) is not str:
+                    _check_str(x1)
+                _SC_qualified_name(x1, 'TreeSpec.type_name')
+                keep(x1)
+            f_ = 'field_names'
+            x2 = o.get('field_names')
+            if x2 is None:
+                x2 = []
+            elif type(x2) is not list:
+                _bad('wrong type: expected an array', type(x2).__name__)
+            elif not _STR.issuperset(map(type, x2)):
+                _check_each(x2, _check_str)
+            else:
+                keep_all(x2)
+                for _s in x2: _SC_identifier(_s, 'TreeSpec.field_names')
+            f_ = ('keys', 'x3')
+            x3 = o.get('keys')
+            if x3 is None:
+                x3 = []
+            elif type(x3) is not list:
+                _bad('wrong type: expected an array', type(x3).__name__)
+            elif x3:
+                d1 = d + 1
+                x3 = [d_Value(e, d1) for e in x3]
+            f_ = 'context'
+            x4 = o.get('context')
+            if x4 is not None:
+                x4 = d_Value(x4, d + 1)
+            f_ = ('children', 'x5')
+            x5 = o.get('children')
+            if x5 is None:
+                x5 = []
+            elif type(x5) is not list:
+                _bad('wrong type: expected an array', type(x5).__name__)
+            elif x5:
+                d1 = d + 1
+                x5 = [d_TreeSpec(e, d1) for e in x5]
+            return TreeSpec(x0, x1, x2, x3, x4, x5)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_UnbackedBinding(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (UnbackedBinding)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_UnbackedBinding.issuperset(o):
-            members += _skipped(o, K_UnbackedBinding, keep)
-        x0 = o.get('symbol')
-        if x0 is None:
-            x0 = 0
-        elif type(x0) is not int or not 0 <= x0 <= 4294967295:
-            _bad('symbol: expected uint32', x0)
-        x1 = o.get('path')
-        if x1 is None:
-            x1 = []
-        elif type(x1) is not list:
-            _bad('path: expected an array', type(x1).__name__)
-        elif x1:
-            d1 = d + 1
-            x1 = [d_KeyPathEntry(e, d1) for e in x1]
-        return UnbackedBinding(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (UnbackedBinding)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_UnbackedBinding.issuperset(o):
+                members += _skipped(o, K_UnbackedBinding, keep)
+            f_ = 'symbol'
+            x0 = o.get('symbol')
+            if x0 is None:
+                x0 = 0
+            elif type(x0) is not int or not 0 <= x0 <= 4294967295:
+                _check_int(x0, 0, 4294967295, 'uint32')
+            f_ = ('path', 'x1')
+            x1 = o.get('path')
+            if x1 is None:
+                x1 = []
+            elif type(x1) is not list:
+                _bad('wrong type: expected an array', type(x1).__name__)
+            elif x1:
+                d1 = d + 1
+                x1 = [d_KeyPathEntry(e, d1) for e in x1]
+            return UnbackedBinding(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_UnpackMetadata(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (UnpackMetadata)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_UnpackMetadata.issuperset(o):
-            members += _skipped(o, K_UnpackMetadata, keep)
-        x0 = o.get('position')
-        if x0 is None:
-            x0 = 0
-        elif type(x0) is not int or not 0 <= x0 <= 4294967295:
-            _bad('position: expected uint32', x0)
-        x1 = o.get('metadata')
-        if x1 is not None:
-            x1 = d_NodeMetadata(x1, d + 1)
-        return UnpackMetadata(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (UnpackMetadata)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_UnpackMetadata.issuperset(o):
+                members += _skipped(o, K_UnpackMetadata, keep)
+            f_ = 'position'
+            x0 = o.get('position')
+            if x0 is None:
+                x0 = 0
+            elif type(x0) is not int or not 0 <= x0 <= 4294967295:
+                _check_int(x0, 0, 4294967295, 'uint32')
+            f_ = 'metadata'
+            x1 = o.get('metadata')
+            if x1 is not None:
+                x1 = d_NodeMetadata(x1, d + 1)
+            return UnpackMetadata(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_UserInputMutationSpec(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (UserInputMutationSpec)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_UserInputMutationSpec.issuperset(o):
-            members += _skipped(o, K_UserInputMutationSpec, keep)
-        x0 = o.get('arg')
-        if x0 is not None:
-            x0 = d_TensorArgument(x0, d + 1)
-        x1 = o.get('user_input_name')
-        if x1 is not None:
-            if type(x1) is not str:
-                _bad('user_input_name: expected str', type(x1).__name__)
-            _SC_local_name(x1, 'UserInputMutationSpec.user_input_name')
-            keep(x1)
-        return UserInputMutationSpec(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (UserInputMutationSpec)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_UserInputMutationSpec.issuperset(o):
+                members += _skipped(o, K_UserInputMutationSpec, keep)
+            f_ = 'arg'
+            x0 = o.get('arg')
+            if x0 is not None:
+                x0 = d_TensorArgument(x0, d + 1)
+            f_ = 'user_input_name'
+            x1 = o.get('user_input_name')
+            if x1 is not None:
+                if type(x1) is not str:
+                    _check_str(x1)
+                _SC_local_name(x1, 'UserInputMutationSpec.user_input_name')
+                keep(x1)
+            return UserInputMutationSpec(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_UserInputSpec(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (UserInputSpec)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_UserInputSpec.issuperset(o):
-            members += _skipped(o, K_UserInputSpec, keep)
-        x0 = o.get('arg')
-        if x0 is not None:
-            x0 = d_Argument(x0, d + 1)
-        return UserInputSpec(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (UserInputSpec)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_UserInputSpec.issuperset(o):
+                members += _skipped(o, K_UserInputSpec, keep)
+            f_ = 'arg'
+            x0 = o.get('arg')
+            if x0 is not None:
+                x0 = d_Argument(x0, d + 1)
+            return UserInputSpec(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_UserOutputSpec(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (UserOutputSpec)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_UserOutputSpec.issuperset(o):
-            members += _skipped(o, K_UserOutputSpec, keep)
-        x0 = o.get('arg')
-        if x0 is not None:
-            x0 = d_Argument(x0, d + 1)
-        return UserOutputSpec(x0)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (UserOutputSpec)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_UserOutputSpec.issuperset(o):
+                members += _skipped(o, K_UserOutputSpec, keep)
+            f_ = 'arg'
+            x0 = o.get('arg')
+            if x0 is not None:
+                x0 = d_Argument(x0, d + 1)
+            return UserOutputSpec(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_Value(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (Value)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_Value.issuperset(o):
-            members += _skipped(o, K_Value, keep)
-        x1 = o.get('value')
-        t1 = o.get('value_type')
-        if t1 is None:
-            if x1 is not None:
-                _bad('value: member without its _type key')
-        elif x1 is None:
-            if t1 != 'NONE' and (t1 != 0 or type(t1) is not int):
-                _bad('value: union type without a member, or unknown', t1)
-        else:
-            if type(t1) is str:
-                t1 = UN_ValueKind.get(t1, t1)
-                if type(t1) is str:
-                    if t1 == 'NONE':
-                        _bad('value: NONE with a member')
-                    raise VersionError('value: union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=t1)
-            elif type(t1) is int and 0 < t1 <= 12:
-                t1 = UD_ValueKind[t1]
-            elif type(t1) is int and 12 < t1 <= 255:
-                raise VersionError('value: union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=t1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (Value)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_Value.issuperset(o):
+                members += _skipped(o, K_Value, keep)
+            f_ = 'value_type'
+            x1 = o.get('value')
+            t1 = o.get('value_type')
+            if t1 is None:
+                if x1 is not None:
+                    _bad('union member without its _type key')
+            elif x1 is None:
+                if t1 != 'NONE' and (t1 != 0 or type(t1) is not int):
+                    _bad('union type without a member, or unknown', t1)
             else:
-                _bad('value: bad union type, or NONE with a member', t1)
-            x1 = t1(x1, d + 1)
-        return Value(x1)
+                if type(t1) is str:
+                    t1 = UN_ValueKind.get(t1, t1)
+                    if type(t1) is str:
+                        if t1 == 'NONE':
+                            _bad('union member given with type NONE')
+                        raise VersionError('union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=t1)
+                elif type(t1) is int and 0 < t1 <= 12:
+                    t1 = UD_ValueKind[t1]
+                elif type(t1) is int and 12 < t1 <= 255:
+                    raise VersionError('union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=t1)
+                else:
+                    _bad('wrong type: bad union type, or NONE with a member', t1)
+                f_ = 'value'
+                x1 = t1(x1, d + 1)
+            return Value(x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_ValueRange(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (ValueRange)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_ValueRange.issuperset(o):
-            members += _skipped(o, K_ValueRange, keep)
-        x0 = o.get('lower')
-        if x0 is None:
-            x0 = 0
-        elif type(x0) is not int or not -9223372036854775808 <= x0 <= 9223372036854775807:
-            _bad('lower: expected int64', x0)
-        x1 = o.get('upper')
-        if x1 is None:
-            x1 = 0
-        elif type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
-            _bad('upper: expected int64', x1)
-        x2 = o.get('has_lower')
-        if x2 is None:
-            x2 = False
-        elif type(x2) is not bool:
-            _bad('has_lower: expected bool', type(x2).__name__)
-        x3 = o.get('has_upper')
-        if x3 is None:
-            x3 = False
-        elif type(x3) is not bool:
-            _bad('has_upper: expected bool', type(x3).__name__)
-        x4 = o.get('float_lower')
-        if x4 is None:
-            x4 = 0.0
-        elif type(x4) is not float:
-            x4 = _jfloat(x4)
-        x5 = o.get('float_upper')
-        if x5 is None:
-            x5 = 0.0
-        elif type(x5) is not float:
-            x5 = _jfloat(x5)
-        return ValueRange(x0, x1, x2, x3, x4, x5)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (ValueRange)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_ValueRange.issuperset(o):
+                members += _skipped(o, K_ValueRange, keep)
+            f_ = 'lower'
+            x0 = o.get('lower')
+            if x0 is None:
+                x0 = 0
+            elif type(x0) is not int or not -9223372036854775808 <= x0 <= 9223372036854775807:
+                _check_int(x0, -9223372036854775808, 9223372036854775807, 'int64')
+            f_ = 'upper'
+            x1 = o.get('upper')
+            if x1 is None:
+                x1 = 0
+            elif type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
+                _check_int(x1, -9223372036854775808, 9223372036854775807, 'int64')
+            f_ = 'has_lower'
+            x2 = o.get('has_lower')
+            if x2 is None:
+                x2 = False
+            elif type(x2) is not bool:
+                _check_bool(x2)
+            f_ = 'has_upper'
+            x3 = o.get('has_upper')
+            if x3 is None:
+                x3 = False
+            elif type(x3) is not bool:
+                _check_bool(x3)
+            f_ = 'float_lower'
+            x4 = o.get('float_lower')
+            if x4 is None:
+                x4 = 0.0
+            elif type(x4) is not float:
+                x4 = _jfloat(x4)
+            f_ = 'float_upper'
+            x5 = o.get('float_upper')
+            if x5 is None:
+                x5 = 0.0
+            elif type(x5) is not float:
+                x5 = _jfloat(x5)
+            return ValueRange(x0, x1, x2, x3, x4, x5)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def d_WeightSet(o, d):
-        if d > max_depth:
-            too_deep(d)
-        if type(o) is not dict:
-            _bad('expected an object (WeightSet)', type(o).__name__)
-        nonlocal members
-        members += len(o)
-        if not K_WeightSet.issuperset(o):
-            members += _skipped(o, K_WeightSet, keep)
-        x0 = o.get('name')
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_token(x0, 'WeightSet.name')
-            keep(x0)
-        x1 = o.get('entries')
-        if x1 is None:
-            x1 = []
-        elif type(x1) is not list:
-            _bad('entries: expected an array', type(x1).__name__)
-        elif x1:
-            d1 = d + 1
-            x1 = [d_StateEntry(e, d1) for e in x1]
-        return WeightSet(x0, x1)
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (WeightSet)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_WeightSet.issuperset(o):
+                members += _skipped(o, K_WeightSet, keep)
+            f_ = 'name'
+            x0 = o.get('name')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_token(x0, 'WeightSet.name')
+                keep(x0)
+            f_ = ('entries', 'x1')
+            x1 = o.get('entries')
+            if x1 is None:
+                x1 = []
+            elif type(x1) is not list:
+                _bad('wrong type: expected an array', type(x1).__name__)
+            elif x1:
+                d1 = d + 1
+                x1 = [d_StateEntry(e, d1) for e in x1]
+            return WeightSet(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     UD_ArgumentValue = (None, d_NoneArgument, d_TensorArgument, d_TensorListArgument, d_OptionalTensorArgument, d_OptionalTensorListArgument, d_NestedTensorListArgument, d_TokenArgument, d_IntArgument, d_IntListArgument, d_IntListListArgument, d_FloatArgument, d_FloatListArgument, d_FloatListListArgument, d_BoolArgument, d_BoolListArgument, d_StringArgument, d_StringListArgument, d_ComplexArgument, d_SymIntArgument, d_SymIntListArgument, d_SymFloatArgument, d_SymFloatListArgument, d_SymBoolArgument, d_SymBoolListArgument, d_ScalarTypeArgument, d_MemoryFormatArgument, d_LayoutArgument, d_DeviceArgument, d_GraphArgument, d_CustomObjArgument, d_OperatorArgument, d_StringToArgumentMapArgument,)
     UN_ArgumentValue = {'NoneArgument': d_NoneArgument, 'TensorArgument': d_TensorArgument, 'TensorListArgument': d_TensorListArgument, 'OptionalTensorArgument': d_OptionalTensorArgument, 'OptionalTensorListArgument': d_OptionalTensorListArgument, 'NestedTensorListArgument': d_NestedTensorListArgument, 'TokenArgument': d_TokenArgument, 'IntArgument': d_IntArgument, 'IntListArgument': d_IntListArgument, 'IntListListArgument': d_IntListListArgument, 'FloatArgument': d_FloatArgument, 'FloatListArgument': d_FloatListArgument, 'FloatListListArgument': d_FloatListListArgument, 'BoolArgument': d_BoolArgument, 'BoolListArgument': d_BoolListArgument, 'StringArgument': d_StringArgument, 'StringListArgument': d_StringListArgument, 'ComplexArgument': d_ComplexArgument, 'SymIntArgument': d_SymIntArgument, 'SymIntListArgument': d_SymIntListArgument, 'SymFloatArgument': d_SymFloatArgument, 'SymFloatListArgument': d_SymFloatListArgument, 'SymBoolArgument': d_SymBoolArgument, 'SymBoolListArgument': d_SymBoolListArgument, 'ScalarTypeArgument': d_ScalarTypeArgument, 'MemoryFormatArgument': d_MemoryFormatArgument, 'LayoutArgument': d_LayoutArgument, 'DeviceArgument': d_DeviceArgument, 'GraphArgument': d_GraphArgument, 'CustomObjArgument': d_CustomObjArgument, 'OperatorArgument': d_OperatorArgument, 'StringToArgumentMapArgument': d_StringToArgumentMapArgument}

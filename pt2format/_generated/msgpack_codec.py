@@ -8,13 +8,18 @@ from math import copysign
 
 from pt2format._codecs._runtime import (
     BOOL as _BOOL,
-    INT as _INT,
+    ENCODE_ERRORS as _ENCODE_ERRORS,
+    PATH_ERRORS as _PATH_ERRORS,
     STR as _STR,
     bad as _bad,
-    float_of_int as _float,
+    check_bool as _check_bool,
+    check_each as _check_each,
+    check_float as _check_float,
+    check_int as _check_int,
+    check_ints as _check_ints,
+    check_str as _check_str,
     floats_of_numbers as _floats,
-    int_in as _int,
-    ints_in as _ints,
+    note as _note,
 )
 from pt2format._generated.model import (
     Argument,
@@ -148,2241 +153,3081 @@ _NONES = [None] * 64
 
 
 def _es_SymBool(o):
-    if type(o) is not SymBool:
-        _bad('expected SymBool', type(o).__name__)
-    x0 = o.expr
-    if type(x0) is not int or not -2147483648 <= x0 <= 2147483647:
-        x0 = _int(x0, -2147483648, 2147483647)
-    x1 = o.value
-    if type(x1) is not bool:
-        _bad('expected bool', type(x1).__name__)
-    return [x0, x1]
+    f_ = None
+    try:
+        if type(o) is not SymBool:
+            _bad('wrong struct type, expected SymBool', type(o).__name__)
+        f_ = 'expr'
+        x0 = o.expr
+        if type(x0) is not int or not -2147483648 <= x0 <= 2147483647:
+            x0 = _check_int(x0, -2147483648, 2147483647, 'int32')
+        f_ = 'value'
+        x1 = o.value
+        if type(x1) is not bool:
+            _check_bool(x1)
+        return [x0, x1]
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def _es_SymFloat(o):
-    if type(o) is not SymFloat:
-        _bad('expected SymFloat', type(o).__name__)
-    x0 = o.expr
-    if type(x0) is not int or not -2147483648 <= x0 <= 2147483647:
-        x0 = _int(x0, -2147483648, 2147483647)
-    x1 = o.value
-    if type(x1) is not float:
-        x1 = _float(x1)
-    return [x0, x1]
+    f_ = None
+    try:
+        if type(o) is not SymFloat:
+            _bad('wrong struct type, expected SymFloat', type(o).__name__)
+        f_ = 'expr'
+        x0 = o.expr
+        if type(x0) is not int or not -2147483648 <= x0 <= 2147483647:
+            x0 = _check_int(x0, -2147483648, 2147483647, 'int32')
+        f_ = 'value'
+        x1 = o.value
+        if type(x1) is not float:
+            x1 = _check_float(x1)
+        return [x0, x1]
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def _es_SymInt(o):
-    if type(o) is not SymInt:
-        _bad('expected SymInt', type(o).__name__)
-    x0 = o.expr
-    if type(x0) is not int or not -2147483648 <= x0 <= 2147483647:
-        x0 = _int(x0, -2147483648, 2147483647)
-    x1 = o.value
-    if type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
-        x1 = _int(x1, -9223372036854775808, 9223372036854775807)
-    return [x0, x1]
+    f_ = None
+    try:
+        if type(o) is not SymInt:
+            _bad('wrong struct type, expected SymInt', type(o).__name__)
+        f_ = 'expr'
+        x0 = o.expr
+        if type(x0) is not int or not -2147483648 <= x0 <= 2147483647:
+            x0 = _check_int(x0, -2147483648, 2147483647, 'int32')
+        f_ = 'value'
+        x1 = o.value
+        if type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
+            x1 = _check_int(x1, -9223372036854775808, 9223372036854775807, 'int64')
+        return [x0, x1]
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
 
 
 def encode_tree(root):
     """The array tree of a Package, ready for msgpack.packb(use_bin_type=True)."""
 
     def e_Argument(o):
-        if type(o) is not Argument:
-            _bad('expected Argument', type(o).__name__)
-        x1 = o.value
-        t1 = None
-        if x1 is not None:
-            t1 = UI_ArgumentValue.get(type(x1))
-            if t1 is None:
-                _bad('value: not a member of ArgumentValue', type(x1).__name__)
-            x1 = UE_ArgumentValue[t1](x1)
-        r = [t1, x1]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not Argument:
+                _bad('wrong table type, expected Argument', type(o).__name__)
+            f_ = 'value'
+            x1 = o.value
+            t1 = None
+            if x1 is not None:
+                t1 = UI_ArgumentValue.get(type(x1))
+                if t1 is None:
+                    _bad('not a member of the union ArgumentValue', type(x1).__name__)
+                x1 = UE_ArgumentValue[t1](x1)
+            r = [t1, x1]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_ArgumentMapEntry(o):
-        if type(o) is not ArgumentMapEntry:
-            _bad('expected ArgumentMapEntry', type(o).__name__)
-        x0 = o.key
-        if x0 is not None and type(x0) is not str:
-            _bad('key: expected str', type(x0).__name__)
-        x1 = o.value
-        if x1 is not None:
-            x1 = e_Argument(x1)
-        r = [x0, x1]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not ArgumentMapEntry:
+                _bad('wrong table type, expected ArgumentMapEntry', type(o).__name__)
+            f_ = 'key'
+            x0 = o.key
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            f_ = 'value'
+            x1 = o.value
+            if x1 is not None:
+                x1 = e_Argument(x1)
+            r = [x0, x1]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_BoolArgument(o):
-        if type(o) is not BoolArgument:
-            _bad('expected BoolArgument', type(o).__name__)
-        x0 = o.value
-        if x0 is False:
-            x0 = None
-        elif x0 is not True:
-            _bad('value: expected bool', type(x0).__name__)
-        r = [x0]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not BoolArgument:
+                _bad('wrong table type, expected BoolArgument', type(o).__name__)
+            f_ = 'value'
+            x0 = o.value
+            if x0 is False:
+                x0 = None
+            elif x0 is not True:
+                _check_bool(x0)
+            r = [x0]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_BoolListArgument(o):
-        if type(o) is not BoolListArgument:
-            _bad('expected BoolListArgument', type(o).__name__)
-        x0 = o.values
-        if not x0:
-            x0 = None
-        elif type(x0) is not list:
-            x0 = list(x0)
-        if x0 is not None:
-            if not _BOOL.issuperset(map(type, x0)):
-                _bad('values: expected bools')
-        r = [x0]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not BoolListArgument:
+                _bad('wrong table type, expected BoolListArgument', type(o).__name__)
+            f_ = 'values'
+            x0 = o.values
+            if not x0:
+                x0 = None
+            elif type(x0) is not list:
+                x0 = list(x0)
+            if x0 is not None:
+                if not _BOOL.issuperset(map(type, x0)):
+                    _check_each(x0, _check_bool)
+            r = [x0]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_BoolValue(o):
-        if type(o) is not BoolValue:
-            _bad('expected BoolValue', type(o).__name__)
-        x0 = o.value
-        if x0 is False:
-            x0 = None
-        elif x0 is not True:
-            _bad('value: expected bool', type(x0).__name__)
-        r = [x0]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not BoolValue:
+                _bad('wrong table type, expected BoolValue', type(o).__name__)
+            f_ = 'value'
+            x0 = o.value
+            if x0 is False:
+                x0 = None
+            elif x0 is not True:
+                _check_bool(x0)
+            r = [x0]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_BufferMutationSpec(o):
-        if type(o) is not BufferMutationSpec:
-            _bad('expected BufferMutationSpec', type(o).__name__)
-        x0 = o.arg
-        if x0 is not None:
-            x0 = e_TensorArgument(x0)
-        x1 = o.buffer_name
-        if x1 is not None and type(x1) is not str:
-            _bad('buffer_name: expected str', type(x1).__name__)
-        r = [x0, x1]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not BufferMutationSpec:
+                _bad('wrong table type, expected BufferMutationSpec', type(o).__name__)
+            f_ = 'arg'
+            x0 = o.arg
+            if x0 is not None:
+                x0 = e_TensorArgument(x0)
+            f_ = 'buffer_name'
+            x1 = o.buffer_name
+            if x1 is not None and type(x1) is not str:
+                _check_str(x1)
+            r = [x0, x1]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_BytesValue(o):
-        if type(o) is not BytesValue:
-            _bad('expected BytesValue', type(o).__name__)
-        x0 = o.value
-        if not x0:
-            x0 = None
-        elif type(x0) is not list:
-            x0 = bytes(x0)
-        else:
-            x0 = bytes(_ints(x0, 0, 255))
-        r = [x0]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not BytesValue:
+                _bad('wrong table type, expected BytesValue', type(o).__name__)
+            f_ = 'value'
+            x0 = o.value
+            if not x0:
+                x0 = None
+            elif type(x0) is not list:
+                x0 = bytes(x0)
+            else:
+                x0 = bytes(_check_ints(x0, 0, 255, 'uint8'))
+            r = [x0]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_ComplexArgument(o):
-        if type(o) is not ComplexArgument:
-            _bad('expected ComplexArgument', type(o).__name__)
-        x0 = o.real
-        if type(x0) is not float:
-            x0 = _float(x0)
-        if not x0 and copysign(1.0, x0) > 0.0:
-            x0 = None
-        x1 = o.imag
-        if type(x1) is not float:
-            x1 = _float(x1)
-        if not x1 and copysign(1.0, x1) > 0.0:
-            x1 = None
-        r = [x0, x1]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not ComplexArgument:
+                _bad('wrong table type, expected ComplexArgument', type(o).__name__)
+            f_ = 'real'
+            x0 = o.real
+            if type(x0) is not float:
+                x0 = _check_float(x0)
+            if not x0 and copysign(1.0, x0) > 0.0:
+                x0 = None
+            f_ = 'imag'
+            x1 = o.imag
+            if type(x1) is not float:
+                x1 = _check_float(x1)
+            if not x1 and copysign(1.0, x1) > 0.0:
+                x1 = None
+            r = [x0, x1]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_ComplexValue(o):
-        if type(o) is not ComplexValue:
-            _bad('expected ComplexValue', type(o).__name__)
-        x0 = o.real
-        if type(x0) is not float:
-            x0 = _float(x0)
-        if not x0 and copysign(1.0, x0) > 0.0:
-            x0 = None
-        x1 = o.imag
-        if type(x1) is not float:
-            x1 = _float(x1)
-        if not x1 and copysign(1.0, x1) > 0.0:
-            x1 = None
-        r = [x0, x1]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not ComplexValue:
+                _bad('wrong table type, expected ComplexValue', type(o).__name__)
+            f_ = 'real'
+            x0 = o.real
+            if type(x0) is not float:
+                x0 = _check_float(x0)
+            if not x0 and copysign(1.0, x0) > 0.0:
+                x0 = None
+            f_ = 'imag'
+            x1 = o.imag
+            if type(x1) is not float:
+                x1 = _check_float(x1)
+            if not x1 and copysign(1.0, x1) > 0.0:
+                x1 = None
+            r = [x0, x1]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_CustomObjArgument(o):
-        if type(o) is not CustomObjArgument:
-            _bad('expected CustomObjArgument', type(o).__name__)
-        x0 = o.name
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        x1 = o.class_fqn
-        if x1 is not None and type(x1) is not str:
-            _bad('class_fqn: expected str', type(x1).__name__)
-        r = [x0, x1]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not CustomObjArgument:
+                _bad('wrong table type, expected CustomObjArgument', type(o).__name__)
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            f_ = 'class_fqn'
+            x1 = o.class_fqn
+            if x1 is not None and type(x1) is not str:
+                _check_str(x1)
+            r = [x0, x1]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_CustomObject(o):
-        if type(o) is not CustomObject:
-            _bad('expected CustomObject', type(o).__name__)
-        x0 = o.name
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        x1 = o.class_fqn
-        if x1 is not None and type(x1) is not str:
-            _bad('class_fqn: expected str', type(x1).__name__)
-        x2 = o.state
-        if x2 is not None:
-            x2 = e_Value(x2)
-        r = [x0, x1, x2]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not CustomObject:
+                _bad('wrong table type, expected CustomObject', type(o).__name__)
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            f_ = 'class_fqn'
+            x1 = o.class_fqn
+            if x1 is not None and type(x1) is not str:
+                _check_str(x1)
+            f_ = 'state'
+            x2 = o.state
+            if x2 is not None:
+                x2 = e_Value(x2)
+            r = [x0, x1, x2]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_Device(o):
-        if type(o) is not Device:
-            _bad('expected Device', type(o).__name__)
-        x0 = o.type
-        if x0 is not None and type(x0) is not str:
-            _bad('type: expected str', type(x0).__name__)
-        x1 = o.index
-        if x1 == -1:
-            x1 = None
-        elif type(x1) is not int or not -2147483648 <= x1 <= 2147483647:
-            x1 = _int(x1, -2147483648, 2147483647)
-        r = [x0, x1]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not Device:
+                _bad('wrong table type, expected Device', type(o).__name__)
+            f_ = 'type'
+            x0 = o.type
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            f_ = 'index'
+            x1 = o.index
+            if x1 == -1:
+                x1 = None
+            elif type(x1) is not int or not -2147483648 <= x1 <= 2147483647:
+                x1 = _check_int(x1, -2147483648, 2147483647, 'int32')
+            r = [x0, x1]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_DeviceArgument(o):
-        if type(o) is not DeviceArgument:
-            _bad('expected DeviceArgument', type(o).__name__)
-        x0 = o.value
-        if x0 is not None:
-            x0 = e_Device(x0)
-        r = [x0]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not DeviceArgument:
+                _bad('wrong table type, expected DeviceArgument', type(o).__name__)
+            f_ = 'value'
+            x0 = o.value
+            if x0 is not None:
+                x0 = e_Device(x0)
+            r = [x0]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_DeviceValue(o):
-        if type(o) is not DeviceValue:
-            _bad('expected DeviceValue', type(o).__name__)
-        x0 = o.value
-        if x0 is not None:
-            x0 = e_Device(x0)
-        r = [x0]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not DeviceValue:
+                _bad('wrong table type, expected DeviceValue', type(o).__name__)
+            f_ = 'value'
+            x0 = o.value
+            if x0 is not None:
+                x0 = e_Device(x0)
+            r = [x0]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_ExternalFile(o):
-        if type(o) is not ExternalFile:
-            _bad('expected ExternalFile', type(o).__name__)
-        x0 = o.name
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        x1 = o.size
-        if x1 == 0:
-            x1 = None
-        elif type(x1) is not int or not 0 <= x1 <= 18446744073709551615:
-            x1 = _int(x1, 0, 18446744073709551615)
-        x2 = o.format
-        if x2 == 0:
-            x2 = None
-        elif type(x2) is not int or not 0 <= x2 <= 255:
-            x2 = _int(x2, 0, 255)
-        x3 = o.checksum_kind
-        if x3 == 0:
-            x3 = None
-        elif type(x3) is not int or not 0 <= x3 <= 255:
-            x3 = _int(x3, 0, 255)
-        x4 = o.checksum
-        if x4 == 0:
-            x4 = None
-        elif type(x4) is not int or not 0 <= x4 <= 4294967295:
-            x4 = _int(x4, 0, 4294967295)
-        r = [x0, x1, x2, x3, x4]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not ExternalFile:
+                _bad('wrong table type, expected ExternalFile', type(o).__name__)
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            f_ = 'size'
+            x1 = o.size
+            if x1 == 0:
+                x1 = None
+            elif type(x1) is not int or not 0 <= x1 <= 18446744073709551615:
+                x1 = _check_int(x1, 0, 18446744073709551615, 'uint64')
+            f_ = 'format'
+            x2 = o.format
+            if x2 == 0:
+                x2 = None
+            elif type(x2) is not int or not 0 <= x2 <= 255:
+                x2 = _check_int(x2, 0, 255, 'uint8')
+            f_ = 'checksum_kind'
+            x3 = o.checksum_kind
+            if x3 == 0:
+                x3 = None
+            elif type(x3) is not int or not 0 <= x3 <= 255:
+                x3 = _check_int(x3, 0, 255, 'uint8')
+            f_ = 'checksum'
+            x4 = o.checksum
+            if x4 == 0:
+                x4 = None
+            elif type(x4) is not int or not 0 <= x4 <= 4294967295:
+                x4 = _check_int(x4, 0, 4294967295, 'uint32')
+            r = [x0, x1, x2, x3, x4]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_ExtraFile(o):
-        if type(o) is not ExtraFile:
-            _bad('expected ExtraFile', type(o).__name__)
-        x0 = o.name
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        x1 = o.storage
-        if x1 == 0:
-            x1 = None
-        elif type(x1) is not int or not 0 <= x1 <= 4294967295:
-            x1 = _int(x1, 0, 4294967295)
-        r = [x0, x1]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not ExtraFile:
+                _bad('wrong table type, expected ExtraFile', type(o).__name__)
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            f_ = 'storage'
+            x1 = o.storage
+            if x1 == 0:
+                x1 = None
+            elif type(x1) is not int or not 0 <= x1 <= 4294967295:
+                x1 = _check_int(x1, 0, 4294967295, 'uint32')
+            r = [x0, x1]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_FloatArgument(o):
-        if type(o) is not FloatArgument:
-            _bad('expected FloatArgument', type(o).__name__)
-        x0 = o.value
-        if type(x0) is not float:
-            x0 = _float(x0)
-        if not x0 and copysign(1.0, x0) > 0.0:
-            x0 = None
-        r = [x0]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not FloatArgument:
+                _bad('wrong table type, expected FloatArgument', type(o).__name__)
+            f_ = 'value'
+            x0 = o.value
+            if type(x0) is not float:
+                x0 = _check_float(x0)
+            if not x0 and copysign(1.0, x0) > 0.0:
+                x0 = None
+            r = [x0]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_FloatListArgument(o):
-        if type(o) is not FloatListArgument:
-            _bad('expected FloatListArgument', type(o).__name__)
-        x0 = o.values
-        if not x0:
-            x0 = None
-        elif type(x0) is not list:
-            x0 = list(x0)
-        if x0 is not None:
-            x0 = _floats(x0)
-        r = [x0]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not FloatListArgument:
+                _bad('wrong table type, expected FloatListArgument', type(o).__name__)
+            f_ = 'values'
+            x0 = o.values
+            if not x0:
+                x0 = None
+            elif type(x0) is not list:
+                x0 = list(x0)
+            if x0 is not None:
+                x0 = _floats(x0)
+            r = [x0]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_FloatListListArgument(o):
-        if type(o) is not FloatListListArgument:
-            _bad('expected FloatListListArgument', type(o).__name__)
-        x0 = o.lists
-        if not x0:
-            x0 = None
-        elif type(x0) is not list:
-            x0 = list(x0)
-        if x0 is not None:
-            x0 = [e_FloatListArgument(e) for e in x0]
-        r = [x0]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not FloatListListArgument:
+                _bad('wrong table type, expected FloatListListArgument', type(o).__name__)
+            f_ = ('lists', 'x0')
+            x0 = o.lists
+            if not x0:
+                x0 = None
+            elif type(x0) is not list:
+                x0 = list(x0)
+            if x0 is not None:
+                x0 = [e_FloatListArgument(e) for e in x0]
+            r = [x0]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_FloatValue(o):
-        if type(o) is not FloatValue:
-            _bad('expected FloatValue', type(o).__name__)
-        x0 = o.value
-        if type(x0) is not float:
-            x0 = _float(x0)
-        if not x0 and copysign(1.0, x0) > 0.0:
-            x0 = None
-        r = [x0]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not FloatValue:
+                _bad('wrong table type, expected FloatValue', type(o).__name__)
+            f_ = 'value'
+            x0 = o.value
+            if type(x0) is not float:
+                x0 = _check_float(x0)
+            if not x0 and copysign(1.0, x0) > 0.0:
+                x0 = None
+            r = [x0]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_FormatVersion(o):
-        if type(o) is not FormatVersion:
-            _bad('expected FormatVersion', type(o).__name__)
-        x0 = o.major
-        if x0 == 0:
-            x0 = None
-        elif type(x0) is not int or not 0 <= x0 <= 4294967295:
-            x0 = _int(x0, 0, 4294967295)
-        x1 = o.minor
-        if x1 == 0:
-            x1 = None
-        elif type(x1) is not int or not 0 <= x1 <= 4294967295:
-            x1 = _int(x1, 0, 4294967295)
-        r = [x0, x1]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not FormatVersion:
+                _bad('wrong table type, expected FormatVersion', type(o).__name__)
+            f_ = 'major'
+            x0 = o.major
+            if x0 == 0:
+                x0 = None
+            elif type(x0) is not int or not 0 <= x0 <= 4294967295:
+                x0 = _check_int(x0, 0, 4294967295, 'uint32')
+            f_ = 'minor'
+            x1 = o.minor
+            if x1 == 0:
+                x1 = None
+            elif type(x1) is not int or not 0 <= x1 <= 4294967295:
+                x1 = _check_int(x1, 0, 4294967295, 'uint32')
+            r = [x0, x1]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_GradientToParameterSpec(o):
-        if type(o) is not GradientToParameterSpec:
-            _bad('expected GradientToParameterSpec', type(o).__name__)
-        x0 = o.arg
-        if x0 is not None:
-            x0 = e_TensorArgument(x0)
-        x1 = o.parameter_name
-        if x1 is not None and type(x1) is not str:
-            _bad('parameter_name: expected str', type(x1).__name__)
-        r = [x0, x1]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not GradientToParameterSpec:
+                _bad('wrong table type, expected GradientToParameterSpec', type(o).__name__)
+            f_ = 'arg'
+            x0 = o.arg
+            if x0 is not None:
+                x0 = e_TensorArgument(x0)
+            f_ = 'parameter_name'
+            x1 = o.parameter_name
+            if x1 is not None and type(x1) is not str:
+                _check_str(x1)
+            r = [x0, x1]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_GradientToUserInputSpec(o):
-        if type(o) is not GradientToUserInputSpec:
-            _bad('expected GradientToUserInputSpec', type(o).__name__)
-        x0 = o.arg
-        if x0 is not None:
-            x0 = e_TensorArgument(x0)
-        x1 = o.user_input_name
-        if x1 is not None and type(x1) is not str:
-            _bad('user_input_name: expected str', type(x1).__name__)
-        r = [x0, x1]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not GradientToUserInputSpec:
+                _bad('wrong table type, expected GradientToUserInputSpec', type(o).__name__)
+            f_ = 'arg'
+            x0 = o.arg
+            if x0 is not None:
+                x0 = e_TensorArgument(x0)
+            f_ = 'user_input_name'
+            x1 = o.user_input_name
+            if x1 is not None and type(x1) is not str:
+                _check_str(x1)
+            r = [x0, x1]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_Graph(o):
-        if type(o) is not Graph:
-            _bad('expected Graph', type(o).__name__)
-        x0 = o.inputs
-        if not x0:
-            x0 = None
-        elif type(x0) is not list:
-            x0 = list(x0)
-        if x0 is not None:
-            x0 = [e_Argument(e) for e in x0]
-        x1 = o.outputs
-        if not x1:
-            x1 = None
-        elif type(x1) is not list:
-            x1 = list(x1)
-        if x1 is not None:
-            x1 = [e_Argument(e) for e in x1]
-        x2 = o.nodes
-        if not x2:
-            x2 = None
-        elif type(x2) is not list:
-            x2 = list(x2)
-        if x2 is not None:
-            x2 = [e_Node(e) for e in x2]
-        x3 = o.tensor_values
-        if not x3:
-            x3 = None
-        elif type(x3) is not list:
-            x3 = list(x3)
-        if x3 is not None:
-            x3 = [e_TensorValue(e) for e in x3]
-        x4 = o.sym_int_values
-        if not x4:
-            x4 = None
-        elif type(x4) is not list:
-            x4 = list(x4)
-        if x4 is not None:
-            x4 = [e_SymIntValue(e) for e in x4]
-        x5 = o.sym_float_values
-        if not x5:
-            x5 = None
-        elif type(x5) is not list:
-            x5 = list(x5)
-        if x5 is not None:
-            x5 = [e_SymFloatValue(e) for e in x5]
-        x6 = o.sym_bool_values
-        if not x6:
-            x6 = None
-        elif type(x6) is not list:
-            x6 = list(x6)
-        if x6 is not None:
-            x6 = [e_SymBoolValue(e) for e in x6]
-        x7 = o.custom_obj_values
-        if not x7:
-            x7 = None
-        elif type(x7) is not list:
-            x7 = list(x7)
-        if x7 is not None:
-            x7 = [e_CustomObjArgument(e) for e in x7]
-        x8 = o.is_single_tensor_return
-        if x8 is False:
-            x8 = None
-        elif x8 is not True:
-            _bad('is_single_tensor_return: expected bool', type(x8).__name__)
-        x9 = o.is_list_return
-        if x9 is False:
-            x9 = None
-        elif x9 is not True:
-            _bad('is_list_return: expected bool', type(x9).__name__)
-        x10 = o.input_metadata
-        if not x10:
-            x10 = None
-        elif type(x10) is not list:
-            x10 = list(x10)
-        if x10 is not None:
-            x10 = [e_NodeMetadata(e) for e in x10]
-        x11 = o.output_metadata
-        if x11 is not None:
-            x11 = e_NodeMetadata(x11)
-        r = [x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not Graph:
+                _bad('wrong table type, expected Graph', type(o).__name__)
+            f_ = ('inputs', 'x0')
+            x0 = o.inputs
+            if not x0:
+                x0 = None
+            elif type(x0) is not list:
+                x0 = list(x0)
+            if x0 is not None:
+                x0 = [e_Argument(e) for e in x0]
+            f_ = ('outputs', 'x1')
+            x1 = o.outputs
+            if not x1:
+                x1 = None
+            elif type(x1) is not list:
+                x1 = list(x1)
+            if x1 is not None:
+                x1 = [e_Argument(e) for e in x1]
+            f_ = ('nodes', 'x2')
+            x2 = o.nodes
+            if not x2:
+                x2 = None
+            elif type(x2) is not list:
+                x2 = list(x2)
+            if x2 is not None:
+                x2 = [e_Node(e) for e in x2]
+            f_ = ('tensor_values', 'x3')
+            x3 = o.tensor_values
+            if not x3:
+                x3 = None
+            elif type(x3) is not list:
+                x3 = list(x3)
+            if x3 is not None:
+                x3 = [e_TensorValue(e) for e in x3]
+            f_ = ('sym_int_values', 'x4')
+            x4 = o.sym_int_values
+            if not x4:
+                x4 = None
+            elif type(x4) is not list:
+                x4 = list(x4)
+            if x4 is not None:
+                x4 = [e_SymIntValue(e) for e in x4]
+            f_ = ('sym_float_values', 'x5')
+            x5 = o.sym_float_values
+            if not x5:
+                x5 = None
+            elif type(x5) is not list:
+                x5 = list(x5)
+            if x5 is not None:
+                x5 = [e_SymFloatValue(e) for e in x5]
+            f_ = ('sym_bool_values', 'x6')
+            x6 = o.sym_bool_values
+            if not x6:
+                x6 = None
+            elif type(x6) is not list:
+                x6 = list(x6)
+            if x6 is not None:
+                x6 = [e_SymBoolValue(e) for e in x6]
+            f_ = ('custom_obj_values', 'x7')
+            x7 = o.custom_obj_values
+            if not x7:
+                x7 = None
+            elif type(x7) is not list:
+                x7 = list(x7)
+            if x7 is not None:
+                x7 = [e_CustomObjArgument(e) for e in x7]
+            f_ = 'is_single_tensor_return'
+            x8 = o.is_single_tensor_return
+            if x8 is False:
+                x8 = None
+            elif x8 is not True:
+                _check_bool(x8)
+            f_ = 'is_list_return'
+            x9 = o.is_list_return
+            if x9 is False:
+                x9 = None
+            elif x9 is not True:
+                _check_bool(x9)
+            f_ = ('input_metadata', 'x10')
+            x10 = o.input_metadata
+            if not x10:
+                x10 = None
+            elif type(x10) is not list:
+                x10 = list(x10)
+            if x10 is not None:
+                x10 = [e_NodeMetadata(e) for e in x10]
+            f_ = 'output_metadata'
+            x11 = o.output_metadata
+            if x11 is not None:
+                x11 = e_NodeMetadata(x11)
+            r = [x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_GraphArgument(o):
-        if type(o) is not GraphArgument:
-            _bad('expected GraphArgument', type(o).__name__)
-        x0 = o.name
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        x1 = o.graph
-        if x1 is not None:
-            x1 = e_Graph(x1)
-        x2 = o.metadata
-        if x2 is not None:
-            x2 = e_NodeMetadata(x2)
-        x3 = o.node_name
-        if x3 is not None and type(x3) is not str:
-            _bad('node_name: expected str', type(x3).__name__)
-        r = [x0, x1, x2, x3]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not GraphArgument:
+                _bad('wrong table type, expected GraphArgument', type(o).__name__)
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            f_ = 'graph'
+            x1 = o.graph
+            if x1 is not None:
+                x1 = e_Graph(x1)
+            f_ = 'metadata'
+            x2 = o.metadata
+            if x2 is not None:
+                x2 = e_NodeMetadata(x2)
+            f_ = 'node_name'
+            x3 = o.node_name
+            if x3 is not None and type(x3) is not str:
+                _check_str(x3)
+            r = [x0, x1, x2, x3]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_GraphSignature(o):
-        if type(o) is not GraphSignature:
-            _bad('expected GraphSignature', type(o).__name__)
-        x0 = o.input_specs
-        if not x0:
-            x0 = None
-        elif type(x0) is not list:
-            x0 = list(x0)
-        if x0 is not None:
-            x0 = [e_InputSpec(e) for e in x0]
-        x1 = o.output_specs
-        if not x1:
-            x1 = None
-        elif type(x1) is not list:
-            x1 = list(x1)
-        if x1 is not None:
-            x1 = [e_OutputSpec(e) for e in x1]
-        r = [x0, x1]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not GraphSignature:
+                _bad('wrong table type, expected GraphSignature', type(o).__name__)
+            f_ = ('input_specs', 'x0')
+            x0 = o.input_specs
+            if not x0:
+                x0 = None
+            elif type(x0) is not list:
+                x0 = list(x0)
+            if x0 is not None:
+                x0 = [e_InputSpec(e) for e in x0]
+            f_ = ('output_specs', 'x1')
+            x1 = o.output_specs
+            if not x1:
+                x1 = None
+            elif type(x1) is not list:
+                x1 = list(x1)
+            if x1 is not None:
+                x1 = [e_OutputSpec(e) for e in x1]
+            r = [x0, x1]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_InputSpec(o):
-        if type(o) is not InputSpec:
-            _bad('expected InputSpec', type(o).__name__)
-        x1 = o.spec
-        t1 = None
-        if x1 is not None:
-            t1 = UI_InputSpecKind.get(type(x1))
-            if t1 is None:
-                _bad('spec: not a member of InputSpecKind', type(x1).__name__)
-            x1 = UE_InputSpecKind[t1](x1)
-        r = [t1, x1]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not InputSpec:
+                _bad('wrong table type, expected InputSpec', type(o).__name__)
+            f_ = 'spec'
+            x1 = o.spec
+            t1 = None
+            if x1 is not None:
+                t1 = UI_InputSpecKind.get(type(x1))
+                if t1 is None:
+                    _bad('not a member of the union InputSpecKind', type(x1).__name__)
+                x1 = UE_InputSpecKind[t1](x1)
+            r = [t1, x1]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_InputToBufferSpec(o):
-        if type(o) is not InputToBufferSpec:
-            _bad('expected InputToBufferSpec', type(o).__name__)
-        x0 = o.arg
-        if x0 is not None:
-            x0 = e_TensorArgument(x0)
-        x1 = o.buffer_name
-        if x1 is not None and type(x1) is not str:
-            _bad('buffer_name: expected str', type(x1).__name__)
-        x2 = o.persistent
-        if x2 is False:
-            x2 = None
-        elif x2 is not True:
-            _bad('persistent: expected bool', type(x2).__name__)
-        r = [x0, x1, x2]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not InputToBufferSpec:
+                _bad('wrong table type, expected InputToBufferSpec', type(o).__name__)
+            f_ = 'arg'
+            x0 = o.arg
+            if x0 is not None:
+                x0 = e_TensorArgument(x0)
+            f_ = 'buffer_name'
+            x1 = o.buffer_name
+            if x1 is not None and type(x1) is not str:
+                _check_str(x1)
+            f_ = 'persistent'
+            x2 = o.persistent
+            if x2 is False:
+                x2 = None
+            elif x2 is not True:
+                _check_bool(x2)
+            r = [x0, x1, x2]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_InputToConstantInputSpec(o):
-        if type(o) is not InputToConstantInputSpec:
-            _bad('expected InputToConstantInputSpec', type(o).__name__)
-        x0 = o.name
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        x1 = o.value
-        if x1 is not None:
-            x1 = e_Value(x1)
-        r = [x0, x1]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not InputToConstantInputSpec:
+                _bad('wrong table type, expected InputToConstantInputSpec', type(o).__name__)
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            f_ = 'value'
+            x1 = o.value
+            if x1 is not None:
+                x1 = e_Value(x1)
+            r = [x0, x1]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_InputToCustomObjSpec(o):
-        if type(o) is not InputToCustomObjSpec:
-            _bad('expected InputToCustomObjSpec', type(o).__name__)
-        x0 = o.arg
-        if x0 is not None:
-            x0 = e_CustomObjArgument(x0)
-        x1 = o.custom_obj_name
-        if x1 is not None and type(x1) is not str:
-            _bad('custom_obj_name: expected str', type(x1).__name__)
-        r = [x0, x1]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not InputToCustomObjSpec:
+                _bad('wrong table type, expected InputToCustomObjSpec', type(o).__name__)
+            f_ = 'arg'
+            x0 = o.arg
+            if x0 is not None:
+                x0 = e_CustomObjArgument(x0)
+            f_ = 'custom_obj_name'
+            x1 = o.custom_obj_name
+            if x1 is not None and type(x1) is not str:
+                _check_str(x1)
+            r = [x0, x1]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_InputToParameterSpec(o):
-        if type(o) is not InputToParameterSpec:
-            _bad('expected InputToParameterSpec', type(o).__name__)
-        x0 = o.arg
-        if x0 is not None:
-            x0 = e_TensorArgument(x0)
-        x1 = o.parameter_name
-        if x1 is not None and type(x1) is not str:
-            _bad('parameter_name: expected str', type(x1).__name__)
-        r = [x0, x1]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not InputToParameterSpec:
+                _bad('wrong table type, expected InputToParameterSpec', type(o).__name__)
+            f_ = 'arg'
+            x0 = o.arg
+            if x0 is not None:
+                x0 = e_TensorArgument(x0)
+            f_ = 'parameter_name'
+            x1 = o.parameter_name
+            if x1 is not None and type(x1) is not str:
+                _check_str(x1)
+            r = [x0, x1]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_InputToTensorConstantSpec(o):
-        if type(o) is not InputToTensorConstantSpec:
-            _bad('expected InputToTensorConstantSpec', type(o).__name__)
-        x0 = o.arg
-        if x0 is not None:
-            x0 = e_TensorArgument(x0)
-        x1 = o.tensor_constant_name
-        if x1 is not None and type(x1) is not str:
-            _bad('tensor_constant_name: expected str', type(x1).__name__)
-        x2 = o.persistent
-        if x2 is False:
-            x2 = None
-        elif x2 is not True:
-            _bad('persistent: expected bool', type(x2).__name__)
-        x3 = o.has_persistent
-        if x3 is False:
-            x3 = None
-        elif x3 is not True:
-            _bad('has_persistent: expected bool', type(x3).__name__)
-        r = [x0, x1, x2, x3]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not InputToTensorConstantSpec:
+                _bad('wrong table type, expected InputToTensorConstantSpec', type(o).__name__)
+            f_ = 'arg'
+            x0 = o.arg
+            if x0 is not None:
+                x0 = e_TensorArgument(x0)
+            f_ = 'tensor_constant_name'
+            x1 = o.tensor_constant_name
+            if x1 is not None and type(x1) is not str:
+                _check_str(x1)
+            f_ = 'persistent'
+            x2 = o.persistent
+            if x2 is False:
+                x2 = None
+            elif x2 is not True:
+                _check_bool(x2)
+            f_ = 'has_persistent'
+            x3 = o.has_persistent
+            if x3 is False:
+                x3 = None
+            elif x3 is not True:
+                _check_bool(x3)
+            r = [x0, x1, x2, x3]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_InputTokenSpec(o):
-        if type(o) is not InputTokenSpec:
-            _bad('expected InputTokenSpec', type(o).__name__)
-        x0 = o.arg
-        if x0 is not None:
-            x0 = e_TokenArgument(x0)
-        r = [x0]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not InputTokenSpec:
+                _bad('wrong table type, expected InputTokenSpec', type(o).__name__)
+            f_ = 'arg'
+            x0 = o.arg
+            if x0 is not None:
+                x0 = e_TokenArgument(x0)
+            r = [x0]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_IntArgument(o):
-        if type(o) is not IntArgument:
-            _bad('expected IntArgument', type(o).__name__)
-        x0 = o.value
-        if x0 == 0:
-            x0 = None
-        elif type(x0) is not int or not -9223372036854775808 <= x0 <= 9223372036854775807:
-            x0 = _int(x0, -9223372036854775808, 9223372036854775807)
-        r = [x0]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not IntArgument:
+                _bad('wrong table type, expected IntArgument', type(o).__name__)
+            f_ = 'value'
+            x0 = o.value
+            if x0 == 0:
+                x0 = None
+            elif type(x0) is not int or not -9223372036854775808 <= x0 <= 9223372036854775807:
+                x0 = _check_int(x0, -9223372036854775808, 9223372036854775807, 'int64')
+            r = [x0]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_IntListArgument(o):
-        if type(o) is not IntListArgument:
-            _bad('expected IntListArgument', type(o).__name__)
-        x0 = o.values
-        if not x0:
-            x0 = None
-        elif type(x0) is not list:
-            x0 = list(x0)
-        if x0 is not None:
-            x0 = _ints(x0, -9223372036854775808, 9223372036854775807)
-        r = [x0]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not IntListArgument:
+                _bad('wrong table type, expected IntListArgument', type(o).__name__)
+            f_ = 'values'
+            x0 = o.values
+            if not x0:
+                x0 = None
+            elif type(x0) is not list:
+                x0 = list(x0)
+            if x0 is not None:
+                x0 = _check_ints(x0, -9223372036854775808, 9223372036854775807, 'int64')
+            r = [x0]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_IntListListArgument(o):
-        if type(o) is not IntListListArgument:
-            _bad('expected IntListListArgument', type(o).__name__)
-        x0 = o.lists
-        if not x0:
-            x0 = None
-        elif type(x0) is not list:
-            x0 = list(x0)
-        if x0 is not None:
-            x0 = [e_IntListArgument(e) for e in x0]
-        r = [x0]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not IntListListArgument:
+                _bad('wrong table type, expected IntListListArgument', type(o).__name__)
+            f_ = ('lists', 'x0')
+            x0 = o.lists
+            if not x0:
+                x0 = None
+            elif type(x0) is not list:
+                x0 = list(x0)
+            if x0 is not None:
+                x0 = [e_IntListArgument(e) for e in x0]
+            r = [x0]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_IntValue(o):
-        if type(o) is not IntValue:
-            _bad('expected IntValue', type(o).__name__)
-        x0 = o.value
-        if x0 == 0:
-            x0 = None
-        elif type(x0) is not int or not -9223372036854775808 <= x0 <= 9223372036854775807:
-            x0 = _int(x0, -9223372036854775808, 9223372036854775807)
-        r = [x0]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not IntValue:
+                _bad('wrong table type, expected IntValue', type(o).__name__)
+            f_ = 'value'
+            x0 = o.value
+            if x0 == 0:
+                x0 = None
+            elif type(x0) is not int or not -9223372036854775808 <= x0 <= 9223372036854775807:
+                x0 = _check_int(x0, -9223372036854775808, 9223372036854775807, 'int64')
+            r = [x0]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_KeyPathEntry(o):
-        if type(o) is not KeyPathEntry:
-            _bad('expected KeyPathEntry', type(o).__name__)
-        x0 = o.kind
-        if x0 is not None and type(x0) is not str:
-            _bad('kind: expected str', type(x0).__name__)
-        x1 = o.index
-        if x1 == 0:
-            x1 = None
-        elif type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
-            x1 = _int(x1, -9223372036854775808, 9223372036854775807)
-        x2 = o.name
-        if x2 is not None and type(x2) is not str:
-            _bad('name: expected str', type(x2).__name__)
-        r = [x0, x1, x2]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not KeyPathEntry:
+                _bad('wrong table type, expected KeyPathEntry', type(o).__name__)
+            f_ = 'kind'
+            x0 = o.kind
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            f_ = 'index'
+            x1 = o.index
+            if x1 == 0:
+                x1 = None
+            elif type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
+                x1 = _check_int(x1, -9223372036854775808, 9223372036854775807, 'int64')
+            f_ = 'name'
+            x2 = o.name
+            if x2 is not None and type(x2) is not str:
+                _check_str(x2)
+            r = [x0, x1, x2]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_LayoutArgument(o):
-        if type(o) is not LayoutArgument:
-            _bad('expected LayoutArgument', type(o).__name__)
-        x0 = o.value
-        if x0 == 0:
-            x0 = None
-        elif type(x0) is not int or not 0 <= x0 <= 255:
-            x0 = _int(x0, 0, 255)
-        r = [x0]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not LayoutArgument:
+                _bad('wrong table type, expected LayoutArgument', type(o).__name__)
+            f_ = 'value'
+            x0 = o.value
+            if x0 == 0:
+                x0 = None
+            elif type(x0) is not int or not 0 <= x0 <= 255:
+                x0 = _check_int(x0, 0, 255, 'uint8')
+            r = [x0]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_ListValue(o):
-        if type(o) is not ListValue:
-            _bad('expected ListValue', type(o).__name__)
-        x0 = o.items
-        if not x0:
-            x0 = None
-        elif type(x0) is not list:
-            x0 = list(x0)
-        if x0 is not None:
-            x0 = [e_Value(e) for e in x0]
-        x1 = o.is_tuple
-        if x1 is False:
-            x1 = None
-        elif x1 is not True:
-            _bad('is_tuple: expected bool', type(x1).__name__)
-        r = [x0, x1]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not ListValue:
+                _bad('wrong table type, expected ListValue', type(o).__name__)
+            f_ = ('items', 'x0')
+            x0 = o.items
+            if not x0:
+                x0 = None
+            elif type(x0) is not list:
+                x0 = list(x0)
+            if x0 is not None:
+                x0 = [e_Value(e) for e in x0]
+            f_ = 'is_tuple'
+            x1 = o.is_tuple
+            if x1 is False:
+                x1 = None
+            elif x1 is not True:
+                _check_bool(x1)
+            r = [x0, x1]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_LossOutputSpec(o):
-        if type(o) is not LossOutputSpec:
-            _bad('expected LossOutputSpec', type(o).__name__)
-        x0 = o.arg
-        if x0 is not None:
-            x0 = e_TensorArgument(x0)
-        r = [x0]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not LossOutputSpec:
+                _bad('wrong table type, expected LossOutputSpec', type(o).__name__)
+            f_ = 'arg'
+            x0 = o.arg
+            if x0 is not None:
+                x0 = e_TensorArgument(x0)
+            r = [x0]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_MapEntry(o):
-        if type(o) is not MapEntry:
-            _bad('expected MapEntry', type(o).__name__)
-        x0 = o.key
-        if x0 is not None:
-            x0 = e_Value(x0)
-        x1 = o.value
-        if x1 is not None:
-            x1 = e_Value(x1)
-        r = [x0, x1]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not MapEntry:
+                _bad('wrong table type, expected MapEntry', type(o).__name__)
+            f_ = 'key'
+            x0 = o.key
+            if x0 is not None:
+                x0 = e_Value(x0)
+            f_ = 'value'
+            x1 = o.value
+            if x1 is not None:
+                x1 = e_Value(x1)
+            r = [x0, x1]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_MapValue(o):
-        if type(o) is not MapValue:
-            _bad('expected MapValue', type(o).__name__)
-        x0 = o.entries
-        if not x0:
-            x0 = None
-        elif type(x0) is not list:
-            x0 = list(x0)
-        if x0 is not None:
-            x0 = [e_MapEntry(e) for e in x0]
-        r = [x0]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not MapValue:
+                _bad('wrong table type, expected MapValue', type(o).__name__)
+            f_ = ('entries', 'x0')
+            x0 = o.entries
+            if not x0:
+                x0 = None
+            elif type(x0) is not list:
+                x0 = list(x0)
+            if x0 is not None:
+                x0 = [e_MapEntry(e) for e in x0]
+            r = [x0]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_MemoryFormatArgument(o):
-        if type(o) is not MemoryFormatArgument:
-            _bad('expected MemoryFormatArgument', type(o).__name__)
-        x0 = o.value
-        if x0 == 0:
-            x0 = None
-        elif type(x0) is not int or not 0 <= x0 <= 255:
-            x0 = _int(x0, 0, 255)
-        r = [x0]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not MemoryFormatArgument:
+                _bad('wrong table type, expected MemoryFormatArgument', type(o).__name__)
+            f_ = 'value'
+            x0 = o.value
+            if x0 == 0:
+                x0 = None
+            elif type(x0) is not int or not 0 <= x0 <= 255:
+                x0 = _check_int(x0, 0, 255, 'uint8')
+            r = [x0]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_ModuleCallEntry(o):
-        if type(o) is not ModuleCallEntry:
-            _bad('expected ModuleCallEntry', type(o).__name__)
-        x0 = o.fqn
-        if x0 is not None and type(x0) is not str:
-            _bad('fqn: expected str', type(x0).__name__)
-        x1 = o.signature
-        if x1 is not None:
-            x1 = e_ModuleCallSignature(x1)
-        r = [x0, x1]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not ModuleCallEntry:
+                _bad('wrong table type, expected ModuleCallEntry', type(o).__name__)
+            f_ = 'fqn'
+            x0 = o.fqn
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            f_ = 'signature'
+            x1 = o.signature
+            if x1 is not None:
+                x1 = e_ModuleCallSignature(x1)
+            r = [x0, x1]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_ModuleCallSignature(o):
-        if type(o) is not ModuleCallSignature:
-            _bad('expected ModuleCallSignature', type(o).__name__)
-        x0 = o.inputs
-        if not x0:
-            x0 = None
-        elif type(x0) is not list:
-            x0 = list(x0)
-        if x0 is not None:
-            x0 = [e_Argument(e) for e in x0]
-        x1 = o.outputs
-        if not x1:
-            x1 = None
-        elif type(x1) is not list:
-            x1 = list(x1)
-        if x1 is not None:
-            x1 = [e_Argument(e) for e in x1]
-        x2 = o.in_spec
-        if x2 is not None:
-            x2 = e_TreeSpec(x2)
-        x3 = o.out_spec
-        if x3 is not None:
-            x3 = e_TreeSpec(x3)
-        x4 = o.forward_arg_names
-        if not x4:
-            x4 = None
-        elif type(x4) is not list:
-            x4 = list(x4)
-        if x4 is not None:
-            if not _STR.issuperset(map(type, x4)):
-                _bad('forward_arg_names: expected strings')
-        r = [x0, x1, x2, x3, x4]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not ModuleCallSignature:
+                _bad('wrong table type, expected ModuleCallSignature', type(o).__name__)
+            f_ = ('inputs', 'x0')
+            x0 = o.inputs
+            if not x0:
+                x0 = None
+            elif type(x0) is not list:
+                x0 = list(x0)
+            if x0 is not None:
+                x0 = [e_Argument(e) for e in x0]
+            f_ = ('outputs', 'x1')
+            x1 = o.outputs
+            if not x1:
+                x1 = None
+            elif type(x1) is not list:
+                x1 = list(x1)
+            if x1 is not None:
+                x1 = [e_Argument(e) for e in x1]
+            f_ = 'in_spec'
+            x2 = o.in_spec
+            if x2 is not None:
+                x2 = e_TreeSpec(x2)
+            f_ = 'out_spec'
+            x3 = o.out_spec
+            if x3 is not None:
+                x3 = e_TreeSpec(x3)
+            f_ = 'forward_arg_names'
+            x4 = o.forward_arg_names
+            if not x4:
+                x4 = None
+            elif type(x4) is not list:
+                x4 = list(x4)
+            if x4 is not None:
+                if not _STR.issuperset(map(type, x4)):
+                    _check_each(x4, _check_str)
+            r = [x0, x1, x2, x3, x4]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_ModuleStackEntry(o):
-        if type(o) is not ModuleStackEntry:
-            _bad('expected ModuleStackEntry', type(o).__name__)
-        x0 = o.key
-        if x0 is not None and type(x0) is not str:
-            _bad('key: expected str', type(x0).__name__)
-        x1 = o.path
-        if x1 is not None and type(x1) is not str:
-            _bad('path: expected str', type(x1).__name__)
-        x2 = o.type_name
-        if x2 is not None and type(x2) is not str:
-            _bad('type_name: expected str', type(x2).__name__)
-        r = [x0, x1, x2]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not ModuleStackEntry:
+                _bad('wrong table type, expected ModuleStackEntry', type(o).__name__)
+            f_ = 'key'
+            x0 = o.key
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            f_ = 'path'
+            x1 = o.path
+            if x1 is not None and type(x1) is not str:
+                _check_str(x1)
+            f_ = 'type_name'
+            x2 = o.type_name
+            if x2 is not None and type(x2) is not str:
+                _check_str(x2)
+            r = [x0, x1, x2]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_NamedArgument(o):
-        if type(o) is not NamedArgument:
-            _bad('expected NamedArgument', type(o).__name__)
-        x0 = o.name
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        x2 = o.value
-        t2 = None
-        if x2 is not None:
-            t2 = UI_ArgumentValue.get(type(x2))
-            if t2 is None:
-                _bad('value: not a member of ArgumentValue', type(x2).__name__)
-            x2 = UE_ArgumentValue[t2](x2)
-        x3 = o.kind
-        if x3 == 0:
-            x3 = None
-        elif type(x3) is not int or not 0 <= x3 <= 255:
-            x3 = _int(x3, 0, 255)
-        x4 = o.is_tuple
-        if x4 is False:
-            x4 = None
-        elif x4 is not True:
-            _bad('is_tuple: expected bool', type(x4).__name__)
-        r = [x0, t2, x2, x3, x4]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not NamedArgument:
+                _bad('wrong table type, expected NamedArgument', type(o).__name__)
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            f_ = 'value'
+            x2 = o.value
+            t2 = None
+            if x2 is not None:
+                t2 = UI_ArgumentValue.get(type(x2))
+                if t2 is None:
+                    _bad('not a member of the union ArgumentValue', type(x2).__name__)
+                x2 = UE_ArgumentValue[t2](x2)
+            f_ = 'kind'
+            x3 = o.kind
+            if x3 == 0:
+                x3 = None
+            elif type(x3) is not int or not 0 <= x3 <= 255:
+                x3 = _check_int(x3, 0, 255, 'uint8')
+            f_ = 'is_tuple'
+            x4 = o.is_tuple
+            if x4 is False:
+                x4 = None
+            elif x4 is not True:
+                _check_bool(x4)
+            r = [x0, t2, x2, x3, x4]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_NamedTupleDef(o):
-        if type(o) is not NamedTupleDef:
-            _bad('expected NamedTupleDef', type(o).__name__)
-        x0 = o.type_name
-        if x0 is not None and type(x0) is not str:
-            _bad('type_name: expected str', type(x0).__name__)
-        x1 = o.field_names
-        if not x1:
-            x1 = None
-        elif type(x1) is not list:
-            x1 = list(x1)
-        if x1 is not None:
-            if not _STR.issuperset(map(type, x1)):
-                _bad('field_names: expected strings')
-        r = [x0, x1]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not NamedTupleDef:
+                _bad('wrong table type, expected NamedTupleDef', type(o).__name__)
+            f_ = 'type_name'
+            x0 = o.type_name
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            f_ = 'field_names'
+            x1 = o.field_names
+            if not x1:
+                x1 = None
+            elif type(x1) is not list:
+                x1 = list(x1)
+            if x1 is not None:
+                if not _STR.issuperset(map(type, x1)):
+                    _check_each(x1, _check_str)
+            r = [x0, x1]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_NestedTensorListArgument(o):
-        if type(o) is not NestedTensorListArgument:
-            _bad('expected NestedTensorListArgument', type(o).__name__)
-        x0 = o.lists
-        if not x0:
-            x0 = None
-        elif type(x0) is not list:
-            x0 = list(x0)
-        if x0 is not None:
-            x0 = [e_TensorListArgument(e) for e in x0]
-        r = [x0]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not NestedTensorListArgument:
+                _bad('wrong table type, expected NestedTensorListArgument', type(o).__name__)
+            f_ = ('lists', 'x0')
+            x0 = o.lists
+            if not x0:
+                x0 = None
+            elif type(x0) is not list:
+                x0 = list(x0)
+            if x0 is not None:
+                x0 = [e_TensorListArgument(e) for e in x0]
+            r = [x0]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_Node(o):
-        if type(o) is not Node:
-            _bad('expected Node', type(o).__name__)
-        x0 = o.name
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        x1 = o.target
-        if x1 is not None and type(x1) is not str:
-            _bad('target: expected str', type(x1).__name__)
-        x2 = o.inputs
-        if not x2:
-            x2 = None
-        elif type(x2) is not list:
-            x2 = list(x2)
-        if x2 is not None:
-            x2 = [e_NamedArgument(e) for e in x2]
-        x3 = o.outputs
-        if not x3:
-            x3 = None
-        elif type(x3) is not list:
-            x3 = list(x3)
-        if x3 is not None:
-            x3 = [e_Argument(e) for e in x3]
-        x4 = o.metadata
-        if x4 is not None:
-            x4 = e_NodeMetadata(x4)
-        x5 = o.is_hop_single_tensor_return
-        if x5 is False:
-            x5 = None
-        elif x5 is not True:
-            _bad('is_hop_single_tensor_return: expected bool', type(x5).__name__)
-        x6 = o.unbound_outputs
-        if not x6:
-            x6 = None
-        elif type(x6) is not list:
-            x6 = list(x6)
-        if x6 is not None:
-            x6 = _ints(x6, 0, 4294967295)
-        x7 = o.unpack_metadata
-        if not x7:
-            x7 = None
-        elif type(x7) is not list:
-            x7 = list(x7)
-        if x7 is not None:
-            x7 = [e_UnpackMetadata(e) for e in x7]
-        r = [x0, x1, x2, x3, x4, x5, x6, x7]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not Node:
+                _bad('wrong table type, expected Node', type(o).__name__)
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            f_ = 'target'
+            x1 = o.target
+            if x1 is not None and type(x1) is not str:
+                _check_str(x1)
+            f_ = ('inputs', 'x2')
+            x2 = o.inputs
+            if not x2:
+                x2 = None
+            elif type(x2) is not list:
+                x2 = list(x2)
+            if x2 is not None:
+                x2 = [e_NamedArgument(e) for e in x2]
+            f_ = ('outputs', 'x3')
+            x3 = o.outputs
+            if not x3:
+                x3 = None
+            elif type(x3) is not list:
+                x3 = list(x3)
+            if x3 is not None:
+                x3 = [e_Argument(e) for e in x3]
+            f_ = 'metadata'
+            x4 = o.metadata
+            if x4 is not None:
+                x4 = e_NodeMetadata(x4)
+            f_ = 'is_hop_single_tensor_return'
+            x5 = o.is_hop_single_tensor_return
+            if x5 is False:
+                x5 = None
+            elif x5 is not True:
+                _check_bool(x5)
+            f_ = 'unbound_outputs'
+            x6 = o.unbound_outputs
+            if not x6:
+                x6 = None
+            elif type(x6) is not list:
+                x6 = list(x6)
+            if x6 is not None:
+                x6 = _check_ints(x6, 0, 4294967295, 'uint32')
+            f_ = ('unpack_metadata', 'x7')
+            x7 = o.unpack_metadata
+            if not x7:
+                x7 = None
+            elif type(x7) is not list:
+                x7 = list(x7)
+            if x7 is not None:
+                x7 = [e_UnpackMetadata(e) for e in x7]
+            r = [x0, x1, x2, x3, x4, x5, x6, x7]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_NodeMetadata(o):
-        if type(o) is not NodeMetadata:
-            _bad('expected NodeMetadata', type(o).__name__)
-        x0 = o.stack_trace
-        if x0 is not None and type(x0) is not str:
-            _bad('stack_trace: expected str', type(x0).__name__)
-        x1 = o.nn_module_stack
-        if not x1:
-            x1 = None
-        elif type(x1) is not list:
-            x1 = list(x1)
-        if x1 is not None:
-            x1 = [e_ModuleStackEntry(e) for e in x1]
-        x2 = o.source_fn_stack
-        if not x2:
-            x2 = None
-        elif type(x2) is not list:
-            x2 = list(x2)
-        if x2 is not None:
-            x2 = [e_SourceFnEntry(e) for e in x2]
-        x3 = o.torch_fn
-        if x3 is not None:
-            x3 = e_TorchFn(x3)
-        x4 = o.custom
-        if x4 is not None:
-            x4 = e_MapValue(x4)
-        x5 = o.from_node
-        if not x5:
-            x5 = None
-        elif type(x5) is not list:
-            x5 = list(x5)
-        if x5 is not None:
-            x5 = [e_NodeSource(e) for e in x5]
-        x6 = o.unbacked_bindings
-        if not x6:
-            x6 = None
-        elif type(x6) is not list:
-            x6 = list(x6)
-        if x6 is not None:
-            x6 = [e_UnbackedBinding(e) for e in x6]
-        x7 = o.extra
-        if not x7:
-            x7 = None
-        elif type(x7) is not list:
-            x7 = list(x7)
-        if x7 is not None:
-            x7 = [e_StringEntry(e) for e in x7]
-        r = [x0, x1, x2, x3, x4, x5, x6, x7]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not NodeMetadata:
+                _bad('wrong table type, expected NodeMetadata', type(o).__name__)
+            f_ = 'stack_trace'
+            x0 = o.stack_trace
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            f_ = ('nn_module_stack', 'x1')
+            x1 = o.nn_module_stack
+            if not x1:
+                x1 = None
+            elif type(x1) is not list:
+                x1 = list(x1)
+            if x1 is not None:
+                x1 = [e_ModuleStackEntry(e) for e in x1]
+            f_ = ('source_fn_stack', 'x2')
+            x2 = o.source_fn_stack
+            if not x2:
+                x2 = None
+            elif type(x2) is not list:
+                x2 = list(x2)
+            if x2 is not None:
+                x2 = [e_SourceFnEntry(e) for e in x2]
+            f_ = 'torch_fn'
+            x3 = o.torch_fn
+            if x3 is not None:
+                x3 = e_TorchFn(x3)
+            f_ = 'custom'
+            x4 = o.custom
+            if x4 is not None:
+                x4 = e_MapValue(x4)
+            f_ = ('from_node', 'x5')
+            x5 = o.from_node
+            if not x5:
+                x5 = None
+            elif type(x5) is not list:
+                x5 = list(x5)
+            if x5 is not None:
+                x5 = [e_NodeSource(e) for e in x5]
+            f_ = ('unbacked_bindings', 'x6')
+            x6 = o.unbacked_bindings
+            if not x6:
+                x6 = None
+            elif type(x6) is not list:
+                x6 = list(x6)
+            if x6 is not None:
+                x6 = [e_UnbackedBinding(e) for e in x6]
+            f_ = ('extra', 'x7')
+            x7 = o.extra
+            if not x7:
+                x7 = None
+            elif type(x7) is not list:
+                x7 = list(x7)
+            if x7 is not None:
+                x7 = [e_StringEntry(e) for e in x7]
+            r = [x0, x1, x2, x3, x4, x5, x6, x7]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_NodeSource(o):
-        if type(o) is not NodeSource:
-            _bad('expected NodeSource', type(o).__name__)
-        x0 = o.name
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        x1 = o.target
-        if x1 is not None and type(x1) is not str:
-            _bad('target: expected str', type(x1).__name__)
-        x2 = o.graph_id
-        if x2 == 0:
-            x2 = None
-        elif type(x2) is not int or not -9223372036854775808 <= x2 <= 9223372036854775807:
-            x2 = _int(x2, -9223372036854775808, 9223372036854775807)
-        x3 = o.pass_name
-        if x3 is not None and type(x3) is not str:
-            _bad('pass_name: expected str', type(x3).__name__)
-        x4 = o.actions
-        if not x4:
-            x4 = None
-        elif type(x4) is not list:
-            x4 = list(x4)
-        if x4 is not None:
-            if not _STR.issuperset(map(type, x4)):
-                _bad('actions: expected strings')
-        x5 = o.from_node
-        if not x5:
-            x5 = None
-        elif type(x5) is not list:
-            x5 = list(x5)
-        if x5 is not None:
-            x5 = [e_NodeSource(e) for e in x5]
-        r = [x0, x1, x2, x3, x4, x5]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not NodeSource:
+                _bad('wrong table type, expected NodeSource', type(o).__name__)
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            f_ = 'target'
+            x1 = o.target
+            if x1 is not None and type(x1) is not str:
+                _check_str(x1)
+            f_ = 'graph_id'
+            x2 = o.graph_id
+            if x2 == 0:
+                x2 = None
+            elif type(x2) is not int or not -9223372036854775808 <= x2 <= 9223372036854775807:
+                x2 = _check_int(x2, -9223372036854775808, 9223372036854775807, 'int64')
+            f_ = 'pass_name'
+            x3 = o.pass_name
+            if x3 is not None and type(x3) is not str:
+                _check_str(x3)
+            f_ = 'actions'
+            x4 = o.actions
+            if not x4:
+                x4 = None
+            elif type(x4) is not list:
+                x4 = list(x4)
+            if x4 is not None:
+                if not _STR.issuperset(map(type, x4)):
+                    _check_each(x4, _check_str)
+            f_ = ('from_node', 'x5')
+            x5 = o.from_node
+            if not x5:
+                x5 = None
+            elif type(x5) is not list:
+                x5 = list(x5)
+            if x5 is not None:
+                x5 = [e_NodeSource(e) for e in x5]
+            r = [x0, x1, x2, x3, x4, x5]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_NoneArgument(o):
-        if type(o) is not NoneArgument:
-            _bad('expected NoneArgument', type(o).__name__)
-        return []
+        f_ = None
+        try:
+            if type(o) is not NoneArgument:
+                _bad('wrong table type, expected NoneArgument', type(o).__name__)
+            return []
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_NullValue(o):
-        if type(o) is not NullValue:
-            _bad('expected NullValue', type(o).__name__)
-        return []
+        f_ = None
+        try:
+            if type(o) is not NullValue:
+                _bad('wrong table type, expected NullValue', type(o).__name__)
+            return []
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_OperatorArgument(o):
-        if type(o) is not OperatorArgument:
-            _bad('expected OperatorArgument', type(o).__name__)
-        x0 = o.name
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        r = [x0]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not OperatorArgument:
+                _bad('wrong table type, expected OperatorArgument', type(o).__name__)
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            r = [x0]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_OperatorParameter(o):
-        if type(o) is not OperatorParameter:
-            _bad('expected OperatorParameter', type(o).__name__)
-        x0 = o.name
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        x1 = o.type
-        if x1 is not None and type(x1) is not str:
-            _bad('type: expected str', type(x1).__name__)
-        x2 = o.default_value
-        if x2 is not None:
-            x2 = e_Value(x2)
-        x3 = o.kwarg_only
-        if x3 is False:
-            x3 = None
-        elif x3 is not True:
-            _bad('kwarg_only: expected bool', type(x3).__name__)
-        x4 = o.alias_set
-        if x4 is not None and type(x4) is not str:
-            _bad('alias_set: expected str', type(x4).__name__)
-        x5 = o.is_write
-        if x5 is False:
-            x5 = None
-        elif x5 is not True:
-            _bad('is_write: expected bool', type(x5).__name__)
-        r = [x0, x1, x2, x3, x4, x5]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not OperatorParameter:
+                _bad('wrong table type, expected OperatorParameter', type(o).__name__)
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            f_ = 'type'
+            x1 = o.type
+            if x1 is not None and type(x1) is not str:
+                _check_str(x1)
+            f_ = 'default_value'
+            x2 = o.default_value
+            if x2 is not None:
+                x2 = e_Value(x2)
+            f_ = 'kwarg_only'
+            x3 = o.kwarg_only
+            if x3 is False:
+                x3 = None
+            elif x3 is not True:
+                _check_bool(x3)
+            f_ = 'alias_set'
+            x4 = o.alias_set
+            if x4 is not None and type(x4) is not str:
+                _check_str(x4)
+            f_ = 'is_write'
+            x5 = o.is_write
+            if x5 is False:
+                x5 = None
+            elif x5 is not True:
+                _check_bool(x5)
+            r = [x0, x1, x2, x3, x4, x5]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_OperatorSchema(o):
-        if type(o) is not OperatorSchema:
-            _bad('expected OperatorSchema', type(o).__name__)
-        x0 = o.target
-        if x0 is not None and type(x0) is not str:
-            _bad('target: expected str', type(x0).__name__)
-        x1 = o.kind
-        if x1 == 0:
-            x1 = None
-        elif type(x1) is not int or not 0 <= x1 <= 255:
-            x1 = _int(x1, 0, 255)
-        x2 = o.schema
-        if x2 is not None and type(x2) is not str:
-            _bad('schema: expected str', type(x2).__name__)
-        x3 = o.parameters
-        if not x3:
-            x3 = None
-        elif type(x3) is not list:
-            x3 = list(x3)
-        if x3 is not None:
-            x3 = [e_OperatorParameter(e) for e in x3]
-        x4 = o.returns
-        if not x4:
-            x4 = None
-        elif type(x4) is not list:
-            x4 = list(x4)
-        if x4 is not None:
-            x4 = [e_OperatorParameter(e) for e in x4]
-        x5 = o.is_mutable
-        if x5 is False:
-            x5 = None
-        elif x5 is not True:
-            _bad('is_mutable: expected bool', type(x5).__name__)
-        r = [x0, x1, x2, x3, x4, x5]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not OperatorSchema:
+                _bad('wrong table type, expected OperatorSchema', type(o).__name__)
+            f_ = 'target'
+            x0 = o.target
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            f_ = 'kind'
+            x1 = o.kind
+            if x1 == 0:
+                x1 = None
+            elif type(x1) is not int or not 0 <= x1 <= 255:
+                x1 = _check_int(x1, 0, 255, 'uint8')
+            f_ = 'schema'
+            x2 = o.schema
+            if x2 is not None and type(x2) is not str:
+                _check_str(x2)
+            f_ = ('parameters', 'x3')
+            x3 = o.parameters
+            if not x3:
+                x3 = None
+            elif type(x3) is not list:
+                x3 = list(x3)
+            if x3 is not None:
+                x3 = [e_OperatorParameter(e) for e in x3]
+            f_ = ('returns', 'x4')
+            x4 = o.returns
+            if not x4:
+                x4 = None
+            elif type(x4) is not list:
+                x4 = list(x4)
+            if x4 is not None:
+                x4 = [e_OperatorParameter(e) for e in x4]
+            f_ = 'is_mutable'
+            x5 = o.is_mutable
+            if x5 is False:
+                x5 = None
+            elif x5 is not True:
+                _check_bool(x5)
+            r = [x0, x1, x2, x3, x4, x5]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_Opset(o):
-        if type(o) is not Opset:
-            _bad('expected Opset', type(o).__name__)
-        x0 = o.namespace
-        if x0 is not None and type(x0) is not str:
-            _bad('namespace: expected str', type(x0).__name__)
-        x1 = o.version
-        if x1 == 0:
-            x1 = None
-        elif type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
-            x1 = _int(x1, -9223372036854775808, 9223372036854775807)
-        r = [x0, x1]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not Opset:
+                _bad('wrong table type, expected Opset', type(o).__name__)
+            f_ = 'namespace'
+            x0 = o.namespace
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            f_ = 'version'
+            x1 = o.version
+            if x1 == 0:
+                x1 = None
+            elif type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
+                x1 = _check_int(x1, -9223372036854775808, 9223372036854775807, 'int64')
+            r = [x0, x1]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_OptionalTensorArgument(o):
-        if type(o) is not OptionalTensorArgument:
-            _bad('expected OptionalTensorArgument', type(o).__name__)
-        x0 = o.name
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        r = [x0]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not OptionalTensorArgument:
+                _bad('wrong table type, expected OptionalTensorArgument', type(o).__name__)
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            r = [x0]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_OptionalTensorListArgument(o):
-        if type(o) is not OptionalTensorListArgument:
-            _bad('expected OptionalTensorListArgument', type(o).__name__)
-        x0 = o.items
-        if not x0:
-            x0 = None
-        elif type(x0) is not list:
-            x0 = list(x0)
-        if x0 is not None:
-            x0 = [e_OptionalTensorArgument(e) for e in x0]
-        r = [x0]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not OptionalTensorListArgument:
+                _bad('wrong table type, expected OptionalTensorListArgument', type(o).__name__)
+            f_ = ('items', 'x0')
+            x0 = o.items
+            if not x0:
+                x0 = None
+            elif type(x0) is not list:
+                x0 = list(x0)
+            if x0 is not None:
+                x0 = [e_OptionalTensorArgument(e) for e in x0]
+            r = [x0]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_OutputSpec(o):
-        if type(o) is not OutputSpec:
-            _bad('expected OutputSpec', type(o).__name__)
-        x1 = o.spec
-        t1 = None
-        if x1 is not None:
-            t1 = UI_OutputSpecKind.get(type(x1))
-            if t1 is None:
-                _bad('spec: not a member of OutputSpecKind', type(x1).__name__)
-            x1 = UE_OutputSpecKind[t1](x1)
-        r = [t1, x1]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not OutputSpec:
+                _bad('wrong table type, expected OutputSpec', type(o).__name__)
+            f_ = 'spec'
+            x1 = o.spec
+            t1 = None
+            if x1 is not None:
+                t1 = UI_OutputSpecKind.get(type(x1))
+                if t1 is None:
+                    _bad('not a member of the union OutputSpecKind', type(x1).__name__)
+                x1 = UE_OutputSpecKind[t1](x1)
+            r = [t1, x1]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_OutputTokenSpec(o):
-        if type(o) is not OutputTokenSpec:
-            _bad('expected OutputTokenSpec', type(o).__name__)
-        x0 = o.arg
-        if x0 is not None:
-            x0 = e_TokenArgument(x0)
-        r = [x0]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not OutputTokenSpec:
+                _bad('wrong table type, expected OutputTokenSpec', type(o).__name__)
+            f_ = 'arg'
+            x0 = o.arg
+            if x0 is not None:
+                x0 = e_TokenArgument(x0)
+            r = [x0]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_Package(o):
-        if type(o) is not Package:
-            _bad('expected Package', type(o).__name__)
-        x0 = o.format_version
-        if x0 is not None:
-            x0 = e_FormatVersion(x0)
-        if x0 is None:
-            _bad('required field format_version is missing')
-        x1 = o.producer
-        if x1 is not None:
-            x1 = e_Producer(x1)
-        x2 = o.required_features
-        if x2 == 0:
-            x2 = None
-        elif type(x2) is not int or not 0 <= x2 <= 18446744073709551615:
-            x2 = _int(x2, 0, 18446744073709551615)
-        x3 = o.programs
-        if not x3:
-            x3 = None
-        elif type(x3) is not list:
-            x3 = list(x3)
-        if x3 is not None:
-            x3 = [e_Program(e) for e in x3]
-        x4 = o.tensors
-        if not x4:
-            x4 = None
-        elif type(x4) is not list:
-            x4 = list(x4)
-        if x4 is not None:
-            x4 = [e_Tensor(e) for e in x4]
-        x5 = o.storages
-        if not x5:
-            x5 = None
-        elif type(x5) is not list:
-            x5 = list(x5)
-        if x5 is not None:
-            x5 = [e_Storage(e) for e in x5]
-        x6 = o.segments
-        if not x6:
-            x6 = None
-        elif type(x6) is not list:
-            x6 = list(x6)
-        if x6 is not None:
-            x6 = [e_Segment(e) for e in x6]
-        x7 = o.shard_files
-        if not x7:
-            x7 = None
-        elif type(x7) is not list:
-            x7 = list(x7)
-        if x7 is not None:
-            x7 = [e_ShardFile(e) for e in x7]
-        x8 = o.operators
-        if not x8:
-            x8 = None
-        elif type(x8) is not list:
-            x8 = list(x8)
-        if x8 is not None:
-            x8 = [e_OperatorSchema(e) for e in x8]
-        x9 = o.metadata
-        if not x9:
-            x9 = None
-        elif type(x9) is not list:
-            x9 = list(x9)
-        if x9 is not None:
-            x9 = [e_StringEntry(e) for e in x9]
-        x10 = o.extra_files
-        if not x10:
-            x10 = None
-        elif type(x10) is not list:
-            x10 = list(x10)
-        if x10 is not None:
-            x10 = [e_ExtraFile(e) for e in x10]
-        x11 = o.external_files
-        if not x11:
-            x11 = None
-        elif type(x11) is not list:
-            x11 = list(x11)
-        if x11 is not None:
-            x11 = [e_ExternalFile(e) for e in x11]
-        x12 = o.weight_sets
-        if not x12:
-            x12 = None
-        elif type(x12) is not list:
-            x12 = list(x12)
-        if x12 is not None:
-            x12 = [e_WeightSet(e) for e in x12]
-        r = [x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not Package:
+                _bad('wrong table type, expected Package', type(o).__name__)
+            f_ = 'format_version'
+            x0 = o.format_version
+            if x0 is not None:
+                x0 = e_FormatVersion(x0)
+            if x0 is None:
+                _bad('required field format_version is missing')
+            f_ = 'producer'
+            x1 = o.producer
+            if x1 is not None:
+                x1 = e_Producer(x1)
+            f_ = 'required_features'
+            x2 = o.required_features
+            if x2 == 0:
+                x2 = None
+            elif type(x2) is not int or not 0 <= x2 <= 18446744073709551615:
+                x2 = _check_int(x2, 0, 18446744073709551615, 'uint64')
+            f_ = ('programs', 'x3')
+            x3 = o.programs
+            if not x3:
+                x3 = None
+            elif type(x3) is not list:
+                x3 = list(x3)
+            if x3 is not None:
+                x3 = [e_Program(e) for e in x3]
+            f_ = ('tensors', 'x4')
+            x4 = o.tensors
+            if not x4:
+                x4 = None
+            elif type(x4) is not list:
+                x4 = list(x4)
+            if x4 is not None:
+                x4 = [e_Tensor(e) for e in x4]
+            f_ = ('storages', 'x5')
+            x5 = o.storages
+            if not x5:
+                x5 = None
+            elif type(x5) is not list:
+                x5 = list(x5)
+            if x5 is not None:
+                x5 = [e_Storage(e) for e in x5]
+            f_ = ('segments', 'x6')
+            x6 = o.segments
+            if not x6:
+                x6 = None
+            elif type(x6) is not list:
+                x6 = list(x6)
+            if x6 is not None:
+                x6 = [e_Segment(e) for e in x6]
+            f_ = ('shard_files', 'x7')
+            x7 = o.shard_files
+            if not x7:
+                x7 = None
+            elif type(x7) is not list:
+                x7 = list(x7)
+            if x7 is not None:
+                x7 = [e_ShardFile(e) for e in x7]
+            f_ = ('operators', 'x8')
+            x8 = o.operators
+            if not x8:
+                x8 = None
+            elif type(x8) is not list:
+                x8 = list(x8)
+            if x8 is not None:
+                x8 = [e_OperatorSchema(e) for e in x8]
+            f_ = ('metadata', 'x9')
+            x9 = o.metadata
+            if not x9:
+                x9 = None
+            elif type(x9) is not list:
+                x9 = list(x9)
+            if x9 is not None:
+                x9 = [e_StringEntry(e) for e in x9]
+            f_ = ('extra_files', 'x10')
+            x10 = o.extra_files
+            if not x10:
+                x10 = None
+            elif type(x10) is not list:
+                x10 = list(x10)
+            if x10 is not None:
+                x10 = [e_ExtraFile(e) for e in x10]
+            f_ = ('external_files', 'x11')
+            x11 = o.external_files
+            if not x11:
+                x11 = None
+            elif type(x11) is not list:
+                x11 = list(x11)
+            if x11 is not None:
+                x11 = [e_ExternalFile(e) for e in x11]
+            f_ = ('weight_sets', 'x12')
+            x12 = o.weight_sets
+            if not x12:
+                x12 = None
+            elif type(x12) is not list:
+                x12 = list(x12)
+            if x12 is not None:
+                x12 = [e_WeightSet(e) for e in x12]
+            r = [x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_ParameterMutationSpec(o):
-        if type(o) is not ParameterMutationSpec:
-            _bad('expected ParameterMutationSpec', type(o).__name__)
-        x0 = o.arg
-        if x0 is not None:
-            x0 = e_TensorArgument(x0)
-        x1 = o.parameter_name
-        if x1 is not None and type(x1) is not str:
-            _bad('parameter_name: expected str', type(x1).__name__)
-        r = [x0, x1]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not ParameterMutationSpec:
+                _bad('wrong table type, expected ParameterMutationSpec', type(o).__name__)
+            f_ = 'arg'
+            x0 = o.arg
+            if x0 is not None:
+                x0 = e_TensorArgument(x0)
+            f_ = 'parameter_name'
+            x1 = o.parameter_name
+            if x1 is not None and type(x1) is not str:
+                _check_str(x1)
+            r = [x0, x1]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_Producer(o):
-        if type(o) is not Producer:
-            _bad('expected Producer', type(o).__name__)
-        x0 = o.name
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        x1 = o.version
-        if x1 is not None and type(x1) is not str:
-            _bad('version: expected str', type(x1).__name__)
-        x2 = o.torch_version
-        if x2 is not None and type(x2) is not str:
-            _bad('torch_version: expected str', type(x2).__name__)
-        r = [x0, x1, x2]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not Producer:
+                _bad('wrong table type, expected Producer', type(o).__name__)
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            f_ = 'version'
+            x1 = o.version
+            if x1 is not None and type(x1) is not str:
+                _check_str(x1)
+            f_ = 'torch_version'
+            x2 = o.torch_version
+            if x2 is not None and type(x2) is not str:
+                _check_str(x2)
+            r = [x0, x1, x2]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_Program(o):
-        if type(o) is not Program:
-            _bad('expected Program', type(o).__name__)
-        x0 = o.name
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        x1 = o.graph
-        if x1 is not None:
-            x1 = e_Graph(x1)
-        x2 = o.signature
-        if x2 is not None:
-            x2 = e_GraphSignature(x2)
-        x3 = o.module_call_graph
-        if not x3:
-            x3 = None
-        elif type(x3) is not list:
-            x3 = list(x3)
-        if x3 is not None:
-            x3 = [e_ModuleCallEntry(e) for e in x3]
-        x4 = o.symbols
-        if not x4:
-            x4 = None
-        elif type(x4) is not list:
-            x4 = list(x4)
-        if x4 is not None:
-            x4 = [e_Symbol(e) for e in x4]
-        x5 = o.sym_exprs
-        if not x5:
-            x5 = None
-        elif type(x5) is not list:
-            x5 = list(x5)
-        if x5 is not None:
-            x5 = [e_SymExpr(e) for e in x5]
-        x6 = o.range_constraints
-        if not x6:
-            x6 = None
-        elif type(x6) is not list:
-            x6 = list(x6)
-        if x6 is not None:
-            x6 = [e_RangeConstraint(e) for e in x6]
-        x7 = o.opsets
-        if not x7:
-            x7 = None
-        elif type(x7) is not list:
-            x7 = list(x7)
-        if x7 is not None:
-            x7 = [e_Opset(e) for e in x7]
-        x8 = o.verifiers
-        if not x8:
-            x8 = None
-        elif type(x8) is not list:
-            x8 = list(x8)
-        if x8 is not None:
-            if not _STR.issuperset(map(type, x8)):
-                _bad('verifiers: expected strings')
-        x9 = o.guards_code
-        if not x9:
-            x9 = None
-        elif type(x9) is not list:
-            x9 = list(x9)
-        if x9 is not None:
-            if not _STR.issuperset(map(type, x9)):
-                _bad('guards_code: expected strings')
-        x10 = o.state
-        if not x10:
-            x10 = None
-        elif type(x10) is not list:
-            x10 = list(x10)
-        if x10 is not None:
-            x10 = [e_StateEntry(e) for e in x10]
-        x11 = o.custom_objects
-        if not x11:
-            x11 = None
-        elif type(x11) is not list:
-            x11 = list(x11)
-        if x11 is not None:
-            x11 = [e_CustomObject(e) for e in x11]
-        x12 = o.example_inputs
-        if x12 is not None:
-            x12 = e_Value(x12)
-        x13 = o.namedtuple_defs
-        if not x13:
-            x13 = None
-        elif type(x13) is not list:
-            x13 = list(x13)
-        if x13 is not None:
-            x13 = [e_NamedTupleDef(e) for e in x13]
-        x14 = o.metadata
-        if not x14:
-            x14 = None
-        elif type(x14) is not list:
-            x14 = list(x14)
-        if x14 is not None:
-            x14 = [e_StringEntry(e) for e in x14]
-        r = [x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not Program:
+                _bad('wrong table type, expected Program', type(o).__name__)
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            f_ = 'graph'
+            x1 = o.graph
+            if x1 is not None:
+                x1 = e_Graph(x1)
+            f_ = 'signature'
+            x2 = o.signature
+            if x2 is not None:
+                x2 = e_GraphSignature(x2)
+            f_ = ('module_call_graph', 'x3')
+            x3 = o.module_call_graph
+            if not x3:
+                x3 = None
+            elif type(x3) is not list:
+                x3 = list(x3)
+            if x3 is not None:
+                x3 = [e_ModuleCallEntry(e) for e in x3]
+            f_ = ('symbols', 'x4')
+            x4 = o.symbols
+            if not x4:
+                x4 = None
+            elif type(x4) is not list:
+                x4 = list(x4)
+            if x4 is not None:
+                x4 = [e_Symbol(e) for e in x4]
+            f_ = ('sym_exprs', 'x5')
+            x5 = o.sym_exprs
+            if not x5:
+                x5 = None
+            elif type(x5) is not list:
+                x5 = list(x5)
+            if x5 is not None:
+                x5 = [e_SymExpr(e) for e in x5]
+            f_ = ('range_constraints', 'x6')
+            x6 = o.range_constraints
+            if not x6:
+                x6 = None
+            elif type(x6) is not list:
+                x6 = list(x6)
+            if x6 is not None:
+                x6 = [e_RangeConstraint(e) for e in x6]
+            f_ = ('opsets', 'x7')
+            x7 = o.opsets
+            if not x7:
+                x7 = None
+            elif type(x7) is not list:
+                x7 = list(x7)
+            if x7 is not None:
+                x7 = [e_Opset(e) for e in x7]
+            f_ = 'verifiers'
+            x8 = o.verifiers
+            if not x8:
+                x8 = None
+            elif type(x8) is not list:
+                x8 = list(x8)
+            if x8 is not None:
+                if not _STR.issuperset(map(type, x8)):
+                    _check_each(x8, _check_str)
+            f_ = 'guards_code'
+            x9 = o.guards_code
+            if not x9:
+                x9 = None
+            elif type(x9) is not list:
+                x9 = list(x9)
+            if x9 is not None:
+                if not _STR.issuperset(map(type, x9)):
+                    _check_each(x9, _check_str)
+            f_ = ('state', 'x10')
+            x10 = o.state
+            if not x10:
+                x10 = None
+            elif type(x10) is not list:
+                x10 = list(x10)
+            if x10 is not None:
+                x10 = [e_StateEntry(e) for e in x10]
+            f_ = ('custom_objects', 'x11')
+            x11 = o.custom_objects
+            if not x11:
+                x11 = None
+            elif type(x11) is not list:
+                x11 = list(x11)
+            if x11 is not None:
+                x11 = [e_CustomObject(e) for e in x11]
+            f_ = 'example_inputs'
+            x12 = o.example_inputs
+            if x12 is not None:
+                x12 = e_Value(x12)
+            f_ = ('namedtuple_defs', 'x13')
+            x13 = o.namedtuple_defs
+            if not x13:
+                x13 = None
+            elif type(x13) is not list:
+                x13 = list(x13)
+            if x13 is not None:
+                x13 = [e_NamedTupleDef(e) for e in x13]
+            f_ = ('metadata', 'x14')
+            x14 = o.metadata
+            if not x14:
+                x14 = None
+            elif type(x14) is not list:
+                x14 = list(x14)
+            if x14 is not None:
+                x14 = [e_StringEntry(e) for e in x14]
+            r = [x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_RangeConstraint(o):
-        if type(o) is not RangeConstraint:
-            _bad('expected RangeConstraint', type(o).__name__)
-        x0 = o.expr
-        if x0 == 0:
-            x0 = None
-        elif type(x0) is not int or not 0 <= x0 <= 4294967295:
-            x0 = _int(x0, 0, 4294967295)
-        x1 = o.range
-        if x1 is not None:
-            x1 = e_ValueRange(x1)
-        r = [x0, x1]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not RangeConstraint:
+                _bad('wrong table type, expected RangeConstraint', type(o).__name__)
+            f_ = 'expr'
+            x0 = o.expr
+            if x0 == 0:
+                x0 = None
+            elif type(x0) is not int or not 0 <= x0 <= 4294967295:
+                x0 = _check_int(x0, 0, 4294967295, 'uint32')
+            f_ = 'range'
+            x1 = o.range
+            if x1 is not None:
+                x1 = e_ValueRange(x1)
+            r = [x0, x1]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_ScalarTypeArgument(o):
-        if type(o) is not ScalarTypeArgument:
-            _bad('expected ScalarTypeArgument', type(o).__name__)
-        x0 = o.value
-        if x0 == 0:
-            x0 = None
-        elif type(x0) is not int or not 0 <= x0 <= 255:
-            x0 = _int(x0, 0, 255)
-        r = [x0]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not ScalarTypeArgument:
+                _bad('wrong table type, expected ScalarTypeArgument', type(o).__name__)
+            f_ = 'value'
+            x0 = o.value
+            if x0 == 0:
+                x0 = None
+            elif type(x0) is not int or not 0 <= x0 <= 255:
+                x0 = _check_int(x0, 0, 255, 'uint8')
+            r = [x0]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_ScalarTypeValue(o):
-        if type(o) is not ScalarTypeValue:
-            _bad('expected ScalarTypeValue', type(o).__name__)
-        x0 = o.value
-        if x0 == 0:
-            x0 = None
-        elif type(x0) is not int or not 0 <= x0 <= 255:
-            x0 = _int(x0, 0, 255)
-        r = [x0]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not ScalarTypeValue:
+                _bad('wrong table type, expected ScalarTypeValue', type(o).__name__)
+            f_ = 'value'
+            x0 = o.value
+            if x0 == 0:
+                x0 = None
+            elif type(x0) is not int or not 0 <= x0 <= 255:
+                x0 = _check_int(x0, 0, 255, 'uint8')
+            r = [x0]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_Segment(o):
-        if type(o) is not Segment:
-            _bad('expected Segment', type(o).__name__)
-        x0 = o.file
-        if x0 == 0:
-            x0 = None
-        elif type(x0) is not int or not 0 <= x0 <= 4294967295:
-            x0 = _int(x0, 0, 4294967295)
-        x1 = o.section
-        if x1 == 0:
-            x1 = None
-        elif type(x1) is not int or not 0 <= x1 <= 4294967295:
-            x1 = _int(x1, 0, 4294967295)
-        x2 = o.external
-        if x2 == 0:
-            x2 = None
-        elif type(x2) is not int or not 0 <= x2 <= 4294967295:
-            x2 = _int(x2, 0, 4294967295)
-        r = [x0, x1, x2]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not Segment:
+                _bad('wrong table type, expected Segment', type(o).__name__)
+            f_ = 'file'
+            x0 = o.file
+            if x0 == 0:
+                x0 = None
+            elif type(x0) is not int or not 0 <= x0 <= 4294967295:
+                x0 = _check_int(x0, 0, 4294967295, 'uint32')
+            f_ = 'section'
+            x1 = o.section
+            if x1 == 0:
+                x1 = None
+            elif type(x1) is not int or not 0 <= x1 <= 4294967295:
+                x1 = _check_int(x1, 0, 4294967295, 'uint32')
+            f_ = 'external'
+            x2 = o.external
+            if x2 == 0:
+                x2 = None
+            elif type(x2) is not int or not 0 <= x2 <= 4294967295:
+                x2 = _check_int(x2, 0, 4294967295, 'uint32')
+            r = [x0, x1, x2]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_ShardFile(o):
-        if type(o) is not ShardFile:
-            _bad('expected ShardFile', type(o).__name__)
-        x0 = o.name
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        x1 = o.size
-        if x1 == 0:
-            x1 = None
-        elif type(x1) is not int or not 0 <= x1 <= 18446744073709551615:
-            x1 = _int(x1, 0, 18446744073709551615)
-        x2 = o.package_id
-        if not x2:
-            x2 = None
-        elif type(x2) is not list:
-            x2 = bytes(x2)
-        else:
-            x2 = bytes(_ints(x2, 0, 255))
-        r = [x0, x1, x2]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not ShardFile:
+                _bad('wrong table type, expected ShardFile', type(o).__name__)
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            f_ = 'size'
+            x1 = o.size
+            if x1 == 0:
+                x1 = None
+            elif type(x1) is not int or not 0 <= x1 <= 18446744073709551615:
+                x1 = _check_int(x1, 0, 18446744073709551615, 'uint64')
+            f_ = 'package_id'
+            x2 = o.package_id
+            if not x2:
+                x2 = None
+            elif type(x2) is not list:
+                x2 = bytes(x2)
+            else:
+                x2 = bytes(_check_ints(x2, 0, 255, 'uint8'))
+            r = [x0, x1, x2]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_SourceFnEntry(o):
-        if type(o) is not SourceFnEntry:
-            _bad('expected SourceFnEntry', type(o).__name__)
-        x0 = o.name
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        x1 = o.target
-        if x1 is not None and type(x1) is not str:
-            _bad('target: expected str', type(x1).__name__)
-        r = [x0, x1]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not SourceFnEntry:
+                _bad('wrong table type, expected SourceFnEntry', type(o).__name__)
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            f_ = 'target'
+            x1 = o.target
+            if x1 is not None and type(x1) is not str:
+                _check_str(x1)
+            r = [x0, x1]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_StateEntry(o):
-        if type(o) is not StateEntry:
-            _bad('expected StateEntry', type(o).__name__)
-        x0 = o.name
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        x1 = o.kind
-        if x1 == 0:
-            x1 = None
-        elif type(x1) is not int or not 0 <= x1 <= 255:
-            x1 = _int(x1, 0, 255)
-        x2 = o.tensor
-        if x2 == 0:
-            x2 = None
-        elif type(x2) is not int or not 0 <= x2 <= 4294967295:
-            x2 = _int(x2, 0, 4294967295)
-        r = [x0, x1, x2]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not StateEntry:
+                _bad('wrong table type, expected StateEntry', type(o).__name__)
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            f_ = 'kind'
+            x1 = o.kind
+            if x1 == 0:
+                x1 = None
+            elif type(x1) is not int or not 0 <= x1 <= 255:
+                x1 = _check_int(x1, 0, 255, 'uint8')
+            f_ = 'tensor'
+            x2 = o.tensor
+            if x2 == 0:
+                x2 = None
+            elif type(x2) is not int or not 0 <= x2 <= 4294967295:
+                x2 = _check_int(x2, 0, 4294967295, 'uint32')
+            r = [x0, x1, x2]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_Storage(o):
-        if type(o) is not Storage:
-            _bad('expected Storage', type(o).__name__)
-        x0 = o.segment
-        if x0 == 0:
-            x0 = None
-        elif type(x0) is not int or not 0 <= x0 <= 4294967295:
-            x0 = _int(x0, 0, 4294967295)
-        x1 = o.offset
-        if x1 == 0:
-            x1 = None
-        elif type(x1) is not int or not 0 <= x1 <= 18446744073709551615:
-            x1 = _int(x1, 0, 18446744073709551615)
-        x2 = o.size
-        if x2 == 0:
-            x2 = None
-        elif type(x2) is not int or not 0 <= x2 <= 18446744073709551615:
-            x2 = _int(x2, 0, 18446744073709551615)
-        x3 = o.checksum_kind
-        if x3 == 0:
-            x3 = None
-        elif type(x3) is not int or not 0 <= x3 <= 255:
-            x3 = _int(x3, 0, 255)
-        x4 = o.checksum
-        if x4 == 0:
-            x4 = None
-        elif type(x4) is not int or not 0 <= x4 <= 4294967295:
-            x4 = _int(x4, 0, 4294967295)
-        r = [x0, x1, x2, x3, x4]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not Storage:
+                _bad('wrong table type, expected Storage', type(o).__name__)
+            f_ = 'segment'
+            x0 = o.segment
+            if x0 == 0:
+                x0 = None
+            elif type(x0) is not int or not 0 <= x0 <= 4294967295:
+                x0 = _check_int(x0, 0, 4294967295, 'uint32')
+            f_ = 'offset'
+            x1 = o.offset
+            if x1 == 0:
+                x1 = None
+            elif type(x1) is not int or not 0 <= x1 <= 18446744073709551615:
+                x1 = _check_int(x1, 0, 18446744073709551615, 'uint64')
+            f_ = 'size'
+            x2 = o.size
+            if x2 == 0:
+                x2 = None
+            elif type(x2) is not int or not 0 <= x2 <= 18446744073709551615:
+                x2 = _check_int(x2, 0, 18446744073709551615, 'uint64')
+            f_ = 'checksum_kind'
+            x3 = o.checksum_kind
+            if x3 == 0:
+                x3 = None
+            elif type(x3) is not int or not 0 <= x3 <= 255:
+                x3 = _check_int(x3, 0, 255, 'uint8')
+            f_ = 'checksum'
+            x4 = o.checksum
+            if x4 == 0:
+                x4 = None
+            elif type(x4) is not int or not 0 <= x4 <= 4294967295:
+                x4 = _check_int(x4, 0, 4294967295, 'uint32')
+            r = [x0, x1, x2, x3, x4]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_StringArgument(o):
-        if type(o) is not StringArgument:
-            _bad('expected StringArgument', type(o).__name__)
-        x0 = o.value
-        if x0 is not None and type(x0) is not str:
-            _bad('value: expected str', type(x0).__name__)
-        r = [x0]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not StringArgument:
+                _bad('wrong table type, expected StringArgument', type(o).__name__)
+            f_ = 'value'
+            x0 = o.value
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            r = [x0]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_StringEntry(o):
-        if type(o) is not StringEntry:
-            _bad('expected StringEntry', type(o).__name__)
-        x0 = o.key
-        if x0 is not None and type(x0) is not str:
-            _bad('key: expected str', type(x0).__name__)
-        if x0 is None:
-            _bad('required field key is missing')
-        x1 = o.value
-        if x1 is not None and type(x1) is not str:
-            _bad('value: expected str', type(x1).__name__)
-        r = [x0, x1]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not StringEntry:
+                _bad('wrong table type, expected StringEntry', type(o).__name__)
+            f_ = 'key'
+            x0 = o.key
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            if x0 is None:
+                _bad('required field key is missing')
+            f_ = 'value'
+            x1 = o.value
+            if x1 is not None and type(x1) is not str:
+                _check_str(x1)
+            r = [x0, x1]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_StringListArgument(o):
-        if type(o) is not StringListArgument:
-            _bad('expected StringListArgument', type(o).__name__)
-        x0 = o.values
-        if not x0:
-            x0 = None
-        elif type(x0) is not list:
-            x0 = list(x0)
-        if x0 is not None:
-            if not _STR.issuperset(map(type, x0)):
-                _bad('values: expected strings')
-        r = [x0]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not StringListArgument:
+                _bad('wrong table type, expected StringListArgument', type(o).__name__)
+            f_ = 'values'
+            x0 = o.values
+            if not x0:
+                x0 = None
+            elif type(x0) is not list:
+                x0 = list(x0)
+            if x0 is not None:
+                if not _STR.issuperset(map(type, x0)):
+                    _check_each(x0, _check_str)
+            r = [x0]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_StringToArgumentMapArgument(o):
-        if type(o) is not StringToArgumentMapArgument:
-            _bad('expected StringToArgumentMapArgument', type(o).__name__)
-        x0 = o.entries
-        if not x0:
-            x0 = None
-        elif type(x0) is not list:
-            x0 = list(x0)
-        if x0 is not None:
-            x0 = [e_ArgumentMapEntry(e) for e in x0]
-        r = [x0]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not StringToArgumentMapArgument:
+                _bad('wrong table type, expected StringToArgumentMapArgument', type(o).__name__)
+            f_ = ('entries', 'x0')
+            x0 = o.entries
+            if not x0:
+                x0 = None
+            elif type(x0) is not list:
+                x0 = list(x0)
+            if x0 is not None:
+                x0 = [e_ArgumentMapEntry(e) for e in x0]
+            r = [x0]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_StringValue(o):
-        if type(o) is not StringValue:
-            _bad('expected StringValue', type(o).__name__)
-        x0 = o.value
-        if x0 is not None and type(x0) is not str:
-            _bad('value: expected str', type(x0).__name__)
-        r = [x0]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not StringValue:
+                _bad('wrong table type, expected StringValue', type(o).__name__)
+            f_ = 'value'
+            x0 = o.value
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            r = [x0]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_SymBoolArgument(o):
-        if type(o) is not SymBoolArgument:
-            _bad('expected SymBoolArgument', type(o).__name__)
-        x0 = o.name
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        x1 = o.value
-        if x1 is False:
-            x1 = None
-        elif x1 is not True:
-            _bad('value: expected bool', type(x1).__name__)
-        r = [x0, x1]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not SymBoolArgument:
+                _bad('wrong table type, expected SymBoolArgument', type(o).__name__)
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            f_ = 'value'
+            x1 = o.value
+            if x1 is False:
+                x1 = None
+            elif x1 is not True:
+                _check_bool(x1)
+            r = [x0, x1]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_SymBoolListArgument(o):
-        if type(o) is not SymBoolListArgument:
-            _bad('expected SymBoolListArgument', type(o).__name__)
-        x0 = o.items
-        if not x0:
-            x0 = None
-        elif type(x0) is not list:
-            x0 = list(x0)
-        if x0 is not None:
-            x0 = [e_SymBoolArgument(e) for e in x0]
-        r = [x0]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not SymBoolListArgument:
+                _bad('wrong table type, expected SymBoolListArgument', type(o).__name__)
+            f_ = ('items', 'x0')
+            x0 = o.items
+            if not x0:
+                x0 = None
+            elif type(x0) is not list:
+                x0 = list(x0)
+            if x0 is not None:
+                x0 = [e_SymBoolArgument(e) for e in x0]
+            r = [x0]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_SymBoolValue(o):
-        if type(o) is not SymBoolValue:
-            _bad('expected SymBoolValue', type(o).__name__)
-        x0 = o.name
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        x1 = o.value
-        if x1 is not None:
-            x1 = _es_SymBool(x1)
-        r = [x0, x1]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not SymBoolValue:
+                _bad('wrong table type, expected SymBoolValue', type(o).__name__)
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            f_ = 'value'
+            x1 = o.value
+            if x1 is not None:
+                x1 = _es_SymBool(x1)
+            r = [x0, x1]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_SymExpr(o):
-        if type(o) is not SymExpr:
-            _bad('expected SymExpr', type(o).__name__)
-        x0 = o.kind
-        if x0 == 0:
-            x0 = None
-        elif type(x0) is not int or not 0 <= x0 <= 255:
-            x0 = _int(x0, 0, 255)
-        x1 = o.symbol
-        if x1 == 0:
-            x1 = None
-        elif type(x1) is not int or not 0 <= x1 <= 4294967295:
-            x1 = _int(x1, 0, 4294967295)
-        x2 = o.int_value
-        if x2 == 0:
-            x2 = None
-        elif type(x2) is not int or not -9223372036854775808 <= x2 <= 9223372036854775807:
-            x2 = _int(x2, -9223372036854775808, 9223372036854775807)
-        x3 = o.denominator
-        if x3 == 1:
-            x3 = None
-        elif type(x3) is not int or not -9223372036854775808 <= x3 <= 9223372036854775807:
-            x3 = _int(x3, -9223372036854775808, 9223372036854775807)
-        x4 = o.float_value
-        if type(x4) is not float:
-            x4 = _float(x4)
-        if not x4 and copysign(1.0, x4) > 0.0:
-            x4 = None
-        x5 = o.bool_value
-        if x5 is False:
-            x5 = None
-        elif x5 is not True:
-            _bad('bool_value: expected bool', type(x5).__name__)
-        x6 = o.op
-        if x6 == 0:
-            x6 = None
-        elif type(x6) is not int or not 0 <= x6 <= 255:
-            x6 = _int(x6, 0, 255)
-        x7 = o.args
-        if not x7:
-            x7 = None
-        elif type(x7) is not list:
-            x7 = list(x7)
-        if x7 is not None:
-            x7 = _ints(x7, 0, 4294967295)
-        r = [x0, x1, x2, x3, x4, x5, x6, x7]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not SymExpr:
+                _bad('wrong table type, expected SymExpr', type(o).__name__)
+            f_ = 'kind'
+            x0 = o.kind
+            if x0 == 0:
+                x0 = None
+            elif type(x0) is not int or not 0 <= x0 <= 255:
+                x0 = _check_int(x0, 0, 255, 'uint8')
+            f_ = 'symbol'
+            x1 = o.symbol
+            if x1 == 0:
+                x1 = None
+            elif type(x1) is not int or not 0 <= x1 <= 4294967295:
+                x1 = _check_int(x1, 0, 4294967295, 'uint32')
+            f_ = 'int_value'
+            x2 = o.int_value
+            if x2 == 0:
+                x2 = None
+            elif type(x2) is not int or not -9223372036854775808 <= x2 <= 9223372036854775807:
+                x2 = _check_int(x2, -9223372036854775808, 9223372036854775807, 'int64')
+            f_ = 'denominator'
+            x3 = o.denominator
+            if x3 == 1:
+                x3 = None
+            elif type(x3) is not int or not -9223372036854775808 <= x3 <= 9223372036854775807:
+                x3 = _check_int(x3, -9223372036854775808, 9223372036854775807, 'int64')
+            f_ = 'float_value'
+            x4 = o.float_value
+            if type(x4) is not float:
+                x4 = _check_float(x4)
+            if not x4 and copysign(1.0, x4) > 0.0:
+                x4 = None
+            f_ = 'bool_value'
+            x5 = o.bool_value
+            if x5 is False:
+                x5 = None
+            elif x5 is not True:
+                _check_bool(x5)
+            f_ = 'op'
+            x6 = o.op
+            if x6 == 0:
+                x6 = None
+            elif type(x6) is not int or not 0 <= x6 <= 255:
+                x6 = _check_int(x6, 0, 255, 'uint8')
+            f_ = 'args'
+            x7 = o.args
+            if not x7:
+                x7 = None
+            elif type(x7) is not list:
+                x7 = list(x7)
+            if x7 is not None:
+                x7 = _check_ints(x7, 0, 4294967295, 'uint32')
+            r = [x0, x1, x2, x3, x4, x5, x6, x7]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_SymFloatArgument(o):
-        if type(o) is not SymFloatArgument:
-            _bad('expected SymFloatArgument', type(o).__name__)
-        x0 = o.name
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        x1 = o.value
-        if type(x1) is not float:
-            x1 = _float(x1)
-        if not x1 and copysign(1.0, x1) > 0.0:
-            x1 = None
-        r = [x0, x1]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not SymFloatArgument:
+                _bad('wrong table type, expected SymFloatArgument', type(o).__name__)
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            f_ = 'value'
+            x1 = o.value
+            if type(x1) is not float:
+                x1 = _check_float(x1)
+            if not x1 and copysign(1.0, x1) > 0.0:
+                x1 = None
+            r = [x0, x1]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_SymFloatListArgument(o):
-        if type(o) is not SymFloatListArgument:
-            _bad('expected SymFloatListArgument', type(o).__name__)
-        x0 = o.items
-        if not x0:
-            x0 = None
-        elif type(x0) is not list:
-            x0 = list(x0)
-        if x0 is not None:
-            x0 = [e_SymFloatArgument(e) for e in x0]
-        r = [x0]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not SymFloatListArgument:
+                _bad('wrong table type, expected SymFloatListArgument', type(o).__name__)
+            f_ = ('items', 'x0')
+            x0 = o.items
+            if not x0:
+                x0 = None
+            elif type(x0) is not list:
+                x0 = list(x0)
+            if x0 is not None:
+                x0 = [e_SymFloatArgument(e) for e in x0]
+            r = [x0]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_SymFloatValue(o):
-        if type(o) is not SymFloatValue:
-            _bad('expected SymFloatValue', type(o).__name__)
-        x0 = o.name
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        x1 = o.value
-        if x1 is not None:
-            x1 = _es_SymFloat(x1)
-        r = [x0, x1]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not SymFloatValue:
+                _bad('wrong table type, expected SymFloatValue', type(o).__name__)
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            f_ = 'value'
+            x1 = o.value
+            if x1 is not None:
+                x1 = _es_SymFloat(x1)
+            r = [x0, x1]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_SymIntArgument(o):
-        if type(o) is not SymIntArgument:
-            _bad('expected SymIntArgument', type(o).__name__)
-        x0 = o.name
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        x1 = o.value
-        if x1 == 0:
-            x1 = None
-        elif type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
-            x1 = _int(x1, -9223372036854775808, 9223372036854775807)
-        r = [x0, x1]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not SymIntArgument:
+                _bad('wrong table type, expected SymIntArgument', type(o).__name__)
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            f_ = 'value'
+            x1 = o.value
+            if x1 == 0:
+                x1 = None
+            elif type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
+                x1 = _check_int(x1, -9223372036854775808, 9223372036854775807, 'int64')
+            r = [x0, x1]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_SymIntListArgument(o):
-        if type(o) is not SymIntListArgument:
-            _bad('expected SymIntListArgument', type(o).__name__)
-        x0 = o.items
-        if not x0:
-            x0 = None
-        elif type(x0) is not list:
-            x0 = list(x0)
-        if x0 is not None:
-            x0 = [e_SymIntArgument(e) for e in x0]
-        r = [x0]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not SymIntListArgument:
+                _bad('wrong table type, expected SymIntListArgument', type(o).__name__)
+            f_ = ('items', 'x0')
+            x0 = o.items
+            if not x0:
+                x0 = None
+            elif type(x0) is not list:
+                x0 = list(x0)
+            if x0 is not None:
+                x0 = [e_SymIntArgument(e) for e in x0]
+            r = [x0]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_SymIntValue(o):
-        if type(o) is not SymIntValue:
-            _bad('expected SymIntValue', type(o).__name__)
-        x0 = o.name
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        x1 = o.value
-        if x1 is not None:
-            x1 = _es_SymInt(x1)
-        r = [x0, x1]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not SymIntValue:
+                _bad('wrong table type, expected SymIntValue', type(o).__name__)
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            f_ = 'value'
+            x1 = o.value
+            if x1 is not None:
+                x1 = _es_SymInt(x1)
+            r = [x0, x1]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_Symbol(o):
-        if type(o) is not Symbol:
-            _bad('expected Symbol', type(o).__name__)
-        x0 = o.name
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        x1 = o.kind
-        if x1 == 0:
-            x1 = None
-        elif type(x1) is not int or not 0 <= x1 <= 255:
-            x1 = _int(x1, 0, 255)
-        x2 = o.range
-        if x2 is not None:
-            x2 = e_ValueRange(x2)
-        x3 = o.hint
-        if x3 == 0:
-            x3 = None
-        elif type(x3) is not int or not -9223372036854775808 <= x3 <= 9223372036854775807:
-            x3 = _int(x3, -9223372036854775808, 9223372036854775807)
-        x4 = o.has_hint
-        if x4 is False:
-            x4 = None
-        elif x4 is not True:
-            _bad('has_hint: expected bool', type(x4).__name__)
-        x5 = o.positive
-        if x5 is False:
-            x5 = None
-        elif x5 is not True:
-            _bad('positive: expected bool', type(x5).__name__)
-        x6 = o.float_hint
-        if type(x6) is not float:
-            x6 = _float(x6)
-        if not x6 and copysign(1.0, x6) > 0.0:
-            x6 = None
-        r = [x0, x1, x2, x3, x4, x5, x6]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not Symbol:
+                _bad('wrong table type, expected Symbol', type(o).__name__)
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            f_ = 'kind'
+            x1 = o.kind
+            if x1 == 0:
+                x1 = None
+            elif type(x1) is not int or not 0 <= x1 <= 255:
+                x1 = _check_int(x1, 0, 255, 'uint8')
+            f_ = 'range'
+            x2 = o.range
+            if x2 is not None:
+                x2 = e_ValueRange(x2)
+            f_ = 'hint'
+            x3 = o.hint
+            if x3 == 0:
+                x3 = None
+            elif type(x3) is not int or not -9223372036854775808 <= x3 <= 9223372036854775807:
+                x3 = _check_int(x3, -9223372036854775808, 9223372036854775807, 'int64')
+            f_ = 'has_hint'
+            x4 = o.has_hint
+            if x4 is False:
+                x4 = None
+            elif x4 is not True:
+                _check_bool(x4)
+            f_ = 'positive'
+            x5 = o.positive
+            if x5 is False:
+                x5 = None
+            elif x5 is not True:
+                _check_bool(x5)
+            f_ = 'float_hint'
+            x6 = o.float_hint
+            if type(x6) is not float:
+                x6 = _check_float(x6)
+            if not x6 and copysign(1.0, x6) > 0.0:
+                x6 = None
+            r = [x0, x1, x2, x3, x4, x5, x6]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_Tensor(o):
-        if type(o) is not Tensor:
-            _bad('expected Tensor', type(o).__name__)
-        x0 = o.storage
-        if x0 == 0:
-            x0 = None
-        elif type(x0) is not int or not 0 <= x0 <= 4294967295:
-            x0 = _int(x0, 0, 4294967295)
-        x1 = o.dtype
-        if x1 == 0:
-            x1 = None
-        elif type(x1) is not int or not 0 <= x1 <= 255:
-            x1 = _int(x1, 0, 255)
-        x2 = o.sizes
-        if not x2:
-            x2 = None
-        elif type(x2) is not list:
-            x2 = list(x2)
-        if x2 is not None:
-            x2 = _ints(x2, -9223372036854775808, 9223372036854775807)
-        x3 = o.strides
-        if not x3:
-            x3 = None
-        elif type(x3) is not list:
-            x3 = list(x3)
-        if x3 is not None:
-            x3 = _ints(x3, -9223372036854775808, 9223372036854775807)
-        x4 = o.storage_offset
-        if x4 == 0:
-            x4 = None
-        elif type(x4) is not int or not -9223372036854775808 <= x4 <= 9223372036854775807:
-            x4 = _int(x4, -9223372036854775808, 9223372036854775807)
-        x5 = o.requires_grad
-        if x5 is False:
-            x5 = None
-        elif x5 is not True:
-            _bad('requires_grad: expected bool', type(x5).__name__)
-        x6 = o.device
-        if x6 is not None:
-            x6 = e_Device(x6)
-        r = [x0, x1, x2, x3, x4, x5, x6]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not Tensor:
+                _bad('wrong table type, expected Tensor', type(o).__name__)
+            f_ = 'storage'
+            x0 = o.storage
+            if x0 == 0:
+                x0 = None
+            elif type(x0) is not int or not 0 <= x0 <= 4294967295:
+                x0 = _check_int(x0, 0, 4294967295, 'uint32')
+            f_ = 'dtype'
+            x1 = o.dtype
+            if x1 == 0:
+                x1 = None
+            elif type(x1) is not int or not 0 <= x1 <= 255:
+                x1 = _check_int(x1, 0, 255, 'uint8')
+            f_ = 'sizes'
+            x2 = o.sizes
+            if not x2:
+                x2 = None
+            elif type(x2) is not list:
+                x2 = list(x2)
+            if x2 is not None:
+                x2 = _check_ints(x2, -9223372036854775808, 9223372036854775807, 'int64')
+            f_ = 'strides'
+            x3 = o.strides
+            if not x3:
+                x3 = None
+            elif type(x3) is not list:
+                x3 = list(x3)
+            if x3 is not None:
+                x3 = _check_ints(x3, -9223372036854775808, 9223372036854775807, 'int64')
+            f_ = 'storage_offset'
+            x4 = o.storage_offset
+            if x4 == 0:
+                x4 = None
+            elif type(x4) is not int or not -9223372036854775808 <= x4 <= 9223372036854775807:
+                x4 = _check_int(x4, -9223372036854775808, 9223372036854775807, 'int64')
+            f_ = 'requires_grad'
+            x5 = o.requires_grad
+            if x5 is False:
+                x5 = None
+            elif x5 is not True:
+                _check_bool(x5)
+            f_ = 'device'
+            x6 = o.device
+            if x6 is not None:
+                x6 = e_Device(x6)
+            r = [x0, x1, x2, x3, x4, x5, x6]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_TensorArgument(o):
-        if type(o) is not TensorArgument:
-            _bad('expected TensorArgument', type(o).__name__)
-        x0 = o.name
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        r = [x0]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not TensorArgument:
+                _bad('wrong table type, expected TensorArgument', type(o).__name__)
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            r = [x0]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_TensorListArgument(o):
-        if type(o) is not TensorListArgument:
-            _bad('expected TensorListArgument', type(o).__name__)
-        x0 = o.names
-        if not x0:
-            x0 = None
-        elif type(x0) is not list:
-            x0 = list(x0)
-        if x0 is not None:
-            if not _STR.issuperset(map(type, x0)):
-                _bad('names: expected strings')
-        r = [x0]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not TensorListArgument:
+                _bad('wrong table type, expected TensorListArgument', type(o).__name__)
+            f_ = 'names'
+            x0 = o.names
+            if not x0:
+                x0 = None
+            elif type(x0) is not list:
+                x0 = list(x0)
+            if x0 is not None:
+                if not _STR.issuperset(map(type, x0)):
+                    _check_each(x0, _check_str)
+            r = [x0]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_TensorMeta(o):
-        if type(o) is not TensorMeta:
-            _bad('expected TensorMeta', type(o).__name__)
-        x0 = o.dtype
-        if x0 == 0:
-            x0 = None
-        elif type(x0) is not int or not 0 <= x0 <= 255:
-            x0 = _int(x0, 0, 255)
-        x1 = o.sizes
-        if not x1:
-            x1 = None
-        elif type(x1) is not list:
-            x1 = list(x1)
-        if x1 is not None:
-            x1 = [_es_SymInt(e) for e in x1]
-        x2 = o.strides
-        if not x2:
-            x2 = None
-        elif type(x2) is not list:
-            x2 = list(x2)
-        if x2 is not None:
-            x2 = [_es_SymInt(e) for e in x2]
-        x3 = o.storage_offset
-        if x3 is not None:
-            x3 = _es_SymInt(x3)
-        x4 = o.requires_grad
-        if x4 is False:
-            x4 = None
-        elif x4 is not True:
-            _bad('requires_grad: expected bool', type(x4).__name__)
-        x5 = o.device
-        if x5 is not None:
-            x5 = e_Device(x5)
-        x6 = o.layout
-        if x6 == 1:
-            x6 = None
-        elif type(x6) is not int or not 0 <= x6 <= 255:
-            x6 = _int(x6, 0, 255)
-        r = [x0, x1, x2, x3, x4, x5, x6]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not TensorMeta:
+                _bad('wrong table type, expected TensorMeta', type(o).__name__)
+            f_ = 'dtype'
+            x0 = o.dtype
+            if x0 == 0:
+                x0 = None
+            elif type(x0) is not int or not 0 <= x0 <= 255:
+                x0 = _check_int(x0, 0, 255, 'uint8')
+            f_ = ('sizes', 'x1')
+            x1 = o.sizes
+            if not x1:
+                x1 = None
+            elif type(x1) is not list:
+                x1 = list(x1)
+            if x1 is not None:
+                x1 = [_es_SymInt(e) for e in x1]
+            f_ = ('strides', 'x2')
+            x2 = o.strides
+            if not x2:
+                x2 = None
+            elif type(x2) is not list:
+                x2 = list(x2)
+            if x2 is not None:
+                x2 = [_es_SymInt(e) for e in x2]
+            f_ = 'storage_offset'
+            x3 = o.storage_offset
+            if x3 is not None:
+                x3 = _es_SymInt(x3)
+            f_ = 'requires_grad'
+            x4 = o.requires_grad
+            if x4 is False:
+                x4 = None
+            elif x4 is not True:
+                _check_bool(x4)
+            f_ = 'device'
+            x5 = o.device
+            if x5 is not None:
+                x5 = e_Device(x5)
+            f_ = 'layout'
+            x6 = o.layout
+            if x6 == 1:
+                x6 = None
+            elif type(x6) is not int or not 0 <= x6 <= 255:
+                x6 = _check_int(x6, 0, 255, 'uint8')
+            r = [x0, x1, x2, x3, x4, x5, x6]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_TensorRefValue(o):
-        if type(o) is not TensorRefValue:
-            _bad('expected TensorRefValue', type(o).__name__)
-        x0 = o.tensor
-        if x0 == 0:
-            x0 = None
-        elif type(x0) is not int or not 0 <= x0 <= 4294967295:
-            x0 = _int(x0, 0, 4294967295)
-        r = [x0]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not TensorRefValue:
+                _bad('wrong table type, expected TensorRefValue', type(o).__name__)
+            f_ = 'tensor'
+            x0 = o.tensor
+            if x0 == 0:
+                x0 = None
+            elif type(x0) is not int or not 0 <= x0 <= 4294967295:
+                x0 = _check_int(x0, 0, 4294967295, 'uint32')
+            r = [x0]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_TensorValue(o):
-        if type(o) is not TensorValue:
-            _bad('expected TensorValue', type(o).__name__)
-        x0 = o.name
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        x1 = o.meta
-        if x1 is not None:
-            x1 = e_TensorMeta(x1)
-        r = [x0, x1]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not TensorValue:
+                _bad('wrong table type, expected TensorValue', type(o).__name__)
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            f_ = 'meta'
+            x1 = o.meta
+            if x1 is not None:
+                x1 = e_TensorMeta(x1)
+            r = [x0, x1]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_TokenArgument(o):
-        if type(o) is not TokenArgument:
-            _bad('expected TokenArgument', type(o).__name__)
-        x0 = o.name
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        r = [x0]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not TokenArgument:
+                _bad('wrong table type, expected TokenArgument', type(o).__name__)
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            r = [x0]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_TorchFn(o):
-        if type(o) is not TorchFn:
-            _bad('expected TorchFn', type(o).__name__)
-        x0 = o.name
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        x1 = o.target
-        if x1 is not None and type(x1) is not str:
-            _bad('target: expected str', type(x1).__name__)
-        r = [x0, x1]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not TorchFn:
+                _bad('wrong table type, expected TorchFn', type(o).__name__)
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            f_ = 'target'
+            x1 = o.target
+            if x1 is not None and type(x1) is not str:
+                _check_str(x1)
+            r = [x0, x1]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_TreeSpec(o):
-        if type(o) is not TreeSpec:
-            _bad('expected TreeSpec', type(o).__name__)
-        x0 = o.kind
-        if x0 == 0:
-            x0 = None
-        elif type(x0) is not int or not 0 <= x0 <= 255:
-            x0 = _int(x0, 0, 255)
-        x1 = o.type_name
-        if x1 is not None and type(x1) is not str:
-            _bad('type_name: expected str', type(x1).__name__)
-        x2 = o.field_names
-        if not x2:
-            x2 = None
-        elif type(x2) is not list:
-            x2 = list(x2)
-        if x2 is not None:
-            if not _STR.issuperset(map(type, x2)):
-                _bad('field_names: expected strings')
-        x3 = o.keys
-        if not x3:
-            x3 = None
-        elif type(x3) is not list:
-            x3 = list(x3)
-        if x3 is not None:
-            x3 = [e_Value(e) for e in x3]
-        x4 = o.context
-        if x4 is not None:
-            x4 = e_Value(x4)
-        x5 = o.children
-        if not x5:
-            x5 = None
-        elif type(x5) is not list:
-            x5 = list(x5)
-        if x5 is not None:
-            x5 = [e_TreeSpec(e) for e in x5]
-        r = [x0, x1, x2, x3, x4, x5]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not TreeSpec:
+                _bad('wrong table type, expected TreeSpec', type(o).__name__)
+            f_ = 'kind'
+            x0 = o.kind
+            if x0 == 0:
+                x0 = None
+            elif type(x0) is not int or not 0 <= x0 <= 255:
+                x0 = _check_int(x0, 0, 255, 'uint8')
+            f_ = 'type_name'
+            x1 = o.type_name
+            if x1 is not None and type(x1) is not str:
+                _check_str(x1)
+            f_ = 'field_names'
+            x2 = o.field_names
+            if not x2:
+                x2 = None
+            elif type(x2) is not list:
+                x2 = list(x2)
+            if x2 is not None:
+                if not _STR.issuperset(map(type, x2)):
+                    _check_each(x2, _check_str)
+            f_ = ('keys', 'x3')
+            x3 = o.keys
+            if not x3:
+                x3 = None
+            elif type(x3) is not list:
+                x3 = list(x3)
+            if x3 is not None:
+                x3 = [e_Value(e) for e in x3]
+            f_ = 'context'
+            x4 = o.context
+            if x4 is not None:
+                x4 = e_Value(x4)
+            f_ = ('children', 'x5')
+            x5 = o.children
+            if not x5:
+                x5 = None
+            elif type(x5) is not list:
+                x5 = list(x5)
+            if x5 is not None:
+                x5 = [e_TreeSpec(e) for e in x5]
+            r = [x0, x1, x2, x3, x4, x5]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_UnbackedBinding(o):
-        if type(o) is not UnbackedBinding:
-            _bad('expected UnbackedBinding', type(o).__name__)
-        x0 = o.symbol
-        if x0 == 0:
-            x0 = None
-        elif type(x0) is not int or not 0 <= x0 <= 4294967295:
-            x0 = _int(x0, 0, 4294967295)
-        x1 = o.path
-        if not x1:
-            x1 = None
-        elif type(x1) is not list:
-            x1 = list(x1)
-        if x1 is not None:
-            x1 = [e_KeyPathEntry(e) for e in x1]
-        r = [x0, x1]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not UnbackedBinding:
+                _bad('wrong table type, expected UnbackedBinding', type(o).__name__)
+            f_ = 'symbol'
+            x0 = o.symbol
+            if x0 == 0:
+                x0 = None
+            elif type(x0) is not int or not 0 <= x0 <= 4294967295:
+                x0 = _check_int(x0, 0, 4294967295, 'uint32')
+            f_ = ('path', 'x1')
+            x1 = o.path
+            if not x1:
+                x1 = None
+            elif type(x1) is not list:
+                x1 = list(x1)
+            if x1 is not None:
+                x1 = [e_KeyPathEntry(e) for e in x1]
+            r = [x0, x1]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_UnpackMetadata(o):
-        if type(o) is not UnpackMetadata:
-            _bad('expected UnpackMetadata', type(o).__name__)
-        x0 = o.position
-        if x0 == 0:
-            x0 = None
-        elif type(x0) is not int or not 0 <= x0 <= 4294967295:
-            x0 = _int(x0, 0, 4294967295)
-        x1 = o.metadata
-        if x1 is not None:
-            x1 = e_NodeMetadata(x1)
-        r = [x0, x1]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not UnpackMetadata:
+                _bad('wrong table type, expected UnpackMetadata', type(o).__name__)
+            f_ = 'position'
+            x0 = o.position
+            if x0 == 0:
+                x0 = None
+            elif type(x0) is not int or not 0 <= x0 <= 4294967295:
+                x0 = _check_int(x0, 0, 4294967295, 'uint32')
+            f_ = 'metadata'
+            x1 = o.metadata
+            if x1 is not None:
+                x1 = e_NodeMetadata(x1)
+            r = [x0, x1]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_UserInputMutationSpec(o):
-        if type(o) is not UserInputMutationSpec:
-            _bad('expected UserInputMutationSpec', type(o).__name__)
-        x0 = o.arg
-        if x0 is not None:
-            x0 = e_TensorArgument(x0)
-        x1 = o.user_input_name
-        if x1 is not None and type(x1) is not str:
-            _bad('user_input_name: expected str', type(x1).__name__)
-        r = [x0, x1]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not UserInputMutationSpec:
+                _bad('wrong table type, expected UserInputMutationSpec', type(o).__name__)
+            f_ = 'arg'
+            x0 = o.arg
+            if x0 is not None:
+                x0 = e_TensorArgument(x0)
+            f_ = 'user_input_name'
+            x1 = o.user_input_name
+            if x1 is not None and type(x1) is not str:
+                _check_str(x1)
+            r = [x0, x1]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_UserInputSpec(o):
-        if type(o) is not UserInputSpec:
-            _bad('expected UserInputSpec', type(o).__name__)
-        x0 = o.arg
-        if x0 is not None:
-            x0 = e_Argument(x0)
-        r = [x0]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not UserInputSpec:
+                _bad('wrong table type, expected UserInputSpec', type(o).__name__)
+            f_ = 'arg'
+            x0 = o.arg
+            if x0 is not None:
+                x0 = e_Argument(x0)
+            r = [x0]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_UserOutputSpec(o):
-        if type(o) is not UserOutputSpec:
-            _bad('expected UserOutputSpec', type(o).__name__)
-        x0 = o.arg
-        if x0 is not None:
-            x0 = e_Argument(x0)
-        r = [x0]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not UserOutputSpec:
+                _bad('wrong table type, expected UserOutputSpec', type(o).__name__)
+            f_ = 'arg'
+            x0 = o.arg
+            if x0 is not None:
+                x0 = e_Argument(x0)
+            r = [x0]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_Value(o):
-        if type(o) is not Value:
-            _bad('expected Value', type(o).__name__)
-        x1 = o.value
-        t1 = None
-        if x1 is not None:
-            t1 = UI_ValueKind.get(type(x1))
-            if t1 is None:
-                _bad('value: not a member of ValueKind', type(x1).__name__)
-            x1 = UE_ValueKind[t1](x1)
-        r = [t1, x1]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not Value:
+                _bad('wrong table type, expected Value', type(o).__name__)
+            f_ = 'value'
+            x1 = o.value
+            t1 = None
+            if x1 is not None:
+                t1 = UI_ValueKind.get(type(x1))
+                if t1 is None:
+                    _bad('not a member of the union ValueKind', type(x1).__name__)
+                x1 = UE_ValueKind[t1](x1)
+            r = [t1, x1]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_ValueRange(o):
-        if type(o) is not ValueRange:
-            _bad('expected ValueRange', type(o).__name__)
-        x0 = o.lower
-        if x0 == 0:
-            x0 = None
-        elif type(x0) is not int or not -9223372036854775808 <= x0 <= 9223372036854775807:
-            x0 = _int(x0, -9223372036854775808, 9223372036854775807)
-        x1 = o.upper
-        if x1 == 0:
-            x1 = None
-        elif type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
-            x1 = _int(x1, -9223372036854775808, 9223372036854775807)
-        x2 = o.has_lower
-        if x2 is False:
-            x2 = None
-        elif x2 is not True:
-            _bad('has_lower: expected bool', type(x2).__name__)
-        x3 = o.has_upper
-        if x3 is False:
-            x3 = None
-        elif x3 is not True:
-            _bad('has_upper: expected bool', type(x3).__name__)
-        x4 = o.float_lower
-        if type(x4) is not float:
-            x4 = _float(x4)
-        if not x4 and copysign(1.0, x4) > 0.0:
-            x4 = None
-        x5 = o.float_upper
-        if type(x5) is not float:
-            x5 = _float(x5)
-        if not x5 and copysign(1.0, x5) > 0.0:
-            x5 = None
-        r = [x0, x1, x2, x3, x4, x5]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not ValueRange:
+                _bad('wrong table type, expected ValueRange', type(o).__name__)
+            f_ = 'lower'
+            x0 = o.lower
+            if x0 == 0:
+                x0 = None
+            elif type(x0) is not int or not -9223372036854775808 <= x0 <= 9223372036854775807:
+                x0 = _check_int(x0, -9223372036854775808, 9223372036854775807, 'int64')
+            f_ = 'upper'
+            x1 = o.upper
+            if x1 == 0:
+                x1 = None
+            elif type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
+                x1 = _check_int(x1, -9223372036854775808, 9223372036854775807, 'int64')
+            f_ = 'has_lower'
+            x2 = o.has_lower
+            if x2 is False:
+                x2 = None
+            elif x2 is not True:
+                _check_bool(x2)
+            f_ = 'has_upper'
+            x3 = o.has_upper
+            if x3 is False:
+                x3 = None
+            elif x3 is not True:
+                _check_bool(x3)
+            f_ = 'float_lower'
+            x4 = o.float_lower
+            if type(x4) is not float:
+                x4 = _check_float(x4)
+            if not x4 and copysign(1.0, x4) > 0.0:
+                x4 = None
+            f_ = 'float_upper'
+            x5 = o.float_upper
+            if type(x5) is not float:
+                x5 = _check_float(x5)
+            if not x5 and copysign(1.0, x5) > 0.0:
+                x5 = None
+            r = [x0, x1, x2, x3, x4, x5]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     def e_WeightSet(o):
-        if type(o) is not WeightSet:
-            _bad('expected WeightSet', type(o).__name__)
-        x0 = o.name
-        if x0 is not None and type(x0) is not str:
-            _bad('name: expected str', type(x0).__name__)
-        x1 = o.entries
-        if not x1:
-            x1 = None
-        elif type(x1) is not list:
-            x1 = list(x1)
-        if x1 is not None:
-            x1 = [e_StateEntry(e) for e in x1]
-        r = [x0, x1]
-        while r and r[-1] is None:
-            r.pop()
-        return r
+        f_ = None
+        try:
+            if type(o) is not WeightSet:
+                _bad('wrong table type, expected WeightSet', type(o).__name__)
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            f_ = ('entries', 'x1')
+            x1 = o.entries
+            if not x1:
+                x1 = None
+            elif type(x1) is not list:
+                x1 = list(x1)
+            if x1 is not None:
+                x1 = [e_StateEntry(e) for e in x1]
+            r = [x0, x1]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
 
     UE_ArgumentValue = (None, e_NoneArgument, e_TensorArgument, e_TensorListArgument, e_OptionalTensorArgument, e_OptionalTensorListArgument, e_NestedTensorListArgument, e_TokenArgument, e_IntArgument, e_IntListArgument, e_IntListListArgument, e_FloatArgument, e_FloatListArgument, e_FloatListListArgument, e_BoolArgument, e_BoolListArgument, e_StringArgument, e_StringListArgument, e_ComplexArgument, e_SymIntArgument, e_SymIntListArgument, e_SymFloatArgument, e_SymFloatListArgument, e_SymBoolArgument, e_SymBoolListArgument, e_ScalarTypeArgument, e_MemoryFormatArgument, e_LayoutArgument, e_DeviceArgument, e_GraphArgument, e_CustomObjArgument, e_OperatorArgument, e_StringToArgumentMapArgument,)
     UI_ArgumentValue = {NoneArgument: 1, TensorArgument: 2, TensorListArgument: 3, OptionalTensorArgument: 4, OptionalTensorListArgument: 5, NestedTensorListArgument: 6, TokenArgument: 7, IntArgument: 8, IntListArgument: 9, IntListListArgument: 10, FloatArgument: 11, FloatListArgument: 12, FloatListListArgument: 13, BoolArgument: 14, BoolListArgument: 15, StringArgument: 16, StringListArgument: 17, ComplexArgument: 18, SymIntArgument: 19, SymIntListArgument: 20, SymFloatArgument: 21, SymFloatListArgument: 22, SymBoolArgument: 23, SymBoolListArgument: 24, ScalarTypeArgument: 25, MemoryFormatArgument: 26, LayoutArgument: 27, DeviceArgument: 28, GraphArgument: 29, CustomObjArgument: 30, OperatorArgument: 31, StringToArgumentMapArgument: 32}
@@ -2397,36 +3242,57 @@ def encode_tree(root):
 
 
 def _ds_SymBool(a):
-    if type(a) is not list or len(a) != 2:
-        _bad('expected a 2-element array (SymBool)')
-    x0, x1 = a
-    if type(x0) is not int or not -2147483648 <= x0 <= 2147483647:
-        _bad('expected int32', x0)
-    if type(x1) is not bool:
-        _bad('expected bool', type(x1).__name__)
-    return SymBool(x0, x1)
+    f_ = None
+    try:
+        if type(a) is not list or len(a) != 2:
+            _bad('wrong type: expected a 2-element array (SymBool)')
+        x0, x1 = a
+        f_ = 'expr'
+        if type(x0) is not int or not -2147483648 <= x0 <= 2147483647:
+            x0 = _check_int(x0, -2147483648, 2147483647, 'int32')
+        f_ = 'value'
+        if type(x1) is not bool:
+            _check_bool(x1)
+        return SymBool(x0, x1)
+    except _PATH_ERRORS as e_:
+        _note(e_, f_, a, locals())
+        raise
 
 
 def _ds_SymFloat(a):
-    if type(a) is not list or len(a) != 2:
-        _bad('expected a 2-element array (SymFloat)')
-    x0, x1 = a
-    if type(x0) is not int or not -2147483648 <= x0 <= 2147483647:
-        _bad('expected int32', x0)
-    if type(x1) is not float:
-        x1 = _float(x1)
-    return SymFloat(x0, x1)
+    f_ = None
+    try:
+        if type(a) is not list or len(a) != 2:
+            _bad('wrong type: expected a 2-element array (SymFloat)')
+        x0, x1 = a
+        f_ = 'expr'
+        if type(x0) is not int or not -2147483648 <= x0 <= 2147483647:
+            x0 = _check_int(x0, -2147483648, 2147483647, 'int32')
+        f_ = 'value'
+        if type(x1) is not float:
+            x1 = _check_float(x1)
+        return SymFloat(x0, x1)
+    except _PATH_ERRORS as e_:
+        _note(e_, f_, a, locals())
+        raise
 
 
 def _ds_SymInt(a):
-    if type(a) is not list or len(a) != 2:
-        _bad('expected a 2-element array (SymInt)')
-    x0, x1 = a
-    if type(x0) is not int or not -2147483648 <= x0 <= 2147483647:
-        _bad('expected int32', x0)
-    if type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
-        _bad('expected int64', x1)
-    return SymInt(x0, x1)
+    f_ = None
+    try:
+        if type(a) is not list or len(a) != 2:
+            _bad('wrong type: expected a 2-element array (SymInt)')
+        x0, x1 = a
+        f_ = 'expr'
+        if type(x0) is not int or not -2147483648 <= x0 <= 2147483647:
+            x0 = _check_int(x0, -2147483648, 2147483647, 'int32')
+        f_ = 'value'
+        if type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
+            x1 = _check_int(x1, -9223372036854775808, 9223372036854775807, 'int64')
+        return SymInt(x0, x1)
+    except _PATH_ERRORS as e_:
+        _note(e_, f_, a, locals())
+        raise
 
 
 def decode_tree(tree, max_depth=128):
@@ -2436,2479 +3302,3091 @@ def decode_tree(tree, max_depth=128):
         raise LimitError('nesting deeper than max_depth', expected=f'<= {max_depth}', got=d)
 
     def d_Argument(a, d):
-        if type(a) is not list:
-            _bad('expected an array (Argument)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 2:
-            a = a + _NONES[:2 - n] if n < 2 else a[:2]
-        x0, x1 = a
-        if x0 is None or x0 == 0:
-            if x0 is None and x1 is not None:
-                _bad('value: member without a type')
-            x1 = None
-        elif type(x0) is not int or not 0 < x0 <= 255:
-            _bad('value: expected a union type index', x0)
-        elif not 0 < x0 <= 32:
-            raise VersionError('value: union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=x0)
-        elif x1 is None:
-            _bad('value: union type without a member')
-        else:
-            x1 = UD_ArgumentValue[x0](x1, d + 1)
-        return Argument(x1)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (Argument)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1 = a if n == 2 else (a + _NONES[:2 - n] if n < 2 else a[:2])
+            f_ = 'value_type'
+            if x0 is None or x0 == 0:
+                if x0 is None and x1 is not None:
+                    _bad('union member without a type')
+                x1 = None
+            elif type(x0) is not int or not 0 < x0 <= 255:
+                _bad('wrong type or out of range: a union type index is an integer in 0..255', x0)
+            elif not 0 < x0 <= 32:
+                raise VersionError('union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=x0)
+            else:
+                f_ = 'value'
+                if x1 is None:
+                    _bad('union type without a member')
+                x1 = UD_ArgumentValue[x0](x1, d + 1)
+            return Argument(x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_ArgumentMapEntry(a, d):
-        if type(a) is not list:
-            _bad('expected an array (ArgumentMapEntry)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 2:
-            a = a + _NONES[:2 - n] if n < 2 else a[:2]
-        x0, x1 = a
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('key: expected str', type(x0).__name__)
-            _SC_identifier(x0, 'ArgumentMapEntry.key')
-        if x1 is not None:
-            x1 = d_Argument(x1, d + 1)
-        return ArgumentMapEntry(x0, x1)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (ArgumentMapEntry)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1 = a if n == 2 else (a + _NONES[:2 - n] if n < 2 else a[:2])
+            f_ = 'key'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_identifier(x0, 'ArgumentMapEntry.key')
+            f_ = 'value'
+            if x1 is not None:
+                x1 = d_Argument(x1, d + 1)
+            return ArgumentMapEntry(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_BoolArgument(a, d):
-        if type(a) is not list:
-            _bad('expected an array (BoolArgument)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 1:
-            a = a + _NONES[:1 - n] if n < 1 else a[:1]
-        x0, = a
-        if x0 is None:
-            x0 = False
-        elif type(x0) is not bool:
-            _bad('value: expected bool', type(x0).__name__)
-        return BoolArgument(x0)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (BoolArgument)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, = a if n == 1 else (a + _NONES[:1 - n] if n < 1 else a[:1])
+            f_ = 'value'
+            if x0 is None:
+                x0 = False
+            elif type(x0) is not bool:
+                _check_bool(x0)
+            return BoolArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_BoolListArgument(a, d):
-        if type(a) is not list:
-            _bad('expected an array (BoolListArgument)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 1:
-            a = a + _NONES[:1 - n] if n < 1 else a[:1]
-        x0, = a
-        if x0 is None:
-            x0 = []
-        elif type(x0) is not list:
-            _bad('values: expected an array', type(x0).__name__)
-        elif not _BOOL.issuperset(map(type, x0)):
-            _bad('values: expected bools')
-        return BoolListArgument(x0)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (BoolListArgument)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, = a if n == 1 else (a + _NONES[:1 - n] if n < 1 else a[:1])
+            f_ = 'values'
+            if x0 is None:
+                x0 = []
+            elif type(x0) is not list:
+                _bad('wrong type: expected an array', type(x0).__name__)
+            elif not _BOOL.issuperset(map(type, x0)):
+                _check_each(x0, _check_bool)
+            return BoolListArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_BoolValue(a, d):
-        if type(a) is not list:
-            _bad('expected an array (BoolValue)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 1:
-            a = a + _NONES[:1 - n] if n < 1 else a[:1]
-        x0, = a
-        if x0 is None:
-            x0 = False
-        elif type(x0) is not bool:
-            _bad('value: expected bool', type(x0).__name__)
-        return BoolValue(x0)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (BoolValue)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, = a if n == 1 else (a + _NONES[:1 - n] if n < 1 else a[:1])
+            f_ = 'value'
+            if x0 is None:
+                x0 = False
+            elif type(x0) is not bool:
+                _check_bool(x0)
+            return BoolValue(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_BufferMutationSpec(a, d):
-        if type(a) is not list:
-            _bad('expected an array (BufferMutationSpec)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 2:
-            a = a + _NONES[:2 - n] if n < 2 else a[:2]
-        x0, x1 = a
-        if x0 is not None:
-            x0 = d_TensorArgument(x0, d + 1)
-        if x1 is not None:
-            if type(x1) is not str:
-                _bad('buffer_name: expected str', type(x1).__name__)
-            _SC_attr_path(x1, 'BufferMutationSpec.buffer_name')
-        return BufferMutationSpec(x0, x1)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (BufferMutationSpec)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1 = a if n == 2 else (a + _NONES[:2 - n] if n < 2 else a[:2])
+            f_ = 'arg'
+            if x0 is not None:
+                x0 = d_TensorArgument(x0, d + 1)
+            f_ = 'buffer_name'
+            if x1 is not None:
+                if type(x1) is not str:
+                    _check_str(x1)
+                _SC_attr_path(x1, 'BufferMutationSpec.buffer_name')
+            return BufferMutationSpec(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_BytesValue(a, d):
-        if type(a) is not list:
-            _bad('expected an array (BytesValue)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 1:
-            a = a + _NONES[:1 - n] if n < 1 else a[:1]
-        x0, = a
-        if x0 is None:
-            x0 = []
-        elif type(x0) is bytes:
-            x0 = list(x0)
-        elif type(x0) is list:
-            _ints(x0, 0, 255)
-        else:
-            _bad('value: expected bin', type(x0).__name__)
-        return BytesValue(x0)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (BytesValue)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, = a if n == 1 else (a + _NONES[:1 - n] if n < 1 else a[:1])
+            f_ = 'value'
+            if x0 is None:
+                x0 = []
+            elif type(x0) is bytes:
+                x0 = list(x0)
+            elif type(x0) is list:
+                _check_ints(x0, 0, 255, 'uint8')
+            else:
+                _bad('wrong type: expected bin', type(x0).__name__)
+            return BytesValue(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_ComplexArgument(a, d):
-        if type(a) is not list:
-            _bad('expected an array (ComplexArgument)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 2:
-            a = a + _NONES[:2 - n] if n < 2 else a[:2]
-        x0, x1 = a
-        if x0 is None:
-            x0 = 0.0
-        elif type(x0) is not float:
-            x0 = _float(x0)
-        if x1 is None:
-            x1 = 0.0
-        elif type(x1) is not float:
-            x1 = _float(x1)
-        return ComplexArgument(x0, x1)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (ComplexArgument)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1 = a if n == 2 else (a + _NONES[:2 - n] if n < 2 else a[:2])
+            f_ = 'real'
+            if x0 is None:
+                x0 = 0.0
+            elif type(x0) is not float:
+                x0 = _check_float(x0)
+            f_ = 'imag'
+            if x1 is None:
+                x1 = 0.0
+            elif type(x1) is not float:
+                x1 = _check_float(x1)
+            return ComplexArgument(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_ComplexValue(a, d):
-        if type(a) is not list:
-            _bad('expected an array (ComplexValue)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 2:
-            a = a + _NONES[:2 - n] if n < 2 else a[:2]
-        x0, x1 = a
-        if x0 is None:
-            x0 = 0.0
-        elif type(x0) is not float:
-            x0 = _float(x0)
-        if x1 is None:
-            x1 = 0.0
-        elif type(x1) is not float:
-            x1 = _float(x1)
-        return ComplexValue(x0, x1)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (ComplexValue)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1 = a if n == 2 else (a + _NONES[:2 - n] if n < 2 else a[:2])
+            f_ = 'real'
+            if x0 is None:
+                x0 = 0.0
+            elif type(x0) is not float:
+                x0 = _check_float(x0)
+            f_ = 'imag'
+            if x1 is None:
+                x1 = 0.0
+            elif type(x1) is not float:
+                x1 = _check_float(x1)
+            return ComplexValue(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_CustomObjArgument(a, d):
-        if type(a) is not list:
-            _bad('expected an array (CustomObjArgument)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 2:
-            a = a + _NONES[:2 - n] if n < 2 else a[:2]
-        x0, x1 = a
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_local_name(x0, 'CustomObjArgument.name')
-        if x1 is not None:
-            if type(x1) is not str:
-                _bad('class_fqn: expected str', type(x1).__name__)
-            _SC_qualified_name(x1, 'CustomObjArgument.class_fqn')
-        return CustomObjArgument(x0, x1)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (CustomObjArgument)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1 = a if n == 2 else (a + _NONES[:2 - n] if n < 2 else a[:2])
+            f_ = 'name'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_local_name(x0, 'CustomObjArgument.name')
+            f_ = 'class_fqn'
+            if x1 is not None:
+                if type(x1) is not str:
+                    _check_str(x1)
+                _SC_qualified_name(x1, 'CustomObjArgument.class_fqn')
+            return CustomObjArgument(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_CustomObject(a, d):
-        if type(a) is not list:
-            _bad('expected an array (CustomObject)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 3:
-            a = a + _NONES[:3 - n] if n < 3 else a[:3]
-        x0, x1, x2 = a
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_attr_path(x0, 'CustomObject.name')
-        if x1 is not None:
-            if type(x1) is not str:
-                _bad('class_fqn: expected str', type(x1).__name__)
-            _SC_qualified_name(x1, 'CustomObject.class_fqn')
-        if x2 is not None:
-            x2 = d_Value(x2, d + 1)
-        return CustomObject(x0, x1, x2)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (CustomObject)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1, x2 = a if n == 3 else (a + _NONES[:3 - n] if n < 3 else a[:3])
+            f_ = 'name'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_attr_path(x0, 'CustomObject.name')
+            f_ = 'class_fqn'
+            if x1 is not None:
+                if type(x1) is not str:
+                    _check_str(x1)
+                _SC_qualified_name(x1, 'CustomObject.class_fqn')
+            f_ = 'state'
+            if x2 is not None:
+                x2 = d_Value(x2, d + 1)
+            return CustomObject(x0, x1, x2)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_Device(a, d):
-        if type(a) is not list:
-            _bad('expected an array (Device)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 2:
-            a = a + _NONES[:2 - n] if n < 2 else a[:2]
-        x0, x1 = a
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('type: expected str', type(x0).__name__)
-            _SC_device_type(x0, 'Device.type')
-        if x1 is None:
-            x1 = -1
-        elif type(x1) is not int or not -2147483648 <= x1 <= 2147483647:
-            _bad('index: expected int32', x1)
-        return Device(x0, x1)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (Device)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1 = a if n == 2 else (a + _NONES[:2 - n] if n < 2 else a[:2])
+            f_ = 'type'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_device_type(x0, 'Device.type')
+            f_ = 'index'
+            if x1 is None:
+                x1 = -1
+            elif type(x1) is not int or not -2147483648 <= x1 <= 2147483647:
+                _check_int(x1, -2147483648, 2147483647, 'int32')
+            return Device(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_DeviceArgument(a, d):
-        if type(a) is not list:
-            _bad('expected an array (DeviceArgument)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 1:
-            a = a + _NONES[:1 - n] if n < 1 else a[:1]
-        x0, = a
-        if x0 is not None:
-            x0 = d_Device(x0, d + 1)
-        return DeviceArgument(x0)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (DeviceArgument)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, = a if n == 1 else (a + _NONES[:1 - n] if n < 1 else a[:1])
+            f_ = 'value'
+            if x0 is not None:
+                x0 = d_Device(x0, d + 1)
+            return DeviceArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_DeviceValue(a, d):
-        if type(a) is not list:
-            _bad('expected an array (DeviceValue)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 1:
-            a = a + _NONES[:1 - n] if n < 1 else a[:1]
-        x0, = a
-        if x0 is not None:
-            x0 = d_Device(x0, d + 1)
-        return DeviceValue(x0)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (DeviceValue)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, = a if n == 1 else (a + _NONES[:1 - n] if n < 1 else a[:1])
+            f_ = 'value'
+            if x0 is not None:
+                x0 = d_Device(x0, d + 1)
+            return DeviceValue(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_ExternalFile(a, d):
-        if type(a) is not list:
-            _bad('expected an array (ExternalFile)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 5:
-            a = a + _NONES[:5 - n] if n < 5 else a[:5]
-        x0, x1, x2, x3, x4 = a
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_file_name(x0, 'ExternalFile.name')
-        if x1 is None:
-            x1 = 0
-        elif type(x1) is not int or not 0 <= x1 <= 18446744073709551615:
-            _bad('size: expected uint64', x1)
-        if x2 is None:
-            x2 = 0
-        elif type(x2) is not int or not 0 <= x2 <= 255:
-            _bad('format: expected uint8', x2)
-        if x3 is None:
-            x3 = 0
-        elif type(x3) is not int or not 0 <= x3 <= 255:
-            _bad('checksum_kind: expected uint8', x3)
-        if x4 is None:
-            x4 = 0
-        elif type(x4) is not int or not 0 <= x4 <= 4294967295:
-            _bad('checksum: expected uint32', x4)
-        return ExternalFile(x0, x1, x2, x3, x4)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (ExternalFile)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1, x2, x3, x4 = a if n == 5 else (a + _NONES[:5 - n] if n < 5 else a[:5])
+            f_ = 'name'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_file_name(x0, 'ExternalFile.name')
+            f_ = 'size'
+            if x1 is None:
+                x1 = 0
+            elif type(x1) is not int or not 0 <= x1 <= 18446744073709551615:
+                _check_int(x1, 0, 18446744073709551615, 'uint64')
+            f_ = 'format'
+            if x2 is None:
+                x2 = 0
+            elif type(x2) is not int or not 0 <= x2 <= 255:
+                _check_int(x2, 0, 255, 'uint8')
+            f_ = 'checksum_kind'
+            if x3 is None:
+                x3 = 0
+            elif type(x3) is not int or not 0 <= x3 <= 255:
+                _check_int(x3, 0, 255, 'uint8')
+            f_ = 'checksum'
+            if x4 is None:
+                x4 = 0
+            elif type(x4) is not int or not 0 <= x4 <= 4294967295:
+                _check_int(x4, 0, 4294967295, 'uint32')
+            return ExternalFile(x0, x1, x2, x3, x4)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_ExtraFile(a, d):
-        if type(a) is not list:
-            _bad('expected an array (ExtraFile)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 2:
-            a = a + _NONES[:2 - n] if n < 2 else a[:2]
-        x0, x1 = a
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_metadata_key(x0, 'ExtraFile.name')
-        if x1 is None:
-            x1 = 0
-        elif type(x1) is not int or not 0 <= x1 <= 4294967295:
-            _bad('storage: expected uint32', x1)
-        return ExtraFile(x0, x1)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (ExtraFile)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1 = a if n == 2 else (a + _NONES[:2 - n] if n < 2 else a[:2])
+            f_ = 'name'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_metadata_key(x0, 'ExtraFile.name')
+            f_ = 'storage'
+            if x1 is None:
+                x1 = 0
+            elif type(x1) is not int or not 0 <= x1 <= 4294967295:
+                _check_int(x1, 0, 4294967295, 'uint32')
+            return ExtraFile(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_FloatArgument(a, d):
-        if type(a) is not list:
-            _bad('expected an array (FloatArgument)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 1:
-            a = a + _NONES[:1 - n] if n < 1 else a[:1]
-        x0, = a
-        if x0 is None:
-            x0 = 0.0
-        elif type(x0) is not float:
-            x0 = _float(x0)
-        return FloatArgument(x0)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (FloatArgument)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, = a if n == 1 else (a + _NONES[:1 - n] if n < 1 else a[:1])
+            f_ = 'value'
+            if x0 is None:
+                x0 = 0.0
+            elif type(x0) is not float:
+                x0 = _check_float(x0)
+            return FloatArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_FloatListArgument(a, d):
-        if type(a) is not list:
-            _bad('expected an array (FloatListArgument)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 1:
-            a = a + _NONES[:1 - n] if n < 1 else a[:1]
-        x0, = a
-        if x0 is None:
-            x0 = []
-        elif type(x0) is not list:
-            _bad('values: expected an array', type(x0).__name__)
-        else:
-            x0 = _floats(x0)
-        return FloatListArgument(x0)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (FloatListArgument)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, = a if n == 1 else (a + _NONES[:1 - n] if n < 1 else a[:1])
+            f_ = 'values'
+            if x0 is None:
+                x0 = []
+            elif type(x0) is not list:
+                _bad('wrong type: expected an array', type(x0).__name__)
+            else:
+                x0 = _floats(x0)
+            return FloatListArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_FloatListListArgument(a, d):
-        if type(a) is not list:
-            _bad('expected an array (FloatListListArgument)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 1:
-            a = a + _NONES[:1 - n] if n < 1 else a[:1]
-        x0, = a
-        if x0 is None:
-            x0 = []
-        elif type(x0) is not list:
-            _bad('lists: expected an array', type(x0).__name__)
-        else:
-            d1 = d + 1
-            x0 = [d_FloatListArgument(e, d1) for e in x0]
-        return FloatListListArgument(x0)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (FloatListListArgument)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, = a if n == 1 else (a + _NONES[:1 - n] if n < 1 else a[:1])
+            f_ = ('lists', 'x0')
+            if x0 is None:
+                x0 = []
+            elif type(x0) is not list:
+                _bad('wrong type: expected an array', type(x0).__name__)
+            else:
+                d1 = d + 1
+                x0 = [d_FloatListArgument(e, d1) for e in x0]
+            return FloatListListArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_FloatValue(a, d):
-        if type(a) is not list:
-            _bad('expected an array (FloatValue)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 1:
-            a = a + _NONES[:1 - n] if n < 1 else a[:1]
-        x0, = a
-        if x0 is None:
-            x0 = 0.0
-        elif type(x0) is not float:
-            x0 = _float(x0)
-        return FloatValue(x0)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (FloatValue)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, = a if n == 1 else (a + _NONES[:1 - n] if n < 1 else a[:1])
+            f_ = 'value'
+            if x0 is None:
+                x0 = 0.0
+            elif type(x0) is not float:
+                x0 = _check_float(x0)
+            return FloatValue(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_FormatVersion(a, d):
-        if type(a) is not list:
-            _bad('expected an array (FormatVersion)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 2:
-            a = a + _NONES[:2 - n] if n < 2 else a[:2]
-        x0, x1 = a
-        if x0 is None:
-            x0 = 0
-        elif type(x0) is not int or not 0 <= x0 <= 4294967295:
-            _bad('major: expected uint32', x0)
-        if x1 is None:
-            x1 = 0
-        elif type(x1) is not int or not 0 <= x1 <= 4294967295:
-            _bad('minor: expected uint32', x1)
-        return FormatVersion(x0, x1)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (FormatVersion)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1 = a if n == 2 else (a + _NONES[:2 - n] if n < 2 else a[:2])
+            f_ = 'major'
+            if x0 is None:
+                x0 = 0
+            elif type(x0) is not int or not 0 <= x0 <= 4294967295:
+                _check_int(x0, 0, 4294967295, 'uint32')
+            f_ = 'minor'
+            if x1 is None:
+                x1 = 0
+            elif type(x1) is not int or not 0 <= x1 <= 4294967295:
+                _check_int(x1, 0, 4294967295, 'uint32')
+            return FormatVersion(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_GradientToParameterSpec(a, d):
-        if type(a) is not list:
-            _bad('expected an array (GradientToParameterSpec)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 2:
-            a = a + _NONES[:2 - n] if n < 2 else a[:2]
-        x0, x1 = a
-        if x0 is not None:
-            x0 = d_TensorArgument(x0, d + 1)
-        if x1 is not None:
-            if type(x1) is not str:
-                _bad('parameter_name: expected str', type(x1).__name__)
-            _SC_attr_path(x1, 'GradientToParameterSpec.parameter_name')
-        return GradientToParameterSpec(x0, x1)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (GradientToParameterSpec)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1 = a if n == 2 else (a + _NONES[:2 - n] if n < 2 else a[:2])
+            f_ = 'arg'
+            if x0 is not None:
+                x0 = d_TensorArgument(x0, d + 1)
+            f_ = 'parameter_name'
+            if x1 is not None:
+                if type(x1) is not str:
+                    _check_str(x1)
+                _SC_attr_path(x1, 'GradientToParameterSpec.parameter_name')
+            return GradientToParameterSpec(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_GradientToUserInputSpec(a, d):
-        if type(a) is not list:
-            _bad('expected an array (GradientToUserInputSpec)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 2:
-            a = a + _NONES[:2 - n] if n < 2 else a[:2]
-        x0, x1 = a
-        if x0 is not None:
-            x0 = d_TensorArgument(x0, d + 1)
-        if x1 is not None:
-            if type(x1) is not str:
-                _bad('user_input_name: expected str', type(x1).__name__)
-            _SC_local_name(x1, 'GradientToUserInputSpec.user_input_name')
-        return GradientToUserInputSpec(x0, x1)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (GradientToUserInputSpec)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1 = a if n == 2 else (a + _NONES[:2 - n] if n < 2 else a[:2])
+            f_ = 'arg'
+            if x0 is not None:
+                x0 = d_TensorArgument(x0, d + 1)
+            f_ = 'user_input_name'
+            if x1 is not None:
+                if type(x1) is not str:
+                    _check_str(x1)
+                _SC_local_name(x1, 'GradientToUserInputSpec.user_input_name')
+            return GradientToUserInputSpec(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_Graph(a, d):
-        if type(a) is not list:
-            _bad('expected an array (Graph)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 12:
-            a = a + _NONES[:12 - n] if n < 12 else a[:12]
-        x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11 = a
-        if x0 is None:
-            x0 = []
-        elif type(x0) is not list:
-            _bad('inputs: expected an array', type(x0).__name__)
-        else:
-            d1 = d + 1
-            x0 = [d_Argument(e, d1) for e in x0]
-        if x1 is None:
-            x1 = []
-        elif type(x1) is not list:
-            _bad('outputs: expected an array', type(x1).__name__)
-        else:
-            d1 = d + 1
-            x1 = [d_Argument(e, d1) for e in x1]
-        if x2 is None:
-            x2 = []
-        elif type(x2) is not list:
-            _bad('nodes: expected an array', type(x2).__name__)
-        else:
-            d1 = d + 1
-            x2 = [d_Node(e, d1) for e in x2]
-        if x3 is None:
-            x3 = []
-        elif type(x3) is not list:
-            _bad('tensor_values: expected an array', type(x3).__name__)
-        else:
-            d1 = d + 1
-            x3 = [d_TensorValue(e, d1) for e in x3]
-        if x4 is None:
-            x4 = []
-        elif type(x4) is not list:
-            _bad('sym_int_values: expected an array', type(x4).__name__)
-        else:
-            d1 = d + 1
-            x4 = [d_SymIntValue(e, d1) for e in x4]
-        if x5 is None:
-            x5 = []
-        elif type(x5) is not list:
-            _bad('sym_float_values: expected an array', type(x5).__name__)
-        else:
-            d1 = d + 1
-            x5 = [d_SymFloatValue(e, d1) for e in x5]
-        if x6 is None:
-            x6 = []
-        elif type(x6) is not list:
-            _bad('sym_bool_values: expected an array', type(x6).__name__)
-        else:
-            d1 = d + 1
-            x6 = [d_SymBoolValue(e, d1) for e in x6]
-        if x7 is None:
-            x7 = []
-        elif type(x7) is not list:
-            _bad('custom_obj_values: expected an array', type(x7).__name__)
-        else:
-            d1 = d + 1
-            x7 = [d_CustomObjArgument(e, d1) for e in x7]
-        if x8 is None:
-            x8 = False
-        elif type(x8) is not bool:
-            _bad('is_single_tensor_return: expected bool', type(x8).__name__)
-        if x9 is None:
-            x9 = False
-        elif type(x9) is not bool:
-            _bad('is_list_return: expected bool', type(x9).__name__)
-        if x10 is None:
-            x10 = []
-        elif type(x10) is not list:
-            _bad('input_metadata: expected an array', type(x10).__name__)
-        else:
-            d1 = d + 1
-            x10 = [d_NodeMetadata(e, d1) for e in x10]
-        if x11 is not None:
-            x11 = d_NodeMetadata(x11, d + 1)
-        return Graph(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (Graph)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11 = a if n == 12 else (a + _NONES[:12 - n] if n < 12 else a[:12])
+            f_ = ('inputs', 'x0')
+            if x0 is None:
+                x0 = []
+            elif type(x0) is not list:
+                _bad('wrong type: expected an array', type(x0).__name__)
+            else:
+                d1 = d + 1
+                x0 = [d_Argument(e, d1) for e in x0]
+            f_ = ('outputs', 'x1')
+            if x1 is None:
+                x1 = []
+            elif type(x1) is not list:
+                _bad('wrong type: expected an array', type(x1).__name__)
+            else:
+                d1 = d + 1
+                x1 = [d_Argument(e, d1) for e in x1]
+            f_ = ('nodes', 'x2')
+            if x2 is None:
+                x2 = []
+            elif type(x2) is not list:
+                _bad('wrong type: expected an array', type(x2).__name__)
+            else:
+                d1 = d + 1
+                x2 = [d_Node(e, d1) for e in x2]
+            f_ = ('tensor_values', 'x3')
+            if x3 is None:
+                x3 = []
+            elif type(x3) is not list:
+                _bad('wrong type: expected an array', type(x3).__name__)
+            else:
+                d1 = d + 1
+                x3 = [d_TensorValue(e, d1) for e in x3]
+            f_ = ('sym_int_values', 'x4')
+            if x4 is None:
+                x4 = []
+            elif type(x4) is not list:
+                _bad('wrong type: expected an array', type(x4).__name__)
+            else:
+                d1 = d + 1
+                x4 = [d_SymIntValue(e, d1) for e in x4]
+            f_ = ('sym_float_values', 'x5')
+            if x5 is None:
+                x5 = []
+            elif type(x5) is not list:
+                _bad('wrong type: expected an array', type(x5).__name__)
+            else:
+                d1 = d + 1
+                x5 = [d_SymFloatValue(e, d1) for e in x5]
+            f_ = ('sym_bool_values', 'x6')
+            if x6 is None:
+                x6 = []
+            elif type(x6) is not list:
+                _bad('wrong type: expected an array', type(x6).__name__)
+            else:
+                d1 = d + 1
+                x6 = [d_SymBoolValue(e, d1) for e in x6]
+            f_ = ('custom_obj_values', 'x7')
+            if x7 is None:
+                x7 = []
+            elif type(x7) is not list:
+                _bad('wrong type: expected an array', type(x7).__name__)
+            else:
+                d1 = d + 1
+                x7 = [d_CustomObjArgument(e, d1) for e in x7]
+            f_ = 'is_single_tensor_return'
+            if x8 is None:
+                x8 = False
+            elif type(x8) is not bool:
+                _check_bool(x8)
+            f_ = 'is_list_return'
+            if x9 is None:
+                x9 = False
+            elif type(x9) is not bool:
+                _check_bool(x9)
+            f_ = ('input_metadata', 'x10')
+            if x10 is None:
+                x10 = []
+            elif type(x10) is not list:
+                _bad('wrong type: expected an array', type(x10).__name__)
+            else:
+                d1 = d + 1
+                x10 = [d_NodeMetadata(e, d1) for e in x10]
+            f_ = 'output_metadata'
+            if x11 is not None:
+                x11 = d_NodeMetadata(x11, d + 1)
+            return Graph(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_GraphArgument(a, d):
-        if type(a) is not list:
-            _bad('expected an array (GraphArgument)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 4:
-            a = a + _NONES[:4 - n] if n < 4 else a[:4]
-        x0, x1, x2, x3 = a
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_attr_path(x0, 'GraphArgument.name')
-        if x1 is not None:
-            x1 = d_Graph(x1, d + 1)
-        if x2 is not None:
-            x2 = d_NodeMetadata(x2, d + 1)
-        if x3 is not None:
-            if type(x3) is not str:
-                _bad('node_name: expected str', type(x3).__name__)
-            _SC_local_name(x3, 'GraphArgument.node_name')
-        return GraphArgument(x0, x1, x2, x3)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (GraphArgument)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1, x2, x3 = a if n == 4 else (a + _NONES[:4 - n] if n < 4 else a[:4])
+            f_ = 'name'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_attr_path(x0, 'GraphArgument.name')
+            f_ = 'graph'
+            if x1 is not None:
+                x1 = d_Graph(x1, d + 1)
+            f_ = 'metadata'
+            if x2 is not None:
+                x2 = d_NodeMetadata(x2, d + 1)
+            f_ = 'node_name'
+            if x3 is not None:
+                if type(x3) is not str:
+                    _check_str(x3)
+                _SC_local_name(x3, 'GraphArgument.node_name')
+            return GraphArgument(x0, x1, x2, x3)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_GraphSignature(a, d):
-        if type(a) is not list:
-            _bad('expected an array (GraphSignature)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 2:
-            a = a + _NONES[:2 - n] if n < 2 else a[:2]
-        x0, x1 = a
-        if x0 is None:
-            x0 = []
-        elif type(x0) is not list:
-            _bad('input_specs: expected an array', type(x0).__name__)
-        else:
-            d1 = d + 1
-            x0 = [d_InputSpec(e, d1) for e in x0]
-        if x1 is None:
-            x1 = []
-        elif type(x1) is not list:
-            _bad('output_specs: expected an array', type(x1).__name__)
-        else:
-            d1 = d + 1
-            x1 = [d_OutputSpec(e, d1) for e in x1]
-        return GraphSignature(x0, x1)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (GraphSignature)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1 = a if n == 2 else (a + _NONES[:2 - n] if n < 2 else a[:2])
+            f_ = ('input_specs', 'x0')
+            if x0 is None:
+                x0 = []
+            elif type(x0) is not list:
+                _bad('wrong type: expected an array', type(x0).__name__)
+            else:
+                d1 = d + 1
+                x0 = [d_InputSpec(e, d1) for e in x0]
+            f_ = ('output_specs', 'x1')
+            if x1 is None:
+                x1 = []
+            elif type(x1) is not list:
+                _bad('wrong type: expected an array', type(x1).__name__)
+            else:
+                d1 = d + 1
+                x1 = [d_OutputSpec(e, d1) for e in x1]
+            return GraphSignature(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_InputSpec(a, d):
-        if type(a) is not list:
-            _bad('expected an array (InputSpec)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 2:
-            a = a + _NONES[:2 - n] if n < 2 else a[:2]
-        x0, x1 = a
-        if x0 is None or x0 == 0:
-            if x0 is None and x1 is not None:
-                _bad('spec: member without a type')
-            x1 = None
-        elif type(x0) is not int or not 0 < x0 <= 255:
-            _bad('spec: expected a union type index', x0)
-        elif not 0 < x0 <= 7:
-            raise VersionError('spec: union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=x0)
-        elif x1 is None:
-            _bad('spec: union type without a member')
-        else:
-            x1 = UD_InputSpecKind[x0](x1, d + 1)
-        return InputSpec(x1)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (InputSpec)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1 = a if n == 2 else (a + _NONES[:2 - n] if n < 2 else a[:2])
+            f_ = 'spec_type'
+            if x0 is None or x0 == 0:
+                if x0 is None and x1 is not None:
+                    _bad('union member without a type')
+                x1 = None
+            elif type(x0) is not int or not 0 < x0 <= 255:
+                _bad('wrong type or out of range: a union type index is an integer in 0..255', x0)
+            elif not 0 < x0 <= 7:
+                raise VersionError('union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=x0)
+            else:
+                f_ = 'spec'
+                if x1 is None:
+                    _bad('union type without a member')
+                x1 = UD_InputSpecKind[x0](x1, d + 1)
+            return InputSpec(x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_InputToBufferSpec(a, d):
-        if type(a) is not list:
-            _bad('expected an array (InputToBufferSpec)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 3:
-            a = a + _NONES[:3 - n] if n < 3 else a[:3]
-        x0, x1, x2 = a
-        if x0 is not None:
-            x0 = d_TensorArgument(x0, d + 1)
-        if x1 is not None:
-            if type(x1) is not str:
-                _bad('buffer_name: expected str', type(x1).__name__)
-            _SC_attr_path(x1, 'InputToBufferSpec.buffer_name')
-        if x2 is None:
-            x2 = False
-        elif type(x2) is not bool:
-            _bad('persistent: expected bool', type(x2).__name__)
-        return InputToBufferSpec(x0, x1, x2)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (InputToBufferSpec)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1, x2 = a if n == 3 else (a + _NONES[:3 - n] if n < 3 else a[:3])
+            f_ = 'arg'
+            if x0 is not None:
+                x0 = d_TensorArgument(x0, d + 1)
+            f_ = 'buffer_name'
+            if x1 is not None:
+                if type(x1) is not str:
+                    _check_str(x1)
+                _SC_attr_path(x1, 'InputToBufferSpec.buffer_name')
+            f_ = 'persistent'
+            if x2 is None:
+                x2 = False
+            elif type(x2) is not bool:
+                _check_bool(x2)
+            return InputToBufferSpec(x0, x1, x2)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_InputToConstantInputSpec(a, d):
-        if type(a) is not list:
-            _bad('expected an array (InputToConstantInputSpec)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 2:
-            a = a + _NONES[:2 - n] if n < 2 else a[:2]
-        x0, x1 = a
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_local_name(x0, 'InputToConstantInputSpec.name')
-        if x1 is not None:
-            x1 = d_Value(x1, d + 1)
-        return InputToConstantInputSpec(x0, x1)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (InputToConstantInputSpec)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1 = a if n == 2 else (a + _NONES[:2 - n] if n < 2 else a[:2])
+            f_ = 'name'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_local_name(x0, 'InputToConstantInputSpec.name')
+            f_ = 'value'
+            if x1 is not None:
+                x1 = d_Value(x1, d + 1)
+            return InputToConstantInputSpec(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_InputToCustomObjSpec(a, d):
-        if type(a) is not list:
-            _bad('expected an array (InputToCustomObjSpec)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 2:
-            a = a + _NONES[:2 - n] if n < 2 else a[:2]
-        x0, x1 = a
-        if x0 is not None:
-            x0 = d_CustomObjArgument(x0, d + 1)
-        if x1 is not None:
-            if type(x1) is not str:
-                _bad('custom_obj_name: expected str', type(x1).__name__)
-            _SC_attr_path(x1, 'InputToCustomObjSpec.custom_obj_name')
-        return InputToCustomObjSpec(x0, x1)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (InputToCustomObjSpec)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1 = a if n == 2 else (a + _NONES[:2 - n] if n < 2 else a[:2])
+            f_ = 'arg'
+            if x0 is not None:
+                x0 = d_CustomObjArgument(x0, d + 1)
+            f_ = 'custom_obj_name'
+            if x1 is not None:
+                if type(x1) is not str:
+                    _check_str(x1)
+                _SC_attr_path(x1, 'InputToCustomObjSpec.custom_obj_name')
+            return InputToCustomObjSpec(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_InputToParameterSpec(a, d):
-        if type(a) is not list:
-            _bad('expected an array (InputToParameterSpec)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 2:
-            a = a + _NONES[:2 - n] if n < 2 else a[:2]
-        x0, x1 = a
-        if x0 is not None:
-            x0 = d_TensorArgument(x0, d + 1)
-        if x1 is not None:
-            if type(x1) is not str:
-                _bad('parameter_name: expected str', type(x1).__name__)
-            _SC_attr_path(x1, 'InputToParameterSpec.parameter_name')
-        return InputToParameterSpec(x0, x1)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (InputToParameterSpec)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1 = a if n == 2 else (a + _NONES[:2 - n] if n < 2 else a[:2])
+            f_ = 'arg'
+            if x0 is not None:
+                x0 = d_TensorArgument(x0, d + 1)
+            f_ = 'parameter_name'
+            if x1 is not None:
+                if type(x1) is not str:
+                    _check_str(x1)
+                _SC_attr_path(x1, 'InputToParameterSpec.parameter_name')
+            return InputToParameterSpec(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_InputToTensorConstantSpec(a, d):
-        if type(a) is not list:
-            _bad('expected an array (InputToTensorConstantSpec)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 4:
-            a = a + _NONES[:4 - n] if n < 4 else a[:4]
-        x0, x1, x2, x3 = a
-        if x0 is not None:
-            x0 = d_TensorArgument(x0, d + 1)
-        if x1 is not None:
-            if type(x1) is not str:
-                _bad('tensor_constant_name: expected str', type(x1).__name__)
-            _SC_attr_path(x1, 'InputToTensorConstantSpec.tensor_constant_name')
-        if x2 is None:
-            x2 = False
-        elif type(x2) is not bool:
-            _bad('persistent: expected bool', type(x2).__name__)
-        if x3 is None:
-            x3 = False
-        elif type(x3) is not bool:
-            _bad('has_persistent: expected bool', type(x3).__name__)
-        return InputToTensorConstantSpec(x0, x1, x2, x3)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (InputToTensorConstantSpec)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1, x2, x3 = a if n == 4 else (a + _NONES[:4 - n] if n < 4 else a[:4])
+            f_ = 'arg'
+            if x0 is not None:
+                x0 = d_TensorArgument(x0, d + 1)
+            f_ = 'tensor_constant_name'
+            if x1 is not None:
+                if type(x1) is not str:
+                    _check_str(x1)
+                _SC_attr_path(x1, 'InputToTensorConstantSpec.tensor_constant_name')
+            f_ = 'persistent'
+            if x2 is None:
+                x2 = False
+            elif type(x2) is not bool:
+                _check_bool(x2)
+            f_ = 'has_persistent'
+            if x3 is None:
+                x3 = False
+            elif type(x3) is not bool:
+                _check_bool(x3)
+            return InputToTensorConstantSpec(x0, x1, x2, x3)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_InputTokenSpec(a, d):
-        if type(a) is not list:
-            _bad('expected an array (InputTokenSpec)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 1:
-            a = a + _NONES[:1 - n] if n < 1 else a[:1]
-        x0, = a
-        if x0 is not None:
-            x0 = d_TokenArgument(x0, d + 1)
-        return InputTokenSpec(x0)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (InputTokenSpec)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, = a if n == 1 else (a + _NONES[:1 - n] if n < 1 else a[:1])
+            f_ = 'arg'
+            if x0 is not None:
+                x0 = d_TokenArgument(x0, d + 1)
+            return InputTokenSpec(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_IntArgument(a, d):
-        if type(a) is not list:
-            _bad('expected an array (IntArgument)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 1:
-            a = a + _NONES[:1 - n] if n < 1 else a[:1]
-        x0, = a
-        if x0 is None:
-            x0 = 0
-        elif type(x0) is not int or not -9223372036854775808 <= x0 <= 9223372036854775807:
-            _bad('value: expected int64', x0)
-        return IntArgument(x0)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (IntArgument)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, = a if n == 1 else (a + _NONES[:1 - n] if n < 1 else a[:1])
+            f_ = 'value'
+            if x0 is None:
+                x0 = 0
+            elif type(x0) is not int or not -9223372036854775808 <= x0 <= 9223372036854775807:
+                _check_int(x0, -9223372036854775808, 9223372036854775807, 'int64')
+            return IntArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_IntListArgument(a, d):
-        if type(a) is not list:
-            _bad('expected an array (IntListArgument)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 1:
-            a = a + _NONES[:1 - n] if n < 1 else a[:1]
-        x0, = a
-        if x0 is None:
-            x0 = []
-        elif type(x0) is not list:
-            _bad('values: expected an array', type(x0).__name__)
-        else:
-            _ints(x0, -9223372036854775808, 9223372036854775807)
-        return IntListArgument(x0)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (IntListArgument)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, = a if n == 1 else (a + _NONES[:1 - n] if n < 1 else a[:1])
+            f_ = 'values'
+            if x0 is None:
+                x0 = []
+            elif type(x0) is not list:
+                _bad('wrong type: expected an array', type(x0).__name__)
+            else:
+                _check_ints(x0, -9223372036854775808, 9223372036854775807, 'int64')
+            return IntListArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_IntListListArgument(a, d):
-        if type(a) is not list:
-            _bad('expected an array (IntListListArgument)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 1:
-            a = a + _NONES[:1 - n] if n < 1 else a[:1]
-        x0, = a
-        if x0 is None:
-            x0 = []
-        elif type(x0) is not list:
-            _bad('lists: expected an array', type(x0).__name__)
-        else:
-            d1 = d + 1
-            x0 = [d_IntListArgument(e, d1) for e in x0]
-        return IntListListArgument(x0)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (IntListListArgument)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, = a if n == 1 else (a + _NONES[:1 - n] if n < 1 else a[:1])
+            f_ = ('lists', 'x0')
+            if x0 is None:
+                x0 = []
+            elif type(x0) is not list:
+                _bad('wrong type: expected an array', type(x0).__name__)
+            else:
+                d1 = d + 1
+                x0 = [d_IntListArgument(e, d1) for e in x0]
+            return IntListListArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_IntValue(a, d):
-        if type(a) is not list:
-            _bad('expected an array (IntValue)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 1:
-            a = a + _NONES[:1 - n] if n < 1 else a[:1]
-        x0, = a
-        if x0 is None:
-            x0 = 0
-        elif type(x0) is not int or not -9223372036854775808 <= x0 <= 9223372036854775807:
-            _bad('value: expected int64', x0)
-        return IntValue(x0)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (IntValue)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, = a if n == 1 else (a + _NONES[:1 - n] if n < 1 else a[:1])
+            f_ = 'value'
+            if x0 is None:
+                x0 = 0
+            elif type(x0) is not int or not -9223372036854775808 <= x0 <= 9223372036854775807:
+                _check_int(x0, -9223372036854775808, 9223372036854775807, 'int64')
+            return IntValue(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_KeyPathEntry(a, d):
-        if type(a) is not list:
-            _bad('expected an array (KeyPathEntry)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 3:
-            a = a + _NONES[:3 - n] if n < 3 else a[:3]
-        x0, x1, x2 = a
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('kind: expected str', type(x0).__name__)
-            _SC_token(x0, 'KeyPathEntry.kind')
-        if x1 is None:
-            x1 = 0
-        elif type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
-            _bad('index: expected int64', x1)
-        if x2 is not None:
-            if type(x2) is not str:
-                _bad('name: expected str', type(x2).__name__)
-            _SC_identifier(x2, 'KeyPathEntry.name')
-        return KeyPathEntry(x0, x1, x2)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (KeyPathEntry)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1, x2 = a if n == 3 else (a + _NONES[:3 - n] if n < 3 else a[:3])
+            f_ = 'kind'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_token(x0, 'KeyPathEntry.kind')
+            f_ = 'index'
+            if x1 is None:
+                x1 = 0
+            elif type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
+                _check_int(x1, -9223372036854775808, 9223372036854775807, 'int64')
+            f_ = 'name'
+            if x2 is not None:
+                if type(x2) is not str:
+                    _check_str(x2)
+                _SC_identifier(x2, 'KeyPathEntry.name')
+            return KeyPathEntry(x0, x1, x2)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_LayoutArgument(a, d):
-        if type(a) is not list:
-            _bad('expected an array (LayoutArgument)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 1:
-            a = a + _NONES[:1 - n] if n < 1 else a[:1]
-        x0, = a
-        if x0 is None:
-            x0 = 0
-        elif type(x0) is not int or not 0 <= x0 <= 255:
-            _bad('value: expected uint8', x0)
-        return LayoutArgument(x0)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (LayoutArgument)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, = a if n == 1 else (a + _NONES[:1 - n] if n < 1 else a[:1])
+            f_ = 'value'
+            if x0 is None:
+                x0 = 0
+            elif type(x0) is not int or not 0 <= x0 <= 255:
+                _check_int(x0, 0, 255, 'uint8')
+            return LayoutArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_ListValue(a, d):
-        if type(a) is not list:
-            _bad('expected an array (ListValue)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 2:
-            a = a + _NONES[:2 - n] if n < 2 else a[:2]
-        x0, x1 = a
-        if x0 is None:
-            x0 = []
-        elif type(x0) is not list:
-            _bad('items: expected an array', type(x0).__name__)
-        else:
-            d1 = d + 1
-            x0 = [d_Value(e, d1) for e in x0]
-        if x1 is None:
-            x1 = False
-        elif type(x1) is not bool:
-            _bad('is_tuple: expected bool', type(x1).__name__)
-        return ListValue(x0, x1)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (ListValue)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1 = a if n == 2 else (a + _NONES[:2 - n] if n < 2 else a[:2])
+            f_ = ('items', 'x0')
+            if x0 is None:
+                x0 = []
+            elif type(x0) is not list:
+                _bad('wrong type: expected an array', type(x0).__name__)
+            else:
+                d1 = d + 1
+                x0 = [d_Value(e, d1) for e in x0]
+            f_ = 'is_tuple'
+            if x1 is None:
+                x1 = False
+            elif type(x1) is not bool:
+                _check_bool(x1)
+            return ListValue(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_LossOutputSpec(a, d):
-        if type(a) is not list:
-            _bad('expected an array (LossOutputSpec)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 1:
-            a = a + _NONES[:1 - n] if n < 1 else a[:1]
-        x0, = a
-        if x0 is not None:
-            x0 = d_TensorArgument(x0, d + 1)
-        return LossOutputSpec(x0)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (LossOutputSpec)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, = a if n == 1 else (a + _NONES[:1 - n] if n < 1 else a[:1])
+            f_ = 'arg'
+            if x0 is not None:
+                x0 = d_TensorArgument(x0, d + 1)
+            return LossOutputSpec(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_MapEntry(a, d):
-        if type(a) is not list:
-            _bad('expected an array (MapEntry)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 2:
-            a = a + _NONES[:2 - n] if n < 2 else a[:2]
-        x0, x1 = a
-        if x0 is not None:
-            x0 = d_Value(x0, d + 1)
-        if x1 is not None:
-            x1 = d_Value(x1, d + 1)
-        return MapEntry(x0, x1)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (MapEntry)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1 = a if n == 2 else (a + _NONES[:2 - n] if n < 2 else a[:2])
+            f_ = 'key'
+            if x0 is not None:
+                x0 = d_Value(x0, d + 1)
+            f_ = 'value'
+            if x1 is not None:
+                x1 = d_Value(x1, d + 1)
+            return MapEntry(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_MapValue(a, d):
-        if type(a) is not list:
-            _bad('expected an array (MapValue)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 1:
-            a = a + _NONES[:1 - n] if n < 1 else a[:1]
-        x0, = a
-        if x0 is None:
-            x0 = []
-        elif type(x0) is not list:
-            _bad('entries: expected an array', type(x0).__name__)
-        else:
-            d1 = d + 1
-            x0 = [d_MapEntry(e, d1) for e in x0]
-        return MapValue(x0)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (MapValue)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, = a if n == 1 else (a + _NONES[:1 - n] if n < 1 else a[:1])
+            f_ = ('entries', 'x0')
+            if x0 is None:
+                x0 = []
+            elif type(x0) is not list:
+                _bad('wrong type: expected an array', type(x0).__name__)
+            else:
+                d1 = d + 1
+                x0 = [d_MapEntry(e, d1) for e in x0]
+            return MapValue(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_MemoryFormatArgument(a, d):
-        if type(a) is not list:
-            _bad('expected an array (MemoryFormatArgument)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 1:
-            a = a + _NONES[:1 - n] if n < 1 else a[:1]
-        x0, = a
-        if x0 is None:
-            x0 = 0
-        elif type(x0) is not int or not 0 <= x0 <= 255:
-            _bad('value: expected uint8', x0)
-        return MemoryFormatArgument(x0)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (MemoryFormatArgument)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, = a if n == 1 else (a + _NONES[:1 - n] if n < 1 else a[:1])
+            f_ = 'value'
+            if x0 is None:
+                x0 = 0
+            elif type(x0) is not int or not 0 <= x0 <= 255:
+                _check_int(x0, 0, 255, 'uint8')
+            return MemoryFormatArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_ModuleCallEntry(a, d):
-        if type(a) is not list:
-            _bad('expected an array (ModuleCallEntry)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 2:
-            a = a + _NONES[:2 - n] if n < 2 else a[:2]
-        x0, x1 = a
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('fqn: expected str', type(x0).__name__)
-            _SC_optional_attr_path(x0, 'ModuleCallEntry.fqn')
-        if x1 is not None:
-            x1 = d_ModuleCallSignature(x1, d + 1)
-        return ModuleCallEntry(x0, x1)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (ModuleCallEntry)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1 = a if n == 2 else (a + _NONES[:2 - n] if n < 2 else a[:2])
+            f_ = 'fqn'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_optional_attr_path(x0, 'ModuleCallEntry.fqn')
+            f_ = 'signature'
+            if x1 is not None:
+                x1 = d_ModuleCallSignature(x1, d + 1)
+            return ModuleCallEntry(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_ModuleCallSignature(a, d):
-        if type(a) is not list:
-            _bad('expected an array (ModuleCallSignature)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 5:
-            a = a + _NONES[:5 - n] if n < 5 else a[:5]
-        x0, x1, x2, x3, x4 = a
-        if x0 is None:
-            x0 = []
-        elif type(x0) is not list:
-            _bad('inputs: expected an array', type(x0).__name__)
-        else:
-            d1 = d + 1
-            x0 = [d_Argument(e, d1) for e in x0]
-        if x1 is None:
-            x1 = []
-        elif type(x1) is not list:
-            _bad('outputs: expected an array', type(x1).__name__)
-        else:
-            d1 = d + 1
-            x1 = [d_Argument(e, d1) for e in x1]
-        if x2 is not None:
-            x2 = d_TreeSpec(x2, d + 1)
-        if x3 is not None:
-            x3 = d_TreeSpec(x3, d + 1)
-        if x4 is None:
-            x4 = []
-        elif type(x4) is not list:
-            _bad('forward_arg_names: expected an array', type(x4).__name__)
-        elif not _STR.issuperset(map(type, x4)):
-            _bad('forward_arg_names: expected strings')
-        else:
-            for _s in x4: _SC_local_name(_s, 'ModuleCallSignature.forward_arg_names')
-        return ModuleCallSignature(x0, x1, x2, x3, x4)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (ModuleCallSignature)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1, x2, x3, x4 = a if n == 5 else (a + _NONES[:5 - n] if n < 5 else a[:5])
+            f_ = ('inputs', 'x0')
+            if x0 is None:
+                x0 = []
+            elif type(x0) is not list:
+                _bad('wrong type: expected an array', type(x0).__name__)
+            else:
+                d1 = d + 1
+                x0 = [d_Argument(e, d1) for e in x0]
+            f_ = ('outputs', 'x1')
+            if x1 is None:
+                x1 = []
+            elif type(x1) is not list:
+                _bad('wrong type: expected an array', type(x1).__name__)
+            else:
+                d1 = d + 1
+                x1 = [d_Argument(e, d1) for e in x1]
+            f_ = 'in_spec'
+            if x2 is not None:
+                x2 = d_TreeSpec(x2, d + 1)
+            f_ = 'out_spec'
+            if x3 is not None:
+                x3 = d_TreeSpec(x3, d + 1)
+            f_ = 'forward_arg_names'
+            if x4 is None:
+                x4 = []
+            elif type(x4) is not list:
+                _bad('wrong type: expected an array', type(x4).__name__)
+            elif not _STR.issuperset(map(type, x4)):
+                _check_each(x4, _check_str)
+            else:
+                for _s in x4: _SC_local_name(_s, 'ModuleCallSignature.forward_arg_names')
+            return ModuleCallSignature(x0, x1, x2, x3, x4)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_ModuleStackEntry(a, d):
-        if type(a) is not list:
-            _bad('expected an array (ModuleStackEntry)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 3:
-            a = a + _NONES[:3 - n] if n < 3 else a[:3]
-        x0, x1, x2 = a
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('key: expected str', type(x0).__name__)
-            _SC_token(x0, 'ModuleStackEntry.key')
-        if x1 is not None:
-            if type(x1) is not str:
-                _bad('path: expected str', type(x1).__name__)
-            _SC_optional_attr_path(x1, 'ModuleStackEntry.path')
-        if x2 is not None:
-            if type(x2) is not str:
-                _bad('type_name: expected str', type(x2).__name__)
-            _SC_qualified_name(x2, 'ModuleStackEntry.type_name')
-        return ModuleStackEntry(x0, x1, x2)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (ModuleStackEntry)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1, x2 = a if n == 3 else (a + _NONES[:3 - n] if n < 3 else a[:3])
+            f_ = 'key'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_token(x0, 'ModuleStackEntry.key')
+            f_ = 'path'
+            if x1 is not None:
+                if type(x1) is not str:
+                    _check_str(x1)
+                _SC_optional_attr_path(x1, 'ModuleStackEntry.path')
+            f_ = 'type_name'
+            if x2 is not None:
+                if type(x2) is not str:
+                    _check_str(x2)
+                _SC_qualified_name(x2, 'ModuleStackEntry.type_name')
+            return ModuleStackEntry(x0, x1, x2)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_NamedArgument(a, d):
-        if type(a) is not list:
-            _bad('expected an array (NamedArgument)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 5:
-            a = a + _NONES[:5 - n] if n < 5 else a[:5]
-        x0, x1, x2, x3, x4 = a
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_optional_identifier(x0, 'NamedArgument.name')
-        if x1 is None or x1 == 0:
-            if x1 is None and x2 is not None:
-                _bad('value: member without a type')
-            x2 = None
-        elif type(x1) is not int or not 0 < x1 <= 255:
-            _bad('value: expected a union type index', x1)
-        elif not 0 < x1 <= 32:
-            raise VersionError('value: union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=x1)
-        elif x2 is None:
-            _bad('value: union type without a member')
-        else:
-            x2 = UD_ArgumentValue[x1](x2, d + 1)
-        if x3 is None:
-            x3 = 0
-        elif type(x3) is not int or not 0 <= x3 <= 255:
-            _bad('kind: expected uint8', x3)
-        if x4 is None:
-            x4 = False
-        elif type(x4) is not bool:
-            _bad('is_tuple: expected bool', type(x4).__name__)
-        return NamedArgument(x0, x2, x3, x4)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (NamedArgument)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1, x2, x3, x4 = a if n == 5 else (a + _NONES[:5 - n] if n < 5 else a[:5])
+            f_ = 'name'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_optional_identifier(x0, 'NamedArgument.name')
+            f_ = 'value_type'
+            if x1 is None or x1 == 0:
+                if x1 is None and x2 is not None:
+                    _bad('union member without a type')
+                x2 = None
+            elif type(x1) is not int or not 0 < x1 <= 255:
+                _bad('wrong type or out of range: a union type index is an integer in 0..255', x1)
+            elif not 0 < x1 <= 32:
+                raise VersionError('union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=x1)
+            else:
+                f_ = 'value'
+                if x2 is None:
+                    _bad('union type without a member')
+                x2 = UD_ArgumentValue[x1](x2, d + 1)
+            f_ = 'kind'
+            if x3 is None:
+                x3 = 0
+            elif type(x3) is not int or not 0 <= x3 <= 255:
+                _check_int(x3, 0, 255, 'uint8')
+            f_ = 'is_tuple'
+            if x4 is None:
+                x4 = False
+            elif type(x4) is not bool:
+                _check_bool(x4)
+            return NamedArgument(x0, x2, x3, x4)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_NamedTupleDef(a, d):
-        if type(a) is not list:
-            _bad('expected an array (NamedTupleDef)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 2:
-            a = a + _NONES[:2 - n] if n < 2 else a[:2]
-        x0, x1 = a
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('type_name: expected str', type(x0).__name__)
-            _SC_qualified_name(x0, 'NamedTupleDef.type_name')
-        if x1 is None:
-            x1 = []
-        elif type(x1) is not list:
-            _bad('field_names: expected an array', type(x1).__name__)
-        elif not _STR.issuperset(map(type, x1)):
-            _bad('field_names: expected strings')
-        else:
-            for _s in x1: _SC_identifier(_s, 'NamedTupleDef.field_names')
-        return NamedTupleDef(x0, x1)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (NamedTupleDef)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1 = a if n == 2 else (a + _NONES[:2 - n] if n < 2 else a[:2])
+            f_ = 'type_name'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_qualified_name(x0, 'NamedTupleDef.type_name')
+            f_ = 'field_names'
+            if x1 is None:
+                x1 = []
+            elif type(x1) is not list:
+                _bad('wrong type: expected an array', type(x1).__name__)
+            elif not _STR.issuperset(map(type, x1)):
+                _check_each(x1, _check_str)
+            else:
+                for _s in x1: _SC_identifier(_s, 'NamedTupleDef.field_names')
+            return NamedTupleDef(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_NestedTensorListArgument(a, d):
-        if type(a) is not list:
-            _bad('expected an array (NestedTensorListArgument)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 1:
-            a = a + _NONES[:1 - n] if n < 1 else a[:1]
-        x0, = a
-        if x0 is None:
-            x0 = []
-        elif type(x0) is not list:
-            _bad('lists: expected an array', type(x0).__name__)
-        else:
-            d1 = d + 1
-            x0 = [d_TensorListArgument(e, d1) for e in x0]
-        return NestedTensorListArgument(x0)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (NestedTensorListArgument)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, = a if n == 1 else (a + _NONES[:1 - n] if n < 1 else a[:1])
+            f_ = ('lists', 'x0')
+            if x0 is None:
+                x0 = []
+            elif type(x0) is not list:
+                _bad('wrong type: expected an array', type(x0).__name__)
+            else:
+                d1 = d + 1
+                x0 = [d_TensorListArgument(e, d1) for e in x0]
+            return NestedTensorListArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_Node(a, d):
-        if type(a) is not list:
-            _bad('expected an array (Node)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 8:
-            a = a + _NONES[:8 - n] if n < 8 else a[:8]
-        x0, x1, x2, x3, x4, x5, x6, x7 = a
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_local_name(x0, 'Node.name')
-        if x1 is not None:
-            if type(x1) is not str:
-                _bad('target: expected str', type(x1).__name__)
-            _SC_qualified_name(x1, 'Node.target')
-        if x2 is None:
-            x2 = []
-        elif type(x2) is not list:
-            _bad('inputs: expected an array', type(x2).__name__)
-        else:
-            d1 = d + 1
-            x2 = [d_NamedArgument(e, d1) for e in x2]
-        if x3 is None:
-            x3 = []
-        elif type(x3) is not list:
-            _bad('outputs: expected an array', type(x3).__name__)
-        else:
-            d1 = d + 1
-            x3 = [d_Argument(e, d1) for e in x3]
-        if x4 is not None:
-            x4 = d_NodeMetadata(x4, d + 1)
-        if x5 is None:
-            x5 = False
-        elif type(x5) is not bool:
-            _bad('is_hop_single_tensor_return: expected bool', type(x5).__name__)
-        if x6 is None:
-            x6 = []
-        elif type(x6) is not list:
-            _bad('unbound_outputs: expected an array', type(x6).__name__)
-        else:
-            _ints(x6, 0, 4294967295)
-        if x7 is None:
-            x7 = []
-        elif type(x7) is not list:
-            _bad('unpack_metadata: expected an array', type(x7).__name__)
-        else:
-            d1 = d + 1
-            x7 = [d_UnpackMetadata(e, d1) for e in x7]
-        return Node(x0, x1, x2, x3, x4, x5, x6, x7)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (Node)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1, x2, x3, x4, x5, x6, x7 = a if n == 8 else (a + _NONES[:8 - n] if n < 8 else a[:8])
+            f_ = 'name'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_local_name(x0, 'Node.name')
+            f_ = 'target'
+            if x1 is not None:
+                if type(x1) is not str:
+                    _check_str(x1)
+                _SC_qualified_name(x1, 'Node.target')
+            f_ = ('inputs', 'x2')
+            if x2 is None:
+                x2 = []
+            elif type(x2) is not list:
+                _bad('wrong type: expected an array', type(x2).__name__)
+            else:
+                d1 = d + 1
+                x2 = [d_NamedArgument(e, d1) for e in x2]
+            f_ = ('outputs', 'x3')
+            if x3 is None:
+                x3 = []
+            elif type(x3) is not list:
+                _bad('wrong type: expected an array', type(x3).__name__)
+            else:
+                d1 = d + 1
+                x3 = [d_Argument(e, d1) for e in x3]
+            f_ = 'metadata'
+            if x4 is not None:
+                x4 = d_NodeMetadata(x4, d + 1)
+            f_ = 'is_hop_single_tensor_return'
+            if x5 is None:
+                x5 = False
+            elif type(x5) is not bool:
+                _check_bool(x5)
+            f_ = 'unbound_outputs'
+            if x6 is None:
+                x6 = []
+            elif type(x6) is not list:
+                _bad('wrong type: expected an array', type(x6).__name__)
+            else:
+                _check_ints(x6, 0, 4294967295, 'uint32')
+            f_ = ('unpack_metadata', 'x7')
+            if x7 is None:
+                x7 = []
+            elif type(x7) is not list:
+                _bad('wrong type: expected an array', type(x7).__name__)
+            else:
+                d1 = d + 1
+                x7 = [d_UnpackMetadata(e, d1) for e in x7]
+            return Node(x0, x1, x2, x3, x4, x5, x6, x7)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_NodeMetadata(a, d):
-        if type(a) is not list:
-            _bad('expected an array (NodeMetadata)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 8:
-            a = a + _NONES[:8 - n] if n < 8 else a[:8]
-        x0, x1, x2, x3, x4, x5, x6, x7 = a
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('stack_trace: expected str', type(x0).__name__)
-            _SC_free_text(x0, 'NodeMetadata.stack_trace')
-        if x1 is None:
-            x1 = []
-        elif type(x1) is not list:
-            _bad('nn_module_stack: expected an array', type(x1).__name__)
-        else:
-            d1 = d + 1
-            x1 = [d_ModuleStackEntry(e, d1) for e in x1]
-        if x2 is None:
-            x2 = []
-        elif type(x2) is not list:
-            _bad('source_fn_stack: expected an array', type(x2).__name__)
-        else:
-            d1 = d + 1
-            x2 = [d_SourceFnEntry(e, d1) for e in x2]
-        if x3 is not None:
-            x3 = d_TorchFn(x3, d + 1)
-        if x4 is not None:
-            x4 = d_MapValue(x4, d + 1)
-        if x5 is None:
-            x5 = []
-        elif type(x5) is not list:
-            _bad('from_node: expected an array', type(x5).__name__)
-        else:
-            d1 = d + 1
-            x5 = [d_NodeSource(e, d1) for e in x5]
-        if x6 is None:
-            x6 = []
-        elif type(x6) is not list:
-            _bad('unbacked_bindings: expected an array', type(x6).__name__)
-        else:
-            d1 = d + 1
-            x6 = [d_UnbackedBinding(e, d1) for e in x6]
-        if x7 is None:
-            x7 = []
-        elif type(x7) is not list:
-            _bad('extra: expected an array', type(x7).__name__)
-        else:
-            d1 = d + 1
-            x7 = [d_StringEntry(e, d1) for e in x7]
-        return NodeMetadata(x0, x1, x2, x3, x4, x5, x6, x7)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (NodeMetadata)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1, x2, x3, x4, x5, x6, x7 = a if n == 8 else (a + _NONES[:8 - n] if n < 8 else a[:8])
+            f_ = 'stack_trace'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_free_text(x0, 'NodeMetadata.stack_trace')
+            f_ = ('nn_module_stack', 'x1')
+            if x1 is None:
+                x1 = []
+            elif type(x1) is not list:
+                _bad('wrong type: expected an array', type(x1).__name__)
+            else:
+                d1 = d + 1
+                x1 = [d_ModuleStackEntry(e, d1) for e in x1]
+            f_ = ('source_fn_stack', 'x2')
+            if x2 is None:
+                x2 = []
+            elif type(x2) is not list:
+                _bad('wrong type: expected an array', type(x2).__name__)
+            else:
+                d1 = d + 1
+                x2 = [d_SourceFnEntry(e, d1) for e in x2]
+            f_ = 'torch_fn'
+            if x3 is not None:
+                x3 = d_TorchFn(x3, d + 1)
+            f_ = 'custom'
+            if x4 is not None:
+                x4 = d_MapValue(x4, d + 1)
+            f_ = ('from_node', 'x5')
+            if x5 is None:
+                x5 = []
+            elif type(x5) is not list:
+                _bad('wrong type: expected an array', type(x5).__name__)
+            else:
+                d1 = d + 1
+                x5 = [d_NodeSource(e, d1) for e in x5]
+            f_ = ('unbacked_bindings', 'x6')
+            if x6 is None:
+                x6 = []
+            elif type(x6) is not list:
+                _bad('wrong type: expected an array', type(x6).__name__)
+            else:
+                d1 = d + 1
+                x6 = [d_UnbackedBinding(e, d1) for e in x6]
+            f_ = ('extra', 'x7')
+            if x7 is None:
+                x7 = []
+            elif type(x7) is not list:
+                _bad('wrong type: expected an array', type(x7).__name__)
+            else:
+                d1 = d + 1
+                x7 = [d_StringEntry(e, d1) for e in x7]
+            return NodeMetadata(x0, x1, x2, x3, x4, x5, x6, x7)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_NodeSource(a, d):
-        if type(a) is not list:
-            _bad('expected an array (NodeSource)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 6:
-            a = a + _NONES[:6 - n] if n < 6 else a[:6]
-        x0, x1, x2, x3, x4, x5 = a
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_token(x0, 'NodeSource.name')
-        if x1 is not None:
-            if type(x1) is not str:
-                _bad('target: expected str', type(x1).__name__)
-            _SC_free_text(x1, 'NodeSource.target')
-        if x2 is None:
-            x2 = 0
-        elif type(x2) is not int or not -9223372036854775808 <= x2 <= 9223372036854775807:
-            _bad('graph_id: expected int64', x2)
-        if x3 is not None:
-            if type(x3) is not str:
-                _bad('pass_name: expected str', type(x3).__name__)
-            _SC_free_text(x3, 'NodeSource.pass_name')
-        if x4 is None:
-            x4 = []
-        elif type(x4) is not list:
-            _bad('actions: expected an array', type(x4).__name__)
-        elif not _STR.issuperset(map(type, x4)):
-            _bad('actions: expected strings')
-        else:
-            for _s in x4: _SC_token(_s, 'NodeSource.actions')
-        if x5 is None:
-            x5 = []
-        elif type(x5) is not list:
-            _bad('from_node: expected an array', type(x5).__name__)
-        else:
-            d1 = d + 1
-            x5 = [d_NodeSource(e, d1) for e in x5]
-        return NodeSource(x0, x1, x2, x3, x4, x5)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (NodeSource)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1, x2, x3, x4, x5 = a if n == 6 else (a + _NONES[:6 - n] if n < 6 else a[:6])
+            f_ = 'name'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_token(x0, 'NodeSource.name')
+            f_ = 'target'
+            if x1 is not None:
+                if type(x1) is not str:
+                    _check_str(x1)
+                _SC_free_text(x1, 'NodeSource.target')
+            f_ = 'graph_id'
+            if x2 is None:
+                x2 = 0
+            elif type(x2) is not int or not -9223372036854775808 <= x2 <= 9223372036854775807:
+                _check_int(x2, -9223372036854775808, 9223372036854775807, 'int64')
+            f_ = 'pass_name'
+            if x3 is not None:
+                if type(x3) is not str:
+                    _check_str(x3)
+                _SC_free_text(x3, 'NodeSource.pass_name')
+            f_ = 'actions'
+            if x4 is None:
+                x4 = []
+            elif type(x4) is not list:
+                _bad('wrong type: expected an array', type(x4).__name__)
+            elif not _STR.issuperset(map(type, x4)):
+                _check_each(x4, _check_str)
+            else:
+                for _s in x4: _SC_token(_s, 'NodeSource.actions')
+            f_ = ('from_node', 'x5')
+            if x5 is None:
+                x5 = []
+            elif type(x5) is not list:
+                _bad('wrong type: expected an array', type(x5).__name__)
+            else:
+                d1 = d + 1
+                x5 = [d_NodeSource(e, d1) for e in x5]
+            return NodeSource(x0, x1, x2, x3, x4, x5)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_NoneArgument(a, d):
-        if type(a) is not list:
-            _bad('expected an array (NoneArgument)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        return NoneArgument()
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (NoneArgument)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            return NoneArgument()
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_NullValue(a, d):
-        if type(a) is not list:
-            _bad('expected an array (NullValue)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        return NullValue()
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (NullValue)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            return NullValue()
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_OperatorArgument(a, d):
-        if type(a) is not list:
-            _bad('expected an array (OperatorArgument)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 1:
-            a = a + _NONES[:1 - n] if n < 1 else a[:1]
-        x0, = a
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_qualified_name(x0, 'OperatorArgument.name')
-        return OperatorArgument(x0)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (OperatorArgument)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, = a if n == 1 else (a + _NONES[:1 - n] if n < 1 else a[:1])
+            f_ = 'name'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_qualified_name(x0, 'OperatorArgument.name')
+            return OperatorArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_OperatorParameter(a, d):
-        if type(a) is not list:
-            _bad('expected an array (OperatorParameter)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 6:
-            a = a + _NONES[:6 - n] if n < 6 else a[:6]
-        x0, x1, x2, x3, x4, x5 = a
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_optional_identifier(x0, 'OperatorParameter.name')
-        if x1 is not None:
-            if type(x1) is not str:
-                _bad('type: expected str', type(x1).__name__)
-            _SC_free_text(x1, 'OperatorParameter.type')
-        if x2 is not None:
-            x2 = d_Value(x2, d + 1)
-        if x3 is None:
-            x3 = False
-        elif type(x3) is not bool:
-            _bad('kwarg_only: expected bool', type(x3).__name__)
-        if x4 is not None:
-            if type(x4) is not str:
-                _bad('alias_set: expected str', type(x4).__name__)
-            _SC_token(x4, 'OperatorParameter.alias_set')
-        if x5 is None:
-            x5 = False
-        elif type(x5) is not bool:
-            _bad('is_write: expected bool', type(x5).__name__)
-        return OperatorParameter(x0, x1, x2, x3, x4, x5)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (OperatorParameter)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1, x2, x3, x4, x5 = a if n == 6 else (a + _NONES[:6 - n] if n < 6 else a[:6])
+            f_ = 'name'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_optional_identifier(x0, 'OperatorParameter.name')
+            f_ = 'type'
+            if x1 is not None:
+                if type(x1) is not str:
+                    _check_str(x1)
+                _SC_free_text(x1, 'OperatorParameter.type')
+            f_ = 'default_value'
+            if x2 is not None:
+                x2 = d_Value(x2, d + 1)
+            f_ = 'kwarg_only'
+            if x3 is None:
+                x3 = False
+            elif type(x3) is not bool:
+                _check_bool(x3)
+            f_ = 'alias_set'
+            if x4 is not None:
+                if type(x4) is not str:
+                    _check_str(x4)
+                _SC_token(x4, 'OperatorParameter.alias_set')
+            f_ = 'is_write'
+            if x5 is None:
+                x5 = False
+            elif type(x5) is not bool:
+                _check_bool(x5)
+            return OperatorParameter(x0, x1, x2, x3, x4, x5)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_OperatorSchema(a, d):
-        if type(a) is not list:
-            _bad('expected an array (OperatorSchema)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 6:
-            a = a + _NONES[:6 - n] if n < 6 else a[:6]
-        x0, x1, x2, x3, x4, x5 = a
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('target: expected str', type(x0).__name__)
-            _SC_qualified_name(x0, 'OperatorSchema.target')
-        if x1 is None:
-            x1 = 0
-        elif type(x1) is not int or not 0 <= x1 <= 255:
-            _bad('kind: expected uint8', x1)
-        if x2 is not None:
-            if type(x2) is not str:
-                _bad('schema: expected str', type(x2).__name__)
-            _SC_free_text(x2, 'OperatorSchema.schema')
-        if x3 is None:
-            x3 = []
-        elif type(x3) is not list:
-            _bad('parameters: expected an array', type(x3).__name__)
-        else:
-            d1 = d + 1
-            x3 = [d_OperatorParameter(e, d1) for e in x3]
-        if x4 is None:
-            x4 = []
-        elif type(x4) is not list:
-            _bad('returns: expected an array', type(x4).__name__)
-        else:
-            d1 = d + 1
-            x4 = [d_OperatorParameter(e, d1) for e in x4]
-        if x5 is None:
-            x5 = False
-        elif type(x5) is not bool:
-            _bad('is_mutable: expected bool', type(x5).__name__)
-        return OperatorSchema(x0, x1, x2, x3, x4, x5)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (OperatorSchema)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1, x2, x3, x4, x5 = a if n == 6 else (a + _NONES[:6 - n] if n < 6 else a[:6])
+            f_ = 'target'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_qualified_name(x0, 'OperatorSchema.target')
+            f_ = 'kind'
+            if x1 is None:
+                x1 = 0
+            elif type(x1) is not int or not 0 <= x1 <= 255:
+                _check_int(x1, 0, 255, 'uint8')
+            f_ = 'schema'
+            if x2 is not None:
+                if type(x2) is not str:
+                    _check_str(x2)
+                _SC_free_text(x2, 'OperatorSchema.schema')
+            f_ = ('parameters', 'x3')
+            if x3 is None:
+                x3 = []
+            elif type(x3) is not list:
+                _bad('wrong type: expected an array', type(x3).__name__)
+            else:
+                d1 = d + 1
+                x3 = [d_OperatorParameter(e, d1) for e in x3]
+            f_ = ('returns', 'x4')
+            if x4 is None:
+                x4 = []
+            elif type(x4) is not list:
+                _bad('wrong type: expected an array', type(x4).__name__)
+            else:
+                d1 = d + 1
+                x4 = [d_OperatorParameter(e, d1) for e in x4]
+            f_ = 'is_mutable'
+            if x5 is None:
+                x5 = False
+            elif type(x5) is not bool:
+                _check_bool(x5)
+            return OperatorSchema(x0, x1, x2, x3, x4, x5)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_Opset(a, d):
-        if type(a) is not list:
-            _bad('expected an array (Opset)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 2:
-            a = a + _NONES[:2 - n] if n < 2 else a[:2]
-        x0, x1 = a
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('namespace: expected str', type(x0).__name__)
-            _SC_identifier(x0, 'Opset.namespace')
-        if x1 is None:
-            x1 = 0
-        elif type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
-            _bad('version: expected int64', x1)
-        return Opset(x0, x1)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (Opset)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1 = a if n == 2 else (a + _NONES[:2 - n] if n < 2 else a[:2])
+            f_ = 'namespace'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_identifier(x0, 'Opset.namespace')
+            f_ = 'version'
+            if x1 is None:
+                x1 = 0
+            elif type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
+                _check_int(x1, -9223372036854775808, 9223372036854775807, 'int64')
+            return Opset(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_OptionalTensorArgument(a, d):
-        if type(a) is not list:
-            _bad('expected an array (OptionalTensorArgument)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 1:
-            a = a + _NONES[:1 - n] if n < 1 else a[:1]
-        x0, = a
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_local_name(x0, 'OptionalTensorArgument.name')
-        return OptionalTensorArgument(x0)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (OptionalTensorArgument)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, = a if n == 1 else (a + _NONES[:1 - n] if n < 1 else a[:1])
+            f_ = 'name'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_local_name(x0, 'OptionalTensorArgument.name')
+            return OptionalTensorArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_OptionalTensorListArgument(a, d):
-        if type(a) is not list:
-            _bad('expected an array (OptionalTensorListArgument)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 1:
-            a = a + _NONES[:1 - n] if n < 1 else a[:1]
-        x0, = a
-        if x0 is None:
-            x0 = []
-        elif type(x0) is not list:
-            _bad('items: expected an array', type(x0).__name__)
-        else:
-            d1 = d + 1
-            x0 = [d_OptionalTensorArgument(e, d1) for e in x0]
-        return OptionalTensorListArgument(x0)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (OptionalTensorListArgument)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, = a if n == 1 else (a + _NONES[:1 - n] if n < 1 else a[:1])
+            f_ = ('items', 'x0')
+            if x0 is None:
+                x0 = []
+            elif type(x0) is not list:
+                _bad('wrong type: expected an array', type(x0).__name__)
+            else:
+                d1 = d + 1
+                x0 = [d_OptionalTensorArgument(e, d1) for e in x0]
+            return OptionalTensorListArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_OutputSpec(a, d):
-        if type(a) is not list:
-            _bad('expected an array (OutputSpec)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 2:
-            a = a + _NONES[:2 - n] if n < 2 else a[:2]
-        x0, x1 = a
-        if x0 is None or x0 == 0:
-            if x0 is None and x1 is not None:
-                _bad('spec: member without a type')
-            x1 = None
-        elif type(x0) is not int or not 0 < x0 <= 255:
-            _bad('spec: expected a union type index', x0)
-        elif not 0 < x0 <= 8:
-            raise VersionError('spec: union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=x0)
-        elif x1 is None:
-            _bad('spec: union type without a member')
-        else:
-            x1 = UD_OutputSpecKind[x0](x1, d + 1)
-        return OutputSpec(x1)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (OutputSpec)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1 = a if n == 2 else (a + _NONES[:2 - n] if n < 2 else a[:2])
+            f_ = 'spec_type'
+            if x0 is None or x0 == 0:
+                if x0 is None and x1 is not None:
+                    _bad('union member without a type')
+                x1 = None
+            elif type(x0) is not int or not 0 < x0 <= 255:
+                _bad('wrong type or out of range: a union type index is an integer in 0..255', x0)
+            elif not 0 < x0 <= 8:
+                raise VersionError('union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=x0)
+            else:
+                f_ = 'spec'
+                if x1 is None:
+                    _bad('union type without a member')
+                x1 = UD_OutputSpecKind[x0](x1, d + 1)
+            return OutputSpec(x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_OutputTokenSpec(a, d):
-        if type(a) is not list:
-            _bad('expected an array (OutputTokenSpec)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 1:
-            a = a + _NONES[:1 - n] if n < 1 else a[:1]
-        x0, = a
-        if x0 is not None:
-            x0 = d_TokenArgument(x0, d + 1)
-        return OutputTokenSpec(x0)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (OutputTokenSpec)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, = a if n == 1 else (a + _NONES[:1 - n] if n < 1 else a[:1])
+            f_ = 'arg'
+            if x0 is not None:
+                x0 = d_TokenArgument(x0, d + 1)
+            return OutputTokenSpec(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_Package(a, d):
-        if type(a) is not list:
-            _bad('expected an array (Package)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 13:
-            a = a + _NONES[:13 - n] if n < 13 else a[:13]
-        x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12 = a
-        if x0 is not None:
-            x0 = d_FormatVersion(x0, d + 1)
-        if x0 is None:
-            _bad('required field format_version is missing')
-        if x1 is not None:
-            x1 = d_Producer(x1, d + 1)
-        if x2 is None:
-            x2 = 0
-        elif type(x2) is not int or not 0 <= x2 <= 18446744073709551615:
-            _bad('required_features: expected uint64', x2)
-        if x3 is None:
-            x3 = []
-        elif type(x3) is not list:
-            _bad('programs: expected an array', type(x3).__name__)
-        else:
-            d1 = d + 1
-            x3 = [d_Program(e, d1) for e in x3]
-        if x4 is None:
-            x4 = []
-        elif type(x4) is not list:
-            _bad('tensors: expected an array', type(x4).__name__)
-        else:
-            d1 = d + 1
-            x4 = [d_Tensor(e, d1) for e in x4]
-        if x5 is None:
-            x5 = []
-        elif type(x5) is not list:
-            _bad('storages: expected an array', type(x5).__name__)
-        else:
-            d1 = d + 1
-            x5 = [d_Storage(e, d1) for e in x5]
-        if x6 is None:
-            x6 = []
-        elif type(x6) is not list:
-            _bad('segments: expected an array', type(x6).__name__)
-        else:
-            d1 = d + 1
-            x6 = [d_Segment(e, d1) for e in x6]
-        if x7 is None:
-            x7 = []
-        elif type(x7) is not list:
-            _bad('shard_files: expected an array', type(x7).__name__)
-        else:
-            d1 = d + 1
-            x7 = [d_ShardFile(e, d1) for e in x7]
-        if x8 is None:
-            x8 = []
-        elif type(x8) is not list:
-            _bad('operators: expected an array', type(x8).__name__)
-        else:
-            d1 = d + 1
-            x8 = [d_OperatorSchema(e, d1) for e in x8]
-        if x9 is None:
-            x9 = []
-        elif type(x9) is not list:
-            _bad('metadata: expected an array', type(x9).__name__)
-        else:
-            d1 = d + 1
-            x9 = [d_StringEntry(e, d1) for e in x9]
-        if x10 is None:
-            x10 = []
-        elif type(x10) is not list:
-            _bad('extra_files: expected an array', type(x10).__name__)
-        else:
-            d1 = d + 1
-            x10 = [d_ExtraFile(e, d1) for e in x10]
-        if x11 is None:
-            x11 = []
-        elif type(x11) is not list:
-            _bad('external_files: expected an array', type(x11).__name__)
-        else:
-            d1 = d + 1
-            x11 = [d_ExternalFile(e, d1) for e in x11]
-        if x12 is None:
-            x12 = []
-        elif type(x12) is not list:
-            _bad('weight_sets: expected an array', type(x12).__name__)
-        else:
-            d1 = d + 1
-            x12 = [d_WeightSet(e, d1) for e in x12]
-        return Package(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (Package)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12 = a if n == 13 else (a + _NONES[:13 - n] if n < 13 else a[:13])
+            f_ = 'format_version'
+            if x0 is not None:
+                x0 = d_FormatVersion(x0, d + 1)
+            if x0 is None:
+                _bad('required field format_version is missing')
+            f_ = 'producer'
+            if x1 is not None:
+                x1 = d_Producer(x1, d + 1)
+            f_ = 'required_features'
+            if x2 is None:
+                x2 = 0
+            elif type(x2) is not int or not 0 <= x2 <= 18446744073709551615:
+                _check_int(x2, 0, 18446744073709551615, 'uint64')
+            f_ = ('programs', 'x3')
+            if x3 is None:
+                x3 = []
+            elif type(x3) is not list:
+                _bad('wrong type: expected an array', type(x3).__name__)
+            else:
+                d1 = d + 1
+                x3 = [d_Program(e, d1) for e in x3]
+            f_ = ('tensors', 'x4')
+            if x4 is None:
+                x4 = []
+            elif type(x4) is not list:
+                _bad('wrong type: expected an array', type(x4).__name__)
+            else:
+                d1 = d + 1
+                x4 = [d_Tensor(e, d1) for e in x4]
+            f_ = ('storages', 'x5')
+            if x5 is None:
+                x5 = []
+            elif type(x5) is not list:
+                _bad('wrong type: expected an array', type(x5).__name__)
+            else:
+                d1 = d + 1
+                x5 = [d_Storage(e, d1) for e in x5]
+            f_ = ('segments', 'x6')
+            if x6 is None:
+                x6 = []
+            elif type(x6) is not list:
+                _bad('wrong type: expected an array', type(x6).__name__)
+            else:
+                d1 = d + 1
+                x6 = [d_Segment(e, d1) for e in x6]
+            f_ = ('shard_files', 'x7')
+            if x7 is None:
+                x7 = []
+            elif type(x7) is not list:
+                _bad('wrong type: expected an array', type(x7).__name__)
+            else:
+                d1 = d + 1
+                x7 = [d_ShardFile(e, d1) for e in x7]
+            f_ = ('operators', 'x8')
+            if x8 is None:
+                x8 = []
+            elif type(x8) is not list:
+                _bad('wrong type: expected an array', type(x8).__name__)
+            else:
+                d1 = d + 1
+                x8 = [d_OperatorSchema(e, d1) for e in x8]
+            f_ = ('metadata', 'x9')
+            if x9 is None:
+                x9 = []
+            elif type(x9) is not list:
+                _bad('wrong type: expected an array', type(x9).__name__)
+            else:
+                d1 = d + 1
+                x9 = [d_StringEntry(e, d1) for e in x9]
+            f_ = ('extra_files', 'x10')
+            if x10 is None:
+                x10 = []
+            elif type(x10) is not list:
+                _bad('wrong type: expected an array', type(x10).__name__)
+            else:
+                d1 = d + 1
+                x10 = [d_ExtraFile(e, d1) for e in x10]
+            f_ = ('external_files', 'x11')
+            if x11 is None:
+                x11 = []
+            elif type(x11) is not list:
+                _bad('wrong type: expected an array', type(x11).__name__)
+            else:
+                d1 = d + 1
+                x11 = [d_ExternalFile(e, d1) for e in x11]
+            f_ = ('weight_sets', 'x12')
+            if x12 is None:
+                x12 = []
+            elif type(x12) is not list:
+                _bad('wrong type: expected an array', type(x12).__name__)
+            else:
+                d1 = d + 1
+                x12 = [d_WeightSet(e, d1) for e in x12]
+            return Package(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_ParameterMutationSpec(a, d):
-        if type(a) is not list:
-            _bad('expected an array (ParameterMutationSpec)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 2:
-            a = a + _NONES[:2 - n] if n < 2 else a[:2]
-        x0, x1 = a
-        if x0 is not None:
-            x0 = d_TensorArgument(x0, d + 1)
-        if x1 is not None:
-            if type(x1) is not str:
-                _bad('parameter_name: expected str', type(x1).__name__)
-            _SC_attr_path(x1, 'ParameterMutationSpec.parameter_name')
-        return ParameterMutationSpec(x0, x1)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (ParameterMutationSpec)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1 = a if n == 2 else (a + _NONES[:2 - n] if n < 2 else a[:2])
+            f_ = 'arg'
+            if x0 is not None:
+                x0 = d_TensorArgument(x0, d + 1)
+            f_ = 'parameter_name'
+            if x1 is not None:
+                if type(x1) is not str:
+                    _check_str(x1)
+                _SC_attr_path(x1, 'ParameterMutationSpec.parameter_name')
+            return ParameterMutationSpec(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_Producer(a, d):
-        if type(a) is not list:
-            _bad('expected an array (Producer)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 3:
-            a = a + _NONES[:3 - n] if n < 3 else a[:3]
-        x0, x1, x2 = a
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_free_text(x0, 'Producer.name')
-        if x1 is not None:
-            if type(x1) is not str:
-                _bad('version: expected str', type(x1).__name__)
-            _SC_free_text(x1, 'Producer.version')
-        if x2 is not None:
-            if type(x2) is not str:
-                _bad('torch_version: expected str', type(x2).__name__)
-            _SC_free_text(x2, 'Producer.torch_version')
-        return Producer(x0, x1, x2)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (Producer)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1, x2 = a if n == 3 else (a + _NONES[:3 - n] if n < 3 else a[:3])
+            f_ = 'name'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_free_text(x0, 'Producer.name')
+            f_ = 'version'
+            if x1 is not None:
+                if type(x1) is not str:
+                    _check_str(x1)
+                _SC_free_text(x1, 'Producer.version')
+            f_ = 'torch_version'
+            if x2 is not None:
+                if type(x2) is not str:
+                    _check_str(x2)
+                _SC_free_text(x2, 'Producer.torch_version')
+            return Producer(x0, x1, x2)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_Program(a, d):
-        if type(a) is not list:
-            _bad('expected an array (Program)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 15:
-            a = a + _NONES[:15 - n] if n < 15 else a[:15]
-        x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14 = a
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_identifier(x0, 'Program.name')
-        if x1 is not None:
-            x1 = d_Graph(x1, d + 1)
-        if x2 is not None:
-            x2 = d_GraphSignature(x2, d + 1)
-        if x3 is None:
-            x3 = []
-        elif type(x3) is not list:
-            _bad('module_call_graph: expected an array', type(x3).__name__)
-        else:
-            d1 = d + 1
-            x3 = [d_ModuleCallEntry(e, d1) for e in x3]
-        if x4 is None:
-            x4 = []
-        elif type(x4) is not list:
-            _bad('symbols: expected an array', type(x4).__name__)
-        else:
-            d1 = d + 1
-            x4 = [d_Symbol(e, d1) for e in x4]
-        if x5 is None:
-            x5 = []
-        elif type(x5) is not list:
-            _bad('sym_exprs: expected an array', type(x5).__name__)
-        else:
-            d1 = d + 1
-            x5 = [d_SymExpr(e, d1) for e in x5]
-        if x6 is None:
-            x6 = []
-        elif type(x6) is not list:
-            _bad('range_constraints: expected an array', type(x6).__name__)
-        else:
-            d1 = d + 1
-            x6 = [d_RangeConstraint(e, d1) for e in x6]
-        if x7 is None:
-            x7 = []
-        elif type(x7) is not list:
-            _bad('opsets: expected an array', type(x7).__name__)
-        else:
-            d1 = d + 1
-            x7 = [d_Opset(e, d1) for e in x7]
-        if x8 is None:
-            x8 = []
-        elif type(x8) is not list:
-            _bad('verifiers: expected an array', type(x8).__name__)
-        elif not _STR.issuperset(map(type, x8)):
-            _bad('verifiers: expected strings')
-        else:
-            for _s in x8: _SC_token(_s, 'Program.verifiers')
-        if x9 is None:
-            x9 = []
-        elif type(x9) is not list:
-            _bad('guards_code: expected an array', type(x9).__name__)
-        elif not _STR.issuperset(map(type, x9)):
-            _bad('guards_code: expected strings')
-        else:
-            for _s in x9: _SC_free_text(_s, 'Program.guards_code')
-        if x10 is None:
-            x10 = []
-        elif type(x10) is not list:
-            _bad('state: expected an array', type(x10).__name__)
-        else:
-            d1 = d + 1
-            x10 = [d_StateEntry(e, d1) for e in x10]
-        if x11 is None:
-            x11 = []
-        elif type(x11) is not list:
-            _bad('custom_objects: expected an array', type(x11).__name__)
-        else:
-            d1 = d + 1
-            x11 = [d_CustomObject(e, d1) for e in x11]
-        if x12 is not None:
-            x12 = d_Value(x12, d + 1)
-        if x13 is None:
-            x13 = []
-        elif type(x13) is not list:
-            _bad('namedtuple_defs: expected an array', type(x13).__name__)
-        else:
-            d1 = d + 1
-            x13 = [d_NamedTupleDef(e, d1) for e in x13]
-        if x14 is None:
-            x14 = []
-        elif type(x14) is not list:
-            _bad('metadata: expected an array', type(x14).__name__)
-        else:
-            d1 = d + 1
-            x14 = [d_StringEntry(e, d1) for e in x14]
-        return Program(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (Program)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14 = a if n == 15 else (a + _NONES[:15 - n] if n < 15 else a[:15])
+            f_ = 'name'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_identifier(x0, 'Program.name')
+            f_ = 'graph'
+            if x1 is not None:
+                x1 = d_Graph(x1, d + 1)
+            f_ = 'signature'
+            if x2 is not None:
+                x2 = d_GraphSignature(x2, d + 1)
+            f_ = ('module_call_graph', 'x3')
+            if x3 is None:
+                x3 = []
+            elif type(x3) is not list:
+                _bad('wrong type: expected an array', type(x3).__name__)
+            else:
+                d1 = d + 1
+                x3 = [d_ModuleCallEntry(e, d1) for e in x3]
+            f_ = ('symbols', 'x4')
+            if x4 is None:
+                x4 = []
+            elif type(x4) is not list:
+                _bad('wrong type: expected an array', type(x4).__name__)
+            else:
+                d1 = d + 1
+                x4 = [d_Symbol(e, d1) for e in x4]
+            f_ = ('sym_exprs', 'x5')
+            if x5 is None:
+                x5 = []
+            elif type(x5) is not list:
+                _bad('wrong type: expected an array', type(x5).__name__)
+            else:
+                d1 = d + 1
+                x5 = [d_SymExpr(e, d1) for e in x5]
+            f_ = ('range_constraints', 'x6')
+            if x6 is None:
+                x6 = []
+            elif type(x6) is not list:
+                _bad('wrong type: expected an array', type(x6).__name__)
+            else:
+                d1 = d + 1
+                x6 = [d_RangeConstraint(e, d1) for e in x6]
+            f_ = ('opsets', 'x7')
+            if x7 is None:
+                x7 = []
+            elif type(x7) is not list:
+                _bad('wrong type: expected an array', type(x7).__name__)
+            else:
+                d1 = d + 1
+                x7 = [d_Opset(e, d1) for e in x7]
+            f_ = 'verifiers'
+            if x8 is None:
+                x8 = []
+            elif type(x8) is not list:
+                _bad('wrong type: expected an array', type(x8).__name__)
+            elif not _STR.issuperset(map(type, x8)):
+                _check_each(x8, _check_str)
+            else:
+                for _s in x8: _SC_token(_s, 'Program.verifiers')
+            f_ = 'guards_code'
+            if x9 is None:
+                x9 = []
+            elif type(x9) is not list:
+                _bad('wrong type: expected an array', type(x9).__name__)
+            elif not _STR.issuperset(map(type, x9)):
+                _check_each(x9, _check_str)
+            else:
+                for _s in x9: _SC_free_text(_s, 'Program.guards_code')
+            f_ = ('state', 'x10')
+            if x10 is None:
+                x10 = []
+            elif type(x10) is not list:
+                _bad('wrong type: expected an array', type(x10).__name__)
+            else:
+                d1 = d + 1
+                x10 = [d_StateEntry(e, d1) for e in x10]
+            f_ = ('custom_objects', 'x11')
+            if x11 is None:
+                x11 = []
+            elif type(x11) is not list:
+                _bad('wrong type: expected an array', type(x11).__name__)
+            else:
+                d1 = d + 1
+                x11 = [d_CustomObject(e, d1) for e in x11]
+            f_ = 'example_inputs'
+            if x12 is not None:
+                x12 = d_Value(x12, d + 1)
+            f_ = ('namedtuple_defs', 'x13')
+            if x13 is None:
+                x13 = []
+            elif type(x13) is not list:
+                _bad('wrong type: expected an array', type(x13).__name__)
+            else:
+                d1 = d + 1
+                x13 = [d_NamedTupleDef(e, d1) for e in x13]
+            f_ = ('metadata', 'x14')
+            if x14 is None:
+                x14 = []
+            elif type(x14) is not list:
+                _bad('wrong type: expected an array', type(x14).__name__)
+            else:
+                d1 = d + 1
+                x14 = [d_StringEntry(e, d1) for e in x14]
+            return Program(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_RangeConstraint(a, d):
-        if type(a) is not list:
-            _bad('expected an array (RangeConstraint)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 2:
-            a = a + _NONES[:2 - n] if n < 2 else a[:2]
-        x0, x1 = a
-        if x0 is None:
-            x0 = 0
-        elif type(x0) is not int or not 0 <= x0 <= 4294967295:
-            _bad('expr: expected uint32', x0)
-        if x1 is not None:
-            x1 = d_ValueRange(x1, d + 1)
-        return RangeConstraint(x0, x1)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (RangeConstraint)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1 = a if n == 2 else (a + _NONES[:2 - n] if n < 2 else a[:2])
+            f_ = 'expr'
+            if x0 is None:
+                x0 = 0
+            elif type(x0) is not int or not 0 <= x0 <= 4294967295:
+                _check_int(x0, 0, 4294967295, 'uint32')
+            f_ = 'range'
+            if x1 is not None:
+                x1 = d_ValueRange(x1, d + 1)
+            return RangeConstraint(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_ScalarTypeArgument(a, d):
-        if type(a) is not list:
-            _bad('expected an array (ScalarTypeArgument)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 1:
-            a = a + _NONES[:1 - n] if n < 1 else a[:1]
-        x0, = a
-        if x0 is None:
-            x0 = 0
-        elif type(x0) is not int or not 0 <= x0 <= 255:
-            _bad('value: expected uint8', x0)
-        return ScalarTypeArgument(x0)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (ScalarTypeArgument)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, = a if n == 1 else (a + _NONES[:1 - n] if n < 1 else a[:1])
+            f_ = 'value'
+            if x0 is None:
+                x0 = 0
+            elif type(x0) is not int or not 0 <= x0 <= 255:
+                _check_int(x0, 0, 255, 'uint8')
+            return ScalarTypeArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_ScalarTypeValue(a, d):
-        if type(a) is not list:
-            _bad('expected an array (ScalarTypeValue)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 1:
-            a = a + _NONES[:1 - n] if n < 1 else a[:1]
-        x0, = a
-        if x0 is None:
-            x0 = 0
-        elif type(x0) is not int or not 0 <= x0 <= 255:
-            _bad('value: expected uint8', x0)
-        return ScalarTypeValue(x0)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (ScalarTypeValue)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, = a if n == 1 else (a + _NONES[:1 - n] if n < 1 else a[:1])
+            f_ = 'value'
+            if x0 is None:
+                x0 = 0
+            elif type(x0) is not int or not 0 <= x0 <= 255:
+                _check_int(x0, 0, 255, 'uint8')
+            return ScalarTypeValue(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_Segment(a, d):
-        if type(a) is not list:
-            _bad('expected an array (Segment)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 3:
-            a = a + _NONES[:3 - n] if n < 3 else a[:3]
-        x0, x1, x2 = a
-        if x0 is None:
-            x0 = 0
-        elif type(x0) is not int or not 0 <= x0 <= 4294967295:
-            _bad('file: expected uint32', x0)
-        if x1 is None:
-            x1 = 0
-        elif type(x1) is not int or not 0 <= x1 <= 4294967295:
-            _bad('section: expected uint32', x1)
-        if x2 is None:
-            x2 = 0
-        elif type(x2) is not int or not 0 <= x2 <= 4294967295:
-            _bad('external: expected uint32', x2)
-        return Segment(x0, x1, x2)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (Segment)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1, x2 = a if n == 3 else (a + _NONES[:3 - n] if n < 3 else a[:3])
+            f_ = 'file'
+            if x0 is None:
+                x0 = 0
+            elif type(x0) is not int or not 0 <= x0 <= 4294967295:
+                _check_int(x0, 0, 4294967295, 'uint32')
+            f_ = 'section'
+            if x1 is None:
+                x1 = 0
+            elif type(x1) is not int or not 0 <= x1 <= 4294967295:
+                _check_int(x1, 0, 4294967295, 'uint32')
+            f_ = 'external'
+            if x2 is None:
+                x2 = 0
+            elif type(x2) is not int or not 0 <= x2 <= 4294967295:
+                _check_int(x2, 0, 4294967295, 'uint32')
+            return Segment(x0, x1, x2)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_ShardFile(a, d):
-        if type(a) is not list:
-            _bad('expected an array (ShardFile)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 3:
-            a = a + _NONES[:3 - n] if n < 3 else a[:3]
-        x0, x1, x2 = a
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_file_name(x0, 'ShardFile.name')
-        if x1 is None:
-            x1 = 0
-        elif type(x1) is not int or not 0 <= x1 <= 18446744073709551615:
-            _bad('size: expected uint64', x1)
-        if x2 is None:
-            x2 = []
-        elif type(x2) is bytes:
-            x2 = list(x2)
-        elif type(x2) is list:
-            _ints(x2, 0, 255)
-        else:
-            _bad('package_id: expected bin', type(x2).__name__)
-        return ShardFile(x0, x1, x2)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (ShardFile)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1, x2 = a if n == 3 else (a + _NONES[:3 - n] if n < 3 else a[:3])
+            f_ = 'name'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_file_name(x0, 'ShardFile.name')
+            f_ = 'size'
+            if x1 is None:
+                x1 = 0
+            elif type(x1) is not int or not 0 <= x1 <= 18446744073709551615:
+                _check_int(x1, 0, 18446744073709551615, 'uint64')
+            f_ = 'package_id'
+            if x2 is None:
+                x2 = []
+            elif type(x2) is bytes:
+                x2 = list(x2)
+            elif type(x2) is list:
+                _check_ints(x2, 0, 255, 'uint8')
+            else:
+                _bad('wrong type: expected bin', type(x2).__name__)
+            return ShardFile(x0, x1, x2)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_SourceFnEntry(a, d):
-        if type(a) is not list:
-            _bad('expected an array (SourceFnEntry)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 2:
-            a = a + _NONES[:2 - n] if n < 2 else a[:2]
-        x0, x1 = a
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_token(x0, 'SourceFnEntry.name')
-        if x1 is not None:
-            if type(x1) is not str:
-                _bad('target: expected str', type(x1).__name__)
-            _SC_qualified_name(x1, 'SourceFnEntry.target')
-        return SourceFnEntry(x0, x1)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (SourceFnEntry)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1 = a if n == 2 else (a + _NONES[:2 - n] if n < 2 else a[:2])
+            f_ = 'name'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_token(x0, 'SourceFnEntry.name')
+            f_ = 'target'
+            if x1 is not None:
+                if type(x1) is not str:
+                    _check_str(x1)
+                _SC_qualified_name(x1, 'SourceFnEntry.target')
+            return SourceFnEntry(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_StateEntry(a, d):
-        if type(a) is not list:
-            _bad('expected an array (StateEntry)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 3:
-            a = a + _NONES[:3 - n] if n < 3 else a[:3]
-        x0, x1, x2 = a
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_attr_path(x0, 'StateEntry.name')
-        if x1 is None:
-            x1 = 0
-        elif type(x1) is not int or not 0 <= x1 <= 255:
-            _bad('kind: expected uint8', x1)
-        if x2 is None:
-            x2 = 0
-        elif type(x2) is not int or not 0 <= x2 <= 4294967295:
-            _bad('tensor: expected uint32', x2)
-        return StateEntry(x0, x1, x2)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (StateEntry)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1, x2 = a if n == 3 else (a + _NONES[:3 - n] if n < 3 else a[:3])
+            f_ = 'name'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_attr_path(x0, 'StateEntry.name')
+            f_ = 'kind'
+            if x1 is None:
+                x1 = 0
+            elif type(x1) is not int or not 0 <= x1 <= 255:
+                _check_int(x1, 0, 255, 'uint8')
+            f_ = 'tensor'
+            if x2 is None:
+                x2 = 0
+            elif type(x2) is not int or not 0 <= x2 <= 4294967295:
+                _check_int(x2, 0, 4294967295, 'uint32')
+            return StateEntry(x0, x1, x2)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_Storage(a, d):
-        if type(a) is not list:
-            _bad('expected an array (Storage)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 5:
-            a = a + _NONES[:5 - n] if n < 5 else a[:5]
-        x0, x1, x2, x3, x4 = a
-        if x0 is None:
-            x0 = 0
-        elif type(x0) is not int or not 0 <= x0 <= 4294967295:
-            _bad('segment: expected uint32', x0)
-        if x1 is None:
-            x1 = 0
-        elif type(x1) is not int or not 0 <= x1 <= 18446744073709551615:
-            _bad('offset: expected uint64', x1)
-        if x2 is None:
-            x2 = 0
-        elif type(x2) is not int or not 0 <= x2 <= 18446744073709551615:
-            _bad('size: expected uint64', x2)
-        if x3 is None:
-            x3 = 0
-        elif type(x3) is not int or not 0 <= x3 <= 255:
-            _bad('checksum_kind: expected uint8', x3)
-        if x4 is None:
-            x4 = 0
-        elif type(x4) is not int or not 0 <= x4 <= 4294967295:
-            _bad('checksum: expected uint32', x4)
-        return Storage(x0, x1, x2, x3, x4)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (Storage)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1, x2, x3, x4 = a if n == 5 else (a + _NONES[:5 - n] if n < 5 else a[:5])
+            f_ = 'segment'
+            if x0 is None:
+                x0 = 0
+            elif type(x0) is not int or not 0 <= x0 <= 4294967295:
+                _check_int(x0, 0, 4294967295, 'uint32')
+            f_ = 'offset'
+            if x1 is None:
+                x1 = 0
+            elif type(x1) is not int or not 0 <= x1 <= 18446744073709551615:
+                _check_int(x1, 0, 18446744073709551615, 'uint64')
+            f_ = 'size'
+            if x2 is None:
+                x2 = 0
+            elif type(x2) is not int or not 0 <= x2 <= 18446744073709551615:
+                _check_int(x2, 0, 18446744073709551615, 'uint64')
+            f_ = 'checksum_kind'
+            if x3 is None:
+                x3 = 0
+            elif type(x3) is not int or not 0 <= x3 <= 255:
+                _check_int(x3, 0, 255, 'uint8')
+            f_ = 'checksum'
+            if x4 is None:
+                x4 = 0
+            elif type(x4) is not int or not 0 <= x4 <= 4294967295:
+                _check_int(x4, 0, 4294967295, 'uint32')
+            return Storage(x0, x1, x2, x3, x4)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_StringArgument(a, d):
-        if type(a) is not list:
-            _bad('expected an array (StringArgument)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 1:
-            a = a + _NONES[:1 - n] if n < 1 else a[:1]
-        x0, = a
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('value: expected str', type(x0).__name__)
-            _SC_free_text(x0, 'StringArgument.value')
-        return StringArgument(x0)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (StringArgument)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, = a if n == 1 else (a + _NONES[:1 - n] if n < 1 else a[:1])
+            f_ = 'value'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_free_text(x0, 'StringArgument.value')
+            return StringArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_StringEntry(a, d):
-        if type(a) is not list:
-            _bad('expected an array (StringEntry)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 2:
-            a = a + _NONES[:2 - n] if n < 2 else a[:2]
-        x0, x1 = a
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('key: expected str', type(x0).__name__)
-            _SC_metadata_key(x0, 'StringEntry.key')
-        if x0 is None:
-            _bad('required field key is missing')
-        if x1 is not None:
-            if type(x1) is not str:
-                _bad('value: expected str', type(x1).__name__)
-            _SC_free_text(x1, 'StringEntry.value')
-        return StringEntry(x0, x1)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (StringEntry)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1 = a if n == 2 else (a + _NONES[:2 - n] if n < 2 else a[:2])
+            f_ = 'key'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_metadata_key(x0, 'StringEntry.key')
+            if x0 is None:
+                _bad('required field key is missing')
+            f_ = 'value'
+            if x1 is not None:
+                if type(x1) is not str:
+                    _check_str(x1)
+                _SC_free_text(x1, 'StringEntry.value')
+            return StringEntry(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_StringListArgument(a, d):
-        if type(a) is not list:
-            _bad('expected an array (StringListArgument)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 1:
-            a = a + _NONES[:1 - n] if n < 1 else a[:1]
-        x0, = a
-        if x0 is None:
-            x0 = []
-        elif type(x0) is not list:
-            _bad('values: expected an array', type(x0).__name__)
-        elif not _STR.issuperset(map(type, x0)):
-            _bad('values: expected strings')
-        else:
-            for _s in x0: _SC_free_text(_s, 'StringListArgument.values')
-        return StringListArgument(x0)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (StringListArgument)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, = a if n == 1 else (a + _NONES[:1 - n] if n < 1 else a[:1])
+            f_ = 'values'
+            if x0 is None:
+                x0 = []
+            elif type(x0) is not list:
+                _bad('wrong type: expected an array', type(x0).__name__)
+            elif not _STR.issuperset(map(type, x0)):
+                _check_each(x0, _check_str)
+            else:
+                for _s in x0: _SC_free_text(_s, 'StringListArgument.values')
+            return StringListArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_StringToArgumentMapArgument(a, d):
-        if type(a) is not list:
-            _bad('expected an array (StringToArgumentMapArgument)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 1:
-            a = a + _NONES[:1 - n] if n < 1 else a[:1]
-        x0, = a
-        if x0 is None:
-            x0 = []
-        elif type(x0) is not list:
-            _bad('entries: expected an array', type(x0).__name__)
-        else:
-            d1 = d + 1
-            x0 = [d_ArgumentMapEntry(e, d1) for e in x0]
-        return StringToArgumentMapArgument(x0)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (StringToArgumentMapArgument)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, = a if n == 1 else (a + _NONES[:1 - n] if n < 1 else a[:1])
+            f_ = ('entries', 'x0')
+            if x0 is None:
+                x0 = []
+            elif type(x0) is not list:
+                _bad('wrong type: expected an array', type(x0).__name__)
+            else:
+                d1 = d + 1
+                x0 = [d_ArgumentMapEntry(e, d1) for e in x0]
+            return StringToArgumentMapArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_StringValue(a, d):
-        if type(a) is not list:
-            _bad('expected an array (StringValue)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 1:
-            a = a + _NONES[:1 - n] if n < 1 else a[:1]
-        x0, = a
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('value: expected str', type(x0).__name__)
-            _SC_free_text(x0, 'StringValue.value')
-        return StringValue(x0)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (StringValue)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, = a if n == 1 else (a + _NONES[:1 - n] if n < 1 else a[:1])
+            f_ = 'value'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_free_text(x0, 'StringValue.value')
+            return StringValue(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_SymBoolArgument(a, d):
-        if type(a) is not list:
-            _bad('expected an array (SymBoolArgument)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 2:
-            a = a + _NONES[:2 - n] if n < 2 else a[:2]
-        x0, x1 = a
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_local_name(x0, 'SymBoolArgument.name')
-        if x1 is None:
-            x1 = False
-        elif type(x1) is not bool:
-            _bad('value: expected bool', type(x1).__name__)
-        return SymBoolArgument(x0, x1)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (SymBoolArgument)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1 = a if n == 2 else (a + _NONES[:2 - n] if n < 2 else a[:2])
+            f_ = 'name'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_local_name(x0, 'SymBoolArgument.name')
+            f_ = 'value'
+            if x1 is None:
+                x1 = False
+            elif type(x1) is not bool:
+                _check_bool(x1)
+            return SymBoolArgument(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_SymBoolListArgument(a, d):
-        if type(a) is not list:
-            _bad('expected an array (SymBoolListArgument)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 1:
-            a = a + _NONES[:1 - n] if n < 1 else a[:1]
-        x0, = a
-        if x0 is None:
-            x0 = []
-        elif type(x0) is not list:
-            _bad('items: expected an array', type(x0).__name__)
-        else:
-            d1 = d + 1
-            x0 = [d_SymBoolArgument(e, d1) for e in x0]
-        return SymBoolListArgument(x0)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (SymBoolListArgument)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, = a if n == 1 else (a + _NONES[:1 - n] if n < 1 else a[:1])
+            f_ = ('items', 'x0')
+            if x0 is None:
+                x0 = []
+            elif type(x0) is not list:
+                _bad('wrong type: expected an array', type(x0).__name__)
+            else:
+                d1 = d + 1
+                x0 = [d_SymBoolArgument(e, d1) for e in x0]
+            return SymBoolListArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_SymBoolValue(a, d):
-        if type(a) is not list:
-            _bad('expected an array (SymBoolValue)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 2:
-            a = a + _NONES[:2 - n] if n < 2 else a[:2]
-        x0, x1 = a
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_local_name(x0, 'SymBoolValue.name')
-        if x1 is not None:
-            x1 = _ds_SymBool(x1)
-        return SymBoolValue(x0, x1)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (SymBoolValue)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1 = a if n == 2 else (a + _NONES[:2 - n] if n < 2 else a[:2])
+            f_ = 'name'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_local_name(x0, 'SymBoolValue.name')
+            f_ = 'value'
+            if x1 is not None:
+                x1 = _ds_SymBool(x1)
+            return SymBoolValue(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_SymExpr(a, d):
-        if type(a) is not list:
-            _bad('expected an array (SymExpr)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 8:
-            a = a + _NONES[:8 - n] if n < 8 else a[:8]
-        x0, x1, x2, x3, x4, x5, x6, x7 = a
-        if x0 is None:
-            x0 = 0
-        elif type(x0) is not int or not 0 <= x0 <= 255:
-            _bad('kind: expected uint8', x0)
-        if x1 is None:
-            x1 = 0
-        elif type(x1) is not int or not 0 <= x1 <= 4294967295:
-            _bad('symbol: expected uint32', x1)
-        if x2 is None:
-            x2 = 0
-        elif type(x2) is not int or not -9223372036854775808 <= x2 <= 9223372036854775807:
-            _bad('int_value: expected int64', x2)
-        if x3 is None:
-            x3 = 1
-        elif type(x3) is not int or not -9223372036854775808 <= x3 <= 9223372036854775807:
-            _bad('denominator: expected int64', x3)
-        if x4 is None:
-            x4 = 0.0
-        elif type(x4) is not float:
-            x4 = _float(x4)
-        if x5 is None:
-            x5 = False
-        elif type(x5) is not bool:
-            _bad('bool_value: expected bool', type(x5).__name__)
-        if x6 is None:
-            x6 = 0
-        elif type(x6) is not int or not 0 <= x6 <= 255:
-            _bad('op: expected uint8', x6)
-        if x7 is None:
-            x7 = []
-        elif type(x7) is not list:
-            _bad('args: expected an array', type(x7).__name__)
-        else:
-            _ints(x7, 0, 4294967295)
-        return SymExpr(x0, x1, x2, x3, x4, x5, x6, x7)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (SymExpr)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1, x2, x3, x4, x5, x6, x7 = a if n == 8 else (a + _NONES[:8 - n] if n < 8 else a[:8])
+            f_ = 'kind'
+            if x0 is None:
+                x0 = 0
+            elif type(x0) is not int or not 0 <= x0 <= 255:
+                _check_int(x0, 0, 255, 'uint8')
+            f_ = 'symbol'
+            if x1 is None:
+                x1 = 0
+            elif type(x1) is not int or not 0 <= x1 <= 4294967295:
+                _check_int(x1, 0, 4294967295, 'uint32')
+            f_ = 'int_value'
+            if x2 is None:
+                x2 = 0
+            elif type(x2) is not int or not -9223372036854775808 <= x2 <= 9223372036854775807:
+                _check_int(x2, -9223372036854775808, 9223372036854775807, 'int64')
+            f_ = 'denominator'
+            if x3 is None:
+                x3 = 1
+            elif type(x3) is not int or not -9223372036854775808 <= x3 <= 9223372036854775807:
+                _check_int(x3, -9223372036854775808, 9223372036854775807, 'int64')
+            f_ = 'float_value'
+            if x4 is None:
+                x4 = 0.0
+            elif type(x4) is not float:
+                x4 = _check_float(x4)
+            f_ = 'bool_value'
+            if x5 is None:
+                x5 = False
+            elif type(x5) is not bool:
+                _check_bool(x5)
+            f_ = 'op'
+            if x6 is None:
+                x6 = 0
+            elif type(x6) is not int or not 0 <= x6 <= 255:
+                _check_int(x6, 0, 255, 'uint8')
+            f_ = 'args'
+            if x7 is None:
+                x7 = []
+            elif type(x7) is not list:
+                _bad('wrong type: expected an array', type(x7).__name__)
+            else:
+                _check_ints(x7, 0, 4294967295, 'uint32')
+            return SymExpr(x0, x1, x2, x3, x4, x5, x6, x7)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_SymFloatArgument(a, d):
-        if type(a) is not list:
-            _bad('expected an array (SymFloatArgument)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 2:
-            a = a + _NONES[:2 - n] if n < 2 else a[:2]
-        x0, x1 = a
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_local_name(x0, 'SymFloatArgument.name')
-        if x1 is None:
-            x1 = 0.0
-        elif type(x1) is not float:
-            x1 = _float(x1)
-        return SymFloatArgument(x0, x1)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (SymFloatArgument)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1 = a if n == 2 else (a + _NONES[:2 - n] if n < 2 else a[:2])
+            f_ = 'name'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_local_name(x0, 'SymFloatArgument.name')
+            f_ = 'value'
+            if x1 is None:
+                x1 = 0.0
+            elif type(x1) is not float:
+                x1 = _check_float(x1)
+            return SymFloatArgument(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_SymFloatListArgument(a, d):
-        if type(a) is not list:
-            _bad('expected an array (SymFloatListArgument)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 1:
-            a = a + _NONES[:1 - n] if n < 1 else a[:1]
-        x0, = a
-        if x0 is None:
-            x0 = []
-        elif type(x0) is not list:
-            _bad('items: expected an array', type(x0).__name__)
-        else:
-            d1 = d + 1
-            x0 = [d_SymFloatArgument(e, d1) for e in x0]
-        return SymFloatListArgument(x0)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (SymFloatListArgument)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, = a if n == 1 else (a + _NONES[:1 - n] if n < 1 else a[:1])
+            f_ = ('items', 'x0')
+            if x0 is None:
+                x0 = []
+            elif type(x0) is not list:
+                _bad('wrong type: expected an array', type(x0).__name__)
+            else:
+                d1 = d + 1
+                x0 = [d_SymFloatArgument(e, d1) for e in x0]
+            return SymFloatListArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_SymFloatValue(a, d):
-        if type(a) is not list:
-            _bad('expected an array (SymFloatValue)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 2:
-            a = a + _NONES[:2 - n] if n < 2 else a[:2]
-        x0, x1 = a
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_local_name(x0, 'SymFloatValue.name')
-        if x1 is not None:
-            x1 = _ds_SymFloat(x1)
-        return SymFloatValue(x0, x1)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (SymFloatValue)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1 = a if n == 2 else (a + _NONES[:2 - n] if n < 2 else a[:2])
+            f_ = 'name'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_local_name(x0, 'SymFloatValue.name')
+            f_ = 'value'
+            if x1 is not None:
+                x1 = _ds_SymFloat(x1)
+            return SymFloatValue(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_SymIntArgument(a, d):
-        if type(a) is not list:
-            _bad('expected an array (SymIntArgument)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 2:
-            a = a + _NONES[:2 - n] if n < 2 else a[:2]
-        x0, x1 = a
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_local_name(x0, 'SymIntArgument.name')
-        if x1 is None:
-            x1 = 0
-        elif type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
-            _bad('value: expected int64', x1)
-        return SymIntArgument(x0, x1)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (SymIntArgument)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1 = a if n == 2 else (a + _NONES[:2 - n] if n < 2 else a[:2])
+            f_ = 'name'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_local_name(x0, 'SymIntArgument.name')
+            f_ = 'value'
+            if x1 is None:
+                x1 = 0
+            elif type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
+                _check_int(x1, -9223372036854775808, 9223372036854775807, 'int64')
+            return SymIntArgument(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_SymIntListArgument(a, d):
-        if type(a) is not list:
-            _bad('expected an array (SymIntListArgument)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 1:
-            a = a + _NONES[:1 - n] if n < 1 else a[:1]
-        x0, = a
-        if x0 is None:
-            x0 = []
-        elif type(x0) is not list:
-            _bad('items: expected an array', type(x0).__name__)
-        else:
-            d1 = d + 1
-            x0 = [d_SymIntArgument(e, d1) for e in x0]
-        return SymIntListArgument(x0)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (SymIntListArgument)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, = a if n == 1 else (a + _NONES[:1 - n] if n < 1 else a[:1])
+            f_ = ('items', 'x0')
+            if x0 is None:
+                x0 = []
+            elif type(x0) is not list:
+                _bad('wrong type: expected an array', type(x0).__name__)
+            else:
+                d1 = d + 1
+                x0 = [d_SymIntArgument(e, d1) for e in x0]
+            return SymIntListArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_SymIntValue(a, d):
-        if type(a) is not list:
-            _bad('expected an array (SymIntValue)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 2:
-            a = a + _NONES[:2 - n] if n < 2 else a[:2]
-        x0, x1 = a
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_local_name(x0, 'SymIntValue.name')
-        if x1 is not None:
-            x1 = _ds_SymInt(x1)
-        return SymIntValue(x0, x1)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (SymIntValue)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1 = a if n == 2 else (a + _NONES[:2 - n] if n < 2 else a[:2])
+            f_ = 'name'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_local_name(x0, 'SymIntValue.name')
+            f_ = 'value'
+            if x1 is not None:
+                x1 = _ds_SymInt(x1)
+            return SymIntValue(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_Symbol(a, d):
-        if type(a) is not list:
-            _bad('expected an array (Symbol)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 7:
-            a = a + _NONES[:7 - n] if n < 7 else a[:7]
-        x0, x1, x2, x3, x4, x5, x6 = a
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_identifier(x0, 'Symbol.name')
-        if x1 is None:
-            x1 = 0
-        elif type(x1) is not int or not 0 <= x1 <= 255:
-            _bad('kind: expected uint8', x1)
-        if x2 is not None:
-            x2 = d_ValueRange(x2, d + 1)
-        if x3 is None:
-            x3 = 0
-        elif type(x3) is not int or not -9223372036854775808 <= x3 <= 9223372036854775807:
-            _bad('hint: expected int64', x3)
-        if x4 is None:
-            x4 = False
-        elif type(x4) is not bool:
-            _bad('has_hint: expected bool', type(x4).__name__)
-        if x5 is None:
-            x5 = False
-        elif type(x5) is not bool:
-            _bad('positive: expected bool', type(x5).__name__)
-        if x6 is None:
-            x6 = 0.0
-        elif type(x6) is not float:
-            x6 = _float(x6)
-        return Symbol(x0, x1, x2, x3, x4, x5, x6)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (Symbol)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1, x2, x3, x4, x5, x6 = a if n == 7 else (a + _NONES[:7 - n] if n < 7 else a[:7])
+            f_ = 'name'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_identifier(x0, 'Symbol.name')
+            f_ = 'kind'
+            if x1 is None:
+                x1 = 0
+            elif type(x1) is not int or not 0 <= x1 <= 255:
+                _check_int(x1, 0, 255, 'uint8')
+            f_ = 'range'
+            if x2 is not None:
+                x2 = d_ValueRange(x2, d + 1)
+            f_ = 'hint'
+            if x3 is None:
+                x3 = 0
+            elif type(x3) is not int or not -9223372036854775808 <= x3 <= 9223372036854775807:
+                _check_int(x3, -9223372036854775808, 9223372036854775807, 'int64')
+            f_ = 'has_hint'
+            if x4 is None:
+                x4 = False
+            elif type(x4) is not bool:
+                _check_bool(x4)
+            f_ = 'positive'
+            if x5 is None:
+                x5 = False
+            elif type(x5) is not bool:
+                _check_bool(x5)
+            f_ = 'float_hint'
+            if x6 is None:
+                x6 = 0.0
+            elif type(x6) is not float:
+                x6 = _check_float(x6)
+            return Symbol(x0, x1, x2, x3, x4, x5, x6)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_Tensor(a, d):
-        if type(a) is not list:
-            _bad('expected an array (Tensor)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 7:
-            a = a + _NONES[:7 - n] if n < 7 else a[:7]
-        x0, x1, x2, x3, x4, x5, x6 = a
-        if x0 is None:
-            x0 = 0
-        elif type(x0) is not int or not 0 <= x0 <= 4294967295:
-            _bad('storage: expected uint32', x0)
-        if x1 is None:
-            x1 = 0
-        elif type(x1) is not int or not 0 <= x1 <= 255:
-            _bad('dtype: expected uint8', x1)
-        if x2 is None:
-            x2 = []
-        elif type(x2) is not list:
-            _bad('sizes: expected an array', type(x2).__name__)
-        else:
-            _ints(x2, -9223372036854775808, 9223372036854775807)
-        if x3 is None:
-            x3 = []
-        elif type(x3) is not list:
-            _bad('strides: expected an array', type(x3).__name__)
-        else:
-            _ints(x3, -9223372036854775808, 9223372036854775807)
-        if x4 is None:
-            x4 = 0
-        elif type(x4) is not int or not -9223372036854775808 <= x4 <= 9223372036854775807:
-            _bad('storage_offset: expected int64', x4)
-        if x5 is None:
-            x5 = False
-        elif type(x5) is not bool:
-            _bad('requires_grad: expected bool', type(x5).__name__)
-        if x6 is not None:
-            x6 = d_Device(x6, d + 1)
-        return Tensor(x0, x1, x2, x3, x4, x5, x6)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (Tensor)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1, x2, x3, x4, x5, x6 = a if n == 7 else (a + _NONES[:7 - n] if n < 7 else a[:7])
+            f_ = 'storage'
+            if x0 is None:
+                x0 = 0
+            elif type(x0) is not int or not 0 <= x0 <= 4294967295:
+                _check_int(x0, 0, 4294967295, 'uint32')
+            f_ = 'dtype'
+            if x1 is None:
+                x1 = 0
+            elif type(x1) is not int or not 0 <= x1 <= 255:
+                _check_int(x1, 0, 255, 'uint8')
+            f_ = 'sizes'
+            if x2 is None:
+                x2 = []
+            elif type(x2) is not list:
+                _bad('wrong type: expected an array', type(x2).__name__)
+            else:
+                _check_ints(x2, -9223372036854775808, 9223372036854775807, 'int64')
+            f_ = 'strides'
+            if x3 is None:
+                x3 = []
+            elif type(x3) is not list:
+                _bad('wrong type: expected an array', type(x3).__name__)
+            else:
+                _check_ints(x3, -9223372036854775808, 9223372036854775807, 'int64')
+            f_ = 'storage_offset'
+            if x4 is None:
+                x4 = 0
+            elif type(x4) is not int or not -9223372036854775808 <= x4 <= 9223372036854775807:
+                _check_int(x4, -9223372036854775808, 9223372036854775807, 'int64')
+            f_ = 'requires_grad'
+            if x5 is None:
+                x5 = False
+            elif type(x5) is not bool:
+                _check_bool(x5)
+            f_ = 'device'
+            if x6 is not None:
+                x6 = d_Device(x6, d + 1)
+            return Tensor(x0, x1, x2, x3, x4, x5, x6)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_TensorArgument(a, d):
-        if type(a) is not list:
-            _bad('expected an array (TensorArgument)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 1:
-            a = a + _NONES[:1 - n] if n < 1 else a[:1]
-        x0, = a
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_local_name(x0, 'TensorArgument.name')
-        return TensorArgument(x0)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (TensorArgument)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, = a if n == 1 else (a + _NONES[:1 - n] if n < 1 else a[:1])
+            f_ = 'name'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_local_name(x0, 'TensorArgument.name')
+            return TensorArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_TensorListArgument(a, d):
-        if type(a) is not list:
-            _bad('expected an array (TensorListArgument)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 1:
-            a = a + _NONES[:1 - n] if n < 1 else a[:1]
-        x0, = a
-        if x0 is None:
-            x0 = []
-        elif type(x0) is not list:
-            _bad('names: expected an array', type(x0).__name__)
-        elif not _STR.issuperset(map(type, x0)):
-            _bad('names: expected strings')
-        else:
-            for _s in x0: _SC_local_name(_s, 'TensorListArgument.names')
-        return TensorListArgument(x0)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (TensorListArgument)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, = a if n == 1 else (a + _NONES[:1 - n] if n < 1 else a[:1])
+            f_ = 'names'
+            if x0 is None:
+                x0 = []
+            elif type(x0) is not list:
+                _bad('wrong type: expected an array', type(x0).__name__)
+            elif not _STR.issuperset(map(type, x0)):
+                _check_each(x0, _check_str)
+            else:
+                for _s in x0: _SC_local_name(_s, 'TensorListArgument.names')
+            return TensorListArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_TensorMeta(a, d):
-        if type(a) is not list:
-            _bad('expected an array (TensorMeta)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 7:
-            a = a + _NONES[:7 - n] if n < 7 else a[:7]
-        x0, x1, x2, x3, x4, x5, x6 = a
-        if x0 is None:
-            x0 = 0
-        elif type(x0) is not int or not 0 <= x0 <= 255:
-            _bad('dtype: expected uint8', x0)
-        if x1 is None:
-            x1 = []
-        elif type(x1) is not list:
-            _bad('sizes: expected an array', type(x1).__name__)
-        else:
-            x1 = [_ds_SymInt(e) for e in x1]
-        if x2 is None:
-            x2 = []
-        elif type(x2) is not list:
-            _bad('strides: expected an array', type(x2).__name__)
-        else:
-            x2 = [_ds_SymInt(e) for e in x2]
-        if x3 is not None:
-            x3 = _ds_SymInt(x3)
-        if x4 is None:
-            x4 = False
-        elif type(x4) is not bool:
-            _bad('requires_grad: expected bool', type(x4).__name__)
-        if x5 is not None:
-            x5 = d_Device(x5, d + 1)
-        if x6 is None:
-            x6 = 1
-        elif type(x6) is not int or not 0 <= x6 <= 255:
-            _bad('layout: expected uint8', x6)
-        return TensorMeta(x0, x1, x2, x3, x4, x5, x6)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (TensorMeta)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1, x2, x3, x4, x5, x6 = a if n == 7 else (a + _NONES[:7 - n] if n < 7 else a[:7])
+            f_ = 'dtype'
+            if x0 is None:
+                x0 = 0
+            elif type(x0) is not int or not 0 <= x0 <= 255:
+                _check_int(x0, 0, 255, 'uint8')
+            f_ = ('sizes', 'x1')
+            if x1 is None:
+                x1 = []
+            elif type(x1) is not list:
+                _bad('wrong type: expected an array', type(x1).__name__)
+            else:
+                x1 = [_ds_SymInt(e) for e in x1]
+            f_ = ('strides', 'x2')
+            if x2 is None:
+                x2 = []
+            elif type(x2) is not list:
+                _bad('wrong type: expected an array', type(x2).__name__)
+            else:
+                x2 = [_ds_SymInt(e) for e in x2]
+            f_ = 'storage_offset'
+            if x3 is not None:
+                x3 = _ds_SymInt(x3)
+            f_ = 'requires_grad'
+            if x4 is None:
+                x4 = False
+            elif type(x4) is not bool:
+                _check_bool(x4)
+            f_ = 'device'
+            if x5 is not None:
+                x5 = d_Device(x5, d + 1)
+            f_ = 'layout'
+            if x6 is None:
+                x6 = 1
+            elif type(x6) is not int or not 0 <= x6 <= 255:
+                _check_int(x6, 0, 255, 'uint8')
+            return TensorMeta(x0, x1, x2, x3, x4, x5, x6)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_TensorRefValue(a, d):
-        if type(a) is not list:
-            _bad('expected an array (TensorRefValue)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 1:
-            a = a + _NONES[:1 - n] if n < 1 else a[:1]
-        x0, = a
-        if x0 is None:
-            x0 = 0
-        elif type(x0) is not int or not 0 <= x0 <= 4294967295:
-            _bad('tensor: expected uint32', x0)
-        return TensorRefValue(x0)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (TensorRefValue)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, = a if n == 1 else (a + _NONES[:1 - n] if n < 1 else a[:1])
+            f_ = 'tensor'
+            if x0 is None:
+                x0 = 0
+            elif type(x0) is not int or not 0 <= x0 <= 4294967295:
+                _check_int(x0, 0, 4294967295, 'uint32')
+            return TensorRefValue(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_TensorValue(a, d):
-        if type(a) is not list:
-            _bad('expected an array (TensorValue)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 2:
-            a = a + _NONES[:2 - n] if n < 2 else a[:2]
-        x0, x1 = a
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_local_name(x0, 'TensorValue.name')
-        if x1 is not None:
-            x1 = d_TensorMeta(x1, d + 1)
-        return TensorValue(x0, x1)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (TensorValue)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1 = a if n == 2 else (a + _NONES[:2 - n] if n < 2 else a[:2])
+            f_ = 'name'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_local_name(x0, 'TensorValue.name')
+            f_ = 'meta'
+            if x1 is not None:
+                x1 = d_TensorMeta(x1, d + 1)
+            return TensorValue(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_TokenArgument(a, d):
-        if type(a) is not list:
-            _bad('expected an array (TokenArgument)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 1:
-            a = a + _NONES[:1 - n] if n < 1 else a[:1]
-        x0, = a
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_local_name(x0, 'TokenArgument.name')
-        return TokenArgument(x0)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (TokenArgument)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, = a if n == 1 else (a + _NONES[:1 - n] if n < 1 else a[:1])
+            f_ = 'name'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_local_name(x0, 'TokenArgument.name')
+            return TokenArgument(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_TorchFn(a, d):
-        if type(a) is not list:
-            _bad('expected an array (TorchFn)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 2:
-            a = a + _NONES[:2 - n] if n < 2 else a[:2]
-        x0, x1 = a
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_token(x0, 'TorchFn.name')
-        if x1 is not None:
-            if type(x1) is not str:
-                _bad('target: expected str', type(x1).__name__)
-            _SC_token(x1, 'TorchFn.target')
-        return TorchFn(x0, x1)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (TorchFn)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1 = a if n == 2 else (a + _NONES[:2 - n] if n < 2 else a[:2])
+            f_ = 'name'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_token(x0, 'TorchFn.name')
+            f_ = 'target'
+            if x1 is not None:
+                if type(x1) is not str:
+                    _check_str(x1)
+                _SC_token(x1, 'TorchFn.target')
+            return TorchFn(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_TreeSpec(a, d):
-        if type(a) is not list:
-            _bad('expected an array (TreeSpec)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 6:
-            a = a + _NONES[:6 - n] if n < 6 else a[:6]
-        x0, x1, x2, x3, x4, x5 = a
-        if x0 is None:
-            x0 = 0
-        elif type(x0) is not int or not 0 <= x0 <= 255:
-            _bad('kind: expected uint8', x0)
-        if x1 is not None:
-            if type(x1) is not str:
-                _bad('type_name: expected str', type(x1).__name__)
-            _SC_qualified_name(x1, 'TreeSpec.type_name')
-        if x2 is None:
-            x2 = []
-        elif type(x2) is not list:
-            _bad('field_names: expected an array', type(x2).__name__)
-        elif not _STR.issuperset(map(type, x2)):
-            _bad('field_names: expected strings')
-        else:
-            for _s in x2: _SC_identifier(_s, 'TreeSpec.field_names')
-        if x3 is None:
-            x3 = []
-        elif type(x3) is not list:
-            _bad('keys: expected an array', type(x3).__name__)
-        else:
-            d1 = d + 1
-            x3 = [d_Value(e, d1) for e in x3]
-        if x4 is not None:
-            x4 = d_Value(x4, d + 1)
-        if x5 is None:
-            x5 = []
-        elif type(x5) is not list:
-            _bad('children: expected an array', type(x5).__name__)
-        else:
-            d1 = d + 1
-            x5 = [d_TreeSpec(e, d1) for e in x5]
-        return TreeSpec(x0, x1, x2, x3, x4, x5)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (TreeSpec)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1, x2, x3, x4, x5 = a if n == 6 else (a + _NONES[:6 - n] if n < 6 else a[:6])
+            f_ = 'kind'
+            if x0 is None:
+                x0 = 0
+            elif type(x0) is not int or not 0 <= x0 <= 255:
+                _check_int(x0, 0, 255, 'uint8')
+            f_ = 'type_name'
+            if x1 is not None:
+                if type(x1) is not str:
+                    _check_str(x1)
+                _SC_qualified_name(x1, 'TreeSpec.type_name')
+            f_ = 'field_names'
+            if x2 is None:
+                x2 = []
+            elif type(x2) is not list:
+                _bad('wrong type: expected an array', type(x2).__name__)
+            elif not _STR.issuperset(map(type, x2)):
+                _check_each(x2, _check_str)
+            else:
+                for _s in x2: _SC_identifier(_s, 'TreeSpec.field_names')
+            f_ = ('keys', 'x3')
+            if x3 is None:
+                x3 = []
+            elif type(x3) is not list:
+                _bad('wrong type: expected an array', type(x3).__name__)
+            else:
+                d1 = d + 1
+                x3 = [d_Value(e, d1) for e in x3]
+            f_ = 'context'
+            if x4 is not None:
+                x4 = d_Value(x4, d + 1)
+            f_ = ('children', 'x5')
+            if x5 is None:
+                x5 = []
+            elif type(x5) is not list:
+                _bad('wrong type: expected an array', type(x5).__name__)
+            else:
+                d1 = d + 1
+                x5 = [d_TreeSpec(e, d1) for e in x5]
+            return TreeSpec(x0, x1, x2, x3, x4, x5)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_UnbackedBinding(a, d):
-        if type(a) is not list:
-            _bad('expected an array (UnbackedBinding)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 2:
-            a = a + _NONES[:2 - n] if n < 2 else a[:2]
-        x0, x1 = a
-        if x0 is None:
-            x0 = 0
-        elif type(x0) is not int or not 0 <= x0 <= 4294967295:
-            _bad('symbol: expected uint32', x0)
-        if x1 is None:
-            x1 = []
-        elif type(x1) is not list:
-            _bad('path: expected an array', type(x1).__name__)
-        else:
-            d1 = d + 1
-            x1 = [d_KeyPathEntry(e, d1) for e in x1]
-        return UnbackedBinding(x0, x1)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (UnbackedBinding)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1 = a if n == 2 else (a + _NONES[:2 - n] if n < 2 else a[:2])
+            f_ = 'symbol'
+            if x0 is None:
+                x0 = 0
+            elif type(x0) is not int or not 0 <= x0 <= 4294967295:
+                _check_int(x0, 0, 4294967295, 'uint32')
+            f_ = ('path', 'x1')
+            if x1 is None:
+                x1 = []
+            elif type(x1) is not list:
+                _bad('wrong type: expected an array', type(x1).__name__)
+            else:
+                d1 = d + 1
+                x1 = [d_KeyPathEntry(e, d1) for e in x1]
+            return UnbackedBinding(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_UnpackMetadata(a, d):
-        if type(a) is not list:
-            _bad('expected an array (UnpackMetadata)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 2:
-            a = a + _NONES[:2 - n] if n < 2 else a[:2]
-        x0, x1 = a
-        if x0 is None:
-            x0 = 0
-        elif type(x0) is not int or not 0 <= x0 <= 4294967295:
-            _bad('position: expected uint32', x0)
-        if x1 is not None:
-            x1 = d_NodeMetadata(x1, d + 1)
-        return UnpackMetadata(x0, x1)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (UnpackMetadata)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1 = a if n == 2 else (a + _NONES[:2 - n] if n < 2 else a[:2])
+            f_ = 'position'
+            if x0 is None:
+                x0 = 0
+            elif type(x0) is not int or not 0 <= x0 <= 4294967295:
+                _check_int(x0, 0, 4294967295, 'uint32')
+            f_ = 'metadata'
+            if x1 is not None:
+                x1 = d_NodeMetadata(x1, d + 1)
+            return UnpackMetadata(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_UserInputMutationSpec(a, d):
-        if type(a) is not list:
-            _bad('expected an array (UserInputMutationSpec)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 2:
-            a = a + _NONES[:2 - n] if n < 2 else a[:2]
-        x0, x1 = a
-        if x0 is not None:
-            x0 = d_TensorArgument(x0, d + 1)
-        if x1 is not None:
-            if type(x1) is not str:
-                _bad('user_input_name: expected str', type(x1).__name__)
-            _SC_local_name(x1, 'UserInputMutationSpec.user_input_name')
-        return UserInputMutationSpec(x0, x1)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (UserInputMutationSpec)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1 = a if n == 2 else (a + _NONES[:2 - n] if n < 2 else a[:2])
+            f_ = 'arg'
+            if x0 is not None:
+                x0 = d_TensorArgument(x0, d + 1)
+            f_ = 'user_input_name'
+            if x1 is not None:
+                if type(x1) is not str:
+                    _check_str(x1)
+                _SC_local_name(x1, 'UserInputMutationSpec.user_input_name')
+            return UserInputMutationSpec(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_UserInputSpec(a, d):
-        if type(a) is not list:
-            _bad('expected an array (UserInputSpec)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 1:
-            a = a + _NONES[:1 - n] if n < 1 else a[:1]
-        x0, = a
-        if x0 is not None:
-            x0 = d_Argument(x0, d + 1)
-        return UserInputSpec(x0)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (UserInputSpec)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, = a if n == 1 else (a + _NONES[:1 - n] if n < 1 else a[:1])
+            f_ = 'arg'
+            if x0 is not None:
+                x0 = d_Argument(x0, d + 1)
+            return UserInputSpec(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_UserOutputSpec(a, d):
-        if type(a) is not list:
-            _bad('expected an array (UserOutputSpec)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 1:
-            a = a + _NONES[:1 - n] if n < 1 else a[:1]
-        x0, = a
-        if x0 is not None:
-            x0 = d_Argument(x0, d + 1)
-        return UserOutputSpec(x0)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (UserOutputSpec)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, = a if n == 1 else (a + _NONES[:1 - n] if n < 1 else a[:1])
+            f_ = 'arg'
+            if x0 is not None:
+                x0 = d_Argument(x0, d + 1)
+            return UserOutputSpec(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_Value(a, d):
-        if type(a) is not list:
-            _bad('expected an array (Value)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 2:
-            a = a + _NONES[:2 - n] if n < 2 else a[:2]
-        x0, x1 = a
-        if x0 is None or x0 == 0:
-            if x0 is None and x1 is not None:
-                _bad('value: member without a type')
-            x1 = None
-        elif type(x0) is not int or not 0 < x0 <= 255:
-            _bad('value: expected a union type index', x0)
-        elif not 0 < x0 <= 12:
-            raise VersionError('value: union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=x0)
-        elif x1 is None:
-            _bad('value: union type without a member')
-        else:
-            x1 = UD_ValueKind[x0](x1, d + 1)
-        return Value(x1)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (Value)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1 = a if n == 2 else (a + _NONES[:2 - n] if n < 2 else a[:2])
+            f_ = 'value_type'
+            if x0 is None or x0 == 0:
+                if x0 is None and x1 is not None:
+                    _bad('union member without a type')
+                x1 = None
+            elif type(x0) is not int or not 0 < x0 <= 255:
+                _bad('wrong type or out of range: a union type index is an integer in 0..255', x0)
+            elif not 0 < x0 <= 12:
+                raise VersionError('union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=x0)
+            else:
+                f_ = 'value'
+                if x1 is None:
+                    _bad('union type without a member')
+                x1 = UD_ValueKind[x0](x1, d + 1)
+            return Value(x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_ValueRange(a, d):
-        if type(a) is not list:
-            _bad('expected an array (ValueRange)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 6:
-            a = a + _NONES[:6 - n] if n < 6 else a[:6]
-        x0, x1, x2, x3, x4, x5 = a
-        if x0 is None:
-            x0 = 0
-        elif type(x0) is not int or not -9223372036854775808 <= x0 <= 9223372036854775807:
-            _bad('lower: expected int64', x0)
-        if x1 is None:
-            x1 = 0
-        elif type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
-            _bad('upper: expected int64', x1)
-        if x2 is None:
-            x2 = False
-        elif type(x2) is not bool:
-            _bad('has_lower: expected bool', type(x2).__name__)
-        if x3 is None:
-            x3 = False
-        elif type(x3) is not bool:
-            _bad('has_upper: expected bool', type(x3).__name__)
-        if x4 is None:
-            x4 = 0.0
-        elif type(x4) is not float:
-            x4 = _float(x4)
-        if x5 is None:
-            x5 = 0.0
-        elif type(x5) is not float:
-            x5 = _float(x5)
-        return ValueRange(x0, x1, x2, x3, x4, x5)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (ValueRange)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1, x2, x3, x4, x5 = a if n == 6 else (a + _NONES[:6 - n] if n < 6 else a[:6])
+            f_ = 'lower'
+            if x0 is None:
+                x0 = 0
+            elif type(x0) is not int or not -9223372036854775808 <= x0 <= 9223372036854775807:
+                _check_int(x0, -9223372036854775808, 9223372036854775807, 'int64')
+            f_ = 'upper'
+            if x1 is None:
+                x1 = 0
+            elif type(x1) is not int or not -9223372036854775808 <= x1 <= 9223372036854775807:
+                _check_int(x1, -9223372036854775808, 9223372036854775807, 'int64')
+            f_ = 'has_lower'
+            if x2 is None:
+                x2 = False
+            elif type(x2) is not bool:
+                _check_bool(x2)
+            f_ = 'has_upper'
+            if x3 is None:
+                x3 = False
+            elif type(x3) is not bool:
+                _check_bool(x3)
+            f_ = 'float_lower'
+            if x4 is None:
+                x4 = 0.0
+            elif type(x4) is not float:
+                x4 = _check_float(x4)
+            f_ = 'float_upper'
+            if x5 is None:
+                x5 = 0.0
+            elif type(x5) is not float:
+                x5 = _check_float(x5)
+            return ValueRange(x0, x1, x2, x3, x4, x5)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     def d_WeightSet(a, d):
-        if type(a) is not list:
-            _bad('expected an array (WeightSet)', type(a).__name__)
-        if d > max_depth:
-            too_deep(d)
-        n = len(a)
-        if n != 2:
-            a = a + _NONES[:2 - n] if n < 2 else a[:2]
-        x0, x1 = a
-        if x0 is not None:
-            if type(x0) is not str:
-                _bad('name: expected str', type(x0).__name__)
-            _SC_token(x0, 'WeightSet.name')
-        if x1 is None:
-            x1 = []
-        elif type(x1) is not list:
-            _bad('entries: expected an array', type(x1).__name__)
-        else:
-            d1 = d + 1
-            x1 = [d_StateEntry(e, d1) for e in x1]
-        return WeightSet(x0, x1)
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (WeightSet)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1 = a if n == 2 else (a + _NONES[:2 - n] if n < 2 else a[:2])
+            f_ = 'name'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_token(x0, 'WeightSet.name')
+            f_ = ('entries', 'x1')
+            if x1 is None:
+                x1 = []
+            elif type(x1) is not list:
+                _bad('wrong type: expected an array', type(x1).__name__)
+            else:
+                d1 = d + 1
+                x1 = [d_StateEntry(e, d1) for e in x1]
+            return WeightSet(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
 
     UD_ArgumentValue = (None, d_NoneArgument, d_TensorArgument, d_TensorListArgument, d_OptionalTensorArgument, d_OptionalTensorListArgument, d_NestedTensorListArgument, d_TokenArgument, d_IntArgument, d_IntListArgument, d_IntListListArgument, d_FloatArgument, d_FloatListArgument, d_FloatListListArgument, d_BoolArgument, d_BoolListArgument, d_StringArgument, d_StringListArgument, d_ComplexArgument, d_SymIntArgument, d_SymIntListArgument, d_SymFloatArgument, d_SymFloatListArgument, d_SymBoolArgument, d_SymBoolListArgument, d_ScalarTypeArgument, d_MemoryFormatArgument, d_LayoutArgument, d_DeviceArgument, d_GraphArgument, d_CustomObjArgument, d_OperatorArgument, d_StringToArgumentMapArgument,)
     UD_InputSpecKind = (None, d_UserInputSpec, d_InputToParameterSpec, d_InputToBufferSpec, d_InputToTensorConstantSpec, d_InputToCustomObjSpec, d_InputTokenSpec, d_InputToConstantInputSpec,)

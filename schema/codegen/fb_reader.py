@@ -6,10 +6,10 @@ cost ~250 us per node; this reader unpacks each table's vtable in one
 builds the model objects directly (constructor arguments in field order).
 
 Every position is checked against the buffer before it is read; an error
-raises EncodingError/LimitError carrying the offset only (the caller,
-pt2format/_codecs/flatbuffers.py, re-reads a bad buffer with the reflection
-reader `_fb_generic` to name the field path). The checks and limits are the
-same as in `_fb_generic`: table nesting <= max_depth; each table visit spends 4 (a table has at least 4 bytes of its own),
+raises EncodingError/LimitError/VersionError with the offset, and each table
+function it passes notes its field (schema/codegen/trail.py), from which the
+caller, pt2format/_codecs/flatbuffers.py, names the field path. Checks and
+limits: table nesting <= max_depth; each table visit spends 4 (a table has at least 4 bytes of its own),
 each vector visit count + 1 and each newly decoded string its length from a budget of
 len(buffer) + 64 (honest buffers never share vectors and strings are cached
 by offset, so they stay under it; shared-offset bombs do not); union indexes
@@ -21,6 +21,7 @@ from __future__ import annotations
 from codegen.constants import FMT, FMT_NAMES, SIZE, UTYPE, lit as _lit, struct_fmt as _struct_fmt
 from codegen.strings import model_imports, string_check, string_check_all, string_check_imports
 from codegen.templates import render
+from codegen.trail import marker, wrapped
 
 
 def _check_acyclic(schema, m) -> None:
@@ -94,7 +95,14 @@ def _gen_table(w, o, m, unions, structs):
     name = o.short
     fields = sorted(o.fields, key=lambda f: f.id)
     k = max((f.id for f in fields), default=-1) + 1
-    w(f"    vc_{name} = {{}}\n    Z_{name} = {_slot_sizes(o, m, structs)!r}\n\n    def t_{name}(p, d):\n")
+    slot_names = [""] * k
+    for f in fields:
+        slot_names[f.id] = f.name
+    w(f"    vc_{name} = {{}}\n    Z_{name} = {_slot_sizes(o, m, structs)!r}\n    SN_{name} = {tuple(slot_names)!r}\n\n")
+    head = f"    def t_{name}(p, d):\n"
+    out = []
+    outer_w = w
+    w = out.append
     w("        if d > max_depth:\n            too_deep(p, d)\n")
     # Each table visit spends 1 from the budget, so tables that share subtables (a fan-out bomb)
     # cannot expand into more objects than the buffer has bytes (SPEC.md §10).
@@ -106,7 +114,8 @@ def _gen_table(w, o, m, unions, structs):
     w(f"        os,{slots[1:]} = c\n")
     w("        if p + os > n:\n            _fail('bad table size', p, '4..buffer end', os)\n")
     if k == 0:
-        w(f"        return {name}()\n\n")
+        w(f"        return {name}()\n")
+        outer_w(wrapped(head, "".join(out), "        ", "p", f"SN_{name}"))
         return
     args = []
     for f in fields:
@@ -119,6 +128,12 @@ def _gen_table(w, o, m, unions, structs):
         if f.deprecated:
             w(f"        {var} = {'[]' if kind == 'vector' else _lit(default) if kind in ('scalar', 'enum') else 'None'}\n")
             continue
+        if kind == "union":
+            w(marker(f.name + "_type", "        "))
+        elif kind == "vector" and elem == "table":
+            w(marker(f.name, "        ", "fb"))
+        else:
+            w(marker(f.name, "        "))
         if kind in ("scalar", "enum"):
             sz = SIZE[elem]
             w(f"        if o{i}:\n")
@@ -140,6 +155,7 @@ def _gen_table(w, o, m, unions, structs):
             w("            if ty:\n")
             w(f"                if ty > {nm}:\n")
             w(f"                    _newer('union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', p + o{t}, '0..{nm}', ty)\n")
+            w(marker(f.name, "                "))
             w(f"                if not o{i}:\n                    _fail('union type without a member', p)\n")
             w(f"                q = p + o{i}\n")
             w(f"                {var} = U_{ref}[ty](q + _U32(buf, q)[0], d + 1)\n")
@@ -160,7 +176,8 @@ def _gen_table(w, o, m, unions, structs):
             w(f"        else:\n            _fail('required field {f.name} is missing', p, '{f.name}', 'absent')\n")
         else:
             w(f"        else:\n            {var} = {'[]' if kind == 'vector' else 'None'}\n")
-    w(f"        return {name}({', '.join(args)})\n\n")
+    w(f"        return {name}({', '.join(args)})\n")
+    outer_w(wrapped(head, "".join(out), "        ", "p", f"SN_{name}"))
 
 
 def _slot_sizes(o, m, structs) -> tuple:

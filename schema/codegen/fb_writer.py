@@ -2,12 +2,12 @@
 
 Called through schema/codegen/targets.py (`generate(schema, model) -> str`). flatbuffers.Builder costs
 ~190 us per node; the generated functions read each field once, write children
-first (back to front, as pt2format/_codecs/_fb_writer.Builder does), look the
-table's inline layout up by which fields are present (cached per table type),
-and pack the table in one `struct.pack`. The bytes are identical to those of
-the reflection writer `_fb_writer` (a test checks it), which the caller,
-pt2format/_codecs/flatbuffers.py, re-runs to name the field path when the fast
-writer meets a malformed tree.
+first (back to front, as flatbuffers' Builder does), look the table's inline
+layout up by which fields are present (cached per table type), and pack the
+table in one `struct.pack`. Integers and floats are checked before they are
+marked present, vectors of scalars when struct.pack refuses them; each table
+function notes its field on an error passing through (schema/codegen/trail.py),
+from which pt2format/_codecs/flatbuffers.py names the field path.
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ from __future__ import annotations
 import math
 import struct
 
-from codegen.constants import FMT, SIZE, UTYPE, struct_align as _struct_align, struct_fmt as _struct_fmt
+from codegen.constants import FLOATS, FMT, INT_RANGES, SIZE, UTYPE, struct_align as _struct_align, struct_fmt as _struct_fmt
 from codegen.strings import model_imports
 from codegen.templates import render
+from codegen.trail import marker, wrap_since
 
 
 def generate(schema, m) -> str:
@@ -63,7 +64,7 @@ def _layout_fields(o, m, structs):
             items.append((f.id, so.bytesize, _struct_align(so), _struct_fmt(so)[1:], f))
         else:
             items.append((f.id, 4, 4, "I", f))
-    # Stable sort by alignment: the same order as _fb_writer.Builder.add_table.
+    # Stable sort by alignment, descending (then slot): the bytes every earlier pt2format writer produced.
     return sorted(items, key=lambda x: -x[2])
 
 
@@ -81,7 +82,9 @@ def _gen_table(w, o, m, structs, unions):
     layout = _layout_fields(o, m, structs)
     bit = {f.id: i for i, (_, _, _, _, f) in enumerate(layout)}
     w(f"    L_{name} = {{}}\n\n")
-    w(f"    def w_{name}(o):\n        nonlocal size\n")
+    start = len(w.__self__)
+    w(f"    def w_{name}(o):\n")
+    w("        nonlocal size\n")
     w(f"        if type(o) is not {name}:\n            _bad('wrong table type, expected {name}', type(o).__name__)\n")
     w("        mk = 0\n")
     present = {}  # field id -> (value variable, presence test for the value list)
@@ -91,25 +94,33 @@ def _gen_table(w, o, m, structs, unions):
         kind, elem, ref, default = m.field_spec(f)
         i = f.id
         x = f"x{i}"
+        w(marker(f.name, "        ", x if kind == "vector" and elem in ("table", "struct") else None))
         w(f"        {x} = o.{f.name}\n")
         if kind in ("scalar", "enum"):
             if elem == "bool":
                 w(f"        if {x} is not {default!r}:\n")
-                w(f"            if {x} is not {not default!r}:\n                _bad('{f.name}: expected bool', type({x}).__name__)\n")
+                w(f"            if {x} is not {not default!r}:\n                _check_bool({x})\n")
                 w(f"            mk |= {1 << bit[i]}\n")
-            else:
+            elif elem in FLOATS:
+                w(f"        if type({x}) is not float:\n            {x} = _check_float({x})\n")
                 w(f"        if {_default_test(x, kind, elem, default)}:\n            mk |= {1 << bit[i]}\n")
+            else:
+                lo, hi = INT_RANGES[elem]
+                w(f"        if {_default_test(x, kind, elem, default)}:\n")
+                w(f"            if type({x}) is not int or not {lo} <= {x} <= {hi}:\n"
+                  f"                {x} = _check_int({x}, {lo}, {hi}, {elem!r})\n")
+                w(f"            mk |= {1 << bit[i]}\n")
             present[i] = (x, "scalar")
         elif kind == "struct":
             so = structs[ref]
             w(f"        if {x} is not None:\n")
-            w(f"            if type({x}) is not {ref}:\n                _bad('{f.name}: expected {ref}', type({x}).__name__)\n")
+            w(f"            if type({x}) is not {ref}:\n                _bad('wrong struct type, expected {ref}', type({x}).__name__)\n")
             w(f"            mk |= {1 << bit[i]}\n")
             present[i] = (x, "struct", [sf.name for sf in sorted(so.fields, key=lambda sf: sf.offset)])
         elif kind == "union":
             w(f"        if {x} is not None:\n")
             w(f"            t{i} = UI_{ref}.get(type({x}))\n")
-            w(f"            if t{i} is None:\n                _bad('{f.name}: not a member of {ref}', type({x}).__name__)\n")
+            w(f"            if t{i} is None:\n                _bad('not a member of the union {ref}', type({x}).__name__)\n")
             w(f"            {x} = UW_{ref}[t{i}]({x})\n")
             w(f"            mk |= {(1 << bit[i - 1]) | (1 << bit[i])}\n")
             present[i - 1] = (f"t{i}", "scalar")
@@ -127,6 +138,7 @@ def _gen_table(w, o, m, structs, unions):
             if f.required:
                 w(f"        else:\n            _bad('required field {f.name} is missing')\n")
             present[i] = (x, "offset")
+    w("        f_ = None\n")  # packing: a value left unchecked here is a struct's (the path names its table)
     w(f"        L = L_{name}.get(mk)\n        if L is None:\n            L = L_{name}[mk] = _layout(_F_{name}, mk)\n")
     w("        pk, offs, osz, al, vtb = L\n")
     w("        pad = -(size + osz) % al\n        t = size + pad + osz\n")
@@ -143,7 +155,8 @@ def _gen_table(w, o, m, structs, unions):
             w(f"        if mk & {b}:\n            v.append(t - offs[{slot}] - {var})\n")
     w("        if pad:\n            app(_ZEROS[:pad])\n        app(pk(*v))\n")
     w("        if new:\n            app(vtb)\n            vtables[vtb] = vd\n            size = vd\n"
-      "        else:\n            size = t\n        return t\n\n")
+      "        else:\n            size = t\n        return t\n")
+    wrap_since(w, start, "        ", "o", errors="_ENCODE_ERRORS")
 
 
 def _gen_vector(w, x, elem, ref, structs):
@@ -162,5 +175,13 @@ def _gen_vector(w, x, elem, ref, structs):
     else:
         sc = elem.split(":", 1)[-1]
         if sc == "bool":
-            w(f"{ind}if not all(type(e) is bool for e in {x}):\n{ind}    _bad('expected bools')\n")
-        w(f"{ind}{x} = BV(struct.pack('<%d{FMT[sc]}' % len({x}), *{x}), len({x}), {max(SIZE[sc], 4)})\n")
+            w(f"{ind}if not all(type(e) is bool for e in {x}):\n{ind}    _check_each({x}, _check_bool)\n")
+        w(f"{ind}try:\n{ind}    b_ = struct.pack('<%d{FMT[sc]}' % len({x}), *{x})\n")
+        w(f"{ind}except (struct.error, TypeError, OverflowError):\n")
+        if sc in FLOATS:
+            w(f"{ind}    _check_each({x}, _check_float)\n")
+        elif sc != "bool":
+            lo, hi = INT_RANGES[sc]
+            w(f"{ind}    _check_ints({x}, {lo}, {hi}, {sc!r})\n")
+        w(f"{ind}    raise\n")
+        w(f"{ind}{x} = BV(b_, len({x}), {max(SIZE[sc], 4)})\n")
