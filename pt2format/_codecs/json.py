@@ -25,7 +25,7 @@ from pathlib import Path
 
 from pt2format._codecs._runtime import ENCODE_ERRORS, PATH_ERRORS, encode_error, locate
 from pt2format._generated import json_codec as _gen
-from pt2format.errors import EncodingError, LimitError
+from pt2format.errors import EncodingError, LimitError, Pt2FormatError
 
 _SCHEMA_PATH = Path(__file__).resolve().parent.parent / "_generated" / "pt2format.schema.json"
 _validator = None
@@ -141,7 +141,7 @@ def decode(data, *, max_depth: int = 128, validate_schema: bool = True):
     if not validate_schema:
         try:
             pkg, members, strings = _gen.decode_tree(_parse(_PLAIN_DECODER, text, max_depth), max_depth)
-        except PATH_ERRORS:
+        except Pt2FormatError:
             pkg = None  # a duplicate key may explain it: the strict parse below says which error is first
         if pkg is not None and _no_duplicate_keys(text, members, strings):
             return pkg
