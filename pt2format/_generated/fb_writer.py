@@ -15,6 +15,7 @@ from pt2format._codecs._runtime import (
     check_float as _check_float,
     check_int as _check_int,
     check_ints as _check_ints,
+    check_str as _check_str,
     fb_layout as _layout,
     note as _note,
 )
@@ -263,6 +264,8 @@ def encode(root):
 
     def S(s):
         nonlocal size
+        if type(s) is not str:
+            _check_str(s)
         b = s.encode("utf-8")
         n = len(b)
         pad = -(size + n + 1) & 3
