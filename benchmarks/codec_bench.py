@@ -103,8 +103,8 @@ def synthetic_package(n_nodes: int, n_params: int = 150) -> M.Package:
         meta = M.NodeMetadata(
             stack_trace=_stack_trace(i, layer),
             nn_module_stack=[M.ModuleStackEntry("L__self__", "", "transformers.GPT2Model"),
-                             M.ModuleStackEntry(f"L__self___h_{layer}", f"L['self'].h[{layer}]", "transformers.GPT2Block"),
-                             M.ModuleStackEntry(f"L__self___h_{layer}_attn", f"L['self'].h[{layer}].attn", "transformers.GPT2Attention")],
+                             M.ModuleStackEntry(f"L__self___h_{layer}", f"h.{layer}", "transformers.GPT2Block"),
+                             M.ModuleStackEntry(f"L__self___h_{layer}_attn", f"h.{layer}.attn", "transformers.GPT2Attention")],
             source_fn_stack=[M.SourceFnEntry(f"{op}_{i}", f"torch.nn.functional.{op}")],
             torch_fn=M.TorchFn(f"{op}_{i}", f"function.{op}"))
         nodes.append(M.Node(name=name, target=TARGETS[op], inputs=ins, outputs=[M.Argument(t(name))], metadata=meta))

@@ -53,7 +53,7 @@ def _short(name: str) -> str:
 
 def _type_text(s, t) -> str:
     """A field type in words that do not depend on object/enum indexes: 'int32', '[table Node]', 'enum DType:int8'."""
-    import regen as R
+    from codegen import constants as R
 
     def one(base, index):
         if base in R.SCALAR_NAMES:
@@ -76,7 +76,7 @@ def _type_text(s, t) -> str:
 
 
 def _default_text(f) -> str:
-    import regen as R
+    from codegen import constants as R
 
     if f.type.base in (R.FLOAT, R.DOUBLE):
         return "0x%016x" % struct.unpack("<Q", struct.pack("<d", f.default_real))[0]

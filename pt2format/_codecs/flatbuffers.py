@@ -1,14 +1,13 @@
-"""The FLATBUFFERS program encoding: generated writer and reader, with reflection twins for error paths.
+"""The FLATBUFFERS program encoding: one generated writer and one generated reader.
 
-Writing uses pt2format/_generated/fb_writer.py (schema/gen_fb_writer.py): one
+Writing uses pt2format/_generated/fb_writer.py (schema/codegen/fb_writer.py): one
 function per table, deterministic, a scalar written only when it differs from
 its default bit for bit, empty vectors and None omitted, strings and vtables
 shared, file identifier "P2FP". Reading uses pt2format/_generated/fb_reader.py
-(schema/gen_fb_reader.py): one function per table, every offset, length and
-vtable checked against the buffer. The generated code reports offsets only;
-on an error the reflection twins (`_fb_writer`, `_fb_generic`), which produce
-the same bytes and make the same checks, re-run to name the field path. They
-are also the fallback while the generated modules are absent.
+(schema/codegen/fb_reader.py): one function per table, every offset, length and
+vtable checked against the buffer. There is no second, reflective codec: each
+generated table function notes the field it was working on when an error passes
+through it, and `_runtime.locate` turns those notes into the field path.
 
 Safety choices (the same in both readers):
 - every offset, vtable, string and vector is bounds-checked; the first bad one
@@ -27,53 +26,29 @@ Field alignment is not checked (the reader does not need it).
 
 from __future__ import annotations
 
-import struct
-
-from pt2format._codecs import _fb_generic, _fb_writer
-from pt2format.errors import EncodingError, LimitError, VersionError
-
-try:
-    from pt2format._generated.fb_reader import decode as _fast_decode
-except ImportError:  # generated module not built yet (regen.py writes it)
-    _fast_decode = None
-try:
-    from pt2format._generated.fb_writer import encode as _fast_encode
-except ImportError:
-    _fast_encode = None
+from pt2format._codecs._runtime import ENCODE_ERRORS, PATH_ERRORS, encode_error, locate
+from pt2format._generated.fb_reader import decode as _fast_decode
+from pt2format._generated.fb_writer import encode as _fast_encode
+from pt2format.errors import EncodingError, LimitError
 
 # What the generated writer raises on a malformed tree (it checks types only where
 # struct.pack would not); the reflection writer then names the field path.
-_TREE_ERRORS = (EncodingError, struct.error, TypeError, AttributeError, ValueError, OverflowError, KeyError,
-                IndexError)
-
-
 def encode(package) -> bytes:
     """Encode a Package tree as FlatBuffers bytes; EncodingError with the field path if it does not fit the schema."""
-    if _fast_encode is None:
-        return _fb_writer.encode(package)
     try:
         return _fast_encode(package)
     except RecursionError:
         raise EncodingError("tree nested too deeply to encode") from None
-    except _TREE_ERRORS as fast_error:
-        _fb_writer.encode(package)  # raises EncodingError naming the path
-        raise EncodingError(f"tree does not fit the schema: {type(fast_error).__name__}: {fast_error}") from fast_error
+    except ENCODE_ERRORS as e:
+        raise encode_error(e) from None  # the generated writer noted the field path on the way out
 
 
 def decode(data, *, max_depth: int = 128):
     """Decode a FlatBuffers buffer (bytes or memoryview, not copied) into a Package."""
-    if _fast_decode is None:
-        return _checked(_fb_generic.decode, data, max_depth)
     try:
         return _checked(_fast_decode, data, max_depth)
-    except (EncodingError, LimitError, VersionError) as fast_error:
-        # The generated reader knows the offset, not the field path: the reflection
-        # reader makes the same checks in the same order and names the path.
-        try:
-            _checked(_fb_generic.decode, data, max_depth)
-        except (EncodingError, LimitError, VersionError) as e:
-            raise e from None
-        raise fast_error
+    except PATH_ERRORS as e:
+        raise locate(e)  # the generated reader noted the field path on the way out
 
 
 def _checked(fn, data, max_depth):

@@ -8,7 +8,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pt2format import _codecs as C
-from pt2format._codecs import _fb_generic
 from pt2format.errors import Pt2FormatError
 
 import codec_strategies as S
@@ -65,17 +64,12 @@ def test_fuzz_mutated_exhaustive_flatbuffers(edits):
     for pos, byte in edits:
         data[pos % len(data)] = byte
     _decode_or_typed_error(bytes(data), "flatbuffers")
-    # The reflection reader must agree on acceptance (it is the path-naming fallback).
+    # What the reader accepts, the writer can write again, and the reader reads back the same tree.
     try:
-        fast = C.decode(bytes(data), "flatbuffers", max_depth=32)
+        tree = C.decode(bytes(data), "flatbuffers", max_depth=32)
     except Pt2FormatError:
-        fast = None
-    try:
-        slow = _fb_generic.decode(bytes(data), max_depth=32)
-    except Pt2FormatError:
-        slow = None
-    assert (fast is None) == (slow is None)
-    assert fast == slow
+        return
+    assert C.decode(C.encode(tree, "flatbuffers"), "flatbuffers", max_depth=32) == tree
 
 
 _EXHAUSTIVE_FB = C.encode(S.exhaustive_package(), "flatbuffers")

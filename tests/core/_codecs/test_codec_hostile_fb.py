@@ -7,12 +7,11 @@ import struct
 import pytest
 
 from pt2format import _codecs as C
-from pt2format._codecs import _fb_generic
-from pt2format._codecs._fb_writer import Builder
 from pt2format._generated import model as M
 from pt2format.errors import EncodingError, LimitError, VersionError
 
 import codec_strategies as S
+from fb_builder import Builder
 
 
 small_package = S.small_package
@@ -189,8 +188,6 @@ def test_fb_shared_offset_bomb_rejected():
     assert len(data) < 8192
     with pytest.raises(LimitError, match="more objects than its size"):
         C.decode(data, "flatbuffers")
-    with pytest.raises(LimitError, match="more objects than its size"):
-        _fb_generic.decode(data)
 
 
 def test_fb_memoryview_not_copied_and_decodes():

@@ -1,11 +1,11 @@
-"""The generated JSON codec against the reflection one, and its duplicate-key proof.
+"""The JSON decoder's two parses (plain + duplicate-key proof, strict) against each other.
 
 The generated decoder works on json.loads' plain dicts, where a duplicate key
 has already replaced the earlier one; it proves their absence by counting
 ':' (pt2format/_codecs/json.py). These tests write duplicates where that
 count is hardest to get right, check that legal spellings the proof does not
-cover still decode (through the strict path), and that fast and reflection
-codecs agree on valid and mutated documents.
+cover still decode (through the strict path), and that both paths (the same
+generated decoder on either parse) agree on valid and mutated documents.
 """
 
 from __future__ import annotations
@@ -29,14 +29,15 @@ _SETTINGS = settings(max_examples=60, deadline=None,
 
 
 @contextmanager
-def reflection_only():
-    """Run pt2format._codecs.json without its generated module (the reference behaviour)."""
-    saved = J._gen
-    J._gen = None
+def strict_path_only():
+    """Run pt2format._codecs.json as if the duplicate-key proof always failed: every text goes
+    through the strict parser (duplicate keys rejected as read), then the same generated decoder."""
+    saved = J._no_duplicate_keys
+    J._no_duplicate_keys = lambda *a: False
     try:
         yield
     finally:
-        J._gen = saved
+        J._no_duplicate_keys = saved
 
 
 def outcome(text: bytes, **kw):
@@ -61,24 +62,23 @@ def _colon_package():
 
 
 # ---------------------------------------------------------------------------
-# Fast and reflection codecs agree
+# The plain-parse (proof) and strict-parse paths agree
 # ---------------------------------------------------------------------------
 
-def test_fast_and_reflection_json_agree(exhaustive):
+def test_proof_and_strict_json_paths_agree(exhaustive):
     for pkg in (exhaustive, S.alignment_package(), S.deep_value_package(40), _colon_package()):
         text = C.encode(pkg, "json")
-        with reflection_only():
-            assert C.encode(pkg, "json") == text
+        with strict_path_only():
             assert C.decode(text, "json") == pkg
         assert C.decode(text, "json") == pkg
 
 
 @given(pkg=S.packages(unknown_enums=True))
 @_SETTINGS
-def test_fast_and_reflection_json_agree_random(pkg):
+def test_proof_and_strict_json_paths_agree_random(pkg):
     text = C.encode(pkg, "json")
-    with reflection_only():
-        assert C.encode(pkg, "json") == text
+    with strict_path_only():
+        assert C.decode(text, "json") == pkg
     tree, members, strings = J._gen.decode_tree(json.loads(text))
     assert tree == pkg
     # Canonical text is proven duplicate-free on the fast path (no needless second parse).
@@ -123,7 +123,7 @@ _SMALL = S.packages(max_depth=5, max_len=2, unknown_enums=True)
 
 @given(pkg=_SMALL, which=st.integers(0, 10_000), value=_JSON_VALUES)
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-def test_fast_and_reflection_json_agree_on_mutated_documents(pkg, which, value):
+def test_proof_and_strict_json_paths_agree_on_mutated_documents(pkg, which, value):
     """Any value replaced anywhere: the same tree or the same typed error (type and path) either way."""
     doc = json.loads(C.encode(pkg, "json"))
     slots = _slots(doc, [])
@@ -134,7 +134,7 @@ def test_fast_and_reflection_json_agree_on_mutated_documents(pkg, which, value):
     node[last] = value
     text = json.dumps(doc).encode()
     fast = outcome(text)
-    with reflection_only():
+    with strict_path_only():
         assert outcome(text) == fast
 
 
@@ -235,7 +235,7 @@ def test_fast_path_ignores_unknown_keys_and_still_proves_no_duplicates(extra):
     assert tree == pkg
     assert J._no_duplicate_keys(newer.decode(), members, strings)
     assert C.decode(newer, "json") == pkg
-    with reflection_only():
+    with strict_path_only():
         assert C.decode(newer, "json") == pkg
 
 

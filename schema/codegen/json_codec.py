@@ -1,11 +1,11 @@
 """Generates pt2format/_generated/json_codec.py: per-table functions between model objects and JSON trees.
 
-Called by regen.py (`generate(schema, model) -> str`). The C `json` module
+Called through schema/codegen/targets.py (`generate(schema, model) -> str`). The C `json` module
 parses and prints the text; the generated functions do the rest, one per
-table, with the same checks as the reflection code in pt2format/_codecs/json.py
-(every value's type and range, unknown and duplicate keys, union and enum
-names, required fields, max_depth) but without a field path: on any error the
-caller re-runs the reflection code on the same input to name it.
+table, checking every value's type and range, unknown keys, union and enum
+names, required fields and max_depth; each function notes its field on an
+error passing through (schema/codegen/trail.py), from which the caller,
+pt2format/_codecs/json.py, names the field path.
 
 Decoding takes the plain tree of `json.loads`, where a duplicate key has
 silently replaced the earlier one; `decode_tree` also returns how many members
@@ -16,155 +16,12 @@ no duplicates (see pt2format/_codecs/json.py).
 from __future__ import annotations
 
 import math
-
-from gen_strings import string_check, string_check_all, string_check_imports
 import struct
 
-UTYPE = 1
-INT_RANGES = {
-    "int8": (-(1 << 7), (1 << 7) - 1), "uint8": (0, (1 << 8) - 1),
-    "int16": (-(1 << 15), (1 << 15) - 1), "uint16": (0, (1 << 16) - 1),
-    "int32": (-(1 << 31), (1 << 31) - 1), "uint32": (0, (1 << 32) - 1),
-    "int64": (-(1 << 63), (1 << 63) - 1), "uint64": (0, (1 << 64) - 1),
-}
-FLOATS = ("float32", "float64")
-
-_HELPERS = '''
-_STR = {str}
-_INT = {int}
-_BOOL = {bool}
-_FLOAT = {float}
-_NON_FINITE = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")}
-
-
-def _bad(msg, got=None):
-    raise EncodingError(msg, got=got)
-
-
-def _int(x, lo, hi):
-    """An int subclass (IntEnum) as a plain int; anything else, bools included, is an error."""
-    if isinstance(x, int) and type(x) is not bool:
-        x = int(x)
-        if lo <= x <= hi:
-            return x
-        _bad(f"integer out of range [{lo}, {hi}]", x)
-    _bad("expected an integer", type(x).__name__)
-
-
-def _ints(v, lo, hi):
-    if not _INT.issuperset(map(type, v)):
-        return [_int(e, lo, hi) for e in v]
-    if v and (min(v) < lo or max(v) > hi):
-        _bad(f"integer out of range [{lo}, {hi}]")
-    return v
-
-
-def _float(x):
-    """A non-float number as a float (encode side)."""
-    if isinstance(x, (int, float)) and type(x) is not bool:
-        return float(x)  # OverflowError for huge ints: the caller turns it into EncodingError
-    _bad("expected a float", type(x).__name__)
-
-
-def _jfloat(x):
-    """A JSON number or non-finite spelling as a float (decode side)."""
-    if type(x) is int:
-        return float(x)
-    if type(x) is str:
-        y = _NON_FINITE.get(x)
-        if y is not None:
-            return y
-    _bad("expected a float", type(x).__name__)
-
-
-def _jfloats(v):
-    if _FLOAT.issuperset(map(type, v)):
-        return v
-    return [x if type(x) is float else _jfloat(x) for x in v]
-
-
-def _out_float(x):
-    """A float as JSON: finite floats as numbers, others as "nan", "inf" or "-inf"."""
-    if x - x == 0.0:
-        return x
-    return "nan" if x != x else ("inf" if x > 0 else "-inf")
-
-
-def _out_floats(v):
-    if not _FLOAT.issuperset(map(type, v)):
-        v = [x if type(x) is float else _float(x) for x in v]
-    s = sum(v)
-    if s - s == 0.0:  # every element finite (a finite sum can still overflow: then check each)
-        return v
-    return [_out_float(x) for x in v]
-
-
-def _bools(v):
-    if not _BOOL.issuperset(map(type, v)):
-        _bad("expected bools")
-    return v
-
-
-def _strs(v):
-    if not _STR.issuperset(map(type, v)):
-        _bad("expected strings")
-    return v
-
-
-def _vec(x):
-    """A vector field's value as a list (None is empty); a non-sequence is an error."""
-    if x is None:
-        return []
-    if isinstance(x, (list, tuple, bytes, bytearray)):
-        return list(x)
-    _bad("expected a list", type(x).__name__)
-
-
-def _skipped(o, known, keep):
-    """Members of the objects inside the keys of `o` not in `known` (a newer minor's fields, ignored).
-
-    Keeps their keys and strings, so the duplicate-key proof of the caller still
-    accounts for every ':' of the text (pt2format/_codecs/json.py).
-    """
-    n = 0
-    stack = []
-    for k, v in o.items():
-        if k not in known:
-            keep(k)
-            stack.append(v)
-    while stack:
-        x = stack.pop()
-        t = type(x)
-        if t is dict:
-            n += len(x)
-            for k, v in x.items():
-                keep(k)
-                stack.append(v)
-        elif t is list:
-            stack.extend(x)
-        elif t is str:
-            keep(x)
-    return n
-
-
-def _enum_in(x, names, lo, hi):
-    """A JSON enum value: its name, or an integer of the underlying type (unknown values)."""
-    if type(x) is str:
-        y = names.get(x)
-        if y is None:
-            raise VersionError("enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)", got=x)
-        return y
-    if type(x) is not int or not lo <= x <= hi:
-        _bad("expected an enum name or integer", x)
-    return x
-
-'''
-
-
-def _lit(v) -> str:
-    if isinstance(v, float) and not math.isfinite(v):
-        return f"float({str(v)!r})"
-    return repr(v)
+from codegen.constants import FLOATS, INT_RANGES, UTYPE, lit as _lit
+from codegen.strings import model_imports, string_check, string_check_all, string_check_imports
+from codegen.templates import render
+from codegen.trail import marker, wrap_since
 
 
 def _live(o):
@@ -177,15 +34,8 @@ def generate(schema, m) -> str:
     enums = {e.short: e for e in schema.enums if not e.is_union}
     out = []
     w = out.append
-    w('"""JSON tree <-> model object functions for the pt2format schema (generated by schema/gen_json_codec.py).\n\n'
-      'Use pt2format._codecs.json, which parses/prints the text and names the field path of errors.\n"""\n\n')
-    w("from math import copysign\nfrom struct import pack as _pack\n\n")
-    w("from pt2format._generated.model import (\n")
-    for n in sorted(o.short for o in schema.objects):
-        w(f"    {n},\n")
-    w(")\nfrom pt2format.errors import EncodingError, LimitError, VersionError\n")
-    w(string_check_imports())
-    w(_HELPERS)
+    w(render("json_codec_head.py.tmpl", model_imports=model_imports(sorted(o.short for o in schema.objects)),
+             string_checks=string_check_imports()))
     for name, e in sorted(enums.items()):
         w(f"\nEN_{name} = {{{', '.join(f'{v.value}: {v.name!r}' for v in e.values)}}}\n")
         w(f"EV_{name} = {{{', '.join(f'{v.name!r}: {v.value}' for v in e.values)}}}\n")
@@ -213,29 +63,34 @@ def generate(schema, m) -> str:
 
 def _int_check(x, elem, ind):
     lo, hi = INT_RANGES[elem]
-    return f"{ind}if type({x}) is not int or not {lo} <= {x} <= {hi}:\n{ind}    {x} = _int({x}, {lo}, {hi})\n"
+    return f"{ind}if type({x}) is not int or not {lo} <= {x} <= {hi}:\n{ind}    {x} = _check_int({x}, {lo}, {hi}, {elem!r})\n"
 
 
 def _gen_encoders(w, schema, m, unions):
     for o in schema.objects:
         name = o.short
         fs = _live(o)
-        w(f"\ndef e_{name}(o):\n")
-        w(f"    if type(o) is not {name}:\n        _bad('expected {name}', type(o).__name__)\n")
+        w("\n")
+        start = len(w.__self__)
+        w(f"def e_{name}(o):\n")
+        what = "struct" if o.is_struct else "table"
+        w(f"    if type(o) is not {name}:\n        _bad('wrong {what} type, expected {name}', type(o).__name__)\n")
         if o.is_struct:
             # Struct fields are plain numbers (an enum in a struct as its int, like the reflection codec).
             for f in fs:
                 kind, elem, ref, default = m.field_spec(f)
                 x = f"x{f.id}"
+                w(marker(f.name, "    "))
                 w(f"    {x} = o.{f.name}\n")
                 if elem in FLOATS:
-                    w(f"    if type({x}) is not float:\n        {x} = _float({x})\n")
+                    w(f"    if type({x}) is not float:\n        {x} = _check_float({x})\n")
                     w(f"    if {x} - {x} != 0.0:\n        {x} = _out_float({x})\n")
                 elif elem == "bool":
-                    w(f"    if type({x}) is not bool:\n        _bad('expected bool', type({x}).__name__)\n")
+                    w(f"    if type({x}) is not bool:\n        _check_bool({x})\n")
                 else:
                     w(_int_check(x, elem, "    "))
-            w(f"    return {{{', '.join(f'{f.name!r}: x{f.id}' for f in fs)}}}\n\n")
+            w(f"    return {{{', '.join(f'{f.name!r}: x{f.id}' for f in fs)}}}\n")
+            wrap_since(w, start, "    ", "o", errors="_ENCODE_ERRORS")
             continue
         w("    r = {}\n")
         for f in fs:
@@ -244,9 +99,10 @@ def _gen_encoders(w, schema, m, unions):
             kind, elem, ref, default = m.field_spec(f)
             x = f"x{f.id}"
             k = repr(f.name)
+            w(marker(f.name, "    ", x if kind == "vector" and elem in ("table", "struct") else None))
             w(f"    {x} = o.{f.name}\n")
             if kind == "scalar" and elem in FLOATS:
-                w(f"    if type({x}) is not float:\n        {x} = _float({x})\n")
+                w(f"    if type({x}) is not float:\n        {x} = _check_float({x})\n")
                 if default == 0.0 and math.copysign(1.0, default) > 0:
                     w(f"    if {x} or copysign(1.0, {x}) < 0.0:\n")  # not +0.0 (NaN is truthy)
                 else:  # compare bit patterns, as the reflection codec does
@@ -254,7 +110,7 @@ def _gen_encoders(w, schema, m, unions):
                 w(f"        r[{k}] = {x} if {x} - {x} == 0.0 else _out_float({x})\n")
             elif kind == "scalar" and elem == "bool":
                 w(f"    if {x} is not {default!r}:\n")
-                w(f"        if {x} is not {not default!r}:\n            _bad('{f.name}: expected bool', type({x}).__name__)\n")
+                w(f"        if {x} is not {not default!r}:\n            _check_bool({x})\n")
                 w(f"        r[{k}] = {x}\n")
             elif kind in ("scalar", "enum"):
                 w(_int_check(x, elem, "    "))
@@ -262,7 +118,7 @@ def _gen_encoders(w, schema, m, unions):
                 w(f"    if {x} != {default!r}:\n        r[{k}] = {val}\n")
             elif kind == "string":
                 w(f"    if {x} is not None:\n")
-                w(f"        if type({x}) is not str:\n            _bad('{f.name}: expected str', type({x}).__name__)\n")
+                w(f"        if type({x}) is not str:\n            _check_str({x})\n")
                 w(f"        r[{k}] = {x}\n")
                 _required_enc(w, f)
             elif kind in ("table", "struct"):
@@ -271,7 +127,7 @@ def _gen_encoders(w, schema, m, unions):
             elif kind == "union":
                 w(f"    if {x} is not None:\n")
                 w(f"        t = UE_{ref}.get(type({x}))\n")
-                w(f"        if t is None:\n            _bad('{f.name}: not a member of {ref}', type({x}).__name__)\n")
+                w(f"        if t is None:\n            _bad('not a member of the union {ref}', type({x}).__name__)\n")
                 w(f"        r[{f.name + '_type'!r}] = t[0]\n        r[{k}] = t[1]({x})\n")
             else:
                 if f.required:
@@ -284,15 +140,16 @@ def _gen_encoders(w, schema, m, unions):
                     w(f"        r[{k}] = [e_{ref}(e) for e in {x}]\n")
                 elif elem.startswith("enum:"):
                     lo, hi = INT_RANGES[elem[5:]]
-                    w(f"        r[{k}] = [EN_{ref}.get(e, e) for e in _ints({x}, {lo}, {hi})]\n")
+                    w(f"        r[{k}] = [EN_{ref}.get(e, e) for e in _check_ints({x}, {lo}, {hi}, {elem[5:]!r})]\n")
                 elif elem in FLOATS:
                     w(f"        r[{k}] = _out_floats({x})\n")
                 elif elem == "bool":
                     w(f"        r[{k}] = _bools({x})\n")
                 else:
                     lo, hi = INT_RANGES[elem]
-                    w(f"        r[{k}] = _ints({x}, {lo}, {hi})\n")
-        w("    return r\n\n")
+                    w(f"        r[{k}] = _check_ints({x}, {lo}, {hi}, {elem!r})\n")
+        w("    return r\n")
+        wrap_since(w, start, "    ", "o", errors="_ENCODE_ERRORS")
     w("\n")
     for u, members in sorted(unions.items()):
         w(f"UE_{u} = {{{', '.join(f'{x}: ({x!r}, e_{x})' for x in members)}}}\n")
@@ -321,12 +178,13 @@ def _gen_decoders(w, schema, m, unions):
     for o in schema.objects:
         name = o.short
         fs = _live(o)
+        start = len(w.__self__)
         w(f"    def d_{name}(o, d):\n")
         w("        if d > max_depth:\n            too_deep(d)\n")
-        w(f"        if type(o) is not dict:\n            _bad('expected an object ({name})', type(o).__name__)\n")
+        w(f"        if type(o) is not dict:\n            _bad('wrong type: expected an object ({name})', type(o).__name__)\n")
         w("        nonlocal members\n")
         if o.is_struct:
-            w(f"        if len(o) != {len(fs)}:\n            _bad('expected the {len(fs)} fields of {name}')\n")
+            w(f"        if len(o) != {len(fs)}:\n            _bad('wrong struct fields: expected the {len(fs)} fields of {name}')\n")
             w(f"        members += {len(fs)}\n")
         else:
             w("        members += len(o)\n")
@@ -339,16 +197,20 @@ def _gen_decoders(w, schema, m, unions):
             if f.deprecated:
                 w(f"        {x} = {'[]' if kind == 'vector' else _lit(default) if kind in ('scalar', 'enum') else 'None'}\n")
                 continue
-            if o.is_struct:  # all fields present (len checked): a missing one is a KeyError
-                w(f"        {x} = o[{f.name!r}]\n")
+            if kind == "union":
+                w(marker(f.name + "_type", "        "))
+            else:
+                w(marker(f.name, "        ", x if kind == "vector" and elem in ("table", "struct") else None))
+            if o.is_struct:  # the field count was checked: a missing field is a misspelt one (None fails its check)
+                w(f"        {x} = o.get({f.name!r})\n")
                 if elem in FLOATS:
                     w(f"        if type({x}) is not float:\n            {x} = _jfloat({x})\n")
                 elif elem == "bool":
-                    w(f"        if type({x}) is not bool:\n            _bad('{f.name}: expected bool', type({x}).__name__)\n")
+                    w(f"        if type({x}) is not bool:\n            _check_bool({x})\n")
                 else:
                     lo, hi = INT_RANGES[elem]
                     w(f"        if type({x}) is not int or not {lo} <= {x} <= {hi}:\n"
-                      f"            _bad('{f.name}: expected {elem}', {x})\n")
+                      f"            _check_int({x}, {lo}, {hi}, {elem!r})\n")
                 continue
             w(f"        {x} = o.get({f.name!r})\n")
             if kind in ("scalar", "enum"):
@@ -356,20 +218,20 @@ def _gen_decoders(w, schema, m, unions):
                 if kind == "enum":
                     lo, hi = INT_RANGES[elem]
                     w(f"        elif type({x}) is str:\n            {x} = EV_{ref}.get({x})\n")
-                    w(f"            if {x} is None:\n                raise VersionError('{f.name}: enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o[{f.name!r}])\n")
+                    w(f"            if {x} is None:\n                raise VersionError('enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o[{f.name!r}])\n")
                     w(f"        elif type({x}) is not int or not {lo} <= {x} <= {hi}:\n"
-                      f"            _bad('{f.name}: expected {ref}', {x})\n")
+                      f"            _check_int({x}, {lo}, {hi}, {elem!r})\n")
                 elif elem in FLOATS:
                     w(f"        elif type({x}) is not float:\n            {x} = _jfloat({x})\n")
                 elif elem == "bool":
-                    w(f"        elif type({x}) is not bool:\n            _bad('{f.name}: expected bool', type({x}).__name__)\n")
+                    w(f"        elif type({x}) is not bool:\n            _check_bool({x})\n")
                 else:
                     lo, hi = INT_RANGES[elem]
                     w(f"        elif type({x}) is not int or not {lo} <= {x} <= {hi}:\n"
-                      f"            _bad('{f.name}: expected {elem}', {x})\n")
+                      f"            _check_int({x}, {lo}, {hi}, {elem!r})\n")
             elif kind == "string":
                 w(f"        if {x} is not None:\n")
-                w(f"            if type({x}) is not str:\n                _bad('{f.name}: expected str', type({x}).__name__)\n")
+                w(f"            if type({x}) is not str:\n                _check_str({x})\n")
                 w(f"            {string_check(x, m.string_class(o, f), name + '.' + f.name)}\n")
                 w(f"            keep({x})\n")
             elif kind in ("table", "struct"):
@@ -380,42 +242,44 @@ def _gen_decoders(w, schema, m, unions):
                 nm = len(unions[ref])
                 w(f"        {t} = o.get({f.name + '_type'!r})\n")
                 w(f"        if {t} is None:\n")
-                w(f"            if {x} is not None:\n                _bad('{f.name}: member without its _type key')\n")
+                w(f"            if {x} is not None:\n                _bad('union member without its _type key')\n")
                 w(f"        elif {x} is None:\n")
                 w(f"            if {t} != 'NONE' and ({t} != 0 or type({t}) is not int):\n"
-                  f"                _bad('{f.name}: union type without a member, or unknown', {t})\n")
+                  f"                _bad('union type without a member, or unknown', {t})\n")
                 w(f"        else:\n")
                 w(f"            if type({t}) is str:\n                {t} = UN_{ref}.get({t}, {t})\n")
                 w(f"                if type({t}) is str:\n"
-                  f"                    if {t} == 'NONE':\n                        _bad('{f.name}: NONE with a member')\n"
-                  f"                    raise VersionError('{f.name}: union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got={t})\n")
+                  f"                    if {t} == 'NONE':\n                        _bad('union member given with type NONE')\n"
+                  f"                    raise VersionError('union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got={t})\n")
                 w(f"            elif type({t}) is int and 0 < {t} <= {nm}:\n                {t} = UD_{ref}[{t}]\n")
                 w(f"            elif type({t}) is int and {nm} < {t} <= 255:\n"
-                  f"                raise VersionError('{f.name}: union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got={t})\n")
-                w(f"            else:\n                _bad('{f.name}: bad union type, or NONE with a member', {t})\n")
+                  f"                raise VersionError('union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got={t})\n")
+                w(f"            else:\n                _bad('wrong type: bad union type, or NONE with a member', {t})\n")
+                w(marker(f.name, "            "))
                 w(f"            {x} = {t}({x}, d + 1)\n")
             else:
                 w(f"        if {x} is None:\n            {x} = []\n")
-                w(f"        elif type({x}) is not list:\n            _bad('{f.name}: expected an array', type({x}).__name__)\n")
+                w(f"        elif type({x}) is not list:\n            _bad('wrong type: expected an array', type({x}).__name__)\n")
                 if elem == "string":
-                    w(f"        elif not _STR.issuperset(map(type, {x})):\n            _bad('{f.name}: expected strings')\n")
+                    w(f"        elif not _STR.issuperset(map(type, {x})):\n            _check_each({x}, _check_str)\n")
                     w(f"        else:\n            keep_all({x})\n")
                     w(f"            {string_check_all(x, m.string_class(o, f), name + '.' + f.name)}\n")
                 elif elem in ("table", "struct"):
                     w(f"        elif {x}:\n            d1 = d + 1\n            {x} = [d_{ref}(e, d1) for e in {x}]\n")
                 elif elem.startswith("enum:"):
                     lo, hi = INT_RANGES[elem[5:]]
-                    w(f"        else:\n            {x} = [_enum_in(e, EV_{ref}, {lo}, {hi}) for e in {x}]\n")
+                    w(f"        else:\n            {x} = _enums_in({x}, EV_{ref}, {lo}, {hi})\n")
                 elif elem in FLOATS:
                     w(f"        else:\n            {x} = _jfloats({x})\n")
                 elif elem == "bool":
-                    w(f"        elif not _BOOL.issuperset(map(type, {x})):\n            _bad('{f.name}: expected bools')\n")
+                    w(f"        elif not _BOOL.issuperset(map(type, {x})):\n            _check_each({x}, _check_bool)\n")
                 else:
                     lo, hi = INT_RANGES[elem]
-                    w(f"        else:\n            _ints({x}, {lo}, {hi})\n")
+                    w(f"        else:\n            _check_ints({x}, {lo}, {hi}, {elem!r})\n")
             if f.required:
                 w(f"        if {x} is None:\n            _bad('required field {f.name} is missing')\n")
-        w(f"        return {name}({', '.join(args)})\n\n")
+        w(f"        return {name}({', '.join(args)})\n")
+        wrap_since(w, start, "        ", "o")
     for u, members in sorted(unions.items()):
         w(f"    UD_{u} = (None, {', '.join('d_' + x for x in members)},)\n")
         w(f"    UN_{u} = {{{', '.join(f'{x!r}: d_{x}' for x in members)}}}\n")

@@ -35,7 +35,7 @@ def _js_regex(pattern: str) -> str:
     """A Python pattern as a JS regex literal body; only the syntax both engines share is allowed."""
     for bad in ("(?P", "(?<", "\\A", "\\Z", "(?i", "(?s", "(?x"):
         if bad in pattern:
-            raise SystemExit(f"gen_ts_strings: pattern {pattern!r} uses {bad!r}, which JS reads differently")
+            raise SystemExit(f"ts_strings: pattern {pattern!r} uses {bad!r}, which JS reads differently")
     return pattern.replace("/", "\\/")
 
 
@@ -45,7 +45,7 @@ def generate(schema, m, header: str) -> str:
     for name, (check, may_be_empty, longest) in S._CLASSES.items():
         kind = _KINDS.get(check.__name__)
         if kind is None:
-            raise SystemExit(f"gen_ts_strings: no TypeScript grammar for check {check.__name__} (class {name})")
+            raise SystemExit(f"ts_strings: no TypeScript grammar for check {check.__name__} (class {name})")
         classes[name] = {"kind": kind, "empty": may_be_empty, "max": longest}
     fields = {}
     for o in schema.objects:
@@ -60,7 +60,7 @@ def generate(schema, m, header: str) -> str:
     }
     out = [header]
     out.append("/**\n * String classes (SPEC.md section 9), from schema/pt2format.fbs and pt2format/_strings.py\n"
-               " * by schema/gen_ts_strings.py. src/strings.ts checks decoded strings with them.\n */\n\n")
+               " * by schema/codegen/ts_strings.py. src/strings.ts checks decoded strings with them.\n */\n\n")
     out.append("export interface StringClassSpec { kind: string; empty: boolean; max: number }\n\n")
     out.append("/** class name -> grammar kind, may it be empty, longest length in code points. */\n")
     out.append(f"export const STRING_CLASSES: Readonly<Record<string, StringClassSpec>> = {json.dumps(classes)};\n\n")
