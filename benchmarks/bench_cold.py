@@ -276,7 +276,8 @@ def render(results: dict, repeat: int) -> str:
         falls = {n: cold[n].get("fallback") for n, _ in cols if cold[n].get("fallback")}
         if falls:
             lines.append("")
-            lines.append("load_module fell back to load().module(): " + "; ".join(f"{n}: {w}" for n, w in falls.items()))
+            lines.append("load_module fell back to load().module(): "
+                         + "; ".join(f"{n}: {w}" for n, w in falls.items()))
         lines.append("")
     return "\n".join(lines)
 

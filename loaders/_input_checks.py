@@ -50,7 +50,7 @@ def _normalize_type(t):
 
 
 def eq_spec(a: pytree.TreeSpec, b: pytree.TreeSpec) -> bool:
-    """torch.export._unlift.eq_spec: TreeSpec equality where torch.Size matches tuple and dict keys may be in any order."""
+    """torch.export._unlift.eq_spec: TreeSpec equality; torch.Size matches tuple, dict keys in any order."""
     if a is b:
         return True
     if _normalize_type(a.type) != _normalize_type(b.type):

@@ -46,8 +46,6 @@ from pt2format._generated.model import (
     StringArgument,
     SymBoolArgument,
     SymFloatArgument,
-    SymIntArgument,
-    TensorArgument,
     TokenArgument,
 )
 from pt2format.errors import LoadError, Pt2FormatError, VersionError
@@ -55,10 +53,10 @@ from pt2format.errors import LoadError, Pt2FormatError, VersionError
 from ._find import find_program
 from ._graph import GraphBuilder
 from ._input_checks import InputChecks, Unsupported, flatten_inputs
+from ._nogc import no_gc
 from ._signature import module_call_graph, signature
 from ._state import StateLoader, program_state
 from ._treespec import TreeSpecLoader
-from ._values import from_value
 
 _LIFTED = (gs.InputKind.PARAMETER, gs.InputKind.BUFFER, gs.InputKind.CONSTANT_TENSOR, gs.InputKind.CUSTOM_OBJ)
 _MUTATIONS = (gs.OutputKind.BUFFER_MUTATION, gs.OutputKind.USER_INPUT_MUTATION, gs.OutputKind.PARAMETER_MUTATION)
@@ -213,7 +211,8 @@ def build_module(package, name, storage_view, *, map_location=None, copy: bool =
         return None, why
     state = StateLoader(package, storage_view, map_location=map_location, copy=copy, file_key=file_key)
     try:
-        return _build(prog, state), None
+        with no_gc():
+            return _build(prog, state), None
     except Unsupported as e:
         return None, str(e)
     except Pt2FormatError as e:
@@ -326,6 +325,7 @@ def load_module(path, *, program: str | None = None, map_location=None, copy: bo
     from pt2format._api import read
     from pt2format._source import is_pathlike
 
+    start = path.tell() if hasattr(path, "seek") and hasattr(path, "tell") else None
     f = read(path, verify_data=verify_data, copy_on_write=True)
     try:
         if prefetch and not copy and f.package.storages and is_pathlike(path):
@@ -345,8 +345,8 @@ def load_module(path, *, program: str | None = None, map_location=None, copy: bo
         return module
     from ._load import load_program
 
-    if hasattr(path, "seek"):
-        path.seek(0)
+    if start is not None:
+        path.seek(start)
     module = load_program(path, program=program, map_location=map_location, copy=copy, verify_data=verify_data,
                           prefetch=prefetch).module()
     module.pt2format_fallback = why

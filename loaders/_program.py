@@ -9,10 +9,6 @@ _guards.py, because `ExportedProgram.module()` compiles `_guards_code`).
 
 from __future__ import annotations
 
-import contextlib
-import gc
-import threading
-
 import torch
 from torch._export.verifier import load_verifier
 from torch._export.verifier import Verifier
@@ -30,40 +26,17 @@ from pt2format._generated.model import (
 from pt2format.errors import LoadError, Pt2FormatError, VersionError
 
 from ._fake_mode import fake_mode
-from ._find import find_program  # noqa: F401 - re-exported: callers import it from here
+from ._find import find_program
 from ._graph import GraphBuilder
 from ._guards import derive_guards
 from ._metadata import MetadataLoader
+from ._nogc import no_gc as _no_gc
 from ._signature import module_call_graph, signature
 from ._state import StateLoader, program_state
 from ._symbols import ShapeBuilder, value_ranges
 from ._treespec import TreeSpecLoader
 from ._values import from_value
 
-_gc_lock = threading.Lock()
-_gc_users = 0
-
-
-@contextlib.contextmanager
-def _no_gc():
-    """gc.disable() for the build, reference-counted so concurrent loads do not re-enable it early."""
-    global _gc_users
-    with _gc_lock:
-        if _gc_users == 0:
-            was_enabled = gc.isenabled()
-            gc.disable()
-            _no_gc.was_enabled = was_enabled
-        _gc_users += 1
-    try:
-        yield
-    finally:
-        with _gc_lock:
-            _gc_users -= 1
-            if _gc_users == 0 and _no_gc.was_enabled:
-                gc.enable()
-
-
-_no_gc.was_enabled = True
 
 
 def _exported_program(root, graph, sig, state_dict, ranges, mcg, example_inputs, constants, verifiers):
