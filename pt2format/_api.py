@@ -350,7 +350,7 @@ def write_package(path, package, storage_payloads, *, encoding: str = "flatbuffe
         if internal:
             layout = layout_payloads([len(views[i]) for i in internal], DATA_ALIGNMENT)
             if (data_checksums and encoding in _DATA_FIRST_ENCODINGS and not is_stream_target(path)
-                    and layout.length >= DATA_FIRST_MIN_BYTES):
+                    and layout.length >= DATA_FIRST_MIN_BYTES and hasattr(os, "pwrite")):
                 try:
                     return _write_data_first(path, package, encoding, views, internal, layout, segments,
                                              fsync=fsync, progress=progress)
