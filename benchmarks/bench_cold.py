@@ -87,6 +87,8 @@ def child_prepare(model: str, outdir: str, quick: bool, repeat: int) -> dict:
         info["export_s"] = time.perf_counter() - t
         pt2format.save(ep, pt2f, progress=False)
         torch.export.save(ep, pt2)
+    if ep.example_inputs is not None:  # for load_module's first call (a module carries no example inputs)
+        torch.save(ep.example_inputs, _inputs_path(outdir, model))
     info["nodes"] = len(ep.graph.nodes)
     info["file_mb"] = {"pt2f": os.path.getsize(pt2f) / 2**20, "torch": os.path.getsize(pt2) / 2**20}
     saves = {
@@ -119,31 +121,46 @@ def child_cold(fmt: str, path: str, model: str, prefetch: bool) -> dict:
     t_torch = time.perf_counter()
     for name in LOAD_IMPORTS.get(model, []):
         __import__(name)
-    if fmt == "pt2f":
+    if fmt.startswith("pt2f"):
         import pt2format
     t_import = time.perf_counter()
     before = set(sys.modules)
-    if fmt == "pt2f":
-        ep = pt2format.load(path, prefetch=True) if prefetch else pt2format.load(path)
+    if fmt == "pt2f-lm":  # load_module: the file straight to the module; example inputs from the side file
+        t = time.perf_counter()
+        args, kwargs = torch.load(_inputs_path(os.path.dirname(path), model), weights_only=True)
+        t_inputs = time.perf_counter() - t
+        t_import += t_inputs  # not part of the load
+        m = pt2format.load_module(path, prefetch=prefetch)
+        t_load = t_module = time.perf_counter()
+        new = set(sys.modules) - before
+        fallback = getattr(m, "pt2format_fallback", None)
     else:
-        ep = torch.export.load(path)
-    t_load = time.perf_counter()
-    new = set(sys.modules) - before
-    m = ep.module()
-    t_module = time.perf_counter()
-    args, kwargs = ep.example_inputs
+        if fmt == "pt2f":
+            ep = pt2format.load(path, prefetch=True) if prefetch else pt2format.load(path)
+        else:
+            ep = torch.export.load(path)
+        t_load = time.perf_counter()
+        new = set(sys.modules) - before
+        m = ep.module()
+        t_module = time.perf_counter()
+        args, kwargs = ep.example_inputs
+        fallback = None
     with torch.no_grad():
         m(*args, **kwargs)
     t_call = time.perf_counter()
     t = time.perf_counter()
-    ep2 = pt2format.load(path) if fmt == "pt2f" else torch.export.load(path)
+    if fmt == "pt2f-lm":
+        again = pt2format.load_module(path)
+    else:
+        again = pt2format.load(path) if fmt == "pt2f" else torch.export.load(path)
     warm = time.perf_counter() - t
-    del ep2
+    del again
     return {"import_torch_s": t_torch - t0, "import_s": t_import - t0, "load_s": t_load - t_import,
-            "module_s": t_module - t_load, "call_s": t_call - t_module, "total_s": t_call - t0,
+            "module_s": t_module - t_load, "call_s": t_call - t_module, "total_s": t_call - t0 - (
+                t_inputs if fmt == "pt2f-lm" else 0.0),
             "first_output_s": t_call - t_import, "warm_load_s": warm, "load_new_modules": len(new),
             "load_imports_dynamo": any(n == "torch._dynamo" for n in new),
-            "load_imports_sympy": "sympy" in new}
+            "load_imports_sympy": "sympy" in new, "fallback": fallback}
 
 
 def child_imports(fmt: str, path: str, model: str) -> None:
@@ -151,7 +168,10 @@ def child_imports(fmt: str, path: str, model: str) -> None:
     import torch
     for name in LOAD_IMPORTS.get(model, []):
         __import__(name)
-    if fmt == "pt2f":
+    if fmt == "pt2f-lm":
+        import pt2format
+        pt2format.load_module(path)
+    elif fmt == "pt2f":
         import pt2format
         pt2format.load(path)
     else:
@@ -159,6 +179,10 @@ def child_imports(fmt: str, path: str, model: str) -> None:
 
 
 # --------------------------------------------------------------------------- driver
+
+def _inputs_path(outdir: str, model: str) -> str:
+    return os.path.join(outdir, f"{model}.inputs.pt")
+
 
 def _paths(outdir: str, model: str):
     return os.path.join(outdir, f"{model}.pt2f"), os.path.join(outdir, f"{model}.pt2")
@@ -188,7 +212,8 @@ def run(models, workdir: str, repeat: int, quick: bool, prefetch: bool, on_model
         _log(f"[{model}] export/save ...")
         info = _run_child("prepare", model, workdir, quick, repeat)
         pt2f, pt2 = _paths(workdir, model)
-        variants = [("torch", pt2, False), ("pt2f", pt2f, False)] + ([("pt2f+prefetch", pt2f, True)] if prefetch else [])
+        variants = [("torch", pt2, False), ("pt2f", pt2f, False), ("pt2f-lm", pt2f, False)] + (
+            [("pt2f-lm+prefetch", pt2f, True)] if prefetch else [])
         cold = {}
         for _ in range(repeat):  # interleaved, so both sides see the same machine load
             for name, path, pf in variants:
@@ -198,7 +223,7 @@ def run(models, workdir: str, repeat: int, quick: bool, prefetch: bool, on_model
                 for k, v in r.items():
                     if k.endswith("_s"):
                         best[k] = min(best[k], v)
-        for name, path, _ in variants[:2]:
+        for name, path, _ in variants[:3]:
             _log(f"[{model}] -X importtime {name} ...")
             cold[name]["import_count"] = _run_child("imports", name, path, model, importtime=True)
         results[model] = {"info": info, "cold": cold}
@@ -216,34 +241,43 @@ _ROWS = (("import (torch + library)", "import_s"), ("cold `load`", "load_s"), ("
          ("total from interpreter start", "total_s"), ("warm `load` (same process, 2nd time)", "warm_load_s"))
 
 
+_COLUMNS = (("pt2f", "`load` + `.module()`"), ("pt2f-lm", "`load_module`"),
+            ("pt2f-lm+prefetch", "`load_module(prefetch=True)`"))
+
+
 def render(results: dict, repeat: int) -> str:
     lines = [f"Best of {repeat} runs, each in a fresh interpreter; ratio = torch / pt2format (above 1: pt2format "
              "faster).", ""]
     for model, r in results.items():
         info, cold = r["info"], r["cold"]
-        t, p = cold["torch"], cold["pt2f"]
-        pf = cold.get("pt2f+prefetch")
+        t = cold["torch"]
+        cols = [(name, label) for name, label in _COLUMNS if name in cold]
         title = {"gpt2": "GPT-2 124M", "deep": "20,000-node program", "deepdyn": "20,000-node program, dynamic batch"}
         lines.append(f"**{title.get(model, model)}** ({info['nodes']} nodes; files: pt2format "
                      f"{info['file_mb']['pt2f']:.1f} MB, torch {info['file_mb']['torch']:.1f} MB)")
         lines.append("")
-        head = "| | torch.export | pt2format | ratio |" + (" pt2format + prefetch | ratio |" if pf else "")
-        lines += [head, "|---|---|---|---|" + ("---|---|" if pf else "")]
+        lines.append("| | torch.export | " + " | ".join(f"pt2format {label} | ratio" for _, label in cols) + " |")
+        lines.append("|---|---|" + "---|---|" * len(cols))
+        empty = " | |" * len(cols)
         for label, key in _ROWS:
-            row = f"| {label} | {t[key]:.3f} s | {p[key]:.3f} s | {_ratio(t[key], p[key])} |"
-            if pf:
-                row += f" {pf[key]:.3f} s | {_ratio(t[key], pf[key])} |"
-            lines.append(row)
-        lines.append(f"| modules imported by `load` | {t['load_new_modules']} | {p['load_new_modules']} | |"
-                     + (" | |" if pf else ""))
-        lines.append(f"| modules listed by `-X importtime` (import + load) | {t['import_count']} | "
-                     f"{p['import_count']} | |" + (" | |" if pf else ""))
-        lines.append(f"| `load` imports torch._dynamo / sympy | {_yn(t)} | {_yn(p)} | |" + (" | |" if pf else ""))
+            lines.append(f"| {label} | {t[key]:.3f} s |" + "".join(
+                f" {cold[n][key]:.3f} s | {_ratio(t[key], cold[n][key])} |" for n, _ in cols))
+        lines.append(f"| modules imported by the load | {t['load_new_modules']} |" + "".join(
+            f" {cold[n]['load_new_modules']} | |" for n, _ in cols))
+        lines.append(f"| modules listed by `-X importtime` (import + load) | {t['import_count']} |" + "".join(
+            f" {cold[n].get('import_count', '')} | |" for n, _ in cols))
+        lines.append(f"| the load imports torch._dynamo / sympy | {_yn(t)} |" + "".join(
+            f" {_yn(cold[n])} | |" for n, _ in cols))
         s = info["save"]
         lines.append(f"| save (replacing a file) | {s['torch']:.3f} s | {s['pt2f']:.3f} s | "
-                     f"{_ratio(s['torch'], s['pt2f'])} |" + (" | |" if pf else ""))
+                     f"{_ratio(s['torch'], s['pt2f'])} |" + empty[4:])
         lines.append(f"| save + fsync | {s['torch+fsync']:.3f} s | {s['pt2f+fsync']:.3f} s | "
-                     f"{_ratio(s['torch+fsync'], s['pt2f+fsync'])} |" + (" | |" if pf else ""))
+                     f"{_ratio(s['torch+fsync'], s['pt2f+fsync'])} |" + empty[4:])
+        falls = {n: cold[n].get("fallback") for n, _ in cols if cold[n].get("fallback")}
+        if falls:
+            lines.append("")
+            lines.append("load_module fell back to load().module(): "
+                         + "; ".join(f"{n}: {w}" for n, w in falls.items()))
         lines.append("")
     return "\n".join(lines)
 
@@ -266,7 +300,7 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="tiny models, one run: a smoke test of the script")
     ap.add_argument("--models", default=",".join(MODELS), help="comma-separated: gpt2, deep, deepdyn")
     ap.add_argument("--repeat", type=int, default=2, help="best of N (default 2)")
-    ap.add_argument("--no-prefetch", action="store_true", help="skip the pt2format load(prefetch=True) variant")
+    ap.add_argument("--no-prefetch", action="store_true", help="skip the load_module(prefetch=True) variant")
     ap.add_argument("--workdir", help="where files go; reused across runs (default: a temporary directory)")
     ap.add_argument("--json", help="also write the raw results here")
     args = ap.parse_args(argv)

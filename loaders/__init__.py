@@ -1,11 +1,24 @@
-"""pt2format.loaders: .pt2f files -> torch.export.ExportedProgram (imports torch).
+"""pt2format.loaders: .pt2f files -> torch.export.ExportedProgram or a runnable module (imports torch).
 
 `load_program` reads a file; `build_program` rebuilds a program from a decoded
-`Package` and a storage-view callback, without touching the disk.
+`Package` and a storage-view callback, without touching the disk;
+`load_module` builds the unlifted, callable module directly (_module.py).
+Attributes are imported on first use, so that `load_module` of a static
+program never imports sympy (which _program.py needs for symbolic shapes).
 """
 
-from ._load import load_program
-from ._program import build_program
-from ._weights import attach_weights, read_weights
+import importlib
 
-__all__ = ["load_program", "build_program", "attach_weights", "read_weights"]
+_WHERE = {"load_program": "._load", "build_program": "._program", "attach_weights": "._weights",
+          "read_weights": "._weights", "load_module": "._module"}
+
+__all__ = list(_WHERE)
+
+
+def __getattr__(name):
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(where, __name__), name)
+    globals()[name] = value
+    return value

@@ -9,10 +9,6 @@ _guards.py, because `ExportedProgram.module()` compiles `_guards_code`).
 
 from __future__ import annotations
 
-import contextlib
-import gc
-import threading
-
 import torch
 from torch._export.verifier import load_verifier
 from torch._export.verifier import Verifier
@@ -25,47 +21,23 @@ from pt2format._generated.model import (
     FloatArgument,
     IntArgument,
     NoneArgument,
-    StateKind,
     StringArgument,
 )
 from pt2format._warn import warn_at_caller
 from pt2format.errors import LoadError, OpsetWarning, Pt2FormatError, VersionError
 
 from ._fake_mode import fake_mode
+from ._find import find_program
 from ._graph import GraphBuilder
 from ._guards import derive_guards
 from ._metadata import MetadataLoader
-from ._names import check_fqn
+from ._nogc import no_gc as _no_gc
 from ._signature import module_call_graph, signature
-from ._state import StateLoader
+from ._state import StateLoader, program_state
 from ._symbols import ShapeBuilder, value_ranges
 from ._treespec import TreeSpecLoader
 from ._values import from_value
 
-_gc_lock = threading.Lock()
-_gc_users = 0
-
-
-@contextlib.contextmanager
-def _no_gc():
-    """gc.disable() for the build, reference-counted so concurrent loads do not re-enable it early."""
-    global _gc_users
-    with _gc_lock:
-        if _gc_users == 0:
-            was_enabled = gc.isenabled()
-            gc.disable()
-            _no_gc.was_enabled = was_enabled
-        _gc_users += 1
-    try:
-        yield
-    finally:
-        with _gc_lock:
-            _gc_users -= 1
-            if _gc_users == 0 and _no_gc.was_enabled:
-                gc.enable()
-
-
-_no_gc.was_enabled = True
 
 
 def _exported_program(root, graph, sig, state_dict, ranges, mcg, example_inputs, constants, verifiers):
@@ -90,28 +62,6 @@ def _exported_program(root, graph, sig, state_dict, ranges, mcg, example_inputs,
     ep._verifiers = verifiers or [Verifier]
     ep.validate()
     return ep
-
-
-def find_program(package, name):
-    """The Program named `name`; None picks the only program, or "forward"."""
-    progs = package.programs
-    names = [p.name for p in progs]
-    program_was_default = name is None
-    if name is None:
-        if len(progs) == 1:
-            return progs[0]
-        name = "forward"
-    for p in progs:
-        if p.name == name:
-            return p
-    if len(names) > 1:
-        raise LoadError(f"this file holds {len(names)} programs ({', '.join(map(repr, names))}); choose one with "
-                        f"program=..., e.g. pt2format.load(path, program={names[0]!r})"
-                        if name == "forward" and program_was_default else
-                        f"no program named {name!r}; this file holds {', '.join(map(repr, names))}",
-                        expected=f"one of {names}", got=name)
-    raise LoadError(f"no program named {name!r}; this file holds {names[0]!r}" if names else
-                    "this file holds no programs", expected=names, got=name)
 
 
 def build_program(package, name=None, storage_view=None, *, map_location=None, weights: bool = True,
@@ -217,31 +167,4 @@ class _Builder:
         raise LoadError("module call signature constant has no Python form", got=type(member).__name__)
 
     def _state(self):
-        prog = self.program
-        state_dict: dict = {}
-        constants: dict = {}
-        params: dict[int, torch.nn.Parameter] = {}
-        for i, e in enumerate(prog.state):
-            p = f"state[{i}]"
-            fqn = check_fqn(e.name, f"{p}.name")
-            t = self.state.tensor(e.tensor, f"{p}.tensor")
-            if e.kind == StateKind.PARAMETER:
-                param = params.get(e.tensor)
-                if param is None:
-                    param = params[e.tensor] = torch.nn.Parameter(t, requires_grad=t.requires_grad)
-                    self.state.remember(param, e.tensor)
-                state_dict[fqn] = param
-            elif e.kind == StateKind.BUFFER:
-                state_dict[fqn] = t
-            elif e.kind in (StateKind.NON_PERSISTENT_BUFFER, StateKind.TENSOR_CONSTANT):
-                constants[fqn] = t
-            else:
-                raise LoadError("unknown state kind", path=f"{p}.kind", got=e.kind)
-        for i, c in enumerate(prog.custom_objects):
-            fqn = check_fqn(c.name, f"custom_objects[{i}].name")
-            constants[fqn] = self._custom_object(c, f"custom_objects[{i}]")
-        return state_dict, constants
-
-    def _custom_object(self, c, path):
-        from ._custom_objects import rebuild_custom_object
-        return rebuild_custom_object(c, self.state.tensor, path)
+        return program_state(self.program, self.state)

@@ -14,6 +14,7 @@ import warnings
 
 import torch
 
+from pt2format._generated.model import StateKind
 from pt2format.errors import LoadError
 
 from pt2format.exporter._origins import remember
@@ -21,6 +22,7 @@ from pt2format.exporter._origins import remember
 from pt2format._generated.model import Layout
 
 from . import _composite
+from ._names import check_fqn
 from ._values import device_from_schema, dtype_from_schema
 
 STRIDED = int(Layout.STRIDED)
@@ -171,3 +173,33 @@ class StateLoader:
             return  # no storage of its own; its parts are remembered
         if self.file_key is not None and t.device.type != "meta":
             remember(t, self.file_key, idx, self.package.tensors[idx].storage)
+
+
+def program_state(prog, state: StateLoader) -> tuple[dict, dict]:
+    """(state_dict, constants) of `prog`: Parameters (one per tensor row, so ties stay ties), buffers,
+    and non-persistent buffers, tensor constants and custom objects in `constants`."""
+    state_dict: dict = {}
+    constants: dict = {}
+    params: dict[int, torch.nn.Parameter] = {}
+    for i, e in enumerate(prog.state):
+        p = f"state[{i}]"
+        fqn = check_fqn(e.name, f"{p}.name")
+        t = state.tensor(e.tensor, f"{p}.tensor")
+        if e.kind == StateKind.PARAMETER:
+            param = params.get(e.tensor)
+            if param is None:
+                param = params[e.tensor] = torch.nn.Parameter(t, requires_grad=t.requires_grad)
+                state.remember(param, e.tensor)
+            state_dict[fqn] = param
+        elif e.kind == StateKind.BUFFER:
+            state_dict[fqn] = t
+        elif e.kind in (StateKind.NON_PERSISTENT_BUFFER, StateKind.TENSOR_CONSTANT):
+            constants[fqn] = t
+        else:
+            raise LoadError("unknown state kind", path=f"{p}.kind", got=e.kind)
+    for i, c in enumerate(prog.custom_objects):
+        fqn = check_fqn(c.name, f"custom_objects[{i}].name")
+        from ._custom_objects import rebuild_custom_object
+
+        constants[fqn] = rebuild_custom_object(c, state.tensor, f"custom_objects[{i}]")
+    return state_dict, constants

@@ -80,7 +80,7 @@ def _from_pt2f(path: str, *, program: str | None, weight_set: str | None, map_lo
                                 expected=sorted(sets), got=weight_set)
             entries = sets[weight_set].entries
         elif pkg.programs:
-            from ._program import find_program
+            from ._find import find_program
 
             entries = find_program(pkg, program).state
         elif len(pkg.weight_sets) == 1:

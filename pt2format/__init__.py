@@ -170,6 +170,33 @@ def load(f: Source, *, program: str | None = None, map_location: Any = None, wei
                         weight_set=weight_set, prefetch=prefetch, allow_subclasses=allow_subclasses)
 
 
+def load_module(f: Source, *, program: str | None = None, map_location: Any = None, copy: bool = False,
+                verify_data: bool = False, prefetch: bool = False) -> torch.nn.Module:
+    """The callable, unlifted module of a program: what ``load(f, ...).module()`` returns, built directly.
+
+    No ExportedProgram is rebuilt and none of ``module()``'s passes runs:
+    the graph comes from the file without fake values, parameters and
+    buffers are views of a private map of the file (a buffer the program
+    mutates changes in this process only), and inputs are checked before the
+    graph runs as torch's guards would check them (sizes, ranges of dynamic
+    and derived dims, constants, the inputs' pytree structure), from
+    validated values: nothing from the file is compiled or parsed. Outputs,
+    mutated buffers and rejected inputs match ``ExportedProgram.module()``
+    bit for bit on the conformance corpus (tests/loaders/test_load_module.py).
+
+    A program the fast path does not build (effect tokens, symbolic float or
+    bool inputs, no example inputs or root call signature) falls back to
+    ``load(f, ...).module()``; the module's ``pt2format_fallback`` attribute
+    names the reason (None on the fast path). Arguments are ``load``'s;
+    ``prefetch=True`` reads the weight pages ahead in a background thread so
+    the first call does not fault them in one by one.
+    """
+    from pt2format.loaders import load_module as _load_module
+
+    return _load_module(f, program=program, map_location=map_location, copy=copy, verify_data=verify_data,
+                        prefetch=prefetch)
+
+
 def save_weights(weights, path, *, encoding: str = "flatbuffers", fsync: bool = True, progress: bool = True,
                  max_shard_size=None, external_data=None, name: str = "default") -> None:
     """Save weights only (no program): an ExportedProgram's state, a dict name -> tensor, or a dict of such sets.
@@ -307,7 +334,7 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "save", "load", "read", "open", "validate", "from_torch", "to_torch", "save_weights", "attach_weights",
+    "save", "load", "load_module", "read", "open", "validate", "from_torch", "to_torch", "save_weights", "attach_weights",
     "FORMAT_VERSION", "__version__", "LazyFile", "PackageFile", "FallbackWarning", "OpsetWarning",
     "Pt2FormatError", "FormatError", "HeaderError", "StaleShardError", "ChecksumError", "SegmentError",
     "EncodingError", "LimitError", "VersionError", "UnsupportedFeatureError", "ValidationError", "StringClassError",

@@ -22,11 +22,13 @@ from pt2format._container.header import (
     ChecksumKind, SectionKind,
 )
 from pt2format._container.reader import ContainerFile
-from pt2format._container.writer import build_header, byte_view, layout_payloads, payload_checksums
+from pt2format._container.writer import (
+    LayoutChanged, build_header, byte_view, layout_payloads, payload_checksums,
+)
 from pt2format._generated import model as m
 from pt2format._generated.string_check import check_package as check_strings
 from pt2format._source import resolve_source
-from pt2format._target import is_stream_target, write_target
+from pt2format._target import is_stream_target, write_path_data_first, write_target
 from pt2format._validate import check_shard_name, validate_package
 from pt2format.errors import (
     ChecksumError, HeaderError, LimitError, Pt2FormatError, SegmentError, StaleShardError, ValidationError,
@@ -349,6 +351,13 @@ def write_package(path, package, storage_payloads, *, encoding: str = "flatbuffe
     if max_shard_size is None:
         if internal:
             layout = layout_payloads([len(views[i]) for i in internal], DATA_ALIGNMENT)
+            if (data_checksums and encoding in _DATA_FIRST_ENCODINGS and not is_stream_target(path)
+                    and layout.length >= DATA_FIRST_MIN_BYTES and hasattr(os, "pwrite")):
+                try:
+                    return _write_data_first(path, package, encoding, views, internal, layout, segments,
+                                             fsync=fsync, progress=progress)
+                except LayoutChanged:
+                    pass  # a checksum changed the program's length (almost never): write it the two-pass way
             crcs, data_crc = payload_checksums([views[i] for i in internal], layout) if data_checksums else (None, None)
             for k, i in enumerate(internal):
                 _place(storages[i], len(segments), layout.offsets[k], layout.sizes[k], crcs[k] if crcs else None)
@@ -367,10 +376,12 @@ def write_package(path, package, storage_payloads, *, encoding: str = "flatbuffe
             package.shard_files.append(m.ShardFile(name=names[k], size=size, package_id=list(NO_PACKAGE_ID)))
     package.segments = segments
     validate_package(package, data_section_lengths={1: layout.length} if layout else {})
-    package_id = _shards.derive_package_id(_codecs.encode(package, encoding), checksums=data_checksums)
-    for shard in package.shard_files:
-        shard.package_id = list(package_id)
     program = _codecs.encode(package, encoding)
+    package_id = _shards.derive_package_id(program, checksums=data_checksums)
+    if package.shard_files:  # the id goes into the program too: encode again with it
+        for shard in package.shard_files:
+            shard.package_id = list(package_id)
+        program = _codecs.encode(package, encoding)
     fv = package.format_version
     if shards:
         headers = [_shards.shard_header(format_version=(fv.major, fv.minor), required_features=package.required_features,
@@ -383,6 +394,50 @@ def write_package(path, package, storage_payloads, *, encoding: str = "flatbuffe
                           package_id=package_id)
     write_target(path, header, program, [views[i] for i in internal] if layout else (), layout, fsync=fsync,
                  progress=progress)
+
+
+#: Encodings whose checksum fields have a length independent of their value (for CRCs >= 2**16 in
+#: MessagePack), so a program encoded with provisional checksums fixes the data section's offset.
+_DATA_FIRST_ENCODINGS = ("flatbuffers", "msgpack")
+#: Below this much data, a separate checksum pass costs less than encoding the program twice.
+DATA_FIRST_MIN_BYTES = 32 << 20
+_PROVISIONAL_CRC = 0xFFFFFFFF
+
+
+def _write_data_first(path, package, encoding, views, internal, layout, segments, *, fsync, progress) -> None:
+    """Save with the checksums computed while the data is written (writer.write_container_data_first).
+
+    The program is encoded once with provisional checksums to fix where the
+    data section starts, then again with the real ones; if that changes its
+    length, LayoutChanged sends the caller to the two-pass path.
+    """
+    from pt2format import _shards
+
+    for k, i in enumerate(internal):
+        _place(package.storages[i], len(segments), layout.offsets[k], layout.sizes[k], _PROVISIONAL_CRC)
+    package.segments = segments + [m.Segment(file=0, section=1)]
+    validate_package(package, data_section_lengths={1: layout.length})
+    fv = package.format_version
+    enc = ENCODING_BY_NAME[encoding]
+
+    def header_for(program_length, program_crc, data_crc, package_id):
+        return build_header(format_version=(fv.major, fv.minor), required_features=package.required_features,
+                            program_length=program_length, program_crc=program_crc, encoding=enc,
+                            data_layout=layout, data_crc=data_crc, package_id=package_id)
+
+    provisional = _codecs.encode(package, encoding)
+    data_offset = header_for(len(provisional), 0, _PROVISIONAL_CRC, NO_PACKAGE_ID).sections[1].offset
+    del provisional
+
+    def finish(crcs, data_crc):
+        for k, i in enumerate(internal):
+            package.storages[i].checksum = crcs[k]
+        program = _codecs.encode(package, encoding)
+        package_id = _shards.derive_package_id(program, checksums=True)
+        return header_for(len(program), crc32(program), data_crc, package_id), program
+
+    write_path_data_first(path, data_offset, [views[i] for i in internal], layout, finish, fsync=fsync,
+                          progress=progress)
 
 
 def _place(storage, segment: int, offset: int, size: int, crc) -> None:

@@ -21,7 +21,7 @@ import os
 import stat
 
 from pt2format._container.header import Header, SectionKind, pack_header
-from pt2format._container.writer import DataLayout, byte_view, write_container
+from pt2format._container.writer import DataLayout, byte_view, write_container, write_container_data_first
 
 _CHUNK = 64 << 20  # one write call at most this big, as the container writer does
 
@@ -49,6 +49,19 @@ def write_target(target, header: Header, program, data_views=(), data_layout: Da
     if not isinstance(target, (str, bytes, os.PathLike)):
         raise TypeError(f"expected a path (str or os.PathLike) or a binary file object with write(); "
                         f"got {type(target).__name__}")
+    _at_path(target, lambda real: write_container(real, header, program, data_views, data_layout, fsync=fsync,
+                                                  progress=progress))
+
+
+def write_path_data_first(target, data_offset: int, data_views, data_layout: DataLayout, finish, *,
+                          fsync: bool = True, progress=None) -> None:
+    """writer.write_container_data_first to a path, with write_target's handling of links, modes and errors."""
+    _at_path(target, lambda real: write_container_data_first(real, data_offset, data_views, data_layout, finish,
+                                                             fsync=fsync, progress=progress))
+
+
+def _at_path(target, write) -> None:
+    """Run `write(real_path)` for the file `target` names: through symlinks, keeping its mode, errors naming it."""
     user_path = os.fsdecode(os.fspath(target))
     real = resolve_path(user_path)
     try:
@@ -58,7 +71,7 @@ def write_target(target, header: Header, program, data_views=(), data_layout: Da
     except OSError as e:
         raise _renamed(e, user_path) from None
     try:
-        write_container(real, header, program, data_views, data_layout, fsync=fsync, progress=progress)
+        write(real)
         if mode is not None:
             os.chmod(real, mode)
     except OSError as e:

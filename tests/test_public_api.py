@@ -5,14 +5,14 @@ import subprocess
 import sys
 
 PT2FORMAT = {
-    "save", "load", "read", "open", "validate", "from_torch", "to_torch", "save_weights", "attach_weights",
+    "save", "load", "load_module", "read", "open", "validate", "from_torch", "to_torch", "save_weights", "attach_weights",
     "FORMAT_VERSION", "__version__", "LazyFile", "PackageFile", "FallbackWarning", "OpsetWarning",
     "Pt2FormatError", "FormatError", "HeaderError", "StaleShardError", "ChecksumError", "SegmentError",
     "EncodingError", "LimitError", "VersionError", "UnsupportedFeatureError", "ValidationError", "StringClassError",
     "ExportError", "LoadError",
 }
 
-NOT_ERRORS = {"save", "load", "read", "open", "validate", "from_torch", "to_torch", "save_weights", "attach_weights",
+NOT_ERRORS = {"save", "load", "load_module", "read", "open", "validate", "from_torch", "to_torch", "save_weights", "attach_weights",
               "FORMAT_VERSION", "__version__",
               "LazyFile", "PackageFile", "FallbackWarning", "OpsetWarning"}
 

@@ -67,3 +67,35 @@ def test_static_load_imports_no_exporter(static_file):
     new = _new_modules(static_file)
     assert "pt2format.exporter._program" not in new
     assert "pt2format.exporter._save" not in new
+
+
+_CHILD_MODULE = textwrap.dedent("""
+    import json, sys
+    import torch
+    before = set(sys.modules)
+    import pt2format
+    m = pt2format.load_module(sys.argv[1])
+    assert m.pt2format_fallback is None, m.pt2format_fallback
+    print(json.dumps(sorted(set(sys.modules) - before)))
+""")
+
+
+@pytest.fixture(scope="module")
+def dynamic_file(tmp_path_factory):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+    ep = torch.export.export(model, (torch.randn(3, 4),), dynamic_shapes=({0: torch.export.Dim("b", max=64)},))
+    path = tmp_path_factory.mktemp("imports") / "dynamic.pt2f"
+    pt2format.save(ep, path, progress=False)
+    return path
+
+
+@pytest.mark.parametrize("which", ["static", "dynamic"])
+def test_load_module_imports_no_sympy_or_dynamo(which, static_file, dynamic_file):
+    """load_module evaluates symbolic guards with the bounded evaluator: not even a dynamic program needs sympy."""
+    path = static_file if which == "static" else dynamic_file
+    out = subprocess.run([sys.executable, "-c", _CHILD_MODULE, str(path)], capture_output=True, text=True,
+                         timeout=300, check=True)
+    new = json.loads(out.stdout.strip().splitlines()[-1])
+    bad = sorted(m for m in new if m.split(".")[0] in FORBIDDEN + ("sympy",) or m.startswith(FORBIDDEN))
+    assert bad == []
