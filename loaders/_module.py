@@ -51,6 +51,7 @@ from pt2format._generated.model import (
 from pt2format.errors import LoadError, Pt2FormatError, VersionError
 
 from ._find import find_program
+from ._opsets import check_opsets
 from ._graph import GraphBuilder
 from ._input_checks import InputChecks, Unsupported, flatten_inputs
 from ._nogc import no_gc
@@ -67,6 +68,14 @@ class _NoMetadata:
 
     def load(self, md, path):
         return {}
+
+    def custom(self, mv, path):
+        """A graph module's meta["custom"] is the user's, and `ep.module()` keeps it: read it."""
+        from pt2format._generated.model import Value
+
+        from ._values import from_value
+
+        return from_value(Value(mv), path=path)
 
 
 class _LeanGraphBuilder(GraphBuilder):
@@ -199,7 +208,7 @@ def _constant_member(member, path):
 
 
 def build_module(package, name, storage_view, *, map_location=None, copy: bool = False,
-                 file_key: tuple | None = None):
+                 file_key: tuple | None = None, allow_subclasses=()):
     """(module, None) for program `name` of `package`, or (None, reason) when the fast path cannot build it."""
     fv = package.format_version
     if fv is None or fv.major > pt2format.FORMAT_VERSION[0]:
@@ -209,7 +218,9 @@ def build_module(package, name, storage_view, *, map_location=None, copy: bool =
     why = _why_not(prog)
     if why is not None:
         return None, why
-    state = StateLoader(package, storage_view, map_location=map_location, copy=copy, file_key=file_key)
+    check_opsets(prog)
+    state = StateLoader(package, storage_view, map_location=map_location, copy=copy, file_key=file_key,
+                        allow_subclasses=allow_subclasses)
     try:
         with no_gc():
             return _build(prog, state), None
@@ -291,6 +302,8 @@ def _build(prog, state: StateLoader) -> LoadedModule:
     for fqn in list(sig.lifted_custom_objs) + list(sig.lifted_tensor_constants):
         _assign(owner, fqn, constants[fqn], "constant")
     gm = LoadedModule(owner, graph)
+    if id(graph) in builder.custom_meta:  # torch's module() keeps graph_module.meta["custom"]
+        gm.meta["custom"] = builder.custom_meta.pop(id(graph))
     detached = {}
     for fqn in sig.lifted_tensor_constants:  # GraphModule copies tensor attributes as buffers: make them constants
         value = constants[fqn]
@@ -320,7 +333,7 @@ def _build(prog, state: StateLoader) -> LoadedModule:
 
 
 def load_module(path, *, program: str | None = None, map_location=None, copy: bool = False,
-                verify_data: bool = False, prefetch: bool = False) -> torch.nn.Module:
+                verify_data: bool = False, prefetch: bool = False, allow_subclasses=()) -> torch.nn.Module:
     """The module `pt2format.load(path, ...).module()` would give, built directly (see the module docstring)."""
     from pt2format._api import read
     from pt2format._source import is_pathlike
@@ -336,7 +349,7 @@ def load_module(path, *, program: str | None = None, map_location=None, copy: bo
             st = os.stat(os.fspath(path))
             file_key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
         module, why = build_module(f.package, program, f.storage_view, map_location=map_location, copy=copy,
-                                   file_key=file_key)
+                                   file_key=file_key, allow_subclasses=allow_subclasses)
     except Pt2FormatError as e:
         raise e.with_context(file=f.path)
     finally:
@@ -348,6 +361,6 @@ def load_module(path, *, program: str | None = None, map_location=None, copy: bo
     if start is not None:
         path.seek(start)
     module = load_program(path, program=program, map_location=map_location, copy=copy, verify_data=verify_data,
-                          prefetch=prefetch).module()
+                          prefetch=prefetch, allow_subclasses=allow_subclasses).module()
     module.pt2format_fallback = why
     return module

@@ -23,8 +23,7 @@ from pt2format._generated.model import (
     NoneArgument,
     StringArgument,
 )
-from pt2format._warn import warn_at_caller
-from pt2format.errors import LoadError, OpsetWarning, Pt2FormatError, VersionError
+from pt2format.errors import LoadError, Pt2FormatError, VersionError
 
 from ._fake_mode import fake_mode
 from ._find import find_program
@@ -32,6 +31,7 @@ from ._graph import GraphBuilder
 from ._guards import derive_guards
 from ._metadata import MetadataLoader
 from ._nogc import no_gc as _no_gc
+from ._opsets import check_opsets
 from ._signature import module_call_graph, signature
 from ._state import StateLoader, program_state
 from ._symbols import ShapeBuilder, value_ranges
@@ -93,16 +93,6 @@ def build_program(package, name=None, storage_view=None, *, map_location=None, w
     except Exception as e:  # torch refusing what the file describes (verifier, shapes, ...): still a typed error
         raise LoadError(f"program {program.name!r} cannot be rebuilt: {type(e).__name__}: {e}",
                         path=f"programs[{program.name}]") from e
-
-
-def check_opsets(program) -> None:
-    """Warn when the file's `aten` operator version is newer than this torch's: operator schemas may differ."""
-    ours = torch._C._get_max_operator_version()
-    for opset in program.opsets:
-        if opset.namespace == "aten" and opset.version > ours:
-            warn_at_caller(f"program {program.name!r} was written with aten operator version {opset.version}, "
-                           f"newer than this torch's {ours} ({torch.__version__}); operators whose schema changed "
-                           "since may fail to load or behave differently", OpsetWarning)
 
 
 class _Builder:

@@ -171,7 +171,7 @@ def load(f: Source, *, program: str | None = None, map_location: Any = None, wei
 
 
 def load_module(f: Source, *, program: str | None = None, map_location: Any = None, copy: bool = False,
-                verify_data: bool = False, prefetch: bool = False) -> torch.nn.Module:
+                verify_data: bool = False, prefetch: bool = False, allow_subclasses=()) -> torch.nn.Module:
     """The callable, unlifted module of a program: what ``load(f, ...).module()`` returns, built directly.
 
     No ExportedProgram is rebuilt and none of ``module()``'s passes runs:
@@ -187,14 +187,15 @@ def load_module(f: Source, *, program: str | None = None, map_location: Any = No
     A program the fast path does not build (effect tokens, symbolic float or
     bool inputs, no example inputs or root call signature) falls back to
     ``load(f, ...).module()``; the module's ``pt2format_fallback`` attribute
-    names the reason (None on the fast path). Arguments are ``load``'s;
+    names the reason (None on the fast path). Arguments are ``load``'s
+    (``allow_subclasses`` included);
     ``prefetch=True`` reads the weight pages ahead in a background thread so
     the first call does not fault them in one by one.
     """
     from pt2format.loaders import load_module as _load_module
 
     return _load_module(f, program=program, map_location=map_location, copy=copy, verify_data=verify_data,
-                        prefetch=prefetch)
+                        prefetch=prefetch, allow_subclasses=allow_subclasses)
 
 
 def save_weights(weights, path, *, encoding: str = "flatbuffers", fsync: bool = True, progress: bool = True,

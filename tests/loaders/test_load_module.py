@@ -25,6 +25,7 @@ import torch
 import torch.utils._pytree as pytree
 
 import pt2format
+from conformance.adapters import trusted_subclasses
 from conformance import _behave as behave
 from conformance import _inputs, corpus
 from conformance._describe import describe_treespec
@@ -93,6 +94,7 @@ def test_load_module_matches_torch_module(name, tmp_path):
         raise
     path = tmp_path / "case.pt2f"
     pt2format.save(eps if multi else eps["forward"], path, progress=False)
+    trusted = trusted_subclasses()  # the case's own subclass libraries, as a user would pass them
     for pname, ep in eps.items():
         spec = specs[pname]
         snap = behave.snapshot(ep)
@@ -104,7 +106,7 @@ def test_load_module_matches_torch_module(name, tmp_path):
                 return reference(*a, **k)
 
         def run_ours(a, k):
-            m = pt2format.load_module(path, program=pname if multi else None)
+            m = pt2format.load_module(path, program=pname if multi else None, allow_subclasses=trusted)
             with torch.no_grad():
                 return m, m(*a, **k)
 
@@ -112,12 +114,13 @@ def test_load_module_matches_torch_module(name, tmp_path):
         valid = [(tuple(spec.args), dict(spec.kwargs))] + [tuple(x) for x in spec.extra_inputs] + extra
         invalid = [tuple(x) for x in spec.invalid_inputs] + invalid
 
-        probe = pt2format.load_module(path, program=pname if multi else None)
+        probe = pt2format.load_module(path, program=pname if multi else None, allow_subclasses=trusted)
         why = getattr(probe, "pt2format_fallback", None)
         if why is not None:
             expected = FALLBACKS.get(name)
             assert expected is not None and expected in why, f"{name}/{pname} fell back unexpectedly: {why}"
 
+        assert probe.meta.get("custom") == reference.meta.get("custom"), f"{name}/{pname}: meta['custom'] differs"
         for i, (a, k) in enumerate(valid):
             ta, tk = _copy(a, k)
             oa, ok_ = _copy(a, k)

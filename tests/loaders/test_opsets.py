@@ -47,3 +47,17 @@ def test_newer_aten_opset_warns_and_still_loads(saved, tmp_path):
     assert record[0].filename == __file__  # reported at the caller's line
     x = torch.randn(3)
     torch.testing.assert_close(ep.module()(x), Add()(x))
+
+
+def test_load_module_warns_too(saved, tmp_path):
+    newer = torch._C._get_max_operator_version() + 1
+
+    def mutate(p):
+        p.programs[0].opsets = [m.Opset(namespace="aten", version=newer)]
+
+    path = crafting.craft(saved, tmp_path / "newer.pt2f", mutate)
+    with pytest.warns(pt2format.OpsetWarning, match=f"aten operator version {newer}"):
+        module = pt2format.load_module(path)
+    assert module.pt2format_fallback is None
+    x = torch.randn(3)
+    torch.testing.assert_close(module(x), Add()(x))
