@@ -629,6 +629,15 @@ def _encoding_cases():
                 wrap("json", js.replace(b"{", b'{"required_features":"1",', 1))))
     out.append(("json_bad_float_string", "§4", "json", "EncodingError", "a float written as the string \"bogus\"",
                 wrap("json", _json_float_field(js, b'"bogus"'))))
+    # NaN spellings (§4): "nan:0x" + 16 lowercase hex digits of a NaN other than the canonical one.
+    for name, spelling, what in (
+            ("json_nan_canonical_long", b'"nan:0x7ff8000000000000"', "the canonical NaN spelled long (it is \"nan\")"),
+            ("json_nan_not_a_nan", b'"nan:0x7ff0000000000000"', "\"nan:0x\" bits of +inf, not a NaN"),
+            ("json_nan_uppercase", b'"nan:0x7FF8000000000001"', "uppercase hex digits"),
+            ("json_nan_short", b'"nan:0x7ff800000001"', "fewer than 16 hex digits"),
+            ("json_nan_prefix", b'"NaN:0x7ff8000000000001"', "\"NaN:\" instead of \"nan:\"")):
+        out.append((name, "§4", "json", "EncodingError", f"a float written as {what}",
+                    wrap("json", _json_float_field(js, spelling))))
     # Unknown enum value name / union member (§8.2).
     out.append(("json_enum_name_unknown", "§8.2", "json", "VersionError", "an enum value name the reader does not know",
                 wrap("json", js.replace(b'"dtype": "FLOAT32"', b'"dtype": "FLOAT99"', 1))))

@@ -11,6 +11,7 @@ underscore aliases (`_bad`, `_int`, ...).
 
 from __future__ import annotations
 
+import re
 import struct
 
 from pt2format._strings import CHECKERS
@@ -22,6 +23,27 @@ BOOL = {bool}
 FLOAT = {float}
 NUM = {float, int}
 NON_FINITE = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")}
+# SPEC.md §4: the canonical quiet NaN is "nan"; any other NaN is "nan:0x" + its 16 lowercase hex bits,
+# so JSON keeps NaN payloads (and the sign of a NaN) as FlatBuffers and MessagePack do.
+CANONICAL_NAN_BITS = 0x7FF8000000000000
+_NAN_SPELLING = re.compile(r"nan:0x[0-9a-f]{16}")
+_D = struct.Struct("<d")
+_Q = struct.Struct("<Q")
+
+
+def nan_of_spelling(x: str):
+    """The NaN a "nan:0x<bits>" spelling names, or None when `x` is not one (one spelling per value)."""
+    if _NAN_SPELLING.fullmatch(x) is None:
+        return None
+    bits = int(x[6:], 16)
+    if bits & 0x7FF0000000000000 != 0x7FF0000000000000 or not bits & 0x000FFFFFFFFFFFFF or bits == CANONICAL_NAN_BITS:
+        return None  # not a NaN, or the canonical one (spelled "nan")
+    return _D.unpack(_Q.pack(bits))[0]
+
+
+def nan_spelling(x: float) -> str:
+    bits = _Q.unpack(_D.pack(x))[0]
+    return "nan" if bits == CANONICAL_NAN_BITS else f"nan:0x{bits:016x}"
 #: String-class checker by class name (pt2format._strings), for `_SC_<class>` aliases.
 STRING_CHECKS = CHECKERS
 
@@ -95,9 +117,12 @@ def json_float(x):
         return float(x)
     if type(x) is str:
         y = NON_FINITE.get(x)
+        if y is None:
+            y = nan_of_spelling(x)
         if y is not None:
             return y
-        raise EncodingError("wrong float spelling", expected='"nan", "inf" or "-inf"', got=repr(x))
+        raise EncodingError("wrong float spelling", expected='"nan", "nan:0x<16 hex digits>", "inf" or "-inf"',
+                            got=repr(x))
     raise EncodingError("wrong type", expected="float", got=_tname(x))
 
 
@@ -108,10 +133,10 @@ def json_floats(v):
 
 
 def out_float(x):
-    """A float as JSON: finite floats as numbers, others as "nan", "inf" or "-inf"."""
+    """A float as JSON: finite floats as numbers, others as "nan" (or "nan:0x<bits>"), "inf" or "-inf"."""
     if x - x == 0.0:
         return x
-    return "nan" if x != x else ("inf" if x > 0 else "-inf")
+    return nan_spelling(x) if x != x else ("inf" if x > 0 else "-inf")
 
 
 def out_floats(v):

@@ -3,7 +3,8 @@
 Written so `flatc -b schema/pt2format.fbs x.json` accepts it (SPEC.md section 4):
 fields in schema order, defaults and empty vectors omitted, enums by name (an
 unknown value as an integer), a union field `f` as `f_type` + `f`, structs as
-objects, exact integers, NaN/inf as the strings "nan"/"inf"/"-inf", -0.0 kept.
+objects, exact integers, NaN/inf as the strings "nan"/"inf"/"-inf" (a NaN with another payload or
+sign as "nan:0x<16 hex digits>"), -0.0 kept.
 Decoding rejects bare NaN/Infinity and duplicate keys, optionally validates
 against pt2format/_generated/pt2format.schema.json, and checks every value's
 type and range while building the model objects.

@@ -38,11 +38,13 @@ NON_FINITE = ["nan", "inf", "-inf"]
 
 
 def _allow_non_finite(node):
-    """Floats may be the strings nan/inf/-inf, flatc's JSON spelling of non-finite values."""
+    """Floats may be the strings nan/inf/-inf, flatc's JSON spelling of non-finite values, or
+    "nan:0x<bits>" for a NaN other than the canonical one (SPEC.md §4; flatc does not read it)."""
     if isinstance(node, dict):
         if node.get("type") == "number":
             desc = node.get("description")
-            new = {"anyOf": [{"type": "number"}, {"enum": NON_FINITE}]}
+            new = {"anyOf": [{"type": "number"}, {"enum": NON_FINITE},
+                             {"type": "string", "pattern": "^nan:0x[0-9a-f]{16}$"}]}
             if desc is not None:
                 new["description"] = desc
             return new

@@ -17,6 +17,24 @@
 namespace pt2f {
 namespace {
 
+// SPEC.md §4: a NaN other than the canonical quiet one (0x7ff8000000000000) is spelled
+// "nan:0x" + its 16 lowercase hex bits, so JSON keeps NaN payloads; one spelling per value.
+bool nan_of_spelling(const std::string &s, uint64_t *bits) {
+  if (s.size() != 22 || s.compare(0, 6, "nan:0x") != 0) return false;
+  uint64_t b = 0;
+  for (size_t i = 6; i < s.size(); ++i) {
+    const char c = s[i];
+    const int d = c >= '0' && c <= '9' ? c - '0' : (c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1);
+    if (d < 0) return false;
+    b = (b << 4) | uint64_t(d);
+  }
+  const bool is_nan = (b & 0x7ff0000000000000ull) == 0x7ff0000000000000ull && (b & 0x000fffffffffffffull) != 0;
+  if (!is_nan || b == 0x7ff8000000000000ull) return false;
+  *bits = b;
+  return true;
+}
+
+
 using reflection::BaseType;
 
 // Deepest nesting the parsers accept before the schema walk (which bounds
@@ -595,7 +613,9 @@ class Rebuilder {
         if (v.s == "nan") bits = 0x7ff8000000000000ull;
         else if (v.s == "inf") bits = 0x7ff0000000000000ull;
         else if (v.s == "-inf") bits = 0xfff0000000000000ull;
-        else fail(ErrorKind::Encoding, "wrong float spelling", path(), "\"nan\", \"inf\" or \"-inf\"", v.s);
+        else if (!nan_of_spelling(v.s, &bits))
+          fail(ErrorKind::Encoding, "wrong float spelling", path(),
+               "\"nan\", \"nan:0x<16 hex digits>\", \"inf\" or \"-inf\"", v.s);
         std::memcpy(&d, &bits, 8);
       } else {
         wrong("float", v);

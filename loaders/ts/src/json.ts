@@ -186,6 +186,17 @@ function wrong(path: string, expected: string, v: J): EncodingError {
 
 const NON_FINITE: Record<string, number> = { nan: NaN, inf: Infinity, '-inf': -Infinity };
 
+/**
+ * SPEC.md §4: a NaN other than the canonical quiet one is "nan:0x" + its 16 lowercase hex bits, so JSON
+ * keeps NaN payloads; the bits, or null when `s` is not such a spelling (one spelling per value).
+ */
+function nanOfSpelling(s: string): bigint | null {
+  if (!/^nan:0x[0-9a-f]{16}$/.test(s)) return null;
+  const b = BigInt('0x' + s.slice(6));
+  const isNan = (b & 0x7ff0000000000000n) === 0x7ff0000000000000n && (b & 0x000fffffffffffffn) !== 0n;
+  return isNan && b !== 0x7ff8000000000000n ? b : null;
+}
+
 function checkInt(v: J, kind: ScalarKind, path: string): number | bigint {
   if (typeof v !== 'bigint') throw wrong(path, `integer (${kind})`, v);
   const [lo, hi] = INT_RANGE[kind]!;
@@ -205,8 +216,10 @@ class TreeBuilder {
   scalar(v: J, kind: ScalarKind, path: string, enumDesc?: EnumDesc): TValue {
     if (kind === 'float32' || kind === 'float64') {
       if (typeof v === 'string') {
-        if (!Object.prototype.hasOwnProperty.call(NON_FINITE, v)) throw new EncodingError('wrong float spelling', { path, expected: '"nan", "inf" or "-inf"', got: JSON.stringify(v) });
-        return numberBits(NON_FINITE[v]!);
+        if (Object.prototype.hasOwnProperty.call(NON_FINITE, v)) return numberBits(NON_FINITE[v]!);
+        const bits = nanOfSpelling(v);
+        if (bits === null) throw new EncodingError('wrong float spelling', { path, expected: '"nan", "nan:0x<16 hex digits>", "inf" or "-inf"', got: JSON.stringify(v) });
+        return bits;
       }
       if (v instanceof JFloat) return numberBits(v.value);
       if (typeof v === 'bigint') {
