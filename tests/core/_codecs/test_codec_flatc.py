@@ -9,6 +9,9 @@ Known flatc behaviours, modelled explicitly here rather than hidden:
 - `flatc --json` prints doubles in fixed notation with 12 decimals; expected
   trees are rounded the same way (`_as_flatc_prints`).
 - flatc sorts vectors of tables with a `(key)` field; our trees keep them sorted.
+- flatc does not parse the "nan:0x<bits>" spelling of a non-canonical NaN (SPEC.md §4),
+  and keeps no NaN payload anyway: JSON given to flatc has them spelled "nan" (model
+  equality treats all NaNs alike; payloads are checked in tests/native/test_json_nan_payloads.py).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import json
 import math
 import re
 import shutil
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -42,8 +46,11 @@ def _flatc(args, cwd):
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+_NAN_BITS = re.compile(rb'"nan:0x[0-9a-f]{16}"')
+
+
 def flatc_binary_from_json(json_bytes: bytes, tmp: Path, *, force_defaults=True) -> bytes:
-    (tmp / "x.json").write_bytes(json_bytes)
+    (tmp / "x.json").write_bytes(_NAN_BITS.sub(b'"nan"', json_bytes))
     _flatc(["-b", *(["--force-defaults"] if force_defaults else []), "-o", str(tmp), str(FBS), str(tmp / "x.json")], tmp)
     return (tmp / "x.pt2fp").read_bytes()
 
@@ -118,6 +125,20 @@ def test_random_json_through_flatc_binary(pkg, tmp_path):
 def test_random_binary_through_flatc_json(pkg, tmp_path):
     text = flatc_json_from_binary(C.encode(pkg, "flatbuffers"), tmp_path)
     assert C.decode(text, "json") == pkg
+
+
+def test_flatc_refuses_nan_payload_spelling(tmp_path):
+    """Documents SPEC.md §4: flatc cannot convert a JSON file holding a non-canonical NaN."""
+    payload_nan = struct.unpack("<d", struct.pack("<Q", 0x7FF8000000000001))[0]
+    pkg = M.Package(format_version=M.FormatVersion(1, 0), operators=[M.OperatorSchema(
+        target="torch.ops.t.op.default", parameters=[M.OperatorParameter(
+            name="x", type="float", default_value=M.Value(M.FloatValue(payload_nan)))])])
+    text = C.encode(pkg, "json")
+    assert b'"nan:0x7ff8000000000001"' in text
+    (tmp_path / "x.json").write_bytes(text)
+    proc = subprocess.run([require_tool("flatc", "flatc"), "-b", "-o", str(tmp_path), str(FBS), str(tmp_path / "x.json")],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0 and "nan:0x7ff8000000000001" in proc.stdout + proc.stderr
 
 
 def test_flatc_drops_negative_zero_without_force_defaults(tmp_path):
