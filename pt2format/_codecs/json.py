@@ -21,6 +21,7 @@ the same generated decoder runs on that tree.
 
 from __future__ import annotations
 
+import re
 import json as _json
 from pathlib import Path
 
@@ -117,6 +118,9 @@ def _parse(decoder, text, max_depth):
         raise LimitError(f"JSON number too large: {e}", expected="integers within 64 bits") from None
 
 
+_NAN_LITERAL = re.compile(r'"nan:0x[0-9a-f]{16}"')
+
+
 def _no_duplicate_keys(text: str, members: int, strings: list) -> bool:
     """Whether the text had no duplicate keys, from the plain parse (which keeps the last of them).
 
@@ -129,8 +133,14 @@ def _no_duplicate_keys(text: str, members: int, strings: list) -> bool:
     when the counts agree: a duplicate (and anything inside a value it
     replaced) leaves its ':' uncounted.
     """
-    in_strings = "".join(strings).count(":")
-    return text.count(":") == members + in_strings and (in_strings == 0 or "\\u003" not in text)
+    kept = "".join(strings)
+    if "nan:0x" in kept:
+        return False  # a string that looks like a NaN spelling: let the strict parse decide
+    in_strings = kept.count(":")
+    # A float spelled "nan:0x<bits>" (SPEC.md section 4) is a literal the decoder read as a number: its ':'
+    # is counted here. A dropped duplicate's own literals are counted on both sides, so they cancel.
+    spelled = len(_NAN_LITERAL.findall(text)) if "nan:0x" in text else 0
+    return text.count(":") == members + in_strings + spelled and (in_strings == 0 or "\\u003" not in text)
 
 
 def decode(data, *, max_depth: int = 128, validate_schema: bool = True):

@@ -247,3 +247,15 @@ def test_duplicate_key_inside_an_unknown_key_is_not_proven_absent():
     assert not J._no_duplicate_keys(dup, members, strings)
     with pytest.raises(EncodingError, match="duplicate"):
         C.decode(dup.encode(), "json")
+
+
+@pytest.mark.parametrize("text", [
+    b'{"format_version": {}, "programs": [{"symbols": [{"float_hint": "nan:0x7ff8000000000001", '
+    b'"float_hint": "nan:0x7ff8000000000002"}]}]}',
+    b'{"format_version": {}, "programs": [{"symbols": [{"float_hint": 1.0, "float_hint": "nan:0x7ff8000000000002"}]}]}',
+    b'{"format_version": {}, "programs": [{"name": "nan:0x7ff8000000000001", "name": "b"}]}',
+], ids=["two-spellings", "number-then-spelling", "string-like-a-spelling"])
+def test_duplicate_keys_around_nan_spellings_refused(text):
+    """The fast path counts each "nan:0x<bits>" float's ':'; a duplicate key must still be found."""
+    with pytest.raises(EncodingError, match="twice|duplicate"):
+        C.decode(text, "json")
