@@ -252,7 +252,7 @@ def _check_composite(package, t, i: int, nesting: list) -> bool:
     if not composite:
         return False
     if not package.required_features & FEATURE_COMPOSITE_TENSORS:
-        raise _fail("a sparse or subclass tensor needs required_features bit 2", "required_features",
+        raise _fail("a sparse or subclass tensor needs required_features bit 3", "required_features",
                     expected=f"bit 0x{FEATURE_COMPOSITE_TENSORS:x} set", got=f"0x{package.required_features:x}")
     names = set()
     for j, part in enumerate(t.parts):

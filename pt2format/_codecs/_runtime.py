@@ -114,7 +114,10 @@ def float_of_number(x):
 def json_float(x):
     """JSON decode side: a JSON number or non-finite spelling as a float."""
     if type(x) is int:
-        return float(x)
+        try:
+            return float(x)
+        except OverflowError:
+            raise EncodingError("integer too large for a float", expected="float", got=f"{len(str(x))} digits") from None
     if type(x) is str:
         y = NON_FINITE.get(x)
         if y is None:

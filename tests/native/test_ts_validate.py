@@ -12,6 +12,8 @@ invariants, so both readers must agree on the first broken rule's class.
 
 from __future__ import annotations
 
+from pt2format import FORMAT_VERSION  # generated trees use every member of the working schema
+
 import json
 import subprocess
 import zlib
@@ -117,7 +119,7 @@ def place_storages(pkg, payloads):
     pkg.storages = [m.Storage(segment=0, offset=o, size=len(p), checksum_kind=m.ChecksumKind.CRC32,
                               checksum=zlib.crc32(p)) for o, p in zip(offsets, payloads)]
     pkg.segments = [m.Segment(file=0, section=1)] if payloads else []
-    pkg.format_version = m.FormatVersion(1, 0)
+    pkg.format_version = m.FormatVersion(*FORMAT_VERSION)
     pkg.required_features = 0
     for sh in pkg.shard_files:
         sh.package_id = []

@@ -8,6 +8,8 @@ the Python reader (`pt2format._dump`).
 
 from __future__ import annotations
 
+from pt2format import FORMAT_VERSION  # generated trees use every member of the working schema
+
 import functools
 import importlib.util
 import json
@@ -81,13 +83,18 @@ def _align(n: int, a: int) -> int:
     return (n + a - 1) // a * a
 
 
-def spec_container(program: bytes, data_sections=(), *, encoding: int = 1, format_version=(1, 0),
+def spec_container(program: bytes, data_sections=(), *, encoding: int = 1, format_version=None,
                    features: int = 0, program_alignment: int = 8, data_alignment: int = 64,
                    shard: bool = False) -> bytes:
     """A file laid out as SPEC.md §1-3 describes: header, section table, PROGRAM, then DATA sections.
 
-    `shard=True` writes a shard file (DATA sections only; `program` is ignored).
+    `shard=True` writes a shard file (DATA sections only; `program` is ignored). `format_version`
+    defaults to the program's own (1.0 when it does not decode), as a writer keeps them equal.
     """
+    if format_version is None:
+        from native_util_ts import program_format_version
+
+        format_version = program_format_version(program, {1: "flatbuffers", 2: "msgpack", 3: "json"}.get(encoding))
     sections = [] if shard else [(1, encoding, program_alignment, program)]
     sections += [(2, 0, data_alignment, bytes(d)) for d in data_sections]
     header_len = 64 + 48 * len(sections)
@@ -151,7 +158,7 @@ def make_readable(package, *, payload_seed: int = 0):
     """
     from pt2format._generated import model as m
 
-    package.format_version = m.FormatVersion(1, 0)
+    package.format_version = m.FormatVersion(*FORMAT_VERSION)
     package.required_features = 0
     payloads = [bytes((payload_seed + i * 7 + k) & 0xFF for k in range((i * 37) % 130)) for i in
                 range(len(package.storages))]

@@ -14,6 +14,7 @@ import importlib.util
 import json
 import os
 import shutil
+import re
 import struct
 import subprocess
 import sys
@@ -103,9 +104,14 @@ def storage_layout(sizes, alignment: int = 64) -> tuple[list[int], int]:
     return offsets, end
 
 
-def pack_container(program: bytes, payloads=(), *, encoding: int = FLATBUFFERS, fmt=(1, 0), features: int = 0,
+def pack_container(program: bytes, payloads=(), *, encoding: int = FLATBUFFERS, fmt=None, features: int = 0,
                    program_alignment: int = 8, data_alignment: int = 64) -> bytes:
-    """A main .pt2f file per SPEC.md §2-3: header, section table, PROGRAM, one DATA section (if payloads)."""
+    """A main .pt2f file per SPEC.md §2-3: header, section table, PROGRAM, one DATA section (if payloads).
+
+    `fmt` defaults to the program's own `Package.format_version` (1.0 when it does not decode), so the
+    header and the tree agree as a writer keeps them."""
+    if fmt is None:
+        fmt = program_format_version(program, {FLATBUFFERS: "flatbuffers", 2: "msgpack", 3: "json"}.get(encoding))
     nsec = 2 if payloads else 1
     hlen = HEADER_SIZE + ENTRY_SIZE * nsec
     prog_off = align_up(hlen, program_alignment)
@@ -151,9 +157,12 @@ def section_table(buf: bytes) -> list[tuple]:
 
 
 def flatc_binary(json_text: str, tmp: Path) -> bytes:
-    """Encode a flatc-convention JSON tree with flatc itself (`flatc -b schema/pt2format.fbs x.json`)."""
+    """Encode a flatc-convention JSON tree with flatc itself (`flatc -b schema/pt2format.fbs x.json`).
+
+    flatc does not parse a non-canonical NaN's "nan:0x<bits>" spelling (SPEC.md section 4): those
+    floats are handed to it as "nan", and the comparison is against flatc's own buffer."""
     src = tmp / "tree.json"
-    src.write_text(json_text, encoding="utf-8")
+    src.write_text(re.sub(r'"nan:0x[0-9a-f]{16}"', '"nan"', json_text), encoding="utf-8")
     r = subprocess.run(["flatc", "-b", "-o", str(tmp), str(FBS), str(src)], capture_output=True, text=True,
                        timeout=120)
     if r.returncode != 0:
@@ -260,3 +269,14 @@ def run_page_dump(exe: str, ts_dir: Path, data: bytes, tmp: Path, timeout: float
         raise AssertionError(f"the page never reported back within {timeout}s; chromium log:\n"
                              + log.read_text(errors="replace")[-4000:])
     return got
+
+
+def program_format_version(program: bytes, encoding) -> tuple:
+    """(major, minor) of an encoded program's Package.format_version; (1, 0) when it does not decode."""
+    from pt2format import _codecs
+
+    try:
+        fv = _codecs.decode(program, encoding).format_version
+        return (fv.major, fv.minor) if fv is not None else (1, 0)
+    except Exception:  # noqa: BLE001 - hostile or broken programs get the first version
+        return (1, 0)

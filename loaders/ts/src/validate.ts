@@ -239,7 +239,9 @@ function checkData(pkg: T, lengths: Map<number, number> | undefined): void {
   });
   checkNoOverlap(storages);
   checkWeightSets(arr(pkg['weight_sets']) as T[], arr(pkg['tensors']).length);
+  const nesting = new Array<number>(arr(pkg['tensors']).length).fill(0);
   (arr(pkg['tensors']) as T[]).forEach((t, i) => within(`tensors[${i}]`, () => {
+    if (checkComposite(pkg, t, i, nesting)) return;
     const si = num(t['storage']);
     if (si >= storages.length) throw fail('tensor storage index out of range', 'storage', `< ${storages.length}`, si);
     const need = tensorNbytes(num(t['dtype']), arr(t['sizes']).map(big), arr(t['strides']).map(big), big(t['storage_offset']));
@@ -292,6 +294,49 @@ function checkWeightSets(sets: T[], nTensors: number): void {
       if (t >= nTensors) throw fail('tensor index out of range', `${epath}.tensor`, `< ${nTensors}`, t);
     });
   });
+}
+
+const QUANTIZED = new Set(['QUINT8', 'QINT8', 'QINT32']);
+const FEATURE_COMPOSITE_TENSORS = 8n;
+const MAX_TENSOR_NESTING = 16;
+
+/** 1.1 rows (quantized, sparse, subclass), as pt2format/_validate.py _check_composite; true when the row has no storage view. */
+function checkComposite(pkg: T, t: T, i: number, nesting: number[]): boolean {
+  const q = (t['quantization'] ?? null) as T | null;
+  const sub = (t['subclass'] ?? null) as T | null;
+  const quantized = QUANTIZED.has(enumNames(ScalarType)[num(t['dtype'])] ?? '');
+  if (quantized !== (q !== null) && sub === null) {
+    throw fail('quantized dtypes, and only they, carry quantization parameters', 'quantization',
+      quantized ? 'present' : 'absent', q === null ? 'absent' : 'present');
+  }
+  if (q !== null && num(q['qscheme']) !== 1) {
+    for (const name of ['scales', 'zero_points']) {
+      const k = num(q[name]);
+      if (k >= i) throw fail('per-channel parameters must refer to an earlier tensor row', `quantization.${name}`, `< ${i}`, k);
+      nesting[i] = Math.max(nesting[i]!, nesting[k]! + 1);
+    }
+    if (nesting[i]! > MAX_TENSOR_NESTING) throw fail('tensor parts nest too deeply', 'quantization', `<= ${MAX_TENSOR_NESTING} levels`, nesting[i]);
+  }
+  const layout = num(t['layout'] ?? 1);
+  const composite = sub !== null || layout !== 1;
+  const parts = arr(t['parts']) as T[];
+  if (parts.length > 0 && !composite) throw fail('only sparse and subclass tensors have parts', 'parts', undefined, parts.length);
+  if (!composite) return false;
+  if ((BigInt(pkg['required_features'] as number | bigint ?? 0) & FEATURE_COMPOSITE_TENSORS) === 0n) {
+    throw fail('a sparse or subclass tensor needs required_features bit 3', 'required_features',
+      `bit 0x${FEATURE_COMPOSITE_TENSORS.toString(16)} set`, `0x${BigInt(pkg['required_features'] as number | bigint ?? 0).toString(16)}`);
+  }
+  const names = new Set<string>();
+  parts.forEach((part, j) => {
+    const k = num(part['tensor']);
+    if (k >= i) throw fail('a part must refer to an earlier tensor row', `parts[${j}].tensor`, `< ${i}`, k);
+    const name = str(part['name']) ?? '';
+    if (names.has(name)) throw fail('part names must be unique', `parts[${j}].name`, undefined, JSON.stringify(name));
+    names.add(name);
+    nesting[i] = Math.max(nesting[i]!, nesting[k]! + 1);
+  });
+  if (nesting[i]! > MAX_TENSOR_NESTING) throw fail('tensor parts nest too deeply', 'parts', `<= ${MAX_TENSOR_NESTING} levels`, nesting[i]);
+  return true;
 }
 
 /** Bytes of storage a strided tensor can reach, from byte 0 of its storage; 0 when it has no elements. */
