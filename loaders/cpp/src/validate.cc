@@ -148,7 +148,8 @@ class StringWalker {
 
 using namespace pt2format;
 
-constexpr uint64_t kFeatureShardFiles = 1, kFeatureExternalFiles = 2, kKnownFeatures = 3;
+// Bit 3 (1.1): tensors built from other tensor rows. Bit 2 (storages without data) is not implemented.
+constexpr uint64_t kFeatureShardFiles = 1, kFeatureExternalFiles = 2, kKnownFeatures = 0xB;
 constexpr uint32_t kDataAlignment = 64;
 
 bool known_itemsize(ScalarType t, size_t *out) {
@@ -189,7 +190,7 @@ class Validator {
       fail(ErrorKind::Version, "format version is not readable by this reader", "format_version", "major 1",
            num(fv->major()));
     if (p_->required_features() & ~kKnownFeatures)
-      fail(ErrorKind::UnsupportedFeature, "file requires unknown features", "required_features", "bits within 0x3",
+      fail(ErrorKind::UnsupportedFeature, "file requires unknown features", "required_features", "bits within 0xb",
            num(p_->required_features()));
     check_sorted_entries(p_->metadata(), "metadata");
     check_data();
@@ -294,7 +295,11 @@ class Validator {
     }
     check_no_overlap();
     check_weight_sets();
-    for (uint32_t i = 0; i < len(p_->tensors()); ++i) check_tensor(p_->tensors()->Get(i), at("tensors", i));
+    std::vector<uint32_t> nesting(len(p_->tensors()), 0);
+    for (uint32_t i = 0; i < len(p_->tensors()); ++i) {
+      if (check_composite(p_->tensors()->Get(i), i, nesting, at("tensors", i))) continue;
+      check_tensor(p_->tensors()->Get(i), at("tensors", i));
+    }
   }
 
   void check_plain_name(const flatbuffers::String *name, const std::string &path) {
@@ -351,6 +356,47 @@ class Validator {
           invalid("tensor index out of range", ep + ".tensor", "< " + num(len(p_->tensors())), num(e->tensor()));
       }
     }
+  }
+
+  // 1.1 rows (quantized, sparse, subclass), as pt2format/_validate.py _check_composite: true when the row
+  // has no strided view of a storage. Every index a row holds is smaller than its own, so rows never loop.
+  bool check_composite(const Tensor *t, uint32_t i, std::vector<uint32_t> &nesting, const std::string &path) {
+    constexpr uint32_t kMaxNesting = 16;
+    const auto *q = t->quantization();
+    const bool quantized = t->dtype() == ScalarType::QUINT8 || t->dtype() == ScalarType::QINT8 ||
+                           t->dtype() == ScalarType::QINT32;
+    if (quantized != (q != nullptr) && !t->subclass())
+      invalid("quantized dtypes, and only they, carry quantization parameters", path + ".quantization",
+              quantized ? "present" : "absent", q ? "present" : "absent");
+    if (q && q->qscheme() != QScheme::PER_TENSOR_AFFINE) {
+      for (int k = 0; k < 2; ++k) {
+        const uint32_t idx = k ? q->zero_points() : q->scales();
+        if (idx >= i)
+          invalid("per-channel parameters must refer to an earlier tensor row",
+                  path + (k ? ".quantization.zero_points" : ".quantization.scales"), "< " + num(i), num(idx));
+        nesting[i] = std::max(nesting[i], nesting[idx] + 1);
+      }
+      if (nesting[i] > kMaxNesting)
+        invalid("tensor parts nest too deeply", path + ".quantization", "<= 16 levels", num(nesting[i]));
+    }
+    const bool composite = t->subclass() != nullptr || t->layout() != Layout::STRIDED;
+    const uint32_t nparts = len(t->parts());
+    if (nparts && !composite) invalid("only sparse and subclass tensors have parts", path + ".parts", "", num(nparts));
+    if (!composite) return false;
+    if (!(p_->required_features() & 0x8))
+      invalid("a sparse or subclass tensor needs required_features bit 3", path + ".required_features", "bit 0x8 set", "");
+    std::set<std::string> names;
+    for (uint32_t j = 0; j < nparts; ++j) {
+      const auto *part = t->parts()->Get(j);
+      if (part->tensor() >= i)
+        invalid("a part must refer to an earlier tensor row", path + ".parts[" + num(j) + "].tensor", "< " + num(i),
+                num(part->tensor()));
+      const std::string name = part->name() ? part->name()->str() : std::string();
+      if (!names.insert(name).second) invalid("part names must be unique", path + ".parts[" + num(j) + "].name");
+      nesting[i] = std::max(nesting[i], nesting[part->tensor()] + 1);
+    }
+    if (nesting[i] > kMaxNesting) invalid("tensor parts nest too deeply", path + ".parts", "<= 16 levels", num(nesting[i]));
+    return true;
   }
 
   void check_tensor(const Tensor *t, const std::string &path) {

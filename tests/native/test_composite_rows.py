@@ -1,0 +1,64 @@
+"""Quantized, sparse and wrapper-subclass rows (1.1): the three readers accept and dump them alike, and refuse alike."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import native_util_cpp as C
+import native_util_ts as T
+import pt2format
+from pt2format.errors import ValidationError
+
+import crafting
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    path = tmp_path_factory.mktemp("composite") / "w.pt2f"
+    coo = torch.sparse_coo_tensor(torch.tensor([[0, 1], [2, 3]]), torch.tensor([1.0, 2.0]), (4, 4)).coalesce()
+    per_channel = torch.quantize_per_channel(torch.randn(3, 2), torch.tensor([0.1, 0.2, 0.3], dtype=torch.float64),
+                                             torch.tensor([0, 1, 2]), 0, torch.qint8)
+    pt2format.save_weights({"coo": coo, "csr": coo.to_dense().to_sparse_csr(), "q": per_channel,
+                            "qt": torch.quantize_per_tensor(torch.randn(4), 0.1, 2, torch.quint8)}, path, progress=False)
+    return path
+
+
+@pytest.fixture(scope="module")
+def readers():
+    for why in (C.missing_toolchain(), T.missing_toolchain()):
+        if why:
+            pytest.fail(f"the native reader tests need their toolchains: {why}")
+    T.build()
+    return C.build("release")
+
+
+def _python_dump(path) -> bytes:
+    return subprocess.run([sys.executable, "-m", "pt2format", "dump", str(path)], capture_output=True, check=True).stdout
+
+
+def test_three_readers_dump_composite_rows_alike(saved, readers):
+    want = _python_dump(saved)
+    assert b'"SPARSE_COO"' in want and b'"QINT8"' in want
+    r = C.run(readers / "pt2f-dump", saved)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == want
+    t = T.ts_dump(saved)
+    assert t.returncode == 0, t.stderr
+    assert t.stdout == want
+
+
+def test_a_part_pointing_forward_is_refused_by_all(saved, readers, tmp_path):
+    def mutate(p):
+        i = next(i for i, t in enumerate(p.tensors) if t.parts)
+        p.tensors[i].parts[0].tensor = i  # not an earlier row
+    bad = crafting.craft(saved, tmp_path / "bad.pt2f", mutate)
+    with pytest.raises(ValidationError, match="earlier tensor row"):
+        pt2format.validate(bad)
+    r = C.run(readers / "pt2f-dump", "--error-class", bad)
+    assert r.stdout.decode().strip() == "ValidationError"
+    [rec] = T.dump_batch([bad])
+    assert rec["error"] == "ValidationError", rec
