@@ -47,6 +47,10 @@ def _same_tensor_meta(meta: dict) -> bool:
         return False
 
 
+#: The stored form of an output node's desc, a list of descriptors: {"type": DESC_LIST, "items": [...]}.
+DESC_LIST = "list"
+
+
 def describe_desc(d, path: str, depth: int = 0) -> dict:
     """An AOT descriptor (torch._functorch._aot_autograd.descriptors) -> a plain dict with its class as "type"."""
     import dataclasses
@@ -139,8 +143,14 @@ class MetadataExporter:
         if isinstance(oa, (torch._ops.OpOverload, torch._ops.HigherOrderOperator)):
             out.original_aten = callable_name(oa)
             any_set = True
-        if meta.get("desc") is not None:
-            out.desc = map_value(describe_desc(meta["desc"], f"{path}.desc"), path=f"{path}.desc")
+        desc = meta.get("desc")
+        if desc is not None:
+            if isinstance(desc, (list, tuple)):  # an output node: one descriptor per output
+                described = {"type": DESC_LIST, "items": [describe_desc(x, f"{path}.desc[{i}]")
+                                                          for i, x in enumerate(desc)]}
+            else:
+                described = describe_desc(desc, f"{path}.desc")
+            out.desc = map_value(described, path=f"{path}.desc")
             any_set = True
         extra = sorted((k, v) for k, v in meta.items() if k not in _HANDLED and isinstance(k, str) and type(v) is str)
         if extra:

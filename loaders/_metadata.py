@@ -93,6 +93,11 @@ def build_desc(d, path: str, depth: int = 0):
     if not isinstance(d, dict) or not isinstance(d.get("type"), str):
         raise LoadError("desc must be a map with a 'type' entry", path=path)
     name = d["type"]
+    if name == "list" and depth == 0:  # an output node's descriptors, one per output
+        items = d.get("items")
+        if set(d) != {"type", "items"} or not isinstance(items, list):
+            raise LoadError("a desc list is {'type': 'list', 'items': [...]}", path=path)
+        return [build_desc(x, f"{path}.items[{i}]", depth + 1) for i, x in enumerate(items)]
     cls = descriptors.__dict__.get(name) if name.isidentifier() and not name.startswith("_") else None
     bases = (descriptors.AOTInput, descriptors.AOTOutput, descriptors.DifferentiableAOTInput,
              descriptors.DifferentiableAOTOutput)
