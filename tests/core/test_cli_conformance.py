@@ -285,9 +285,9 @@ def test_native_reader(golden, name, capsys):
         pytest.skip(reason)
     status, out, _ = run([golden, "--reader", spec], capsys)
     assert status == 0, out
-    assert rows(out) == {  # both read FlatBuffers programs only
-        "1.0/three-json/json.pt2f": ["ok", "unsupported"],
+    assert rows(out) == {  # both read all three encodings
+        "1.0/three-json/json.pt2f": ["ok", "ok"],
         "1.0/tiny/flatbuffers.pt2f": ["ok", "ok"],
-        "1.0/tiny/json.pt2f": ["ok", "unsupported"],
-        "1.0/tiny/msgpack.pt2f": ["ok", "unsupported"],
+        "1.0/tiny/json.pt2f": ["ok", "ok"],
+        "1.0/tiny/msgpack.pt2f": ["ok", "ok"],
     }
