@@ -27,23 +27,14 @@ def saved(tmp_path_factory):
     return path
 
 
-@pytest.fixture(scope="module")
-def readers():
-    for why in (C.missing_toolchain(), T.missing_toolchain()):
-        if why:
-            pytest.fail(f"the native reader tests need their toolchains: {why}")
-    T.build()
-    return C.build("release")
-
-
 def _python_dump(path) -> bytes:
     return subprocess.run([sys.executable, "-m", "pt2format", "dump", str(path)], capture_output=True, check=True).stdout
 
 
-def test_three_readers_dump_composite_rows_alike(saved, readers):
+def test_three_readers_dump_composite_rows_alike(saved, cpp_release, ts_reader):
     want = _python_dump(saved)
     assert b'"SPARSE_COO"' in want and b'"QINT8"' in want
-    r = C.run(readers / "pt2f-dump", saved)
+    r = C.run(cpp_release / "pt2f-dump", saved)
     assert r.returncode == 0, r.stderr
     assert r.stdout == want
     t = T.ts_dump(saved)
@@ -51,14 +42,14 @@ def test_three_readers_dump_composite_rows_alike(saved, readers):
     assert t.stdout == want
 
 
-def test_a_part_pointing_forward_is_refused_by_all(saved, readers, tmp_path):
+def test_a_part_pointing_forward_is_refused_by_all(saved, cpp_release, ts_reader, tmp_path):
     def mutate(p):
         i = next(i for i, t in enumerate(p.tensors) if t.parts)
         p.tensors[i].parts[0].tensor = i  # not an earlier row
     bad = crafting.craft(saved, tmp_path / "bad.pt2f", mutate)
     with pytest.raises(ValidationError, match="earlier tensor row"):
         pt2format.validate(bad)
-    r = C.run(readers / "pt2f-dump", "--error-class", bad)
+    r = C.run(cpp_release / "pt2f-dump", "--error-class", bad)
     assert r.stdout.decode().strip() == "ValidationError"
     [rec] = T.dump_batch([bad])
     assert rec["error"] == "ValidationError", rec

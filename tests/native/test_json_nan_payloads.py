@@ -12,7 +12,6 @@ import struct
 import pytest
 
 import native_util_cpp as C
-import native_util_ts as T
 from pt2format import _codecs
 from pt2format._api import write_package
 from pt2format._generated import model as m
@@ -56,31 +55,14 @@ def test_python_keeps_every_bit(files, enc):
     assert [struct.unpack("<Q", struct.pack("<d", v.value.value))[0] for v in got] == BITS
 
 
-@pytest.fixture(scope="module")
-def cpp():
-    why = C.missing_toolchain()
-    if why:
-        pytest.fail(f"the C++ reader tests need a C++ toolchain: {why}")
-    return C.build("release")
-
-
-@pytest.fixture(scope="module")
-def ts():
-    why = T.missing_toolchain()
-    if why:
-        pytest.fail(f"the TypeScript reader tests need Node.js: {why}")
-    T.build()
-    return T
-
-
 @pytest.mark.parametrize("enc", ["flatbuffers", "msgpack", "json"])
-def test_three_readers_dump_the_same_bits(files, cpp, ts, enc):
+def test_three_readers_dump_the_same_bits(files, cpp_release, ts_reader, enc):
     python = C.python_dump_of_tree(files[enc])
     for b in BITS:
         assert f'"0x{b:016x}"' in python
-    r = C.run(cpp / "pt2f-dump", files[enc])
+    r = C.run(cpp_release / "pt2f-dump", files[enc])
     assert r.returncode == 0, r.stderr
     assert r.stdout.decode() == python
-    t = ts.ts_dump(files[enc])
+    t = ts_reader.ts_dump(files[enc])
     assert t.returncode == 0, t.stderr
     assert t.stdout.decode() == python
