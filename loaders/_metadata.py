@@ -81,6 +81,12 @@ def derive_tensor_meta(node) -> None:
         node.meta.pop("tensor_meta", None)
 
 
+def custom_meta(mv, path: str) -> dict:
+    """A MapValue holding user data (a graph module's meta["custom"]) -> dict."""
+    from pt2format._generated.model import Value
+    return from_value(Value(mv), path=path)
+
+
 def build_desc(d, path: str, depth: int = 0):
     """A placeholder's AOT descriptor from its stored dict: the class comes from a fixed table
     (torch's descriptor dataclasses, found by name in that one module), the fields from the dict."""
@@ -176,9 +182,7 @@ class MetadataLoader:
         return meta
 
     def custom(self, mv, path: str) -> dict:
-        """A MapValue holding user data (a graph module's meta["custom"]) -> dict."""
-        from pt2format._generated.model import Value
-        return from_value(Value(mv), path=path)
+        return custom_meta(mv, path)
 
     def _callable(self, name):
         if name is None:

@@ -53,6 +53,7 @@ from pt2format.errors import LoadError, Pt2FormatError, VersionError
 from ._find import find_program
 from ._opsets import check_opsets
 from ._graph import GraphBuilder
+from ._metadata import custom_meta
 from ._input_checks import InputChecks, Unsupported, flatten_inputs
 from ._nogc import no_gc
 from ._signature import module_call_graph, signature
@@ -69,13 +70,8 @@ class _NoMetadata:
     def load(self, md, path):
         return {}
 
-    def custom(self, mv, path):
-        """A graph module's meta["custom"] is the user's, and `ep.module()` keeps it: read it."""
-        from pt2format._generated.model import Value
-
-        from ._values import from_value
-
-        return from_value(Value(mv), path=path)
+    # A graph module's meta["custom"] is the user's, and `ep.module()` keeps it: read it.
+    custom = staticmethod(custom_meta)
 
 
 class _LeanGraphBuilder(GraphBuilder):
