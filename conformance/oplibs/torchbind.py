@@ -53,9 +53,26 @@ CACHE_DIR = os.environ.get("PT2F_TORCHBIND_CACHE",
 
 
 def _build() -> None:
+    """Build (or reuse) and load the library, one process at a time.
+
+    torch's own build lock is a plain file (`lock`) that stays behind when
+    its holder dies (a killed test run), and every later build then waits
+    on it forever. An flock dies with its process: under it, no live
+    process holds torch's lock, so a leftover one is stale and removed.
+    """
+    import fcntl
+
     os.makedirs(CACHE_DIR, exist_ok=True)
-    load_inline("pt2f_tb", cpp_sources=[_SOURCE], build_directory=CACHE_DIR, is_python_module=False,
-                verbose=False)
+    with open(os.path.join(CACHE_DIR, "build.flock"), "w") as guard:
+        fcntl.flock(guard, fcntl.LOCK_EX)
+        try:
+            stale = os.path.join(CACHE_DIR, "lock")
+            if os.path.exists(stale):
+                os.remove(stale)
+            load_inline("pt2f_tb", cpp_sources=[_SOURCE], build_directory=CACHE_DIR, is_python_module=False,
+                        verbose=False)
+        finally:
+            fcntl.flock(guard, fcntl.LOCK_UN)
 
 
 _build()
