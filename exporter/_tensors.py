@@ -92,6 +92,8 @@ class TensorTable:
         )
         if t.is_quantized:
             row.quantization = _composite.quantization(t, self.add, path)
+        if storage.device.type == "meta":
+            self._cover_meta_view(sidx, t)
         if org is not None:
             idx = self._row_index.get((org.file, org.row))
             if idx is not None and self.tensors[idx] == row:
@@ -157,6 +159,22 @@ class TensorTable:
         if okey is not None:
             self._storage_index.setdefault(okey, sidx)
         return sidx
+
+    def _cover_meta_view(self, sidx: int, t: torch.Tensor) -> None:
+        """Grow a meta storage's recorded size to the extent of a view of it.
+
+        A meta storage holds no bytes, and torch does not keep its size
+        consistent with its views: `torch.export.load` gives a meta constant
+        a storage sized for its elements but a nonzero storage offset. The
+        file's rule (a view stays inside its storage) holds for the size
+        recorded here, which is the least that covers every view."""
+        if t.numel() == 0:
+            return
+        last = int(t.storage_offset()) + sum((int(n) - 1) * int(s) for n, s in zip(t.shape, t.stride()))
+        need = (last + 1) * t.element_size()
+        row = self.storages[sidx]
+        if need > row.meta_nbytes:
+            row.meta_nbytes = need
 
     def _meta_storage(self, storage: torch.UntypedStorage) -> int:
         """A meta-device storage: its size and no bytes (Storage.meta_nbytes). Meta storages have no

@@ -374,7 +374,7 @@ class GraphBuilder:
 
     def _getitem(self, node, idx, name, meta, path, position=None):
         g = self._create("call_function", operator.getitem, (node, idx), {}, name, path)
-        own = self._unpack_meta.get(position) if self._unpack_meta and position is not None else _SAME
+        own = self._unpack_meta.get(position, _SAME) if self._unpack_meta and position is not None else _SAME
         if own is _SAME:
             g.meta.update(meta)  # getitem nodes usually share their producer's metadata
         else:

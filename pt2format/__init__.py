@@ -306,15 +306,16 @@ def from_torch(f: Source, dst: Target, *, encoding: str = "flatbuffers", fsync: 
     _from_torch(f, dst, encoding=encoding, fsync=fsync, progress=progress, metadata=metadata)
 
 
-def to_torch(f: Source, dst: Target, *, program: str | None = None) -> None:
+def to_torch(f: Source, dst: Target, *, program: str | None = None, allow_subclasses: Iterable[type] = ()) -> None:
     """Convert one program of a `.pt2f` file to a torch.export ``.pt2`` archive (``torch.export.save``).
 
     ``program`` picks the program (default: the only one, or ``"forward"``);
     extra files must be UTF-8 text, as torch requires; metadata is dropped.
+    ``allow_subclasses`` is ``load``'s: the tensor subclasses that may be rebuilt.
     """
     from pt2format._interop import to_torch as _to_torch
 
-    _to_torch(f, dst, program=program)
+    _to_torch(f, dst, program=program, allow_subclasses=allow_subclasses)
 
 
 def __getattr__(name: str):

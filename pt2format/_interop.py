@@ -61,20 +61,21 @@ def from_torch(src, dst, *, encoding: str = "flatbuffers", fsync: bool = True, p
                    metadata=metadata)
 
 
-def to_torch(src, dst, *, program: str | None = None) -> None:
+def to_torch(src, dst, *, program: str | None = None, allow_subclasses=()) -> None:
     """Convert program `program` of a `.pt2f` file (default: the only one, or "forward") to a torch `.pt2`.
 
     The program is rebuilt with `pt2format.load` and written with
     `torch.export.save`; extra files are passed on (as UTF-8 text when they
     decode, which torch requires). A torch archive holds one program, so a
-    multi-program file needs `program=`.
+    multi-program file needs `program=`. `allow_subclasses` is passed to
+    `pt2format.load`: the tensor subclasses whose saved tensors may be rebuilt.
     """
     import torch
 
     import pt2format
 
     extra: dict = {}
-    ep = pt2format.load(src, program=program, extra_files=extra)
+    ep = pt2format.load(src, program=program, extra_files=extra, allow_subclasses=allow_subclasses)
     text = {}
     for k, v in extra.items():
         try:

@@ -20,6 +20,7 @@ import torch.utils._pytree as pytree
 
 import pt2format
 from conformance import corpus
+from conformance.adapters import trusted_subclasses
 from conformance._behave import call, record_shapes, same_results
 
 FAST = ("mlp", "dynamic_batch", "cond", "tied_weights", "mutations", "custom_op", "multi_program")
@@ -76,13 +77,14 @@ def test_torch_roundtrip(name, tmp_path):
         # .pt2 -> .pt2f
         converted = tmp_path / f"{key or 'forward'}.pt2f"
         pt2format.from_torch(ref, converted, fsync=False, progress=False)
-        if not _same(case, want, _run(pt2format.load(converted), spec)):
+        allowed = trusted_subclasses()  # the case's own subclasses (its oplibs), as a user would allow them
+        if not _same(case, want, _run(pt2format.load(converted, allow_subclasses=allowed), spec)):
             failures.append(f"{key}: from_torch output differs from torch.export.load's")
         # .pt2f -> .pt2
         ours = tmp_path / f"{key or 'forward'}.ours.pt2f"
         pt2format.save(eps if key is not None else ep, ours, fsync=False, progress=False)
         back = tmp_path / f"{key or 'forward'}.back.pt2"
-        pt2format.to_torch(ours, back, program=key)
+        pt2format.to_torch(ours, back, program=key, allow_subclasses=allowed)
         if not _same(case, want, _run(torch.export.load(back), spec)):
             failures.append(f"{key}: to_torch output differs from torch.export.load's")
     assert not failures, failures

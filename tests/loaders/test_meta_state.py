@@ -124,3 +124,18 @@ def test_tensor_on_meta_storage_must_be_meta(ep, tmp_path):
     pkg.tensors[0].device = type(pkg.tensors[0].device)(type="cpu", index=-1)
     with pytest.raises(ValidationError, match="meta device"):
         validate_package(pkg)
+
+
+def test_program_from_torch_load_with_meta_state_saves_and_loads(ep, tmp_path):
+    """torch.export.load gives a meta view a storage sized for its elements but a nonzero
+    storage offset (torch does not keep meta storage sizes consistent); such a program still
+    saves, and comes back with the views torch's load gave."""
+    torch.export.save(ep, tmp_path / "m.pt2")
+    theirs = torch.export.load(tmp_path / "m.pt2")
+    pt2format.save(theirs, tmp_path / "m.pt2f", progress=False, fsync=False)
+    ours = pt2format.load(tmp_path / "m.pt2f")
+
+    def views(p):
+        return {k: (v.device.type, v.dtype, tuple(v.shape), v.stride(), v.storage_offset())
+                for k, v in [*p.state_dict.items(), *p.constants.items()]}
+    assert views(ours) == views(theirs)

@@ -99,3 +99,26 @@ def test_forward_arg_names_empty_list_is_kept(tmp_path):
 def test_desc_outside_torchs_descriptor_table_rejected(bad):
     with pytest.raises(LoadError):
         build_desc(bad, "desc")
+
+
+class TopK(torch.nn.Module):
+    def forward(self, x):
+        values, indices = torch.topk(x, 2)
+        return values * 2, indices + 1
+
+
+@pytest.mark.parametrize("own", [0, 1])
+def test_getitem_whose_sibling_has_its_own_metadata_keeps_the_producers(tmp_path, own):
+    """One getitem of a multi-output node carries metadata of its own (stored beside the
+    producer's), the other shares the producer's: each comes back as torch had it."""
+    ep = torch.export.export(TopK(), (torch.randn(3, 5),))
+    getitems = [n for n in ep.graph.nodes if n.target is __import__("operator").getitem]
+    assert len(getitems) == 2
+    getitems[own].meta["stack_trace"] = "File \"elsewhere.py\", line 1, in forward"
+    keys = ("nn_module_stack", "stack_trace", "torch_fn", "source_fn_stack")
+    p = tmp_path / "t.pt2f"
+    pt2format.save(ep, p, progress=False, fsync=False)
+    loaded = pt2format.load(p)
+    want = {n.name: {k: repr(n.meta.get(k)) for k in keys} for n in ep.graph.nodes}
+    got = {n.name: {k: repr(n.meta.get(k)) for k in keys} for n in loaded.graph.nodes}
+    assert got == want
