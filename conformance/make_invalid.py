@@ -214,6 +214,30 @@ def _overlap(p):
     p.storages[1].offset = p.storages[0].offset  # same bytes as storage 0 (both inside the segment, aligned)
 
 
+def _meta_storage(*, size=None, meta_nbytes=None, features=True, device=None):
+    """A 1.1 file whose last parameter's storage holds no data (SPEC.md §5, storages without data).
+
+    With no arguments the result is valid (the control the four cases below each break once): the
+    storage's `size` 0 and `meta_nbytes` its old size, its checksum that of no bytes (as the writer
+    writes), bit 2 set and its tensor on the meta device. The payload stays in the DATA section,
+    covered by no storage, which no rule forbids.
+    """
+    def mutate(p):
+        p.format_version.minor = 1
+        idx = next(e.tensor for e in reversed(prog(p).state) if e.kind == m.StateKind.PARAMETER)
+        t = p.tensors[idx]
+        st = p.storages[t.storage]
+        old = st.size
+        st.meta_nbytes = old if meta_nbytes is None else meta_nbytes
+        st.size = 0 if size is None else size
+        if not st.size:
+            st.checksum = 0  # CRC-32 of no bytes
+        if features:
+            p.required_features |= 4
+        t.device = m.Device(type="meta", index=-1) if device is None else device
+    return mutate
+
+
 def _first_parameter_tensor(p):
     """The Package.tensors row of program 0's first parameter."""
     return p.tensors[next(e.tensor for e in prog(p).state if e.kind == m.StateKind.PARAMETER)]
@@ -393,6 +417,15 @@ TREE_CASES = [
      "mlp", _overlap, {}),
     ("storage_checksum_kind", "§5", "ValidationError", "Storage.checksum_kind 5 (unknown)",
      "mlp", _set(lambda p: p.storages[0], "checksum_kind", 5), {}),
+    ("meta_storage_holds_bytes", "§5", "ValidationError", "a storage with meta_nbytes whose size is not 0",
+     "mlp", _meta_storage(size=16), {}),
+    ("meta_storage_without_feature", "§5", "ValidationError",
+     "a storage with meta_nbytes but required_features lacks bit 2", "mlp", _meta_storage(features=False), {}),
+    ("meta_storage_tensor_not_meta", "§5", "ValidationError",
+     "a tensor on a storage without data whose device is cpu, not meta",
+     "mlp", _meta_storage(device=m.Device(type="cpu", index=-1)), {}),
+    ("meta_storage_tensor_past_end", "§5", "ValidationError",
+     "a meta tensor reaching past its storage's meta_nbytes", "mlp", _meta_storage(meta_nbytes=8), {}),
     ("tensor_storage_out_of_range", "§5", "ValidationError", "Tensor.storage past Package.storages",
      "mlp", _set(lambda p: p.tensors[0], "storage", 99), {}),
     ("tensor_past_storage", "§5", "ValidationError", "a tensor reaches past the end of its storage",

@@ -425,6 +425,12 @@ TensorView File::tensor(uint32_t index) const {
   } catch (const Error &e) {
     throw e.with_context(file_->name(), "program", path + ".dtype");
   }
+  const auto *storages = package_->storages();
+  if (storages && t.table->storage() < storages->size() && storages->Get(t.table->storage())->meta_nbytes())
+    throw err(ErrorKind::Validation,
+              "tensor is a meta-device tensor: its storage holds no data (Storage.meta_nbytes); read its metadata only",
+              file_->name(), "program", path + ".storage", "a storage with data",
+              "storages[" + num(t.table->storage()) + "] without data");
   t.storage = storage_bytes(t.table->storage());
   t.storage_offset = t.table->storage_offset();
   const uint32_t ndim = t.table->sizes() ? t.table->sizes()->size() : 0;

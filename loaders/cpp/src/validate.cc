@@ -148,8 +148,8 @@ class StringWalker {
 
 using namespace pt2format;
 
-// Bit 3 (1.1): tensors built from other tensor rows. Bit 2 (storages without data) is not implemented.
-constexpr uint64_t kFeatureShardFiles = 1, kFeatureExternalFiles = 2, kKnownFeatures = 0xB;
+// Bit 2 (1.1): storages without data (meta-device state); bit 3 (1.1): tensors built from other tensor rows.
+constexpr uint64_t kFeatureShardFiles = 1, kFeatureExternalFiles = 2, kFeatureMetaStorages = 4;
 constexpr uint32_t kDataAlignment = 64;
 
 bool known_itemsize(ScalarType t, size_t *out) {
@@ -190,7 +190,7 @@ class Validator {
       fail(ErrorKind::Version, "format version is not readable by this reader", "format_version", "major 1",
            num(fv->major()));
     if (p_->required_features() & ~kKnownFeatures)
-      fail(ErrorKind::UnsupportedFeature, "file requires unknown features", "required_features", "bits within 0xb",
+      fail(ErrorKind::UnsupportedFeature, "file requires unknown features", "required_features", "bits within 0xf",
            num(p_->required_features()));
     check_sorted_entries(p_->metadata(), "metadata");
     check_data();
@@ -284,6 +284,13 @@ class Validator {
       } else if (st->offset() % kDataAlignment) {
         fail(ErrorKind::Segment, "storage offset is not a multiple of 64", path + ".offset", "multiple of 64",
              num(st->offset()));
+      }
+      if (st->meta_nbytes()) {
+        if (st->size())
+          invalid("a storage without data (meta_nbytes) holds bytes", path + ".size", "0", num(st->size()));
+        if (!(p_->required_features() & kFeatureMetaStorages))
+          invalid("storage without data but required_features lacks bit 2 (meta storages)", path + ".meta_nbytes", "",
+                  num(st->meta_nbytes()));
       }
       if (uint32_t(st->checksum_kind()) > 1)
         invalid("unknown checksum_kind", path + ".checksum_kind", "0 or 1", num(uint32_t(st->checksum_kind())));
@@ -421,9 +428,19 @@ class Validator {
       }
       last += (__int128)(size - 1) * stride;  // < 2^126 in total
     }
+    // A storage without data (bit 2): its tensors are meta-device tensors, bounded by meta_nbytes.
+    const auto *st = p_->storages()->Get(t->storage());
+    uint64_t size = st->size();
+    if (st->meta_nbytes()) {
+      const auto *dev = t->device();
+      const std::string type = dev && dev->type() ? dev->type()->str() : std::string();
+      if (type != "meta")
+        invalid("a tensor on a storage without data must be on the meta device", path + ".device", "meta",
+                dev ? type : "None");
+      size = st->meta_nbytes();
+    }
     if (empty) return;
     const __int128 need = (last + 1) * (__int128)itemsize;
-    const uint64_t size = p_->storages()->Get(t->storage())->size();
     if (need > (__int128)size)
       invalid("tensor reaches past the end of its storage", path, "<= " + num(size) + " bytes", "more bytes");
   }

@@ -17,11 +17,12 @@ export const READER_FORMAT_MAJOR = 1;
 /**
  * Bits of `required_features` this reader understands (SPEC.md 8.3): bit 0, data in shard files;
  * bit 1, data in external raw files (understood: such storages are validated and dumped; opening
- * the external file for its bytes is refused with a SegmentError by this reader); bit 3, tensors
+ * the external file for its bytes is refused with a SegmentError by this reader); bit 2, storages
+ * without data, meta-device state (validated and dumped; `storageBytes(i)` gives an empty view, as
+ * pt2format.read's storage_view does, and `tensor(i)` refuses a tensor on one by name); bit 3, tensors
  * built from other tensor rows (the dump shows them whole; `tensor(i)` refuses them by name).
- * Bit 2 (storages without data, 1.1) is not implemented: such files are refused by name.
  */
-export const KNOWN_FEATURES = 11n;
+export const KNOWN_FEATURES = 15n;
 
 export const SectionKind = { PROGRAM: 1, DATA: 2 } as const;
 export const ProgramEncoding = { FLATBUFFERS: 1, MSGPACK: 2, JSON: 3 } as const;

@@ -100,7 +100,10 @@ export class Pt2fFile {
     return new Package().__init(this.rootPos, this.bb);
   }
 
-  /** The bytes of `Package.storages[i]`, as a view into the file (or shard) buffer. */
+  /**
+   * The bytes of `Package.storages[i]`, as a view into the file (or shard) buffer. A storage without
+   * data (`meta_nbytes` > 0, `size` 0) gives an empty view, as pt2format.read's storage_view does.
+   */
   storageBytes(i: number): Uint8Array {
     const pkg = this.root;
     const storages = arr(pkg['storages']!);
@@ -130,7 +133,10 @@ export class Pt2fFile {
     return where.bytes.subarray(start, start + Number(size));
   }
 
-  /** `Package.tensors[i]` with a zero-copy view of its storage; every byte it can reach is checked to lie in the storage. */
+  /**
+   * `Package.tensors[i]` with a zero-copy view of its storage; every byte it can reach is checked to lie in the storage.
+   * A tensor on a storage without data (a meta-device tensor) has no bytes: refused with a ValidationError.
+   */
   tensor(i: number): TensorView {
     const tensors = arr(this.root['tensors']!);
     const path = `tensors[${i}]`;
@@ -148,7 +154,13 @@ export class Pt2fFile {
     const sizes = arr(t['sizes']!).map((x) => BigInt(x as bigint));
     const strides = arr(t['strides']!).map((x) => BigInt(x as bigint));
     if (sizes.length !== strides.length) throw new ValidationError('sizes and strides differ in length', { file: this.opts.file, path, expected: sizes.length, got: strides.length });
-    const storage = this.storageBytes(num(t['storage']!));
+    const si = num(t['storage']!);
+    const st = arr(this.root['storages']!)[si] as T | undefined;
+    if (st && st['meta_nbytes'] !== undefined && st['meta_nbytes'] !== null && num(st['meta_nbytes']) !== 0) {
+      throw new ValidationError('tensor is a meta-device tensor: its storage holds no data (Storage.meta_nbytes); read its metadata only',
+        { file: this.opts.file, path: `${path}.storage`, expected: 'a storage with data', got: `storages[${si}] without data` });
+    }
+    const storage = this.storageBytes(si);
     const so = BigInt(t['storage_offset'] as bigint);
     let lo = so;
     let hi = so;

@@ -26,6 +26,7 @@ const DATA_ALIGNMENT = 64n;
 const PACKAGE_ID_SIZE = 16;
 const FEATURE_SHARD_FILES = 1n;
 const FEATURE_EXTERNAL_FILES = 2n;
+const FEATURE_META_STORAGES = 4n;
 
 /** Bytes per element of each dtype with data, by ScalarType name: the schema's pt2f_itemsize, generated. */
 export const ITEMSIZE_BY_NAME: Readonly<Record<string, number>> = DTYPE_ITEMSIZE;
@@ -230,6 +231,13 @@ function checkData(pkg: T, lengths: Map<number, number> | undefined): void {
     } else if (offset % DATA_ALIGNMENT) {
       throw new SegmentError(`storage offset is not a multiple of ${DATA_ALIGNMENT}`, { path: `storages[${i}].offset`, expected: `multiple of ${DATA_ALIGNMENT}`, got: offset });
     }
+    const metaNbytes = big(st['meta_nbytes']);
+    if (metaNbytes) {
+      if (size) throw fail('a storage without data (meta_nbytes) holds bytes', `storages[${i}].size`, 0, size);
+      if (!(features & FEATURE_META_STORAGES)) {
+        throw fail('storage without data but required_features lacks bit 2 (meta storages)', `storages[${i}].meta_nbytes`, undefined, metaNbytes);
+      }
+    }
     const ck = num(st['checksum_kind']);
     if (ck !== ChecksumKind.NONE && ck !== ChecksumKind.CRC32) throw fail('unknown checksum_kind', `storages[${i}].checksum_kind`, '0 or 1', ck);
     if (num(seg['file']) === 0 && !external && lengths !== undefined) {
@@ -245,7 +253,16 @@ function checkData(pkg: T, lengths: Map<number, number> | undefined): void {
     const si = num(t['storage']);
     if (si >= storages.length) throw fail('tensor storage index out of range', 'storage', `< ${storages.length}`, si);
     const need = tensorNbytes(num(t['dtype']), arr(t['sizes']).map(big), arr(t['strides']).map(big), big(t['storage_offset']));
-    const size = big(storages[si]!['size']);
+    const st = storages[si]!;
+    let size = big(st['size']);
+    const metaNbytes = big(st['meta_nbytes']);
+    if (metaNbytes) {
+      // A storage without data (bit 2): its tensors are meta-device tensors, bounded by meta_nbytes.
+      const device = t['device'] as T | null | undefined;
+      const type = device ? str(device['type']) : null;
+      if (type !== 'meta') throw fail('a tensor on a storage without data must be on the meta device', 'device', 'meta', device ? type : null);
+      size = metaNbytes;
+    }
     if (need > size) throw fail('tensor reaches past the end of its storage', undefined, `<= ${size} bytes`, `${need} bytes`);
   }));
 }

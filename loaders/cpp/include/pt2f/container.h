@@ -22,9 +22,10 @@ constexpr uint16_t kHeaderVersion = 1;
 constexpr uint16_t kReaderFormatMajor = 1;
 constexpr uint16_t kReaderFormatMinor = 0;
 /// Package.required_features bits this reader implements (SPEC.md §8.3): bit 0 shard files, bit 1 external
-/// raw files, bit 3 tensors built from other tensor rows (File::tensor refuses them by name while the dump
-/// shows them whole). Bit 2 (storages without data) is not implemented: such files are refused by name.
-constexpr uint64_t kKnownFeatures = 0xB;
+/// raw files, bit 2 storages without data (meta-device state: validated and dumped; they hold no bytes, so
+/// File::storage_bytes gives an empty range and File::tensor refuses a tensor on one by name), bit 3 tensors
+/// built from other tensor rows (File::tensor refuses them by name while the dump shows them whole).
+constexpr uint64_t kKnownFeatures = 0xF;
 
 enum class SectionKind : uint16_t { Program = 1, Data = 2 };
 enum class ProgramEncoding : uint16_t { FlatBuffers = 1, MsgPack = 2, Json = 3 };

@@ -116,9 +116,11 @@ class File {
   /// The program named `name`, or nullptr.
   const pt2format::Program *program(const std::string &name) const;
 
-  /// Bytes of Package.storages[index], checked against its segment.
+  /// Bytes of Package.storages[index], checked against its segment. A storage without data
+  /// (meta_nbytes > 0, size 0) gives an empty range, as pt2format.read's storage_view does.
   Bytes storage_bytes(uint32_t index) const;
-  /// Package.tensors[index] with its extents checked against its storage.
+  /// Package.tensors[index] with its extents checked against its storage. Throws a Validation error for
+  /// a tensor on a storage without data (a meta-device tensor has no bytes to view).
   TensorView tensor(uint32_t index) const;
   /// Throw ChecksumError when storage `index` has a CRC-32 that does not match.
   void verify_storage(uint32_t index) const;
