@@ -39,8 +39,8 @@ std::string Error::render(ErrorKind kind, const std::string &detail, const Where
   if (!w.path.empty()) add("at " + w.path);
   std::string msg = detail;
   if (!w.expected.empty() || !w.got.empty())
-    msg += " (expected " + (w.expected.empty() ? std::string("-") : w.expected) + ", got " +
-           (w.got.empty() ? std::string("-") : w.got) + ")";
+    msg += " (expected " + (w.expected.empty() ? std::string("None") : w.expected) + ", got " +
+           (w.got.empty() ? std::string("None") : w.got) + ")";
   std::string out = error_kind_name(kind);
   out += ": ";
   if (!where.empty()) out += where + ": ";

@@ -440,9 +440,13 @@ class Validator {
       size = st->meta_nbytes();
     }
     if (empty) return;
-    const __int128 need = (last + 1) * (__int128)itemsize;
-    if (need > (__int128)size)
-      invalid("tensor reaches past the end of its storage", path, "<= " + num(size) + " bytes", "more bytes");
+    // last < 2^126 and itemsize <= 16, so the product fits in unsigned 128 bits.
+    const unsigned __int128 need = (unsigned __int128)(last + 1) * (unsigned)itemsize;
+    if (need > (unsigned __int128)size) {
+      std::string digits;  // decimal, as Python prints the byte count
+      for (unsigned __int128 v = need; v; v /= 10) digits.insert(digits.begin(), char('0' + int(v % 10)));
+      invalid("tensor reaches past the end of its storage", path, "<= " + num(size) + " bytes", digits + " bytes");
+    }
   }
 
   void check_extra_files() {

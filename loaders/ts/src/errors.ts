@@ -42,7 +42,7 @@ export class Pt2fError extends Error {
     if (this.offset !== undefined) where.push(`offset ${this.offset}`);
     if (this.path) where.push(`at ${this.path}`);
     let msg = this.detail;
-    if (this.expected !== undefined || this.got !== undefined) msg += ` (expected ${String(this.expected)}, got ${String(this.got)})`;
+    if (this.expected !== undefined || this.got !== undefined) msg += ` (expected ${this.expected === undefined ? 'None' : String(this.expected)}, got ${this.got === undefined ? 'None' : String(this.got)})`;
     return where.length ? `${where.join(', ')}: ${msg}` : msg;
   }
 
