@@ -18,7 +18,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 HARNESS = ROOT / "tests" / "fuzz" / "fuzz_reader.py"
 REGRESSIONS = ROOT / "tests" / "fuzz" / "regressions"
-FUZZ_SECONDS = int(os.environ.get("PT2F_FUZZ_SECONDS", "45"))
+FUZZ_SECONDS = int(os.environ.get("PT2F_FUZZ_SECONDS", "20"))
 
 
 def _env(tmp_path):

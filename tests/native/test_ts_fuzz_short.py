@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-FUZZ_SECONDS = int(os.environ.get("PT2F_FUZZ_SECONDS", "45"))
+FUZZ_SECONDS = int(os.environ.get("PT2F_FUZZ_SECONDS", "20"))
 
 
 @pytest.mark.native

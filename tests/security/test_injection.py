@@ -86,3 +86,16 @@ def test_payloads_run_in_their_context(tmp_path, name):
     payload = inj.string_payloads(str(marker))[name]
     inj.run_in_context(name, payload)
     assert marker.exists(), (name, payload)
+
+
+def test_full_run_tries_every_field_and_payload_exactly_once(base):
+    """--full keeps each (mode, field, payload) of the corpus once, in one of the base files that has it."""
+    steps = inj.plan(base, sites="per-field")
+    keys = {inj.step_key(st) for st in steps}
+    assert len(keys) > 100
+    # Two bases with the same fields and an empty one: every key is kept once, spread over the two.
+    plans = inj.once([(base, steps), (base, list(steps)), (base, [])])
+    kept = [inj.step_key(st) for _, sts in plans for st in sts]
+    assert sorted(kept, key=repr) == sorted(keys, key=repr)
+    assert plans[2][1] == []
+    assert plans[0][1] and plans[1][1], "the stable hash spreads keys over the bases that have them"

@@ -24,7 +24,14 @@ unflatten, the unflattened module through its generated code) and reports
 where it ended; `classify` turns that into a verdict.
 
 Command line (full run, prints counts of sites x payloads and verdicts):
-    scripts/injection.sh --full [--cases mlp,cond] [--encodings flatbuffers] [-j 1]
+    scripts/injection.sh --full [--cases mlp,cond] [--encodings flatbuffers] [-j 2]
+
+`--full` runs every field x payload of the corpus *once* (`once()`): each
+planned mutation is keyed by what it exercises (the schema path and payload;
+for a value substitution, the set of schema paths holding the value), and one
+base file that has the key is picked by a stable hash, so every encoding and
+case carries a share. `--all-bases` runs every key in every base file instead
+(about 30 times as many mutants, days of CPU).
 """
 
 from __future__ import annotations
@@ -369,6 +376,27 @@ def _choose_values(values, sites, rng):
     return values
 
 
+def step_key(step) -> tuple:
+    """What a planned step exercises, independent of the base file it was planned on."""
+    mode, target, p = step
+    if mode == "value":
+        return mode, tuple(sorted({s.schema_path for s in target})), str(p)
+    return mode, target.schema_path, str(p)
+
+
+def once(plans):
+    """[(base, steps)] -> the same with each step_key kept in exactly one base (picked by a stable hash)."""
+    holders = collections.OrderedDict()
+    for bi, (_base, steps) in enumerate(plans):
+        for si, st in enumerate(steps):
+            holders.setdefault(step_key(st), []).append((bi, si))
+    keep = set()
+    for key, where in holders.items():
+        h = int(hashlib.sha1(repr(key).encode()).hexdigest()[:8], 16)
+        keep.add(where[h % len(where)])
+    return [(base, [st for si, st in enumerate(steps) if (bi, si) in keep]) for bi, (base, steps) in enumerate(plans)]
+
+
 # -- corpus files -------------------------------------------------------------------
 
 def build_corpus_files(cases, encodings, outdir: Path):
@@ -411,7 +439,10 @@ def golden_files(encodings):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--full", action="store_true", help="every default case, encoding, field and payload")
+    ap.add_argument("--full", action="store_true",
+                    help="every default case and encoding; each field x payload once across them (see --all-bases)")
+    ap.add_argument("--all-bases", action="store_true", help="with --full: every field x payload in every base file")
+    ap.add_argument("-j", "--jobs", type=int, default=1, help="worker processes run in parallel")
     ap.add_argument("--cases", default=None, help="comma-separated corpus case names")
     ap.add_argument("--encodings", default=",".join(ENCODINGS))
     ap.add_argument("--sites", default="per-field", help="all | per-field | N (random sample per file)")
@@ -430,9 +461,6 @@ def main(argv=None) -> int:
     encodings = args.encodings.split(",")
     sites = int(args.sites) if args.sites.isdigit() else args.sites
     work = Path(tempfile.mkdtemp(prefix="pt2f-inject-"))
-    marker_dir = work / "mk"
-    marker_dir.mkdir()
-    marker = str(marker_dir / "pwned")
     t0 = time.time()
     if args.golden:
         bases = golden_files(encodings)
@@ -453,29 +481,68 @@ def main(argv=None) -> int:
                 with open(args.findings, "a") as f:
                     f.write(line + "\n")
 
+    payload_names = (CORE_PAYLOADS if args.payloads == "core" else
+                     args.payloads.split(",") if args.payloads else None)
+    plans = [(base, plan(base, sites=sites, modes=tuple(args.modes.split(",")), payload_names=payload_names))
+             for base in bases]
+    if args.full and not args.all_bases:
+        plans = once(plans)
+    if args.limit:
+        plans = [(base, steps[:args.limit]) for base, steps in plans]
     all_results = []
-    for base in bases:
-        steps = plan(base, sites=sites, modes=tuple(args.modes.split(",")),
-                     payload_names=(CORE_PAYLOADS if args.payloads == "core" else
-                                    args.payloads.split(",") if args.payloads else None))
-        if args.limit:
-            steps = steps[:args.limit]
-        if args.plan_only:
+    if args.plan_only:
+        for base, steps in plans:
             by_mode = collections.Counter(st[0] for st in steps)
             print(f"{base.label}: {len(steps)} mutants planned ("
                   + ", ".join(f"{k} {v}" for k, v in sorted(by_mode.items())) + ")", flush=True)
             all_results += [(Mutant("", base.label, base.encoding, "", st[1][0].schema_path if st[0] == "value"
                                     else st[1].schema_path, str(st[2]), st[0]), {}, "planned") for st in steps]
-            continue
-        muts = ((m, base.child_imports) for m in make_mutants(base, work, marker, steps))
-        res = run_mutants(muts, marker_dir, timeout=args.timeout, thorough=not args.quick, on_result=on_result)
-        all_results += res
-        print(f"{base.label}: {len(res)} mutants; "
-              + ", ".join(f"{k} {v}" for k, v in sorted(collections.Counter(v for *_, v in res).items())),
-              flush=True)
+    else:
+        all_results = _run_parallel(plans, work, max(1, args.jobs), timeout=args.timeout,
+                                    thorough=not args.quick, on_result=on_result)
     print(summarize(all_results))
     print(f"{len(bases)} base files, {time.time() - t0:.0f} s")
     return 1 if any(v.startswith("FAIL") for *_, v in all_results) else 0
+
+
+def _run_parallel(plans, work: Path, jobs: int, **kw):
+    """Run every planned step, dealt round-robin to `jobs` threads, each with its own workers and marker."""
+    import threading
+
+    lock = threading.Lock()
+    on_result = kw.pop("on_result")
+
+    def locked(mut, res, verdict):
+        with lock:
+            on_result(mut, res, verdict)
+
+    def shard(j):
+        marker_dir = work / f"mk{j}"
+        marker_dir.mkdir(exist_ok=True)
+        marker = str(marker_dir / "pwned")
+        # One generator over every base, so a worker (torch imported once) serves them all.
+        muts = ((m, base.child_imports) for base, steps in plans
+                for m in make_mutants(base, work, marker, steps[j::jobs]))
+        try:
+            results[j] = run_mutants(muts, marker_dir, on_result=locked, **kw)
+        except BaseException as e:  # noqa: BLE001 - re-raised in the main thread below
+            errors.append(e)
+
+    results = [[] for _ in range(jobs)]
+    errors = []
+    threads = [threading.Thread(target=shard, args=(j,)) for j in range(jobs)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    out = [r for rs in results for r in rs]
+    for base, _ in plans:
+        mine = collections.Counter(v for m, _, v in out if m.base == base.label)
+        print(f"{base.label}: {sum(mine.values())} mutants; "
+              + ", ".join(f"{k} {v}" for k, v in sorted(mine.items())), flush=True)
+    return out
 
 
 if __name__ == "__main__":
