@@ -38,6 +38,7 @@ if [ -d "$ROOT/loaders/cpp/fuzz/regressions" ]; then
 fi
 
 LOG="$BUILD/fuzz.log"
+STARTED=$(date +%s)
 set +e
 ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1" \
 UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
@@ -46,6 +47,7 @@ UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
   -max_len=262144 -print_final_stats=1 -artifact_prefix="$FINDINGS/" "$CORPUS" "$SEEDS" >"$LOG" 2>&1
 rc=$?
 set -e
+ELAPSED=$(( $(date +%s) - STARTED ))
 execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$LOG" | tail -1)"
 if [ "$rc" -ne 0 ]; then
   tail -40 "$LOG" >&2
@@ -53,4 +55,4 @@ if [ "$rc" -ne 0 ]; then
   exit 1
 fi
 cov="$(grep -o 'cov: [0-9]*' "$LOG" | tail -1)"
-echo "fuzz_cpp.sh: ${execs:-?} executions in ${SECONDS_TO_RUN}s without a finding (${cov:-cov: ?}) (corpus: $(ls "$CORPUS" | wc -l) inputs)"
+echo "fuzz_cpp.sh: ${execs:-?} executions in ${ELAPSED}s without a finding (${cov:-cov: ?}) (corpus: $(ls "$CORPUS" | wc -l) inputs)"

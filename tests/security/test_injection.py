@@ -99,3 +99,13 @@ def test_full_run_tries_every_field_and_payload_exactly_once(base):
     assert sorted(kept, key=repr) == sorted(keys, key=repr)
     assert plans[2][1] == []
     assert plans[0][1] and plans[1][1], "the stable hash spreads keys over the bases that have them"
+
+
+def test_mutant_ids_are_known_before_writing(base, tmp_path):
+    """--only-ids re-runs mutants of an earlier run: the id of a planned step is the id make_mutants gives it."""
+    steps = inj.plan(base, sites="per-field")
+    sample = [st for st in steps if st[0] == "value"][:3] + [st for st in steps if st[0] == "site"][:3] \
+        + [st for st in steps if st[0] == "int"][:3]
+    made = list(inj.make_mutants(base, tmp_path, str(tmp_path / "pwned"), sample))
+    assert len(made) == len(sample)
+    assert [m.id for m in made] == [inj.mutant_id(base, st) for st in sample]

@@ -310,7 +310,7 @@ def make_mutants(base: BaseFile, outdir: Path, marker: str, steps, *, seed=0):
     payloads = string_payloads(marker)
 
     def emit(site_label, schema_path, pname, mode, pkg_mutate, splice):
-        mid = hashlib.sha1(f"{base.label}|{site_label}|{pname}|{mode}".encode()).hexdigest()[:12]
+        mid = _mid(base, site_label, pname, mode)
         mut = Mutant(mid, base.label, base.encoding, site_label, schema_path, str(pname), mode)
         pkg = copy.deepcopy(base.package)
         try:
@@ -346,6 +346,19 @@ def make_mutants(base: BaseFile, outdir: Path, marker: str, steps, *, seed=0):
                      lambda pkg, s=site, v=v: _splice_int(pkg, s.path, s.type, v, base.encoding))
         if m:
             yield m
+
+
+def _mid(base, site_label, pname, mode) -> str:
+    return hashlib.sha1(f"{base.label}|{site_label}|{pname}|{mode}".encode()).hexdigest()[:12]
+
+
+def mutant_id(base: BaseFile, step) -> str:
+    """The id make_mutants gives the mutant of one planned step (stable across runs of the same plan)."""
+    mode, target, p = step
+    if mode == "value":
+        value = get_at(base.package, target[0].path)
+        return _mid(base, f"value:{value[:40]!r}", p, "value")
+    return _mid(base, target.label(), p, mode)
 
 
 def _refuse(pkg):
@@ -456,6 +469,9 @@ def main(argv=None) -> int:
     ap.add_argument("--limit", type=int, default=None, help="at most this many mutants per file")
     ap.add_argument("--findings", default=None, help="append one line per failing mutant to this file")
     ap.add_argument("--jsonl", default=None, help="write every result as a JSON line to this file")
+    ap.add_argument("--only-ids", default=None,
+                    help="a --jsonl file of an earlier run: run again only its mutants with these verdicts "
+                         "(FILE:verdict,verdict; ids are stable for the same plan)")
     args = ap.parse_args(argv)
     cases = args.cases.split(",") if args.cases else (DEFAULT_CASES if args.full else ("pytree_containers",))
     encodings = args.encodings.split(",")
@@ -489,6 +505,13 @@ def main(argv=None) -> int:
         plans = once(plans)
     if args.limit:
         plans = [(base, steps[:args.limit]) for base, steps in plans]
+    if args.only_ids:
+        file, _, verdicts = args.only_ids.partition(":")
+        wanted = set(verdicts.split(",")) if verdicts else None
+        with open(file) as f:
+            rows = [json.loads(line) for line in f]
+        ids = {r["id"] for r in rows if wanted is None or r["verdict"] in wanted}
+        plans = [(base, [st for st in steps if mutant_id(base, st) in ids]) for base, steps in plans]
     all_results = []
     if args.plan_only:
         for base, steps in plans:
