@@ -28,6 +28,7 @@ from pt2format.errors import LoadError, Pt2FormatError, VersionError
 from ._fake_mode import fake_mode
 from ._find import find_program
 from ._graph import GraphBuilder
+from ._coherence import check_coherence
 from ._guards import derive_guards
 from ._metadata import MetadataLoader
 from ._nogc import no_gc as _no_gc
@@ -140,6 +141,7 @@ class _Builder:
                 raise LoadError("example inputs must be (args tuple, kwargs dict)", path="example_inputs")
             example_inputs = ex
         ep = _exported_program(owner, graph, sig, state_dict, ranges, mcg, example_inputs, constants, verifiers)
+        check_coherence(ep)
         if id(graph) in self.graphs.custom_meta:
             ep.graph_module.meta["custom"] = self.graphs.custom_meta.pop(id(graph))
         # The file's guard strings are text for people: torch compiles ep._guards_code in .module(),

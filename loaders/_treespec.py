@@ -81,6 +81,9 @@ class TreeSpecLoader:
             return pytree.treespec_leaf()
         children = [self.load(c, f"{path}.children[{i}]") for i, c in enumerate(spec.children)]
         n = len(children)
+        if len(set(spec.field_names)) != len(spec.field_names):
+            # A namedtuple, dataclass or stand-in cannot have a field twice (torch fails at the call).
+            raise LoadError("a field name repeats", path=f"{path}.field_names", got=list(spec.field_names)[:16])
         if k == TreeSpecKind.NONE:
             return pytree.TreeSpec(type(None), None, children)
         if k == TreeSpecKind.TUPLE:
@@ -113,6 +116,8 @@ class TreeSpecLoader:
         keys = [from_value(v, path=f"{path}.keys[{i}]", hashable=True) for i, v in enumerate(spec.keys)]
         if len(keys) != n:
             raise LoadError("a dict node needs one key per child", path=path, expected=n, got=len(keys))
+        if len(set(keys)) != n:
+            raise LoadError("a dict key repeats", path=f"{path}.keys", got=keys[:16])
         return keys
 
     def _warn(self, path, msg):
@@ -189,7 +194,8 @@ class TreeSpecLoader:
                 return None
             cls = _standins.custom_standin(name, "mapping", keys_from_context=True)
         elif (type(ctx) is list and len(ctx) == 2 and all(type(c) is list for c in ctx)
-              and all(type(f) is str for c in ctx for f in c) and ctx[0] == fields):
+              and all(type(f) is str for c in ctx for f in c) and ctx[0] == fields
+              and len(set(fields + ctx[1])) == len(fields) + len(ctx[1])):
             cls = _standins.custom_standin(name, "dataclass", fields + ctx[1])
         elif not fields or len(fields) == n:
             cls = _standins.custom_standin(name, "node", fields)

@@ -1,0 +1,89 @@
+"""A rebuilt program's parts must agree with each other; checked at load, where torch fails later.
+
+torch never compares them, so a file whose parts disagree loads under
+torch.export.load and then fails in `module()` or at the first call, with a
+torch error far from the cause. Found by the injection run
+(tests/support/pt2f_injection.py); each is a `LoadError` naming the field:
+
+- the example inputs against the program: the tree structure (torch's own
+  `_check_inputs_match`, which the call runs too); each tensor's dtype, rank
+  and the sizes the graph leaves concrete (symbolic sizes are the guards'
+  business at the call); each constant input's value, compared as torch's
+  input check compares it;
+- the module call graph starts with the root (`module()` asserts it);
+- every parameter, buffer and constant an input spec names is in the state.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.utils._pytree as pytree
+
+from pt2format.errors import LoadError
+
+
+def check_example_inputs(ep) -> None:
+    if ep.example_inputs is None or ep.call_spec is None or ep.call_spec.in_spec is None:
+        return
+    from torch.export._unlift import _check_inputs_match
+
+    args, kwargs = ep.example_inputs
+    try:
+        flat = _check_inputs_match(args, kwargs, ep.call_spec.in_spec)
+    except (ValueError, AssertionError, TypeError) as e:
+        raise LoadError("example inputs do not have the structure of the program's input spec", path="example_inputs",
+                        got=str(e).split("\n")[0][:200]) from None
+    user_inputs = set(ep.graph_signature.user_inputs)
+    placeholders = [n for n in ep.graph.find_nodes(op="placeholder") if n.name in user_inputs]
+    if len(placeholders) != len(flat):
+        raise LoadError("example inputs do not match the program's user inputs", path="example_inputs",
+                        expected=f"{len(placeholders)} leaves", got=len(flat))
+    for (keypath, value), node in zip(flat, placeholders):
+        val = node.meta.get("val")
+        where = f"example_inputs{pytree.keystr(keypath)}"
+        if type(val) in (int, float, str):
+            same = type(value) is type(val) and (value == val or (type(val) is float and val != val and value != value))
+            if not same:
+                raise LoadError(f"example input differs from the constant input {node.name!r} of the graph",
+                                path=where, expected=repr(val)[:80], got=repr(value)[:80])
+            continue
+        if not isinstance(val, torch.Tensor):
+            continue
+        if not isinstance(value, torch.Tensor):
+            raise LoadError(f"example input feeds tensor placeholder {node.name!r} but is not a tensor", path=where,
+                            got=type(value).__name__)
+        if value.dtype != val.dtype:
+            raise LoadError(f"example input has another dtype than placeholder {node.name!r}", path=where,
+                            expected=str(val.dtype), got=str(value.dtype))
+        declared = [d if isinstance(d, int) else None for d in val.shape]
+        if len(declared) != value.dim() or any(d is not None and d != n for d, n in zip(declared, value.shape)):
+            raise LoadError(f"example input has other sizes than placeholder {node.name!r}", path=where,
+                            expected=["s" if d is None else d for d in declared], got=list(value.shape))
+
+
+def check_module_call_graph(ep) -> None:
+    mcg = ep.module_call_graph
+    if mcg and mcg[0].fqn != "":
+        raise LoadError("the module call graph must start with the root module", path="module_call_graph[0].fqn",
+                        expected="''", got=repr(mcg[0].fqn)[:80])
+
+
+def check_state_names(ep) -> None:
+    from torch.export.graph_signature import InputKind
+
+    for i, spec in enumerate(ep.graph_signature.input_specs):
+        if spec.kind == InputKind.PARAMETER or (spec.kind == InputKind.BUFFER and spec.persistent):
+            found = spec.target in ep.state_dict
+        elif spec.kind in (InputKind.BUFFER, InputKind.CONSTANT_TENSOR, InputKind.CUSTOM_OBJ):
+            found = spec.target in ep.constants
+        else:
+            continue
+        if not found:
+            raise LoadError(f"input spec names {spec.kind.name.lower()} {spec.target!r}, which the state does not hold",
+                            path=f"signature.input_specs[{i}]")
+
+
+def check_coherence(ep) -> None:
+    check_module_call_graph(ep)
+    check_state_names(ep)
+    check_example_inputs(ep)

@@ -1,0 +1,184 @@
+"""A program whose parts disagree is refused at load, where torch fails later (loaders/_coherence.py).
+
+Each crafted file is compared with what torch does with the same change made
+to the original ExportedProgram: torch accepts it and fails in `module()` or at
+the first call on `ep.example_inputs`; pt2format refuses the file at `load`
+with a LoadError naming the field.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+
+import pytest
+import torch
+
+import pt2format
+from pt2format._generated import model as m
+from pt2format.errors import LoadError
+
+import crafting
+
+ENCODINGS = ("flatbuffers", "msgpack", "json")
+
+
+class DictIO(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+
+    def forward(self, x, *, opts):
+        return {"out": self.lin(x) + opts["bias"]}
+
+
+@pytest.fixture(scope="module")
+def exported():
+    return torch.export.export(DictIO(), (torch.randn(2, 3),), {"opts": {"bias": torch.randn(3)}})
+
+
+@pytest.fixture(scope="module")
+def saved(exported, tmp_path_factory):
+    d = tmp_path_factory.mktemp("example-inputs")
+    paths = {}
+    for enc in ENCODINGS:
+        paths[enc] = d / f"base-{enc}.pt2f"
+        pt2format.save(exported, paths[enc], encoding=enc, fsync=False, progress=False)
+    return paths
+
+
+def _opts_map(pkg):
+    kwargs = pkg.programs[0].example_inputs.value.items[1].value
+    return kwargs.entries[0].value.value  # {"bias": tensor}
+
+
+def _torch_call_fails(exported, args, kwargs, error):
+    """torch's own program with the same example inputs: accepted, then the call on them fails."""
+    ep = copy.copy(exported)
+    ep._example_inputs = (args, kwargs)
+    with pytest.raises(error):
+        ep.module()(*ep.example_inputs[0], **ep.example_inputs[1])
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_unchanged_example_inputs_load_and_run(saved, exported, encoding):
+    ep = pt2format.load(saved[encoding])
+    args, kwargs = ep.example_inputs
+    torch.testing.assert_close(args[0], exported.example_inputs[0][0], rtol=0, atol=0)
+    torch.testing.assert_close(ep.module()(*args, **kwargs), exported.module()(*args, **kwargs), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_example_input_key_unlike_the_input_spec_refused(saved, exported, tmp_path, encoding):
+    def mutate(pkg):
+        _opts_map(pkg).entries[0].key = m.Value(m.StringValue("scale"))
+
+    crafted = crafting.craft(saved[encoding], tmp_path / "key.pt2f", mutate)
+    with pytest.raises(LoadError, match="structure of the program's input spec") as e:
+        pt2format.load(crafted)
+    assert e.value.path == "example_inputs"
+    (x,), kwargs = exported.example_inputs
+    _torch_call_fails(exported, (x,), {"opts": {"scale": kwargs["opts"]["bias"]}}, ValueError)
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_example_input_of_another_shape_refused(saved, exported, tmp_path, encoding):
+    package, _, _ = crafting.decode_file(saved[encoding])
+    weight = next(e.tensor for e in package.programs[0].state if e.name == "lin.weight")
+
+    def mutate(pkg):
+        _opts_map(pkg).entries[0].value = m.Value(m.TensorRefValue(weight))  # a 3x3 tensor where a 3 is declared
+
+    crafted = crafting.craft(saved[encoding], tmp_path / "shape.pt2f", mutate)
+    with pytest.raises(LoadError, match="other sizes") as e:
+        pt2format.load(crafted)
+    assert e.value.path == "example_inputs[1]['opts']['bias']"
+    (x,), _ = exported.example_inputs
+    _torch_call_fails(exported, (x,), {"opts": {"bias": torch.zeros(3, 3)}}, RuntimeError)
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_example_input_of_another_dtype_refused(saved, exported, tmp_path, encoding):
+    def mutate(pkg):
+        x = pkg.programs[0].example_inputs.value.items[0].value.items[0].value
+        t = pkg.tensors[x.tensor]
+        assert t.dtype == m.ScalarType.FLOAT32
+        t.dtype = m.ScalarType.INT32  # same itemsize, same bytes
+
+    crafted = crafting.craft(saved[encoding], tmp_path / "dtype.pt2f", mutate)
+    with pytest.raises(LoadError, match="another dtype") as e:
+        pt2format.load(crafted)
+    assert e.value.path == "example_inputs[0][0]"
+    (x,), kwargs = exported.example_inputs
+    _torch_call_fails(exported, (x.view(torch.int32),), kwargs, RuntimeError)
+
+
+class WithConstant(torch.nn.Module):
+    def forward(self, x, n: int):
+        return x * n
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_example_input_unlike_a_constant_input_refused(tmp_path, encoding):
+    exported = torch.export.export(WithConstant(), (torch.randn(2), 3))
+    path = tmp_path / "const.pt2f"
+    pt2format.save(exported, path, encoding=encoding, fsync=False, progress=False)
+    pt2format.load(path).module()(*exported.example_inputs[0])  # unchanged: loads and runs
+
+    def mutate(pkg):
+        n = pkg.programs[0].example_inputs.value.items[0].value.items[1].value
+        assert n.value == 3
+        n.value = 4
+
+    crafted = crafting.craft(path, tmp_path / "const4.pt2f", mutate)
+    with pytest.raises(LoadError, match="constant input") as e:
+        pt2format.load(crafted)
+    assert e.value.path == "example_inputs[0][1]"
+    _torch_call_fails(exported, (exported.example_inputs[0][0], 4), {}, (RuntimeError, AssertionError))
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_module_call_graph_not_starting_at_the_root_refused(saved, exported, tmp_path, encoding):
+    def mutate(pkg):
+        pkg.programs[0].module_call_graph[0].fqn = "lin"
+
+    crafted = crafting.craft(saved[encoding], tmp_path / "mcg.pt2f", mutate)
+    with pytest.raises(LoadError, match="start with the root") as e:
+        pt2format.load(crafted)
+    assert e.value.path == "module_call_graph[0].fqn"
+    ep = copy.copy(exported)
+    ep._module_call_graph = [dataclasses.replace(exported.module_call_graph[0], fqn="lin"),
+                             *exported.module_call_graph[1:]]
+    with pytest.raises(AssertionError):
+        ep.module()
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_input_spec_naming_missing_state_refused(saved, exported, tmp_path, encoding):
+    def mutate(pkg):
+        spec = next(s.spec for s in pkg.programs[0].signature.input_specs
+                    if getattr(s.spec, "parameter_name", None) == "lin.weight")
+        spec.parameter_name = "lin.other"
+
+    crafted = crafting.craft(saved[encoding], tmp_path / "state.pt2f", mutate)
+    with pytest.raises(LoadError, match="'lin.other', which the state does not hold"):
+        pt2format.load(crafted)
+    ep = copy.deepcopy(exported)
+    next(s for s in ep.graph_signature.input_specs if s.target == "lin.weight").target = "lin.other"
+    with pytest.raises(KeyError, match="lin.other"):  # torch: in module(), while unlifting the state
+        ep.module()
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_tree_spec_field_names_repeated_refused(saved, tmp_path, encoding):
+    def mutate(pkg):
+        spec = pkg.programs[0].module_call_graph[0].signature.out_spec
+        spec.kind = m.TreeSpecKind.NAMEDTUPLE
+        spec.type_name = "nowhere.Pair"
+        spec.keys = []
+        spec.children = spec.children * 2 if len(spec.children) == 1 else spec.children
+        spec.field_names = ["out"] * len(spec.children)
+
+    crafted = crafting.craft(saved[encoding], tmp_path / "fields.pt2f", mutate)
+    with pytest.raises(LoadError, match="field name repeats"):
+        pt2format.load(crafted)
