@@ -32,17 +32,48 @@ _HANDLED = frozenset({
 _DESC_MAX_DEPTH = 16
 
 
+#: (dtype, sizes, strides, requires_grad) -> TensorMetadata, for strided tensors of concrete shape.
+#: torch's _extract_tensor_metadata asks is_contiguous for three memory formats per
+#: value, half of the metadata work of a 20,000-node save or load; the answer depends
+#: on nothing but this key, and TensorMetadata is an immutable tuple, so values of the
+#: same shape share one.
+_TENSOR_META_CACHE: dict = {}
+_TENSOR_META_CACHE_LIMIT = 4096
+
+
+def derived_tensor_meta(val, requires_grad: bool):
+    """(the TensorMetadata torch's export computes for the tensor `val`, with `requires_grad`; whether it is static)."""
+    from torch.fx.passes.shape_prop import _extract_tensor_metadata
+
+    key = None
+    if val.layout is torch.strided and not val.is_quantized:
+        sizes, strides = tuple(val.shape), val.stride()
+        if all(type(d) is int for d in sizes) and all(type(d) is int for d in strides):
+            key = (val.dtype, sizes, strides, requires_grad)
+            meta = _TENSOR_META_CACHE.get(key)
+            if meta is not None:
+                return meta, True
+    meta = _extract_tensor_metadata(val)._replace(requires_grad=requires_grad)
+    if key is not None and len(_TENSOR_META_CACHE) < _TENSOR_META_CACHE_LIMIT:
+        _TENSOR_META_CACHE[key] = meta
+    return meta, key is not None
+
+
 def _same_tensor_meta(meta: dict) -> bool:
     """Whether meta["tensor_meta"] is exactly what a loader derives from meta["val"] and its requires_grad."""
-    from torch.fx.passes.shape_prop import TensorMetadata, _extract_tensor_metadata
+    from torch.fx.passes.shape_prop import TensorMetadata
 
     val, tm = meta.get("val"), meta.get("tensor_meta")
     if not isinstance(val, torch.Tensor) or tm is None:
         return False
     try:
+        if type(tm) is not TensorMetadata or type(tm.requires_grad) is not bool:
+            return False
+        derived, static = derived_tensor_meta(val, tm.requires_grad)
+        if static and all(type(d) is int for d in tm.shape) and all(type(d) is int for d in tm.stride):
+            return tm == derived
         # repr compares symbolic sizes by expression (== on two SymInts would guard)
-        return type(tm) is TensorMetadata and type(tm.requires_grad) is bool and \
-            repr(tm) == repr(_extract_tensor_metadata(val)._replace(requires_grad=tm.requires_grad))
+        return repr(tm) == repr(derived)
     except Exception:  # noqa: BLE001 - a value torch cannot describe: not derivable, so not kept
         return False
 

@@ -64,8 +64,9 @@ def save_programs(programs, path, *, encoding: str = "flatbuffers", fsync: bool 
     `weight_sets` adds named alternative weights.
     """
     from pt2format import _extras
+    from pt2format._nogc import no_gc
 
-    with _progress(_want_bar(progress)) as (bar, update):
+    with _progress(_want_bar(progress)) as (bar, update), no_gc():
         package, payloads = export_package(programs, example_inputs=example_inputs, weight_sets=weight_sets)
         payloads = _extras.attach(package, payloads, extra_files=extra_files, metadata=metadata)
         _write(path, package, payloads, bar, update, encoding=encoding, fsync=fsync, max_shard_size=max_shard_size,
@@ -85,7 +86,9 @@ def save_weights(weights, path, *, encoding: str = "flatbuffers", fsync: bool = 
         sets = weights
     else:
         sets = {name: weights}
-    with _progress(_want_bar(progress)) as (bar, update):
+    from pt2format._nogc import no_gc
+
+    with _progress(_want_bar(progress)) as (bar, update), no_gc():
         package, payloads = export_weights(sets)
         _write(path, package, payloads, bar, update, encoding=encoding, fsync=fsync, max_shard_size=max_shard_size,
                external_data=external_data)

@@ -5,8 +5,8 @@ torch.export.load and then fails in `module()` or at the first call, with a
 torch error far from the cause. Found by the injection run
 (tests/support/pt2f_injection.py); each is a `LoadError` naming the field:
 
-- the example inputs against the program: the tree structure (torch's own
-  `_check_inputs_match`, which the call runs too); each tensor's dtype, rank
+- the example inputs against the program: the tree structure (as torch's
+  `_check_inputs_match`, which the call runs, compares it); each tensor's dtype, rank
   and the sizes the graph leaves concrete (symbolic sizes are the guards'
   business at the call); each constant input's value, compared as torch's
   input check compares it;
@@ -25,28 +25,39 @@ from pt2format.errors import LoadError
 def check_example_inputs(ep) -> None:
     if ep.example_inputs is None or ep.call_spec is None or ep.call_spec.in_spec is None:
         return
-    from torch.export._unlift import _check_inputs_match
+    from torch.export._tree_utils import reorder_kwargs
 
     args, kwargs = ep.example_inputs
+    in_spec = ep.call_spec.in_spec
     try:
-        flat = _check_inputs_match(args, kwargs, ep.call_spec.in_spec)
+        flat, received = pytree.tree_flatten_with_path((args, reorder_kwargs(kwargs, in_spec)))
     except (ValueError, AssertionError, TypeError) as e:
         raise LoadError("example inputs do not have the structure of the program's input spec", path="example_inputs",
                         got=str(e).split("\n")[0][:200]) from None
-    user_inputs = set(ep.graph_signature.user_inputs)
-    placeholders = [n for n in ep.graph.find_nodes(op="placeholder") if n.name in user_inputs]
-    if len(placeholders) != len(flat):
+    if not _same_structure(received, in_spec):
+        raise LoadError("example inputs do not have the structure of the program's input spec", path="example_inputs",
+                        expected=str(in_spec)[:200], got=str(received)[:200])
+    from torch.export.graph_signature import ConstantArgument, InputKind, TensorArgument
+
+    specs = [s for s in ep.graph_signature.input_specs if s.kind == InputKind.USER_INPUT]
+    if len(specs) != len(flat):
         raise LoadError("example inputs do not match the program's user inputs", path="example_inputs",
-                        expected=f"{len(placeholders)} leaves", got=len(flat))
-    for (keypath, value), node in zip(flat, placeholders):
-        val = node.meta.get("val")
+                        expected=f"{len(specs)} leaves", got=len(flat))
+    placeholders = {n.name: n for n in ep.graph.find_nodes(op="placeholder")}
+    for (keypath, value), spec in zip(flat, specs):
         where = f"example_inputs{pytree.keystr(keypath)}"
-        if type(val) in (int, float, str):
-            same = type(value) is type(val) and (value == val or (type(val) is float and val != val and value != value))
-            if not same:
-                raise LoadError(f"example input differs from the constant input {node.name!r} of the graph",
-                                path=where, expected=repr(val)[:80], got=repr(value)[:80])
+        if isinstance(spec.arg, ConstantArgument):
+            const = spec.arg.value
+            if type(const) in (int, float, str, bool) and not (
+                    type(value) is type(const)
+                    and (value == const or (type(const) is float and const != const and value != value))):
+                raise LoadError(f"example input differs from the constant input {spec.arg.name!r} of the graph",
+                                path=where, expected=repr(const)[:80], got=repr(value)[:80])
             continue
+        if not isinstance(spec.arg, TensorArgument) or spec.arg.name not in placeholders:
+            continue
+        node = placeholders[spec.arg.name]
+        val = node.meta.get("val")
         if not isinstance(val, torch.Tensor):
             continue
         if not isinstance(value, torch.Tensor):
@@ -59,6 +70,28 @@ def check_example_inputs(ep) -> None:
         if len(declared) != value.dim() or any(d is not None and d != n for d, n in zip(declared, value.shape)):
             raise LoadError(f"example input has other sizes than placeholder {node.name!r}", path=where,
                             expected=["s" if d is None else d for d in declared], got=list(value.shape))
+
+
+def _same_structure(a, b) -> bool:
+    """torch's `_unlift.eq_spec`, which the call checks inputs with (dict keys in any order, torch.Size as tuple).
+
+    Written out because torch.export._unlift imports torch._dynamo, which a
+    static load never needs (tests/loaders/test_import_set.py).
+    """
+    if a is b:
+        return True
+    if _normal_type(a.type) != _normal_type(b.type):
+        return False
+    if a.type is dict and b.type is dict:
+        if set(a.context) != set(b.context):
+            return False
+    elif a.context != b.context:
+        return False
+    return a.num_children == b.num_children and all(_same_structure(x, y) for x, y in zip(a.children(), b.children()))
+
+
+def _normal_type(t) -> str:
+    return str(tuple if t is torch.Size else t)
 
 
 def check_module_call_graph(ep) -> None:

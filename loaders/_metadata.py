@@ -15,6 +15,7 @@ from torch.fx.traceback import NodeSource, NodeSourceAction
 
 from pt2format._strings import check_extra_meta_key
 from pt2format.errors import LoadError
+from pt2format.exporter._metadata import derived_tensor_meta
 from pt2format.exporter._operators import BUILTINS
 
 from ._names import check_identifier, check_text
@@ -71,12 +72,10 @@ _DESC_MAX_DEPTH = 16
 
 def derive_tensor_meta(node) -> None:
     """node.meta["tensor_meta"] from node.meta["val"] (tensor values only), as torch's export computes it."""
-    from torch.fx.passes.shape_prop import _extract_tensor_metadata
-
     val = node.meta.get("val")
     if isinstance(val, torch.Tensor):
         grad = node.meta.get("tensor_meta") is DERIVE_TENSOR_META_GRAD
-        node.meta["tensor_meta"] = _extract_tensor_metadata(val)._replace(requires_grad=grad)
+        node.meta["tensor_meta"] = derived_tensor_meta(val, grad)[0]
     else:
         node.meta.pop("tensor_meta", None)
 

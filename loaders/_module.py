@@ -55,7 +55,7 @@ from ._opsets import check_opsets
 from ._graph import GraphBuilder
 from ._metadata import custom_meta
 from ._input_checks import InputChecks, Unsupported, flatten_inputs
-from ._nogc import no_gc
+from pt2format._nogc import no_gc
 from ._signature import module_call_graph, signature
 from ._state import StateLoader, program_state
 from ._treespec import TreeSpecLoader

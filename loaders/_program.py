@@ -31,7 +31,7 @@ from ._graph import GraphBuilder
 from ._coherence import check_coherence
 from ._guards import derive_guards
 from ._metadata import MetadataLoader
-from ._nogc import no_gc as _no_gc
+from pt2format._nogc import no_gc as _no_gc
 from ._opsets import check_opsets
 from ._signature import module_call_graph, signature
 from ._state import StateLoader, program_state

@@ -27,9 +27,10 @@ class DictIO(torch.nn.Module):
     def __init__(self):
         super().__init__()
         self.lin = torch.nn.Linear(3, 3)
+        self.register_buffer("scale", torch.full((3,), 2.0), persistent=False)
 
     def forward(self, x, *, opts):
-        return {"out": self.lin(x) + opts["bias"]}
+        return {"out": self.lin(x) * self.scale + opts["bias"]}
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +77,7 @@ def test_example_input_key_unlike_the_input_spec_refused(saved, exported, tmp_pa
     crafted = crafting.craft(saved[encoding], tmp_path / "key.pt2f", mutate)
     with pytest.raises(LoadError, match="structure of the program's input spec") as e:
         pt2format.load(crafted)
-    assert e.value.path == "example_inputs"
+    assert e.value.path == "programs[forward].example_inputs"
     (x,), kwargs = exported.example_inputs
     _torch_call_fails(exported, (x,), {"opts": {"scale": kwargs["opts"]["bias"]}}, ValueError)
 
@@ -92,7 +93,7 @@ def test_example_input_of_another_shape_refused(saved, exported, tmp_path, encod
     crafted = crafting.craft(saved[encoding], tmp_path / "shape.pt2f", mutate)
     with pytest.raises(LoadError, match="other sizes") as e:
         pt2format.load(crafted)
-    assert e.value.path == "example_inputs[1]['opts']['bias']"
+    assert e.value.path == "programs[forward].example_inputs[1]['opts']['bias']"
     (x,), _ = exported.example_inputs
     _torch_call_fails(exported, (x,), {"opts": {"bias": torch.zeros(3, 3)}}, RuntimeError)
 
@@ -108,7 +109,7 @@ def test_example_input_of_another_dtype_refused(saved, exported, tmp_path, encod
     crafted = crafting.craft(saved[encoding], tmp_path / "dtype.pt2f", mutate)
     with pytest.raises(LoadError, match="another dtype") as e:
         pt2format.load(crafted)
-    assert e.value.path == "example_inputs[0][0]"
+    assert e.value.path == "programs[forward].example_inputs[0][0]"
     (x,), kwargs = exported.example_inputs
     _torch_call_fails(exported, (x.view(torch.int32),), kwargs, RuntimeError)
 
@@ -133,7 +134,7 @@ def test_example_input_unlike_a_constant_input_refused(tmp_path, encoding):
     crafted = crafting.craft(path, tmp_path / "const4.pt2f", mutate)
     with pytest.raises(LoadError, match="constant input") as e:
         pt2format.load(crafted)
-    assert e.value.path == "example_inputs[0][1]"
+    assert e.value.path == "programs[forward].example_inputs[0][1]"
     _torch_call_fails(exported, (exported.example_inputs[0][0], 4), {}, (RuntimeError, AssertionError))
 
 
@@ -145,7 +146,7 @@ def test_module_call_graph_not_starting_at_the_root_refused(saved, exported, tmp
     crafted = crafting.craft(saved[encoding], tmp_path / "mcg.pt2f", mutate)
     with pytest.raises(LoadError, match="start with the root") as e:
         pt2format.load(crafted)
-    assert e.value.path == "module_call_graph[0].fqn"
+    assert e.value.path == "programs[forward].module_call_graph[0].fqn"
     ep = copy.copy(exported)
     ep._module_call_graph = [dataclasses.replace(exported.module_call_graph[0], fqn="lin"),
                              *exported.module_call_graph[1:]]
@@ -155,17 +156,18 @@ def test_module_call_graph_not_starting_at_the_root_refused(saved, exported, tmp
 
 @pytest.mark.parametrize("encoding", ENCODINGS)
 def test_input_spec_naming_missing_state_refused(saved, exported, tmp_path, encoding):
+    """torch's verifier checks parameters and persistent buffers; a non-persistent one naming nothing fails in module()."""
     def mutate(pkg):
         spec = next(s.spec for s in pkg.programs[0].signature.input_specs
-                    if getattr(s.spec, "parameter_name", None) == "lin.weight")
-        spec.parameter_name = "lin.other"
+                    if getattr(s.spec, "buffer_name", None) == "scale")
+        spec.buffer_name = "other"
 
     crafted = crafting.craft(saved[encoding], tmp_path / "state.pt2f", mutate)
-    with pytest.raises(LoadError, match="'lin.other', which the state does not hold"):
+    with pytest.raises(LoadError, match="'other', which the state does not hold"):
         pt2format.load(crafted)
     ep = copy.deepcopy(exported)
-    next(s for s in ep.graph_signature.input_specs if s.target == "lin.weight").target = "lin.other"
-    with pytest.raises(KeyError, match="lin.other"):  # torch: in module(), while unlifting the state
+    next(s for s in ep.graph_signature.input_specs if s.target == "scale").target = "other"
+    with pytest.raises(KeyError, match="other"):  # torch: in module(), while unlifting the state
         ep.module()
 
 

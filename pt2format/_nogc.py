@@ -1,4 +1,4 @@
-"""no_gc: the collector off while a program is built (millions of new objects, none of them garbage)."""
+"""no_gc: the collector off while a program is built or exported (millions of new objects, none of them garbage)."""
 
 from __future__ import annotations
 
