@@ -11,7 +11,11 @@ torch error far from the cause. Found by the injection run
   business at the call); each constant input's value, compared as torch's
   input check compares it;
 - the module call graph starts with the root (`module()` asserts it);
-- every parameter, buffer and constant an input spec names is in the state.
+- every parameter, buffer and constant an input spec names is in the state,
+  no state path lies inside another ("proj" and "proj.weight"), and none is
+  `self` (the name of the node torch makes for it would shadow the module);
+- every call to an operator binds to its schema (_targets.check_call_binding);
+- the example inputs bind to `forward_arg_names`, as `module()` binds them.
 """
 
 from __future__ import annotations
@@ -37,6 +41,18 @@ def check_example_inputs(ep) -> None:
     if not _same_structure(received, in_spec):
         raise LoadError("example inputs do not have the structure of the program's input spec", path="example_inputs",
                         expected=str(in_spec)[:200], got=str(received)[:200])
+    root = next((e for e in ep.module_call_graph if e.fqn == "" and e.signature is not None), None)
+    names = root.signature.forward_arg_names if root is not None else None
+    if names:
+        import inspect
+
+        # module() binds the example inputs to these names (torch's forward signature of the unlifted module).
+        try:
+            inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names]).bind(
+                *args, **kwargs)
+        except (TypeError, ValueError) as e:
+            raise LoadError("example inputs do not bind to the program's forward_arg_names",
+                            path="module_call_graph[0].signature.forward_arg_names", got=str(e)[:200]) from None
     from torch.export.graph_signature import ConstantArgument, InputKind, TensorArgument
 
     specs = [s for s in ep.graph_signature.input_specs if s.kind == InputKind.USER_INPUT]
@@ -47,12 +63,14 @@ def check_example_inputs(ep) -> None:
     for (keypath, value), spec in zip(flat, specs):
         where = f"example_inputs{pytree.keystr(keypath)}"
         if isinstance(spec.arg, ConstantArgument):
-            const = spec.arg.value
-            if type(const) in (int, float, str, bool) and not (
-                    type(value) is type(const)
-                    and (value == const or (type(const) is float and const != const and value != value))):
-                raise LoadError(f"example input differs from the constant input {spec.arg.name!r} of the graph",
-                                path=where, expected=repr(const)[:80], got=repr(value)[:80])
+            # The signature and the graph's placeholder each hold the constant; the call compares with both.
+            node = placeholders.get(spec.arg.name)
+            for const in (spec.arg.value, node.meta.get("val") if node is not None else None):
+                if type(const) in (int, float, str, bool) and not (
+                        type(value) is type(const)
+                        and (value == const or (type(const) is float and const != const and value != value))):
+                    raise LoadError(f"example input differs from the constant input {spec.arg.name!r} of the graph",
+                                    path=where, expected=repr(const)[:80], got=repr(value)[:80])
             continue
         if not isinstance(spec.arg, TensorArgument) or spec.arg.name not in placeholders:
             continue
@@ -94,21 +112,20 @@ def _normal_type(t) -> str:
     return str(tuple if t is torch.Size else t)
 
 
-def check_module_call_graph(ep) -> None:
-    mcg = ep.module_call_graph
+def check_module_call_graph(mcg) -> None:
     if mcg and mcg[0].fqn != "":
         raise LoadError("the module call graph must start with the root module", path="module_call_graph[0].fqn",
                         expected="''", got=repr(mcg[0].fqn)[:80])
 
 
-def check_state_names(ep) -> None:
+def check_state_names(signature, state_dict, constants) -> None:
     from torch.export.graph_signature import InputKind
 
-    for i, spec in enumerate(ep.graph_signature.input_specs):
+    for i, spec in enumerate(signature.input_specs):
         if spec.kind == InputKind.PARAMETER or (spec.kind == InputKind.BUFFER and spec.persistent):
-            found = spec.target in ep.state_dict
+            found = spec.target in state_dict
         elif spec.kind in (InputKind.BUFFER, InputKind.CONSTANT_TENSOR, InputKind.CUSTOM_OBJ):
-            found = spec.target in ep.constants
+            found = spec.target in constants
         else:
             continue
         if not found:
@@ -116,7 +133,28 @@ def check_state_names(ep) -> None:
                             path=f"signature.input_specs[{i}]")
 
 
+def check_state_paths(signature) -> None:
+    """No state path is a module prefix of another ("proj" and "proj.weight"): one attribute cannot be both."""
+    paths = {spec.target for spec in signature.input_specs if spec.target is not None}
+    if "self" in paths:
+        # torch names the get_attr node it makes for a lifted entry after its path, and a node
+        # named `self` shadows the module in the forward() it generates.
+        raise LoadError("a state entry cannot be named 'self'", path="signature.input_specs", got="'self'")
+    for path in paths:
+        parts = path.split(".")
+        for i in range(1, len(parts)):
+            if ".".join(parts[:i]) in paths:
+                raise LoadError("a state path is inside another state entry", path="signature.input_specs",
+                                got=f"{'.'.join(parts[:i])!r} and {path!r}")
+
+
+def check_structure(signature, module_call_graph, state_dict, constants) -> None:
+    """The checks that need no fake values: `load_module`'s fast path runs these too."""
+    check_module_call_graph(module_call_graph)
+    check_state_names(signature, state_dict, constants)
+    check_state_paths(signature)
+
+
 def check_coherence(ep) -> None:
-    check_module_call_graph(ep)
-    check_state_names(ep)
+    check_structure(ep.graph_signature, ep.module_call_graph, ep.state_dict, ep.constants)
     check_example_inputs(ep)

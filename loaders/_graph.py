@@ -58,7 +58,7 @@ from pt2format.exporter._enums import SCHEMA_TO_LAYOUT, SCHEMA_TO_MEMORY_FORMAT
 
 from ._metadata import DERIVE_TENSOR_META, DERIVE_TENSOR_META_GRAD, derive_tensor_meta
 from ._names import check_constant_string, check_identifier
-from ._targets import resolve_target
+from ._targets import check_call_binding, resolve_target
 from ._values import device_from_schema, dtype_from_schema
 
 _SCALARS = (IntArgument, FloatArgument, BoolArgument, StringArgument)
@@ -165,6 +165,8 @@ class GraphBuilder:
 
     def _create(self, op, target, args, kwargs, name, path) -> torch.fx.Node:
         name = check_identifier(name, f"{path}.name")
+        if name == "self":  # a get_attr node named after its attribute; `self` would shadow the module in forward()
+            raise LoadError("a node cannot be named 'self'", path=f"{path}.name", got="'self'")
         sc = self.sc
         if name in sc.node_names:
             raise LoadError(f"node name {name!r} is used twice", path=path)
@@ -264,6 +266,7 @@ class GraphBuilder:
                 if kwargs:
                     raise LoadError("a positional argument follows a keyword argument", path=p)
                 args.append(val)
+        check_call_binding(target, len(args), kwargs, path)
         meta = self.metadata.load(n.metadata, f"{path}.metadata")
         if "nn_module_stack" not in meta:
             meta["nn_module_stack"] = {}  # an empty stack is not stored; torch's loader restores it the same way

@@ -157,7 +157,7 @@ class MetadataLoader:
             meta["from_node"] = [self._source(s, f"{path}.from_node[{i}]", 0) for i, s in enumerate(md.from_node)]
         if md.unbacked_bindings:
             meta["unbacked_bindings"] = {
-                self._symbol(b.symbol, f"{path}.unbacked_bindings[{i}]"):
+                self._unbacked_symbol(b.symbol, f"{path}.unbacked_bindings[{i}].symbol"):
                     self._keypath(b.path, f"{path}.unbacked_bindings[{i}]")
                 for i, b in enumerate(md.unbacked_bindings)
             }
@@ -212,6 +212,17 @@ class MetadataLoader:
         if idx >= len(self.shape.symbols):
             raise LoadError("symbol index out of range", path=path, expected=f"< {len(self.shape.symbols)}", got=idx)
         return self.shape.symbols[idx]
+
+    def _unbacked_symbol(self, idx, path):
+        """torch tells unbacked symbols by their name (`u3`, `zuf0`); a binding to another one fails in its passes."""
+        from torch.utils._sympy.symbol import SymT, prefix_str, symbol_is_type
+
+        sym = self._symbol(idx, path)
+        if not symbol_is_type(sym, (SymT.UNBACKED_INT, SymT.UNBACKED_FLOAT)):
+            raise LoadError(f"unbacked binding to symbol {sym.name!r}, which torch does not treat as unbacked",
+                            path=path, expected=f"a name starting with {prefix_str[SymT.UNBACKED_INT]!r} or "
+                                                f"{prefix_str[SymT.UNBACKED_FLOAT]!r}", got=sym.name)
+        return sym
 
     def _keypath(self, entries, path):
         # Unbacked bindings exist only in symbolic programs: symbolic_shapes (and sympy) load with them.

@@ -50,6 +50,7 @@ from pt2format._generated.model import (
 )
 from pt2format.errors import LoadError, Pt2FormatError, VersionError
 
+from ._coherence import check_structure
 from ._find import find_program
 from ._opsets import check_opsets
 from ._graph import GraphBuilder
@@ -233,6 +234,7 @@ def _build(prog, state: StateLoader) -> LoadedModule:
     state_dict, constants = program_state(prog, state)
     sig = signature(prog.signature, _constant_member)
     mcg = module_call_graph(prog.module_call_graph, _constant_member, TreeSpecLoader(prog.name))
+    check_structure(sig, mcg, state_dict, constants)
     root_sig = next(e for e in mcg if e.fqn == "").signature
     in_spec, out_spec = root_sig.in_spec, root_sig.out_spec
     constant_names = [s.arg.name if s.kind == gs.InputKind.USER_INPUT and isinstance(s.arg, gs.ConstantArgument)

@@ -203,7 +203,7 @@ class StandInDataclass:
 
     _pt2f_fields: tuple = ()
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, /, *args, **kwargs):  # self positional-only: a field may be named "self"
         fields = self._pt2f_fields
         if len(args) > len(fields):
             raise TypeError(f"{type(self).__name__} takes {len(fields)} fields, got {len(args)}")

@@ -69,3 +69,36 @@ def _resolve_op(name, path):
     if not isinstance(op, torch._ops.OpOverload):
         raise LoadError(f"operator overload {name} cannot be resolved", path=path, got=name)
     return op
+
+
+_bindings: dict[object, tuple[int, frozenset, tuple] | None] = {}
+
+
+def check_call_binding(target, n_args: int, kwarg_names, path: str) -> None:
+    """The arguments of a call to an operator bind to its schema, as the dispatcher binds them at the call.
+
+    torch builds a node with any keyword and any number of positional
+    arguments and fails only when the graph runs ("Unknown keyword argument
+    'code' for operator 'aten::zeros'"); a file gets that answer at load.
+    """
+    binding = _bindings.get(target, ...)
+    if binding is ...:
+        binding = None
+        schema = getattr(target, "_schema", None) if isinstance(target, torch._ops.OpOverload) else None
+        if schema is not None and not getattr(schema, "is_vararg", False):
+            positional = tuple(a.name for a in schema.arguments if not a.kwarg_only)
+            binding = (len(positional), frozenset(a.name for a in schema.arguments), positional)
+        with _lock:
+            _bindings[target] = binding
+    if binding is None:
+        return
+    max_positional, names, positional = binding
+    if n_args > max_positional:
+        raise LoadError(f"too many positional arguments for {target}", path=f"{path}.inputs",
+                        expected=f"<= {max_positional}", got=n_args)
+    for k in kwarg_names:
+        if k not in names:
+            raise LoadError(f"{target} has no argument named {k!r}", path=f"{path}.inputs", got=k)
+        if k in positional[:n_args]:
+            raise LoadError(f"argument {k!r} of {target} is given both by position and by keyword",
+                            path=f"{path}.inputs", got=k)

@@ -33,8 +33,10 @@ class Pt2FormatError(Exception):
         if self.path:
             where.append(f"at {self.path}")
         msg = self.detail
-        if self.expected is not None or self.got is not None:
+        if self.expected is not None:
             msg += f" (expected {self.expected}, got {self.got})"
+        elif self.got is not None:
+            msg += f" (got {self.got})"
         return f"{', '.join(where)}: {msg}" if where else msg
 
     def with_context(self, *, file=None, section=None, path_prefix=None):

@@ -3,7 +3,8 @@
 Each crafted file is compared with what torch does with the same change made
 to the original ExportedProgram: torch accepts it and fails in `module()` or at
 the first call on `ep.example_inputs`; pt2format refuses the file at `load`
-with a LoadError naming the field.
+with a LoadError naming the field. `load_module`'s fast path refuses the
+structural ones too (it never reads the example inputs, so those are load's).
 """
 
 from __future__ import annotations
@@ -144,9 +145,10 @@ def test_module_call_graph_not_starting_at_the_root_refused(saved, exported, tmp
         pkg.programs[0].module_call_graph[0].fqn = "lin"
 
     crafted = crafting.craft(saved[encoding], tmp_path / "mcg.pt2f", mutate)
-    with pytest.raises(LoadError, match="start with the root") as e:
-        pt2format.load(crafted)
-    assert e.value.path == "programs[forward].module_call_graph[0].fqn"
+    for load in (pt2format.load, pt2format.load_module):  # the fast path refuses what load refuses
+        with pytest.raises(LoadError, match="start with the root") as e:
+            load(crafted)
+        assert e.value.path == "programs[forward].module_call_graph[0].fqn"
     ep = copy.copy(exported)
     ep._module_call_graph = [dataclasses.replace(exported.module_call_graph[0], fqn="lin"),
                              *exported.module_call_graph[1:]]
@@ -163,8 +165,9 @@ def test_input_spec_naming_missing_state_refused(saved, exported, tmp_path, enco
         spec.buffer_name = "other"
 
     crafted = crafting.craft(saved[encoding], tmp_path / "state.pt2f", mutate)
-    with pytest.raises(LoadError, match="'other', which the state does not hold"):
-        pt2format.load(crafted)
+    for load in (pt2format.load, pt2format.load_module):
+        with pytest.raises(LoadError, match="'other', which the state does not hold"):
+            load(crafted)
     ep = copy.deepcopy(exported)
     next(s for s in ep.graph_signature.input_specs if s.target == "scale").target = "other"
     with pytest.raises(KeyError, match="other"):  # torch: in module(), while unlifting the state
@@ -184,3 +187,149 @@ def test_tree_spec_field_names_repeated_refused(saved, tmp_path, encoding):
     crafted = crafting.craft(saved[encoding], tmp_path / "fields.pt2f", mutate)
     with pytest.raises(LoadError, match="field name repeats"):
         pt2format.load(crafted)
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_example_inputs_not_binding_to_forward_arg_names_refused(saved, exported, tmp_path, encoding):
+    def mutate(pkg):
+        pkg.programs[0].module_call_graph[0].signature.forward_arg_names = ["x"]  # "opts" dropped
+
+    crafted = crafting.craft(saved[encoding], tmp_path / "names.pt2f", mutate)
+    with pytest.raises(LoadError, match="bind to the program's forward_arg_names"):
+        pt2format.load(crafted)
+    ep = copy.copy(exported)
+    sig = dataclasses.replace(exported.module_call_graph[0].signature, forward_arg_names=["x"])
+    ep._module_call_graph = [dataclasses.replace(exported.module_call_graph[0], signature=sig),
+                             *exported.module_call_graph[1:]]
+    with pytest.raises(TypeError, match="opts"):
+        ep.module()(*ep.example_inputs[0], **ep.example_inputs[1])
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_state_path_inside_another_state_entry_refused(saved, exported, tmp_path, encoding):
+    def mutate(pkg):
+        prog = pkg.programs[0]
+        next(s.spec for s in prog.signature.input_specs if getattr(s.spec, "buffer_name", None) == "scale") \
+            .buffer_name = "lin.weight.x"
+        next(e for e in prog.state if e.name == "scale").name = "lin.weight.x"
+
+    crafted = crafting.craft(saved[encoding], tmp_path / "paths.pt2f", mutate)
+    for load in (pt2format.load, pt2format.load_module):
+        with pytest.raises(LoadError, match="inside another state entry"):
+            load(crafted)
+    ep = copy.deepcopy(exported)
+    next(s for s in ep.graph_signature.input_specs if s.target == "scale").target = "lin.weight.x"
+    ep._constants["lin.weight.x"] = ep._constants.pop("scale")
+    with pytest.raises(KeyError, match="already exists"):
+        ep.module()
+
+
+def _linear(pkg):
+    return next(n for n in pkg.programs[0].graph.nodes if n.target == "torch.ops.aten.linear.default")
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_keyword_the_operator_does_not_have_refused(saved, exported, tmp_path, encoding):
+    def mutate(pkg):
+        bias = _linear(pkg).inputs[2]
+        bias.kind, bias.name = m.ArgumentKind.KEYWORD, "code"
+
+    crafted = crafting.craft(saved[encoding], tmp_path / "kwarg.pt2f", mutate)
+    for load in (pt2format.load, pt2format.load_module):
+        with pytest.raises(LoadError, match="aten.linear.default has no argument named 'code'"):
+            load(crafted)
+    ep = copy.deepcopy(exported)
+    node = next(n for n in ep.graph.nodes if n.target is torch.ops.aten.linear.default)
+    node.args, node.kwargs = node.args[:2], {"code": node.args[2]}
+    ep.graph_module.recompile()
+    with pytest.raises(RuntimeError, match="Unknown keyword argument 'code'"):  # torch: only at the call
+        ep.module()(*ep.example_inputs[0], **ep.example_inputs[1])
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_positional_and_keyword_for_one_argument_refused(saved, tmp_path, encoding):
+    def mutate(pkg):
+        node = _linear(pkg)
+        node.inputs.append(m.NamedArgument(name="weight", value=node.inputs[1].value, kind=m.ArgumentKind.KEYWORD))
+
+    crafted = crafting.craft(saved[encoding], tmp_path / "twice.pt2f", mutate)
+    with pytest.raises(LoadError, match="given both by position and by keyword"):
+        pt2format.load(crafted)
+    with pytest.raises(RuntimeError, match="both as positional and keyword"):  # the dispatcher, on the same call
+        torch.ops.aten.linear.default(torch.randn(2, 3), torch.randn(3, 3), weight=torch.randn(3, 3))
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_state_entry_named_self_refused(saved, exported, tmp_path, encoding):
+    def mutate(pkg):
+        prog = pkg.programs[0]
+        next(s.spec for s in prog.signature.input_specs if getattr(s.spec, "buffer_name", None) == "scale") \
+            .buffer_name = "self"
+        next(e for e in prog.state if e.name == "scale").name = "self"
+
+    crafted = crafting.craft(saved[encoding], tmp_path / "self.pt2f", mutate)
+    for load in (pt2format.load, pt2format.load_module):
+        with pytest.raises(LoadError, match="cannot be named 'self'"):
+            load(crafted)
+    ep = copy.deepcopy(exported)
+    next(s for s in ep.graph_signature.input_specs if s.target == "scale").target = "self"
+    ep._constants["self"] = ep._constants.pop("scale")
+    with pytest.raises(AttributeError):  # torch: the get_attr node named `self` shadows the module
+        ep.module()(*ep.example_inputs[0], **ep.example_inputs[1])
+
+
+class Branches(torch.nn.Module):
+    def forward(self, x):
+        return torch.cond(x.sum() > 0, lambda t: t + 1, lambda t: t - 1, (x,))
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_subgraph_attribute_named_self_refused(tmp_path, encoding):
+    ep = torch.export.export(Branches(), (torch.randn(3),))
+    path = tmp_path / "cond.pt2f"
+    pt2format.save(ep, path, encoding=encoding, fsync=False, progress=False)
+
+    def mutate(pkg):
+        cond = next(n for n in pkg.programs[0].graph.nodes if n.target == "torch.ops.higher_order.cond")
+        branch = cond.inputs[1].value
+        branch.name, branch.node_name = "self", None
+
+    crafted = crafting.craft(path, tmp_path / "cond-self.pt2f", mutate)
+    with pytest.raises(LoadError, match="a node cannot be named 'self'"):
+        pt2format.load(crafted)
+    gm = ep.module()
+    get_attr = next(n for n in gm.graph.nodes if n.op == "get_attr" and n.target == "true_graph_0")
+    gm.self = gm.true_graph_0  # the same program in torch: the branch attribute and its node named `self`
+    get_attr.target = get_attr.name = "self"
+    gm.recompile()
+    with pytest.raises(AttributeError):
+        gm(torch.randn(3))
+
+
+class Unbacked(torch.nn.Module):
+    def forward(self, x, n):
+        k = n.item()
+        torch._check(k >= 1)
+        return x.sum() * torch.ones(k)
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_unbacked_binding_to_a_symbol_torch_does_not_treat_as_unbacked_refused(tmp_path, encoding):
+    from torch.utils._sympy.symbol import SymT, symbol_is_type
+    import sympy
+
+    ep = torch.export.export(Unbacked(), (torch.randn(3), torch.tensor(4)))
+    path = tmp_path / "unbacked.pt2f"
+    pt2format.save(ep, path, encoding=encoding, fsync=False, progress=False)
+    pt2format.load(path).run_decompositions()  # unchanged: torch's passes accept it
+
+    def mutate(pkg):
+        sym = next(s for s in pkg.programs[0].symbols if s.name.startswith("u"))
+        sym.name = "n_items"
+
+    crafted = crafting.craft(path, tmp_path / "renamed.pt2f", mutate)
+    with pytest.raises(LoadError, match="'n_items', which torch does not treat as unbacked"):
+        pt2format.load(crafted)
+    # torch decides by the name alone (the rule the loader applies):
+    assert symbol_is_type(sympy.Symbol("u0"), SymT.UNBACKED_INT)
+    assert not symbol_is_type(sympy.Symbol("n_items"), (SymT.UNBACKED_INT, SymT.UNBACKED_FLOAT))
