@@ -25,6 +25,8 @@ import torch.utils._pytree as pytree
 
 from pt2format.errors import LoadError
 
+from ._input_checks import eq_spec
+
 
 def check_example_inputs(ep) -> None:
     if ep.example_inputs is None or ep.call_spec is None or ep.call_spec.in_spec is None:
@@ -38,7 +40,7 @@ def check_example_inputs(ep) -> None:
     except (ValueError, AssertionError, TypeError) as e:
         raise LoadError("example inputs do not have the structure of the program's input spec", path="example_inputs",
                         got=str(e).split("\n")[0][:200]) from None
-    if not _same_structure(received, in_spec):
+    if not eq_spec(received, in_spec):
         raise LoadError("example inputs do not have the structure of the program's input spec", path="example_inputs",
                         expected=str(in_spec)[:200], got=str(received)[:200])
     root = next((e for e in ep.module_call_graph if e.fqn == "" and e.signature is not None), None)
@@ -88,28 +90,6 @@ def check_example_inputs(ep) -> None:
         if len(declared) != value.dim() or any(d is not None and d != n for d, n in zip(declared, value.shape)):
             raise LoadError(f"example input has other sizes than placeholder {node.name!r}", path=where,
                             expected=["s" if d is None else d for d in declared], got=list(value.shape))
-
-
-def _same_structure(a, b) -> bool:
-    """torch's `_unlift.eq_spec`, which the call checks inputs with (dict keys in any order, torch.Size as tuple).
-
-    Written out because torch.export._unlift imports torch._dynamo, which a
-    static load never needs (tests/loaders/test_import_set.py).
-    """
-    if a is b:
-        return True
-    if _normal_type(a.type) != _normal_type(b.type):
-        return False
-    if a.type is dict and b.type is dict:
-        if set(a.context) != set(b.context):
-            return False
-    elif a.context != b.context:
-        return False
-    return a.num_children == b.num_children and all(_same_structure(x, y) for x, y in zip(a.children(), b.children()))
-
-
-def _normal_type(t) -> str:
-    return str(tuple if t is torch.Size else t)
 
 
 def check_module_call_graph(mcg) -> None:

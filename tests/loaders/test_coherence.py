@@ -205,21 +205,31 @@ def test_example_inputs_not_binding_to_forward_arg_names_refused(saved, exported
         ep.module()(*ep.example_inputs[0], **ep.example_inputs[1])
 
 
-@pytest.mark.parametrize("encoding", ENCODINGS)
-def test_state_path_inside_another_state_entry_refused(saved, exported, tmp_path, encoding):
+def _rename_scale(new):
+    """A file mutation: the non-persistent buffer `scale` renamed to `new` in its input spec and the state."""
     def mutate(pkg):
         prog = pkg.programs[0]
         next(s.spec for s in prog.signature.input_specs if getattr(s.spec, "buffer_name", None) == "scale") \
-            .buffer_name = "lin.weight.x"
-        next(e for e in prog.state if e.name == "scale").name = "lin.weight.x"
+            .buffer_name = new
+        next(e for e in prog.state if e.name == "scale").name = new
+    return mutate
 
-    crafted = crafting.craft(saved[encoding], tmp_path / "paths.pt2f", mutate)
+
+def _torch_with_scale_renamed(exported, new):
+    """The same change made to torch's own ExportedProgram."""
+    ep = copy.deepcopy(exported)
+    next(s for s in ep.graph_signature.input_specs if s.target == "scale").target = new
+    ep._constants[new] = ep._constants.pop("scale")
+    return ep
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_state_path_inside_another_state_entry_refused(saved, exported, tmp_path, encoding):
+    crafted = crafting.craft(saved[encoding], tmp_path / "paths.pt2f", _rename_scale("lin.weight.x"))
     for load in (pt2format.load, pt2format.load_module):
         with pytest.raises(LoadError, match="inside another state entry"):
             load(crafted)
-    ep = copy.deepcopy(exported)
-    next(s for s in ep.graph_signature.input_specs if s.target == "scale").target = "lin.weight.x"
-    ep._constants["lin.weight.x"] = ep._constants.pop("scale")
+    ep = _torch_with_scale_renamed(exported, "lin.weight.x")
     with pytest.raises(KeyError, match="already exists"):
         ep.module()
 
@@ -261,19 +271,11 @@ def test_positional_and_keyword_for_one_argument_refused(saved, tmp_path, encodi
 
 @pytest.mark.parametrize("encoding", ENCODINGS)
 def test_state_entry_named_self_refused(saved, exported, tmp_path, encoding):
-    def mutate(pkg):
-        prog = pkg.programs[0]
-        next(s.spec for s in prog.signature.input_specs if getattr(s.spec, "buffer_name", None) == "scale") \
-            .buffer_name = "self"
-        next(e for e in prog.state if e.name == "scale").name = "self"
-
-    crafted = crafting.craft(saved[encoding], tmp_path / "self.pt2f", mutate)
+    crafted = crafting.craft(saved[encoding], tmp_path / "self.pt2f", _rename_scale("self"))
     for load in (pt2format.load, pt2format.load_module):
         with pytest.raises(LoadError, match="cannot be named 'self'"):
             load(crafted)
-    ep = copy.deepcopy(exported)
-    next(s for s in ep.graph_signature.input_specs if s.target == "scale").target = "self"
-    ep._constants["self"] = ep._constants.pop("scale")
+    ep = _torch_with_scale_renamed(exported, "self")
     with pytest.raises(AttributeError):  # torch: the get_attr node named `self` shadows the module
         ep.module()(*ep.example_inputs[0], **ep.example_inputs[1])
 
