@@ -11,7 +11,7 @@ from ._program import build_program
 
 def load_program(path, *, program: str | None = None, map_location=None, weights: bool = True, copy: bool = False,
                  verify_data: bool = False, extra_files: dict | None = None, metadata: dict | None = None,
-                 weight_set: str | None = None, prefetch: bool = False, allow_subclasses=()):
+                 weight_set: str | None = None, prefetch: bool = False, allow_subclasses=(), mmap: bool = True):
     """Load program `program` (default: the only one, or "forward") of the file at `path`.
 
     Tensors are views of a private (copy-on-write) map of the file: nothing is
@@ -29,6 +29,9 @@ def load_program(path, *, program: str | None = None, map_location=None, weights
     `allow_subclasses` lists the tensor subclasses (classes, not names) whose
     saved tensors may be rebuilt; any other subclass in the file is a
     LoadError naming it (with `weights=False`, a plain meta tensor).
+    `mmap=False` reads a path into memory instead of mapping it (see
+    `pt2format.read`): a file another process truncates cannot crash the
+    program afterwards; prefetching has nothing to do then.
     """
     from pt2format import _extras
     from pt2format._api import read
@@ -38,22 +41,18 @@ def load_program(path, *, program: str | None = None, map_location=None, weights
         from ._weights import attach_weights
 
         ep = load_program(path, program=program, map_location=map_location, weights=False, verify_data=verify_data,
-                          extra_files=extra_files, metadata=metadata, allow_subclasses=allow_subclasses)
+                          extra_files=extra_files, metadata=metadata, allow_subclasses=allow_subclasses, mmap=mmap)
         if not weights:
             return ep
         return attach_weights(ep, path, weight_set=weight_set, map_location=map_location, copy=copy,
-                              allow_subclasses=allow_subclasses)
-    f = read(path, verify_data=verify_data, copy_on_write=True)
+                              allow_subclasses=allow_subclasses, mmap=mmap)
+    f = read(path, verify_data=verify_data, copy_on_write=True, mmap=mmap)
     try:
-        if prefetch and weights and not copy and f.package.storages and is_pathlike(path):
+        if prefetch and mmap and weights and not copy and f.package.storages and is_pathlike(path):
             from ._prefetch import prefetch as start_prefetch
             start_prefetch(os.fspath(path), [f.storage_view(i) for i in range(len(f.package.storages))])
-        file_key = None
-        if is_pathlike(path):
-            st = os.stat(os.fspath(path))
-            file_key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
         ep = build_program(f.package, program, f.storage_view, map_location=map_location, weights=weights,
-                           copy=copy, file_key=file_key, allow_subclasses=allow_subclasses)
+                           copy=copy, file_key=f.file_key, allow_subclasses=allow_subclasses)
         if extra_files is not None:
             extra_files.clear()
             extra_files.update(_extras.extra_files_dict(f))

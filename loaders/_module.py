@@ -331,23 +331,23 @@ def _build(prog, state: StateLoader) -> LoadedModule:
 
 
 def load_module(path, *, program: str | None = None, map_location=None, copy: bool = False,
-                verify_data: bool = False, prefetch: bool = False, allow_subclasses=()) -> torch.nn.Module:
-    """The module `pt2format.load(path, ...).module()` would give, built directly (see the module docstring)."""
+                verify_data: bool = False, prefetch: bool = False, allow_subclasses=(),
+                mmap: bool = True) -> torch.nn.Module:
+    """The module `pt2format.load(path, ...).module()` would give, built directly (see the module docstring).
+
+    `mmap=False` reads a path into memory instead of mapping it, as for `load`.
+    """
     from pt2format._api import read
     from pt2format._source import is_pathlike
 
     start = path.tell() if hasattr(path, "seek") and hasattr(path, "tell") else None
-    f = read(path, verify_data=verify_data, copy_on_write=True)
+    f = read(path, verify_data=verify_data, copy_on_write=True, mmap=mmap)
     try:
-        if prefetch and not copy and f.package.storages and is_pathlike(path):
+        if prefetch and mmap and not copy and f.package.storages and is_pathlike(path):
             from ._prefetch import prefetch as start_prefetch
             start_prefetch(os.fspath(path), [f.storage_view(i) for i in range(len(f.package.storages))])
-        file_key = None
-        if is_pathlike(path):
-            st = os.stat(os.fspath(path))
-            file_key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
         module, why = build_module(f.package, program, f.storage_view, map_location=map_location, copy=copy,
-                                   file_key=file_key, allow_subclasses=allow_subclasses)
+                                   file_key=f.file_key, allow_subclasses=allow_subclasses)
     except Pt2FormatError as e:
         raise e.with_context(file=f.path)
     finally:
@@ -359,6 +359,6 @@ def load_module(path, *, program: str | None = None, map_location=None, copy: bo
     if start is not None:
         path.seek(start)
     module = load_program(path, program=program, map_location=map_location, copy=copy, verify_data=verify_data,
-                          prefetch=prefetch, allow_subclasses=allow_subclasses).module()
+                          prefetch=prefetch, allow_subclasses=allow_subclasses, mmap=mmap).module()
     module.pt2format_fallback = why
     return module

@@ -22,13 +22,13 @@ def prefetch(path: str, views) -> threading.Thread:
     """Ask the kernel to read `path` ahead and fault in the pages of `views` in a daemon thread."""
     advise = getattr(os, "posix_fadvise", None)
     if advise is not None:
+        from pt2format._source import open_regular
+        from pt2format.errors import FormatError
+
         try:
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                advise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
-            finally:
-                os.close(fd)
-        except OSError:
+            with open_regular(path) as f:  # never blocks on a FIFO swapped in since the file was read
+                advise(f.fileno(), 0, 0, os.POSIX_FADV_WILLNEED)
+        except (OSError, FormatError):
             pass
     t = threading.Thread(target=_touch, args=(list(views),), name="pt2format-prefetch", daemon=True)
     t.start()

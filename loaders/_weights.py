@@ -17,6 +17,7 @@ import warnings
 
 import torch
 
+from pt2format._source import open_regular, read_regular
 from pt2format.errors import LoadError, Pt2FormatError
 
 from ._state import StateLoader
@@ -37,19 +38,28 @@ def _program_state(ep) -> dict:
 
 
 def _is_safetensors(path: str) -> bool:
-    with open(path, "rb") as f:
+    with open_regular(path) as f:  # never a FIFO, device or directory
         head = f.read(9)
     return len(head) == 9 and head[8:9] == _SAFETENSORS_MAGIC_HINT
 
 
-def _from_safetensors(path: str) -> dict:
-    """Name -> zero-copy tensor over a private map of a safetensors file."""
+def _from_safetensors(path: str, *, use_mmap: bool = True) -> dict:
+    """Name -> zero-copy tensor over a private map of a safetensors file (`use_mmap=False`: a private copy)."""
     from pt2format._external import read_safetensors_header
 
     entries, _, _ = read_safetensors_header(path)
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY) if size else None
+    if use_mmap:
+        with open_regular(path) as f:
+            size = os.fstat(f.fileno()).st_size
+            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY) if size else None
+    else:
+        buf, st = read_regular(path)
+        size = st.st_size
+        mm = buf if size else None
+    need = max((e.end for e in entries.values()), default=0)
+    if need > size:  # changed since its header was read
+        raise LoadError("safetensors file shrank after its header was read", file=path,
+                        expected=f">= {need} bytes", got=size)
     out = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -66,11 +76,11 @@ def _from_safetensors(path: str) -> dict:
 
 
 def _from_pt2f(path: str, *, program: str | None, weight_set: str | None, map_location, copy: bool,
-               allow_subclasses=()) -> dict:
+               allow_subclasses=(), use_mmap: bool = True) -> dict:
     """Name -> tensor of a program's state or of a weight set of the .pt2f file at `path`."""
     from pt2format._api import read
 
-    f = read(path, copy_on_write=True)
+    f = read(path, copy_on_write=True, mmap=use_mmap)
     try:
         pkg = f.package
         if weight_set is not None:
@@ -117,24 +127,24 @@ def _fill_tied(state: dict, new: dict) -> None:
 
 
 def read_weights(source, *, program: str | None = None, weight_set: str | None = None, map_location=None,
-                 copy: bool = False, allow_subclasses=()) -> dict:
-    """Name -> tensor from a path (.pt2f or safetensors) or a dict of tensors."""
+                 copy: bool = False, allow_subclasses=(), mmap: bool = True) -> dict:
+    """Name -> tensor from a path (.pt2f or safetensors) or a dict of tensors (`mmap=False`: read, not mapped)."""
     if isinstance(source, dict):
         return dict(source)
     path = os.fspath(source)
     if _is_safetensors(path):
         if weight_set is not None:
             raise LoadError("a safetensors file has no weight sets", file=path, got=weight_set)
-        tensors = _from_safetensors(path)
+        tensors = _from_safetensors(path, use_mmap=mmap)
         if map_location is not None or copy:
             tensors = {k: (v.to(map_location) if map_location is not None else v.clone()) for k, v in tensors.items()}
         return tensors
     return _from_pt2f(path, program=program, weight_set=weight_set, map_location=map_location, copy=copy,
-                      allow_subclasses=allow_subclasses)
+                      allow_subclasses=allow_subclasses, use_mmap=mmap)
 
 
 def attach_weights(ep, source, *, program: str | None = None, weight_set: str | None = None, map_location=None,
-                   copy: bool = False, strict: bool = True, allow_subclasses=()):
+                   copy: bool = False, strict: bool = True, allow_subclasses=(), mmap: bool = True):
     """Replace every state tensor of `ep` by the tensor of the same name from `source`; returns `ep`.
 
     Names, dtypes and shapes are checked first, for every entry: on any
@@ -145,7 +155,7 @@ def attach_weights(ep, source, *, program: str | None = None, weight_set: str | 
     """
     state = _program_state(ep)
     new = read_weights(source, program=program, weight_set=weight_set, map_location=map_location, copy=copy,
-                       allow_subclasses=allow_subclasses)
+                       allow_subclasses=allow_subclasses, mmap=mmap)
     where = source if not isinstance(source, dict) else None
     _fill_tied(state, new)
     problems = []

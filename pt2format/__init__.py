@@ -8,7 +8,11 @@ objects alone, so `import pt2format` never imports torch.
 Every function that takes a file accepts a path (``str`` or
 ``os.PathLike``), and also a binary file object or, for reading, a
 bytes-like object. Paths are memory-mapped (zero-copy); bytes and file
-objects are read into memory, without mmap.
+objects are read into memory, without mmap. ``mmap=False`` (on ``read``,
+``load``, ``load_module``, ``open`` and ``attach_weights``) reads a path into
+memory too, for files another process may truncate or rewrite while they are
+in use (see SECURITY.md: a mapped file that shrinks ends the process with
+SIGBUS).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from pt2format.errors import (
     SegmentError,
     StaleShardError,
     StringClassError,
+    TorchArchiveError,
     UnsupportedFeatureError,
     ValidationError,
     VersionError,
@@ -108,7 +113,8 @@ def save(programs: torch.export.ExportedProgram | Mapping[str, torch.export.Expo
 def load(f: Source, *, program: str | None = None, map_location: Any = None, weights: bool = True,
          copy: bool = False, verify_data: bool = False, extra_files: dict[str, bytes] | None = None,
          metadata: dict[str, str] | None = None, weight_set: str | None = None,
-         prefetch: bool = False, allow_subclasses: Iterable[type] = ()) -> torch.export.ExportedProgram:
+         prefetch: bool = False, allow_subclasses: Iterable[type] = (),
+         mmap: bool = True) -> torch.export.ExportedProgram:
     """Load a ``torch.export.ExportedProgram`` from a `.pt2f` file.
 
     Args:
@@ -144,6 +150,14 @@ def load(f: Source, *, program: str | None = None, map_location: Any = None, wei
             operators: import the class yourself and allow it here. A
             subclass tensor of any other class is a ``LoadError`` naming the
             class; with ``weights=False`` it becomes a plain meta tensor.
+        mmap: ``False`` reads a path (and its shard and external files) into
+            memory instead of mapping it: weights then live in the process's
+            own memory, so another process truncating or rewriting the file
+            cannot crash or change the program (a mapped file that shrinks
+            ends the process with SIGBUS at the next access, as for every
+            mmap reader). A file that shrinks while it is being read is a
+            ``FormatError``. Costs one read of the whole file and its size
+            in memory; ``prefetch`` has nothing to do then.
 
     Returns:
         The rebuilt ``ExportedProgram``.
@@ -167,11 +181,12 @@ def load(f: Source, *, program: str | None = None, map_location: Any = None, wei
 
     return load_program(f, program=program, map_location=map_location, weights=weights, copy=copy,
                         verify_data=verify_data, extra_files=extra_files, metadata=metadata,
-                        weight_set=weight_set, prefetch=prefetch, allow_subclasses=allow_subclasses)
+                        weight_set=weight_set, prefetch=prefetch, allow_subclasses=allow_subclasses, mmap=mmap)
 
 
 def load_module(f: Source, *, program: str | None = None, map_location: Any = None, copy: bool = False,
-                verify_data: bool = False, prefetch: bool = False, allow_subclasses=()) -> torch.nn.Module:
+                verify_data: bool = False, prefetch: bool = False, allow_subclasses=(),
+                mmap: bool = True) -> torch.nn.Module:
     """The callable, unlifted module of a program: what ``load(f, ...).module()`` returns, built directly.
 
     No ExportedProgram is rebuilt and none of ``module()``'s passes runs:
@@ -188,14 +203,14 @@ def load_module(f: Source, *, program: str | None = None, map_location: Any = No
     bool inputs, no example inputs or root call signature) falls back to
     ``load(f, ...).module()``; the module's ``pt2format_fallback`` attribute
     names the reason (None on the fast path). Arguments are ``load``'s
-    (``allow_subclasses`` included);
+    (``allow_subclasses`` and ``mmap`` included);
     ``prefetch=True`` reads the weight pages ahead in a background thread so
     the first call does not fault them in one by one.
     """
     from pt2format.loaders import load_module as _load_module
 
     return _load_module(f, program=program, map_location=map_location, copy=copy, verify_data=verify_data,
-                        prefetch=prefetch, allow_subclasses=allow_subclasses)
+                        prefetch=prefetch, allow_subclasses=allow_subclasses, mmap=mmap)
 
 
 def save_weights(weights, path, *, encoding: str = "flatbuffers", fsync: bool = True, progress: bool = True,
@@ -212,7 +227,8 @@ def save_weights(weights, path, *, encoding: str = "flatbuffers", fsync: bool = 
 
 
 def attach_weights(ep, source, *, program: str | None = None, weight_set: str | None = None, map_location=None,
-                   copy: bool = False, strict: bool = True, allow_subclasses: Iterable[type] = ()):
+                   copy: bool = False, strict: bool = True, allow_subclasses: Iterable[type] = (),
+                   mmap: bool = True):
     """Give `ep` (for example from `load(path, weights=False)`) the weights of `source`; returns `ep`.
 
     `source` is a `.pt2f` file (its program's state, or weight set
@@ -220,16 +236,16 @@ def attach_weights(ep, source, *, program: str | None = None, weight_set: str | 
     dict name -> tensor. Every state entry must be present with the same
     dtype and shape, else a LoadError lists the differences and `ep` is not
     changed; `strict=True` also refuses names `ep` does not have.
-    `allow_subclasses` is as for `load`.
+    `allow_subclasses` and `mmap` are as for `load`.
     """
     from pt2format.loaders import attach_weights as _attach
 
     return _attach(ep, source, program=program, weight_set=weight_set, map_location=map_location, copy=copy,
-                   strict=strict, allow_subclasses=allow_subclasses)
+                   strict=strict, allow_subclasses=allow_subclasses, mmap=mmap)
 
 
 def read(f: Source, *, verify_data: bool = False, max_program_bytes: int = 1 << 30, max_depth: int = 128,
-         copy_on_write: bool = False, json_schema: bool = False) -> PackageFile:
+         copy_on_write: bool = False, json_schema: bool = False, mmap: bool = True) -> PackageFile:
     """Open a `.pt2f` file without torch: the decoded ``Package`` tree plus zero-copy access to its data.
 
     Args:
@@ -242,6 +258,10 @@ def read(f: Source, *, verify_data: bool = False, max_program_bytes: int = 1 << 
             in memory).
         json_schema: also run the jsonschema library over a JSON program (slow;
             ``validate`` does it).
+        mmap: ``False`` reads a path (and its shard and external files, when
+            first needed) into memory instead of mapping it, for files
+            another process may truncate (see ``load``); a file that shrinks
+            while it is read is a ``FormatError``.
 
     Returns:
         A ``pt2format.PackageFile``: ``.package`` is the
@@ -251,11 +271,11 @@ def read(f: Source, *, verify_data: bool = False, max_program_bytes: int = 1 << 
     from pt2format._api import read as _read
 
     return _read(f, verify_data=verify_data, max_program_bytes=max_program_bytes, max_depth=max_depth,
-                 copy_on_write=copy_on_write, json_schema=json_schema)
+                 copy_on_write=copy_on_write, json_schema=json_schema, mmap=mmap)
 
 
 def open(f: Source, *, framework: str = "pt", copy_on_write: bool = False,  # noqa: A001 - safetensors' name
-         verify_data: bool = False) -> LazyFile:
+         verify_data: bool = False, mmap: bool = True) -> LazyFile:
     """Open a `.pt2f` file lazily, like safetensors' ``safe_open``: nothing is built until asked for.
 
     ::
@@ -273,13 +293,15 @@ def open(f: Source, *, framework: str = "pt", copy_on_write: bool = False,  # no
             torch needed) for ``get_tensor``.
         copy_on_write: make tensors writable (writes stay in memory).
         verify_data: check every data checksum now.
+        mmap: ``False`` reads a path into memory instead of mapping it (see
+            ``load``); ``get_tensor`` then views that memory.
 
     Returns:
         A ``pt2format.LazyFile``.
     """
     from pt2format._open import LazyFile
 
-    return LazyFile(f, framework=framework, copy_on_write=copy_on_write, verify_data=verify_data)
+    return LazyFile(f, framework=framework, copy_on_write=copy_on_write, verify_data=verify_data, mmap=mmap)
 
 
 def validate(f: Source, *, max_program_bytes: int = 1 << 30, max_depth: int = 128) -> None:
@@ -299,7 +321,14 @@ def from_torch(f: Source, dst: Target, *, encoding: str = "flatbuffers", fsync: 
 
     The archive is read with ``torch.export.load``, which parses torch's JSON
     and sympy strings: this is as safe as ``torch.export.load`` on that file,
-    and no safer. Convert only archives you would load with torch.
+    and no safer. Convert only archives you would load with torch. This is
+    the only function that hands a file to torch's loader; ``read``,
+    ``load``, ``open`` and ``convert`` refuse a torch archive instead.
+
+    Raises:
+        TorchArchiveError: ``f`` is not a zip, is a damaged one, or
+            ``torch.export.load`` raised (its exception is the ``__cause__``).
+        FormatError: a path that is not a regular file (FIFO, device, ...).
     """
     from pt2format._interop import from_torch as _from_torch
 
@@ -340,5 +369,5 @@ __all__ = [
     "FORMAT_VERSION", "__version__", "LazyFile", "PackageFile", "FallbackWarning", "OpsetWarning",
     "Pt2FormatError", "FormatError", "HeaderError", "StaleShardError", "ChecksumError", "SegmentError",
     "EncodingError", "LimitError", "VersionError", "UnsupportedFeatureError", "ValidationError", "StringClassError",
-    "ExportError", "LoadError",
+    "ExportError", "LoadError", "TorchArchiveError",
 ]

@@ -46,15 +46,27 @@ class PackageFile:
     released when the last view is dropped); `close()` only stops new views.
     """
 
-    def __init__(self, container: ContainerFile, package, *, copy_on_write: bool, in_memory: bool = False):
+    def __init__(self, container: ContainerFile, package, *, copy_on_write: bool, in_memory: bool = False,
+                 use_mmap: bool = True):
         self._main = container
-        self._in_memory = in_memory
+        self._in_memory = in_memory  # read from bytes or a stream: no directory to find shards in
+        self._use_mmap = use_mmap  # False: shard and external files are read into memory too
         self._shards = {}
         self._copy_on_write = copy_on_write
         self._lock = threading.RLock()
         self.package = package
         self.path = container.path
         self.header = container.header
+
+    @property
+    def file_key(self) -> tuple | None:
+        """(st_dev, st_ino, st_size, st_mtime_ns) of the file as opened (None for bytes and streams).
+
+        Taken from the opened descriptor, so it names the file whose bytes
+        were read, even if the path now names another.
+        """
+        st = self._main.stat
+        return None if st is None else (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
     # -- data access -----------------------------------------------------
 
@@ -68,7 +80,8 @@ class PackageFile:
                     from pt2format._external import open_external
 
                     ext = self._shards[file_index] = open_external(self.package, -file_index - 1, self.path,
-                                                                   copy_on_write=self._copy_on_write)
+                                                                   copy_on_write=self._copy_on_write,
+                                                                   use_mmap=self._use_mmap)
             return ext
         with self._lock:
             shard = self._shards.get(file_index)
@@ -86,7 +99,7 @@ class PackageFile:
         check_shard_name(entry.name)  # validated on read; re-checked because this opens a path
         path = os.path.join(os.path.dirname(os.path.abspath(self.path)), entry.name)
         try:
-            shard = ContainerFile(path, shard=True, copy_on_write=self._copy_on_write)
+            shard = ContainerFile(path, shard=True, copy_on_write=self._copy_on_write, mmap=self._use_mmap)
         except FileNotFoundError as e:
             raise SegmentError("shard file is missing", file=path, path=f"shard_files[{file_index - 1}]") from e
         if shard.size != entry.size:
@@ -222,12 +235,16 @@ class PackageFile:
 
 def read(path, *, verify_data: bool = False, max_program_bytes: int = DEFAULT_MAX_PROGRAM_BYTES,
          max_depth: int = DEFAULT_MAX_DEPTH, copy_on_write: bool = False,
-         json_schema: bool = False) -> PackageFile:
+         json_schema: bool = False, mmap: bool = True) -> PackageFile:
     """Open a `.pt2f` file: check it, decode and validate its program tree, map its data.
 
     `path` is a path, a bytes-like object or a binary file object (see
     `pt2format._source`): a path is mapped; bytes and streams are used in
-    memory, without mmap.
+    memory, without mmap. `mmap=False` reads a path (and its shard and
+    external files, when first needed) into memory instead of mapping it:
+    a mapped file that another process truncates kills the process with
+    SIGBUS on the next access to the lost pages; a file read into memory
+    cannot, and one that shrinks while it is read is a FormatError.
 
     `copy_on_write=True` maps the file privately so data views are writable
     (writes stay in memory); by default views are read-only. A JSON program is
@@ -238,7 +255,7 @@ def read(path, *, verify_data: bool = False, max_program_bytes: int = DEFAULT_MA
     """
     source = resolve_source(path, writable=copy_on_write)
     container = ContainerFile(source.name, max_program_bytes=max_program_bytes, copy_on_write=copy_on_write,
-                              data=source.data)
+                              data=source.data, mmap=mmap)
     try:
         program = container.header.sections[0]
         encoding = ENCODING_NAMES[program.encoding]
@@ -259,7 +276,8 @@ def read(path, *, verify_data: bool = False, max_program_bytes: int = DEFAULT_MA
             validate_package(package, data_section_lengths=container.data_section_lengths(), max_depth=max_depth)
         except Pt2FormatError as e:
             raise e.with_context(file=container.path, section=program.label(0))
-        result = PackageFile(container, package, copy_on_write=copy_on_write, in_memory=not source.is_path)
+        result = PackageFile(container, package, copy_on_write=copy_on_write, in_memory=not source.is_path,
+                             use_mmap=mmap)
     except BaseException:
         container.close()
         raise
@@ -293,9 +311,9 @@ def _check_against_header(package, container: ContainerFile) -> None:
                               got=f"0x{package.required_features:x}")
 
 
-def validate(path, **limits) -> None:
+def validate(path, **options) -> None:
     """Check everything: header, program, invariants, shard files, every data checksum."""
-    with read(path, verify_data=True, json_schema=True, **limits):
+    with read(path, verify_data=True, json_schema=True, **options):
         pass
 
 
@@ -449,7 +467,11 @@ def _place(storage, segment: int, offset: int, size: int, crc) -> None:
 
 
 def convert(src, dst, encoding: str, *, fsync: bool = True) -> None:
-    """Rewrite `src` at `dst` with the program in `encoding`; data (shards included) is copied into `dst`."""
+    """Rewrite `src` at `dst` with the program in `encoding`; data (shards included) is copied into `dst`.
+
+    `src` is read as a `.pt2f` by pt2format's reader, whatever its bytes: a
+    torch archive is refused, never handed to torch (see `_interop.from_torch`).
+    """
     with read(src, verify_data=True) as f:  # never launder corrupt data under fresh checksums
         views = [f.storage_view(i) for i in range(len(f.package.storages))]
         write_package(dst, f.package, views, encoding=encoding, fsync=fsync,

@@ -18,6 +18,9 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 
+from pt2format._source import read_regular
+from pt2format.errors import Pt2FormatError
+
 OK, MISMATCH, ERROR, UNSUPPORTED = "ok", "MISMATCH", "ERROR", "unsupported"
 #: Exit status by which a reader says the file's program encoding is not one it reads.
 EXIT_UNSUPPORTED = 3
@@ -171,8 +174,11 @@ def run_case_files(files, readers, *, timeout: float) -> None:
         if gf.problem is not None:
             gf.results = {n: (ERROR, gf.problem) for n in names}
             continue
-        with open(gf.expected, "rb") as f:
-            expected = f.read()
+        try:
+            expected = bytes(read_regular(gf.expected)[0])  # never a FIFO or device swapped in since the listing
+        except (Pt2FormatError, OSError) as e:
+            gf.results = {n: (ERROR, f"expected.json: {e}") for n in names}
+            continue
         try:
             got, shards = _python_dump(gf.path)
             gf.results[PYTHON] = _compare(expected, got)

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 
 from pt2format._container.crc import crc32, crc32_combine
 from pt2format._container.header import ChecksumKind, SectionEncoding, SectionEntry, SectionKind
-from pt2format._container.reader import open_regular_file
 from pt2format._generated import model as m
+from pt2format._source import open_regular, read_regular
 from pt2format._validate import check_shard_name
 from pt2format.errors import ChecksumError, HeaderError, LimitError, SegmentError
 
@@ -51,7 +51,7 @@ class SafetensorsEntry:
 def read_safetensors_header(path) -> tuple:
     """(entries by name, metadata dict, data start) of the safetensors file at `path`; FormatError when malformed."""
     path = os.fspath(path)
-    with open_regular_file(path) as f:
+    with open_regular(path) as f:
         size = os.fstat(f.fileno()).st_size
         head = f.read(8)
         if len(head) < 8:
@@ -92,20 +92,31 @@ def read_safetensors_header(path) -> tuple:
 class RawFile:
     """An external raw file, mapped, presenting itself as a container with one DATA section (the whole file)."""
 
-    def __init__(self, path: str, entry, *, copy_on_write: bool = False):
+    def __init__(self, path: str, entry, *, copy_on_write: bool = False, use_mmap: bool = True):
+        """Map the file (`use_mmap=False`: read it into memory, as `read(..., mmap=False)` does)."""
         self.path = path
         self._mm = None
-        with open_regular_file(path) as f:  # never a FIFO, device or directory (SPEC.md §5)
-            size = os.fstat(f.fileno()).st_size
-            if size != entry.size:
-                raise SegmentError("external file size differs from external_files entry", file=path,
-                                   expected=entry.size, got=size)
-            if size:
-                self._mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY if copy_on_write else mmap.ACCESS_READ)
-        self._view = memoryview(self._mm) if self._mm is not None else memoryview(b"")
+        if not use_mmap:
+            buf, st = read_regular(path)  # never a FIFO, device or directory; a file that shrinks: FormatError
+            size = st.st_size
+            self._check_size(size, entry)
+            self._view = memoryview(buf) if copy_on_write else memoryview(buf).toreadonly()
+        else:
+            with open_regular(path) as f:  # never a FIFO, device or directory (SPEC.md §5)
+                size = os.fstat(f.fileno()).st_size
+                self._check_size(size, entry)
+                if size:
+                    self._mm = mmap.mmap(f.fileno(), 0,
+                                         access=mmap.ACCESS_COPY if copy_on_write else mmap.ACCESS_READ)
+            self._view = memoryview(self._mm) if self._mm is not None else memoryview(b"")
         kind = ChecksumKind.CRC32 if entry.checksum_kind == m.ChecksumKind.CRC32 else ChecksumKind.NONE
         self.header = _RawHeader((SectionEntry(SectionKind.DATA, SectionEncoding.RAW, 1, 0, size, kind,
                                                entry.checksum if kind else 0),))
+
+    def _check_size(self, size: int, entry) -> None:
+        if size != entry.size:
+            raise SegmentError("external file size differs from external_files entry", file=self.path,
+                               expected=entry.size, got=size)
 
     @property
     def size(self) -> int:
@@ -137,13 +148,14 @@ class _RawHeader:
     sections: tuple
 
 
-def open_external(package, index: int, main_path: str, *, copy_on_write: bool = False) -> RawFile:
-    """Map `package.external_files[index]`, which lives next to `main_path`, checking its name and size."""
+def open_external(package, index: int, main_path: str, *, copy_on_write: bool = False,
+                  use_mmap: bool = True) -> RawFile:
+    """Map (or read) `package.external_files[index]`, which lives next to `main_path`, checking its name and size."""
     entry = package.external_files[index]
     check_shard_name(entry.name)  # validated on read; re-checked because this opens a path
     path = os.path.join(os.path.dirname(os.path.abspath(main_path)), entry.name)
     try:
-        return RawFile(path, entry, copy_on_write=copy_on_write)
+        return RawFile(path, entry, copy_on_write=copy_on_write, use_mmap=use_mmap)
     except FileNotFoundError as e:
         raise SegmentError("external data file is missing", file=path, path=f"external_files[{index}]") from e
 
@@ -181,12 +193,13 @@ def plan_safetensors(package, payloads, main_path: str, sources) -> ExternalPlan
             raise ValueError(f"external data file {source!r} must be in the directory of {main_path!r}, "
                              "since the file names it by plain file name")
         entries, _, _ = read_safetensors_header(source)
-        size = os.path.getsize(source)
         ranges = {}  # (begin, end) -> CRC of the file's bytes there
         file_index = len(plan.files)
-        with open(source, "rb") as f, (mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else
-                                       _Empty()) as mm:
-            view = memoryview(mm)
+        with open_regular(source) as f:
+            size = os.fstat(f.fileno()).st_size
+            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else _Empty()
+        with mm as mapped:
+            view = memoryview(mapped)
             try:
                 for name, st_entry in entries.items():
                     idx = by_name.get(name)

@@ -33,10 +33,11 @@ class LazyFile:
     `signature()`) are the classes of `pt2format.schema`.
     """
 
-    def __init__(self, source, *, framework: str = "pt", copy_on_write: bool = False, verify_data: bool = False):
+    def __init__(self, source, *, framework: str = "pt", copy_on_write: bool = False, verify_data: bool = False,
+                 mmap: bool = True):
         _check_framework(framework)
         self._framework = framework
-        self._file = read(source, verify_data=verify_data, copy_on_write=copy_on_write)
+        self._file = read(source, verify_data=verify_data, copy_on_write=copy_on_write, mmap=mmap)
         self._state_loader = None
 
     # -- what is in the file ------------------------------------------------

@@ -7,6 +7,9 @@ rename). Around it this module does what a careful tool does:
   target, so the link survives and points at the new content;
 - an existing file keeps its permission bits (the new file gets them right
   after the rename; a fresh file gets the umask's, as for any new file);
+- a target that exists and is not a regular file (a directory, FIFO or
+  device, say a link to `/dev/zero`) is refused with a FormatError before
+  anything is written, as every reader refuses one;
 - an OSError names the user's path, never the hidden temporary file.
 
 A binary file object (or anything with `write`) receives exactly the bytes a
@@ -22,6 +25,7 @@ import stat
 
 from pt2format._container.header import Header, SectionKind, pack_header
 from pt2format._container.writer import DataLayout, byte_view, write_container, write_container_data_first
+from pt2format._source import check_output_target
 
 _CHUNK = 64 << 20  # one write call at most this big, as the container writer does
 
@@ -64,6 +68,7 @@ def _at_path(target, write) -> None:
     """Run `write(real_path)` for the file `target` names: through symlinks, keeping its mode, errors naming it."""
     user_path = os.fsdecode(os.fspath(target))
     real = resolve_path(user_path)
+    check_output_target(real)  # never replace a device (a link to /dev/zero), FIFO or directory
     try:
         mode = stat.S_IMODE(os.stat(real).st_mode)
     except FileNotFoundError:

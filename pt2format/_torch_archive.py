@@ -1,8 +1,11 @@
 """Recognises a torch.export `.pt2` archive (a zip in torch's layout) without running anything in it.
 
-Only the zip's central directory is read (entry names); no member is opened
-or parsed. Used to turn "bad magic" into an error that names the file's real
-kind and the command that converts it.
+Only the zip's central directory is read (entry names), from bytes already
+read or mapped; no member is opened or parsed, and nothing is handed to
+torch. Used to turn "bad magic" into an error that names the file's real
+kind and how to convert it on purpose: torch's own loader runs only when the
+user asks for it by name (`from_torch`, `convert --from-torch` or a `.pt2`
+source), never because of what the bytes look like.
 """
 
 from __future__ import annotations
@@ -19,14 +22,49 @@ _TORCH_ENTRY = re.compile(r"(^|/)(archive_format|\.data/version|models/[^/]+\.js
 #: Entries looked at, at most: the answer is in the first few, and a hostile zip may list millions.
 _MAX_ENTRIES = 10_000
 
+#: What a reader says about a torch archive it was given as a `.pt2f` file.
+FOREIGN_ARCHIVE_HINT = (
+    "this is a torch.export archive (a zip written by torch.export.save), not a .pt2f file; pt2format never "
+    "hands a file to torch because of its content. To convert it on purpose (torch.export.load then parses it, "
+    "which is only as safe as torch itself: convert only archives you would load with torch), run "
+    "`pt2format convert --from-torch FILE OUT.pt2f` or call pt2format.from_torch(FILE, OUT)")
 
-def is_torch_archive(view, path: str | None = None) -> bool:
+
+class _ViewFile(io.RawIOBase):
+    """A read-only, seekable file over a buffer, so zipfile reads a mapped file without copying it."""
+
+    def __init__(self, view):
+        self._view = memoryview(view).cast("B") if memoryview(view).format != "B" else memoryview(view)
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        base = {0: 0, 1: self._pos, 2: len(self._view)}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def readinto(self, b) -> int:
+        chunk = self._view[self._pos:self._pos + len(b)]
+        n = len(chunk)
+        memoryview(b)[:n] = chunk
+        self._pos += n
+        return n
+
+
+def is_torch_archive(view) -> bool:
     """True when the bytes start like a zip and its entry names follow torch.export's archive layout."""
     if bytes(view[:4]) != ZIP_MAGIC:
         return False
     try:
-        src = path if path is not None else io.BytesIO(view)
-        with zipfile.ZipFile(src) as z:
+        with zipfile.ZipFile(io.BufferedReader(_ViewFile(view))) as z:
             for i, info in enumerate(z.infolist()):
                 if i >= _MAX_ENTRIES:
                     return False

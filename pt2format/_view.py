@@ -83,7 +83,9 @@ def page_bytes(path, *, with_weights: bool = False, max_weight_bytes: int | None
     """
     from pt2format._container.header import SectionEncoding, SectionKind, unpack_header
 
-    buf = Path(path).read_bytes()
+    from pt2format._source import read_regular
+
+    buf = bytes(read_regular(path)[0])  # never a FIFO, device or directory: FormatError
     try:
         header = unpack_header(buf, file=str(path))
     except Pt2FormatError:
@@ -121,12 +123,15 @@ def _shard_files(path) -> dict:
             names = [s.name for s in f.package.shard_files]
     except (Pt2FormatError, OSError):
         return {}
+    from pt2format._source import read_regular
+
     out = {}
     for name in names:
         if os.path.basename(name) == name and name not in ("", ".", ".."):
-            p = Path(path).parent / name
-            if p.is_file():
-                out[name] = p.read_bytes()
+            try:
+                out[name] = bytes(read_regular(Path(path).parent / name)[0])
+            except (Pt2FormatError, OSError):
+                continue  # missing or not a regular file: the page reports the shard as missing
     return out
 
 

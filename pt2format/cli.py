@@ -98,15 +98,20 @@ def _inspect(path: str, top: int) -> str:
 
 def _hexdump(path: str) -> str:
     from pt2format._container.annotate import annotate
+    from pt2format._source import read_regular
 
-    with open(path, "rb") as f:
-        return annotate(f.read())
+    return annotate(bytes(read_regular(path)[0]))
 
 
 def _parser() -> argparse.ArgumentParser:
     from pt2format import __version__
 
-    p = argparse.ArgumentParser(prog="pt2format", description="Inspect, validate, dump and convert .pt2f files.")
+    p = argparse.ArgumentParser(prog="pt2format", description="Inspect, validate, dump and convert .pt2f files.",
+                                epilog="No command runs anything from a file, and every one refuses a path that is "
+                                "not a regular file (directory, FIFO, device). torch's own loader "
+                                "(torch.export.load) runs only in `convert` from a torch archive you name as such: a "
+                                "source ending in .pt2, or --from-torch; never because of what a file contains. See "
+                                "SECURITY.md.")
     p.add_argument("--version", action="version", version=f"pt2format {__version__} (format {_format_version()})")
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("inspect", help="summarize a file: header, sections, programs, operators, tensors")
@@ -120,10 +125,19 @@ def _parser() -> argparse.ArgumentParser:
     s = sub.add_parser("convert", help="convert torch .pt2 <-> .pt2f, or rewrite a .pt2f with another encoding",
                        description="pt2format convert model.pt2 model.pt2f   (torch.export archive -> .pt2f; needs "
                        "torch, and reads the archive with torch.export.load: as safe as that, no safer)\n"
+                       "pt2format convert --from-torch archive.bin model.pt2f   (the same, for a torch archive "
+                       "whose name does not end in .pt2)\n"
                        "pt2format convert model.pt2f model.pt2   (-> torch.export archive; needs torch)\n"
-                       "pt2format convert model.pt2f out.pt2f --encoding json   (switch the program encoding)",
+                       "pt2format convert model.pt2f out.pt2f --encoding json   (switch the program encoding)\n\n"
+                       "torch.export.load runs only when you name a torch archive as such: a FILE ending in .pt2, "
+                       "or --from-torch. Any other FILE is read as a .pt2f file by pt2format's reader, which runs "
+                       "nothing from it; a torch archive under another name is refused (typed error), never "
+                       "handed to torch because of its content. Only convert torch archives you would load with "
+                       "torch.",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     s.add_argument("file")
+    s.add_argument("--from-torch", action="store_true", help="FILE is a torch.export archive: read it with "
+                   "torch.export.load (as safe as that call, no safer); implied by a FILE ending in .pt2")
     s.add_argument("dest", nargs="?", help="output file (or use -o)")
     s.add_argument("--encoding", choices=_ENCODINGS, help="program encoding of a .pt2f output (default flatbuffers "
                    "from a torch archive; required between two .pt2f files)")
@@ -167,8 +181,10 @@ def _view(args) -> int:
         print(f"pt2format view: {e}", file=sys.stderr)
         return 2
     if args.output or not args.serve:
+        from pt2format._source import open_output
+
         out = args.output or args.file + ".html"
-        with open(out, "w", encoding="utf-8") as f:
+        with open_output(out, "w", encoding="utf-8") as f:  # never a FIFO, device or directory
             f.write(page)
         print(f"wrote {out}")
     if args.serve:
@@ -191,22 +207,27 @@ def _format_version() -> str:
     return ".".join(map(str, FORMAT_VERSION))
 
 
+def _names_torch_archive(path: str) -> bool:
+    """The documented form of a torch archive source: a name ending in .pt2 (torch.export.save's extension)."""
+    return path.lower().endswith(".pt2")
+
+
 def _convert(args) -> int:
-    """Pick the conversion from the files: torch archive in, .pt2 out, or an encoding switch."""
+    """Pick the conversion from the names and flags given, never from the bytes of the file."""
     dest = args.dest or args.output
     if dest is None or (args.dest and args.output):
         print("pt2format convert: give the output once, as DEST or with -o", file=sys.stderr)
         return 2
-    from pt2format._torch_archive import is_torch_archive
-
-    with open(args.file, "rb") as f:
-        head = f.read(4)
-    if head == b"PK\x03\x04" and is_torch_archive(head, args.file):
+    if args.from_torch or _names_torch_archive(args.file):
+        if _names_torch_archive(dest):
+            print("pt2format convert: a torch archive converts to a .pt2f file, not to another .pt2",
+                  file=sys.stderr)
+            return 2
         from pt2format._interop import from_torch
 
         from_torch(args.file, dest, encoding=args.encoding or "flatbuffers", fsync=not args.no_fsync)
         return 0
-    if dest.endswith(".pt2") and args.encoding is None:
+    if _names_torch_archive(dest) and args.encoding is None:
         from pt2format._interop import to_torch
 
         to_torch(args.file, dest, program=args.program)

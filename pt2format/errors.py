@@ -82,6 +82,14 @@ class LimitError(FormatError):
     """A size or nesting depth exceeds a safety limit."""
 
 
+class TorchArchiveError(FormatError):
+    """torch could not read a torch.export `.pt2` archive given for conversion (`from_torch`, `convert --from-torch`).
+
+    Raised from torch's own error (kept as `__cause__`): a damaged zip, a
+    missing entry, or any exception `torch.export.load` raised.
+    """
+
+
 class VersionError(Pt2FormatError):
     """The file needs a newer (or different) reader."""
 
@@ -135,6 +143,7 @@ class OpsetWarning(UserWarning):
 
 __all__ = [
     "Pt2FormatError", "FormatError", "HeaderError", "StaleShardError", "ChecksumError", "SegmentError",
-    "EncodingError", "LimitError", "VersionError", "UnsupportedFeatureError", "ValidationError", "StringClassError",
+    "EncodingError", "LimitError", "TorchArchiveError", "VersionError", "UnsupportedFeatureError", "ValidationError",
+    "StringClassError",
     "ExportError", "LoadError", "FallbackWarning", "OpsetWarning",
 ]

@@ -1,5 +1,10 @@
 """Opens a `.pt2f` (or shard) file by mmap, checks its header, and hands out zero-copy section views.
 
+With `mmap=False` the file is read into memory instead (for files another
+process may truncate: a mapped file that shrinks kills the reader with
+SIGBUS on the next access, an in-memory copy cannot), through the same
+regular-file check (pt2format._source).
+
 Ownership of the map: every view handed out is a slice of one memoryview over
 the mmap. `close()` unmaps at once when no view is alive; otherwise the map
 stays valid until the last view (or the numpy array / tensor built on it) is
@@ -9,58 +14,45 @@ view can be made. Views never dangle.
 
 from __future__ import annotations
 
-import mmap
+import mmap as _mmap
 import os
-import stat
 
-from pt2format.errors import ChecksumError, FormatError, HeaderError, LimitError
+from pt2format._source import open_regular, read_regular
+from pt2format.errors import ChecksumError, HeaderError, LimitError
 from pt2format._container.crc import crc32
 from pt2format._container.header import ChecksumKind, SectionKind, unpack_header
 
 
-def open_regular_file(path: str):
-    """Open `path` for reading only if it is a regular file (SPEC.md §5).
-
-    Symlinks are followed (the Hugging Face cache links blobs), but what they
-    end at must be a regular file: a directory, FIFO, device or socket is
-    refused with a FormatError. O_NONBLOCK keeps a FIFO from blocking the open
-    itself; the check then runs on the opened descriptor, so nothing can swap
-    the file between check and use.
-    """
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    except IsADirectoryError:
-        raise FormatError("not a regular file (a directory)", file=path) from None
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
-        os.close(fd)
-        raise FormatError("not a regular file", file=path, expected="a regular file",
-                          got=stat.filemode(st.st_mode)[0] + " (directory, FIFO, device or socket)")
-    if hasattr(os, "set_blocking"):
-        os.set_blocking(fd, True)
-    return os.fdopen(fd, "rb")
+#: The one way to open a path (pt2format._source); kept under this name for callers that import it from here.
+open_regular_file = open_regular
 
 
 class ContainerFile:
     """A checked, mapped container. Main files verify the PROGRAM checksum on open."""
 
     def __init__(self, path, *, shard: bool = False, max_program_bytes: int | None = None,
-                 copy_on_write: bool = False, data=None):
-        """Map the file at `path`; or, with `data` (the whole file as a buffer), use it in place.
+                 copy_on_write: bool = False, data=None, mmap: bool = True):
+        """Map the file at `path` (`mmap=False`: read it into memory); or, with `data`, use that buffer in place.
 
-        With `data`, `path` is only the name errors use (no file is opened);
-        views are slices of `data`, writable exactly when `data` is.
+        With `data` (the whole file as a buffer), `path` is only the name
+        errors use (no file is opened); views are slices of `data`, writable
+        exactly when `data` is. `stat` is the opened file's os.stat_result
+        (None with `data`).
         """
         self.path = os.fspath(path)
         self._mm = None
         self._view = None
-        if data is None:
-            with open_regular_file(self.path) as f:
-                size = os.fstat(f.fileno()).st_size
-                if size:
+        self.stat = None
+        if data is None and not mmap:
+            buf, self.stat = read_regular(self.path)
+            data = buf if copy_on_write else memoryview(buf).toreadonly()
+        elif data is None:
+            with open_regular(self.path) as f:
+                self.stat = os.fstat(f.fileno())
+                if self.stat.st_size:
                     # ACCESS_COPY maps privately: views are writable and writes never reach the file.
-                    access = mmap.ACCESS_COPY if copy_on_write else mmap.ACCESS_READ
-                    self._mm = mmap.mmap(f.fileno(), 0, access=access)
+                    access = _mmap.ACCESS_COPY if copy_on_write else _mmap.ACCESS_READ
+                    self._mm = _mmap.mmap(f.fileno(), 0, access=access)
         try:
             if data is not None:
                 self._view = memoryview(data)
@@ -70,7 +62,7 @@ class ContainerFile:
                 self.header = unpack_header(self._view, file=self.path, shard=shard)
             except HeaderError as e:
                 if not shard:
-                    _explain_foreign(e, self._view, None if data is not None else self.path)
+                    _explain_foreign(e, self._view)
                 raise
             if not shard:
                 program = self.header.sections[0]
@@ -137,13 +129,17 @@ class ContainerFile:
             pass
 
 
-def _explain_foreign(err: HeaderError, view, path) -> None:
-    """Name a torch.export archive in a bad-magic error, with the command that converts it."""
+def _explain_foreign(err: HeaderError, view) -> None:
+    """Name a torch.export archive in a bad-magic error, with how to convert it on purpose.
+
+    Only the zip directory in the bytes already read or mapped is looked at;
+    nothing is parsed, unpickled or handed to torch (SECURITY.md: torch's
+    loader runs only when the user asks for it by name).
+    """
     if not str(err.detail).startswith("not a pt2format file"):
         return
-    from pt2format._torch_archive import is_torch_archive
+    from pt2format._torch_archive import FOREIGN_ARCHIVE_HINT, is_torch_archive
 
-    if is_torch_archive(view, path):
-        err.detail = ("this is a torch.export archive (.pt2, written by torch.export.save), not a .pt2f file; "
-                      "convert it with `pt2format convert model.pt2 model.pt2f` or pt2format.from_torch()")
+    if is_torch_archive(view):
+        err.detail = FOREIGN_ARCHIVE_HINT
         err.args = (err._render(),)
