@@ -9,10 +9,10 @@ Every function that takes a file accepts a path (``str`` or
 ``os.PathLike``), and also a binary file object or, for reading, a
 bytes-like object. Paths are memory-mapped (zero-copy); bytes and file
 objects are read into memory, without mmap. ``mmap=False`` (on ``read``,
-``load``, ``load_module``, ``open`` and ``attach_weights``) reads a path into
-memory too, for files another process may truncate or rewrite while they are
-in use (see SECURITY.md: a mapped file that shrinks ends the process with
-SIGBUS).
+``load``, ``load_module``, ``open``, ``validate`` and ``attach_weights``)
+reads a path into memory too, for files another process may truncate or
+rewrite while they are in use (see SECURITY.md: a mapped file that shrinks
+ends the process with SIGBUS).
 """
 
 from __future__ import annotations
@@ -304,15 +304,16 @@ def open(f: Source, *, framework: str = "pt", copy_on_write: bool = False,  # no
     return LazyFile(f, framework=framework, copy_on_write=copy_on_write, verify_data=verify_data, mmap=mmap)
 
 
-def validate(f: Source, *, max_program_bytes: int = 1 << 30, max_depth: int = 128) -> None:
+def validate(f: Source, *, max_program_bytes: int = 1 << 30, max_depth: int = 128, mmap: bool = True) -> None:
     """Check everything: header, program, schema, references, shard files and every data checksum.
 
     Raises the first problem as a ``Pt2FormatError`` naming the file, section,
-    offset or field path; returns None when the file is sound.
+    offset or field path; returns None when the file is sound. ``mmap=False``
+    reads the file into memory instead of mapping it (see ``load``).
     """
     from pt2format._api import validate as _validate
 
-    _validate(f, max_program_bytes=max_program_bytes, max_depth=max_depth)
+    _validate(f, max_program_bytes=max_program_bytes, max_depth=max_depth, mmap=mmap)
 
 
 def from_torch(f: Source, dst: Target, *, encoding: str = "flatbuffers", fsync: bool = True,

@@ -169,8 +169,8 @@ def read_regular(path, *, max_bytes: int | None = None) -> tuple:
 
 
 def _read_into(f, view) -> int:
-    """One read into `view` (a hook: tests truncate the file between two reads)."""
-    return f.readinto(view) or 0
+    """One unbuffered read into `view` (a hook: tests truncate the file between two reads)."""
+    return f.raw.readinto(view) or 0
 
 
 def open_output(path, mode: str = "w", **kw):
