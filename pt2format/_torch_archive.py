@@ -27,7 +27,8 @@ FOREIGN_ARCHIVE_HINT = (
     "this is a torch.export archive (a zip written by torch.export.save), not a .pt2f file; pt2format never "
     "hands a file to torch because of its content. To convert it on purpose (torch.export.load then parses it, "
     "which is only as safe as torch itself: convert only archives you would load with torch), run "
-    "`pt2format convert --from-torch FILE OUT.pt2f` or call pt2format.from_torch(FILE, OUT)")
+    "`pt2format convert model.pt2 model.pt2f` (a name ending in .pt2) or `pt2format convert --from-torch FILE "
+    "OUT.pt2f`, or call pt2format.from_torch(FILE, OUT)")
 
 
 class _ViewFile(io.RawIOBase):
