@@ -198,3 +198,52 @@ def test_every_output_refuses_a_special_file(tmp_path, viewer_env, command, kind
     _refused(_cli(*argv, env=viewer_env))
     if kind == "link to device":
         assert stat.S_ISCHR(os.stat(tmp_path / "dev").st_mode)  # not replaced by a regular file
+
+
+_API_SCRIPT = """
+import os, sys, torch, pt2format
+d = sys.argv[1]
+ep = torch.export.export(torch.nn.Linear(2, 2), (torch.randn(1, 2),))
+good = os.path.join(d, "good.pt2f")
+pt2format.save(ep, good, fsync=False)
+entries = {
+    "read": lambda p: pt2format.read(p),
+    "read mmap=False": lambda p: pt2format.read(p, mmap=False),
+    "validate": lambda p: pt2format.validate(p),
+    "open": lambda p: pt2format.open(p),
+    "open mmap=False": lambda p: pt2format.open(p, mmap=False),
+    "load": lambda p: pt2format.load(p),
+    "load mmap=False": lambda p: pt2format.load(p, mmap=False),
+    "load_module": lambda p: pt2format.load_module(p),
+    "load_module mmap=False": lambda p: pt2format.load_module(p, mmap=False),
+    "from_torch": lambda p: pt2format.from_torch(p, os.path.join(d, "o.pt2f")),
+    "to_torch": lambda p: pt2format.to_torch(p, os.path.join(d, "o.pt2")),
+    "attach_weights": lambda p: pt2format.attach_weights(pt2format.load(good, weights=False), p),
+    "save external_data": lambda p: pt2format.save(ep, os.path.join(d, "e.pt2f"), external_data=p),
+    "save to": lambda p: pt2format.save(ep, p),
+    "to_torch to": lambda p: pt2format.to_torch(good, p),
+}
+for kind in sys.argv[2:]:
+    path = os.path.join(d, kind)
+    for name, call in entries.items():
+        try:
+            call(path)
+            print(name, kind, "no error", flush=True)
+        except pt2format.FormatError as e:
+            print(name, kind, type(e).__name__, "regular" if "not a regular file" in str(e) else str(e), flush=True)
+"""
+
+
+def test_every_api_entry_refuses_special_files(tmp_path):
+    """Each public entry that takes a path, on a FIFO, a link to /dev/zero or to a FIFO, and a directory."""
+    kinds = ["fifo", "link to /dev/zero", "link to fifo", "directory"]
+    for kind in kinds:
+        _special(tmp_path / kind.replace("/", "_"), kind)
+    kinds = [k.replace("/", "_") for k in kinds]
+    proc = subprocess.run([sys.executable, "-c", _API_SCRIPT, str(tmp_path), *kinds], capture_output=True,
+                          text=True, timeout=TIMEOUT * 2, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 15 * len(kinds), proc.stdout
+    for line in lines:
+        assert line.endswith("FormatError regular"), line
