@@ -5,7 +5,8 @@ the data and builds nothing else: no torch program, no FX graph, no tensor
 until one is asked for. `get_tensor` returns a zero-copy view of the mapped
 bytes as a torch tensor (`framework="pt"`) or a numpy array (`"np"`), so
 reading one weight out of a 10 GB file touches only that weight's pages.
-Works without torch when `framework="np"`.
+`mmap=False` reads the file into memory instead (for files another process
+may truncate; see SECURITY.md). Works without torch when `framework="np"`.
 """
 
 from __future__ import annotations

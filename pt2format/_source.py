@@ -105,13 +105,13 @@ def _read_all(stream, name: str, max_bytes: int | None) -> bytearray:
             return out
 
 
-def _refuse_irregular(fd: int, path: str, st=None) -> os.stat_result:
-    st = os.fstat(fd) if st is None else st
+def _refuse_irregular(fd: int, path: str) -> None:
+    """Close `fd` and raise FormatError unless it is a regular file (checked on the descriptor, not the name)."""
+    st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
         os.close(fd)
         raise FormatError("not a regular file", file=path, expected="a regular file",
                           got=stat.filemode(st.st_mode)[0] + " (directory, FIFO, device or socket)")
-    return st
 
 
 def open_regular(path):

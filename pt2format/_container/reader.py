@@ -23,10 +23,6 @@ from pt2format._container.crc import crc32
 from pt2format._container.header import ChecksumKind, SectionKind, unpack_header
 
 
-#: The one way to open a path (pt2format._source); kept under this name for callers that import it from here.
-open_regular_file = open_regular
-
-
 class ContainerFile:
     """A checked, mapped container. Main files verify the PROGRAM checksum on open."""
 
