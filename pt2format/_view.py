@@ -137,7 +137,9 @@ def _shard_files(path) -> dict:
 
 def render(path, *, with_weights: bool = False, max_weight_bytes: int | None = None) -> str:
     """The self-contained HTML page for a .pt2f file."""
-    template = template_path().read_text(encoding="utf-8")
+    from pt2format._source import read_regular
+
+    template = bytes(read_regular(template_path())[0]).decode("utf-8")
     if template.count(MARKER) != 1:
         raise ViewerNotBuiltError(f"{template_path()} has no single {MARKER} marker (rebuild the viewer)")
     data, shards, weights = page_bytes(path, with_weights=with_weights, max_weight_bytes=max_weight_bytes)

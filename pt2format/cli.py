@@ -98,9 +98,16 @@ def _inspect(path: str, top: int) -> str:
 
 def _hexdump(path: str) -> str:
     from pt2format._container.annotate import annotate
+    from pt2format._container.reader import explain_foreign
     from pt2format._source import read_regular
+    from pt2format.errors import HeaderError
 
-    return annotate(bytes(read_regular(path)[0]))
+    buf = bytes(read_regular(path)[0])
+    try:
+        return annotate(buf)
+    except HeaderError as e:
+        explain_foreign(e, buf)  # a torch archive is named as one, with how to convert it
+        raise e.with_context(file=path)
 
 
 def _parser() -> argparse.ArgumentParser:

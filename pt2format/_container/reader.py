@@ -58,7 +58,7 @@ class ContainerFile:
                 self.header = unpack_header(self._view, file=self.path, shard=shard)
             except HeaderError as e:
                 if not shard:
-                    _explain_foreign(e, self._view)
+                    explain_foreign(e, self._view)
                 raise
             if not shard:
                 program = self.header.sections[0]
@@ -125,7 +125,7 @@ class ContainerFile:
             pass
 
 
-def _explain_foreign(err: HeaderError, view) -> None:
+def explain_foreign(err: HeaderError, view) -> None:
     """Name a torch.export archive in a bad-magic error, with how to convert it on purpose.
 
     Only the zip directory in the bytes already read or mapped is looked at;
