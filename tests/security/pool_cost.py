@@ -48,6 +48,8 @@ MEMORY_BUDGET_MB = 1024
 #: walks the tree doubles per level, i.e. 2^(levels) >> GROWTH_FACTOR.
 GROWTH_FACTOR = 4.0
 ABS_SLACK_S = 0.25
+#: Depths of the full run: up to the bound (10 levels for mul_add, 11 for max), just over it, and far over it.
+DEPTHS = (2, 4, 6, 8, 10, 11, 12, 16, 24, 40)
 
 
 # ---------------------------------------------------------------------------
@@ -302,7 +304,7 @@ def _viewer(path: Path, timeout: float) -> str:
 # Parent: run, watch, judge
 # ---------------------------------------------------------------------------
 
-def run(fields=FIELDS, shapes=SHAPES, depths=(2, 4, 8, 12, 16, 24, 40), consumers=PY_CONSUMERS + NATIVE_CONSUMERS,
+def run(fields=FIELDS, shapes=SHAPES, depths=DEPTHS, consumers=PY_CONSUMERS + NATIVE_CONSUMERS,
         time_budget=TIME_BUDGET_S, memory_mb=MEMORY_BUDGET_MB, log=None) -> list[dict]:
     """Every measurement as a dict (field, shape, depth, consumer, outcome, s, rss_mb)."""
     rows: list[dict] = []
@@ -414,7 +416,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--sample", action="store_true", help="the CI sample: fewer depths and no browser")
-    ap.add_argument("--depths", default="", help="comma-separated depths (default: 2,4,8,12,16,24,40)")
+    ap.add_argument("--depths", default="", help="comma-separated depths (default: DEPTHS)")
     ap.add_argument("--fields", default=",".join(FIELDS))
     ap.add_argument("--shapes", default=",".join(SHAPES))
     ap.add_argument("--consumers", default=",".join(PY_CONSUMERS + NATIVE_CONSUMERS))

@@ -197,10 +197,10 @@ export class SymText {
   }
 }
 
-function rangeText(r: J): string {
-  if (!r) return '';
-  const lo = r.lower_unbounded ? '-oo' : String(r.lower);
-  const hi = r.upper_unbounded ? 'oo' : String(r.upper);
+/** A ValueRange as torch prints it: an absent side (has_lower/has_upper false) is unbounded (SPEC.md 11.3). */
+function rangeText(r: J, isFloat = false): string {
+  const lo = r?.has_lower ? (isFloat ? fmtNum(float(r.float_lower)) : String(r.lower)) : '-oo';
+  const hi = r?.has_upper ? (isFloat ? fmtNum(float(r.float_upper)) : String(r.upper)) : 'oo';
   return `[${lo}, ${hi}]`;
 }
 
@@ -400,8 +400,9 @@ export class Adapter {
       node.op = role;
     });
     void stateTensors;
-    const symbols = (p.symbols ?? []).map((s: J) => ({ name: String(s.name), range: rangeText(s.range), hint: s.has_hint ? String(s.hint) : 'unbacked' }));
-    const constraints = (p.range_constraints ?? []).map((r: J) => ({ expr: this.sym.text(Number(r.expr)), range: rangeText(r.range) }));
+    const symbols = (p.symbols ?? []).map((s: J) => ({ name: String(s.name), range: rangeText(s.range, s.kind === 'FLOAT'), hint: s.has_hint ? (s.kind === 'FLOAT' ? fmtNum(float(s.float_hint)) : String(s.hint)) : 'unbacked' }));
+    const floatSym = (i: number) => { const e = (p.sym_exprs ?? [])[i]; return e?.kind === 'SYMBOL' && p.symbols?.[Number(e.symbol)]?.kind === 'FLOAT'; };
+    const constraints = (p.range_constraints ?? []).map((r: J) => ({ expr: this.sym.text(Number(r.expr)), range: rangeText(r.range, floatSym(Number(r.expr))) }));
     const sigText = (args: J[]) => (args ?? []).map((a: J) => this.argText(a.value_type, a.value)).join(', ');
     const callGraph = (p.module_call_graph ?? []).map((e: J) => ({ fqn: e.fqn === '' ? '(root)' : String(e.fqn),
       inputs: e.signature ? sigText(e.signature.inputs) : '', outputs: e.signature ? sigText(e.signature.outputs) : '' }));
