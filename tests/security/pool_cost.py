@@ -48,6 +48,8 @@ MEMORY_BUDGET_MB = 1024
 #: walks the tree doubles per level, i.e. 2^(levels) >> GROWTH_FACTOR.
 GROWTH_FACTOR = 4.0
 ABS_SLACK_S = 0.25
+#: Each consumer but load runs this many times and the least time counts (2 cores shared: single runs are noisy).
+REPEATS = 3
 #: Depths of the full run: up to the bound (10 levels for mul_add, 11 for max), just over it, and far over it.
 DEPTHS = (2, 4, 6, 8, 10, 11, 12, 16, 24, 40)
 
@@ -157,13 +159,12 @@ def _py_consumers(path: Path, state: dict) -> dict:
         return state["ep"]
 
     def module():
-        if "mod" not in state:
-            state["mod"] = loaded().module()
+        state["mod"] = loaded().module()
         return state["mod"]
 
     def call():
         try:
-            module()(torch.randn(3, 5), torch.tensor(4))
+            state["mod"](torch.randn(3, 5), torch.tensor(4))
         except (RuntimeError, AssertionError, ValueError) as e:  # a guard of the program refuses the inputs
             return f"refused by the program: {type(e).__name__}"
 
@@ -175,7 +176,7 @@ def _py_consumers(path: Path, state: dict) -> dict:
         "print_ep": lambda: len(str(loaded())),
         "module": module,
         "call": call,
-        "print_readable": lambda: len(module().print_readable(print_output=False)),
+        "print_readable": lambda: len(state["mod"].print_readable(print_output=False)),
         "run_decompositions": lambda: loaded().run_decompositions(),
         "unflatten": lambda: torch.export.unflatten(loaded()),
         "load_module": lambda: pt2format.load_module(path),
@@ -233,9 +234,14 @@ def child(spec: dict) -> int:
                         emit({**key, "event": "done", "outcome": f"skipped: {failed_before} failed", "s": 0.0})
                         continue
                     emit({**key, "event": "start"})
-                    t0 = time.perf_counter()
+                    best = None
                     try:
-                        r = consumers[name]()
+                        # The least of REPEATS runs (one for load, which the others reuse): the machine is shared.
+                        for _ in range(1 if name == "load" else REPEATS):
+                            t0 = time.perf_counter()
+                            r = consumers[name]()
+                            dt = time.perf_counter() - t0
+                            best = dt if best is None else min(best, dt)
                         outcome = r if isinstance(r, str) else "ok"
                     except Pt2FormatError as e:
                         outcome = f"typed: {type(e).__name__}: {str(e)[:160]}"
@@ -245,8 +251,10 @@ def child(spec: dict) -> int:
                         outcome = f"untyped: {type(e).__name__}: {str(e)[:160]}"
                         if name in ("load", "module"):
                             failed_before = name
-                    emit({**key, "event": "done", "outcome": outcome, "s": time.perf_counter() - t0,
-                          "rss_mb": _rss_mb() - baseline})
+                    if name == "module" and "mod" not in state:
+                        failed_before = failed_before or "module"
+                    emit({**key, "event": "done", "outcome": outcome,
+                          "s": best if best is not None else time.perf_counter() - t0, "rss_mb": _rss_mb() - baseline})
     emit({"event": "end"})
     return 0
 
@@ -305,7 +313,7 @@ def _viewer(path: Path, timeout: float) -> str:
 # ---------------------------------------------------------------------------
 
 def run(fields=FIELDS, shapes=SHAPES, depths=DEPTHS, consumers=PY_CONSUMERS + NATIVE_CONSUMERS,
-        time_budget=TIME_BUDGET_S, memory_mb=MEMORY_BUDGET_MB, log=None) -> list[dict]:
+        time_budget=TIME_BUDGET_S, memory_mb=MEMORY_BUDGET_MB, native_fields=None, log=None) -> list[dict]:
     """Every measurement as a dict (field, shape, depth, consumer, outcome, s, rss_mb)."""
     rows: list[dict] = []
     files: list[dict] = []
@@ -355,6 +363,8 @@ def run(fields=FIELDS, shapes=SHAPES, depths=DEPTHS, consumers=PY_CONSUMERS + NA
                 proc.kill()
                 proc.wait()
         for f in files:
+            if native_fields is not None and f["field"] not in native_fields:
+                continue
             for name in consumers:
                 if name in NATIVE_CONSUMERS:
                     outcome, s = _native(name, Path(f["path"]), time_budget)
@@ -380,9 +390,12 @@ def problems(rows: list[dict], time_budget=TIME_BUDGET_S, memory_mb=MEMORY_BUDGE
             bad.append(f"{where}: {r['s']:.1f}s > {time_budget}s")
         elif r.get("rss_mb", 0) > memory_mb:
             bad.append(f"{where}: {r['rss_mb']:.0f} MiB > {memory_mb} MiB")
-        elif "LimitError" in o and expanded_size(r["shape"], r["depth"]) <= MAX_SYM_EXPANDED_SIZE \
+        elif "LimitError" in o and field_size(r["field"], r["shape"], r["depth"]) <= MAX_SYM_EXPANDED_SIZE \
                 and "expanded size" in o:
             bad.append(f"{where}: refused below the bound: {o}")
+        elif o == "ok" and r.get("consumer") in READERS \
+                and field_size(r["field"], r["shape"], r["depth"]) > MAX_SYM_EXPANDED_SIZE:
+            bad.append(f"{where}: accepted over the bound")
     bad += [f"{k}: {v}" for k, v in growth(rows).items() if v["doubling"]]
     return bad
 
@@ -395,8 +408,26 @@ def expanded_size(shape: str, depth: int) -> int:
     return s
 
 
+#: Consumers whose work below the bound is torch's or sympy's walk of the expression tree: torch's printing
+#: (`print(ep)`, `print_readable`, sympy's printer), fake-tensor creation in `load` (torch's `_fast_expand`, reached
+#: from `torch.empty_strided`'s contiguity checks) and `run_decompositions` (the same, when it retraces). They grow
+#: with the expanded size, which the bound caps (SPEC.md §11.6): for them the rule is the budget at every depth,
+#: and their growth is reported, not judged. Every other consumer must be flat.
+TREE_WALKERS = ("load", "print_ep", "print_readable", "run_decompositions")
+
+
+#: Consumers that read the file themselves, so must refuse it over the bound.
+READERS = ("read", "validate", "dump", "load", "load_module", "cpp_dump", "ts_dump", "viewer")
+
+
+def field_size(field: str, shape: str, depth: int) -> int:
+    """The expanded size of what `field` points at: e(depth), or GE(e(depth), 2) for the guard."""
+    return expanded_size(shape, depth) + (2 if field == "sym_bool" else 0)
+
+
 def growth(rows: list[dict]) -> dict:
-    """Per (field, shape, consumer): time at the smallest and the largest accepted depth, and whether it doubles."""
+    """Per (field, shape, consumer): time at the smallest and the largest accepted depth, and whether it doubles
+    (judged for every consumer but TREE_WALKERS)."""
     by: dict = {}
     for r in rows:
         if r.get("outcome") == "ok" or str(r.get("outcome", "")).startswith("refused by the program"):
@@ -408,7 +439,7 @@ def growth(rows: list[dict]) -> dict:
             continue
         out[f"{field}/{shape}/{consumer}"] = {
             "depths": [lo, hi], "s": [round(t[lo], 4), round(t[hi], 4)],
-            "doubling": t[hi] > GROWTH_FACTOR * t[lo] + ABS_SLACK_S}
+            "doubling": consumer not in TREE_WALKERS and t[hi] > GROWTH_FACTOR * t[lo] + ABS_SLACK_S}
     return out
 
 
@@ -448,8 +479,11 @@ def main(argv=None) -> int:
     return 1 if bad else 0
 
 
-#: The CI sample: every field and shape, three depths (below, near, far above the bound), no browser.
-SAMPLE = {"depths": [2, 10, 40], "consumers": list(PY_CONSUMERS) + ["cpp_dump", "ts_dump"]}
+#: The CI sample (well under a minute): every field and shape at three depths (small, a 253-node tree, a 2^31-node
+#: one over the bound), every consumer but run_decompositions (a second a file) and the browser; the C++ and TS
+#: dumps on the size field only. The full run takes every depth up to the bound and every consumer.
+SAMPLE = {"depths": [2, 6, 30], "consumers": [c for c in PY_CONSUMERS if c != "run_decompositions"]
+          + ["cpp_dump", "ts_dump"], "native_fields": ["size"]}
 
 
 if __name__ == "__main__":
