@@ -244,11 +244,11 @@ def child(spec: dict) -> int:
                             best = dt if best is None else min(best, dt)
                         outcome = r if isinstance(r, str) else "ok"
                     except Pt2FormatError as e:
-                        outcome = f"typed: {type(e).__name__}: {str(e)[:160]}"
+                        outcome = f"typed: {type(e).__name__}: {str(e)[:300]}"
                         if name == "load":
                             failed_before = "load"
                     except Exception as e:  # noqa: BLE001 - reported, and the test fails on it
-                        outcome = f"untyped: {type(e).__name__}: {str(e)[:160]}"
+                        outcome = f"untyped: {type(e).__name__}: {str(e)[:300]}"
                         if name in ("load", "module"):
                             failed_before = name
                     if name == "module" and "mod" not in state:
@@ -287,8 +287,8 @@ def _native(name: str, path: Path, timeout: float) -> tuple[str, float]:
     if r.returncode == 0:
         return "ok", dt
     last = err[-1] if err else ""
-    return (f"typed: {last[:160]}" if "Error" in last and "Sanitizer" not in last else f"untyped: rc {r.returncode} "
-            f"{last[:160]}"), dt
+    return (f"typed: {last[:300]}" if "Error" in last and "Sanitizer" not in last else f"untyped: rc {r.returncode} "
+            f"{last[:300]}"), dt
 
 
 def _viewer(path: Path, timeout: float) -> str:
@@ -304,7 +304,7 @@ def _viewer(path: Path, timeout: float) -> str:
         return f"untyped: {str(e)[:200]}"
     st = out["results"][1]
     if st.get("error"):
-        return f"typed: {st['error'][:160]}" if "Error:" in st["error"] else f"untyped: {st['error'][:160]}"
+        return f"typed: {st['error'][:300]}" if "Error:" in st["error"] else f"untyped: {st['error'][:300]}"
     return "ok"
 
 

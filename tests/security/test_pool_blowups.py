@@ -144,3 +144,35 @@ def test_shared_expression_in_every_field_under_the_bound_ends_safe(base, tmp_pa
     except pt2format.Pt2FormatError:
         pass
     assert time.perf_counter() - t0 < 60
+
+
+# ---------------------------------------------------------------------------
+# The same refusal, in the same words, from every reader
+# ---------------------------------------------------------------------------
+
+@pytest.mark.native
+@pytest.mark.parametrize("encoding", ["flatbuffers", "msgpack", "json"])
+def test_every_reader_refuses_the_invalid_corpus_entry_alike(encoding):
+    """conformance/invalid/sym_expanded_size-*: Python, C++ (pt2f-dump) and TypeScript (cli.js dump) give the
+    same LimitError, naming the same node, with the same message, expected and got."""
+    import re
+    import subprocess
+
+    import native_util_cpp
+    import native_util_ts
+
+    for util in (native_util_cpp, native_util_ts):
+        why = util.missing_toolchain()
+        if why:
+            pytest.fail(f"the native readers are needed: {why}")
+    cpp = native_util_cpp.build() / "pt2f-dump"
+    native_util_ts.build()
+    path = C.ROOT / "conformance" / "invalid" / f"sym_expanded_size-{encoding}.pt2f"
+    with pytest.raises(pt2format.LimitError) as err:
+        pt2format.validate(path)
+    tail = re.search(r"at (programs\[0\]\.sym_exprs\[\d+\]: .*)$", str(err.value)).group(1)
+    assert "expanded size is too large" in tail
+    for cmd in ([str(cpp), str(path)], ["node", str(native_util_ts.CLI), "dump", str(path)]):
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        line = r.stderr.strip().splitlines()[-1]
+        assert r.returncode != 0 and "LimitError" in line and line.endswith(tail), (cmd[0], line, tail)

@@ -51,8 +51,8 @@ void SymEvaluator::check_limits() {
     uint64_t t = 1;
     for (uint32_t k = 0; k < na; ++k) t += size[args->Get(k)];
     if (t > kMaxSymExpandedSize)
-      throw Error(ErrorKind::Limit, "sym_exprs[" + std::to_string(i) + "]: symbolic expression expanded size is too large",
-                  {"", "", {}, "sym_exprs", "<= " + std::to_string(kMaxSymExpandedSize),
+      throw Error(ErrorKind::Limit, "symbolic expression expanded size is too large",
+                  {"", "", {}, "sym_exprs[" + std::to_string(i) + "]", "<= " + std::to_string(kMaxSymExpandedSize),
                    "> " + std::to_string(kMaxSymExpandedSize)});
     size[i] = t;
     uint64_t d = 0;
