@@ -176,3 +176,43 @@ def test_every_reader_refuses_the_invalid_corpus_entry_alike(encoding):
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         line = r.stderr.strip().splitlines()[-1]
         assert r.returncode != 0 and "LimitError" in line and line.endswith(tail), (cmd[0], line, tail)
+
+
+# ---------------------------------------------------------------------------
+# Linear independent of the bound: conversion to sympy builds each pool node once
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape", ["max", "mul_add"])
+def test_conversion_to_sympy_builds_each_node_once(monkeypatch, shape):
+    """60 levels (a 2^60 tree; the bound lifted): every pool node becomes one sympy object, built once."""
+    import pt2format._symeval as S
+    from pt2format.loaders._symbols import ShapeBuilder
+
+    monkeypatch.setattr(S.evaluate_pool, "__kwdefaults__", {**S.evaluate_pool.__kwdefaults__, "max_size": 1 << 80})
+    symbols = [m.Symbol(name="s0", kind=m.SymbolKind.INT, hint=4, has_hint=True, positive=True),
+               m.Symbol(name="u0", kind=m.SymbolKind.INT)]
+    pool = [m.SymExpr(kind=K.SYMBOL, symbol=0), m.SymExpr(kind=K.SYMBOL, symbol=1)]
+    e = 0
+    for _ in range(60 if shape == "max" else 62):  # mul_add: degree 63, under the degree bound
+        if shape == "max":
+            pool.append(m.SymExpr(kind=K.APPLY, op=O.MAX, args=[e, e]))
+        else:
+            pool.append(m.SymExpr(kind=K.APPLY, op=O.MUL, args=[e, 1]))
+            pool.append(m.SymExpr(kind=K.APPLY, op=O.ADD, args=[e, len(pool) - 1]))
+        e = len(pool) - 1
+    program = m.Program(name="p", symbols=symbols, sym_exprs=pool)
+    builder = ShapeBuilder(program)
+    made = []
+    real = builder._make
+    monkeypatch.setattr(builder, "_make", lambda j, node: made.append(j) or real(j, node))
+    t0 = time.perf_counter()
+    root = builder.expr(e)
+    assert time.perf_counter() - t0 < 20
+    reachable, todo = set(), [e]
+    while todo:
+        j = todo.pop()
+        if j not in reachable:
+            reachable.add(j)
+            todo.extend(pool[j].args or ())
+    assert sorted(made) == sorted(reachable)  # each node it needs, once
+    assert root is builder.expr(e) and builder.hint(e) == (4 if shape == "max" else None)
