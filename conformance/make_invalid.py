@@ -386,6 +386,12 @@ def _int_overflow(p):
     e.append(_apply_expr(m.SymOp.ADD, [len(e) - 1, len(e) - 1]))
 
 
+def _shared_chain(p):
+    e = prog(p).sym_exprs  # e[0] is the batch symbol: Max(e, e) 30 deep, 30 nodes and a tree of 2**31 - 1
+    for _ in range(30):
+        e.append(_apply_expr(m.SymOp.MAX, [len(e) - 1, len(e) - 1]))
+
+
 # (name, rule, error, description, case, mutate, extra kwargs for tree_file)
 TREE_CASES = [
     # Package / header agreement (§8, §7)
@@ -534,6 +540,8 @@ TREE_CASES = [
      "dynamic_batch", _huge_pow, {}),
     ("sym_add_overflow", "§11.6", "LimitError", "2**62 + 2**62 overflows int64",
      "dynamic_batch", _int_overflow, {}),
+    ("sym_expanded_size", "§11.6", "LimitError", "Max(e, e) chained 30 deep: expanded size 2**31 - 1 > 4096",
+     "dynamic_batch", _shared_chain, {}),
     ("range_constraint_out_of_range", "§11.3", "ValidationError", "RangeConstraint.expr past the pool",
      "dynamic_batch", _range_expr, {}),
     ("symbol_duplicate", "§11.3", "ValidationError", "two symbols with the same name",

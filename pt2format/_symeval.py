@@ -31,6 +31,9 @@ INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 MAX_SYM_DEGREE = 64
 #: Evaluation budget of one pool: the sum over nodes of 1 + operand count.
 MAX_SYM_EVAL_STEPS = 1 << 22
+#: Largest expanded size of an expression (SPEC.md, "Bounds"): its node count
+#: as a tree, every shared operand counted each time it is used.
+MAX_SYM_EXPANDED_SIZE = 1 << 12
 
 
 _N = None  # no upper bound
@@ -336,18 +339,38 @@ def _op_name(op: int) -> str:
     return _OP_NAMES.get(op) or f"op {int(op)}"
 
 
+def expanded_sizes(exprs, *, cap: int = MAX_SYM_EXPANDED_SIZE + 1) -> list:
+    """Expanded size of every node (SPEC.md §11.6), saturated at `cap`, in one forward pass.
+
+    A leaf counts 1 and an APPLY 1 plus its operands' sizes, so a shared
+    operand counts once per use: the size of the tree a naive walk visits,
+    which can be 2^n for a pool of n nodes. Saturating keeps every number
+    small. Operands that do not come earlier count 1 (validation refuses them).
+    """
+    size = [1] * len(exprs)
+    for i, e in enumerate(exprs):
+        if e.kind == _APPLY and e.args:
+            t = 1
+            for a in e.args:
+                t += size[a] if 0 <= a < i else 1
+            size[i] = t if t < cap else cap
+    return size
+
+
 def evaluate_pool(exprs, symbol_values, *, path: str = "sym_exprs", max_degree: int = MAX_SYM_DEGREE,
-                  max_steps: int = MAX_SYM_EVAL_STEPS) -> list:
+                  max_steps: int = MAX_SYM_EVAL_STEPS, max_size: int = MAX_SYM_EXPANDED_SIZE) -> list:
     """Values of every node of `exprs`, in one forward pass.
 
     `symbol_values[i]` is the value of `Program.symbols[i]`, or UNKNOWN. A
     result entry is a value, UNKNOWN or an EvalFailure. Raises LimitError
-    (naming `path[i]`) when a 64-bit, degree or budget limit is broken. The
+    (naming `path[i]`) when a 64-bit, degree, expanded-size or budget limit
+    is broken. The
     pool is assumed validated: kinds known, operands earlier.
     """
     n = len(exprs)
     vals: list = [None] * n
     degree = [0] * n
+    size = [1] * n
     steps = 0
     for i, e in enumerate(exprs):
         kind = e.kind
@@ -389,6 +412,11 @@ def evaluate_pool(exprs, symbol_values, *, path: str = "sym_exprs", max_degree: 
             vals[i] = EvalFailure(i, "operand must come earlier in the pool")
             continue
         op = e.op
+        t = 1 + sum(map(size.__getitem__, args))
+        if t > max_size:
+            raise LimitError("symbolic expression expanded size is too large", path=f"{path}[{i}]",
+                             expected=f"<= {max_size}", got=f"> {max_size}")
+        size[i] = t
         degree[i] = _degree(op, args, exprs, degree)
         if degree[i] > max_degree:
             raise LimitError("symbolic expression degree is too high", path=f"{path}[{i}]",

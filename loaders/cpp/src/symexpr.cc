@@ -24,10 +24,11 @@ SymEvaluator::SymEvaluator(const pt2format::Program *program) : program_(program
 
 // Structural limits of SPEC.md ("Bounds"), checked once over the whole pool
 // before anything is evaluated: the evaluation budget (1 + operand count per
-// node) and the degree of every expression. Both are LimitErrors.
+// node), the expanded size and the degree of every expression. All are LimitErrors.
 void SymEvaluator::check_limits() {
   const auto *pool = program_->sym_exprs();
   std::vector<uint64_t> degree(n_, 0);
+  std::vector<uint64_t> size(n_, 1);  // expanded size; each entry <= kMaxSymExpandedSize, so sums cannot overflow
   uint64_t steps = 0;
   using K = pt2format::SymExprKind;
   using O = pt2format::SymOp;
@@ -47,6 +48,13 @@ void SymEvaluator::check_limits() {
     bool ok = true;
     for (uint32_t k = 0; k < na; ++k) ok = ok && args->Get(k) < i;
     if (!ok) continue;  // evaluation reports it
+    uint64_t t = 1;
+    for (uint32_t k = 0; k < na; ++k) t += size[args->Get(k)];
+    if (t > kMaxSymExpandedSize)
+      throw Error(ErrorKind::Limit, "symbolic expression expanded size is too large",
+                  {"", "", {}, "sym_exprs[" + std::to_string(i) + "]", "<= " + std::to_string(kMaxSymExpandedSize),
+                   "> " + std::to_string(kMaxSymExpandedSize)});
+    size[i] = t;
     uint64_t d = 0;
     const O op = e->op();
     if (op == O::MUL) {

@@ -358,13 +358,27 @@ void test_evaluator() {
     CHECK_EQ(ev.evaluate(mn), F(-std::numeric_limits<double>::infinity()));
   }
   {
-    // A 200,000-node chain evaluates without recursion.
+    // The deepest chain the expanded-size bound allows (2047 ADDs: 4095 nodes of tree) evaluates;
+    // a 200,000-node one is refused when the evaluator is made, before anything walks it.
     PoolBuilder b;
     uint32_t prev = b.integer(0), one = b.integer(1);
-    for (int i = 0; i < 200000; ++i) prev = b.apply(Op::ADD, {prev, one});
+    for (int i = 0; i < 2047; ++i) prev = b.apply(Op::ADD, {prev, one});
     const auto *prog = b.finish();
     pt2f::SymEvaluator ev(prog);
-    CHECK_EQ(ev.evaluate(prev), I(200000));
+    CHECK_EQ(ev.evaluate(prev), I(2047));
+    PoolBuilder deep;
+    prev = deep.integer(0), one = deep.integer(1);
+    for (int i = 0; i < 200000; ++i) prev = deep.apply(Op::ADD, {prev, one});
+    const auto *deep_prog = deep.finish();
+    CHECK(contains(error_of([&] { pt2f::SymEvaluator refused(deep_prog); }), "expanded size is too large"));
+  }
+  {
+    // Max(e, e) 40 deep: 41 nodes of pool, 2^41 - 1 of tree; the size saturates, the node is named.
+    PoolBuilder b;
+    uint32_t e = b.integer(3);
+    for (int i = 0; i < 40; ++i) e = b.apply(Op::MAX, {e, e});
+    const auto *prog = b.finish();
+    CHECK(contains(error_of([&] { pt2f::SymEvaluator refused(prog); }), "sym_exprs[12]: symbolic expression expanded size"));
   }
 }
 

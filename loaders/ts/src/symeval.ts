@@ -4,7 +4,8 @@
  * The reader runs it at validation to refuse, with the same LimitError as the
  * Python and C++ readers, a pool that breaks the bounds: every exact value
  * (integers, rational numerators and denominators) within 64 bits, the
- * structural degree at most 64, at most 2^22 evaluation steps. Values follow
+ * structural degree at most 64, expanded size at most 2^12, at most 2^22
+ * evaluation steps. Values follow
  * the Python reference: bool, exact integers (bigint) and rationals, and
  * IEEE-754 doubles; a node depending on a symbol without a hint is UNKNOWN, a
  * domain error (division by zero, ...) is a Failure carried to its users (not
@@ -20,6 +21,8 @@ const INT64_MIN = -(1n << 63n);
 const INT64_MAX = (1n << 63n) - 1n;
 export const MAX_SYM_DEGREE = 64;
 export const MAX_SYM_EVAL_STEPS = 1 << 22;
+/** Largest expanded size of an expression: its node count as a tree, a shared operand counted at each use. */
+export const MAX_SYM_EXPANDED_SIZE = 1 << 12;
 
 export const UNKNOWN = Symbol('UNKNOWN');
 export class Failure { constructor(readonly index: number, readonly reason: string) {} }
@@ -401,9 +404,10 @@ function applyNode(i: number, op: number, args: number[], vals: SymValue[], path
 
 /** Values of every node of `exprs` in one forward pass; LimitError (naming `path[i]`) on a broken bound. */
 export function evaluatePool(exprs: Expr[], symbolValues: SymValue[], path = 'sym_exprs',
-  maxDegree = MAX_SYM_DEGREE, maxSteps = MAX_SYM_EVAL_STEPS): SymValue[] {
+  maxDegree = MAX_SYM_DEGREE, maxSteps = MAX_SYM_EVAL_STEPS, maxSize = MAX_SYM_EXPANDED_SIZE): SymValue[] {
   const vals: SymValue[] = new Array(exprs.length);
   const degree: number[] = new Array(exprs.length).fill(0);
+  const size: number[] = new Array(exprs.length).fill(1);
   let steps = 0;
   exprs.forEach((e, i) => {
     const kind = n(e['kind']);
@@ -432,6 +436,9 @@ export function evaluatePool(exprs: Expr[], symbolValues: SymValue[], path = 'sy
     if (kind !== K.APPLY) { vals[i] = new Failure(i, `expression kind ${kind} is unspecified or unknown to this reader`); return; }
     if (args.some((k) => k >= i)) { vals[i] = new Failure(i, 'operand must come earlier in the pool'); return; }
     const op = n(e['op']);
+    const t = args.reduce((s, k) => s + size[k]!, 1);
+    if (t > maxSize) throw new LimitError('symbolic expression expanded size is too large', { path: `${path}[${i}]`, expected: `<= ${maxSize}`, got: `> ${maxSize}` });
+    size[i] = t;
     degree[i] = degreeOf(op, args, exprs, degree);
     if (degree[i]! > maxDegree) throw new LimitError('symbolic expression degree is too high', { path: `${path}[${i}]`, expected: `<= ${maxDegree}`, got: degree[i] });
     vals[i] = applyNode(i, op, args, vals, path);

@@ -24,6 +24,8 @@ namespace pt2f {
 /// reader's pt2format._symeval holds the same numbers.
 constexpr uint64_t kMaxSymDegree = 64;
 constexpr uint64_t kMaxSymEvalSteps = uint64_t(1) << 22;
+// Largest expanded size of an expression: its node count as a tree, a shared operand counted at each use.
+constexpr uint64_t kMaxSymExpandedSize = uint64_t(1) << 12;
 
 /// A value of a symbolic expression.
 struct SymValue {

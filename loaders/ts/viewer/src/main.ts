@@ -298,6 +298,7 @@ class Viewer {
     el.appendChild(meta);
     table('symbols', ['symbol', 'range', 'hint'], p.symbols.map((s) => [s.name, s.range, s.hint]));
     table('range constraints', ['expression', 'range'], p.constraints.map((c) => [c.expr, c.range]));
+    table('shared expressions', ['name', 'expression'], p.shared.map((x) => [x.name, x.expr]));
     table('module call graph', ['module', 'inputs', 'outputs'], p.callGraph.map((c) => [c.fqn, c.inputs, c.outputs]));
   }
 

@@ -58,6 +58,8 @@ export interface VProgram {
   graph: VGraph;
   symbols: { name: string; range: string; hint: string }[];
   constraints: { expr: string; range: string }[];
+  /** Expressions shown by name elsewhere (e12), with their definitions (see SymText). */
+  shared: { name: string; expr: string }[];
   callGraph: { fqn: string; inputs: string; outputs: string }[];
   nodeCount: number;
 }
@@ -105,16 +107,58 @@ const BINOPS: Record<string, [string, number]> = {
   BITWISE_AND: ['&', 0], BITWISE_OR: ['|', 0], BITWISE_XOR: ['^', 0],
 };
 
-/** Renders Program.sym_exprs nodes as text (s0, 2*s0, Max(1, s0)), memoised; never evaluates anything. */
-class SymText {
-  private memo = new Map<number, [string, number]>();
-  constructor(private exprs: J[], private symbols: J[]) {}
+/**
+ * Renders Program.sym_exprs nodes as text (s0, 2*s0, Max(1, s0)), memoised; never evaluates anything.
+ *
+ * The pool is a graph: a node used twice is one node, and writing it out at
+ * every use doubles the text per level (Max(e, e) chained 40 deep is 2^40
+ * characters). So a node's text inlines an operand only while that stays
+ * short; a longer operand used more than once, or any operand longer than
+ * LONG characters, is shown by name (`e12`) and defined once in the
+ * program's "shared expressions" table. Every part of a node's text is then
+ * at most LONG characters, so the work and the text are linear in the pool.
+ */
+export class SymText {
+  static readonly SHORT = 24;
+  static readonly LONG = 80;
+  private memo: [string, number][] = [];
+  private uses: Uint32Array;
+  constructor(private exprs: J[], private symbols: J[]) {
+    this.uses = new Uint32Array(exprs.length);
+    exprs.forEach((e: J, i: number) => {
+      for (const a of e?.kind === 'APPLY' ? e.args ?? [] : []) { const k = Number(a); if (k >= 0 && k < i) this.uses[k]!++; }
+    });
+  }
 
-  text(i: number): string { return this.node(i)[0]; }
+  /** Text of node `i` where it is used (a shape, a constraint): its expression, or its name when that is long. */
+  text(i: number): string { return this.named(i) && this.node(i)[0].length > SymText.LONG ? `e${i}` : this.node(i)[0]; }
 
+  /** Whether node `i` is shown by name inside other expressions (and defined in `shared()`). */
+  named(i: number): boolean {
+    const e = this.exprs[i];
+    if (!e || e.kind !== 'APPLY') return false;
+    const len = this.node(i)[0].length;
+    return len > SymText.LONG || (this.uses[i]! >= 2 && len > SymText.SHORT);
+  }
+
+  /** The named nodes with their definitions, in pool order. */
+  shared(): { name: string; expr: string }[] {
+    const out: { name: string; expr: string }[] = [];
+    for (let i = 0; i < this.exprs.length; i++) if (this.named(i)) out.push({ name: `e${i}`, expr: this.node(i)[0] });
+    return out;
+  }
+
+  /** An operand as it appears inside its user: a name or its (short) text. */
+  private part(a: number): [string, number] { return this.named(a) ? [`e${a}`, 9] : this.node(a); }
+
+  /** Node `i`'s text and precedence. Operands come first in the pool, so the prefix is built in order: no recursion. */
   private node(i: number): [string, number] {
-    const hit = this.memo.get(i);
-    if (hit) return hit;
+    if (!(i >= 0 && i < this.exprs.length)) return [`?expr${i}`, 9];
+    while (this.memo.length <= i) this.memo.push(this.build(this.memo.length));
+    return this.memo[i]!;
+  }
+
+  private build(i: number): [string, number] {
     const e = this.exprs[i];
     let out: [string, number];
     if (!e) out = [`?expr${i}`, 9];
@@ -128,34 +172,35 @@ class SymText {
         case 'POSITIVE_INFINITY': out = ['oo', 9]; break;
         case 'NEGATIVE_INFINITY': out = ['-oo', 9]; break;
         case 'APPLY': {
+          // Operands come earlier in a valid pool; anything else is shown, not followed (no recursion on a cycle).
           const args: number[] = (e.args ?? []).map(Number);
+          const part = (a: number): [string, number] => (a >= 0 && a < i ? this.part(a) : [`?expr${a}`, 9]);
           const op = String(e.op);
           const bin = BINOPS[op];
           if (bin && args.length >= 2) {
-            const parts = args.map((a) => { const [t, p] = this.node(a); return p < bin[1] || (p === bin[1] && bin[1] >= 2 && a !== args[0]) ? `(${t})` : t; });
+            const parts = args.map((a) => { const [t, p] = part(a); return p < bin[1] || (p === bin[1] && bin[1] >= 2 && a !== args[0]) ? `(${t})` : t; });
             let s = parts.join(bin[0] === '+' ? ' + ' : bin[0] === '*' ? '*' : ` ${bin[0]} `);
             s = s.replace(/\+ -/g, '- ');
             out = [s, bin[1]];
           } else if (op === 'NOT' && args.length === 1) {
-            out = [`~${this.node(args[0]!)[0]}`, 8];
+            out = [`~${part(args[0]!)[0]}`, 8];
           } else {
             const name = op.toLowerCase().replace(/(^|_)([a-z])/g, (_m, _u, c: string) => c.toUpperCase());
-            out = [`${name}(${args.map((a) => this.node(a)[0]).join(', ')})`, 9];
+            out = [`${name}(${args.map((a) => part(a)[0]).join(', ')})`, 9];
           }
           break;
         }
         default: out = [`?${e.kind}`, 9];
       }
     }
-    this.memo.set(i, out);
     return out;
   }
 }
 
-function rangeText(r: J): string {
-  if (!r) return '';
-  const lo = r.lower_unbounded ? '-oo' : String(r.lower);
-  const hi = r.upper_unbounded ? 'oo' : String(r.upper);
+/** A ValueRange as torch prints it: an absent side (has_lower/has_upper false) is unbounded (SPEC.md 11.3). */
+function rangeText(r: J, isFloat = false): string {
+  const lo = r?.has_lower ? (isFloat ? fmtNum(float(r.float_lower)) : String(r.lower)) : '-oo';
+  const hi = r?.has_upper ? (isFloat ? fmtNum(float(r.float_upper)) : String(r.upper)) : 'oo';
   return `[${lo}, ${hi}]`;
 }
 
@@ -355,15 +400,16 @@ export class Adapter {
       node.op = role;
     });
     void stateTensors;
-    const symbols = (p.symbols ?? []).map((s: J) => ({ name: String(s.name), range: rangeText(s.range), hint: s.has_hint ? String(s.hint) : 'unbacked' }));
-    const constraints = (p.range_constraints ?? []).map((r: J) => ({ expr: this.sym.text(Number(r.expr)), range: rangeText(r.range) }));
+    const symbols = (p.symbols ?? []).map((s: J) => ({ name: String(s.name), range: rangeText(s.range, s.kind === 'FLOAT'), hint: s.has_hint ? (s.kind === 'FLOAT' ? fmtNum(float(s.float_hint)) : String(s.hint)) : 'unbacked' }));
+    const floatSym = (i: number) => { const e = (p.sym_exprs ?? [])[i]; return e?.kind === 'SYMBOL' && p.symbols?.[Number(e.symbol)]?.kind === 'FLOAT'; };
+    const constraints = (p.range_constraints ?? []).map((r: J) => ({ expr: this.sym.text(Number(r.expr)), range: rangeText(r.range, floatSym(Number(r.expr))) }));
     const sigText = (args: J[]) => (args ?? []).map((a: J) => this.argText(a.value_type, a.value)).join(', ');
     const callGraph = (p.module_call_graph ?? []).map((e: J) => ({ fqn: e.fqn === '' ? '(root)' : String(e.fqn),
       inputs: e.signature ? sigText(e.signature.inputs) : '', outputs: e.signature ? sigText(e.signature.outputs) : '' }));
     let nodeCount = 0;
     const count = (g: VGraph): void => { for (const n of g.nodes) { if (n.kind === 'op') nodeCount++; n.subgraphs.forEach((s) => count(s.graph)); } };
     count(graph);
-    return { name: String(p.name ?? ''), graph, symbols, constraints, callGraph, nodeCount };
+    return { name: String(p.name ?? ''), graph, symbols, constraints, shared: this.sym.shared(), callGraph, nodeCount };
   }
 }
 
