@@ -4,9 +4,15 @@
 torch's test TwoTensor); its flatten context carries plain values of each
 kind the format stores (str, int, float, bool, list, dict, dtype, device).
 `BadContextTensor` has a context the format must refuse (an arbitrary object).
+`records()` is a context with an enum member, a (frozen, nested) dataclass
+and a namedtuple, as torchao's contexts hold (structured values, schema 1.1).
 """
 
 from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import NamedTuple
 
 import torch
 from torch.utils import _pytree as pytree
@@ -57,3 +63,44 @@ class BadContextTensor(PairTensor):
 def pair(n: int = 3, seed: int = 0) -> PairTensor:
     g = torch.Generator().manual_seed(seed)
     return PairTensor(torch.randn(n, generator=g), torch.randn(n, generator=g))
+
+
+class Mode(enum.Enum):
+    FAST = "fast"
+    EXACT = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class Granule:
+    dim: int
+
+
+@dataclasses.dataclass
+class Settings:
+    granule: Granule
+    mode: Mode
+    scale: float = 1.0
+    tags: list = dataclasses.field(default_factory=list)
+    derived: int = dataclasses.field(init=False, default=0)
+
+    def __post_init__(self):
+        self.derived = self.granule.dim * 10
+
+
+class Span(NamedTuple):
+    lo: int
+    hi: int
+
+
+RECORD_CLASSES = (Mode, Granule, Settings, Span)
+
+
+def records() -> dict:
+    s = Settings(Granule(-1), Mode.FAST, 0.5, ["x", 1])
+    s.derived = 7  # a value __init__ would not compute: the loader must not run __init__/__post_init__
+    return {"mode": Mode.EXACT, "settings": s, "span": Span(1, 2), "spans": [Span(3, 4)], "none": None}
+
+
+def record_pair(seed: int = 0) -> PairTensor:
+    p = pair(3, seed)
+    return PairTensor(p.a, p.b, "records", records())
