@@ -22,7 +22,8 @@ from pt2format.loaders._weights import read_weights
 
 import crafting
 import subclass_samples
-from subclass_samples import RECORD_CLASSES, Granule, Mode, PairTensor, Settings, Span, record_pair
+from subclass_samples import (RECORD_CLASSES, Granule, Mode, PairTensor, RecordModule, Settings, Span,
+                              record_mutations, record_pair)
 
 TRUSTED = [PairTensor, *RECORD_CLASSES]
 
@@ -119,43 +120,6 @@ def test_a_local_record_class_is_refused_at_save(tmp_path):
     t = PairTensor(torch.ones(2), torch.zeros(2), "t", {"local": Local(1)})
     with pytest.raises(ExportError, match="defined inside a function"):
         pt2format.save_weights({"w": t}, tmp_path / "w.pt2f", progress=False, fsync=False)
-
-
-def _enum_value():
-    return m.Value(m.EnumValue(class_fqn="subclass_samples.Mode", name="FAST"))
-
-
-def record_mutations():
-    """(name, mutate, message): files each reader must refuse with a ValidationError."""
-    def outside(p):
-        """EnumValue/ObjectValue name classes; only a subclass context, where the trust list applies, may hold them."""
-        node = crafting.nodes(p)[0]
-        node.metadata.custom = m.MapValue([m.MapEntry(m.Value(m.StringValue("k")), _enum_value())])
-
-    def duplicate_field(p):
-        row = next(t for t in p.tensors if t.subclass is not None)
-        row.subclass.context = m.Value(m.ObjectValue(
-            class_fqn="subclass_samples.Span", kind=m.ObjectKind.NAMEDTUPLE,
-            fields=[m.ObjectField("lo", m.Value(m.IntValue(1))), m.ObjectField("lo", m.Value(m.IntValue(2)))]))
-
-    def tensor_in_context(p):
-        row = next(t for t in p.tensors if t.subclass is not None)
-        row.subclass.context = m.Value(m.ObjectValue(
-            class_fqn="subclass_samples.Span", kind=m.ObjectKind.NAMEDTUPLE,
-            fields=[m.ObjectField("lo", m.Value(m.TensorRefValue(0))), m.ObjectField("hi", _enum_value())]))
-
-    return [("outside", outside, "only in a tensor subclass's context"),
-            ("duplicate_field", duplicate_field, "field names must be unique"),
-            ("tensor_in_context", tensor_in_context, "tensor index out of range")]
-
-
-class RecordModule(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.p = torch.nn.Parameter(record_pair(), requires_grad=False)
-
-    def forward(self, x):
-        return x + self.p
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,9 @@ from typing import NamedTuple
 import torch
 from torch.utils import _pytree as pytree
 
+import crafting
+from pt2format._generated import model as m
+
 
 class PairTensor(torch.Tensor):
     @staticmethod
@@ -104,3 +107,42 @@ def records() -> dict:
 def record_pair(seed: int = 0) -> PairTensor:
     p = pair(3, seed)
     return PairTensor(p.a, p.b, "records", records())
+
+
+class RecordModule(torch.nn.Module):
+    """A program whose parameter's flatten context holds `records()`."""
+
+    def __init__(self):
+        super().__init__()
+        self.p = torch.nn.Parameter(record_pair(), requires_grad=False)
+
+    def forward(self, x):
+        return x + self.p
+
+
+def _enum_value():
+    return m.Value(m.EnumValue(class_fqn="subclass_samples.Mode", name="FAST"))
+
+
+def record_mutations():
+    """(name, mutate, message): files each reader must refuse with a ValidationError."""
+    def outside(p):
+        """EnumValue/ObjectValue name classes; only a subclass context, where the trust list applies, may hold them."""
+        node = crafting.nodes(p)[0]
+        node.metadata.custom = m.MapValue([m.MapEntry(m.Value(m.StringValue("k")), _enum_value())])
+
+    def duplicate_field(p):
+        row = next(t for t in p.tensors if t.subclass is not None)
+        row.subclass.context = m.Value(m.ObjectValue(
+            class_fqn="subclass_samples.Span", kind=m.ObjectKind.NAMEDTUPLE,
+            fields=[m.ObjectField("lo", m.Value(m.IntValue(1))), m.ObjectField("lo", m.Value(m.IntValue(2)))]))
+
+    def tensor_in_context(p):
+        row = next(t for t in p.tensors if t.subclass is not None)
+        row.subclass.context = m.Value(m.ObjectValue(
+            class_fqn="subclass_samples.Span", kind=m.ObjectKind.NAMEDTUPLE,
+            fields=[m.ObjectField("lo", m.Value(m.TensorRefValue(0))), m.ObjectField("hi", _enum_value())]))
+
+    return [("outside", outside, "only in a tensor subclass's context"),
+            ("duplicate_field", duplicate_field, "field names must be unique"),
+            ("tensor_in_context", tensor_in_context, "tensor index out of range")]
