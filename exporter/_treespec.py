@@ -110,8 +110,9 @@ class TreeSpecExporter:
 
     def _standin(self, out: TreeSpec, typ, ctx, path):
         """A loader's stand-in for a missing class -> the node the file had: the loader chose the stand-in's
-        flavor from that node, and each flavor maps back to it (keys = the context for dict-like ones,
-        field names = the context's non-None names for dataclass ones, else the class's field names)."""
+        flavor from that node, and each flavor maps back to it (keys = the context for dict-like ones;
+        field names = for dataclass ones every field in declaration order, or the non-None ones, as the
+        file had them; else the class's field names)."""
         out.kind = TreeSpecKind.CUSTOM
         out.type_name = standin_type_name(typ)
         out.context = to_value(ctx, path=f"{path}.context")
@@ -119,7 +120,8 @@ class TreeSpecExporter:
         if flavor == "mapping":
             out.keys = self._keys(ctx, path)
         elif flavor == "dataclass":
-            out.field_names = list(ctx[0])
+            # the file listed every field in declaration order, or (files before that) the non-None ones
+            out.field_names = list(typ._pt2f_fields) if vars(typ).get("_pt2f_declared") else list(ctx[0])
         else:
             out.field_names = list(typ._pt2f_fields)
 
@@ -158,13 +160,25 @@ class TreeSpecExporter:
         n = len(out.children)
         if dataclasses.is_dataclass(typ) and isinstance(ctx, (list, tuple)) and len(ctx) == 2 \
                 and isinstance(ctx[0], (list, tuple)) and len(ctx[0]) == n and all(isinstance(x, str) for x in ctx[0]):
-            out.field_names = list(ctx[0])  # register_dataclass: [flat field names, None field names]
+            # register_dataclass: [flat field names, None field names]. The field names are every field in
+            # declaration order, so that a loader's stand-in lists them as `dataclasses.fields` does.
+            out.field_names = _declared_order(typ, ctx)
         elif isinstance(ctx, (list, tuple)) and len(ctx) == n and all(isinstance(k, (str, int)) for k in ctx):
             out.keys = self._keys(ctx, path)  # dict-like nodes (e.g. model output classes)
         elif hasattr(typ, "_fields") and len(typ._fields) == n:
             out.field_names = list(typ._fields)
         elif spec is not None:
             out.field_names = _attribute_names(typ, spec)
+
+
+def _declared_order(typ, ctx) -> list[str]:
+    """The fields in `ctx` ([flat names, None names]) in the class's declaration order; the flat names
+    alone when the context names anything the class does not declare."""
+    named = list(ctx[0]) + list(ctx[1] or [])
+    declared = [f.name for f in dataclasses.fields(typ)]
+    if not all(isinstance(x, str) for x in named) or len(set(named)) != len(named) or not set(named) <= set(declared):
+        return list(ctx[0])
+    return [f for f in declared if f in set(named)]
 
 
 def _attribute_names(typ, spec: pytree.TreeSpec) -> list[str]:

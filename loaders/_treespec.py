@@ -194,9 +194,14 @@ class TreeSpecLoader:
                 return None
             cls = _standins.custom_standin(name, "mapping", keys_from_context=True)
         elif (type(ctx) is list and len(ctx) == 2 and all(type(c) is list for c in ctx)
-              and all(type(f) is str for c in ctx for f in c) and ctx[0] == fields
-              and len(set(fields + ctx[1])) == len(fields) + len(ctx[1])):
-            cls = _standins.custom_standin(name, "dataclass", fields + ctx[1])
+              and all(type(f) is str for c in ctx for f in c) and len(ctx[0]) == n
+              and len(set(ctx[0] + ctx[1])) == len(ctx[0]) + len(ctx[1])):
+            if ctx[0] == fields:  # the non-None fields only (files before 1.1's declaration order)
+                cls = _standins.custom_standin(name, "dataclass", fields + ctx[1])
+            elif sorted(fields) == sorted(ctx[0] + ctx[1]) and [f for f in fields if f in set(ctx[0])] == ctx[0]:
+                cls = _standins.custom_standin(name, "dataclass", fields, declared=True)  # declaration order
+            else:
+                return None
         elif not fields or len(fields) == n:
             cls = _standins.custom_standin(name, "node", fields)
         else:
