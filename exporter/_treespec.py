@@ -10,6 +10,7 @@ import collections
 import dataclasses
 import keyword
 
+import torch
 import torch.utils._pytree as pytree
 
 from pt2format._generated.model import TreeSpec, TreeSpecKind
@@ -102,6 +103,12 @@ class TreeSpecExporter:
         elif typ is collections.deque:
             out.kind = TreeSpecKind.DEQUE
             out.context = to_value(ctx, path=f"{path}.context")
+        elif isinstance(typ, type) and issubclass(typ, torch.nn.Module):
+            # An nn.Module input: torch's context is [parameter and buffer names, a weak reference to the
+            # example module]; the names are the node's keys, the reference is never stored.
+            out.kind = TreeSpecKind.MODULE
+            out.type_name = qualified_name(typ)
+            out.keys = self._keys(list(ctx[0]), path)
         elif standin_type_name(typ) is not None:
             self._standin(out, typ, ctx, path)
         else:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import collections
 import sys
 
+import torch
 import torch.utils._pytree as pytree
 
 from pt2format._generated.model import TreeSpec, TreeSpecKind
@@ -66,10 +67,51 @@ def _origin(spec) -> TreeSpec:
                     keys=list(spec.keys), context=spec.context)
 
 
+class ModuleClassRef:
+    """Where torch's context for an nn.Module input holds a weak reference to the example module
+    (`PrototypeModule`): it compares equal to torch's by class, as torch's does. There is no module
+    behind it (calling it gives None, like a reference whose module is gone)."""
+
+    def __init__(self, cls):
+        self._proto_cls = cls
+
+    def __call__(self):
+        return None
+
+    def __eq__(self, other):
+        return getattr(other, "_proto_cls", None) is self._proto_cls
+
+    def __hash__(self):
+        return hash(self._proto_cls)
+
+    def __repr__(self):
+        return f"<nn.Module input of class {self._proto_cls.__module__}.{self._proto_cls.__qualname__}>"
+
+
+def module_input_hooks(module: torch.nn.Module, module_types) -> None:
+    """Register each nn.Module input class as a pytree node while `module` runs, as torch's unlifted module
+    does with the classes of its example inputs (torch.export._unlift)."""
+    if not module_types:
+        return
+    from torch._export.non_strict_utils import (
+        _enter_enable_graph_inputs_of_type_nn_module,
+        _exit_enable_graph_inputs_of_type_nn_module,
+    )
+
+    types = set(module_types)
+    # first, so that every other pre-hook (torch's input checks) sees the classes registered
+    module.register_forward_pre_hook(lambda *a, **k: _enter_enable_graph_inputs_of_type_nn_module(types),
+                                     prepend=True)
+    module.register_forward_hook(lambda *a, **k: _exit_enable_graph_inputs_of_type_nn_module(types),
+                                 always_call=True)
+
+
 class TreeSpecLoader:
     def __init__(self, program_name: str):
         self.program_name = program_name
         self.fallbacks: list[str] = []
+        #: classes of nn.Module inputs met so far (the loaded program registers them while it runs)
+        self.module_types: set[type] = set()
 
     def load(self, spec, path: str = "spec") -> pytree.TreeSpec:
         if spec is None:
@@ -110,7 +152,25 @@ class TreeSpecLoader:
             return self._namedtuple(spec, children, path)
         if k == TreeSpecKind.CUSTOM:
             return self._custom(spec, children, path)
+        if k == TreeSpecKind.MODULE:
+            return self._module(spec, children, path)
         raise LoadError("unknown tree spec kind", path=path, got=k)
+
+    def _module(self, spec, children, path):
+        """An nn.Module input: torch's node for the class, context [names, class marker] as torch compares it.
+
+        The class must already be imported (nothing is imported by name); the loaded program registers it
+        as a pytree node while it runs, as torch's `module()` does (`module_input_hooks`).
+        """
+        keys = self._keys(spec, len(children), path)
+        if not all(type(k) is str for k in keys):
+            raise LoadError("an nn.Module input's keys are parameter and buffer names", path=f"{path}.keys")
+        name = spec.type_name or ""
+        cls = find_class(name, f"{path}.type_name") if name else None
+        if cls is None or not issubclass(cls, torch.nn.Module):
+            return self._generic(spec, children, path, f"nn.Module class {name!r} is not imported in this process")
+        self.module_types.add(cls)
+        return pytree.TreeSpec(cls, [keys, ModuleClassRef(cls)], children)
 
     def _keys(self, spec, n, path):
         keys = [from_value(v, path=f"{path}.keys[{i}]", hashable=True) for i, v in enumerate(spec.keys)]

@@ -488,10 +488,17 @@ class _Program:
     def check_tree_spec(self, spec, depth: int) -> None:
         if depth > self.max_depth:
             raise LimitError("tree spec nested too deeply", expected=f"depth <= {self.max_depth}", got=depth)
+        module = spec.kind == m.TreeSpecKind.MODULE
         for i, key in enumerate(spec.keys):
             self.check_value(key, f"keys[{i}]")
             try:
-                check_identifier_key(key, "value")
+                if module:  # 1.1: an nn.Module input's parameter and buffer names, e.g. `lin.weight`
+                    if type(key.value) is not m.StringValue:
+                        raise _fail("an nn.Module input's keys are parameter and buffer names", "value",
+                                    expected="a string", got=type(key.value).__name__)
+                    CHECKERS["attr_path"](key.value.value or "", "value.value")
+                else:
+                    check_identifier_key(key, "value")
             except Pt2FormatError as e:
                 raise _wrap(e, f"keys[{i}]")
         self.check_value(spec.context, "context")

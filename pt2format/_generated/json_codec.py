@@ -206,8 +206,8 @@ EV_SymOp = {'UNSPECIFIED': 0, 'ADD': 1, 'MUL': 2, 'POW': 3, 'FLOOR_DIV': 4, 'PYT
 EN_SymbolKind = {0: 'UNSPECIFIED', 1: 'INT', 2: 'FLOAT', 3: 'BOOL'}
 EV_SymbolKind = {'UNSPECIFIED': 0, 'INT': 1, 'FLOAT': 2, 'BOOL': 3}
 
-EN_TreeSpecKind = {0: 'UNSPECIFIED', 1: 'LEAF', 2: 'NONE', 3: 'TUPLE', 4: 'LIST', 5: 'DICT', 6: 'ORDERED_DICT', 7: 'DEFAULT_DICT', 8: 'NAMEDTUPLE', 9: 'DEQUE', 10: 'CUSTOM'}
-EV_TreeSpecKind = {'UNSPECIFIED': 0, 'LEAF': 1, 'NONE': 2, 'TUPLE': 3, 'LIST': 4, 'DICT': 5, 'ORDERED_DICT': 6, 'DEFAULT_DICT': 7, 'NAMEDTUPLE': 8, 'DEQUE': 9, 'CUSTOM': 10}
+EN_TreeSpecKind = {0: 'UNSPECIFIED', 1: 'LEAF', 2: 'NONE', 3: 'TUPLE', 4: 'LIST', 5: 'DICT', 6: 'ORDERED_DICT', 7: 'DEFAULT_DICT', 8: 'NAMEDTUPLE', 9: 'DEQUE', 10: 'CUSTOM', 11: 'MODULE'}
+EV_TreeSpecKind = {'UNSPECIFIED': 0, 'LEAF': 1, 'NONE': 2, 'TUPLE': 3, 'LIST': 4, 'DICT': 5, 'ORDERED_DICT': 6, 'DEFAULT_DICT': 7, 'NAMEDTUPLE': 8, 'DEQUE': 9, 'CUSTOM': 10, 'MODULE': 11}
 K_Argument = frozenset(['value', 'value_type'])
 K_ArgumentMapEntry = frozenset(['key', 'value'])
 K_BoolArgument = frozenset(['value'])

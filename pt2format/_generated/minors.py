@@ -27,6 +27,7 @@ ENUM_VALUE_MINOR = {
     'ObjectKind': {0: 1, 1: 1},
     'QScheme': {0: 1, 1: 1, 2: 1, 3: 1},
     'ScalarType': {42: 1, 43: 1, 44: 1},
+    'TreeSpecKind': {11: 1},
 }
 UNION_MEMBER_MINOR = {
     'ArgumentValue': {33: 1},

@@ -397,6 +397,8 @@ class TreeSpecKind(IntEnum):
     """A collections.deque; `context` holds maxlen (IntValue) or NullValue."""
     CUSTOM = 10
     """A registered pytree node class `type_name` (dataclasses, model output classes, ...). `field_names` holds field names when the class has them, `keys` dict-like keys, and `context` the class's dumpable context. A loader that cannot import `type_name` falls back to a generic container and warns."""
+    MODULE = 11
+    """1.1: an `nn.Module` instance passed as an input (torch.export treats its class as a pytree node while exporting and while the program runs). `type_name` is the module's class; `keys` are the names of its parameters and buffers, one per child, in that order. Loaders never build the module: a caller passes one at each call."""
 
 
 # Bytes per element of each ScalarType value with data (the schema's pt2f_itemsize).

@@ -1378,10 +1378,16 @@ enum class TreeSpecKind : uint8_t {
   /// `keys` dict-like keys, and `context` the class's dumpable context.
   /// A loader that cannot import `type_name` falls back to a generic
   /// container and warns.
-  CUSTOM = 10
+  CUSTOM = 10,
+  /// 1.1: an `nn.Module` instance passed as an input (torch.export treats
+  /// its class as a pytree node while exporting and while the program
+  /// runs). `type_name` is the module's class; `keys` are the names of its
+  /// parameters and buffers, one per child, in that order. Loaders never
+  /// build the module: a caller passes one at each call.
+  MODULE = 11
 };
 
-inline const TreeSpecKind (&EnumValuesTreeSpecKind())[11] {
+inline const TreeSpecKind (&EnumValuesTreeSpecKind())[12] {
   static const TreeSpecKind values[] = {
     TreeSpecKind::UNSPECIFIED,
     TreeSpecKind::LEAF,
@@ -1393,13 +1399,14 @@ inline const TreeSpecKind (&EnumValuesTreeSpecKind())[11] {
     TreeSpecKind::DEFAULT_DICT,
     TreeSpecKind::NAMEDTUPLE,
     TreeSpecKind::DEQUE,
-    TreeSpecKind::CUSTOM
+    TreeSpecKind::CUSTOM,
+    TreeSpecKind::MODULE
   };
   return values;
 }
 
 inline const char * const *EnumNamesTreeSpecKind() {
-  static const char * const names[12] = {
+  static const char * const names[13] = {
     "UNSPECIFIED",
     "LEAF",
     "NONE",
@@ -1411,13 +1418,14 @@ inline const char * const *EnumNamesTreeSpecKind() {
     "NAMEDTUPLE",
     "DEQUE",
     "CUSTOM",
+    "MODULE",
     nullptr
   };
   return names;
 }
 
 inline const char *EnumNameTreeSpecKind(TreeSpecKind e) {
-  if (::flatbuffers::IsOutRange(e, TreeSpecKind::UNSPECIFIED, TreeSpecKind::CUSTOM)) return "";
+  if (::flatbuffers::IsOutRange(e, TreeSpecKind::UNSPECIFIED, TreeSpecKind::MODULE)) return "";
   const size_t index = static_cast<size_t>(e);
   return EnumNamesTreeSpecKind()[index];
 }
@@ -13707,6 +13715,7 @@ inline const ::flatbuffers::TypeTable *TreeSpecKindTypeTable() {
     { ::flatbuffers::ET_UCHAR, 0, 0 },
     { ::flatbuffers::ET_UCHAR, 0, 0 },
     { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
     { ::flatbuffers::ET_UCHAR, 0, 0 }
   };
   static const ::flatbuffers::TypeFunction type_refs[] = {
@@ -13723,10 +13732,11 @@ inline const ::flatbuffers::TypeTable *TreeSpecKindTypeTable() {
     "DEFAULT_DICT",
     "NAMEDTUPLE",
     "DEQUE",
-    "CUSTOM"
+    "CUSTOM",
+    "MODULE"
   };
   static const ::flatbuffers::TypeTable tt = {
-    ::flatbuffers::ST_ENUM, 11, type_codes, type_refs, nullptr, nullptr, names
+    ::flatbuffers::ST_ENUM, 12, type_codes, type_refs, nullptr, nullptr, names
   };
   return &tt;
 }

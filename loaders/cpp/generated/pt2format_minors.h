@@ -65,6 +65,7 @@ inline constexpr NameMinor kNameMinors[] = {
     {"ScalarType", nullptr, 42, 1},
     {"ScalarType", nullptr, 43, 1},
     {"ScalarType", nullptr, 44, 1},
+    {"TreeSpecKind", nullptr, 11, 1},
     {nullptr, nullptr, 0, 0},  // end
 };
 

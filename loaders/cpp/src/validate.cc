@@ -538,6 +538,14 @@ class Validator {
     check_string_class(StringClass::identifier, str ? str->string_view() : std::string_view(), path);
   }
 
+  // 1.1: an nn.Module input's keys name its parameters and buffers: attribute paths such as `lin.weight`.
+  static void check_module_key(const Value *key, const std::string &path) {
+    if (key->value_type() != ValueKind::StringValue)
+      invalid("an nn.Module input's keys are parameter and buffer names", path, "a string", "");
+    const auto *str = key->value_as_StringValue()->value();
+    check_string_class(StringClass::attr_path, str ? str->string_view() : std::string_view(), path + ".value");
+  }
+
   // --- programs
 
   void check_program(const Program *p, const std::string &path) {
@@ -588,7 +596,10 @@ class Validator {
     for (uint32_t i = 0; i < len(spec->keys()); ++i) {
       const std::string kp = path + ".keys[" + num(i) + "]";
       check_value(spec->keys()->Get(i), 0, false, kp);
-      check_identifier_key(spec->keys()->Get(i), kp + ".value");
+      if (spec->kind() == TreeSpecKind::MODULE)
+        check_module_key(spec->keys()->Get(i), kp + ".value");
+      else
+        check_identifier_key(spec->keys()->Get(i), kp + ".value");
     }
     if (spec->context()) check_value(spec->context(), 0, false, path + ".context");
     for (uint32_t i = 0; i < len(spec->children()); ++i)

@@ -13,7 +13,7 @@
  * (src/symeval.ts, the rules of pt2format/_symeval.py).
  */
 import { DTYPE_ITEMSIZE } from './generated/itemsize.js';
-import { ChecksumKind, ExternalFormat, ScalarType, StateKind, SymExprKind, SymOp, SymbolKind } from './_build/classes.js';
+import { ChecksumKind, ExternalFormat, ScalarType, StateKind, SymExprKind, SymOp, SymbolKind, TreeSpecKind } from './_build/classes.js';
 import { KNOWN_FEATURES } from './container.js';
 import { LimitError, Pt2fError, SegmentError, UnsupportedFeatureError, ValidationError, VersionError } from './errors.js';
 import { checkExtraMetaKey, checkStringClass } from './strings.js';
@@ -384,6 +384,13 @@ function checkIdentifierKey(key: T, path: string): void {
   if (kind(v) === 'StringValue') checkStringClass(str(v!['value']) ?? '', 'identifier', 'dict key', path);
 }
 
+/** 1.1: an nn.Module input's keys name its parameters and buffers: attribute paths such as `lin.weight`. */
+function checkModuleKey(key: T, path: string): void {
+  const v = key['value'] as T | null;
+  if (kind(v) !== 'StringValue') throw fail("an nn.Module input's keys are parameter and buffer names", path, 'a string');
+  checkStringClass(str(v!['value']) ?? '', 'attr_path', 'parameter or buffer name', `${path}.value`);
+}
+
 /** Generic `Value` trees: union set, tensor references in range, bounded depth. */
 class ValueCheck {
   constructor(private readonly nTensors: number, private readonly maxDepth: number) {}
@@ -494,7 +501,8 @@ class ProgramCheck {
     if (depth > this.maxDepth) throw new LimitError('tree spec nested too deeply', { expected: `depth <= ${this.maxDepth}`, got: depth });
     arr(spec['keys']).forEach((key, i) => {
       this.checkValue(key as T, `keys[${i}]`);
-      within(`keys[${i}]`, () => checkIdentifierKey(key as T, 'value'));
+      if (enumNames(TreeSpecKind)[num(spec['kind'])] === 'MODULE') within(`keys[${i}]`, () => checkModuleKey(key as T, 'value'));
+      else within(`keys[${i}]`, () => checkIdentifierKey(key as T, 'value'));
     });
     this.checkValue(spec['context'] as T | null, 'context');
     arr(spec['children']).forEach((c, i) => within(`children[${i}]`, () => this.checkTreeSpec(c as T, depth + 1)));

@@ -65,5 +65,14 @@ export enum TreeSpecKind {
    * A loader that cannot import `type_name` falls back to a generic
    * container and warns.
    */
-  CUSTOM = 10
+  CUSTOM = 10,
+
+  /**
+   * 1.1: an `nn.Module` instance passed as an input (torch.export treats
+   * its class as a pytree node while exporting and while the program
+   * runs). `type_name` is the module's class; `keys` are the names of its
+   * parameters and buffers, one per child, in that order. Loaders never
+   * build the module: a caller passes one at each call.
+   */
+  MODULE = 11
 }
