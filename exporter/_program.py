@@ -85,6 +85,7 @@ class _ProgramExporter:
         self.custom_objs: dict = {}
         self.graphs = GraphExporter(self.symbols, MetadataExporter(self.symbols), operators, self.custom_objs)
         self.treespecs = TreeSpecExporter()
+        self.graphs.treespecs = self.treespecs  # specs fetched by get_attr share the namedtuple table
 
     def run(self) -> Program:
         ep = self.ep

@@ -46,6 +46,23 @@ def serialized_type_name(cls) -> str:
     return qualified_name(cls)
 
 
+#: The functions torch itself puts in a `flat_apply` node's function spec (`_ConstantFunction`), by the
+#: qualified name a file stores. Loaders resolve only these (in torch, never by import).
+CONSTANT_FUNCTIONS = ("torch.export.custom_ops._call_custom_autograd_function_in_pre_dispatch",)
+#: torch's pytree constant class wrapping them (by name: its module is imported only where flat_apply is used)
+CONSTANT_FUNCTION_TYPE = "torch._higher_order_ops.flat_apply._ConstantFunction"
+
+
+def constant_function_name(ctx, path: str) -> str:
+    """The qualified name of the function in a `_ConstantFunction` node's context (a pytree ConstantNode)."""
+    func = getattr(getattr(ctx, "value", None), "func", None)
+    name = f"{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', '?')}"
+    if name not in CONSTANT_FUNCTIONS:
+        raise ExportError("flat_apply calls a function pt2format cannot name safely", path=f"{path}.context",
+                          expected=f"one of {list(CONSTANT_FUNCTIONS)}", got=name)
+    return name
+
+
 class FallbackKeys(list):
     """The keys of a dict a loader built in place of a pytree class it could not find.
 
@@ -103,6 +120,9 @@ class TreeSpecExporter:
         elif typ is collections.deque:
             out.kind = TreeSpecKind.DEQUE
             out.context = to_value(ctx, path=f"{path}.context")
+        elif qualified_name(typ) == CONSTANT_FUNCTION_TYPE:
+            out.kind = TreeSpecKind.CONSTANT_FUNCTION
+            out.type_name = constant_function_name(ctx, path)
         elif isinstance(typ, type) and issubclass(typ, torch.nn.Module):
             # An nn.Module input: torch's context is [parameter and buffer names, a weak reference to the
             # example module]; the names are the node's keys, the reference is never stored.

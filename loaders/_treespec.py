@@ -21,7 +21,7 @@ import torch.utils._pytree as pytree
 from pt2format._generated.model import TreeSpec, TreeSpecKind
 from pt2format._warn import warn_at_caller
 from pt2format.errors import FallbackWarning, LoadError
-from pt2format.exporter._treespec import FallbackKeys
+from pt2format.exporter._treespec import CONSTANT_FUNCTIONS, FallbackKeys
 
 from . import _standins
 from ._names import check_dotted_identifiers
@@ -154,7 +154,22 @@ class TreeSpecLoader:
             return self._custom(spec, children, path)
         if k == TreeSpecKind.MODULE:
             return self._module(spec, children, path)
+        if k == TreeSpecKind.CONSTANT_FUNCTION:
+            return self._constant_function(spec, children, path)
         raise LoadError("unknown tree spec kind", path=path, got=k)
+
+    def _constant_function(self, spec, children, path):
+        """torch's `_ConstantFunction` node: only a function torch itself puts there, found in torch's own
+        (already imported) module, never by import."""
+        name = spec.type_name or ""
+        if name not in CONSTANT_FUNCTIONS or children:
+            raise LoadError("a constant function must be one torch emits, with no children", path=f"{path}.type_name",
+                            expected=list(CONSTANT_FUNCTIONS), got=name)
+        import torch.export.custom_ops as torch_custom_ops  # torch's own module (CONSTANT_FUNCTIONS live there)
+        from torch._higher_order_ops.flat_apply import _ConstantFunction
+
+        func = getattr(torch_custom_ops, name.rpartition(".")[2])
+        return pytree.tree_flatten(_ConstantFunction(func))[1]
 
     def _module(self, spec, children, path):
         """An nn.Module input: torch's node for the class, context [names, class marker] as torch compares it.

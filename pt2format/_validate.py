@@ -769,6 +769,14 @@ class _Graph:
                 _Graph(self.prog, v.graph, self.depth + 1).check()
             except Pt2FormatError as e:
                 raise _wrap(e, "graph")
+        elif cls is m.TreeSpecArgument:  # 1.1: a flat_apply node's spec, fetched with get_attr
+            if v.spec is None:
+                raise _fail("required field is missing", "spec")
+            self.check_metadata(v.metadata, "metadata")
+            try:
+                self.prog.check_tree_spec(v.spec, 0)
+            except Pt2FormatError as e:
+                raise _wrap(e, "spec")
         elif cls is m.StringToArgumentMapArgument:
             for i, entry in enumerate(v.entries):
                 try:

@@ -22,14 +22,15 @@ FIELD_MINOR = {
     'Tensor': {'coalesced': 1, 'layout': 1, 'parts': 1, 'quantization': 1, 'subclass': 1},
     'TensorPart': {'name': 1, 'tensor': 1},
     'TensorSubclass': {'class_fqn': 1, 'context': 1},
+    'TreeSpecArgument': {'metadata': 1, 'name': 1, 'node_name': 1, 'spec': 1},
 }
 ENUM_VALUE_MINOR = {
     'ObjectKind': {0: 1, 1: 1},
     'QScheme': {0: 1, 1: 1, 2: 1, 3: 1},
     'ScalarType': {42: 1, 43: 1, 44: 1},
-    'TreeSpecKind': {11: 1},
+    'TreeSpecKind': {11: 1, 12: 1},
 }
 UNION_MEMBER_MINOR = {
-    'ArgumentValue': {33: 1},
+    'ArgumentValue': {33: 1, 34: 1},
     'ValueKind': {13: 1, 14: 1},
 }

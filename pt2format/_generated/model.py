@@ -399,6 +399,8 @@ class TreeSpecKind(IntEnum):
     """A registered pytree node class `type_name` (dataclasses, model output classes, ...). `field_names` holds field names when the class has them, `keys` dict-like keys, and `context` the class's dumpable context. A loader that cannot import `type_name` falls back to a generic container and warns."""
     MODULE = 11
     """1.1: an `nn.Module` instance passed as an input (torch.export treats its class as a pytree node while exporting and while the program runs). `type_name` is the module's class; `keys` are the names of its parameters and buffers, one per child, in that order. Loaders never build the module: a caller passes one at each call."""
+    CONSTANT_FUNCTION = 12
+    """1.1: torch's `_ConstantFunction` pytree constant: the function a `flat_apply` node calls (no children). `type_name` is the function's qualified name; loaders accept only the functions torch itself emits there (SPEC.md §9) and never import anything by this name."""
 
 
 # Bytes per element of each ScalarType value with data (the schema's pt2f_itemsize).
@@ -452,7 +454,7 @@ ITEMSIZE = {
 
 # Union name -> member table names, in type-index order (index 0 is NONE).
 UNIONS = {
-    'ArgumentValue': ('NoneArgument', 'TensorArgument', 'TensorListArgument', 'OptionalTensorArgument', 'OptionalTensorListArgument', 'NestedTensorListArgument', 'TokenArgument', 'IntArgument', 'IntListArgument', 'IntListListArgument', 'FloatArgument', 'FloatListArgument', 'FloatListListArgument', 'BoolArgument', 'BoolListArgument', 'StringArgument', 'StringListArgument', 'ComplexArgument', 'SymIntArgument', 'SymIntListArgument', 'SymFloatArgument', 'SymFloatListArgument', 'SymBoolArgument', 'SymBoolListArgument', 'ScalarTypeArgument', 'MemoryFormatArgument', 'LayoutArgument', 'DeviceArgument', 'GraphArgument', 'CustomObjArgument', 'OperatorArgument', 'StringToArgumentMapArgument', 'MixedListArgument'),
+    'ArgumentValue': ('NoneArgument', 'TensorArgument', 'TensorListArgument', 'OptionalTensorArgument', 'OptionalTensorListArgument', 'NestedTensorListArgument', 'TokenArgument', 'IntArgument', 'IntListArgument', 'IntListListArgument', 'FloatArgument', 'FloatListArgument', 'FloatListListArgument', 'BoolArgument', 'BoolListArgument', 'StringArgument', 'StringListArgument', 'ComplexArgument', 'SymIntArgument', 'SymIntListArgument', 'SymFloatArgument', 'SymFloatListArgument', 'SymBoolArgument', 'SymBoolListArgument', 'ScalarTypeArgument', 'MemoryFormatArgument', 'LayoutArgument', 'DeviceArgument', 'GraphArgument', 'CustomObjArgument', 'OperatorArgument', 'StringToArgumentMapArgument', 'MixedListArgument', 'TreeSpecArgument'),
     'InputSpecKind': ('UserInputSpec', 'InputToParameterSpec', 'InputToBufferSpec', 'InputToTensorConstantSpec', 'InputToCustomObjSpec', 'InputTokenSpec', 'InputToConstantInputSpec'),
     'OutputSpecKind': ('UserOutputSpec', 'LossOutputSpec', 'BufferMutationSpec', 'ParameterMutationSpec', 'GradientToParameterSpec', 'GradientToUserInputSpec', 'UserInputMutationSpec', 'OutputTokenSpec'),
     'ValueKind': ('NullValue', 'BoolValue', 'IntValue', 'FloatValue', 'StringValue', 'BytesValue', 'ListValue', 'MapValue', 'TensorRefValue', 'ComplexValue', 'ScalarTypeValue', 'DeviceValue', 'EnumValue', 'ObjectValue'),
@@ -2813,6 +2815,31 @@ class TreeSpec(ModelObject):
         self.children = [] if children is None else children
 
 
+class TreeSpecArgument(ModelObject):
+    """1.1: a pytree structure that a node fetches with get_attr: the input and function specs of a `flat_apply` node, which torch.export records for calls it cannot give a schema (e.g. a flex_attention mask function that indexes a captured tensor)."""
+    __slots__ = ('name', 'spec', 'metadata', 'node_name')
+    name: str | None
+    spec: TreeSpec | None
+    metadata: NodeMetadata | None
+    node_name: str | None
+    IS_STRUCT = False
+    # (name, id, kind, element, ref, default, deprecated, required)
+    FIELDS = (
+        ('name', 0, 'string', None, None, None, False, False),
+        ('spec', 1, 'table', None, 'TreeSpec', None, False, False),
+        ('metadata', 2, 'table', None, 'NodeMetadata', None, False, False),
+        ('node_name', 3, 'string', None, None, None, False, False),
+    )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'name': 'attr_path', 'node_name': 'local_name'}
+
+    def __init__(self, name: str | None = None, spec: TreeSpec | None = None, metadata: NodeMetadata | None = None, node_name: str | None = None) -> None:
+        self.name = name
+        self.spec = spec
+        self.metadata = metadata
+        self.node_name = node_name
+
+
 class UnbackedBinding(ModelObject):
     """Where in a node's output an unbacked symbol is bound."""
     __slots__ = ('symbol', 'path')
@@ -3080,6 +3107,7 @@ TABLES = {
     'TokenArgument': TokenArgument,
     'TorchFn': TorchFn,
     'TreeSpec': TreeSpec,
+    'TreeSpecArgument': TreeSpecArgument,
     'UnbackedBinding': UnbackedBinding,
     'UnpackMetadata': UnpackMetadata,
     'UserInputMutationSpec': UserInputMutationSpec,

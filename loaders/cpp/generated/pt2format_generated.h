@@ -217,6 +217,9 @@ struct DeviceArgumentBuilder;
 struct GraphArgument;
 struct GraphArgumentBuilder;
 
+struct TreeSpecArgument;
+struct TreeSpecArgumentBuilder;
+
 struct CustomObjArgument;
 struct CustomObjArgumentBuilder;
 
@@ -505,6 +508,8 @@ inline const ::flatbuffers::TypeTable *LayoutArgumentTypeTable();
 inline const ::flatbuffers::TypeTable *DeviceArgumentTypeTable();
 
 inline const ::flatbuffers::TypeTable *GraphArgumentTypeTable();
+
+inline const ::flatbuffers::TypeTable *TreeSpecArgumentTypeTable();
 
 inline const ::flatbuffers::TypeTable *CustomObjArgumentTypeTable();
 
@@ -1384,10 +1389,15 @@ enum class TreeSpecKind : uint8_t {
   /// runs). `type_name` is the module's class; `keys` are the names of its
   /// parameters and buffers, one per child, in that order. Loaders never
   /// build the module: a caller passes one at each call.
-  MODULE = 11
+  MODULE = 11,
+  /// 1.1: torch's `_ConstantFunction` pytree constant: the function a
+  /// `flat_apply` node calls (no children). `type_name` is the function's
+  /// qualified name; loaders accept only the functions torch itself emits
+  /// there (SPEC.md §9) and never import anything by this name.
+  CONSTANT_FUNCTION = 12
 };
 
-inline const TreeSpecKind (&EnumValuesTreeSpecKind())[12] {
+inline const TreeSpecKind (&EnumValuesTreeSpecKind())[13] {
   static const TreeSpecKind values[] = {
     TreeSpecKind::UNSPECIFIED,
     TreeSpecKind::LEAF,
@@ -1400,13 +1410,14 @@ inline const TreeSpecKind (&EnumValuesTreeSpecKind())[12] {
     TreeSpecKind::NAMEDTUPLE,
     TreeSpecKind::DEQUE,
     TreeSpecKind::CUSTOM,
-    TreeSpecKind::MODULE
+    TreeSpecKind::MODULE,
+    TreeSpecKind::CONSTANT_FUNCTION
   };
   return values;
 }
 
 inline const char * const *EnumNamesTreeSpecKind() {
-  static const char * const names[13] = {
+  static const char * const names[14] = {
     "UNSPECIFIED",
     "LEAF",
     "NONE",
@@ -1419,13 +1430,14 @@ inline const char * const *EnumNamesTreeSpecKind() {
     "DEQUE",
     "CUSTOM",
     "MODULE",
+    "CONSTANT_FUNCTION",
     nullptr
   };
   return names;
 }
 
 inline const char *EnumNameTreeSpecKind(TreeSpecKind e) {
-  if (::flatbuffers::IsOutRange(e, TreeSpecKind::UNSPECIFIED, TreeSpecKind::MODULE)) return "";
+  if (::flatbuffers::IsOutRange(e, TreeSpecKind::UNSPECIFIED, TreeSpecKind::CONSTANT_FUNCTION)) return "";
   const size_t index = static_cast<size_t>(e);
   return EnumNamesTreeSpecKind()[index];
 }
@@ -1829,10 +1841,12 @@ enum class ArgumentValue : uint8_t {
   StringToArgumentMapArgument = 32,
   /// Added in 1.1. A list or tuple mixing kinds (a while_loop's carried
   /// values: Python ints beside tensors).
-  MixedListArgument = 33
+  MixedListArgument = 33,
+  /// 1.1: a pytree structure fetched with get_attr.
+  TreeSpecArgument = 34
 };
 
-inline const ArgumentValue (&EnumValuesArgumentValue())[34] {
+inline const ArgumentValue (&EnumValuesArgumentValue())[35] {
   static const ArgumentValue values[] = {
     ArgumentValue::NONE,
     ArgumentValue::NoneArgument,
@@ -1867,13 +1881,14 @@ inline const ArgumentValue (&EnumValuesArgumentValue())[34] {
     ArgumentValue::CustomObjArgument,
     ArgumentValue::OperatorArgument,
     ArgumentValue::StringToArgumentMapArgument,
-    ArgumentValue::MixedListArgument
+    ArgumentValue::MixedListArgument,
+    ArgumentValue::TreeSpecArgument
   };
   return values;
 }
 
 inline const char * const *EnumNamesArgumentValue() {
-  static const char * const names[35] = {
+  static const char * const names[36] = {
     "NONE",
     "NoneArgument",
     "TensorArgument",
@@ -1908,13 +1923,14 @@ inline const char * const *EnumNamesArgumentValue() {
     "OperatorArgument",
     "StringToArgumentMapArgument",
     "MixedListArgument",
+    "TreeSpecArgument",
     nullptr
   };
   return names;
 }
 
 inline const char *EnumNameArgumentValue(ArgumentValue e) {
-  if (::flatbuffers::IsOutRange(e, ArgumentValue::NONE, ArgumentValue::MixedListArgument)) return "";
+  if (::flatbuffers::IsOutRange(e, ArgumentValue::NONE, ArgumentValue::TreeSpecArgument)) return "";
   const size_t index = static_cast<size_t>(e);
   return EnumNamesArgumentValue()[index];
 }
@@ -2053,6 +2069,10 @@ template<> struct ArgumentValueTraits<pt2format::StringToArgumentMapArgument> {
 
 template<> struct ArgumentValueTraits<pt2format::MixedListArgument> {
   static const ArgumentValue enum_value = ArgumentValue::MixedListArgument;
+};
+
+template<> struct ArgumentValueTraits<pt2format::TreeSpecArgument> {
+  static const ArgumentValue enum_value = ArgumentValue::TreeSpecArgument;
 };
 
 template <bool B = false>
@@ -7396,6 +7416,116 @@ inline ::flatbuffers::Offset<GraphArgument> CreateGraphArgumentDirect(
       node_name__);
 }
 
+/// 1.1: a pytree structure that a node fetches with get_attr: the input
+/// and function specs of a `flat_apply` node, which torch.export records for
+/// calls it cannot give a schema (e.g. a flex_attention mask function that
+/// indexes a captured tensor).
+struct TreeSpecArgument FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
+  typedef TreeSpecArgumentBuilder Builder;
+  struct Traits;
+  static const ::flatbuffers::TypeTable *MiniReflectTypeTable() {
+    return TreeSpecArgumentTypeTable();
+  }
+  enum FlatBuffersVTableOffset FLATBUFFERS_VTABLE_UNDERLYING_TYPE {
+    VT_NAME = 4,
+    VT_SPEC = 6,
+    VT_METADATA = 8,
+    VT_NODE_NAME = 10
+  };
+  /// Attribute name of the structure on the graph module.
+  const ::flatbuffers::String *name() const {
+    return GetPointer<const ::flatbuffers::String *>(VT_NAME);
+  }
+  /// The structure.
+  const pt2format::TreeSpec *spec() const {
+    return GetPointer<const pt2format::TreeSpec *>(VT_SPEC);
+  }
+  /// Metadata of the FX get_attr node that fetches it; absent when it has
+  /// none.
+  const pt2format::NodeMetadata *metadata() const {
+    return GetPointer<const pt2format::NodeMetadata *>(VT_METADATA);
+  }
+  /// Name of that get_attr node; absent when it equals `name`.
+  const ::flatbuffers::String *node_name() const {
+    return GetPointer<const ::flatbuffers::String *>(VT_NODE_NAME);
+  }
+  template <bool B = false>
+  bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
+    return VerifyTableStart(verifier) &&
+           VerifyOffset(verifier, VT_NAME) &&
+           verifier.VerifyString(name()) &&
+           VerifyOffset(verifier, VT_SPEC) &&
+           verifier.VerifyTable(spec()) &&
+           VerifyOffset(verifier, VT_METADATA) &&
+           verifier.VerifyTable(metadata()) &&
+           VerifyOffset(verifier, VT_NODE_NAME) &&
+           verifier.VerifyString(node_name()) &&
+           verifier.EndTable();
+  }
+};
+
+struct TreeSpecArgumentBuilder {
+  typedef TreeSpecArgument Table;
+  ::flatbuffers::FlatBufferBuilder &fbb_;
+  ::flatbuffers::uoffset_t start_;
+  void add_name(::flatbuffers::Offset<::flatbuffers::String> name) {
+    fbb_.AddOffset(TreeSpecArgument::VT_NAME, name);
+  }
+  void add_spec(::flatbuffers::Offset<pt2format::TreeSpec> spec) {
+    fbb_.AddOffset(TreeSpecArgument::VT_SPEC, spec);
+  }
+  void add_metadata(::flatbuffers::Offset<pt2format::NodeMetadata> metadata) {
+    fbb_.AddOffset(TreeSpecArgument::VT_METADATA, metadata);
+  }
+  void add_node_name(::flatbuffers::Offset<::flatbuffers::String> node_name) {
+    fbb_.AddOffset(TreeSpecArgument::VT_NODE_NAME, node_name);
+  }
+  explicit TreeSpecArgumentBuilder(::flatbuffers::FlatBufferBuilder &_fbb)
+        : fbb_(_fbb) {
+    start_ = fbb_.StartTable();
+  }
+  ::flatbuffers::Offset<TreeSpecArgument> Finish() {
+    const auto end = fbb_.EndTable(start_);
+    auto o = ::flatbuffers::Offset<TreeSpecArgument>(end);
+    return o;
+  }
+};
+
+inline ::flatbuffers::Offset<TreeSpecArgument> CreateTreeSpecArgument(
+    ::flatbuffers::FlatBufferBuilder &_fbb,
+    ::flatbuffers::Offset<::flatbuffers::String> name = 0,
+    ::flatbuffers::Offset<pt2format::TreeSpec> spec = 0,
+    ::flatbuffers::Offset<pt2format::NodeMetadata> metadata = 0,
+    ::flatbuffers::Offset<::flatbuffers::String> node_name = 0) {
+  TreeSpecArgumentBuilder builder_(_fbb);
+  builder_.add_node_name(node_name);
+  builder_.add_metadata(metadata);
+  builder_.add_spec(spec);
+  builder_.add_name(name);
+  return builder_.Finish();
+}
+
+struct TreeSpecArgument::Traits {
+  using type = TreeSpecArgument;
+  static auto constexpr Create = CreateTreeSpecArgument;
+};
+
+inline ::flatbuffers::Offset<TreeSpecArgument> CreateTreeSpecArgumentDirect(
+    ::flatbuffers::FlatBufferBuilder &_fbb,
+    const char *name = nullptr,
+    ::flatbuffers::Offset<pt2format::TreeSpec> spec = 0,
+    ::flatbuffers::Offset<pt2format::NodeMetadata> metadata = 0,
+    const char *node_name = nullptr) {
+  auto name__ = name ? _fbb.CreateString(name) : 0;
+  auto node_name__ = node_name ? _fbb.CreateString(node_name) : 0;
+  return pt2format::CreateTreeSpecArgument(
+      _fbb,
+      name__,
+      spec,
+      metadata,
+      node_name__);
+}
+
 /// A custom (torchbind) object, by name.
 struct CustomObjArgument FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   typedef CustomObjArgumentBuilder Builder;
@@ -7862,6 +7992,9 @@ struct Argument FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   const pt2format::MixedListArgument *value_as_MixedListArgument() const {
     return value_type() == pt2format::ArgumentValue::MixedListArgument ? static_cast<const pt2format::MixedListArgument *>(value()) : nullptr;
   }
+  const pt2format::TreeSpecArgument *value_as_TreeSpecArgument() const {
+    return value_type() == pt2format::ArgumentValue::TreeSpecArgument ? static_cast<const pt2format::TreeSpecArgument *>(value()) : nullptr;
+  }
   template <bool B = false>
   bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
     return VerifyTableStart(verifier) &&
@@ -8002,6 +8135,10 @@ template<> inline const pt2format::StringToArgumentMapArgument *Argument::value_
 
 template<> inline const pt2format::MixedListArgument *Argument::value_as<pt2format::MixedListArgument>() const {
   return value_as_MixedListArgument();
+}
+
+template<> inline const pt2format::TreeSpecArgument *Argument::value_as<pt2format::TreeSpecArgument>() const {
+  return value_as_TreeSpecArgument();
 }
 
 struct ArgumentBuilder {
@@ -8165,6 +8302,9 @@ struct NamedArgument FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   const pt2format::MixedListArgument *value_as_MixedListArgument() const {
     return value_type() == pt2format::ArgumentValue::MixedListArgument ? static_cast<const pt2format::MixedListArgument *>(value()) : nullptr;
   }
+  const pt2format::TreeSpecArgument *value_as_TreeSpecArgument() const {
+    return value_type() == pt2format::ArgumentValue::TreeSpecArgument ? static_cast<const pt2format::TreeSpecArgument *>(value()) : nullptr;
+  }
   /// How it was passed.
   pt2format::ArgumentKind kind() const {
     return static_cast<pt2format::ArgumentKind>(GetField<uint8_t>(VT_KIND, 0));
@@ -8319,6 +8459,10 @@ template<> inline const pt2format::StringToArgumentMapArgument *NamedArgument::v
 
 template<> inline const pt2format::MixedListArgument *NamedArgument::value_as<pt2format::MixedListArgument>() const {
   return value_as_MixedListArgument();
+}
+
+template<> inline const pt2format::TreeSpecArgument *NamedArgument::value_as<pt2format::TreeSpecArgument>() const {
+  return value_as_TreeSpecArgument();
 }
 
 struct NamedArgumentBuilder {
@@ -13196,6 +13340,10 @@ inline bool VerifyArgumentValue(::flatbuffers::VerifierTemplate<B> &verifier, co
       auto ptr = reinterpret_cast<const pt2format::MixedListArgument *>(obj);
       return verifier.VerifyTable(ptr);
     }
+    case ArgumentValue::TreeSpecArgument: {
+      auto ptr = reinterpret_cast<const pt2format::TreeSpecArgument *>(obj);
+      return verifier.VerifyTable(ptr);
+    }
     default: return true;
   }
 }
@@ -13716,6 +13864,7 @@ inline const ::flatbuffers::TypeTable *TreeSpecKindTypeTable() {
     { ::flatbuffers::ET_UCHAR, 0, 0 },
     { ::flatbuffers::ET_UCHAR, 0, 0 },
     { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
     { ::flatbuffers::ET_UCHAR, 0, 0 }
   };
   static const ::flatbuffers::TypeFunction type_refs[] = {
@@ -13733,10 +13882,11 @@ inline const ::flatbuffers::TypeTable *TreeSpecKindTypeTable() {
     "NAMEDTUPLE",
     "DEQUE",
     "CUSTOM",
-    "MODULE"
+    "MODULE",
+    "CONSTANT_FUNCTION"
   };
   static const ::flatbuffers::TypeTable tt = {
-    ::flatbuffers::ST_ENUM, 12, type_codes, type_refs, nullptr, nullptr, names
+    ::flatbuffers::ST_ENUM, 13, type_codes, type_refs, nullptr, nullptr, names
   };
   return &tt;
 }
@@ -13935,7 +14085,8 @@ inline const ::flatbuffers::TypeTable *ArgumentValueTypeTable() {
     { ::flatbuffers::ET_SEQUENCE, 0, 29 },
     { ::flatbuffers::ET_SEQUENCE, 0, 30 },
     { ::flatbuffers::ET_SEQUENCE, 0, 31 },
-    { ::flatbuffers::ET_SEQUENCE, 0, 32 }
+    { ::flatbuffers::ET_SEQUENCE, 0, 32 },
+    { ::flatbuffers::ET_SEQUENCE, 0, 33 }
   };
   static const ::flatbuffers::TypeFunction type_refs[] = {
     pt2format::NoneArgumentTypeTable,
@@ -13970,7 +14121,8 @@ inline const ::flatbuffers::TypeTable *ArgumentValueTypeTable() {
     pt2format::CustomObjArgumentTypeTable,
     pt2format::OperatorArgumentTypeTable,
     pt2format::StringToArgumentMapArgumentTypeTable,
-    pt2format::MixedListArgumentTypeTable
+    pt2format::MixedListArgumentTypeTable,
+    pt2format::TreeSpecArgumentTypeTable
   };
   static const char * const names[] = {
     "NONE",
@@ -14006,10 +14158,11 @@ inline const ::flatbuffers::TypeTable *ArgumentValueTypeTable() {
     "CustomObjArgument",
     "OperatorArgument",
     "StringToArgumentMapArgument",
-    "MixedListArgument"
+    "MixedListArgument",
+    "TreeSpecArgument"
   };
   static const ::flatbuffers::TypeTable tt = {
-    ::flatbuffers::ST_UNION, 34, type_codes, type_refs, nullptr, nullptr, names
+    ::flatbuffers::ST_UNION, 35, type_codes, type_refs, nullptr, nullptr, names
   };
   return &tt;
 }
@@ -15220,6 +15373,29 @@ inline const ::flatbuffers::TypeTable *GraphArgumentTypeTable() {
   static const char * const names[] = {
     "name",
     "graph",
+    "metadata",
+    "node_name"
+  };
+  static const ::flatbuffers::TypeTable tt = {
+    ::flatbuffers::ST_TABLE, 4, type_codes, type_refs, nullptr, nullptr, names
+  };
+  return &tt;
+}
+
+inline const ::flatbuffers::TypeTable *TreeSpecArgumentTypeTable() {
+  static const ::flatbuffers::TypeCode type_codes[] = {
+    { ::flatbuffers::ET_STRING, 0, -1 },
+    { ::flatbuffers::ET_SEQUENCE, 0, 0 },
+    { ::flatbuffers::ET_SEQUENCE, 0, 1 },
+    { ::flatbuffers::ET_STRING, 0, -1 }
+  };
+  static const ::flatbuffers::TypeFunction type_refs[] = {
+    pt2format::TreeSpecTypeTable,
+    pt2format::NodeMetadataTypeTable
+  };
+  static const char * const names[] = {
+    "name",
+    "spec",
     "metadata",
     "node_name"
   };

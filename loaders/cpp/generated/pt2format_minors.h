@@ -53,7 +53,12 @@ inline constexpr NameMinor kNameMinors[] = {
     {"TensorPart", "tensor", 0, 1},
     {"TensorSubclass", "class_fqn", 0, 1},
     {"TensorSubclass", "context", 0, 1},
+    {"TreeSpecArgument", "metadata", 0, 1},
+    {"TreeSpecArgument", "name", 0, 1},
+    {"TreeSpecArgument", "node_name", 0, 1},
+    {"TreeSpecArgument", "spec", 0, 1},
     {"ArgumentValue", nullptr, 33, 1},
+    {"ArgumentValue", nullptr, 34, 1},
     {"ValueKind", nullptr, 13, 1},
     {"ValueKind", nullptr, 14, 1},
     {"ObjectKind", nullptr, 0, 1},
@@ -66,6 +71,7 @@ inline constexpr NameMinor kNameMinors[] = {
     {"ScalarType", nullptr, 43, 1},
     {"ScalarType", nullptr, 44, 1},
     {"TreeSpecKind", nullptr, 11, 1},
+    {"TreeSpecKind", nullptr, 12, 1},
     {nullptr, nullptr, 0, 0},  // end
 };
 

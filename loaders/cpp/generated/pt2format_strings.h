@@ -130,6 +130,8 @@ inline constexpr FieldClass kFieldClasses[] = {
     {"TorchFn", "target", StringClass::token},
     {"TreeSpec", "field_names", StringClass::identifier},
     {"TreeSpec", "type_name", StringClass::qualified_name},
+    {"TreeSpecArgument", "name", StringClass::attr_path},
+    {"TreeSpecArgument", "node_name", StringClass::local_name},
     {"UserInputMutationSpec", "user_input_name", StringClass::local_name},
     {"WeightSet", "name", StringClass::token},
     {nullptr, nullptr, StringClass::free_text},  // end

@@ -861,6 +861,13 @@ class Validator {
         check_graph(a->graph(), depth + 1, path + ".graph");
         return;
       }
+      case A::TreeSpecArgument: {  // 1.1: a flat_apply node's spec, fetched with get_attr
+        const auto *a = static_cast<const TreeSpecArgument *>(v);
+        if (!a->spec()) invalid("required field is missing", path + ".spec");
+        check_metadata(a->metadata(), path + ".metadata");
+        check_tree_spec(a->spec(), 0, path + ".spec");
+        return;
+      }
       case A::StringToArgumentMapArgument: {
         const auto *entries = static_cast<const StringToArgumentMapArgument *>(v)->entries();
         for (uint32_t i = 0; i < len(entries); ++i) {

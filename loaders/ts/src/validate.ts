@@ -771,6 +771,11 @@ class GraphCheck implements GraphScopes {
       if (graph === null || graph === undefined) throw fail('required field is missing', 'graph');
       this.checkMetadata(v['metadata'] as T | null, 'metadata');
       within('graph', () => new GraphCheck(this.prog, graph, this.depth + 1).check());
+    } else if (k === 'TreeSpecArgument') {  // 1.1: a flat_apply node's spec, fetched with get_attr
+      const spec = v['spec'] as T | null;
+      if (spec === null || spec === undefined) throw fail('required field is missing', 'spec');
+      this.checkMetadata(v['metadata'] as T | null, 'metadata');
+      within('spec', () => this.prog.checkTreeSpec(spec, 0));
     } else if (k === 'StringToArgumentMapArgument') {
       arr(v['entries']).forEach((entry, i) => within(`entries[${i}].value`, () => {
         const val = (entry as T)['value'] as T | null;

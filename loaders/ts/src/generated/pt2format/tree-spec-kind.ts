@@ -74,5 +74,13 @@ export enum TreeSpecKind {
    * parameters and buffers, one per child, in that order. Loaders never
    * build the module: a caller passes one at each call.
    */
-  MODULE = 11
+  MODULE = 11,
+
+  /**
+   * 1.1: torch's `_ConstantFunction` pytree constant: the function a
+   * `flat_apply` node calls (no children). `type_name` is the function's
+   * qualified name; loaders accept only the functions torch itself emits
+   * there (SPEC.md §9) and never import anything by this name.
+   */
+  CONSTANT_FUNCTION = 12
 }
