@@ -10,7 +10,8 @@ fields:
 - traceable wrapper subclasses (`__tensor_flatten__`): `Tensor.parts` names
   the inner tensors' rows, `Tensor.subclass` holds the class's qualified name
   and its flatten context as a plain `Value` (ints, floats, strings, lists,
-  dicts, dtypes, devices; anything else is an ExportError).
+  dicts, dtypes, devices, and enum members, dataclasses and namedtuples as
+  EnumValue / ObjectValue; anything else is an ExportError).
 Component rows are added before the row that uses them, so every part index
 is smaller than its owner's (the loader relies on it: no cycles).
 """
@@ -101,7 +102,7 @@ def subclass_parts(t: torch.Tensor, add, path: str) -> tuple[list[TensorPart], T
             raise ExportError("inner attribute of a tensor subclass is not a tensor", path=f"{path}.{a}",
                               got=type(inner).__name__)
         parts.append(TensorPart(name=a, tensor=add(inner, f"{path}.{a}")))
-    context = None if ctx is None else to_value(ctx, tensor_ref=None, path=f"{path}.context")
+    context = None if ctx is None else to_value(ctx, tensor_ref=None, path=f"{path}.context", objects=True)
     return parts, TensorSubclass(class_fqn=fqn, context=context)
 
 

@@ -13,9 +13,11 @@ import operator
 
 import torch
 import torch.fx
+import torch.utils._pytree as pytree
 from torch.export import exported_program as ep_mod
 
 from pt2format._generated.model import (
+    TreeSpecArgument,
     DeferredUnpack,
     MixedListArgument,
     Argument,
@@ -65,6 +67,7 @@ from pt2format._generated.model import (
 )
 from pt2format.errors import ExportError
 
+from ._treespec import TreeSpecExporter
 from ._enums import ints as _ints
 from ._enums import DTYPE_TO_SCALAR_TYPE, LAYOUT_TO_SCHEMA, MEMORY_FORMAT_TO_SCHEMA, device_to_schema
 from ._operators import is_core, operator_schema, target_name
@@ -132,6 +135,7 @@ class GraphExporter:
         self.operators = operators  # Package.operators being collected: target -> OperatorSchema
         self.custom_objs = custom_objs  # constants found inline as arguments: name -> object
         self.st: _GraphState | None = None
+        self.treespecs = TreeSpecExporter()  # the program's, when it sets one (namedtuple_defs)
 
     # -- graphs --------------------------------------------------------------
     def export(self, gm: torch.fx.GraphModule, path: str = "graph", constant_input_names=None) -> Graph:
@@ -422,6 +426,10 @@ class GraphExporter:
                                      node_name=a.name if a.name != a.target else None)
             if _is_custom_obj_val(attr):
                 return CustomObjArgument(name=a.target, class_fqn=_class_fqn(attr))
+            if isinstance(attr, pytree.TreeSpec):  # a flat_apply node's input or function spec
+                return TreeSpecArgument(name=a.target, spec=self.treespecs.convert(attr, f"{path}.spec"),
+                                        metadata=self.metadata.convert(a.meta, path),
+                                        node_name=a.name if a.name != a.target else None)
             raise ExportError("get_attr of something other than a subgraph", path=path, expected="GraphModule",
                               got=type(attr).__name__)
         name = self.st.alias.get(a.name, a.name)

@@ -11,6 +11,7 @@ import warnings
 
 import torch
 from torch._guards import detect_fake_mode
+import torch.utils._pytree as pytree
 
 import pt2format
 from pt2format._generated.model import (
@@ -84,6 +85,7 @@ class _ProgramExporter:
         self.custom_objs: dict = {}
         self.graphs = GraphExporter(self.symbols, MetadataExporter(self.symbols), operators, self.custom_objs)
         self.treespecs = TreeSpecExporter()
+        self.graphs.treespecs = self.treespecs  # specs fetched by get_attr share the namedtuple table
 
     def run(self) -> Program:
         ep = self.ep
@@ -151,6 +153,11 @@ class _ProgramExporter:
                             state=to_value(state, tensor_ref=self._tensor_ref, path=f"{path}.state"))
 
     def _example_inputs(self, example_inputs):
+        modules = [type(x).__name__ for x in pytree.tree_leaves(example_inputs) if isinstance(x, torch.nn.Module)]
+        if modules:  # checked first: a failed conversion would leave the tensors it had added
+            warnings.warn(f"pt2format: example inputs of program {self.name!r} are not saved: they hold "
+                          f"nn.Module instances ({', '.join(modules)}), which are code, not data", stacklevel=4)
+            return None
         try:
             args, kwargs = example_inputs
             return to_value((tuple(args), dict(kwargs)), tensor_ref=self._tensor_ref, path="example_inputs")

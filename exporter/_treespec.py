@@ -10,6 +10,7 @@ import collections
 import dataclasses
 import keyword
 
+import torch
 import torch.utils._pytree as pytree
 
 from pt2format._generated.model import TreeSpec, TreeSpecKind
@@ -43,6 +44,23 @@ def serialized_type_name(cls) -> str:
     if entry is not None and entry.serialized_type_name != pytree.NO_SERIALIZED_TYPE_NAME_FOUND:
         return entry.serialized_type_name
     return qualified_name(cls)
+
+
+#: The functions torch itself puts in a `flat_apply` node's function spec (`_ConstantFunction`), by the
+#: qualified name a file stores. Loaders resolve only these (in torch, never by import).
+CONSTANT_FUNCTIONS = ("torch.export.custom_ops._call_custom_autograd_function_in_pre_dispatch",)
+#: torch's pytree constant class wrapping them (by name: its module is imported only where flat_apply is used)
+CONSTANT_FUNCTION_TYPE = "torch._higher_order_ops.flat_apply._ConstantFunction"
+
+
+def constant_function_name(ctx, path: str) -> str:
+    """The qualified name of the function in a `_ConstantFunction` node's context (a pytree ConstantNode)."""
+    func = getattr(getattr(ctx, "value", None), "func", None)
+    name = f"{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', '?')}"
+    if name not in CONSTANT_FUNCTIONS:
+        raise ExportError("flat_apply calls a function pt2format cannot name safely", path=f"{path}.context",
+                          expected=f"one of {list(CONSTANT_FUNCTIONS)}", got=name)
+    return name
 
 
 class FallbackKeys(list):
@@ -102,6 +120,15 @@ class TreeSpecExporter:
         elif typ is collections.deque:
             out.kind = TreeSpecKind.DEQUE
             out.context = to_value(ctx, path=f"{path}.context")
+        elif qualified_name(typ) == CONSTANT_FUNCTION_TYPE:
+            out.kind = TreeSpecKind.CONSTANT_FUNCTION
+            out.type_name = constant_function_name(ctx, path)
+        elif isinstance(typ, type) and issubclass(typ, torch.nn.Module):
+            # An nn.Module input: torch's context is [parameter and buffer names, a weak reference to the
+            # example module]; the names are the node's keys, the reference is never stored.
+            out.kind = TreeSpecKind.MODULE
+            out.type_name = qualified_name(typ)
+            out.keys = self._keys(list(ctx[0]), path)
         elif standin_type_name(typ) is not None:
             self._standin(out, typ, ctx, path)
         else:
@@ -110,8 +137,9 @@ class TreeSpecExporter:
 
     def _standin(self, out: TreeSpec, typ, ctx, path):
         """A loader's stand-in for a missing class -> the node the file had: the loader chose the stand-in's
-        flavor from that node, and each flavor maps back to it (keys = the context for dict-like ones,
-        field names = the context's non-None names for dataclass ones, else the class's field names)."""
+        flavor from that node, and each flavor maps back to it (keys = the context for dict-like ones;
+        field names = for dataclass ones every field in declaration order, or the non-None ones, as the
+        file had them; else the class's field names)."""
         out.kind = TreeSpecKind.CUSTOM
         out.type_name = standin_type_name(typ)
         out.context = to_value(ctx, path=f"{path}.context")
@@ -119,7 +147,8 @@ class TreeSpecExporter:
         if flavor == "mapping":
             out.keys = self._keys(ctx, path)
         elif flavor == "dataclass":
-            out.field_names = list(ctx[0])
+            # the file listed every field in declaration order, or (files before that) the non-None ones
+            out.field_names = list(typ._pt2f_fields) if vars(typ).get("_pt2f_declared") else list(ctx[0])
         else:
             out.field_names = list(typ._pt2f_fields)
 
@@ -158,13 +187,25 @@ class TreeSpecExporter:
         n = len(out.children)
         if dataclasses.is_dataclass(typ) and isinstance(ctx, (list, tuple)) and len(ctx) == 2 \
                 and isinstance(ctx[0], (list, tuple)) and len(ctx[0]) == n and all(isinstance(x, str) for x in ctx[0]):
-            out.field_names = list(ctx[0])  # register_dataclass: [flat field names, None field names]
+            # register_dataclass: [flat field names, None field names]. The field names are every field in
+            # declaration order, so that a loader's stand-in lists them as `dataclasses.fields` does.
+            out.field_names = _declared_order(typ, ctx)
         elif isinstance(ctx, (list, tuple)) and len(ctx) == n and all(isinstance(k, (str, int)) for k in ctx):
             out.keys = self._keys(ctx, path)  # dict-like nodes (e.g. model output classes)
         elif hasattr(typ, "_fields") and len(typ._fields) == n:
             out.field_names = list(typ._fields)
         elif spec is not None:
             out.field_names = _attribute_names(typ, spec)
+
+
+def _declared_order(typ, ctx) -> list[str]:
+    """The fields in `ctx` ([flat names, None names]) in the class's declaration order; the flat names
+    alone when the context names anything the class does not declare."""
+    named = list(ctx[0]) + list(ctx[1] or [])
+    declared = [f.name for f in dataclasses.fields(typ)]
+    if not all(isinstance(x, str) for x in named) or len(set(named)) != len(named) or not set(named) <= set(declared):
+        return list(ctx[0])
+    return [f for f in declared if f in set(named)]
 
 
 def _attribute_names(typ, spec: pytree.TreeSpec) -> list[str]:

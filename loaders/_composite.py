@@ -7,14 +7,20 @@ The inverse of exporter/_composite.py. Nothing is imported or unpickled:
 - sparse: the component rows through `torch.sparse_coo_tensor` /
   `torch.sparse_compressed_tensor` with `check_invariants=True`, so indices
   from a file can never point outside the tensor;
-- subclasses: the class must be one the caller passed in
-  `allow_subclasses` (class objects, matched by qualified name: the loader
-  never imports a module by name). Its `__tensor_unflatten__` gets the inner
-  tensors and the saved context (plain values only). A class not allowed is
-  a LoadError naming it.
+- subclasses: the class must be one the user trusts: passed in
+  `allow_subclasses`, or on torch's safe-globals list
+  (`torch.serialization.add_safe_globals`, the list
+  `torch.load(weights_only=True)` trusts). Both are class objects, matched
+  by qualified name: the loader never imports a module by name. Its
+  `__tensor_unflatten__` gets the inner tensors and the saved context:
+  plain values, and enum members, dataclasses and namedtuples of trusted
+  classes only. A class not trusted is a LoadError naming it.
 """
 
 from __future__ import annotations
+
+import dataclasses
+import enum
 
 import torch
 
@@ -34,12 +40,30 @@ def int_repr_dtype(dtype: torch.dtype) -> torch.dtype:
     return _INT_REPR.get(dtype, dtype)
 
 
+def _record_class(cls) -> bool:
+    """A class whose instances may be rebuilt from the file: tensor subclass, enum, dataclass, namedtuple."""
+    return isinstance(cls, type) and (issubclass(cls, (torch.Tensor, enum.Enum)) or dataclasses.is_dataclass(cls)
+                                      or (issubclass(cls, tuple) and isinstance(getattr(cls, "_fields", None), tuple)))
+
+
 def allowed_classes(allow_subclasses) -> dict:
-    """Qualified name -> class, from the caller's `allow_subclasses` (an iterable of classes)."""
+    """Qualified name -> class the user trusts: the caller's `allow_subclasses`, then torch's safe globals.
+
+    The safe globals are read on every load, so `torch.serialization.safe_globals([...])` as a context
+    manager works as it does for torch.load. Entries of that list that are not such classes (functions,
+    other classes) are ignored; an `(obj, "name")` entry trusts `obj` under both names.
+    """
     out = {}
+    for entry in torch.serialization.get_safe_globals():
+        obj, alias = entry if isinstance(entry, tuple) and len(entry) == 2 else (entry, None)
+        if _record_class(obj):
+            out.setdefault(class_fqn(obj), obj)
+            if isinstance(alias, str):
+                out.setdefault(alias, obj)
     for cls in allow_subclasses or ():
-        if not isinstance(cls, type) or not issubclass(cls, torch.Tensor):
-            raise TypeError(f"allow_subclasses takes torch.Tensor subclasses (classes), got {cls!r}")
+        if not _record_class(cls):
+            raise TypeError("allow_subclasses takes classes (torch.Tensor subclasses, and the enums, dataclasses "
+                            f"and namedtuples their flatten contexts hold), got {cls!r}")
         out[class_fqn(cls)] = cls
     return out
 
@@ -116,11 +140,13 @@ def subclass(row, part, allowed: dict, path: str) -> torch.Tensor:
     sc = row.subclass
     fqn = sc.class_fqn
     cls = allowed.get(fqn)
-    if cls is None:
+    if cls is None or not issubclass(cls, torch.Tensor):
         raise LoadError(f"tensor subclass {fqn} is not allowed: import it and pass the class in "
-                        f"allow_subclasses=[...] (or load with weights=False)", path=f"{path}.subclass.class_fqn",
-                        expected=sorted(allowed) or "a class in allow_subclasses", got=fqn)
-    ctx = None if sc.context is None else from_value(sc.context, tensor=None, path=f"{path}.subclass.context")
+                        f"allow_subclasses=[...] or torch.serialization.add_safe_globals([...]) "
+                        f"(or load with weights=False)", path=f"{path}.subclass.class_fqn",
+                        expected="a class in allow_subclasses or torch.serialization.get_safe_globals()", got=fqn)
+    ctx = None if sc.context is None else from_value(sc.context, tensor=None, path=f"{path}.subclass.context",
+                                                     classes=allowed)
     inner = _parts(row, part, path)
     sizes = torch.Size(int(s) for s in row.sizes)
     strides = tuple(int(s) for s in row.strides)

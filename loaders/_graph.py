@@ -12,6 +12,7 @@ from __future__ import annotations
 import operator
 
 import torch
+import torch.utils._pytree as pytree
 import torch.fx
 from torch._subclasses.fake_tensor import FakeTensor
 from torch.export import exported_program as ep_mod
@@ -28,6 +29,7 @@ from pt2format._generated.model import (
     FloatListArgument,
     FloatListListArgument,
     GraphArgument,
+    TreeSpecArgument,
     IntArgument,
     IntListArgument,
     IntListListArgument,
@@ -58,6 +60,7 @@ from pt2format.exporter._enums import SCHEMA_TO_LAYOUT, SCHEMA_TO_MEMORY_FORMAT
 
 from ._metadata import DERIVE_TENSOR_META, DERIVE_TENSOR_META_GRAD, derive_tensor_meta
 from ._names import check_constant_string, check_identifier
+from ._treespec import TreeSpecLoader, find_class
 from ._targets import check_call_binding, resolve_target
 from ._values import device_from_schema, dtype_from_schema
 
@@ -66,6 +69,7 @@ _PLAIN_LISTS = (IntListArgument, FloatListArgument, BoolListArgument, StringList
 _ASSERT_SCALAR = torch.ops.aten._assert_scalar.default
 _CONSTRAIN_FOR_SIZE = torch.ops.aten.sym_constrain_range_for_size.default
 _SAME = object()
+_FLAT_APPLY = getattr(torch.ops.higher_order, "flat_apply", None)
 
 
 class _Scope:
@@ -267,6 +271,8 @@ class GraphBuilder:
                     raise LoadError("a positional argument follows a keyword argument", path=p)
                 args.append(val)
         check_call_binding(target, len(args), kwargs, path)
+        if target is _FLAT_APPLY:
+            self._check_flat_apply(args, path)
         meta = self.metadata.load(n.metadata, f"{path}.metadata")
         if "nn_module_stack" not in meta:
             meta["nn_module_stack"] = {}  # an empty stack is not stored; torch's loader restores it the same way
@@ -454,9 +460,55 @@ class GraphBuilder:
                     raise LoadError("map argument keys must be strings", path=f"{path}.entries[{i}]")
                 out[e.key] = self._arg(e.value.value if e.value is not None else None, f"{path}[{e.key!r}]")
             return out
+        if t is TreeSpecArgument:
+            return self._treespec_attr(v, path)
         if t is MixedListArgument:
             return [self._arg(x.value if x is not None else None, f"{path}[{i}]") for i, x in enumerate(v.items)]
         raise LoadError("unknown or missing argument", path=path, got=t.__name__)
+
+    def _treespec_attr(self, v, path):
+        """A get_attr of a pytree structure (a flat_apply node's input or function spec), as torch records it."""
+        sc = self.sc
+        name = check_identifier(v.name, f"{path}.name")
+        node_name = check_identifier(v.node_name, f"{path}.node_name") if v.node_name is not None else name
+        existing = sc.get_attrs.get(node_name)
+        if existing is not None:
+            if existing.target != name:
+                raise LoadError(f"get_attr node {node_name!r} is defined twice", path=path)
+            return existing
+        spec = TreeSpecLoader("").load(v.spec, f"{path}.spec")
+        held = sc.owner.__dict__.get(name, _SAME)
+        if held is _SAME:
+            if name in sc.subgraphs:
+                raise LoadError(f"attribute {name!r} is both a subgraph and a tree spec", path=f"{path}.name")
+            setattr(sc.owner, name, spec)
+        elif held != spec:
+            raise LoadError(f"attribute {name!r} holds two different tree specs", path=f"{path}.name")
+        node = self._create("get_attr", name, (), {}, node_name, path)
+        node.meta.update(self.metadata.load(v.metadata, f"{path}.metadata"))
+        node.meta.setdefault("nn_module_stack", {})
+        sc.get_attrs[node_name] = node
+        return node
+
+    def _check_flat_apply(self, args, path):
+        """flat_apply calls torch's `_call_custom_autograd_function_in_pre_dispatch`, which imports the
+        autograd.Function named by its first argument when the program runs: the name must be a class of an
+        already-imported module (nothing is imported by a name from a file, now or later)."""
+        if len(args) < 2 or not all(isinstance(a, torch.fx.Node) and a.op == "get_attr" for a in args[:2]):
+            raise LoadError("flat_apply takes its function and input specs as get_attr nodes", path=path)
+        func_spec, in_spec = (getattr(self.sc.owner, a.target, None) for a in args[:2])
+        if not isinstance(func_spec, pytree.TreeSpec) or not isinstance(in_spec, pytree.TreeSpec):
+            raise LoadError("flat_apply takes its function and input specs as get_attr nodes", path=path)
+        if in_spec.num_leaves != len(args) - 2:
+            raise LoadError("flat_apply's input spec does not fit its arguments", path=path,
+                            expected=in_spec.num_leaves, got=len(args) - 2)
+        (call_args, _kwargs) = pytree.tree_unflatten(list(args[2:]), in_spec)
+        cls_name = call_args[0] if isinstance(call_args, (list, tuple)) and call_args else None
+        cls = find_class(cls_name, f"{path}.inputs[2]") if isinstance(cls_name, str) else None
+        if not (isinstance(cls, type) and issubclass(cls, torch.autograd.Function)):
+            raise LoadError("flat_apply names an autograd.Function that is not imported in this process",
+                            path=f"{path}.inputs[2]", expected="an imported torch.autograd.Function subclass",
+                            got=cls_name if isinstance(cls_name, str) else type(cls_name).__name__)
 
     def _subgraph(self, v: GraphArgument, path):
         sc = self.sc

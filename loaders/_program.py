@@ -41,6 +41,22 @@ from ._values import from_value
 
 
 
+def _module_inputs(ep, module_types) -> None:
+    """nn.Module inputs: torch's `module()` registers their classes while the module runs, taking them from
+    the example inputs, which a file cannot hold (a module is not data). The loaded program's `module()`
+    registers them from the input spec instead."""
+    from ._treespec import module_input_hooks
+
+    plain_module = ep.module
+
+    def module(*args, **kwargs):
+        m = plain_module(*args, **kwargs)
+        module_input_hooks(m, module_types)
+        return m
+
+    ep.module = module
+
+
 def _exported_program(root, graph, sig, state_dict, ranges, mcg, example_inputs, constants, verifiers):
     """ExportedProgram.__init__, step for step, except that the graph module compiles its code lazily.
 
@@ -148,6 +164,8 @@ class _Builder:
         # so they are kept aside (and written back on re-save), never handed to torch.
         ep._pt2format_saved_guards_code = list(prog.guards_code)
         ep._guards_code = derive_guards(ep)
+        if self.treespecs.module_types:
+            _module_inputs(ep, self.treespecs.module_types)
         return ep
 
     def _constant_outside_graph(self, member, path):

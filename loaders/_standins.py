@@ -25,9 +25,11 @@ two loads of the same file give the same types, from any thread.
 
 from __future__ import annotations
 
+import dataclasses
 import keyword
 import operator
 import threading
+import typing
 
 import torch.utils._pytree as pytree
 
@@ -195,8 +197,22 @@ def _mapping_flatten_with_keys(obj):
     return [(pytree.MappingKey(k), v) for k, v in obj.items()], list(obj.keys())
 
 
+def _dataclass_fields(fields) -> dict:
+    """`__dataclass_fields__` for a stand-in: what `dataclasses.is_dataclass`, `fields`, `asdict` and
+    `replace` read. Built as `Field` objects directly, because `@dataclass` itself would `exec` code
+    made from the field names."""
+    out = {}
+    for name in fields:
+        f = dataclasses.field(default=None)
+        f.name, f.type, f.kw_only = name, typing.Any, False
+        f._field_type = dataclasses._FIELD  # what the decorator sets on an ordinary field
+        out[name] = f
+    return out
+
+
 class StandInDataclass:
-    """Base of stand-ins for classes registered with `register_dataclass`: fields are attributes.
+    """Base of stand-ins for classes registered with `register_dataclass`: fields are attributes, and
+    the stand-in is a dataclass (`dataclasses.is_dataclass`, `fields`, `asdict`, `replace` work).
 
     The context is torch's: [names of the non-None fields, names of the None fields].
     """
@@ -313,13 +329,16 @@ _FLAVORS = {
 }
 
 
-def custom_standin(type_name: str, flavor: str, fields=(), *, keys_from_context: bool = False) -> type | None:
+def custom_standin(type_name: str, flavor: str, fields=(), *, keys_from_context: bool = False,
+                   declared: bool = False) -> type | None:
     """A registered pytree node class standing in for `type_name`; None when a check fails.
 
     `fields` are the node's field names as the file lists them (dataclass: all
     fields, non-None ones first; node: attribute names of the children).
     `keys_from_context` records that the file kept the node's keys (dict-like
-    classes), so that re-saving writes them again.
+    classes), so that re-saving writes them again; `declared` that the file
+    listed a dataclass's fields in declaration order (all of them), so that
+    re-saving lists them so again.
     """
     fields = tuple(fields)
     if flavor not in _FLAVORS or not _valid_type_name(type_name) or not _names_ok(fields):
@@ -329,9 +348,13 @@ def custom_standin(type_name: str, flavor: str, fields=(), *, keys_from_context:
 
     def make():
         base, flatten, unflatten_for, with_keys = _FLAVORS[flavor]
-        ns = {"_pt2f_fields": fields, "_pt2f_flavor": flavor, "_pt2f_keys_from_context": keys_from_context}
+        ns = {"_pt2f_fields": fields, "_pt2f_flavor": flavor, "_pt2f_keys_from_context": keys_from_context,
+              "_pt2f_declared": declared}
         if base is StandInMapping:
             ns["__slots__"] = ()  # values live in the dict itself
+        if base is StandInDataclass:
+            ns["__dataclass_fields__"] = _dataclass_fields(fields)
+            ns["__match_args__"] = fields
         cls = type(type_name.rpartition(".")[2], (base,), _namespace(type_name, ns))
         # Registered under the file's name (so torch.export.save of a loaded program can name it), unless a
         # real class holds that name: a file must never redirect torch's registry away from a real class.
@@ -340,4 +363,4 @@ def custom_standin(type_name: str, flavor: str, fields=(), *, keys_from_context:
                                     flatten_with_keys_fn=with_keys)
         return cls
 
-    return _cached(("custom", flavor, type_name, fields, keys_from_context), make)
+    return _cached(("custom", flavor, type_name, fields, keys_from_context, declared), make)

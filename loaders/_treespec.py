@@ -15,12 +15,13 @@ from __future__ import annotations
 import collections
 import sys
 
+import torch
 import torch.utils._pytree as pytree
 
 from pt2format._generated.model import TreeSpec, TreeSpecKind
 from pt2format._warn import warn_at_caller
 from pt2format.errors import FallbackWarning, LoadError
-from pt2format.exporter._treespec import FallbackKeys
+from pt2format.exporter._treespec import CONSTANT_FUNCTIONS, FallbackKeys
 
 from . import _standins
 from ._names import check_dotted_identifiers
@@ -66,10 +67,51 @@ def _origin(spec) -> TreeSpec:
                     keys=list(spec.keys), context=spec.context)
 
 
+class ModuleClassRef:
+    """Where torch's context for an nn.Module input holds a weak reference to the example module
+    (`PrototypeModule`): it compares equal to torch's by class, as torch's does. There is no module
+    behind it (calling it gives None, like a reference whose module is gone)."""
+
+    def __init__(self, cls):
+        self._proto_cls = cls
+
+    def __call__(self):
+        return None
+
+    def __eq__(self, other):
+        return getattr(other, "_proto_cls", None) is self._proto_cls
+
+    def __hash__(self):
+        return hash(self._proto_cls)
+
+    def __repr__(self):
+        return f"<nn.Module input of class {self._proto_cls.__module__}.{self._proto_cls.__qualname__}>"
+
+
+def module_input_hooks(module: torch.nn.Module, module_types) -> None:
+    """Register each nn.Module input class as a pytree node while `module` runs, as torch's unlifted module
+    does with the classes of its example inputs (torch.export._unlift)."""
+    if not module_types:
+        return
+    from torch._export.non_strict_utils import (
+        _enter_enable_graph_inputs_of_type_nn_module,
+        _exit_enable_graph_inputs_of_type_nn_module,
+    )
+
+    types = set(module_types)
+    # first, so that every other pre-hook (torch's input checks) sees the classes registered
+    module.register_forward_pre_hook(lambda *a, **k: _enter_enable_graph_inputs_of_type_nn_module(types),
+                                     prepend=True)
+    module.register_forward_hook(lambda *a, **k: _exit_enable_graph_inputs_of_type_nn_module(types),
+                                 always_call=True)
+
+
 class TreeSpecLoader:
     def __init__(self, program_name: str):
         self.program_name = program_name
         self.fallbacks: list[str] = []
+        #: classes of nn.Module inputs met so far (the loaded program registers them while it runs)
+        self.module_types: set[type] = set()
 
     def load(self, spec, path: str = "spec") -> pytree.TreeSpec:
         if spec is None:
@@ -110,7 +152,40 @@ class TreeSpecLoader:
             return self._namedtuple(spec, children, path)
         if k == TreeSpecKind.CUSTOM:
             return self._custom(spec, children, path)
+        if k == TreeSpecKind.MODULE:
+            return self._module(spec, children, path)
+        if k == TreeSpecKind.CONSTANT_FUNCTION:
+            return self._constant_function(spec, children, path)
         raise LoadError("unknown tree spec kind", path=path, got=k)
+
+    def _constant_function(self, spec, children, path):
+        """torch's `_ConstantFunction` node: only a function torch itself puts there, found in torch's own
+        (already imported) module, never by import."""
+        name = spec.type_name or ""
+        if name not in CONSTANT_FUNCTIONS or children:
+            raise LoadError("a constant function must be one torch emits, with no children", path=f"{path}.type_name",
+                            expected=list(CONSTANT_FUNCTIONS), got=name)
+        import torch.export.custom_ops as torch_custom_ops  # torch's own module (CONSTANT_FUNCTIONS live there)
+        from torch._higher_order_ops.flat_apply import _ConstantFunction
+
+        func = getattr(torch_custom_ops, name.rpartition(".")[2])
+        return pytree.tree_flatten(_ConstantFunction(func))[1]
+
+    def _module(self, spec, children, path):
+        """An nn.Module input: torch's node for the class, context [names, class marker] as torch compares it.
+
+        The class must already be imported (nothing is imported by name); the loaded program registers it
+        as a pytree node while it runs, as torch's `module()` does (`module_input_hooks`).
+        """
+        keys = self._keys(spec, len(children), path)
+        if not all(type(k) is str for k in keys):
+            raise LoadError("an nn.Module input's keys are parameter and buffer names", path=f"{path}.keys")
+        name = spec.type_name or ""
+        cls = find_class(name, f"{path}.type_name") if name else None
+        if cls is None or not issubclass(cls, torch.nn.Module):
+            return self._generic(spec, children, path, f"nn.Module class {name!r} is not imported in this process")
+        self.module_types.add(cls)
+        return pytree.TreeSpec(cls, [keys, ModuleClassRef(cls)], children)
 
     def _keys(self, spec, n, path):
         keys = [from_value(v, path=f"{path}.keys[{i}]", hashable=True) for i, v in enumerate(spec.keys)]
@@ -194,9 +269,14 @@ class TreeSpecLoader:
                 return None
             cls = _standins.custom_standin(name, "mapping", keys_from_context=True)
         elif (type(ctx) is list and len(ctx) == 2 and all(type(c) is list for c in ctx)
-              and all(type(f) is str for c in ctx for f in c) and ctx[0] == fields
-              and len(set(fields + ctx[1])) == len(fields) + len(ctx[1])):
-            cls = _standins.custom_standin(name, "dataclass", fields + ctx[1])
+              and all(type(f) is str for c in ctx for f in c) and len(ctx[0]) == n
+              and len(set(ctx[0] + ctx[1])) == len(ctx[0]) + len(ctx[1])):
+            if ctx[0] == fields:  # the non-None fields only (files before 1.1's declaration order)
+                cls = _standins.custom_standin(name, "dataclass", fields + ctx[1])
+            elif sorted(fields) == sorted(ctx[0] + ctx[1]) and [f for f in fields if f in set(ctx[0])] == ctx[0]:
+                cls = _standins.custom_standin(name, "dataclass", fields, declared=True)  # declaration order
+            else:
+                return None
         elif not fields or len(fields) == n:
             cls = _standins.custom_standin(name, "node", fields)
         else:

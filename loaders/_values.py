@@ -1,6 +1,17 @@
-"""Generic `Value` trees -> plain Python data (tensors through a callback); nothing else is constructed."""
+"""Generic `Value` trees -> plain Python data (tensors through a callback).
+
+Nothing else is constructed, except, where the caller passes the classes the
+user trusts (`classes`: tensor subclass contexts), enum members, dataclasses
+and namedtuples of exactly those classes (EnumValue / ObjectValue), rebuilt
+as `torch.load(weights_only=True)` rebuilds them: a member looked up by
+name, a namedtuple from its fields, a dataclass by setting its declared
+fields on a fresh instance without running `__init__`.
+"""
 
 from __future__ import annotations
+
+import dataclasses
+import enum
 
 import torch
 
@@ -9,11 +20,14 @@ from pt2format._generated.model import (
     BytesValue,
     ComplexValue,
     DeviceValue,
+    EnumValue,
     FloatValue,
     IntValue,
     ListValue,
     MapValue,
     NullValue,
+    ObjectKind,
+    ObjectValue,
     ScalarTypeValue,
     StringValue,
     TensorRefValue,
@@ -49,8 +63,11 @@ def dtype_from_schema(st, path: str = "dtype") -> torch.dtype:
     return dt
 
 
-def from_value(v, *, tensor=None, path: str = "value", hashable: bool = False):
-    """Value -> Python. `tensor(index, path)` resolves TensorRefValue; `hashable` asks for a dict key."""
+def from_value(v, *, tensor=None, path: str = "value", hashable: bool = False, classes: dict | None = None):
+    """Value -> Python. `tensor(index, path)` resolves TensorRefValue; `hashable` asks for a dict key.
+
+    `classes` (qualified name -> class the user trusts) admits EnumValue and ObjectValue; None refuses them.
+    """
     if v is None or v.value is None:
         raise LoadError("value is absent", path=path)
     x = v.value
@@ -64,7 +81,8 @@ def from_value(v, *, tensor=None, path: str = "value", hashable: bool = False):
     if t is ComplexValue:
         return complex(x.real, x.imag)
     if t is ListValue:
-        items = [from_value(y, tensor=tensor, path=f"{path}[{i}]", hashable=hashable) for i, y in enumerate(x.items)]
+        items = [from_value(y, tensor=tensor, path=f"{path}[{i}]", hashable=hashable, classes=classes)
+                 for i, y in enumerate(x.items)]
         if hashable and not x.is_tuple:
             raise LoadError("a list cannot be a dict key", path=path)
         return tuple(items) if x.is_tuple else items
@@ -73,8 +91,8 @@ def from_value(v, *, tensor=None, path: str = "value", hashable: bool = False):
             raise LoadError("a dict cannot be a dict key", path=path)
         out = {}
         for i, e in enumerate(x.entries):
-            k = from_value(e.key, tensor=tensor, path=f"{path}.entries[{i}].key", hashable=True)
-            out[k] = from_value(e.value, tensor=tensor, path=f"{path}.entries[{i}].value")
+            k = from_value(e.key, tensor=tensor, path=f"{path}.entries[{i}].key", hashable=True, classes=classes)
+            out[k] = from_value(e.value, tensor=tensor, path=f"{path}.entries[{i}].value", classes=classes)
         return out
     if t is ScalarTypeValue:
         return dtype_from_schema(x.value, path)
@@ -84,4 +102,58 @@ def from_value(v, *, tensor=None, path: str = "value", hashable: bool = False):
         if tensor is None or hashable:
             raise LoadError("a tensor is not allowed here", path=path)
         return tensor(x.tensor, path)
+    if t is EnumValue or t is ObjectValue:
+        if classes is None:
+            raise LoadError("enum and object values appear only in a tensor subclass's context", path=path,
+                            expected="a plain value", got=t.__name__)
+        return _enum(x, classes, path) if t is EnumValue else _object(x, tensor, classes, path)
     raise LoadError("unknown value kind", path=path, got=t.__name__)
+
+
+def trusted_class(fqn: str, classes: dict, path: str, what: str):
+    """The class the user trusts under `fqn`, or a LoadError saying how to trust it."""
+    cls = classes.get(fqn)
+    if cls is None:
+        raise LoadError(f"{what} {fqn} is not trusted: import it and pass the class in allow_subclasses=[...] "
+                        f"or torch.serialization.add_safe_globals([...])", path=f"{path}.class_fqn",
+                        expected="a class in allow_subclasses or torch.serialization.get_safe_globals()", got=fqn)
+    return cls
+
+
+def _enum(x, classes: dict, path: str):
+    cls = trusted_class(x.class_fqn, classes, path, "enum class")
+    if not (isinstance(cls, type) and issubclass(cls, enum.Enum)):
+        raise LoadError(f"{x.class_fqn} is not an enum class", path=f"{path}.class_fqn", got=x.class_fqn)
+    member = cls.__members__.get(x.name)
+    if member is None:
+        raise LoadError(f"enum {x.class_fqn} has no member {x.name!r}", path=f"{path}.name",
+                        expected=sorted(cls.__members__), got=x.name)
+    return member
+
+
+def _object(x, tensor, classes: dict, path: str):
+    fqn = x.class_fqn
+    cls = trusted_class(fqn, classes, path, "class")
+    names = [f.name for f in x.fields]
+    values = [from_value(f.value, tensor=tensor, path=f"{path}.fields[{i}].value", classes=classes)
+              for i, f in enumerate(x.fields)]
+    if x.kind == ObjectKind.NAMEDTUPLE:
+        declared = getattr(cls, "_fields", None) if isinstance(cls, type) and issubclass(cls, tuple) else None
+        if declared is None:
+            raise LoadError(f"{fqn} is not a namedtuple class", path=f"{path}.class_fqn", got=fqn)
+        if list(declared) != names:
+            raise LoadError(f"namedtuple {fqn} has other fields than the file", path=f"{path}.fields",
+                            expected=list(declared), got=names)
+        return tuple.__new__(cls, values)
+    if x.kind != ObjectKind.DATACLASS:
+        raise LoadError("unknown object kind", path=f"{path}.kind", got=x.kind)
+    if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+        raise LoadError(f"{fqn} is not a dataclass", path=f"{path}.class_fqn", got=fqn)
+    declared = [f.name for f in dataclasses.fields(cls)]
+    if declared != names:
+        raise LoadError(f"dataclass {fqn} has other fields than the file", path=f"{path}.fields",
+                        expected=declared, got=names)
+    obj = cls.__new__(cls)
+    for n, val in zip(names, values):
+        object.__setattr__(obj, n, val)  # frozen dataclasses too, as pickle's BUILD does
+    return obj

@@ -145,9 +145,12 @@ def load(f: Source, *, program: str | None = None, map_location: Any = None, wei
             first call does not fault them in one by one.
         allow_subclasses: tensor subclass classes (traceable wrapper
             subclasses, e.g. ``[TwoTensor]``) whose saved tensors may be
-            rebuilt, matched by qualified name. The file names its classes;
-            pt2format never imports them, so the same trust as custom
-            operators: import the class yourself and allow it here. A
+            rebuilt, and the enum, dataclass and namedtuple classes their
+            flatten contexts hold, matched by qualified name. Classes on
+            torch's safe-globals list (``torch.serialization.add_safe_globals``,
+            the list ``torch.load(weights_only=True)`` trusts; torchao adds
+            its own) are trusted too. The file names its classes; pt2format
+            never imports them: import the class yourself and trust it. A
             subclass tensor of any other class is a ``LoadError`` naming the
             class; with ``weights=False`` it becomes a plain meta tensor.
         mmap: ``False`` reads a path (and its shard and external files) into

@@ -226,7 +226,7 @@ _QUANTIZED = frozenset({m.ScalarType.QUINT8, m.ScalarType.QINT8, m.ScalarType.QI
 MAX_TENSOR_NESTING = 16
 
 
-def _check_composite(package, t, i: int, nesting: list) -> bool:
+def _check_composite(package, t, i: int, nesting: list, max_depth: int = 128) -> bool:
     """1.1 rows (quantized, sparse, subclass): their own invariants; True when the row has no storage view.
 
     Every index a row holds (parts, per-channel scales and zero points) is
@@ -254,6 +254,11 @@ def _check_composite(package, t, i: int, nesting: list) -> bool:
     if not package.required_features & FEATURE_COMPOSITE_TENSORS:
         raise _fail("a sparse or subclass tensor needs required_features bit 3", "required_features",
                     expected=f"bit 0x{FEATURE_COMPOSITE_TENSORS:x} set", got=f"0x{package.required_features:x}")
+    if t.subclass is not None and t.subclass.context is not None:
+        try:
+            _Values(0, max_depth).check(t.subclass.context, 0, objects=True)  # 0 tensors: no references
+        except Pt2FormatError as e:
+            raise _wrap(e, "subclass.context")
     names = set()
     for j, part in enumerate(t.parts):
         if part.tensor >= i:
@@ -341,8 +346,11 @@ class _Values:
         self.n_tensors = n_tensors
         self.max_depth = max_depth
 
-    def check(self, value, depth: int, identifier_keys: bool = False) -> None:
-        """`identifier_keys`: string map keys must be identifiers (example inputs: torch pastes them into code)."""
+    def check(self, value, depth: int, identifier_keys: bool = False, objects: bool = False) -> None:
+        """`identifier_keys`: string map keys must be identifiers (example inputs: torch pastes them into code).
+
+        `objects`: EnumValue and ObjectValue may appear (tensor subclass contexts only).
+        """
         if depth > self.max_depth:
             raise LimitError("value nested too deeply", expected=f"depth <= {self.max_depth}", got=depth)
         v = value.value
@@ -352,27 +360,47 @@ class _Values:
         if cls is m.ListValue:
             for i, item in enumerate(v.items):
                 try:
-                    self.check(item, depth + 1, identifier_keys)
+                    self.check(item, depth + 1, identifier_keys, objects)
                 except Pt2FormatError as e:
                     raise _wrap(e, f"value.items[{i}]")
         elif cls is m.MapValue:
             try:
-                self.check_map(v, depth + 1, identifier_keys)
+                self.check_map(v, depth + 1, identifier_keys, objects)
             except Pt2FormatError as e:
                 raise _wrap(e, "value")
+        elif cls is m.EnumValue or cls is m.ObjectValue:
+            if not objects:
+                raise _fail("enum and object values appear only in a tensor subclass's context", "value",
+                            expected="a plain value", got=cls.__name__)
+            if cls is m.ObjectValue:
+                self.check_fields(v, depth + 1, identifier_keys)
         elif cls is m.TensorRefValue:
             if v.tensor >= self.n_tensors:
                 raise _fail("tensor index out of range", "value.tensor", expected=f"< {self.n_tensors}",
                             got=v.tensor)
 
-    def check_map(self, mapping, depth: int, identifier_keys: bool = False) -> None:
+    def check_fields(self, obj, depth: int, identifier_keys: bool) -> None:
+        """An ObjectValue's fields: each present, names unique (a rebuilt object sets each once)."""
+        names = set()
+        for i, f in enumerate(obj.fields):
+            try:
+                if f.name in names:
+                    raise _fail("object field names must be unique", "name", got=repr(f.name))
+                names.add(f.name)
+                if f.value is None:
+                    raise _fail("required field is missing", "value")
+                self.check(f.value, depth, identifier_keys, True)
+            except Pt2FormatError as e:
+                raise _wrap(e, f"value.fields[{i}]")
+
+    def check_map(self, mapping, depth: int, identifier_keys: bool = False, objects: bool = False) -> None:
         for i, entry in enumerate(mapping.entries):
             for part in ("key", "value"):
                 item = getattr(entry, part)
                 try:
                     if item is None:
                         raise _fail("required field is missing")
-                    self.check(item, depth, identifier_keys)
+                    self.check(item, depth, identifier_keys, objects)
                     if part == "key" and identifier_keys:
                         check_identifier_key(item, "value")
                 except Pt2FormatError as e:
@@ -460,10 +488,17 @@ class _Program:
     def check_tree_spec(self, spec, depth: int) -> None:
         if depth > self.max_depth:
             raise LimitError("tree spec nested too deeply", expected=f"depth <= {self.max_depth}", got=depth)
+        module = spec.kind == m.TreeSpecKind.MODULE
         for i, key in enumerate(spec.keys):
             self.check_value(key, f"keys[{i}]")
             try:
-                check_identifier_key(key, "value")
+                if module:  # 1.1: an nn.Module input's parameter and buffer names, e.g. `lin.weight`
+                    if type(key.value) is not m.StringValue:
+                        raise _fail("an nn.Module input's keys are parameter and buffer names", "value",
+                                    expected="a string", got=type(key.value).__name__)
+                    CHECKERS["attr_path"](key.value.value or "", "value.value")
+                else:
+                    check_identifier_key(key, "value")
             except Pt2FormatError as e:
                 raise _wrap(e, f"keys[{i}]")
         self.check_value(spec.context, "context")
@@ -734,6 +769,14 @@ class _Graph:
                 _Graph(self.prog, v.graph, self.depth + 1).check()
             except Pt2FormatError as e:
                 raise _wrap(e, "graph")
+        elif cls is m.TreeSpecArgument:  # 1.1: a flat_apply node's spec, fetched with get_attr
+            if v.spec is None:
+                raise _fail("required field is missing", "spec")
+            self.check_metadata(v.metadata, "metadata")
+            try:
+                self.prog.check_tree_spec(v.spec, 0)
+            except Pt2FormatError as e:
+                raise _wrap(e, "spec")
         elif cls is m.StringToArgumentMapArgument:
             for i, entry in enumerate(v.entries):
                 try:

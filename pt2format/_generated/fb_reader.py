@@ -25,6 +25,7 @@ from pt2format._generated.model import (
     Device,
     DeviceArgument,
     DeviceValue,
+    EnumValue,
     ExternalFile,
     ExtraFile,
     FloatArgument,
@@ -67,6 +68,8 @@ from pt2format._generated.model import (
     NodeSource,
     NoneArgument,
     NullValue,
+    ObjectField,
+    ObjectValue,
     OperatorArgument,
     OperatorParameter,
     OperatorSchema,
@@ -118,6 +121,7 @@ from pt2format._generated.model import (
     TokenArgument,
     TorchFn,
     TreeSpec,
+    TreeSpecArgument,
     UnbackedBinding,
     UnpackMetadata,
     UserInputMutationSpec,
@@ -266,8 +270,8 @@ def decode(buf, max_depth=128):
             if o0:
                 ty = buf[p + o0]
                 if ty:
-                    if ty > 33:
-                        _newer('union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', p + o0, '0..33', ty)
+                    if ty > 34:
+                        _newer('union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', p + o0, '0..34', ty)
                     f_ = 'value'
                     if not o1:
                         _fail('union type without a member', p)
@@ -825,6 +829,53 @@ def decode(buf, max_depth=128):
             return DeviceValue(x0)
         except _PATH_ERRORS as e_:
             _note(e_, f_, p, locals(), SN_DeviceValue)
+            raise
+
+    vc_EnumValue = {}
+    Z_EnumValue = (4, 4)
+    SN_EnumValue = ('class_fqn', 'name')
+
+    def t_EnumValue(p, d):
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_EnumValue.get(vt)
+            if c is None:
+                c = vc_EnumValue[vt] = vtab(vt, Z_EnumValue)
+            os, o0, o1 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'class_fqn'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_qualified_name(x0, 'EnumValue.class_fqn')
+            else:
+                x0 = None
+            f_ = 'name'
+            if o1:
+                q = p + o1
+                q += _U32(buf, q)[0]
+                x1 = sget(q)
+                if x1 is None:
+                    x1 = rstr(q)
+                _SC_identifier(x1, 'EnumValue.name')
+            else:
+                x1 = None
+            return EnumValue(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_EnumValue)
             raise
 
     vc_ExternalFile = {}
@@ -2359,8 +2410,8 @@ def decode(buf, max_depth=128):
             if o1:
                 ty = buf[p + o1]
                 if ty:
-                    if ty > 33:
-                        _newer('union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', p + o1, '0..33', ty)
+                    if ty > 34:
+                        _newer('union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', p + o1, '0..34', ty)
                     f_ = 'value'
                     if not o2:
                         _fail('union type without a member', p)
@@ -2820,6 +2871,100 @@ def decode(buf, max_depth=128):
             return NullValue()
         except _PATH_ERRORS as e_:
             _note(e_, f_, p, locals(), SN_NullValue)
+            raise
+
+    vc_ObjectField = {}
+    Z_ObjectField = (4, 4)
+    SN_ObjectField = ('name', 'value')
+
+    def t_ObjectField(p, d):
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_ObjectField.get(vt)
+            if c is None:
+                c = vc_ObjectField[vt] = vtab(vt, Z_ObjectField)
+            os, o0, o1 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'name'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_identifier(x0, 'ObjectField.name')
+            else:
+                x0 = None
+            f_ = 'value'
+            if o1:
+                q = p + o1
+                q += _U32(buf, q)[0]
+                x1 = t_Value(q, d + 1)
+            else:
+                x1 = None
+            return ObjectField(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_ObjectField)
+            raise
+
+    vc_ObjectValue = {}
+    Z_ObjectValue = (4, 1, 4)
+    SN_ObjectValue = ('class_fqn', 'kind', 'fields')
+
+    def t_ObjectValue(p, d):
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_ObjectValue.get(vt)
+            if c is None:
+                c = vc_ObjectValue[vt] = vtab(vt, Z_ObjectValue)
+            os, o0, o1, o2 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'class_fqn'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_qualified_name(x0, 'ObjectValue.class_fqn')
+            else:
+                x0 = None
+            f_ = 'kind'
+            if o1:
+                x1 = _S_u8(buf, p + o1)[0]
+            else:
+                x1 = 0
+            f_ = ('fields', 'fb')
+            if o2:
+                q = p + o2
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x2 = list(map(t_ObjectField, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x2 = []
+            return ObjectValue(x0, x1, x2)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_ObjectValue)
             raise
 
     vc_OperatorArgument = {}
@@ -5224,6 +5369,67 @@ def decode(buf, max_depth=128):
             _note(e_, f_, p, locals(), SN_TreeSpec)
             raise
 
+    vc_TreeSpecArgument = {}
+    Z_TreeSpecArgument = (4, 4, 4, 4)
+    SN_TreeSpecArgument = ('name', 'spec', 'metadata', 'node_name')
+
+    def t_TreeSpecArgument(p, d):
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_TreeSpecArgument.get(vt)
+            if c is None:
+                c = vc_TreeSpecArgument[vt] = vtab(vt, Z_TreeSpecArgument)
+            os, o0, o1, o2, o3 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'name'
+            if o0:
+                q = p + o0
+                q += _U32(buf, q)[0]
+                x0 = sget(q)
+                if x0 is None:
+                    x0 = rstr(q)
+                _SC_attr_path(x0, 'TreeSpecArgument.name')
+            else:
+                x0 = None
+            f_ = 'spec'
+            if o1:
+                q = p + o1
+                q += _U32(buf, q)[0]
+                x1 = t_TreeSpec(q, d + 1)
+            else:
+                x1 = None
+            f_ = 'metadata'
+            if o2:
+                q = p + o2
+                q += _U32(buf, q)[0]
+                x2 = t_NodeMetadata(q, d + 1)
+            else:
+                x2 = None
+            f_ = 'node_name'
+            if o3:
+                q = p + o3
+                q += _U32(buf, q)[0]
+                x3 = sget(q)
+                if x3 is None:
+                    x3 = rstr(q)
+                _SC_local_name(x3, 'TreeSpecArgument.node_name')
+            else:
+                x3 = None
+            return TreeSpecArgument(x0, x1, x2, x3)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_TreeSpecArgument)
+            raise
+
     vc_UnbackedBinding = {}
     Z_UnbackedBinding = (4, 4)
     SN_UnbackedBinding = ('symbol', 'path')
@@ -5442,8 +5648,8 @@ def decode(buf, max_depth=128):
             if o0:
                 ty = buf[p + o0]
                 if ty:
-                    if ty > 12:
-                        _newer('union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', p + o0, '0..12', ty)
+                    if ty > 14:
+                        _newer('union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', p + o0, '0..14', ty)
                     f_ = 'value'
                     if not o1:
                         _fail('union type without a member', p)
@@ -5556,9 +5762,9 @@ def decode(buf, max_depth=128):
             _note(e_, f_, p, locals(), SN_WeightSet)
             raise
 
-    U_ArgumentValue = (None, t_NoneArgument, t_TensorArgument, t_TensorListArgument, t_OptionalTensorArgument, t_OptionalTensorListArgument, t_NestedTensorListArgument, t_TokenArgument, t_IntArgument, t_IntListArgument, t_IntListListArgument, t_FloatArgument, t_FloatListArgument, t_FloatListListArgument, t_BoolArgument, t_BoolListArgument, t_StringArgument, t_StringListArgument, t_ComplexArgument, t_SymIntArgument, t_SymIntListArgument, t_SymFloatArgument, t_SymFloatListArgument, t_SymBoolArgument, t_SymBoolListArgument, t_ScalarTypeArgument, t_MemoryFormatArgument, t_LayoutArgument, t_DeviceArgument, t_GraphArgument, t_CustomObjArgument, t_OperatorArgument, t_StringToArgumentMapArgument, t_MixedListArgument,)
+    U_ArgumentValue = (None, t_NoneArgument, t_TensorArgument, t_TensorListArgument, t_OptionalTensorArgument, t_OptionalTensorListArgument, t_NestedTensorListArgument, t_TokenArgument, t_IntArgument, t_IntListArgument, t_IntListListArgument, t_FloatArgument, t_FloatListArgument, t_FloatListListArgument, t_BoolArgument, t_BoolListArgument, t_StringArgument, t_StringListArgument, t_ComplexArgument, t_SymIntArgument, t_SymIntListArgument, t_SymFloatArgument, t_SymFloatListArgument, t_SymBoolArgument, t_SymBoolListArgument, t_ScalarTypeArgument, t_MemoryFormatArgument, t_LayoutArgument, t_DeviceArgument, t_GraphArgument, t_CustomObjArgument, t_OperatorArgument, t_StringToArgumentMapArgument, t_MixedListArgument, t_TreeSpecArgument,)
     U_InputSpecKind = (None, t_UserInputSpec, t_InputToParameterSpec, t_InputToBufferSpec, t_InputToTensorConstantSpec, t_InputToCustomObjSpec, t_InputTokenSpec, t_InputToConstantInputSpec,)
     U_OutputSpecKind = (None, t_UserOutputSpec, t_LossOutputSpec, t_BufferMutationSpec, t_ParameterMutationSpec, t_GradientToParameterSpec, t_GradientToUserInputSpec, t_UserInputMutationSpec, t_OutputTokenSpec,)
-    U_ValueKind = (None, t_NullValue, t_BoolValue, t_IntValue, t_FloatValue, t_StringValue, t_BytesValue, t_ListValue, t_MapValue, t_TensorRefValue, t_ComplexValue, t_ScalarTypeValue, t_DeviceValue,)
+    U_ValueKind = (None, t_NullValue, t_BoolValue, t_IntValue, t_FloatValue, t_StringValue, t_BytesValue, t_ListValue, t_MapValue, t_TensorRefValue, t_ComplexValue, t_ScalarTypeValue, t_DeviceValue, t_EnumValue, t_ObjectValue,)
 
     return t_Package(_U32(buf, 0)[0], 1)

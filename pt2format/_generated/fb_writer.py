@@ -35,6 +35,7 @@ from pt2format._generated.model import (
     Device,
     DeviceArgument,
     DeviceValue,
+    EnumValue,
     ExternalFile,
     ExtraFile,
     FloatArgument,
@@ -77,6 +78,8 @@ from pt2format._generated.model import (
     NodeSource,
     NoneArgument,
     NullValue,
+    ObjectField,
+    ObjectValue,
     OperatorArgument,
     OperatorParameter,
     OperatorSchema,
@@ -128,6 +131,7 @@ from pt2format._generated.model import (
     TokenArgument,
     TorchFn,
     TreeSpec,
+    TreeSpecArgument,
     UnbackedBinding,
     UnpackMetadata,
     UserInputMutationSpec,
@@ -162,6 +166,7 @@ _F_DeferredUnpack = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_Device = ((0, 4, 4, 'I'), (1, 4, 4, 'i'))
 _F_DeviceArgument = ((0, 4, 4, 'I'),)
 _F_DeviceValue = ((0, 4, 4, 'I'),)
+_F_EnumValue = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_ExternalFile = ((1, 8, 8, 'Q'), (0, 4, 4, 'I'), (4, 4, 4, 'I'), (2, 1, 1, 'B'), (3, 1, 1, 'B'))
 _F_ExtraFile = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_FloatArgument = ((0, 8, 8, 'd'),)
@@ -204,6 +209,8 @@ _F_NodeMetadata = ((10, 8, 8, 'q'), (0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I
 _F_NodeSource = ((2, 8, 8, 'q'), (0, 4, 4, 'I'), (1, 4, 4, 'I'), (3, 4, 4, 'I'), (4, 4, 4, 'I'), (5, 4, 4, 'I'))
 _F_NoneArgument = ()
 _F_NullValue = ()
+_F_ObjectField = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
+_F_ObjectValue = ((0, 4, 4, 'I'), (2, 4, 4, 'I'), (1, 1, 1, 'B'))
 _F_OperatorArgument = ((0, 4, 4, 'I'),)
 _F_OperatorParameter = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'), (4, 4, 4, 'I'), (3, 1, 1, '?'), (5, 1, 1, '?'))
 _F_OperatorSchema = ((0, 4, 4, 'I'), (2, 4, 4, 'I'), (3, 4, 4, 'I'), (4, 4, 4, 'I'), (1, 1, 1, 'B'), (5, 1, 1, '?'))
@@ -252,6 +259,7 @@ _F_TensorValue = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_TokenArgument = ((0, 4, 4, 'I'),)
 _F_TorchFn = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_TreeSpec = ((1, 4, 4, 'I'), (2, 4, 4, 'I'), (3, 4, 4, 'I'), (4, 4, 4, 'I'), (5, 4, 4, 'I'), (0, 1, 1, 'B'))
+_F_TreeSpecArgument = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'), (3, 4, 4, 'I'))
 _F_UnbackedBinding = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_UnpackMetadata = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_UserInputMutationSpec = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
@@ -1007,6 +1015,55 @@ def encode(root):
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
+
+    L_EnumValue = {}
+
+    def w_EnumValue(o):
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not EnumValue:
+                _bad('wrong table type, expected EnumValue', type(o).__name__)
+            mk = 0
+            f_ = 'class_fqn'
+            x0 = o.class_fqn
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 1
+            f_ = 'name'
+            x1 = o.name
+            if x1 is not None:
+                x1 = sget(x1) or S(x1)
+                mk |= 2
+            f_ = None
+            L = L_EnumValue.get(mk)
+            if L is None:
+                L = L_EnumValue[mk] = _layout(_F_EnumValue, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if mk & 2:
+                v.append(t - offs[1] - x1)
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
@@ -3321,6 +3378,112 @@ def encode(root):
             if new:
                 vd = t + len(vtb)
             v = [vd - t]
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
+
+    L_ObjectField = {}
+
+    def w_ObjectField(o):
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not ObjectField:
+                _bad('wrong table type, expected ObjectField', type(o).__name__)
+            mk = 0
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 1
+            f_ = 'value'
+            x1 = o.value
+            if x1 is not None:
+                x1 = w_Value(x1)
+                mk |= 2
+            f_ = None
+            L = L_ObjectField.get(mk)
+            if L is None:
+                L = L_ObjectField[mk] = _layout(_F_ObjectField, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if mk & 2:
+                v.append(t - offs[1] - x1)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
+
+    L_ObjectValue = {}
+
+    def w_ObjectValue(o):
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not ObjectValue:
+                _bad('wrong table type, expected ObjectValue', type(o).__name__)
+            mk = 0
+            f_ = 'class_fqn'
+            x0 = o.class_fqn
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 1
+            f_ = 'kind'
+            x1 = o.kind
+            if x1 != 0:
+                if type(x1) is not int or not 0 <= x1 <= 255:
+                    x1 = _check_int(x1, 0, 255, 'uint8')
+                mk |= 4
+            f_ = ('fields', 'x2')
+            x2 = o.fields
+            if x2:
+                x2 = OV([w_ObjectField(e) for e in x2])
+                mk |= 2
+            f_ = None
+            L = L_ObjectValue.get(mk)
+            if L is None:
+                L = L_ObjectValue[mk] = _layout(_F_ObjectValue, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if mk & 2:
+                v.append(t - offs[2] - x2)
+            if mk & 4:
+                v.append(x1)
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
@@ -6161,6 +6324,69 @@ def encode(root):
             _note(e_, f_, o, locals())
             raise
 
+    L_TreeSpecArgument = {}
+
+    def w_TreeSpecArgument(o):
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not TreeSpecArgument:
+                _bad('wrong table type, expected TreeSpecArgument', type(o).__name__)
+            mk = 0
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None:
+                x0 = sget(x0) or S(x0)
+                mk |= 1
+            f_ = 'spec'
+            x1 = o.spec
+            if x1 is not None:
+                x1 = w_TreeSpec(x1)
+                mk |= 2
+            f_ = 'metadata'
+            x2 = o.metadata
+            if x2 is not None:
+                x2 = w_NodeMetadata(x2)
+                mk |= 4
+            f_ = 'node_name'
+            x3 = o.node_name
+            if x3 is not None:
+                x3 = sget(x3) or S(x3)
+                mk |= 8
+            f_ = None
+            L = L_TreeSpecArgument.get(mk)
+            if L is None:
+                L = L_TreeSpecArgument[mk] = _layout(_F_TreeSpecArgument, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(t - offs[0] - x0)
+            if mk & 2:
+                v.append(t - offs[1] - x1)
+            if mk & 4:
+                v.append(t - offs[2] - x2)
+            if mk & 8:
+                v.append(t - offs[3] - x3)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
+
     L_UnbackedBinding = {}
 
     def w_UnbackedBinding(o):
@@ -6573,14 +6799,14 @@ def encode(root):
             _note(e_, f_, o, locals())
             raise
 
-    UW_ArgumentValue = (None, w_NoneArgument, w_TensorArgument, w_TensorListArgument, w_OptionalTensorArgument, w_OptionalTensorListArgument, w_NestedTensorListArgument, w_TokenArgument, w_IntArgument, w_IntListArgument, w_IntListListArgument, w_FloatArgument, w_FloatListArgument, w_FloatListListArgument, w_BoolArgument, w_BoolListArgument, w_StringArgument, w_StringListArgument, w_ComplexArgument, w_SymIntArgument, w_SymIntListArgument, w_SymFloatArgument, w_SymFloatListArgument, w_SymBoolArgument, w_SymBoolListArgument, w_ScalarTypeArgument, w_MemoryFormatArgument, w_LayoutArgument, w_DeviceArgument, w_GraphArgument, w_CustomObjArgument, w_OperatorArgument, w_StringToArgumentMapArgument, w_MixedListArgument,)
-    UI_ArgumentValue = {NoneArgument: 1, TensorArgument: 2, TensorListArgument: 3, OptionalTensorArgument: 4, OptionalTensorListArgument: 5, NestedTensorListArgument: 6, TokenArgument: 7, IntArgument: 8, IntListArgument: 9, IntListListArgument: 10, FloatArgument: 11, FloatListArgument: 12, FloatListListArgument: 13, BoolArgument: 14, BoolListArgument: 15, StringArgument: 16, StringListArgument: 17, ComplexArgument: 18, SymIntArgument: 19, SymIntListArgument: 20, SymFloatArgument: 21, SymFloatListArgument: 22, SymBoolArgument: 23, SymBoolListArgument: 24, ScalarTypeArgument: 25, MemoryFormatArgument: 26, LayoutArgument: 27, DeviceArgument: 28, GraphArgument: 29, CustomObjArgument: 30, OperatorArgument: 31, StringToArgumentMapArgument: 32, MixedListArgument: 33}
+    UW_ArgumentValue = (None, w_NoneArgument, w_TensorArgument, w_TensorListArgument, w_OptionalTensorArgument, w_OptionalTensorListArgument, w_NestedTensorListArgument, w_TokenArgument, w_IntArgument, w_IntListArgument, w_IntListListArgument, w_FloatArgument, w_FloatListArgument, w_FloatListListArgument, w_BoolArgument, w_BoolListArgument, w_StringArgument, w_StringListArgument, w_ComplexArgument, w_SymIntArgument, w_SymIntListArgument, w_SymFloatArgument, w_SymFloatListArgument, w_SymBoolArgument, w_SymBoolListArgument, w_ScalarTypeArgument, w_MemoryFormatArgument, w_LayoutArgument, w_DeviceArgument, w_GraphArgument, w_CustomObjArgument, w_OperatorArgument, w_StringToArgumentMapArgument, w_MixedListArgument, w_TreeSpecArgument,)
+    UI_ArgumentValue = {NoneArgument: 1, TensorArgument: 2, TensorListArgument: 3, OptionalTensorArgument: 4, OptionalTensorListArgument: 5, NestedTensorListArgument: 6, TokenArgument: 7, IntArgument: 8, IntListArgument: 9, IntListListArgument: 10, FloatArgument: 11, FloatListArgument: 12, FloatListListArgument: 13, BoolArgument: 14, BoolListArgument: 15, StringArgument: 16, StringListArgument: 17, ComplexArgument: 18, SymIntArgument: 19, SymIntListArgument: 20, SymFloatArgument: 21, SymFloatListArgument: 22, SymBoolArgument: 23, SymBoolListArgument: 24, ScalarTypeArgument: 25, MemoryFormatArgument: 26, LayoutArgument: 27, DeviceArgument: 28, GraphArgument: 29, CustomObjArgument: 30, OperatorArgument: 31, StringToArgumentMapArgument: 32, MixedListArgument: 33, TreeSpecArgument: 34}
     UW_InputSpecKind = (None, w_UserInputSpec, w_InputToParameterSpec, w_InputToBufferSpec, w_InputToTensorConstantSpec, w_InputToCustomObjSpec, w_InputTokenSpec, w_InputToConstantInputSpec,)
     UI_InputSpecKind = {UserInputSpec: 1, InputToParameterSpec: 2, InputToBufferSpec: 3, InputToTensorConstantSpec: 4, InputToCustomObjSpec: 5, InputTokenSpec: 6, InputToConstantInputSpec: 7}
     UW_OutputSpecKind = (None, w_UserOutputSpec, w_LossOutputSpec, w_BufferMutationSpec, w_ParameterMutationSpec, w_GradientToParameterSpec, w_GradientToUserInputSpec, w_UserInputMutationSpec, w_OutputTokenSpec,)
     UI_OutputSpecKind = {UserOutputSpec: 1, LossOutputSpec: 2, BufferMutationSpec: 3, ParameterMutationSpec: 4, GradientToParameterSpec: 5, GradientToUserInputSpec: 6, UserInputMutationSpec: 7, OutputTokenSpec: 8}
-    UW_ValueKind = (None, w_NullValue, w_BoolValue, w_IntValue, w_FloatValue, w_StringValue, w_BytesValue, w_ListValue, w_MapValue, w_TensorRefValue, w_ComplexValue, w_ScalarTypeValue, w_DeviceValue,)
-    UI_ValueKind = {NullValue: 1, BoolValue: 2, IntValue: 3, FloatValue: 4, StringValue: 5, BytesValue: 6, ListValue: 7, MapValue: 8, TensorRefValue: 9, ComplexValue: 10, ScalarTypeValue: 11, DeviceValue: 12}
+    UW_ValueKind = (None, w_NullValue, w_BoolValue, w_IntValue, w_FloatValue, w_StringValue, w_BytesValue, w_ListValue, w_MapValue, w_TensorRefValue, w_ComplexValue, w_ScalarTypeValue, w_DeviceValue, w_EnumValue, w_ObjectValue,)
+    UI_ValueKind = {NullValue: 1, BoolValue: 2, IntValue: 3, FloatValue: 4, StringValue: 5, BytesValue: 6, ListValue: 7, MapValue: 8, TensorRefValue: 9, ComplexValue: 10, ScalarTypeValue: 11, DeviceValue: 12, EnumValue: 13, ObjectValue: 14}
 
     r = w_Package(root)
     pad = -(size + 8) & 7

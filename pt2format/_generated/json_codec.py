@@ -46,6 +46,7 @@ from pt2format._generated.model import (
     Device,
     DeviceArgument,
     DeviceValue,
+    EnumValue,
     ExternalFile,
     ExtraFile,
     FloatArgument,
@@ -88,6 +89,8 @@ from pt2format._generated.model import (
     NodeSource,
     NoneArgument,
     NullValue,
+    ObjectField,
+    ObjectValue,
     OperatorArgument,
     OperatorParameter,
     OperatorSchema,
@@ -139,6 +142,7 @@ from pt2format._generated.model import (
     TokenArgument,
     TorchFn,
     TreeSpec,
+    TreeSpecArgument,
     UnbackedBinding,
     UnpackMetadata,
     UserInputMutationSpec,
@@ -179,6 +183,9 @@ EV_Layout = {'UNSPECIFIED': 0, 'STRIDED': 1, 'SPARSE_COO': 2, 'SPARSE_CSR': 3, '
 EN_MemoryFormat = {0: 'UNSPECIFIED', 1: 'CONTIGUOUS_FORMAT', 2: 'CHANNELS_LAST', 3: 'CHANNELS_LAST_3D', 4: 'PRESERVE_FORMAT'}
 EV_MemoryFormat = {'UNSPECIFIED': 0, 'CONTIGUOUS_FORMAT': 1, 'CHANNELS_LAST': 2, 'CHANNELS_LAST_3D': 3, 'PRESERVE_FORMAT': 4}
 
+EN_ObjectKind = {0: 'DATACLASS', 1: 'NAMEDTUPLE'}
+EV_ObjectKind = {'DATACLASS': 0, 'NAMEDTUPLE': 1}
+
 EN_OperatorKind = {0: 'UNSPECIFIED', 1: 'OP_OVERLOAD', 2: 'HIGHER_ORDER', 3: 'BUILTIN'}
 EV_OperatorKind = {'UNSPECIFIED': 0, 'OP_OVERLOAD': 1, 'HIGHER_ORDER': 2, 'BUILTIN': 3}
 
@@ -200,8 +207,8 @@ EV_SymOp = {'UNSPECIFIED': 0, 'ADD': 1, 'MUL': 2, 'POW': 3, 'FLOOR_DIV': 4, 'PYT
 EN_SymbolKind = {0: 'UNSPECIFIED', 1: 'INT', 2: 'FLOAT', 3: 'BOOL'}
 EV_SymbolKind = {'UNSPECIFIED': 0, 'INT': 1, 'FLOAT': 2, 'BOOL': 3}
 
-EN_TreeSpecKind = {0: 'UNSPECIFIED', 1: 'LEAF', 2: 'NONE', 3: 'TUPLE', 4: 'LIST', 5: 'DICT', 6: 'ORDERED_DICT', 7: 'DEFAULT_DICT', 8: 'NAMEDTUPLE', 9: 'DEQUE', 10: 'CUSTOM'}
-EV_TreeSpecKind = {'UNSPECIFIED': 0, 'LEAF': 1, 'NONE': 2, 'TUPLE': 3, 'LIST': 4, 'DICT': 5, 'ORDERED_DICT': 6, 'DEFAULT_DICT': 7, 'NAMEDTUPLE': 8, 'DEQUE': 9, 'CUSTOM': 10}
+EN_TreeSpecKind = {0: 'UNSPECIFIED', 1: 'LEAF', 2: 'NONE', 3: 'TUPLE', 4: 'LIST', 5: 'DICT', 6: 'ORDERED_DICT', 7: 'DEFAULT_DICT', 8: 'NAMEDTUPLE', 9: 'DEQUE', 10: 'CUSTOM', 11: 'MODULE', 12: 'CONSTANT_FUNCTION'}
+EV_TreeSpecKind = {'UNSPECIFIED': 0, 'LEAF': 1, 'NONE': 2, 'TUPLE': 3, 'LIST': 4, 'DICT': 5, 'ORDERED_DICT': 6, 'DEFAULT_DICT': 7, 'NAMEDTUPLE': 8, 'DEQUE': 9, 'CUSTOM': 10, 'MODULE': 11, 'CONSTANT_FUNCTION': 12}
 K_Argument = frozenset(['value', 'value_type'])
 K_ArgumentMapEntry = frozenset(['key', 'value'])
 K_BoolArgument = frozenset(['value'])
@@ -217,6 +224,7 @@ K_DeferredUnpack = frozenset(['after', 'position'])
 K_Device = frozenset(['index', 'type'])
 K_DeviceArgument = frozenset(['value'])
 K_DeviceValue = frozenset(['value'])
+K_EnumValue = frozenset(['class_fqn', 'name'])
 K_ExternalFile = frozenset(['checksum', 'checksum_kind', 'format', 'name', 'size'])
 K_ExtraFile = frozenset(['name', 'storage'])
 K_FloatArgument = frozenset(['value'])
@@ -259,6 +267,8 @@ K_NodeMetadata = frozenset(['custom', 'desc', 'extra', 'from_node', 'has_seq_nr'
 K_NodeSource = frozenset(['actions', 'from_node', 'graph_id', 'name', 'pass_name', 'target'])
 K_NoneArgument = frozenset([])
 K_NullValue = frozenset([])
+K_ObjectField = frozenset(['name', 'value'])
+K_ObjectValue = frozenset(['class_fqn', 'fields', 'kind'])
 K_OperatorArgument = frozenset(['name'])
 K_OperatorParameter = frozenset(['alias_set', 'default_value', 'is_write', 'kwarg_only', 'name', 'type'])
 K_OperatorSchema = frozenset(['is_mutable', 'kind', 'parameters', 'returns', 'schema', 'target'])
@@ -307,6 +317,7 @@ K_TensorValue = frozenset(['meta', 'name'])
 K_TokenArgument = frozenset(['name'])
 K_TorchFn = frozenset(['name', 'target'])
 K_TreeSpec = frozenset(['children', 'context', 'field_names', 'keys', 'kind', 'type_name'])
+K_TreeSpecArgument = frozenset(['metadata', 'name', 'node_name', 'spec'])
 K_UnbackedBinding = frozenset(['path', 'symbol'])
 K_UnpackMetadata = frozenset(['metadata', 'position'])
 K_UserInputMutationSpec = frozenset(['arg', 'user_input_name'])
@@ -627,6 +638,30 @@ def e_DeviceValue(o):
         x0 = o.value
         if x0 is not None:
             r['value'] = e_Device(x0)
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
+
+
+def e_EnumValue(o):
+    f_ = None
+    try:
+        if type(o) is not EnumValue:
+            _bad('wrong table type, expected EnumValue', type(o).__name__)
+        r = {}
+        f_ = 'class_fqn'
+        x0 = o.class_fqn
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['class_fqn'] = x0
+        f_ = 'name'
+        x1 = o.name
+        if x1 is not None:
+            if type(x1) is not str:
+                _check_str(x1)
+            r['name'] = x1
         return r
     except _ENCODE_ERRORS as e_:
         _note(e_, f_, o, locals())
@@ -1769,6 +1804,58 @@ def e_NullValue(o):
         if type(o) is not NullValue:
             _bad('wrong table type, expected NullValue', type(o).__name__)
         r = {}
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
+
+
+def e_ObjectField(o):
+    f_ = None
+    try:
+        if type(o) is not ObjectField:
+            _bad('wrong table type, expected ObjectField', type(o).__name__)
+        r = {}
+        f_ = 'name'
+        x0 = o.name
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['name'] = x0
+        f_ = 'value'
+        x1 = o.value
+        if x1 is not None:
+            r['value'] = e_Value(x1)
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
+
+
+def e_ObjectValue(o):
+    f_ = None
+    try:
+        if type(o) is not ObjectValue:
+            _bad('wrong table type, expected ObjectValue', type(o).__name__)
+        r = {}
+        f_ = 'class_fqn'
+        x0 = o.class_fqn
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['class_fqn'] = x0
+        f_ = 'kind'
+        x1 = o.kind
+        if type(x1) is not int or not 0 <= x1 <= 255:
+            x1 = _check_int(x1, 0, 255, 'uint8')
+        if x1 != 0:
+            r['kind'] = EN_ObjectKind.get(x1, x1)
+        f_ = ('fields', 'x2')
+        x2 = o.fields
+        if type(x2) is not list:
+            x2 = _vec(x2)
+        if x2:
+            r['fields'] = [e_ObjectField(e) for e in x2]
         return r
     except _ENCODE_ERRORS as e_:
         _note(e_, f_, o, locals())
@@ -3286,6 +3373,38 @@ def e_TreeSpec(o):
         raise
 
 
+def e_TreeSpecArgument(o):
+    f_ = None
+    try:
+        if type(o) is not TreeSpecArgument:
+            _bad('wrong table type, expected TreeSpecArgument', type(o).__name__)
+        r = {}
+        f_ = 'name'
+        x0 = o.name
+        if x0 is not None:
+            if type(x0) is not str:
+                _check_str(x0)
+            r['name'] = x0
+        f_ = 'spec'
+        x1 = o.spec
+        if x1 is not None:
+            r['spec'] = e_TreeSpec(x1)
+        f_ = 'metadata'
+        x2 = o.metadata
+        if x2 is not None:
+            r['metadata'] = e_NodeMetadata(x2)
+        f_ = 'node_name'
+        x3 = o.node_name
+        if x3 is not None:
+            if type(x3) is not str:
+                _check_str(x3)
+            r['node_name'] = x3
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
+
+
 def e_UnbackedBinding(o):
     f_ = None
     try:
@@ -3478,10 +3597,10 @@ def e_WeightSet(o):
         raise
 
 
-UE_ArgumentValue = {NoneArgument: ('NoneArgument', e_NoneArgument), TensorArgument: ('TensorArgument', e_TensorArgument), TensorListArgument: ('TensorListArgument', e_TensorListArgument), OptionalTensorArgument: ('OptionalTensorArgument', e_OptionalTensorArgument), OptionalTensorListArgument: ('OptionalTensorListArgument', e_OptionalTensorListArgument), NestedTensorListArgument: ('NestedTensorListArgument', e_NestedTensorListArgument), TokenArgument: ('TokenArgument', e_TokenArgument), IntArgument: ('IntArgument', e_IntArgument), IntListArgument: ('IntListArgument', e_IntListArgument), IntListListArgument: ('IntListListArgument', e_IntListListArgument), FloatArgument: ('FloatArgument', e_FloatArgument), FloatListArgument: ('FloatListArgument', e_FloatListArgument), FloatListListArgument: ('FloatListListArgument', e_FloatListListArgument), BoolArgument: ('BoolArgument', e_BoolArgument), BoolListArgument: ('BoolListArgument', e_BoolListArgument), StringArgument: ('StringArgument', e_StringArgument), StringListArgument: ('StringListArgument', e_StringListArgument), ComplexArgument: ('ComplexArgument', e_ComplexArgument), SymIntArgument: ('SymIntArgument', e_SymIntArgument), SymIntListArgument: ('SymIntListArgument', e_SymIntListArgument), SymFloatArgument: ('SymFloatArgument', e_SymFloatArgument), SymFloatListArgument: ('SymFloatListArgument', e_SymFloatListArgument), SymBoolArgument: ('SymBoolArgument', e_SymBoolArgument), SymBoolListArgument: ('SymBoolListArgument', e_SymBoolListArgument), ScalarTypeArgument: ('ScalarTypeArgument', e_ScalarTypeArgument), MemoryFormatArgument: ('MemoryFormatArgument', e_MemoryFormatArgument), LayoutArgument: ('LayoutArgument', e_LayoutArgument), DeviceArgument: ('DeviceArgument', e_DeviceArgument), GraphArgument: ('GraphArgument', e_GraphArgument), CustomObjArgument: ('CustomObjArgument', e_CustomObjArgument), OperatorArgument: ('OperatorArgument', e_OperatorArgument), StringToArgumentMapArgument: ('StringToArgumentMapArgument', e_StringToArgumentMapArgument), MixedListArgument: ('MixedListArgument', e_MixedListArgument)}
+UE_ArgumentValue = {NoneArgument: ('NoneArgument', e_NoneArgument), TensorArgument: ('TensorArgument', e_TensorArgument), TensorListArgument: ('TensorListArgument', e_TensorListArgument), OptionalTensorArgument: ('OptionalTensorArgument', e_OptionalTensorArgument), OptionalTensorListArgument: ('OptionalTensorListArgument', e_OptionalTensorListArgument), NestedTensorListArgument: ('NestedTensorListArgument', e_NestedTensorListArgument), TokenArgument: ('TokenArgument', e_TokenArgument), IntArgument: ('IntArgument', e_IntArgument), IntListArgument: ('IntListArgument', e_IntListArgument), IntListListArgument: ('IntListListArgument', e_IntListListArgument), FloatArgument: ('FloatArgument', e_FloatArgument), FloatListArgument: ('FloatListArgument', e_FloatListArgument), FloatListListArgument: ('FloatListListArgument', e_FloatListListArgument), BoolArgument: ('BoolArgument', e_BoolArgument), BoolListArgument: ('BoolListArgument', e_BoolListArgument), StringArgument: ('StringArgument', e_StringArgument), StringListArgument: ('StringListArgument', e_StringListArgument), ComplexArgument: ('ComplexArgument', e_ComplexArgument), SymIntArgument: ('SymIntArgument', e_SymIntArgument), SymIntListArgument: ('SymIntListArgument', e_SymIntListArgument), SymFloatArgument: ('SymFloatArgument', e_SymFloatArgument), SymFloatListArgument: ('SymFloatListArgument', e_SymFloatListArgument), SymBoolArgument: ('SymBoolArgument', e_SymBoolArgument), SymBoolListArgument: ('SymBoolListArgument', e_SymBoolListArgument), ScalarTypeArgument: ('ScalarTypeArgument', e_ScalarTypeArgument), MemoryFormatArgument: ('MemoryFormatArgument', e_MemoryFormatArgument), LayoutArgument: ('LayoutArgument', e_LayoutArgument), DeviceArgument: ('DeviceArgument', e_DeviceArgument), GraphArgument: ('GraphArgument', e_GraphArgument), CustomObjArgument: ('CustomObjArgument', e_CustomObjArgument), OperatorArgument: ('OperatorArgument', e_OperatorArgument), StringToArgumentMapArgument: ('StringToArgumentMapArgument', e_StringToArgumentMapArgument), MixedListArgument: ('MixedListArgument', e_MixedListArgument), TreeSpecArgument: ('TreeSpecArgument', e_TreeSpecArgument)}
 UE_InputSpecKind = {UserInputSpec: ('UserInputSpec', e_UserInputSpec), InputToParameterSpec: ('InputToParameterSpec', e_InputToParameterSpec), InputToBufferSpec: ('InputToBufferSpec', e_InputToBufferSpec), InputToTensorConstantSpec: ('InputToTensorConstantSpec', e_InputToTensorConstantSpec), InputToCustomObjSpec: ('InputToCustomObjSpec', e_InputToCustomObjSpec), InputTokenSpec: ('InputTokenSpec', e_InputTokenSpec), InputToConstantInputSpec: ('InputToConstantInputSpec', e_InputToConstantInputSpec)}
 UE_OutputSpecKind = {UserOutputSpec: ('UserOutputSpec', e_UserOutputSpec), LossOutputSpec: ('LossOutputSpec', e_LossOutputSpec), BufferMutationSpec: ('BufferMutationSpec', e_BufferMutationSpec), ParameterMutationSpec: ('ParameterMutationSpec', e_ParameterMutationSpec), GradientToParameterSpec: ('GradientToParameterSpec', e_GradientToParameterSpec), GradientToUserInputSpec: ('GradientToUserInputSpec', e_GradientToUserInputSpec), UserInputMutationSpec: ('UserInputMutationSpec', e_UserInputMutationSpec), OutputTokenSpec: ('OutputTokenSpec', e_OutputTokenSpec)}
-UE_ValueKind = {NullValue: ('NullValue', e_NullValue), BoolValue: ('BoolValue', e_BoolValue), IntValue: ('IntValue', e_IntValue), FloatValue: ('FloatValue', e_FloatValue), StringValue: ('StringValue', e_StringValue), BytesValue: ('BytesValue', e_BytesValue), ListValue: ('ListValue', e_ListValue), MapValue: ('MapValue', e_MapValue), TensorRefValue: ('TensorRefValue', e_TensorRefValue), ComplexValue: ('ComplexValue', e_ComplexValue), ScalarTypeValue: ('ScalarTypeValue', e_ScalarTypeValue), DeviceValue: ('DeviceValue', e_DeviceValue)}
+UE_ValueKind = {NullValue: ('NullValue', e_NullValue), BoolValue: ('BoolValue', e_BoolValue), IntValue: ('IntValue', e_IntValue), FloatValue: ('FloatValue', e_FloatValue), StringValue: ('StringValue', e_StringValue), BytesValue: ('BytesValue', e_BytesValue), ListValue: ('ListValue', e_ListValue), MapValue: ('MapValue', e_MapValue), TensorRefValue: ('TensorRefValue', e_TensorRefValue), ComplexValue: ('ComplexValue', e_ComplexValue), ScalarTypeValue: ('ScalarTypeValue', e_ScalarTypeValue), DeviceValue: ('DeviceValue', e_DeviceValue), EnumValue: ('EnumValue', e_EnumValue), ObjectValue: ('ObjectValue', e_ObjectValue)}
 
 
 def encode_tree(root):
@@ -3532,9 +3651,9 @@ def decode_tree(tree, max_depth=128):
                         if t1 == 'NONE':
                             _bad('union member given with type NONE')
                         raise VersionError('union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=t1)
-                elif type(t1) is int and 0 < t1 <= 33:
+                elif type(t1) is int and 0 < t1 <= 34:
                     t1 = UD_ArgumentValue[t1]
-                elif type(t1) is int and 33 < t1 <= 255:
+                elif type(t1) is int and 34 < t1 <= 255:
                     raise VersionError('union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=t1)
                 else:
                     _bad('wrong type: bad union type, or NONE with a member', t1)
@@ -3905,6 +4024,36 @@ def decode_tree(tree, max_depth=128):
             if x0 is not None:
                 x0 = d_Device(x0, d + 1)
             return DeviceValue(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
+
+    def d_EnumValue(o, d):
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (EnumValue)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_EnumValue.issuperset(o):
+                members += _skipped(o, K_EnumValue, keep)
+            f_ = 'class_fqn'
+            x0 = o.get('class_fqn')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_qualified_name(x0, 'EnumValue.class_fqn')
+                keep(x0)
+            f_ = 'name'
+            x1 = o.get('name')
+            if x1 is not None:
+                if type(x1) is not str:
+                    _check_str(x1)
+                _SC_identifier(x1, 'EnumValue.name')
+                keep(x1)
+            return EnumValue(x0, x1)
         except _PATH_ERRORS as e_:
             _note(e_, f_, o, locals())
             raise
@@ -5027,9 +5176,9 @@ def decode_tree(tree, max_depth=128):
                         if t2 == 'NONE':
                             _bad('union member given with type NONE')
                         raise VersionError('union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=t2)
-                elif type(t2) is int and 0 < t2 <= 33:
+                elif type(t2) is int and 0 < t2 <= 34:
                     t2 = UD_ArgumentValue[t2]
-                elif type(t2) is int and 33 < t2 <= 255:
+                elif type(t2) is int and 34 < t2 <= 255:
                     raise VersionError('union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=t2)
                 else:
                     _bad('wrong type: bad union type, or NONE with a member', t2)
@@ -5401,6 +5550,75 @@ def decode_tree(tree, max_depth=128):
             if not K_NullValue.issuperset(o):
                 members += _skipped(o, K_NullValue, keep)
             return NullValue()
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
+
+    def d_ObjectField(o, d):
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (ObjectField)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_ObjectField.issuperset(o):
+                members += _skipped(o, K_ObjectField, keep)
+            f_ = 'name'
+            x0 = o.get('name')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_identifier(x0, 'ObjectField.name')
+                keep(x0)
+            f_ = 'value'
+            x1 = o.get('value')
+            if x1 is not None:
+                x1 = d_Value(x1, d + 1)
+            return ObjectField(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
+
+    def d_ObjectValue(o, d):
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (ObjectValue)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_ObjectValue.issuperset(o):
+                members += _skipped(o, K_ObjectValue, keep)
+            f_ = 'class_fqn'
+            x0 = o.get('class_fqn')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_qualified_name(x0, 'ObjectValue.class_fqn')
+                keep(x0)
+            f_ = 'kind'
+            x1 = o.get('kind')
+            if x1 is None:
+                x1 = 0
+            elif type(x1) is str:
+                x1 = EV_ObjectKind.get(x1)
+                if x1 is None:
+                    raise VersionError('enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['kind'])
+            elif type(x1) is not int or not 0 <= x1 <= 255:
+                _check_int(x1, 0, 255, 'uint8')
+            f_ = ('fields', 'x2')
+            x2 = o.get('fields')
+            if x2 is None:
+                x2 = []
+            elif type(x2) is not list:
+                _bad('wrong type: expected an array', type(x2).__name__)
+            elif x2:
+                d1 = d + 1
+                x2 = [d_ObjectField(e, d1) for e in x2]
+            return ObjectValue(x0, x1, x2)
         except _PATH_ERRORS as e_:
             _note(e_, f_, o, locals())
             raise
@@ -7355,6 +7573,44 @@ def decode_tree(tree, max_depth=128):
             _note(e_, f_, o, locals())
             raise
 
+    def d_TreeSpecArgument(o, d):
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (TreeSpecArgument)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_TreeSpecArgument.issuperset(o):
+                members += _skipped(o, K_TreeSpecArgument, keep)
+            f_ = 'name'
+            x0 = o.get('name')
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_attr_path(x0, 'TreeSpecArgument.name')
+                keep(x0)
+            f_ = 'spec'
+            x1 = o.get('spec')
+            if x1 is not None:
+                x1 = d_TreeSpec(x1, d + 1)
+            f_ = 'metadata'
+            x2 = o.get('metadata')
+            if x2 is not None:
+                x2 = d_NodeMetadata(x2, d + 1)
+            f_ = 'node_name'
+            x3 = o.get('node_name')
+            if x3 is not None:
+                if type(x3) is not str:
+                    _check_str(x3)
+                _SC_local_name(x3, 'TreeSpecArgument.node_name')
+                keep(x3)
+            return TreeSpecArgument(x0, x1, x2, x3)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
+
     def d_UnbackedBinding(o, d):
         f_ = None
         try:
@@ -7506,9 +7762,9 @@ def decode_tree(tree, max_depth=128):
                         if t1 == 'NONE':
                             _bad('union member given with type NONE')
                         raise VersionError('union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=t1)
-                elif type(t1) is int and 0 < t1 <= 12:
+                elif type(t1) is int and 0 < t1 <= 14:
                     t1 = UD_ValueKind[t1]
-                elif type(t1) is int and 12 < t1 <= 255:
+                elif type(t1) is int and 14 < t1 <= 255:
                     raise VersionError('union member unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=t1)
                 else:
                     _bad('wrong type: bad union type, or NONE with a member', t1)
@@ -7603,14 +7859,14 @@ def decode_tree(tree, max_depth=128):
             _note(e_, f_, o, locals())
             raise
 
-    UD_ArgumentValue = (None, d_NoneArgument, d_TensorArgument, d_TensorListArgument, d_OptionalTensorArgument, d_OptionalTensorListArgument, d_NestedTensorListArgument, d_TokenArgument, d_IntArgument, d_IntListArgument, d_IntListListArgument, d_FloatArgument, d_FloatListArgument, d_FloatListListArgument, d_BoolArgument, d_BoolListArgument, d_StringArgument, d_StringListArgument, d_ComplexArgument, d_SymIntArgument, d_SymIntListArgument, d_SymFloatArgument, d_SymFloatListArgument, d_SymBoolArgument, d_SymBoolListArgument, d_ScalarTypeArgument, d_MemoryFormatArgument, d_LayoutArgument, d_DeviceArgument, d_GraphArgument, d_CustomObjArgument, d_OperatorArgument, d_StringToArgumentMapArgument, d_MixedListArgument,)
-    UN_ArgumentValue = {'NoneArgument': d_NoneArgument, 'TensorArgument': d_TensorArgument, 'TensorListArgument': d_TensorListArgument, 'OptionalTensorArgument': d_OptionalTensorArgument, 'OptionalTensorListArgument': d_OptionalTensorListArgument, 'NestedTensorListArgument': d_NestedTensorListArgument, 'TokenArgument': d_TokenArgument, 'IntArgument': d_IntArgument, 'IntListArgument': d_IntListArgument, 'IntListListArgument': d_IntListListArgument, 'FloatArgument': d_FloatArgument, 'FloatListArgument': d_FloatListArgument, 'FloatListListArgument': d_FloatListListArgument, 'BoolArgument': d_BoolArgument, 'BoolListArgument': d_BoolListArgument, 'StringArgument': d_StringArgument, 'StringListArgument': d_StringListArgument, 'ComplexArgument': d_ComplexArgument, 'SymIntArgument': d_SymIntArgument, 'SymIntListArgument': d_SymIntListArgument, 'SymFloatArgument': d_SymFloatArgument, 'SymFloatListArgument': d_SymFloatListArgument, 'SymBoolArgument': d_SymBoolArgument, 'SymBoolListArgument': d_SymBoolListArgument, 'ScalarTypeArgument': d_ScalarTypeArgument, 'MemoryFormatArgument': d_MemoryFormatArgument, 'LayoutArgument': d_LayoutArgument, 'DeviceArgument': d_DeviceArgument, 'GraphArgument': d_GraphArgument, 'CustomObjArgument': d_CustomObjArgument, 'OperatorArgument': d_OperatorArgument, 'StringToArgumentMapArgument': d_StringToArgumentMapArgument, 'MixedListArgument': d_MixedListArgument}
+    UD_ArgumentValue = (None, d_NoneArgument, d_TensorArgument, d_TensorListArgument, d_OptionalTensorArgument, d_OptionalTensorListArgument, d_NestedTensorListArgument, d_TokenArgument, d_IntArgument, d_IntListArgument, d_IntListListArgument, d_FloatArgument, d_FloatListArgument, d_FloatListListArgument, d_BoolArgument, d_BoolListArgument, d_StringArgument, d_StringListArgument, d_ComplexArgument, d_SymIntArgument, d_SymIntListArgument, d_SymFloatArgument, d_SymFloatListArgument, d_SymBoolArgument, d_SymBoolListArgument, d_ScalarTypeArgument, d_MemoryFormatArgument, d_LayoutArgument, d_DeviceArgument, d_GraphArgument, d_CustomObjArgument, d_OperatorArgument, d_StringToArgumentMapArgument, d_MixedListArgument, d_TreeSpecArgument,)
+    UN_ArgumentValue = {'NoneArgument': d_NoneArgument, 'TensorArgument': d_TensorArgument, 'TensorListArgument': d_TensorListArgument, 'OptionalTensorArgument': d_OptionalTensorArgument, 'OptionalTensorListArgument': d_OptionalTensorListArgument, 'NestedTensorListArgument': d_NestedTensorListArgument, 'TokenArgument': d_TokenArgument, 'IntArgument': d_IntArgument, 'IntListArgument': d_IntListArgument, 'IntListListArgument': d_IntListListArgument, 'FloatArgument': d_FloatArgument, 'FloatListArgument': d_FloatListArgument, 'FloatListListArgument': d_FloatListListArgument, 'BoolArgument': d_BoolArgument, 'BoolListArgument': d_BoolListArgument, 'StringArgument': d_StringArgument, 'StringListArgument': d_StringListArgument, 'ComplexArgument': d_ComplexArgument, 'SymIntArgument': d_SymIntArgument, 'SymIntListArgument': d_SymIntListArgument, 'SymFloatArgument': d_SymFloatArgument, 'SymFloatListArgument': d_SymFloatListArgument, 'SymBoolArgument': d_SymBoolArgument, 'SymBoolListArgument': d_SymBoolListArgument, 'ScalarTypeArgument': d_ScalarTypeArgument, 'MemoryFormatArgument': d_MemoryFormatArgument, 'LayoutArgument': d_LayoutArgument, 'DeviceArgument': d_DeviceArgument, 'GraphArgument': d_GraphArgument, 'CustomObjArgument': d_CustomObjArgument, 'OperatorArgument': d_OperatorArgument, 'StringToArgumentMapArgument': d_StringToArgumentMapArgument, 'MixedListArgument': d_MixedListArgument, 'TreeSpecArgument': d_TreeSpecArgument}
     UD_InputSpecKind = (None, d_UserInputSpec, d_InputToParameterSpec, d_InputToBufferSpec, d_InputToTensorConstantSpec, d_InputToCustomObjSpec, d_InputTokenSpec, d_InputToConstantInputSpec,)
     UN_InputSpecKind = {'UserInputSpec': d_UserInputSpec, 'InputToParameterSpec': d_InputToParameterSpec, 'InputToBufferSpec': d_InputToBufferSpec, 'InputToTensorConstantSpec': d_InputToTensorConstantSpec, 'InputToCustomObjSpec': d_InputToCustomObjSpec, 'InputTokenSpec': d_InputTokenSpec, 'InputToConstantInputSpec': d_InputToConstantInputSpec}
     UD_OutputSpecKind = (None, d_UserOutputSpec, d_LossOutputSpec, d_BufferMutationSpec, d_ParameterMutationSpec, d_GradientToParameterSpec, d_GradientToUserInputSpec, d_UserInputMutationSpec, d_OutputTokenSpec,)
     UN_OutputSpecKind = {'UserOutputSpec': d_UserOutputSpec, 'LossOutputSpec': d_LossOutputSpec, 'BufferMutationSpec': d_BufferMutationSpec, 'ParameterMutationSpec': d_ParameterMutationSpec, 'GradientToParameterSpec': d_GradientToParameterSpec, 'GradientToUserInputSpec': d_GradientToUserInputSpec, 'UserInputMutationSpec': d_UserInputMutationSpec, 'OutputTokenSpec': d_OutputTokenSpec}
-    UD_ValueKind = (None, d_NullValue, d_BoolValue, d_IntValue, d_FloatValue, d_StringValue, d_BytesValue, d_ListValue, d_MapValue, d_TensorRefValue, d_ComplexValue, d_ScalarTypeValue, d_DeviceValue,)
-    UN_ValueKind = {'NullValue': d_NullValue, 'BoolValue': d_BoolValue, 'IntValue': d_IntValue, 'FloatValue': d_FloatValue, 'StringValue': d_StringValue, 'BytesValue': d_BytesValue, 'ListValue': d_ListValue, 'MapValue': d_MapValue, 'TensorRefValue': d_TensorRefValue, 'ComplexValue': d_ComplexValue, 'ScalarTypeValue': d_ScalarTypeValue, 'DeviceValue': d_DeviceValue}
+    UD_ValueKind = (None, d_NullValue, d_BoolValue, d_IntValue, d_FloatValue, d_StringValue, d_BytesValue, d_ListValue, d_MapValue, d_TensorRefValue, d_ComplexValue, d_ScalarTypeValue, d_DeviceValue, d_EnumValue, d_ObjectValue,)
+    UN_ValueKind = {'NullValue': d_NullValue, 'BoolValue': d_BoolValue, 'IntValue': d_IntValue, 'FloatValue': d_FloatValue, 'StringValue': d_StringValue, 'BytesValue': d_BytesValue, 'ListValue': d_ListValue, 'MapValue': d_MapValue, 'TensorRefValue': d_TensorRefValue, 'ComplexValue': d_ComplexValue, 'ScalarTypeValue': d_ScalarTypeValue, 'DeviceValue': d_DeviceValue, 'EnumValue': d_EnumValue, 'ObjectValue': d_ObjectValue}
 
     root = d_Package(tree, 1)
     return root, members, strings

@@ -10,20 +10,27 @@ SCHEMA_VERSION = (1, 1)
 
 FIELD_MINOR = {
     'DeferredUnpack': {'after': 1, 'position': 1},
+    'EnumValue': {'class_fqn': 1, 'name': 1},
     'Graph': {'custom_meta': 1},
     'MixedListArgument': {'items': 1},
     'Node': {'deferred_unpacks': 1},
     'NodeMetadata': {'desc': 1, 'has_seq_nr': 1, 'original_aten': 1, 'seq_nr': 1, 'tensor_meta': 1, 'tensor_meta_requires_grad': 1},
+    'ObjectField': {'name': 1, 'value': 1},
+    'ObjectValue': {'class_fqn': 1, 'fields': 1, 'kind': 1},
     'Quantization': {'axis': 1, 'qscheme': 1, 'scale': 1, 'scales': 1, 'zero_point': 1, 'zero_points': 1},
     'Storage': {'meta_nbytes': 1},
     'Tensor': {'coalesced': 1, 'layout': 1, 'parts': 1, 'quantization': 1, 'subclass': 1},
     'TensorPart': {'name': 1, 'tensor': 1},
     'TensorSubclass': {'class_fqn': 1, 'context': 1},
+    'TreeSpecArgument': {'metadata': 1, 'name': 1, 'node_name': 1, 'spec': 1},
 }
 ENUM_VALUE_MINOR = {
+    'ObjectKind': {0: 1, 1: 1},
     'QScheme': {0: 1, 1: 1, 2: 1, 3: 1},
     'ScalarType': {42: 1, 43: 1, 44: 1},
+    'TreeSpecKind': {11: 1, 12: 1},
 }
 UNION_MEMBER_MINOR = {
-    'ArgumentValue': {33: 1},
+    'ArgumentValue': {33: 1, 34: 1},
+    'ValueKind': {13: 1, 14: 1},
 }

@@ -79,6 +79,14 @@ class MemoryFormat(IntEnum):
     """torch.preserve_format"""
 
 
+class ObjectKind(IntEnum):
+    """1.1: which kind of Python record an `ObjectValue` is."""
+    DATACLASS = 0
+    """A `dataclasses.dataclass` instance."""
+    NAMEDTUPLE = 1
+    """A `collections.namedtuple` / `typing.NamedTuple` instance."""
+
+
 class OperatorKind(IntEnum):
     """How an operator target is resolved."""
     UNSPECIFIED = 0
@@ -389,6 +397,10 @@ class TreeSpecKind(IntEnum):
     """A collections.deque; `context` holds maxlen (IntValue) or NullValue."""
     CUSTOM = 10
     """A registered pytree node class `type_name` (dataclasses, model output classes, ...). `field_names` holds field names when the class has them, `keys` dict-like keys, and `context` the class's dumpable context. A loader that cannot import `type_name` falls back to a generic container and warns."""
+    MODULE = 11
+    """1.1: an `nn.Module` instance passed as an input (torch.export treats its class as a pytree node while exporting and while the program runs). `type_name` is the module's class; `keys` are the names of its parameters and buffers, one per child, in that order. Loaders never build the module: a caller passes one at each call."""
+    CONSTANT_FUNCTION = 12
+    """1.1: torch's `_ConstantFunction` pytree constant: the function a `flat_apply` node calls (no children). `type_name` is the function's qualified name; loaders accept only the functions torch itself emits there (SPEC.md §9) and never import anything by this name."""
 
 
 # Bytes per element of each ScalarType value with data (the schema's pt2f_itemsize).
@@ -442,10 +454,10 @@ ITEMSIZE = {
 
 # Union name -> member table names, in type-index order (index 0 is NONE).
 UNIONS = {
-    'ArgumentValue': ('NoneArgument', 'TensorArgument', 'TensorListArgument', 'OptionalTensorArgument', 'OptionalTensorListArgument', 'NestedTensorListArgument', 'TokenArgument', 'IntArgument', 'IntListArgument', 'IntListListArgument', 'FloatArgument', 'FloatListArgument', 'FloatListListArgument', 'BoolArgument', 'BoolListArgument', 'StringArgument', 'StringListArgument', 'ComplexArgument', 'SymIntArgument', 'SymIntListArgument', 'SymFloatArgument', 'SymFloatListArgument', 'SymBoolArgument', 'SymBoolListArgument', 'ScalarTypeArgument', 'MemoryFormatArgument', 'LayoutArgument', 'DeviceArgument', 'GraphArgument', 'CustomObjArgument', 'OperatorArgument', 'StringToArgumentMapArgument', 'MixedListArgument'),
+    'ArgumentValue': ('NoneArgument', 'TensorArgument', 'TensorListArgument', 'OptionalTensorArgument', 'OptionalTensorListArgument', 'NestedTensorListArgument', 'TokenArgument', 'IntArgument', 'IntListArgument', 'IntListListArgument', 'FloatArgument', 'FloatListArgument', 'FloatListListArgument', 'BoolArgument', 'BoolListArgument', 'StringArgument', 'StringListArgument', 'ComplexArgument', 'SymIntArgument', 'SymIntListArgument', 'SymFloatArgument', 'SymFloatListArgument', 'SymBoolArgument', 'SymBoolListArgument', 'ScalarTypeArgument', 'MemoryFormatArgument', 'LayoutArgument', 'DeviceArgument', 'GraphArgument', 'CustomObjArgument', 'OperatorArgument', 'StringToArgumentMapArgument', 'MixedListArgument', 'TreeSpecArgument'),
     'InputSpecKind': ('UserInputSpec', 'InputToParameterSpec', 'InputToBufferSpec', 'InputToTensorConstantSpec', 'InputToCustomObjSpec', 'InputTokenSpec', 'InputToConstantInputSpec'),
     'OutputSpecKind': ('UserOutputSpec', 'LossOutputSpec', 'BufferMutationSpec', 'ParameterMutationSpec', 'GradientToParameterSpec', 'GradientToUserInputSpec', 'UserInputMutationSpec', 'OutputTokenSpec'),
-    'ValueKind': ('NullValue', 'BoolValue', 'IntValue', 'FloatValue', 'StringValue', 'BytesValue', 'ListValue', 'MapValue', 'TensorRefValue', 'ComplexValue', 'ScalarTypeValue', 'DeviceValue'),
+    'ValueKind': ('NullValue', 'BoolValue', 'IntValue', 'FloatValue', 'StringValue', 'BytesValue', 'ListValue', 'MapValue', 'TensorRefValue', 'ComplexValue', 'ScalarTypeValue', 'DeviceValue', 'EnumValue', 'ObjectValue'),
 }
 
 
@@ -714,6 +726,25 @@ class DeviceValue(ModelObject):
 
     def __init__(self, value: Device | None = None) -> None:
         self.value = value
+
+
+class EnumValue(ModelObject):
+    """1.1: an `enum.Enum` member inside a tensor subclass's flatten context, e.g. torchao's `KernelPreference.AUTO`. Loaders rebuild it as `cls[name]` only for a class the user trusts (SECURITY.md). The member is stored by name, not by value: the name is what the class declares and what a reader without the class can show."""
+    __slots__ = ('class_fqn', 'name')
+    class_fqn: str | None
+    name: str | None
+    IS_STRUCT = False
+    # (name, id, kind, element, ref, default, deprecated, required)
+    FIELDS = (
+        ('class_fqn', 0, 'string', None, None, None, False, False),
+        ('name', 1, 'string', None, None, None, False, False),
+    )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'class_fqn': 'qualified_name', 'name': 'identifier'}
+
+    def __init__(self, class_fqn: str | None = None, name: str | None = None) -> None:
+        self.class_fqn = class_fqn
+        self.name = name
 
 
 class ExternalFile(ModelObject):
@@ -1601,6 +1632,47 @@ class NullValue(ModelObject):
 
     def __init__(self) -> None:
         pass
+
+
+class ObjectField(ModelObject):
+    """1.1: one field of an `ObjectValue`."""
+    __slots__ = ('name', 'value')
+    name: str | None
+    value: Value | None
+    IS_STRUCT = False
+    # (name, id, kind, element, ref, default, deprecated, required)
+    FIELDS = (
+        ('name', 0, 'string', None, None, None, False, False),
+        ('value', 1, 'table', None, 'Value', None, False, False),
+    )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'name': 'identifier'}
+
+    def __init__(self, name: str | None = None, value: Value | None = None) -> None:
+        self.name = name
+        self.value = value
+
+
+class ObjectValue(ModelObject):
+    """1.1: a dataclass or namedtuple instance inside a tensor subclass's flatten context, e.g. torchao's `QuantizeTensorToInt8Kwargs`: its class and its fields, never a pickle. Loaders rebuild it only for a class the user trusts (SECURITY.md): a namedtuple through `cls(*values)`, a dataclass by setting exactly its declared fields on `cls.__new__(cls)` (no `__init__` runs, as in `torch.load(weights_only=True)`)."""
+    __slots__ = ('class_fqn', 'kind', 'fields')
+    class_fqn: str | None
+    kind: ObjectKind | int
+    fields: list[ObjectField]
+    IS_STRUCT = False
+    # (name, id, kind, element, ref, default, deprecated, required)
+    FIELDS = (
+        ('class_fqn', 0, 'string', None, None, None, False, False),
+        ('kind', 1, 'enum', 'uint8', 'ObjectKind', 0, False, False),
+        ('fields', 2, 'vector', 'table', 'ObjectField', None, False, False),
+    )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'class_fqn': 'qualified_name'}
+
+    def __init__(self, class_fqn: str | None = None, kind: ObjectKind | int = 0, fields: list[ObjectField] | None = None) -> None:
+        self.class_fqn = class_fqn
+        self.kind = kind
+        self.fields = [] if fields is None else fields
 
 
 class OperatorArgument(ModelObject):
@@ -2743,6 +2815,31 @@ class TreeSpec(ModelObject):
         self.children = [] if children is None else children
 
 
+class TreeSpecArgument(ModelObject):
+    """1.1: a pytree structure that a node fetches with get_attr: the input and function specs of a `flat_apply` node, which torch.export records for calls it cannot give a schema (e.g. a flex_attention mask function that indexes a captured tensor)."""
+    __slots__ = ('name', 'spec', 'metadata', 'node_name')
+    name: str | None
+    spec: TreeSpec | None
+    metadata: NodeMetadata | None
+    node_name: str | None
+    IS_STRUCT = False
+    # (name, id, kind, element, ref, default, deprecated, required)
+    FIELDS = (
+        ('name', 0, 'string', None, None, None, False, False),
+        ('spec', 1, 'table', None, 'TreeSpec', None, False, False),
+        ('metadata', 2, 'table', None, 'NodeMetadata', None, False, False),
+        ('node_name', 3, 'string', None, None, None, False, False),
+    )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {'name': 'attr_path', 'node_name': 'local_name'}
+
+    def __init__(self, name: str | None = None, spec: TreeSpec | None = None, metadata: NodeMetadata | None = None, node_name: str | None = None) -> None:
+        self.name = name
+        self.spec = spec
+        self.metadata = metadata
+        self.node_name = node_name
+
+
 class UnbackedBinding(ModelObject):
     """Where in a node's output an unbacked symbol is bound."""
     __slots__ = ('symbol', 'path')
@@ -2914,6 +3011,7 @@ TABLES = {
     'Device': Device,
     'DeviceArgument': DeviceArgument,
     'DeviceValue': DeviceValue,
+    'EnumValue': EnumValue,
     'ExternalFile': ExternalFile,
     'ExtraFile': ExtraFile,
     'FloatArgument': FloatArgument,
@@ -2956,6 +3054,8 @@ TABLES = {
     'NodeSource': NodeSource,
     'NoneArgument': NoneArgument,
     'NullValue': NullValue,
+    'ObjectField': ObjectField,
+    'ObjectValue': ObjectValue,
     'OperatorArgument': OperatorArgument,
     'OperatorParameter': OperatorParameter,
     'OperatorSchema': OperatorSchema,
@@ -3007,6 +3107,7 @@ TABLES = {
     'TokenArgument': TokenArgument,
     'TorchFn': TorchFn,
     'TreeSpec': TreeSpec,
+    'TreeSpecArgument': TreeSpecArgument,
     'UnbackedBinding': UnbackedBinding,
     'UnpackMetadata': UnpackMetadata,
     'UserInputMutationSpec': UserInputMutationSpec,
@@ -3023,6 +3124,7 @@ ENUMS = {
     'ExternalFormat': ExternalFormat,
     'Layout': Layout,
     'MemoryFormat': MemoryFormat,
+    'ObjectKind': ObjectKind,
     'OperatorKind': OperatorKind,
     'QScheme': QScheme,
     'ScalarType': ScalarType,

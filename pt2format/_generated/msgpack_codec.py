@@ -37,6 +37,7 @@ from pt2format._generated.model import (
     Device,
     DeviceArgument,
     DeviceValue,
+    EnumValue,
     ExternalFile,
     ExtraFile,
     FloatArgument,
@@ -79,6 +80,8 @@ from pt2format._generated.model import (
     NodeSource,
     NoneArgument,
     NullValue,
+    ObjectField,
+    ObjectValue,
     OperatorArgument,
     OperatorParameter,
     OperatorSchema,
@@ -130,6 +133,7 @@ from pt2format._generated.model import (
     TokenArgument,
     TorchFn,
     TreeSpec,
+    TreeSpecArgument,
     UnbackedBinding,
     UnpackMetadata,
     UserInputMutationSpec,
@@ -530,6 +534,27 @@ def encode_tree(root):
             if x0 is not None:
                 x0 = e_Device(x0)
             r = [x0]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
+
+    def e_EnumValue(o):
+        f_ = None
+        try:
+            if type(o) is not EnumValue:
+                _bad('wrong table type, expected EnumValue', type(o).__name__)
+            f_ = 'class_fqn'
+            x0 = o.class_fqn
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            f_ = 'name'
+            x1 = o.name
+            if x1 is not None and type(x1) is not str:
+                _check_str(x1)
+            r = [x0, x1]
             while r and r[-1] is None:
                 r.pop()
             return r
@@ -1732,6 +1757,58 @@ def encode_tree(root):
             if type(o) is not NullValue:
                 _bad('wrong table type, expected NullValue', type(o).__name__)
             return []
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
+
+    def e_ObjectField(o):
+        f_ = None
+        try:
+            if type(o) is not ObjectField:
+                _bad('wrong table type, expected ObjectField', type(o).__name__)
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            f_ = 'value'
+            x1 = o.value
+            if x1 is not None:
+                x1 = e_Value(x1)
+            r = [x0, x1]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
+
+    def e_ObjectValue(o):
+        f_ = None
+        try:
+            if type(o) is not ObjectValue:
+                _bad('wrong table type, expected ObjectValue', type(o).__name__)
+            f_ = 'class_fqn'
+            x0 = o.class_fqn
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            f_ = 'kind'
+            x1 = o.kind
+            if x1 == 0:
+                x1 = None
+            elif type(x1) is not int or not 0 <= x1 <= 255:
+                x1 = _check_int(x1, 0, 255, 'uint8')
+            f_ = ('fields', 'x2')
+            x2 = o.fields
+            if not x2:
+                x2 = None
+            elif type(x2) is not list:
+                x2 = list(x2)
+            if x2 is not None:
+                x2 = [e_ObjectField(e) for e in x2]
+            r = [x0, x1, x2]
+            while r and r[-1] is None:
+                r.pop()
+            return r
         except _ENCODE_ERRORS as e_:
             _note(e_, f_, o, locals())
             raise
@@ -3249,6 +3326,35 @@ def encode_tree(root):
             _note(e_, f_, o, locals())
             raise
 
+    def e_TreeSpecArgument(o):
+        f_ = None
+        try:
+            if type(o) is not TreeSpecArgument:
+                _bad('wrong table type, expected TreeSpecArgument', type(o).__name__)
+            f_ = 'name'
+            x0 = o.name
+            if x0 is not None and type(x0) is not str:
+                _check_str(x0)
+            f_ = 'spec'
+            x1 = o.spec
+            if x1 is not None:
+                x1 = e_TreeSpec(x1)
+            f_ = 'metadata'
+            x2 = o.metadata
+            if x2 is not None:
+                x2 = e_NodeMetadata(x2)
+            f_ = 'node_name'
+            x3 = o.node_name
+            if x3 is not None and type(x3) is not str:
+                _check_str(x3)
+            r = [x0, x1, x2, x3]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
+
     def e_UnbackedBinding(o):
         f_ = None
         try:
@@ -3449,14 +3555,14 @@ def encode_tree(root):
             _note(e_, f_, o, locals())
             raise
 
-    UE_ArgumentValue = (None, e_NoneArgument, e_TensorArgument, e_TensorListArgument, e_OptionalTensorArgument, e_OptionalTensorListArgument, e_NestedTensorListArgument, e_TokenArgument, e_IntArgument, e_IntListArgument, e_IntListListArgument, e_FloatArgument, e_FloatListArgument, e_FloatListListArgument, e_BoolArgument, e_BoolListArgument, e_StringArgument, e_StringListArgument, e_ComplexArgument, e_SymIntArgument, e_SymIntListArgument, e_SymFloatArgument, e_SymFloatListArgument, e_SymBoolArgument, e_SymBoolListArgument, e_ScalarTypeArgument, e_MemoryFormatArgument, e_LayoutArgument, e_DeviceArgument, e_GraphArgument, e_CustomObjArgument, e_OperatorArgument, e_StringToArgumentMapArgument, e_MixedListArgument,)
-    UI_ArgumentValue = {NoneArgument: 1, TensorArgument: 2, TensorListArgument: 3, OptionalTensorArgument: 4, OptionalTensorListArgument: 5, NestedTensorListArgument: 6, TokenArgument: 7, IntArgument: 8, IntListArgument: 9, IntListListArgument: 10, FloatArgument: 11, FloatListArgument: 12, FloatListListArgument: 13, BoolArgument: 14, BoolListArgument: 15, StringArgument: 16, StringListArgument: 17, ComplexArgument: 18, SymIntArgument: 19, SymIntListArgument: 20, SymFloatArgument: 21, SymFloatListArgument: 22, SymBoolArgument: 23, SymBoolListArgument: 24, ScalarTypeArgument: 25, MemoryFormatArgument: 26, LayoutArgument: 27, DeviceArgument: 28, GraphArgument: 29, CustomObjArgument: 30, OperatorArgument: 31, StringToArgumentMapArgument: 32, MixedListArgument: 33}
+    UE_ArgumentValue = (None, e_NoneArgument, e_TensorArgument, e_TensorListArgument, e_OptionalTensorArgument, e_OptionalTensorListArgument, e_NestedTensorListArgument, e_TokenArgument, e_IntArgument, e_IntListArgument, e_IntListListArgument, e_FloatArgument, e_FloatListArgument, e_FloatListListArgument, e_BoolArgument, e_BoolListArgument, e_StringArgument, e_StringListArgument, e_ComplexArgument, e_SymIntArgument, e_SymIntListArgument, e_SymFloatArgument, e_SymFloatListArgument, e_SymBoolArgument, e_SymBoolListArgument, e_ScalarTypeArgument, e_MemoryFormatArgument, e_LayoutArgument, e_DeviceArgument, e_GraphArgument, e_CustomObjArgument, e_OperatorArgument, e_StringToArgumentMapArgument, e_MixedListArgument, e_TreeSpecArgument,)
+    UI_ArgumentValue = {NoneArgument: 1, TensorArgument: 2, TensorListArgument: 3, OptionalTensorArgument: 4, OptionalTensorListArgument: 5, NestedTensorListArgument: 6, TokenArgument: 7, IntArgument: 8, IntListArgument: 9, IntListListArgument: 10, FloatArgument: 11, FloatListArgument: 12, FloatListListArgument: 13, BoolArgument: 14, BoolListArgument: 15, StringArgument: 16, StringListArgument: 17, ComplexArgument: 18, SymIntArgument: 19, SymIntListArgument: 20, SymFloatArgument: 21, SymFloatListArgument: 22, SymBoolArgument: 23, SymBoolListArgument: 24, ScalarTypeArgument: 25, MemoryFormatArgument: 26, LayoutArgument: 27, DeviceArgument: 28, GraphArgument: 29, CustomObjArgument: 30, OperatorArgument: 31, StringToArgumentMapArgument: 32, MixedListArgument: 33, TreeSpecArgument: 34}
     UE_InputSpecKind = (None, e_UserInputSpec, e_InputToParameterSpec, e_InputToBufferSpec, e_InputToTensorConstantSpec, e_InputToCustomObjSpec, e_InputTokenSpec, e_InputToConstantInputSpec,)
     UI_InputSpecKind = {UserInputSpec: 1, InputToParameterSpec: 2, InputToBufferSpec: 3, InputToTensorConstantSpec: 4, InputToCustomObjSpec: 5, InputTokenSpec: 6, InputToConstantInputSpec: 7}
     UE_OutputSpecKind = (None, e_UserOutputSpec, e_LossOutputSpec, e_BufferMutationSpec, e_ParameterMutationSpec, e_GradientToParameterSpec, e_GradientToUserInputSpec, e_UserInputMutationSpec, e_OutputTokenSpec,)
     UI_OutputSpecKind = {UserOutputSpec: 1, LossOutputSpec: 2, BufferMutationSpec: 3, ParameterMutationSpec: 4, GradientToParameterSpec: 5, GradientToUserInputSpec: 6, UserInputMutationSpec: 7, OutputTokenSpec: 8}
-    UE_ValueKind = (None, e_NullValue, e_BoolValue, e_IntValue, e_FloatValue, e_StringValue, e_BytesValue, e_ListValue, e_MapValue, e_TensorRefValue, e_ComplexValue, e_ScalarTypeValue, e_DeviceValue,)
-    UI_ValueKind = {NullValue: 1, BoolValue: 2, IntValue: 3, FloatValue: 4, StringValue: 5, BytesValue: 6, ListValue: 7, MapValue: 8, TensorRefValue: 9, ComplexValue: 10, ScalarTypeValue: 11, DeviceValue: 12}
+    UE_ValueKind = (None, e_NullValue, e_BoolValue, e_IntValue, e_FloatValue, e_StringValue, e_BytesValue, e_ListValue, e_MapValue, e_TensorRefValue, e_ComplexValue, e_ScalarTypeValue, e_DeviceValue, e_EnumValue, e_ObjectValue,)
+    UI_ValueKind = {NullValue: 1, BoolValue: 2, IntValue: 3, FloatValue: 4, StringValue: 5, BytesValue: 6, ListValue: 7, MapValue: 8, TensorRefValue: 9, ComplexValue: 10, ScalarTypeValue: 11, DeviceValue: 12, EnumValue: 13, ObjectValue: 14}
 
     return e_Package(root)
 
@@ -3537,7 +3643,7 @@ def decode_tree(tree, max_depth=128):
                 x1 = None
             elif type(x0) is not int or not 0 < x0 <= 255:
                 _bad('wrong type or out of range: a union type index is an integer in 0..255', x0)
-            elif not 0 < x0 <= 33:
+            elif not 0 < x0 <= 34:
                 raise VersionError('union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=x0)
             else:
                 f_ = 'value'
@@ -3852,6 +3958,30 @@ def decode_tree(tree, max_depth=128):
             if x0 is not None:
                 x0 = d_Device(x0, d + 1)
             return DeviceValue(x0)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
+
+    def d_EnumValue(a, d):
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (EnumValue)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1 = a if n == 2 else (a + _NONES[:2 - n] if n < 2 else a[:2])
+            f_ = 'class_fqn'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_qualified_name(x0, 'EnumValue.class_fqn')
+            f_ = 'name'
+            if x1 is not None:
+                if type(x1) is not str:
+                    _check_str(x1)
+                _SC_identifier(x1, 'EnumValue.name')
+            return EnumValue(x0, x1)
         except _PATH_ERRORS as e_:
             _note(e_, f_, a, locals())
             raise
@@ -4773,7 +4903,7 @@ def decode_tree(tree, max_depth=128):
                 x2 = None
             elif type(x1) is not int or not 0 < x1 <= 255:
                 _bad('wrong type or out of range: a union type index is an integer in 0..255', x1)
-            elif not 0 < x1 <= 33:
+            elif not 0 < x1 <= 34:
                 raise VersionError('union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=x1)
             else:
                 f_ = 'value'
@@ -5080,6 +5210,60 @@ def decode_tree(tree, max_depth=128):
             if d > max_depth:
                 too_deep(d)
             return NullValue()
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
+
+    def d_ObjectField(a, d):
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (ObjectField)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1 = a if n == 2 else (a + _NONES[:2 - n] if n < 2 else a[:2])
+            f_ = 'name'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_identifier(x0, 'ObjectField.name')
+            f_ = 'value'
+            if x1 is not None:
+                x1 = d_Value(x1, d + 1)
+            return ObjectField(x0, x1)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
+
+    def d_ObjectValue(a, d):
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (ObjectValue)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1, x2 = a if n == 3 else (a + _NONES[:3 - n] if n < 3 else a[:3])
+            f_ = 'class_fqn'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_qualified_name(x0, 'ObjectValue.class_fqn')
+            f_ = 'kind'
+            if x1 is None:
+                x1 = 0
+            elif type(x1) is not int or not 0 <= x1 <= 255:
+                _check_int(x1, 0, 255, 'uint8')
+            f_ = ('fields', 'x2')
+            if x2 is None:
+                x2 = []
+            elif type(x2) is not list:
+                _bad('wrong type: expected an array', type(x2).__name__)
+            else:
+                d1 = d + 1
+                x2 = [d_ObjectField(e, d1) for e in x2]
+            return ObjectValue(x0, x1, x2)
         except _PATH_ERRORS as e_:
             _note(e_, f_, a, locals())
             raise
@@ -6608,6 +6792,36 @@ def decode_tree(tree, max_depth=128):
             _note(e_, f_, a, locals())
             raise
 
+    def d_TreeSpecArgument(a, d):
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (TreeSpecArgument)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1, x2, x3 = a if n == 4 else (a + _NONES[:4 - n] if n < 4 else a[:4])
+            f_ = 'name'
+            if x0 is not None:
+                if type(x0) is not str:
+                    _check_str(x0)
+                _SC_attr_path(x0, 'TreeSpecArgument.name')
+            f_ = 'spec'
+            if x1 is not None:
+                x1 = d_TreeSpec(x1, d + 1)
+            f_ = 'metadata'
+            if x2 is not None:
+                x2 = d_NodeMetadata(x2, d + 1)
+            f_ = 'node_name'
+            if x3 is not None:
+                if type(x3) is not str:
+                    _check_str(x3)
+                _SC_local_name(x3, 'TreeSpecArgument.node_name')
+            return TreeSpecArgument(x0, x1, x2, x3)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
+
     def d_UnbackedBinding(a, d):
         f_ = None
         try:
@@ -6729,7 +6943,7 @@ def decode_tree(tree, max_depth=128):
                 x1 = None
             elif type(x0) is not int or not 0 < x0 <= 255:
                 _bad('wrong type or out of range: a union type index is an integer in 0..255', x0)
-            elif not 0 < x0 <= 12:
+            elif not 0 < x0 <= 14:
                 raise VersionError('union member index unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=x0)
             else:
                 f_ = 'value'
@@ -6812,9 +7026,9 @@ def decode_tree(tree, max_depth=128):
             _note(e_, f_, a, locals())
             raise
 
-    UD_ArgumentValue = (None, d_NoneArgument, d_TensorArgument, d_TensorListArgument, d_OptionalTensorArgument, d_OptionalTensorListArgument, d_NestedTensorListArgument, d_TokenArgument, d_IntArgument, d_IntListArgument, d_IntListListArgument, d_FloatArgument, d_FloatListArgument, d_FloatListListArgument, d_BoolArgument, d_BoolListArgument, d_StringArgument, d_StringListArgument, d_ComplexArgument, d_SymIntArgument, d_SymIntListArgument, d_SymFloatArgument, d_SymFloatListArgument, d_SymBoolArgument, d_SymBoolListArgument, d_ScalarTypeArgument, d_MemoryFormatArgument, d_LayoutArgument, d_DeviceArgument, d_GraphArgument, d_CustomObjArgument, d_OperatorArgument, d_StringToArgumentMapArgument, d_MixedListArgument,)
+    UD_ArgumentValue = (None, d_NoneArgument, d_TensorArgument, d_TensorListArgument, d_OptionalTensorArgument, d_OptionalTensorListArgument, d_NestedTensorListArgument, d_TokenArgument, d_IntArgument, d_IntListArgument, d_IntListListArgument, d_FloatArgument, d_FloatListArgument, d_FloatListListArgument, d_BoolArgument, d_BoolListArgument, d_StringArgument, d_StringListArgument, d_ComplexArgument, d_SymIntArgument, d_SymIntListArgument, d_SymFloatArgument, d_SymFloatListArgument, d_SymBoolArgument, d_SymBoolListArgument, d_ScalarTypeArgument, d_MemoryFormatArgument, d_LayoutArgument, d_DeviceArgument, d_GraphArgument, d_CustomObjArgument, d_OperatorArgument, d_StringToArgumentMapArgument, d_MixedListArgument, d_TreeSpecArgument,)
     UD_InputSpecKind = (None, d_UserInputSpec, d_InputToParameterSpec, d_InputToBufferSpec, d_InputToTensorConstantSpec, d_InputToCustomObjSpec, d_InputTokenSpec, d_InputToConstantInputSpec,)
     UD_OutputSpecKind = (None, d_UserOutputSpec, d_LossOutputSpec, d_BufferMutationSpec, d_ParameterMutationSpec, d_GradientToParameterSpec, d_GradientToUserInputSpec, d_UserInputMutationSpec, d_OutputTokenSpec,)
-    UD_ValueKind = (None, d_NullValue, d_BoolValue, d_IntValue, d_FloatValue, d_StringValue, d_BytesValue, d_ListValue, d_MapValue, d_TensorRefValue, d_ComplexValue, d_ScalarTypeValue, d_DeviceValue,)
+    UD_ValueKind = (None, d_NullValue, d_BoolValue, d_IntValue, d_FloatValue, d_StringValue, d_BytesValue, d_ListValue, d_MapValue, d_TensorRefValue, d_ComplexValue, d_ScalarTypeValue, d_DeviceValue, d_EnumValue, d_ObjectValue,)
 
     return d_Package(tree, 1)

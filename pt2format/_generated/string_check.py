@@ -61,6 +61,12 @@ def c_DeviceValue(o):
     if o.value is not None:
         c_Device(o.value)
 
+def c_EnumValue(o):
+    if o.class_fqn is not None:
+        _SC_qualified_name(o.class_fqn, 'EnumValue.class_fqn')
+    if o.name is not None:
+        _SC_identifier(o.name, 'EnumValue.name')
+
 def c_ExternalFile(o):
     if o.name is not None:
         _SC_file_name(o.name, 'ExternalFile.name')
@@ -273,6 +279,18 @@ def c_NodeSource(o):
     for x in o.from_node:
         c_NodeSource(x)
 
+def c_ObjectField(o):
+    if o.name is not None:
+        _SC_identifier(o.name, 'ObjectField.name')
+    if o.value is not None:
+        c_Value(o.value)
+
+def c_ObjectValue(o):
+    if o.class_fqn is not None:
+        _SC_qualified_name(o.class_fqn, 'ObjectValue.class_fqn')
+    for x in o.fields:
+        c_ObjectField(x)
+
 def c_OperatorArgument(o):
     if o.name is not None:
         _SC_qualified_name(o.name, 'OperatorArgument.name')
@@ -483,6 +501,16 @@ def c_TreeSpec(o):
     for x in o.children:
         c_TreeSpec(x)
 
+def c_TreeSpecArgument(o):
+    if o.name is not None:
+        _SC_attr_path(o.name, 'TreeSpecArgument.name')
+    if o.node_name is not None:
+        _SC_local_name(o.node_name, 'TreeSpecArgument.node_name')
+    if o.spec is not None:
+        c_TreeSpec(o.spec)
+    if o.metadata is not None:
+        c_NodeMetadata(o.metadata)
+
 def c_UnbackedBinding(o):
     for x in o.path:
         c_KeyPathEntry(x)
@@ -520,7 +548,7 @@ def _skip(o):
     pass
 
 
-_U = {'Argument': c_Argument, 'ArgumentMapEntry': c_ArgumentMapEntry, 'BufferMutationSpec': c_BufferMutationSpec, 'CustomObjArgument': c_CustomObjArgument, 'CustomObject': c_CustomObject, 'DeferredUnpack': c_DeferredUnpack, 'Device': c_Device, 'DeviceArgument': c_DeviceArgument, 'DeviceValue': c_DeviceValue, 'ExternalFile': c_ExternalFile, 'ExtraFile': c_ExtraFile, 'GradientToParameterSpec': c_GradientToParameterSpec, 'GradientToUserInputSpec': c_GradientToUserInputSpec, 'Graph': c_Graph, 'GraphArgument': c_GraphArgument, 'GraphSignature': c_GraphSignature, 'InputSpec': c_InputSpec, 'InputToBufferSpec': c_InputToBufferSpec, 'InputToConstantInputSpec': c_InputToConstantInputSpec, 'InputToCustomObjSpec': c_InputToCustomObjSpec, 'InputToParameterSpec': c_InputToParameterSpec, 'InputToTensorConstantSpec': c_InputToTensorConstantSpec, 'InputTokenSpec': c_InputTokenSpec, 'KeyPathEntry': c_KeyPathEntry, 'ListValue': c_ListValue, 'LossOutputSpec': c_LossOutputSpec, 'MapEntry': c_MapEntry, 'MapValue': c_MapValue, 'MixedListArgument': c_MixedListArgument, 'ModuleCallEntry': c_ModuleCallEntry, 'ModuleCallSignature': c_ModuleCallSignature, 'ModuleStackEntry': c_ModuleStackEntry, 'NamedArgument': c_NamedArgument, 'NamedTupleDef': c_NamedTupleDef, 'NestedTensorListArgument': c_NestedTensorListArgument, 'Node': c_Node, 'NodeMetadata': c_NodeMetadata, 'NodeSource': c_NodeSource, 'OperatorArgument': c_OperatorArgument, 'OperatorParameter': c_OperatorParameter, 'OperatorSchema': c_OperatorSchema, 'Opset': c_Opset, 'OptionalTensorArgument': c_OptionalTensorArgument, 'OptionalTensorListArgument': c_OptionalTensorListArgument, 'OutputSpec': c_OutputSpec, 'OutputTokenSpec': c_OutputTokenSpec, 'Package': c_Package, 'ParameterMutationSpec': c_ParameterMutationSpec, 'Program': c_Program, 'ShardFile': c_ShardFile, 'SourceFnEntry': c_SourceFnEntry, 'StateEntry': c_StateEntry, 'StringEntry': c_StringEntry, 'StringToArgumentMapArgument': c_StringToArgumentMapArgument, 'SymBoolArgument': c_SymBoolArgument, 'SymBoolListArgument': c_SymBoolListArgument, 'SymBoolValue': c_SymBoolValue, 'SymFloatArgument': c_SymFloatArgument, 'SymFloatListArgument': c_SymFloatListArgument, 'SymFloatValue': c_SymFloatValue, 'SymIntArgument': c_SymIntArgument, 'SymIntListArgument': c_SymIntListArgument, 'SymIntValue': c_SymIntValue, 'Symbol': c_Symbol, 'Tensor': c_Tensor, 'TensorArgument': c_TensorArgument, 'TensorListArgument': c_TensorListArgument, 'TensorMeta': c_TensorMeta, 'TensorPart': c_TensorPart, 'TensorSubclass': c_TensorSubclass, 'TensorValue': c_TensorValue, 'TokenArgument': c_TokenArgument, 'TorchFn': c_TorchFn, 'TreeSpec': c_TreeSpec, 'UnbackedBinding': c_UnbackedBinding, 'UnpackMetadata': c_UnpackMetadata, 'UserInputMutationSpec': c_UserInputMutationSpec, 'UserInputSpec': c_UserInputSpec, 'UserOutputSpec': c_UserOutputSpec, 'Value': c_Value, 'WeightSet': c_WeightSet}
+_U = {'Argument': c_Argument, 'ArgumentMapEntry': c_ArgumentMapEntry, 'BufferMutationSpec': c_BufferMutationSpec, 'CustomObjArgument': c_CustomObjArgument, 'CustomObject': c_CustomObject, 'DeferredUnpack': c_DeferredUnpack, 'Device': c_Device, 'DeviceArgument': c_DeviceArgument, 'DeviceValue': c_DeviceValue, 'EnumValue': c_EnumValue, 'ExternalFile': c_ExternalFile, 'ExtraFile': c_ExtraFile, 'GradientToParameterSpec': c_GradientToParameterSpec, 'GradientToUserInputSpec': c_GradientToUserInputSpec, 'Graph': c_Graph, 'GraphArgument': c_GraphArgument, 'GraphSignature': c_GraphSignature, 'InputSpec': c_InputSpec, 'InputToBufferSpec': c_InputToBufferSpec, 'InputToConstantInputSpec': c_InputToConstantInputSpec, 'InputToCustomObjSpec': c_InputToCustomObjSpec, 'InputToParameterSpec': c_InputToParameterSpec, 'InputToTensorConstantSpec': c_InputToTensorConstantSpec, 'InputTokenSpec': c_InputTokenSpec, 'KeyPathEntry': c_KeyPathEntry, 'ListValue': c_ListValue, 'LossOutputSpec': c_LossOutputSpec, 'MapEntry': c_MapEntry, 'MapValue': c_MapValue, 'MixedListArgument': c_MixedListArgument, 'ModuleCallEntry': c_ModuleCallEntry, 'ModuleCallSignature': c_ModuleCallSignature, 'ModuleStackEntry': c_ModuleStackEntry, 'NamedArgument': c_NamedArgument, 'NamedTupleDef': c_NamedTupleDef, 'NestedTensorListArgument': c_NestedTensorListArgument, 'Node': c_Node, 'NodeMetadata': c_NodeMetadata, 'NodeSource': c_NodeSource, 'ObjectField': c_ObjectField, 'ObjectValue': c_ObjectValue, 'OperatorArgument': c_OperatorArgument, 'OperatorParameter': c_OperatorParameter, 'OperatorSchema': c_OperatorSchema, 'Opset': c_Opset, 'OptionalTensorArgument': c_OptionalTensorArgument, 'OptionalTensorListArgument': c_OptionalTensorListArgument, 'OutputSpec': c_OutputSpec, 'OutputTokenSpec': c_OutputTokenSpec, 'Package': c_Package, 'ParameterMutationSpec': c_ParameterMutationSpec, 'Program': c_Program, 'ShardFile': c_ShardFile, 'SourceFnEntry': c_SourceFnEntry, 'StateEntry': c_StateEntry, 'StringEntry': c_StringEntry, 'StringToArgumentMapArgument': c_StringToArgumentMapArgument, 'SymBoolArgument': c_SymBoolArgument, 'SymBoolListArgument': c_SymBoolListArgument, 'SymBoolValue': c_SymBoolValue, 'SymFloatArgument': c_SymFloatArgument, 'SymFloatListArgument': c_SymFloatListArgument, 'SymFloatValue': c_SymFloatValue, 'SymIntArgument': c_SymIntArgument, 'SymIntListArgument': c_SymIntListArgument, 'SymIntValue': c_SymIntValue, 'Symbol': c_Symbol, 'Tensor': c_Tensor, 'TensorArgument': c_TensorArgument, 'TensorListArgument': c_TensorListArgument, 'TensorMeta': c_TensorMeta, 'TensorPart': c_TensorPart, 'TensorSubclass': c_TensorSubclass, 'TensorValue': c_TensorValue, 'TokenArgument': c_TokenArgument, 'TorchFn': c_TorchFn, 'TreeSpec': c_TreeSpec, 'TreeSpecArgument': c_TreeSpecArgument, 'UnbackedBinding': c_UnbackedBinding, 'UnpackMetadata': c_UnpackMetadata, 'UserInputMutationSpec': c_UserInputMutationSpec, 'UserInputSpec': c_UserInputSpec, 'UserOutputSpec': c_UserOutputSpec, 'Value': c_Value, 'WeightSet': c_WeightSet}
 
 
 def check_package(root):

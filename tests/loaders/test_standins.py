@@ -73,7 +73,7 @@ _TYPES = textwrap.dedent('''
 ''')
 
 _PRODUCER = textwrap.dedent('''
-    import json, sys, warnings, torch, pt2format
+    import dataclasses, json, sys, warnings, torch, pt2format
     import torch.utils._pytree as pytree
     from pt2format.errors import FallbackWarning
     from pt2f_producer_types import M, Pair, Result, Scaled, TinyOutput
@@ -102,13 +102,18 @@ _PRODUCER = textwrap.dedent('''
     torch.save({"inputs": pytree.tree_leaves(args), "outputs": pytree.tree_leaves(eager)}, f"{out_dir}/values.pt")
     json.dump({"torch_out_spec": str(theirs.call_spec.out_spec), "torch_in_spec": str(theirs.call_spec.in_spec),
                "out_spec": str(ep.call_spec.out_spec), "in_spec": str(ep.call_spec.in_spec),
-               "mcg_out_spec": str(ep.module_call_graph[0].signature.out_spec)},
+               "mcg_out_spec": str(ep.module_call_graph[0].signature.out_spec),
+               # what the real classes are: a stand-in keeps the kind (dataclass, namedtuple) and the fields
+               "result_fields": [f.name for f in dataclasses.fields(Result)],
+               "result_is_dataclass": dataclasses.is_dataclass(got[1]),
+               "pair_is_namedtuple": pytree.is_namedtuple_instance(got[1].pair),
+               "pair_fields": list(Pair._fields)},
               open(f"{out_dir}/specs.json", "w"))
     print("PRODUCER-OK")
 ''')
 
 _CONSUMER = textwrap.dedent('''
-    import importlib.util, json, sys, warnings, torch, pt2format
+    import dataclasses, importlib.util, json, sys, warnings, torch, pt2format
     import torch.utils._pytree as pytree
     from pt2format.errors import FallbackWarning
 
@@ -152,6 +157,12 @@ _CONSUMER = textwrap.dedent('''
         assert torch.equal(result.total, want[2]) and result.extra is None
         assert torch.equal(result.pair.first, want[3]) and result.pair[1] is result.pair.second
         assert result.pair._fields == ("first", "second") and result.pair._asdict()["first"] is result.pair.first
+        # The stand-in keeps the kind of the real class: a dataclass for a dataclass, a namedtuple for a namedtuple.
+        assert dataclasses.is_dataclass(result) == specs["result_is_dataclass"] is True
+        assert [f.name for f in dataclasses.fields(result)] == specs["result_fields"]
+        assert dataclasses.replace(result, extra=1).extra == 1 and dataclasses.replace(result).total is result.total
+        assert pytree.is_namedtuple_instance(result.pair) == specs["pair_is_namedtuple"] is True
+        assert list(result.pair._fields) == specs["pair_fields"] and isinstance(result.pair, tuple)
         assert torch.equal(scaled.a, want[5]) and torch.equal(scaled.b, want[6])
         assert scaled.context == {"unit": "m", "scale": 3} and scaled[0] is scaled.a
         these = (type(tiny), type(result), type(result.pair), type(scaled))

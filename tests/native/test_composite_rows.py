@@ -14,6 +14,7 @@ import pt2format
 from pt2format.errors import ValidationError
 
 import crafting
+from subclass_samples import RecordModule, record_mutations
 
 
 @pytest.fixture(scope="module")
@@ -53,3 +54,37 @@ def test_a_part_pointing_forward_is_refused_by_all(saved, cpp_release, ts_reader
     assert r.stdout.decode().strip() == "ValidationError"
     [rec] = T.dump_batch([bad])
     assert rec["error"] == "ValidationError", rec
+
+
+# --------------------------------------------------------------------------- structured contexts (EnumValue, ObjectValue)
+
+
+@pytest.fixture(scope="module")
+def records_program(tmp_path_factory):
+    path = tmp_path_factory.mktemp("records") / "p.pt2f"
+    pt2format.save(torch.export.export(RecordModule(), (torch.randn(3),)), path, progress=False, fsync=False)
+    return path
+
+
+def test_three_readers_dump_structured_contexts_alike(records_program, cpp_release, ts_reader):
+    want = _python_dump(records_program)
+    assert b'"EnumValue"' in want and b'"NAMEDTUPLE"' in want and b'"DATACLASS"' in want
+    r = C.run(cpp_release / "pt2f-dump", records_program)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == want
+    t = T.ts_dump(records_program)
+    assert t.returncode == 0, t.stderr
+    assert t.stdout == want
+
+
+@pytest.mark.parametrize("name,mutate,message", record_mutations(), ids=[r[0] for r in record_mutations()])
+def test_malformed_structured_contexts_are_refused_by_all(records_program, cpp_release, ts_reader, tmp_path, name,
+                                                          mutate, message):
+    bad = crafting.craft(records_program, tmp_path / "bad.pt2f", mutate)
+    with pytest.raises(ValidationError, match=message):
+        pt2format.validate(bad)
+    r = C.run(cpp_release / "pt2f-dump", "--error-class", bad)
+    assert r.stdout.decode().strip() == "ValidationError", r.stderr
+    [rec] = T.dump_batch([bad])
+    assert rec["error"] == "ValidationError", rec
+    assert message.split()[0] in rec.get("message", message), rec

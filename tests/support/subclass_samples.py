@@ -4,12 +4,21 @@
 torch's test TwoTensor); its flatten context carries plain values of each
 kind the format stores (str, int, float, bool, list, dict, dtype, device).
 `BadContextTensor` has a context the format must refuse (an arbitrary object).
+`records()` is a context with an enum member, a (frozen, nested) dataclass
+and a namedtuple, as torchao's contexts hold (structured values, schema 1.1).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import enum
+from typing import NamedTuple
+
 import torch
 from torch.utils import _pytree as pytree
+
+import crafting
+from pt2format._generated import model as m
 
 
 class PairTensor(torch.Tensor):
@@ -57,3 +66,83 @@ class BadContextTensor(PairTensor):
 def pair(n: int = 3, seed: int = 0) -> PairTensor:
     g = torch.Generator().manual_seed(seed)
     return PairTensor(torch.randn(n, generator=g), torch.randn(n, generator=g))
+
+
+class Mode(enum.Enum):
+    FAST = "fast"
+    EXACT = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class Granule:
+    dim: int
+
+
+@dataclasses.dataclass
+class Settings:
+    granule: Granule
+    mode: Mode
+    scale: float = 1.0
+    tags: list = dataclasses.field(default_factory=list)
+    derived: int = dataclasses.field(init=False, default=0)
+
+    def __post_init__(self):
+        self.derived = self.granule.dim * 10
+
+
+class Span(NamedTuple):
+    lo: int
+    hi: int
+
+
+RECORD_CLASSES = (Mode, Granule, Settings, Span)
+
+
+def records() -> dict:
+    s = Settings(Granule(-1), Mode.FAST, 0.5, ["x", 1])
+    s.derived = 7  # a value __init__ would not compute: the loader must not run __init__/__post_init__
+    return {"mode": Mode.EXACT, "settings": s, "span": Span(1, 2), "spans": [Span(3, 4)], "none": None}
+
+
+def record_pair(seed: int = 0) -> PairTensor:
+    p = pair(3, seed)
+    return PairTensor(p.a, p.b, "records", records())
+
+
+class RecordModule(torch.nn.Module):
+    """A program whose parameter's flatten context holds `records()`."""
+
+    def __init__(self):
+        super().__init__()
+        self.p = torch.nn.Parameter(record_pair(), requires_grad=False)
+
+    def forward(self, x):
+        return x + self.p
+
+
+def _enum_value():
+    return m.Value(m.EnumValue(class_fqn="subclass_samples.Mode", name="FAST"))
+
+
+def record_mutations():
+    """(name, mutate, message): files each reader must refuse with a ValidationError."""
+    def outside(p):
+        """EnumValue/ObjectValue name classes; only a subclass context, where the trust list applies, may hold them."""
+        node = crafting.nodes(p)[0]
+        node.metadata.custom = m.MapValue([m.MapEntry(m.Value(m.StringValue("k")), _enum_value())])
+
+    def duplicate_field(p):
+        row = next(t for t in p.tensors if t.subclass is not None)
+        row.subclass.context = m.Value(m.ObjectValue(
+            class_fqn="subclass_samples.Span", kind=m.ObjectKind.NAMEDTUPLE,
+            fields=[m.ObjectField("lo", m.Value(m.IntValue(1))), m.ObjectField("lo", m.Value(m.IntValue(2)))]))
+
+    def tensor_in_context(p):
+        row = next(t for t in p.tensors if t.subclass is not None)
+        row.subclass.context = m.Value(m.ObjectValue(
+            class_fqn="subclass_samples.Span", kind=m.ObjectKind.NAMEDTUPLE,
+            fields=[m.ObjectField("lo", m.Value(m.TensorRefValue(0))), m.ObjectField("hi", _enum_value())]))
+
+    return [("outside", outside, "only in a tensor subclass's context"),
+            ("duplicate_field", duplicate_field, "field names must be unique"),
+            ("tensor_in_context", tensor_in_context, "tensor index out of range")]

@@ -73,6 +73,15 @@ struct ScalarTypeValueBuilder;
 struct DeviceValue;
 struct DeviceValueBuilder;
 
+struct EnumValue;
+struct EnumValueBuilder;
+
+struct ObjectField;
+struct ObjectFieldBuilder;
+
+struct ObjectValue;
+struct ObjectValueBuilder;
+
 struct Value;
 struct ValueBuilder;
 
@@ -207,6 +216,9 @@ struct DeviceArgumentBuilder;
 
 struct GraphArgument;
 struct GraphArgumentBuilder;
+
+struct TreeSpecArgument;
+struct TreeSpecArgumentBuilder;
 
 struct CustomObjArgument;
 struct CustomObjArgumentBuilder;
@@ -401,6 +413,12 @@ inline const ::flatbuffers::TypeTable *ScalarTypeValueTypeTable();
 
 inline const ::flatbuffers::TypeTable *DeviceValueTypeTable();
 
+inline const ::flatbuffers::TypeTable *EnumValueTypeTable();
+
+inline const ::flatbuffers::TypeTable *ObjectFieldTypeTable();
+
+inline const ::flatbuffers::TypeTable *ObjectValueTypeTable();
+
 inline const ::flatbuffers::TypeTable *ValueTypeTable();
 
 inline const ::flatbuffers::TypeTable *ValueRangeTypeTable();
@@ -490,6 +508,8 @@ inline const ::flatbuffers::TypeTable *LayoutArgumentTypeTable();
 inline const ::flatbuffers::TypeTable *DeviceArgumentTypeTable();
 
 inline const ::flatbuffers::TypeTable *GraphArgumentTypeTable();
+
+inline const ::flatbuffers::TypeTable *TreeSpecArgumentTypeTable();
 
 inline const ::flatbuffers::TypeTable *CustomObjArgumentTypeTable();
 
@@ -1363,10 +1383,21 @@ enum class TreeSpecKind : uint8_t {
   /// `keys` dict-like keys, and `context` the class's dumpable context.
   /// A loader that cannot import `type_name` falls back to a generic
   /// container and warns.
-  CUSTOM = 10
+  CUSTOM = 10,
+  /// 1.1: an `nn.Module` instance passed as an input (torch.export treats
+  /// its class as a pytree node while exporting and while the program
+  /// runs). `type_name` is the module's class; `keys` are the names of its
+  /// parameters and buffers, one per child, in that order. Loaders never
+  /// build the module: a caller passes one at each call.
+  MODULE = 11,
+  /// 1.1: torch's `_ConstantFunction` pytree constant: the function a
+  /// `flat_apply` node calls (no children). `type_name` is the function's
+  /// qualified name; loaders accept only the functions torch itself emits
+  /// there (SPEC.md §9) and never import anything by this name.
+  CONSTANT_FUNCTION = 12
 };
 
-inline const TreeSpecKind (&EnumValuesTreeSpecKind())[11] {
+inline const TreeSpecKind (&EnumValuesTreeSpecKind())[13] {
   static const TreeSpecKind values[] = {
     TreeSpecKind::UNSPECIFIED,
     TreeSpecKind::LEAF,
@@ -1378,13 +1409,15 @@ inline const TreeSpecKind (&EnumValuesTreeSpecKind())[11] {
     TreeSpecKind::DEFAULT_DICT,
     TreeSpecKind::NAMEDTUPLE,
     TreeSpecKind::DEQUE,
-    TreeSpecKind::CUSTOM
+    TreeSpecKind::CUSTOM,
+    TreeSpecKind::MODULE,
+    TreeSpecKind::CONSTANT_FUNCTION
   };
   return values;
 }
 
 inline const char * const *EnumNamesTreeSpecKind() {
-  static const char * const names[12] = {
+  static const char * const names[14] = {
     "UNSPECIFIED",
     "LEAF",
     "NONE",
@@ -1396,13 +1429,15 @@ inline const char * const *EnumNamesTreeSpecKind() {
     "NAMEDTUPLE",
     "DEQUE",
     "CUSTOM",
+    "MODULE",
+    "CONSTANT_FUNCTION",
     nullptr
   };
   return names;
 }
 
 inline const char *EnumNameTreeSpecKind(TreeSpecKind e) {
-  if (::flatbuffers::IsOutRange(e, TreeSpecKind::UNSPECIFIED, TreeSpecKind::CUSTOM)) return "";
+  if (::flatbuffers::IsOutRange(e, TreeSpecKind::UNSPECIFIED, TreeSpecKind::CONSTANT_FUNCTION)) return "";
   const size_t index = static_cast<size_t>(e);
   return EnumNamesTreeSpecKind()[index];
 }
@@ -1522,6 +1557,37 @@ inline const char *EnumNameChecksumKind(ChecksumKind e) {
   return EnumNamesChecksumKind()[index];
 }
 
+/// 1.1: which kind of Python record an `ObjectValue` is.
+enum class ObjectKind : uint8_t {
+  /// A `dataclasses.dataclass` instance.
+  DATACLASS = 0,
+  /// A `collections.namedtuple` / `typing.NamedTuple` instance.
+  NAMEDTUPLE = 1
+};
+
+inline const ObjectKind (&EnumValuesObjectKind())[2] {
+  static const ObjectKind values[] = {
+    ObjectKind::DATACLASS,
+    ObjectKind::NAMEDTUPLE
+  };
+  return values;
+}
+
+inline const char * const *EnumNamesObjectKind() {
+  static const char * const names[3] = {
+    "DATACLASS",
+    "NAMEDTUPLE",
+    nullptr
+  };
+  return names;
+}
+
+inline const char *EnumNameObjectKind(ObjectKind e) {
+  if (::flatbuffers::IsOutRange(e, ObjectKind::DATACLASS, ObjectKind::NAMEDTUPLE)) return "";
+  const size_t index = static_cast<size_t>(e);
+  return EnumNamesObjectKind()[index];
+}
+
 /// The kinds of generic value.
 enum class ValueKind : uint8_t {
   NONE = 0,
@@ -1548,10 +1614,14 @@ enum class ValueKind : uint8_t {
   /// torch.dtype.
   ScalarTypeValue = 11,
   /// torch.device.
-  DeviceValue = 12
+  DeviceValue = 12,
+  /// 1.1: an enum member (tensor subclass contexts only).
+  EnumValue = 13,
+  /// 1.1: a dataclass or namedtuple (tensor subclass contexts only).
+  ObjectValue = 14
 };
 
-inline const ValueKind (&EnumValuesValueKind())[13] {
+inline const ValueKind (&EnumValuesValueKind())[15] {
   static const ValueKind values[] = {
     ValueKind::NONE,
     ValueKind::NullValue,
@@ -1565,13 +1635,15 @@ inline const ValueKind (&EnumValuesValueKind())[13] {
     ValueKind::TensorRefValue,
     ValueKind::ComplexValue,
     ValueKind::ScalarTypeValue,
-    ValueKind::DeviceValue
+    ValueKind::DeviceValue,
+    ValueKind::EnumValue,
+    ValueKind::ObjectValue
   };
   return values;
 }
 
 inline const char * const *EnumNamesValueKind() {
-  static const char * const names[14] = {
+  static const char * const names[16] = {
     "NONE",
     "NullValue",
     "BoolValue",
@@ -1585,13 +1657,15 @@ inline const char * const *EnumNamesValueKind() {
     "ComplexValue",
     "ScalarTypeValue",
     "DeviceValue",
+    "EnumValue",
+    "ObjectValue",
     nullptr
   };
   return names;
 }
 
 inline const char *EnumNameValueKind(ValueKind e) {
-  if (::flatbuffers::IsOutRange(e, ValueKind::NONE, ValueKind::DeviceValue)) return "";
+  if (::flatbuffers::IsOutRange(e, ValueKind::NONE, ValueKind::ObjectValue)) return "";
   const size_t index = static_cast<size_t>(e);
   return EnumNamesValueKind()[index];
 }
@@ -1646,6 +1720,14 @@ template<> struct ValueKindTraits<pt2format::ScalarTypeValue> {
 
 template<> struct ValueKindTraits<pt2format::DeviceValue> {
   static const ValueKind enum_value = ValueKind::DeviceValue;
+};
+
+template<> struct ValueKindTraits<pt2format::EnumValue> {
+  static const ValueKind enum_value = ValueKind::EnumValue;
+};
+
+template<> struct ValueKindTraits<pt2format::ObjectValue> {
+  static const ValueKind enum_value = ValueKind::ObjectValue;
 };
 
 template <bool B = false>
@@ -1759,10 +1841,12 @@ enum class ArgumentValue : uint8_t {
   StringToArgumentMapArgument = 32,
   /// Added in 1.1. A list or tuple mixing kinds (a while_loop's carried
   /// values: Python ints beside tensors).
-  MixedListArgument = 33
+  MixedListArgument = 33,
+  /// 1.1: a pytree structure fetched with get_attr.
+  TreeSpecArgument = 34
 };
 
-inline const ArgumentValue (&EnumValuesArgumentValue())[34] {
+inline const ArgumentValue (&EnumValuesArgumentValue())[35] {
   static const ArgumentValue values[] = {
     ArgumentValue::NONE,
     ArgumentValue::NoneArgument,
@@ -1797,13 +1881,14 @@ inline const ArgumentValue (&EnumValuesArgumentValue())[34] {
     ArgumentValue::CustomObjArgument,
     ArgumentValue::OperatorArgument,
     ArgumentValue::StringToArgumentMapArgument,
-    ArgumentValue::MixedListArgument
+    ArgumentValue::MixedListArgument,
+    ArgumentValue::TreeSpecArgument
   };
   return values;
 }
 
 inline const char * const *EnumNamesArgumentValue() {
-  static const char * const names[35] = {
+  static const char * const names[36] = {
     "NONE",
     "NoneArgument",
     "TensorArgument",
@@ -1838,13 +1923,14 @@ inline const char * const *EnumNamesArgumentValue() {
     "OperatorArgument",
     "StringToArgumentMapArgument",
     "MixedListArgument",
+    "TreeSpecArgument",
     nullptr
   };
   return names;
 }
 
 inline const char *EnumNameArgumentValue(ArgumentValue e) {
-  if (::flatbuffers::IsOutRange(e, ArgumentValue::NONE, ArgumentValue::MixedListArgument)) return "";
+  if (::flatbuffers::IsOutRange(e, ArgumentValue::NONE, ArgumentValue::TreeSpecArgument)) return "";
   const size_t index = static_cast<size_t>(e);
   return EnumNamesArgumentValue()[index];
 }
@@ -1983,6 +2069,10 @@ template<> struct ArgumentValueTraits<pt2format::StringToArgumentMapArgument> {
 
 template<> struct ArgumentValueTraits<pt2format::MixedListArgument> {
   static const ArgumentValue enum_value = ArgumentValue::MixedListArgument;
+};
+
+template<> struct ArgumentValueTraits<pt2format::TreeSpecArgument> {
+  static const ArgumentValue enum_value = ArgumentValue::TreeSpecArgument;
 };
 
 template <bool B = false>
@@ -3382,6 +3472,262 @@ struct DeviceValue::Traits {
   static auto constexpr Create = CreateDeviceValue;
 };
 
+/// 1.1: an `enum.Enum` member inside a tensor subclass's flatten context,
+/// e.g. torchao's `KernelPreference.AUTO`. Loaders rebuild it as
+/// `cls[name]` only for a class the user trusts (SECURITY.md). The member
+/// is stored by name, not by value: the name is what the class declares
+/// and what a reader without the class can show.
+struct EnumValue FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
+  typedef EnumValueBuilder Builder;
+  struct Traits;
+  static const ::flatbuffers::TypeTable *MiniReflectTypeTable() {
+    return EnumValueTypeTable();
+  }
+  enum FlatBuffersVTableOffset FLATBUFFERS_VTABLE_UNDERLYING_TYPE {
+    VT_CLASS_FQN = 4,
+    VT_NAME = 6
+  };
+  /// Qualified name of the enum class (`module.QualName`).
+  const ::flatbuffers::String *class_fqn() const {
+    return GetPointer<const ::flatbuffers::String *>(VT_CLASS_FQN);
+  }
+  /// The member's name (`member.name`).
+  const ::flatbuffers::String *name() const {
+    return GetPointer<const ::flatbuffers::String *>(VT_NAME);
+  }
+  template <bool B = false>
+  bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
+    return VerifyTableStart(verifier) &&
+           VerifyOffset(verifier, VT_CLASS_FQN) &&
+           verifier.VerifyString(class_fqn()) &&
+           VerifyOffset(verifier, VT_NAME) &&
+           verifier.VerifyString(name()) &&
+           verifier.EndTable();
+  }
+};
+
+struct EnumValueBuilder {
+  typedef EnumValue Table;
+  ::flatbuffers::FlatBufferBuilder &fbb_;
+  ::flatbuffers::uoffset_t start_;
+  void add_class_fqn(::flatbuffers::Offset<::flatbuffers::String> class_fqn) {
+    fbb_.AddOffset(EnumValue::VT_CLASS_FQN, class_fqn);
+  }
+  void add_name(::flatbuffers::Offset<::flatbuffers::String> name) {
+    fbb_.AddOffset(EnumValue::VT_NAME, name);
+  }
+  explicit EnumValueBuilder(::flatbuffers::FlatBufferBuilder &_fbb)
+        : fbb_(_fbb) {
+    start_ = fbb_.StartTable();
+  }
+  ::flatbuffers::Offset<EnumValue> Finish() {
+    const auto end = fbb_.EndTable(start_);
+    auto o = ::flatbuffers::Offset<EnumValue>(end);
+    return o;
+  }
+};
+
+inline ::flatbuffers::Offset<EnumValue> CreateEnumValue(
+    ::flatbuffers::FlatBufferBuilder &_fbb,
+    ::flatbuffers::Offset<::flatbuffers::String> class_fqn = 0,
+    ::flatbuffers::Offset<::flatbuffers::String> name = 0) {
+  EnumValueBuilder builder_(_fbb);
+  builder_.add_name(name);
+  builder_.add_class_fqn(class_fqn);
+  return builder_.Finish();
+}
+
+struct EnumValue::Traits {
+  using type = EnumValue;
+  static auto constexpr Create = CreateEnumValue;
+};
+
+inline ::flatbuffers::Offset<EnumValue> CreateEnumValueDirect(
+    ::flatbuffers::FlatBufferBuilder &_fbb,
+    const char *class_fqn = nullptr,
+    const char *name = nullptr) {
+  auto class_fqn__ = class_fqn ? _fbb.CreateString(class_fqn) : 0;
+  auto name__ = name ? _fbb.CreateString(name) : 0;
+  return pt2format::CreateEnumValue(
+      _fbb,
+      class_fqn__,
+      name__);
+}
+
+/// 1.1: one field of an `ObjectValue`.
+struct ObjectField FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
+  typedef ObjectFieldBuilder Builder;
+  struct Traits;
+  static const ::flatbuffers::TypeTable *MiniReflectTypeTable() {
+    return ObjectFieldTypeTable();
+  }
+  enum FlatBuffersVTableOffset FLATBUFFERS_VTABLE_UNDERLYING_TYPE {
+    VT_NAME = 4,
+    VT_VALUE = 6
+  };
+  /// The field's name.
+  const ::flatbuffers::String *name() const {
+    return GetPointer<const ::flatbuffers::String *>(VT_NAME);
+  }
+  /// The field's value.
+  const pt2format::Value *value() const {
+    return GetPointer<const pt2format::Value *>(VT_VALUE);
+  }
+  template <bool B = false>
+  bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
+    return VerifyTableStart(verifier) &&
+           VerifyOffset(verifier, VT_NAME) &&
+           verifier.VerifyString(name()) &&
+           VerifyOffset(verifier, VT_VALUE) &&
+           verifier.VerifyTable(value()) &&
+           verifier.EndTable();
+  }
+};
+
+struct ObjectFieldBuilder {
+  typedef ObjectField Table;
+  ::flatbuffers::FlatBufferBuilder &fbb_;
+  ::flatbuffers::uoffset_t start_;
+  void add_name(::flatbuffers::Offset<::flatbuffers::String> name) {
+    fbb_.AddOffset(ObjectField::VT_NAME, name);
+  }
+  void add_value(::flatbuffers::Offset<pt2format::Value> value) {
+    fbb_.AddOffset(ObjectField::VT_VALUE, value);
+  }
+  explicit ObjectFieldBuilder(::flatbuffers::FlatBufferBuilder &_fbb)
+        : fbb_(_fbb) {
+    start_ = fbb_.StartTable();
+  }
+  ::flatbuffers::Offset<ObjectField> Finish() {
+    const auto end = fbb_.EndTable(start_);
+    auto o = ::flatbuffers::Offset<ObjectField>(end);
+    return o;
+  }
+};
+
+inline ::flatbuffers::Offset<ObjectField> CreateObjectField(
+    ::flatbuffers::FlatBufferBuilder &_fbb,
+    ::flatbuffers::Offset<::flatbuffers::String> name = 0,
+    ::flatbuffers::Offset<pt2format::Value> value = 0) {
+  ObjectFieldBuilder builder_(_fbb);
+  builder_.add_value(value);
+  builder_.add_name(name);
+  return builder_.Finish();
+}
+
+struct ObjectField::Traits {
+  using type = ObjectField;
+  static auto constexpr Create = CreateObjectField;
+};
+
+inline ::flatbuffers::Offset<ObjectField> CreateObjectFieldDirect(
+    ::flatbuffers::FlatBufferBuilder &_fbb,
+    const char *name = nullptr,
+    ::flatbuffers::Offset<pt2format::Value> value = 0) {
+  auto name__ = name ? _fbb.CreateString(name) : 0;
+  return pt2format::CreateObjectField(
+      _fbb,
+      name__,
+      value);
+}
+
+/// 1.1: a dataclass or namedtuple instance inside a tensor subclass's
+/// flatten context, e.g. torchao's `QuantizeTensorToInt8Kwargs`: its class
+/// and its fields, never a pickle. Loaders rebuild it only for a class the
+/// user trusts (SECURITY.md): a namedtuple through `cls(*values)`, a
+/// dataclass by setting exactly its declared fields on `cls.__new__(cls)`
+/// (no `__init__` runs, as in `torch.load(weights_only=True)`).
+struct ObjectValue FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
+  typedef ObjectValueBuilder Builder;
+  struct Traits;
+  static const ::flatbuffers::TypeTable *MiniReflectTypeTable() {
+    return ObjectValueTypeTable();
+  }
+  enum FlatBuffersVTableOffset FLATBUFFERS_VTABLE_UNDERLYING_TYPE {
+    VT_CLASS_FQN = 4,
+    VT_KIND = 6,
+    VT_FIELDS = 8
+  };
+  /// Qualified name of the class (`module.QualName`).
+  const ::flatbuffers::String *class_fqn() const {
+    return GetPointer<const ::flatbuffers::String *>(VT_CLASS_FQN);
+  }
+  /// Dataclass or namedtuple.
+  pt2format::ObjectKind kind() const {
+    return static_cast<pt2format::ObjectKind>(GetField<uint8_t>(VT_KIND, 0));
+  }
+  /// Every field, in declaration order (`dataclasses.fields` / `_fields`).
+  const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::ObjectField>> *fields() const {
+    return GetPointer<const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::ObjectField>> *>(VT_FIELDS);
+  }
+  template <bool B = false>
+  bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
+    return VerifyTableStart(verifier) &&
+           VerifyOffset(verifier, VT_CLASS_FQN) &&
+           verifier.VerifyString(class_fqn()) &&
+           VerifyField<uint8_t>(verifier, VT_KIND, 1) &&
+           VerifyOffset(verifier, VT_FIELDS) &&
+           verifier.VerifyVector(fields()) &&
+           verifier.VerifyVectorOfTables(fields()) &&
+           verifier.EndTable();
+  }
+};
+
+struct ObjectValueBuilder {
+  typedef ObjectValue Table;
+  ::flatbuffers::FlatBufferBuilder &fbb_;
+  ::flatbuffers::uoffset_t start_;
+  void add_class_fqn(::flatbuffers::Offset<::flatbuffers::String> class_fqn) {
+    fbb_.AddOffset(ObjectValue::VT_CLASS_FQN, class_fqn);
+  }
+  void add_kind(pt2format::ObjectKind kind) {
+    fbb_.AddElement<uint8_t>(ObjectValue::VT_KIND, static_cast<uint8_t>(kind), 0);
+  }
+  void add_fields(::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::ObjectField>>> fields) {
+    fbb_.AddOffset(ObjectValue::VT_FIELDS, fields);
+  }
+  explicit ObjectValueBuilder(::flatbuffers::FlatBufferBuilder &_fbb)
+        : fbb_(_fbb) {
+    start_ = fbb_.StartTable();
+  }
+  ::flatbuffers::Offset<ObjectValue> Finish() {
+    const auto end = fbb_.EndTable(start_);
+    auto o = ::flatbuffers::Offset<ObjectValue>(end);
+    return o;
+  }
+};
+
+inline ::flatbuffers::Offset<ObjectValue> CreateObjectValue(
+    ::flatbuffers::FlatBufferBuilder &_fbb,
+    ::flatbuffers::Offset<::flatbuffers::String> class_fqn = 0,
+    pt2format::ObjectKind kind = pt2format::ObjectKind::DATACLASS,
+    ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::ObjectField>>> fields = 0) {
+  ObjectValueBuilder builder_(_fbb);
+  builder_.add_fields(fields);
+  builder_.add_class_fqn(class_fqn);
+  builder_.add_kind(kind);
+  return builder_.Finish();
+}
+
+struct ObjectValue::Traits {
+  using type = ObjectValue;
+  static auto constexpr Create = CreateObjectValue;
+};
+
+inline ::flatbuffers::Offset<ObjectValue> CreateObjectValueDirect(
+    ::flatbuffers::FlatBufferBuilder &_fbb,
+    const char *class_fqn = nullptr,
+    pt2format::ObjectKind kind = pt2format::ObjectKind::DATACLASS,
+    const std::vector<::flatbuffers::Offset<pt2format::ObjectField>> *fields = nullptr) {
+  auto class_fqn__ = class_fqn ? _fbb.CreateString(class_fqn) : 0;
+  auto fields__ = fields ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::ObjectField>>(*fields) : 0;
+  return pt2format::CreateObjectValue(
+      _fbb,
+      class_fqn__,
+      kind,
+      fields__);
+}
+
 /// A language-neutral value: the replacement for pickled or JSON-in-string
 /// data. Absent `value` is invalid.
 struct Value FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
@@ -3437,6 +3783,12 @@ struct Value FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   }
   const pt2format::DeviceValue *value_as_DeviceValue() const {
     return value_type() == pt2format::ValueKind::DeviceValue ? static_cast<const pt2format::DeviceValue *>(value()) : nullptr;
+  }
+  const pt2format::EnumValue *value_as_EnumValue() const {
+    return value_type() == pt2format::ValueKind::EnumValue ? static_cast<const pt2format::EnumValue *>(value()) : nullptr;
+  }
+  const pt2format::ObjectValue *value_as_ObjectValue() const {
+    return value_type() == pt2format::ValueKind::ObjectValue ? static_cast<const pt2format::ObjectValue *>(value()) : nullptr;
   }
   template <bool B = false>
   bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
@@ -3494,6 +3846,14 @@ template<> inline const pt2format::ScalarTypeValue *Value::value_as<pt2format::S
 
 template<> inline const pt2format::DeviceValue *Value::value_as<pt2format::DeviceValue>() const {
   return value_as_DeviceValue();
+}
+
+template<> inline const pt2format::EnumValue *Value::value_as<pt2format::EnumValue>() const {
+  return value_as_EnumValue();
+}
+
+template<> inline const pt2format::ObjectValue *Value::value_as<pt2format::ObjectValue>() const {
+  return value_as_ObjectValue();
 }
 
 struct ValueBuilder {
@@ -4711,7 +5071,9 @@ struct TensorSubclass FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
     return GetPointer<const ::flatbuffers::String *>(VT_CLASS_FQN);
   }
   /// The flatten context (second result of `__tensor_flatten__`) as a plain
-  /// value; absent means None. Never holds tensor references.
+  /// value; absent means None. Never holds tensor references. It may hold
+  /// `EnumValue` and `ObjectValue` (the only place a file may: they name
+  /// classes that loaders rebuild only when the user trusts them).
   const pt2format::Value *context() const {
     return GetPointer<const pt2format::Value *>(VT_CONTEXT);
   }
@@ -7054,6 +7416,116 @@ inline ::flatbuffers::Offset<GraphArgument> CreateGraphArgumentDirect(
       node_name__);
 }
 
+/// 1.1: a pytree structure that a node fetches with get_attr: the input
+/// and function specs of a `flat_apply` node, which torch.export records for
+/// calls it cannot give a schema (e.g. a flex_attention mask function that
+/// indexes a captured tensor).
+struct TreeSpecArgument FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
+  typedef TreeSpecArgumentBuilder Builder;
+  struct Traits;
+  static const ::flatbuffers::TypeTable *MiniReflectTypeTable() {
+    return TreeSpecArgumentTypeTable();
+  }
+  enum FlatBuffersVTableOffset FLATBUFFERS_VTABLE_UNDERLYING_TYPE {
+    VT_NAME = 4,
+    VT_SPEC = 6,
+    VT_METADATA = 8,
+    VT_NODE_NAME = 10
+  };
+  /// Attribute name of the structure on the graph module.
+  const ::flatbuffers::String *name() const {
+    return GetPointer<const ::flatbuffers::String *>(VT_NAME);
+  }
+  /// The structure.
+  const pt2format::TreeSpec *spec() const {
+    return GetPointer<const pt2format::TreeSpec *>(VT_SPEC);
+  }
+  /// Metadata of the FX get_attr node that fetches it; absent when it has
+  /// none.
+  const pt2format::NodeMetadata *metadata() const {
+    return GetPointer<const pt2format::NodeMetadata *>(VT_METADATA);
+  }
+  /// Name of that get_attr node; absent when it equals `name`.
+  const ::flatbuffers::String *node_name() const {
+    return GetPointer<const ::flatbuffers::String *>(VT_NODE_NAME);
+  }
+  template <bool B = false>
+  bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
+    return VerifyTableStart(verifier) &&
+           VerifyOffset(verifier, VT_NAME) &&
+           verifier.VerifyString(name()) &&
+           VerifyOffset(verifier, VT_SPEC) &&
+           verifier.VerifyTable(spec()) &&
+           VerifyOffset(verifier, VT_METADATA) &&
+           verifier.VerifyTable(metadata()) &&
+           VerifyOffset(verifier, VT_NODE_NAME) &&
+           verifier.VerifyString(node_name()) &&
+           verifier.EndTable();
+  }
+};
+
+struct TreeSpecArgumentBuilder {
+  typedef TreeSpecArgument Table;
+  ::flatbuffers::FlatBufferBuilder &fbb_;
+  ::flatbuffers::uoffset_t start_;
+  void add_name(::flatbuffers::Offset<::flatbuffers::String> name) {
+    fbb_.AddOffset(TreeSpecArgument::VT_NAME, name);
+  }
+  void add_spec(::flatbuffers::Offset<pt2format::TreeSpec> spec) {
+    fbb_.AddOffset(TreeSpecArgument::VT_SPEC, spec);
+  }
+  void add_metadata(::flatbuffers::Offset<pt2format::NodeMetadata> metadata) {
+    fbb_.AddOffset(TreeSpecArgument::VT_METADATA, metadata);
+  }
+  void add_node_name(::flatbuffers::Offset<::flatbuffers::String> node_name) {
+    fbb_.AddOffset(TreeSpecArgument::VT_NODE_NAME, node_name);
+  }
+  explicit TreeSpecArgumentBuilder(::flatbuffers::FlatBufferBuilder &_fbb)
+        : fbb_(_fbb) {
+    start_ = fbb_.StartTable();
+  }
+  ::flatbuffers::Offset<TreeSpecArgument> Finish() {
+    const auto end = fbb_.EndTable(start_);
+    auto o = ::flatbuffers::Offset<TreeSpecArgument>(end);
+    return o;
+  }
+};
+
+inline ::flatbuffers::Offset<TreeSpecArgument> CreateTreeSpecArgument(
+    ::flatbuffers::FlatBufferBuilder &_fbb,
+    ::flatbuffers::Offset<::flatbuffers::String> name = 0,
+    ::flatbuffers::Offset<pt2format::TreeSpec> spec = 0,
+    ::flatbuffers::Offset<pt2format::NodeMetadata> metadata = 0,
+    ::flatbuffers::Offset<::flatbuffers::String> node_name = 0) {
+  TreeSpecArgumentBuilder builder_(_fbb);
+  builder_.add_node_name(node_name);
+  builder_.add_metadata(metadata);
+  builder_.add_spec(spec);
+  builder_.add_name(name);
+  return builder_.Finish();
+}
+
+struct TreeSpecArgument::Traits {
+  using type = TreeSpecArgument;
+  static auto constexpr Create = CreateTreeSpecArgument;
+};
+
+inline ::flatbuffers::Offset<TreeSpecArgument> CreateTreeSpecArgumentDirect(
+    ::flatbuffers::FlatBufferBuilder &_fbb,
+    const char *name = nullptr,
+    ::flatbuffers::Offset<pt2format::TreeSpec> spec = 0,
+    ::flatbuffers::Offset<pt2format::NodeMetadata> metadata = 0,
+    const char *node_name = nullptr) {
+  auto name__ = name ? _fbb.CreateString(name) : 0;
+  auto node_name__ = node_name ? _fbb.CreateString(node_name) : 0;
+  return pt2format::CreateTreeSpecArgument(
+      _fbb,
+      name__,
+      spec,
+      metadata,
+      node_name__);
+}
+
 /// A custom (torchbind) object, by name.
 struct CustomObjArgument FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   typedef CustomObjArgumentBuilder Builder;
@@ -7520,6 +7992,9 @@ struct Argument FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   const pt2format::MixedListArgument *value_as_MixedListArgument() const {
     return value_type() == pt2format::ArgumentValue::MixedListArgument ? static_cast<const pt2format::MixedListArgument *>(value()) : nullptr;
   }
+  const pt2format::TreeSpecArgument *value_as_TreeSpecArgument() const {
+    return value_type() == pt2format::ArgumentValue::TreeSpecArgument ? static_cast<const pt2format::TreeSpecArgument *>(value()) : nullptr;
+  }
   template <bool B = false>
   bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
     return VerifyTableStart(verifier) &&
@@ -7660,6 +8135,10 @@ template<> inline const pt2format::StringToArgumentMapArgument *Argument::value_
 
 template<> inline const pt2format::MixedListArgument *Argument::value_as<pt2format::MixedListArgument>() const {
   return value_as_MixedListArgument();
+}
+
+template<> inline const pt2format::TreeSpecArgument *Argument::value_as<pt2format::TreeSpecArgument>() const {
+  return value_as_TreeSpecArgument();
 }
 
 struct ArgumentBuilder {
@@ -7823,6 +8302,9 @@ struct NamedArgument FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   const pt2format::MixedListArgument *value_as_MixedListArgument() const {
     return value_type() == pt2format::ArgumentValue::MixedListArgument ? static_cast<const pt2format::MixedListArgument *>(value()) : nullptr;
   }
+  const pt2format::TreeSpecArgument *value_as_TreeSpecArgument() const {
+    return value_type() == pt2format::ArgumentValue::TreeSpecArgument ? static_cast<const pt2format::TreeSpecArgument *>(value()) : nullptr;
+  }
   /// How it was passed.
   pt2format::ArgumentKind kind() const {
     return static_cast<pt2format::ArgumentKind>(GetField<uint8_t>(VT_KIND, 0));
@@ -7977,6 +8459,10 @@ template<> inline const pt2format::StringToArgumentMapArgument *NamedArgument::v
 
 template<> inline const pt2format::MixedListArgument *NamedArgument::value_as<pt2format::MixedListArgument>() const {
   return value_as_MixedListArgument();
+}
+
+template<> inline const pt2format::TreeSpecArgument *NamedArgument::value_as<pt2format::TreeSpecArgument>() const {
+  return value_as_TreeSpecArgument();
 }
 
 struct NamedArgumentBuilder {
@@ -12691,6 +13177,14 @@ inline bool VerifyValueKind(::flatbuffers::VerifierTemplate<B> &verifier, const 
       auto ptr = reinterpret_cast<const pt2format::DeviceValue *>(obj);
       return verifier.VerifyTable(ptr);
     }
+    case ValueKind::EnumValue: {
+      auto ptr = reinterpret_cast<const pt2format::EnumValue *>(obj);
+      return verifier.VerifyTable(ptr);
+    }
+    case ValueKind::ObjectValue: {
+      auto ptr = reinterpret_cast<const pt2format::ObjectValue *>(obj);
+      return verifier.VerifyTable(ptr);
+    }
     default: return true;
   }
 }
@@ -12844,6 +13338,10 @@ inline bool VerifyArgumentValue(::flatbuffers::VerifierTemplate<B> &verifier, co
     }
     case ArgumentValue::MixedListArgument: {
       auto ptr = reinterpret_cast<const pt2format::MixedListArgument *>(obj);
+      return verifier.VerifyTable(ptr);
+    }
+    case ArgumentValue::TreeSpecArgument: {
+      auto ptr = reinterpret_cast<const pt2format::TreeSpecArgument *>(obj);
       return verifier.VerifyTable(ptr);
     }
     default: return true;
@@ -13365,6 +13863,8 @@ inline const ::flatbuffers::TypeTable *TreeSpecKindTypeTable() {
     { ::flatbuffers::ET_UCHAR, 0, 0 },
     { ::flatbuffers::ET_UCHAR, 0, 0 },
     { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
     { ::flatbuffers::ET_UCHAR, 0, 0 }
   };
   static const ::flatbuffers::TypeFunction type_refs[] = {
@@ -13381,10 +13881,12 @@ inline const ::flatbuffers::TypeTable *TreeSpecKindTypeTable() {
     "DEFAULT_DICT",
     "NAMEDTUPLE",
     "DEQUE",
-    "CUSTOM"
+    "CUSTOM",
+    "MODULE",
+    "CONSTANT_FUNCTION"
   };
   static const ::flatbuffers::TypeTable tt = {
-    ::flatbuffers::ST_ENUM, 11, type_codes, type_refs, nullptr, nullptr, names
+    ::flatbuffers::ST_ENUM, 13, type_codes, type_refs, nullptr, nullptr, names
   };
   return &tt;
 }
@@ -13453,6 +13955,24 @@ inline const ::flatbuffers::TypeTable *ChecksumKindTypeTable() {
   return &tt;
 }
 
+inline const ::flatbuffers::TypeTable *ObjectKindTypeTable() {
+  static const ::flatbuffers::TypeCode type_codes[] = {
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 }
+  };
+  static const ::flatbuffers::TypeFunction type_refs[] = {
+    pt2format::ObjectKindTypeTable
+  };
+  static const char * const names[] = {
+    "DATACLASS",
+    "NAMEDTUPLE"
+  };
+  static const ::flatbuffers::TypeTable tt = {
+    ::flatbuffers::ST_ENUM, 2, type_codes, type_refs, nullptr, nullptr, names
+  };
+  return &tt;
+}
+
 inline const ::flatbuffers::TypeTable *ValueKindTypeTable() {
   static const ::flatbuffers::TypeCode type_codes[] = {
     { ::flatbuffers::ET_SEQUENCE, 0, -1 },
@@ -13467,7 +13987,9 @@ inline const ::flatbuffers::TypeTable *ValueKindTypeTable() {
     { ::flatbuffers::ET_SEQUENCE, 0, 8 },
     { ::flatbuffers::ET_SEQUENCE, 0, 9 },
     { ::flatbuffers::ET_SEQUENCE, 0, 10 },
-    { ::flatbuffers::ET_SEQUENCE, 0, 11 }
+    { ::flatbuffers::ET_SEQUENCE, 0, 11 },
+    { ::flatbuffers::ET_SEQUENCE, 0, 12 },
+    { ::flatbuffers::ET_SEQUENCE, 0, 13 }
   };
   static const ::flatbuffers::TypeFunction type_refs[] = {
     pt2format::NullValueTypeTable,
@@ -13481,7 +14003,9 @@ inline const ::flatbuffers::TypeTable *ValueKindTypeTable() {
     pt2format::TensorRefValueTypeTable,
     pt2format::ComplexValueTypeTable,
     pt2format::ScalarTypeValueTypeTable,
-    pt2format::DeviceValueTypeTable
+    pt2format::DeviceValueTypeTable,
+    pt2format::EnumValueTypeTable,
+    pt2format::ObjectValueTypeTable
   };
   static const char * const names[] = {
     "NONE",
@@ -13496,10 +14020,12 @@ inline const ::flatbuffers::TypeTable *ValueKindTypeTable() {
     "TensorRefValue",
     "ComplexValue",
     "ScalarTypeValue",
-    "DeviceValue"
+    "DeviceValue",
+    "EnumValue",
+    "ObjectValue"
   };
   static const ::flatbuffers::TypeTable tt = {
-    ::flatbuffers::ST_UNION, 13, type_codes, type_refs, nullptr, nullptr, names
+    ::flatbuffers::ST_UNION, 15, type_codes, type_refs, nullptr, nullptr, names
   };
   return &tt;
 }
@@ -13559,7 +14085,8 @@ inline const ::flatbuffers::TypeTable *ArgumentValueTypeTable() {
     { ::flatbuffers::ET_SEQUENCE, 0, 29 },
     { ::flatbuffers::ET_SEQUENCE, 0, 30 },
     { ::flatbuffers::ET_SEQUENCE, 0, 31 },
-    { ::flatbuffers::ET_SEQUENCE, 0, 32 }
+    { ::flatbuffers::ET_SEQUENCE, 0, 32 },
+    { ::flatbuffers::ET_SEQUENCE, 0, 33 }
   };
   static const ::flatbuffers::TypeFunction type_refs[] = {
     pt2format::NoneArgumentTypeTable,
@@ -13594,7 +14121,8 @@ inline const ::flatbuffers::TypeTable *ArgumentValueTypeTable() {
     pt2format::CustomObjArgumentTypeTable,
     pt2format::OperatorArgumentTypeTable,
     pt2format::StringToArgumentMapArgumentTypeTable,
-    pt2format::MixedListArgumentTypeTable
+    pt2format::MixedListArgumentTypeTable,
+    pt2format::TreeSpecArgumentTypeTable
   };
   static const char * const names[] = {
     "NONE",
@@ -13630,10 +14158,11 @@ inline const ::flatbuffers::TypeTable *ArgumentValueTypeTable() {
     "CustomObjArgument",
     "OperatorArgument",
     "StringToArgumentMapArgument",
-    "MixedListArgument"
+    "MixedListArgument",
+    "TreeSpecArgument"
   };
   static const ::flatbuffers::TypeTable tt = {
-    ::flatbuffers::ST_UNION, 34, type_codes, type_refs, nullptr, nullptr, names
+    ::flatbuffers::ST_UNION, 35, type_codes, type_refs, nullptr, nullptr, names
   };
   return &tt;
 }
@@ -14003,6 +14532,60 @@ inline const ::flatbuffers::TypeTable *DeviceValueTypeTable() {
   };
   static const ::flatbuffers::TypeTable tt = {
     ::flatbuffers::ST_TABLE, 1, type_codes, type_refs, nullptr, nullptr, names
+  };
+  return &tt;
+}
+
+inline const ::flatbuffers::TypeTable *EnumValueTypeTable() {
+  static const ::flatbuffers::TypeCode type_codes[] = {
+    { ::flatbuffers::ET_STRING, 0, -1 },
+    { ::flatbuffers::ET_STRING, 0, -1 }
+  };
+  static const char * const names[] = {
+    "class_fqn",
+    "name"
+  };
+  static const ::flatbuffers::TypeTable tt = {
+    ::flatbuffers::ST_TABLE, 2, type_codes, nullptr, nullptr, nullptr, names
+  };
+  return &tt;
+}
+
+inline const ::flatbuffers::TypeTable *ObjectFieldTypeTable() {
+  static const ::flatbuffers::TypeCode type_codes[] = {
+    { ::flatbuffers::ET_STRING, 0, -1 },
+    { ::flatbuffers::ET_SEQUENCE, 0, 0 }
+  };
+  static const ::flatbuffers::TypeFunction type_refs[] = {
+    pt2format::ValueTypeTable
+  };
+  static const char * const names[] = {
+    "name",
+    "value"
+  };
+  static const ::flatbuffers::TypeTable tt = {
+    ::flatbuffers::ST_TABLE, 2, type_codes, type_refs, nullptr, nullptr, names
+  };
+  return &tt;
+}
+
+inline const ::flatbuffers::TypeTable *ObjectValueTypeTable() {
+  static const ::flatbuffers::TypeCode type_codes[] = {
+    { ::flatbuffers::ET_STRING, 0, -1 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_SEQUENCE, 1, 1 }
+  };
+  static const ::flatbuffers::TypeFunction type_refs[] = {
+    pt2format::ObjectKindTypeTable,
+    pt2format::ObjectFieldTypeTable
+  };
+  static const char * const names[] = {
+    "class_fqn",
+    "kind",
+    "fields"
+  };
+  static const ::flatbuffers::TypeTable tt = {
+    ::flatbuffers::ST_TABLE, 3, type_codes, type_refs, nullptr, nullptr, names
   };
   return &tt;
 }
@@ -14790,6 +15373,29 @@ inline const ::flatbuffers::TypeTable *GraphArgumentTypeTable() {
   static const char * const names[] = {
     "name",
     "graph",
+    "metadata",
+    "node_name"
+  };
+  static const ::flatbuffers::TypeTable tt = {
+    ::flatbuffers::ST_TABLE, 4, type_codes, type_refs, nullptr, nullptr, names
+  };
+  return &tt;
+}
+
+inline const ::flatbuffers::TypeTable *TreeSpecArgumentTypeTable() {
+  static const ::flatbuffers::TypeCode type_codes[] = {
+    { ::flatbuffers::ET_STRING, 0, -1 },
+    { ::flatbuffers::ET_SEQUENCE, 0, 0 },
+    { ::flatbuffers::ET_SEQUENCE, 0, 1 },
+    { ::flatbuffers::ET_STRING, 0, -1 }
+  };
+  static const ::flatbuffers::TypeFunction type_refs[] = {
+    pt2format::TreeSpecTypeTable,
+    pt2format::NodeMetadataTypeTable
+  };
+  static const char * const names[] = {
+    "name",
+    "spec",
     "metadata",
     "node_name"
   };

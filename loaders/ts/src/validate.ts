@@ -13,7 +13,7 @@
  * (src/symeval.ts, the rules of pt2format/_symeval.py).
  */
 import { DTYPE_ITEMSIZE } from './generated/itemsize.js';
-import { ChecksumKind, ExternalFormat, ScalarType, StateKind, SymExprKind, SymOp, SymbolKind } from './_build/classes.js';
+import { ChecksumKind, ExternalFormat, ScalarType, StateKind, SymExprKind, SymOp, SymbolKind, TreeSpecKind } from './_build/classes.js';
 import { KNOWN_FEATURES } from './container.js';
 import { LimitError, Pt2fError, SegmentError, UnsupportedFeatureError, ValidationError, VersionError } from './errors.js';
 import { checkExtraMetaKey, checkStringClass } from './strings.js';
@@ -318,7 +318,7 @@ const FEATURE_COMPOSITE_TENSORS = 8n;
 const MAX_TENSOR_NESTING = 16;
 
 /** 1.1 rows (quantized, sparse, subclass), as pt2format/_validate.py _check_composite; true when the row has no storage view. */
-function checkComposite(pkg: T, t: T, i: number, nesting: number[]): boolean {
+function checkComposite(pkg: T, t: T, i: number, nesting: number[], maxDepth = 128): boolean {
   const q = (t['quantization'] ?? null) as T | null;
   const sub = (t['subclass'] ?? null) as T | null;
   const quantized = QUANTIZED.has(enumNames(ScalarType)[num(t['dtype'])] ?? '');
@@ -343,6 +343,9 @@ function checkComposite(pkg: T, t: T, i: number, nesting: number[]): boolean {
     throw fail('a sparse or subclass tensor needs required_features bit 3', 'required_features',
       `bit 0x${FEATURE_COMPOSITE_TENSORS.toString(16)} set`, `0x${BigInt(pkg['required_features'] as number | bigint ?? 0).toString(16)}`);
   }
+  const ctx = sub === null ? null : ((sub['context'] ?? null) as T | null);
+  // 0 tensors: a subclass context never holds tensor references.
+  if (ctx !== null) within('subclass.context', () => new ValueCheck(0, maxDepth).check(ctx, 0, false, true));
   const names = new Set<string>();
   parts.forEach((part, j) => {
     const k = num(part['tensor']);
@@ -381,32 +384,54 @@ function checkIdentifierKey(key: T, path: string): void {
   if (kind(v) === 'StringValue') checkStringClass(str(v!['value']) ?? '', 'identifier', 'dict key', path);
 }
 
+/** 1.1: an nn.Module input's keys name its parameters and buffers: attribute paths such as `lin.weight`. */
+function checkModuleKey(key: T, path: string): void {
+  const v = key['value'] as T | null;
+  if (kind(v) !== 'StringValue') throw fail("an nn.Module input's keys are parameter and buffer names", path, 'a string');
+  checkStringClass(str(v!['value']) ?? '', 'attr_path', 'parameter or buffer name', `${path}.value`);
+}
+
 /** Generic `Value` trees: union set, tensor references in range, bounded depth. */
 class ValueCheck {
   constructor(private readonly nTensors: number, private readonly maxDepth: number) {}
 
-  check(value: T, depth: number, identifierKeys = false): void {
+  /** `objects`: EnumValue and ObjectValue may appear (1.1: a tensor subclass's context only). */
+  check(value: T, depth: number, identifierKeys = false, objects = false): void {
     if (depth > this.maxDepth) throw new LimitError('value nested too deeply', { expected: `depth <= ${this.maxDepth}`, got: depth });
     const v = value['value'] as T | null;
     if (v === null || v === undefined) throw fail('union value is missing', 'value');
     const k = kind(v);
     if (k === 'ListValue') {
-      arr(v['items']).forEach((item, i) => within(`value.items[${i}]`, () => this.check(item as T, depth + 1, identifierKeys)));
+      arr(v['items']).forEach((item, i) => within(`value.items[${i}]`, () => this.check(item as T, depth + 1, identifierKeys, objects)));
     } else if (k === 'MapValue') {
-      within('value', () => this.checkMap(v, depth + 1, identifierKeys));
+      within('value', () => this.checkMap(v, depth + 1, identifierKeys, objects));
     } else if (k === 'TensorRefValue') {
       const t = num(v['tensor']);
       if (t >= this.nTensors) throw fail('tensor index out of range', 'value.tensor', `< ${this.nTensors}`, t);
+    } else if (k === 'EnumValue' || k === 'ObjectValue') {
+      if (!objects) throw fail("enum and object values appear only in a tensor subclass's context", 'value', 'a plain value', k);
+      if (k === 'ObjectValue') {
+        const names = new Set<string>();
+        arr(v['fields']).forEach((field, i) => within(`value.fields[${i}]`, () => {
+          const f = field as T;
+          const name = str(f['name']) ?? '';
+          if (names.has(name)) throw fail('object field names must be unique', 'name', undefined, JSON.stringify(name));
+          names.add(name);
+          const fv = (f['value'] ?? null) as T | null;
+          if (fv === null) throw fail('required field is missing', 'value');
+          this.check(fv, depth + 1, identifierKeys, true);
+        }));
+      }
     }
   }
 
-  checkMap(mapping: T, depth: number, identifierKeys = false): void {
+  checkMap(mapping: T, depth: number, identifierKeys = false, objects = false): void {
     arr(mapping['entries']).forEach((entry, i) => {
       for (const part of ['key', 'value']) {
         within(`entries[${i}].${part}`, () => {
           const item = (entry as T)[part] as T | null;
           if (item === null || item === undefined) throw fail('required field is missing');
-          this.check(item, depth, identifierKeys);
+          this.check(item, depth, identifierKeys, objects);
           if (part === 'key' && identifierKeys) checkIdentifierKey(item, 'value');
         });
       }
@@ -476,7 +501,8 @@ class ProgramCheck {
     if (depth > this.maxDepth) throw new LimitError('tree spec nested too deeply', { expected: `depth <= ${this.maxDepth}`, got: depth });
     arr(spec['keys']).forEach((key, i) => {
       this.checkValue(key as T, `keys[${i}]`);
-      within(`keys[${i}]`, () => checkIdentifierKey(key as T, 'value'));
+      if (enumNames(TreeSpecKind)[num(spec['kind'])] === 'MODULE') within(`keys[${i}]`, () => checkModuleKey(key as T, 'value'));
+      else within(`keys[${i}]`, () => checkIdentifierKey(key as T, 'value'));
     });
     this.checkValue(spec['context'] as T | null, 'context');
     arr(spec['children']).forEach((c, i) => within(`children[${i}]`, () => this.checkTreeSpec(c as T, depth + 1)));
@@ -745,6 +771,11 @@ class GraphCheck implements GraphScopes {
       if (graph === null || graph === undefined) throw fail('required field is missing', 'graph');
       this.checkMetadata(v['metadata'] as T | null, 'metadata');
       within('graph', () => new GraphCheck(this.prog, graph, this.depth + 1).check());
+    } else if (k === 'TreeSpecArgument') {  // 1.1: a flat_apply node's spec, fetched with get_attr
+      const spec = v['spec'] as T | null;
+      if (spec === null || spec === undefined) throw fail('required field is missing', 'spec');
+      this.checkMetadata(v['metadata'] as T | null, 'metadata');
+      within('spec', () => this.prog.checkTreeSpec(spec, 0));
     } else if (k === 'StringToArgumentMapArgument') {
       arr(v['entries']).forEach((entry, i) => within(`entries[${i}].value`, () => {
         const val = (entry as T)['value'] as T | null;

@@ -36,6 +36,7 @@ import { SymIntListArgument } from '../pt2format/sym-int-list-argument.js';
 import { TensorArgument } from '../pt2format/tensor-argument.js';
 import { TensorListArgument } from '../pt2format/tensor-list-argument.js';
 import { TokenArgument } from '../pt2format/token-argument.js';
+import { TreeSpecArgument } from '../pt2format/tree-spec-argument.js';
 
 
 /**
@@ -208,13 +209,18 @@ export enum ArgumentValue {
    * Added in 1.1. A list or tuple mixing kinds (a while_loop's carried
    * values: Python ints beside tensors).
    */
-  MixedListArgument = 33
+  MixedListArgument = 33,
+
+  /**
+   * 1.1: a pytree structure fetched with get_attr.
+   */
+  TreeSpecArgument = 34
 }
 
 export function unionToArgumentValue(
   type: ArgumentValue,
-  accessor: (obj:BoolArgument|BoolListArgument|ComplexArgument|CustomObjArgument|DeviceArgument|FloatArgument|FloatListArgument|FloatListListArgument|GraphArgument|IntArgument|IntListArgument|IntListListArgument|LayoutArgument|MemoryFormatArgument|MixedListArgument|NestedTensorListArgument|NoneArgument|OperatorArgument|OptionalTensorArgument|OptionalTensorListArgument|ScalarTypeArgument|StringArgument|StringListArgument|StringToArgumentMapArgument|SymBoolArgument|SymBoolListArgument|SymFloatArgument|SymFloatListArgument|SymIntArgument|SymIntListArgument|TensorArgument|TensorListArgument|TokenArgument) => BoolArgument|BoolListArgument|ComplexArgument|CustomObjArgument|DeviceArgument|FloatArgument|FloatListArgument|FloatListListArgument|GraphArgument|IntArgument|IntListArgument|IntListListArgument|LayoutArgument|MemoryFormatArgument|MixedListArgument|NestedTensorListArgument|NoneArgument|OperatorArgument|OptionalTensorArgument|OptionalTensorListArgument|ScalarTypeArgument|StringArgument|StringListArgument|StringToArgumentMapArgument|SymBoolArgument|SymBoolListArgument|SymFloatArgument|SymFloatListArgument|SymIntArgument|SymIntListArgument|TensorArgument|TensorListArgument|TokenArgument|null
-): BoolArgument|BoolListArgument|ComplexArgument|CustomObjArgument|DeviceArgument|FloatArgument|FloatListArgument|FloatListListArgument|GraphArgument|IntArgument|IntListArgument|IntListListArgument|LayoutArgument|MemoryFormatArgument|MixedListArgument|NestedTensorListArgument|NoneArgument|OperatorArgument|OptionalTensorArgument|OptionalTensorListArgument|ScalarTypeArgument|StringArgument|StringListArgument|StringToArgumentMapArgument|SymBoolArgument|SymBoolListArgument|SymFloatArgument|SymFloatListArgument|SymIntArgument|SymIntListArgument|TensorArgument|TensorListArgument|TokenArgument|null {
+  accessor: (obj:BoolArgument|BoolListArgument|ComplexArgument|CustomObjArgument|DeviceArgument|FloatArgument|FloatListArgument|FloatListListArgument|GraphArgument|IntArgument|IntListArgument|IntListListArgument|LayoutArgument|MemoryFormatArgument|MixedListArgument|NestedTensorListArgument|NoneArgument|OperatorArgument|OptionalTensorArgument|OptionalTensorListArgument|ScalarTypeArgument|StringArgument|StringListArgument|StringToArgumentMapArgument|SymBoolArgument|SymBoolListArgument|SymFloatArgument|SymFloatListArgument|SymIntArgument|SymIntListArgument|TensorArgument|TensorListArgument|TokenArgument|TreeSpecArgument) => BoolArgument|BoolListArgument|ComplexArgument|CustomObjArgument|DeviceArgument|FloatArgument|FloatListArgument|FloatListListArgument|GraphArgument|IntArgument|IntListArgument|IntListListArgument|LayoutArgument|MemoryFormatArgument|MixedListArgument|NestedTensorListArgument|NoneArgument|OperatorArgument|OptionalTensorArgument|OptionalTensorListArgument|ScalarTypeArgument|StringArgument|StringListArgument|StringToArgumentMapArgument|SymBoolArgument|SymBoolListArgument|SymFloatArgument|SymFloatListArgument|SymIntArgument|SymIntListArgument|TensorArgument|TensorListArgument|TokenArgument|TreeSpecArgument|null
+): BoolArgument|BoolListArgument|ComplexArgument|CustomObjArgument|DeviceArgument|FloatArgument|FloatListArgument|FloatListListArgument|GraphArgument|IntArgument|IntListArgument|IntListListArgument|LayoutArgument|MemoryFormatArgument|MixedListArgument|NestedTensorListArgument|NoneArgument|OperatorArgument|OptionalTensorArgument|OptionalTensorListArgument|ScalarTypeArgument|StringArgument|StringListArgument|StringToArgumentMapArgument|SymBoolArgument|SymBoolListArgument|SymFloatArgument|SymFloatListArgument|SymIntArgument|SymIntListArgument|TensorArgument|TensorListArgument|TokenArgument|TreeSpecArgument|null {
   switch(ArgumentValue[type]) {
     case 'NONE': return null; 
     case 'NoneArgument': return accessor(new NoneArgument())! as NoneArgument;
@@ -250,15 +256,16 @@ export function unionToArgumentValue(
     case 'OperatorArgument': return accessor(new OperatorArgument())! as OperatorArgument;
     case 'StringToArgumentMapArgument': return accessor(new StringToArgumentMapArgument())! as StringToArgumentMapArgument;
     case 'MixedListArgument': return accessor(new MixedListArgument())! as MixedListArgument;
+    case 'TreeSpecArgument': return accessor(new TreeSpecArgument())! as TreeSpecArgument;
     default: return null;
   }
 }
 
 export function unionListToArgumentValue(
   type: ArgumentValue, 
-  accessor: (index: number, obj:BoolArgument|BoolListArgument|ComplexArgument|CustomObjArgument|DeviceArgument|FloatArgument|FloatListArgument|FloatListListArgument|GraphArgument|IntArgument|IntListArgument|IntListListArgument|LayoutArgument|MemoryFormatArgument|MixedListArgument|NestedTensorListArgument|NoneArgument|OperatorArgument|OptionalTensorArgument|OptionalTensorListArgument|ScalarTypeArgument|StringArgument|StringListArgument|StringToArgumentMapArgument|SymBoolArgument|SymBoolListArgument|SymFloatArgument|SymFloatListArgument|SymIntArgument|SymIntListArgument|TensorArgument|TensorListArgument|TokenArgument) => BoolArgument|BoolListArgument|ComplexArgument|CustomObjArgument|DeviceArgument|FloatArgument|FloatListArgument|FloatListListArgument|GraphArgument|IntArgument|IntListArgument|IntListListArgument|LayoutArgument|MemoryFormatArgument|MixedListArgument|NestedTensorListArgument|NoneArgument|OperatorArgument|OptionalTensorArgument|OptionalTensorListArgument|ScalarTypeArgument|StringArgument|StringListArgument|StringToArgumentMapArgument|SymBoolArgument|SymBoolListArgument|SymFloatArgument|SymFloatListArgument|SymIntArgument|SymIntListArgument|TensorArgument|TensorListArgument|TokenArgument|null, 
+  accessor: (index: number, obj:BoolArgument|BoolListArgument|ComplexArgument|CustomObjArgument|DeviceArgument|FloatArgument|FloatListArgument|FloatListListArgument|GraphArgument|IntArgument|IntListArgument|IntListListArgument|LayoutArgument|MemoryFormatArgument|MixedListArgument|NestedTensorListArgument|NoneArgument|OperatorArgument|OptionalTensorArgument|OptionalTensorListArgument|ScalarTypeArgument|StringArgument|StringListArgument|StringToArgumentMapArgument|SymBoolArgument|SymBoolListArgument|SymFloatArgument|SymFloatListArgument|SymIntArgument|SymIntListArgument|TensorArgument|TensorListArgument|TokenArgument|TreeSpecArgument) => BoolArgument|BoolListArgument|ComplexArgument|CustomObjArgument|DeviceArgument|FloatArgument|FloatListArgument|FloatListListArgument|GraphArgument|IntArgument|IntListArgument|IntListListArgument|LayoutArgument|MemoryFormatArgument|MixedListArgument|NestedTensorListArgument|NoneArgument|OperatorArgument|OptionalTensorArgument|OptionalTensorListArgument|ScalarTypeArgument|StringArgument|StringListArgument|StringToArgumentMapArgument|SymBoolArgument|SymBoolListArgument|SymFloatArgument|SymFloatListArgument|SymIntArgument|SymIntListArgument|TensorArgument|TensorListArgument|TokenArgument|TreeSpecArgument|null, 
   index: number
-): BoolArgument|BoolListArgument|ComplexArgument|CustomObjArgument|DeviceArgument|FloatArgument|FloatListArgument|FloatListListArgument|GraphArgument|IntArgument|IntListArgument|IntListListArgument|LayoutArgument|MemoryFormatArgument|MixedListArgument|NestedTensorListArgument|NoneArgument|OperatorArgument|OptionalTensorArgument|OptionalTensorListArgument|ScalarTypeArgument|StringArgument|StringListArgument|StringToArgumentMapArgument|SymBoolArgument|SymBoolListArgument|SymFloatArgument|SymFloatListArgument|SymIntArgument|SymIntListArgument|TensorArgument|TensorListArgument|TokenArgument|null {
+): BoolArgument|BoolListArgument|ComplexArgument|CustomObjArgument|DeviceArgument|FloatArgument|FloatListArgument|FloatListListArgument|GraphArgument|IntArgument|IntListArgument|IntListListArgument|LayoutArgument|MemoryFormatArgument|MixedListArgument|NestedTensorListArgument|NoneArgument|OperatorArgument|OptionalTensorArgument|OptionalTensorListArgument|ScalarTypeArgument|StringArgument|StringListArgument|StringToArgumentMapArgument|SymBoolArgument|SymBoolListArgument|SymFloatArgument|SymFloatListArgument|SymIntArgument|SymIntListArgument|TensorArgument|TensorListArgument|TokenArgument|TreeSpecArgument|null {
   switch(ArgumentValue[type]) {
     case 'NONE': return null; 
     case 'NoneArgument': return accessor(index, new NoneArgument())! as NoneArgument;
@@ -294,6 +301,7 @@ export function unionListToArgumentValue(
     case 'OperatorArgument': return accessor(index, new OperatorArgument())! as OperatorArgument;
     case 'StringToArgumentMapArgument': return accessor(index, new StringToArgumentMapArgument())! as StringToArgumentMapArgument;
     case 'MixedListArgument': return accessor(index, new MixedListArgument())! as MixedListArgument;
+    case 'TreeSpecArgument': return accessor(index, new TreeSpecArgument())! as TreeSpecArgument;
     default: return null;
   }
 }

@@ -44,7 +44,9 @@ classFqn(optionalEncoding?:any):string|Uint8Array|null {
 
 /**
  * The flatten context (second result of `__tensor_flatten__`) as a plain
- * value; absent means None. Never holds tensor references.
+ * value; absent means None. Never holds tensor references. It may hold
+ * `EnumValue` and `ObjectValue` (the only place a file may: they name
+ * classes that loaders rebuild only when the user trusts them).
  */
 context(obj?:Value):Value|null {
   const offset = this.bb!.__offset(this.bb_pos, 6);

@@ -65,5 +65,22 @@ export enum TreeSpecKind {
    * A loader that cannot import `type_name` falls back to a generic
    * container and warns.
    */
-  CUSTOM = 10
+  CUSTOM = 10,
+
+  /**
+   * 1.1: an `nn.Module` instance passed as an input (torch.export treats
+   * its class as a pytree node while exporting and while the program
+   * runs). `type_name` is the module's class; `keys` are the names of its
+   * parameters and buffers, one per child, in that order. Loaders never
+   * build the module: a caller passes one at each call.
+   */
+  MODULE = 11,
+
+  /**
+   * 1.1: torch's `_ConstantFunction` pytree constant: the function a
+   * `flat_apply` node calls (no children). `type_name` is the function's
+   * qualified name; loaders accept only the functions torch itself emits
+   * there (SPEC.md §9) and never import anything by this name.
+   */
+  CONSTANT_FUNCTION = 12
 }

@@ -7,11 +7,13 @@ import { BoolValue } from '../pt2format/bool-value.js';
 import { BytesValue } from '../pt2format/bytes-value.js';
 import { ComplexValue } from '../pt2format/complex-value.js';
 import { DeviceValue } from '../pt2format/device-value.js';
+import { EnumValue } from '../pt2format/enum-value.js';
 import { FloatValue } from '../pt2format/float-value.js';
 import { IntValue } from '../pt2format/int-value.js';
 import { ListValue } from '../pt2format/list-value.js';
 import { MapValue } from '../pt2format/map-value.js';
 import { NullValue } from '../pt2format/null-value.js';
+import { ObjectValue } from '../pt2format/object-value.js';
 import { ScalarTypeValue } from '../pt2format/scalar-type-value.js';
 import { StringValue } from '../pt2format/string-value.js';
 import { TensorRefValue } from '../pt2format/tensor-ref-value.js';
@@ -81,13 +83,23 @@ export enum ValueKind {
   /**
    * torch.device.
    */
-  DeviceValue = 12
+  DeviceValue = 12,
+
+  /**
+   * 1.1: an enum member (tensor subclass contexts only).
+   */
+  EnumValue = 13,
+
+  /**
+   * 1.1: a dataclass or namedtuple (tensor subclass contexts only).
+   */
+  ObjectValue = 14
 }
 
 export function unionToValueKind(
   type: ValueKind,
-  accessor: (obj:BoolValue|BytesValue|ComplexValue|DeviceValue|FloatValue|IntValue|ListValue|MapValue|NullValue|ScalarTypeValue|StringValue|TensorRefValue) => BoolValue|BytesValue|ComplexValue|DeviceValue|FloatValue|IntValue|ListValue|MapValue|NullValue|ScalarTypeValue|StringValue|TensorRefValue|null
-): BoolValue|BytesValue|ComplexValue|DeviceValue|FloatValue|IntValue|ListValue|MapValue|NullValue|ScalarTypeValue|StringValue|TensorRefValue|null {
+  accessor: (obj:BoolValue|BytesValue|ComplexValue|DeviceValue|EnumValue|FloatValue|IntValue|ListValue|MapValue|NullValue|ObjectValue|ScalarTypeValue|StringValue|TensorRefValue) => BoolValue|BytesValue|ComplexValue|DeviceValue|EnumValue|FloatValue|IntValue|ListValue|MapValue|NullValue|ObjectValue|ScalarTypeValue|StringValue|TensorRefValue|null
+): BoolValue|BytesValue|ComplexValue|DeviceValue|EnumValue|FloatValue|IntValue|ListValue|MapValue|NullValue|ObjectValue|ScalarTypeValue|StringValue|TensorRefValue|null {
   switch(ValueKind[type]) {
     case 'NONE': return null; 
     case 'NullValue': return accessor(new NullValue())! as NullValue;
@@ -102,15 +114,17 @@ export function unionToValueKind(
     case 'ComplexValue': return accessor(new ComplexValue())! as ComplexValue;
     case 'ScalarTypeValue': return accessor(new ScalarTypeValue())! as ScalarTypeValue;
     case 'DeviceValue': return accessor(new DeviceValue())! as DeviceValue;
+    case 'EnumValue': return accessor(new EnumValue())! as EnumValue;
+    case 'ObjectValue': return accessor(new ObjectValue())! as ObjectValue;
     default: return null;
   }
 }
 
 export function unionListToValueKind(
   type: ValueKind, 
-  accessor: (index: number, obj:BoolValue|BytesValue|ComplexValue|DeviceValue|FloatValue|IntValue|ListValue|MapValue|NullValue|ScalarTypeValue|StringValue|TensorRefValue) => BoolValue|BytesValue|ComplexValue|DeviceValue|FloatValue|IntValue|ListValue|MapValue|NullValue|ScalarTypeValue|StringValue|TensorRefValue|null, 
+  accessor: (index: number, obj:BoolValue|BytesValue|ComplexValue|DeviceValue|EnumValue|FloatValue|IntValue|ListValue|MapValue|NullValue|ObjectValue|ScalarTypeValue|StringValue|TensorRefValue) => BoolValue|BytesValue|ComplexValue|DeviceValue|EnumValue|FloatValue|IntValue|ListValue|MapValue|NullValue|ObjectValue|ScalarTypeValue|StringValue|TensorRefValue|null, 
   index: number
-): BoolValue|BytesValue|ComplexValue|DeviceValue|FloatValue|IntValue|ListValue|MapValue|NullValue|ScalarTypeValue|StringValue|TensorRefValue|null {
+): BoolValue|BytesValue|ComplexValue|DeviceValue|EnumValue|FloatValue|IntValue|ListValue|MapValue|NullValue|ObjectValue|ScalarTypeValue|StringValue|TensorRefValue|null {
   switch(ValueKind[type]) {
     case 'NONE': return null; 
     case 'NullValue': return accessor(index, new NullValue())! as NullValue;
@@ -125,6 +139,8 @@ export function unionListToValueKind(
     case 'ComplexValue': return accessor(index, new ComplexValue())! as ComplexValue;
     case 'ScalarTypeValue': return accessor(index, new ScalarTypeValue())! as ScalarTypeValue;
     case 'DeviceValue': return accessor(index, new DeviceValue())! as DeviceValue;
+    case 'EnumValue': return accessor(index, new EnumValue())! as EnumValue;
+    case 'ObjectValue': return accessor(index, new ObjectValue())! as ObjectValue;
     default: return null;
   }
 }
