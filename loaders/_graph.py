@@ -225,7 +225,7 @@ class GraphBuilder:
         if len(strides) != len(sizes):
             raise LoadError("sizes and strides differ in length", path=path, expected=len(sizes), got=len(strides))
         offset = sy(m.storage_offset, f"{path}.storage_offset") if m.storage_offset is not None else 0
-        if offset == 0:
+        if type(offset) is int and offset == 0:  # never `==` on a SymInt: an unbacked offset cannot be guarded
             meta = torch.empty_strided(sizes, strides, dtype=dtype, device="meta")
         else:
             extent = offset + 1 + sum((s - 1) * st for s, st in zip(sizes, strides))
