@@ -21,7 +21,7 @@ from torch._higher_order_ops.while_loop import while_loop
 from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
 
 import pt2format
-from tests.support.pt2f_rt_helpers import assert_same_behaviour, assert_same_program, outputs_equal, run_both
+from tests.support.pt2f_rt_helpers import assert_same_behaviour, assert_same_program, outputs_equal, ranges, run_both
 
 
 def _symbols(gm: torch.fx.GraphModule, acc: dict | None = None) -> dict:
@@ -220,13 +220,16 @@ def test_unbacked_program_runs_like_torch(saved, name):
             module(*a)
 
 
-@pytest.mark.parametrize("name", ["select_unbacked", "nonzero", "cond_unbacked_output"])
+@pytest.mark.parametrize("name", list(PROGRAMS))
 def test_unbacked_program_decomposes_like_torch(saved, name):
-    """run_decompositions() traces the loaded program again over its symbols (ranges, size-like flags)."""
+    """run_decompositions() traces the loaded program again over its symbols (ranges, size-like flags)
+    and rebinds the fresh unbacked symbols to the saved ones through the loaded unbacked_bindings."""
     ep, loaded, _ = saved(name)
     _, args, others, _ = PROGRAMS[name]
     want, got = ep.run_decompositions(), loaded.run_decompositions()
     assert [n.target for n in got.graph.nodes] == [n.target for n in want.graph.nodes]
+    assert ranges(got) == ranges(want)
+    assert _symbols(got.graph_module) == _symbols(want.graph_module)
     for a in [args, *others]:
         assert outputs_equal(got.module()(*a), want.module()(*a))
 
