@@ -242,3 +242,17 @@ def test_guard_on_unbacked_symbol_is_torchs_error(saved):
     item = next(n for n in loaded.graph.nodes if n.target is torch.ops.aten.item.default)
     with pytest.raises(GuardOnDataDependentSymNode):
         bool(item.meta["val"] == 7)
+
+
+@pytest.mark.parametrize("encoding", ["msgpack", "json"])
+def test_unbacked_bindings_in_every_encoding(tmp_path, encoding):
+    """The same symbols, ranges and bindings come back from the other encodings."""
+    m, args, others, _ = PROGRAMS["select_unbacked"]
+    ep = torch.export.export(m, args)
+    p = tmp_path / f"select.{encoding}.pt2f"
+    pt2format.save(ep, p, encoding=encoding, progress=False, fsync=False)
+    loaded = pt2format.load(p)
+    assert_same_program(ep, loaded)
+    assert _symbols(loaded.graph_module) == _symbols(ep.graph_module)
+    for a in [args, *others]:
+        assert assert_same_behaviour(ep, loaded, a) == "ok"
