@@ -288,7 +288,7 @@ class GraphBuilder:
         node.meta.update(meta)
         self._outputs(n, node, target, meta, path)
         ub = meta.get("unbacked_bindings")
-        if ub and isinstance(target, torch._ops.OpOverload):
+        if ub and not any(type(na.value) is GraphArgument for na in n.inputs):
             self._size_like(ub)
         if target is _ASSERT_SCALAR and args and isinstance(args[0], torch.fx.Node):
             cond = args[0].meta.get("val")
@@ -303,10 +303,12 @@ class GraphBuilder:
         """Mark the sizes an operator binds as size-like, as torch's fake kernels did when they made them.
 
         The file keeps no size-like flag: torch's operators make every unbacked output size with
-        `new_dynamic_size` (nonzero, boolean indexing, unique, custom ops), which marks it size-like,
-        while higher-order ops and `item()` do not (an `item()` made size-like by `torch._check_is_size`
-        has its `sym_constrain_range_for_size` node, replayed above). Size-oblivious reasoning when the
-        loaded program is traced again depends on it.
+        `new_dynamic_size` (nonzero, boolean indexing, unique, custom ops, also when wrapped in
+        auto_functionalized or with_effects), which marks it size-like. Higher-order ops that run
+        subgraphs (cond, while_loop, map, scan) make their output sizes plain unbacked, and `item()`
+        binds no size (one made size-like by `torch._check_is_size` has its
+        `sym_constrain_range_for_size` node, replayed in `_node`). Size-oblivious reasoning when the
+        loaded program is traced again depends on the flag.
         """
         from torch.fx.experimental.symbolic_shapes import CallMethodKey  # loaded with the bindings' key paths
 

@@ -256,3 +256,41 @@ def test_unbacked_bindings_in_every_encoding(tmp_path, encoding):
     assert _symbols(loaded.graph_module) == _symbols(ep.graph_module)
     for a in [args, *others]:
         assert assert_same_behaviour(ep, loaded, a) == "ok"
+
+
+def test_custom_op_dynamic_size_through_auto_functionalized(tmp_path):
+    """A mutating custom op's data-dependent size, bound by auto_functionalized_v2 after decomposition:
+    torch's fake kernel made it size-like, and so is the loaded symbol."""
+    with torch.library._scoped_library("pt2f_unbacked_test", "FRAGMENT") as lib:
+        lib.define("nonzero_after_add(Tensor(a!) x) -> Tensor")
+
+        def impl(x):
+            x.add_(1)
+            return torch.nonzero(x > 1.5)
+
+        def fake(x):
+            n = torch.library.get_ctx().new_dynamic_size()
+            return x.new_empty((n, x.dim()), dtype=torch.int64)
+
+        lib.impl("nonzero_after_add", impl, "CPU")
+        torch.library.register_fake("pt2f_unbacked_test::nonzero_after_add", fake, lib=lib)
+
+        class M(nn.Module):
+            def forward(self, x):
+                return torch.ops.pt2f_unbacked_test.nonzero_after_add(x.clone()) * 2
+
+        args = (torch.tensor([0.2, 0.9, 0.7, 0.1]),)
+        ep = torch.export.export(M(), args).run_decompositions({})
+        hops = [n for n in ep.graph.nodes if n.meta.get("unbacked_bindings")]
+        assert [type(n.target) for n in hops] == [torch._higher_order_ops.auto_functionalize.AutoFunctionalizedV2]
+        loaded = _round_trip(ep, tmp_path)
+        assert_same_program(ep, loaded)
+        assert _symbols(loaded.graph_module) == _symbols(ep.graph_module)
+        for a in [args, (torch.tensor([1.0, 2.0, 0.0, 0.9]),)]:
+            assert assert_same_behaviour(ep, loaded, a) == "ok"
+
+
+def _round_trip(ep, tmp_path):
+    p = tmp_path / "p.pt2f"
+    pt2format.save(ep, p, progress=False, fsync=False)
+    return pt2format.load(p)
