@@ -94,7 +94,8 @@ class SelectUnbacked(nn.Module):
 def unbacked_select():
     """select at an unbacked index: the node binds a symbol defined by its own output's storage offset."""
     return Program(SelectUnbacked(), (torch.tensor(1), torch.randn(4, 4)),
-                   extra_inputs=[((torch.tensor(3), torch.randn(4, 4)), {}), ((torch.tensor(-2), torch.randn(4, 4)), {})])
+                   extra_inputs=[((torch.tensor(3), torch.randn(4, 4)), {}),
+                                 ((torch.tensor(-2), torch.randn(4, 4)), {})])
 
 
 class TolistSplit(nn.Module):

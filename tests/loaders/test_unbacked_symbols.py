@@ -21,7 +21,7 @@ from torch._higher_order_ops.while_loop import while_loop
 from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
 
 import pt2format
-from tests.support.pt2f_rt_helpers import assert_same_behaviour, assert_same_program, outputs_equal, ranges, run_both
+from pt2f_rt_helpers import assert_same_behaviour, assert_same_program, outputs_equal, ranges, run_both
 
 
 def _symbols(gm: torch.fx.GraphModule, acc: dict | None = None) -> dict:
