@@ -309,3 +309,17 @@ def map_scan_item():
     """item() inside scan and map bodies: unbacked int and float symbols that exist only in subgraphs."""
     return Program(MapScanItem(), (torch.tensor(1), torch.ones(3, 2)),
                    extra_inputs=[((torch.tensor(2), torch.full((3, 2), 4.0)), {})])
+
+
+class WhileLoopStackOutput(nn.Module):
+    def forward(self, it, x):
+        _, xs = torch._higher_order_ops.while_loop_stack_output(
+            lambda i, x: i > 0, lambda i, x: (i - 1, x.cos()), (it, x), ())
+        return xs.sum(0), torch.ones(xs.shape[0]) * 2
+
+
+@case("while_loop_stack_output", tags=("full",))
+def while_loop_stack_output():
+    """while_loop_stack_output: one output row per iteration, so the stacked size is unbacked."""
+    return Program(WhileLoopStackOutput(), (torch.tensor(3), torch.rand(2, 3)),
+                   extra_inputs=[((torch.tensor(5), torch.rand(2, 3)), {}), ((torch.tensor(0), torch.rand(2, 3)), {})])

@@ -68,6 +68,14 @@ class WhileLoopUnbackedOutputs(nn.Module):
         return torch.ones(i + j), v * i
 
 
+class WhileLoopStackedOutput(nn.Module):
+    def forward(self, it, x):
+        # One output row per iteration: the stacked outputs' first size is unbacked.
+        _, xs = torch._higher_order_ops.while_loop_stack_output(
+            lambda i, x: i > 0, lambda i, x: (i - 1, x.cos()), (it, x), ())
+        return xs.sum(0), torch.ones(xs.shape[0]) * 2
+
+
 class SelectUnbacked(nn.Module):
     def forward(self, x, y):
         i = x.item()  # u0; select binds its own symbols (the index, the storage offset)
@@ -148,6 +156,8 @@ PROGRAMS = {
                                   [(torch.tensor([0., 0., 5.]), torch.ones(2)), (torch.zeros(3), torch.ones(2))],
                                   []),
     "while_loop_unbacked_outputs": (WhileLoopUnbackedOutputs(), (torch.randn(2),), [(torch.randn(2),)], []),
+    "while_loop_stacked_output": (WhileLoopStackedOutput(), (torch.tensor(3), torch.rand(2, 3)),
+                                  [(torch.tensor(5), torch.rand(2, 3)), (torch.tensor(0), torch.rand(2, 3))], []),
     "select_unbacked": (SelectUnbacked(), (torch.tensor(1), torch.randn(4, 4)),
                         [(torch.tensor(3), torch.randn(4, 4)), (torch.tensor(-2), torch.randn(4, 4))], []),
     "unbind_items": (UnbindItems(), (torch.tensor([1, 2]), torch.randn(4, 3)),
