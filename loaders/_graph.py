@@ -72,6 +72,15 @@ _SAME = object()
 _FLAT_APPLY = getattr(torch.ops.higher_order, "flat_apply", None)
 
 
+def _has_unbacked(v) -> bool:
+    """Whether the SymInt `v` involves an unbacked symbol (one without an example value)."""
+    if not isinstance(v, torch.SymInt):
+        return False
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols  # symbolic programs only (sympy)
+
+    return bool(free_unbacked_symbols(v.node.expr))
+
+
 class _Scope:
     """Per-graph state: the FX graph, its owner module, and the value tables by name."""
 
@@ -229,8 +238,13 @@ class GraphBuilder:
         if len(strides) != len(sizes):
             raise LoadError("sizes and strides differ in length", path=path, expected=len(sizes), got=len(strides))
         offset = sy(m.storage_offset, f"{path}.storage_offset") if m.storage_offset is not None else 0
-        if offset == 0:
+        if type(offset) is int and offset == 0:  # never `==` on a SymInt: an unbacked offset cannot be guarded
             meta = torch.empty_strided(sizes, strides, dtype=dtype, device="meta")
+        elif _has_unbacked(offset):
+            # An offset torch cannot bound (select/unbind at an unbacked index): a storage sized from it
+            # would add a range to the symbol that torch's program does not have. Meta views skip the
+            # bounds check, so the view is made on the sizes' own storage.
+            meta = torch.empty_strided(sizes, strides, dtype=dtype, device="meta").as_strided(sizes, strides, offset)
         else:
             extent = offset + 1 + sum((s - 1) * st for s, st in zip(sizes, strides))
             meta = torch.empty((extent,), dtype=dtype, device="meta").as_strided(sizes, strides, offset)
@@ -279,6 +293,9 @@ class GraphBuilder:
         node = self._create("call_function", target, tuple(args), kwargs, n.name, path)
         node.meta.update(meta)
         self._outputs(n, node, target, meta, path)
+        ub = meta.get("unbacked_bindings")
+        if ub and not any(type(na.value) is GraphArgument for na in n.inputs):
+            self._size_like(ub)
         if target is _ASSERT_SCALAR and args and isinstance(args[0], torch.fx.Node):
             cond = args[0].meta.get("val")
             if isinstance(cond, torch.SymBool):
@@ -287,6 +304,24 @@ class GraphBuilder:
             s = args[0].meta.get("val")
             if isinstance(s, torch.SymInt):
                 self.shape.shape_env._constrain_range_for_size(s.node.expr)
+
+    def _size_like(self, bindings):
+        """Mark the sizes an operator binds as size-like, as torch's fake kernels did when they made them.
+
+        The file keeps no size-like flag: torch's operators make every unbacked output size with
+        `new_dynamic_size` (nonzero, boolean indexing, unique, custom ops, also when wrapped in
+        auto_functionalized or with_effects), which marks it size-like. Higher-order ops that run
+        subgraphs (cond, while_loop, map, scan) make their output sizes plain unbacked, and `item()`
+        binds no size (one made size-like by `torch._check_is_size` has its
+        `sym_constrain_range_for_size` node, replayed in `_node`). Size-oblivious reasoning when the
+        loaded program is traced again depends on the flag.
+        """
+        from torch.fx.experimental.symbolic_shapes import CallMethodKey  # loaded with the bindings' key paths
+
+        env = self.shape.shape_env
+        for sym, keypath in bindings.items():
+            if any(isinstance(k, CallMethodKey) and k.name == "size" for k in keypath):
+                env.size_like.add(sym)
 
     def _outputs(self, n, node, target, meta, path):
         outs = n.outputs

@@ -16,6 +16,7 @@ import sympy
 import torch
 from torch.fx.experimental.symbolic_shapes import ShapeEnv, SymNode, SymT, ValueRangesSLoc, symbol_is_type
 from torch.utils._sympy import functions as F
+from torch.utils._traceback import CapturedTraceback
 from torch.utils._sympy.numbers import int_oo
 from torch.utils._sympy.value_ranges import ValueRanges
 
@@ -88,7 +89,7 @@ class ShapeBuilder:
         env = None if self.static else self.shape_env
         self.symbols: list[sympy.Symbol] = []
         self._exprs: list = [None] * len(self.pool)
-        sloc = None
+        sloc = stack = None
         max_unbacked_int = max_unbacked_float = -1
         seen = set()
         for i, s in enumerate(program.symbols):
@@ -120,6 +121,12 @@ class ShapeBuilder:
                 max_unbacked_int = max(max_unbacked_int, _suffix(name))
             elif symbol_is_type(sym, SymT.UNBACKED_FLOAT):
                 max_unbacked_float = max(max_unbacked_float, _suffix(name))
+            if not s.has_hint:
+                # torch records where each unbacked symbol was made and reads it back when a guard
+                # on the symbol cannot be decided: without it that error would be a KeyError.
+                if stack is None:
+                    stack = CapturedTraceback.extract(skip=1)
+                env.var_to_stack[sym] = stack
         # New unbacked symbols (e.g. when re-tracing) must not reuse saved names.
         if env is not None:
             env.unbacked_symint_counter = max(env.unbacked_symint_counter, max_unbacked_int + 1)

@@ -248,3 +248,78 @@ class CondItem(nn.Module):
 def cond_unbacked():
     """cond output turned into an unbacked SymInt (.item()) that sizes the result."""
     return Program(CondItem(), (torch.ones(3),), extra_inputs=[((torch.zeros(3),), {}), ((torch.full((3,), 2.0),), {})])
+
+
+class WhileLoopUnbackedOutputs(nn.Module):
+    def forward(self, x):
+        i, j, v = while_loop(lambda i, j, v: i < 3, lambda i, j, v: (i + 1, j + 2, v + v.sum()), (0, 1, x))
+        return torch.ones(i + j), v * i
+
+
+@case("while_loop_unbacked_outputs", tags=("full",))
+def while_loop_unbacked_outputs():
+    """Two int carries come back as unbacked symbols bound by the while_loop node, then size a tensor."""
+    return Program(WhileLoopUnbackedOutputs(), (torch.randn(2),), extra_inputs=[((torch.randn(2),), {})])
+
+
+class CondMaskedOutput(nn.Module):
+    def forward(self, x):
+        return torch.cond(x.sum() > 0, lambda x: x[x > 0], lambda x: x[x < 0].neg(), (x,))
+
+
+@case("cond_unbacked_output", tags=("full",))
+def cond_unbacked_output():
+    """cond whose branches return tensors of data-dependent size: the cond node binds a new unbacked size."""
+    return Program(CondMaskedOutput(), (torch.tensor([1., -2., 3.]),), extra_inputs=[((-torch.ones(3),), {})])
+
+
+class WhileLoopInCondAndLoop(nn.Module):
+    def forward(self, x):
+        def inner_loop(i, v):
+            j, w = while_loop(lambda j, w: j < 2, lambda j, w: (j + 1, w + 1), (0, v))
+            return i + j, w
+
+        def then(x):
+            i, v = while_loop(lambda i, v: i < 6, inner_loop, (0, x))
+            return v * i
+
+        return torch.cond(x.sum() > 0, then, lambda x: x.clone(), (x,))
+
+
+@case("nested_hop_unbacked", tags=("full",))
+def nested_hop_unbacked():
+    """A while_loop inside a while_loop inside a cond: unbacked symbols first bound inside subgraphs."""
+    return Program(WhileLoopInCondAndLoop(), (torch.ones(3),), extra_inputs=[((-torch.ones(3),), {})])
+
+
+class MapScanItem(nn.Module):
+    def forward(self, init, xs):
+        def combine(c, x):
+            k = x.sum().to(torch.int64).item()
+            torch._check(k >= 0)
+            torch._check(k < 100)
+            return c + k, c * 2
+
+        scanned = scan(combine, init, xs)
+        return scanned, hop_map(lambda x: x.sum().item() * torch.ones(2), xs)
+
+
+@case("map_scan_item", tags=("full",))
+def map_scan_item():
+    """item() inside scan and map bodies: unbacked int and float symbols that exist only in subgraphs."""
+    return Program(MapScanItem(), (torch.tensor(1), torch.ones(3, 2)),
+                   extra_inputs=[((torch.tensor(2), torch.full((3, 2), 4.0)), {})])
+
+
+class WhileLoopStackOutput(nn.Module):
+    def forward(self, it, x):
+        _, xs = torch._higher_order_ops.while_loop_stack_output(
+            lambda i, x: i > 0, lambda i, x: (i - 1, x.cos()), (it, x), ())
+        return xs.sum(0), torch.ones(xs.shape[0]) * 2
+
+
+@case("while_loop_stack_output", tags=("full",))
+def while_loop_stack_output():
+    """while_loop_stack_output: one output row per iteration, so the stacked size is unbacked."""
+    return Program(WhileLoopStackOutput(), (torch.tensor(3), torch.rand(2, 3)),
+                   extra_inputs=[((torch.tensor(5), torch.rand(2, 3)), {}), ((torch.tensor(0), torch.rand(2, 3)), {})])

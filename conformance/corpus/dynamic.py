@@ -84,6 +84,38 @@ def unbacked_nonzero():
                    extra_inputs=[((torch.tensor([[-1.0, -1.0], [-2.0, -0.5]]),), {})])
 
 
+class SelectUnbacked(nn.Module):
+    def forward(self, x, y):
+        i = x.item()  # select binds symbols of its own for the index and the storage offset
+        return y.select(0, i), y[:, i]
+
+
+@case("unbacked_select", tags=("full",))
+def unbacked_select():
+    """select at an unbacked index: the node binds a symbol defined by its own output's storage offset."""
+    return Program(SelectUnbacked(), (torch.tensor(1), torch.randn(4, 4)),
+                   extra_inputs=[((torch.tensor(3), torch.randn(4, 4)), {}),
+                                 ((torch.tensor(-2), torch.randn(4, 4)), {})])
+
+
+class TolistSplit(nn.Module):
+    def forward(self, x, y, z):
+        sizes = x.tolist()  # unbind + item per element
+        for s in sizes:
+            torch._check(s >= 0)
+        torch._check(sum(sizes) == y.shape[0])
+        a, b = z.unbind(0)
+        return [t * 2 for t in y.split(sizes)], y[a.item()] + y[b.item()]
+
+
+@case("unbacked_tolist_unbind", tags=("full",))
+def unbacked_tolist_unbind():
+    """tolist() sizes for split_with_sizes and unbind().item() indices: unbacked symbols from several nodes."""
+    return Program(TolistSplit(), (torch.tensor([1, 2]), torch.randn(3, 2), torch.tensor([0, 2])),
+                   extra_inputs=[((torch.tensor([3, 0]), torch.randn(3, 2), torch.tensor([2, 1])), {})],
+                   invalid_inputs=[((torch.tensor([2, 2]), torch.randn(3, 2), torch.tensor([0, 2])), {})])
+
+
 class SymFloatBool(nn.Module):
     def forward(self, x):
         n = x.shape[0]
