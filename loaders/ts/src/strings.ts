@@ -43,8 +43,8 @@ function identRow(cp: number): number {
   let hi = IDENT_ROWS - 1;
   while (lo <= hi) {
     const mid = (lo + hi) >> 1;
-    if (IDENT_RANGES[mid * 4] > cp) hi = mid - 1;
-    else if (IDENT_RANGES[mid * 4 + 1] < cp) lo = mid + 1;
+    if (IDENT_RANGES[mid * 4]! > cp) hi = mid - 1;
+    else if (IDENT_RANGES[mid * 4 + 1]! < cp) lo = mid + 1;
     else return mid;
   }
   return -1;
@@ -57,7 +57,7 @@ function unicodeIdentifier(s: string): boolean {
   for (const ch of s) {
     const k = identRow(ch.codePointAt(0)!);
     if (k < 0 || (first && !IDENT_RANGES[k * 4 + 2])) return false;
-    const c = IDENT_RANGES[k * 4 + 3];
+    const c = IDENT_RANGES[k * 4 + 3]!;
     if (c && prev > c) return false;
     prev = c;
     first = false;
