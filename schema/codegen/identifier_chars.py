@@ -21,6 +21,7 @@ marks in canonical order (UAX #15 quick check), a string is in NFKC.
 
 from __future__ import annotations
 
+import functools
 import json
 import unicodedata
 
@@ -43,6 +44,7 @@ def _quick_check_maybe() -> set[int]:
     return out
 
 
+@functools.cache
 def rows() -> list[tuple[int, int, int, int]]:
     """[(first, last, may_start, combining_class)] sorted, merged; refuses another Unicode version."""
     if unicodedata.unidata_version != IDENTIFIER_UNICODE_VERSION:
