@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import keyword
 
 import torch
 import torch.utils._pytree as pytree
 
 from pt2format._generated.model import TreeSpec, TreeSpecKind
+from pt2format._strings import is_identifier
 from pt2format.errors import ExportError
 
 from ._enums import ints as _ints
@@ -227,6 +227,6 @@ def _attribute_names(typ, spec: pytree.TreeSpec) -> list[str]:
     names = [k.name for k, _ in pairs if isinstance(k, pytree.GetAttrKey)]
     if len(names) != n or len(pairs) != n or len(set(names)) != n:
         return []
-    if not all(x.isidentifier() and x.isascii() and not keyword.iskeyword(x) for x in names):
+    if not all(is_identifier(x) for x in names):
         return []
     return names

@@ -8,20 +8,20 @@ name is checked here and refused with a LoadError naming the field.
 
 from __future__ import annotations
 
-import keyword
 import re
 
+from pt2format._strings import is_identifier
 from pt2format.errors import LoadError
 
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_WHY_IDENT = "a Python identifier in NFKC form, not a keyword (SPEC.md §9)"
 _FQN_ATOM = re.compile(r"[^\x00-\x1f\x7f\"'\\\u2028\u2029\x85]+\Z")
 _TEXT_BREAKS = re.compile(r"[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
 
 
 def check_identifier(name, path: str) -> str:
-    """An ASCII Python identifier that is not a keyword."""
-    if not isinstance(name, str) or not _IDENT.match(name) or keyword.iskeyword(name):
-        raise LoadError("not a valid identifier", path=path, expected="[A-Za-z_][A-Za-z0-9_]*, not a keyword",
+    """A name Python compiles to itself (the identifier grammar of pt2format._strings, Unicode included)."""
+    if not isinstance(name, str) or not is_identifier(name):
+        raise LoadError("not a valid identifier", path=path, expected=_WHY_IDENT,
                         got=repr(name)[:200])
     return name
 
@@ -60,7 +60,7 @@ def check_dotted_identifiers(name, path: str) -> list[str]:
         raise LoadError("expected a string", path=path, got=type(name).__name__)
     parts = name.split(".")
     for p in parts:
-        if not _IDENT.match(p):
+        if not is_identifier(p):
             raise LoadError("not a valid qualified name", path=path, expected="dot-separated identifiers",
                             got=repr(name)[:200])
     return parts

@@ -26,13 +26,13 @@ two loads of the same file give the same types, from any thread.
 from __future__ import annotations
 
 import dataclasses
-import keyword
 import operator
 import threading
 import typing
 
 import torch.utils._pytree as pytree
 
+from pt2format._strings import is_identifier
 from pt2format.exporter._treespec import STANDIN_ATTR, standin_type_name
 
 _LOCK = threading.Lock()
@@ -51,12 +51,12 @@ def _valid_type_name(type_name) -> bool:
     if not isinstance(type_name, str):
         return False
     parts = type_name.split(".")
-    return len(parts) >= 2 and all(p.isidentifier() and p.isascii() and not keyword.iskeyword(p) for p in parts)
+    return len(parts) >= 2 and all(is_identifier(p) for p in parts)
 
 
 def valid_field(name, *, private_ok: bool = True) -> bool:
-    """An ASCII identifier, not a keyword, not a dunder name (and without a leading '_' when not private_ok)."""
-    return (isinstance(name, str) and name.isidentifier() and name.isascii() and not keyword.iskeyword(name)
+    """An identifier (SPEC.md §9), not a dunder name (and without a leading '_' when not private_ok)."""
+    return (isinstance(name, str) and is_identifier(name)
             and not (name.startswith("__") and name.endswith("__")) and not name.startswith("_pt2f_")
             and (private_ok or not name.startswith("_")))
 

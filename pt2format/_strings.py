@@ -3,23 +3,31 @@
 Every string field and map key of the schema declares a class with the
 `pt2f_string` attribute, and `schema/regen.py` refuses a string field without
 one, so the generated decoders of every reader check every string and a new
-field cannot skip the check. The classes exist because torch pastes some
-names into Python source that it compiles (node names become locals of
-`forward`, state paths become attribute accesses, keyword names become
-parameters): those must be plain identifiers that cannot break out of the
-code they land in. Free text (stack traces, docs, metadata values) is only
-ever printed, never compiled.
+field cannot skip the check. The classes follow what torch does with each
+name: where torch pastes it into Python source that it compiles (node names
+become locals of `forward`, state paths become attribute accesses, keyword
+names become parameters), it must be what Python compiles to that very name:
+an identifier by Python's own rule, Unicode included, in NFKC form (Python
+normalizes identifiers to NFKC, so `ﬁ` would compile as `fi`), not a keyword,
+not a reserved member. Where torch only prints, compares or keys a name
+(module-stack keys, provenance), it is kept as torch wrote it, one line.
+Free text (stack traces, docs, metadata values) is only ever printed.
+
+Non-ASCII identifiers are decided by a table pinned to one Unicode version
+(`pt2format/_generated/identifier_chars.py`, generated for every reader), so
+the three readers agree whatever Unicode their runtime carries.
 
 The reserved member names are the attributes that `torch.nn.Module`,
 `torch.fx.GraphModule` and torch's unflattened modules define: a state entry
 or submodule with such a name would shadow a method. torch refuses to
 register them itself (`register_module` and friends); a file gets the same
 answer, as a typed error. `tests/core/test_strings.py` checks this list
-against torch's classes.
+against torch's classes (equal, torch 2.13.0).
 """
 
 from __future__ import annotations
 
+import bisect
 import keyword
 import re
 
@@ -68,10 +76,9 @@ RESERVED_LOCAL_NAMES = frozenset({"self"})
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DIGITS = re.compile(r"[0-9]+")
-_QUAL_PART = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|<[a-z]+>")
+_QUAL_MARKER = re.compile(r"<[a-z]+>")
 _FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,254}")
 _DEVICE_TYPE = re.compile(r"[a-z][a-z0-9_]{0,63}")
-_TOKEN = re.compile(r"[\x21\x23-\x26\x28-\x5b\x5d-\x5f\x61-\x7e]+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
@@ -98,11 +105,48 @@ def _is_dunder(s: str) -> bool:
     return len(s) > 4 and s.startswith("__") and s.endswith("__")
 
 
+#: The Unicode version of the identifier tables (`pt2format/_generated/identifier_chars.py`, generated from
+#: Python 3.11's unicodedata). Pinned so that every reader, whatever its runtime's Unicode, gives one verdict.
+IDENTIFIER_UNICODE_VERSION = "14.0.0"
+_WHY_IDENT = f"a Python identifier (str.isidentifier, Unicode {IDENTIFIER_UNICODE_VERSION}) in NFKC form"
+_TABLE = None
+
+
+def _identifier_table():
+    global _TABLE
+    if _TABLE is None:
+        from pt2format._generated import identifier_chars as t
+        _TABLE = (t.FIRST, t.LAST, t.START, t.CCC)
+    return _TABLE
+
+
+def _unicode_identifier(s: str) -> bool:
+    """Python's identifier rule in NFKC form, by the pinned table (SPEC.md §9): every code point has a row,
+    the first may start an identifier, and combining marks follow in canonical order."""
+    first, last, start, ccc = _identifier_table()
+    prev = 0
+    for i, ch in enumerate(s):
+        o = ord(ch)
+        k = bisect.bisect_right(first, o) - 1
+        if k < 0 or o > last[k] or (i == 0 and not start[k]):
+            return False
+        c = ccc[k]
+        if c and prev > c:
+            return False
+        prev = c
+    return True
+
+
+def is_identifier(s: str) -> bool:
+    """The `identifier` grammar without the dunder rule: what Python compiles to this very name."""
+    if s.isascii():
+        return bool(_IDENT.fullmatch(s)) and not keyword.iskeyword(s)
+    return _unicode_identifier(s)
+
+
 def _identifier(s: str) -> str | None:
-    if not _IDENT.fullmatch(s):
-        return "an ASCII identifier [A-Za-z_][A-Za-z0-9_]*"
-    if keyword.iskeyword(s):
-        return "not a Python keyword"
+    if not is_identifier(s):
+        return "not a Python keyword" if keyword.iskeyword(s) else _WHY_IDENT
     if _is_dunder(s):
         return "not a dunder name"
     return None
@@ -127,9 +171,20 @@ def _attr_path(s: str) -> str | None:
     return None
 
 
+_CALL_INDEX = re.compile(r"[1-9][0-9]*")
+
+
+def _module_call_path(s: str) -> str | None:
+    """torch's module-call-graph name: a submodule path, and `@N` for its (N+1)-th call (`n1.n2@1`)."""
+    path, at, index = s.partition("@")
+    if at and not (path and _CALL_INDEX.fullmatch(index)):
+        return "a module path, optionally followed by @ and a call index [1-9][0-9]* (torch's n1.n2@1)"
+    return _attr_path(path) if path else None
+
+
 def _qualified_name(s: str) -> str | None:
     for part in s.split("."):
-        if not _QUAL_PART.fullmatch(part) or keyword.iskeyword(part):
+        if not (is_identifier(part) or _QUAL_MARKER.fullmatch(part)):
             return f"dot-separated identifiers ({part!r})"
     return None
 
@@ -142,13 +197,8 @@ def _device_type(s: str) -> str | None:
     return None if _DEVICE_TYPE.fullmatch(s) else "[a-z][a-z0-9_]*, at most 64 characters"
 
 
-def _token(s: str) -> str | None:
-    return None if _TOKEN.fullmatch(s) else "printable ASCII without spaces, quotes, backslashes or backticks"
-
-
-def _metadata_key(s: str) -> str | None:
-    if not s:
-        return "a non-empty key"
+def _printed_name(s: str) -> str | None:
+    """A name torch only prints, compares or uses as a key: stored as torch wrote it, but one line."""
     return "no control characters or line separators" if _CONTROL.search(s) else None
 
 
@@ -166,8 +216,9 @@ _CLASSES = {
     "qualified_name": (_qualified_name, False, MAX_NAME_LENGTH),
     "file_name": (_file_name, False, 255),
     "device_type": (_device_type, False, 64),
-    "token": (_token, False, MAX_NAME_LENGTH),
-    "metadata_key": (_metadata_key, False, MAX_NAME_LENGTH),
+    "module_call_path": (_module_call_path, True, MAX_NAME_LENGTH),
+    "token": (_printed_name, False, MAX_NAME_LENGTH),
+    "metadata_key": (_printed_name, False, MAX_NAME_LENGTH),
     "free_text": (_free_text, True, MAX_TEXT_LENGTH),
 }
 #: Every string class, in the order SPEC.md lists them.
@@ -208,3 +259,35 @@ def _make_checker(name: str):
 #: class name -> check(s, field) -> s, raising StringClassError.
 CHECKERS = {name: _make_checker(name) for name in _CLASSES}
 
+
+
+#: class -> the classes whose every string it admits (directly; `class_admits` closes the relation). Declared
+#: here, proven on samples by tests/core/test_strings.py, and used by schema/evolution.py to say whether a
+#: changed class of a released field was made stricter or looser (SPEC.md §8.1).
+_ADMITS = {
+    "identifier": {"local_name"},
+    "optional_identifier": {"identifier"},
+    "attr_path": set(),
+    "optional_attr_path": {"attr_path"},
+    "module_call_path": {"optional_attr_path"},
+    "qualified_name": {"identifier"},
+    "file_name": {"device_type"},
+    "device_type": set(),
+    "token": {"metadata_key", "qualified_name", "attr_path", "file_name"},
+    "metadata_key": {"token"},
+    "free_text": {"token", "optional_identifier", "module_call_path"},
+    "local_name": set(),
+}
+
+
+def class_admits(wide: str, narrow: str) -> bool:
+    """True when string class `wide` admits every string of class `narrow`."""
+    seen, todo = set(), [wide]
+    while todo:
+        c = todo.pop()
+        if c == narrow:
+            return True
+        if c not in seen:
+            seen.add(c)
+            todo += _ADMITS[c]
+    return False

@@ -6,7 +6,9 @@ types and defaults are flatc's own:
 - `diff(old, new)` lists every edit of `new` that breaks SPEC.md §8 against
   the released schema `old`: a table, field, enum value or union member
   removed or renamed, a field id, type or default changed, `(required)` added,
-  a deprecation undone, a struct changed, a new field that is not appended.
+  a deprecation undone, a struct changed, a new field that is not appended,
+  a `pt2f_*` attribute of a field or enum value changed (a string class made
+  stricter or looser, an item size).
   `flatc --conform` checks the binary layout only and lets renames through,
   but JSON, the canonical dump and the generated code are keyed by names.
 - `minors(history, working, version)` says which minor of the current major
@@ -83,13 +85,62 @@ def _default_text(f) -> str:
     return str(f.default_integer)
 
 
+def _attributes(x) -> dict:
+    """The project's own attributes of a field or enum value (`pt2f_string`, `pt2f_itemsize`, any later
+    `pt2f_*`): each decides whether a reader accepts a file, so each is part of the contract."""
+    return {k: v for k, v in sorted(x.attributes.items()) if k.startswith("pt2f_")}
+
+
+def _string_class_change(where: str, old: str | None, new: str | None) -> str:
+    """Why changing a released field's string class breaks SPEC.md §8.1, in the direction it breaks."""
+    from pt2format._strings import class_admits
+
+    head = f"{where}: string class changed {old!r} -> {new!r}"
+    if old and new and class_admits(old, new) and not class_admits(new, old):
+        return (head + ": tightened, so readers refuse valid files written before (a released field's class "
+                "never changes, SPEC.md §8.1)")
+    if old and new and class_admits(new, old) and not class_admits(old, new):
+        return (head + ": loosened, so readers of the release refuse files that use the new strings (a released "
+                "field's class never changes after the first release; the one re-cut was before it, "
+                "SPEC.md §8.1)")
+    return head + " (a released field's class never changes, SPEC.md §8.1)"
+
+
+def _attribute_changes(where: str, before: dict, after: dict, known: set) -> list[str]:
+    """Changes of the attributes the release used (`known`); an attribute the release did not have at all
+    states what it left implicit (1.1's `pt2f_itemsize` states 1.0's sizes) and is checked from then on."""
+    out = []
+    for key in sorted((set(before) | set(after)) & known):
+        if before.get(key) == after.get(key):
+            continue
+        if key == "pt2f_string":
+            out.append(_string_class_change(where, before.get(key), after.get(key)))
+        else:
+            out.append(f"{where}: attribute {key} changed {before.get(key)!r} -> {after.get(key)!r} (what a "
+                       "reader accepts never changes for a released name, SPEC.md §8.1)")
+    return out
+
+
+def _attribute_keys(view: dict) -> set:
+    """Every `pt2f_*` attribute a schema's name view uses on some field or enum value."""
+    keys = set()
+    for what, v in view.items():
+        if what.startswith(("table ", "struct ")):
+            for f in v["fields"].values():
+                keys |= set(f["attributes"])
+        elif what.startswith("enum "):
+            for attrs in v["attributes"].values():
+                keys |= set(attrs)
+    return keys
+
+
 def names(s) -> dict:
     """{'table X': {...}, 'enum E': {...}, 'union U': {...}} with everything the diff compares."""
     out = {}
     for o in s.objects:
         fields = {f.name: {"id": f.id, "type": _type_text(s, f.type), "default": _default_text(f),
                            "required": f.required, "deprecated": f.deprecated, "optional": f.optional,
-                           "offset": f.offset}
+                           "offset": f.offset, "attributes": _attributes(f)}
                   for f in o.fields}
         out[f"{'struct' if o.is_struct else 'table'} {o.short}"] = {"fields": fields, "size": o.bytesize,
                                                                      "align": o.minalign}
@@ -99,6 +150,7 @@ def names(s) -> dict:
             out[f"union {e.short}"] = {"members": members}
         else:
             out[f"enum {e.short}"] = {"values": {v.name: v.value for v in e.values},
+                                      "attributes": {v.name: _attributes(v) for v in e.values},
                                       "underlying": _type_text(s, e.underlying)}
     out["root"] = s.root.short
     out["file_identifier"] = s.file_ident
@@ -112,6 +164,7 @@ def names(s) -> dict:
 def diff(old, new) -> list[str]:
     """Every incompatible edit from schema `old` (released) to `new`; empty when `new` only adds."""
     a, b = names(old), names(new)
+    known = _attribute_keys(a)
     problems = []
     for key in ("root", "file_identifier"):
         if a[key] != b[key]:
@@ -129,15 +182,15 @@ def diff(old, new) -> list[str]:
             if before != after:
                 problems.append(f"{what}: a struct never changes (fields, types, offsets or size differ)")
         elif what.startswith("table "):
-            problems += _diff_table(what, before["fields"], after["fields"])
+            problems += _diff_table(what, before["fields"], after["fields"], known)
         elif what.startswith("enum "):
-            problems += _diff_enum(what, before, after)
+            problems += _diff_enum(what, before, after, known)
         else:
             problems += _diff_union(what, before["members"], after["members"])
     return problems
 
 
-def _diff_table(what, before, after) -> list[str]:
+def _diff_table(what, before, after, known) -> list[str]:
     out = []
     by_id = {f["id"]: n for n, f in after.items()}
     for name, f in before.items():
@@ -157,6 +210,7 @@ def _diff_table(what, before, after) -> list[str]:
             out.append(f"{what}.{name}: (required) added (files without the field become invalid)")
         if f["deprecated"] and not g["deprecated"]:
             out.append(f"{what}.{name}: deprecation undone")
+        out += _attribute_changes(f"{what}.{name}", f["attributes"], g["attributes"], known)
     top = max((f["id"] for f in before.values()), default=-1)
     for name, g in after.items():
         if name in before:
@@ -168,7 +222,7 @@ def _diff_table(what, before, after) -> list[str]:
     return out
 
 
-def _diff_enum(what, before, after) -> list[str]:
+def _diff_enum(what, before, after, known) -> list[str]:
     out = []
     if before["underlying"] != after["underlying"]:
         out.append(f"{what}: underlying type changed {before['underlying']} -> {after['underlying']}")
@@ -181,6 +235,9 @@ def _diff_enum(what, before, after) -> list[str]:
             out.append(f"{what}.{name}: " + (f"renamed to {now!r} (value {value})" if now else "deleted"))
         elif after["values"][name] != value:
             out.append(f"{what}.{name}: value changed {value} -> {after['values'][name]}")
+        else:
+            out += _attribute_changes(f"{what}.{name}", before["attributes"][name], after["attributes"][name],
+                                      known)
     for name, value in after["values"].items():
         if name not in before["values"] and value in old_values:
             out.append(f"{what}.{name}: new value {value} reuses a released value")

@@ -141,6 +141,7 @@ _SC_optional_attr_path = _SC['optional_attr_path']
 _SC_qualified_name = _SC['qualified_name']
 _SC_file_name = _SC['file_name']
 _SC_device_type = _SC['device_type']
+_SC_module_call_path = _SC['module_call_path']
 _SC_token = _SC['token']
 _SC_metadata_key = _SC['metadata_key']
 _SC_free_text = _SC['free_text']
@@ -2235,7 +2236,7 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_optional_attr_path(x0, 'ModuleCallEntry.fqn')
+                _SC_module_call_path(x0, 'ModuleCallEntry.fqn')
             else:
                 x0 = None
             f_ = 'signature'

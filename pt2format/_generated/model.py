@@ -1363,7 +1363,7 @@ class ModuleCallEntry(ModelObject):
         ('signature', 1, 'table', None, 'ModuleCallSignature', None, False, False),
     )
     # field -> string class (pt2format._strings)
-    STRING_CLASSES = {'fqn': 'optional_attr_path'}
+    STRING_CLASSES = {'fqn': 'module_call_path'}
 
     def __init__(self, fqn: str | None = None, signature: ModuleCallSignature | None = None) -> None:
         self.fqn = fqn

@@ -153,6 +153,7 @@ _SC_optional_attr_path = _SC['optional_attr_path']
 _SC_qualified_name = _SC['qualified_name']
 _SC_file_name = _SC['file_name']
 _SC_device_type = _SC['device_type']
+_SC_module_call_path = _SC['module_call_path']
 _SC_token = _SC['token']
 _SC_metadata_key = _SC['metadata_key']
 _SC_free_text = _SC['free_text']
@@ -4799,7 +4800,7 @@ def decode_tree(tree, max_depth=128):
             if x0 is not None:
                 if type(x0) is not str:
                     _check_str(x0)
-                _SC_optional_attr_path(x0, 'ModuleCallEntry.fqn')
+                _SC_module_call_path(x0, 'ModuleCallEntry.fqn')
             f_ = 'signature'
             if x1 is not None:
                 x1 = d_ModuleCallSignature(x1, d + 1)

@@ -10,6 +10,7 @@ _SC_optional_attr_path = _SC['optional_attr_path']
 _SC_qualified_name = _SC['qualified_name']
 _SC_file_name = _SC['file_name']
 _SC_device_type = _SC['device_type']
+_SC_module_call_path = _SC['module_call_path']
 _SC_token = _SC['token']
 _SC_metadata_key = _SC['metadata_key']
 _SC_free_text = _SC['free_text']
@@ -195,7 +196,7 @@ def c_MixedListArgument(o):
 
 def c_ModuleCallEntry(o):
     if o.fqn is not None:
-        _SC_optional_attr_path(o.fqn, 'ModuleCallEntry.fqn')
+        _SC_module_call_path(o.fqn, 'ModuleCallEntry.fqn')
     if o.signature is not None:
         c_ModuleCallSignature(o.signature)
 

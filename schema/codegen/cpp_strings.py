@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import keyword
 
+from codegen import identifier_chars
 from pt2format import _strings
 
 
@@ -45,6 +46,7 @@ def generate(schema, model, header: str) -> str:
         for name, cls in sorted(model.string_classes(o).items()):
             out.append(f'    {{"{o.short}", "{name}", StringClass::{cls}}},\n')
     out.append("    {nullptr, nullptr, StringClass::free_text},  // end\n};\n\n")
+    out.append(identifier_chars.cpp_block())
     out.append("// Python keywords (keyword.kwlist): never an identifier or a qualified-name component.\n")
     out.append(_word_list("kKeywords", keyword.kwlist))
     out.append("// Attributes torch.nn.Module / GraphModule define: never an attr_path component.\n")

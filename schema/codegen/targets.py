@@ -15,7 +15,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codegen import cpp_strings, fb_reader, fb_writer, json_codec, minors, msgpack_codec, native, py_model, strings, ts_strings
+from codegen import cpp_strings, identifier_chars, fb_reader, fb_writer, json_codec, minors, msgpack_codec, native, py_model, strings, ts_strings
 from codegen.bfbs import FSchema, build_bfbs, flatc_version
 from codegen.paths import FBS, ROOT
 from codegen.schema_view import Model, header_line
@@ -54,6 +54,7 @@ PYTHON_TARGETS = {
     "pt2format/_generated/json_codec.py": _py(json_codec.generate),
     "pt2format/_generated/minors.py": lambda c: minors.gen_python_minors(c.schema_version, c.minor_table, c.version),
     "pt2format/_generated/string_check.py": _py(strings.generate_tree_check),
+    "pt2format/_generated/identifier_chars.py": lambda c: identifier_chars.gen_python(header_line("#", c.version)),
     # A copy of the JSON Schema inside the package, so an installed pt2format can validate JSON.
     "pt2format/_generated/pt2format.schema.json": lambda c: c.jsonschema,
 }

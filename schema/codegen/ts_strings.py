@@ -21,13 +21,14 @@ from __future__ import annotations
 import json
 import keyword
 
+from codegen import identifier_chars
 from pt2format import _strings as S
 
 # How each class is checked, by the name of its Python check function: which grammar applies.
 _KINDS = {
     "_local_name": "local_name", "_identifier": "identifier", "_attr_path": "attr_path",
     "_qualified_name": "qualified_name", "_file_name": "file_name", "_device_type": "device_type",
-    "_token": "token", "_metadata_key": "metadata_key", "_free_text": "free_text",
+    "_module_call_path": "module_call_path", "_printed_name": "printed_name", "_free_text": "free_text",
 }
 
 
@@ -55,8 +56,8 @@ def generate(schema, m, header: str) -> str:
         if sc:
             fields[o.short] = dict(sorted(sc.items()))
     patterns = {
-        "IDENT": S._IDENT.pattern, "DIGITS": S._DIGITS.pattern, "QUAL_PART": S._QUAL_PART.pattern,
-        "FILE_NAME": S._FILE_NAME.pattern, "DEVICE_TYPE": S._DEVICE_TYPE.pattern, "TOKEN": S._TOKEN.pattern,
+        "IDENT": S._IDENT.pattern, "DIGITS": S._DIGITS.pattern, "QUAL_MARKER": S._QUAL_MARKER.pattern,
+        "FILE_NAME": S._FILE_NAME.pattern, "DEVICE_TYPE": S._DEVICE_TYPE.pattern, "CALL_INDEX": S._CALL_INDEX.pattern,
     }
     out = [header]
     out.append("/**\n * String classes (SPEC.md section 9), from schema/pt2format.fbs and pt2format/_strings.py\n"
@@ -71,6 +72,7 @@ def generate(schema, m, header: str) -> str:
     for k, p in patterns.items():
         out.append(f"export const RE_{k} = /^(?:{_js_regex(p)})$/;\n")
     out.append(f"export const RE_CONTROL = /{_js_regex(S._CONTROL.pattern)}/;\n\n")
+    out.append(identifier_chars.ts_block())
     out.append(f"export const PYTHON_KEYWORDS: ReadonlySet<string> = new Set({json.dumps(sorted(keyword.kwlist))});\n")
     out.append("export const RESERVED_MEMBER_NAMES: ReadonlySet<string> = new Set("
                f"{json.dumps(sorted(S.RESERVED_MEMBER_NAMES))});\n")

@@ -9,7 +9,8 @@ import sys
 import pytest
 import torch
 
-from pt2format._strings import CHECKERS, RESERVED_MEMBER_NAMES, RESERVED_NODE_META_KEYS
+from pt2format._strings import (CHECKERS, RESERVED_MEMBER_NAMES, RESERVED_NODE_META_KEYS, STRING_CLASSES,
+                                class_admits, is_identifier)
 from pt2format.errors import EncodingError, StringClassError
 
 
@@ -34,9 +35,22 @@ def _torch_member_names() -> frozenset:
     return frozenset(json.loads(out.stdout))
 
 
-def test_reserved_member_names_cover_torchs_modules():
-    missing = _torch_member_names() - RESERVED_MEMBER_NAMES
+def test_reserved_member_names_are_torchs_own():
+    """Our list (SPEC.md §9, taken from torch 2.13.0) is exactly torch's: fails when torch adds or drops one."""
+    torch_names = _torch_member_names()
+    missing, extra = torch_names - RESERVED_MEMBER_NAMES, RESERVED_MEMBER_NAMES - torch_names
     assert not missing, f"torch's modules define names the attr_path class accepts: {sorted(missing)}"
+    assert not extra, f"names reserved here that torch {torch.__version__} no longer defines: {sorted(extra)}"
+
+
+def test_reserved_lists_are_spelled_out_in_the_spec():
+    """SPEC.md §9 lists every reserved name in full, not as examples."""
+    from pathlib import Path
+
+    spec = (Path(__file__).resolve().parents[2] / "schema" / "SPEC.md").read_text()
+    section = spec.split("## 9. String classes", 1)[1].split("\n## 10.", 1)[0]
+    for name in sorted(RESERVED_MEMBER_NAMES | RESERVED_NODE_META_KEYS):
+        assert f"`{name}`" in section, f"SPEC.md §9 does not list reserved name {name!r}"
 
 
 @pytest.mark.parametrize("name", sorted(n for n in _torch_member_names() if hasattr(torch.nn.Module(), n)))
@@ -77,7 +91,13 @@ def test_names_of_a_real_export_fit_their_classes():
     ("optional_attr_path", ["", "layers.0"], ["_modules"]),
     ("qualified_name", ["torch.ops.aten.add.Tensor", "f.<locals>.M", "__main__.M"], ["os;x", "a.b c", "a.class"]),
     ("file_name", ["m-00001-of-00002.pt2shard"], ["..", ".hidden", "a/b", "a\\b", ""]),
-    ("token", ["L__self__layers.0", "method-wrapper.__get__"], ["a b", "a'b", 'a"b', "a`b"]),
+    ("token", ["L__self__layers.0", "method-wrapper.__get__", "L__self__mod_list_1.slice(2, 3, None).2",
+               "L__self__modül", "a'b"], ["a\nb", "a\u2028b", "a\x85b", ""]),
+    ("module_call_path", ["", "n1.n2", "n1.n2@1", "n1.n2@12", "modül@2"],
+     ["@1", "n1.n2@0", "n1.n2@01", "n1.n2@", "n1@1@2", "n1@1.n2", "forward@1", "n1.n2@x"]),
+    ("identifier", ["modül", "bü", "Straße", "数据", "संख्या"], ["\ufb01", "\uff46orward", "u\u0308", "x\u00b2", "1x"]),
+    ("attr_path", ["modül.weight", "layers.0.bü"], ["x.\uff46orward", "a.\u212b"]),
+    ("qualified_name", ["__main__.Modül", "f.<locals>.Blöck"], ["a.\ufb01"]),
     ("metadata_key", ["notes.txt", "ünï"], ["a\nb", "a\u2028b", ""]),
     ("free_text", ["", "any\ntext 'quotes' \"too\""], []),
 ])
@@ -105,3 +125,102 @@ def test_names_are_bounded_and_lone_surrogates_are_encoding_errors():
 
 def test_structured_meta_keys_are_reserved():
     assert {"val", "tensor_meta", "stack_trace", "nn_module_stack", "custom"} <= RESERVED_NODE_META_KEYS
+
+
+def _torch_meta_keys() -> set:
+    """node.meta keys torch itself writes on exported programs and through its own save and load."""
+    import io
+    import re as _re
+
+    import torch._export.serde.serialize as serde
+    from torch._higher_order_ops.cond import cond
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+
+        def forward(self, x, n):
+            y = cond(x.sum() > 0, lambda a: self.lin(a).relu(), lambda a: self.lin(a) - 1, (x,))
+            k = n.item()
+            torch._check(k >= 0)
+            return self.lin(y), torch.zeros(k)
+
+    ep = torch.export.export(M(), (torch.randn(2, 4), torch.tensor(3)))
+    buf = io.BytesIO()
+    torch.export.save(ep, buf)
+    buf.seek(0)
+    keys = set()
+    for prog in (ep, torch.export.load(buf)):
+        for gm in prog.graph_module.modules():
+            if isinstance(gm, torch.fx.GraphModule):
+                for node in gm.graph.nodes:
+                    keys |= set(node.meta)
+    src = open(serde.__file__).read()
+    keys |= set(_re.findall(r"\bnode\.meta(?:\.get\(|\[)\"(\w+)\"", src))
+    return keys
+
+
+def test_reserved_meta_keys_cover_what_torch_writes():
+    """Every node.meta key torch writes (export, its serializer) is reserved: fails when torch adds one."""
+    missing = _torch_meta_keys() - RESERVED_NODE_META_KEYS
+    assert not missing, f"torch {torch.__version__} writes node.meta keys an `extra` entry could override: {sorted(missing)}"
+
+
+def test_identifiers_are_what_python_compiles_to_themselves():
+    """Every accepted identifier is one to str.isidentifier and is in NFKC (so Python compiles it to itself)."""
+    import random
+    import sys
+    import unicodedata
+
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "support"))
+    import name_samples
+
+    rng = random.Random(22)
+    pool = [c for s in name_samples.samples() for c in s] + list("abcXYZ_09")
+    cands = name_samples.samples() + ["".join(rng.choice(pool) for _ in range(rng.randrange(1, 6))) for _ in range(20000)]
+    accepted = 0
+    for s in cands:
+        if is_identifier(s):
+            accepted += 1
+            assert s.isidentifier() and unicodedata.is_normalized("NFKC", s), repr(s)
+    assert accepted > 1000
+
+
+def test_identifier_table_refuses_only_marks_that_may_compose():
+    """Against Python itself over every code point: `a` + c is refused while Python compiles it to itself
+    only when c is a combining mark that may compose with what precedes it (the table's one simplification)."""
+    import unicodedata
+
+    refused = []
+    for cp in range(0x80, 0x110000):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        s = "a" + chr(cp)
+        if s.isidentifier() and unicodedata.is_normalized("NFKC", s) and not is_identifier(s):
+            refused.append(cp)
+    hangul_vowels_and_finals = {*range(0x1161, 0x1176), *range(0x11A8, 0x11C3)}  # compose with a leading jamo
+    odd = [cp for cp in refused if unicodedata.category(chr(cp)) not in ("Mn", "Mc") and cp not in hangul_vowels_and_finals]
+    assert not odd, [hex(c) for c in odd[:20]]
+    assert len(refused) < 200, len(refused)
+
+
+@pytest.mark.parametrize("wide", sorted(STRING_CLASSES))
+def test_declared_class_order_holds_on_samples(wide):
+    """`class_admits` (used by the evolution diff) is true on every sample: what the narrow class accepts,
+    the wide one accepts too."""
+    import sys
+
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "support"))
+    import name_samples
+
+    samples = name_samples.samples() + ["x", "self", "forward", "a.0", "cpu", "a-b.c", "__main__.M", "a b", "\n"]
+    for narrow in STRING_CLASSES:
+        if not class_admits(wide, narrow):
+            continue
+        for s in samples:
+            try:
+                CHECKERS[narrow](s, "T.f")
+            except (StringClassError, EncodingError):
+                continue
+            CHECKERS[wide](s, "T.f")

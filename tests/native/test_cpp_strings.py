@@ -14,6 +14,7 @@ import random
 
 import pytest
 
+import name_samples
 import native_util_cpp as U
 from pt2format import _strings
 from pt2format.errors import Pt2FormatError
@@ -39,6 +40,7 @@ def _samples() -> list:
     out += list(keyword.kwlist) + [f"a.{k}" for k in keyword.kwlist[:5]]
     out += sorted(_strings.RESERVED_MEMBER_NAMES) + [f"x.{n}" for n in sorted(_strings.RESERVED_MEMBER_NAMES)[:20]]
     out += sorted(_strings.RESERVED_NODE_META_KEYS)
+    out += name_samples.samples()  # Unicode identifiers, NFKC near misses, torch's n1.n2@1 and slice keys
     for c in map(chr, range(0x80)):
         out += [c, f"a{c}", f"a{c}b", f"{c}a"]
     rng = random.Random(8)

@@ -20,6 +20,7 @@ import zlib
 
 import pytest
 
+import name_samples
 import native_util_ts as U
 
 from pt2format._generated import model as m
@@ -53,6 +54,7 @@ def _candidates() -> list:
                              "c" * 65, "a b", "a'b", "a`b", "a\\b", "a\"b", "!#$%&()*+,-./:;<=>?@[]^_{|}~", "\x7f",
                              "\x85", "k\u2028", "k\u2029", "k\x9f", "k\xa0", "ok key", "\ud800", "a\udc00b",
                              "\U0001F600\ud83d"]
+    out += name_samples.samples()  # Unicode identifiers, NFKC near misses, torch's n1.n2@1 and slice keys
     return out
 
 

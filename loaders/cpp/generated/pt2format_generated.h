@@ -8545,7 +8545,8 @@ struct ModuleStackEntry FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
     VT_PATH = 6,
     VT_TYPE_NAME = 8
   };
-  /// The stack key (unique id torch assigns).
+  /// The stack key (unique id torch assigns), kept as torch wrote it, e.g.
+  /// "L__self__layers.0" or "L__self__mod_list_1.slice(2, 3, None).2".
   const ::flatbuffers::String *key() const {
     return GetPointer<const ::flatbuffers::String *>(VT_KEY);
   }
@@ -11911,7 +11912,8 @@ struct ModuleCallEntry FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
     VT_FQN = 4,
     VT_SIGNATURE = 6
   };
-  /// Submodule FQN ("" for the root).
+  /// Submodule FQN ("" for the root); torch appends "@N" for the (N+1)-th
+  /// call of a submodule called more than once ("n1.n2@1").
   const ::flatbuffers::String *fqn() const {
     return GetPointer<const ::flatbuffers::String *>(VT_FQN);
   }

@@ -30,9 +30,60 @@ bool plain_identifier(std::string_view s) {
   return true;
 }
 
+// Decodes the code point at s[i] (valid UTF-8, checked before classes are) and advances i; -1 when malformed.
+long next_code_point(std::string_view s, size_t &i) {
+  const auto *p = reinterpret_cast<const unsigned char *>(s.data());
+  const unsigned char c = p[i];
+  int n = c < 0x80 ? 0 : (c >> 5) == 6 ? 1 : (c >> 4) == 14 ? 2 : (c >> 3) == 30 ? 3 : -1;
+  if (n < 0 || i + n >= s.size()) return -1;
+  long cp = n == 0 ? c : n == 1 ? (c & 0x1F) : n == 2 ? (c & 0x0F) : (c & 0x07);
+  for (int k = 1; k <= n; ++k) {
+    if ((p[i + k] & 0xC0) != 0x80) return -1;
+    cp = (cp << 6) | (p[i + k] & 0x3F);
+  }
+  i += n + 1;
+  return cp;
+}
+
+// The identifier table's row holding `cp`, or nullptr (binary search on the sorted firsts).
+const strings::IdentRange *ident_row(long cp) {
+  size_t lo = 0, hi = strings::kIdentRangeCount;
+  while (lo < hi) {
+    const size_t mid = (lo + hi) / 2;
+    const auto &r = strings::kIdentRanges[mid];
+    if (cp < static_cast<long>(r.first)) hi = mid;
+    else if (cp > static_cast<long>(r.last)) lo = mid + 1;
+    else return &r;
+  }
+  return nullptr;
+}
+
+// Python's identifier rule in NFKC form, by the generated table (as pt2format/_strings.py).
+bool unicode_identifier(std::string_view s) {
+  int prev = 0;
+  bool first = true;
+  for (size_t i = 0; i < s.size();) {
+    const long cp = next_code_point(s, i);
+    const strings::IdentRange *r = cp < 0 ? nullptr : ident_row(cp);
+    if (!r || (first && !r->start)) return false;
+    if (r->ccc && prev > r->ccc) return false;
+    prev = r->ccc;
+    first = false;
+  }
+  return true;
+}
+
+bool is_identifier(std::string_view s) {
+  bool ascii = true;
+  for (char c : s) ascii = ascii && static_cast<unsigned char>(c) < 0x80;
+  if (ascii) return plain_identifier(s) && !in_list(strings::kKeywords, s);
+  return unicode_identifier(s);
+}
+
 std::string identifier(std::string_view s) {
-  if (!plain_identifier(s)) return "an ASCII identifier [A-Za-z_][A-Za-z0-9_]*";
-  if (in_list(strings::kKeywords, s)) return "not a Python keyword";
+  if (!is_identifier(s))
+    return in_list(strings::kKeywords, s) ? "not a Python keyword"
+                                          : "a Python identifier (str.isidentifier, Unicode 14.0.0) in NFKC form";
   if (s.size() > 4 && s.substr(0, 2) == "__" && s.substr(s.size() - 2) == "__") return "not a dunder name";
   return "";
 }
@@ -64,14 +115,24 @@ std::string attr_path(std::string_view s) {
   });
 }
 
+std::string module_call_path(std::string_view s) {
+  const size_t at = s.find('@');
+  if (at == std::string_view::npos) return attr_path(s);
+  const std::string_view index = s.substr(at + 1);
+  bool ok = at > 0 && !index.empty() && index[0] >= '1' && index[0] <= '9';
+  for (char c : index) ok = ok && digit(c);
+  if (!ok) return "a module path, optionally followed by @ and a call index [1-9][0-9]* (torch's n1.n2@1)";
+  return attr_path(s.substr(0, at));
+}
+
 std::string qualified_name(std::string_view s) {
   return each_part(s, [](std::string_view p) -> std::string {
-    bool ok = plain_identifier(p);
+    bool ok = is_identifier(p);
     if (!ok && p.size() >= 3 && p.front() == '<' && p.back() == '>') {
       ok = true;
       for (char c : p.substr(1, p.size() - 2)) ok = ok && c >= 'a' && c <= 'z';
     }
-    if (!ok || in_list(strings::kKeywords, p)) return "dot-separated identifiers ('" + std::string(p) + "')";
+    if (!ok) return "dot-separated identifiers ('" + std::string(p) + "')";
     return "";
   });
 }
@@ -83,7 +144,7 @@ size_t code_points(std::string_view s) {
   return n;
 }
 
-std::string metadata_key(std::string_view s) {
+std::string printed_name(std::string_view s) {
   const auto *p = reinterpret_cast<const unsigned char *>(s.data());
   for (size_t i = 0; i < s.size(); ++i) {
     const unsigned char c = p[i];
@@ -104,7 +165,8 @@ std::string string_class_violation(StringClass cls, std::string_view s) {
   size_t longest = strings::kMaxNameLength;
   switch (cls) {
     case StringClass::optional_identifier:
-    case StringClass::optional_attr_path: may_be_empty = true; break;
+    case StringClass::optional_attr_path:
+    case StringClass::module_call_path: may_be_empty = true; break;
     case StringClass::free_text: may_be_empty = true; longest = strings::kMaxTextLength; break;
     case StringClass::file_name: longest = 255; break;
     case StringClass::device_type: longest = 64; break;
@@ -122,6 +184,7 @@ std::string string_class_violation(StringClass cls, std::string_view s) {
     case StringClass::optional_identifier: return identifier(s);
     case StringClass::attr_path:
     case StringClass::optional_attr_path: return attr_path(s);
+    case StringClass::module_call_path: return module_call_path(s);
     case StringClass::qualified_name: return qualified_name(s);
     case StringClass::file_name: {
       auto ok0 = [](char c) { return ident_char(c); };
@@ -134,15 +197,8 @@ std::string string_class_violation(StringClass cls, std::string_view s) {
       for (char c : s.substr(1)) ok = ok && ((c >= 'a' && c <= 'z') || digit(c) || c == '_');
       return ok ? "" : "[a-z][a-z0-9_]*, at most 64 characters";
     }
-    case StringClass::token: {
-      for (char ch : s) {
-        const unsigned char c = static_cast<unsigned char>(ch);
-        if (c < 0x21 || c > 0x7e || c == '"' || c == '\'' || c == '\\' || c == '`')
-          return "printable ASCII without spaces, quotes, backslashes or backticks";
-      }
-      return "";
-    }
-    case StringClass::metadata_key: return metadata_key(s);
+    case StringClass::token:
+    case StringClass::metadata_key: return printed_name(s);
     case StringClass::free_text: return "";
   }
   return "";

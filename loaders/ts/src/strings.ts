@@ -10,8 +10,8 @@
  */
 import { EncodingError, StringClassError } from './errors.js';
 import {
-  FIELD_STRING_CLASS, PYTHON_KEYWORDS, RE_CONTROL, RE_DEVICE_TYPE, RE_DIGITS, RE_FILE_NAME, RE_IDENT, RE_QUAL_PART,
-  RE_TOKEN, RESERVED_LOCAL_NAMES, RESERVED_MEMBER_NAMES, RESERVED_NODE_META_KEYS, STRING_CLASSES,
+  FIELD_STRING_CLASS, IDENT_RANGES, PYTHON_KEYWORDS, RE_CALL_INDEX, RE_CONTROL, RE_DEVICE_TYPE, RE_DIGITS, RE_FILE_NAME,
+  RE_IDENT, RE_QUAL_MARKER, RESERVED_LOCAL_NAMES, RESERVED_MEMBER_NAMES, RESERVED_NODE_META_KEYS, STRING_CLASSES,
 } from './generated/strings.js';
 
 /** The class of a string field of `table`, or undefined when the field is not a string (generated table). */
@@ -34,12 +34,65 @@ function isDunder(s: string): boolean {
   return s.length > 4 && s.startsWith('__') && s.endsWith('__');
 }
 
+const WHY_IDENT = 'a Python identifier (str.isidentifier, Unicode 14.0.0) in NFKC form';
+const IDENT_ROWS = IDENT_RANGES.length / 4;
+
+/** Row of the identifier table holding code point `cp`, or -1 (binary search on the sorted firsts). */
+function identRow(cp: number): number {
+  let lo = 0;
+  let hi = IDENT_ROWS - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (IDENT_RANGES[mid * 4]! > cp) hi = mid - 1;
+    else if (IDENT_RANGES[mid * 4 + 1]! < cp) lo = mid + 1;
+    else return mid;
+  }
+  return -1;
+}
+
+/** Python's identifier rule in NFKC form, by the generated table (as pt2format/_strings.py). */
+function unicodeIdentifier(s: string): boolean {
+  let prev = 0;
+  let first = true;
+  for (const ch of s) {
+    const k = identRow(ch.codePointAt(0)!);
+    if (k < 0 || (first && !IDENT_RANGES[k * 4 + 2])) return false;
+    const c = IDENT_RANGES[k * 4 + 3]!;
+    if (c && prev > c) return false;
+    prev = c;
+    first = false;
+  }
+  return true;
+}
+
+function isAscii(s: string): boolean {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 0x7f) return false;
+  return true;
+}
+
+/** The identifier grammar without the dunder rule. */
+function isIdentifier(s: string): boolean {
+  if (isAscii(s)) return RE_IDENT.test(s) && !PYTHON_KEYWORDS.has(s);
+  return unicodeIdentifier(s);
+}
+
 function identifier(s: string): string | null {
-  if (!RE_IDENT.test(s)) return 'an ASCII identifier [A-Za-z_][A-Za-z0-9_]*';
-  if (PYTHON_KEYWORDS.has(s)) return 'not a Python keyword';
+  if (!isIdentifier(s)) return PYTHON_KEYWORDS.has(s) ? 'not a Python keyword' : WHY_IDENT;
   if (isDunder(s)) return 'not a dunder name';
   return null;
 }
+
+function attrPath(s: string): string | null {
+  for (const part of s.split('.')) {
+    if (RE_DIGITS.test(part)) continue;
+    const why = identifier(part);
+    if (why !== null) return `dot-separated identifiers or indices (${why}: '${part}')`;
+    if (RESERVED_MEMBER_NAMES.has(part)) return `no component reserved by torch.nn.Module/GraphModule ('${part}')`;
+  }
+  return null;
+}
+
+const NO_CONTROL = 'no control characters or line separators';
 
 const GRAMMARS: Record<string, (s: string) => string | null> = {
   local_name: (s) => {
@@ -47,25 +100,25 @@ const GRAMMARS: Record<string, (s: string) => string | null> = {
     return why === null && RESERVED_LOCAL_NAMES.has(s) ? `not one of ${JSON.stringify([...RESERVED_LOCAL_NAMES])}` : why;
   },
   identifier,
-  attr_path: (s) => {
-    for (const part of s.split('.')) {
-      if (RE_DIGITS.test(part)) continue;
-      const why = identifier(part);
-      if (why !== null) return `dot-separated identifiers or indices (${why}: '${part}')`;
-      if (RESERVED_MEMBER_NAMES.has(part)) return `no component reserved by torch.nn.Module/GraphModule ('${part}')`;
+  attr_path: attrPath,
+  module_call_path: (s) => {
+    const at = s.indexOf('@');
+    if (at < 0) return attrPath(s);
+    const path = s.slice(0, at);
+    if (path === '' || !RE_CALL_INDEX.test(s.slice(at + 1))) {
+      return "a module path, optionally followed by @ and a call index [1-9][0-9]* (torch's n1.n2@1)";
     }
-    return null;
+    return attrPath(path);
   },
   qualified_name: (s) => {
     for (const part of s.split('.')) {
-      if (!RE_QUAL_PART.test(part) || PYTHON_KEYWORDS.has(part)) return `dot-separated identifiers ('${part}')`;
+      if (!(isIdentifier(part) || RE_QUAL_MARKER.test(part))) return `dot-separated identifiers ('${part}')`;
     }
     return null;
   },
   file_name: (s) => (RE_FILE_NAME.test(s) ? null : '[A-Za-z0-9_][A-Za-z0-9._-]*, at most 255 characters, no directories'),
   device_type: (s) => (RE_DEVICE_TYPE.test(s) ? null : '[a-z][a-z0-9_]*, at most 64 characters'),
-  token: (s) => (RE_TOKEN.test(s) ? null : 'printable ASCII without spaces, quotes, backslashes or backticks'),
-  metadata_key: (s) => (s === '' ? 'a non-empty key' : RE_CONTROL.test(s) ? 'no control characters or line separators' : null),
+  printed_name: (s) => (RE_CONTROL.test(s) ? NO_CONTROL : null),
   free_text: () => null,
 };
 

@@ -30,7 +30,8 @@ static getSizePrefixedRootAsModuleCallEntry(bb:flatbuffers.ByteBuffer, obj?:Modu
 }
 
 /**
- * Submodule FQN ("" for the root).
+ * Submodule FQN ("" for the root); torch appends "@N" for the (N+1)-th
+ * call of a submodule called more than once ("n1.n2@1").
  */
 fqn():string|null
 fqn(optionalEncoding:flatbuffers.Encoding):string|Uint8Array|null

@@ -27,7 +27,8 @@ static getSizePrefixedRootAsModuleStackEntry(bb:flatbuffers.ByteBuffer, obj?:Mod
 }
 
 /**
- * The stack key (unique id torch assigns).
+ * The stack key (unique id torch assigns), kept as torch wrote it, e.g.
+ * "L__self__layers.0" or "L__self__mod_list_1.slice(2, 3, None).2".
  */
 key():string|null
 key(optionalEncoding:flatbuffers.Encoding):string|Uint8Array|null

@@ -1,0 +1,85 @@
+"""The compatibility diff covers the attributes that decide whether a file reads (issue 22, point 1).
+
+A field's string class (`pt2f_string`) and a dtype's item size (`pt2f_itemsize`)
+decide what a reader accepts as much as a field's type does. Making a class
+stricter makes new readers refuse valid older files; making it looser lets new
+writers produce files that readers of the release refuse. Both fail the diff
+(SPEC.md §8.1: a released field's class never changes; the one loosening was a
+re-cut of 1.0 before the first release). Each edit is made to the working
+schema text, found by class (not by a field name that may change).
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from pathlib import Path
+
+import pytest
+
+import evolution
+import regen
+from pt2format._strings import class_admits
+from toolpaths import require_tool
+
+FBS = regen.FBS
+
+
+def _schema(text: str, tmp: Path):
+    require_tool("flatc", "flatc")  # fail, never skip, when flatc is missing
+    d = Path(tempfile.mkdtemp(dir=tmp))
+    p = d / "pt2format.fbs"
+    p.write_text(text)
+    return regen.build_bfbs(d, p)
+
+
+def _with_class(text: str, old: str, new: str) -> str:
+    """The working schema with the first string field of class `old` declared `new` instead."""
+    pat = re.compile(rf'^(  \w+: (?:string|\[string\]) \((?:[^)]*, )?pt2f_string: )"{old}"', re.M)
+    edited, n = pat.subn(rf'\1"{new}"', text, count=1)
+    assert n == 1, f"no field of class {old}"
+    return edited
+
+
+def _diff(text: str, edited: str, tmp_path) -> list[str]:
+    assert edited != text
+    return evolution.diff(_schema(text, tmp_path), _schema(edited, tmp_path))
+
+
+@pytest.mark.parametrize("old,new", [("free_text", "identifier"), ("optional_attr_path", "attr_path"),
+                                     ("token", "local_name")])
+def test_a_stricter_class_fails_the_diff(old, new, tmp_path):
+    assert class_admits(old, new) and not class_admits(new, old)
+    text = FBS.read_text()
+    problems = _diff(text, _with_class(text, old, new), tmp_path)
+    assert any("tightened" in p and f"{old!r} -> {new!r}" in p for p in problems), problems
+
+
+@pytest.mark.parametrize("old,new", [("identifier", "free_text"), ("attr_path", "module_call_path"),
+                                     ("local_name", "identifier")])
+def test_a_looser_class_fails_the_diff(old, new, tmp_path):
+    """After the first release a class never loosens: a reader of the release would refuse the new strings."""
+    assert class_admits(new, old) and not class_admits(old, new)
+    text = FBS.read_text()
+    problems = _diff(text, _with_class(text, old, new), tmp_path)
+    assert any("loosened" in p and f"{old!r} -> {new!r}" in p for p in problems), problems
+
+
+def test_an_unrelated_class_fails_the_diff(tmp_path):
+    text = FBS.read_text()
+    problems = _diff(text, _with_class(text, "file_name", "local_name"), tmp_path)
+    assert any("string class changed 'file_name' -> 'local_name'" in p for p in problems), problems
+
+
+def test_a_changed_item_size_fails_the_diff(tmp_path):
+    text = FBS.read_text()
+    edited, n = re.subn(r'\(pt2f_itemsize: "4"\)', '(pt2f_itemsize: "8")', text, count=1)
+    assert n == 1
+    problems = _diff(text, edited, tmp_path)
+    assert any("attribute pt2f_itemsize changed '4' -> '8'" in p for p in problems), problems
+
+
+def test_an_unchanged_schema_has_no_attribute_problem(tmp_path):
+    text = FBS.read_text()
+    s = _schema(text, tmp_path)
+    assert evolution.diff(s, s) == []
