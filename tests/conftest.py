@@ -1,4 +1,13 @@
-"""Suite-wide options: `--corpus` runs the slow full conformance corpus."""
+"""Suite-wide options.
+
+`--corpus` runs the slow full conformance corpus.
+
+`--serdes` (`--serdes-encoding msgpack|json` for another encoding; or the environment variable `PT2F_SERDES=1|flatbuffers|msgpack|json`)
+runs the tests in serdes mode, as torch's test/export/test_serdes.py runs its own export tests:
+every `torch.export.export` in the tests returns `pt2format.load(pt2format.save(ep))` of its
+program (tests/support/serdes_mode.py), so the existing tests check loaded programs. Try it on
+the files that export most, e.g. `pytest --serdes tests/roundtrip tests/loaders/test_fidelity_hops.py`.
+"""
 
 import pytest
 
@@ -6,6 +15,28 @@ import pytest
 def pytest_addoption(parser):
     parser.addoption("--corpus", action="store_true", default=False,
                      help="also run the full conformance corpus (tests marked 'corpus')")
+    parser.addoption("--serdes", action="store_true", default=False,
+                     help="serdes mode: torch.export.export returns pt2format.load(pt2format.save(ep)); "
+                          "also PT2F_SERDES=1|flatbuffers|msgpack|json")
+    parser.addoption("--serdes-encoding", default=None, choices=("flatbuffers", "msgpack", "json"),
+                     help="the encoding serdes mode saves with (default flatbuffers); implies --serdes")
+
+
+def pytest_configure(config):
+    from serdes_mode import encoding_from, install
+
+    asked = config.getoption("--serdes-encoding") or ("1" if config.getoption("--serdes") else None)
+    encoding = encoding_from(asked)
+    if encoding is not None:  # before any test module imports torch.export's names
+        install(encoding)
+
+
+def pytest_terminal_summary(terminalreporter):
+    import sys
+
+    mode = sys.modules.get("serdes_mode")
+    for line in (mode.summary_lines() if mode is not None else []):
+        terminalreporter.write_line(line)
 
 
 def pytest_collection_modifyitems(config, items):
