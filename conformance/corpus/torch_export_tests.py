@@ -427,29 +427,40 @@ def cond_with_module_stack_export_with():
                    extra_inputs=[((torch.full((4, 4), 2.0),), {}), ((torch.full((4, 4), -2.0),), {})])
 
 
+class _AddN(nn.Module):
+    def forward(self, x, y):
+        return x + y
+
+
 class _SliceModuleList(nn.Module):
     def __init__(self):
         super().__init__()
-        self.mod_list_1 = nn.ModuleList([nn.Linear(4, 4) for _ in range(4)])
+        self.n = _AddN()
+        self.mod_list_1 = nn.Sequential(*tuple(self.n for _ in range(5)))
+        self.mod_list_2 = nn.ModuleList(self.n for _ in range(5))
 
-    def forward(self, x):
+    def forward(self, x, y):
         for m in self.mod_list_1[2:3]:
-            x = m(x)
+            x = m(x, y)
+        for m in self.mod_list_2[4:5]:
+            x = m(x, y)
         return x
 
 
 @case("torch_test.slice_nn_module_stack", tags=_TAGS,
-      xfail="issue 20 item 2 (names torch writes): iterating a sliced ModuleList gives the nn_module_stack "
-            "key 'L__self__mod_list_1.slice(2, 3, None).2' (strict), refused at save as a token")
+      xfail="issue 20 item 2 (names torch writes): iterating a sliced Sequential/ModuleList gives nn_module_stack "
+            "keys such as 'L__self__mod_list_1.slice(2, 3, None).2', refused at save as a token")
 def slice_nn_module_stack():
-    """test_export.py::test_slice_nn_module_stack: a submodule reached through a slice of a ModuleList (strict)."""
-    return Program(_SliceModuleList(), (torch.randn(2, 4),), strict=True)
+    """test_export.py::test_slice_nn_module_stack: one module shared by a Sequential and a ModuleList, each
+    iterated through a slice (non-strict)."""
+    return Program(_SliceModuleList(), (torch.randn(8), torch.randn(8)))
 
 
-class _SubNet(nn.Module):
-    def __init__(self, shared):
+class _Shared(nn.Module):
+    def __init__(self):
         super().__init__()
-        self.sub_net = nn.Sequential(shared, nn.ReLU(), shared)
+        layernorm = nn.LayerNorm(10)
+        self.sub_net = nn.Sequential(layernorm, nn.ReLU(), layernorm, nn.ReLU())
 
     def forward(self, x):
         return self.sub_net(x)
@@ -457,8 +468,8 @@ class _SubNet(nn.Module):
 
 @case("torch_test.shared_submodule_nn_module_stack", tags=_TAGS)
 def shared_submodule_nn_module_stack():
-    """test_export.py::test_shared_submodule_nn_module_stack: one Linear at two places of a Sequential (strict)."""
-    return Program(_SubNet(nn.Linear(4, 4)), (torch.randn(2, 4),), strict=True)
+    """test_export.py::test_shared_submodule_nn_module_stack: one LayerNorm at two places of a Sequential."""
+    return Program(_Shared(), (torch.rand(10),))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -560,7 +571,10 @@ class _Colon(nn.Module):
         return x + getattr(self, "foo:bar")
 
 
-@case("torch_test.colon_parameter", tags=_TAGS)
+@case("torch_test.colon_parameter", tags=_TAGS,
+      xfail="found by this port, not in issue 20's list (same family as item 2, names torch writes): a parameter "
+            "registered as 'foo:bar' is refused at save: ExportError at InputToParameterSpec.parameter_name "
+            "(not a valid attr_path); torch.export.save/load round-trips it")
 def colon_parameter():
     """test_export.py::test_colon_parameter: a parameter named 'foo:bar' (not an identifier)."""
     return Program(_Colon(), (torch.randn(3, 3),))
@@ -1258,3 +1272,120 @@ def unbacked_bindings_for_divisible_u_symint():
     (a custom op's fake kernel returns new_dynamic_size() * 10 rows)."""
     return Program(_FooUnbacked(), (torch.randn(100, 4), torch.tensor(10)),
                    extra_inputs=[((torch.randn(100, 4), torch.tensor(30)), {})])
+
+
+# ---------------------------------------------------------------------------------------------
+# More from test_export.py
+
+
+class _SymFloatOps(nn.Module):
+    def forward(self, x):
+        return -(x.max().item() / 2) + x
+
+
+@case("torch_test.sym_float_operators", tags=_TAGS)
+def sym_float_operators():
+    """test_export.py::test_sym_float_operators: an unbacked SymFloat from .item() through / and unary minus."""
+    return Program(_SymFloatOps(), (torch.ones(4),), extra_inputs=[((torch.arange(4.0),), {})])
+
+
+class _CseSymint(nn.Module):
+    def forward(self, x, y):
+        if (x.shape[0] ** 2 - y.shape[0] ** 2 >= 4
+                and x.shape[0] ** 2 - y.shape[0] ** 2 <= 20
+                and x.shape[0] ** 2 - y.shape[0] ** 2 != 15):
+            return x * 2, y * 2
+
+
+@case("torch_test.cse_for_symint", tags=_TAGS)
+def cse_for_symint():
+    """test_export.py::test_cse_for_symint: shape conditions kept as runtime assertions in the graph
+    (prefer_deferred_runtime_asserts_over_guards=True), sym pow nodes."""
+    m = _CseSymint()
+    args = (torch.randn(5), torch.randn(3))
+    return Program(m, args, export_fn=lambda: torch.export.export(
+        m, args, dynamic_shapes={"x": (Dim("dx"),), "y": (Dim("dy"),)},
+        prefer_deferred_runtime_asserts_over_guards=True),
+        extra_inputs=[((torch.randn(4), torch.randn(2)), {})],
+        invalid_inputs=[((torch.randn(4), torch.randn(1)), {}), ((torch.randn(6), torch.randn(5)), {})])
+
+
+class _Lin(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+def _decomp_without(*ops):
+    def post(ep):
+        table = torch.export.default_decompositions()
+        for op in ops:
+            del table[op]
+        return ep.run_decompositions(table)
+    return post
+
+
+@case("torch_test.export_linear_preserve_dynamic_shape", tags=_TAGS)
+def export_linear_preserve_dynamic_shape():
+    """test_export.py::test_export_linear_preserve_dynamic_shape: run_decompositions with aten.linear kept, a
+    dynamic batch."""
+    return Program(_Lin(), (torch.randn(8, 4),), dynamic_shapes={"x": {0: Dim("x")}},
+                   post=_decomp_without(torch.ops.aten.linear.default),
+                   extra_inputs=[((torch.randn(3, 4),), {}), ((torch.randn(7, 4),), {})])
+
+
+class _CustomOpPreserve(nn.Module):
+    def forward(self, x):
+        y = torch.ops.pt2f_testlib.foo_functional.default(x)
+        return torch.ops.pt2f_testlib.foo_mutated.default(y)
+
+
+@case("torch_test.custom_op_preserve", tags=_TAGS, child_imports=_TESTLIB)
+def custom_op_preserve():
+    """test_export.py::test_custom_op_preserve: a CompositeImplicitAutograd custom op kept by removing it from the
+    decomposition table, next to an auto_functionalized mutating one."""
+    return Program(_CustomOpPreserve(), (torch.randn(4, 4),),
+                   post=_decomp_without(torch.ops.pt2f_testlib.foo_functional.default))
+
+
+class _RepeatInterleave(nn.Module):
+    def forward(self, values, batch_sizes):
+        return torch.repeat_interleave(torch.arange(values.shape[0]), batch_sizes)
+
+
+def _export_repeat_interleave(m, args):
+    def run():
+        with torch.fx.experimental._config.patch(backed_size_oblivious=True):
+            return torch.export.export(m, args, dynamic_shapes=({0: Dim("dim")}, {0: Dim("dim")}))
+    return run
+
+
+@case("torch_test.repeat_interleave", tags=_TAGS)
+def repeat_interleave():
+    """test_export.py::test_repeat_interleave: exported with backed_size_oblivious=True; a shared Dim and an
+    output sized by the data (repeat_interleave)."""
+    m = _RepeatInterleave()
+    args = (torch.randint(0, 10, (1, 3), generator=torch.Generator().manual_seed(0)), torch.tensor([3]))
+    return Program(m, args, export_fn=_export_repeat_interleave(m, args),
+                   extra_inputs=[((torch.randint(0, 10, (2, 3)), torch.tensor([2, 4])), {})])
+
+
+class _SimpleEquality(nn.Module):
+    def forward(self, x, y, z):
+        return x + y + z
+
+
+@case("torch_test.automatic_dynamic_shapes_simple_equality", tags=_TAGS)
+def automatic_dynamic_shapes_simple_equality():
+    """test_export.py::test_automatic_dynamic_shapes_simple_equality: Dim.AUTO on every dim of three inputs that
+    export finds equal (replacement symbols); torch's passing and failing shapes."""
+    auto = (Dim.AUTO, Dim.AUTO)
+    return Program(_SimpleEquality(), tuple(torch.randn(6, 3) for _ in range(3)), dynamic_shapes=(auto, auto, auto),
+                   extra_inputs=[(tuple(torch.randn(4, 4) for _ in range(3)), {}),
+                                 (tuple(torch.randn(1, 1) for _ in range(3)), {}),
+                                 (tuple(torch.randn(0, 9) for _ in range(3)), {})],
+                   invalid_inputs=[((torch.randn(4, 4), torch.randn(4, 4), torch.randn(4, 3)), {}),
+                                   ((torch.randn(4, 4), torch.randn(5, 4), torch.randn(4, 5)), {})])
