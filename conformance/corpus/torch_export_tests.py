@@ -719,7 +719,13 @@ class _SizeInput(nn.Module):
         return torch.nn.functional.affine_grid(theta, size, align_corners=None)
 
 
-@case("torch_test.size_input", tags=_TAGS)
+@case("torch_test.size_input", tags=_TAGS,
+      xfail="found by this port, not in issue 20's list: a torch.Size among the example inputs has no structured "
+            "form, so save drops every example input (warning 'example inputs of program 'forward' are not saved: "
+            "at example_inputs[0][1]: value has no structured form'); torch's module() builds its guard function "
+            "only when example inputs exist, so the loaded module() rejects a wrong theta size with torch's input "
+            "check (RuntimeError 'Expected input at *args[0].shape[0] to be equal to 1') where the original raises "
+            "AssertionError 'Guard failed: theta.size()[0] == 1'; resave differs for the same reason")
 def size_input():
     """test_export.py::test_size_input: a torch.Size input (a pytree node of ints)."""
     return Program(_SizeInput(), (torch.ones((1, 2, 3)), torch.Size((1, 3, 24, 24))))
@@ -747,7 +753,10 @@ def _register_inp1():
         pass
 
 
-@case("torch_test.pytree_register_data_class", tags=_TAGS)
+@case("torch_test.pytree_register_data_class", tags=_TAGS,
+      xfail="found by this port, a gap of the conformance runner, not of the format: recording torch's behaviour "
+            "fails with TypeError 'cannot write a conformance.corpus.torch_export_tests.Inp1 leaf' "
+            "(conformance/_tensorio.py writes inputs by its own walk, which does not know registered dataclasses)")
 def pytree_register_data_class():
     """test_export.py::test_pytree_register_data_class: a dataclass input registered as a pytree node
     (register_dataclass_as_pytree_node), holding a tensor, a list and a dict."""
@@ -855,14 +864,14 @@ class _UnbackedInferSize(nn.Module):
     def forward(self, x):
         u0 = x.item()
         torch._check_is_size(u0)
-        t = torch.empty(u0 - 1)
-        return t * 0 + 1
+        t = torch.ones(u0 - 1)
+        return t + t
 
 
 @case("torch_test.unbacked_infer_size", tags=_TAGS)
 def unbacked_infer_size():
-    """test_export.py::test_unbacked_infer_size: a size u0 - 1 (torch's test returns t + t of an empty tensor;
-    here t * 0 + 1, so outputs are deterministic)."""
+    """test_export.py::test_unbacked_infer_size: a size u0 - 1 (torch.ones instead of torch's torch.empty, so the
+    outputs are deterministic)."""
     return Program(_UnbackedInferSize(), (torch.tensor([5]),), extra_inputs=[((torch.tensor([1]),), {})])
 
 
