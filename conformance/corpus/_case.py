@@ -64,9 +64,11 @@ class Case:
     #: False when outputs are random: only their types and shapes are compared.
     deterministic: bool = True
     description: str = ""
-    #: A known, filed problem this case fails on today (the issue and the error): the corpus test
-    #: marks it as a strict expected failure, so it fails again once the problem is fixed.
-    xfail: str = ""
+    #: A known problem this case fails on today (the issue and the error). A string applies to every
+    #: test parametrized over the corpus; a dict maps a test function's name (`test_corpus_case`,
+    #: `test_load_module_matches_torch_module`, `test_torch_roundtrip`) to its reason. tests/conftest.py
+    #: marks those tests as strict expected failures, so each fails again once its problem is fixed.
+    xfail: str | dict = ""
 
     @property
     def fast(self) -> bool:

@@ -25,8 +25,6 @@ def _params():
             marks += [pytest.mark.xdist_group("conformance-slow"), pytest.mark.timeout(3600)]
         else:
             marks.append(pytest.mark.timeout(900))
-        if c.xfail:  # a known, filed problem: passes only once it is fixed (then the mark must go)
-            marks.append(pytest.mark.xfail(strict=True, reason=c.xfail))
         yield pytest.param(c.name, marks=marks, id=c.name)
 
 
