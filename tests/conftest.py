@@ -2,11 +2,16 @@
 
 `--corpus` runs the slow full conformance corpus.
 
-`--serdes` (`--serdes-encoding msgpack|json` for another encoding; or the environment variable `PT2F_SERDES=1|flatbuffers|msgpack|json`)
-runs the tests in serdes mode, as torch's test/export/test_serdes.py runs its own export tests:
-every `torch.export.export` in the tests returns `pt2format.load(pt2format.save(ep))` of its
-program (tests/support/serdes_mode.py), so the existing tests check loaded programs. Try it on
-the files that export most, e.g. `pytest --serdes tests/roundtrip tests/loaders/test_fidelity_hops.py`.
+`--serdes` (`--serdes-encoding msgpack|json` for another encoding; or the environment
+variable `PT2F_SERDES=1|flatbuffers|msgpack|json`) runs the tests in serdes mode, as torch's
+test/export/test_serdes.py runs its own export tests: every `torch.export.export` in the tests
+returns `pt2format.load(pt2format.save(ep))` of its program (tests/support/serdes_mode.py), so the
+existing tests check loaded programs; the tests listed in serdes_mode.EXPECTED_FAILURES are strict
+xfail in that mode. Try it on the files that export most, e.g.
+`pytest --serdes tests/roundtrip tests/loaders/test_fidelity_hops.py`.
+
+A corpus case that declares a known problem (`Case.xfail`) makes the tests parametrized over the
+corpus strict xfail for it (`_mark_known_failures`).
 """
 
 import pytest
@@ -29,6 +34,7 @@ def pytest_configure(config):
     encoding = encoding_from(asked)
     if encoding is not None:  # before any test module imports torch.export's names
         install(encoding)
+        config._pt2f_serdes = True
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -58,6 +64,12 @@ def _mark_known_failures(items):
 
 def pytest_collection_modifyitems(config, items):
     _mark_known_failures(items)
+    if getattr(config, "_pt2f_serdes", False):
+        from serdes_mode import EXPECTED_FAILURES
+
+        for item in items:
+            if item.nodeid in EXPECTED_FAILURES:
+                item.add_marker(pytest.mark.xfail(strict=True, reason="serdes mode: " + EXPECTED_FAILURES[item.nodeid]))
     if config.getoption("--corpus"):
         return
     skip = pytest.mark.skip(reason="full corpus: run with --corpus")
