@@ -83,6 +83,13 @@ _VAL_INVENTED = ("new finding: the getitem of the custom op's SymInt output has 
 _ORIGINAL_ATEN_NONE = ("new finding: a node whose meta['original_aten'] is present with value None (after "
                        "run_decompositions of an auto_functionalized custom op) loses the key: meta check "
                        "'original_aten: missing (expected None)'")
+_SIZE_ONE_OBLIVIOUS = ("new finding: exported under backed_size_oblivious=True with a dynamic dim whose example "
+                       "size is 1, the loaded placeholder's tensor_meta has shape [1, 3] where torch's has "
+                       "[s59, 3]; resave differs (unbacked_bindings symbol index 1 vs 0); run_decompositions() of "
+                       "the loaded program fails on a batch of 2 with RuntimeError 'shape '[1]' is invalid for "
+                       "input of size 2' and unflatten() rejects it ('Expected input at *args[0].shape[0] to be "
+                       "equal to 1'), where torch's raise AssertionError 'Guard failed: values.size()[0] == 1' "
+                       "and return a result respectively")
 _DEFERRED_GETITEM = ("new finding: nonzero(x, as_tuple=True) with dynamic dims: load fails: LoadError at "
                      "programs[forward].graph.nodes[0].deferred_unpacks[0].position 'deferred getitem position "
                      "is out of range, unbound or repeated (got 1)' (load, load_module and from_torch alike)")
@@ -1400,7 +1407,8 @@ class _CustomOpPreserve(nn.Module):
         return torch.ops.pt2f_testlib.foo_mutated.default(y)
 
 
-@case("torch_test.custom_op_preserve", tags=_TAGS, child_imports=_TESTLIB)
+@case("torch_test.custom_op_preserve", tags=_TAGS, child_imports=_TESTLIB,
+      xfail={_CORPUS: _ORIGINAL_ATEN_NONE})
 def custom_op_preserve():
     """test_export.py::test_custom_op_preserve: a CompositeImplicitAutograd custom op kept by removing it from the
     decomposition table, next to an auto_functionalized mutating one."""
@@ -1420,7 +1428,7 @@ def _export_repeat_interleave(m, args):
     return run
 
 
-@case("torch_test.repeat_interleave", tags=_TAGS)
+@case("torch_test.repeat_interleave", tags=_TAGS, xfail={_CORPUS: _SIZE_ONE_OBLIVIOUS})
 def repeat_interleave():
     """test_export.py::test_repeat_interleave: exported with backed_size_oblivious=True; a shared Dim and an
     output sized by the data (repeat_interleave)."""
