@@ -27,6 +27,7 @@ MODULES = (
     "hf_architectures",
     "hf_flows",
     "exportdb",
+    "torch_export_tests",
 )
 
 _loaded = False
