@@ -28,6 +28,7 @@ from pt2format._generated.model import (
 from pt2format.errors import ExportError, Pt2FormatError
 
 from ._enums import ints as _ints
+from ._guards import input_guards
 from ._graph import GraphExporter, _class_fqn, _is_custom_obj_val
 from ._metadata import MetadataExporter
 from ._signature import module_call_graph, signature
@@ -80,7 +81,8 @@ class _ProgramExporter:
     def __init__(self, ep, name, tensors, operators, example_inputs):
         self.ep, self.name, self.tensors, self.operators = ep, name, tensors, operators
         self.want_examples = example_inputs
-        self.symbols = SymbolTable(_shape_env(ep))
+        self.shape_env = _shape_env(ep)
+        self.symbols = SymbolTable(self.shape_env)
         self.custom_objs: dict = {}
         self.graphs = GraphExporter(self.symbols, MetadataExporter(self.symbols), operators, self.custom_objs)
         self.treespecs = TreeSpecExporter()
@@ -93,6 +95,7 @@ class _ProgramExporter:
         prog.module_call_graph = module_call_graph(ep.module_call_graph, self.graphs, self.treespecs)
         prog.range_constraints = [RangeConstraint(expr=self.symbols.expr(k), range=value_range(v))
                                   for k, v in ep.range_constraints.items()]
+        prog.input_guards, prog.guard_sources = input_guards(ep, self.symbols, self.shape_env)
         prog.state, prog.custom_objects = self._state()
         if self.want_examples and ep.example_inputs is not None:
             prog.example_inputs = self._example_inputs(ep.example_inputs)
