@@ -86,6 +86,9 @@ def _user_vals(ep) -> list:
 
 
 def _is_dynamic(ep) -> bool:
+    """Dynamic input shapes, or unbacked values (from `.item()` and the like) checked in the graph."""
+    if any(str(s).startswith("u") for k in ep.range_constraints for s in k.free_symbols):
+        return True
     for v in _user_vals(ep):
         dims = v.shape if isinstance(v, torch.Tensor) else (v,)
         if any(isinstance(d, torch.SymInt) for d in dims):
@@ -158,7 +161,13 @@ def _draw(ep, args, kwargs, rng: random.Random, gen: torch.Generator):
         elif any(v < 0 for v in s):
             return None
         elif list(s) == list(leaf.shape):
-            out.append(leaf.clone())
+            t = leaf.clone()
+            if t.numel() <= 4 and not t.dtype.is_floating_point and t.dtype != torch.bool and rng.random() < 0.5:
+                # a small int tensor is often read with .item(): draw its values (guards on unbacked values)
+                hi = int(t.abs().max()) if t.numel() else 1
+                t = torch.tensor([rng.randint(-2, 2 * hi + 3) for _ in range(t.numel())], dtype=t.dtype).reshape(
+                    t.shape)
+            out.append(t)
         else:
             t = _new_tensor(leaf, s, gen)
             if t is None:
