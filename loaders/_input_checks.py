@@ -17,8 +17,14 @@ and no text from the file is parsed. In torch's order:
 2. sizes that are expressions of one symbol (derived dims): a symbol
    known only through such a size is solved for (affine expressions, as
    torch's `try_solve` does), later ones must agree;
-3. what torch's tracer adds for derived dims (`_guards_code`): every size
+3. the program's own guards (`_guards_code`): in a file of 1.1 or later,
+   torch's guards as stored (`Program.input_guards`, each symbol read from
+   the input property `guard_sources` names, SPEC §11.7), in torch's order;
+   in a 1.0 file, what torch's tracer adds for derived dims: every size
    that is an expression of symbols known from other inputs must equal it.
+
+Every walk over the pool is memoized per pool index (see _Pool), so building
+and running the checks is linear in the pool, however much it shares.
 
 The structure of the inputs is checked first, as torch's pre-hook does
 (`ValueError`, "Trying to flatten user inputs with exported input tree
