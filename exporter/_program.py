@@ -99,6 +99,10 @@ class _ProgramExporter:
         prog.state, prog.custom_objects = self._state()
         if self.want_examples and ep.example_inputs is not None:
             prog.example_inputs = self._example_inputs(ep.example_inputs)
+        if prog.input_guards and prog.example_inputs is None:
+            warnings.warn(f"pt2format: program {self.name!r} is saved without example inputs: its "
+                          f"{len(prog.input_guards)} input guard(s) are stored, but torch's module() compiles "
+                          "guards only for a program with example inputs", stacklevel=4)
         prog.symbols = self.symbols.symbols
         prog.sym_exprs = self.symbols.exprs
         namespaces = {t.split(".")[2] for t in self.operators if t.startswith("torch.ops.") and
