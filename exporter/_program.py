@@ -29,6 +29,7 @@ from pt2format._generated.model import (
 from pt2format.errors import ExportError, Pt2FormatError
 
 from ._enums import ints as _ints
+from ._guards import input_guards
 from ._graph import GraphExporter, _class_fqn, _is_custom_obj_val
 from ._metadata import MetadataExporter
 from ._signature import module_call_graph, signature
@@ -81,7 +82,8 @@ class _ProgramExporter:
     def __init__(self, ep, name, tensors, operators, example_inputs):
         self.ep, self.name, self.tensors, self.operators = ep, name, tensors, operators
         self.want_examples = example_inputs
-        self.symbols = SymbolTable(_shape_env(ep))
+        self.shape_env = _shape_env(ep)
+        self.symbols = SymbolTable(self.shape_env)
         self.custom_objs: dict = {}
         self.graphs = GraphExporter(self.symbols, MetadataExporter(self.symbols), operators, self.custom_objs)
         self.treespecs = TreeSpecExporter()
@@ -95,9 +97,14 @@ class _ProgramExporter:
         prog.module_call_graph = module_call_graph(ep.module_call_graph, self.graphs, self.treespecs)
         prog.range_constraints = [RangeConstraint(expr=self.symbols.expr(k), range=value_range(v))
                                   for k, v in ep.range_constraints.items()]
+        prog.input_guards, prog.guard_sources = input_guards(ep, self.symbols, self.shape_env)
         prog.state, prog.custom_objects = self._state()
         if self.want_examples and ep.example_inputs is not None:
             prog.example_inputs = self._example_inputs(ep.example_inputs)
+        if prog.input_guards and prog.example_inputs is None:
+            warnings.warn(f"pt2format: program {self.name!r} is saved without example inputs: its "
+                          f"{len(prog.input_guards)} input guard(s) are stored, but torch's module() compiles "
+                          "guards only for a program with example inputs", stacklevel=4)
         prog.symbols = self.symbols.symbols
         prog.sym_exprs = self.symbols.exprs
         namespaces = {t.split(".")[2] for t in self.operators if t.startswith("torch.ops.") and

@@ -1,34 +1,116 @@
-"""Input guards for a rebuilt program, derived from its placeholders' symbolic shapes (never from file text).
+"""Input guards for a rebuilt program, printed from structured expressions (never from file text).
 
 `ExportedProgram.module()` compiles `ep._guards_code` into a guard function,
-so the strings a file carries must never get there. Instead, every input
-dimension whose size is an expression of symbols already bound to another
-input becomes an equality guard ("2*L['x'].size()[0] == L['y'].size()[0]"),
-printed by torch's own printer from the rebuilt sympy expressions, with every
-symbol replaced by the input it comes from. Ranges are checked by torch
-itself from `range_constraints`.
+so the strings a file carries (`Program.guards_code`) must never get there.
+Instead the guards are printed by torch's own printer from rebuilt sympy
+expressions, with every symbol replaced by the input it is read from:
+
+* a file of format 1.1 or later carries torch's own guards
+  (`Program.input_guards`, with `guard_sources` naming what each symbol
+  reads): divisibility, derived dimensions, relations between inputs, ...;
+* a file of 1.0 does not: every input dimension whose size is an expression
+  of symbols already bound to another input becomes an equality guard
+  ("2*L['x'].size()[0] == L['y'].size()[0]"), what torch's tracer adds for
+  derived dims (`derive_guards`).
+
+Ranges and equalities between inputs are derived by torch itself from
+`range_constraints` and the placeholders, as for any program.
 """
 
 from __future__ import annotations
 
-import inspect
-
 import torch
 import torch.utils._pytree as pytree
 
+from pt2format._generated.model import GuardSourceKind
+from pt2format.errors import LoadError
+from pt2format.exporter._guards import input_paths, user_input_placeholders
 
-def _input_paths(ep):
-    entry = next((e for e in ep.module_call_graph if e.fqn == "" and e.signature is not None), None)
-    names = entry.signature.forward_arg_names if entry is not None else None
-    if not names or ep.example_inputs is None:
-        return None
-    sig = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names])
-    args, kwargs = ep.example_inputs
-    try:
-        bound = sig.bind(*args, **kwargs)
-    except TypeError:
-        return None
-    return [path for path, _ in pytree.tree_leaves_with_path(bound.arguments)]
+
+_input_paths = input_paths
+
+
+def has_stored_guards(package) -> bool:
+    """Whether the file's programs carry torch's own input guards (`Program.input_guards`, format 1.1)."""
+    fv = package.format_version
+    return fv is not None and (fv.major, fv.minor) >= (1, 1)
+
+
+def guard_sources(program, ndims: list) -> dict[int, tuple]:
+    """Program.guard_sources checked against the user inputs: symbol index -> (input, GuardSourceKind, dim).
+
+    `ndims[i]` is the number of dimensions of user input i, None when it is
+    not a tensor. Every symbol of `input_guards` must have a source.
+    """
+    n_exprs, n_symbols = len(program.sym_exprs or ()), len(program.symbols or ())
+    out: dict[int, tuple] = {}
+    for i, g in enumerate(program.input_guards or ()):
+        if not 0 <= g < n_exprs:
+            raise LoadError("input guard index out of range", path=f"input_guards[{i}]", expected=f"< {n_exprs}",
+                            got=g)
+    for i, s in enumerate(program.guard_sources or ()):
+        p = f"guard_sources[{i}]"
+        if not 0 <= s.symbol < n_symbols:
+            raise LoadError("symbol index out of range", path=p + ".symbol", expected=f"< {n_symbols}", got=s.symbol)
+        if s.symbol in out:
+            raise LoadError("symbol has two sources", path=p + ".symbol", got=s.symbol)
+        if not 0 <= s.input < len(ndims):
+            raise LoadError("user input index out of range", path=p + ".input", expected=f"< {len(ndims)}",
+                            got=s.input)
+        ndim = ndims[s.input]
+        if s.kind == GuardSourceKind.VALUE:
+            if ndim is not None:
+                raise LoadError("a VALUE source names a tensor input", path=p + ".kind", got="VALUE")
+        elif s.kind in (GuardSourceKind.SIZE, GuardSourceKind.STRIDE, GuardSourceKind.STORAGE_OFFSET):
+            if ndim is None:
+                raise LoadError("a tensor property of an input that is not a tensor", path=p + ".kind", got=s.kind)
+            if s.kind != GuardSourceKind.STORAGE_OFFSET and not 0 <= s.dim < ndim:
+                raise LoadError("dimension out of range", path=p + ".dim", expected=f"< {ndim}", got=s.dim)
+        else:
+            raise LoadError("unknown guard source kind", path=p + ".kind", got=s.kind)
+        out[s.symbol] = (s.input, GuardSourceKind(s.kind), s.dim)
+    return out
+
+
+_SUFFIX = {GuardSourceKind.VALUE: "", GuardSourceKind.SIZE: ".size()[{}]", GuardSourceKind.STRIDE: ".stride()[{}]",
+           GuardSourceKind.STORAGE_OFFSET: ".storage_offset()"}
+
+
+def stored_guards(ep, program, shape) -> list[str]:
+    """ep._guards_code from Program.input_guards: torch's guards printed by torch's printer.
+
+    Also sets `ep._pt2format_input_guards` (sympy guards, symbol -> source), which
+    the exporter writes back when the program is saved again.
+    """
+    placeholders = user_input_placeholders(ep)
+    ndims = [v.dim() if isinstance(v, torch.Tensor) else None for v in (n.meta.get("val") for n in placeholders)]
+    srcs = guard_sources(program, ndims)
+    if not program.input_guards:
+        ep._pt2format_input_guards = ([], {})
+        return []
+    exprs = [shape.expr(g, f"input_guards[{i}]") for i, g in enumerate(program.input_guards)]
+    sources = {shape.symbols[s]: src for s, src in srcs.items()}
+    for i, e in enumerate(exprs):
+        missing = sorted(s.name for s in e.free_symbols if s not in sources)
+        if missing:
+            raise LoadError("input guard reads a symbol without a source", path=f"input_guards[{i}]",
+                            expected="a symbol of guard_sources", got=missing[0])
+    ep._pt2format_input_guards = (exprs, sources)
+    paths = input_paths(ep)
+    if paths is None or len(paths) != len(placeholders):
+        return []  # torch's module() then compiles no guard function
+    import sympy
+    from torch.utils._sympy.printers import PythonPrinter
+
+    names = {}
+    for sym, (idx, kind, dim) in sources.items():
+        text = "L" + pytree.keystr(paths[idx]) + _SUFFIX[kind].format(dim)
+        if any(c in text for c in "\"\\\n\r") or not text.isprintable():
+            # torch pastes the path into a double-quoted message of generated code
+            raise LoadError("an input path cannot be printed into a guard", path="example_inputs", got=text)
+        names[sym] = sympy.Symbol(text, **sym.assumptions0)
+    printer = PythonPrinter()
+    return [printer.doprint(e.xreplace(names)) for e in exprs]
 
 
 def derive_guards(ep) -> list[str]:

@@ -17,8 +17,14 @@ and no text from the file is parsed. In torch's order:
 2. sizes that are expressions of one symbol (derived dims): a symbol
    known only through such a size is solved for (affine expressions, as
    torch's `try_solve` does), later ones must agree;
-3. what torch's tracer adds for derived dims (`_guards_code`): every size
+3. the program's own guards (`_guards_code`): in a file of 1.1 or later,
+   torch's guards as stored (`Program.input_guards`, each symbol read from
+   the input property `guard_sources` names, SPEC §11.7), in torch's order;
+   in a 1.0 file, what torch's tracer adds for derived dims: every size
    that is an expression of symbols known from other inputs must equal it.
+
+Every walk over the pool is memoized per pool index (see _Pool), so building
+and running the checks is linear in the pool, however much it shares.
 
 The structure of the inputs is checked first, as torch's pre-hook does
 (`ValueError`, "Trying to flatten user inputs with exported input tree
@@ -35,8 +41,9 @@ import torch
 import torch.utils._pytree as pytree
 from torch.export._tree_utils import reorder_kwargs
 
-from pt2format._generated.model import SymExprKind, SymOp
+from pt2format._generated.model import GuardSourceKind, SymExprKind, SymOp
 from pt2format._symeval import UNKNOWN, EvalFailure, evaluate_pool
+from pt2format.errors import LoadError
 
 
 class Unsupported(Exception):
@@ -80,42 +87,78 @@ def flatten_inputs(args, kwargs, in_spec) -> list:
     return flat
 
 
+_SHOW_MAX = 200  # longest text _show builds for one expression; longer ones are named by pool index
+
+
 class _Pool:
-    """Structural keys, free symbols and evaluation of entries of one program's sym_exprs pool."""
+    """Structural keys, free symbols and evaluation of entries of one program's sym_exprs pool.
+
+    The pool is a DAG (an entry may be an operand of many), so every walk here
+    is memoized per pool index and runs forward over the entries an index
+    reaches, without recursion: work is linear in the pool, never in the
+    expanded tree (a chain of 40 shared `Max(e, e)` is 40 entries, not 2^40).
+    """
 
     def __init__(self, program):
         self.pool = program.sym_exprs
         self.n_symbols = len(program.symbols)
-        self._keys: dict[int, tuple] = {}
+        self._keys: dict[int, int] = {}  # pool index -> interned structural key
+        self._interned: dict[tuple, int] = {}
         self._free: dict[int, frozenset] = {}
+        self._affine: dict[int, dict] = {}  # symbol -> pool index -> (a, b) or None
 
     def entry(self, i):
         if not 0 <= i < len(self.pool):
             raise Unsupported(f"sym_exprs index {i} out of range")
         return self.pool[i]
 
-    def key(self, i: int) -> tuple:
-        """A structural key: equal expressions get equal keys even if the pool holds them twice."""
+    def reach(self, roots, done=()) -> list[int]:
+        """The entries `roots` reach (themselves included) and not in `done`, ascending: operands first."""
+        seen = set()
+        stack = [r for r in roots if r not in done]
+        for r in stack:
+            self.entry(r)
+        while stack:
+            j = stack.pop()
+            if j in seen:
+                continue
+            seen.add(j)
+            for a in self.entry(j).args or ():
+                if a >= j:
+                    raise Unsupported(f"sym_exprs[{j}] refers to a later entry")
+                if a not in seen and a not in done:
+                    stack.append(a)
+        return sorted(seen)
+
+    def key(self, i: int) -> int:
+        """A structural key: equal expressions get equal keys even if the pool holds them twice.
+
+        Keys are interned: an entry's key is a small integer made from its own
+        fields and its operands' keys, so hashing one costs its operand count.
+        """
         k = self._keys.get(i)
-        if k is None:
-            e = self.entry(i)
-            args = tuple(self.key(a) for a in (e.args or ()) if a < i)
-            if len(args) != len(e.args or ()):
-                raise Unsupported(f"sym_exprs[{i}] refers to a later entry")
-            k = self._keys[i] = (int(e.kind), int(e.op or 0), e.symbol, e.int_value, e.denominator, e.float_value,
-                                 e.bool_value, args)
-        return k
+        if k is not None:
+            return k
+        for j in self.reach((i,), self._keys):
+            e = self.pool[j]
+            t = (int(e.kind), int(e.op or 0), e.symbol, e.int_value, e.denominator, e.float_value, e.bool_value,
+                 tuple(self._keys[a] for a in (e.args or ())))
+            self._keys[j] = self._interned.setdefault(t, len(self._interned))
+        return self._keys[i]
 
     def free(self, i: int) -> frozenset:
         f = self._free.get(i)
-        if f is None:
-            e = self.entry(i)
+        if f is not None:
+            return f
+        for j in self.reach((i,), self._free):
+            e = self.pool[j]
             if e.kind == SymExprKind.SYMBOL:
                 f = frozenset((e.symbol,))
             else:
-                f = frozenset().union(*(self.free(a) for a in (e.args or ()) if a < i))
-            self._free[i] = f
-        return f
+                parts = [self._free[a] for a in (e.args or ())]
+                f = parts[0] if len(parts) == 1 else frozenset().union(*parts)
+            self._free[j] = f
+        return self._free[i]
 
     def is_symbol(self, i: int) -> bool:
         return self.entry(i).kind == SymExprKind.SYMBOL
@@ -124,47 +167,39 @@ class _Pool:
         e = self.entry(i)
         return e.int_value if e.kind == SymExprKind.INTEGER else None
 
-    def sub_pool(self, i: int) -> list:
-        """Entry `i` and its operands, renumbered into a small pool whose last entry is `i`."""
-        order, seen = [], {}
-
-        def visit(j):
-            if j in seen:
-                return
-            for a in self.entry(j).args or ():
-                if a >= j:
-                    raise Unsupported(f"sym_exprs[{j}] refers to a later entry")
-                visit(a)
-            seen[j] = len(order)
-            order.append(j)
-
-        visit(i)
-        out = []
-        for j in order:
-            e = self.entry(j)
-            out.append(_Entry(e, [seen[a] for a in (e.args or ())]))
-        return out
+    def sub_pool(self, roots) -> tuple[list, dict[int, int]]:
+        """The entries `roots` reach, renumbered into a small pool (operands first), and old index -> new."""
+        order = self.reach(roots)
+        seen = {j: n for n, j in enumerate(order)}
+        return [_Entry(self.pool[j], [seen[a] for a in (self.pool[j].args or ())]) for j in order], seen
 
     def affine(self, i: int, symbol: int):
         """(a, b) when entry `i` is a*symbol + b built from ADD, MUL and integers (torch solves these), else None."""
-        e = self.entry(i)
-        if e.kind == SymExprKind.SYMBOL:
-            return (1, 0) if e.symbol == symbol else None
-        if e.kind == SymExprKind.INTEGER:
-            return (0, e.int_value)
-        if e.kind != SymExprKind.APPLY or e.op not in (SymOp.ADD, SymOp.MUL):
-            return None
-        parts = [self.affine(a, symbol) for a in e.args or ()]
-        if not parts or any(p is None for p in parts):
-            return None
-        if e.op == SymOp.ADD:
-            return (sum(p[0] for p in parts), sum(p[1] for p in parts))
-        a, b = parts[0]
-        for c, d in parts[1:]:
-            if a and c:
-                return None
-            a, b = a * d + c * b, b * d
-        return (a, b)
+        memo = self._affine.setdefault(symbol, {})
+        for j in self.reach((i,), memo):
+            e = self.pool[j]
+            if e.kind == SymExprKind.SYMBOL:
+                r = (1, 0) if e.symbol == symbol else None
+            elif e.kind == SymExprKind.INTEGER:
+                r = (0, e.int_value)
+            elif e.kind != SymExprKind.APPLY or e.op not in (SymOp.ADD, SymOp.MUL) or not e.args:
+                r = None
+            else:
+                parts = [memo[a] for a in e.args]
+                if any(p is None for p in parts):
+                    r = None
+                elif e.op == SymOp.ADD:
+                    r = (sum(p[0] for p in parts), sum(p[1] for p in parts))
+                else:
+                    a, b = parts[0]
+                    for c, d in parts[1:]:
+                        if a and c:
+                            a = None
+                            break
+                        a, b = a * d + c * b, b * d
+                    r = None if a is None else (a, b)
+            memo[j] = r
+        return memo[i]
 
 
 class _Entry:
@@ -192,19 +227,27 @@ def _range_of(program, pool: _Pool) -> dict:
     return out
 
 
+_INFIX = {SymOp.ADD: " + ", SymOp.MUL: "*", SymOp.MOD: " % ", SymOp.PYTHON_MOD: " % ", SymOp.FLOOR_DIV: " // ",
+          SymOp.EQ: " == ", SymOp.NE: " != ", SymOp.LT: " < ", SymOp.LE: " <= ", SymOp.GT: " > ",
+          SymOp.GE: " >= ", SymOp.AND: " and ", SymOp.OR: " or "}
+_CALL = {SymOp.MIN: "min", SymOp.MAX: "max", SymOp.NOT: "not "}
+
+
 class InputChecks:
     """Built once per module from the program's user inputs; `__call__(flat)` raises torch's AssertionError."""
 
-    def __init__(self, program, leaves: list, paths: list[str]):
+    def __init__(self, program, leaves: list, paths: list[str], *, stored_guards: bool = False):
         """`leaves`: per flat user input, ("tensor", TensorMeta) / ("symint", SymInt) / ("const", value);
-        `paths`: how torch names each input in its messages (`x`, `xs[0]`, `kw['a']`)."""
+        `paths`: how torch names each input in its messages (`x`, `xs[0]`, `kw['a']`);
+        `stored_guards`: the file carries torch's own guards (`Program.input_guards`, format 1.1): they
+        replace the ones derived for derived dims in step 3."""
         self.pool = _Pool(program)
         self.n_symbols = self.pool.n_symbols
+        self.paths = paths
         ranges = _range_of(program, self.pool)
         self.steps: list[tuple] = []
-        sources: dict[tuple, tuple] = {}  # structural key -> (leaf, dim) where first seen
+        sources: dict[int, tuple] = {}  # structural key -> (leaf, dim) where first seen
         deferred = []
-        self._sub: dict[int, list] = {}
 
         def handle(expr, src):
             free = self.pool.free(expr)
@@ -239,9 +282,8 @@ class InputChecks:
                         handle(s.expr, (idx, d))
         # Derived dims (torch: "process complex equations").
         symbol_src: dict[int, tuple] = {}
-        for k, src in sources.items():
-            if k[0] == SymExprKind.SYMBOL:
-                symbol_src[k[2]] = src
+        for src, expr in [(src, e) for src, e in _first_sources(leaves, self.pool, sources)]:
+            symbol_src[self.pool.entry(expr).symbol] = src
         solved: dict[int, tuple] = {}  # symbol -> (src, a, b): symbol = (value at src - b) / a
         for src, expr in deferred:
             (symbol,) = self.pool.free(expr)
@@ -254,16 +296,34 @@ class InputChecks:
                 if ab is not None and ab[0] != 0:
                     solved[symbol] = (src, ab[0], ab[1])
         self.symbol_src, self.solved = symbol_src, solved
-        # What torch's tracer adds (derive_guards in _guards.py builds the same for load()).
-        for idx, (kind, v) in enumerate(leaves):
-            dims = list(enumerate(v.sizes)) if kind == "tensor" else [(None, v)] if kind == "symint" else []
-            for d, s in dims:
-                if s.expr < 0 or self.pool.is_symbol(s.expr) or self.pool.integer(s.expr) is not None:
-                    continue
-                free = self.pool.free(s.expr)
-                if free and free <= set(symbol_src) and symbol_src.get(next(iter(free))) != (idx, d):
-                    self.steps.append(("expr_known", (idx, d), s.expr))
-        self.paths = paths
+        if stored_guards:
+            # torch's own guards (ep._guards_code), in its order, read from the inputs they name.
+            from ._guards import guard_sources
+
+            self.guard_src = guard_sources(program, [_ndim(leaf) for leaf in leaves])
+            for i, g in enumerate(program.input_guards or ()):
+                missing = self.pool.free(g) - self.guard_src.keys()
+                if missing:
+                    raise LoadError("input guard reads a symbol without a source", path=f"input_guards[{i}]",
+                                    expected="a symbol of guard_sources", got=min(missing))
+                self.steps.append(("guard", None, g))
+        else:
+            # A 1.0 file: what torch's tracer adds for derived dims (derive_guards in _guards.py, for load()).
+            self.guard_src = {}
+            for idx, (kind, v) in enumerate(leaves):
+                dims = list(enumerate(v.sizes)) if kind == "tensor" else [(None, v)] if kind == "symint" else []
+                for d, s in dims:
+                    if s.expr < 0 or self.pool.is_symbol(s.expr) or self.pool.integer(s.expr) is not None:
+                        continue
+                    free = self.pool.free(s.expr)
+                    if free and free <= set(symbol_src) and symbol_src.get(next(iter(free))) != (idx, d):
+                        self.steps.append(("expr_known", (idx, d), s.expr))
+        # One renumbered pool per kind of symbol binding, evaluated at most once per call.
+        derived = [w for op, _, w in self.steps if op in ("expr", "expr_known")]
+        guards = [w for op, _, w in self.steps if op == "guard"]
+        self._derived = self.pool.sub_pool(derived) if derived else None
+        self._guards = self.pool.sub_pool(guards) if guards else None
+        self._shown: dict[int, str] = {}
 
     # -- evaluation ----------------------------------------------------------------
     @staticmethod
@@ -276,38 +336,91 @@ class InputChecks:
         idx, d = src
         return self.paths[idx] if d is None else f"{self.paths[idx]}.size()[{d}]"
 
-    def _show(self, i: int) -> str:
-        """An expression of the input sizes, for messages (sums and products; anything else by its pool index)."""
-        e = self.pool.entry(i)
-        if e.kind == SymExprKind.INTEGER:
-            return str(e.int_value)
-        if e.kind == SymExprKind.SYMBOL:
-            src = self.symbol_src.get(e.symbol)
-            if src is not None:
-                return self._name(src)
-            if e.symbol in self.solved:
-                src, a, b = self.solved[e.symbol]
-                return f"({self._name(src)} - {b})/{a}" if b else f"{self._name(src)}/{a}"
-        if e.kind == SymExprKind.APPLY and e.op in (SymOp.ADD, SymOp.MUL) and e.args:
-            parts = sorted((self._show(a) for a in e.args), key=lambda t: not t.lstrip("-").isdigit())
-            return (" + " if e.op == SymOp.ADD else "*").join(parts)
-        return f"sym_exprs[{i}]"
+    def _symbol_name(self, symbol: int) -> str | None:
+        src = self.guard_src.get(symbol)
+        if src is not None:
+            idx, kind, dim = src
+            suffix = {GuardSourceKind.VALUE: "", GuardSourceKind.SIZE: f".size()[{dim}]",
+                      GuardSourceKind.STRIDE: f".stride()[{dim}]",
+                      GuardSourceKind.STORAGE_OFFSET: ".storage_offset()"}[kind]
+            return self.paths[idx] + suffix
+        src = self.symbol_src.get(symbol)
+        if src is not None:
+            return self._name(src)
+        if symbol in self.solved:
+            src, a, b = self.solved[symbol]
+            return f"({self._name(src)} - {b})/{a}" if b else f"{self._name(src)}/{a}"
+        return None
 
-    def _eval(self, expr: int, flat):
-        sub = self._sub.get(expr)
-        if sub is None:
-            sub = self._sub[expr] = self.pool.sub_pool(expr)
+    def _show(self, i: int) -> str:
+        """An expression of the inputs, for messages: memoized per pool index, and named `sym_exprs[i]`
+        when its text would pass _SHOW_MAX characters (a shared DAG never expands)."""
+        shown = self._shown
+        if i in shown:
+            return shown[i]
+        for j in self.pool.reach((i,), shown):
+            e = self.pool.entry(j)
+            text = None
+            if e.kind == SymExprKind.INTEGER:
+                text = str(e.int_value)
+            elif e.kind == SymExprKind.BOOLEAN:
+                text = str(bool(e.bool_value))
+            elif e.kind == SymExprKind.SYMBOL:
+                text = self._symbol_name(e.symbol)
+            elif e.kind == SymExprKind.APPLY and e.args:
+                parts = [shown[a] for a in e.args]
+                if e.op in _INFIX:
+                    if e.op in (SymOp.ADD, SymOp.MUL):
+                        parts = sorted(parts, key=lambda t: not t.lstrip("-").isdigit())
+                    text = _INFIX[e.op].join(f"({p})" if " " in p and e.op != SymOp.ADD else p for p in parts)
+                elif e.op in _CALL and e.op != SymOp.NOT:
+                    text = f"{_CALL[e.op]}({', '.join(parts)})"
+                elif e.op == SymOp.NOT:
+                    text = f"not ({parts[0]})"
+            if text is None or len(text) > _SHOW_MAX:
+                text = f"sym_exprs[{j}]"
+            shown[j] = text
+        return shown[i]
+
+    def _symbol_values(self, flat, guards: bool) -> list:
         values = [UNKNOWN] * self.n_symbols
+        if guards:
+            for sym, (idx, kind, dim) in self.guard_src.items():
+                arg = flat[idx]
+                if kind == GuardSourceKind.VALUE:
+                    v = arg
+                elif kind == GuardSourceKind.SIZE:
+                    v = arg.size()[dim]
+                elif kind == GuardSourceKind.STRIDE:
+                    v = arg.stride()[dim]
+                else:
+                    v = arg.storage_offset()
+                values[sym] = int(v)
+            return values
         for sym, src in self.symbol_src.items():
             values[sym] = int(self._value(flat, src))
         for sym, (src, a, b) in self.solved.items():
             q = Fraction(int(self._value(flat, src)) - b, a)
             values[sym] = int(q) if q.denominator == 1 else q
-        return evaluate_pool(sub, values)[-1]
+        return values
 
     def __call__(self, flat) -> None:
+        evaluated: dict[bool, list] = {}
+
+        def value_of(expr, guards: bool):
+            vals = evaluated.get(guards)
+            if vals is None:
+                sub, index = self._guards if guards else self._derived
+                vals = evaluated[guards] = (evaluate_pool(sub, self._symbol_values(flat, guards)), index)
+            return vals[0][vals[1][expr]]
+
         for step in self.steps:
             op, src, want = step
+            if op == "guard":
+                v = value_of(want, True)
+                if isinstance(v, EvalFailure) or v is UNKNOWN or not v:
+                    raise AssertionError(f"Guard failed: {self._show(want)}")
+                continue
             got = self._value(flat, src)
             if op == "const":
                 if isinstance(want, float) and math.isnan(want):
@@ -324,8 +437,24 @@ class InputChecks:
             elif op == "le":
                 ok, text = got <= want, f"{self._name(src)} <= {want}"
             else:  # "expr" / "expr_known": a size that is an expression of symbols known from other inputs
-                v = self._eval(want, flat)
+                v = value_of(want, False)
                 ok = v is UNKNOWN or isinstance(v, EvalFailure) or got == v
                 text = f"{self._name(src)} == {self._show(want)}"
             if not ok:
                 raise AssertionError(f"Guard failed: {text}")
+
+
+def _ndim(leaf) -> int | None:
+    kind, v = leaf
+    return len(v.sizes) if kind == "tensor" else None
+
+
+def _first_sources(leaves, pool, sources):
+    """(src, pool index) of every bare symbol among the first-seen input sizes."""
+    for idx, (kind, v) in enumerate(leaves):
+        dims = list(enumerate(v.sizes)) if kind == "tensor" else [(None, v)] if kind == "symint" else []
+        for d, s in dims:
+            if s.expr >= 0 and pool.is_symbol(s.expr):
+                src = (idx, d)
+                if sources.get(pool.key(s.expr)) == src:
+                    yield src, s.expr

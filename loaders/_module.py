@@ -55,6 +55,7 @@ from ._find import find_program
 from ._opsets import check_opsets
 from ._graph import GraphBuilder
 from ._metadata import custom_meta
+from ._guards import has_stored_guards
 from ._input_checks import InputChecks, Unsupported, flatten_inputs
 from pt2format._nogc import no_gc
 from ._signature import module_call_graph, signature
@@ -220,7 +221,7 @@ def build_module(package, name, storage_view, *, map_location=None, copy: bool =
                         allow_subclasses=allow_subclasses)
     try:
         with no_gc():
-            return _build(prog, state), None
+            return _build(prog, state, has_stored_guards(package)), None
     except Unsupported as e:
         return None, str(e)
     except Pt2FormatError as e:
@@ -230,7 +231,7 @@ def build_module(package, name, storage_view, *, map_location=None, copy: bool =
                         path=f"programs[{prog.name}]") from e
 
 
-def _build(prog, state: StateLoader) -> LoadedModule:
+def _build(prog, state: StateLoader, stored: bool) -> LoadedModule:
     state_dict, constants = program_state(prog, state)
     sig = signature(prog.signature, _constant_member)
     mcg = module_call_graph(prog.module_call_graph, _constant_member, TreeSpecLoader(prog.name))
@@ -318,7 +319,7 @@ def _build(prog, state: StateLoader) -> LoadedModule:
 
     # Input checks, evaluated before forward runs.
     leaves = _user_leaves(prog, sig)
-    checks = InputChecks(prog, leaves, _paths(in_spec, names, len(leaves)))
+    checks = InputChecks(prog, leaves, _paths(in_spec, names, len(leaves)), stored_guards=stored)
     gm.validate_inputs = True
     gm.pt2format_fallback = None
 

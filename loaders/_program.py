@@ -3,8 +3,8 @@
 Nothing from the file runs: targets come from registry lookups, symbolic
 expressions are built from structured nodes, names are checked before they
 reach FX code generation, and guard strings are kept as text only (the
-rebuilt program gets input guards derived from its rebuilt shapes, see
-_guards.py, because `ExportedProgram.module()` compiles `_guards_code`).
+rebuilt program's `_guards_code` is printed from the structured guards, see
+_guards.py, because `ExportedProgram.module()` compiles it).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from ._fake_mode import fake_mode
 from ._find import find_program
 from ._graph import GraphBuilder
 from ._coherence import check_coherence
-from ._guards import derive_guards
+from ._guards import derive_guards, has_stored_guards, stored_guards
 from ._metadata import MetadataLoader
 from pt2format._nogc import no_gc as _no_gc
 from ._opsets import check_opsets
@@ -162,8 +162,11 @@ class _Builder:
             ep.graph_module.meta["custom"] = self.graphs.custom_meta.pop(id(graph))
         # The file's guard strings are text for people: torch compiles ep._guards_code in .module(),
         # so they are kept aside (and written back on re-save), never handed to torch.
-        ep._pt2format_saved_guards_code = list(prog.guards_code)
-        ep._guards_code = derive_guards(ep)
+        ep._pt2format_saved_guards_code = list(prog.guards_code or ())
+        if has_stored_guards(self.package):
+            ep._guards_code = stored_guards(ep, prog, self.shape)
+        else:
+            ep._guards_code = derive_guards(ep)
         if self.treespecs.module_types:
             _module_inputs(ep, self.treespecs.module_types)
         return ep

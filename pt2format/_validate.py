@@ -434,6 +434,13 @@ class _Program:
             if rc.expr >= self.n_exprs:
                 raise _fail("expression index out of range", f"range_constraints[{i}].expr",
                             expected=f"< {self.n_exprs}", got=rc.expr)
+        for i, g in enumerate(p.input_guards or ()):
+            if g >= self.n_exprs:
+                raise _fail("expression index out of range", f"input_guards[{i}]", expected=f"< {self.n_exprs}", got=g)
+        for i, gs in enumerate(p.guard_sources or ()):
+            if gs.symbol >= self.n_symbols:
+                raise _fail("symbol index out of range", f"guard_sources[{i}].symbol", expected=f"< {self.n_symbols}",
+                            got=gs.symbol)
         if p.graph is None:
             raise _fail("required field is missing", "graph")
         try:

@@ -38,6 +38,7 @@ from pt2format._generated.model import (
     Graph,
     GraphArgument,
     GraphSignature,
+    GuardSource,
     InputSpec,
     InputToBufferSpec,
     InputToConstantInputSpec,
@@ -152,8 +153,8 @@ _I32 = struct.Struct('<i').unpack_from
 _U32 = struct.Struct('<I').unpack_from
 _HH = struct.Struct('<HH').unpack_from
 _unpack = struct.unpack_from
-_SLOTS = tuple(struct.Struct('<%dH' % k).unpack_from for k in range(16))
-_ZEROS = (0,) * 15
+_SLOTS = tuple(struct.Struct('<%dH' % k).unpack_from for k in range(18))
+_ZEROS = (0,) * 17
 _S_bool = struct.Struct('<?').unpack_from
 _S_u8 = struct.Struct('<B').unpack_from
 _S_u16 = struct.Struct('<H').unpack_from
@@ -1462,6 +1463,53 @@ def decode(buf, max_depth=128):
             return GraphSignature(x0, x1)
         except _PATH_ERRORS as e_:
             _note(e_, f_, p, locals(), SN_GraphSignature)
+            raise
+
+    vc_GuardSource = {}
+    Z_GuardSource = (4, 4, 1, 4)
+    SN_GuardSource = ('symbol', 'input', 'kind', 'dim')
+
+    def t_GuardSource(p, d):
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(p, d)
+            nonlocal budget
+            budget -= 4
+            if budget < 0:
+                spend(0, p)
+            if p + 4 > n:
+                _fail('table offset out of range', p, f'<= {n - 4}', p)
+            vt = p - _I32(buf, p)[0]
+            c = vc_GuardSource.get(vt)
+            if c is None:
+                c = vc_GuardSource[vt] = vtab(vt, Z_GuardSource)
+            os, o0, o1, o2, o3 = c
+            if p + os > n:
+                _fail('bad table size', p, '4..buffer end', os)
+            f_ = 'symbol'
+            if o0:
+                x0 = _S_u32(buf, p + o0)[0]
+            else:
+                x0 = 0
+            f_ = 'input'
+            if o1:
+                x1 = _S_u32(buf, p + o1)[0]
+            else:
+                x1 = 0
+            f_ = 'kind'
+            if o2:
+                x2 = _S_u8(buf, p + o2)[0]
+            else:
+                x2 = 0
+            f_ = 'dim'
+            if o3:
+                x3 = _S_u32(buf, p + o3)[0]
+            else:
+                x3 = 0
+            return GuardSource(x0, x1, x2, x3)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, p, locals(), SN_GuardSource)
             raise
 
     vc_InputSpec = {}
@@ -3567,8 +3615,8 @@ def decode(buf, max_depth=128):
             raise
 
     vc_Program = {}
-    Z_Program = (4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4)
-    SN_Program = ('name', 'graph', 'signature', 'module_call_graph', 'symbols', 'sym_exprs', 'range_constraints', 'opsets', 'verifiers', 'guards_code', 'state', 'custom_objects', 'example_inputs', 'namedtuple_defs', 'metadata')
+    Z_Program = (4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4)
+    SN_Program = ('name', 'graph', 'signature', 'module_call_graph', 'symbols', 'sym_exprs', 'range_constraints', 'opsets', 'verifiers', 'guards_code', 'state', 'custom_objects', 'example_inputs', 'namedtuple_defs', 'metadata', 'input_guards', 'guard_sources')
 
     def t_Program(p, d):
         f_ = None
@@ -3585,7 +3633,7 @@ def decode(buf, max_depth=128):
             c = vc_Program.get(vt)
             if c is None:
                 c = vc_Program[vt] = vtab(vt, Z_Program)
-            os, o0, o1, o2, o3, o4, o5, o6, o7, o8, o9, o10, o11, o12, o13, o14 = c
+            os, o0, o1, o2, o3, o4, o5, o6, o7, o8, o9, o10, o11, o12, o13, o14, o15, o16 = c
             if p + os > n:
                 _fail('bad table size', p, '4..buffer end', os)
             f_ = 'name'
@@ -3709,7 +3757,23 @@ def decode(buf, max_depth=128):
                 x14 = list(map(t_StringEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x14 = []
-            return Program(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14)
+            f_ = 'input_guards'
+            if o15:
+                q = p + o15
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x15 = list(_unpack('<%dI' % cnt, buf, q + 4))
+            else:
+                x15 = []
+            f_ = ('guard_sources', 'fb')
+            if o16:
+                q = p + o16
+                q += _U32(buf, q)[0]
+                cnt = vec(q, 4)
+                x16 = list(map(t_GuardSource, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+            else:
+                x16 = []
+            return Program(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14, x15, x16)
         except _PATH_ERRORS as e_:
             _note(e_, f_, p, locals(), SN_Program)
             raise

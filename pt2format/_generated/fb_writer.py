@@ -48,6 +48,7 @@ from pt2format._generated.model import (
     Graph,
     GraphArgument,
     GraphSignature,
+    GuardSource,
     InputSpec,
     InputToBufferSpec,
     InputToConstantInputSpec,
@@ -179,6 +180,7 @@ _F_GradientToUserInputSpec = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_Graph = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'), (3, 4, 4, 'I'), (4, 4, 4, 'I'), (5, 4, 4, 'I'), (6, 4, 4, 'I'), (7, 4, 4, 'I'), (10, 4, 4, 'I'), (11, 4, 4, 'I'), (12, 4, 4, 'I'), (8, 1, 1, '?'), (9, 1, 1, '?'))
 _F_GraphArgument = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'), (3, 4, 4, 'I'))
 _F_GraphSignature = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
+_F_GuardSource = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (3, 4, 4, 'I'), (2, 1, 1, 'B'))
 _F_InputSpec = ((1, 4, 4, 'I'), (0, 1, 1, 'B'))
 _F_InputToBufferSpec = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 1, 1, '?'))
 _F_InputToConstantInputSpec = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
@@ -222,7 +224,7 @@ _F_OutputTokenSpec = ((0, 4, 4, 'I'),)
 _F_Package = ((2, 8, 8, 'Q'), (0, 4, 4, 'I'), (1, 4, 4, 'I'), (3, 4, 4, 'I'), (4, 4, 4, 'I'), (5, 4, 4, 'I'), (6, 4, 4, 'I'), (7, 4, 4, 'I'), (8, 4, 4, 'I'), (9, 4, 4, 'I'), (10, 4, 4, 'I'), (11, 4, 4, 'I'), (12, 4, 4, 'I'))
 _F_ParameterMutationSpec = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_Producer = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'))
-_F_Program = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'), (3, 4, 4, 'I'), (4, 4, 4, 'I'), (5, 4, 4, 'I'), (6, 4, 4, 'I'), (7, 4, 4, 'I'), (8, 4, 4, 'I'), (9, 4, 4, 'I'), (10, 4, 4, 'I'), (11, 4, 4, 'I'), (12, 4, 4, 'I'), (13, 4, 4, 'I'), (14, 4, 4, 'I'))
+_F_Program = ((0, 4, 4, 'I'), (1, 4, 4, 'I'), (2, 4, 4, 'I'), (3, 4, 4, 'I'), (4, 4, 4, 'I'), (5, 4, 4, 'I'), (6, 4, 4, 'I'), (7, 4, 4, 'I'), (8, 4, 4, 'I'), (9, 4, 4, 'I'), (10, 4, 4, 'I'), (11, 4, 4, 'I'), (12, 4, 4, 'I'), (13, 4, 4, 'I'), (14, 4, 4, 'I'), (15, 4, 4, 'I'), (16, 4, 4, 'I'))
 _F_Quantization = ((1, 8, 8, 'd'), (2, 8, 8, 'q'), (3, 8, 8, 'q'), (4, 4, 4, 'I'), (5, 4, 4, 'I'), (0, 1, 1, 'B'))
 _F_RangeConstraint = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_ScalarTypeArgument = ((0, 1, 1, 'B'),)
@@ -1752,6 +1754,73 @@ def encode(root):
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
+            if pad:
+                app(_ZEROS[:pad])
+            app(pk(*v))
+            if new:
+                app(vtb)
+                vtables[vtb] = vd
+                size = vd
+            else:
+                size = t
+            return t
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
+
+    L_GuardSource = {}
+
+    def w_GuardSource(o):
+        f_ = None
+        try:
+            nonlocal size
+            if type(o) is not GuardSource:
+                _bad('wrong table type, expected GuardSource', type(o).__name__)
+            mk = 0
+            f_ = 'symbol'
+            x0 = o.symbol
+            if x0 != 0:
+                if type(x0) is not int or not 0 <= x0 <= 4294967295:
+                    x0 = _check_int(x0, 0, 4294967295, 'uint32')
+                mk |= 1
+            f_ = 'input'
+            x1 = o.input
+            if x1 != 0:
+                if type(x1) is not int or not 0 <= x1 <= 4294967295:
+                    x1 = _check_int(x1, 0, 4294967295, 'uint32')
+                mk |= 2
+            f_ = 'kind'
+            x2 = o.kind
+            if x2 != 0:
+                if type(x2) is not int or not 0 <= x2 <= 255:
+                    x2 = _check_int(x2, 0, 255, 'uint8')
+                mk |= 8
+            f_ = 'dim'
+            x3 = o.dim
+            if x3 != 0:
+                if type(x3) is not int or not 0 <= x3 <= 4294967295:
+                    x3 = _check_int(x3, 0, 4294967295, 'uint32')
+                mk |= 4
+            f_ = None
+            L = L_GuardSource.get(mk)
+            if L is None:
+                L = L_GuardSource[mk] = _layout(_F_GuardSource, mk)
+            pk, offs, osz, al, vtb = L
+            pad = -(size + osz) % al
+            t = size + pad + osz
+            vd = vget(vtb)
+            new = vd is None
+            if new:
+                vd = t + len(vtb)
+            v = [vd - t]
+            if mk & 1:
+                v.append(x0)
+            if mk & 2:
+                v.append(x1)
+            if mk & 4:
+                v.append(x3)
+            if mk & 8:
+                v.append(x2)
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
@@ -4239,6 +4308,21 @@ def encode(root):
             if x14:
                 x14 = OV([w_StringEntry(e) for e in x14])
                 mk |= 16384
+            f_ = 'input_guards'
+            x15 = o.input_guards
+            if x15:
+                try:
+                    b_ = struct.pack('<%dI' % len(x15), *x15)
+                except (struct.error, TypeError, OverflowError):
+                    _check_ints(x15, 0, 4294967295, 'uint32')
+                    raise
+                x15 = BV(b_, len(x15), 4)
+                mk |= 32768
+            f_ = ('guard_sources', 'x16')
+            x16 = o.guard_sources
+            if x16:
+                x16 = OV([w_GuardSource(e) for e in x16])
+                mk |= 65536
             f_ = None
             L = L_Program.get(mk)
             if L is None:
@@ -4281,6 +4365,10 @@ def encode(root):
                 v.append(t - offs[13] - x13)
             if mk & 16384:
                 v.append(t - offs[14] - x14)
+            if mk & 32768:
+                v.append(t - offs[15] - x15)
+            if mk & 65536:
+                v.append(t - offs[16] - x16)
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))

@@ -59,6 +59,7 @@ from pt2format._generated.model import (
     Graph,
     GraphArgument,
     GraphSignature,
+    GuardSource,
     InputSpec,
     InputToBufferSpec,
     InputToConstantInputSpec,
@@ -178,6 +179,9 @@ EV_ChecksumKind = {'NONE': 0, 'CRC32': 1}
 EN_ExternalFormat = {0: 'UNSPECIFIED', 1: 'RAW', 2: 'SAFETENSORS'}
 EV_ExternalFormat = {'UNSPECIFIED': 0, 'RAW': 1, 'SAFETENSORS': 2}
 
+EN_GuardSourceKind = {0: 'UNSPECIFIED', 1: 'VALUE', 2: 'SIZE', 3: 'STRIDE', 4: 'STORAGE_OFFSET'}
+EV_GuardSourceKind = {'UNSPECIFIED': 0, 'VALUE': 1, 'SIZE': 2, 'STRIDE': 3, 'STORAGE_OFFSET': 4}
+
 EN_Layout = {0: 'UNSPECIFIED', 1: 'STRIDED', 2: 'SPARSE_COO', 3: 'SPARSE_CSR', 4: 'SPARSE_CSC', 5: 'SPARSE_BSR', 6: 'SPARSE_BSC', 7: 'MKLDNN'}
 EV_Layout = {'UNSPECIFIED': 0, 'STRIDED': 1, 'SPARSE_COO': 2, 'SPARSE_CSR': 3, 'SPARSE_CSC': 4, 'SPARSE_BSR': 5, 'SPARSE_BSC': 6, 'MKLDNN': 7}
 
@@ -238,6 +242,7 @@ K_GradientToUserInputSpec = frozenset(['arg', 'user_input_name'])
 K_Graph = frozenset(['custom_meta', 'custom_obj_values', 'input_metadata', 'inputs', 'is_list_return', 'is_single_tensor_return', 'nodes', 'output_metadata', 'outputs', 'sym_bool_values', 'sym_float_values', 'sym_int_values', 'tensor_values'])
 K_GraphArgument = frozenset(['graph', 'metadata', 'name', 'node_name'])
 K_GraphSignature = frozenset(['input_specs', 'output_specs'])
+K_GuardSource = frozenset(['dim', 'input', 'kind', 'symbol'])
 K_InputSpec = frozenset(['spec', 'spec_type'])
 K_InputToBufferSpec = frozenset(['arg', 'buffer_name', 'persistent'])
 K_InputToConstantInputSpec = frozenset(['name', 'value'])
@@ -281,7 +286,7 @@ K_OutputTokenSpec = frozenset(['arg'])
 K_Package = frozenset(['external_files', 'extra_files', 'format_version', 'metadata', 'operators', 'producer', 'programs', 'required_features', 'segments', 'shard_files', 'storages', 'tensors', 'weight_sets'])
 K_ParameterMutationSpec = frozenset(['arg', 'parameter_name'])
 K_Producer = frozenset(['name', 'torch_version', 'version'])
-K_Program = frozenset(['custom_objects', 'example_inputs', 'graph', 'guards_code', 'metadata', 'module_call_graph', 'name', 'namedtuple_defs', 'opsets', 'range_constraints', 'signature', 'state', 'sym_exprs', 'symbols', 'verifiers'])
+K_Program = frozenset(['custom_objects', 'example_inputs', 'graph', 'guard_sources', 'guards_code', 'input_guards', 'metadata', 'module_call_graph', 'name', 'namedtuple_defs', 'opsets', 'range_constraints', 'signature', 'state', 'sym_exprs', 'symbols', 'verifiers'])
 K_Quantization = frozenset(['axis', 'qscheme', 'scale', 'scales', 'zero_point', 'zero_points'])
 K_RangeConstraint = frozenset(['expr', 'range'])
 K_ScalarTypeArgument = frozenset(['value'])
@@ -1011,6 +1016,42 @@ def e_GraphSignature(o):
             x1 = _vec(x1)
         if x1:
             r['output_specs'] = [e_OutputSpec(e) for e in x1]
+        return r
+    except _ENCODE_ERRORS as e_:
+        _note(e_, f_, o, locals())
+        raise
+
+
+def e_GuardSource(o):
+    f_ = None
+    try:
+        if type(o) is not GuardSource:
+            _bad('wrong table type, expected GuardSource', type(o).__name__)
+        r = {}
+        f_ = 'symbol'
+        x0 = o.symbol
+        if type(x0) is not int or not 0 <= x0 <= 4294967295:
+            x0 = _check_int(x0, 0, 4294967295, 'uint32')
+        if x0 != 0:
+            r['symbol'] = x0
+        f_ = 'input'
+        x1 = o.input
+        if type(x1) is not int or not 0 <= x1 <= 4294967295:
+            x1 = _check_int(x1, 0, 4294967295, 'uint32')
+        if x1 != 0:
+            r['input'] = x1
+        f_ = 'kind'
+        x2 = o.kind
+        if type(x2) is not int or not 0 <= x2 <= 255:
+            x2 = _check_int(x2, 0, 255, 'uint8')
+        if x2 != 0:
+            r['kind'] = EN_GuardSourceKind.get(x2, x2)
+        f_ = 'dim'
+        x3 = o.dim
+        if type(x3) is not int or not 0 <= x3 <= 4294967295:
+            x3 = _check_int(x3, 0, 4294967295, 'uint32')
+        if x3 != 0:
+            r['dim'] = x3
         return r
     except _ENCODE_ERRORS as e_:
         _note(e_, f_, o, locals())
@@ -2301,6 +2342,18 @@ def e_Program(o):
             x14 = _vec(x14)
         if x14:
             r['metadata'] = [e_StringEntry(e) for e in x14]
+        f_ = 'input_guards'
+        x15 = o.input_guards
+        if type(x15) is not list:
+            x15 = _vec(x15)
+        if x15:
+            r['input_guards'] = _check_ints(x15, 0, 4294967295, 'uint32')
+        f_ = ('guard_sources', 'x16')
+        x16 = o.guard_sources
+        if type(x16) is not list:
+            x16 = _vec(x16)
+        if x16:
+            r['guard_sources'] = [e_GuardSource(e) for e in x16]
         return r
     except _ENCODE_ERRORS as e_:
         _note(e_, f_, o, locals())
@@ -4507,6 +4560,50 @@ def decode_tree(tree, max_depth=128):
             _note(e_, f_, o, locals())
             raise
 
+    def d_GuardSource(o, d):
+        f_ = None
+        try:
+            if d > max_depth:
+                too_deep(d)
+            if type(o) is not dict:
+                _bad('wrong type: expected an object (GuardSource)', type(o).__name__)
+            nonlocal members
+            members += len(o)
+            if not K_GuardSource.issuperset(o):
+                members += _skipped(o, K_GuardSource, keep)
+            f_ = 'symbol'
+            x0 = o.get('symbol')
+            if x0 is None:
+                x0 = 0
+            elif type(x0) is not int or not 0 <= x0 <= 4294967295:
+                _check_int(x0, 0, 4294967295, 'uint32')
+            f_ = 'input'
+            x1 = o.get('input')
+            if x1 is None:
+                x1 = 0
+            elif type(x1) is not int or not 0 <= x1 <= 4294967295:
+                _check_int(x1, 0, 4294967295, 'uint32')
+            f_ = 'kind'
+            x2 = o.get('kind')
+            if x2 is None:
+                x2 = 0
+            elif type(x2) is str:
+                x2 = EV_GuardSourceKind.get(x2)
+                if x2 is None:
+                    raise VersionError('enum value name unknown to this reader: defined by a newer minor (SPEC.md section 8)', got=o['kind'])
+            elif type(x2) is not int or not 0 <= x2 <= 255:
+                _check_int(x2, 0, 255, 'uint8')
+            f_ = 'dim'
+            x3 = o.get('dim')
+            if x3 is None:
+                x3 = 0
+            elif type(x3) is not int or not 0 <= x3 <= 4294967295:
+                _check_int(x3, 0, 4294967295, 'uint32')
+            return GuardSource(x0, x1, x2, x3)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
+
     def d_InputSpec(o, d):
         f_ = None
         try:
@@ -6220,7 +6317,24 @@ def decode_tree(tree, max_depth=128):
             elif x14:
                 d1 = d + 1
                 x14 = [d_StringEntry(e, d1) for e in x14]
-            return Program(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14)
+            f_ = 'input_guards'
+            x15 = o.get('input_guards')
+            if x15 is None:
+                x15 = []
+            elif type(x15) is not list:
+                _bad('wrong type: expected an array', type(x15).__name__)
+            else:
+                _check_ints(x15, 0, 4294967295, 'uint32')
+            f_ = ('guard_sources', 'x16')
+            x16 = o.get('guard_sources')
+            if x16 is None:
+                x16 = []
+            elif type(x16) is not list:
+                _bad('wrong type: expected an array', type(x16).__name__)
+            elif x16:
+                d1 = d + 1
+                x16 = [d_GuardSource(e, d1) for e in x16]
+            return Program(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14, x15, x16)
         except _PATH_ERRORS as e_:
             _note(e_, f_, o, locals())
             raise

@@ -12,11 +12,13 @@ FIELD_MINOR = {
     'DeferredUnpack': {'after': 1, 'position': 1},
     'EnumValue': {'class_fqn': 1, 'name': 1},
     'Graph': {'custom_meta': 1},
+    'GuardSource': {'dim': 1, 'input': 1, 'kind': 1, 'symbol': 1},
     'MixedListArgument': {'items': 1},
     'Node': {'deferred_unpacks': 1},
     'NodeMetadata': {'desc': 1, 'has_seq_nr': 1, 'original_aten': 1, 'seq_nr': 1, 'tensor_meta': 1, 'tensor_meta_requires_grad': 1},
     'ObjectField': {'name': 1, 'value': 1},
     'ObjectValue': {'class_fqn': 1, 'fields': 1, 'kind': 1},
+    'Program': {'guard_sources': 1, 'input_guards': 1},
     'Quantization': {'axis': 1, 'qscheme': 1, 'scale': 1, 'scales': 1, 'zero_point': 1, 'zero_points': 1},
     'Storage': {'meta_nbytes': 1},
     'Tensor': {'coalesced': 1, 'layout': 1, 'parts': 1, 'quantization': 1, 'subclass': 1},
@@ -25,6 +27,7 @@ FIELD_MINOR = {
     'TreeSpecArgument': {'metadata': 1, 'name': 1, 'node_name': 1, 'spec': 1},
 }
 ENUM_VALUE_MINOR = {
+    'GuardSourceKind': {0: 1, 1: 1, 2: 1, 3: 1, 4: 1},
     'ObjectKind': {0: 1, 1: 1},
     'QScheme': {0: 1, 1: 1, 2: 1, 3: 1},
     'ScalarType': {42: 1, 43: 1, 44: 1},

@@ -45,6 +45,20 @@ class ExternalFormat(IntEnum):
     """A safetensors file (8-byte little-endian header length, JSON header, data). Readers treat it as raw bytes; the format is recorded for people and tools, and storages point at its tensors' byte ranges."""
 
 
+class GuardSourceKind(IntEnum):
+    """What of a user input a guard symbol stands for (added in 1.1)."""
+    UNSPECIFIED = 0
+    """Never written."""
+    VALUE = 1
+    """The input itself: an int input."""
+    SIZE = 2
+    """A tensor input's size in dimension `dim`."""
+    STRIDE = 3
+    """A tensor input's stride in dimension `dim`."""
+    STORAGE_OFFSET = 4
+    """A tensor input's storage offset."""
+
+
 class Layout(IntEnum):
     """Memory layout of a tensor."""
     UNSPECIFIED = 0
@@ -1011,6 +1025,31 @@ class GraphSignature(ModelObject):
         self.output_specs = [] if output_specs is None else output_specs
 
 
+class GuardSource(ModelObject):
+    """Where a symbol of `Program.input_guards` is read from the inputs (added in 1.1): torch's source of the symbol (`L['x'].size()[0]`), as the flat user input it names and the property read from it."""
+    __slots__ = ('symbol', 'input', 'kind', 'dim')
+    symbol: int
+    input: int
+    kind: GuardSourceKind | int
+    dim: int
+    IS_STRUCT = False
+    # (name, id, kind, element, ref, default, deprecated, required)
+    FIELDS = (
+        ('symbol', 0, 'scalar', 'uint32', None, 0, False, False),
+        ('input', 1, 'scalar', 'uint32', None, 0, False, False),
+        ('kind', 2, 'enum', 'uint8', 'GuardSourceKind', 0, False, False),
+        ('dim', 3, 'scalar', 'uint32', None, 0, False, False),
+    )
+    # field -> string class (pt2format._strings)
+    STRING_CLASSES = {}
+
+    def __init__(self, symbol: int = 0, input: int = 0, kind: GuardSourceKind | int = 0, dim: int = 0) -> None:
+        self.symbol = symbol
+        self.input = input
+        self.kind = kind
+        self.dim = dim
+
+
 class InputSpec(ModelObject):
     """What feeds one placeholder."""
     __slots__ = ('spec',)
@@ -1931,7 +1970,7 @@ class Producer(ModelObject):
 
 class Program(ModelObject):
     """One exported program (torch.export.ExportedProgram)."""
-    __slots__ = ('name', 'graph', 'signature', 'module_call_graph', 'symbols', 'sym_exprs', 'range_constraints', 'opsets', 'verifiers', 'guards_code', 'state', 'custom_objects', 'example_inputs', 'namedtuple_defs', 'metadata')
+    __slots__ = ('name', 'graph', 'signature', 'module_call_graph', 'symbols', 'sym_exprs', 'range_constraints', 'opsets', 'verifiers', 'guards_code', 'state', 'custom_objects', 'example_inputs', 'namedtuple_defs', 'metadata', 'input_guards', 'guard_sources')
     name: str | None
     graph: Graph | None
     signature: GraphSignature | None
@@ -1947,6 +1986,8 @@ class Program(ModelObject):
     example_inputs: Value | None
     namedtuple_defs: list[NamedTupleDef]
     metadata: list[StringEntry]
+    input_guards: list[int]
+    guard_sources: list[GuardSource]
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -1965,11 +2006,13 @@ class Program(ModelObject):
         ('example_inputs', 12, 'table', None, 'Value', None, False, False),
         ('namedtuple_defs', 13, 'vector', 'table', 'NamedTupleDef', None, False, False),
         ('metadata', 14, 'vector', 'table', 'StringEntry', None, False, False),
+        ('input_guards', 15, 'vector', 'uint32', None, None, False, False),
+        ('guard_sources', 16, 'vector', 'table', 'GuardSource', None, False, False),
     )
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {'name': 'identifier', 'verifiers': 'token', 'guards_code': 'free_text'}
 
-    def __init__(self, name: str | None = None, graph: Graph | None = None, signature: GraphSignature | None = None, module_call_graph: list[ModuleCallEntry] | None = None, symbols: list[Symbol] | None = None, sym_exprs: list[SymExpr] | None = None, range_constraints: list[RangeConstraint] | None = None, opsets: list[Opset] | None = None, verifiers: list[str] | None = None, guards_code: list[str] | None = None, state: list[StateEntry] | None = None, custom_objects: list[CustomObject] | None = None, example_inputs: Value | None = None, namedtuple_defs: list[NamedTupleDef] | None = None, metadata: list[StringEntry] | None = None) -> None:
+    def __init__(self, name: str | None = None, graph: Graph | None = None, signature: GraphSignature | None = None, module_call_graph: list[ModuleCallEntry] | None = None, symbols: list[Symbol] | None = None, sym_exprs: list[SymExpr] | None = None, range_constraints: list[RangeConstraint] | None = None, opsets: list[Opset] | None = None, verifiers: list[str] | None = None, guards_code: list[str] | None = None, state: list[StateEntry] | None = None, custom_objects: list[CustomObject] | None = None, example_inputs: Value | None = None, namedtuple_defs: list[NamedTupleDef] | None = None, metadata: list[StringEntry] | None = None, input_guards: list[int] | None = None, guard_sources: list[GuardSource] | None = None) -> None:
         self.name = name
         self.graph = graph
         self.signature = signature
@@ -1985,6 +2028,8 @@ class Program(ModelObject):
         self.example_inputs = example_inputs
         self.namedtuple_defs = [] if namedtuple_defs is None else namedtuple_defs
         self.metadata = [] if metadata is None else metadata
+        self.input_guards = [] if input_guards is None else input_guards
+        self.guard_sources = [] if guard_sources is None else guard_sources
 
 
 class Quantization(ModelObject):
@@ -3024,6 +3069,7 @@ TABLES = {
     'Graph': Graph,
     'GraphArgument': GraphArgument,
     'GraphSignature': GraphSignature,
+    'GuardSource': GuardSource,
     'InputSpec': InputSpec,
     'InputToBufferSpec': InputToBufferSpec,
     'InputToConstantInputSpec': InputToConstantInputSpec,
@@ -3122,6 +3168,7 @@ ENUMS = {
     'ArgumentKind': ArgumentKind,
     'ChecksumKind': ChecksumKind,
     'ExternalFormat': ExternalFormat,
+    'GuardSourceKind': GuardSourceKind,
     'Layout': Layout,
     'MemoryFormat': MemoryFormat,
     'ObjectKind': ObjectKind,

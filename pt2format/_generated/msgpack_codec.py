@@ -50,6 +50,7 @@ from pt2format._generated.model import (
     Graph,
     GraphArgument,
     GraphSignature,
+    GuardSource,
     InputSpec,
     InputToBufferSpec,
     InputToConstantInputSpec,
@@ -930,6 +931,43 @@ def encode_tree(root):
             if x1 is not None:
                 x1 = [e_OutputSpec(e) for e in x1]
             r = [x0, x1]
+            while r and r[-1] is None:
+                r.pop()
+            return r
+        except _ENCODE_ERRORS as e_:
+            _note(e_, f_, o, locals())
+            raise
+
+    def e_GuardSource(o):
+        f_ = None
+        try:
+            if type(o) is not GuardSource:
+                _bad('wrong table type, expected GuardSource', type(o).__name__)
+            f_ = 'symbol'
+            x0 = o.symbol
+            if x0 == 0:
+                x0 = None
+            elif type(x0) is not int or not 0 <= x0 <= 4294967295:
+                x0 = _check_int(x0, 0, 4294967295, 'uint32')
+            f_ = 'input'
+            x1 = o.input
+            if x1 == 0:
+                x1 = None
+            elif type(x1) is not int or not 0 <= x1 <= 4294967295:
+                x1 = _check_int(x1, 0, 4294967295, 'uint32')
+            f_ = 'kind'
+            x2 = o.kind
+            if x2 == 0:
+                x2 = None
+            elif type(x2) is not int or not 0 <= x2 <= 255:
+                x2 = _check_int(x2, 0, 255, 'uint8')
+            f_ = 'dim'
+            x3 = o.dim
+            if x3 == 0:
+                x3 = None
+            elif type(x3) is not int or not 0 <= x3 <= 4294967295:
+                x3 = _check_int(x3, 0, 4294967295, 'uint32')
+            r = [x0, x1, x2, x3]
             while r and r[-1] is None:
                 r.pop()
             return r
@@ -2286,7 +2324,23 @@ def encode_tree(root):
                 x14 = list(x14)
             if x14 is not None:
                 x14 = [e_StringEntry(e) for e in x14]
-            r = [x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14]
+            f_ = 'input_guards'
+            x15 = o.input_guards
+            if not x15:
+                x15 = None
+            elif type(x15) is not list:
+                x15 = list(x15)
+            if x15 is not None:
+                x15 = _check_ints(x15, 0, 4294967295, 'uint32')
+            f_ = ('guard_sources', 'x16')
+            x16 = o.guard_sources
+            if not x16:
+                x16 = None
+            elif type(x16) is not list:
+                x16 = list(x16)
+            if x16 is not None:
+                x16 = [e_GuardSource(e) for e in x16]
+            r = [x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14, x15, x16]
             while r and r[-1] is None:
                 r.pop()
             return r
@@ -4361,6 +4415,40 @@ def decode_tree(tree, max_depth=128):
             _note(e_, f_, a, locals())
             raise
 
+    def d_GuardSource(a, d):
+        f_ = None
+        try:
+            if type(a) is not list:
+                _bad('wrong type: expected an array (GuardSource)', type(a).__name__)
+            if d > max_depth:
+                too_deep(d)
+            n = len(a)
+            x0, x1, x2, x3 = a if n == 4 else (a + _NONES[:4 - n] if n < 4 else a[:4])
+            f_ = 'symbol'
+            if x0 is None:
+                x0 = 0
+            elif type(x0) is not int or not 0 <= x0 <= 4294967295:
+                _check_int(x0, 0, 4294967295, 'uint32')
+            f_ = 'input'
+            if x1 is None:
+                x1 = 0
+            elif type(x1) is not int or not 0 <= x1 <= 4294967295:
+                _check_int(x1, 0, 4294967295, 'uint32')
+            f_ = 'kind'
+            if x2 is None:
+                x2 = 0
+            elif type(x2) is not int or not 0 <= x2 <= 255:
+                _check_int(x2, 0, 255, 'uint8')
+            f_ = 'dim'
+            if x3 is None:
+                x3 = 0
+            elif type(x3) is not int or not 0 <= x3 <= 4294967295:
+                _check_int(x3, 0, 4294967295, 'uint32')
+            return GuardSource(x0, x1, x2, x3)
+        except _PATH_ERRORS as e_:
+            _note(e_, f_, a, locals())
+            raise
+
     def d_InputSpec(a, d):
         f_ = None
         try:
@@ -5656,7 +5744,7 @@ def decode_tree(tree, max_depth=128):
             if d > max_depth:
                 too_deep(d)
             n = len(a)
-            x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14 = a if n == 15 else (a + _NONES[:15 - n] if n < 15 else a[:15])
+            x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14, x15, x16 = a if n == 17 else (a + _NONES[:17 - n] if n < 17 else a[:17])
             f_ = 'name'
             if x0 is not None:
                 if type(x0) is not str:
@@ -5761,7 +5849,22 @@ def decode_tree(tree, max_depth=128):
             else:
                 d1 = d + 1
                 x14 = [d_StringEntry(e, d1) for e in x14]
-            return Program(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14)
+            f_ = 'input_guards'
+            if x15 is None:
+                x15 = []
+            elif type(x15) is not list:
+                _bad('wrong type: expected an array', type(x15).__name__)
+            else:
+                _check_ints(x15, 0, 4294967295, 'uint32')
+            f_ = ('guard_sources', 'x16')
+            if x16 is None:
+                x16 = []
+            elif type(x16) is not list:
+                _bad('wrong type: expected an array', type(x16).__name__)
+            else:
+                d1 = d + 1
+                x16 = [d_GuardSource(e, d1) for e in x16]
+            return Program(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14, x15, x16)
         except _PATH_ERRORS as e_:
             _note(e_, f_, a, locals())
             raise

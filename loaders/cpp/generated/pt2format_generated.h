@@ -94,6 +94,9 @@ struct SymbolBuilder;
 struct SymExpr;
 struct SymExprBuilder;
 
+struct GuardSource;
+struct GuardSourceBuilder;
+
 struct RangeConstraint;
 struct RangeConstraintBuilder;
 
@@ -426,6 +429,8 @@ inline const ::flatbuffers::TypeTable *ValueRangeTypeTable();
 inline const ::flatbuffers::TypeTable *SymbolTypeTable();
 
 inline const ::flatbuffers::TypeTable *SymExprTypeTable();
+
+inline const ::flatbuffers::TypeTable *GuardSourceTypeTable();
 
 inline const ::flatbuffers::TypeTable *RangeConstraintTypeTable();
 
@@ -1734,6 +1739,49 @@ template <bool B = false>
 bool VerifyValueKind(::flatbuffers::VerifierTemplate<B> &verifier, const void *obj, ValueKind type);
 template <bool B = false>
 bool VerifyValueKindVector(::flatbuffers::VerifierTemplate<B> &verifier, const ::flatbuffers::Vector<::flatbuffers::Offset<void>> *values, const ::flatbuffers::Vector<ValueKind> *types);
+
+/// What of a user input a guard symbol stands for (added in 1.1).
+enum class GuardSourceKind : uint8_t {
+  /// Never written.
+  UNSPECIFIED = 0,
+  /// The input itself: an int input.
+  VALUE = 1,
+  /// A tensor input's size in dimension `dim`.
+  SIZE = 2,
+  /// A tensor input's stride in dimension `dim`.
+  STRIDE = 3,
+  /// A tensor input's storage offset.
+  STORAGE_OFFSET = 4
+};
+
+inline const GuardSourceKind (&EnumValuesGuardSourceKind())[5] {
+  static const GuardSourceKind values[] = {
+    GuardSourceKind::UNSPECIFIED,
+    GuardSourceKind::VALUE,
+    GuardSourceKind::SIZE,
+    GuardSourceKind::STRIDE,
+    GuardSourceKind::STORAGE_OFFSET
+  };
+  return values;
+}
+
+inline const char * const *EnumNamesGuardSourceKind() {
+  static const char * const names[6] = {
+    "UNSPECIFIED",
+    "VALUE",
+    "SIZE",
+    "STRIDE",
+    "STORAGE_OFFSET",
+    nullptr
+  };
+  return names;
+}
+
+inline const char *EnumNameGuardSourceKind(GuardSourceKind e) {
+  if (::flatbuffers::IsOutRange(e, GuardSourceKind::UNSPECIFIED, GuardSourceKind::STORAGE_OFFSET)) return "";
+  const size_t index = static_cast<size_t>(e);
+  return EnumNamesGuardSourceKind()[index];
+}
 
 /// Format of an external raw file.
 enum class ExternalFormat : uint8_t {
@@ -4311,6 +4359,95 @@ inline ::flatbuffers::Offset<SymExpr> CreateSymExprDirect(
       op,
       args__);
 }
+
+/// Where a symbol of `Program.input_guards` is read from the inputs (added
+/// in 1.1): torch's source of the symbol (`L['x'].size()[0]`), as the flat
+/// user input it names and the property read from it.
+struct GuardSource FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
+  typedef GuardSourceBuilder Builder;
+  struct Traits;
+  static const ::flatbuffers::TypeTable *MiniReflectTypeTable() {
+    return GuardSourceTypeTable();
+  }
+  enum FlatBuffersVTableOffset FLATBUFFERS_VTABLE_UNDERLYING_TYPE {
+    VT_SYMBOL = 4,
+    VT_INPUT = 6,
+    VT_KIND = 8,
+    VT_DIM = 10
+  };
+  /// Index into `Program.symbols`.
+  uint32_t symbol() const {
+    return GetField<uint32_t>(VT_SYMBOL, 0);
+  }
+  /// Position of the input among the program's user inputs (the
+  /// `USER_INPUT` entries of the signature's input specs, in order).
+  uint32_t input() const {
+    return GetField<uint32_t>(VT_INPUT, 0);
+  }
+  /// What is read from that input.
+  pt2format::GuardSourceKind kind() const {
+    return static_cast<pt2format::GuardSourceKind>(GetField<uint8_t>(VT_KIND, 0));
+  }
+  /// SIZE and STRIDE: the dimension.
+  uint32_t dim() const {
+    return GetField<uint32_t>(VT_DIM, 0);
+  }
+  template <bool B = false>
+  bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
+    return VerifyTableStart(verifier) &&
+           VerifyField<uint32_t>(verifier, VT_SYMBOL, 4) &&
+           VerifyField<uint32_t>(verifier, VT_INPUT, 4) &&
+           VerifyField<uint8_t>(verifier, VT_KIND, 1) &&
+           VerifyField<uint32_t>(verifier, VT_DIM, 4) &&
+           verifier.EndTable();
+  }
+};
+
+struct GuardSourceBuilder {
+  typedef GuardSource Table;
+  ::flatbuffers::FlatBufferBuilder &fbb_;
+  ::flatbuffers::uoffset_t start_;
+  void add_symbol(uint32_t symbol) {
+    fbb_.AddElement<uint32_t>(GuardSource::VT_SYMBOL, symbol, 0);
+  }
+  void add_input(uint32_t input) {
+    fbb_.AddElement<uint32_t>(GuardSource::VT_INPUT, input, 0);
+  }
+  void add_kind(pt2format::GuardSourceKind kind) {
+    fbb_.AddElement<uint8_t>(GuardSource::VT_KIND, static_cast<uint8_t>(kind), 0);
+  }
+  void add_dim(uint32_t dim) {
+    fbb_.AddElement<uint32_t>(GuardSource::VT_DIM, dim, 0);
+  }
+  explicit GuardSourceBuilder(::flatbuffers::FlatBufferBuilder &_fbb)
+        : fbb_(_fbb) {
+    start_ = fbb_.StartTable();
+  }
+  ::flatbuffers::Offset<GuardSource> Finish() {
+    const auto end = fbb_.EndTable(start_);
+    auto o = ::flatbuffers::Offset<GuardSource>(end);
+    return o;
+  }
+};
+
+inline ::flatbuffers::Offset<GuardSource> CreateGuardSource(
+    ::flatbuffers::FlatBufferBuilder &_fbb,
+    uint32_t symbol = 0,
+    uint32_t input = 0,
+    pt2format::GuardSourceKind kind = pt2format::GuardSourceKind::UNSPECIFIED,
+    uint32_t dim = 0) {
+  GuardSourceBuilder builder_(_fbb);
+  builder_.add_dim(dim);
+  builder_.add_input(input);
+  builder_.add_symbol(symbol);
+  builder_.add_kind(kind);
+  return builder_.Finish();
+}
+
+struct GuardSource::Traits {
+  using type = GuardSource;
+  static auto constexpr Create = CreateGuardSource;
+};
 
 /// The allowed range of a symbolic expression (`ExportedProgram.range_constraints`).
 struct RangeConstraint FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
@@ -12607,7 +12744,9 @@ struct Program FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
     VT_CUSTOM_OBJECTS = 26,
     VT_EXAMPLE_INPUTS = 28,
     VT_NAMEDTUPLE_DEFS = 30,
-    VT_METADATA = 32
+    VT_METADATA = 32,
+    VT_INPUT_GUARDS = 34,
+    VT_GUARD_SOURCES = 36
   };
   /// Program name, unique in the package ("forward", "prefill", ...).
   const ::flatbuffers::String *name() const {
@@ -12671,6 +12810,21 @@ struct Program FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::StringEntry>> *metadata() const {
     return GetPointer<const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::StringEntry>> *>(VT_METADATA);
   }
+  /// Guards torch checks on the inputs before running the program
+  /// (`ExportedProgram._guards_code`, which torch keeps as Python text), as
+  /// indices into `sym_exprs` of boolean expressions, in torch's order. Their
+  /// symbols are read from the inputs through `guard_sources`; inputs are
+  /// accepted only when every guard evaluates to true (SPEC §11.7). Added
+  /// in 1.1; a file of 1.0 has none (readers derive the guards torch derives
+  /// from the placeholders' shapes in every case).
+  const ::flatbuffers::Vector<uint32_t> *input_guards() const {
+    return GetPointer<const ::flatbuffers::Vector<uint32_t> *>(VT_INPUT_GUARDS);
+  }
+  /// Where each symbol of `input_guards` is read from the inputs: one row
+  /// per symbol, sorted by symbol. Added in 1.1.
+  const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::GuardSource>> *guard_sources() const {
+    return GetPointer<const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::GuardSource>> *>(VT_GUARD_SOURCES);
+  }
   template <bool B = false>
   bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
     return VerifyTableStart(verifier) &&
@@ -12715,6 +12869,11 @@ struct Program FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
            VerifyOffset(verifier, VT_METADATA) &&
            verifier.VerifyVector(metadata()) &&
            verifier.VerifyVectorOfTables(metadata()) &&
+           VerifyOffset(verifier, VT_INPUT_GUARDS) &&
+           verifier.VerifyVector(input_guards()) &&
+           VerifyOffset(verifier, VT_GUARD_SOURCES) &&
+           verifier.VerifyVector(guard_sources()) &&
+           verifier.VerifyVectorOfTables(guard_sources()) &&
            verifier.EndTable();
   }
 };
@@ -12768,6 +12927,12 @@ struct ProgramBuilder {
   void add_metadata(::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::StringEntry>>> metadata) {
     fbb_.AddOffset(Program::VT_METADATA, metadata);
   }
+  void add_input_guards(::flatbuffers::Offset<::flatbuffers::Vector<uint32_t>> input_guards) {
+    fbb_.AddOffset(Program::VT_INPUT_GUARDS, input_guards);
+  }
+  void add_guard_sources(::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::GuardSource>>> guard_sources) {
+    fbb_.AddOffset(Program::VT_GUARD_SOURCES, guard_sources);
+  }
   explicit ProgramBuilder(::flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
     start_ = fbb_.StartTable();
@@ -12795,8 +12960,12 @@ inline ::flatbuffers::Offset<Program> CreateProgram(
     ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::CustomObject>>> custom_objects = 0,
     ::flatbuffers::Offset<pt2format::Value> example_inputs = 0,
     ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::NamedTupleDef>>> namedtuple_defs = 0,
-    ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::StringEntry>>> metadata = 0) {
+    ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::StringEntry>>> metadata = 0,
+    ::flatbuffers::Offset<::flatbuffers::Vector<uint32_t>> input_guards = 0,
+    ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::GuardSource>>> guard_sources = 0) {
   ProgramBuilder builder_(_fbb);
+  builder_.add_guard_sources(guard_sources);
+  builder_.add_input_guards(input_guards);
   builder_.add_metadata(metadata);
   builder_.add_namedtuple_defs(namedtuple_defs);
   builder_.add_example_inputs(example_inputs);
@@ -12836,7 +13005,9 @@ inline ::flatbuffers::Offset<Program> CreateProgramDirect(
     const std::vector<::flatbuffers::Offset<pt2format::CustomObject>> *custom_objects = nullptr,
     ::flatbuffers::Offset<pt2format::Value> example_inputs = 0,
     const std::vector<::flatbuffers::Offset<pt2format::NamedTupleDef>> *namedtuple_defs = nullptr,
-    std::vector<::flatbuffers::Offset<pt2format::StringEntry>> *metadata = nullptr) {
+    std::vector<::flatbuffers::Offset<pt2format::StringEntry>> *metadata = nullptr,
+    const std::vector<uint32_t> *input_guards = nullptr,
+    const std::vector<::flatbuffers::Offset<pt2format::GuardSource>> *guard_sources = nullptr) {
   auto name__ = name ? _fbb.CreateString(name) : 0;
   auto module_call_graph__ = module_call_graph ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::ModuleCallEntry>>(*module_call_graph) : 0;
   auto symbols__ = symbols ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::Symbol>>(*symbols) : 0;
@@ -12849,6 +13020,8 @@ inline ::flatbuffers::Offset<Program> CreateProgramDirect(
   auto custom_objects__ = custom_objects ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::CustomObject>>(*custom_objects) : 0;
   auto namedtuple_defs__ = namedtuple_defs ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::NamedTupleDef>>(*namedtuple_defs) : 0;
   auto metadata__ = metadata ? _fbb.CreateVectorOfSortedTables<pt2format::StringEntry>(metadata) : 0;
+  auto input_guards__ = input_guards ? _fbb.CreateVector<uint32_t>(*input_guards) : 0;
+  auto guard_sources__ = guard_sources ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::GuardSource>>(*guard_sources) : 0;
   return pt2format::CreateProgram(
       _fbb,
       name__,
@@ -12865,7 +13038,9 @@ inline ::flatbuffers::Offset<Program> CreateProgramDirect(
       custom_objects__,
       example_inputs,
       namedtuple_defs__,
-      metadata__);
+      metadata__,
+      input_guards__,
+      guard_sources__);
 }
 
 /// The root of the program section.
@@ -14032,6 +14207,30 @@ inline const ::flatbuffers::TypeTable *ValueKindTypeTable() {
   return &tt;
 }
 
+inline const ::flatbuffers::TypeTable *GuardSourceKindTypeTable() {
+  static const ::flatbuffers::TypeCode type_codes[] = {
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 }
+  };
+  static const ::flatbuffers::TypeFunction type_refs[] = {
+    pt2format::GuardSourceKindTypeTable
+  };
+  static const char * const names[] = {
+    "UNSPECIFIED",
+    "VALUE",
+    "SIZE",
+    "STRIDE",
+    "STORAGE_OFFSET"
+  };
+  static const ::flatbuffers::TypeTable tt = {
+    ::flatbuffers::ST_ENUM, 5, type_codes, type_refs, nullptr, nullptr, names
+  };
+  return &tt;
+}
+
 inline const ::flatbuffers::TypeTable *ExternalFormatTypeTable() {
   static const ::flatbuffers::TypeCode type_codes[] = {
     { ::flatbuffers::ET_UCHAR, 0, 0 },
@@ -14689,6 +14888,28 @@ inline const ::flatbuffers::TypeTable *SymExprTypeTable() {
   };
   static const ::flatbuffers::TypeTable tt = {
     ::flatbuffers::ST_TABLE, 8, type_codes, type_refs, nullptr, nullptr, names
+  };
+  return &tt;
+}
+
+inline const ::flatbuffers::TypeTable *GuardSourceTypeTable() {
+  static const ::flatbuffers::TypeCode type_codes[] = {
+    { ::flatbuffers::ET_UINT, 0, -1 },
+    { ::flatbuffers::ET_UINT, 0, -1 },
+    { ::flatbuffers::ET_UCHAR, 0, 0 },
+    { ::flatbuffers::ET_UINT, 0, -1 }
+  };
+  static const ::flatbuffers::TypeFunction type_refs[] = {
+    pt2format::GuardSourceKindTypeTable
+  };
+  static const char * const names[] = {
+    "symbol",
+    "input",
+    "kind",
+    "dim"
+  };
+  static const ::flatbuffers::TypeTable tt = {
+    ::flatbuffers::ST_TABLE, 4, type_codes, type_refs, nullptr, nullptr, names
   };
   return &tt;
 }
@@ -16404,7 +16625,9 @@ inline const ::flatbuffers::TypeTable *ProgramTypeTable() {
     { ::flatbuffers::ET_SEQUENCE, 1, 8 },
     { ::flatbuffers::ET_SEQUENCE, 0, 9 },
     { ::flatbuffers::ET_SEQUENCE, 1, 10 },
-    { ::flatbuffers::ET_SEQUENCE, 1, 11 }
+    { ::flatbuffers::ET_SEQUENCE, 1, 11 },
+    { ::flatbuffers::ET_UINT, 1, -1 },
+    { ::flatbuffers::ET_SEQUENCE, 1, 12 }
   };
   static const ::flatbuffers::TypeFunction type_refs[] = {
     pt2format::GraphTypeTable,
@@ -16418,7 +16641,8 @@ inline const ::flatbuffers::TypeTable *ProgramTypeTable() {
     pt2format::CustomObjectTypeTable,
     pt2format::ValueTypeTable,
     pt2format::NamedTupleDefTypeTable,
-    pt2format::StringEntryTypeTable
+    pt2format::StringEntryTypeTable,
+    pt2format::GuardSourceTypeTable
   };
   static const char * const names[] = {
     "name",
@@ -16435,10 +16659,12 @@ inline const ::flatbuffers::TypeTable *ProgramTypeTable() {
     "custom_objects",
     "example_inputs",
     "namedtuple_defs",
-    "metadata"
+    "metadata",
+    "input_guards",
+    "guard_sources"
   };
   static const ::flatbuffers::TypeTable tt = {
-    ::flatbuffers::ST_TABLE, 15, type_codes, type_refs, nullptr, nullptr, names
+    ::flatbuffers::ST_TABLE, 17, type_codes, type_refs, nullptr, nullptr, names
   };
   return &tt;
 }

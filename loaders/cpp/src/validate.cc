@@ -557,6 +557,14 @@ class Validator {
       if (p->range_constraints()->Get(i)->expr() >= n_exprs_)
         invalid("expression index out of range", path + ".range_constraints[" + num(i) + "].expr",
                 "< " + num(n_exprs_), num(p->range_constraints()->Get(i)->expr()));
+    for (uint32_t i = 0; i < len(p->input_guards()); ++i)
+      if (p->input_guards()->Get(i) >= n_exprs_)
+        invalid("expression index out of range", path + ".input_guards[" + num(i) + "]", "< " + num(n_exprs_),
+                num(p->input_guards()->Get(i)));
+    for (uint32_t i = 0; i < len(p->guard_sources()); ++i)
+      if (p->guard_sources()->Get(i)->symbol() >= n_symbols_)
+        invalid("symbol index out of range", path + ".guard_sources[" + num(i) + "].symbol", "< " + num(n_symbols_),
+                num(p->guard_sources()->Get(i)->symbol()));
     if (!p->graph()) invalid("required field is missing", path + ".graph");
     const Scope scope = check_graph(p->graph(), 0, path + ".graph");
     check_signature(p, scope, path);

@@ -458,6 +458,14 @@ class ProgramCheck {
       const e = num((rc as T)['expr']);
       if (e >= this.nExprs) throw fail('expression index out of range', `range_constraints[${i}].expr`, `< ${this.nExprs}`, e);
     });
+    arr(p['input_guards']).forEach((g, i) => {
+      const e = num(g);
+      if (e >= this.nExprs) throw fail('expression index out of range', `input_guards[${i}]`, `< ${this.nExprs}`, e);
+    });
+    arr(p['guard_sources']).forEach((gs, i) => {
+      const s = num((gs as T)['symbol']);
+      if (s >= this.nSymbols) throw fail('symbol index out of range', `guard_sources[${i}].symbol`, `< ${this.nSymbols}`, s);
+    });
     const graph = p['graph'] as T | null;
     if (graph === null) throw fail('required field is missing', 'graph');
     const scope = within('graph', () => new GraphCheck(this, graph, 0).check());

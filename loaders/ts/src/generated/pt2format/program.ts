@@ -8,6 +8,7 @@ import * as flatbuffers from 'flatbuffers';
 import { CustomObject } from '../pt2format/custom-object.js';
 import { Graph } from '../pt2format/graph.js';
 import { GraphSignature } from '../pt2format/graph-signature.js';
+import { GuardSource } from '../pt2format/guard-source.js';
 import { ModuleCallEntry } from '../pt2format/module-call-entry.js';
 import { NamedTupleDef } from '../pt2format/named-tuple-def.js';
 import { Opset } from '../pt2format/opset.js';
@@ -223,8 +224,46 @@ metadataLength():number {
   return offset ? this.bb!.__vector_len(this.bb_pos + offset) : 0;
 }
 
+/**
+ * Guards torch checks on the inputs before running the program
+ * (`ExportedProgram._guards_code`, which torch keeps as Python text), as
+ * indices into `sym_exprs` of boolean expressions, in torch's order. Their
+ * symbols are read from the inputs through `guard_sources`; inputs are
+ * accepted only when every guard evaluates to true (SPEC §11.7). Added
+ * in 1.1; a file of 1.0 has none (readers derive the guards torch derives
+ * from the placeholders' shapes in every case).
+ */
+inputGuards(index: number):number|null {
+  const offset = this.bb!.__offset(this.bb_pos, 34);
+  return offset ? this.bb!.readUint32(this.bb!.__vector(this.bb_pos + offset) + index * 4) : 0;
+}
+
+inputGuardsLength():number {
+  const offset = this.bb!.__offset(this.bb_pos, 34);
+  return offset ? this.bb!.__vector_len(this.bb_pos + offset) : 0;
+}
+
+inputGuardsArray():Uint32Array|null {
+  const offset = this.bb!.__offset(this.bb_pos, 34);
+  return offset ? new Uint32Array(this.bb!.bytes().buffer, this.bb!.bytes().byteOffset + this.bb!.__vector(this.bb_pos + offset), this.bb!.__vector_len(this.bb_pos + offset)) : null;
+}
+
+/**
+ * Where each symbol of `input_guards` is read from the inputs: one row
+ * per symbol, sorted by symbol. Added in 1.1.
+ */
+guardSources(index: number, obj?:GuardSource):GuardSource|null {
+  const offset = this.bb!.__offset(this.bb_pos, 36);
+  return offset ? (obj || new GuardSource()).__init(this.bb!.__indirect(this.bb!.__vector(this.bb_pos + offset) + index * 4), this.bb!) : null;
+}
+
+guardSourcesLength():number {
+  const offset = this.bb!.__offset(this.bb_pos, 36);
+  return offset ? this.bb!.__vector_len(this.bb_pos + offset) : 0;
+}
+
 static startProgram(builder:flatbuffers.Builder) {
-  builder.startObject(15);
+  builder.startObject(17);
 }
 
 static addName(builder:flatbuffers.Builder, nameOffset:flatbuffers.Offset) {
@@ -416,6 +455,43 @@ static createMetadataVector(builder:flatbuffers.Builder, data:flatbuffers.Offset
 }
 
 static startMetadataVector(builder:flatbuffers.Builder, numElems:number) {
+  builder.startVector(4, numElems, 4);
+}
+
+static addInputGuards(builder:flatbuffers.Builder, inputGuardsOffset:flatbuffers.Offset) {
+  builder.addFieldOffset(15, inputGuardsOffset, 0);
+}
+
+static createInputGuardsVector(builder:flatbuffers.Builder, data:number[]|Uint32Array):flatbuffers.Offset;
+/**
+ * @deprecated This Uint8Array overload will be removed in the future.
+ */
+static createInputGuardsVector(builder:flatbuffers.Builder, data:number[]|Uint8Array):flatbuffers.Offset;
+static createInputGuardsVector(builder:flatbuffers.Builder, data:number[]|Uint32Array|Uint8Array):flatbuffers.Offset {
+  builder.startVector(4, data.length, 4);
+  for (let i = data.length - 1; i >= 0; i--) {
+    builder.addInt32(data[i]!);
+  }
+  return builder.endVector();
+}
+
+static startInputGuardsVector(builder:flatbuffers.Builder, numElems:number) {
+  builder.startVector(4, numElems, 4);
+}
+
+static addGuardSources(builder:flatbuffers.Builder, guardSourcesOffset:flatbuffers.Offset) {
+  builder.addFieldOffset(16, guardSourcesOffset, 0);
+}
+
+static createGuardSourcesVector(builder:flatbuffers.Builder, data:flatbuffers.Offset[]):flatbuffers.Offset {
+  builder.startVector(4, data.length, 4);
+  for (let i = data.length - 1; i >= 0; i--) {
+    builder.addOffset(data[i]!);
+  }
+  return builder.endVector();
+}
+
+static startGuardSourcesVector(builder:flatbuffers.Builder, numElems:number) {
   builder.startVector(4, numElems, 4);
 }
 
