@@ -172,6 +172,10 @@ def _attr_path(s: str) -> str | None:
 
 
 _CALL_INDEX = re.compile(r"[1-9][0-9]*")
+#: A component torch writes into an nn_module_stack path for a sliced ModuleList/Sequential (the repr of the
+#: slice object), e.g. `mod_list_1.slice(2, 3, None).2`. torch's fx code pastes a non-identifier component as
+#: `getattr(m, "<component>")`, so only this exact form is admitted: no quote or backslash can occur in it.
+_SLICE_COMPONENT = re.compile(r"slice\((?:-?[0-9]+|None), (?:-?[0-9]+|None), (?:-?[0-9]+|None)\)")
 
 
 def _module_call_path(s: str) -> str | None:
@@ -180,6 +184,17 @@ def _module_call_path(s: str) -> str | None:
     if at and not (path and _CALL_INDEX.fullmatch(index)):
         return "a module path, optionally followed by @ and a call index [1-9][0-9]* (torch's n1.n2@1)"
     return _attr_path(path) if path else None
+
+
+def _module_stack_path(s: str) -> str | None:
+    """An nn_module_stack path as torch writes it: an attribute path whose components may also be slices."""
+    for part in s.split("."):
+        if _SLICE_COMPONENT.fullmatch(part):
+            continue
+        why = _attr_path(part)
+        if why is not None:
+            return why[:-1] + ", or slice(start, stop, step) components)" if why.endswith(")") else why
+    return None
 
 
 def _qualified_name(s: str) -> str | None:
@@ -217,6 +232,7 @@ _CLASSES = {
     "file_name": (_file_name, False, 255),
     "device_type": (_device_type, False, 64),
     "module_call_path": (_module_call_path, True, MAX_NAME_LENGTH),
+    "module_stack_path": (_module_stack_path, True, MAX_NAME_LENGTH),
     "token": (_printed_name, False, MAX_NAME_LENGTH),
     "metadata_key": (_printed_name, False, MAX_NAME_LENGTH),
     "free_text": (_free_text, True, MAX_TEXT_LENGTH),
@@ -270,12 +286,13 @@ _ADMITS = {
     "attr_path": set(),
     "optional_attr_path": {"attr_path"},
     "module_call_path": {"optional_attr_path"},
+    "module_stack_path": {"optional_attr_path"},
     "qualified_name": {"identifier"},
     "file_name": {"device_type"},
     "device_type": set(),
     "token": {"metadata_key", "qualified_name", "attr_path", "file_name"},
     "metadata_key": {"token"},
-    "free_text": {"token", "optional_identifier", "module_call_path"},
+    "free_text": {"token", "optional_identifier", "module_call_path", "module_stack_path"},
     "local_name": set(),
 }
 

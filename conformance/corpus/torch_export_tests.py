@@ -40,21 +40,10 @@ _SRC = "test/export/test_export.py"
 # over the corpus, for problems that fail only some of them:
 _CORPUS, _LOAD_MODULE, _INTEROP = "test_corpus_case", "test_load_module_matches_torch_module", "test_torch_roundtrip"
 
-# Filed in issue 20 (fixed in parallel; the mark flips to a failure once fixed):
-_AT_N = ("issue 20 item 2 (names torch writes): a submodule called twice gets module-call-graph entries "
-         "'n@1'/'p@1', refused at save: ExportError at ModuleCallEntry.fqn (not a valid optional_attr_path)")
+# Filed in issue 20 and not fixed yet (the mark flips to a failure once fixed):
 _SLICE = ("issue 20 item 2 (names torch writes): iterating a sliced Sequential/ModuleList gives nn_module_stack "
           "keys such as 'L__self__mod_list_1.slice(2, 3, None).2', refused at save: ExportError at "
           "ModuleStackEntry.key (not a valid token)")
-_DIVISIBILITY = ("issue 20 item 1 (derived-dim guards): w = 2 * dimx is the only input, so torch guards "
-                 "w.size()[0] % 2 == 0; the loaded module() and load_module accept an odd size (9) where torch "
-                 "raises AssertionError 'Guard failed: w.size()[0] % 2 == 0'")
-_SELECT_U0 = ("issue 20 item 3 (unbacked symbols): an unbacked int (from cond's output, or .item()) indexes a "
-              "tensor through a select node carrying unbacked_bindings; load fails: LoadError 'cannot rebuild "
-              "node 'select': KeyError: u0'")
-_WHILE_SELECT = ("issue 20 item 3 (unbacked symbols): .item() inside while_loop's body indexes x through a "
-                 "select node; load fails: LoadError at ...graph.nodes[2].inputs[1].graph.nodes[9]: 'cannot "
-                 "rebuild node 'select': KeyError: u1'")
 
 # Found by this port, not in issue 20's list:
 _COLON = ("new finding (same family as issue 20 item 2): a parameter registered as 'foo:bar' is refused at save: "
@@ -93,11 +82,6 @@ _SIZE_ONE_OBLIVIOUS = ("new finding: exported under backed_size_oblivious=True w
 _DEFERRED_GETITEM = ("new finding: nonzero(x, as_tuple=True) with dynamic dims: load fails: LoadError at "
                      "programs[forward].graph.nodes[0].deferred_unpacks[0].position 'deferred getitem position "
                      "is out of range, unbound or repeated (got 1)' (load, load_module and from_torch alike)")
-_POLY_GUARD = ("new finding (issue 20 item 1 territory, not the divisibility case): a silent wrong answer. "
-               "Both load(...).module() and load_module accept x of shape (6, 12) with y of shape (5, 2), which "
-               "torch rejects with AssertionError 'Guard failed: x.size()[1] == y.size()[0] * y.size()[0] + -3 * "
-               "y.size()[0]', and return x[:, :10]: the non-linear relation between two dims is not among the "
-               "rebuilt guards")
 
 
 def _no_grad_export(module, args, **kw):
@@ -149,7 +133,7 @@ class _DerivedInteger(nn.Module):
         return w[1:-1:2]
 
 
-@case("torch_test.derived_dim_integer", tags=_TAGS, xfail={_CORPUS: _DIVISIBILITY, _LOAD_MODULE: _DIVISIBILITY})
+@case("torch_test.derived_dim_integer", tags=_TAGS)
 def derived_dim_integer():
     """test_export.py::test_derived_dim_integer: the only input has a derived dim 2 * dimx (a divisibility guard)."""
     dimx = Dim("dimx", min=3, max=6)
@@ -196,8 +180,7 @@ class _StaticallyKnownTrue(nn.Module):
         return x[:, :end]
 
 
-@case("torch_test.export_statically_known_true", tags=_TAGS,
-      xfail={_CORPUS: _POLY_GUARD, _LOAD_MODULE: _POLY_GUARD})
+@case("torch_test.export_statically_known_true", tags=_TAGS)
 def export_statically_known_true():
     """test_export.py::test_export_statically_known_true: Dim.DYNAMIC everywhere, a slice end y0**2 - 3*y0."""
     d = (Dim.DYNAMIC, Dim.DYNAMIC)
@@ -319,7 +302,7 @@ def unflatten_multiple_graphs_shared_submodule():
     return Program(_SharedSubmodule(True, False, True, False), (torch.ones(1),))
 
 
-@case("torch_test.unflatten_multiple_graphs_shared_submodule_preserved", tags=_TAGS, xfail=_AT_N)
+@case("torch_test.unflatten_multiple_graphs_shared_submodule_preserved", tags=_TAGS)
 def unflatten_multiple_graphs_shared_submodule_preserved():
     """test_export.py::test_unflatten_multiple_graphs_shared_submodule: the same with
     preserve_module_call_signature=("n", "p")."""
@@ -343,7 +326,7 @@ class _Dispatch(nn.Module):
         return x + 6
 
 
-@case("torch_test.unflatten_multiple_graphs_dispatch", tags=_TAGS, xfail=_AT_N)
+@case("torch_test.unflatten_multiple_graphs_dispatch", tags=_TAGS)
 def unflatten_multiple_graphs_dispatch():
     """test_export.py::test_unflatten_multiple_graphs_dispatch: one submodule called three times, two
     specializations, preserve_module_call_signature=("n",)."""
@@ -387,7 +370,7 @@ def unflatten_multiple_graphs_state():
     return Program(_State(), (torch.ones(1),))
 
 
-@case("torch_test.unflatten_multiple_graphs_state_preserved", tags=_TAGS, xfail=_AT_N)
+@case("torch_test.unflatten_multiple_graphs_state_preserved", tags=_TAGS)
 def unflatten_multiple_graphs_state_preserved():
     """test_export.py::test_unflatten_multiple_graphs_state: the same with preserve_module_call_signature=("n",)."""
     m = _State()
@@ -508,7 +491,7 @@ class _SliceModuleList(nn.Module):
         return x
 
 
-@case("torch_test.slice_nn_module_stack", tags=_TAGS, xfail=_SLICE)
+@case("torch_test.slice_nn_module_stack", tags=_TAGS)
 def slice_nn_module_stack():
     """test_export.py::test_slice_nn_module_stack: one module shared by a Sequential and a ModuleList, each
     iterated through a slice (non-strict)."""
@@ -973,7 +956,7 @@ class _CondConstInt(nn.Module):
         return x[idx]
 
 
-@case("torch_test.cond_branches_return_constant_int", tags=_TAGS, xfail={_CORPUS: _SELECT_U0, _INTEROP: _SELECT_U0})
+@case("torch_test.cond_branches_return_constant_int", tags=_TAGS)
 def cond_branches_return_constant_int():
     """test_export.py::test_cond_branches_return_constant_int: cond returning Python ints (an unbacked output)."""
     return Program(_CondConstInt(), (torch.randn(3, 3),),
@@ -1052,7 +1035,7 @@ class _ConstrainDecomp(nn.Module):
         return self.freq[pos] * self.freq[pos]
 
 
-@case("torch_test.constrain_decomp", tags=_TAGS, xfail={_CORPUS: _SELECT_U0, _INTEROP: _SELECT_U0})
+@case("torch_test.constrain_decomp", tags=_TAGS)
 def constrain_decomp():
     """test_export.py::test_constrain_decomp: an unbacked index into a constant, then run_decompositions()."""
     return Program(_ConstrainDecomp(), (torch.tensor(1),), post=lambda ep: ep.run_decompositions(),
@@ -1173,7 +1156,7 @@ class _WhileIndexAssertions(nn.Module):
         return out
 
 
-@case("torch_test.while_loop_index_assertions", tags=_TAGS, xfail={_CORPUS: _WHILE_SELECT})
+@case("torch_test.while_loop_index_assertions", tags=_TAGS)
 def while_loop_index_assertions():
     """test_export.py::test_while_loop_index_assertions: .item() and _check_is_size inside while_loop subgraphs,
     non-strict (unbacked symbols bound and asserted in the cond and body graphs)."""

@@ -143,6 +143,7 @@ _SC_qualified_name = _SC['qualified_name']
 _SC_file_name = _SC['file_name']
 _SC_device_type = _SC['device_type']
 _SC_module_call_path = _SC['module_call_path']
+_SC_module_stack_path = _SC['module_stack_path']
 _SC_token = _SC['token']
 _SC_metadata_key = _SC['metadata_key']
 _SC_free_text = _SC['free_text']
@@ -2404,7 +2405,7 @@ def decode(buf, max_depth=128):
                 x1 = sget(q)
                 if x1 is None:
                     x1 = rstr(q)
-                _SC_optional_attr_path(x1, 'ModuleStackEntry.path')
+                _SC_module_stack_path(x1, 'ModuleStackEntry.path')
             else:
                 x1 = None
             f_ = 'type_name'

@@ -164,6 +164,7 @@ _SC_qualified_name = _SC['qualified_name']
 _SC_file_name = _SC['file_name']
 _SC_device_type = _SC['device_type']
 _SC_module_call_path = _SC['module_call_path']
+_SC_module_stack_path = _SC['module_stack_path']
 _SC_token = _SC['token']
 _SC_metadata_key = _SC['metadata_key']
 _SC_free_text = _SC['free_text']
@@ -5226,7 +5227,7 @@ def decode_tree(tree, max_depth=128):
             if x1 is not None:
                 if type(x1) is not str:
                     _check_str(x1)
-                _SC_optional_attr_path(x1, 'ModuleStackEntry.path')
+                _SC_module_stack_path(x1, 'ModuleStackEntry.path')
                 keep(x1)
             f_ = 'type_name'
             x2 = o.get('type_name')

@@ -1451,7 +1451,7 @@ class ModuleStackEntry(ModelObject):
         ('type_name', 2, 'string', None, None, None, False, False),
     )
     # field -> string class (pt2format._strings)
-    STRING_CLASSES = {'key': 'token', 'path': 'optional_attr_path', 'type_name': 'qualified_name'}
+    STRING_CLASSES = {'key': 'token', 'path': 'module_stack_path', 'type_name': 'qualified_name'}
 
     def __init__(self, key: str | None = None, path: str | None = None, type_name: str | None = None) -> None:
         self.key = key

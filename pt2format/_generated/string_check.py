@@ -11,6 +11,7 @@ _SC_qualified_name = _SC['qualified_name']
 _SC_file_name = _SC['file_name']
 _SC_device_type = _SC['device_type']
 _SC_module_call_path = _SC['module_call_path']
+_SC_module_stack_path = _SC['module_stack_path']
 _SC_token = _SC['token']
 _SC_metadata_key = _SC['metadata_key']
 _SC_free_text = _SC['free_text']
@@ -216,7 +217,7 @@ def c_ModuleStackEntry(o):
     if o.key is not None:
         _SC_token(o.key, 'ModuleStackEntry.key')
     if o.path is not None:
-        _SC_optional_attr_path(o.path, 'ModuleStackEntry.path')
+        _SC_module_stack_path(o.path, 'ModuleStackEntry.path')
     if o.type_name is not None:
         _SC_qualified_name(o.type_name, 'ModuleStackEntry.type_name')
 

@@ -28,7 +28,7 @@ from pt2format import _strings as S
 _KINDS = {
     "_local_name": "local_name", "_identifier": "identifier", "_attr_path": "attr_path",
     "_qualified_name": "qualified_name", "_file_name": "file_name", "_device_type": "device_type",
-    "_module_call_path": "module_call_path", "_printed_name": "printed_name", "_free_text": "free_text",
+    "_module_call_path": "module_call_path", "_module_stack_path": "module_stack_path", "_printed_name": "printed_name", "_free_text": "free_text",
 }
 
 
@@ -58,6 +58,7 @@ def generate(schema, m, header: str) -> str:
     patterns = {
         "IDENT": S._IDENT.pattern, "DIGITS": S._DIGITS.pattern, "QUAL_MARKER": S._QUAL_MARKER.pattern,
         "FILE_NAME": S._FILE_NAME.pattern, "DEVICE_TYPE": S._DEVICE_TYPE.pattern, "CALL_INDEX": S._CALL_INDEX.pattern,
+        "SLICE_COMPONENT": S._SLICE_COMPONENT.pattern,
     }
     out = [header]
     out.append("/**\n * String classes (SPEC.md section 9), from schema/pt2format.fbs and pt2format/_strings.py\n"

@@ -78,7 +78,7 @@ def test_names_of_a_real_export_fit_their_classes():
         CHECKERS["local_name"](node.name, "Node.name")
         for key, (path, type_name) in node.meta.get("nn_module_stack", {}).items():
             CHECKERS["token"](key, "ModuleStackEntry.key")
-            CHECKERS["optional_attr_path"](path, "ModuleStackEntry.path")
+            CHECKERS["module_stack_path"](path, "ModuleStackEntry.path")
             CHECKERS["qualified_name"](type_name, "ModuleStackEntry.type_name")
     for name in ep.state_dict:
         CHECKERS["attr_path"](name, "StateEntry.name")
@@ -95,6 +95,9 @@ def test_names_of_a_real_export_fit_their_classes():
                "L__self__modül", "a'b"], ["a\nb", "a\u2028b", "a\x85b", ""]),
     ("module_call_path", ["", "n1.n2", "n1.n2@1", "n1.n2@12", "modül@2"],
      ["@1", "n1.n2@0", "n1.n2@01", "n1.n2@", "n1@1@2", "n1@1.n2", "forward@1", "n1.n2@x"]),
+    ("module_stack_path", ["", "layers.0", "mod_list_1.slice(2, 3, None).2", "seq.slice(None, -1, None).0"],
+     ["seq.slice(1, 2)", 'seq.slice("), 2, None)', "seq.slice(1,2,None)", "seq.slice(1, 2, None).forward",
+      "a..b", "seq.slice(a, 2, None)"]),
     ("identifier", ["modül", "bü", "Straße", "数据", "संख्या"], ["\ufb01", "\uff46orward", "u\u0308", "x\u00b2", "1x"]),
     ("attr_path", ["modül.weight", "layers.0.bü"], ["x.\uff46orward", "a.\u212b"]),
     ("qualified_name", ["__main__.Modül", "f.<locals>.Blöck"], ["a.\ufb01"]),

@@ -46,7 +46,7 @@ def _diff(text: str, edited: str, tmp_path) -> list[str]:
     return evolution.diff(_schema(text, tmp_path), _schema(edited, tmp_path))
 
 
-@pytest.mark.parametrize("old,new", [("free_text", "identifier"), ("optional_attr_path", "attr_path"),
+@pytest.mark.parametrize("old,new", [("free_text", "identifier"), ("module_stack_path", "attr_path"),
                                      ("token", "local_name")])
 def test_a_stricter_class_fails_the_diff(old, new, tmp_path):
     assert class_admits(old, new) and not class_admits(new, old)

@@ -21,6 +21,9 @@ FIXED = [
     "n1.n2@1", "n1.n2@12", "n1@1", "@1", "n1.n2@0", "n1.n2@01", "n1.n2@", "n1.n2@1@2", "n1.n2@x", "n1@1.n2",
     "forward@1", "a.0@3", "modül@2", "", "a@1 ",
     "L__self__mod_list_1.slice(2, 3, None).2", "L__self__mod_list_1.slice(2, 3, None)", "L['self'].layers[0]",
+    "mod_list_1.slice(2, 3, None).2", "seq.slice(None, -1, None).0", "seq.slice(-2, None, 2)", "seq.slice(1, 2)",
+    "seq.slice(1,2,None)", "seq.slice(1, 2, None", 'seq.slice("), 2, None)', "seq.slice(a, 2, None)",
+    "seq.slice(--1, 2, None)", "seq.slice(1, 2, None).forward", "slice(0, 1, None)", "seq..slice(0, 1, None)",
     "a\tb", "a\u2028b", "a\x85b", "__main__.Modül", "torch.nn.modules.linear.Linear", "f.<locals>.Blöck",
     "\u00e9" * 1024, "\u00e9" * 1025,
 ]

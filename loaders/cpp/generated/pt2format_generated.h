@@ -8687,7 +8687,8 @@ struct ModuleStackEntry FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   const ::flatbuffers::String *key() const {
     return GetPointer<const ::flatbuffers::String *>(VT_KEY);
   }
-  /// Module path, e.g. "L['self'].layers[0]".
+  /// Module path, e.g. "layers.0", or "mod_list_1.slice(2, 3, None).2" for a
+  /// sliced ModuleList, kept as torch wrote it.
   const ::flatbuffers::String *path() const {
     return GetPointer<const ::flatbuffers::String *>(VT_PATH);
   }

@@ -125,6 +125,34 @@ std::string module_call_path(std::string_view s) {
   return attr_path(s.substr(0, at));
 }
 
+// torch's repr of a slice, as an nn_module_stack path component: slice(a, b, c), each -?[0-9]+ or None.
+bool slice_component(std::string_view p) {
+  const std::string_view head = "slice(";
+  if (p.size() < head.size() + 1 || p.substr(0, head.size()) != head || p.back() != ')') return false;
+  std::string_view rest = p.substr(head.size(), p.size() - head.size() - 1);
+  for (int k = 0; k < 3; ++k) {
+    size_t end = k < 2 ? rest.find(", ") : rest.size();
+    if (end == std::string_view::npos) return false;
+    std::string_view v = rest.substr(0, end);
+    if (v != "None") {
+      if (!v.empty() && v[0] == '-') v = v.substr(1);
+      if (v.empty()) return false;
+      for (char c : v) if (!digit(c)) return false;
+    }
+    rest = k < 2 ? rest.substr(end + 2) : std::string_view();
+  }
+  return true;
+}
+
+std::string module_stack_path(std::string_view s) {
+  return each_part(s, [](std::string_view p) -> std::string {
+    if (slice_component(p)) return "";
+    std::string why = attr_path(p);
+    if (!why.empty() && why.back() == ')') why = why.substr(0, why.size() - 1) + ", or slice(start, stop, step) components)";
+    return why;
+  });
+}
+
 std::string qualified_name(std::string_view s) {
   return each_part(s, [](std::string_view p) -> std::string {
     bool ok = is_identifier(p);
@@ -166,7 +194,8 @@ std::string string_class_violation(StringClass cls, std::string_view s) {
   switch (cls) {
     case StringClass::optional_identifier:
     case StringClass::optional_attr_path:
-    case StringClass::module_call_path: may_be_empty = true; break;
+    case StringClass::module_call_path:
+    case StringClass::module_stack_path: may_be_empty = true; break;
     case StringClass::free_text: may_be_empty = true; longest = strings::kMaxTextLength; break;
     case StringClass::file_name: longest = 255; break;
     case StringClass::device_type: longest = 64; break;
@@ -185,6 +214,7 @@ std::string string_class_violation(StringClass cls, std::string_view s) {
     case StringClass::attr_path:
     case StringClass::optional_attr_path: return attr_path(s);
     case StringClass::module_call_path: return module_call_path(s);
+    case StringClass::module_stack_path: return module_stack_path(s);
     case StringClass::qualified_name: return qualified_name(s);
     case StringClass::file_name: {
       auto ok0 = [](char c) { return ident_char(c); };

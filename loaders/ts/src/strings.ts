@@ -10,7 +10,7 @@
  */
 import { EncodingError, StringClassError } from './errors.js';
 import {
-  FIELD_STRING_CLASS, IDENT_RANGES, PYTHON_KEYWORDS, RE_CALL_INDEX, RE_CONTROL, RE_DEVICE_TYPE, RE_DIGITS, RE_FILE_NAME,
+  FIELD_STRING_CLASS, IDENT_RANGES, PYTHON_KEYWORDS, RE_CALL_INDEX, RE_CONTROL, RE_SLICE_COMPONENT, RE_DEVICE_TYPE, RE_DIGITS, RE_FILE_NAME,
   RE_IDENT, RE_QUAL_MARKER, RESERVED_LOCAL_NAMES, RESERVED_MEMBER_NAMES, RESERVED_NODE_META_KEYS, STRING_CLASSES,
 } from './generated/strings.js';
 
@@ -109,6 +109,14 @@ const GRAMMARS: Record<string, (s: string) => string | null> = {
       return "a module path, optionally followed by @ and a call index [1-9][0-9]* (torch's n1.n2@1)";
     }
     return attrPath(path);
+  },
+  module_stack_path: (s) => {
+    for (const part of s.split('.')) {
+      if (RE_SLICE_COMPONENT.test(part)) continue;
+      const why = attrPath(part);
+      if (why !== null) return why.endsWith(')') ? `${why.slice(0, -1)}, or slice(start, stop, step) components)` : why;
+    }
+    return null;
   },
   qualified_name: (s) => {
     for (const part of s.split('.')) {

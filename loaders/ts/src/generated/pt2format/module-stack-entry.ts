@@ -38,7 +38,8 @@ key(optionalEncoding?:any):string|Uint8Array|null {
 }
 
 /**
- * Module path, e.g. "L['self'].layers[0]".
+ * Module path, e.g. "layers.0", or "mod_list_1.slice(2, 3, None).2" for a
+ * sliced ModuleList, kept as torch wrote it.
  */
 path():string|null
 path(optionalEncoding:flatbuffers.Encoding):string|Uint8Array|null
