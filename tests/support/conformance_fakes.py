@@ -137,6 +137,9 @@ class NamelessAsDictLoader:
     def load(self, path, program=None):
         import torch.utils._pytree as pytree
 
+        from conformance._behave import fallback_names
+        from conformance._describe import describe_treespec
+
         plain = (tuple, list, dict)
 
         def convert(x):
@@ -146,9 +149,8 @@ class NamelessAsDictLoader:
                 return x
             children, ctx = node.flatten_fn(x)
             children = [convert(c) for c in children]
-            named = isinstance(ctx, (list, tuple)) and ctx and all(isinstance(k, str) for k in ctx)
-            if t in plain or issubclass(t, tuple) or named or hasattr(t, "__dataclass_fields__") \
-                    or isinstance(ctx, type):
+            desc = describe_treespec(pytree.tree_structure(x))
+            if t in plain or fallback_names(desc) is not None:  # named containers stay as they are
                 return node.unflatten_fn(children, ctx)
             return {f"k{i}": c for i, c in enumerate(children)}
 
