@@ -81,15 +81,17 @@ def restore(ep, snap: dict) -> None:
                 t.copy_(value.view(t.dtype).reshape(t.shape))
 
 
-def call(fn, args, kwargs):
+def call(fn, args, kwargs, *, grad: bool = True):
     """fn(*args, **kwargs) -> (outputs, inputs after the call, buffers after the call) as one tree.
 
-    Grad mode stays as a user has it (enabled): whether an output requires grad is
-    part of what the program returns. The buffers are described (bits, strides,
-    storage offset) right after the call, before the next run restores them: a
-    module that drops an update of a buffer it does not return (BatchNorm's running
-    statistics) differs here and nowhere else."""
-    with torch.enable_grad():
+    Grad mode is on, as a user has it by default: whether an output requires grad is
+    part of what the program returns (and some kernels round differently with grad
+    on, so both sides of a comparison must run in the same mode). `grad=False` is for
+    the golden files, whose outputs were recorded under no_grad. The buffers are
+    described (bits, strides, storage offset) right after the call, before the next
+    run restores them: a module that drops an update of a buffer it does not return
+    (BatchNorm's running statistics) differs here and nowhere else."""
+    with torch.set_grad_enabled(grad):
         out = fn(*args, **kwargs)
     return {"outputs": out, "inputs_after": [list(args), kwargs], "buffers_after": buffers_after(fn)}
 

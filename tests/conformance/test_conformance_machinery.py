@@ -632,9 +632,11 @@ def test_dropped_buffer_updates_are_caught(monkeypatch, tmp_path):
     v, rows = _verdicts(monkeypatch, tmp_path / "ok", m, m, args=args)
     for check in ("outputs", "extra_inputs", "decomp", "unflatten", "reexport"):
         assert v[check] == "pass", (check, rows[check])
-    v, rows = _verdicts(monkeypatch, tmp_path / "bad", m, m, args=args, loader="conformance_fakes:frozen_buffers_loader")
+    v, rows = _verdicts(monkeypatch, tmp_path / "bad", m, m, args=args,
+                        loader="conformance_fakes:frozen_buffers_loader")
     for check in ("outputs", "extra_inputs"):
-        assert v[check] == "fail" and "after the call differs from the original's" in rows[check][1], (check, rows[check])
+        assert v[check] == "fail" and "after the call differs from the original's" in rows[check][1], \
+            (check, rows[check])
     assert v["graph"] == v["state"] == "pass"  # nothing else shows it
 
 
