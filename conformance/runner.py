@@ -128,8 +128,8 @@ def not_exportable() -> dict:
 
 
 def explained_differences() -> dict:
-    """case name -> [{program, check, difference, why}]: graph differences after a follow-up
-    (run_decompositions) that are understood and accepted (explained.toml)."""
+    """case name -> [{program, check, difference, why}]: differences that are understood and
+    accepted (explained.toml): graphs after a follow-up, guard messages, output layouts."""
     out = {}
     for entry in _toml("explained.toml").get("difference", []):
         out.setdefault(entry["case"], []).append(entry)

@@ -6,7 +6,11 @@ cannot fail would show up here. There is at least one negative control per
 report column (export, save, validate, dump, dedup, load, graph, meta,
 signature, ranges, mcg, state, ex.in, resave, out, extra, invalid, decomp,
 unflat, reexp), plus the strict comparisons behind them (types, output
-containers) and the round-trip tests' `outputs_equal`.
+containers) and the round-trip tests' `outputs_equal`. The second audit's six
+defects (buffers after a call, output strides and storage offsets, detached
+outputs, the decomposed program's state, name-less containers turned into
+dicts, a writer that leaves no file) are kept as wrong loaders and a wrong
+writer in tests/support/conformance_fakes.py, each caught here.
 """
 
 from __future__ import annotations
