@@ -56,19 +56,37 @@ def _bits(t: torch.Tensor) -> torch.Tensor:
     return flat.view(_INT_VIEW[t.dtype.itemsize])
 
 
-def snapshot(ep) -> dict:
+class Snapshot(dict):
+    """name -> element bits of each state tensor, plus `requires_grad`: name -> flag of every
+    state tensor (with grad mode on, a buffer updated in place from a value that requires
+    grad starts to require grad itself; the next run must start without that)."""
+
+    requires_grad: dict
+
+
+def snapshot(ep) -> Snapshot:
     """Copies of every state tensor's bits (of an ExportedProgram, or of a module such as
-    torch.export.unflatten's, which may hold its own copies of the program's buffers). The training IR mutates buffers with in-place
-    ops (no BUFFER_MUTATION outputs), so any of them may change during a run. Bits, not
-    values: sub-byte dtypes (int4, bits1x8 ...) have no copy kernel."""
-    return {name: _bits(t).clone() for name, t in _state_tensors(ep) if t.numel() and t.device.type != "meta"}
+    torch.export.unflatten's, which may hold its own copies of the program's buffers), and their
+    requires_grad flags. The training IR mutates buffers with in-place ops (no BUFFER_MUTATION
+    outputs), so any of them may change during a run. Bits, not values: sub-byte dtypes (int4,
+    bits1x8 ...) have no copy kernel."""
+    snap = Snapshot()
+    snap.requires_grad = {}
+    for name, t in _state_tensors(ep):
+        snap.requires_grad[name] = bool(t.requires_grad)
+        if t.numel() and t.device.type != "meta":
+            snap[name] = _bits(t).clone()
+    return snap
 
 
 def restore(ep, snap: dict) -> None:
-    """Put the snapshot bits back into the program's own state tensors. Only tensors
-    whose bits changed are written: unchanged ones may live in read-only mapped memory."""
+    """Put the snapshot bits back into the program's own state tensors, and their requires_grad
+    flags (a tensor a run made part of an autograd graph is detached in place first). Only
+    tensors whose bits changed are written: unchanged ones may live in read-only mapped memory."""
+    flags = getattr(snap, "requires_grad", {})
     with torch.no_grad():
         for name, t in _state_tensors(ep):
+            _restore_flag(t, flags.get(name))
             value = snap.get(name)
             if value is None or t.numel() == 0:
                 continue
@@ -79,6 +97,18 @@ def restore(ep, snap: dict) -> None:
                 t.detach().reshape(-1).view(value.dtype).copy_(value)
             else:
                 t.copy_(value.view(t.dtype).reshape(t.shape))
+
+
+def _restore_flag(t: torch.Tensor, want: bool | None) -> None:
+    if want is None or (t.requires_grad == want and t.grad_fn is None):
+        return
+    if t.grad_fn is not None:
+        try:
+            t.detach_()
+        except RuntimeError:  # a view cannot be detached in place: leave it as the run left it
+            return
+    if t.is_leaf and t.requires_grad != want:
+        t.requires_grad_(want)
 
 
 def call(fn, args, kwargs, *, grad: bool = True):

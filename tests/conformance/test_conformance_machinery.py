@@ -119,6 +119,28 @@ def test_restore_undoes_buffer_mutation():
     assert not behave.same_results(first, behave.call(ep.module(), (torch.zeros(2),), {}))
 
 
+def test_restore_undoes_what_a_grad_mode_run_does_to_a_buffer():
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.ones(2))
+            self.register_buffer("cache", torch.zeros(2))
+
+        def forward(self, x):
+            self.cache.copy_(x * self.w)  # the buffer joins the autograd graph
+            return self.cache + 1
+
+    ep = torch.export.export(M(), (torch.ones(2),))
+    snap = behave.snapshot(ep)
+    first = behave.call(ep.module(), (torch.ones(2),), {})
+    assert first["buffers_after"]["cache"]["requires_grad"]  # torch's behaviour in grad mode
+    behave.restore(ep, snap)
+    cache = ep.state_dict["cache"]
+    assert not cache.requires_grad and cache.grad_fn is None and not cache.any()
+    again = behave.call(ep.module(), (torch.ones(2),), {})
+    assert first["buffers_after"] == again["buffers_after"]
+
+
 # --------------------------------------------------------------------------- comparisons are strict about types
 
 def test_bool_and_int_are_different_values():
