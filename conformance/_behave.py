@@ -14,7 +14,7 @@ import sys
 import torch
 import torch.utils._pytree as pytree
 
-from conformance._describe import describe_treespec, describe_value_tree, first_difference
+from conformance._describe import describe_tensor, describe_treespec, describe_value_tree, first_difference
 from conformance._tensorio import TreeWriter, composite_parts, decode, tensor_bytes
 
 
@@ -56,19 +56,37 @@ def _bits(t: torch.Tensor) -> torch.Tensor:
     return flat.view(_INT_VIEW[t.dtype.itemsize])
 
 
-def snapshot(ep) -> dict:
+class Snapshot(dict):
+    """name -> element bits of each state tensor, plus `requires_grad`: name -> flag of every
+    state tensor (with grad mode on, a buffer updated in place from a value that requires
+    grad starts to require grad itself; the next run must start without that)."""
+
+    requires_grad: dict
+
+
+def snapshot(ep) -> Snapshot:
     """Copies of every state tensor's bits (of an ExportedProgram, or of a module such as
-    torch.export.unflatten's, which may hold its own copies of the program's buffers). The training IR mutates buffers with in-place
-    ops (no BUFFER_MUTATION outputs), so any of them may change during a run. Bits, not
-    values: sub-byte dtypes (int4, bits1x8 ...) have no copy kernel."""
-    return {name: _bits(t).clone() for name, t in _state_tensors(ep) if t.numel() and t.device.type != "meta"}
+    torch.export.unflatten's, which may hold its own copies of the program's buffers), and their
+    requires_grad flags. The training IR mutates buffers with in-place ops (no BUFFER_MUTATION
+    outputs), so any of them may change during a run. Bits, not values: sub-byte dtypes (int4,
+    bits1x8 ...) have no copy kernel."""
+    snap = Snapshot()
+    snap.requires_grad = {}
+    for name, t in _state_tensors(ep):
+        snap.requires_grad[name] = bool(t.requires_grad)
+        if t.numel() and t.device.type != "meta":
+            snap[name] = _bits(t).clone()
+    return snap
 
 
 def restore(ep, snap: dict) -> None:
-    """Put the snapshot bits back into the program's own state tensors. Only tensors
-    whose bits changed are written: unchanged ones may live in read-only mapped memory."""
+    """Put the snapshot bits back into the program's own state tensors, and their requires_grad
+    flags (a tensor a run made part of an autograd graph is detached in place first). Only
+    tensors whose bits changed are written: unchanged ones may live in read-only mapped memory."""
+    flags = getattr(snap, "requires_grad", {})
     with torch.no_grad():
         for name, t in _state_tensors(ep):
+            _restore_flag(t, flags.get(name))
             value = snap.get(name)
             if value is None or t.numel() == 0:
                 continue
@@ -81,11 +99,51 @@ def restore(ep, snap: dict) -> None:
                 t.copy_(value.view(t.dtype).reshape(t.shape))
 
 
-def call(fn, args, kwargs):
-    """fn(*args, **kwargs) -> (outputs, inputs after the call) as one tree."""
-    with torch.no_grad():
+def _restore_flag(t: torch.Tensor, want: bool | None) -> None:
+    if want is None or (t.requires_grad == want and t.grad_fn is None):
+        return
+    if t.grad_fn is not None:
+        try:
+            t.detach_()
+        except RuntimeError:  # a view cannot be detached in place: leave it as the run left it
+            return
+    if t.is_leaf and t.requires_grad != want:
+        t.requires_grad_(want)
+
+
+def call(fn, args, kwargs, *, grad: bool = True):
+    """fn(*args, **kwargs) -> (outputs, inputs after the call, buffers after the call) as one tree.
+
+    Grad mode is on, as a user has it by default: whether an output requires grad is
+    part of what the program returns (and some kernels round differently with grad
+    on, so both sides of a comparison must run in the same mode). `grad=False` is for
+    the golden files, whose outputs were recorded under no_grad. The buffers are
+    described (bits, strides, storage offset) right after the call, before the next
+    run restores them: a module that drops an update of a buffer it does not return
+    (BatchNorm's running statistics) differs here and nowhere else."""
+    with torch.set_grad_enabled(grad):
         out = fn(*args, **kwargs)
-    return {"outputs": out, "inputs_after": [list(args), kwargs]}
+    return {"outputs": out, "inputs_after": [list(args), kwargs], "buffers_after": buffers_after(fn)}
+
+
+def buffers_after(fn) -> dict:
+    """name -> describe_tensor of every buffer of the called module (persistent or not, tied
+    names included); {} when `fn` is not a module."""
+    if not isinstance(fn, torch.nn.Module):
+        return {}
+    return {name: describe_tensor(b) for name, b in fn.named_buffers(remove_duplicate=False)}
+
+
+def layout(x):
+    """What the values do not show of an output or input leaf: strides, storage offset and
+    requires_grad of a strided tensor; layout and requires_grad of a sparse or subclass one;
+    None for a non-tensor."""
+    if not isinstance(x, torch.Tensor):
+        return None
+    if composite_parts(x) is not None:
+        return {"layout": str(x.layout), "requires_grad": bool(x.requires_grad)}
+    return {"stride": list(x.stride()), "storage_offset": int(x.storage_offset()),
+            "requires_grad": bool(x.requires_grad)}
 
 
 def record(result, writer: TreeWriter) -> dict:
@@ -93,13 +151,25 @@ def record(result, writer: TreeWriter) -> dict:
     leaves, spec = pytree.tree_flatten(result["outputs"])
     in_leaves = pytree.tree_leaves(result["inputs_after"])
     return {"leaves": [writer.encode(x) for x in leaves], "spec": describe_treespec(spec),
-            "inputs_after": [writer.encode(x) for x in in_leaves]}
+            "inputs_after": [writer.encode(x) for x in in_leaves],
+            "layouts": [layout(x) for x in leaves], "inputs_after_layouts": [layout(x) for x in in_leaves],
+            "buffers_after": result.get("buffers_after", {})}
 
 
 def record_shapes(result) -> dict:
-    """For random outputs: only dtypes and shapes of the leaves."""
+    """For random outputs: dtypes and shapes of the leaves, their layouts, and the buffers'
+    dtypes, shapes and layouts (not their bits: a random program may draw into a buffer)."""
     leaves, spec = pytree.tree_flatten(result["outputs"])
-    return {"shapes": [_shape(x) for x in leaves], "spec": describe_treespec(spec)}
+    return {"shapes": [_shape(x) for x in leaves], "spec": describe_treespec(spec),
+            "layouts": [layout(x) for x in leaves],
+            "buffers_after": {k: _no_bits(v) for k, v in result.get("buffers_after", {}).items()}}
+
+
+def _no_bits(desc: dict) -> dict:
+    out = {k: v for k, v in desc.items() if k != "sha256"}
+    if "parts" in out:
+        out["parts"] = {k: _no_bits(v) for k, v in out["parts"].items()}
+    return out
 
 
 def _shape(x):
@@ -133,16 +203,66 @@ def compare_result(expected: dict, result, directory: str) -> str | None:
     problem = compare_spec(expected["spec"], describe_treespec(spec))
     if problem:
         return f"output structure: {problem}"
-    if "shapes" in expected:  # random program: types and shapes only
+    if "shapes" in expected:  # random program: types, shapes and layouts only
         got = [_shape(x) for x in leaves]
         if got != expected["shapes"]:
             return f"output shapes: expected {expected['shapes']}, got {got}"
-        return None
+        problem = compare_buffers(expected.get("buffers_after"), result.get("buffers_after", {}))
+        return problem or compare_layouts(expected, leaves)
     problem = _compare_leaves(expected["leaves"], leaves, directory, "output")
     if problem:
         return problem
-    return _compare_leaves(expected["inputs_after"], pytree.tree_leaves(result["inputs_after"]), directory,
-                           "input after the call")
+    in_leaves = pytree.tree_leaves(result["inputs_after"])
+    problem = _compare_leaves(expected["inputs_after"], in_leaves, directory, "input after the call")
+    if problem:
+        return problem
+    problem = compare_buffers(expected.get("buffers_after"), result.get("buffers_after", {}))
+    if problem:
+        return problem
+    return compare_layouts(expected, leaves, in_leaves)
+
+
+class LayoutDifference(str):
+    """A difference in strides, storage offset or requires_grad with equal values: the one kind
+    of output difference conformance/explained.toml may list (when torch itself shows it)."""
+
+
+def compare_layouts(expected: dict, leaves, in_leaves=None) -> LayoutDifference | None:
+    """Strides, storage offset and requires_grad of every output leaf and input after the call."""
+    for what, want, got in (("output", expected.get("layouts"), leaves),
+                            ("input after the call", expected.get("inputs_after_layouts"), in_leaves)):
+        if want is None or got is None:
+            continue
+        for i, (w, x) in enumerate(zip(want, got)):
+            g = layout(x)
+            if w != g:
+                d = first_difference(w, g)
+                return LayoutDifference(f"{what} leaf {i} has the same values but another layout: {d}")
+    return None
+
+
+def compare_buffers(want: dict | None, got: dict) -> str | None:
+    """Every buffer of the called module after the call, bit for bit (names, dtype, shape,
+    strides, storage offset, digest) against the original's after the same call."""
+    if want is None:
+        return None
+    missing = [k for k in want if k not in got]
+    extra = [k for k in got if k not in want]
+    if missing or extra:
+        return f"buffers after the call: missing {missing}, unexpected {extra}"
+    for name, w in want.items():
+        g = got[name] if "sha256" in _flat_keys(w) else _no_bits(got[name])  # random program: no bits
+        d = first_difference(w, g)
+        if d:
+            return f"buffer {name!r} after the call differs from the original's after the same call: {d}"
+    return None
+
+
+def _flat_keys(desc: dict) -> set:
+    keys = set(desc)
+    for p in desc.get("parts", {}).values():
+        keys |= _flat_keys(p)
+    return keys
 
 
 def _compare_leaves(docs, leaves, directory: str, what: str) -> str | None:
@@ -218,8 +338,9 @@ def compare_spec(want, got, path: str = "") -> str | None:
     The container type must be the original's, with the same keys. Only when the
     original class is not importable in this process may a loader fall back to a
     generic container, and then only to the documented one: a dict holding the
-    original's field names (or keys) in order, or a tuple when the original has no
-    names. Anything else (swapped keys, a tuple in place of a named container) fails.
+    original's field names (or keys) in order, or a tuple (and only a tuple) when the
+    original has no names. Anything else (swapped keys, a tuple in place of a named
+    container, a dict with keys a name-less container never had) fails.
     """
     where = path or "<root>"
     if want is None or got is None:
@@ -238,9 +359,10 @@ def compare_spec(want, got, path: str = "") -> str | None:
             if got["context"] != names:
                 return f"{where}: {want['type']} fell back to a dict with keys {got['context']!r}; " \
                        f"expected its names {names!r} in order"
-        elif got["type"] not in ("builtins.tuple", "builtins.dict"):
-            return f"{where}: {want['type']} is not importable here; expected a tuple or dict fallback, " \
-                   f"got {got['type']}"
+        elif got["type"] != "builtins.tuple":  # no names to keep: a dict's keys would be invented
+            return f"{where}: {want['type']} is not importable here and its context has no field names, so the " \
+                   f"loader must fall back to a tuple; got {got['type']}" + (
+                       f" with keys {got['context']!r}" if got["type"] == "builtins.dict" else "")
     elif want["context"] != got["context"]:
         return f"{where}: expected keys {want['context']!r}, got {got['context']!r}"
     if len(want["children"]) != len(got["children"]):

@@ -1,12 +1,12 @@
 """Derive other valid inputs and guard-rejected invalid inputs for a program from its own shapes and ranges.
 
 A case lists some extra and invalid inputs by hand; this module adds more so
-that every program is checked beyond its example input: for a dynamic
-program, two other assignments of its symbols inside their ranges (other
-sizes for the dynamic dims, derived dims computed from their expressions),
-and one outside a range or with a wrong static size, which a guard must
-reject. A static program gets fresh values of the example's shapes and a
-wrong static size. Every candidate is run through the original program:
+that every program is checked beyond its example input on at least two
+other valid inputs: for a dynamic program, other assignments of its symbols
+inside their ranges (other sizes for the dynamic dims, derived dims computed
+from their expressions), and one outside a range or with a wrong static
+size, which a guard must reject. A static program gets two draws of fresh
+values of the example's shapes and a wrong static size. Every candidate is run through the original program:
 only what torch itself accepts becomes an extra input, and only what one of
 torch's guards rejects becomes an invalid one. Producer side only (it reads
 torch's in-memory symbolic expressions; nothing here parses text).
@@ -128,24 +128,44 @@ def _build(leaves, vals, spec, assign: dict | None, gen, wrong_static: bool = Fa
 
 
 def _valid_assignments(values: dict, ranges: dict) -> list[dict]:
-    """Two assignments other than the example's, each symbol inside its range."""
+    """Assignments other than the example's, each symbol inside its range, in the order they are
+    tried: one step up, the far end, one step down, the low end, then every symbol moved alone
+    (a guard tying two symbols, say s0 == 2 * s1, refuses the moves that break it; torch decides
+    which are valid, so enough candidates are offered for two of them to survive)."""
+    def window(sym, v):
+        lo, hi = ranges.get(sym, (2, None))
+        lo = max(lo, 2)
+        top = min(hi if hi is not None else OPEN_UPPER, max(v * 2 + 1, lo))
+        return lo, max(top, lo)
+
+    def pick(how, sym, v):
+        lo, top = window(sym, v)
+        cand = {"up": v + 1, "far": top, "down": v - 1, "low": lo, "double": 2 * v, "half": v // 2}[how]
+        return cand if lo <= cand <= top else v
+
     out = []
-    for pick in ("near", "far"):
-        a = {}
-        for sym, v in values.items():
-            lo, hi = ranges.get(sym, (2, None))
-            lo = max(lo, 2)
-            top = min(hi if hi is not None else OPEN_UPPER, max(v * 2 + 1, lo))
-            if pick == "near":
-                cand = v + 1 if v + 1 <= top else v - 1
-            else:
-                cand = top if top != v else lo
-            if not lo <= cand <= (hi if hi is not None else cand):
-                cand = v
-            a[sym] = cand
-        if a and a != values and a not in out:
+    for how in ("up", "far", "down", "low", "double", "half"):
+        a = {sym: pick(how, sym, v) for sym, v in values.items()}
+        if a != values and a not in out:
             out.append(a)
+    for sym, v in values.items():  # one symbol at a time: the others keep the example's values
+        for how in ("up", "down", "far", "low", "double", "half"):
+            a = {**values, sym: pick(how, sym, v)}
+            if a != values and a not in out:
+                out.append(a)
     return out
+
+
+def dynamic_dims(ep) -> int:
+    """How many distinct symbols the program's user inputs have as whole dims (0 for a static
+    program; unbacked symbols from data-dependent ops are not input dims)."""
+    syms = set()
+    for val in _user_vals(ep):
+        if isinstance(val, torch.Tensor):
+            for d in val.shape:
+                if isinstance(d, torch.SymInt):
+                    syms |= set(d.node.expr.free_symbols)
+    return len(syms)
 
 
 def _invalid_assignments(values: dict, ranges: dict) -> list[dict]:
@@ -176,10 +196,14 @@ def derive(ep, args, kwargs, run, *, want_extra: int, want_invalid: int, seed: i
     values, ranges = _symbols(ep, vals, leaves)
     extra, invalid = [], []
     if want_extra > 0:
-        cands = [_build(leaves, vals, spec, a, gen) for a in _valid_assignments(values, ranges)] if values \
-            else [_build(leaves, vals, spec, None, gen)]
+        # Dynamic: other sizes inside the ranges; static (or data-dependent only): fresh values of
+        # the example's shapes, one draw per input wanted. Built lazily: only until enough survive.
+        cands = (_build(leaves, vals, spec, a, gen) for a in _valid_assignments(values, ranges)) if values \
+            else (_build(leaves, vals, spec, None, gen) for _ in range(want_extra))
         for c in cands:
-            if c is None or len(extra) >= want_extra:
+            if len(extra) >= want_extra:
+                break
+            if c is None:
                 continue
             try:
                 run(*_copy(c))

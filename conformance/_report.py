@@ -83,8 +83,9 @@ def render_report(results: list[CaseResult], *, title: str = "pt2format conforma
         load_s = sum(v for k, v in t.items() if k.startswith("load_s"))
         lines.append(f"| {r.name} | {_LABEL.get(label, label)} | " + " | ".join(cells)
                      + f" | {_inputs_cell(r)} | {t.get('save_s', 0):.2f} | {load_s:.2f} |")
-    lines += ["", "`inputs`: other valid inputs + invalid inputs checked per program (listed by the case / derived "
-              "from the program's shapes and ranges, conformance/_inputs.py).", ""]
+    lines += ["", "`inputs`: other valid inputs + invalid inputs checked (summed over the case's programs; listed by "
+              "the case or derived from the program's shapes and ranges, conformance/_inputs.py).", "",
+              _inputs_summary(counted), ""]
     if notes:
         lines += ["## Reasons", ""]
         for i, (name, label, c, status, reason) in enumerate(notes, 1):
@@ -117,6 +118,27 @@ def _inputs_cell(r: CaseResult) -> str:
     if not info:
         return ""
     return f"{info.get('extra', 0)} + {info.get('invalid', 0)}"
+
+
+def _inputs_summary(results) -> str:
+    """What the `inputs` column adds up to, per program: how many programs with dynamic input
+    dimensions (and how many static ones) were checked on at least two other valid inputs."""
+    dyn, stat = [], []
+    for r in results:
+        for pname, p in (r.inputs or {}).get("programs", {}).items():
+            who = r.name if pname == "forward" else f"{r.name}[{pname}]"
+            (dyn if p.get("dynamic_dims") else stat).append((who, p.get("extra", 0), p.get("invalid", 0)))
+    if not dyn and not stat:
+        return "Inputs per program: not recorded by this run."
+
+    def part(progs, what):
+        short = [f"`{w}` ({n})" for w, n, _ in progs if n < 2]
+        inval = sum(1 for _, _, k in progs if k >= 1)
+        return (f"{len(progs)} {what}: {len(progs) - len(short)} checked on at least two other valid inputs"
+                + (f", fewer: {', '.join(short)}" if short else "") + f"; {inval} on at least one invalid input")
+
+    return ("Inputs per program: " + part(dyn, "programs with dynamic input dimensions (other sizes inside their "
+                                               "ranges)") + ". " + part(stat, "static programs (fresh values)") + ".")
 
 
 def _generic(reason: str) -> str:

@@ -116,7 +116,7 @@ def add_case(name: str, encoding: str, *, root: str = GOLDEN_ROOT) -> str:
         outputs = {}
         for pname, spec in specs.items():  # after saving: running may mutate buffers
             w = TreeWriter(os.path.join(staging, "outputs"), pname)
-            outputs[pname] = record(call(eps[pname].module(), tuple(spec.args), dict(spec.kwargs)), w)
+            outputs[pname] = record(call(eps[pname].module(), tuple(spec.args), dict(spec.kwargs), grad=False), w)
         with open(os.path.join(staging, "outputs", "outputs.json"), "w", encoding="utf-8") as f:
             json.dump(outputs, f, sort_keys=True, indent=1)
         info = {"case": name, "encoding": encoding, "multi": multi, "programs": list(specs),

@@ -128,8 +128,8 @@ def not_exportable() -> dict:
 
 
 def explained_differences() -> dict:
-    """case name -> [{program, check, difference, why}]: graph differences after a follow-up
-    (run_decompositions) that are understood and accepted (explained.toml)."""
+    """case name -> [{program, check, difference, why}]: differences that are understood and
+    accepted (explained.toml): graphs after a follow-up, guard messages, output layouts."""
     out = {}
     for entry in _toml("explained.toml").get("difference", []):
         out.setdefault(entry["case"], []).append(entry)
@@ -152,7 +152,7 @@ def _record_program(spec, ep, name: str, jobdir: str, deterministic: bool, *, de
 
     from conformance import _behave as behave
     from conformance import _inputs
-    from conformance._describe import describe_graph
+    from conformance._describe import describe_graph, describe_state
     from conformance._tensorio import TreeWriter, decode
 
     iodir = os.path.join(jobdir, "io", name)
@@ -204,6 +204,8 @@ def _record_program(spec, ep, name: str, jobdir: str, deterministic: bool, *, de
         pass
     except Exception as e:  # noqa: BLE001
         follow["reexport"] = {"na": "torch cannot re-export the original's module(): " + _exc(e)}
+    if "decomp" in made:  # its state as made (the loader process describes its own at the same point)
+        follow["decomp"]["state"] = describe_state(made["decomp"])
 
     # Inputs: the case's own, then derived ones up to the minimum (checked against the original).
     extra = [tuple(x) for x in spec.extra_inputs]
@@ -238,7 +240,7 @@ def _record_program(spec, ep, name: str, jobdir: str, deterministic: bool, *, de
     ref = {"sets": {}, "invalid": [], "deterministic": deterministic, "inputs": {
         "extra_listed": n_extra, "extra_derived": len(extra) - n_extra,
         "invalid_listed": n_invalid, "invalid_derived": len(invalid) - n_invalid,
-        "dynamic": bool(ep.range_constraints), "notes": notes}}
+        "dynamic": bool(ep.range_constraints), "dynamic_dims": _inputs.dynamic_dims(ep), "notes": notes}}
     if deterministic and not same:
         ref["nondeterministic_error"] = ("case definition error: two runs of the original on the example input "
                                          "differ, but the case does not declare deterministic=False")
@@ -384,6 +386,12 @@ def _export_verdict(case, error: str | None) -> tuple[str, str]:
     return TORCH, f"pinned as not exportable: {pinned['reason']} (torch: {error})"
 
 
+def _block(row: dict, checks, reason: str) -> None:
+    """Mark `checks` blocked by an earlier cell, with why."""
+    for c in checks:
+        row.setdefault(c, [BLOCKED, reason])
+
+
 def _na_row(reason: str) -> dict:
     return {c: [NA, reason] for c in CHECKS}
 
@@ -444,13 +452,19 @@ def _run_case(case, *, targets, workdir, timeout) -> CaseResult:
             t0 = time.perf_counter()
             writer.save(obj, path)
             res.timings.setdefault(t.label, {})["save_s"] = time.perf_counter() - t0
-            row["save"] = [PASS, ""]
-            saved.append(t)
         except Exception as e:  # noqa: BLE001
             row["save"] = [ERROR, _exc(e)]
             if os.path.exists(path):
                 os.unlink(path)
+            _block(row, PARENT_CHECKS[2:], "save raised an exception (see the save cell)")
             continue
+        if not os.path.isfile(path):
+            row["save"] = [FAIL, f"the writer ({t.writer}) returned without an error but left no file at "
+                                 f"{os.path.basename(path)}"]
+            _block(row, PARENT_CHECKS[2:], "save left no file (see the save cell)")
+            continue
+        row["save"] = [PASS, ""]
+        saved.append(t)
         if adapters.attr(writer, "pt2format_file", True):
             dumps[t.label] = _file_checks(row, path, storages, timeout, t.dump)
         else:
@@ -478,7 +492,9 @@ def _run_case(case, *, targets, workdir, timeout) -> CaseResult:
     del eps, obj
     gc.collect()
     res.inputs = {"extra": sum(len(r["sets"]) - 1 for r in refs.values()),
-                  "invalid": sum(len(r["invalid"]) for r in refs.values())}
+                  "invalid": sum(len(r["invalid"]) for r in refs.values()),
+                  "programs": {name: {"extra": len(r["sets"]) - 1, "invalid": len(r["invalid"]),
+                                      "dynamic_dims": r["inputs"]["dynamic_dims"]} for name, r in refs.items()}}
 
     explained = explained_differences().get(case.name, [])
     job = {"case": case.name, "multi": multi, "programs": list(specs),
@@ -496,10 +512,14 @@ def _run_case(case, *, targets, workdir, timeout) -> CaseResult:
         row = res.rows[t.label]
         if row.get("save", [NA])[0] == NA:
             continue
+        if t.label not in labels:  # nothing to load: every later cell is blocked, with the save cell's reason
+            _block(row, CHILD_CHECKS, "save " + ("left no file" if row["save"][0] == FAIL else "raised an exception")
+                   + " (see the save cell)")
+            continue
         if child is None or t.label not in child["rows"]:
-            reason = why if t.label in labels else "save failed"
+            reason = why or "the loader process returned no verdicts for this row"
             for c in CHILD_CHECKS:
-                row[c] = [ERROR if t.label in labels else BLOCKED, reason]
+                row[c] = [ERROR, reason]
             continue
         got = child["rows"][t.label]
         res.timings.setdefault(t.label, {}).update(child["timings"].get(t.label, {}))

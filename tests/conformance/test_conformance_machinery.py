@@ -6,7 +6,11 @@ cannot fail would show up here. There is at least one negative control per
 report column (export, save, validate, dump, dedup, load, graph, meta,
 signature, ranges, mcg, state, ex.in, resave, out, extra, invalid, decomp,
 unflat, reexp), plus the strict comparisons behind them (types, output
-containers) and the round-trip tests' `outputs_equal`.
+containers) and the round-trip tests' `outputs_equal`. The second audit's six
+defects (buffers after a call, output strides and storage offsets, detached
+outputs, the decomposed program's state, name-less containers turned into
+dicts, a writer that leaves no file) are kept as wrong loaders and a wrong
+writer in tests/support/conformance_fakes.py, each caught here.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import os
 
 import pytest
 import torch
+import torch.utils._pytree as _pytree
 
 from conformance import _behave as behave
 from conformance import _child
@@ -112,6 +117,28 @@ def test_restore_undoes_buffer_mutation():
     again = behave.call(ep.module(), (torch.zeros(2),), {})
     assert behave.same_results(first, again)
     assert not behave.same_results(first, behave.call(ep.module(), (torch.zeros(2),), {}))
+
+
+def test_restore_undoes_what_a_grad_mode_run_does_to_a_buffer():
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.ones(2))
+            self.register_buffer("cache", torch.zeros(2))
+
+        def forward(self, x):
+            self.cache.copy_(x * self.w)  # the buffer joins the autograd graph
+            return self.cache + 1
+
+    ep = torch.export.export(M(), (torch.ones(2),))
+    snap = behave.snapshot(ep)
+    first = behave.call(ep.module(), (torch.ones(2),), {})
+    assert first["buffers_after"]["cache"]["requires_grad"]  # torch's behaviour in grad mode
+    behave.restore(ep, snap)
+    cache = ep.state_dict["cache"]
+    assert not cache.requires_grad and cache.grad_fn is None and not cache.any()
+    again = behave.call(ep.module(), (torch.ones(2),), {})
+    assert first["buffers_after"] == again["buffers_after"]
 
 
 # --------------------------------------------------------------------------- comparisons are strict about types
@@ -287,9 +314,11 @@ class _Renamed(torch.nn.Module):
 
 
 def _verdicts(monkeypatch, tmp_path, original, loaded, *, args=None, dynamic_shapes=None, loaded_shapes=None,
-              extra=(), invalid=(), explained=(), resave_bytes=b"file"):
+              extra=(), invalid=(), explained=(), resave_bytes=b"file", loader=None):
     """Record torch's view of `original`, then run the loader-side checks on `loaded`
-    (a module exported the same way, or a function of a fresh export of `original`)."""
+    (a module exported the same way, or a function of a fresh export of `original`).
+    `loader` names a loader (module:attribute, e.g. a wrong one of conformance_fakes)
+    to run instead of pt2format's; it gets `loaded` from pt2format.load."""
     import pt2format
 
     torch.manual_seed(0)
@@ -310,7 +339,12 @@ def _verdicts(monkeypatch, tmp_path, original, loaded, *, args=None, dynamic_sha
     path.write_bytes(b"file")
     monkeypatch.setattr(pt2format, "load", lambda path, **kw: got)
     monkeypatch.setattr(pt2format, "save", lambda obj, out, **kw: open(out, "wb").write(resave_bytes))
-    rows, _ = _child.run_encoding(job, "flatbuffers", jobdir)
+    if loader is None:
+        rows, _ = _child.run_encoding(job, "flatbuffers", jobdir)
+    else:
+        rows, _ = _child.run_target(job, {"label": "flatbuffers", "path": "program.flatbuffers.pt2f",
+                                          "loader": loader, "writer": "conformance.adapters:flatbuffers_writer"},
+                                    jobdir)
     return {k: v[0] for k, v in rows.items()}, rows
 
 
@@ -596,3 +630,207 @@ def test_committed_report_has_no_machine_paths():
     text = (Path(__file__).resolve().parents[2] / "conformance" / "REPORT.md").read_text(encoding="utf-8")
     for prefix in ("/work/", "/root/", "/tmp/", "/home/"):
         assert prefix not in text, prefix
+
+
+# --------------------------------------------------------------------------- the second audit's defects (issue 27)
+#
+# Each wrong loader or writer (tests/support/conformance_fakes.py, also usable as
+# `python -m conformance.runner --loader conformance_fakes:NAME`) passed every check
+# before; each must now be caught, and the same program with pt2format's own loader
+# must pass (so the check is not one that fails everything).
+
+class _BatchNormTrain(torch.nn.Module):
+    """Train-mode BatchNorm: running statistics are updated in place and not returned."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.bn = torch.nn.BatchNorm1d(4)
+
+    def forward(self, x):
+        return self.bn(self.lin(x)).relu()
+
+
+def test_dropped_buffer_updates_are_caught(monkeypatch, tmp_path):
+    torch.manual_seed(1)
+    m = _BatchNormTrain().train()
+    args = (torch.randn(4, 4),)
+    v, rows = _verdicts(monkeypatch, tmp_path / "ok", m, m, args=args)
+    for check in ("outputs", "extra_inputs", "decomp", "unflatten", "reexport"):
+        assert v[check] == "pass", (check, rows[check])
+    v, rows = _verdicts(monkeypatch, tmp_path / "bad", m, m, args=args,
+                        loader="conformance_fakes:frozen_buffers_loader")
+    for check in ("outputs", "extra_inputs"):
+        assert v[check] == "fail" and "after the call differs from the original's" in rows[check][1], \
+            (check, rows[check])
+    assert v["graph"] == v["state"] == "pass"  # nothing else shows it
+
+
+def test_column_major_outputs_are_caught(monkeypatch, tmp_path):
+    torch.manual_seed(1)
+    m = _Net()
+    v, rows = _verdicts(monkeypatch, tmp_path, m, m, loader="conformance_fakes:column_major_loader")
+    assert v["outputs"] == "fail" and "another layout" in rows["outputs"][1] and "stride" in rows["outputs"][1], rows
+    assert "not listed in conformance/explained.toml" in rows["outputs"][1]
+    assert v["extra_inputs"] == "fail"
+
+
+class _SliceOut(torch.nn.Module):
+    def forward(self, x):
+        return x[1:] * 1, x.split(2)[1]
+
+
+def test_storage_offset_of_an_output_is_compared(monkeypatch, tmp_path):
+    def fresh_copies(ep):  # same values, each output in a storage of its own
+        def install(m):
+            m.register_forward_hook(lambda mod, a, out: tuple(t.clone() for t in out))
+        from conformance_fakes import _on_module
+        return _on_module(ep, install)
+
+    v, rows = _verdicts(monkeypatch, tmp_path / "ok", _SliceOut(), _SliceOut(), args=(torch.randn(4, 3),))
+    assert v["outputs"] == "pass", rows["outputs"]
+    v, rows = _verdicts(monkeypatch, tmp_path / "bad", _SliceOut(), fresh_copies, args=(torch.randn(4, 3),))
+    assert v["outputs"] == "fail" and "storage_offset" in rows["outputs"][1], rows["outputs"]
+
+
+def test_detached_outputs_are_caught(monkeypatch, tmp_path):
+    torch.manual_seed(1)
+    m = _Net()
+    v, rows = _verdicts(monkeypatch, tmp_path, m, m, loader="conformance_fakes:detached_loader")
+    assert v["outputs"] == "fail" and "requires_grad" in rows["outputs"][1], rows["outputs"]
+
+
+def test_layout_difference_passes_only_when_explained(monkeypatch, tmp_path):
+    torch.manual_seed(1)
+    m = _Net()
+    v, rows = _verdicts(monkeypatch, tmp_path, m, m, loader="conformance_fakes:detached_loader")
+    difference = rows["outputs"][1].split("] ", 1)[1].replace(" (not listed in conformance/explained.toml)", "")
+    explained = [{"case": "t", "program": "forward", "check": "outputs", "difference": difference, "why": "a test"}]
+    v, rows = _verdicts(monkeypatch, tmp_path / "e", m, m, loader="conformance_fakes:detached_loader",
+                        explained=explained)
+    assert v["outputs"] == "pass" and "explained" in rows["outputs"][1], rows["outputs"]
+
+
+def test_a_values_difference_is_never_explained_as_a_layout_one(tmp_path):
+    out = torch.randn(2, 3)
+    res = {"outputs": (out,), "inputs_after": [[], {}], "buffers_after": {}}
+    rec = behave.record(res, TreeWriter(str(tmp_path), "o"))
+    other = out.clone()
+    other.view(torch.int32)[0, 0] ^= 1
+    problem = behave.compare_result(rec, {"outputs": (other.t().contiguous().t(),), "inputs_after": [[], {}],
+                                          "buffers_after": {}}, str(tmp_path))
+    assert problem and not isinstance(problem, behave.LayoutDifference) and "values differ" in problem
+
+
+class _SignGate(torch.nn.Module):
+    """Outputs depend on the sign of a weight only: one ulp more changes no result."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.rand(4) + 0.5)
+
+    def forward(self, x):
+        return x * (self.w > 0)
+
+
+def test_decomposed_state_one_ulp_off_is_caught(monkeypatch, tmp_path):
+    m = _SignGate()
+    v, rows = _verdicts(monkeypatch, tmp_path / "ok", m, m)
+    assert v["decomp"] == "pass", rows["decomp"]
+    v, rows = _verdicts(monkeypatch, tmp_path / "bad", m, m, loader="conformance_fakes:decomp_ulp_loader")
+    assert v["decomp"] == "fail" and "decomposed program's state" in rows["decomp"][1], rows["decomp"]
+    assert v["outputs"] == v["state"] == "pass"  # the loaded program itself is right
+
+
+class _Pair:
+    """A container registered with register_pytree_node whose context has no field names,
+    in a module the checking process cannot import."""
+
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+
+
+_Pair.__module__ = "module_not_imported_here"
+_pytree.register_pytree_node(_Pair, lambda p: ([p.a, p.b], None), lambda v, ctx: _Pair(*v),
+                             serialized_type_name="module_not_imported_here._Pair")
+
+
+class _PairOut(torch.nn.Module):
+    def forward(self, x):
+        return _Pair(x + 1, x * 2)
+
+
+def test_nameless_container_falls_back_to_a_tuple_only(monkeypatch, tmp_path):
+    v, rows = _verdicts(monkeypatch, tmp_path / "ok", _PairOut(), _PairOut())
+    assert v["outputs"] == "pass", rows["outputs"]
+    v, rows = _verdicts(monkeypatch, tmp_path / "bad", _PairOut(), _PairOut(),
+                        loader="conformance_fakes:nameless_as_dict_loader")
+    assert v["outputs"] == "fail" and "fall back to a tuple" in rows["outputs"][1], rows["outputs"]
+    assert "'k0'" in rows["outputs"][1]
+    want = {"type": "module_not_imported_here._Pair", "context": None, "children": [None, None]}
+    assert behave.compare_spec(want, _spec((torch.ones(1), torch.ones(1)))) is None  # the documented fallback
+    assert behave.compare_spec(want, _spec({"a": torch.ones(1), "b": torch.ones(1)}))  # any keys: not allowed
+    assert behave.compare_spec(want, _spec([torch.ones(1), torch.ones(1)]))  # a list is not a tuple
+
+
+def test_writer_leaving_no_file_fails_save_and_blocks_the_rest_with_a_reason(monkeypatch, tmp_path):
+    from pathlib import Path
+
+    from conformance._report import render_report
+    from conformance.corpus._case import Case
+    from conformance.runner import BLOCKED, CHECKS, Target, run_case
+
+    support = str(Path(__file__).resolve().parents[1] / "support")
+    monkeypatch.setenv("PYTHONPATH", support + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    case = Case("machinery_nofile", lambda: Program(_Net(), (torch.randn(2, 4),)), frozenset({"full"}))
+    res = run_case(case, targets=(Target("nofile", "conformance_fakes:no_file_writer"),), workdir=str(tmp_path),
+                   timeout=600)
+    row = res.rows["nofile"]
+    assert row["export"][0] == "pass"
+    assert row["save"][0] == "fail" and "left no file" in row["save"][1], row["save"]
+    for c in CHECKS[CHECKS.index("save") + 1:]:
+        assert row[c][0] == BLOCKED and "save left no file" in row[c][1], (c, row[c])
+    text = render_report([res])
+    assert "save left no file (see the save cell)" in text and "no reason given" not in text
+
+
+class _StatefulPairNet(torch.nn.Module):
+    """Every defect at once: buffers updated in place, 2-D outputs that require grad, a name-less container."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.bn = torch.nn.BatchNorm1d(4)
+
+    def forward(self, x):
+        h = self.bn(self.lin(x))
+        return _Pair(h.relu(), h * 2)
+
+
+def test_wrong_loaders_are_caught_end_to_end_as_third_party_targets(monkeypatch, tmp_path):
+    """The way a third party runs them (`--loader conformance_fakes:NAME`): a fresh loading process that cannot
+    import the container class, one row per wrong loader, beside pt2format's own row, which passes."""
+    from pathlib import Path
+
+    from conformance.corpus._case import Case
+    from conformance.runner import Target, run_case
+
+    support = str(Path(__file__).resolve().parents[1] / "support")
+    monkeypatch.setenv("PYTHONPATH", support + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    torch.manual_seed(0)
+    case = Case("machinery_defects", lambda: Program(_StatefulPairNet().train(), (torch.randn(4, 4),)),
+                frozenset({"full"}))
+    writer = "conformance.adapters:flatbuffers_writer"
+    wrong = {"frozen": ("frozen_buffers_loader", "outputs", "after the call differs from the original's"),
+             "colmajor": ("column_major_loader", "outputs", "another layout"),
+             "detached": ("detached_loader", "outputs", "requires_grad"),
+             "ulp": ("decomp_ulp_loader", "decomp", "decomposed program's state"),
+             "asdict": ("nameless_as_dict_loader", "outputs", "fall back to a tuple")}
+    targets = (Target("flatbuffers", writer),) + tuple(
+        Target(label, writer, f"conformance_fakes:{name}") for label, (name, _, _) in wrong.items())
+    res = run_case(case, targets=targets, workdir=str(tmp_path), timeout=900)
+    good = res.rows["flatbuffers"]
+    assert all(status in ("pass", "na") for status, _ in good.values()), good
+    for label, (_, check, text) in wrong.items():
+        status, reason = res.rows[label][check]
+        assert status == "fail" and text in reason, (label, check, res.rows[label][check])
