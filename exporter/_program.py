@@ -83,7 +83,7 @@ class _ProgramExporter:
         self.ep, self.name, self.tensors, self.operators = ep, name, tensors, operators
         self.want_examples = example_inputs
         self.shape_env = _shape_env(ep)
-        self.symbols = SymbolTable(self.shape_env)
+        self.symbols = SymbolTable(self.shape_env, getattr(ep, "_pt2format_guard_only_symbols", None))
         self.custom_objs: dict = {}
         self.graphs = GraphExporter(self.symbols, MetadataExporter(self.symbols), operators, self.custom_objs)
         self.treespecs = TreeSpecExporter()

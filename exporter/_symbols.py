@@ -148,8 +148,11 @@ def _checked_float(v, what: str) -> float:
 class SymbolTable:
     """Collects the symbols and expression pool of one program."""
 
-    def __init__(self, shape_env=None):
+    def __init__(self, shape_env=None, guard_only=None):
         self.shape_env = shape_env
+        # symbol -> (range, hint) of symbols only input guards read, kept out of a loaded program's
+        # ShapeEnv by pt2format's loader (loaders/_guards.py) and written back from here
+        self.guard_only = guard_only or {}
         self.symbols: list[Symbol] = []
         self.exprs: list[SymExpr] = []
         self._symbol_index: dict[sympy.Symbol, int] = {}
@@ -169,11 +172,12 @@ class SymbolTable:
         row = Symbol(name=s.name, kind=kind, positive=bool(s.is_positive))
         is_float = kind == SymbolKind.FLOAT
         env = self.shape_env
-        if env is not None:
-            vr = env.var_to_range.get(s)
+        if env is not None or s in self.guard_only:
+            vr, hint = self.guard_only.get(s, (None, None))
+            vr = env.var_to_range.get(s, vr) if env is not None else vr
             if vr is not None:
                 row.range = value_range(vr, is_float=is_float)
-            hint = env.backed_var_to_val.get(s)
+            hint = env.backed_var_to_val.get(s, hint) if env is not None else hint
             if hint is not None and not symbol_is_type(s, (SymT.UNBACKED_INT, SymT.UNBACKED_FLOAT)):
                 if is_float:
                     if not isinstance(hint, (sympy.Float, sympy.Rational)):

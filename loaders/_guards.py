@@ -96,6 +96,7 @@ def stored_guards(ep, program, shape) -> list[str]:
             raise LoadError("input guard reads a symbol without a source", path=f"input_guards[{i}]",
                             expected="a symbol of guard_sources", got=missing[0])
     ep._pt2format_input_guards = (exprs, sources)
+    _forget_guard_only_symbols(shape, ep, sources)
     paths = input_paths(ep)
     if paths is None or len(paths) != len(placeholders):
         return []  # torch's module() then compiles no guard function
@@ -111,6 +112,26 @@ def stored_guards(ep, program, shape) -> list[str]:
         names[sym] = sympy.Symbol(text, **sym.assumptions0)
     printer = PythonPrinter()
     return [printer.doprint(e.xreplace(names)) for e in exprs]
+
+
+def _forget_guard_only_symbols(shape, ep, sources) -> None:
+    """Keep symbols that only guards read out of the shape environment's ranges.
+
+    torch replaced them (`s17` -> `2*s77` for `w = 2*d`); the loaded environment has no
+    replacement to show, and `run_decompositions()` would otherwise list them as new range
+    constraints. Guards are printed and evaluated from the expressions, not from the environment;
+    their ranges and hints stay on the program for a re-save.
+    """
+    used = set()
+    for k in ep.range_constraints:
+        used |= getattr(k, "free_symbols", set())
+    env = shape.shape_env
+    kept = {}
+    for sym in sources:
+        if sym not in used:
+            env.var_to_range_sloc.pop(sym, None)
+            kept[sym] = (env.var_to_range.pop(sym, None), env.backed_var_to_val.pop(sym, None))
+    ep._pt2format_guard_only_symbols = kept  # written back by the exporter on a re-save
 
 
 def derive_guards(ep) -> list[str]:

@@ -46,6 +46,10 @@ _SLICE = ("issue 20 item 2 (names torch writes): iterating a sliced Sequential/M
           "ModuleStackEntry.key (not a valid token)")
 
 # Found by this port, not in issue 20's list:
+_UNFLATTEN_STATE = ("new finding: a submodule called twice (n@1) that mutates a buffer, with "
+                    "preserve_module_call_signature: the loaded program's unflatten() gives a different output "
+                    "on a derived input (values differ, max abs diff 24); module(), load_module and torch's own "
+                    "round trip agree with torch")
 _COLON = ("new finding (same family as issue 20 item 2): a parameter registered as 'foo:bar' is refused at save: "
           "ExportError at InputToParameterSpec.parameter_name (not a valid attr_path); torch.export.save/load "
           "round-trips it")
@@ -370,7 +374,7 @@ def unflatten_multiple_graphs_state():
     return Program(_State(), (torch.ones(1),))
 
 
-@case("torch_test.unflatten_multiple_graphs_state_preserved", tags=_TAGS)
+@case("torch_test.unflatten_multiple_graphs_state_preserved", tags=_TAGS, xfail={_CORPUS: _UNFLATTEN_STATE})
 def unflatten_multiple_graphs_state_preserved():
     """test_export.py::test_unflatten_multiple_graphs_state: the same with preserve_module_call_signature=("n",)."""
     m = _State()

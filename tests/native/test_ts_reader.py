@@ -430,7 +430,12 @@ def _corpus_dumps_match(tmp_path, cases):
                 continue  # torch cannot export it (pinned, with the reason)
             raise
         path = tmp_path / f"{c.name}.pt2f"
-        pt2format.save(ep, path)
+        try:
+            pt2format.save(ep, path)
+        except pt2format.ExportError:
+            if isinstance(c.xfail, str) and c.xfail:
+                continue  # a known refusal, strict-xfailed in every corpus test (the case's xfail)
+            raise
         paths[c.name] = path
     assert paths, "no corpus case selected"
     recs = {r["file"]: r for r in U.dump_batch(paths.values())}

@@ -126,7 +126,7 @@ def test_unflatten_module_stack_path_refused(saved, tmp_path, encoding):
                     e.path = f"lin; {_marker_payload(marker)}; x"
 
     err = _refused(crafting.craft(saved[encoding], tmp_path / "x.pt2f", mutate), StringClassError)
-    assert err.string_class == "optional_attr_path"
+    assert err.string_class == "module_stack_path"
     assert not marker.exists()
 
 
