@@ -501,15 +501,21 @@ class GraphBuilder:
             return [self._arg(x.value if x is not None else None, f"{path}[{i}]") for i, x in enumerate(v.items)]
         raise LoadError("unknown or missing argument", path=path, got=t.__name__)
 
+    def _get_attr_names(self, v, path):
+        """(attribute name, get_attr node name, the node already made for it or None): one attribute may be
+        fetched by several get_attr nodes, but one node name never stands for two attributes."""
+        name = check_identifier(v.name, f"{path}.name")
+        node_name = check_identifier(v.node_name, f"{path}.node_name") if v.node_name is not None else name
+        existing = self.sc.get_attrs.get(node_name)
+        if existing is not None and existing.target != name:
+            raise LoadError(f"get_attr node {node_name!r} is defined twice", path=path)
+        return name, node_name, existing
+
     def _treespec_attr(self, v, path):
         """A get_attr of a pytree structure (a flat_apply node's input or function spec), as torch records it."""
         sc = self.sc
-        name = check_identifier(v.name, f"{path}.name")
-        node_name = check_identifier(v.node_name, f"{path}.node_name") if v.node_name is not None else name
-        existing = sc.get_attrs.get(node_name)
+        name, node_name, existing = self._get_attr_names(v, path)
         if existing is not None:
-            if existing.target != name:
-                raise LoadError(f"get_attr node {node_name!r} is defined twice", path=path)
             return existing
         spec = TreeSpecLoader("").load(v.spec, f"{path}.spec")
         held = sc.owner.__dict__.get(name, _SAME)
@@ -547,12 +553,8 @@ class GraphBuilder:
 
     def _subgraph(self, v: GraphArgument, path):
         sc = self.sc
-        name = check_identifier(v.name, f"{path}.name")
-        node_name = check_identifier(v.node_name, f"{path}.node_name") if v.node_name is not None else name
-        existing = sc.get_attrs.get(node_name)
+        name, node_name, existing = self._get_attr_names(v, path)
         if existing is not None:
-            if existing.target != name:
-                raise LoadError(f"get_attr node {node_name!r} is defined twice", path=path)
             return existing
         if name not in sc.subgraphs:  # one attribute may be fetched by several get_attr nodes
             fx_graph, owner = self.build(v.graph, f"{path}.graph")
