@@ -27,8 +27,6 @@ from pt2format.errors import LoadError
 from pt2format.exporter._guards import input_paths, user_input_placeholders
 
 
-_input_paths = input_paths
-
 
 def has_stored_guards(package) -> bool:
     """Whether the file's programs carry torch's own input guards (`Program.input_guards`, format 1.1)."""
@@ -135,11 +133,10 @@ def _forget_guard_only_symbols(shape, ep, sources) -> None:
 
 
 def derive_guards(ep) -> list[str]:
-    paths = _input_paths(ep)
+    paths = input_paths(ep)
     if paths is None:
         return []
-    user_inputs = set(ep.graph_signature.user_inputs)
-    placeholders = [n for n in ep.graph.nodes if n.op == "placeholder" and n.name in user_inputs]
+    placeholders = user_input_placeholders(ep)
     if len(placeholders) != len(paths):
         return []
     if not any(isinstance(d, torch.SymInt) for node in placeholders for d in _dims(node.meta.get("val"))):
