@@ -24,7 +24,7 @@ from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 from pt2format._generated.model import Quantization, TensorPart, TensorSubclass
 from pt2format.errors import ExportError
 
-from ._enums import LAYOUT_TO_SCHEMA, ints
+from pt2format.vocab.enums import LAYOUT_TO_SCHEMA, ints
 from ._values import to_value
 from pt2format._generated import model as _m
 

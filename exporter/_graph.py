@@ -68,8 +68,8 @@ from pt2format._generated.model import (
 from pt2format.errors import ExportError
 
 from ._treespec import TreeSpecExporter
-from ._enums import ints as _ints
-from ._enums import DTYPE_TO_SCALAR_TYPE, LAYOUT_TO_SCHEMA, MEMORY_FORMAT_TO_SCHEMA, device_to_schema
+from pt2format.vocab.enums import ints as _ints
+from pt2format.vocab.enums import DTYPE_TO_SCALAR_TYPE, LAYOUT_TO_SCHEMA, MEMORY_FORMAT_TO_SCHEMA, device_to_schema
 from ._operators import is_core, operator_schema, target_name
 from ._values import map_value
 

@@ -25,7 +25,7 @@ import torch.utils._pytree as pytree
 
 from pt2format._generated.model import GuardSource, GuardSourceKind
 
-from ._enums import ints as _ints
+from pt2format.vocab.enums import ints as _ints
 
 GuardSourceKind = _ints(GuardSourceKind)
 

@@ -16,7 +16,7 @@ from torch._functorch import predispatch as _predispatch
 from pt2format._generated.model import OperatorKind, OperatorParameter, OperatorSchema
 from pt2format.errors import ExportError
 
-from ._enums import ints as _ints
+from pt2format.vocab.enums import ints as _ints
 from ._metadata import callable_name
 from ._values import to_value
 

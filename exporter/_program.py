@@ -28,7 +28,7 @@ from pt2format._generated.model import (
 )
 from pt2format.errors import ExportError, Pt2FormatError
 
-from ._enums import ints as _ints
+from pt2format.vocab.enums import ints as _ints
 from ._guards import input_guards
 from ._graph import GraphExporter, _class_fqn, _is_custom_obj_val
 from ._metadata import MetadataExporter

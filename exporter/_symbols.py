@@ -28,7 +28,7 @@ from pt2format._generated.model import (
 )
 from pt2format.errors import ExportError
 
-from ._enums import ints as _ints
+from pt2format.vocab.enums import ints as _ints
 
 SymExprKind = _ints(SymExprKind)
 SymbolKind = _ints(SymbolKind)

@@ -4,7 +4,7 @@ Each torch storage is written once: tensors are keyed by their untyped
 storage (device, data pointer, byte size), so tied weights and views of one
 buffer keep sharing a storage after load. Tensors loaded from one file by
 separate loads share rows and storages again through their origins
-(_origins.py). A payload is a memoryview of the storage's bytes; nothing is
+(pt2format/vocab/origins.py). A payload is a memoryview of the storage's bytes; nothing is
 copied here (CPU) and the writer streams it.
 """
 
@@ -18,8 +18,8 @@ from pt2format._generated.model import Storage, Tensor
 from pt2format._container.header import FEATURE_COMPOSITE_TENSORS
 from pt2format.errors import ExportError
 
-from ._enums import DTYPE_TO_SCALAR_TYPE, device_to_schema
-from ._origins import origin_of
+from pt2format.vocab.enums import DTYPE_TO_SCALAR_TYPE, device_to_schema
+from pt2format.vocab.origins import origin_of
 from . import _composite
 
 

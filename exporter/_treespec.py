@@ -16,7 +16,7 @@ from pt2format._generated.model import TreeSpec, TreeSpecKind
 from pt2format._strings import is_identifier
 from pt2format.errors import ExportError
 
-from ._enums import ints as _ints
+from pt2format.vocab.enums import ints as _ints
 from ._values import to_value
 
 TreeSpecKind = _ints(TreeSpecKind)

@@ -38,7 +38,7 @@ from pt2format._generated.model import (
 )
 from pt2format.errors import ExportError
 
-from ._enums import DTYPE_TO_SCALAR_TYPE, device_to_schema
+from pt2format.vocab.enums import DTYPE_TO_SCALAR_TYPE, device_to_schema
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 

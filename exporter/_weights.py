@@ -16,7 +16,7 @@ import pt2format
 from pt2format._generated.model import FormatVersion, Package, Producer, StateEntry, StateKind, WeightSet
 from pt2format.errors import ExportError
 
-from ._enums import ints as _ints
+from pt2format.vocab.enums import ints as _ints
 from ._program import PRODUCER_NAME
 from ._tensors import TensorTable
 

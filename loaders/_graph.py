@@ -56,7 +56,7 @@ from pt2format._generated.model import (
     TokenArgument,
 )
 from pt2format.errors import LoadError, Pt2FormatError
-from pt2format.exporter._enums import SCHEMA_TO_LAYOUT, SCHEMA_TO_MEMORY_FORMAT
+from pt2format.vocab.enums import SCHEMA_TO_LAYOUT, SCHEMA_TO_MEMORY_FORMAT
 
 from ._metadata import DERIVE_TENSOR_META, DERIVE_TENSOR_META_GRAD, derive_tensor_meta
 from ._names import check_constant_string, check_identifier

@@ -87,7 +87,7 @@ def build_program(package, name=None, storage_view=None, *, map_location=None, w
     """Rebuild program `name` of `package`; `storage_view(i)` gives the bytes of Package.storages[i].
 
     `file_key` identifies the file the package came from (see
-    pt2format.exporter._origins): programs of one file loaded separately then
+    pt2format.vocab.origins): programs of one file loaded separately then
     share their rows and storages again when saved together.
     `allow_subclasses` (tensor subclass classes) are the only wrapper
     subclasses whose saved tensors are rebuilt (see _composite.py).

@@ -17,7 +17,7 @@ import torch
 from pt2format._generated.model import StateKind
 from pt2format.errors import LoadError
 
-from pt2format.exporter._origins import remember
+from pt2format.vocab.origins import remember
 
 from pt2format._generated.model import Layout
 
@@ -46,7 +46,7 @@ class StateLoader:
                  file_key: tuple | None = None, allow_subclasses=()):
         self.package = package
         self.allowed = _composite.allowed_classes(allow_subclasses)
-        self.file_key = file_key if weights else None  # see pt2format.exporter._origins
+        self.file_key = file_key if weights else None  # see pt2format.vocab.origins
         self.storage_view = storage_view
         self.map_location = map_location
         self.weights = weights
@@ -167,7 +167,7 @@ class StateLoader:
         return _composite.subclass(row, part, self.allowed, p)
 
     def remember(self, t: torch.Tensor, idx: int) -> None:
-        """Record that `t` holds row `idx` of this file, for re-saves (see pt2format.exporter._origins)."""
+        """Record that `t` holds row `idx` of this file, for re-saves (see pt2format.vocab.origins)."""
         row = self.package.tensors[idx]
         if row.subclass is not None or row.layout != STRIDED:
             return  # no storage of its own; its parts are remembered

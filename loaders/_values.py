@@ -34,7 +34,7 @@ from pt2format._generated.model import (
 )
 from pt2format.errors import LoadError
 
-from pt2format.exporter._enums import SCALAR_TYPE_TO_DTYPE
+from pt2format.vocab.enums import SCALAR_TYPE_TO_DTYPE
 
 
 _devices: dict[tuple, torch.device] = {}

@@ -41,7 +41,7 @@ def test_regen_refuses_a_missing_attribute(tmp_path, edit, message):
 def test_itemsizes_are_torchs():
     torch = pytest.importorskip("torch")
     from pt2format._generated import model as m
-    from pt2format.exporter._enums import DTYPE_TO_SCALAR_TYPE
+    from pt2format.vocab.enums import DTYPE_TO_SCALAR_TYPE
 
     assert {int(k): v for k, v in m.ITEMSIZE.items()} == {
         int(st): dt.itemsize for dt, st in DTYPE_TO_SCALAR_TYPE.items()}
@@ -50,6 +50,6 @@ def test_itemsizes_are_torchs():
 def test_every_scalar_type_maps_to_a_torch_dtype():
     pytest.importorskip("torch")
     from pt2format._generated import model as m
-    from pt2format.exporter._enums import DTYPE_TO_SCALAR_TYPE
+    from pt2format.vocab.enums import DTYPE_TO_SCALAR_TYPE
 
     assert {int(t) for t in m.ScalarType if t != m.ScalarType.UNSPECIFIED} == {int(v) for v in DTYPE_TO_SCALAR_TYPE.values()}
