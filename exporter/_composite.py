@@ -24,6 +24,7 @@ from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 from pt2format._generated.model import Quantization, TensorPart, TensorSubclass
 from pt2format.errors import ExportError
 
+from pt2format.vocab.composite import SPARSE_PARTS, class_fqn
 from pt2format.vocab.enums import LAYOUT_TO_SCHEMA, ints
 from ._values import to_value
 from pt2format._generated import model as _m
@@ -36,22 +37,8 @@ QSCHEME_TO_SCHEMA = {
     torch.per_channel_affine_float_qparams: QScheme.PER_CHANNEL_AFFINE_FLOAT_QPARAMS,
 }
 
-#: Component names of each sparse layout, in the order the loader passes them to torch.
-SPARSE_PARTS = {
-    torch.sparse_coo: ("indices", "values"),
-    torch.sparse_csr: ("crow_indices", "col_indices", "values"),
-    torch.sparse_bsr: ("crow_indices", "col_indices", "values"),
-    torch.sparse_csc: ("ccol_indices", "row_indices", "values"),
-    torch.sparse_bsc: ("ccol_indices", "row_indices", "values"),
-}
-
-
 def is_subclass(t: torch.Tensor) -> bool:
     return is_traceable_wrapper_subclass(t)
-
-
-def class_fqn(cls) -> str:
-    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 def quantization(t: torch.Tensor, add, path: str) -> Quantization:

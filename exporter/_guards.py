@@ -16,7 +16,6 @@ A program rebuilt by pt2format carries its guards as `_pt2format_input_guards`
 
 from __future__ import annotations
 
-import inspect
 import re
 import warnings
 
@@ -26,28 +25,9 @@ import torch.utils._pytree as pytree
 from pt2format._generated.model import GuardSource, GuardSourceKind
 
 from pt2format.vocab.enums import ints as _ints
+from pt2format.vocab.inputs import input_paths, user_input_placeholders
 
 GuardSourceKind = _ints(GuardSourceKind)
-
-
-def input_paths(ep):
-    """The key paths of the flat user inputs, as `ep.module()` names them (`_unlift._get_input_paths`), or None."""
-    entry = next((e for e in ep.module_call_graph if e.fqn == "" and e.signature is not None), None)
-    names = entry.signature.forward_arg_names if entry is not None else None
-    if not names or ep.example_inputs is None:
-        return None
-    sig = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names])
-    args, kwargs = ep.example_inputs
-    try:
-        bound = sig.bind(*args, **kwargs)
-    except TypeError:
-        return None
-    return [path for path, _ in pytree.tree_leaves_with_path(bound.arguments)]
-
-
-def user_input_placeholders(ep) -> list:
-    user_inputs = set(ep.graph_signature.user_inputs)
-    return [n for n in ep.graph.nodes if n.op == "placeholder" and n.name in user_inputs]
 
 
 def _source_names(placeholders, paths) -> dict[str, tuple[int, int, int]]:

@@ -22,6 +22,9 @@ from pt2format._generated.model import (
 )
 from pt2format.errors import ExportError
 
+from pt2format.vocab.metadata import derived_tensor_meta
+from pt2format.vocab.operators import callable_name
+
 from ._values import map_value
 
 # Keys with a structured home, or derived from the graph (val, tensor_meta), or not data.
@@ -30,33 +33,6 @@ _HANDLED = frozenset({
     "unbacked_bindings", "val", "tensor_meta", "example_value", "seq_nr", "original_aten", "desc",
 })
 _DESC_MAX_DEPTH = 16
-
-
-#: (dtype, sizes, strides, requires_grad) -> TensorMetadata, for strided tensors of concrete shape.
-#: torch's _extract_tensor_metadata asks is_contiguous for three memory formats per
-#: value, half of the metadata work of a 20,000-node save or load; the answer depends
-#: on nothing but this key, and TensorMetadata is an immutable tuple, so values of the
-#: same shape share one.
-_TENSOR_META_CACHE: dict = {}
-_TENSOR_META_CACHE_LIMIT = 4096
-
-
-def derived_tensor_meta(val, requires_grad: bool):
-    """(the TensorMetadata torch's export computes for the tensor `val`, with `requires_grad`; whether it is static)."""
-    from torch.fx.passes.shape_prop import _extract_tensor_metadata
-
-    key = None
-    if val.layout is torch.strided and not val.is_quantized:
-        sizes, strides = tuple(val.shape), val.stride()
-        if all(type(d) is int for d in sizes) and all(type(d) is int for d in strides):
-            key = (val.dtype, sizes, strides, requires_grad)
-            meta = _TENSOR_META_CACHE.get(key)
-            if meta is not None:
-                return meta, True
-    meta = _extract_tensor_metadata(val)._replace(requires_grad=requires_grad)
-    if key is not None and len(_TENSOR_META_CACHE) < _TENSOR_META_CACHE_LIMIT:
-        _TENSOR_META_CACHE[key] = meta
-    return meta, key is not None
 
 
 def _same_tensor_meta(meta: dict) -> bool:
@@ -101,22 +77,6 @@ def describe_desc(d, path: str, depth: int = 0) -> dict:
         else:
             out[f.name] = describe_desc(v, f"{path}.{f.name}", depth + 1)
     return out
-
-
-def callable_name(target) -> str:
-    """Qualified name of a function, class or operator as torch's serializer prints it."""
-    if isinstance(target, str):
-        return target
-    if isinstance(target, torch._ops.OpOverload):
-        ns, name = target._schema.name.split("::", 1)
-        return f"torch.ops.{ns}.{name}.{target._overloadname}"
-    if isinstance(target, torch._ops.HigherOrderOperator):
-        return f"torch.ops.higher_order.{target.name()}"
-    module = getattr(target, "__module__", None) or ""
-    name = getattr(target, "__name__", None) or type(target).__name__
-    if module.startswith("torch._ops"):
-        module = module.replace("torch._ops", "torch.ops", 1)
-    return f"{module}.{name}" if module else name
 
 
 class MetadataExporter:

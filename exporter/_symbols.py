@@ -29,6 +29,7 @@ from pt2format._generated.model import (
 from pt2format.errors import ExportError
 
 from pt2format.vocab.enums import ints as _ints
+from pt2format.vocab.symbols import OPAQUE_UNARY
 
 SymExprKind = _ints(SymExprKind)
 SymbolKind = _ints(SymbolKind)
@@ -81,13 +82,6 @@ _APPLY_OPS: dict[type, int] = {
     F.IsNonOverlappingAndDenseIndicator: SymOp.IS_NON_OVERLAPPING_AND_DENSE,
 }
 # torch's OpaqueUnaryFn_<name> classes (float math on one operand), by handler name.
-# LShift, RShift and CeilDiv never survive construction (they become Mul/FloorDiv/
-# CleanDiv with PowByNatural), so they need no op of their own.
-OPAQUE_UNARY = {
-    "log2": SymOp.LOG2, "sqrt": SymOp.SQRT, "exp": SymOp.EXP, "log": SymOp.LOG, "sin": SymOp.SIN,
-    "cos": SymOp.COS, "tan": SymOp.TAN, "asin": SymOp.ASIN, "acos": SymOp.ACOS, "atan": SymOp.ATAN,
-    "sinh": SymOp.SINH, "cosh": SymOp.COSH, "tanh": SymOp.TANH, "asinh": SymOp.ASINH,
-}
 for _name, _op in OPAQUE_UNARY.items():
     _APPLY_OPS[getattr(F, "OpaqueUnaryFn_" + _name)] = _op
 

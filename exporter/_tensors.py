@@ -19,6 +19,7 @@ from pt2format._container.header import FEATURE_COMPOSITE_TENSORS
 from pt2format.errors import ExportError
 
 from pt2format.vocab.enums import DTYPE_TO_SCALAR_TYPE, device_to_schema
+from pt2format.vocab.composite import SPARSE_PARTS
 from pt2format.vocab.origins import origin_of
 from . import _composite
 
@@ -67,7 +68,7 @@ class TensorTable:
             raise ExportError("tensor subclass is not a traceable wrapper subclass (no __tensor_flatten__)",
                               path=path, expected="torch.Tensor, Parameter or a traceable wrapper subclass",
                               got=f"{type(t).__module__}.{type(t).__qualname__}")
-        if t.layout in _composite.SPARSE_PARTS:
+        if t.layout in SPARSE_PARTS:
             return self._composite_row(t, path)
         if t.layout != torch.strided or t.is_nested:
             raise ExportError("tensors of this layout cannot be saved", path=path,

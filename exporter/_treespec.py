@@ -17,22 +17,17 @@ from pt2format._strings import is_identifier
 from pt2format.errors import ExportError
 
 from pt2format.vocab.enums import ints as _ints
+from pt2format.vocab.treespec import (
+    CONSTANT_FUNCTION_TYPE,
+    CONSTANT_FUNCTIONS,
+    FallbackKeys,
+    qualified_name,
+    standin_type_name,
+)
+
 from ._values import to_value
 
 TreeSpecKind = _ints(TreeSpecKind)
-
-
-def qualified_name(obj) -> str:
-    return f"{obj.__module__}.{obj.__qualname__}"
-
-
-#: Marker a loader's stand-in class carries (loaders/_standins.py): the type name the file gave.
-STANDIN_ATTR = "__pt2format_standin__"
-
-
-def standin_type_name(cls) -> str | None:
-    """The file's type name when `cls` is a loader's stand-in class, else None (no attribute hooks run)."""
-    return vars(cls).get(STANDIN_ATTR) if isinstance(cls, type) else None
 
 
 def serialized_type_name(cls) -> str:
@@ -46,13 +41,6 @@ def serialized_type_name(cls) -> str:
     return qualified_name(cls)
 
 
-#: The functions torch itself puts in a `flat_apply` node's function spec (`_ConstantFunction`), by the
-#: qualified name a file stores. Loaders resolve only these (in torch, never by import).
-CONSTANT_FUNCTIONS = ("torch.export.custom_ops._call_custom_autograd_function_in_pre_dispatch",)
-#: torch's pytree constant class wrapping them (by name: its module is imported only where flat_apply is used)
-CONSTANT_FUNCTION_TYPE = "torch._higher_order_ops.flat_apply._ConstantFunction"
-
-
 def constant_function_name(ctx, path: str) -> str:
     """The qualified name of the function in a `_ConstantFunction` node's context (a pytree ConstantNode)."""
     func = getattr(getattr(ctx, "value", None), "func", None)
@@ -61,24 +49,6 @@ def constant_function_name(ctx, path: str) -> str:
         raise ExportError("flat_apply calls a function pt2format cannot name safely", path=f"{path}.context",
                           expected=f"one of {list(CONSTANT_FUNCTIONS)}", got=name)
     return name
-
-
-class FallbackKeys(list):
-    """The keys of a dict a loader built in place of a pytree class it could not find.
-
-    `origin` keeps the file's TreeSpec node (kind, type name, field names,
-    keys, context; children aside), so re-saving the loaded program writes
-    the original node again. It compares equal to a plain list of the keys.
-    """
-
-    __slots__ = ("origin",)
-
-    def __init__(self, keys, origin):
-        super().__init__(keys)
-        self.origin = origin
-
-    def __reduce_ex__(self, protocol):
-        return (FallbackKeys, (list(self), self.origin))
 
 
 class TreeSpecExporter:

@@ -27,7 +27,7 @@ import torch
 from pt2format._generated import model as _m
 from pt2format.errors import LoadError
 
-from pt2format.exporter._composite import SPARSE_PARTS, class_fqn
+from pt2format.vocab.composite import SPARSE_PARTS, class_fqn
 from pt2format.vocab.enums import SCHEMA_TO_LAYOUT
 
 from ._values import from_value

@@ -24,7 +24,7 @@ import torch.utils._pytree as pytree
 
 from pt2format._generated.model import GuardSourceKind
 from pt2format.errors import LoadError
-from pt2format.exporter._guards import input_paths, user_input_placeholders
+from pt2format.vocab.inputs import input_paths, user_input_placeholders
 
 
 

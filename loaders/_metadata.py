@@ -15,8 +15,8 @@ from torch.fx.traceback import NodeSource, NodeSourceAction
 
 from pt2format._strings import check_extra_meta_key
 from pt2format.errors import LoadError
-from pt2format.exporter._metadata import derived_tensor_meta
-from pt2format.exporter._operators import BUILTINS
+from pt2format.vocab.metadata import derived_tensor_meta
+from pt2format.vocab.operators import BUILTINS
 
 from ._names import check_identifier, check_text
 from ._values import from_value

@@ -33,7 +33,7 @@ import typing
 import torch.utils._pytree as pytree
 
 from pt2format._strings import is_identifier
-from pt2format.exporter._treespec import STANDIN_ATTR, standin_type_name
+from pt2format.vocab.treespec import STANDIN_ATTR, standin_type_name
 
 _LOCK = threading.Lock()
 _CACHE: dict[tuple, type] = {}

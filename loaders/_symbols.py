@@ -23,7 +23,7 @@ from torch.utils._sympy.value_ranges import ValueRanges
 from pt2format._generated.model import SymExprKind, SymbolKind, SymOp
 from pt2format._symeval import UNKNOWN, EvalFailure, evaluate_pool
 from pt2format.errors import LoadError
-from pt2format.exporter._symbols import OPAQUE_UNARY
+from pt2format.vocab.symbols import OPAQUE_UNARY
 
 from ._names import check_identifier
 

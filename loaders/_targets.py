@@ -14,7 +14,7 @@ import torch
 
 from pt2format.errors import LoadError
 
-from pt2format.exporter._operators import BUILTINS
+from pt2format.vocab.operators import BUILTINS
 
 from ._names import check_dotted_identifiers
 

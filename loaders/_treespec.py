@@ -21,7 +21,7 @@ import torch.utils._pytree as pytree
 from pt2format._generated.model import TreeSpec, TreeSpecKind
 from pt2format._warn import warn_at_caller
 from pt2format.errors import FallbackWarning, LoadError
-from pt2format.exporter._treespec import CONSTANT_FUNCTIONS, FallbackKeys
+from pt2format.vocab.treespec import CONSTANT_FUNCTIONS, FallbackKeys
 
 from . import _standins
 from ._names import check_dotted_identifiers

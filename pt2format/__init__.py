@@ -304,7 +304,15 @@ def open(f: Source, *, framework: str = "pt", copy_on_write: bool = False,  # no
     """
     from pt2format._open import LazyFile
 
-    return LazyFile(f, framework=framework, copy_on_write=copy_on_write, verify_data=verify_data, mmap=mmap)
+    return LazyFile(f, framework=framework, copy_on_write=copy_on_write, verify_data=verify_data, mmap=mmap,
+                    torch_state=_torch_state)
+
+
+def _torch_state(package, storage_view):
+    """The torch tensors of an open file (`framework="pt"`), built by the loaders on first use."""
+    from pt2format.loaders import StateLoader
+
+    return StateLoader(package, storage_view)
 
 
 def validate(f: Source, *, max_program_bytes: int = 1 << 30, max_depth: int = 128, mmap: bool = True) -> None:

@@ -35,8 +35,11 @@ class LazyFile:
     """
 
     def __init__(self, source, *, framework: str = "pt", copy_on_write: bool = False, verify_data: bool = False,
-                 mmap: bool = True):
+                 mmap: bool = True, torch_state=None):
+        # torch_state(package, storage_view) builds the tensors of framework="pt": pt2format.open passes
+        # the loaders' StateLoader, so that this torch-free module never imports the torch side.
         _check_framework(framework)
+        self._torch_state = torch_state
         self._framework = framework
         self._file = read(source, verify_data=verify_data, copy_on_write=copy_on_write, mmap=mmap)
         self._state_loader = None
@@ -104,9 +107,9 @@ class LazyFile:
 
     def _torch_tensor(self, idx: int):
         if self._state_loader is None:
-            from pt2format.loaders._state import StateLoader
-
-            self._state_loader = StateLoader(self.package, self._file.storage_view)
+            if self._torch_state is None:
+                raise TypeError("framework='pt' needs torch tensors: open the file with pt2format.open")
+            self._state_loader = self._torch_state(self.package, self._file.storage_view)
         return self._state_loader.tensor(idx, f"tensors[{idx}]")
 
     def _numpy_array(self, idx: int, name: str):

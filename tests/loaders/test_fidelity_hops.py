@@ -16,7 +16,7 @@ from torch._higher_order_ops.associative_scan import associative_scan
 from torch._higher_order_ops.while_loop import while_loop
 
 import pt2format
-from pt2format.exporter._operators import BUILTINS
+from pt2format.vocab.operators import BUILTINS
 
 
 def _round_trip(ep, tmp_path, encoding="flatbuffers"):

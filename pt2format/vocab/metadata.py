@@ -1,0 +1,36 @@
+"""Node metadata torch derives from a node's value (`tensor_meta`): computed the same way on save and load.
+
+A file stores `tensor_meta` only where it differs from what torch derives
+from `val`; both directions use this one derivation to decide.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+#: (dtype, sizes, strides, requires_grad) -> TensorMetadata, for strided tensors of concrete shape.
+#: torch's _extract_tensor_metadata asks is_contiguous for three memory formats per
+#: value, half of the metadata work of a 20,000-node save or load; the answer depends
+#: on nothing but this key, and TensorMetadata is an immutable tuple, so values of the
+#: same shape share one.
+_TENSOR_META_CACHE: dict = {}
+_TENSOR_META_CACHE_LIMIT = 4096
+
+
+def derived_tensor_meta(val, requires_grad: bool):
+    """(the TensorMetadata torch's export computes for the tensor `val`, with `requires_grad`; whether it is static)."""
+    from torch.fx.passes.shape_prop import _extract_tensor_metadata
+
+    key = None
+    if val.layout is torch.strided and not val.is_quantized:
+        sizes, strides = tuple(val.shape), val.stride()
+        if all(type(d) is int for d in sizes) and all(type(d) is int for d in strides):
+            key = (val.dtype, sizes, strides, requires_grad)
+            meta = _TENSOR_META_CACHE.get(key)
+            if meta is not None:
+                return meta, True
+    meta = _extract_tensor_metadata(val)._replace(requires_grad=requires_grad)
+    if key is not None and len(_TENSOR_META_CACHE) < _TENSOR_META_CACHE_LIMIT:
+        _TENSOR_META_CACHE[key] = meta
+    return meta, key is not None
