@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from conformance.runner import BLOCKED, CHECKS, ERROR, FAIL, NA, PASS, TORCH, CaseResult
+from conformance._verdicts import BLOCKED, CHECKS, ERROR, FAIL, NA, PASS, TORCH, CaseResult
 
 _CELL = {PASS: "ok", FAIL: "FAIL", ERROR: "ERR", NA: "–", BLOCKED: "·", TORCH: "torch"}
 _SHORT = {"export": "exp", "save": "save", "validate": "valid", "dump": "dump", "dedup": "dedup", "load": "load",

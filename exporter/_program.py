@@ -13,34 +13,26 @@ import torch
 from torch._guards import detect_fake_mode
 import torch.utils._pytree as pytree
 
-import pt2format
 from pt2format._generated.model import (
     CustomObject,
-    FormatVersion,
     NamedTupleDef,
     Opset,
-    Package,
-    Producer,
     Program,
     RangeConstraint,
     StateEntry,
-    StateKind,
 )
 from pt2format.errors import ExportError, Pt2FormatError
 
-from pt2format.vocab.enums import ints as _ints
 from ._guards import input_guards
 from ._graph import GraphExporter, _class_fqn, _is_custom_obj_val
 from ._metadata import MetadataExporter
+from ._package import new_package, state_kind
 from ._signature import module_call_graph, signature
 from ._symbols import SymbolTable, value_range
 from ._tensors import TensorTable
 from ._treespec import TreeSpecExporter
 from ._values import to_value
-
-StateKind = _ints(StateKind)
-
-PRODUCER_NAME = "pt2format"
+from ._weights import add_weight_sets
 
 
 def _shape_env(ep):
@@ -130,15 +122,14 @@ class _ProgramExporter:
             path = f"state_dict[{fqn!r}]"
             if not isinstance(t, torch.Tensor):
                 raise ExportError("state_dict entries must be tensors", path=path, got=type(t).__name__)
-            kind = StateKind.PARAMETER if isinstance(t, torch.nn.Parameter) else StateKind.BUFFER
-            entries.append(StateEntry(name=fqn, kind=kind, tensor=self.tensors.add(t, path)))
+            entries.append(StateEntry(name=fqn, kind=state_kind(t, fqn), tensor=self.tensors.add(t, path)))
         constants = dict(ep.constants)
         for k, v in self.custom_objs.items():
             constants.setdefault(k, v)
         for fqn, c in constants.items():
             path = f"constants[{fqn!r}]"
             if isinstance(c, torch.Tensor):
-                kind = StateKind.NON_PERSISTENT_BUFFER if fqn in non_persistent else StateKind.TENSOR_CONSTANT
+                kind = state_kind(c, fqn, constant=True, non_persistent=non_persistent)
                 entries.append(StateEntry(name=fqn, kind=kind, tensor=self.tensors.add(c, path)))
             elif _is_custom_obj_val(c):
                 objects.append(self._custom_object(fqn, c, path))
@@ -191,17 +182,13 @@ def export_package(programs, *, example_inputs: bool = True, weight_sets: dict |
     operators: dict = {}
     progs = [export_program(programs[k], name=k, tensors=tensors, operators=operators, example_inputs=example_inputs)
              for k in sorted(programs)]
-    package = Package(
-        format_version=FormatVersion(major=pt2format.FORMAT_VERSION[0], minor=pt2format.FORMAT_VERSION[1]),
-        producer=Producer(name=PRODUCER_NAME, version=pt2format.__version__, torch_version=str(torch.__version__)),
+    package = new_package(
         programs=progs,
         tensors=tensors.tensors,
         storages=tensors.storages,
         operators=[operators[k] for k in sorted(operators)],
     )
     if weight_sets:
-        from ._weights import add_weight_sets
-
         add_weight_sets(package, tensors, weight_sets)
     package.required_features |= tensors.required_features
     return package, tensors.payloads

@@ -12,15 +12,11 @@ from __future__ import annotations
 
 import torch
 
-import pt2format
-from pt2format._generated.model import FormatVersion, Package, Producer, StateEntry, StateKind, WeightSet
+from pt2format._generated.model import Package, StateEntry, WeightSet
 from pt2format.errors import ExportError
 
-from pt2format.vocab.enums import ints as _ints
-from ._program import PRODUCER_NAME
+from ._package import new_package, state_kind
 from ._tensors import TensorTable
-
-StateKind = _ints(StateKind)
 
 
 def state_tensors(source) -> dict:
@@ -29,10 +25,10 @@ def state_tensors(source) -> dict:
         out = {}
         non_persistent = set(source.graph_signature.non_persistent_buffers)
         for name, t in source.state_dict.items():
-            out[name] = (t, StateKind.PARAMETER if isinstance(t, torch.nn.Parameter) else StateKind.BUFFER)
+            out[name] = (t, state_kind(t, name))
         for name, c in source.constants.items():
             if isinstance(c, torch.Tensor):
-                out[name] = (c, StateKind.NON_PERSISTENT_BUFFER if name in non_persistent else StateKind.TENSOR_CONSTANT)
+                out[name] = (c, state_kind(c, name, constant=True, non_persistent=non_persistent))
         return out
     if isinstance(source, dict):
         out = {}
@@ -41,7 +37,7 @@ def state_tensors(source) -> dict:
                 raise ExportError("weight names must be non-empty strings", got=repr(name))
             if not isinstance(t, torch.Tensor):
                 raise ExportError("weights must be tensors", path=f"[{name!r}]", got=type(t).__name__)
-            out[name] = (t, StateKind.PARAMETER if isinstance(t, torch.nn.Parameter) else StateKind.BUFFER)
+            out[name] = (t, state_kind(t, name))
         return out
     raise ExportError("a weight set is an ExportedProgram or a dict name -> tensor", got=type(source).__name__)
 
@@ -80,10 +76,7 @@ def add_weight_sets(package: Package, tensors: TensorTable, sets: dict) -> None:
 def export_weights(sets: dict):
     """(Package, payloads) of a weights-only file: no programs, one weight set per entry of `sets`."""
     tensors = TensorTable()
-    package = Package(
-        format_version=FormatVersion(major=pt2format.FORMAT_VERSION[0], minor=pt2format.FORMAT_VERSION[1]),
-        producer=Producer(name=PRODUCER_NAME, version=pt2format.__version__, torch_version=str(torch.__version__)),
-    )
+    package = new_package()
     add_weight_sets(package, tensors, sets)
     package.required_features |= tensors.required_features
     return package, tensors.payloads

@@ -24,7 +24,7 @@ from pt2format._container.header import ChecksumKind, SectionEncoding, SectionEn
 from pt2format._generated import model as m
 from pt2format._source import open_regular, read_regular
 from pt2format._validate import check_shard_name
-from pt2format.errors import ChecksumError, HeaderError, LimitError, SegmentError
+from pt2format.errors import HeaderError, LimitError, SegmentError
 
 # safetensors refuses headers above 100 MB; so do we.
 MAX_SAFETENSORS_HEADER = 100_000_000
@@ -263,16 +263,6 @@ def _whole_file_crc(view, ranges: dict) -> int:
             crc = crc32(view[cursor:e], crc)
             cursor = e
     return crc32(view[cursor:], crc)
-
-
-def verify_external(raw: RawFile) -> None:
-    """Check the whole-file CRC of an external file (PackageFile.verify_data does this with the storages)."""
-    entry = raw.header.sections[0]
-    if entry.checksum_kind == ChecksumKind.CRC32:
-        actual = crc32(raw.section_view(0))
-        if actual != entry.checksum:
-            raise ChecksumError("external file checksum mismatch", file=raw.path, expected=f"0x{entry.checksum:08x}",
-                                got=f"0x{actual:08x}")
 
 
 __all__ = ["read_safetensors_header", "plan_safetensors", "open_external", "RawFile", "ExternalPlan"]

@@ -117,10 +117,6 @@ def metadata_dict(package) -> dict:
     return {e.key: e.value if e.value is not None else "" for e in package.metadata}
 
 
-def extra_file_names(package) -> list:
-    return [e.name for e in getattr(package, "extra_files", None) or []]
-
-
 def extra_file_view(package_file, name: str) -> memoryview:
     """The bytes of extra file `name`: a read-only view into the file's data (no copy)."""
     for e in getattr(package_file.package, "extra_files", None) or []:

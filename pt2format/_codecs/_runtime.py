@@ -21,7 +21,6 @@ STR = {str}
 INT = {int}
 BOOL = {bool}
 FLOAT = {float}
-NUM = {float, int}
 NON_FINITE = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")}
 # SPEC.md §4: the canonical quiet NaN is "nan"; any other NaN is "nan:0x" + its 16 lowercase hex bits,
 # so JSON keeps NaN payloads (and the sign of a NaN) as FlatBuffers and MessagePack do.
@@ -81,34 +80,11 @@ def int_in(x, lo, hi):
     bad("expected an integer", type(x).__name__)
 
 
-def ints_in(v, lo, hi):
-    """A list of integers in [lo, hi] (int subclasses converted)."""
-    if not INT.issuperset(map(type, v)):
-        return [int_in(e, lo, hi) for e in v]
-    if v and (min(v) < lo or max(v) > hi):
-        bad(f"integer out of range [{lo}, {hi}]")
-    return v
-
-
-def float_of_int(x):
-    """MessagePack: a float field may arrive as an exact int; nothing else converts."""
-    if type(x) is int:
-        return float(x)
-    bad("expected a float", type(x).__name__)
-
-
 def floats_of_numbers(v):
     """MessagePack: a list of floats (ints converted)."""
     if FLOAT.issuperset(map(type, v)):
         return v
     return check_each(v, check_float)
-
-
-def float_of_number(x):
-    """JSON encode side: a non-float number as a float."""
-    if isinstance(x, (int, float)) and type(x) is not bool:
-        return float(x)  # OverflowError for huge ints: the caller turns it into EncodingError
-    bad("expected a float", type(x).__name__)
 
 
 def json_float(x):

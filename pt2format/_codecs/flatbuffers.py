@@ -32,7 +32,7 @@ from pt2format._generated.fb_writer import encode as _fast_encode
 from pt2format.errors import EncodingError, LimitError
 
 # What the generated writer raises on a malformed tree (it checks types only where
-# struct.pack would not); the reflection writer then names the field path.
+# struct.pack would not); `encode_error` names the field path the writer noted on the way out.
 def encode(package) -> bytes:
     """Encode a Package tree as FlatBuffers bytes; EncodingError with the field path if it does not fit the schema."""
     try:

@@ -33,7 +33,6 @@ INT_RANGES = {
 }
 # The same facts keyed by base type (enum underlying types, struct layouts).
 STRUCT_FMT = {b: FMT[n] for b, n in SCALAR_NAMES.items()}
-SCALAR_SIZES = {b: SIZE[n] for b, n in SCALAR_NAMES.items()}
 INT_RANGES_BY_BASE = {b: INT_RANGES[n] for b, n in SCALAR_NAMES.items() if n in INT_RANGES}
 # Short names of struct format characters (names of the generated unpackers).
 FMT_NAMES = {"?": "bool", "b": "i8", "B": "u8", "h": "i16", "H": "u16", "i": "i32", "I": "u32",
