@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import sys
 
+from pt2format._options import SAVE, SAVE_WEIGHTS
 from pt2format.errors import ExportError, StringClassError
 
 import torch
@@ -49,9 +50,9 @@ def _progress(enabled: bool):
         bar.close()
 
 
-def save_programs(programs, path, *, encoding: str = "flatbuffers", fsync: bool = True, progress: bool | None = None,
-                  example_inputs: bool = True, extra_files=None, metadata=None, max_shard_size=None,
-                  external_data=None, weight_sets: dict | None = None) -> None:
+@SAVE.implements
+def save_programs(programs, path, *, encoding, fsync, progress, example_inputs, extra_files, metadata,
+                  max_shard_size, external_data, weight_sets) -> None:
     """Save one ExportedProgram (as program "forward") or a dict name -> ExportedProgram to `path`.
 
     Programs share deduplicated storages. A path is written to a temporary
@@ -73,8 +74,8 @@ def save_programs(programs, path, *, encoding: str = "flatbuffers", fsync: bool 
                external_data=external_data)
 
 
-def save_weights(weights, path, *, encoding: str = "flatbuffers", fsync: bool = True, progress: bool | None = None,
-                 max_shard_size=None, external_data=None, name: str = "default") -> None:
+@SAVE_WEIGHTS.implements
+def save_weights(weights, path, *, encoding, fsync, progress, max_shard_size, external_data, name) -> None:
     """Write a weights-only file: no program, one weight set `name` (or several, when `weights` is a dict of sets).
 
     `weights` is an ExportedProgram (its state), a dict name -> tensor, or a

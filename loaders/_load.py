@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import os
 
+from pt2format._options import LOAD
 from pt2format.errors import Pt2FormatError
 
 from ._program import build_program
 
 
-def load_program(path, *, program: str | None = None, map_location=None, weights: bool = True, copy: bool = False,
-                 verify_data: bool = False, extra_files: dict | None = None, metadata: dict | None = None,
-                 weight_set: str | None = None, prefetch: bool = False, allow_subclasses=(), mmap: bool = True):
+@LOAD.implements
+def load_program(path, *, program, map_location, weights, copy, verify_data, extra_files, metadata, weight_set,
+                 prefetch, allow_subclasses, mmap):
     """Load program `program` (default: the only one, or "forward") of the file at `path`.
 
     Tensors are views of a private (copy-on-write) map of the file: nothing is

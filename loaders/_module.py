@@ -37,6 +37,7 @@ from torch.fx._lazy_graph_module import _LazyGraphModule
 from torch.fx.graph import _PyTreeCodeGen, _PyTreeInfo
 
 import pt2format
+from pt2format._options import LOAD_MODULE
 from pt2format._generated.model import (
     BoolArgument,
     CustomObjArgument,
@@ -331,9 +332,9 @@ def _build(prog, state: StateLoader, stored: bool) -> LoadedModule:
     return gm
 
 
-def load_module(path, *, program: str | None = None, map_location=None, copy: bool = False,
-                verify_data: bool = False, prefetch: bool = False, allow_subclasses=(),
-                mmap: bool = True) -> torch.nn.Module:
+@LOAD_MODULE.implements
+def load_module(path, *, program, map_location, copy, verify_data, prefetch, allow_subclasses,
+                mmap) -> torch.nn.Module:
     """The module `pt2format.load(path, ...).module()` would give, built directly (see the module docstring).
 
     `mmap=False` reads a path into memory instead of mapping it, as for `load`.

@@ -17,6 +17,7 @@ import warnings
 
 import torch
 
+from pt2format._options import ATTACH_WEIGHTS
 from pt2format._source import open_regular, read_regular
 from pt2format.errors import LoadError, Pt2FormatError
 
@@ -143,8 +144,8 @@ def read_weights(source, *, program: str | None = None, weight_set: str | None =
                       allow_subclasses=allow_subclasses, use_mmap=mmap)
 
 
-def attach_weights(ep, source, *, program: str | None = None, weight_set: str | None = None, map_location=None,
-                   copy: bool = False, strict: bool = True, allow_subclasses=(), mmap: bool = True):
+@ATTACH_WEIGHTS.implements
+def attach_weights(ep, source, *, program, weight_set, map_location, copy, strict, allow_subclasses, mmap):
     """Replace every state tensor of `ep` by the tensor of the same name from `source`; returns `ep`.
 
     Names, dtypes and shapes are checked first, for every entry: on any

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from typing import IO, TYPE_CHECKING, Any, Union
+from typing import IO, TYPE_CHECKING, Union
 
 from pt2format.errors import (
     ChecksumError,
@@ -50,6 +50,7 @@ if TYPE_CHECKING:  # pragma: no cover - annotations only; importing pt2format ne
 # The schema version this package reads and writes: the newest `X.Y (date)` line of the
 # schema's header comment, emitted by schema/regen.py.
 from pt2format._generated.minors import SCHEMA_VERSION as FORMAT_VERSION  # noqa: E402
+from pt2format import _options  # noqa: E402
 __version__ = "0.1.0"
 
 #: What every reading function accepts: a path, a bytes-like object, or a binary file object.
@@ -58,11 +59,9 @@ Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, IO[bytes]]
 Target = Union[str, "os.PathLike[str]", IO[bytes]]
 
 
-def save(programs: torch.export.ExportedProgram | Mapping[str, torch.export.ExportedProgram], f: Target, *,
-         encoding: str = "flatbuffers", fsync: bool = True, progress: bool | None = None,
-         example_inputs: bool = True, extra_files: Mapping[str, bytes | str] | None = None,
-         metadata: Mapping[str, str] | None = None, max_shard_size: int | str | None = None,
-         external_data=None, weight_sets: Mapping[str, Any] | None = None) -> None:
+@_options.SAVE.public
+def save(programs: torch.export.ExportedProgram | Mapping[str, torch.export.ExportedProgram], f: Target,
+         **options) -> None:
     """Save one ExportedProgram, or several sharing their weights, to a `.pt2f` file.
 
     Args:
@@ -75,28 +74,6 @@ def save(programs: torch.export.ExportedProgram | Mapping[str, torch.export.Expo
             its target, and an existing file keeps its permission bits. A file
             object receives exactly the bytes the file would hold, from its
             current position (not atomically).
-        encoding: the program section's encoding: ``"flatbuffers"`` (default,
-            zero-copy in any language), ``"msgpack"`` or ``"json"``.
-        fsync: flush the file (and its directory) to disk before returning.
-            The rename is atomic either way.
-        progress: a progress bar (bytes written) on stderr; ``None`` (default)
-            shows it only when stderr is a terminal, and only for saves that
-            take over a second.
-        example_inputs: also store each program's example inputs.
-        extra_files: name -> bytes (or str, stored as UTF-8), as in
-            ``torch.export.save``: files kept beside the programs, in the data
-            section. Names are 1-255 bytes of UTF-8 without control characters.
-        metadata: str -> str, as in safetensors: small strings for people and
-            tools (at most 1 MiB in all); shown by ``pt2format inspect``.
-        max_shard_size: bytes (or a string such as ``"5GB"``): write the data
-            to shard files ``<stem>-00001-of-0000N.pt2shard`` next to the file,
-            each written atomically and tied to the main file by its package id.
-        external_data: a safetensors path (or a list) in the same directory:
-            every weight whose name, dtype, shape and bytes match a tensor of
-            that file points at it instead of being copied.
-        weight_sets: name -> ``ExportedProgram`` or dict name -> tensor: named
-            alternative weights for the same program(s); ``load(path,
-            weight_set=name)`` picks one.
 
     Raises:
         ExportError: a program cannot be expressed in the schema.
@@ -105,62 +82,17 @@ def save(programs: torch.export.ExportedProgram | Mapping[str, torch.export.Expo
     """
     from pt2format.exporter import save_programs
 
-    save_programs(programs, f, encoding=encoding, fsync=fsync, progress=progress, example_inputs=example_inputs,
-                  extra_files=extra_files, metadata=metadata, max_shard_size=max_shard_size,
-                  external_data=external_data, weight_sets=weight_sets)
+    save_programs(programs, f, **options)
 
 
-def load(f: Source, *, program: str | None = None, map_location: Any = None, weights: bool = True,
-         copy: bool = False, verify_data: bool = False, extra_files: dict[str, bytes] | None = None,
-         metadata: dict[str, str] | None = None, weight_set: str | None = None,
-         prefetch: bool = False, allow_subclasses: Iterable[type] = (),
-         mmap: bool = True) -> torch.export.ExportedProgram:
+@_options.LOAD.public
+def load(f: Source, **options) -> torch.export.ExportedProgram:
     """Load a ``torch.export.ExportedProgram`` from a `.pt2f` file.
 
     Args:
         f: a path (memory-mapped: weights are zero-copy views of the file,
             copy-on-write, so writes never reach it), a bytes-like object or a
             binary file object (read into memory, no mmap).
-        program: which program to load; default: the only one, or
-            ``"forward"``. A file with several programs and no ``"forward"``
-            needs it.
-        map_location: remaps devices as ``torch.load`` does: a device string,
-            a ``torch.device``, a dict (``{"cuda:0": "cpu"}`` maps by full
-            device string first, then by device type), or a callable
-            ``f(storage, location)`` returning the storage to use.
-        weights: ``False`` builds the program with meta-device parameters and
-            buffers and reads no weight bytes (for inspecting or transforming a
-            graph); such a program cannot run until real weights are set.
-        copy: give every tensor its own memory instead of viewing the file.
-        verify_data: check every data checksum before building anything
-            (reads every byte once; off by default so loading stays
-            zero-copy). The header and program section are always checked.
-        extra_files: a dict, filled in (cleared first) with the file's extra
-            files, name -> bytes; like ``torch.export.load``'s argument, but
-            every file is returned and values are bytes, not text.
-        metadata: a dict, filled in (cleared first) with the file's metadata.
-        weight_set: load the program with this named weight set of the file
-            instead of its own state (see ``attach_weights``).
-        prefetch: read the weight pages ahead in a background thread, so the
-            first call does not fault them in one by one.
-        allow_subclasses: tensor subclass classes (traceable wrapper
-            subclasses, e.g. ``[TwoTensor]``) whose saved tensors may be
-            rebuilt, and the enum, dataclass and namedtuple classes their
-            flatten contexts hold, matched by qualified name. Classes on
-            torch's safe-globals list (``torch.serialization.add_safe_globals``,
-            the list ``torch.load(weights_only=True)`` trusts; torchao adds
-            its own) are trusted too. The file names its classes; pt2format
-            never imports them: import the class yourself and trust it. A
-            subclass tensor of any other class is a ``LoadError`` naming the
-            class; with ``weights=False`` it becomes a plain meta tensor.
-        mmap: ``False`` reads a path (and its shard and external files) into
-            memory instead of mapping it: weights then live in the process's
-            own memory, so another process truncating or rewriting the file
-            cannot crash or change the program (a mapped file that shrinks
-            ends the process with SIGBUS at the next access, as for every
-            mmap reader). A file that shrinks while it is being read is a
-            ``FormatError``. Costs one read of the whole file and its size
-            in memory; ``prefetch`` has nothing to do then.
 
     Returns:
         The rebuilt ``ExportedProgram``.
@@ -182,14 +114,11 @@ def load(f: Source, *, program: str | None = None, map_location: Any = None, wei
     """
     from pt2format.loaders import load_program
 
-    return load_program(f, program=program, map_location=map_location, weights=weights, copy=copy,
-                        verify_data=verify_data, extra_files=extra_files, metadata=metadata,
-                        weight_set=weight_set, prefetch=prefetch, allow_subclasses=allow_subclasses, mmap=mmap)
+    return load_program(f, **options)
 
 
-def load_module(f: Source, *, program: str | None = None, map_location: Any = None, copy: bool = False,
-                verify_data: bool = False, prefetch: bool = False, allow_subclasses=(),
-                mmap: bool = True) -> torch.nn.Module:
+@_options.LOAD_MODULE.public
+def load_module(f: Source, **options) -> torch.nn.Module:
     """The callable, unlifted module of a program: what ``load(f, ...).module()`` returns, built directly.
 
     No ExportedProgram is rebuilt and none of ``module()``'s passes runs:
@@ -205,46 +134,49 @@ def load_module(f: Source, *, program: str | None = None, map_location: Any = No
     A program the fast path does not build (effect tokens, symbolic float or
     bool inputs, no example inputs or root call signature) falls back to
     ``load(f, ...).module()``; the module's ``pt2format_fallback`` attribute
-    names the reason (None on the fast path). Arguments are ``load``'s
-    (``allow_subclasses`` and ``mmap`` included);
-    ``prefetch=True`` reads the weight pages ahead in a background thread so
-    the first call does not fault them in one by one.
+    names the reason (None on the fast path).
+
+    Args:
+        f: as for ``load``.
     """
     from pt2format.loaders import load_module as _load_module
 
-    return _load_module(f, program=program, map_location=map_location, copy=copy, verify_data=verify_data,
-                        prefetch=prefetch, allow_subclasses=allow_subclasses, mmap=mmap)
+    return _load_module(f, **options)
 
 
-def save_weights(weights, path, *, encoding: str = "flatbuffers", fsync: bool = True, progress: bool = True,
-                 max_shard_size=None, external_data=None, name: str = "default") -> None:
+@_options.SAVE_WEIGHTS.public
+def save_weights(weights, path: Target, **options) -> None:
     """Save weights only (no program): an ExportedProgram's state, a dict name -> tensor, or a dict of such sets.
 
     The file is read back by `attach_weights(ep, path)` or
     `load(program_file, ...)` followed by `attach_weights`.
+
+    Args:
+        weights: an ``ExportedProgram`` (its state), a dict name -> tensor, or
+            a dict set name -> either.
+        path: as ``f`` of ``save``.
     """
     from pt2format.exporter import save_weights as _save_weights
 
-    _save_weights(weights, path, encoding=encoding, fsync=fsync, progress=progress, max_shard_size=max_shard_size,
-                  external_data=external_data, name=name)
+    _save_weights(weights, path, **options)
 
 
-def attach_weights(ep, source, *, program: str | None = None, weight_set: str | None = None, map_location=None,
-                   copy: bool = False, strict: bool = True, allow_subclasses: Iterable[type] = (),
-                   mmap: bool = True):
+@_options.ATTACH_WEIGHTS.public
+def attach_weights(ep, source, **options):
     """Give `ep` (for example from `load(path, weights=False)`) the weights of `source`; returns `ep`.
 
-    `source` is a `.pt2f` file (its program's state, or weight set
-    `weight_set`; a weights-only file's only set), a safetensors file, or a
-    dict name -> tensor. Every state entry must be present with the same
-    dtype and shape, else a LoadError lists the differences and `ep` is not
-    changed; `strict=True` also refuses names `ep` does not have.
-    `allow_subclasses` and `mmap` are as for `load`.
+    Every state entry must be present with the same dtype and shape, else a
+    LoadError lists the differences and `ep` is not changed.
+
+    Args:
+        ep: the ``ExportedProgram`` whose state is replaced.
+        source: a `.pt2f` file (its program's state, or weight set
+            ``weight_set``; a weights-only file's only set), a safetensors
+            file, or a dict name -> tensor.
     """
     from pt2format.loaders import attach_weights as _attach
 
-    return _attach(ep, source, program=program, weight_set=weight_set, map_location=map_location, copy=copy,
-                   strict=strict, allow_subclasses=allow_subclasses, mmap=mmap)
+    return _attach(ep, source, **options)
 
 
 def read(f: Source, *, verify_data: bool = False, max_program_bytes: int = 1 << 30, max_depth: int = 128,
@@ -277,8 +209,8 @@ def read(f: Source, *, verify_data: bool = False, max_program_bytes: int = 1 << 
                  copy_on_write=copy_on_write, json_schema=json_schema, mmap=mmap)
 
 
-def open(f: Source, *, framework: str = "pt", copy_on_write: bool = False,  # noqa: A001 - safetensors' name
-         verify_data: bool = False, mmap: bool = True) -> LazyFile:
+@_options.OPEN.public
+def open(f: Source, **options) -> LazyFile:  # noqa: A001 - safetensors' name
     """Open a `.pt2f` file lazily, like safetensors' ``safe_open``: nothing is built until asked for.
 
     ::
@@ -292,20 +224,13 @@ def open(f: Source, *, framework: str = "pt", copy_on_write: bool = False,  # no
 
     Args:
         f: a path (memory-mapped), a bytes-like object or a binary file object.
-        framework: ``"pt"`` (torch tensors) or ``"np"`` (numpy arrays, no
-            torch needed) for ``get_tensor``.
-        copy_on_write: make tensors writable (writes stay in memory).
-        verify_data: check every data checksum now.
-        mmap: ``False`` reads a path into memory instead of mapping it (see
-            ``load``); ``get_tensor`` then views that memory.
 
     Returns:
         A ``pt2format.LazyFile``.
     """
     from pt2format._open import LazyFile
 
-    return LazyFile(f, framework=framework, copy_on_write=copy_on_write, verify_data=verify_data, mmap=mmap,
-                    torch_state=_torch_state)
+    return LazyFile(f, **options, torch_state=_torch_state)
 
 
 def _torch_state(package, storage_view):

@@ -14,6 +14,7 @@ from __future__ import annotations
 from pt2format import _extras
 from pt2format._api import read
 from pt2format._generated import model as m
+from pt2format._options import OPEN
 
 # numpy type strings (little-endian) for the dtypes numpy has; the rest need framework="pt".
 _NUMPY_DTYPES = {
@@ -34,8 +35,8 @@ class LazyFile:
     `signature()`) are the classes of `pt2format.schema`.
     """
 
-    def __init__(self, source, *, framework: str = "pt", copy_on_write: bool = False, verify_data: bool = False,
-                 mmap: bool = True, torch_state=None):
+    @OPEN.check
+    def __init__(self, source, *, framework, copy_on_write, verify_data, mmap, torch_state=None):
         # torch_state(package, storage_view) builds the tensors of framework="pt": pt2format.open passes
         # the loaders' StateLoader, so that this torch-free module never imports the torch side.
         _check_framework(framework)

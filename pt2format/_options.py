@@ -1,0 +1,226 @@
+"""The keyword options of the public functions, each defined once: name, default, type and documentation.
+
+Every public function that takes options (`save`, `load`, `load_module`,
+`open`, `attach_weights`, `save_weights`) gets its signature, the option part
+of its docstring and its defaults from one `Options` table here:
+
+- the public function in `pt2format/__init__.py` is decorated with
+  `TABLE.public`: it takes `**options` (every one, defaults filled in),
+  shows the full signature (`inspect.signature`, `help`, the API docs) and
+  documents every option;
+- the function that does the work (in the exporter, the loaders or
+  `_open.py`) is decorated with `TABLE.implements`: it names the options as
+  keyword-only parameters without defaults, and gets the defaults from here
+  (a parameter the table lacks, or an option the function lacks, is an
+  error at import time, so the two cannot drift apart); `TABLE.check` checks
+  the names alone, for a class only the public function constructs.
+
+To add an option: one `Option(...)` line in its table, and the parameter
+where it is used. Imports without torch.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import textwrap
+from dataclasses import dataclass
+from typing import Any
+
+_KW = inspect.Parameter.KEYWORD_ONLY
+
+
+@dataclass(frozen=True)
+class Option:
+    """One keyword option: its name, default, type (as written in the signature) and documentation."""
+
+    name: str
+    default: Any
+    annotation: str
+    doc: str
+
+
+class Options:
+    """The ordered keyword options of one public function."""
+
+    def __init__(self, *options: Option):
+        self.options = options
+        self.names = tuple(o.name for o in options)
+        assert len(set(self.names)) == len(self.names), self.names
+
+    def defaults(self) -> dict:
+        return {o.name: o.default for o in self.options}
+
+    def implements(self, fn):
+        """Give `fn` (keyword-only parameters named after the options, without defaults) the defaults."""
+        self.check(fn)
+        fn.__kwdefaults__ = {**(fn.__kwdefaults__ or {}), **self.defaults()}
+        return fn
+
+    def check(self, fn):
+        """`fn` takes exactly these options as keyword-only parameters, without defaults of its own."""
+        params = inspect.signature(fn).parameters.values()
+        keyword = {p.name: p for p in params if p.kind is _KW}
+        missing = [n for n in self.names if n not in keyword]
+        unknown = [n for n, p in keyword.items() if n not in self.names and p.default is inspect.Parameter.empty]
+        spelled = [n for n in self.names if n in keyword and keyword[n].default is not inspect.Parameter.empty]
+        if missing or unknown or spelled:
+            raise TypeError(f"{fn.__qualname__} does not match its options table: missing {missing}, "
+                            f"not in the table {unknown}, default written again {spelled}")
+        return fn
+
+    def public(self, fn):
+        """Make `fn(positional..., **options)` show and document the options, and refuse unknown ones."""
+        sig = inspect.signature(fn)
+        positional = [p for p in sig.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+        options = [inspect.Parameter(o.name, _KW, default=o.default, annotation=o.annotation) for o in self.options]
+        names, defaults = frozenset(self.names), self.defaults()
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            for k in kwargs:
+                if k not in names:
+                    raise TypeError(f"{fn.__name__}() got an unexpected keyword argument {k!r}")
+            return fn(*args, **{**defaults, **kwargs})
+
+        wrapper.__signature__ = sig.replace(parameters=positional + options)
+        wrapper.__doc__ = self._document(fn.__doc__ or "")
+        return wrapper
+
+    def _document(self, doc: str) -> str:
+        """`doc` with one entry per option appended to its ``Args:`` section (Google style)."""
+        lines = doc.split("\n")
+        at = next((i for i, line in enumerate(lines) if line.strip() == "Args:"), None)
+        if at is None:
+            raise ValueError("a public function with options needs an 'Args:' section")
+        indent = lines[at][: len(lines[at]) - len(lines[at].lstrip())] + "    "
+        end = at + 1
+        while end < len(lines) and lines[end].strip():
+            end += 1
+        entries = []
+        for o in self.options:
+            entries += textwrap.wrap(f"{o.name}: {o.doc}", 100, initial_indent=indent,
+                                     subsequent_indent=indent + "    ")
+        return "\n".join(lines[:end] + entries + lines[end:])
+
+
+# -- shared options (the same meaning wherever they appear) ---------------------------------------
+
+_ENCODING = Option("encoding", "flatbuffers", "str",
+                   'the program section\'s encoding: ``"flatbuffers"`` (default, zero-copy in any language), '
+                   '``"msgpack"`` or ``"json"``.')
+_FSYNC = Option("fsync", True, "bool",
+                "flush the file (and its directory) to disk before returning. The rename is atomic either way.")
+_MAX_SHARD_SIZE = Option("max_shard_size", None, "int | str | None",
+                         'bytes (or a string such as ``"5GB"``): write the data to shard files '
+                         "``<stem>-00001-of-0000N.pt2shard`` next to the file, each written atomically and tied "
+                         "to the main file by its package id.")
+_EXTERNAL_DATA = Option("external_data", None, "Any",
+                        "a safetensors path (or a list) in the same directory: every weight whose name, dtype, "
+                        "shape and bytes match a tensor of that file points at it instead of being copied.")
+_MAP_LOCATION = Option("map_location", None, "Any",
+                       "remaps devices as ``torch.load`` does: a device string, a ``torch.device``, a dict "
+                       '(``{"cuda:0": "cpu"}`` maps by full device string first, then by device type), or a '
+                       "callable ``f(storage, location)`` returning the storage to use.")
+_COPY = Option("copy", False, "bool", "give every tensor its own memory instead of viewing the file.")
+_VERIFY_DATA = Option("verify_data", False, "bool",
+                      "check every data checksum before building anything (reads every byte once; off by "
+                      "default so loading stays zero-copy). The header and program section are always checked.")
+_PREFETCH = Option("prefetch", False, "bool",
+                   "read the weight pages ahead in a background thread, so the first call does not fault them "
+                   "in one by one.")
+_ALLOW_SUBCLASSES = Option("allow_subclasses", (), "Iterable[type]",
+                           "tensor subclass classes (traceable wrapper subclasses, e.g. ``[TwoTensor]``) whose "
+                           "saved tensors may be rebuilt, and the enum, dataclass and namedtuple classes their "
+                           "flatten contexts hold, matched by qualified name. Classes on torch's safe-globals "
+                           "list (``torch.serialization.add_safe_globals``, the list "
+                           "``torch.load(weights_only=True)`` trusts; torchao adds its own) are trusted too. The "
+                           "file names its classes; pt2format never imports them: import the class yourself and "
+                           "trust it. A subclass tensor of any other class is a ``LoadError`` naming the class; "
+                           "with ``weights=False`` it becomes a plain meta tensor.")
+_MMAP = Option("mmap", True, "bool",
+               "``False`` reads a path (and its shard and external files) into memory instead of mapping it: "
+               "weights then live in the process's own memory, so another process truncating or rewriting the "
+               "file cannot crash or change the program (a mapped file that shrinks ends the process with "
+               "SIGBUS at the next access, as for every mmap reader). A file that shrinks while it is being "
+               "read is a ``FormatError``. Costs one read of the whole file and its size in memory; "
+               "``prefetch`` has nothing to do then.")
+_PROGRAM = Option("program", None, "str | None",
+                  'which program to load; default: the only one, or ``"forward"``. A file with several '
+                  'programs and no ``"forward"`` needs it.')
+
+SAVE = Options(
+    _ENCODING,
+    _FSYNC,
+    Option("progress", None, "bool | None",
+           "a progress bar (bytes written) on stderr; ``None`` (default) shows it only when stderr is a "
+           "terminal, and only for saves that take over a second."),
+    Option("example_inputs", True, "bool", "also store each program's example inputs."),
+    Option("extra_files", None, "Mapping[str, bytes | str] | None",
+           "name -> bytes (or str, stored as UTF-8), as in ``torch.export.save``: files kept beside the "
+           "programs, in the data section. Names are 1-255 bytes of UTF-8 without control characters."),
+    Option("metadata", None, "Mapping[str, str] | None",
+           "str -> str, as in safetensors: small strings for people and tools (at most 1 MiB in all); shown "
+           "by ``pt2format inspect``."),
+    _MAX_SHARD_SIZE,
+    _EXTERNAL_DATA,
+    Option("weight_sets", None, "Mapping[str, Any] | None",
+           "name -> ``ExportedProgram`` or dict name -> tensor: named alternative weights for the same "
+           "program(s); ``load(path, weight_set=name)`` picks one."),
+)
+
+LOAD = Options(
+    _PROGRAM,
+    _MAP_LOCATION,
+    Option("weights", True, "bool",
+           "``False`` builds the program with meta-device parameters and buffers and reads no weight bytes "
+           "(for inspecting or transforming a graph); such a program cannot run until real weights are set."),
+    _COPY,
+    _VERIFY_DATA,
+    Option("extra_files", None, "dict[str, bytes] | None",
+           "a dict, filled in (cleared first) with the file's extra files, name -> bytes; like "
+           "``torch.export.load``'s argument, but every file is returned and values are bytes, not text."),
+    Option("metadata", None, "dict[str, str] | None",
+           "a dict, filled in (cleared first) with the file's metadata."),
+    Option("weight_set", None, "str | None",
+           "load the program with this named weight set of the file instead of its own state (see "
+           "``attach_weights``)."),
+    _PREFETCH,
+    _ALLOW_SUBCLASSES,
+    _MMAP,
+)
+
+LOAD_MODULE = Options(_PROGRAM, _MAP_LOCATION, _COPY, _VERIFY_DATA, _PREFETCH, _ALLOW_SUBCLASSES, _MMAP)
+
+OPEN = Options(
+    Option("framework", "pt", "str",
+           '``"pt"`` (torch tensors) or ``"np"`` (numpy arrays, no torch needed) for ``get_tensor``.'),
+    Option("copy_on_write", False, "bool", "make tensors writable (writes stay in memory)."),
+    Option("verify_data", False, "bool", "check every data checksum now."),
+    Option("mmap", True, "bool",
+           "``False`` reads a path into memory instead of mapping it (see ``load``); ``get_tensor`` then "
+           "views that memory."),
+)
+
+ATTACH_WEIGHTS = Options(
+    Option("program", None, "str | None",
+           "which program's state of a `.pt2f` source to take (default: the only one, or ``\"forward\"``)."),
+    Option("weight_set", None, "str | None",
+           "take this named weight set of a `.pt2f` source instead (a weights-only file's only set is taken "
+           "by default)."),
+    _MAP_LOCATION,
+    _COPY,
+    Option("strict", True, "bool", "also refuse names of `source` that ``ep`` does not have."),
+    _ALLOW_SUBCLASSES,
+    _MMAP,
+)
+
+SAVE_WEIGHTS = Options(
+    _ENCODING,
+    _FSYNC,
+    Option("progress", True, "bool | None",
+           "a progress bar (bytes written) on stderr; ``None`` shows it only when stderr is a terminal."),
+    _MAX_SHARD_SIZE,
+    _EXTERNAL_DATA,
+    Option("name", "default", "str", "the weight set's name, when `weights` is one set."),
+)

@@ -1,0 +1,89 @@
+"""Each public function's options are defined once (pt2format/_options.py) and reach every place from there.
+
+The public signature, the docstring and the implementation's defaults must
+all agree with the table; an unknown keyword is refused by the public
+function's own name, as Python would; and the table refuses an
+implementation that lacks an option or writes its default again.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+import pt2format
+from pt2format import _options
+
+PUBLIC = {
+    "save": (_options.SAVE, "pt2format.exporter._save", "save_programs"),
+    "save_weights": (_options.SAVE_WEIGHTS, "pt2format.exporter._save", "save_weights"),
+    "load": (_options.LOAD, "pt2format.loaders._load", "load_program"),
+    "load_module": (_options.LOAD_MODULE, "pt2format.loaders._module", "load_module"),
+    "attach_weights": (_options.ATTACH_WEIGHTS, "pt2format.loaders._weights", "attach_weights"),
+}
+
+
+def _keyword_defaults(fn) -> dict:
+    return {p.name: p.default for p in inspect.signature(fn).parameters.values() if p.kind is p.KEYWORD_ONLY}
+
+
+@pytest.mark.parametrize("name", sorted(PUBLIC))
+def test_public_signature_docs_and_implementation_agree(name):
+    import importlib
+
+    table, module, impl_name = PUBLIC[name]
+    public = getattr(pt2format, name)
+    impl = getattr(importlib.import_module(module), impl_name)
+    shown = _keyword_defaults(public)
+    assert list(shown) == list(table.names)
+    assert shown == table.defaults()
+    # what the implementation really uses when the caller gives nothing: Python's own kwdefaults
+    assert {k: v for k, v in impl.__kwdefaults__.items() if k in shown} == shown
+    for option in table.names:
+        assert f"\n        {option}: " in public.__doc__, (name, option)
+
+
+def test_open_agrees_with_its_table():
+    from pt2format._open import LazyFile
+
+    assert _keyword_defaults(pt2format.open) == _options.OPEN.defaults()
+    # LazyFile is built only by pt2format.open, which passes every option: it takes them all, without defaults
+    assert set(_options.OPEN.names) <= set(_keyword_defaults(LazyFile.__init__))
+    assert not set(_options.OPEN.names) & set(LazyFile.__init__.__kwdefaults__ or {})
+
+
+CALLS = {
+    "save": lambda **kw: pt2format.save(None, "unused.pt2f", **kw),
+    "load": lambda **kw: pt2format.load(b"", **kw),
+    "open": lambda **kw: pt2format.open(b"", **kw),
+    "attach_weights": lambda **kw: pt2format.attach_weights(None, {}, **kw),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CALLS))
+def test_unknown_option_is_refused_by_the_public_name(name):
+    with pytest.raises(TypeError, match=rf"^{name}\(\) got an unexpected keyword argument 'no_such_option'"):
+        CALLS[name](no_such_option=1)
+
+
+def test_table_refuses_an_implementation_that_drifts():
+    table = _options.Options(_options.Option("a", 1, "int", "doc"), _options.Option("b", 2, "int", "doc"))
+
+    def missing(x, *, a):
+        pass
+
+    def respelled(x, *, a=1, b):
+        pass
+
+    def extra(x, *, a, b, c):
+        pass
+
+    for fn in (missing, respelled, extra):
+        with pytest.raises(TypeError, match="does not match its options table"):
+            table.implements(fn)
+
+    def fine(x, *, a, b, internal=None):
+        return a, b, internal
+
+    assert table.implements(fine)(0) == (1, 2, None)
