@@ -7,8 +7,10 @@ of first appearance so the same program always gives the same bytes.
 
 from __future__ import annotations
 
+import sympy
 import torch
 import torch.utils._pytree as pytree
+from torch.fx.experimental.symbolic_shapes import CallMethodKey, ConvertIntKey, DivideByKey, InnerTensorKey
 
 from pt2format._generated.model import (
     KeyPathEntry,
@@ -163,10 +165,6 @@ class MetadataExporter:
         )
 
     def _binding(self, sym, keypath, path) -> UnbackedBinding:
-        # Imported here: the loader shares this module's callable_name, and sympy costs a cold load ~0.5 s.
-        import sympy
-        from torch.fx.experimental.symbolic_shapes import CallMethodKey, ConvertIntKey, DivideByKey, InnerTensorKey
-
         if not isinstance(sym, sympy.Symbol):
             raise ExportError("unbacked binding key is not a symbol", path=f"{path}.unbacked_bindings",
                               expected="sympy.Symbol", got=type(sym).__name__)
