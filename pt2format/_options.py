@@ -74,7 +74,7 @@ class Options:
         sig = inspect.signature(fn)
         positional = [p for p in sig.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
         options = [inspect.Parameter(o.name, _KW, default=o.default, annotation=o.annotation) for o in self.options]
-        names, defaults = frozenset(self.names), self.defaults()
+        names, defaults = frozenset(self.names) | {p.name for p in positional}, self.defaults()
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):

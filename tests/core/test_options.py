@@ -67,6 +67,21 @@ def test_unknown_option_is_refused_by_the_public_name(name):
         CALLS[name](no_such_option=1)
 
 
+def test_positional_parameters_may_still_be_given_by_name(tmp_path):
+    with pytest.raises(pt2format.FormatError):
+        pt2format.load(f=b"not a pt2f file", weights=False)
+    assert pt2format.open(f=_tiny_file(tmp_path), framework="np").programs() == ["forward"]
+
+
+def _tiny_file(tmp_path):
+    import pt2f_samples
+    from pt2format._api import write_package
+
+    path = tmp_path / "tiny.pt2f"
+    write_package(path, pt2f_samples.tiny_package((3, 5)), pt2f_samples.float_payloads((3, 5)), fsync=False)
+    return path
+
+
 def test_table_refuses_an_implementation_that_drifts():
     table = _options.Options(_options.Option("a", 1, "int", "doc"), _options.Option("b", 2, "int", "doc"))
 
