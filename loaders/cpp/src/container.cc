@@ -146,7 +146,7 @@ Header parse_container(const uint8_t *data, size_t size, FileRole role, const st
                   num(s.encoding));
     if (data_kind && s.encoding != kDataEncodingRaw)
       throw sfail(ErrorKind::Encoding, "unknown data encoding", 2, "0 (RAW)", num(s.encoding));
-    const uint32_t min_align = data_kind ? 64 : 8;
+    const uint32_t min_align = section_min_alignment(s.kind);
     if (!is_power_of_two(s.alignment) || s.alignment < min_align)
       throw sfail(ErrorKind::Segment, "alignment must be a power of two", 4, "power of two >= " + num(min_align),
                   num(s.alignment));
