@@ -192,7 +192,7 @@ def export_package(programs, *, example_inputs: bool = True, weight_sets: dict |
     progs = [export_program(programs[k], name=k, tensors=tensors, operators=operators, example_inputs=example_inputs)
              for k in sorted(programs)]
     package = Package(
-        format_version=FormatVersion(major=pt2format.FORMAT_VERSION[0], minor=pt2format.FORMAT_VERSION[1]),
+        format_version=None,  # the writer records the smallest minor the tree needs (SPEC.md §8.1)
         producer=Producer(name=PRODUCER_NAME, version=pt2format.__version__, torch_version=str(torch.__version__)),
         programs=progs,
         tensors=tensors.tensors,

@@ -81,7 +81,7 @@ def export_weights(sets: dict):
     """(Package, payloads) of a weights-only file: no programs, one weight set per entry of `sets`."""
     tensors = TensorTable()
     package = Package(
-        format_version=FormatVersion(major=pt2format.FORMAT_VERSION[0], minor=pt2format.FORMAT_VERSION[1]),
+        format_version=None,  # the writer records the smallest minor the tree needs (SPEC.md §8.1)
         producer=Producer(name=PRODUCER_NAME, version=pt2format.__version__, torch_version=str(torch.__version__)),
     )
     add_weight_sets(package, tensors, sets)

@@ -471,8 +471,19 @@ def convert(src, dst, encoding: str, *, fsync: bool = True) -> None:
 
     `src` is read as a `.pt2f` by pt2format's reader, whatever its bytes: a
     torch archive is refused, never handed to torch (see `_interop.from_torch`).
+
+    A file of a newer minor than this reader's is refused (`VersionError`,
+    SPEC.md §8.2): the reader has dropped the fields and sections it does not
+    know, and writing the rest under the file's label would change the
+    program without a word.
     """
     with read(src, verify_data=True) as f:  # never launder corrupt data under fresh checksums
+        if f.header.format_version > tuple(FORMAT_VERSION):
+            major, minor = f.header.format_version
+            raise VersionError("cannot convert a file of a newer minor: this reader would drop what that minor "
+                               "added", file=f.path, section="header",
+                               path="format_minor", expected=f"at most {FORMAT_VERSION[0]}.{FORMAT_VERSION[1]} "
+                               f"(this reader)", got=f"{major}.{minor} (the file)")
         views = [f.storage_view(i) for i in range(len(f.package.storages))]
         write_package(dst, f.package, views, encoding=encoding, fsync=fsync,
                       data_checksums=_had_checksums(f.package))

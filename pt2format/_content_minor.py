@@ -118,12 +118,19 @@ def content_minor(package) -> int:
 
 
 def label(package) -> None:
-    """Set `package.format_version` to the minor its content needs; refuse a tree labelled older than that."""
+    """Record the minor the tree needs (SPEC.md §8.1).
+
+    No label: the smallest minor that defines everything the tree uses. A label
+    of that minor or newer is kept (a converter keeps the label of the file it
+    read). A label older than the content is refused: every reader of the
+    labelled minor would drop the newer names without a word.
+    """
     need = content_minor(package)
     major = _minors.SCHEMA_VERSION[0]
     fv = package.format_version
-    if fv is not None and (fv.major != major or fv.minor < need):
+    if fv is None:
+        package.format_version = m.FormatVersion(major, need)
+    elif fv.major != major or fv.minor < need:
         raise VersionError("the tree's format_version is older than the names it uses", path="format_version",
                            expected=f"{major}.{need} or newer (the smallest minor that defines every name used)",
                            got=f"{fv.major}.{fv.minor}")
-    package.format_version = m.FormatVersion(major, need)

@@ -104,7 +104,8 @@ Header parse_container(const uint8_t *data, size_t size, FileRole role, const st
   if (h.format_major > kReaderFormatMajor || h.format_major == 0)
     throw fail(ErrorKind::Version,
                "format version " + num(h.format_major) + "." + num(h.format_minor) +
-                   " is not readable by this reader (reads " + num(kReaderFormatMajor) + ".x)",
+                   " is not readable by this reader (this reader reads " + num(kReaderFormatMajor) + "." +
+                   num(kReaderFormatMinor) + ", and every minor of major " + num(kReaderFormatMajor) + ")",
                16, "major " + num(kReaderFormatMajor), num(h.format_major));
   if (h.required_features & ~kKnownFeatures)
     throw fail(ErrorKind::UnsupportedFeature, "file requires unknown features", 24,

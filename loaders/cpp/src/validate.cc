@@ -1030,7 +1030,7 @@ void validate(const File &file) {
     check_shard_ids(file);
     Validator(file).run();
   } catch (const Error &e) {
-    throw e.with_context(file.path());
+    throw e.with_context(file.path()).with_versions(file.header().format_major, file.header().format_minor);
   }
 }
 
