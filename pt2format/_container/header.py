@@ -73,7 +73,7 @@ ENCODING_NAMES = {SectionEncoding.FLATBUFFERS: "flatbuffers", SectionEncoding.MS
                   SectionEncoding.JSON: "json"}
 ENCODING_BY_NAME = {name: enc for enc, name in ENCODING_NAMES.items()}
 from pt2format._generated.container import SECTION_MIN_ALIGNMENT as _MIN_ALIGNMENT  # noqa: E402
-assert _MIN_ALIGNMENT == {SectionKind.PROGRAM: PROGRAM_ALIGNMENT, SectionKind.DATA: DATA_ALIGNMENT}
+assert (_MIN_ALIGNMENT[SectionKind.PROGRAM], _MIN_ALIGNMENT[SectionKind.DATA]) == (PROGRAM_ALIGNMENT, DATA_ALIGNMENT)
 
 
 @dataclass(frozen=True)
