@@ -1,0 +1,70 @@
+"""What the writer's minor labelling (pt2format._content_minor) costs on save, against the save itself.
+
+    python benchmarks/bench_label.py                 # the 20,001-node program and GPT-2 (bench_torch's sizes)
+    python benchmarks/bench_label.py --deep-nodes 2000
+
+Prints, per model: the time of `pt2format.save` (flatbuffers, no fsync), of
+`content_minor` on the saved tree as the writer runs it (it stops at the first
+name of the writer's own minor), and of the full walk (no early stop: a program
+that uses only the first minor's names, the worst case).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+def _best(fn, repeat):
+    out = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t)
+    return min(out)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--deep-nodes", type=int, default=20_001)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--models", default="deep,gpt2")
+    args = ap.parse_args(argv)
+    import torch
+
+    import bench_torch
+    import pt2format
+    from pt2format import _content_minor
+    from pt2format._generated import minors
+
+    sizes = {"gpt2": {}, "gpt2_seq": 64, "deep_nodes": args.deep_nodes}  # bench_torch.py's defaults
+    for name in args.models.split(","):
+        torch.manual_seed(0)
+        model, inputs, kwargs = bench_torch.build_model(name, sizes)
+        ep = torch.export.export(model, inputs, kwargs)
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "m.pt2f")
+            save = _best(lambda: pt2format.save(ep, path, fsync=False, progress=False), args.repeat)
+            pkg = pt2format.read(path).package
+        nodes = sum(len(p.graph.nodes) for p in pkg.programs)
+        early = _best(lambda: _content_minor.content_minor(pkg), args.repeat)
+        real = minors.SCHEMA_VERSION
+        minors.SCHEMA_VERSION = (real[0], 1 << 16)  # no early stop: walk every table that can hold a newer name
+        try:
+            full = _best(lambda: _content_minor.content_minor(pkg), args.repeat)
+        finally:
+            minors.SCHEMA_VERSION = real
+        print(f"{name}: {nodes} nodes, label {pkg.format_version.major}.{pkg.format_version.minor}; "
+              f"save {save * 1e3:.1f} ms; labelling as run {early * 1e3:.2f} ms ({early / save:.2%}); "
+              f"full walk {full * 1e3:.2f} ms ({full / save:.2%})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
