@@ -20,7 +20,9 @@ HEADER_VERSION = 1
 HEADER_SIZE = 64
 SECTION_ENTRY_SIZE = 48
 # The schema major version this reader understands (FORMAT_VERSION[0]).
-READER_MAJOR = 1
+from pt2format._generated.minors import SCHEMA_VERSION as _SCHEMA_VERSION  # noqa: E402
+
+READER_MAJOR = _SCHEMA_VERSION[0]
 # Bits of `required_features` this reader implements and the section kinds it knows: generated from
 # schema/container.toml, the one place they are written (SPEC.md §8.3-8.4).
 from pt2format._generated.container import (  # noqa: E402

@@ -80,12 +80,17 @@ def load(path: Path) -> Table:
     return t
 
 
-def check_since(t: Table, version: tuple[int, int]) -> None:
-    """No entry is newer than the schema that carries it."""
+def check_since(t: Table, version: tuple[int, int], released: "Table | None" = None) -> None:
+    """No entry is newer than the schema that carries it, and an entry the newest release's table
+    (`released`) does not have is the working version's (its `since` is where it was added)."""
+    old = set() if released is None else {(e.name, e.value) for e in (*released.features, *released.section_kinds)}
     for e in (*t.features, *t.section_kinds):
         if e.since > version:
             raise SystemExit(f"container.toml: {e.name} since {e.since[0]}.{e.since[1]} is newer than the schema "
                              f"({version[0]}.{version[1]})")
+        if released is not None and (e.name, e.value) not in old and e.since != version:
+            raise SystemExit(f"container.toml: {e.name} is not in the newest release, so it is since "
+                             f"{version[0]}.{version[1]}, not {e.since[0]}.{e.since[1]}")
 
 
 def gen_python(t: Table, flatc: str) -> str:

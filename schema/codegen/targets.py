@@ -92,6 +92,17 @@ def _expand(base: Path, targets: dict, ctx: Ctx, out: dict) -> None:
             out[base / rel] = text
 
 
+def _newest_released_table(version: tuple[int, int]):
+    """The container table frozen with the newest release of `version`'s major, if it has one."""
+    import evolution
+
+    from codegen.paths import HISTORY
+
+    same = [(v, p) for v, p in evolution.history_versions(HISTORY) if v[0] == version[0] and v < version]
+    path = container.table_path(same[-1][1]) if same else None
+    return container.load(path) if path is not None and path.exists() else None
+
+
 def generate_all(fbs: Path = FBS, root: Path = ROOT, python_only: bool = False) -> dict[Path, str]:
     """Every artifact of `fbs` by output path; `python_only` for the package's files only under `root`
     (a scratch schema, e.g. the test-only 1.1 extension generated under a copy of the package)."""
@@ -102,7 +113,7 @@ def generate_all(fbs: Path = FBS, root: Path = ROOT, python_only: bool = False) 
         schema_version, minor_table = minors.schema_minors(tmp, s, fbs)
         table_file = container.table_path(fbs)
         table = container.load(table_file if table_file.exists() else container.table_path(FBS))
-        container.check_since(table, schema_version)
+        container.check_since(table, schema_version, _newest_released_table(schema_version))
         ctx = Ctx(s, version, tmp, fbs, schema_version, minor_table, table)
         files: dict[Path, str] = {}
         _expand(root, PYTHON_TARGETS, ctx, files)

@@ -13,7 +13,7 @@ export const HEADER_SIZE = 64;
 export const SECTION_ENTRY_SIZE = 48;
 export const HEADER_VERSION = 1;
 /** The schema major version this reader implements. */
-export const READER_FORMAT_MAJOR = 1;
+export const READER_FORMAT_MAJOR: number = SCHEMA_VERSION[0];  // the schema's version line (generated)
 /**
  * Bits of `required_features` this reader understands and the section kinds it knows, generated from
  * schema/container.toml (SPEC.md 8.3-8.4). Bit 1 (external raw files): such storages are validated and
@@ -23,6 +23,7 @@ export const READER_FORMAT_MAJOR = 1;
  */
 export { KNOWN_FEATURES, SectionKind } from './generated/container.js';
 import { KNOWN_FEATURES, SECTION_KINDS, SectionKind } from './generated/container.js';
+import { SCHEMA_VERSION } from './generated/minors.js';
 
 export const ProgramEncoding = { FLATBUFFERS: 1, MSGPACK: 2, JSON: 3 } as const;
 export const ENCODING_NAMES: Record<number, string> = { 1: 'FLATBUFFERS', 2: 'MSGPACK', 3: 'JSON' };
