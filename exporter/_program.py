@@ -14,9 +14,9 @@ from torch._guards import detect_fake_mode
 import torch.utils._pytree as pytree
 
 import pt2format
+from pt2format import _content_minor
 from pt2format._generated.model import (
     CustomObject,
-    FormatVersion,
     NamedTupleDef,
     Opset,
     Package,
@@ -192,7 +192,7 @@ def export_package(programs, *, example_inputs: bool = True, weight_sets: dict |
     progs = [export_program(programs[k], name=k, tensors=tensors, operators=operators, example_inputs=example_inputs)
              for k in sorted(programs)]
     package = Package(
-        format_version=None,  # the writer records the smallest minor the tree needs (SPEC.md §8.1)
+        format_version=None,  # set below: the smallest minor the tree needs (SPEC.md §8.1)
         producer=Producer(name=PRODUCER_NAME, version=pt2format.__version__, torch_version=str(torch.__version__)),
         programs=progs,
         tensors=tensors.tensors,
@@ -204,4 +204,5 @@ def export_package(programs, *, example_inputs: bool = True, weight_sets: dict |
 
         add_weight_sets(package, tensors, weight_sets)
     package.required_features |= tensors.required_features
+    _content_minor.label(package)
     return package, tensors.payloads

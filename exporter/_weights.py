@@ -13,7 +13,8 @@ from __future__ import annotations
 import torch
 
 import pt2format
-from pt2format._generated.model import FormatVersion, Package, Producer, StateEntry, StateKind, WeightSet
+from pt2format import _content_minor
+from pt2format._generated.model import Package, Producer, StateEntry, StateKind, WeightSet
 from pt2format.errors import ExportError
 
 from ._enums import ints as _ints
@@ -81,9 +82,10 @@ def export_weights(sets: dict):
     """(Package, payloads) of a weights-only file: no programs, one weight set per entry of `sets`."""
     tensors = TensorTable()
     package = Package(
-        format_version=None,  # the writer records the smallest minor the tree needs (SPEC.md §8.1)
+        format_version=None,  # set below: the smallest minor the tree needs (SPEC.md §8.1)
         producer=Producer(name=PRODUCER_NAME, version=pt2format.__version__, torch_version=str(torch.__version__)),
     )
     add_weight_sets(package, tensors, sets)
     package.required_features |= tensors.required_features
+    _content_minor.label(package)
     return package, tensors.payloads
