@@ -6,13 +6,15 @@ of every reader, and a file labelled newer than it needs would look, to tools,
 as if it needed a newer reader. So a writer labels a file with this minor and
 refuses a tree explicitly labelled older (`VersionError`).
 
-Cost: a plan per table class is built once per process from the generated
-minor tables: only tables that can reach a name newer than X.0 are entered,
-and a table checks only its newer fields, enum fields with newer values and
-union fields with newer members. The walk stops as soon as it finds a name of
-the writer's own minor (nothing can raise the label further), so a program
-that uses any newer name costs almost nothing; a program that uses none is
-walked once over those tables.
+Cost: a plan per (table class, minor already found) is built once per
+process from the generated minor tables: only tables that can reach a name
+newer than the minor found so far are entered, and a table checks only those
+newer fields, enum values and union members. A walk stops at the first newer
+name and restarts with the smaller plan of what is newer still, so the walks
+are at most one per minor, each usually ends within the first node, and the
+last one visits only the tables that can hold the newest names (none, when
+the label reached the writer's own minor). benchmarks/bench_label.py measures
+it on the 20,001-node program and GPT-2.
 """
 
 from __future__ import annotations
@@ -22,15 +24,18 @@ from pt2format._generated import minors as _minors
 from pt2format._generated import model as m
 from pt2format.errors import VersionError
 
-_PLANS: dict | None = None
+_PLANS: dict = {}
 
 
-def _plans() -> dict:
-    """{table class: (newer fields, enum checks, union checks, child tables to enter)}; X.0-only tables absent."""
-    global _PLANS
-    if _PLANS is not None:
-        return _PLANS
-    fields_m, values_m, members_m = _minors.FIELD_MINOR, _minors.ENUM_VALUE_MINOR, _minors.UNION_MEMBER_MINOR
+def _plans(floor: int) -> dict:
+    """{table class: (newer fields, enum checks, union checks, child tables to enter)} for names newer than
+    minor `floor`; tables that cannot reach one are absent, so they are never entered."""
+    if floor in _PLANS:
+        return _PLANS[floor]
+    fields_m = {t: {f: v for f, v in fs.items() if v > floor} for t, fs in _minors.FIELD_MINOR.items()}
+    values_m = {e: {k: v for k, v in vs.items() if v > floor} for e, vs in _minors.ENUM_VALUE_MINOR.items()}
+    members_m = {u: {k: v for k, v in ms.items() if v > floor} for u, ms in _minors.UNION_MEMBER_MINOR.items()}
+    fields_m, values_m, members_m = ({k: v for k, v in d.items() if v} for d in (fields_m, values_m, members_m))
     own = {}
     for name, cls in m.TABLES.items():
         newer = tuple((f[0], f[2], f[5], fields_m[name][f[0]]) for f in cls.FIELDS
@@ -57,24 +62,33 @@ def _plans() -> dict:
             if name not in live and any(t in live for _, _, ref, u in kids for t in targets(ref, u)):
                 live.add(name)
                 changed = True
-    _PLANS = {}
+    plans = {}
     for name in live:
         kids = tuple((attr, vec) for attr, vec, ref, u in children[name]
                      if any(t in live for t in targets(ref, u)))
-        _PLANS[m.TABLES[name]] = (*own[name], kids)
-    return _PLANS
+        plans[m.TABLES[name]] = (*own[name], kids)
+    _PLANS[floor] = plans
+    return plans
 
 
 def content_minor(package) -> int:
     """The smallest minor of this major that defines every field, enum value, union member and feature bit
-    `package` uses. A value this schema does not define (a newer minor's, kept as its integer by a reader)
-    is a `VersionError`: the writer cannot know which minor defines it."""
+    `package` uses. An enum value this schema does not define (a newer minor's, kept as its integer by a
+    reader) met on the way is a `VersionError`: the writer cannot know which minor defines it. (Only
+    where a walk looks: `convert` refuses newer files before it gets here, SPEC.md §8.2.)"""
     top = _minors.SCHEMA_VERSION[1]
     minor = max((since[1] for bit, (_, since) in _container.FEATURES.items() if package.required_features & bit),
                 default=0)
-    if minor >= top:
-        return minor
-    plans = _plans()
+    while minor < top:
+        found = _walk(package, _plans(minor), minor)
+        if found == minor:
+            break
+        minor = found  # restart with the smaller plan of the names newer than what was found
+    return minor
+
+
+def _walk(package, plans: dict, floor: int) -> int:
+    """The first minor above `floor` found in the tree (it stops there), or `floor` when there is none."""
     stack = [package]
     while stack:
         obj = stack.pop()
@@ -83,11 +97,11 @@ def content_minor(package) -> int:
             continue
         newer, enums, unions, kids = plan
         for attr, kind, default, since in newer:
-            if since > minor:
-                v = getattr(obj, attr)
-                if v is None or (kind == "vector" and not v) or (kind in ("scalar", "enum") and v == default):
-                    continue
-                minor = since
+            v = getattr(obj, attr)
+            if v is None or (kind == "vector" and not v) or (kind in ("scalar", "enum") and v == default):
+                continue
+            return since
+        found = floor
         for attr, is_vector, by_value, known in enums:
             v = getattr(obj, attr)
             for x in (v if is_vector else (v,)):
@@ -95,17 +109,13 @@ def content_minor(package) -> int:
                     raise VersionError("the tree holds an enum value this writer's schema does not define (a newer "
                                        "minor's, kept as its integer by a reader)", path=f"{type(obj).__name__}.{attr}",
                                        got=int(x))
-                got = by_value.get(int(x), 0)
-                if got > minor:
-                    minor = got
+                found = max(found, by_value.get(int(x), 0))
         for attr, member_names, by_index in unions:
             v = getattr(obj, attr)
             if v is not None:
-                got = by_index.get(member_names.index(type(v).__name__) + 1, 0)
-                if got > minor:
-                    minor = got
-        if minor >= top:
-            return minor
+                found = max(found, by_index.get(member_names.index(type(v).__name__) + 1, 0))
+        if found > floor:
+            return found
         for attr, is_vector in kids:
             v = getattr(obj, attr)
             if v is None:
@@ -114,7 +124,7 @@ def content_minor(package) -> int:
                 stack.extend(x for x in v if x is not None)
             else:
                 stack.append(v)
-    return minor
+    return floor
 
 
 def label(package) -> None:
