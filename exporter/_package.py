@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 import pt2format
-from pt2format._generated.model import FormatVersion, Package, Producer, StateKind
+from pt2format._generated.model import Package, Producer, StateKind
 from pt2format.vocab.enums import ints as _ints
 
 StateKind = _ints(StateKind)
@@ -22,7 +22,7 @@ PRODUCER_NAME = "pt2format"
 def new_package(**fields) -> Package:
     """A `Package` with this writer's format version and producer; `fields` fill in the rest."""
     return Package(
-        format_version=FormatVersion(major=pt2format.FORMAT_VERSION[0], minor=pt2format.FORMAT_VERSION[1]),
+        format_version=None,  # set by _content_minor.label: the smallest minor the tree needs (SPEC.md §8.1)
         producer=Producer(name=PRODUCER_NAME, version=pt2format.__version__, torch_version=str(torch.__version__)),
         **fields,
     )

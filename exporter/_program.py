@@ -13,6 +13,7 @@ import torch
 from torch._guards import detect_fake_mode
 import torch.utils._pytree as pytree
 
+from pt2format import _content_minor
 from pt2format._generated.model import (
     CustomObject,
     NamedTupleDef,
@@ -191,4 +192,5 @@ def export_package(programs, *, example_inputs: bool = True, weight_sets: dict |
     if weight_sets:
         add_weight_sets(package, tensors, weight_sets)
     package.required_features |= tensors.required_features
+    _content_minor.label(package)
     return package, tensors.payloads

@@ -13,6 +13,7 @@ from __future__ import annotations
 import torch
 
 from pt2format._generated.model import Package, StateEntry, WeightSet
+from pt2format import _content_minor
 from pt2format.errors import ExportError
 
 from ._package import new_package, state_kind
@@ -79,4 +80,5 @@ def export_weights(sets: dict):
     package = new_package()
     add_weight_sets(package, tensors, sets)
     package.required_features |= tensors.required_features
+    _content_minor.label(package)
     return package, tensors.payloads

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import threading
 
-from pt2format import FORMAT_VERSION, _codecs
+from pt2format import FORMAT_VERSION, _codecs, _content_minor
 from pt2format._container.align import DATA_ALIGNMENT
 from pt2format._container.crc import crc32, crc32_combine
 from pt2format._container.header import (
@@ -343,8 +343,6 @@ def write_package(path, package, storage_payloads, *, encoding: str = "flatbuffe
     if len(storage_payloads) != len(storages):
         raise ValueError(f"{len(storage_payloads)} payloads for {len(storages)} storages")
     views = [byte_view(p) for p in storage_payloads]
-    if package.format_version is None:
-        package.format_version = m.FormatVersion(*FORMAT_VERSION)
     package.shard_files = []
     package.external_files = []
     package.required_features &= ~(FEATURE_SHARD_FILES | FEATURE_EXTERNAL_FILES | FEATURE_META_STORAGES)
@@ -358,6 +356,8 @@ def write_package(path, package, storage_payloads, *, encoding: str = "flatbuffe
         segments = [m.Segment(external=e + 1) for e in range(len(external.files))]
         for i, (e, offset, crc) in placed.items():
             _place(storages[i], e, offset, len(views[i]), crc if data_checksums else None)
+    # The smallest minor that defines everything the tree uses (bits 0-1 set below are 1.0's): SPEC.md §8.1.
+    _content_minor.label(package)
     internal = [i for i in range(len(storages)) if i not in placed]
     if is_stream_target(path):
         if max_shard_size is not None or placed:
@@ -471,8 +471,19 @@ def convert(src, dst, encoding: str, *, fsync: bool = True) -> None:
 
     `src` is read as a `.pt2f` by pt2format's reader, whatever its bytes: a
     torch archive is refused, never handed to torch (see `_interop.from_torch`).
+
+    A file of a newer minor than this reader's is refused (`VersionError`,
+    SPEC.md §8.2): the reader has dropped the fields and sections it does not
+    know, and writing the rest under the file's label would change the
+    program without a word.
     """
     with read(src, verify_data=True) as f:  # never launder corrupt data under fresh checksums
+        if f.header.format_version > tuple(FORMAT_VERSION):
+            major, minor = f.header.format_version
+            raise VersionError("cannot convert a file of a newer minor: this reader would drop what that minor "
+                               "added", file=f.path, section="header",
+                               path="format_minor", expected=f"at most {FORMAT_VERSION[0]}.{FORMAT_VERSION[1]} "
+                               f"(this reader)", got=f"{major}.{minor} (the file)")
         views = [f.storage_view(i) for i in range(len(f.package.storages))]
         write_package(dst, f.package, views, encoding=encoding, fsync=fsync,
                       data_checksums=_had_checksums(f.package))

@@ -91,33 +91,61 @@ def _attributes(x) -> dict:
     return {k: v for k, v in sorted(x.attributes.items()) if k.startswith("pt2f_")}
 
 
-def _string_class_change(where: str, old: str | None, new: str | None) -> str:
-    """Why changing a released field's string class breaks SPEC.md §8.1, in the direction it breaks."""
+def _rule_string_class(where: str, old: str | None, new: str | None) -> list[str]:
+    """`pt2f_string`: never changes on a released name, and SPEC.md §8.1 says what to do instead.
+
+    The classes are ordered (`pt2format._strings.class_admits`), so the report says
+    which way the edit breaks: a stricter class makes new readers refuse valid
+    older files; a looser one lets new writers produce files that readers of the
+    release refuse. The rule for loosening (SPEC.md §8.1, "a new field, never a
+    looser class"): strings a class refuses are admitted by a new field (with its
+    own class) added by a minor, which older readers ignore.
+    """
     from pt2format._strings import class_admits
 
     head = f"{where}: string class changed {old!r} -> {new!r}"
     if old and new and class_admits(old, new) and not class_admits(new, old):
-        return (head + ": tightened, so readers refuse valid files written before (a released field's class "
-                "never changes, SPEC.md §8.1)")
+        return [head + ": tightened, so readers refuse valid files written before (a released field's class "
+                "never changes, SPEC.md §8.1)"]
     if old and new and class_admits(new, old) and not class_admits(old, new):
-        return (head + ": loosened, so readers of the release refuse files that use the new strings (a released "
-                "field's class never changes after the first release; the one re-cut was before it, "
-                "SPEC.md §8.1)")
-    return head + " (a released field's class never changes, SPEC.md §8.1)"
+        return [head + ": loosened, so readers of the release refuse files that use the new strings; admit "
+                "them with a new field instead (SPEC.md §8.1, \"a new field, never a looser class\")"]
+    return [head + " (a released field's class never changes, SPEC.md §8.1)"]
+
+
+def _rule_equal(where: str, old, new, key: str = "") -> list[str]:
+    return [f"{where}: attribute {key} changed {old!r} -> {new!r} (what a reader accepts never changes for a "
+            "released name, SPEC.md §8.1)"]
+
+
+# The attribute contract (SPEC.md §8.5): one line per `pt2f_*` attribute kind, the rule its value follows
+# on a released name. rule(where, old, new) -> problems; it is called only when the value changed (added,
+# removed or edited). An attribute kind not listed here fails on any change: adding a kind is adding a line.
+ATTRIBUTE_RULES = {
+    # string class (SPEC.md §9): ordered classes; both directions fail, loosening names its §8.1 rule
+    "pt2f_string": _rule_string_class,
+    # bytes per element of a ScalarType value: equal
+    "pt2f_itemsize": lambda where, old, new: _rule_equal(where, old, new, "pt2f_itemsize"),
+}
+
+
+def _rule_unlisted(key: str):
+    def rule(where, old, new):
+        return [f"{where}: attribute {key} changed {old!r} -> {new!r}, and evolution.ATTRIBUTE_RULES has no "
+                "compatibility rule for it, so any change fails (SPEC.md §8.5)"]
+    return rule
 
 
 def _attribute_changes(where: str, before: dict, after: dict, known: set) -> list[str]:
-    """Changes of the attributes the release used (`known`); an attribute the release did not have at all
-    states what it left implicit (1.1's `pt2f_itemsize` states 1.0's sizes) and is checked from then on."""
+    """Changes of the attribute kinds the release used (`known`), each judged by its ATTRIBUTE_RULES line.
+
+    A kind the release did not use at all states what the release left implicit
+    (1.1's `pt2f_itemsize` states 1.0's sizes) and is checked from the release
+    that first has it (SPEC.md §8.5)."""
     out = []
     for key in sorted((set(before) | set(after)) & known):
-        if before.get(key) == after.get(key):
-            continue
-        if key == "pt2f_string":
-            out.append(_string_class_change(where, before.get(key), after.get(key)))
-        else:
-            out.append(f"{where}: attribute {key} changed {before.get(key)!r} -> {after.get(key)!r} (what a "
-                       "reader accepts never changes for a released name, SPEC.md §8.1)")
+        if before.get(key) != after.get(key):
+            out += ATTRIBUTE_RULES.get(key, _rule_unlisted(key))(where, before.get(key), after.get(key))
     return out
 
 
@@ -288,3 +316,115 @@ def minors(history: list, working, version: tuple[int, int]) -> dict:
     live = _defined(working)
     return {k: m for k, m in sorted(first.items(), key=lambda kv: (kv[0][0], kv[0][1], str(kv[0][2])))
             if m > 0 and k in live}
+
+
+# ---------------------------------------------------------------------------
+# Release order and the container table
+# ---------------------------------------------------------------------------
+
+def check_release_order(history: list, working, version: tuple[int, int]) -> list[str]:
+    """Why the working schema's version line and schema/history/ disagree (empty when they agree).
+
+    The minor table credits every name no release has to the working version, so
+    the line must be exactly one minor past the newest release of its major (or a
+    new major's X.0), or equal to the newest release while the schema adds nothing
+    to it. Anything else credits names to the wrong minor, and readers refuse valid
+    files (a 1.2 line over a history without 1.1 makes 1.1's names "minor 2").
+    """
+    same_major = [(v, s) for v, s in history if v[0] == version[0]]
+    newest = max((v for v, _ in history), default=None)
+    label = f"{version[0]}.{version[1]}"
+    if newest is not None and version < newest:
+        return [f"the schema's version line says {label}, older than the newest release "
+                f"{newest[0]}.{newest[1]} in schema/history/"]
+    if not same_major:
+        return [] if version[1] == 0 else [f"the schema's version line says {label}, but schema/history/ has no "
+                                           f"{version[0]}.{version[1] - 1}: release it first (schema/release.py)"]
+    last_v, last_s = same_major[-1]
+    if version == last_v:
+        added = sorted(set(_defined(working)) - set(_defined(last_s)), key=str)
+        if added:
+            return [f"the schema adds names to the released {label} ({', '.join(map(str, added[:5]))}"
+                    f"{' ...' if len(added) > 5 else ''}): add a `/// {version[0]}.{version[1] + 1} (date)` "
+                    "version line first"]
+        return []
+    if version[1] != last_v[1] + 1:
+        missing = f"{version[0]}.{version[1] - 1}"
+        return [f"the schema's version line says {label}, but the newest release in schema/history/ is "
+                f"{last_v[0]}.{last_v[1]}: release {missing} first (python schema/release.py {missing}), or the "
+                f"names {missing} added are credited to minor {version[1]}"]
+    return []
+
+
+def diff_container(old, new) -> list[str]:
+    """Incompatible edits of the container table (codegen.container.Table) against a release's: an entry
+    removed, renamed, renumbered, or its `since`, minimum alignment changed (SPEC.md §8.3-8.4)."""
+    out = []
+    for what, before, after in (("feature bit", old.features, new.features),
+                                ("section kind", old.section_kinds, new.section_kinds)):
+        now = {e.value: e for e in after}
+        for e in before:
+            g = now.get(e.value)
+            if g is None:
+                out.append(f"{what} {e.value} ({e.name}): removed (never freed or reused)")
+            elif (g.name, g.since, g.min_alignment) != (e.name, e.since, e.min_alignment):
+                out.append(f"{what} {e.value}: changed {e.name} since {e.since} align {e.min_alignment} -> "
+                           f"{g.name} since {g.since} align {g.min_alignment}")
+    return out
+
+
+def _main(argv=None) -> int:
+    """Print the working schema's diff against every release of its major, and what it adds."""
+    import argparse
+    import sys
+    import tempfile
+
+    here = Path(__file__).resolve().parent
+    sys.path[:0] = [str(here.parent), str(here)]
+    from codegen import container
+    from codegen.bfbs import build_bfbs
+
+    ap = argparse.ArgumentParser(description="The name-level compatibility diff of schema/pt2format.fbs against "
+                                 "schema/history/ (SPEC.md §8.5); exit status 1 when anything breaks §8.1.")
+    ap.add_argument("--fbs", type=Path, default=here / "pt2format.fbs", help="the schema to check")
+    ap.add_argument("--history", type=Path, default=here / "history", help="the frozen releases")
+    args = ap.parse_args(argv)
+    version = schema_version(args.fbs.read_text())
+    with tempfile.TemporaryDirectory() as d:
+        (Path(d) / "w").mkdir()
+        working = build_bfbs(Path(d) / "w", args.fbs)
+        table = container.load(container.table_path(args.fbs))
+        history = []
+        for v, path in history_versions(args.history):
+            (Path(d) / path.parent.name).mkdir()
+            history.append((v, build_bfbs(Path(d) / path.parent.name, path)))
+        print(f"working schema {version[0]}.{version[1]} ({args.fbs}); releases: "
+              + (", ".join(f"{v[0]}.{v[1]}" for v, _ in history) or "none"))
+        problems = check_release_order(history, working, version)
+        for v, s in history:
+            if v[0] != version[0]:
+                continue
+            found = diff(s, working)
+            old_table = container.table_path(args.history / f"{v[0]}.{v[1]}" / "pt2format.fbs")
+            if old_table.exists():
+                found += diff_container(container.load(old_table), table)
+            print(f"against {v[0]}.{v[1]}: " + ("compatible" if not found else f"{len(found)} problem(s)"))
+            problems += [f"against {v[0]}.{v[1]}: {p}" for p in found]
+        added = [k for k, m in minors(history, working, version).items() if m == version[1]]
+        newest = max((v for v, _ in history if v[0] == version[0]), default=None)
+        if newest != version:
+            bits = [f"feature bit {e.value} {e.name}" for e in table.features if e.since == version]
+            kinds = [f"section kind {e.value} {e.name}" for e in table.section_kinds if e.since == version]
+            print(f"{version[0]}.{version[1]} adds {len(added)} name(s), {len(bits)} feature bit(s), "
+                  f"{len(kinds)} section kind(s):")
+            for kind, owner, key in added:
+                print(f"  {kind} {owner}.{key}")
+            for line in bits + kinds:
+                print(f"  {line}")
+    for p in problems:
+        print(f"PROBLEM: {p}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main())

@@ -20,16 +20,15 @@ HEADER_VERSION = 1
 HEADER_SIZE = 64
 SECTION_ENTRY_SIZE = 48
 # The schema major version this reader understands (FORMAT_VERSION[0]).
-READER_MAJOR = 1
-# Bits of `required_features` this reader implements. Bit 0: data in shard files; bit 1: data in
-# external raw files (for example a safetensors file the package points at).
-FEATURE_SHARD_FILES = 1 << 0
-FEATURE_EXTERNAL_FILES = 1 << 1
-# Bit 2 (format 1.1): meta-device state, storages that hold no bytes (`Storage.meta_nbytes`).
-FEATURE_META_STORAGES = 1 << 2
-# Bit 3 (format 1.1): tensors built from other tensors (sparse layouts, wrapper subclasses; `Tensor.parts`).
-FEATURE_COMPOSITE_TENSORS = 1 << 3
-KNOWN_FEATURES = FEATURE_SHARD_FILES | FEATURE_EXTERNAL_FILES | FEATURE_META_STORAGES | FEATURE_COMPOSITE_TENSORS
+from pt2format._generated.minors import SCHEMA_VERSION as _SCHEMA_VERSION  # noqa: E402
+
+READER_MAJOR = _SCHEMA_VERSION[0]
+# Bits of `required_features` this reader implements and the section kinds it knows: generated from
+# schema/container.toml, the one place they are written (SPEC.md §8.3-8.4).
+from pt2format._generated.container import (  # noqa: E402
+    FEATURE_COMPOSITE_TENSORS, FEATURE_EXTERNAL_FILES, FEATURE_META_STORAGES, FEATURE_SHARD_FILES, KNOWN_FEATURES,
+    SECTION_KINDS,
+)
 # Bytes of the file identity in the header: the main file and its shards carry the same id.
 PACKAGE_ID_SIZE = 16
 NO_PACKAGE_ID = bytes(PACKAGE_ID_SIZE)
@@ -45,10 +44,8 @@ _CHECKSUM_AT = 40
 assert _HEADER.size == HEADER_SIZE and _ENTRY.size == SECTION_ENTRY_SIZE
 
 
-class SectionKind(IntEnum):
-    """What a section holds."""
-    PROGRAM = 1
-    DATA = 2
+SectionKind = IntEnum("SectionKind", SECTION_KINDS, module=__name__)
+SectionKind.__doc__ = "What a section holds (schema/container.toml)."
 
 
 class SectionEncoding(IntEnum):
@@ -77,7 +74,8 @@ def enum_name(enum_cls, value: int) -> str:
 ENCODING_NAMES = {SectionEncoding.FLATBUFFERS: "flatbuffers", SectionEncoding.MSGPACK: "msgpack",
                   SectionEncoding.JSON: "json"}
 ENCODING_BY_NAME = {name: enc for enc, name in ENCODING_NAMES.items()}
-_MIN_ALIGNMENT = {SectionKind.PROGRAM: PROGRAM_ALIGNMENT, SectionKind.DATA: DATA_ALIGNMENT}
+from pt2format._generated.container import SECTION_MIN_ALIGNMENT as _MIN_ALIGNMENT  # noqa: E402
+assert (_MIN_ALIGNMENT[SectionKind.PROGRAM], _MIN_ALIGNMENT[SectionKind.DATA]) == (PROGRAM_ALIGNMENT, DATA_ALIGNMENT)
 
 
 @dataclass(frozen=True)

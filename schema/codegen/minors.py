@@ -19,6 +19,9 @@ def schema_minors(tmp: Path, s: FSchema, fbs: Path) -> tuple[tuple[int, int], di
         d = tmp / "history" / f"{v[0]}.{v[1]}"
         d.mkdir(parents=True)
         history.append((v, build_bfbs(d, path)))
+    problems = evolution.check_release_order(history, s, version)
+    if problems:  # the minor table would credit names to the wrong minor (SPEC.md §8.5)
+        raise SystemExit("regen: " + "\n".join(problems))
     return version, evolution.minors(history, s, version)
 
 

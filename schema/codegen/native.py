@@ -114,17 +114,25 @@ def gen_ts(tmp: Path, version: str) -> dict[str, str]:
     return files
 
 
-def gen_fields_md(s: FSchema, version: str) -> str:
+def gen_fields_md(s: FSchema, version: str, minor_table: dict | None = None, schema_version=(1, 0)) -> str:
+    """The field tables of the spec; `since` is the minor that first defined each name (schema/evolution.py)."""
     m = Model(s)
+    minor_table = minor_table or {}
+
+    def since(kind, owner, key):
+        return f"{schema_version[0]}.{minor_table.get((kind, owner, key), 0)}"
+
     out = [f"<!-- {header_line('', version).strip()} -->\n# Field tables\n\n"
            "Every table and struct of `schema/pt2format.fbs` with its fields, ids and defaults.\n"
-           "Union fields occupy two ids: `<name>_type` (the member index) and `<name>`.\n\n"]
+           "Union fields occupy two ids: `<name>_type` (the member index) and `<name>`.\n"
+           "`since` is the format version that first defined the name: the first release under\n"
+           "`schema/history/` that has it, or the working schema's version (SPEC.md §8.5).\n\n"]
     for o in s.objects:
         out.append(f"## {o.short}{' (struct)' if o.is_struct else ''}\n\n{' '.join(o.doc).strip()}\n\n")
         if not o.fields:
             out.append("(no fields)\n\n")
             continue
-        out.append("| id | field | type | default | meaning |\n|---|---|---|---|---|\n")
+        out.append("| id | field | type | default | since | meaning |\n|---|---|---|---|---|---|\n")
         for f in o.fields:
             if f.type.base == UTYPE:
                 tname = "union type"
@@ -136,13 +144,15 @@ def gen_fields_md(s: FSchema, version: str) -> str:
                          "vector": f"[{ref or elem}]"}[kind]
                 default = "" if default is None else repr(default)
             doc = " ".join(f.doc).replace("|", "\\|").strip()
-            out.append(f"| {f.id} | `{f.name}` | {tname} | {default} | {doc} |\n")
+            out.append(f"| {f.id} | `{f.name}` | {tname} | {default} | {since('field', o.short, f.name)} | {doc} |\n")
         out.append("\n")
     for e in s.enums:
         out.append(f"## {'union ' if e.is_union else 'enum '}{e.short}\n\n{' '.join(e.doc).strip()}\n\n")
-        out.append("| value | name | meaning |\n|---|---|---|\n")
+        out.append("| value | name | since | meaning |\n|---|---|---|---|\n")
+        kind = "member" if e.is_union else "value"
         for v in e.values:
-            out.append(f"| {v.value} | `{v.name}` | {' '.join(v.doc).replace('|', chr(92) + '|').strip()} |\n")
+            out.append(f"| {v.value} | `{v.name}` | {since(kind, e.short, v.value)} | "
+                       f"{' '.join(v.doc).replace('|', chr(92) + '|').strip()} |\n")
         out.append("\n")
     return "".join(out)
 

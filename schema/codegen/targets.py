@@ -15,7 +15,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codegen import cpp_strings, identifier_chars, fb_reader, fb_writer, json_codec, minors, msgpack_codec, native, py_model, strings, ts_strings
+from codegen import container, cpp_strings, identifier_chars, fb_reader, fb_writer, json_codec, minors, msgpack_codec, native, py_model, strings, ts_strings, versions
 from codegen.bfbs import FSchema, build_bfbs, flatc_version
 from codegen.paths import FBS, ROOT
 from codegen.schema_view import Model, header_line
@@ -31,6 +31,7 @@ class Ctx:
     fbs: Path
     schema_version: tuple
     minor_table: dict
+    container: container.Table
     model: Model = field(init=False)
 
     def __post_init__(self):
@@ -53,6 +54,7 @@ PYTHON_TARGETS = {
     "pt2format/_generated/msgpack_codec.py": _py(msgpack_codec.generate),
     "pt2format/_generated/json_codec.py": _py(json_codec.generate),
     "pt2format/_generated/minors.py": lambda c: minors.gen_python_minors(c.schema_version, c.minor_table, c.version),
+    "pt2format/_generated/container.py": lambda c: container.gen_python(c.container, c.version),
     "pt2format/_generated/string_check.py": _py(strings.generate_tree_check),
     "pt2format/_generated/identifier_chars.py": lambda c: identifier_chars.gen_python(header_line("#", c.version)),
     # A copy of the JSON Schema inside the package, so an installed pt2format can validate JSON.
@@ -65,8 +67,12 @@ REPO_TARGETS = {
     "loaders/cpp/generated/pt2format_minors.h": lambda c: minors.gen_cpp_minors(c.schema_version, c.minor_table, c.version),
     "loaders/cpp/generated/pt2format_itemsize.h": lambda c: native.gen_cpp_itemsize(c.s, c.version),
     "loaders/cpp/generated/pt2format_strings.h": lambda c: cpp_strings.generate(c.s, c.model, header_line("//", c.version)),
-    "schema/FIELDS.md": lambda c: native.gen_fields_md(c.s, c.version),
+    "loaders/cpp/generated/pt2format_container.h": lambda c: container.gen_cpp(c.container, c.version),
+    "schema/FIELDS.md": lambda c: native.gen_fields_md(c.s, c.version, c.minor_table, c.schema_version),
+    "schema/SPEC.md": lambda c: versions.spec(c.schema_version, c.container),
+    "docs/versions.md": lambda c: versions.versions_page(c.schema_version),
     "loaders/ts/src/generated/": lambda c: native.gen_ts(c.tmp, c.version),
+    "loaders/ts/src/generated/container.ts": lambda c: container.gen_ts(c.container, c.version),
     "loaders/ts/src/generated/minors.ts": lambda c: minors.gen_ts_minors(c.schema_version, c.minor_table, c.version),
     "loaders/ts/src/generated/itemsize.ts": lambda c: native.gen_ts_itemsize(c.s, c.version),
     "loaders/ts/src/generated/strings.ts": lambda c: ts_strings.generate(c.s, c.model, header_line("//", c.version)),
@@ -86,6 +92,17 @@ def _expand(base: Path, targets: dict, ctx: Ctx, out: dict) -> None:
             out[base / rel] = text
 
 
+def _newest_released_table(version: tuple[int, int]):
+    """The container table frozen with the newest release of `version`'s major, if it has one."""
+    import evolution
+
+    from codegen.paths import HISTORY
+
+    same = [(v, p) for v, p in evolution.history_versions(HISTORY) if v[0] == version[0] and v < version]
+    path = container.table_path(same[-1][1]) if same else None
+    return container.load(path) if path is not None and path.exists() else None
+
+
 def generate_all(fbs: Path = FBS, root: Path = ROOT, python_only: bool = False) -> dict[Path, str]:
     """Every artifact of `fbs` by output path; `python_only` for the package's files only under `root`
     (a scratch schema, e.g. the test-only 1.1 extension generated under a copy of the package)."""
@@ -94,7 +111,10 @@ def generate_all(fbs: Path = FBS, root: Path = ROOT, python_only: bool = False) 
         tmp = Path(d)
         s = build_bfbs(tmp, fbs)
         schema_version, minor_table = minors.schema_minors(tmp, s, fbs)
-        ctx = Ctx(s, version, tmp, fbs, schema_version, minor_table)
+        table_file = container.table_path(fbs)
+        table = container.load(table_file if table_file.exists() else container.table_path(FBS))
+        container.check_since(table, schema_version, _newest_released_table(schema_version))
+        ctx = Ctx(s, version, tmp, fbs, schema_version, minor_table, table)
         files: dict[Path, str] = {}
         _expand(root, PYTHON_TARGETS, ctx, files)
         if not python_only:

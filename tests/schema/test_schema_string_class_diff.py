@@ -83,3 +83,35 @@ def test_an_unchanged_schema_has_no_attribute_problem(tmp_path):
     text = FBS.read_text()
     s = _schema(text, tmp_path)
     assert evolution.diff(s, s) == []
+
+
+def _with_attribute(text: str, values: list) -> str:
+    """The working schema with a test-only attribute kind declared and set on its first string fields:
+    `values[i]` on the i-th (None leaves that field without it)."""
+    text = text.replace('attribute "pt2f_string";', 'attribute "pt2f_string";\nattribute "pt2f_test_limit";', 1)
+    fields = iter(values)
+
+    def one(mt):
+        v = next(fields, None)
+        return mt.group(0) if v is None else f'{mt.group(1)}, pt2f_test_limit: "{v}")'
+
+    return re.sub(r'^(  \w+: string \(pt2f_string: "\w+")\)', one, text, count=len(values), flags=re.M)
+
+
+@pytest.mark.parametrize("before,after", [(["10", "5"], ["20", "5"]),  # edited
+                                          (["10", "5"], [None, "5"]),  # removed from a released field
+                                          ([None, "5"], ["10", "5"])])  # added to a released field
+def test_an_attribute_kind_without_a_rule_fails_on_any_change(before, after, tmp_path):
+    """The contract is a table (evolution.ATTRIBUTE_RULES): a kind the release used that the table does not list
+    fails on any change of a released name."""
+    assert "pt2f_test_limit" not in evolution.ATTRIBUTE_RULES
+    text = FBS.read_text()
+    problems = evolution.diff(_schema(_with_attribute(text, before), tmp_path),
+                              _schema(_with_attribute(text, after), tmp_path))
+    assert any("pt2f_test_limit" in p and "no compatibility rule" in p for p in problems), problems
+
+
+def test_a_looser_class_names_the_rule_for_loosening(tmp_path):
+    text = FBS.read_text()
+    problems = _diff(text, _with_class(text, "identifier", "free_text"), tmp_path)
+    assert any("admit them with a new field" in p and "§8.1" in p for p in problems), problems

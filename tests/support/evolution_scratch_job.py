@@ -1,8 +1,8 @@
-"""Child process of evolution_ext.run_scratch: the test-only 1.1 package writes and dumps files.
+"""Child process of evolution_ext.run_scratch: the test-only next minor's package writes and dumps files.
 
 Reads {"jobs": [...], ...} on stdin, writes one result per job as a JSON list
 on stdout. Run with PYTHONPATH set to the scratch copy of pt2format (so
-`import pt2format` is the 1.1 one); pt2f_samples (beside this script) builds
+`import pt2format` is the next minor's); pt2f_samples (beside this script) builds
 the tree with that package's model classes.
 """
 
@@ -21,14 +21,17 @@ def main() -> None:
 
     import pt2f_samples
 
-    assert pt2format.FORMAT_VERSION == (1, 1), f"not the scratch package: {pt2format.__file__}"
+    version = tuple(spec["version"])
+    assert pt2format.FORMAT_VERSION == version, f"not the scratch package: {pt2format.__file__}"
     enum_field, enum, union_field, _ = spec["refs"]
     results = []
     for job in spec["jobs"]:
         try:
             if job["op"] == "write":
                 pkg = pt2f_samples.tiny_package()
-                pkg.format_version = m.FormatVersion(1, 1)
+                pkg.format_version = None  # the writer records the smallest minor the tree needs
+                if "label" in job:
+                    pkg.format_version = m.FormatVersion(*job["label"])
                 node = pkg.programs[0].graph.nodes[0]
                 variant = job["variant"]
                 if variant in ("field", "feature"):
@@ -38,12 +41,12 @@ def main() -> None:
                     setattr(node.inputs[0], enum_field, spec["enum_value"])
                 elif variant == "union":
                     setattr(node.inputs[1], union_field, getattr(m, spec["new_table"])(note="new"))
+                if variant == "feature":  # the bit the next minor allocated (its writer knows it)
+                    pkg.required_features |= spec["feature"]
                 payloads = pt2f_samples.float_payloads()
                 _api.write_package(job["path"], pkg, payloads, encoding=job["encoding"], fsync=False)
-                if variant == "feature":  # a bit 1.1 allocated: written as it is, unvalidated
-                    pkg.required_features |= spec["feature"]
-                    pt2f_samples.write_raw(job["path"], pkg, payloads, encoding=job["encoding"])
-                results.append({"ok": True})
+                fv = pkg.format_version
+                results.append({"ok": True, "label": [fv.major, fv.minor]})
             else:
                 results.append({"ok": True, "dump": dump(job["path"])})
         except pt2format.Pt2FormatError as e:

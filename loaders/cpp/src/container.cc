@@ -104,7 +104,8 @@ Header parse_container(const uint8_t *data, size_t size, FileRole role, const st
   if (h.format_major > kReaderFormatMajor || h.format_major == 0)
     throw fail(ErrorKind::Version,
                "format version " + num(h.format_major) + "." + num(h.format_minor) +
-                   " is not readable by this reader (reads " + num(kReaderFormatMajor) + ".x)",
+                   " is not readable by this reader (this reader reads " + num(kReaderFormatMajor) + "." +
+                   num(kReaderFormatMinor) + ", and every minor of major " + num(kReaderFormatMajor) + ")",
                16, "major " + num(kReaderFormatMajor), num(h.format_major));
   if (h.required_features & ~kKnownFeatures)
     throw fail(ErrorKind::UnsupportedFeature, "file requires unknown features", 24,
@@ -146,7 +147,7 @@ Header parse_container(const uint8_t *data, size_t size, FileRole role, const st
                   num(s.encoding));
     if (data_kind && s.encoding != kDataEncodingRaw)
       throw sfail(ErrorKind::Encoding, "unknown data encoding", 2, "0 (RAW)", num(s.encoding));
-    const uint32_t min_align = data_kind ? 64 : 8;
+    const uint32_t min_align = section_min_alignment(s.kind);
     if (!is_power_of_two(s.alignment) || s.alignment < min_align)
       throw sfail(ErrorKind::Segment, "alignment must be a power of two", 4, "power of two >= " + num(min_align),
                   num(s.alignment));

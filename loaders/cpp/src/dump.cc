@@ -320,7 +320,7 @@ std::string canonical_dump(const File &file) {
   try {
     append_package_json(out, file.package(), file.header().format_minor);
   } catch (const Error &e) {
-    throw e.with_context(file.path());
+    throw e.with_context(file.path()).with_versions(file.header().format_major, file.header().format_minor);
   }
   out += ",\"storage_crc32\":[";
   const auto *storages = file.package()->storages();

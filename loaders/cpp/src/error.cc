@@ -1,6 +1,8 @@
 // Rendering of pt2f::Error messages, in the same shape as pt2format.errors.
 #include "pt2f/error.h"
 
+#include "pt2f/container.h"
+
 namespace pt2f {
 
 const char *error_kind_name(ErrorKind kind) {
@@ -21,6 +23,15 @@ const char *error_kind_name(ErrorKind kind) {
     case ErrorKind::Evaluation: return "EvaluationError";
   }
   return "Error";
+}
+
+Error Error::with_versions(uint16_t file_major, uint16_t file_minor) const {
+  if (kind_ != ErrorKind::Version || detail_.find("this reader reads") != std::string::npos) return *this;
+  return Error(kind_,
+               detail_ + "; the file is format " + std::to_string(file_major) + "." + std::to_string(file_minor) +
+                   ", this reader reads " + std::to_string(kReaderFormatMajor) + "." +
+                   std::to_string(kReaderFormatMinor),
+               where_);
 }
 
 Error::Error(ErrorKind kind, std::string detail, Where where)

@@ -166,7 +166,7 @@ File File::from_mapped(std::shared_ptr<MappedFile> mapped, const Limits &limits,
               : json_to_flatbuffers(f.program_.data, f.program_.size, limits.max_depth));
       f.rebuilt_program_ = std::move(rebuilt);
     } catch (const Error &e) {
-      throw e.with_context(name, label);
+      throw e.with_context(name, label).with_versions(f.header_.format_major, f.header_.format_minor);
     }
     fb = Bytes{f.rebuilt_program_->data(), f.rebuilt_program_->size()};
   }

@@ -149,7 +149,6 @@ class StringWalker {
 using namespace pt2format;
 
 // Bit 2 (1.1): storages without data (meta-device state); bit 3 (1.1): tensors built from other tensor rows.
-constexpr uint64_t kFeatureShardFiles = 1, kFeatureExternalFiles = 2, kFeatureMetaStorages = 4;
 constexpr uint32_t kDataAlignment = 64;
 
 bool known_itemsize(ScalarType t, size_t *out) {
@@ -1031,7 +1030,7 @@ void validate(const File &file) {
     check_shard_ids(file);
     Validator(file).run();
   } catch (const Error &e) {
-    throw e.with_context(file.path());
+    throw e.with_context(file.path()).with_versions(file.header().format_major, file.header().format_minor);
   }
 }
 

@@ -13,18 +13,18 @@ export const HEADER_SIZE = 64;
 export const SECTION_ENTRY_SIZE = 48;
 export const HEADER_VERSION = 1;
 /** The schema major version this reader implements. */
-export const READER_FORMAT_MAJOR = 1;
+export const READER_FORMAT_MAJOR: number = SCHEMA_VERSION[0];  // the schema's version line (generated)
 /**
- * Bits of `required_features` this reader understands (SPEC.md 8.3): bit 0, data in shard files;
- * bit 1, data in external raw files (understood: such storages are validated and dumped; opening
- * the external file for its bytes is refused with a SegmentError by this reader); bit 2, storages
- * without data, meta-device state (validated and dumped; `storageBytes(i)` gives an empty view, as
- * pt2format.read's storage_view does, and `tensor(i)` refuses a tensor on one by name); bit 3, tensors
- * built from other tensor rows (the dump shows them whole; `tensor(i)` refuses them by name).
+ * Bits of `required_features` this reader understands and the section kinds it knows, generated from
+ * schema/container.toml (SPEC.md 8.3-8.4). Bit 1 (external raw files): such storages are validated and
+ * dumped; opening the external file for its bytes is refused with a SegmentError by this reader. Bit 2
+ * (meta-device state): `storageBytes(i)` gives an empty view and `tensor(i)` refuses a tensor on one by
+ * name. Bit 3 (composite tensors): the dump shows them whole; `tensor(i)` refuses them by name.
  */
-export const KNOWN_FEATURES = 15n;
+export { KNOWN_FEATURES, SectionKind } from './generated/container.js';
+import { KNOWN_FEATURES, SECTION_KINDS, SectionKind } from './generated/container.js';
+import { SCHEMA_VERSION } from './generated/minors.js';
 
-export const SectionKind = { PROGRAM: 1, DATA: 2 } as const;
 export const ProgramEncoding = { FLATBUFFERS: 1, MSGPACK: 2, JSON: 3 } as const;
 export const ENCODING_NAMES: Record<number, string> = { 1: 'FLATBUFFERS', 2: 'MSGPACK', 3: 'JSON' };
 
@@ -176,7 +176,7 @@ function parseEntry(bytes: Uint8Array, view: DataView, index: number, file?: str
   if (kind === SectionKind.DATA && encoding !== 0) {
     throw new EncodingError('unknown data encoding', { ...sctx, offset: at + 2, expected: '0 (RAW)', got: encoding });
   }
-  const minAlign = kind === SectionKind.DATA ? 64 : 8;
+  const minAlign = SECTION_KINDS[String(kind)]?.minAlignment ?? 8;
   if (!isPowerOfTwo(alignment) || alignment < minAlign) {
     throw new SegmentError('alignment must be a power of two', { ...sctx, offset: at + 4, expected: `power of two >= ${minAlign}`, got: alignment });
   }

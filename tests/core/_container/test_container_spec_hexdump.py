@@ -22,7 +22,7 @@ BLOCK = re.compile(r"(<!-- BEGIN generated hexdump -->\n```text\n)(.*?)(```\n<!-
 
 def spec_sample_bytes() -> bytes:
     """The SPEC's example: one empty program "forward" and one float32 tensor [1.0, 2.0], FlatBuffers."""
-    pkg = m.Package(format_version=m.FormatVersion(1, 0), producer=m.Producer(name="spec"),
+    pkg = m.Package(producer=m.Producer(name="spec"),  # format_version: the writer records the minor it needs
                     programs=[m.Program(name="forward", graph=m.Graph(), signature=m.GraphSignature())],
                     tensors=[m.Tensor(storage=0, dtype=m.ScalarType.FLOAT32, sizes=[2], strides=[1])],
                     storages=[m.Storage()])

@@ -12,6 +12,10 @@
 #include <string>
 #include <vector>
 
+// kKnownFeatures, kFeature*, SectionKind: generated from schema/container.toml (SPEC.md §8.3-8.4).
+#include "pt2format_container.h"
+#include "pt2format_minors.h"
+
 namespace pt2f {
 
 constexpr uint8_t kMagic[8] = {0x89, 'P', 'T', '2', 'F', '\r', '\n', 0x1a};
@@ -19,15 +23,8 @@ constexpr size_t kHeaderSize = 64;
 constexpr size_t kSectionEntrySize = 48;
 constexpr uint16_t kHeaderVersion = 1;
 /// Newest schema version this reader understands.
-constexpr uint16_t kReaderFormatMajor = 1;
-constexpr uint16_t kReaderFormatMinor = 0;
-/// Package.required_features bits this reader implements (SPEC.md §8.3): bit 0 shard files, bit 1 external
-/// raw files, bit 2 storages without data (meta-device state: validated and dumped; they hold no bytes, so
-/// File::storage_bytes gives an empty range and File::tensor refuses a tensor on one by name), bit 3 tensors
-/// built from other tensor rows (File::tensor refuses them by name while the dump shows them whole).
-constexpr uint64_t kKnownFeatures = 0xF;
-
-enum class SectionKind : uint16_t { Program = 1, Data = 2 };
+constexpr uint16_t kReaderFormatMajor = minors::kSchemaMajor;
+constexpr uint16_t kReaderFormatMinor = minors::kSchemaMinor;
 enum class ProgramEncoding : uint16_t { FlatBuffers = 1, MsgPack = 2, Json = 3 };
 constexpr uint16_t kDataEncodingRaw = 0;
 constexpr uint32_t kChecksumNone = 0;

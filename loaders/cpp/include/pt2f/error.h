@@ -56,6 +56,10 @@ class Error : public std::runtime_error {
   Error with_context(const std::string &file, const std::string &section = "",
                      const std::string &path_prefix = "") const;
 
+  /// For a VersionError (not an unsupported feature): a copy whose message names the file's
+  /// format version and the reader's, as SPEC.md §8.2 requires; any other error unchanged.
+  Error with_versions(uint16_t file_major, uint16_t file_minor) const;
+
  private:
   static std::string render(ErrorKind kind, const std::string &detail, const Where &w);
   ErrorKind kind_;
