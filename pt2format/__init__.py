@@ -1,9 +1,12 @@
 """pt2format: a serialization-first exchange format for torch.export programs.
 
-`save`, `load`, `from_torch` and `to_torch` need torch (they live in
-pt2format.exporter and pt2format.loaders and are imported on first use);
-`read`, `open` (with `framework="np"`) and `validate` work on the schema
-objects alone, so `import pt2format` never imports torch.
+`save`, `load`, `load_module`, `save_weights`, `attach_weights`,
+`from_torch` and `to_torch` need torch (they live in pt2format.exporter and
+pt2format.loaders and are imported on first use; without torch they raise
+MissingDependencyError naming the `pt2format[torch]` extra);
+`read`, `open` (with `framework="np"`, which needs numpy: the
+`pt2format[numpy]` extra) and `validate` work on the schema objects alone,
+so `import pt2format` never imports torch.
 
 Every function that takes a file accepts a path (``str`` or
 ``os.PathLike``), and also a binary file object or, for reading, a
@@ -21,6 +24,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import IO, TYPE_CHECKING, Any, Union
 
+from pt2format._deps import require as _require
 from pt2format.errors import (
     ChecksumError,
     EncodingError,
@@ -31,6 +35,7 @@ from pt2format.errors import (
     HeaderError,
     LimitError,
     LoadError,
+    MissingDependencyError,
     Pt2FormatError,
     SegmentError,
     StaleShardError,
@@ -56,6 +61,10 @@ __version__ = "0.1.0"
 Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, IO[bytes]]
 #: What `save` accepts: a path or a writable binary file object.
 Target = Union[str, "os.PathLike[str]", IO[bytes]]
+
+
+def _require_torch(what: str) -> None:
+    _require("torch", what)
 
 
 def save(programs: torch.export.ExportedProgram | Mapping[str, torch.export.ExportedProgram], f: Target, *,
@@ -103,6 +112,7 @@ def save(programs: torch.export.ExportedProgram | Mapping[str, torch.export.Expo
         TypeError, ValueError: an argument has the wrong type or value.
         OSError: the file cannot be written (the error names ``f``).
     """
+    _require_torch("pt2format.save")
     from pt2format.exporter import save_programs
 
     save_programs(programs, f, encoding=encoding, fsync=fsync, progress=progress, example_inputs=example_inputs,
@@ -180,6 +190,7 @@ def load(f: Source, *, program: str | None = None, map_location: Any = None, wei
         OpsetWarning: the file's ``aten`` operator version is newer than this
             torch's.
     """
+    _require_torch("pt2format.load")
     from pt2format.loaders import load_program
 
     return load_program(f, program=program, map_location=map_location, weights=weights, copy=copy,
@@ -210,19 +221,23 @@ def load_module(f: Source, *, program: str | None = None, map_location: Any = No
     ``prefetch=True`` reads the weight pages ahead in a background thread so
     the first call does not fault them in one by one.
     """
+    _require_torch("pt2format.load_module")
     from pt2format.loaders import load_module as _load_module
 
     return _load_module(f, program=program, map_location=map_location, copy=copy, verify_data=verify_data,
                         prefetch=prefetch, allow_subclasses=allow_subclasses, mmap=mmap)
 
 
-def save_weights(weights, path, *, encoding: str = "flatbuffers", fsync: bool = True, progress: bool = True,
+def save_weights(weights, path, *, encoding: str = "flatbuffers", fsync: bool = True, progress: bool | None = None,
                  max_shard_size=None, external_data=None, name: str = "default") -> None:
     """Save weights only (no program): an ExportedProgram's state, a dict name -> tensor, or a dict of such sets.
 
     The file is read back by `attach_weights(ep, path)` or
-    `load(program_file, ...)` followed by `attach_weights`.
+    `load(program_file, ...)` followed by `attach_weights`. Arguments are
+    `save`'s; `progress=None` (default) shows a bar only when stderr is a
+    terminal, as for `save`.
     """
+    _require_torch("pt2format.save_weights")
     from pt2format.exporter import save_weights as _save_weights
 
     _save_weights(weights, path, encoding=encoding, fsync=fsync, progress=progress, max_shard_size=max_shard_size,
@@ -241,6 +256,7 @@ def attach_weights(ep, source, *, program: str | None = None, weight_set: str | 
     changed; `strict=True` also refuses names `ep` does not have.
     `allow_subclasses` and `mmap` are as for `load`.
     """
+    _require_torch("pt2format.attach_weights")
     from pt2format.loaders import attach_weights as _attach
 
     return _attach(ep, source, program=program, weight_set=weight_set, map_location=map_location, copy=copy,
@@ -334,6 +350,7 @@ def from_torch(f: Source, dst: Target, *, encoding: str = "flatbuffers", fsync: 
             ``torch.export.load`` raised (its exception is the ``__cause__``).
         FormatError: a path that is not a regular file (FIFO, device, ...).
     """
+    _require_torch("pt2format.from_torch")
     from pt2format._interop import from_torch as _from_torch
 
     _from_torch(f, dst, encoding=encoding, fsync=fsync, progress=progress, metadata=metadata)
@@ -346,6 +363,7 @@ def to_torch(f: Source, dst: Target, *, program: str | None = None, allow_subcla
     extra files must be UTF-8 text, as torch requires; metadata is dropped.
     ``allow_subclasses`` is ``load``'s: the tensor subclasses that may be rebuilt.
     """
+    _require_torch("pt2format.to_torch")
     from pt2format._interop import to_torch as _to_torch
 
     _to_torch(f, dst, program=program, allow_subclasses=allow_subclasses)
@@ -373,5 +391,5 @@ __all__ = [
     "FORMAT_VERSION", "__version__", "LazyFile", "PackageFile", "FallbackWarning", "OpsetWarning",
     "Pt2FormatError", "FormatError", "HeaderError", "StaleShardError", "ChecksumError", "SegmentError",
     "EncodingError", "LimitError", "VersionError", "UnsupportedFeatureError", "ValidationError", "StringClassError",
-    "ExportError", "LoadError", "TorchArchiveError",
+    "ExportError", "LoadError", "TorchArchiveError", "MissingDependencyError",
 ]

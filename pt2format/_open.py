@@ -104,13 +104,18 @@ class LazyFile:
 
     def _torch_tensor(self, idx: int):
         if self._state_loader is None:
+            from pt2format._deps import require
+
+            require("torch", "pt2format.open(framework='pt').get_tensor")
             from pt2format.loaders._state import StateLoader
 
             self._state_loader = StateLoader(self.package, self._file.storage_view)
         return self._state_loader.tensor(idx, f"tensors[{idx}]")
 
     def _numpy_array(self, idx: int, name: str):
-        import numpy as np
+        from pt2format._deps import require
+
+        np = require("numpy", "pt2format.open(framework='np').get_tensor")
 
         row = self.package.tensors[idx]
         if row.subclass is not None or row.layout != m.Layout.STRIDED:
