@@ -14,7 +14,7 @@ it stands in for already catches, so handlers written for those keep working:
 - a missing optional dependency (MissingDependencyError): ImportError, as
   the failed import itself would be.
 
-docs/errors.md lists the tree.
+docs/api.rst ("Errors and warnings") draws the tree and says why.
 """
 
 from __future__ import annotations
