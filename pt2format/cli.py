@@ -227,17 +227,6 @@ class _Usage(Exception):
     """A convert command line that names no conversion: one line on stderr, exit status 2."""
 
 
-def _check_paths(*paths: str) -> None:
-    """A directory named as a source or destination: the typed error every other command gives."""
-    import os
-
-    from pt2format.errors import FormatError
-
-    for path in paths:
-        if os.path.isdir(path):
-            raise FormatError("is a directory, not a file", file=path, expected="a regular file")
-
-
 def _program_for_torch(path: str, program: str | None) -> str | None:
     """The program a torch archive gets from `path`; a file of several programs needs --program (not `program=`)."""
     if program is not None:
@@ -280,7 +269,6 @@ def _convert(args) -> int:
         return 2
     try:
         kind = _pick_conversion(args, dest)
-        _check_paths(args.file, dest)
         if kind == "to_torch":
             program = _program_for_torch(args.file, args.program)
     except _Usage as e:
