@@ -66,6 +66,10 @@ def test_torch_archive_to_pt2_is_refused(ep, tmp_path, capsys):
         assert "not to another .pt2" in capsys.readouterr().err
     with pytest.raises(ValueError, match="ends in .pt2"):
         pt2format.from_torch(tmp_path / "model.pt2", tmp_path / "out.pt2")
+    # Nor does a .pt2f re-encoded into a name torch takes for its own.
+    pt2format.save(ep, tmp_path / "a.pt2f")
+    assert main(["convert", str(tmp_path / "a.pt2f"), str(tmp_path / "out.pt2"), "--encoding", "json"]) == 2
+    assert "a DEST ending in .pt2 is a torch archive" in capsys.readouterr().err
     assert not (tmp_path / "out.pt2").exists() and not (tmp_path / "out.PT2").exists()
 
 
