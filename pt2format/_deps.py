@@ -22,8 +22,8 @@ def require(module: str, what: str):
     try:
         return importlib.import_module(module)
     except ImportError as e:
-        if e.name is not None and e.name.split(".")[0] != module:
-            raise  # `module` is there, but something it imports is broken: not a missing extra
+        if e.name != module:
+            raise  # `module` is there but broken (a missing shared library, a module it imports): not an extra
         extra = EXTRAS[module]
         raise MissingDependencyError(f"{what} needs {module}, which is not installed: "
                                      f"pip install 'pt2format[{extra}]'", extra=extra, module=module) from e

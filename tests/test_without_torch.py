@@ -20,7 +20,7 @@ BLOCK_TORCH = (
     "class _NoTorch:\n"
     "    def find_spec(self, name, path=None, target=None):\n"
     "        if name == 'torch' or name.startswith('torch.'):\n"
-    "            raise ImportError('torch is blocked in this test')\n"
+    "            raise ModuleNotFoundError('torch is blocked in this test', name='torch')\n"
     "sys.meta_path.insert(0, _NoTorch())\n"
 )
 
@@ -163,3 +163,17 @@ def test_cli_convert_without_torch_is_one_line(sample_file, tmp_path, direction)
     assert proc.returncode == 1, proc.stderr
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert "MissingDependencyError" in proc.stderr and "pip install 'pt2format[torch]'" in proc.stderr
+
+
+def test_a_broken_torch_is_not_called_missing(monkeypatch):
+    """torch that is installed but fails to import (say, a missing CUDA library) keeps its own error."""
+    from pt2format import _deps
+    from pt2format.errors import MissingDependencyError
+
+    def broken(name):
+        raise ImportError("libcudnn.so.9: cannot open shared object file: No such file or directory")
+
+    monkeypatch.setattr(_deps.importlib, "import_module", broken)
+    with pytest.raises(ImportError, match="libcudnn") as e:
+        _deps.require("torch", "pt2format.load")
+    assert not isinstance(e.value, MissingDependencyError)
