@@ -41,7 +41,8 @@ def template_path() -> Path:
     if env:
         path = Path(env)
         if not path.is_file():
-            raise ViewerNotBuiltError(f"{TEMPLATE_ENV} names no file: {path}")
+            raise ViewerNotBuiltError(f"{TEMPLATE_ENV} names no file: {path} (unset it to use this installation's "
+                                      "page; in a checkout, scripts/build_ts.sh builds one)")
         return path
     for path in (_PACKAGED, _BUILT):
         if path.is_file():
