@@ -3,9 +3,10 @@
 The page itself (TypeScript reader + viewer + layout worker, one file) is
 built by `scripts/build_ts.sh` into `loaders/ts/viewer/dist/viewer.html`
 and copied into wheels as `pt2format/_viewer/viewer.html`; this module only
-embeds bytes into it, base64 in `<script>` elements the page decodes. It never validates the file: a damaged file is embedded as is,
-so the page shows the TypeScript reader's typed error instead of this
-command failing before anyone sees anything.
+embeds bytes into it, base64 in `<script>` elements the page decodes. It
+never validates the file: a damaged file is embedded as is, so the page
+shows the TypeScript reader's typed error instead of this command failing
+before anyone sees anything.
 
 Weights are left out unless asked (`with_weights`, or all data fits in
 `max_weight_bytes`): the embedded file is then the PROGRAM section alone in

@@ -151,7 +151,8 @@ def child_write(out_dir: str) -> None:
         try:
             torch.export.save(ep, out / f"{name}.pt2")
         except Exception as e:  # noqa: BLE001 - torch's own format may not hold what pt2format does
-            torch_failed[name] = f"{NOT_WRITTEN} by torch.export.save: {type(e).__name__}: {' '.join(str(e).split())[:120]}"
+            why = " ".join(str(e).split())[:120]
+            torch_failed[name] = f"{NOT_WRITTEN} by torch.export.save: {type(e).__name__}: {why}"
         tensors = {f"inputs.{i}": a for i, a in enumerate(args)}
         tensors.update({f"outputs.{i}": t.contiguous() for i, t in enumerate(want)})
         pt2format.save_weights(tensors, out / f"{name}.values.pt2f", progress=False, fsync=False)
