@@ -22,6 +22,6 @@ def find_program(package, name):
                         f"program=..., e.g. pt2format.load(path, program={names[0]!r})"
                         if name == "forward" and program_was_default else
                         f"no program named {name!r}; this file holds {', '.join(map(repr, names))}",
-                        expected=f"one of {names}", got=name)
+                        expected=f"one of {names}", got=None if program_was_default else name)
     raise LoadError(f"no program named {name!r}; this file holds {names[0]!r}" if names else
                     "this file holds no programs", expected=names, got=name)

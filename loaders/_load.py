@@ -38,22 +38,22 @@ def load_program(path, *, program, map_location, weights, copy, verify_data, ext
     from pt2format._api import read
     from pt2format._source import is_pathlike
 
-    if weight_set is not None:
-        from ._weights import attach_weights
-
-        ep = load_program(path, program=program, map_location=map_location, weights=False, verify_data=verify_data,
-                          extra_files=extra_files, metadata=metadata, allow_subclasses=allow_subclasses, mmap=mmap)
-        if not weights:
-            return ep
-        return attach_weights(ep, path, weight_set=weight_set, map_location=map_location, copy=copy,
-                              allow_subclasses=allow_subclasses, mmap=mmap)
-    f = read(path, verify_data=verify_data, copy_on_write=True, mmap=mmap)
+    f = read(path, verify_data=verify_data, copy_on_write=True, mmap=mmap)  # once, whatever the source
     try:
         if prefetch and mmap and weights and not copy and f.package.storages and is_pathlike(path):
             from ._prefetch import prefetch as start_prefetch
             start_prefetch(os.fspath(path), [f.storage_view(i) for i in range(len(f.package.storages))])
-        ep = build_program(f.package, program, f.storage_view, map_location=map_location, weights=weights,
-                           copy=copy, file_key=f.file_key, allow_subclasses=allow_subclasses)
+        if weight_set is None:
+            ep = build_program(f.package, program, f.storage_view, map_location=map_location, weights=weights,
+                               copy=copy, file_key=f.file_key, allow_subclasses=allow_subclasses)
+        else:  # the program with meta state, then the set's tensors from the same decoded file
+            from ._weights import attach_tensors, tensors_of
+
+            ep = build_program(f.package, program, f.storage_view, map_location=map_location, weights=False,
+                               file_key=f.file_key, allow_subclasses=allow_subclasses)
+            if weights:
+                attach_tensors(ep, tensors_of(f, program=program, weight_set=weight_set, map_location=map_location,
+                                              copy=copy, allow_subclasses=allow_subclasses))
         if extra_files is not None:
             extra_files.clear()
             extra_files.update(_extras.extra_files_dict(f))

@@ -53,7 +53,7 @@ from pt2format.errors import LoadError, Pt2FormatError, VersionError
 
 from ._coherence import check_structure
 from ._find import find_program
-from ._opsets import check_opsets
+from ._opsets import check_opsets, name_torch_versions
 from ._graph import GraphBuilder
 from ._metadata import custom_meta
 from ._guards import has_stored_guards
@@ -217,7 +217,7 @@ def build_module(package, name, storage_view, *, map_location=None, copy: bool =
     why = _why_not(prog)
     if why is not None:
         return None, why
-    check_opsets(prog)
+    check_opsets(prog, package)
     state = StateLoader(package, storage_view, map_location=map_location, copy=copy, file_key=file_key,
                         allow_subclasses=allow_subclasses)
     try:
@@ -226,7 +226,7 @@ def build_module(package, name, storage_view, *, map_location=None, copy: bool =
     except Unsupported as e:
         return None, str(e)
     except Pt2FormatError as e:
-        raise e.with_context(path_prefix=f"programs[{prog.name}]")
+        raise name_torch_versions(e, package).with_context(path_prefix=f"programs[{prog.name}]")
     except Exception as e:  # torch refusing what the file describes: still a typed error
         raise LoadError(f"program {prog.name!r} cannot be rebuilt: {type(e).__name__}: {e}",
                         path=f"programs[{prog.name}]") from e

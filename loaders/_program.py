@@ -32,7 +32,7 @@ from ._coherence import check_coherence
 from ._guards import derive_guards, has_stored_guards, stored_guards
 from ._metadata import MetadataLoader
 from pt2format._nogc import no_gc as _no_gc
-from ._opsets import check_opsets
+from ._opsets import check_opsets, name_torch_versions
 from ._signature import module_call_graph, signature
 from ._state import StateLoader, program_state
 from ._symbols import ShapeBuilder, value_ranges
@@ -106,7 +106,7 @@ def build_program(package, name=None, storage_view=None, *, map_location=None, w
         with _no_gc():
             return _Builder(package, program, state).run()
     except Pt2FormatError as e:
-        raise e.with_context(path_prefix=f"programs[{program.name}]")
+        raise name_torch_versions(e, package).with_context(path_prefix=f"programs[{program.name}]")
     except Exception as e:  # torch refusing what the file describes (verifier, shapes, ...): still a typed error
         raise LoadError(f"program {program.name!r} cannot be rebuilt: {type(e).__name__}: {e}",
                         path=f"programs[{program.name}]") from e
@@ -130,7 +130,7 @@ class _Builder:
 
     def run(self) -> ExportedProgram:
         prog = self.program
-        check_opsets(prog)
+        check_opsets(prog, self.package)
         state_dict, constants = self._state()
         self.graphs = GraphBuilder(self.shape, self.fake_mode, MetadataLoader(self.shape), constants)
         sig = signature(prog.signature, self._constant)

@@ -11,7 +11,9 @@ attribute, key and integer index for a dict-like class such as ModelOutput).
 Custom stand-ins are registered as pytree nodes, so flatten/unflatten, the
 loaded module's input checks and a re-save work as with the original; every
 stand-in is registered under the file's type name unless a real class holds
-that name, so torch's own serializer can name it too (`pt2format.to_torch`).
+that name, so torch's own serializer can name it too (`pt2format.to_torch`);
+it is kept out of the name -> class table torch's loader reads, so no other
+file's load in this process ever meets it.
 
 Built from checked values only: the type name must be dot-separated
 identifiers and every field an identifier (no dunder names). Classes are made
@@ -77,6 +79,21 @@ def _name_is_free(type_name: str) -> bool:
     """True when no real class holds `type_name` in torch's pytree registry: a stand-in may register under it."""
     holder = pytree.SERIALIZED_TYPE_TO_PYTHON_TYPE.get(type_name)
     return holder is None or is_standin(holder)
+
+
+def _unlist_name(type_name: str, cls: type) -> None:
+    """Take the stand-in out of torch's name -> class table (the one torch.export.load resolves names with).
+
+    Registering under the file's name keeps class -> name, so torch.export.save
+    (pt2format.to_torch) can name the stand-in. The reverse entry would let
+    torch's own loader, anywhere in this process, build this stand-in for any
+    file naming the type: after one pt2format load, `torch.export.load` of an
+    unrelated archive would succeed where alone it fails. Stand-ins are for
+    the file that asked for them (pt2format finds them in its own cache).
+    """
+    with pytree._NODE_REGISTRY_LOCK:
+        if pytree.SERIALIZED_TYPE_TO_PYTHON_TYPE.get(type_name) is cls:
+            del pytree.SERIALIZED_TYPE_TO_PYTHON_TYPE[type_name]
 
 
 def _cached(key: tuple, make):
@@ -145,6 +162,7 @@ def namedtuple_standin(type_name: str, fields) -> type | None:
         cls = type(type_name.rpartition(".")[2], (tuple,), _namespace(type_name, ns))
         if _name_is_free(type_name):  # so that torch.export.save (pt2format.to_torch) can name it
             pytree._register_namedtuple(cls, serialized_type_name=type_name)
+            _unlist_name(type_name, cls)
         return cls
 
     return _cached(("namedtuple", type_name, fields), make)
@@ -361,6 +379,8 @@ def custom_standin(type_name: str, flavor: str, fields=(), *, keys_from_context:
         name = type_name if _name_is_free(type_name) else None
         pytree.register_pytree_node(cls, flatten, unflatten_for(cls), serialized_type_name=name,
                                     flatten_with_keys_fn=with_keys)
+        if name is not None:
+            _unlist_name(name, cls)
         return cls
 
     return _cached(("custom", flavor, type_name, fields, keys_from_context, declared), make)

@@ -17,9 +17,16 @@ from pt2format.errors import LoadError
 from pt2format.vocab.operators import BUILTINS
 
 from ._names import check_dotted_identifiers
+from ._opsets import TORCH_NAMESPACES
 
 _cache: dict[str, object] = {}
 _lock = threading.Lock()
+
+
+def _torch_version_error(error: LoadError, operator: str) -> LoadError:
+    """Mark `error` as about an operator torch itself defines: the loader adds the writer's torch version."""
+    error.torch_operator = operator
+    return error
 
 
 def resolve_target(name, path: str = "target"):
@@ -42,7 +49,8 @@ def _resolve_op(name, path):
     if len(parts) == 4 and parts[:3] == ["torch", "ops", "higher_order"]:
         op = torch._ops._higher_order_ops.get(parts[3])
         if not isinstance(op, torch._ops.HigherOrderOperator):
-            raise LoadError(f"higher-order operator {name} is not available in this torch", path=path, got=name)
+            raise _torch_version_error(LoadError(f"higher-order operator {name} does not exist in this torch "
+                                                 f"({torch.__version__})", path=path, got=name), name)
         return op
     if len(parts) != 5 or parts[:2] != ["torch", "ops"] or parts[2] == "higher_order":
         raise LoadError("unknown operator target", path=path,
@@ -55,6 +63,9 @@ def _resolve_op(name, path):
     except RuntimeError:
         handle, overloads = None, []
     if handle is None:
+        if ns in TORCH_NAMESPACES:  # torch's own operator: a matter of torch versions, not of imports
+            raise _torch_version_error(LoadError(f"operator {qualified} does not exist in this torch "
+                                                 f"({torch.__version__})", path=path, got=name), qualified)
         raise LoadError(f"operator {qualified} is not registered in this process "
                         f"(import the library that defines it before loading)", path=path, got=name)
     namespace = getattr(torch.ops, ns)
@@ -63,8 +74,10 @@ def _resolve_op(name, path):
         raise LoadError(f"operator {qualified} cannot be resolved", path=path, got=name)
     wanted = "" if overload == "default" else overload
     if wanted not in overloads:
-        raise LoadError(f"operator {qualified} has no overload {overload!r}", path=path,
-                        expected=sorted(o or "default" for o in overloads), got=overload)
+        e = LoadError(f"operator {qualified} has no overload {overload!r}"
+                      + (f" in this torch ({torch.__version__})" if ns in TORCH_NAMESPACES else ""), path=path,
+                      expected=sorted(o or "default" for o in overloads), got=overload)
+        raise _torch_version_error(e, name) if ns in TORCH_NAMESPACES else e
     op = getattr(packet, overload, None)
     if not isinstance(op, torch._ops.OpOverload):
         raise LoadError(f"operator overload {name} cannot be resolved", path=path, got=name)

@@ -76,36 +76,42 @@ def _from_safetensors(path: str, *, use_mmap: bool = True) -> dict:
     return out
 
 
-def _from_pt2f(path: str, *, program: str | None, weight_set: str | None, map_location, copy: bool,
+def _from_pt2f(source, *, program: str | None, weight_set: str | None, map_location, copy: bool,
                allow_subclasses=(), use_mmap: bool = True) -> dict:
-    """Name -> tensor of a program's state or of a weight set of the .pt2f file at `path`."""
+    """Name -> tensor of a program's state or of a weight set of a .pt2f file (path, bytes or file object)."""
     from pt2format._api import read
 
-    f = read(path, copy_on_write=True, mmap=use_mmap)
+    f = read(source, copy_on_write=True, mmap=use_mmap)
     try:
-        pkg = f.package
-        if weight_set is not None:
-            sets = {ws.name: ws for ws in pkg.weight_sets}
-            if weight_set not in sets:
-                raise LoadError(f"no weight set named {weight_set!r}", file=path, path="weight_sets",
-                                expected=sorted(sets), got=weight_set)
-            entries = sets[weight_set].entries
-        elif pkg.programs:
-            from ._find import find_program
-
-            entries = find_program(pkg, program).state
-        elif len(pkg.weight_sets) == 1:
-            entries = pkg.weight_sets[0].entries
-        else:
-            raise LoadError("file has no program and several weight sets: name one with weight_set=", file=path,
-                            expected=sorted(ws.name for ws in pkg.weight_sets))
-        loader = StateLoader(pkg, f.storage_view, map_location=map_location, copy=copy,
-                             allow_subclasses=allow_subclasses)
-        return {e.name: loader.tensor(e.tensor, e.name) for e in entries}
+        return tensors_of(f, program=program, weight_set=weight_set, map_location=map_location, copy=copy,
+                          allow_subclasses=allow_subclasses)
     except Pt2FormatError as e:
-        raise e.with_context(file=path)
+        raise e.with_context(file=f.path)
     finally:
         f.close()  # tensors keep their views (and so the map) alive
+
+
+def tensors_of(f, *, program: str | None, weight_set: str | None, map_location=None, copy: bool = False,
+               allow_subclasses=()) -> dict:
+    """Name -> tensor of a program's state or of weight set `weight_set` of the open PackageFile `f`."""
+    pkg = f.package
+    if weight_set is not None:
+        sets = {ws.name: ws for ws in pkg.weight_sets}
+        if weight_set not in sets:
+            raise LoadError(f"no weight set named {weight_set!r}", path="weight_sets", expected=sorted(sets),
+                            got=weight_set)
+        entries = sets[weight_set].entries
+    elif pkg.programs:
+        from ._find import find_program
+
+        entries = find_program(pkg, program).state
+    elif len(pkg.weight_sets) == 1:
+        entries = pkg.weight_sets[0].entries
+    else:
+        raise LoadError("file has no program and several weight sets: name one with weight_set=",
+                        expected=sorted(ws.name for ws in pkg.weight_sets))
+    loader = StateLoader(pkg, f.storage_view, map_location=map_location, copy=copy, allow_subclasses=allow_subclasses)
+    return {e.name: loader.tensor(e.tensor, e.name) for e in entries}
 
 
 def _fill_tied(state: dict, new: dict) -> None:
@@ -129,18 +135,23 @@ def _fill_tied(state: dict, new: dict) -> None:
 
 def read_weights(source, *, program: str | None = None, weight_set: str | None = None, map_location=None,
                  copy: bool = False, allow_subclasses=(), mmap: bool = True) -> dict:
-    """Name -> tensor from a path (.pt2f or safetensors) or a dict of tensors (`mmap=False`: read, not mapped)."""
+    """Name -> tensor from a dict of tensors, a path (.pt2f or safetensors), or a .pt2f as bytes or a file object.
+
+    `mmap=False`: a path is read, not mapped.
+    """
+    from pt2format._source import is_pathlike
+
     if isinstance(source, dict):
         return dict(source)
-    path = os.fspath(source)
-    if _is_safetensors(path):
+    if is_pathlike(source) and _is_safetensors(os.fspath(source)):
+        path = os.fspath(source)
         if weight_set is not None:
             raise LoadError("a safetensors file has no weight sets", file=path, got=weight_set)
         tensors = _from_safetensors(path, use_mmap=mmap)
         if map_location is not None or copy:
             tensors = {k: (v.to(map_location) if map_location is not None else v.clone()) for k, v in tensors.items()}
         return tensors
-    return _from_pt2f(path, program=program, weight_set=weight_set, map_location=map_location, copy=copy,
+    return _from_pt2f(source, program=program, weight_set=weight_set, map_location=map_location, copy=copy,
                       allow_subclasses=allow_subclasses, use_mmap=mmap)
 
 
@@ -154,10 +165,17 @@ def attach_weights(ep, source, *, program, weight_set, map_location, copy, stric
     Parameters (same requires_grad); tensors that were tied (one storage) in
     `ep` are tied to the first one attached when the source has only one.
     """
-    state = _program_state(ep)
     new = read_weights(source, program=program, weight_set=weight_set, map_location=map_location, copy=copy,
                        allow_subclasses=allow_subclasses, mmap=mmap)
-    where = source if not isinstance(source, dict) else None
+    from pt2format._source import is_pathlike
+
+    return attach_tensors(ep, new, where=os.fspath(source) if is_pathlike(source) else None, strict=strict)
+
+
+def attach_tensors(ep, new: dict, *, where=None, strict: bool = True):
+    """`attach_weights` with the tensors already read (name -> tensor); `where` names their file in errors."""
+    state = _program_state(ep)
+    new = dict(new)
     _fill_tied(state, new)
     problems = []
     missing = [n for n in state if n not in new]

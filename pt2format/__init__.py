@@ -1,9 +1,12 @@
 """pt2format: a serialization-first exchange format for torch.export programs.
 
-`save`, `load`, `from_torch` and `to_torch` need torch (they live in
-pt2format.exporter and pt2format.loaders and are imported on first use);
-`read`, `open` (with `framework="np"`) and `validate` work on the schema
-objects alone, so `import pt2format` never imports torch.
+`save`, `load`, `load_module`, `save_weights`, `attach_weights`,
+`from_torch` and `to_torch` need torch (they live in pt2format.exporter and
+pt2format.loaders and are imported on first use; without torch they raise
+MissingDependencyError naming the `pt2format[torch]` extra);
+`read`, `open` (with `framework="np"`, which needs numpy: the
+`pt2format[numpy]` extra) and `validate` work on the schema objects alone,
+so `import pt2format` never imports torch.
 
 Every function that takes a file accepts a path (``str`` or
 ``os.PathLike``), and also a binary file object or, for reading, a
@@ -21,6 +24,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import IO, TYPE_CHECKING, Union
 
+from pt2format._deps import require as _require
 from pt2format.errors import (
     ChecksumError,
     EncodingError,
@@ -31,6 +35,7 @@ from pt2format.errors import (
     HeaderError,
     LimitError,
     LoadError,
+    MissingDependencyError,
     Pt2FormatError,
     SegmentError,
     StaleShardError,
@@ -59,6 +64,10 @@ Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, IO[bytes]]
 Target = Union[str, "os.PathLike[str]", IO[bytes]]
 
 
+def _require_torch(what: str) -> None:
+    _require("torch", what)
+
+
 @_options.SAVE.public
 def save(programs: torch.export.ExportedProgram | Mapping[str, torch.export.ExportedProgram], f: Target,
          **options) -> None:
@@ -80,6 +89,7 @@ def save(programs: torch.export.ExportedProgram | Mapping[str, torch.export.Expo
         TypeError, ValueError: an argument has the wrong type or value.
         OSError: the file cannot be written (the error names ``f``).
     """
+    _require_torch("pt2format.save")
     from pt2format.exporter import save_programs
 
     save_programs(programs, f, **options)
@@ -112,6 +122,7 @@ def load(f: Source, **options) -> torch.export.ExportedProgram:
         OpsetWarning: the file's ``aten`` operator version is newer than this
             torch's.
     """
+    _require_torch("pt2format.load")
     from pt2format.loaders import load_program
 
     return load_program(f, **options)
@@ -139,6 +150,7 @@ def load_module(f: Source, **options) -> torch.nn.Module:
     Args:
         f: as for ``load``.
     """
+    _require_torch("pt2format.load_module")
     from pt2format.loaders import load_module as _load_module
 
     return _load_module(f, **options)
@@ -156,6 +168,7 @@ def save_weights(weights, path: Target, **options) -> None:
             a dict set name -> either.
         path: as ``f`` of ``save``.
     """
+    _require_torch("pt2format.save_weights")
     from pt2format.exporter import save_weights as _save_weights
 
     _save_weights(weights, path, **options)
@@ -174,6 +187,7 @@ def attach_weights(ep, source, **options):
             ``weight_set``; a weights-only file's only set), a safetensors
             file, or a dict name -> tensor.
     """
+    _require_torch("pt2format.attach_weights")
     from pt2format.loaders import attach_weights as _attach
 
     return _attach(ep, source, **options)
@@ -235,6 +249,7 @@ def open(f: Source, **options) -> LazyFile:  # noqa: A001 - safetensors' name
 
 def _torch_state(package, storage_view):
     """The torch tensors of an open file (`framework="pt"`), built by the loaders on first use."""
+    _require_torch("pt2format.open(framework='pt').get_tensor")
     from pt2format.loaders import StateLoader
 
     return StateLoader(package, storage_view)
@@ -267,6 +282,7 @@ def from_torch(f: Source, dst: Target, *, encoding: str = "flatbuffers", fsync: 
             ``torch.export.load`` raised (its exception is the ``__cause__``).
         FormatError: a path that is not a regular file (FIFO, device, ...).
     """
+    _require_torch("pt2format.from_torch")
     from pt2format._interop import from_torch as _from_torch
 
     _from_torch(f, dst, encoding=encoding, fsync=fsync, progress=progress, metadata=metadata)
@@ -279,6 +295,7 @@ def to_torch(f: Source, dst: Target, *, program: str | None = None, allow_subcla
     extra files must be UTF-8 text, as torch requires; metadata is dropped.
     ``allow_subclasses`` is ``load``'s: the tensor subclasses that may be rebuilt.
     """
+    _require_torch("pt2format.to_torch")
     from pt2format._interop import to_torch as _to_torch
 
     _to_torch(f, dst, program=program, allow_subclasses=allow_subclasses)
@@ -306,5 +323,5 @@ __all__ = [
     "FORMAT_VERSION", "__version__", "LazyFile", "PackageFile", "FallbackWarning", "OpsetWarning",
     "Pt2FormatError", "FormatError", "HeaderError", "StaleShardError", "ChecksumError", "SegmentError",
     "EncodingError", "LimitError", "VersionError", "UnsupportedFeatureError", "ValidationError", "StringClassError",
-    "ExportError", "LoadError", "TorchArchiveError",
+    "ExportError", "LoadError", "TorchArchiveError", "MissingDependencyError",
 ]

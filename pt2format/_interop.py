@@ -20,6 +20,7 @@ its `__cause__`.
 from __future__ import annotations
 
 import io
+import os
 import zipfile
 
 from pt2format._container.header import MAGIC as PT2F_MAGIC
@@ -86,8 +87,15 @@ def from_torch(src, dst, *, encoding: str = "flatbuffers", fsync: bool = True, p
     strings) and saved with `pt2format.save`, extra files included. `dst`
     is a path or a writable binary file object. A source that is no zip, a
     damaged zip, or any exception of torch's loader is a TorchArchiveError.
+    A `dst` path ending in `.pt2` (torch's extension) is refused: the output
+    is a `.pt2f` file, which torch.export.load would then reject.
     """
-    import torch
+    from pt2format._deps import require
+
+    if is_pathlike(dst) and os.fspath(dst).lower().endswith(".pt2"):
+        raise ValueError(f"from_torch writes a .pt2f file, not a torch archive: {os.fspath(dst)!r} ends in .pt2 "
+                         "(name it .pt2f)")
+    torch = require("torch", "converting a torch .pt2 archive")
 
     import pt2format
 
@@ -119,7 +127,9 @@ def to_torch(src, dst, *, program: str | None = None, allow_subclasses=()) -> No
     multi-program file needs `program=`. `allow_subclasses` is passed to
     `pt2format.load`: the tensor subclasses whose saved tensors may be rebuilt.
     """
-    import torch
+    from pt2format._deps import require
+
+    torch = require("torch", "converting to a torch .pt2 archive")
 
     import pt2format
 

@@ -114,7 +114,9 @@ class LazyFile:
         return self._state_loader.tensor(idx, f"tensors[{idx}]")
 
     def _numpy_array(self, idx: int, name: str):
-        import numpy as np
+        from pt2format._deps import require
+
+        np = require("numpy", "pt2format.open(framework='np').get_tensor")
 
         row = self.package.tensors[idx]
         if row.subclass is not None or row.layout != m.Layout.STRIDED:

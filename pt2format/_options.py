@@ -149,12 +149,14 @@ _PROGRAM = Option("program", None, "str | None",
                   'which program to load; default: the only one, or ``"forward"``. A file with several '
                   'programs and no ``"forward"`` needs it.')
 
+_PROGRESS = Option("progress", None, "bool | None",
+                   "a progress bar (bytes written) on stderr; ``None`` (default) shows it only when stderr is a "
+                   "terminal, and only for saves that take over a second.")
+
 SAVE = Options(
     _ENCODING,
     _FSYNC,
-    Option("progress", None, "bool | None",
-           "a progress bar (bytes written) on stderr; ``None`` (default) shows it only when stderr is a "
-           "terminal, and only for saves that take over a second."),
+    _PROGRESS,
     Option("example_inputs", True, "bool", "also store each program's example inputs."),
     Option("extra_files", None, "Mapping[str, bytes | str] | None",
            "name -> bytes (or str, stored as UTF-8), as in ``torch.export.save``: files kept beside the "
@@ -218,8 +220,7 @@ ATTACH_WEIGHTS = Options(
 SAVE_WEIGHTS = Options(
     _ENCODING,
     _FSYNC,
-    Option("progress", True, "bool | None",
-           "a progress bar (bytes written) on stderr; ``None`` shows it only when stderr is a terminal."),
+    _PROGRESS,
     _MAX_SHARD_SIZE,
     _EXTERNAL_DATA,
     Option("name", "default", "str", "the weight set's name, when `weights` is one set."),

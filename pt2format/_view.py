@@ -1,11 +1,12 @@
 """`pt2format view`: one self-contained HTML page showing a file's programs.
 
 The page itself (TypeScript reader + viewer + layout worker, one file) is
-built by `scripts/build_ts.sh` into `loaders/ts/viewer/dist/viewer.html`;
-this module only embeds bytes into it, base64 in `<script>` elements the
-page decodes. It never validates the file: a damaged file is embedded as is,
-so the page shows the TypeScript reader's typed error instead of this
-command failing before anyone sees anything.
+built by `scripts/build_ts.sh` into `loaders/ts/viewer/dist/viewer.html`
+and copied into wheels as `pt2format/_viewer/viewer.html`; this module only
+embeds bytes into it, base64 in `<script>` elements the page decodes. It
+never validates the file: a damaged file is embedded as is, so the page
+shows the TypeScript reader's typed error instead of this command failing
+before anyone sees anything.
 
 Weights are left out unless asked (`with_weights`, or all data fits in
 `max_weight_bytes`): the embedded file is then the PROGRAM section alone in
@@ -25,21 +26,34 @@ from pt2format.errors import Pt2FormatError
 
 MARKER = "<!--PT2F-EMBED-->"
 TEMPLATE_ENV = "PT2FORMAT_VIEWER_HTML"
+#: In an installed wheel: the page the build step put into the package (scripts/build_backend.py).
+_PACKAGED = Path(__file__).resolve().parent / "_viewer" / "viewer.html"
+#: In a checkout (editable install): the page scripts/build_ts.sh builds.
 _BUILT = Path(__file__).resolve().parents[1] / "loaders" / "ts" / "viewer" / "dist" / "viewer.html"
 
 
 class ViewerNotBuiltError(RuntimeError):
-    """The viewer page has not been built (run scripts/build_ts.sh)."""
+    """The viewer page is neither in the package nor built in the checkout."""
 
 
 def template_path() -> Path:
-    """The built page: $PT2FORMAT_VIEWER_HTML, else loaders/ts/viewer/dist/viewer.html in this checkout."""
+    """The page: $PT2FORMAT_VIEWER_HTML, else the one inside the package (a wheel), else the checkout's build."""
     env = os.environ.get(TEMPLATE_ENV)
-    path = Path(env) if env else _BUILT
-    if not path.is_file():
-        raise ViewerNotBuiltError(f"viewer page not found at {path}: build it with scripts/build_ts.sh "
+    if env:
+        path = Path(env)
+        if not path.is_file():
+            raise ViewerNotBuiltError(f"{TEMPLATE_ENV} names no file: {path} (unset it to use this installation's "
+                                      "page; in a checkout, scripts/build_ts.sh builds one)")
+        return path
+    for path in (_PACKAGED, _BUILT):
+        if path.is_file():
+            return path
+    if (_BUILT.parents[1] / "package.json").is_file():  # a checkout: the page is built, not committed
+        raise ViewerNotBuiltError("the viewer page is not built in this checkout: run scripts/build_ts.sh "
                                   f"(or point {TEMPLATE_ENV} at a built viewer.html)")
-    return path
+    raise ViewerNotBuiltError("this installation of pt2format has no viewer page (a wheel carries one in "
+                              f"pt2format/_viewer/): reinstall from a wheel, or point {TEMPLATE_ENV} at a "
+                              "built viewer.html")
 
 
 def _repack(header, program: bytes, encoding: int, data_sections, program_crc: int | None = None) -> bytes:

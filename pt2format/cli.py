@@ -219,33 +219,73 @@ def _names_torch_archive(path: str) -> bool:
     return path.lower().endswith(".pt2")
 
 
+def _names_pt2f(path: str) -> bool:
+    return path.lower().endswith(".pt2f")
+
+
+class _Usage(Exception):
+    """A convert command line that names no conversion: one line on stderr, exit status 2."""
+
+
+def _program_for_torch(path: str, program: str | None) -> str | None:
+    """The program a torch archive gets from `path`; a file of several programs needs --program (not `program=`)."""
+    if program is not None:
+        return program
+    from pt2format._api import read
+
+    with read(path) as f:
+        names = [p.name for p in f.package.programs]
+    if len(names) > 1 and "forward" not in names:
+        raise _Usage(f"{path} holds {len(names)} programs ({', '.join(names)}) and a torch archive holds one: "
+                     f"pick it with --program NAME, e.g. --program {names[0]}")
+    return None
+
+
+def _pick_conversion(args, dest: str) -> str:
+    """"from_torch", "to_torch" or "reencode", from the names and flags given, never from the file's bytes."""
+    if args.from_torch or _names_torch_archive(args.file):
+        if _names_torch_archive(dest):
+            raise _Usage(f"a torch archive converts to a .pt2f file, not to another .pt2: name the output "
+                         f"{dest}f, or convert the other way (FILE.pt2f DEST.pt2)")
+        return "from_torch"
+    if _names_torch_archive(dest):
+        if args.encoding is not None:
+            raise _Usage("--encoding applies to a .pt2f output; a DEST ending in .pt2 is a torch archive")
+        return "to_torch"
+    if args.encoding is None:
+        if not _names_pt2f(dest):
+            raise _Usage(f"unsupported output {dest!r}: convert writes a .pt2f file (give --encoding) or a torch "
+                         "archive (a DEST ending in .pt2)")
+        raise _Usage("--encoding is required to rewrite a .pt2f as a .pt2f "
+                     "(a DEST ending in .pt2 writes a torch archive)")
+    return "reencode"
+
+
 def _convert(args) -> int:
     """Pick the conversion from the names and flags given, never from the bytes of the file."""
     dest = args.dest or args.output
     if dest is None or (args.dest and args.output):
         print("pt2format convert: give the output once, as DEST or with -o", file=sys.stderr)
         return 2
-    if args.from_torch or _names_torch_archive(args.file):
-        if _names_torch_archive(dest):
-            print("pt2format convert: a torch archive converts to a .pt2f file, not to another .pt2",
-                  file=sys.stderr)
-            return 2
+    try:
+        kind = _pick_conversion(args, dest)
+        if kind == "to_torch":
+            program = _program_for_torch(args.file, args.program)
+    except _Usage as e:
+        print(f"pt2format convert: {e}", file=sys.stderr)
+        return 2
+    if kind == "from_torch":
         from pt2format._interop import from_torch
 
         from_torch(args.file, dest, encoding=args.encoding or "flatbuffers", fsync=not args.no_fsync)
-        return 0
-    if _names_torch_archive(dest) and args.encoding is None:
+    elif kind == "to_torch":
         from pt2format._interop import to_torch
 
-        to_torch(args.file, dest, program=args.program)
-        return 0
-    if args.encoding is None:
-        print("pt2format convert: --encoding is required to rewrite a .pt2f as a .pt2f "
-              "(a DEST ending in .pt2 writes a torch archive)", file=sys.stderr)
-        return 2
-    from pt2format._api import convert
+        to_torch(args.file, dest, program=program)
+    else:
+        from pt2format._api import convert
 
-    convert(args.file, dest, args.encoding, fsync=not args.no_fsync)
+        convert(args.file, dest, args.encoding, fsync=not args.no_fsync)
     return 0
 
 

@@ -2,8 +2,19 @@
 
 Every error names where it happened (file, section, offset, field path) and
 what was expected; the same facts are attributes so tools need not parse
-messages. Errors about bad bytes or broken invariants also subclass
-ValueError, as msgpack's do, so generic handlers keep working.
+messages. Each class also derives from the builtin a caller of the library
+it stands in for already catches, so handlers written for those keep working:
+
+- bad bytes or broken invariants (FormatError, ValidationError): ValueError,
+  as msgpack's and safetensors' header errors are;
+- a program torch cannot rebuild, or a file this reader is too old for
+  (LoadError, VersionError), and a program that cannot be written
+  (ExportError): RuntimeError, as torch.export.load and torch.export.save
+  raise (torch's SerializeError is a RuntimeError);
+- a missing optional dependency (MissingDependencyError): ImportError, as
+  the failed import itself would be.
+
+docs/api.rst ("Errors and warnings") draws the tree and says why.
 """
 
 from __future__ import annotations
@@ -90,7 +101,7 @@ class TorchArchiveError(FormatError):
     """
 
 
-class VersionError(Pt2FormatError):
+class VersionError(Pt2FormatError, RuntimeError):
     """The file needs a newer (or different) reader."""
 
 
@@ -110,12 +121,26 @@ class StringClassError(ValidationError):
         super().__init__(message, **where)
 
 
-class ExportError(Pt2FormatError):
+class ExportError(Pt2FormatError, RuntimeError):
     """An ExportedProgram cannot be converted to the schema."""
 
 
-class LoadError(Pt2FormatError):
+class LoadError(Pt2FormatError, RuntimeError):
     """A decoded program cannot be rebuilt as a torch ExportedProgram."""
+
+
+class MissingDependencyError(Pt2FormatError, ImportError):
+    """An optional dependency is not installed; the message names the extra that installs it.
+
+    `extra` is that extra's name (``"torch"``: ``pip install 'pt2format[torch]'``),
+    `module` the module that failed to import.
+    """
+
+    def __init__(self, message: str, *, extra: str, module: str, **where):
+        self.extra = extra
+        self.module = module
+        super().__init__(message, **where)
+        self.name = module  # ImportError's own attribute: the module that could not be imported
 
 
 class FallbackWarning(UserWarning):
@@ -132,12 +157,17 @@ class FallbackWarning(UserWarning):
 
 
 class OpsetWarning(UserWarning):
-    """The file was written by a torch whose operator set is newer than this one's.
+    """The file was written by a newer torch than this one: its operators may differ from this torch's.
 
-    `Program.opsets` records the `aten` operator version of the producing torch
-    (torch's own serializer keeps it as `opset_version` but never compares it).
-    Operators whose schema changed since may fail to load or behave differently;
-    the program still loads. Reported at the caller's line.
+    Fired when the writer's torch release (`Package.producer.torch_version`)
+    is newer than this torch's, or its `aten` operator version (`Program.opsets`)
+    is. Both are compared because the operator version does not move with
+    every change: torch 2.12, 2.13 and 2.14 all report aten opset 10, while
+    2.14 added, removed and renamed operators. An operator the file uses and
+    this torch lacks is then a LoadError naming both torch versions; the
+    warning says why before that happens, and a program whose operators all
+    exist still loads. A file from an older torch does not warn. Reported at
+    the caller's line.
     """
 
 
@@ -145,5 +175,5 @@ __all__ = [
     "Pt2FormatError", "FormatError", "HeaderError", "StaleShardError", "ChecksumError", "SegmentError",
     "EncodingError", "LimitError", "TorchArchiveError", "VersionError", "UnsupportedFeatureError", "ValidationError",
     "StringClassError",
-    "ExportError", "LoadError", "FallbackWarning", "OpsetWarning",
+    "ExportError", "LoadError", "MissingDependencyError", "FallbackWarning", "OpsetWarning",
 ]

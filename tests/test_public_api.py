@@ -9,7 +9,7 @@ PT2FORMAT = {
     "FORMAT_VERSION", "__version__", "LazyFile", "PackageFile", "FallbackWarning", "OpsetWarning",
     "Pt2FormatError", "FormatError", "HeaderError", "StaleShardError", "ChecksumError", "SegmentError",
     "EncodingError", "LimitError", "VersionError", "UnsupportedFeatureError", "ValidationError", "StringClassError",
-    "ExportError", "LoadError", "TorchArchiveError",
+    "ExportError", "LoadError", "TorchArchiveError", "MissingDependencyError",
 }
 
 NOT_ERRORS = {"save", "load", "load_module", "read", "open", "validate", "from_torch", "to_torch", "save_weights", "attach_weights",
@@ -32,6 +32,29 @@ def test_errors_form_one_hierarchy():
         assert issubclass(getattr(pt2format, name), pt2format.Pt2FormatError), name
     for name in ("FormatError", "ValidationError"):
         assert issubclass(getattr(pt2format, name), ValueError), name
+
+
+def test_errors_are_caught_where_torchs_and_safetensors_are():
+    """Issue 25, rough edge 9: each error also derives from the builtin a caller of the library it stands in for
+    already catches (docs/errors.md): torch.export.load/save raise SerializeError, a RuntimeError; a missing
+    module is an ImportError; bad bytes are ValueErrors as msgpack's are."""
+    import msgpack
+    from torch._export.serde.serialize import SerializeError
+
+    import pt2format
+
+    torch_base = next(b for b in SerializeError.__mro__ if b.__module__ == "builtins")
+    for name in ("LoadError", "VersionError", "UnsupportedFeatureError", "ExportError"):
+        assert issubclass(getattr(pt2format, name), torch_base), name
+    bad_bytes_base = next(b for b in msgpack.exceptions.ExtraData.__mro__ if b.__module__ == "builtins")
+    for name in ("FormatError", "ValidationError", "HeaderError", "ChecksumError", "StringClassError"):
+        assert issubclass(getattr(pt2format, name), bad_bytes_base), name
+    try:
+        import importlib
+
+        importlib.import_module("pt2f_no_such_module")
+    except ImportError as e:
+        assert isinstance(pt2format.MissingDependencyError("x", extra="torch", module="torch"), type(e).__mro__[1])
 
 
 def test_import_does_not_import_torch():

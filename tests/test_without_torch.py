@@ -20,7 +20,7 @@ BLOCK_TORCH = (
     "class _NoTorch:\n"
     "    def find_spec(self, name, path=None, target=None):\n"
     "        if name == 'torch' or name.startswith('torch.'):\n"
-    "            raise ImportError('torch is blocked in this test')\n"
+    "            raise ModuleNotFoundError('torch is blocked in this test', name='torch')\n"
     "sys.meta_path.insert(0, _NoTorch())\n"
 )
 
@@ -89,3 +89,91 @@ def test_view_runs_with_torch_blocked(sample_file, tmp_path):
     assert proc.returncode == 0, proc.stderr
     m = re.search(r'data-weights="embedded">([A-Za-z0-9+/=]+)</script>', out.read_text(encoding="utf-8"))
     assert m and base64.b64decode(m.group(1)) == sample_file.read_bytes()
+
+
+def _block(*modules):
+    """Like BLOCK_TORCH, for any top-level modules."""
+    return ("import sys\n"
+            "class _Block:\n"
+            f"    names = {modules!r}\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name.split('.')[0] in self.names:\n"
+            "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+            "sys.meta_path.insert(0, _Block())\n")
+
+
+_API_WITHOUT_TORCH = '''
+import pt2format
+path = sys.argv[1]
+calls = {
+    "load": lambda: pt2format.load(path),
+    "load_module": lambda: pt2format.load_module(path),
+    "attach_weights": lambda: pt2format.attach_weights(None, path),
+    "save": lambda: pt2format.save(None, path + ".out"),
+    "save_weights": lambda: pt2format.save_weights({}, path + ".out"),
+    "to_torch": lambda: pt2format.to_torch(path, path + ".pt2"),
+    "from_torch": lambda: pt2format.from_torch(path, path + ".out.pt2f"),
+    "open(framework='pt').get_tensor": lambda: pt2format.open(path).get_tensor(pt2format.open(path).keys()[0]),
+}
+for name, call in calls.items():
+    try:
+        call()
+    except pt2format.MissingDependencyError as e:
+        assert isinstance(e, ImportError) and e.extra == "torch" and e.module == "torch", name
+        assert "pip install 'pt2format[torch]'" in str(e), (name, str(e))
+        print("typed", name)
+    else:
+        raise AssertionError(name + " ran without torch")
+'''
+
+
+def test_every_torch_entry_point_names_the_extra(sample_file, tmp_path):
+    """Issue 25: `load` without torch was a bare ModuleNotFoundError; now every entry point names pt2format[torch]."""
+    proc = subprocess.run([sys.executable, "-c", _block("torch") + _API_WITHOUT_TORCH, str(sample_file)],
+                          capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.count("typed ") == 8, proc.stdout
+
+
+def test_numpy_framework_without_numpy_names_the_extra(sample_file, tmp_path):
+    code = _block("numpy", "torch") + (
+        "import pt2format\n"
+        "with pt2format.open(sys.argv[1], framework='np') as f:\n"
+        "    names = f.keys()\n"
+        "    try:\n"
+        "        f.get_tensor(names[0])\n"
+        "    except pt2format.MissingDependencyError as e:\n"
+        "        assert e.extra == 'numpy' and \"pip install 'pt2format[numpy]'\" in str(e), str(e)\n"
+        "        print('typed', len(names))\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(sample_file)], capture_output=True, text=True,
+                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0 and proc.stdout.startswith("typed "), proc.stderr[-3000:]
+
+
+@pytest.mark.parametrize("direction", ["to_torch", "from_torch"])
+def test_cli_convert_without_torch_is_one_line(sample_file, tmp_path, direction):
+    """Not a 12-line traceback: one line naming the extra, exit status 1."""
+    if direction == "to_torch":
+        args = ["convert", str(sample_file), str(tmp_path / "out.pt2")]
+    else:
+        archive = tmp_path / "model.pt2"
+        archive.write_bytes(b"PK\x03\x04 not really a zip")
+        args = ["convert", str(archive), str(tmp_path / "out.pt2f")]
+    proc = _run_blocked(args, tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "MissingDependencyError" in proc.stderr and "pip install 'pt2format[torch]'" in proc.stderr
+
+
+def test_a_broken_torch_is_not_called_missing(monkeypatch):
+    """torch that is installed but fails to import (say, a missing CUDA library) keeps its own error."""
+    from pt2format import _deps
+    from pt2format.errors import MissingDependencyError
+
+    def broken(name):
+        raise ImportError("libcudnn.so.9: cannot open shared object file: No such file or directory")
+
+    monkeypatch.setattr(_deps.importlib, "import_module", broken)
+    with pytest.raises(ImportError, match="libcudnn") as e:
+        _deps.require("torch", "pt2format.load")
+    assert not isinstance(e.value, MissingDependencyError)

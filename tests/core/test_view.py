@@ -97,10 +97,40 @@ def test_render_escapes_the_file_name(tmp_path, template):
     assert 'data-name="a&quot;&lt;b&gt;.pt2f"' in page
 
 
-def test_missing_template_says_how_to_build(sample, tmp_path, monkeypatch):
+def test_missing_template_names_the_variable(sample, tmp_path, monkeypatch):
     monkeypatch.setenv(view.TEMPLATE_ENV, str(tmp_path / "nope.html"))
-    with pytest.raises(view.ViewerNotBuiltError, match="scripts/build_ts.sh"):
+    with pytest.raises(view.ViewerNotBuiltError, match=view.TEMPLATE_ENV):
         view.render(sample)
+
+
+def test_page_inside_the_package_comes_first(tmp_path, monkeypatch):
+    """An installed wheel reads the page from pt2format/_viewer/, never from a checkout path."""
+    packaged, built = tmp_path / "pkg" / "viewer.html", tmp_path / "checkout" / "viewer.html"
+    for p in (packaged, built):
+        p.parent.mkdir()
+        p.write_text("<html><!--PT2F-EMBED--></html>", encoding="utf-8")
+    monkeypatch.delenv(view.TEMPLATE_ENV, raising=False)
+    monkeypatch.setattr(view, "_PACKAGED", packaged)
+    monkeypatch.setattr(view, "_BUILT", built)
+    assert view.template_path() == packaged
+    packaged.unlink()
+    assert view.template_path() == built
+
+
+@pytest.mark.parametrize("checkout", [True, False])
+def test_missing_page_says_what_to_do_where_it_is(tmp_path, monkeypatch, checkout):
+    """A checkout is told to build the page; an installation without one is not told to run a script it lacks."""
+    built = tmp_path / "loaders" / "ts" / "viewer" / "dist" / "viewer.html"
+    if checkout:
+        (tmp_path / "loaders" / "ts" / "viewer").mkdir(parents=True)
+        (tmp_path / "loaders" / "ts" / "viewer" / "package.json").write_text("{}")
+    monkeypatch.delenv(view.TEMPLATE_ENV, raising=False)
+    monkeypatch.setattr(view, "_PACKAGED", tmp_path / "pkg" / "viewer.html")
+    monkeypatch.setattr(view, "_BUILT", built)
+    with pytest.raises(view.ViewerNotBuiltError) as e:
+        view.template_path()
+    assert ("scripts/build_ts.sh" in str(e.value)) == checkout
+    assert str(tmp_path) not in str(e.value)
 
 
 def test_template_without_single_marker_is_refused(sample, tmp_path, monkeypatch):

@@ -60,3 +60,21 @@ def test_bar_wanted_on_a_terminal(monkeypatch):
     monkeypatch.setattr(sys, "stderr", Tty())
     assert _save._want_bar(None) is True
     assert _save._want_bar(False) is False
+
+
+def test_every_progress_default_is_terminal_only():
+    """Issue 25, rough edge 5: save_weights showed a bar in log files (its default was True)."""
+    import inspect
+
+    for fn in (pt2format.save, pt2format.save_weights, pt2format.from_torch, _save.save_programs, _save.save_weights):
+        assert inspect.signature(fn).parameters["progress"].default is None, fn.__qualname__
+
+
+def test_save_weights_shows_no_bar_in_a_log(tmp_path, monkeypatch):
+    import tqdm.auto
+
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    monkeypatch.setattr(tqdm.auto, "tqdm", _RecordingBar)
+    _RecordingBar.instances.clear()
+    pt2format.save_weights(dict(_ep().state_dict), tmp_path / "w.pt2f")
+    assert _RecordingBar.instances == []

@@ -177,3 +177,26 @@ def test_sharded_save_loads_equal(ep, tmp_path):
     first = p.read_bytes()
     _save(got, p, max_shard_size=600)
     assert p.read_bytes() == first  # re-saving the loaded program gives the same bytes
+
+
+def test_weight_set_from_bytes_and_file_objects(ep, tmp_path, monkeypatch):
+    """Issue 25, rough edge 2: every source `load` accepts works with weight_set=, and is decoded once."""
+    import io
+
+    import pt2format._api as api
+
+    p = tmp_path / "m.pt2f"
+    weights = _scaled(ep, 3)
+    _save(ep, p, weight_sets={"triple": weights})
+    want = _reference(ep, weights)
+    reads = []
+    real_read = api.read
+    monkeypatch.setattr(api, "read", lambda *a, **k: reads.append(a[0]) or real_read(*a, **k))
+    data = p.read_bytes()
+    for source in (p, str(p), data, bytearray(data), memoryview(data), io.BytesIO(data)):
+        reads.clear()
+        got = pt2format.load(source, weight_set="triple")
+        assert torch.equal(got.module()(X), want), type(source)
+        assert len(reads) == 1, (type(source), len(reads))  # one read (decode and validation) per load
+    with pytest.raises(LoadError, match="no weight set named 'third'"):
+        pt2format.load(io.BytesIO(data), weight_set="third")
