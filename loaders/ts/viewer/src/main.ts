@@ -11,8 +11,19 @@ import { loadModel } from './model.js';
 import type { VModel, VNode, TensorSummary } from './model.js';
 import { Hierarchy } from './groups.js';
 import type { Group, VisibleGraph } from './groups.js';
-import { Renderer, leafSize } from './render.js';
+import { Renderer, leafSize, labelSize, clusterTitleWidth } from './render.js';
+import { layout } from './layout.js';
+import { moduleBoundary } from './boundary.js';
 import type { LayoutRequest, LayoutResult } from './layout-types.js';
+
+/**
+ * Layouts of at most this many leaves run on the main thread, in the same
+ * task as the paint: the default view (at most about 60 boxes) is therefore
+ * drawn before the page says "ready", and a one-shot headless screenshot
+ * (whose virtual clock does not wait for a worker) shows it. Larger
+ * expansions go to the worker, so the page stays responsive.
+ */
+const SYNC_LAYOUT_LEAVES = 150;
 
 declare const __WORKER_SOURCE__: string;
 
@@ -56,6 +67,7 @@ class Viewer {
         this.firstPaintPending = false;
         this.timings.firstPaintAt = performance.now();
       }
+      $('canvas').dataset.drawn = String(this.renderer.drawnLeaves);
     };
   }
 
@@ -90,6 +102,7 @@ class Viewer {
     const box = $('error');
     box.hidden = false;
     box.textContent = `This file cannot be shown.\n\n${this.error}`;
+    $('status').textContent = `error: ${this.error}`;
     this.model = null;
     this.hier = null;
     this.graph = null;
@@ -129,10 +142,18 @@ class Viewer {
     const req: LayoutRequest = {
       seq: ++this.seq,
       nodes: graph.leaves.map((l) => ({ id: l.id, parent: l.parent, ...leafSize(l) })),
-      clusters: graph.clusters.map((c) => ({ id: c.id, parent: c.parent })),
-      edges: graph.edges.map((e) => ({ from: e.from, to: e.to })),
+      clusters: graph.clusters.map((c) => ({ id: c.id, parent: c.parent, minW: clusterTitleWidth(c) })),
+      edges: graph.edges.map((e) => ({ from: e.from, to: e.to, ...labelSize(e.count > 1 ? `${e.label} (+${e.count - 1})` : e.label) })),
     };
-    const res = await new Promise<LayoutResult>((resolve) => { this.pending.set(req.seq, resolve); this.worker.postMessage(req); });
+    let res: LayoutResult;
+    if (graph.leaves.length <= SYNC_LAYOUT_LEAVES) {
+      const t1 = performance.now();
+      try { res = layout(req); } catch (e) { res = { seq: req.seq, boxes: {}, edges: [], labels: [], width: 0, height: 0, error: String(e) }; }
+      res.ms = performance.now() - t1;
+    } else {
+      $('status').textContent = `laying out ${graph.leaves.length} boxes…`;
+      res = await new Promise<LayoutResult>((resolve) => { this.pending.set(req.seq, resolve); this.worker.postMessage(req); });
+    }
     if (res.seq !== this.seq) return 0; // a newer layout superseded this one
     if (res.error) { this.showError(new Error(`layout failed: ${res.error}`)); return 0; }
     this.graph = graph;
@@ -144,7 +165,7 @@ class Viewer {
     this.renderer.paint();
     const ms = performance.now() - t0;
     this.timings.lastActionMs = ms;
-    $('status').textContent = `${graph.leaves.length} boxes, ${graph.edges.length} edges · layout ${Math.round(res.ms ?? 0)} ms`;
+    $('status').textContent = `ready · ${graph.leaves.length} boxes, ${graph.edges.length} edges · layout ${Math.round(res.ms ?? 0)} ms`;
     return ms;
   }
 
@@ -215,12 +236,15 @@ class Viewer {
       const row = document.createElement('div');
       row.className = 'hit';
       row.textContent = `${n.name}  ·  ${n.kind === 'op' ? n.target : n.role ?? n.kind}${n.modules.length ? '  ·  ' + n.modules[n.modules.length - 1]!.path : ''}`;
-      row.onclick = () => { void this.goTo(id); };
+      row.onclick = () => { this.closeSearch(); void this.goTo(id); };
       list.appendChild(row);
     }
     this.renderer.draw();
     return out;
   }
+
+  /** Hide the hit list (after a pick, Escape, or a click on the graph); the highlights stay. */
+  closeSearch(): void { $('results').hidden = true; }
 
   panel(n: VNode | null): void {
     const el = $('panel');
@@ -237,12 +261,13 @@ class Viewer {
       for (const r of rows) {
         const dt = document.createElement('dt'); dt.textContent = r.label || '·';
         const dd = document.createElement('dd'); dd.textContent = r.text;
+        if (r.text.includes('\n')) dd.className = 'code';
         dl.append(dt, dd);
       }
       el.appendChild(dl);
     };
     section('arguments', n.args());
-    const typed = (names: string[]) => names.map((v) => { const i = graph.values.get(v); return { label: v, text: i ? `${i.dtype} ${i.shape}` : '' }; });
+    const typed = (names: string[]) => names.map((v) => { const i = graph.values.get(v); return { label: v, text: i ? `${i.dtype}${i.dtype.startsWith('Sym') ? ' ' : ''}${i.shape}` : '' }; });
     section(n.kind === 'output' ? 'value' : 'inputs', n.kind === 'input' ? [] : typed(n.reads));
     section('outputs', typed(n.writes));
     // Ranges of the symbols in these types (s0 in [2, 64]).
@@ -299,7 +324,15 @@ class Viewer {
     table('symbols', ['symbol', 'range', 'hint'], p.symbols.map((s) => [s.name, s.range, s.hint]));
     table('range constraints', ['expression', 'range'], p.constraints.map((c) => [c.expr, c.range]));
     table('shared expressions', ['name', 'expression'], p.shared.map((x) => [x.name, x.expr]));
-    table('module call graph', ['module', 'inputs', 'outputs'], p.callGraph.map((c) => [c.fqn, c.inputs, c.outputs]));
+    // Entries without a recorded signature (torch records one for the root, and for submodules only when
+    // asked with preserve_module_call_signature) show the values crossing the module's boundary in the graph.
+    const rows = p.callGraph.map((c) => {
+      if (c.signed) return [c.fqn, c.inputs, c.outputs, 'signature'];
+      const b = moduleBoundary(p.graph, c.fqn);
+      const text = (xs: string[]) => xs.map((v) => { const i = p.graph.values.get(v); return i ? `${v}: ${i.dtype}${i.dtype.startsWith('Sym') ? ' ' : ''}${i.shape}` : v; }).join(', ');
+      return b ? [c.fqn, text(b.inputs), text(b.outputs), 'graph'] : [c.fqn, '', '', 'not in graph'];
+    });
+    table('module call graph', ['module', 'inputs', 'outputs', 'from'], rows);
   }
 
   /** For the test hook: boxes on screen and how many nodes each holds / draws. */
@@ -329,6 +362,10 @@ class Viewer {
       panel: $('panel').innerText,
       info: $('info').innerText,
       searchResults: this.searchResults.map((id) => this.hier!.nodes.get(id)!.name),
+      searchOpen: !$('results').hidden,
+      status: $('status').textContent,
+      textPx: this.renderer.textPx(),
+      drawnOnScreen: this.renderer.drawnLeaves,
       timings: this.timings,
     };
   }
@@ -391,6 +428,23 @@ async function main(): Promise<void> {
     },
     busy: () => v.busy > 0,
     showInfo: (on: boolean) => { $('info').hidden = !on; },
+    /** Names of the nodes inside a box, in graph order (boxes at every level). */
+    members: (id: string) => {
+      const g = v.hier?.groups.get(id);
+      if (!g) return null;
+      const out: string[] = [];
+      const walk = (x: Group) => { for (const c of x.children) { if ('group' in c) walk(c.group); else out.push(c.node.name); } };
+      walk(g);
+      return out;
+    },
+    /** Click the n-th row of the search hit list, as a person would. */
+    pick: async (i: number) => {
+      const row = document.querySelectorAll<HTMLElement>('#results .hit')[i];
+      if (!row) return false;
+      row.click();
+      while (v.busy > 0) await new Promise((r) => setTimeout(r, 10));
+      return true;
+    },
     open: (bytes: Uint8Array, name: string) => v.open(bytes, name),
   };
   (window as unknown as { pt2fViewer: typeof hook }).pt2fViewer = hook;
@@ -401,6 +455,9 @@ async function main(): Promise<void> {
   $('fit').onclick = () => { v.renderer.fitAll(); v.renderer.draw(); };
   $('reset').onclick = () => { v.hier?.expandDefault(); void v.relayout(true); };
   $('info-toggle').onclick = () => { $('info').hidden = !$('info').hidden; };
+  window.addEventListener('keydown', (e) => { if (e.key === 'Escape') { v.closeSearch(); $('info').hidden = true; } });
+  $('canvas').addEventListener('mousedown', () => v.closeSearch());
+  $('search').addEventListener('focus', () => { if (($('search') as HTMLInputElement).value.trim()) $('results').hidden = false; });
   const openFile = async (f: File) => {
     const bytes = new Uint8Array(await f.arrayBuffer());
     await v.open(bytes, f.name, new Map(), 'read in the browser');
@@ -424,6 +481,8 @@ async function main(): Promise<void> {
     for (const s of document.querySelectorAll<HTMLElement>('script[data-shard]')) shards.set(s.dataset.shard!, b64decode(s.textContent ?? ''));
     const note = embedded.dataset.weights === 'omitted' ? 'weights not embedded' : embedded.dataset.weights === 'embedded' ? 'weights embedded' : '';
     await v.open(bytes, embedded.dataset.name ?? 'model.pt2f', shards, note);
+  } else {
+    $('status').textContent = 'no file: drop a .pt2f file on the page or pick one with "open…"';
   }
   hook.ready = true;
 }
