@@ -366,6 +366,13 @@ class Viewer {
       status: $('status').textContent,
       textPx: this.renderer.textPx(),
       drawnOnScreen: this.renderer.drawnLeaves,
+      /** The narrowest value in the side panel, as a fraction of the panel's inner width (null: no values). */
+      panelValueWidth: (() => {
+        const el = $('panel'), dds = [...el.querySelectorAll('dd')];
+        if (!dds.length) return null;
+        const inner = el.clientWidth - parseFloat(getComputedStyle(el).paddingLeft) - parseFloat(getComputedStyle(el).paddingRight);
+        return Math.min(...dds.map((d) => d.getBoundingClientRect().width)) / inner;
+      })(),
       timings: this.timings,
     };
   }
