@@ -365,6 +365,7 @@ class Viewer {
       searchOpen: !$('results').hidden,
       status: $('status').textContent,
       textPx: this.renderer.textPx(),
+      edgeTextPx: this.renderer.edgeTextPx(),
       drawnOnScreen: this.renderer.drawnLeaves,
       /** The narrowest value in the side panel, as a fraction of the panel's inner width (null: no values). */
       panelValueWidth: (() => {

@@ -25,8 +25,8 @@ const COLORS: Record<string, string> = {
 
 /** Font sizes in layout units (screen pixels at zoom 1). */
 export const FONT = { node: 13, box: 13, sub: 11, edge: 11, cluster: 12 };
-/** The smallest on-screen node text the default view allows, in CSS pixels. */
-export const MIN_TEXT_PX = 11;
+/** The smallest on-screen node text the opening view allows, in CSS pixels (Netron draws node text at 11 px and edge labels at 10 px, at its default zoom 1; ours are then 12 and 10.2 px). */
+export const MIN_TEXT_PX = 12;
 /** Average glyph advance of the sans-serif fonts, per pixel of font size (measured on DejaVu Sans and Arial: 0.55-0.6). */
 const ADVANCE = 0.6;
 
@@ -120,6 +120,9 @@ export class Renderer {
   /** Node text height on screen, in CSS pixels, at the current zoom. */
   textPx(): number { return FONT.node * this.scale; }
 
+  /** Edge label height on screen, in CSS pixels. */
+  edgeTextPx(): number { return FONT.edge * this.scale; }
+
   /** Zoom out to show everything, however small. */
   fitAll(): void {
     if (!this.scene) return;
@@ -201,7 +204,9 @@ export class Renderer {
       for (let k = 0; k < pts.length; k += 2) { minx = Math.min(minx, pts[k]!); maxx = Math.max(maxx, pts[k]!); miny = Math.min(miny, pts[k + 1]!); maxy = Math.max(maxy, pts[k + 1]!); }
       if (!inView({ x: minx, y: miny, w: maxx - minx, h: maxy - miny })) return;
       const hot = sc.selected === e.from || sc.selected === e.to;
-      ctx.strokeStyle = hot ? '#d9480f' : '#8a94a6';
+      // Symbolic sizes (SymInt, SymFloat, SymBool) feed many nodes across the model: drawn lighter, so the
+      // tensor data flow stays the first thing one reads.
+      ctx.strokeStyle = hot ? '#d9480f' : e.label.startsWith('Sym') ? '#c9ced8' : '#8a94a6';
       ctx.setLineDash(e.dashed ? [4, 3] : []);
       ctx.beginPath();
       ctx.moveTo(pts[0]!, pts[1]!);
