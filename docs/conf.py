@@ -14,6 +14,11 @@ project = "pt2format"
 author = "pt2format authors"
 copyright = "2026, pt2format authors"
 version = release = pt2format.__version__
+# The file format version, from the same source as the files written (the schema's newest minor):
+# pages write {{ format_version }} (MyST substitution) instead of a number that could go stale.
+format_version = "{}.{}".format(*pt2format.FORMAT_VERSION)
+myst_enable_extensions = ["substitution"]
+myst_substitutions = {"version": release, "format_version": format_version}
 
 extensions = ["sphinx.ext.autodoc", "sphinx.ext.napoleon", "myst_parser"]
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}

@@ -32,7 +32,9 @@ def test_docs_build_without_warnings(site):
     for page in ("tutorial", "guide", "migration", "versions", "spec", "readers", "security"):
         assert (out / f"{page}.html").is_file(), page
     assert "no safer" in (out / "security.html").read_text(encoding="utf-8")
-    assert pt2format.__version__ in (out / "index.html").read_text(encoding="utf-8")
+    index = (out / "index.html").read_text(encoding="utf-8")
+    assert f"pt2format {pt2format.__version__}" in index
+    assert "writes file format {}.{}".format(*pt2format.FORMAT_VERSION) in index  # the version files carry
 
 
 def test_screenshot_of_the_api_page_is_committed():
