@@ -20,7 +20,7 @@ echo "docs: $out/index.html"
 if [ "${1:-}" = "--screenshot" ]; then
   bash scripts/install_chromium.sh
   exe=$(command -v chromium || command -v chromium-browser)
-  "$exe" --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1280,2000 \
+  "$exe" --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1400,1400 \
     --screenshot="$PWD/docs/screenshots/api-reference.png" "file://$PWD/$out/api.html" 2>/dev/null
   echo "screenshot: docs/screenshots/api-reference.png"
 fi
