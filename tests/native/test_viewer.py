@@ -392,26 +392,40 @@ def test_legible_opening_view_chunks_in_graph_order_and_filled_call_graph(chromi
         lo, hi = min(order[x] for x in ops), max(order[x] for x in ops)
         between = [n.name for n in op_nodes(ep.graph) if lo < order[n.name] < hi and innermost[n.name] not in homes]
         assert not between, (g["label"], between[:5])
-    # Module call graph: entries without a signature are filled from the graph.
+    # Module call graph: entries whose signature lists nothing are filled from the graph.
     rows = {line.split("\t")[0]: line.split("\t") for line in with_info["info"].splitlines() if "\t" in line}
+    names = lambda cell: re.findall(r"(?:^|, )([A-Za-z_]\w*): ", cell)  # noqa: E731 - "name: dtype[shape], ..."
     state_names = {s.arg.name for s in ep.graph_signature.input_specs if s.kind.name in ("PARAMETER", "BUFFER",
                                                                                       "CONSTANT_TENSOR")}
-    unsigned = [e.fqn for e in ep.module_call_graph if e.signature is None and e.fqn in set(innermost.values())]
-    assert unsigned
-    for fqn in unsigned:
-        inside = {n for n in ep.graph.nodes if any(p == fqn for p, _ in (n.meta.get("nn_module_stack") or {}).values())}
-        want_in = []
+    checked = 0
+    for e in ep.module_call_graph:
+        if e.fqn == "" or (e.signature is not None and (e.signature.inputs or e.signature.outputs)):
+            continue
+        inside = {n for n in ep.graph.nodes
+                  if any(p == e.fqn or p.startswith(e.fqn + ".") for p, _ in (n.meta.get("nn_module_stack") or {}).values())}
+        row = rows[e.fqn]
+        if not inside:
+            assert row[3] == "not in graph", row
+            continue
+        want_in, want_out = [], []
         for n in ep.graph.nodes:
-            if n in inside:
-                for a in n.all_input_nodes:
-                    if a not in inside and a.name not in state_names and a.name not in want_in:
-                        want_in.append(a.name)
-        row = rows[fqn]
-        got_in = re.findall(r"(?:^|, )([A-Za-z_]\w*): ", row[1])
-        assert sorted(got_in) == sorted(want_in), (fqn, got_in, want_in)
-        assert row[1] and row[2] and row[3] == "graph", row
+            for a in n.all_input_nodes:
+                if n in inside and a not in inside and a.name not in state_names and a.name not in want_in:
+                    want_in.append(a.name)
+                if n not in inside and a in inside and a.name not in want_out:
+                    want_out.append(a.name)
+        assert row[3] == "graph", row
+        assert sorted(names(row[1])) == sorted(want_in), (e.fqn, row[1], want_in)
+        assert sorted(names(row[2])) == sorted(want_out), (e.fqn, row[2], want_out)
+        checked += 1
+    assert checked >= len(set(innermost.values()) - {""})
+    # The root: torch leaves its signature's lists empty; the row shows the program's user inputs and outputs.
     root = next(e for e in ep.module_call_graph if e.fqn == "")
-    assert root.signature is not None and rows["(root)"][3] == "signature"
+    assert not root.signature.inputs and rows["(root)"][3] == "graph"
+    user_in = [s.arg.name for s in ep.graph_signature.input_specs  # constants (use_cache=False) carry no value
+               if s.kind.name == "USER_INPUT" and type(s.arg).__name__ != "ConstantArgument"]
+    user_out = [s.arg.name for s in ep.graph_signature.output_specs if s.kind.name in ("USER_OUTPUT", "LOSS_OUTPUT")]
+    assert names(rows["(root)"][1]) == user_in and names(rows["(root)"][2]) == user_out, rows["(root)"]
 
 
 def test_search_closes_after_a_pick_and_panel_values_use_the_panel_width(chromium, programs, tmp_path):

@@ -324,11 +324,12 @@ class Viewer {
     table('symbols', ['symbol', 'range', 'hint'], p.symbols.map((s) => [s.name, s.range, s.hint]));
     table('range constraints', ['expression', 'range'], p.constraints.map((c) => [c.expr, c.range]));
     table('shared expressions', ['name', 'expression'], p.shared.map((x) => [x.name, x.expr]));
-    // Entries without a recorded signature (torch records one for the root, and for submodules only when
-    // asked with preserve_module_call_signature) show the values crossing the module's boundary in the graph.
+    // Entries whose signature lists nothing (torch fills the lists for submodules only under
+    // preserve_module_call_signature, and never for the root) show the values crossing the module's
+    // boundary in the graph (boundary.ts).
     const rows = p.callGraph.map((c) => {
-      if (c.signed) return [c.fqn, c.inputs, c.outputs, 'signature'];
-      const b = moduleBoundary(p.graph, c.fqn);
+      if (c.signed && (c.inputs || c.outputs)) return [c.fqn, c.inputs, c.outputs, 'signature'];
+      const b = moduleBoundary(p.graph, c.path);
       const text = (xs: string[]) => xs.map((v) => { const i = p.graph.values.get(v); return i ? `${v}: ${i.dtype}${i.dtype.startsWith('Sym') ? ' ' : ''}${i.shape}` : v; }).join(', ');
       return b ? [c.fqn, text(b.inputs), text(b.outputs), 'graph'] : [c.fqn, '', '', 'not in graph'];
     });
