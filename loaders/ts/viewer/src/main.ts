@@ -62,6 +62,7 @@ class Viewer {
     };
     this.renderer = new Renderer($('canvas'));
     this.renderer.onClick = (id, cluster) => this.click(id, cluster);
+    this.renderer.rightInset = () => { const p = $('panel'); return p.classList.contains('empty') ? 0 : p.offsetWidth; };
     this.renderer.onPaint = () => {
       if (this.firstPaintPending && this.layout) {
         this.firstPaintPending = false;
@@ -165,7 +166,7 @@ class Viewer {
     this.renderer.paint();
     const ms = performance.now() - t0;
     this.timings.lastActionMs = ms;
-    $('status').textContent = `ready · ${graph.leaves.length} boxes, ${graph.edges.length} edges · layout ${Math.round(res.ms ?? 0)} ms`;
+    $('status').textContent = `ready · ${graph.leaves.length} boxes, ${graph.edges.length} edges · layout ${Math.round(res.ms ?? 0)} ms · click a node for its details, a box to open or close it`;
     return ms;
   }
 
@@ -249,7 +250,8 @@ class Viewer {
   panel(n: VNode | null): void {
     const el = $('panel');
     el.innerHTML = '';
-    if (!n || !this.hier) { el.innerHTML = '<p class="muted">Click a node to see its target, arguments and metadata. Click a box to expand or collapse it.</p>'; return; }
+    el.classList.toggle('empty', !n || !this.hier);
+    if (!n || !this.hier) return;
     const add = (tag: string, text: string, cls = '') => { const e = document.createElement(tag); e.textContent = text; if (cls) e.className = cls; el.appendChild(e); return e; };
     add('h2', n.name);
     add('div', n.kind === 'op' ? n.target : `${n.kind}${n.role ? ': ' + n.role : ''}${n.roleTarget ? ' ' + n.roleTarget : ''}`, 'target');

@@ -133,12 +133,15 @@ export class Renderer {
     this.ty = (ch - height * this.scale) / 2;
   }
 
-  /** Centre a box in view at a readable zoom. */
+  /** Width covered at the canvas's right edge (the side panel, when open). */
+  rightInset: () => number = () => 0;
+
+  /** Centre a box in the uncovered part of the view, at a readable zoom. */
   focus(id: string): void {
     const b = this.scene?.layout.boxes[id];
     if (!b) return;
     this.scale = Math.max(this.scale, 1);
-    this.tx = this.canvas.clientWidth / 2 - (b.x + b.w / 2) * this.scale;
+    this.tx = (this.canvas.clientWidth - this.rightInset()) / 2 - (b.x + b.w / 2) * this.scale;
     this.ty = this.canvas.clientHeight / 2 - (b.y + b.h / 2) * this.scale;
   }
 
