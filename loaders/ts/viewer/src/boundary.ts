@@ -11,38 +11,53 @@
  * below it (a ModuleList such as `transformer.h` is never called itself: its
  * boundary is its children's). The root's boundary is the program's user
  * inputs and user outputs. Parameters, buffers and constants are not inputs
- * here (torch's signatures list activations only). Linear in the graph.
+ * here (torch's signatures list activations only).
+ *
+ * All boundaries come from one pass over the graph's edges, each edge
+ * touching only the modules of its two ends (their nn_module_stack paths and
+ * the paths above them): linear in the graph times the module depth, never
+ * modules × nodes (DESIGN principle 10).
  */
 import type { VGraph } from './model.js';
 
 const STATE_ROLES = new Set(['parameter', 'buffer', 'constant']);
 
-export function moduleBoundary(graph: VGraph, fqn: string): { inputs: string[]; outputs: string[] } | null {
-  if (fqn === '') {
-    const ins = graph.nodes.filter((n) => n.kind === 'input' && n.role === 'user input'); // constant inputs carry no value
-    const outs = graph.nodes.filter((n) => n.kind === 'output' && (n.role === 'user output' || n.role === 'loss'));
-    return { inputs: ins.flatMap((n) => n.writes), outputs: [...new Set(outs.flatMap((n) => n.reads))] };
-  }
-  const path = fqn.replace(/@\d+$/, '');
-  const below = path + '.';
-  const inside = new Set<string>();
-  const producer = new Map<string, { inside: boolean; state: boolean }>();
+export interface Boundary { inputs: string[]; outputs: string[] }
+
+/** Boundaries of the module call graph entries `fqns` ("" is the root); a module without nodes is absent. */
+export function moduleBoundaries(graph: VGraph, fqns: string[]): Map<string, Boundary> {
+  const out = new Map<string, Boundary>();
+  const wanted = new Set(fqns.filter((f) => f !== '').map((f) => f.replace(/@\d+$/, '')));
+  // The wanted modules each op node is in: its stack's paths and every path above them.
+  const within = new Map<string, string[]>();
   for (const n of graph.nodes) {
-    const inMod = n.kind === 'op' && n.modules.some((m) => m.path === path || m.path.startsWith(below));
-    if (inMod) inside.add(n.id);
-    for (const w of n.writes) producer.set(w, { inside: inMod, state: n.kind === 'input' && STATE_ROLES.has(n.role ?? '') });
+    if (n.kind !== 'op') continue;
+    const mods = new Set<string>();
+    for (const m of n.modules) {
+      for (let p = m.path; p && !mods.has(p); p = p.includes('.') ? p.slice(0, p.lastIndexOf('.')) : '') mods.add(p);
+    }
+    within.set(n.id, [...mods].filter((p) => wanted.has(p)));
   }
-  if (!inside.size) return null;
-  const inputs: string[] = [], outputs: string[] = [];
-  const seenIn = new Set<string>(), seenOut = new Set<string>();
+  const producer = new Map<string, { id: string; state: boolean }>();
+  for (const n of graph.nodes) for (const w of n.writes) producer.set(w, { id: n.id, state: n.kind === 'input' && STATE_ROLES.has(n.role ?? '') });
+  const sets = new Map<string, { ins: Set<string>; outs: Set<string> }>();
+  const at = (m: string) => { let x = sets.get(m); if (!x) sets.set(m, (x = { ins: new Set(), outs: new Set() })); return x; };
+  for (const mods of within.values()) for (const m of mods) at(m); // every module with nodes has a row
   for (const n of graph.nodes) {
-    const inMod = inside.has(n.id);
+    const here = within.get(n.id) ?? [];
     for (const r of n.reads) {
       const p = producer.get(r);
       if (!p) continue;
-      if (inMod && !p.inside && !p.state && !seenIn.has(r)) { seenIn.add(r); inputs.push(r); }
-      if (!inMod && p.inside && !seenOut.has(r)) { seenOut.add(r); outputs.push(r); }
+      const there = within.get(p.id) ?? [];
+      if (!p.state) for (const m of here) if (!there.includes(m)) at(m).ins.add(r);
+      for (const m of there) if (!here.includes(m)) at(m).outs.add(r);
     }
   }
-  return { inputs, outputs };
+  for (const [m, x] of sets) out.set(m, { inputs: [...x.ins], outputs: [...x.outs] });
+  if (fqns.includes('')) {
+    const ins = graph.nodes.filter((n) => n.kind === 'input' && n.role === 'user input'); // constant inputs carry no value
+    const outs = graph.nodes.filter((n) => n.kind === 'output' && (n.role === 'user output' || n.role === 'loss'));
+    out.set('', { inputs: ins.flatMap((n) => n.writes), outputs: [...new Set(outs.flatMap((n) => n.reads))] });
+  }
+  return out;
 }

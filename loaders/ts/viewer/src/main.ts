@@ -13,7 +13,7 @@ import { Hierarchy } from './groups.js';
 import type { Group, VisibleGraph } from './groups.js';
 import { Renderer, leafSize, labelSize, clusterTitleWidth } from './render.js';
 import { layout } from './layout.js';
-import { moduleBoundary } from './boundary.js';
+import { moduleBoundaries } from './boundary.js';
 import type { LayoutRequest, LayoutResult } from './layout-types.js';
 
 /**
@@ -329,9 +329,11 @@ class Viewer {
     // Entries whose signature lists nothing (torch fills the lists for submodules only under
     // preserve_module_call_signature, and never for the root) show the values crossing the module's
     // boundary in the graph (boundary.ts).
+    const signed = (c: { signed: boolean; inputs: string; outputs: string }) => c.signed && !!(c.inputs || c.outputs);
+    const bounds = moduleBoundaries(p.graph, p.callGraph.filter((c) => !signed(c)).map((c) => c.path));
     const rows = p.callGraph.map((c) => {
-      if (c.signed && (c.inputs || c.outputs)) return [c.fqn, c.inputs, c.outputs, 'signature'];
-      const b = moduleBoundary(p.graph, c.path);
+      if (signed(c)) return [c.fqn, c.inputs, c.outputs, 'signature'];
+      const b = bounds.get(c.path.replace(/@\d+$/, ''));
       const text = (xs: string[]) => xs.map((v) => { const i = p.graph.values.get(v); return i ? `${v}: ${i.dtype}${i.dtype.startsWith('Sym') ? ' ' : ''}${i.shape}` : v; }).join(', ');
       return b ? [c.fqn, text(b.inputs), text(b.outputs), 'graph'] : [c.fqn, '', '', 'not in graph'];
     });
