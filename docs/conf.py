@@ -14,10 +14,15 @@ project = "pt2format"
 author = "pt2format authors"
 copyright = "2026, pt2format authors"
 version = release = pt2format.__version__
+# The file format version, from the same source as the files written (the schema's newest minor):
+# pages write {{ format_version }} (MyST substitution) instead of a number that could go stale.
+format_version = "{}.{}".format(*pt2format.FORMAT_VERSION)
+myst_enable_extensions = ["substitution"]
+myst_substitutions = {"version": release, "format_version": format_version}
 
 extensions = ["sphinx.ext.autodoc", "sphinx.ext.napoleon", "myst_parser"]
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
-exclude_patterns = ["_build", "screenshots"]
+exclude_patterns = ["_build", "screenshots", "_static"]
 myst_heading_anchors = 4
 autodoc_member_order = "bysource"
 autodoc_typehints = "signature"
@@ -26,7 +31,12 @@ napoleon_google_docstring = True
 napoleon_numpy_docstring = False
 html_theme = "alabaster"
 html_title = f"pt2format {release}"
-html_theme_options = {"description": "torch.export programs, serialization first", "page_width": "1100px"}
+# 1340 px: at a 1400 px window the text column holds the docs' longest code lines (about 110
+# characters at code_font_size); narrower windows get alabaster's fluid layout, and _static/custom.css
+# keeps every code block inside the column (it scrolls sideways instead of overflowing).
+html_theme_options = {"description": "torch.export programs, serialization first", "page_width": "1340px",
+                      "sidebar_width": "220px", "code_font_size": "0.8em"}
+html_static_path = ["_static"]
 # Markdown pages pulled in from the repository (SPEC.md, the readers' READMEs) link to files of the
 # checkout that are not pages of this site; those links stay plain text instead of failing the build.
 suppress_warnings = ["myst.xref_missing"]

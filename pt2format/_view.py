@@ -4,9 +4,12 @@ The page itself (TypeScript reader + viewer + layout worker, one file) is
 built by `scripts/build_ts.sh` into `loaders/ts/viewer/dist/viewer.html`
 and copied into wheels as `pt2format/_viewer/viewer.html`; this module only
 embeds bytes into it, base64 in `<script>` elements the page decodes. It
-never validates the file: a damaged file is embedded as is, so the page
-shows the TypeScript reader's typed error instead of this command failing
-before anyone sees anything.
+reads the file with the Python reader first (header, checksums, program,
+invariants; data checksums too when the data is embedded), so a file that
+cannot be shown (empty, damaged, not a .pt2f) is the reader's typed error
+here, naming the file and section, and no page is written: a page would
+only show it too, or worse, the drop hint of an empty page. The page keeps
+its own typed errors for files dropped on it.
 
 Weights are left out unless asked (`with_weights`, or all data fits in
 `max_weight_bytes`): the embedded file is then the PROGRAM section alone in
@@ -88,22 +91,28 @@ def _repack(header, program: bytes, encoding: int, data_sections, program_crc: i
     return bytes(out)
 
 
-def page_bytes(path, *, with_weights: bool = False, max_weight_bytes: int | None = None) -> tuple[bytes, dict, str]:
-    """(main file bytes to embed, {shard name: bytes}, "embedded" | "omitted" | "raw").
+def _check(path, *, verify_data: bool) -> list[str]:
+    """Read `path` as `pt2format.read` does (typed errors); the shard file names it lists."""
+    from pt2format._api import read
 
-    Programs in MessagePack or JSON are re-encoded as FlatBuffers (the encoding
-    the TypeScript reader reads). "raw": the header could not be parsed, the
-    bytes are embedded unchanged for the page to report.
+    with read(path, verify_data=verify_data) as f:
+        return [s.name for s in f.package.shard_files]
+
+
+def page_bytes(path, *, with_weights: bool = False, max_weight_bytes: int | None = None) -> tuple[bytes, dict, str]:
+    """(main file bytes to embed, {shard name: bytes}, "embedded" | "omitted").
+
+    Raises the reader's typed error (Pt2FormatError) when the file cannot be
+    read. Programs in MessagePack or JSON are re-encoded as FlatBuffers (the
+    encoding the TypeScript reader reads).
     """
     from pt2format._container.header import SectionEncoding, SectionKind, unpack_header
 
     from pt2format._source import read_regular
 
+    names = _check(path, verify_data=False)
     buf = bytes(read_regular(path)[0])  # never a FIFO, device or directory: FormatError
-    try:
-        header = unpack_header(buf, file=str(path))
-    except Pt2FormatError:
-        return buf, {}, "raw"
+    header = unpack_header(buf, file=str(path))
     prog = header.sections[0]
     program = buf[prog.offset:prog.end]
     encoding = prog.encoding
@@ -111,15 +120,14 @@ def page_bytes(path, *, with_weights: bool = False, max_weight_bytes: int | None
         from pt2format import _codecs
         from pt2format._container.header import ENCODING_NAMES
 
-        try:
-            program = _codecs.encode(_codecs.decode(program, ENCODING_NAMES[SectionEncoding(encoding)]), "flatbuffers")
-            encoding = SectionEncoding.FLATBUFFERS
-        except (Pt2FormatError, ValueError, KeyError):
-            return buf, {}, "raw"
+        program = _codecs.encode(_codecs.decode(program, ENCODING_NAMES[SectionEncoding(encoding)]), "flatbuffers")
+        encoding = SectionEncoding.FLATBUFFERS
     data = [(s, buf[s.offset:s.end]) for s in header.sections[1:] if s.kind == SectionKind.DATA]
-    shards = _shard_files(path)
+    shards = _shard_files(path, names)
     total = sum(s.length for s, _ in data) + sum(len(b) for b in shards.values())
     embed = with_weights or (max_weight_bytes is not None and total <= max_weight_bytes)
+    if embed and total:
+        _check(path, verify_data=True)  # the data the page will summarize: every checksum
     same = encoding == prog.encoding
     if not embed:
         return _repack(header, program, encoding, [], prog.checksum if same else None), {}, "omitted"
@@ -128,15 +136,8 @@ def page_bytes(path, *, with_weights: bool = False, max_weight_bytes: int | None
     return _repack(header, program, encoding, data, prog.checksum if same else None), shards, "embedded"
 
 
-def _shard_files(path) -> dict:
-    """The sibling shard files a file names, read from its directory ({} when it names none or is unreadable)."""
-    try:
-        from pt2format._api import read
-
-        with read(path) as f:
-            names = [s.name for s in f.package.shard_files]
-    except (Pt2FormatError, OSError):
-        return {}
+def _shard_files(path, names) -> dict:
+    """The sibling shard files `names` (listed by the file), read from its directory."""
     from pt2format._source import read_regular
 
     out = {}

@@ -62,24 +62,60 @@ def test_max_weight_bytes_is_an_inclusive_limit(sample):
     assert view.page_bytes(sample, max_weight_bytes=size - 1)[2] == "omitted"
 
 
-def test_damaged_program_stays_damaged(sample):
-    """The program's original checksum is kept, so the page's reader still reports the damage."""
+def test_damaged_program_is_the_readers_typed_error(sample, template, tmp_path):
+    """A flipped byte in PROGRAM: view refuses with the same error pt2format.read raises, and writes no page."""
+    import pt2format
+    from pt2format.errors import ChecksumError
+
     buf = bytearray(sample.read_bytes())
     p = unpack_header(bytes(buf)).sections[0]
     buf[p.offset + p.length // 2] ^= 0x01
     sample.write_bytes(bytes(buf))
-    data, _, weights = view.page_bytes(sample)
-    h = unpack_header(data)
-    assert weights == "omitted"
-    assert zlib.crc32(_program(data)) != h.sections[0].checksum
+    with pytest.raises(ChecksumError) as want:
+        pt2format.read(sample)
+    with pytest.raises(ChecksumError) as got:
+        view.render(sample)
+    assert str(got.value) == str(want.value) and "tiny.pt2f" in str(got.value)
 
 
-def test_unreadable_header_is_embedded_raw(sample):
+def test_damaged_data_is_refused_only_when_embedded(sample):
+    """Without weights the page never reads the data; with them, every data checksum is checked first."""
+    from pt2format.errors import ChecksumError
+
     buf = bytearray(sample.read_bytes())
-    buf[0] ^= 0xFF  # magic
+    d = next(s for s in unpack_header(bytes(buf)).sections if s.kind == SectionKind.DATA)
+    buf[d.offset] ^= 0x01
     sample.write_bytes(bytes(buf))
-    data, _, weights = view.page_bytes(sample)
-    assert weights == "raw" and data == bytes(buf)
+    assert view.page_bytes(sample)[2] == "omitted"
+    with pytest.raises(ChecksumError, match="tiny.pt2f"):
+        view.page_bytes(sample, with_weights=True)
+
+
+@pytest.mark.parametrize("content", [b"", b"\x00" * 100, b"PK\x03\x04 not a pt2f file at all"])
+def test_cli_view_refuses_an_unreadable_file_and_writes_no_page(tmp_path, template, capsys, content):
+    """`pt2format view empty.pt2f` once exited 0 with a page showing the drop hint (issue #25, rough edge 3)."""
+    import pt2format
+    from pt2format.cli import main
+    from pt2format.errors import Pt2FormatError
+
+    bad = tmp_path / "empty.pt2f"
+    bad.write_bytes(content)
+    with pytest.raises(Pt2FormatError) as want:
+        pt2format.read(bad)
+    out = tmp_path / "page.html"
+    assert main(["view", str(bad), "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err.strip() == f"pt2format view: {type(want.value).__name__}: {want.value}"
+    assert "empty.pt2f" in err and not out.exists()
+
+
+def test_cli_view_of_a_directory_is_a_typed_error(tmp_path, template, capsys):
+    from pt2format.cli import main
+
+    d = tmp_path / "dir.pt2f"
+    d.mkdir()
+    assert main(["view", str(d)]) == 1
+    assert "FormatError" in capsys.readouterr().err and not (tmp_path / "dir.pt2f.html").exists()
 
 
 def test_render_fills_the_marker(sample, template):

@@ -59,6 +59,12 @@ def programs(tmp_path_factory):
     return get
 
 
+# Netron 9.3's text sizes at its default zoom (grapher.css: `.node-item text` 11px, `.edge-label` 10px):
+# the opening view must be at least as legible (issue 25).
+NETRON_NODE_PX = 11
+NETRON_EDGE_PX = 10
+
+
 def op_nodes(graph):
     """torch's operator nodes: call_function minus the getitem nodes pt2format folds into their producer."""
     return [n for n in graph.nodes if n.op == "call_function" and n.target is not operator.getitem]
@@ -314,21 +320,127 @@ def test_weights_summary_matches_state_dict(chromium, programs, tmp_path):
     assert "values not available" in panel
 
 
-def test_damaged_file_shows_the_readers_typed_error(chromium, programs, tmp_path):
+def test_damaged_file_is_refused_by_view_and_shown_as_the_readers_typed_error(chromium, built, programs, tmp_path):
+    """`pt2format view` refuses a damaged file with the Python reader's typed error and writes no page; the
+    same file dropped on the static page shows the TypeScript reader's typed error, not a blank screen."""
+    import pt2format
+    from pt2format.errors import Pt2FormatError
+
     path, _ = programs("cond")
     buf = bytearray(path.read_bytes())
     prog = U.section_table(bytes(buf))[0]
     buf[prog[3] + prog[4] // 2] ^= 0xFF  # one flipped byte inside PROGRAM: its CRC-32 no longer matches
     bad = tmp_path / "damaged.pt2f"
     bad.write_bytes(bytes(buf))
+    with pytest.raises(Pt2FormatError) as want:
+        pt2format.read(bad)
+    r = subprocess.run([sys.executable, "-m", "pt2format", "view", str(bad), "-o", str(tmp_path / "damaged.html")],
+                       capture_output=True, text=True, cwd=U.ROOT, timeout=300)
+    assert r.returncode == 1 and not (tmp_path / "damaged.html").exists()
+    assert r.stderr.strip() == f"pt2format view: {type(want.value).__name__}: {want.value}"
     cli = U.node(U.CLI, "verify", bad)
     assert cli.returncode == 1
     kind = re.search(rb"(\w+Error)", cli.stderr).group(1).decode()
-    page = D.view(bad, tmp_path / "damaged.html")
-    out = D.drive(chromium, page, [{"do": "state"}, shot(tmp_path, "damaged")])
-    err = out["results"][0]["error"]
+    out = D.drive(chromium, built, [{"do": "upload", "path": str(bad)}, {"do": "state"}, shot(tmp_path, "damaged")])
+    state = out["results"][1]
+    err = state["error"]
     assert err and err.startswith(f"{kind}:"), (err, kind)
     assert "damaged.pt2f" in err
+    assert state["status"].startswith("error:")
+
+
+def test_one_shot_headless_screenshot_shows_the_drawn_graph(chromium, programs, tmp_path):
+    """`chromium --headless --screenshot --virtual-time-budget=...` (one shot, no driver): the page has drawn
+    the graph before it says "ready" (the virtual clock does not wait for a layout worker)."""
+    path, progs = programs("gpt2_tiny")
+    page = D.view(path, tmp_path / "gpt2.html")
+    interactive = D.drive(chromium, page, [{"do": "state"}])["results"][0]
+    assert interactive["drawnOnScreen"] > 0
+    args = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1400,900",
+            "--virtual-time-budget=15000"]
+    dom = subprocess.run([*args, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=300).stdout
+    status = re.search(r'<footer id="status">([^<]*)</footer>', dom).group(1)
+    drawn = re.search(r'<canvas [^>]*data-drawn="(\d+)"', dom)
+    assert status.startswith("ready") and drawn, (status, dom[:300])
+    assert int(drawn.group(1)) > 0  # boxes painted in view (the one-shot window's size differs from the driver's)
+    png = tmp_path / "one-shot.png"
+    subprocess.run([*args, f"--screenshot={png}", page.as_uri()], capture_output=True, timeout=300)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_legible_opening_view_chunks_in_graph_order_and_filled_call_graph(chromium, programs, tmp_path):
+    """Node text and edge labels at least as large as Netron's at the opening zoom; every chunk box holds a run of torch's nodes with
+    no node of another module between them; the module call graph lists, for entries torch recorded no
+    signature for, the values crossing the module's boundary in torch's graph."""
+    path, progs = programs("gpt2_tiny")
+    ep = progs["forward"]
+    page = D.view(path, tmp_path / "gpt2.html")
+    out = D.drive(chromium, page, [{"do": "state"}, {"do": "groups"}, {"do": "info"}, {"do": "state"}])
+    first, groups, _, with_info = out["results"]
+    assert first["textPx"] >= NETRON_NODE_PX and first["edgeTextPx"] >= NETRON_EDGE_PX
+    assert first["status"].startswith("ready")
+    order = {n.name: i for i, n in enumerate(ep.graph.nodes)}
+    innermost = {n.name: ([p for p, _ in (n.meta.get("nn_module_stack") or {}).values() if p] or [""])[-1]
+                 for n in op_nodes(ep.graph)}
+    chunks = [g for g in groups if g["kind"] == "chunk"]
+    assert chunks  # GPT-2's attention-mask nodes under `transformer` are more than a box holds: a chunk
+    members = D.drive(chromium, page, [{"do": "members", "id": g["id"]} for g in chunks])["results"]
+    for g, names in zip(chunks, members):
+        ops = [x for x in names if x in innermost]
+        homes = {innermost[x] for x in ops}
+        assert len(homes) == 1, (g["label"], homes)
+        lo, hi = min(order[x] for x in ops), max(order[x] for x in ops)
+        between = [n.name for n in op_nodes(ep.graph) if lo < order[n.name] < hi and innermost[n.name] not in homes]
+        assert not between, (g["label"], between[:5])
+    # Module call graph: entries whose signature lists nothing are filled from the graph.
+    rows = {line.split("\t")[0]: line.split("\t") for line in with_info["info"].splitlines() if "\t" in line}
+    names = lambda cell: re.findall(r"(?:^|, )([A-Za-z_]\w*): ", cell)  # noqa: E731 - "name: dtype[shape], ..."
+    state_names = {s.arg.name for s in ep.graph_signature.input_specs if s.kind.name in ("PARAMETER", "BUFFER",
+                                                                                      "CONSTANT_TENSOR")}
+    checked = 0
+    for e in ep.module_call_graph:
+        if e.fqn == "" or (e.signature is not None and (e.signature.inputs or e.signature.outputs)):
+            continue
+        inside = {n for n in ep.graph.nodes
+                  if any(p == e.fqn or p.startswith(e.fqn + ".") for p, _ in (n.meta.get("nn_module_stack") or {}).values())}
+        row = rows[e.fqn]
+        if not inside:
+            assert row[3] == "not in graph", row
+            continue
+        want_in, want_out = [], []
+        for n in ep.graph.nodes:
+            for a in n.all_input_nodes:
+                if n in inside and a not in inside and a.name not in state_names and a.name not in want_in:
+                    want_in.append(a.name)
+                if n not in inside and a in inside and a.name not in want_out:
+                    want_out.append(a.name)
+        assert row[3] == "graph", row
+        assert sorted(names(row[1])) == sorted(want_in), (e.fqn, row[1], want_in)
+        assert sorted(names(row[2])) == sorted(want_out), (e.fqn, row[2], want_out)
+        checked += 1
+    assert checked >= len(set(innermost.values()) - {""})
+    # The root: torch leaves its signature's lists empty; the row shows the program's user inputs and outputs.
+    root = next(e for e in ep.module_call_graph if e.fqn == "")
+    assert not root.signature.inputs and rows["(root)"][3] == "graph"
+    user_in = [s.arg.name for s in ep.graph_signature.input_specs  # constants (use_cache=False) carry no value
+               if s.kind.name == "USER_INPUT" and type(s.arg).__name__ != "ConstantArgument"]
+    user_out = [s.arg.name for s in ep.graph_signature.output_specs if s.kind.name in ("USER_OUTPUT", "LOSS_OUTPUT")]
+    assert names(rows["(root)"][1]) == user_in and names(rows["(root)"][2]) == user_out, rows["(root)"]
+
+
+def test_search_closes_after_a_pick_and_panel_values_use_the_panel_width(chromium, programs, tmp_path):
+    path, progs = programs("gpt2_tiny")
+    ep = progs["forward"]
+    want = [n.name for n in op_nodes(ep.graph) if "addmm" in n.name or "addmm" in str(n.target)]
+    page = D.view(path, tmp_path / "gpt2.html")
+    out = D.drive(chromium, page, [{"do": "search", "query": "addmm"}, {"do": "state"}, {"do": "pick", "index": 0},
+                                   {"do": "state"}, shot(tmp_path, "picked")])
+    hits, opened, picked, after = out["results"][:4]
+    assert sorted(hits) == sorted(want) and opened["searchOpen"] is True
+    assert picked is True and after["searchOpen"] is False
+    assert after["selected"] is not None and after["panel"].splitlines()[0] == hits[0]
+    # Names above values: no value (shape, stack trace) squeezed into a narrow column beside its name.
+    assert after["panelValueWidth"] is not None and after["panelValueWidth"] > 0.85
 
 
 @pytest.mark.parametrize("how", ["upload", "drop"])
@@ -369,6 +481,7 @@ def test_gpt2_124m_opens_collapsed(chromium, programs, tmp_path):
                                    shot(tmp_path, "gpt2_124m")])
     first, _, opened, _ = out["results"]
     assert first["nodeCount"] == len(op_nodes(ep.graph))
+    assert first["textPx"] >= NETRON_NODE_PX and first["edgeTextPx"] >= NETRON_EDGE_PX and first["drawnOnScreen"] > 0
     blocks = [b for b in first["boxes"] if re.fullmatch(r"transformer\.h\.\d+", b["path"])]
     assert len(blocks) == 12 and not any(b["expanded"] for b in blocks)
     h0 = next(b for b in opened["boxes"] if b["path"] == "transformer.h.0")
@@ -383,5 +496,6 @@ def test_20000_node_program_opens_collapsed(chromium, tmp_path):
     out = D.drive(chromium, page, [{"do": "state"}, shot(tmp_path, "deep")], timeout=600)
     state = out["results"][0]
     assert state["nodeCount"] == n
+    assert state["textPx"] >= NETRON_NODE_PX and state["edgeTextPx"] >= NETRON_EDGE_PX and state["drawnOnScreen"] > 0
     assert state["leaves"] < 100  # collapsed: a few dozen boxes, not 20,000
     assert state["drawnNodes"] + sum(b["size"] for b in state["boxes"] if not b["expanded"]) == n

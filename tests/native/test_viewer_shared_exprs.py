@@ -42,17 +42,14 @@ def symtext(tmp_path_factory):
         pytest.skip(why)
     U.build()
     out = tmp_path_factory.mktemp("symtext")
-    # The bundle must sit next to src/ for the relative import; esbuild writes it to `out`.
-    entry = D.VIEWER / "tools" / f".symtext-entry-{out.name}.ts"
-    entry.write_text(ENTRY)
-    try:
-        bundle = out / "symtext.mjs"
-        r = subprocess.run(["node", "-e", f"require('esbuild').buildSync({{entryPoints: [{json.dumps(str(entry))}], "
-                            f"bundle: true, platform: 'node', format: 'esm', outfile: {json.dumps(str(bundle))}, "
-                            "logLevel: 'error'})"], cwd=D.VIEWER, capture_output=True, text=True, timeout=120)
-        assert r.returncode == 0, r.stderr
-    finally:
-        entry.unlink()
+    # The entry goes to esbuild on stdin, resolved as if it sat in tools/ (for the relative import):
+    # nothing is written into the source tree; the bundle goes to `out`.
+    bundle = out / "symtext.mjs"
+    stdin = {"contents": ENTRY, "resolveDir": str(D.VIEWER / "tools"), "loader": "ts", "sourcefile": "symtext-entry.ts"}
+    r = subprocess.run(["node", "-e", f"require('esbuild').buildSync({{stdin: {json.dumps(stdin)}, "
+                        f"bundle: true, platform: 'node', format: 'esm', outfile: {json.dumps(str(bundle))}, "
+                        "logLevel: 'error'})"], cwd=D.VIEWER, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
 
     def run(exprs, symbols, show):
         r = subprocess.run(["node", str(bundle)], input=json.dumps({"exprs": exprs, "symbols": symbols,

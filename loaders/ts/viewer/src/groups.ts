@@ -46,36 +46,43 @@ export class Hierarchy {
     this.sizeOf(this.root);
   }
 
-  private group(id: string, kind: GroupKind, label: string, path: string, parent: Group | null): Group {
+  /** A new box; `attach`: add it to its parent's children now (module boxes are added at their first node). */
+  private group(id: string, kind: GroupKind, label: string, path: string, parent: Group | null, attach = true): Group {
     const g: Group = { id, kind, label, path, parent, children: [], size: 0, expanded: false };
     this.groups.set(id, g);
-    if (parent) parent.children.push({ group: g });
+    if (parent && attach) parent.children.push({ group: g });
     return g;
   }
 
   private addGraph(graph: VGraph, home: Group, useModules: boolean): void {
     const byPath = new Map<string, Group>();
-    const moduleGroup = (mods: { path: string; type: string }[]): Group => {
+    const attached = new Set<Group>();
+    // A module box takes its place among its parent's children where its first op node is, so the
+    // children stay in graph order and a chunk of loose nodes never spans a module (GPT-2's attention
+    // mask, before the blocks, and the view after ln_f stay apart).
+    const moduleGroup = (mods: { path: string; type: string }[], attach: boolean): Group => {
       let g = home;
       for (const m of mods) {
         let next = byPath.get(m.path);
         if (!next) {
           const short = m.type.split('.').pop() ?? m.type;
-          next = this.group(`${home.id}/m:${m.path}`, 'module', `${m.path} (${short})`, m.path, g);
+          next = this.group(`${home.id}/m:${m.path}`, 'module', `${m.path} (${short})`, m.path, g, false);
           byPath.set(m.path, next);
         }
+        if (attach && !attached.has(next)) { attached.add(next); g.children.push({ group: next }); }
         g = next;
       }
       return g;
     };
-    // Module groups first, in node order, so placeholders can join the module owning their parameter.
-    if (useModules) for (const n of graph.nodes) if (n.kind === 'op') moduleGroup(n.modules);
+    // Module boxes are created first, so placeholders can join the module owning their parameter;
+    // each is attached at its first op node below.
+    if (useModules) for (const n of graph.nodes) if (n.kind === 'op') moduleGroup(n.modules, false);
     for (const n of graph.nodes) {
       this.nodes.set(n.id, n);
       this.graphOf.set(n.id, graph);
       for (const w of n.writes) this.producer.set(`${graph.id}|${w}`, n.id);
       let g = home;
-      if (useModules && n.kind === 'op') g = moduleGroup(n.modules);
+      if (useModules && n.kind === 'op') g = moduleGroup(n.modules, true);
       else if (useModules && n.roleTarget && n.kind === 'input') {
         // A parameter placeholder sits in the module that owns it ("h.0.attn.c_attn.weight" -> "h.0.attn.c_attn").
         const parts = n.roleTarget.split('.');

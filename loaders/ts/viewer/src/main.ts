@@ -11,8 +11,19 @@ import { loadModel } from './model.js';
 import type { VModel, VNode, TensorSummary } from './model.js';
 import { Hierarchy } from './groups.js';
 import type { Group, VisibleGraph } from './groups.js';
-import { Renderer, leafSize } from './render.js';
+import { Renderer, leafSize, labelSize, clusterTitleWidth } from './render.js';
+import { layout } from './layout.js';
+import { moduleBoundaries } from './boundary.js';
 import type { LayoutRequest, LayoutResult } from './layout-types.js';
+
+/**
+ * Layouts of at most this many leaves run on the main thread, in the same
+ * task as the paint: the default view (at most about 60 boxes) is therefore
+ * drawn before the page says "ready", and a one-shot headless screenshot
+ * (whose virtual clock does not wait for a worker) shows it. Larger
+ * expansions go to the worker, so the page stays responsive.
+ */
+const SYNC_LAYOUT_LEAVES = 150;
 
 declare const __WORKER_SOURCE__: string;
 
@@ -51,11 +62,13 @@ class Viewer {
     };
     this.renderer = new Renderer($('canvas'));
     this.renderer.onClick = (id, cluster) => this.click(id, cluster);
+    this.renderer.rightInset = () => { const p = $('panel'); return p.classList.contains('empty') ? 0 : p.offsetWidth; };
     this.renderer.onPaint = () => {
       if (this.firstPaintPending && this.layout) {
         this.firstPaintPending = false;
         this.timings.firstPaintAt = performance.now();
       }
+      $('canvas').dataset.drawn = String(this.renderer.drawnLeaves);
     };
   }
 
@@ -90,6 +103,7 @@ class Viewer {
     const box = $('error');
     box.hidden = false;
     box.textContent = `This file cannot be shown.\n\n${this.error}`;
+    $('status').textContent = `error: ${this.error}`;
     this.model = null;
     this.hier = null;
     this.graph = null;
@@ -129,10 +143,18 @@ class Viewer {
     const req: LayoutRequest = {
       seq: ++this.seq,
       nodes: graph.leaves.map((l) => ({ id: l.id, parent: l.parent, ...leafSize(l) })),
-      clusters: graph.clusters.map((c) => ({ id: c.id, parent: c.parent })),
-      edges: graph.edges.map((e) => ({ from: e.from, to: e.to })),
+      clusters: graph.clusters.map((c) => ({ id: c.id, parent: c.parent, minW: clusterTitleWidth(c) })),
+      edges: graph.edges.map((e) => ({ from: e.from, to: e.to, ...labelSize(e.count > 1 ? `${e.label} (+${e.count - 1})` : e.label) })),
     };
-    const res = await new Promise<LayoutResult>((resolve) => { this.pending.set(req.seq, resolve); this.worker.postMessage(req); });
+    let res: LayoutResult;
+    if (graph.leaves.length <= SYNC_LAYOUT_LEAVES) {
+      const t1 = performance.now();
+      try { res = layout(req); } catch (e) { res = { seq: req.seq, boxes: {}, edges: [], labels: [], width: 0, height: 0, error: String(e) }; }
+      res.ms = performance.now() - t1;
+    } else {
+      $('status').textContent = `laying out ${graph.leaves.length} boxes…`;
+      res = await new Promise<LayoutResult>((resolve) => { this.pending.set(req.seq, resolve); this.worker.postMessage(req); });
+    }
     if (res.seq !== this.seq) return 0; // a newer layout superseded this one
     if (res.error) { this.showError(new Error(`layout failed: ${res.error}`)); return 0; }
     this.graph = graph;
@@ -144,7 +166,7 @@ class Viewer {
     this.renderer.paint();
     const ms = performance.now() - t0;
     this.timings.lastActionMs = ms;
-    $('status').textContent = `${graph.leaves.length} boxes, ${graph.edges.length} edges · layout ${Math.round(res.ms ?? 0)} ms`;
+    $('status').textContent = `ready · ${graph.leaves.length} boxes, ${graph.edges.length} edges · layout ${Math.round(res.ms ?? 0)} ms · click a node for its details, a box to open or close it`;
     return ms;
   }
 
@@ -215,17 +237,21 @@ class Viewer {
       const row = document.createElement('div');
       row.className = 'hit';
       row.textContent = `${n.name}  ·  ${n.kind === 'op' ? n.target : n.role ?? n.kind}${n.modules.length ? '  ·  ' + n.modules[n.modules.length - 1]!.path : ''}`;
-      row.onclick = () => { void this.goTo(id); };
+      row.onclick = () => { this.closeSearch(); void this.goTo(id); };
       list.appendChild(row);
     }
     this.renderer.draw();
     return out;
   }
 
+  /** Hide the hit list (after a pick, Escape, or a click on the graph); the highlights stay. */
+  closeSearch(): void { $('results').hidden = true; }
+
   panel(n: VNode | null): void {
     const el = $('panel');
     el.innerHTML = '';
-    if (!n || !this.hier) { el.innerHTML = '<p class="muted">Click a node to see its target, arguments and metadata. Click a box to expand or collapse it.</p>'; return; }
+    el.classList.toggle('empty', !n || !this.hier);
+    if (!n || !this.hier) return;
     const add = (tag: string, text: string, cls = '') => { const e = document.createElement(tag); e.textContent = text; if (cls) e.className = cls; el.appendChild(e); return e; };
     add('h2', n.name);
     add('div', n.kind === 'op' ? n.target : `${n.kind}${n.role ? ': ' + n.role : ''}${n.roleTarget ? ' ' + n.roleTarget : ''}`, 'target');
@@ -237,12 +263,13 @@ class Viewer {
       for (const r of rows) {
         const dt = document.createElement('dt'); dt.textContent = r.label || '·';
         const dd = document.createElement('dd'); dd.textContent = r.text;
+        if (r.text.includes('\n')) dd.className = 'code';
         dl.append(dt, dd);
       }
       el.appendChild(dl);
     };
     section('arguments', n.args());
-    const typed = (names: string[]) => names.map((v) => { const i = graph.values.get(v); return { label: v, text: i ? `${i.dtype} ${i.shape}` : '' }; });
+    const typed = (names: string[]) => names.map((v) => { const i = graph.values.get(v); return { label: v, text: i ? `${i.dtype}${i.dtype.startsWith('Sym') ? ' ' : ''}${i.shape}` : '' }; });
     section(n.kind === 'output' ? 'value' : 'inputs', n.kind === 'input' ? [] : typed(n.reads));
     section('outputs', typed(n.writes));
     // Ranges of the symbols in these types (s0 in [2, 64]).
@@ -299,7 +326,18 @@ class Viewer {
     table('symbols', ['symbol', 'range', 'hint'], p.symbols.map((s) => [s.name, s.range, s.hint]));
     table('range constraints', ['expression', 'range'], p.constraints.map((c) => [c.expr, c.range]));
     table('shared expressions', ['name', 'expression'], p.shared.map((x) => [x.name, x.expr]));
-    table('module call graph', ['module', 'inputs', 'outputs'], p.callGraph.map((c) => [c.fqn, c.inputs, c.outputs]));
+    // Entries whose signature lists nothing (torch fills the lists for submodules only under
+    // preserve_module_call_signature, and never for the root) show the values crossing the module's
+    // boundary in the graph (boundary.ts).
+    const signed = (c: { signed: boolean; inputs: string; outputs: string }) => c.signed && !!(c.inputs || c.outputs);
+    const bounds = moduleBoundaries(p.graph, p.callGraph.filter((c) => !signed(c)).map((c) => c.path));
+    const rows = p.callGraph.map((c) => {
+      if (signed(c)) return [c.fqn, c.inputs, c.outputs, 'signature'];
+      const b = bounds.get(c.path.replace(/@\d+$/, ''));
+      const text = (xs: string[]) => xs.map((v) => { const i = p.graph.values.get(v); return i ? `${v}: ${i.dtype}${i.dtype.startsWith('Sym') ? ' ' : ''}${i.shape}` : v; }).join(', ');
+      return b ? [c.fqn, text(b.inputs), text(b.outputs), 'graph'] : [c.fqn, '', '', 'not in graph'];
+    });
+    table('module call graph', ['module', 'inputs', 'outputs', 'from'], rows);
   }
 
   /** For the test hook: boxes on screen and how many nodes each holds / draws. */
@@ -329,6 +367,18 @@ class Viewer {
       panel: $('panel').innerText,
       info: $('info').innerText,
       searchResults: this.searchResults.map((id) => this.hier!.nodes.get(id)!.name),
+      searchOpen: !$('results').hidden,
+      status: $('status').textContent,
+      textPx: this.renderer.textPx(),
+      edgeTextPx: this.renderer.edgeTextPx(),
+      drawnOnScreen: this.renderer.drawnLeaves,
+      /** The narrowest value in the side panel, as a fraction of the panel's inner width (null: no values). */
+      panelValueWidth: (() => {
+        const el = $('panel'), dds = [...el.querySelectorAll('dd')];
+        if (!dds.length) return null;
+        const inner = el.clientWidth - parseFloat(getComputedStyle(el).paddingLeft) - parseFloat(getComputedStyle(el).paddingRight);
+        return Math.min(...dds.map((d) => d.getBoundingClientRect().width)) / inner;
+      })(),
       timings: this.timings,
     };
   }
@@ -391,6 +441,23 @@ async function main(): Promise<void> {
     },
     busy: () => v.busy > 0,
     showInfo: (on: boolean) => { $('info').hidden = !on; },
+    /** Names of the nodes inside a box, in graph order (boxes at every level). */
+    members: (id: string) => {
+      const g = v.hier?.groups.get(id);
+      if (!g) return null;
+      const out: string[] = [];
+      const walk = (x: Group) => { for (const c of x.children) { if ('group' in c) walk(c.group); else out.push(c.node.name); } };
+      walk(g);
+      return out;
+    },
+    /** Click the n-th row of the search hit list, as a person would. */
+    pick: async (i: number) => {
+      const row = document.querySelectorAll<HTMLElement>('#results .hit')[i];
+      if (!row) return false;
+      row.click();
+      while (v.busy > 0) await new Promise((r) => setTimeout(r, 10));
+      return true;
+    },
     open: (bytes: Uint8Array, name: string) => v.open(bytes, name),
   };
   (window as unknown as { pt2fViewer: typeof hook }).pt2fViewer = hook;
@@ -401,6 +468,9 @@ async function main(): Promise<void> {
   $('fit').onclick = () => { v.renderer.fitAll(); v.renderer.draw(); };
   $('reset').onclick = () => { v.hier?.expandDefault(); void v.relayout(true); };
   $('info-toggle').onclick = () => { $('info').hidden = !$('info').hidden; };
+  window.addEventListener('keydown', (e) => { if (e.key === 'Escape') { v.closeSearch(); $('info').hidden = true; } });
+  $('canvas').addEventListener('mousedown', () => v.closeSearch());
+  $('search').addEventListener('focus', () => { if (($('search') as HTMLInputElement).value.trim()) $('results').hidden = false; });
   const openFile = async (f: File) => {
     const bytes = new Uint8Array(await f.arrayBuffer());
     await v.open(bytes, f.name, new Map(), 'read in the browser');
@@ -424,6 +494,8 @@ async function main(): Promise<void> {
     for (const s of document.querySelectorAll<HTMLElement>('script[data-shard]')) shards.set(s.dataset.shard!, b64decode(s.textContent ?? ''));
     const note = embedded.dataset.weights === 'omitted' ? 'weights not embedded' : embedded.dataset.weights === 'embedded' ? 'weights embedded' : '';
     await v.open(bytes, embedded.dataset.name ?? 'model.pt2f', shards, note);
+  } else {
+    $('status').textContent = 'no file: drop a .pt2f file on the page or pick one with "open…"';
   }
   hook.ready = true;
 }

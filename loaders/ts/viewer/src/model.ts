@@ -60,7 +60,8 @@ export interface VProgram {
   constraints: { expr: string; range: string }[];
   /** Expressions shown by name elsewhere (e12), with their definitions (see SymText). */
   shared: { name: string; expr: string }[];
-  callGraph: { fqn: string; inputs: string; outputs: string }[];
+  /** module_call_graph entries; `signed`: torch recorded the call's signature (inputs, outputs) for it. */
+  callGraph: { fqn: string; path: string; signed: boolean; inputs: string; outputs: string }[];
   nodeCount: number;
 }
 
@@ -404,7 +405,7 @@ export class Adapter {
     const floatSym = (i: number) => { const e = (p.sym_exprs ?? [])[i]; return e?.kind === 'SYMBOL' && p.symbols?.[Number(e.symbol)]?.kind === 'FLOAT'; };
     const constraints = (p.range_constraints ?? []).map((r: J) => ({ expr: this.sym.text(Number(r.expr)), range: rangeText(r.range, floatSym(Number(r.expr))) }));
     const sigText = (args: J[]) => (args ?? []).map((a: J) => this.argText(a.value_type, a.value)).join(', ');
-    const callGraph = (p.module_call_graph ?? []).map((e: J) => ({ fqn: e.fqn === '' ? '(root)' : String(e.fqn),
+    const callGraph = (p.module_call_graph ?? []).map((e: J) => ({ fqn: e.fqn === '' ? '(root)' : String(e.fqn), path: String(e.fqn ?? ''), signed: !!e.signature,
       inputs: e.signature ? sigText(e.signature.inputs) : '', outputs: e.signature ? sigText(e.signature.outputs) : '' }));
     let nodeCount = 0;
     const count = (g: VGraph): void => { for (const n of g.nodes) { if (n.kind === 'op') nodeCount++; n.subgraphs.forEach((s) => count(s.graph)); } };

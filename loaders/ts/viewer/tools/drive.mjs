@@ -5,7 +5,7 @@
 //   node tools/drive.mjs SCRIPT.json
 //
 // SCRIPT: {"chromium": path, "page": html path, "width", "height",
-//          "steps": [{"do": "expand"|"collapse"|"search"|"select"|"program"|"info"|"state"|"groups"|"shot"|"metrics", ...}]}
+//          "steps": [{"do": "expand"|"collapse"|"search"|"pick"|"select"|"program"|"info"|"members"|"state"|"groups"|"shot"|"metrics", ...}]}
 // Prints one JSON object: {"results": [...one per step...], "console": [...]}.
 import { chromium } from 'playwright-core';
 import { readFileSync } from 'node:fs';
@@ -35,6 +35,8 @@ try {
       case 'select': r = await page.evaluate((n) => window.pt2fViewer.select(n), s.name); break;
       case 'program': r = await page.evaluate((i) => window.pt2fViewer.setProgram(i), s.index); break;
       case 'info': r = await page.evaluate((on) => window.pt2fViewer.showInfo(on), s.on ?? true); break;
+      case 'members': r = await page.evaluate((id) => window.pt2fViewer.members(id), s.id); break;
+      case 'pick': r = await page.evaluate((i) => window.pt2fViewer.pick(i), s.index ?? 0); break;
       case 'upload': // what a person does: pick a file with the page's "open…" button
         await page.setInputFiles('#file-input', s.path);
         await page.waitForFunction(() => window.pt2fViewer.state().program !== null || window.pt2fViewer.state().error !== null, null, { timeout: 60000 });
