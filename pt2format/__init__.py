@@ -278,7 +278,7 @@ def read(f: Source, *, verify_data: bool = False, max_program_bytes: int = 1 << 
 
 
 def open(f: Source, *, framework: str = "pt", copy_on_write: bool = False,  # noqa: A001 - safetensors' name
-         verify_data: bool = False, mmap: bool = True) -> LazyFile:
+         verify_data: bool = False, mmap: bool = True, device: Any = None) -> LazyFile:
     """Open a `.pt2f` file lazily, like safetensors' ``safe_open``: nothing is built until asked for.
 
     ::
@@ -288,6 +288,7 @@ def open(f: Source, *, framework: str = "pt", copy_on_write: bool = False,  # no
             f.signature("forward")       # pt2format.schema.GraphSignature
             f.keys()                     # state entry names
             w = f.get_tensor("linear.weight")   # zero-copy torch tensor ("np": numpy array)
+            rows = f.get_slice("linear.weight")[0:512, :]   # reads only those rows' bytes
             f.metadata(), f.extra_files()
 
     Args:
@@ -298,13 +299,17 @@ def open(f: Source, *, framework: str = "pt", copy_on_write: bool = False,  # no
         verify_data: check every data checksum now.
         mmap: ``False`` reads a path into memory instead of mapping it (see
             ``load``); ``get_tensor`` then views that memory.
+        device: where ``get_tensor`` and ``get_slice`` put tensors (a device
+            string or ``torch.device``; default: zero-copy CPU views).
+            A slice is copied to the device directly from the mapped bytes.
 
     Returns:
         A ``pt2format.LazyFile``.
     """
     from pt2format._open import LazyFile
 
-    return LazyFile(f, framework=framework, copy_on_write=copy_on_write, verify_data=verify_data, mmap=mmap)
+    return LazyFile(f, framework=framework, copy_on_write=copy_on_write, verify_data=verify_data, mmap=mmap,
+                    device=device)
 
 
 def validate(f: Source, *, max_program_bytes: int = 1 << 30, max_depth: int = 128, mmap: bool = True) -> None:
