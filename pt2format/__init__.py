@@ -189,7 +189,7 @@ def load(f: Source, *, program: str | None = None, map_location: Any = None, wei
 
 def load_module(f: Source, *, program: str | None = None, map_location: Any = None, copy: bool = False,
                 verify_data: bool = False, prefetch: bool = False, allow_subclasses=(),
-                mmap: bool = True) -> torch.nn.Module:
+                mmap: bool = True, device_mesh: Any = None, placements: Any = None) -> torch.nn.Module:
     """The callable, unlifted module of a program: what ``load(f, ...).module()`` returns, built directly.
 
     No ExportedProgram is rebuilt and none of ``module()``'s passes runs:
@@ -209,7 +209,26 @@ def load_module(f: Source, *, program: str | None = None, map_location: Any = No
     (``allow_subclasses`` and ``mmap`` included);
     ``prefetch=True`` reads the weight pages ahead in a background thread so
     the first call does not fault them in one by one.
+
+    ``device_mesh`` (a ``torch.distributed.DeviceMesh``) loads the program
+    sharded, on every rank of the mesh: its parameters, buffers and tensor
+    constants become ``DTensor``s placed by ``placements``, a dict from
+    name pattern (``fnmatch``, e.g. ``"*.q_proj.weight"``) to a ``Placement``
+    (``Shard(0)``, ``Shard(1)``, ``Replicate()``; one per mesh dimension),
+    first match wins, ``Replicate()`` for the rest. Each rank reads only its
+    slices, through ``torch.distributed.checkpoint`` and
+    ``pt2format.dcp.StorageReader``. The module takes and returns plain
+    (replicated) tensors. A ``Shard`` whose dimension the mesh does not
+    divide is a ``LoadError``; any error is raised on every rank. See
+    docs/distributed.md.
     """
+    if device_mesh is not None:
+        from pt2format.loaders._sharded import load_sharded_module
+
+        return load_sharded_module(f, device_mesh=device_mesh, placements=placements, program=program,
+                                   verify_data=verify_data, mmap=mmap, allow_subclasses=allow_subclasses)
+    if placements is not None:
+        raise ValueError("placements needs a device_mesh")
     from pt2format.loaders import load_module as _load_module
 
     return _load_module(f, program=program, map_location=map_location, copy=copy, verify_data=verify_data,
