@@ -41,17 +41,24 @@ def plan_files(tensors: dict, owners: dict, world_size: int, path: str) -> tuple
     """(file names, fqn -> Placement): one shard file per rank that writes most of some tensor.
 
     `tensors` maps fqn -> nbytes; `owners` maps fqn -> {rank: bytes that rank
-    writes}. A tensor goes to the file of the rank writing most of it (the
-    lowest such rank on a tie), so replicated or whole tensors, which DCP has
-    one rank write, stay in that rank's own file.
+    writes}. A tensor goes to the file of the rank writing most of it, so
+    replicated or whole tensors, which DCP has one rank write, stay in that
+    rank's own file; evenly split tensors are spread so files are about the
+    same size. The other ranks write their chunks of it into that file.
     """
     from pt2format._shards import shard_name
 
     by_rank: dict = {}
-    for fqn in sorted(tensors):
+    load: dict = {}
+    for fqn in sorted(tensors, key=lambda f: (-tensors[f], f)):  # largest first, then by name: deterministic
         counts = owners.get(fqn) or {0: 0}
-        rank = min(counts, key=lambda r: (-counts[r], r))
+        most = max(counts.values())
+        # Among the ranks writing most of it, the one whose file is smallest so far (balances even shards).
+        rank = min((r for r in counts if counts[r] == most), key=lambda r: (load.get(r, 0), r))
+        load[rank] = load.get(rank, 0) + tensors[fqn]
         by_rank.setdefault(rank, []).append(fqn)
+    for fqns in by_rank.values():
+        fqns.sort()
     ranks = sorted(by_rank)
     names = [shard_name(path, k + 1, len(ranks)) for k in range(len(ranks))]
     placements = {}

@@ -280,16 +280,21 @@ class StorageWriter(_DcpStorageWriter):
     def prepare_global_plan(self, plans):
         sizes: dict = {}
         owners: dict = {}
+        described: dict = {}
         for rank, plan in enumerate(plans):
             for item in plan.items:
                 td = item.tensor_data
                 itemsize = td.properties.dtype.itemsize
                 nbytes = itemsize * _numel(td.size)
                 fqn = item.index.fqn
+                described[fqn] = (td.size, td.properties.dtype)
                 if sizes.setdefault(fqn, nbytes) != nbytes:
                     raise ExportError("ranks disagree on a tensor's size", file=self.path, path=repr(fqn))
                 counts = owners.setdefault(fqn, {})
                 counts[rank] = counts.get(rank, 0) + itemsize * _numel(td.chunk.sizes)
+        if self.program is not None:  # refuse a mismatch before any rank writes a byte
+            _repoint(*_export(self.program), {fqn: _Described(size, dtype) for fqn, (size, dtype) in
+                                              described.items()}, self.path)
         names, placements = _ranked_write.plan_files(sizes, owners, len(plans), self.path)
         shared = self._shared = _GlobalPlan(self.save_id or secrets.token_hex(8), tuple(names), placements)
         return [dataclasses.replace(plan, storage_data=shared) for plan in plans]
@@ -331,12 +336,24 @@ class StorageWriter(_DcpStorageWriter):
             for r in per_rank:
                 runs.setdefault(r.index.fqn, []).extend(r.storage_data)
         state = {fqn: md for fqn, md in metadata.state_dict_metadata.items() if isinstance(md, TensorStorageMetadata)}
+        shared = self._shared  # the coordinator's own plan: prepare_global_plan ran in this process
+        try:
+            self._finish(state, runs, shared)
+        except BaseException:
+            directory = os.path.dirname(os.path.abspath(self.path))
+            for name in shared.names:  # leave no partial shard behind
+                try:
+                    os.unlink(_ranked_write.temp_name(directory, name, shared.save_id))
+                except FileNotFoundError:
+                    pass
+            raise
+
+    def _finish(self, state, runs, shared) -> None:
         package, payloads, fqn_storage = self._package(state)
         written = set(fqn_storage.values())
         for row in package.tensors:  # rows built from meta placeholders: their bytes now exist, on the CPU
             if _on_storage(row) and row.storage in written:
                 row.device = m.Device(type="cpu", index=-1)
-        shared = self._shared  # the coordinator's own plan: prepare_global_plan ran in this process
         _ranked_write.finish_files(self.path, package, payloads, fqn_storage, shared.names, shared.placements, runs,
                                    shared.save_id, encoding=self.encoding, fsync=self.fsync)
 
@@ -351,10 +368,27 @@ class StorageWriter(_DcpStorageWriter):
             package, payloads = export_weights({self.weight_set: metas})
             rows = {e.name: e.tensor for e in package.weight_sets[0].entries}
             return package, list(payloads), {fqn: package.tensors[rows[fqn]].storage for fqn in state}
-        from pt2format.exporter._program import export_package
+        package, payloads = _export(self.program)
+        return (package, *_repoint(package, payloads, state, self.path))
 
-        package, payloads = export_package(self.program)
-        return (package, *_repoint(package, list(payloads), state, self.path))
+
+@dataclasses.dataclass(frozen=True)
+class _Described:
+    """The two fields of DCP's TensorStorageMetadata that `_repoint` reads, from a plan's write items."""
+    size: torch.Size
+    dtype: torch.dtype
+
+    @property
+    def properties(self):
+        return self
+
+
+def _export(program):
+    """(package, payloads as a list) of an ExportedProgram or dict of them."""
+    from pt2format.exporter._program import export_package
+
+    package, payloads = export_package(program)
+    return package, list(payloads)
 
 
 def _repoint(package, payloads: list, state: dict, path: str):
