@@ -48,6 +48,8 @@ class LazyFile:
         _check_framework(framework)
         self._framework = framework
         self._device = _check_device(device, framework)
+        # Set by pt2format.dcp.StorageReader: slices read exactly their pages (see PackageFile.advise_ranges).
+        self._advise_slices = False
         self._file = read(source, verify_data=verify_data, copy_on_write=copy_on_write, mmap=mmap)
         self._state_loader = None
 
@@ -234,12 +236,56 @@ class TensorSlice:
             return np.array(self._file._numpy_array(self._idx, self._name)[index], copy=True)
         import torch
 
+        if self._file._advise_slices:
+            self._file._file.advise_ranges(self._row.storage, self._byte_ranges(index))
         part = self._file._torch_tensor(self._idx)[index]
         device = self._file._device
         if device is not None and device.type != "cpu":
             return part.to(device)
         # A copy, not a view: the caller owns it, and only the slice's pages were touched.
         return part.clone(memory_format=torch.contiguous_format)
+
+    def _byte_ranges(self, index) -> list:
+        """(offset, length) in the storage of the bytes `self[index]` reads: its runs, or the whole tensor's extent."""
+        from pt2format._generated.model import ITEMSIZE
+        from pt2format._ranked_write import chunk_runs
+
+        row = self._row
+        itemsize = ITEMSIZE[row.dtype]
+        sizes = list(row.sizes)
+        whole = [(row.storage_offset * itemsize,
+                  (1 + sum((n - 1) * s for n, s in zip(sizes, row.strides) if n)) * itemsize if all(sizes) else 0)]
+        expected, acc = [], 1
+        for n in reversed(sizes):
+            expected.append(acc)
+            acc *= n
+        if list(row.strides) != expected[::-1] and acc > 1:
+            return whole
+        items = list(index) if isinstance(index, tuple) else [index]
+        if None in items or items.count(Ellipsis) > 1:
+            return whole
+        if Ellipsis in items:
+            k = items.index(Ellipsis)
+            items[k:k + 1] = [slice(None)] * (len(sizes) - len(items) + 1)
+        items += [slice(None)] * (len(sizes) - len(items))
+        if len(items) != len(sizes):
+            return whole
+        offsets, counts = [], []
+        for it, n in zip(items, sizes):
+            if isinstance(it, int):
+                i = it + n if it < 0 else it
+                if not 0 <= i < n:
+                    return whole
+                offsets.append(i)
+                counts.append(1)
+            else:
+                start, stop, step = it.indices(n)
+                if step != 1:
+                    return whole
+                offsets.append(start)
+                counts.append(max(0, stop - start))
+        base = row.storage_offset * itemsize
+        return [(base + o, n) for o, n in chunk_runs(sizes, offsets, counts, itemsize)]
 
     def __repr__(self) -> str:
         return f"TensorSlice({self._name!r}, shape={self.get_shape()}, dtype={self.get_dtype()!r})"

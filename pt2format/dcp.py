@@ -168,6 +168,7 @@ class StorageReader(_DcpStorageReader):
             from pt2format._open import LazyFile
 
             self._file = LazyFile(self.path, mmap=self.mmap)
+            self._file._advise_slices = True  # each rank reads its slices' pages, not its neighbours'
         return self._file
 
     def _entries(self) -> dict:

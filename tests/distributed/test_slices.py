@@ -155,3 +155,21 @@ def test_dcp_save_with_program_checks_shapes(files, tmp_path):
                  no_dist=True)
     assert isinstance(first_failure(info.value), pt2format.ExportError)
     assert os.listdir(tmp_path) == []  # refused before any rank wrote: no main file, no partial shard
+
+
+@pytest.mark.parametrize("index", [(slice(2, 7), slice(None)), (slice(None), slice(3, 9)), (1, slice(2, 5)),
+                                   (Ellipsis, 4), (slice(1, 9, 3), 4), 0])
+def test_slice_byte_ranges_cover_exactly_the_slice(files, index):
+    """The bytes a slice asks the kernel for hold exactly the elements torch's indexing picks (or the whole tensor)."""
+    whole = files["state"]["a.weight"]
+    with pt2format.open(files["single"]) as f:
+        s = f.get_slice("a.weight")
+        ranges = s._byte_ranges(index)
+        st = f.package.storages[f.package.tensors[s._idx].storage]
+        flat = torch.arange(whole.numel(), dtype=torch.float32).reshape(whole.shape)
+        picked = set(flat[index].reshape(-1).long().tolist())
+        covered = {i for off, n in ranges for i in range(off // 4, (off + n) // 4)}
+        strided = isinstance(index, tuple) and any(isinstance(i, slice) and (i.step or 1) != 1 for i in index)
+        assert picked <= covered
+        assert covered == picked or (strided and covered == set(range(whole.numel())))
+        assert all(off + n <= st.size for off, n in ranges)
