@@ -110,6 +110,21 @@ def temp_name(directory: str, name: str, save_id: str) -> str:
     return os.path.join(directory, f".{name}.{save_id}.partial")
 
 
+def open_partial(path: str) -> int:
+    """A write descriptor on a partial shard of this save, shared by the ranks (so no O_EXCL).
+
+    The name holds the save's random id, so nothing else has it; still, it
+    is never followed through a symlink and must be a regular file.
+    """
+    import stat
+
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0), 0o644)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ExportError("a partial shard file is not a regular file", file=path)
+    return fd
+
+
 def data_start() -> int:
     """Offset of the DATA section in every shard file (fixed: the header has one section entry)."""
     from pt2format._container.align import align_up
@@ -233,7 +248,7 @@ def finish_files(path: str, package, payloads, fqn_storage: dict, names, placeme
         header = _shards.shard_header(format_version=(fv.major, fv.minor), required_features=package.required_features,
                                       layout=layout_k, data_crc=section_crcs[k], package_id=package_id)
         tmp = temp_name(directory, name, save_id)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT, 0o644)
+        fd = open_partial(tmp)
         try:
             os.ftruncate(fd, shard_lengths[k])
             os.pwrite(fd, pack_header(header), 0)

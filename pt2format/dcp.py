@@ -314,7 +314,7 @@ class StorageWriter(_DcpStorageWriter):
                 fd = fds.get(place.file)
                 if fd is None:
                     tmp = _ranked_write.temp_name(directory, shared.names[place.file], shared.save_id)
-                    fd = fds[place.file] = os.open(tmp, os.O_WRONLY | os.O_CREAT, 0o644)
+                    fd = fds[place.file] = _ranked_write.open_partial(tmp)
                 t = planner.resolve_data(item).detach().to("cpu").contiguous()
                 runs = _ranked_write.chunk_runs(list(td.size), list(td.chunk.offsets), list(td.chunk.sizes),
                                                 td.properties.dtype.itemsize)
