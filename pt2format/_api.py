@@ -36,6 +36,9 @@ from pt2format.errors import (
 )
 
 DEFAULT_MAX_PROGRAM_BYTES = 1 << 30
+#: Bytes per MADV_WILLNEED call in PackageFile.advise_ranges: Linux reads at most max(readahead window, io_pages)
+#: per call (force_page_cache_ra), so a larger range is asked for in pieces no larger than a small window.
+_WILLNEED_STEP = 2 << 20
 DEFAULT_MAX_DEPTH = 128
 
 
@@ -174,9 +177,14 @@ class PackageFile:
                 merged[-1][1] = max(merged[-1][1], off + n)
             else:
                 merged.append([off, off + n])
+        step = _WILLNEED_STEP  # the kernel reads at most its readahead window per call: ask piece by piece
         for b, e in merged:
             start = (base + b) // page * page
-            mm.madvise(_mmap.MADV_WILLNEED, start, base + e - start)
+            end = base + e
+            while start < end:
+                n = min(step, end - start)
+                mm.madvise(_mmap.MADV_WILLNEED, start, n)
+                start += n
 
     def open_all_shards(self) -> None:
         """Open (and check) every shard and external file that a segment uses, several at a time."""

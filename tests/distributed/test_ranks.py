@@ -47,6 +47,14 @@ def test_dcp_load_fills_each_ranks_slices(session, source):
         assert rep["tensors"] > 10
 
 
+def test_dcp_load_fills_a_sharded_tensor(session):
+    """ShardedTensor (row-chunked over the 2 ranks): each rank's shard equals those rows of the reference."""
+    _, reports = session
+    for rank, rep in enumerate(_each(reports, "load:sharded_tensor")):
+        assert rep["ok"], f"rank {rank}: {rep}"
+        assert rep["rows"] == 128 // WORLD_SIZE
+
+
 def test_tensor_parallel_llama_matches_single_process(session):
     """load_module(device_mesh=, placements=) runs the Llama-like program tensor-parallel; logits match eager."""
     _, reports = session

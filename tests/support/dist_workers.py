@@ -133,6 +133,30 @@ def _load_state(path: str, ref: dict, mesh, world_size: int) -> dict:
     return {"tensors": len(names)}
 
 
+def _load_sharded_tensor(path: str, ref: dict, world_size: int) -> dict:
+    """dcp.load into a ShardedTensor (torch's older sharded type, row-chunked): each rank's shard equals those rows."""
+    import warnings
+
+    import torch.distributed as dist
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed._shard.sharded_tensor import empty as sharded_empty
+    from torch.distributed._shard.sharding_spec import ChunkShardingSpec
+
+    import pt2format.dcp
+
+    name = next(k for k in sorted(ref) if k.endswith("embed_tokens.weight"))
+    spec = ChunkShardingSpec(dim=0, placements=[f"rank:{r}/cpu" for r in range(world_size)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ShardedTensor is deprecated in favour of DTensor; DCP still loads it
+        st = sharded_empty(spec, *ref[name].shape)
+    dcp.load({name: st}, storage_reader=pt2format.dcp.StorageReader(path))
+    shard = st.local_shards()[0]
+    begin, rows = shard.metadata.shard_offsets[0], shard.metadata.shard_sizes[0]
+    if not torch.equal(shard.tensor, ref[name][begin:begin + rows]):
+        raise AssertionError(f"rank {dist.get_rank()}: ShardedTensor shard differs from rows {begin}:{begin + rows}")
+    return {"rows": rows}
+
+
 def _tensor_parallel(case: dict, ref: dict, mesh) -> dict:
     from torch.distributed.tensor import DTensor, Shard
 
@@ -182,6 +206,8 @@ def session(rank: int, world_size: int, case: dict, only=None) -> dict:
     for src in SOURCES:
         if want(f"load:{src}"):
             _run(results, f"load:{src}", lambda: _load_state(case[src], ref["state"], mesh, world_size))
+    if want("load:sharded_tensor"):
+        _run(results, "load:sharded_tensor", lambda: _load_sharded_tensor(case["single"], ref["state"], world_size))
     if want("load:out2") and os.path.exists(case["out2"]):  # saved by another world size earlier
         _run(results, "load:out2", lambda: _load_state(case["out2"], ref["state"], mesh, world_size))
     if want("tensor_parallel"):
