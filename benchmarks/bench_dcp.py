@@ -234,7 +234,7 @@ def run_scenarios(world_size: int, directory: str) -> int:
     import dist_workers
 
     case = dist_workers.prepare(directory)
-    two = dist_harness.run(dist_workers.session, 2, case, timeout=600, pg_timeout=300, only={"save"})
+    two = dist_harness.run(dist_workers.session, 2, case, ["save"], timeout=600, pg_timeout=300)
     assert all(r["save"]["ok"] for r in two), two
     reports = dist_harness.run(dist_workers.session, world_size, case, timeout=1200, pg_timeout=600)
     print(json.dumps(reports, indent=1))

@@ -23,9 +23,13 @@ def tp_plan():
     return {pattern: Shard(dim) for pattern, dim in TP_PLAN_NAMES.items()}
 
 
-def tiny_llama(*, hidden: int = 64, layers: int = 2, heads: int = 4, kv_heads: int = 2, vocab: int = 128,
+def tiny_llama(*, hidden: int = 64, layers: int = 2, heads: int = 8, kv_heads: int = 4, vocab: int = 128,
                intermediate: int = 128, seed: int = 0):
-    """(model in eval mode, example input ids) of a random Llama-like model."""
+    """(model in eval mode, example input ids) of a random Llama-like model.
+
+    8 query heads sharing 4 key/value heads (grouped-query attention): tensor
+    parallelism splits heads, so 2 and 4 ranks both divide them.
+    """
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(seed)
