@@ -97,6 +97,19 @@ def test_saved_on_two_ranks_loads_with_dcp_in_one_process(session):
         assert torch.equal(state[k], ref[k]), k
 
 
+def test_replicated_plain_and_uneven_chunks_saved_on_two_ranks(session):
+    """Replicate (DCP has one rank write it), a plain tensor, Shard(0) of 5 rows over 2 ranks, Shard(1): one valid file."""
+    import dist_workers
+
+    case, reports = session
+    for rank, rep in enumerate(_each(reports, "save_mixed")):
+        assert rep["ok"], f"rank {rank}: {rep}"
+    pt2format.validate(case["mixed"])
+    with pt2format.open(case["mixed"]) as f:
+        for name, want in dist_workers.mixed_state().items():
+            assert torch.equal(f.get_tensor(name), want), name
+
+
 @pytest.mark.parametrize("scenario,error", [
     ("missing_shard", "SegmentError"),
     ("checksum", "ChecksumError"),

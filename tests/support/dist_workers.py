@@ -88,6 +88,7 @@ def prepare(directory: str) -> dict:
     case["odd"] = at("odd", "odd.pt2f")
     pt2format.save(torch.export.export(odd, (torch.randn(2, 6),)), case["odd"], progress=False)
     case["out2"] = at("out2", "model.pt2f")
+    case["mixed"] = at("mixed", "weights.pt2f")
     return case
 
 
@@ -187,6 +188,28 @@ def _save(case: dict, ref: dict, mesh, world_size: int) -> dict:
     return {}
 
 
+def mixed_state() -> dict:
+    """Tensors for the replicated / plain / uneven save: the same values in every process (seeded generator)."""
+    g = torch.Generator().manual_seed(0)
+    return {"rep": torch.randn(6, 5, generator=g), "plain": torch.randn(7, generator=g),
+            "uneven": torch.randn(5, 3, generator=g), "cols": torch.randn(4, 6, generator=g)}
+
+
+def _save_mixed(case: dict, mesh) -> dict:
+    """dcp.save of a Replicate DTensor, a plain tensor, a Shard(0) of 5 rows (uneven) and a Shard(1), no program."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+
+    import pt2format.dcp
+
+    ref = mixed_state()
+    state = {"rep": distribute_tensor(ref["rep"], mesh, [Replicate()]), "plain": ref["plain"],
+             "uneven": distribute_tensor(ref["uneven"], mesh, [Shard(0)]),
+             "cols": distribute_tensor(ref["cols"], mesh, [Shard(1)])}
+    dcp.save(state, storage_writer=pt2format.dcp.StorageWriter(case["mixed"]))
+    return {}
+
+
 def session(rank: int, world_size: int, case: dict, only=None) -> dict:
     import torch.distributed.checkpoint as dcp
     from torch.distributed.device_mesh import init_device_mesh
@@ -214,6 +237,8 @@ def session(rank: int, world_size: int, case: dict, only=None) -> dict:
         _run(results, "tensor_parallel", lambda: _tensor_parallel(case, ref, mesh))
     if want("save"):
         _run(results, "save", lambda: _save(case, ref["state"], mesh, world_size))
+    if want("save_mixed"):
+        _run(results, "save_mixed", lambda: _save_mixed(case, mesh))
     mine = case["sharded"] if rank == 0 else case["missing"]
     if want("missing_shard"):
         _run(results, "missing_shard", lambda: pt2format.load_module(mine, device_mesh=mesh, placements=tp_plan()))
