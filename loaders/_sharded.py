@@ -176,7 +176,6 @@ def load_sharded_module(path, *, device_mesh, placements, program=None, verify_d
     """See `pt2format.load_module`'s `device_mesh` and `placements`."""
     import torch.distributed.checkpoint as dcp
     from torch.distributed.checkpoint.api import CheckpointException
-    from torch.distributed.tensor import DTensor
 
     from pt2format.dcp import StorageReader
 

@@ -37,7 +37,7 @@ class Placement:
     nbytes: int
 
 
-def plan_files(tensors: dict, owners: dict, world_size: int, path: str) -> tuple:
+def plan_files(tensors: dict, owners: dict, path: str) -> tuple:
     """(file names, fqn -> Placement): one shard file per rank that writes most of some tensor.
 
     `tensors` maps fqn -> nbytes; `owners` maps fqn -> {rank: bytes that rank
@@ -67,7 +67,6 @@ def plan_files(tensors: dict, owners: dict, world_size: int, path: str) -> tuple
         layout = layout_payloads([tensors[f] for f in fqns], DATA_ALIGNMENT)
         for fqn, offset in zip(fqns, layout.offsets):
             placements[fqn] = Placement(k, offset, tensors[fqn])
-    del world_size  # every rank may write into any file; the count only names files
     return names, placements
 
 

@@ -296,7 +296,7 @@ class StorageWriter(_DcpStorageWriter):
         if self.program is not None:  # refuse a mismatch before any rank writes a byte
             _repoint(*_export(self.program), {fqn: _Described(size, dtype) for fqn, (size, dtype) in
                                               described.items()}, self.path)
-        names, placements = _ranked_write.plan_files(sizes, owners, len(plans), self.path)
+        names, placements = _ranked_write.plan_files(sizes, owners, self.path)
         shared = self._shared = _GlobalPlan(self.save_id or secrets.token_hex(8), tuple(names), placements)
         return [dataclasses.replace(plan, storage_data=shared) for plan in plans]
 
