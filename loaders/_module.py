@@ -334,11 +334,19 @@ def _build(prog, state: StateLoader, stored: bool) -> LoadedModule:
 
 @LOAD_MODULE.implements
 def load_module(path, *, program, map_location, copy, verify_data, prefetch, allow_subclasses,
-                mmap) -> torch.nn.Module:
+                mmap, device_mesh, placements) -> torch.nn.Module:
     """The module `pt2format.load(path, ...).module()` would give, built directly (see the module docstring).
 
-    `mmap=False` reads a path into memory instead of mapping it, as for `load`.
+    `mmap=False` reads a path into memory instead of mapping it, as for `load`;
+    `device_mesh` loads it sharded (`_sharded.py`).
     """
+    if device_mesh is not None:
+        from ._sharded import load_sharded_module
+
+        return load_sharded_module(path, device_mesh=device_mesh, placements=placements, program=program,
+                                   verify_data=verify_data, mmap=mmap, allow_subclasses=allow_subclasses)
+    if placements is not None:
+        raise ValueError("placements needs a device_mesh")
     from pt2format._api import read
     from pt2format._source import is_pathlike
 

@@ -234,6 +234,7 @@ def open(f: Source, **options) -> LazyFile:  # noqa: A001 - safetensors' name
             f.signature("forward")       # pt2format.schema.GraphSignature
             f.keys()                     # state entry names
             w = f.get_tensor("linear.weight")   # zero-copy torch tensor ("np": numpy array)
+            rows = f.get_slice("linear.weight")[0:512, :]   # reads only those rows' bytes
             f.metadata(), f.extra_files()
 
     Args:

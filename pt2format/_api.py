@@ -36,6 +36,9 @@ from pt2format.errors import (
 )
 
 DEFAULT_MAX_PROGRAM_BYTES = 1 << 30
+#: Bytes per MADV_WILLNEED call in PackageFile.advise_ranges: Linux reads at most max(readahead window, io_pages)
+#: per call (force_page_cache_ra), so a larger range is asked for in pieces no larger than a small window.
+_WILLNEED_STEP = 2 << 20
 DEFAULT_MAX_DEPTH = 128
 
 
@@ -144,6 +147,44 @@ class PackageFile:
         st = self.package.storages[index]
         _, _, view = self._section_view(st.segment)
         return view[st.offset:st.offset + st.size]
+
+    def advise_ranges(self, index: int, ranges) -> None:
+        """Read ahead exactly `ranges` ((offset, length) within storage `index`) of a mapped file, and nothing around them.
+
+        The kernel's readahead on a mapped file reads megabytes past each
+        fault, so a rank reading its slices would read its neighbours' too.
+        The mapping is switched to MADV_RANDOM (no readahead) and the wanted
+        pages are asked for with MADV_WILLNEED, in large reads. For files read
+        into memory, or where madvise is missing, nothing is done.
+        """
+        import mmap as _mmap
+
+        st = self.package.storages[index]
+        container, sec, _ = self._section_view(st.segment)
+        mm = getattr(container, "_mm", None)
+        if mm is None or not hasattr(mm, "madvise") or not hasattr(_mmap, "MADV_WILLNEED"):
+            return
+        if not getattr(container, "_random_access", False):
+            mm.madvise(_mmap.MADV_RANDOM)
+            container._random_access = True
+        base = container.header.sections[sec].offset + st.offset
+        page = _mmap.PAGESIZE
+        merged = []
+        for off, n in sorted(ranges):
+            if n <= 0:
+                continue
+            if merged and off <= merged[-1][1] + page:
+                merged[-1][1] = max(merged[-1][1], off + n)
+            else:
+                merged.append([off, off + n])
+        step = _WILLNEED_STEP  # the kernel reads at most its readahead window per call: ask piece by piece
+        for b, e in merged:
+            start = (base + b) // page * page
+            end = base + e
+            while start < end:
+                n = min(step, end - start)
+                mm.madvise(_mmap.MADV_WILLNEED, start, n)
+                start += n
 
     def open_all_shards(self) -> None:
         """Open (and check) every shard and external file that a segment uses, several at a time."""

@@ -192,7 +192,20 @@ LOAD = Options(
     _MMAP,
 )
 
-LOAD_MODULE = Options(_PROGRAM, _MAP_LOCATION, _COPY, _VERIFY_DATA, _PREFETCH, _ALLOW_SUBCLASSES, _MMAP)
+LOAD_MODULE = Options(
+    _PROGRAM, _MAP_LOCATION, _COPY, _VERIFY_DATA, _PREFETCH, _ALLOW_SUBCLASSES, _MMAP,
+    Option("device_mesh", None, "Any",
+           "a ``torch.distributed.DeviceMesh``: load the program sharded, on every rank of the mesh. Its "
+           "parameters, buffers and tensor constants become ``DTensor``s placed by ``placements``; each rank "
+           "reads only its slices, through ``torch.distributed.checkpoint`` and ``pt2format.dcp.StorageReader``. "
+           "The module takes and returns plain (replicated) tensors. A ``Shard`` whose dimension the mesh does "
+           "not divide is a ``LoadError``; any error is raised on every rank. ``map_location``, ``copy`` and "
+           "``prefetch`` are ignored. See docs/distributed.md."),
+    Option("placements", None, "Any",
+           "with ``device_mesh``: a dict from name pattern (``fnmatch``, e.g. ``\"*.q_proj.weight\"``) to a "
+           "``Placement`` (``Shard(0)``, ``Shard(1)``, ``Replicate()``; one per mesh dimension), first match "
+           "wins, ``Replicate()`` for the rest."),
+)
 
 OPEN = Options(
     Option("framework", "pt", "str",
@@ -202,6 +215,9 @@ OPEN = Options(
     Option("mmap", True, "bool",
            "``False`` reads a path into memory instead of mapping it (see ``load``); ``get_tensor`` then "
            "views that memory."),
+    Option("device", None, "Any",
+           "where ``get_tensor`` and ``get_slice`` put tensors (a device string or ``torch.device``; default: "
+           "zero-copy CPU views). A slice is copied to the device directly from the mapped bytes."),
 )
 
 ATTACH_WEIGHTS = Options(

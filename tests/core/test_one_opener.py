@@ -30,6 +30,8 @@ ALLOWED = {
     ("pt2format/_external.py", "mmap.mmap"): (2, "maps descriptors open_regular returned"),
     ("loaders/_weights.py", "mmap.mmap"): (1, "maps the descriptor open_regular returned"),
     ("pt2format/_container/writer.py", "os.open"): (2, "a fresh temp file (O_EXCL) and the directory to fsync"),
+    ("pt2format/_ranked_write.py", "os.open"): (1, "a multi-rank save's partial shard: a fresh name holding the "
+                                                    "save's random id, O_NOFOLLOW, checked to be a regular file"),
     ("pt2format/_codecs/json.py", "_SCHEMA_PATH.read_text"): (1, "the JSON Schema shipped inside the package"),
     ("pt2format/_view.py", "webbrowser.open"): (1, "opens a URL in the browser, not a file"),
     ("pt2format/_interop.py", "torch.export.load"): (1, "from_torch: the explicit torch path, on a file object "
