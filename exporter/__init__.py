@@ -10,5 +10,6 @@ from __future__ import annotations
 
 from ._program import export_package, export_program
 from ._save import save_programs, save_weights
+from ._weights import export_weights
 
-__all__ = ["export_program", "export_package", "save_programs", "save_weights"]
+__all__ = ["export_program", "export_package", "export_weights", "save_programs", "save_weights"]

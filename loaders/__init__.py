@@ -10,7 +10,8 @@ program never imports sympy (which _program.py needs for symbolic shapes).
 import importlib
 
 _WHERE = {"load_program": "._load", "build_program": "._program", "attach_weights": "._weights",
-          "read_weights": "._weights", "load_module": "._module", "StateLoader": "._state"}
+          "read_weights": "._weights", "load_module": "._module", "StateLoader": "._state",
+          "dtype_from_schema": "._values"}
 
 __all__ = list(_WHERE)
 

@@ -111,7 +111,7 @@ class StorageReader(_DcpStorageReader):
             return False
 
     def read_metadata(self, *args, **kwargs) -> Metadata:
-        from pt2format.loaders._values import dtype_from_schema
+        from pt2format.loaders import dtype_from_schema
 
         f = self._open()
         tensors = f.package.tensors
@@ -363,7 +363,7 @@ class StorageWriter(_DcpStorageWriter):
     def _package(self, state: dict):
         """(package, payloads, fqn -> storage index) for the main file; rank-written storages have no payload."""
         if self.program is None:
-            from pt2format.exporter._weights import export_weights
+            from pt2format.exporter import export_weights
 
             metas = {fqn: torch.empty(md.size, dtype=md.properties.dtype, device="meta") for fqn, md in state.items()}
             package, payloads = export_weights({self.weight_set: metas})
@@ -386,7 +386,7 @@ class _Described:
 
 def _export(program):
     """(package, payloads as a list) of an ExportedProgram or dict of them."""
-    from pt2format.exporter._program import export_package
+    from pt2format.exporter import export_package
 
     package, payloads = export_package(program)
     return package, list(payloads)
@@ -394,7 +394,7 @@ def _export(program):
 
 def _repoint(package, payloads: list, state: dict, path: str):
     """Give each checkpoint tensor's row a fresh contiguous storage; drop storages no row uses any more."""
-    from pt2format.loaders._values import dtype_from_schema
+    from pt2format.loaders import dtype_from_schema
 
     rows = {}
     for prog in package.programs:
