@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import threading
 
+from pt2format._generated import limits as _limits
 from pt2format import FORMAT_VERSION, _codecs
 from pt2format._container.align import DATA_ALIGNMENT
 from pt2format._container.crc import crc32, crc32_combine
@@ -35,8 +36,8 @@ from pt2format.errors import (
     VersionError,
 )
 
-DEFAULT_MAX_PROGRAM_BYTES = 1 << 30
-DEFAULT_MAX_DEPTH = 128
+DEFAULT_MAX_PROGRAM_BYTES = _limits.MAX_PROGRAM_BYTES
+DEFAULT_MAX_DEPTH = _limits.MAX_DEPTH
 
 
 class PackageFile:

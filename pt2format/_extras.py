@@ -16,12 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from pt2format._generated import limits as _limits
 from pt2format._generated import model as m
 from pt2format.errors import ValidationError
 
-MAX_NAME_BYTES = 255
+MAX_NAME_BYTES = _limits.MAX_EXTRA_FILE_NAME_BYTES
 #: Metadata is kept in the program section, which every load decodes: keep it small.
-MAX_METADATA_BYTES = 1 << 20
+MAX_METADATA_BYTES = _limits.MAX_EXTRA_METADATA_BYTES
 
 
 def _name_problem(name) -> str | None:

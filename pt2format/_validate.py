@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+from pt2format._generated import limits as _limits
 from pt2format._container.align import DATA_ALIGNMENT
 from pt2format._container.header import (
     FEATURE_COMPOSITE_TENSORS, FEATURE_EXTERNAL_FILES, FEATURE_META_STORAGES, FEATURE_SHARD_FILES, KNOWN_FEATURES,
@@ -47,7 +48,7 @@ def check_shard_name(name) -> None:
 
 
 def validate_package(package, *, data_section_lengths=None, reader_major: int = READER_MAJOR,
-                     known_features: int = KNOWN_FEATURES, max_depth: int = 128) -> None:
+                     known_features: int = KNOWN_FEATURES, max_depth: int = _limits.MAX_DEPTH) -> None:
     """Raise a Pt2FormatError (mostly ValidationError) on the first broken invariant of `package`.
 
     `data_section_lengths` maps each DATA section index of the main file to its
@@ -223,10 +224,10 @@ _QUANTIZED = frozenset({m.ScalarType.QUINT8, m.ScalarType.QINT8, m.ScalarType.QI
 
 #: How deeply rows built from other rows may nest (a subclass of a subclass of sparse ...): loaders
 #: build parts recursively, so a file must not make them recurse without bound.
-MAX_TENSOR_NESTING = 16
+MAX_TENSOR_NESTING = _limits.MAX_TENSOR_NESTING
 
 
-def _check_composite(package, t, i: int, nesting: list, max_depth: int = 128) -> bool:
+def _check_composite(package, t, i: int, nesting: list, max_depth: int = _limits.MAX_DEPTH) -> bool:
     """1.1 rows (quantized, sparse, subclass): their own invariants; True when the row has no storage view.
 
     Every index a row holds (parts, per-channel scales and zero points) is

@@ -25,6 +25,7 @@ import re
 import json as _json
 from pathlib import Path
 
+from pt2format._generated import limits as _limits
 from pt2format._codecs._runtime import ENCODE_ERRORS, PATH_ERRORS, encode_error, locate
 from pt2format._generated import json_codec as _gen
 from pt2format.errors import EncodingError, LimitError, Pt2FormatError
@@ -143,7 +144,7 @@ def _no_duplicate_keys(text: str, members: int, strings: list) -> bool:
     return text.count(":") == members + in_strings + spelled and (in_strings == 0 or "\\u003" not in text)
 
 
-def decode(data, *, max_depth: int = 128, validate_schema: bool = True):
+def decode(data, *, max_depth: int = _limits.MAX_DEPTH, validate_schema: bool = True):
     """Decode JSON text into a Package; EncodingError/LimitError with the JSON path on anything malformed."""
     try:
         text = str(data, "utf-8")

@@ -13,6 +13,7 @@
 #include "pt2f/error.h"
 #include "pt2f/json_text.h"
 #include "pt2f/schema.h"
+#include "pt2format_limits.h"
 
 namespace pt2f {
 namespace {
@@ -44,7 +45,7 @@ using reflection::BaseType;
 constexpr uint32_t kMaxMsgPackDepth = 1024;
 constexpr uint32_t kMaxJsonDepth = 1000;
 // Python's int() refuses decimal strings of more digits (sys.get_int_max_str_digits()).
-constexpr size_t kMaxIntDigits = 4300;
+constexpr size_t kMaxIntDigits = limits::kMaxJsonIntDigits;
 
 [[noreturn]] void fail(ErrorKind kind, const std::string &msg, const std::string &path = "",
                        const std::string &expected = "", const std::string &got = "") {

@@ -16,6 +16,7 @@
 #include "pt2f/json_text.h"
 #include "pt2f/schema.h"
 #include "pt2f/symexpr.h"
+#include "pt2format_limits.h"
 
 namespace pt2f {
 namespace {
@@ -368,7 +369,7 @@ class Validator {
   // 1.1 rows (quantized, sparse, subclass), as pt2format/_validate.py _check_composite: true when the row
   // has no strided view of a storage. Every index a row holds is smaller than its own, so rows never loop.
   bool check_composite(const Tensor *t, uint32_t i, std::vector<uint32_t> &nesting, const std::string &path) {
-    constexpr uint32_t kMaxNesting = 16;
+    constexpr uint64_t kMaxNesting = limits::kMaxTensorNesting;
     const auto *q = t->quantization();
     const bool quantized = t->dtype() == ScalarType::QUINT8 || t->dtype() == ScalarType::QINT8 ||
                            t->dtype() == ScalarType::QINT32;
@@ -384,7 +385,8 @@ class Validator {
         nesting[i] = std::max(nesting[i], nesting[idx] + 1);
       }
       if (nesting[i] > kMaxNesting)
-        invalid("tensor parts nest too deeply", path + ".quantization", "<= 16 levels", num(nesting[i]));
+        invalid("tensor parts nest too deeply", path + ".quantization", "<= " + num(kMaxNesting) + " levels",
+                num(nesting[i]));
     }
     const bool composite = t->subclass() != nullptr || t->layout() != Layout::STRIDED;
     const uint32_t nparts = len(t->parts());
@@ -404,7 +406,8 @@ class Validator {
       if (!names.insert(name).second) invalid("part names must be unique", path + ".parts[" + num(j) + "].name");
       nesting[i] = std::max(nesting[i], nesting[part->tensor()] + 1);
     }
-    if (nesting[i] > kMaxNesting) invalid("tensor parts nest too deeply", path + ".parts", "<= 16 levels", num(nesting[i]));
+    if (nesting[i] > kMaxNesting)
+      invalid("tensor parts nest too deeply", path + ".parts", "<= " + num(kMaxNesting) + " levels", num(nesting[i]));
     return true;
   }
 
@@ -458,8 +461,9 @@ class Validator {
       const auto *e = files->Get(i);
       const std::string path = at("extra_files", i);
       const std::string n = s(e->name());
-      if (n.empty() || n.size() > 255)
-        invalid("extra file name must be 1 to 255 bytes of UTF-8", path + ".name", "", num(n.size()));
+      if (n.empty() || n.size() > limits::kMaxExtraFileNameBytes)
+        invalid("extra file name must be 1 to " + num(limits::kMaxExtraFileNameBytes) + " bytes of UTF-8", path + ".name",
+                "", num(n.size()));
       for (unsigned char c : n)
         if (c < 0x20 || c == 0x7f) invalid("extra file name must not contain control characters", path + ".name");
       if (prev && !(prev->string_view() < e->name()->string_view()))
@@ -1008,7 +1012,7 @@ class Validator {
   uint32_t n_tensors_ = 0;
   uint32_t n_symbols_ = 0;
   uint32_t n_exprs_ = 0;
-  uint32_t max_depth_ = 128;
+  uint32_t max_depth_ = uint32_t(limits::kMaxDepth);
 };
 
 // A ShardFile.package_id that is present names this save: the main header's id (SPEC.md §5).

@@ -13,6 +13,7 @@
  * (src/symeval.ts, the rules of pt2format/_symeval.py).
  */
 import { DTYPE_ITEMSIZE } from './generated/itemsize.js';
+import { MAX_DEPTH, MAX_TENSOR_NESTING } from './generated/limits.js';
 import { ChecksumKind, ExternalFormat, ScalarType, StateKind, SymExprKind, SymOp, SymbolKind, TreeSpecKind } from './_build/classes.js';
 import { KNOWN_FEATURES } from './container.js';
 import { LimitError, Pt2fError, SegmentError, UnsupportedFeatureError, ValidationError, VersionError } from './errors.js';
@@ -91,7 +92,7 @@ export interface ValidateOptions {
 
 /** Throws a Pt2fError (mostly ValidationError) on the first broken invariant of `pkg`. */
 export function validatePackage(pkg: T, opts: ValidateOptions = {}): void {
-  const maxDepth = opts.maxDepth ?? 128;
+  const maxDepth = opts.maxDepth ?? MAX_DEPTH;
   const fv = pkg['format_version'] as T | null;
   if (fv === null) throw fail('required field is missing', 'format_version');
   const major = num(fv['major']);
@@ -315,10 +316,9 @@ function checkWeightSets(sets: T[], nTensors: number): void {
 
 const QUANTIZED = new Set(['QUINT8', 'QINT8', 'QINT32']);
 const FEATURE_COMPOSITE_TENSORS = 8n;
-const MAX_TENSOR_NESTING = 16;
 
 /** 1.1 rows (quantized, sparse, subclass), as pt2format/_validate.py _check_composite; true when the row has no storage view. */
-function checkComposite(pkg: T, t: T, i: number, nesting: number[], maxDepth = 128): boolean {
+function checkComposite(pkg: T, t: T, i: number, nesting: number[], maxDepth = MAX_DEPTH): boolean {
   const q = (t['quantization'] ?? null) as T | null;
   const sub = (t['subclass'] ?? null) as T | null;
   const quantized = QUANTIZED.has(enumNames(ScalarType)[num(t['dtype'])] ?? '');
