@@ -40,9 +40,8 @@ def _name_problem(name) -> str | None:
 
 
 def check_extra_files(package) -> None:
-    """Validate `Package.extra_files`: names well-formed, sorted and unique; storage indices in range."""
+    """Validate `Package.extra_files`: names well-formed, sorted and unique (storage indices: the generated pt2f_index check)."""
     entries = getattr(package, "extra_files", None) or []
-    n_storages = len(package.storages)
     prev = None
     for i, entry in enumerate(entries):
         if entry is None:
@@ -55,9 +54,6 @@ def check_extra_files(package) -> None:
             raise ValidationError("extra files must be sorted by name, names unique", path=f"extra_files[{i}].name",
                                   expected=f"a name after {prev!r}", got=repr(entry.name))
         prev = entry.name
-        if entry.storage >= n_storages:
-            raise ValidationError("extra file storage index out of range", path=f"extra_files[{i}].storage",
-                                  expected=f"< {n_storages}", got=entry.storage)
 
 
 def _as_bytes(name: str, value):

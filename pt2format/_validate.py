@@ -20,6 +20,7 @@ from pt2format._container.header import (
 )
 from pt2format._extras import check_extra_files
 from pt2format._generated import model as m
+from pt2format._generated.index_check import check_indices
 from pt2format._strings import CHECKERS, check_extra_meta_key
 from pt2format._symeval import OP_ARITY, UNKNOWN, evaluate_pool
 from pt2format.errors import LimitError, Pt2FormatError, SegmentError, UnsupportedFeatureError, ValidationError
@@ -67,6 +68,7 @@ def validate_package(package, *, data_section_lengths=None, reader_major: int = 
         raise UnsupportedFeatureError(f"file requires unknown features 0x{unknown:x}", path="required_features",
                                       expected=f"bits within 0x{known_features:x}",
                                       got=f"0x{package.required_features:x}")
+    check_indices(package)  # every pt2f_index field of the schema, generated; the walk below relies on them
     _check_sorted_entries(package.metadata, "metadata")
     _check_data(package, data_section_lengths)
     check_extra_files(package)
@@ -144,9 +146,6 @@ def _check_data(package, lengths) -> None:
     segments = package.segments
     for i, seg in enumerate(segments):
         if seg.external:
-            if seg.external > len(externals):
-                raise _fail("segment external index out of range", f"segments[{i}].external",
-                            expected=f"<= {len(externals)} (number of external files)", got=seg.external)
             if not package.required_features & FEATURE_EXTERNAL_FILES:
                 raise _fail("segment in an external file but required_features lacks bit 1 (external files)",
                             f"segments[{i}].external", got=seg.external)
@@ -154,21 +153,14 @@ def _check_data(package, lengths) -> None:
                 raise _fail("a segment in an external file has file and section 0", f"segments[{i}]",
                             expected="file 0, section 0", got=f"file {seg.file}, section {seg.section}")
             continue
-        if seg.file > len(shards):
-            raise _fail("segment file index out of range", f"segments[{i}].file",
-                        expected=f"<= {len(shards)} (number of shard files)", got=seg.file)
         if seg.file > 0 and not package.required_features & FEATURE_SHARD_FILES:
             raise _fail("segment in a shard file but required_features lacks bit 0 (shard files)",
                         f"segments[{i}].file", got=seg.file)
         if seg.file == 0 and lengths is not None and seg.section not in lengths:
             raise SegmentError("segment does not name a DATA section of this file", path=f"segments[{i}].section",
                                expected=f"one of {sorted(lengths)}", got=seg.section)
-    n_segments = len(segments)
     storages = package.storages
     for i, st in enumerate(storages):
-        if st.segment >= n_segments:
-            raise _fail("storage segment index out of range", f"storages[{i}].segment",
-                        expected=f"< {n_segments}", got=st.segment)
         seg = segments[st.segment]
         if seg.external:
             ext = externals[seg.external - 1]
@@ -195,7 +187,7 @@ def _check_data(package, lengths) -> None:
                                    expected=f"offset + size <= {limit}", got=st.offset + st.size)
     _check_no_overlap(storages, segments)
     n_storages = len(storages)
-    _check_weight_sets(package.weight_sets, len(package.tensors))
+    _check_weight_sets(package.weight_sets)
     nesting = [0] * len(package.tensors)
     for i, t in enumerate(package.tensors):
         try:
@@ -294,8 +286,8 @@ def _check_no_overlap(storages, segments) -> None:
                                    got=b0)
 
 
-def _check_weight_sets(weight_sets, n_tensors: int) -> None:
-    """Weight sets: names unique and sorted, entries sorted by name, tensor indices in range."""
+def _check_weight_sets(weight_sets) -> None:
+    """Weight sets: names unique and sorted, entries sorted by name (tensor indices: check_indices)."""
     prev = None
     for i, ws in enumerate(weight_sets):
         path = f"weight_sets[{i}]"
@@ -314,9 +306,6 @@ def _check_weight_sets(weight_sets, n_tensors: int) -> None:
                 raise _fail("entries must be sorted by name, names unique", f"{epath}.name",
                             expected=f"a name after {last!r}", got=repr(entry.name))
             last = entry.name
-            if entry.tensor >= n_tensors:
-                raise _fail("tensor index out of range", f"{epath}.tensor", expected=f"< {n_tensors}",
-                            got=entry.tensor)
 
 
 def tensor_nbytes(dtype: int, sizes, strides, storage_offset: int) -> int:
@@ -431,17 +420,6 @@ class _Program:
         if p.name is None:
             raise _fail("required field is missing", "name")
         self.check_symbols()
-        for i, rc in enumerate(p.range_constraints):
-            if rc.expr >= self.n_exprs:
-                raise _fail("expression index out of range", f"range_constraints[{i}].expr",
-                            expected=f"< {self.n_exprs}", got=rc.expr)
-        for i, g in enumerate(p.input_guards or ()):
-            if g >= self.n_exprs:
-                raise _fail("expression index out of range", f"input_guards[{i}]", expected=f"< {self.n_exprs}", got=g)
-        for i, gs in enumerate(p.guard_sources or ()):
-            if gs.symbol >= self.n_symbols:
-                raise _fail("symbol index out of range", f"guard_sources[{i}].symbol", expected=f"< {self.n_symbols}",
-                            got=gs.symbol)
         if p.graph is None:
             raise _fail("required field is missing", "graph")
         try:
@@ -456,9 +434,6 @@ class _Program:
                 raise _fail("required field is missing", f"{path}.name")
             if entry.kind == m.StateKind.UNSPECIFIED:
                 raise _fail("state kind is UNSPECIFIED", f"{path}.kind")
-            if entry.tensor >= self.n_tensors:
-                raise _fail("tensor index out of range", f"{path}.tensor", expected=f"< {self.n_tensors}",
-                            got=entry.tensor)
         for i, obj in enumerate(p.custom_objects):
             if obj.name is None:
                 raise _fail("required field is missing", f"custom_objects[{i}].name")
@@ -629,11 +604,6 @@ class _Program:
                 raise _fail(f"state tensor {fqn!r} has other sizes than its placeholder {s.arg.name!r}", path,
                             expected=["s" if d is None else d for d in declared], got=list(tensor.sizes))
 
-    def check_sym(self, sym, path: str) -> None:
-        if sym is not None and not -1 <= sym.expr < self.n_exprs:
-            raise _fail("expression index out of range", f"{path}.expr", expected=f"-1 or < {self.n_exprs}",
-                        got=sym.expr)
-
 
 class _Graph:
     """Checks one graph and its subgraphs; value names are scoped to the graph that declares them."""
@@ -671,14 +641,6 @@ class _Graph:
                 raise _fail("required field is missing", path)
             if meta.dtype == m.ScalarType.UNSPECIFIED:
                 raise _fail("dtype is UNSPECIFIED", f"{path}.dtype")
-            for d, s in enumerate(meta.sizes):
-                prog.check_sym(s, f"{path}.sizes[{d}]")
-            for d, s in enumerate(meta.strides):
-                prog.check_sym(s, f"{path}.strides[{d}]")
-            prog.check_sym(meta.storage_offset, f"{path}.storage_offset")
-        for group in ("sym_int_values", "sym_float_values", "sym_bool_values"):
-            for i, v in enumerate(getattr(g, group)):
-                prog.check_sym(v.value, f"{group}[{i}].value")
         for group in ("inputs", "outputs"):
             for i, arg in enumerate(getattr(g, group)):
                 try:
@@ -722,11 +684,6 @@ class _Graph:
         """One NodeMetadata (of a node, getitem, placeholder, output or get_attr): indices, values, sorted extra."""
         if meta is None:
             return
-        n_symbols = self.prog.n_symbols
-        for j, b in enumerate(meta.unbacked_bindings):
-            if b.symbol >= n_symbols:
-                raise _fail("symbol index out of range", f"{path}.unbacked_bindings[{j}].symbol",
-                            expected=f"< {n_symbols}", got=b.symbol)
         if meta.custom is not None:
             try:
                 self.prog.values.check_map(meta.custom, 1)

@@ -17,6 +17,7 @@
 #include "pt2f/schema.h"
 #include "pt2f/symexpr.h"
 #include "pt2format_limits.h"
+#include "pt2format_rules.h"
 
 namespace pt2f {
 namespace {
@@ -193,6 +194,7 @@ class Validator {
     if (p_->required_features() & ~kKnownFeatures)
       fail(ErrorKind::UnsupportedFeature, "file requires unknown features", "required_features", "bits within 0xf",
            num(p_->required_features()));
+    rules::check_indices(p_);  // every pt2f_index field of the schema, generated; the checks below rely on them
     check_sorted_entries(p_->metadata(), "metadata");
     check_data();
     check_extra_files();
@@ -248,9 +250,6 @@ class Validator {
       const auto *seg = segments->Get(i);
       const std::string path = at("segments", i);
       if (seg->external()) {
-        if (seg->external() > len(externals))
-          invalid("segment external index out of range", path + ".external",
-                  "<= " + num(len(externals)) + " (number of external files)", num(seg->external()));
         if (!(p_->required_features() & kFeatureExternalFiles))
           invalid("segment in an external file but required_features lacks bit 1 (external files)",
                   path + ".external", "", num(seg->external()));
@@ -259,9 +258,6 @@ class Validator {
                   "file " + num(seg->file()) + ", section " + num(seg->section()));
         continue;
       }
-      if (seg->file() > len(shards))
-        invalid("segment file index out of range", path + ".file", "<= " + num(len(shards)) + " (number of shard files)",
-                num(seg->file()));
       if (seg->file() > 0 && !(p_->required_features() & kFeatureShardFiles))
         invalid("segment in a shard file but required_features lacks bit 0 (shard files)", path + ".file", "",
                 num(seg->file()));
@@ -274,9 +270,6 @@ class Validator {
     for (uint32_t i = 0; i < len(storages); ++i) {
       const auto *st = storages->Get(i);
       const std::string path = at("storages", i);
-      if (st->segment() >= len(segments))
-        invalid("storage segment index out of range", path + ".segment", "< " + num(len(segments)),
-                num(st->segment()));
       const auto *seg = segments->Get(st->segment());
       if (seg->external()) {
         const uint64_t size = externals->Get(seg->external() - 1)->size();
@@ -360,8 +353,6 @@ class Validator {
           invalid("entries must be sorted by name, names unique", ep + ".name", "a name after '" + last->str() + "'",
                   e->name()->str());
         last = e->name();
-        if (e->tensor() >= len(p_->tensors()))
-          invalid("tensor index out of range", ep + ".tensor", "< " + num(len(p_->tensors())), num(e->tensor()));
       }
     }
   }
@@ -470,9 +461,6 @@ class Validator {
         invalid("extra files must be sorted by name, names unique", path + ".name", "a name after '" + prev->str() + "'",
                 n);
       prev = e->name();
-      if (e->storage() >= len(p_->storages()))
-        invalid("extra file storage index out of range", path + ".storage", "< " + num(len(p_->storages())),
-                num(e->storage()));
     }
   }
 
@@ -557,18 +545,6 @@ class Validator {
     n_symbols_ = len(p->symbols());
     n_exprs_ = len(p->sym_exprs());
     check_symbols(p, path);
-    for (uint32_t i = 0; i < len(p->range_constraints()); ++i)
-      if (p->range_constraints()->Get(i)->expr() >= n_exprs_)
-        invalid("expression index out of range", path + ".range_constraints[" + num(i) + "].expr",
-                "< " + num(n_exprs_), num(p->range_constraints()->Get(i)->expr()));
-    for (uint32_t i = 0; i < len(p->input_guards()); ++i)
-      if (p->input_guards()->Get(i) >= n_exprs_)
-        invalid("expression index out of range", path + ".input_guards[" + num(i) + "]", "< " + num(n_exprs_),
-                num(p->input_guards()->Get(i)));
-    for (uint32_t i = 0; i < len(p->guard_sources()); ++i)
-      if (p->guard_sources()->Get(i)->symbol() >= n_symbols_)
-        invalid("symbol index out of range", path + ".guard_sources[" + num(i) + "].symbol", "< " + num(n_symbols_),
-                num(p->guard_sources()->Get(i)->symbol()));
     if (!p->graph()) invalid("required field is missing", path + ".graph");
     const Scope scope = check_graph(p->graph(), 0, path + ".graph");
     check_signature(p, scope, path);
@@ -578,7 +554,6 @@ class Validator {
       const std::string ep = path + ".state[" + num(i) + "]";
       if (!e->name()) invalid("required field is missing", ep + ".name");
       if (e->kind() == StateKind::UNSPECIFIED) invalid("state kind is UNSPECIFIED", ep + ".kind");
-      if (e->tensor() >= n_tensors_) invalid("tensor index out of range", ep + ".tensor", "< " + num(n_tensors_), num(e->tensor()));
     }
     for (uint32_t i = 0; i < len(p->custom_objects()); ++i) {
       const auto *o = p->custom_objects()->Get(i);
@@ -715,11 +690,6 @@ class Validator {
     }
   }
 
-  void check_sym(int32_t expr, const std::string &path) {
-    if (expr < -1 || (expr >= 0 && uint32_t(expr) >= n_exprs_))
-      invalid("expression index out of range", path + ".expr", "-1 or < " + num(n_exprs_), snum(expr));
-  }
-
   template <class V>
   std::unordered_set<std::string> names(const V *values, const std::string &path) {
     std::unordered_set<std::string> out;
@@ -747,20 +717,7 @@ class Validator {
       const std::string mp = path + ".tensor_values[" + num(i) + "].meta";
       if (!meta) invalid("required field is missing", mp);
       if (meta->dtype() == ScalarType::UNSPECIFIED) invalid("dtype is UNSPECIFIED", mp + ".dtype");
-      for (uint32_t d = 0; d < len(meta->sizes()); ++d) check_sym(meta->sizes()->Get(d)->expr(), mp + ".sizes[" + num(d) + "]");
-      for (uint32_t d = 0; d < len(meta->strides()); ++d)
-        check_sym(meta->strides()->Get(d)->expr(), mp + ".strides[" + num(d) + "]");
-      if (meta->storage_offset()) check_sym(meta->storage_offset()->expr(), mp + ".storage_offset");
     }
-    for (uint32_t i = 0; i < len(g->sym_int_values()); ++i)
-      if (g->sym_int_values()->Get(i)->value())
-        check_sym(g->sym_int_values()->Get(i)->value()->expr(), path + ".sym_int_values[" + num(i) + "].value");
-    for (uint32_t i = 0; i < len(g->sym_float_values()); ++i)
-      if (g->sym_float_values()->Get(i)->value())
-        check_sym(g->sym_float_values()->Get(i)->value()->expr(), path + ".sym_float_values[" + num(i) + "].value");
-    for (uint32_t i = 0; i < len(g->sym_bool_values()); ++i)
-      if (g->sym_bool_values()->Get(i)->value())
-        check_sym(g->sym_bool_values()->Get(i)->value()->expr(), path + ".sym_bool_values[" + num(i) + "].value");
     for (int o = 0; o < 2; ++o) {
       const auto *args = o ? g->outputs() : g->inputs();
       for (uint32_t i = 0; i < len(args); ++i)
@@ -794,10 +751,6 @@ class Validator {
 
   void check_metadata(const NodeMetadata *meta, const std::string &path) {
     if (!meta) return;
-    for (uint32_t j = 0; j < len(meta->unbacked_bindings()); ++j)
-      if (meta->unbacked_bindings()->Get(j)->symbol() >= n_symbols_)
-        invalid("symbol index out of range", path + ".unbacked_bindings[" + num(j) + "].symbol", "< " + num(n_symbols_),
-                num(meta->unbacked_bindings()->Get(j)->symbol()));
     if (meta->custom()) check_map(meta->custom(), 1, false, path + ".custom");
     check_sorted_entries(meta->extra(), path + ".extra");  // extra keys' classes: the string walk
   }
