@@ -81,6 +81,19 @@ def _reject_constant(name):
                         got=name)
 
 
+def _finite_float(text):
+    """A JSON number with a fraction or exponent, rounded to binary64; one beyond the finite range is refused:
+    the infinities have one spelling, "inf" and "-inf" (SPEC.md §4), so `1e400` is not another."""
+    value = float(text)
+    if value in (_INF, -_INF):
+        raise EncodingError("JSON number beyond the largest finite float; write infinities as \"inf\" or \"-inf\"",
+                            expected="a number within binary64 range", got=text)
+    return value
+
+
+_INF = float("inf")
+
+
 def _no_duplicates(pairs):
     d = dict(pairs)
     if len(d) != len(pairs):
@@ -102,8 +115,9 @@ def _json_path(parts) -> str:
     return out
 
 
-_PLAIN_DECODER = _json.JSONDecoder(parse_constant=_reject_constant)
-_STRICT_DECODER = _json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+_PLAIN_DECODER = _json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
+_STRICT_DECODER = _json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_reject_constant,
+                                    parse_float=_finite_float)
 
 
 def _parse(decoder, text, max_depth):

@@ -391,7 +391,11 @@ class JsonParser {
     const std::string text(p_ + start, pos_ - start);
     if (is_float) {
       v.t = Val::Float;
-      v.f = std::strtod(text.c_str(), nullptr);  // correctly rounded; overflow gives ±inf as Python's float()
+      v.f = std::strtod(text.c_str(), nullptr);  // correctly rounded, as Python's float()
+      // The infinities have one spelling, "inf"/"-inf" (SPEC.md section 4): 1e400 is not another.
+      if (std::isinf(v.f))
+        fail(ErrorKind::Encoding, "JSON number beyond the largest finite float", "", "a number within binary64 range",
+             text);
       return v;
     }
     const size_t ndigits = int_end - digits_start;

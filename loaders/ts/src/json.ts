@@ -167,7 +167,12 @@ class Parser {
       }
       return BigInt(text);
     }
-    return new JFloat(Number(text));
+    const value = Number(text);
+    // The infinities have one spelling, "inf"/"-inf" (SPEC.md section 4): 1e400 is not another.
+    if (!Number.isFinite(value)) {
+      throw new EncodingError('JSON number beyond the largest finite float', { offset: this.i - text.length, expected: 'a number within binary64 range', got: text });
+    }
+    return new JFloat(value);
   }
 }
 
