@@ -20,7 +20,7 @@ from pt2format._container.header import (
 )
 from pt2format._extras import check_extra_files
 from pt2format._generated import model as m
-from pt2format._generated.index_check import check_indices
+from pt2format._generated.field_rules import check_field_rules
 from pt2format._strings import CHECKERS, check_extra_meta_key
 from pt2format._symeval import OP_ARITY, UNKNOWN, evaluate_pool
 from pt2format.errors import LimitError, Pt2FormatError, SegmentError, UnsupportedFeatureError, ValidationError
@@ -68,7 +68,7 @@ def validate_package(package, *, data_section_lengths=None, reader_major: int = 
         raise UnsupportedFeatureError(f"file requires unknown features 0x{unknown:x}", path="required_features",
                                       expected=f"bits within 0x{known_features:x}",
                                       got=f"0x{package.required_features:x}")
-    check_indices(package)  # every pt2f_index field of the schema, generated; the walk below relies on them
+    check_field_rules(package)  # every pt2f_index field of the schema, generated; the walk below relies on them
     _check_sorted_entries(package.metadata, "metadata")
     _check_data(package, data_section_lengths)
     check_extra_files(package)
@@ -101,7 +101,11 @@ def validate_package(package, *, data_section_lengths=None, reader_major: int = 
 
 
 def _check_sorted_entries(entries, path: str) -> None:
-    """StringEntry vectors: keys present, strictly increasing by code point (= UTF-8 byte order, flatc's key order)."""
+    """StringEntry vectors: keys present, strictly increasing by code point (= UTF-8 byte order, flatc's key order).
+
+    Presence stays here rather than in a pt2f_required attribute: `key` makes it required in FlatBuffers
+    already (the verifier refuses a missing key), so only MessagePack and JSON can omit it.
+    """
     prev = None
     for i, entry in enumerate(entries):
         if entry.key is None:
@@ -287,12 +291,10 @@ def _check_no_overlap(storages, segments) -> None:
 
 
 def _check_weight_sets(weight_sets) -> None:
-    """Weight sets: names unique and sorted, entries sorted by name (tensor indices: check_indices)."""
+    """Weight sets: names unique and sorted, entries sorted by name (tensor indices: check_field_rules)."""
     prev = None
     for i, ws in enumerate(weight_sets):
         path = f"weight_sets[{i}]"
-        if ws.name is None:
-            raise _fail("required field is missing", f"{path}.name")
         if prev is not None and not prev < ws.name:
             raise _fail("weight set names must be unique and sorted", f"{path}.name",
                         expected=f"a name after {prev!r}", got=repr(ws.name))
@@ -300,8 +302,6 @@ def _check_weight_sets(weight_sets) -> None:
         last = None
         for j, entry in enumerate(ws.entries):
             epath = f"{path}.entries[{j}]"
-            if entry.name is None:
-                raise _fail("required field is missing", f"{epath}.name")
             if last is not None and not last < entry.name:
                 raise _fail("entries must be sorted by name, names unique", f"{epath}.name",
                             expected=f"a name after {last!r}", got=repr(entry.name))
@@ -417,11 +417,7 @@ class _Program:
 
     def check(self) -> None:
         p = self.p
-        if p.name is None:
-            raise _fail("required field is missing", "name")
         self.check_symbols()
-        if p.graph is None:
-            raise _fail("required field is missing", "graph")
         try:
             scope = _Graph(self, p.graph, 0).check()
         except Pt2FormatError as e:
@@ -430,13 +426,9 @@ class _Program:
         self.check_state_matches_placeholders()
         for i, entry in enumerate(p.state):
             path = f"state[{i}]"
-            if entry.name is None:
-                raise _fail("required field is missing", f"{path}.name")
             if entry.kind == m.StateKind.UNSPECIFIED:
                 raise _fail("state kind is UNSPECIFIED", f"{path}.kind")
         for i, obj in enumerate(p.custom_objects):
-            if obj.name is None:
-                raise _fail("required field is missing", f"custom_objects[{i}].name")
             self.check_value(obj.state, f"custom_objects[{i}].state")
         if p.example_inputs is not None:
             try:
@@ -494,8 +486,6 @@ class _Program:
     def check_symbols(self) -> None:
         seen = set()
         for i, sym in enumerate(self.p.symbols):
-            if sym.name is None:
-                raise _fail("required field is missing", f"symbols[{i}].name")
             if sym.name in seen:
                 raise _fail("duplicate symbol name", f"symbols[{i}].name", got=repr(sym.name))
             seen.add(sym.name)
@@ -549,8 +539,6 @@ class _Program:
     def check_signature(self, scope) -> None:
         sig = self.p.signature
         graph = self.p.graph
-        if sig is None:
-            raise _fail("required field is missing", "signature")
         for group, specs, args in (("input_specs", sig.input_specs, graph.inputs),
                                    ("output_specs", sig.output_specs, graph.outputs)):
             if len(specs) != len(args):
@@ -563,8 +551,6 @@ class _Program:
                 if s is None:
                     raise _fail("union value is missing", f"{path}.spec")
                 if type(s) is m.InputToConstantInputSpec:
-                    if s.name is None:
-                        raise _fail("required field is missing", f"{path}.spec.name")
                     self.check_value(s.value, f"{path}.spec.value")
                     continue
                 arg = s.arg
@@ -622,11 +608,7 @@ class _Graph:
 
     @staticmethod
     def _names(values, path: str) -> set:
-        names = set()
-        for i, v in enumerate(values):
-            if v.name is None:
-                raise _fail("required field is missing", f"{path}[{i}].name")
-            names.add(v.name)
+        names = {v.name for v in values}
         if len(names) != len(values):
             raise _fail("duplicate value names", path, expected=f"{len(values)} unique names", got=len(names))
         return names
@@ -637,8 +619,6 @@ class _Graph:
         for i, tv in enumerate(g.tensor_values):
             meta = tv.meta
             path = f"tensor_values[{i}].meta"
-            if meta is None:
-                raise _fail("required field is missing", path)
             if meta.dtype == m.ScalarType.UNSPECIFIED:
                 raise _fail("dtype is UNSPECIFIED", f"{path}.dtype")
         for group in ("inputs", "outputs"):
@@ -662,10 +642,6 @@ class _Graph:
         return self
 
     def check_node(self, node) -> None:
-        if node.name is None:
-            raise _fail("required field is missing", "name")
-        if node.target is None:
-            raise _fail("required field is missing", "target")
         for j, arg in enumerate(node.inputs):
             try:
                 self.check_argument(arg.value)
@@ -723,20 +699,13 @@ class _Graph:
         elif cls is m.CustomObjArgument:
             if v.name not in self.custom_objs:
                 raise _undeclared("custom object", v.name, "name")
-        elif cls is m.TokenArgument:
-            if v.name is None:
-                raise _fail("required field is missing", "name")
         elif cls is m.GraphArgument:
-            if v.graph is None:
-                raise _fail("required field is missing", "graph")
             self.check_metadata(v.metadata, "metadata")
             try:
                 _Graph(self.prog, v.graph, self.depth + 1).check()
             except Pt2FormatError as e:
                 raise _wrap(e, "graph")
         elif cls is m.TreeSpecArgument:  # 1.1: a flat_apply node's spec, fetched with get_attr
-            if v.spec is None:
-                raise _fail("required field is missing", "spec")
             self.check_metadata(v.metadata, "metadata")
             try:
                 self.prog.check_tree_spec(v.spec, 0)

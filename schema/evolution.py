@@ -179,8 +179,12 @@ def diff(old, new) -> list[str]:
             problems.append(f"{what}: removed" + (f" (now {other[0]})" if other else " (renamed or deleted)"))
             continue
         if what.startswith("struct "):
-            if before != after:
+            if _layout(before) != _layout(after):
                 problems.append(f"{what}: a struct never changes (fields, types, offsets or size differ)")
+            for name, f in before["fields"].items():  # its fields' attributes follow the tables' rule
+                if name in after["fields"]:
+                    problems += _attribute_changes(f"{what}.{name}", f["attributes"],
+                                                   after["fields"][name]["attributes"], known)
         elif what.startswith("table "):
             problems += _diff_table(what, before["fields"], after["fields"], known)
         elif what.startswith("enum "):
@@ -188,6 +192,12 @@ def diff(old, new) -> list[str]:
         else:
             problems += _diff_union(what, before["members"], after["members"])
     return problems
+
+
+def _layout(struct: dict) -> dict:
+    """A struct's view without its fields' `pt2f_*` attributes: what its bytes are."""
+    return {**struct, "fields": {n: {k: v for k, v in f.items() if k != "attributes"}
+                                 for n, f in struct["fields"].items()}}
 
 
 def _diff_table(what, before, after, known) -> list[str]:

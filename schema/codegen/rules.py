@@ -1,14 +1,18 @@
-"""Index-range checks generated from the schema's `pt2f_index` attributes, for all three readers.
+"""Index-range and presence checks generated from the schema's `pt2f_index` and `pt2f_required` attributes.
 
 A field `f: uint (pt2f_index: "Program.sym_exprs")` must be smaller than the
 length of that vector of the enclosing Program; `... or -1` also allows -1,
 `... from 1` allows 0 (none) to the length (1-based). Each reader gets one
-generated walk, `check_indices(package)`, that visits only the tables from
+generated walk, `check_field_rules(package)`, that visits only the tables from
 which a rule can be reached (the fixed point strings.py uses too) and raises
 a ValidationError whose path names the field, e.g.
 `programs[0].graph.nodes[3].metadata.unbacked_bindings[0].symbol`. Paths are
 built only on failure: Python adds prefixes as the error unwinds, C++ and
 TypeScript keep a chain of frames on the stack.
+
+A `pt2f_required` table or string field that is absent is a ValidationError
+"required field is missing" naming it; a table's presence checks come before
+its index checks.
 
 Ranges that depend on where the value sits (a tensor reference in a subclass
 context, a part that must name an earlier row, a SymExpr symbol only for
@@ -51,8 +55,14 @@ class IndexRules:
         self.structs = {o.short: o for o in schema.objects if o.is_struct}
         self.root = schema.root.short
         self.rules: dict[str, list[Rule]] = {}
+        self.required: dict[str, list[str]] = {}
         for o in schema.objects:
             for f in o.fields:
+                if "pt2f_required" in f.attributes and not f.deprecated:
+                    if o.is_struct or m.field_spec(f)[0] not in ("string", "table"):
+                        raise SystemExit(f"regen: {o.short}.{f.name}: pt2f_required needs a string or table field "
+                                         "of a table")
+                    self.required.setdefault(o.short, []).append(f.name)
                 text = f.attributes.get("pt2f_index")
                 if text is None or f.deprecated:
                     continue
@@ -95,7 +105,8 @@ class IndexRules:
                 yield f, self.m.unions()[ref], False, True
 
     def _reach(self) -> set:
-        reach = {n for n, o in self.tables.items() if n in self.rules or any(self.struct_fields(o)) or n in self.sets}
+        reach = {n for n, o in self.tables.items()
+                 if n in self.rules or n in self.required or any(self.struct_fields(o)) or n in self.sets}
         changed = True
         while changed:
             changed = False
@@ -130,11 +141,12 @@ def gen_python(schema, m, header: str) -> str:
     out = [header, '"""Index-range checks from the schema\'s pt2f_index attributes (schema/codegen/rules.py)."""\n\n',
            "from pt2format.errors import Pt2FormatError as _E\nfrom pt2format.errors import ValidationError\n\n\n",
            "class _Ctx:\n    __slots__ = (" + "".join(f"{v!r}, " for v in ir.vars) + ")\n\n\n",
+           "def _missing(path):\n    return ValidationError(\"required field is missing\", path=path)\n\n\n"
            "def _bad(noun, path, expected, got):\n"
            "    return ValidationError(f\"{noun} index out of range\", path=path, expected=expected, got=got)\n"]
     for name in sorted(ir.reach):
         o = ir.tables[name]
-        body = []
+        body = [f"    if o.{f} is None:\n        raise _missing({f!r})\n" for f in ir.required.get(name, [])]
         for var, target in ir.sets.get(name, []):
             body.append(f"    x.{var} = len(o.{target})\n")
         for r in ir.table_rules(o):
@@ -174,8 +186,8 @@ def gen_python(schema, m, header: str) -> str:
             if is_union and live:
                 unions.append(f"_U_{name}_{f.name} = {{" + ", ".join(f"_m.{r}: c_{r}" for r in live) + "}\n")
     out.append("\n\nfrom pt2format._generated import model as _m  # noqa: E402\n\n" + "".join(unions))
-    out.append(f"\n\ndef check_indices(root) -> None:\n"
-               f"    \"\"\"Raise ValidationError on the first pt2f_index field out of its range.\"\"\"\n"
+    out.append(f"\n\ndef check_field_rules(root) -> None:\n"
+               f"    \"\"\"Raise ValidationError on the first pt2f_required field absent or pt2f_index field out of range.\"\"\"\n"
                f"    c_{ir.root}(root, _Ctx())\n")
     return "".join(out)
 
@@ -213,12 +225,15 @@ def gen_cpp(schema, m, header: str) -> str:
            "                             const std::string &expected, const std::string &got) {\n"
            "  const Frame leaf{f, field, index};\n  Error::Where w;\n  w.section = \"program\";\n"
            "  w.path = path_of(&leaf);\n  w.expected = expected;\n  w.got = got;\n"
-           "  throw Error(ErrorKind::Validation, std::string(noun) + \" index out of range\", w);\n}\n\n"]
+           "  throw Error(ErrorKind::Validation, std::string(noun) + \" index out of range\", w);\n}\n\n"
+           "[[noreturn]] inline void missing(const Frame *f, const char *field) {\n"
+           "  const Frame leaf{f, field, -1};\n  Error::Where w;\n  w.section = \"program\";\n  w.path = path_of(&leaf);\n"
+           "  throw Error(ErrorKind::Validation, \"required field is missing\", w);\n}\n\n"]
     names = sorted(ir.reach)
     out += [f"inline void check_{n}(const pt2format::{n} *o, Ctx &x, const Frame *f);\n" for n in names]
     for name in names:
         o = ir.tables[name]
-        body = []
+        body = [f"  if (!o->{f}()) missing(f, \"{f}\");\n" for f in ir.required.get(name, [])]
         for var, target in ir.sets.get(name, []):
             body.append(f"  x.{var} = o->{target}() ? o->{target}()->size() : 0;\n")
         for r in ir.table_rules(o):
@@ -253,9 +268,9 @@ def gen_cpp(schema, m, header: str) -> str:
                 body.append(f"  if (const auto *c = o->{f.name}()) {{\n    const Frame cf{{f, \"{f.name}\", -1}};\n"
                             f"    check_{live[0]}(c, x, &cf);\n  }}\n")
         out.append(f"\ninline void check_{name}(const pt2format::{name} *o, Ctx &x, const Frame *f) {{\n"
-                   + "".join(body) + "}\n")
+                   "  (void)x;\n  (void)f;\n" + "".join(body) + "}\n")
     out.append(f"\n/// Throws a Validation error on the first pt2f_index field out of its range.\n"
-               f"inline void check_indices(const pt2format::{ir.root} *root) {{\n  Ctx x;\n"
+               f"inline void check_field_rules(const pt2format::{ir.root} *root) {{\n  Ctx x;\n"
                f"  check_{ir.root}(root, x, nullptr);\n}}\n\n}}  // namespace pt2f::rules\n")
     return "".join(out)
 
@@ -288,13 +303,15 @@ def gen_ts(schema, m, header: str) -> str:
            "function bad(noun: string, f: Frame | null, field: string, index: number, expected: string, got: number): never {\n"
            "  const path = pathOf({ parent: f, field, index });\n"
            "  throw new ValidationError(`${noun} index out of range`, { path, expected, got });\n}\n\n"
+           "function missing(f: Frame | null, field: string): never {\n"
+           "  throw new ValidationError('required field is missing', { path: pathOf({ parent: f, field, index: -1 }) });\n}\n\n"
            "const n = (v: TValue | undefined): number => Number((v ?? 0) as number | bigint);\n"
            "const len = (v: TValue | undefined): number => ((v ?? []) as TValue[]).length;\n"
            "const tables = (v: TValue | undefined): TTable[] => (v ?? []) as TTable[];\n"]
     names = sorted(ir.reach)
     for name in names:
         o = ir.tables[name]
-        body = []
+        body = [f"  if (o['{f}'] === null || o['{f}'] === undefined) missing(f, '{f}');\n" for f in ir.required.get(name, [])]
         for var, target in ir.sets.get(name, []):
             body.append(f"  x.{var} = len(o['{target}']);\n")
         for r in ir.table_rules(o):
@@ -340,5 +357,5 @@ def gen_ts(schema, m, header: str) -> str:
                            + ", ".join(f"{r}: check{r}" for r in live) + " };\n")
     init = ", ".join(f"{v}: 0" for v in ir.vars)
     out.append(f"\n/** Throws a ValidationError on the first pt2f_index field out of its range. */\n"
-               f"export function checkIndices(root: TTable): void {{\n  check{ir.root}(root, {{ {init} }}, null);\n}}\n")
+               f"export function checkFieldRules(root: TTable): void {{\n  check{ir.root}(root, {{ {init} }}, null);\n}}\n")
     return "".join(out)

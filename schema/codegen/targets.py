@@ -55,7 +55,7 @@ PYTHON_TARGETS = {
     "pt2format/_generated/minors.py": lambda c: minors.gen_python_minors(c.schema_version, c.minor_table, c.version),
     "pt2format/_generated/string_check.py": _py(strings.generate_tree_check),
     "pt2format/_generated/limits.py": lambda c: limits.gen_python(c.s, header_line("#", c.version)),
-    "pt2format/_generated/index_check.py": lambda c: rules.gen_python(c.s, c.model, header_line("#", c.version)),
+    "pt2format/_generated/field_rules.py": lambda c: rules.gen_python(c.s, c.model, header_line("#", c.version)),
     "pt2format/_generated/identifier_chars.py": lambda c: identifier_chars.gen_python(header_line("#", c.version)),
     # A copy of the JSON Schema inside the package, so an installed pt2format can validate JSON.
     "pt2format/_generated/pt2format.schema.json": lambda c: c.jsonschema,

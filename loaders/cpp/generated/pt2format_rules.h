@@ -48,14 +48,27 @@ struct Ctx {
   throw Error(ErrorKind::Validation, std::string(noun) + " index out of range", w);
 }
 
+[[noreturn]] inline void missing(const Frame *f, const char *field) {
+  const Frame leaf{f, field, -1};
+  Error::Where w;
+  w.section = "program";
+  w.path = path_of(&leaf);
+  throw Error(ErrorKind::Validation, "required field is missing", w);
+}
+
 inline void check_Argument(const pt2format::Argument *o, Ctx &x, const Frame *f);
 inline void check_ArgumentMapEntry(const pt2format::ArgumentMapEntry *o, Ctx &x, const Frame *f);
+inline void check_CustomObjArgument(const pt2format::CustomObjArgument *o, Ctx &x, const Frame *f);
+inline void check_CustomObject(const pt2format::CustomObject *o, Ctx &x, const Frame *f);
 inline void check_ExtraFile(const pt2format::ExtraFile *o, Ctx &x, const Frame *f);
 inline void check_Graph(const pt2format::Graph *o, Ctx &x, const Frame *f);
 inline void check_GraphArgument(const pt2format::GraphArgument *o, Ctx &x, const Frame *f);
 inline void check_GraphSignature(const pt2format::GraphSignature *o, Ctx &x, const Frame *f);
 inline void check_GuardSource(const pt2format::GuardSource *o, Ctx &x, const Frame *f);
 inline void check_InputSpec(const pt2format::InputSpec *o, Ctx &x, const Frame *f);
+inline void check_InputToConstantInputSpec(const pt2format::InputToConstantInputSpec *o, Ctx &x, const Frame *f);
+inline void check_InputToCustomObjSpec(const pt2format::InputToCustomObjSpec *o, Ctx &x, const Frame *f);
+inline void check_InputTokenSpec(const pt2format::InputTokenSpec *o, Ctx &x, const Frame *f);
 inline void check_MixedListArgument(const pt2format::MixedListArgument *o, Ctx &x, const Frame *f);
 inline void check_ModuleCallEntry(const pt2format::ModuleCallEntry *o, Ctx &x, const Frame *f);
 inline void check_ModuleCallSignature(const pt2format::ModuleCallSignature *o, Ctx &x, const Frame *f);
@@ -63,6 +76,7 @@ inline void check_NamedArgument(const pt2format::NamedArgument *o, Ctx &x, const
 inline void check_Node(const pt2format::Node *o, Ctx &x, const Frame *f);
 inline void check_NodeMetadata(const pt2format::NodeMetadata *o, Ctx &x, const Frame *f);
 inline void check_OutputSpec(const pt2format::OutputSpec *o, Ctx &x, const Frame *f);
+inline void check_OutputTokenSpec(const pt2format::OutputTokenSpec *o, Ctx &x, const Frame *f);
 inline void check_Package(const pt2format::Package *o, Ctx &x, const Frame *f);
 inline void check_Program(const pt2format::Program *o, Ctx &x, const Frame *f);
 inline void check_RangeConstraint(const pt2format::RangeConstraint *o, Ctx &x, const Frame *f);
@@ -73,8 +87,10 @@ inline void check_StringToArgumentMapArgument(const pt2format::StringToArgumentM
 inline void check_SymBoolValue(const pt2format::SymBoolValue *o, Ctx &x, const Frame *f);
 inline void check_SymFloatValue(const pt2format::SymFloatValue *o, Ctx &x, const Frame *f);
 inline void check_SymIntValue(const pt2format::SymIntValue *o, Ctx &x, const Frame *f);
+inline void check_Symbol(const pt2format::Symbol *o, Ctx &x, const Frame *f);
 inline void check_TensorMeta(const pt2format::TensorMeta *o, Ctx &x, const Frame *f);
 inline void check_TensorValue(const pt2format::TensorValue *o, Ctx &x, const Frame *f);
+inline void check_TokenArgument(const pt2format::TokenArgument *o, Ctx &x, const Frame *f);
 inline void check_TreeSpecArgument(const pt2format::TreeSpecArgument *o, Ctx &x, const Frame *f);
 inline void check_UnbackedBinding(const pt2format::UnbackedBinding *o, Ctx &x, const Frame *f);
 inline void check_UnpackMetadata(const pt2format::UnpackMetadata *o, Ctx &x, const Frame *f);
@@ -83,9 +99,13 @@ inline void check_UserOutputSpec(const pt2format::UserOutputSpec *o, Ctx &x, con
 inline void check_WeightSet(const pt2format::WeightSet *o, Ctx &x, const Frame *f);
 
 inline void check_Argument(const pt2format::Argument *o, Ctx &x, const Frame *f) {
+  (void)x;
+  (void)f;
   {
     const Frame cf{f, "value", -1};
+    if (const auto *c = o->value_as_TokenArgument()) check_TokenArgument(c, x, &cf);
     if (const auto *c = o->value_as_GraphArgument()) check_GraphArgument(c, x, &cf);
+    if (const auto *c = o->value_as_CustomObjArgument()) check_CustomObjArgument(c, x, &cf);
     if (const auto *c = o->value_as_StringToArgumentMapArgument()) check_StringToArgumentMapArgument(c, x, &cf);
     if (const auto *c = o->value_as_MixedListArgument()) check_MixedListArgument(c, x, &cf);
     if (const auto *c = o->value_as_TreeSpecArgument()) check_TreeSpecArgument(c, x, &cf);
@@ -93,17 +113,35 @@ inline void check_Argument(const pt2format::Argument *o, Ctx &x, const Frame *f)
 }
 
 inline void check_ArgumentMapEntry(const pt2format::ArgumentMapEntry *o, Ctx &x, const Frame *f) {
+  (void)x;
+  (void)f;
   if (const auto *c = o->value()) {
     const Frame cf{f, "value", -1};
     check_Argument(c, x, &cf);
   }
 }
 
+inline void check_CustomObjArgument(const pt2format::CustomObjArgument *o, Ctx &x, const Frame *f) {
+  (void)x;
+  (void)f;
+  if (!o->name()) missing(f, "name");
+}
+
+inline void check_CustomObject(const pt2format::CustomObject *o, Ctx &x, const Frame *f) {
+  (void)x;
+  (void)f;
+  if (!o->name()) missing(f, "name");
+}
+
 inline void check_ExtraFile(const pt2format::ExtraFile *o, Ctx &x, const Frame *f) {
+  (void)x;
+  (void)f;
   if (uint64_t(o->storage()) >= x.Package_storages) bad("storage", f, "storage", -1, "< " + std::to_string(x.Package_storages), std::to_string(o->storage()));
 }
 
 inline void check_Graph(const pt2format::Graph *o, Ctx &x, const Frame *f) {
+  (void)x;
+  (void)f;
   if (const auto *v = o->inputs())
     for (uint32_t i = 0; i < v->size(); ++i) {
       const Frame cf{f, "inputs", int64_t(i)};
@@ -139,6 +177,11 @@ inline void check_Graph(const pt2format::Graph *o, Ctx &x, const Frame *f) {
       const Frame cf{f, "sym_bool_values", int64_t(i)};
       check_SymBoolValue(v->Get(i), x, &cf);
     }
+  if (const auto *v = o->custom_obj_values())
+    for (uint32_t i = 0; i < v->size(); ++i) {
+      const Frame cf{f, "custom_obj_values", int64_t(i)};
+      check_CustomObjArgument(v->Get(i), x, &cf);
+    }
   if (const auto *v = o->input_metadata())
     for (uint32_t i = 0; i < v->size(); ++i) {
       const Frame cf{f, "input_metadata", int64_t(i)};
@@ -151,6 +194,9 @@ inline void check_Graph(const pt2format::Graph *o, Ctx &x, const Frame *f) {
 }
 
 inline void check_GraphArgument(const pt2format::GraphArgument *o, Ctx &x, const Frame *f) {
+  (void)x;
+  (void)f;
+  if (!o->graph()) missing(f, "graph");
   if (const auto *c = o->graph()) {
     const Frame cf{f, "graph", -1};
     check_Graph(c, x, &cf);
@@ -162,6 +208,8 @@ inline void check_GraphArgument(const pt2format::GraphArgument *o, Ctx &x, const
 }
 
 inline void check_GraphSignature(const pt2format::GraphSignature *o, Ctx &x, const Frame *f) {
+  (void)x;
+  (void)f;
   if (const auto *v = o->input_specs())
     for (uint32_t i = 0; i < v->size(); ++i) {
       const Frame cf{f, "input_specs", int64_t(i)};
@@ -175,17 +223,50 @@ inline void check_GraphSignature(const pt2format::GraphSignature *o, Ctx &x, con
 }
 
 inline void check_GuardSource(const pt2format::GuardSource *o, Ctx &x, const Frame *f) {
+  (void)x;
+  (void)f;
   if (uint64_t(o->symbol()) >= x.Program_symbols) bad("symbol", f, "symbol", -1, "< " + std::to_string(x.Program_symbols), std::to_string(o->symbol()));
 }
 
 inline void check_InputSpec(const pt2format::InputSpec *o, Ctx &x, const Frame *f) {
+  (void)x;
+  (void)f;
   {
     const Frame cf{f, "spec", -1};
     if (const auto *c = o->spec_as_UserInputSpec()) check_UserInputSpec(c, x, &cf);
+    if (const auto *c = o->spec_as_InputToCustomObjSpec()) check_InputToCustomObjSpec(c, x, &cf);
+    if (const auto *c = o->spec_as_InputTokenSpec()) check_InputTokenSpec(c, x, &cf);
+    if (const auto *c = o->spec_as_InputToConstantInputSpec()) check_InputToConstantInputSpec(c, x, &cf);
+  }
+}
+
+inline void check_InputToConstantInputSpec(const pt2format::InputToConstantInputSpec *o, Ctx &x, const Frame *f) {
+  (void)x;
+  (void)f;
+  if (!o->name()) missing(f, "name");
+}
+
+inline void check_InputToCustomObjSpec(const pt2format::InputToCustomObjSpec *o, Ctx &x, const Frame *f) {
+  (void)x;
+  (void)f;
+  if (const auto *c = o->arg()) {
+    const Frame cf{f, "arg", -1};
+    check_CustomObjArgument(c, x, &cf);
+  }
+}
+
+inline void check_InputTokenSpec(const pt2format::InputTokenSpec *o, Ctx &x, const Frame *f) {
+  (void)x;
+  (void)f;
+  if (const auto *c = o->arg()) {
+    const Frame cf{f, "arg", -1};
+    check_TokenArgument(c, x, &cf);
   }
 }
 
 inline void check_MixedListArgument(const pt2format::MixedListArgument *o, Ctx &x, const Frame *f) {
+  (void)x;
+  (void)f;
   if (const auto *v = o->items())
     for (uint32_t i = 0; i < v->size(); ++i) {
       const Frame cf{f, "items", int64_t(i)};
@@ -194,6 +275,8 @@ inline void check_MixedListArgument(const pt2format::MixedListArgument *o, Ctx &
 }
 
 inline void check_ModuleCallEntry(const pt2format::ModuleCallEntry *o, Ctx &x, const Frame *f) {
+  (void)x;
+  (void)f;
   if (const auto *c = o->signature()) {
     const Frame cf{f, "signature", -1};
     check_ModuleCallSignature(c, x, &cf);
@@ -201,6 +284,8 @@ inline void check_ModuleCallEntry(const pt2format::ModuleCallEntry *o, Ctx &x, c
 }
 
 inline void check_ModuleCallSignature(const pt2format::ModuleCallSignature *o, Ctx &x, const Frame *f) {
+  (void)x;
+  (void)f;
   if (const auto *v = o->inputs())
     for (uint32_t i = 0; i < v->size(); ++i) {
       const Frame cf{f, "inputs", int64_t(i)};
@@ -214,9 +299,13 @@ inline void check_ModuleCallSignature(const pt2format::ModuleCallSignature *o, C
 }
 
 inline void check_NamedArgument(const pt2format::NamedArgument *o, Ctx &x, const Frame *f) {
+  (void)x;
+  (void)f;
   {
     const Frame cf{f, "value", -1};
+    if (const auto *c = o->value_as_TokenArgument()) check_TokenArgument(c, x, &cf);
     if (const auto *c = o->value_as_GraphArgument()) check_GraphArgument(c, x, &cf);
+    if (const auto *c = o->value_as_CustomObjArgument()) check_CustomObjArgument(c, x, &cf);
     if (const auto *c = o->value_as_StringToArgumentMapArgument()) check_StringToArgumentMapArgument(c, x, &cf);
     if (const auto *c = o->value_as_MixedListArgument()) check_MixedListArgument(c, x, &cf);
     if (const auto *c = o->value_as_TreeSpecArgument()) check_TreeSpecArgument(c, x, &cf);
@@ -224,6 +313,10 @@ inline void check_NamedArgument(const pt2format::NamedArgument *o, Ctx &x, const
 }
 
 inline void check_Node(const pt2format::Node *o, Ctx &x, const Frame *f) {
+  (void)x;
+  (void)f;
+  if (!o->name()) missing(f, "name");
+  if (!o->target()) missing(f, "target");
   if (const auto *v = o->inputs())
     for (uint32_t i = 0; i < v->size(); ++i) {
       const Frame cf{f, "inputs", int64_t(i)};
@@ -246,6 +339,8 @@ inline void check_Node(const pt2format::Node *o, Ctx &x, const Frame *f) {
 }
 
 inline void check_NodeMetadata(const pt2format::NodeMetadata *o, Ctx &x, const Frame *f) {
+  (void)x;
+  (void)f;
   if (const auto *v = o->unbacked_bindings())
     for (uint32_t i = 0; i < v->size(); ++i) {
       const Frame cf{f, "unbacked_bindings", int64_t(i)};
@@ -254,13 +349,27 @@ inline void check_NodeMetadata(const pt2format::NodeMetadata *o, Ctx &x, const F
 }
 
 inline void check_OutputSpec(const pt2format::OutputSpec *o, Ctx &x, const Frame *f) {
+  (void)x;
+  (void)f;
   {
     const Frame cf{f, "spec", -1};
     if (const auto *c = o->spec_as_UserOutputSpec()) check_UserOutputSpec(c, x, &cf);
+    if (const auto *c = o->spec_as_OutputTokenSpec()) check_OutputTokenSpec(c, x, &cf);
+  }
+}
+
+inline void check_OutputTokenSpec(const pt2format::OutputTokenSpec *o, Ctx &x, const Frame *f) {
+  (void)x;
+  (void)f;
+  if (const auto *c = o->arg()) {
+    const Frame cf{f, "arg", -1};
+    check_TokenArgument(c, x, &cf);
   }
 }
 
 inline void check_Package(const pt2format::Package *o, Ctx &x, const Frame *f) {
+  (void)x;
+  (void)f;
   x.Package_external_files = o->external_files() ? o->external_files()->size() : 0;
   x.Package_segments = o->segments() ? o->segments()->size() : 0;
   x.Package_shard_files = o->shard_files() ? o->shard_files()->size() : 0;
@@ -294,6 +403,11 @@ inline void check_Package(const pt2format::Package *o, Ctx &x, const Frame *f) {
 }
 
 inline void check_Program(const pt2format::Program *o, Ctx &x, const Frame *f) {
+  (void)x;
+  (void)f;
+  if (!o->name()) missing(f, "name");
+  if (!o->graph()) missing(f, "graph");
+  if (!o->signature()) missing(f, "signature");
   x.Program_sym_exprs = o->sym_exprs() ? o->sym_exprs()->size() : 0;
   x.Program_symbols = o->symbols() ? o->symbols()->size() : 0;
   if (const auto *v = o->input_guards())
@@ -311,6 +425,11 @@ inline void check_Program(const pt2format::Program *o, Ctx &x, const Frame *f) {
       const Frame cf{f, "module_call_graph", int64_t(i)};
       check_ModuleCallEntry(v->Get(i), x, &cf);
     }
+  if (const auto *v = o->symbols())
+    for (uint32_t i = 0; i < v->size(); ++i) {
+      const Frame cf{f, "symbols", int64_t(i)};
+      check_Symbol(v->Get(i), x, &cf);
+    }
   if (const auto *v = o->range_constraints())
     for (uint32_t i = 0; i < v->size(); ++i) {
       const Frame cf{f, "range_constraints", int64_t(i)};
@@ -321,6 +440,11 @@ inline void check_Program(const pt2format::Program *o, Ctx &x, const Frame *f) {
       const Frame cf{f, "state", int64_t(i)};
       check_StateEntry(v->Get(i), x, &cf);
     }
+  if (const auto *v = o->custom_objects())
+    for (uint32_t i = 0; i < v->size(); ++i) {
+      const Frame cf{f, "custom_objects", int64_t(i)};
+      check_CustomObject(v->Get(i), x, &cf);
+    }
   if (const auto *v = o->guard_sources())
     for (uint32_t i = 0; i < v->size(); ++i) {
       const Frame cf{f, "guard_sources", int64_t(i)};
@@ -329,23 +453,34 @@ inline void check_Program(const pt2format::Program *o, Ctx &x, const Frame *f) {
 }
 
 inline void check_RangeConstraint(const pt2format::RangeConstraint *o, Ctx &x, const Frame *f) {
+  (void)x;
+  (void)f;
   if (uint64_t(o->expr()) >= x.Program_sym_exprs) bad("sym expr", f, "expr", -1, "< " + std::to_string(x.Program_sym_exprs), std::to_string(o->expr()));
 }
 
 inline void check_Segment(const pt2format::Segment *o, Ctx &x, const Frame *f) {
+  (void)x;
+  (void)f;
   if (uint64_t(o->file()) > x.Package_shard_files) bad("shard file", f, "file", -1, "<= " + std::to_string(x.Package_shard_files), std::to_string(o->file()));
   if (uint64_t(o->external()) > x.Package_external_files) bad("external file", f, "external", -1, "<= " + std::to_string(x.Package_external_files), std::to_string(o->external()));
 }
 
 inline void check_StateEntry(const pt2format::StateEntry *o, Ctx &x, const Frame *f) {
+  (void)x;
+  (void)f;
+  if (!o->name()) missing(f, "name");
   if (uint64_t(o->tensor()) >= x.Package_tensors) bad("tensor", f, "tensor", -1, "< " + std::to_string(x.Package_tensors), std::to_string(o->tensor()));
 }
 
 inline void check_Storage(const pt2format::Storage *o, Ctx &x, const Frame *f) {
+  (void)x;
+  (void)f;
   if (uint64_t(o->segment()) >= x.Package_segments) bad("segment", f, "segment", -1, "< " + std::to_string(x.Package_segments), std::to_string(o->segment()));
 }
 
 inline void check_StringToArgumentMapArgument(const pt2format::StringToArgumentMapArgument *o, Ctx &x, const Frame *f) {
+  (void)x;
+  (void)f;
   if (const auto *v = o->entries())
     for (uint32_t i = 0; i < v->size(); ++i) {
       const Frame cf{f, "entries", int64_t(i)};
@@ -354,6 +489,9 @@ inline void check_StringToArgumentMapArgument(const pt2format::StringToArgumentM
 }
 
 inline void check_SymBoolValue(const pt2format::SymBoolValue *o, Ctx &x, const Frame *f) {
+  (void)x;
+  (void)f;
+  if (!o->name()) missing(f, "name");
   if (const auto *s = o->value()) {
       const Frame sf{f, "value", -1};
       if (s->expr() != -1 && (s->expr() < 0 || uint64_t(s->expr()) >= x.Program_sym_exprs)) bad("sym expr", &sf, "expr", -1, "-1 or < " + std::to_string(x.Program_sym_exprs), std::to_string(s->expr()));
@@ -361,6 +499,9 @@ inline void check_SymBoolValue(const pt2format::SymBoolValue *o, Ctx &x, const F
 }
 
 inline void check_SymFloatValue(const pt2format::SymFloatValue *o, Ctx &x, const Frame *f) {
+  (void)x;
+  (void)f;
+  if (!o->name()) missing(f, "name");
   if (const auto *s = o->value()) {
       const Frame sf{f, "value", -1};
       if (s->expr() != -1 && (s->expr() < 0 || uint64_t(s->expr()) >= x.Program_sym_exprs)) bad("sym expr", &sf, "expr", -1, "-1 or < " + std::to_string(x.Program_sym_exprs), std::to_string(s->expr()));
@@ -368,13 +509,24 @@ inline void check_SymFloatValue(const pt2format::SymFloatValue *o, Ctx &x, const
 }
 
 inline void check_SymIntValue(const pt2format::SymIntValue *o, Ctx &x, const Frame *f) {
+  (void)x;
+  (void)f;
+  if (!o->name()) missing(f, "name");
   if (const auto *s = o->value()) {
       const Frame sf{f, "value", -1};
       if (s->expr() != -1 && (s->expr() < 0 || uint64_t(s->expr()) >= x.Program_sym_exprs)) bad("sym expr", &sf, "expr", -1, "-1 or < " + std::to_string(x.Program_sym_exprs), std::to_string(s->expr()));
   }
 }
 
+inline void check_Symbol(const pt2format::Symbol *o, Ctx &x, const Frame *f) {
+  (void)x;
+  (void)f;
+  if (!o->name()) missing(f, "name");
+}
+
 inline void check_TensorMeta(const pt2format::TensorMeta *o, Ctx &x, const Frame *f) {
+  (void)x;
+  (void)f;
   if (const auto *v = o->sizes())
     for (uint32_t i = 0; i < v->size(); ++i) {
       const Frame sf{f, "sizes", int64_t(i)};
@@ -392,13 +544,26 @@ inline void check_TensorMeta(const pt2format::TensorMeta *o, Ctx &x, const Frame
 }
 
 inline void check_TensorValue(const pt2format::TensorValue *o, Ctx &x, const Frame *f) {
+  (void)x;
+  (void)f;
+  if (!o->name()) missing(f, "name");
+  if (!o->meta()) missing(f, "meta");
   if (const auto *c = o->meta()) {
     const Frame cf{f, "meta", -1};
     check_TensorMeta(c, x, &cf);
   }
 }
 
+inline void check_TokenArgument(const pt2format::TokenArgument *o, Ctx &x, const Frame *f) {
+  (void)x;
+  (void)f;
+  if (!o->name()) missing(f, "name");
+}
+
 inline void check_TreeSpecArgument(const pt2format::TreeSpecArgument *o, Ctx &x, const Frame *f) {
+  (void)x;
+  (void)f;
+  if (!o->spec()) missing(f, "spec");
   if (const auto *c = o->metadata()) {
     const Frame cf{f, "metadata", -1};
     check_NodeMetadata(c, x, &cf);
@@ -406,10 +571,14 @@ inline void check_TreeSpecArgument(const pt2format::TreeSpecArgument *o, Ctx &x,
 }
 
 inline void check_UnbackedBinding(const pt2format::UnbackedBinding *o, Ctx &x, const Frame *f) {
+  (void)x;
+  (void)f;
   if (uint64_t(o->symbol()) >= x.Program_symbols) bad("symbol", f, "symbol", -1, "< " + std::to_string(x.Program_symbols), std::to_string(o->symbol()));
 }
 
 inline void check_UnpackMetadata(const pt2format::UnpackMetadata *o, Ctx &x, const Frame *f) {
+  (void)x;
+  (void)f;
   if (const auto *c = o->metadata()) {
     const Frame cf{f, "metadata", -1};
     check_NodeMetadata(c, x, &cf);
@@ -417,6 +586,8 @@ inline void check_UnpackMetadata(const pt2format::UnpackMetadata *o, Ctx &x, con
 }
 
 inline void check_UserInputSpec(const pt2format::UserInputSpec *o, Ctx &x, const Frame *f) {
+  (void)x;
+  (void)f;
   if (const auto *c = o->arg()) {
     const Frame cf{f, "arg", -1};
     check_Argument(c, x, &cf);
@@ -424,6 +595,8 @@ inline void check_UserInputSpec(const pt2format::UserInputSpec *o, Ctx &x, const
 }
 
 inline void check_UserOutputSpec(const pt2format::UserOutputSpec *o, Ctx &x, const Frame *f) {
+  (void)x;
+  (void)f;
   if (const auto *c = o->arg()) {
     const Frame cf{f, "arg", -1};
     check_Argument(c, x, &cf);
@@ -431,6 +604,9 @@ inline void check_UserOutputSpec(const pt2format::UserOutputSpec *o, Ctx &x, con
 }
 
 inline void check_WeightSet(const pt2format::WeightSet *o, Ctx &x, const Frame *f) {
+  (void)x;
+  (void)f;
+  if (!o->name()) missing(f, "name");
   if (const auto *v = o->entries())
     for (uint32_t i = 0; i < v->size(); ++i) {
       const Frame cf{f, "entries", int64_t(i)};
@@ -439,7 +615,7 @@ inline void check_WeightSet(const pt2format::WeightSet *o, Ctx &x, const Frame *
 }
 
 /// Throws a Validation error on the first pt2f_index field out of its range.
-inline void check_indices(const pt2format::Package *root) {
+inline void check_field_rules(const pt2format::Package *root) {
   Ctx x;
   check_Package(root, x, nullptr);
 }

@@ -194,7 +194,7 @@ class Validator {
     if (p_->required_features() & ~kKnownFeatures)
       fail(ErrorKind::UnsupportedFeature, "file requires unknown features", "required_features", "bits within 0xf",
            num(p_->required_features()));
-    rules::check_indices(p_);  // every pt2f_index field of the schema, generated; the checks below rely on them
+    rules::check_field_rules(p_);  // every pt2f_index field of the schema, generated; the checks below rely on them
     check_sorted_entries(p_->metadata(), "metadata");
     check_data();
     check_extra_files();
@@ -339,7 +339,6 @@ class Validator {
     for (uint32_t i = 0; i < len(sets); ++i) {
       const auto *ws = sets->Get(i);
       const std::string path = at("weight_sets", i);
-      if (!ws->name()) invalid("required field is missing", path + ".name");
       if (prev && !(prev->string_view() < ws->name()->string_view()))
         invalid("weight set names must be unique and sorted", path + ".name", "a name after '" + prev->str() + "'",
                 ws->name()->str());
@@ -348,7 +347,6 @@ class Validator {
       for (uint32_t j = 0; j < len(ws->entries()); ++j) {
         const auto *e = ws->entries()->Get(j);
         const std::string ep = path + ".entries[" + num(j) + "]";
-        if (!e->name()) invalid("required field is missing", ep + ".name");
         if (last && !(last->string_view() < e->name()->string_view()))
           invalid("entries must be sorted by name, names unique", ep + ".name", "a name after '" + last->str() + "'",
                   e->name()->str());
@@ -541,24 +539,20 @@ class Validator {
   // --- programs
 
   void check_program(const Program *p, const std::string &path) {
-    if (!p->name()) invalid("required field is missing", path + ".name");
     n_symbols_ = len(p->symbols());
     n_exprs_ = len(p->sym_exprs());
     check_symbols(p, path);
-    if (!p->graph()) invalid("required field is missing", path + ".graph");
     const Scope scope = check_graph(p->graph(), 0, path + ".graph");
     check_signature(p, scope, path);
     check_state_matches_placeholders(p, path);
     for (uint32_t i = 0; i < len(p->state()); ++i) {
       const auto *e = p->state()->Get(i);
       const std::string ep = path + ".state[" + num(i) + "]";
-      if (!e->name()) invalid("required field is missing", ep + ".name");
       if (e->kind() == StateKind::UNSPECIFIED) invalid("state kind is UNSPECIFIED", ep + ".kind");
     }
     for (uint32_t i = 0; i < len(p->custom_objects()); ++i) {
       const auto *o = p->custom_objects()->Get(i);
       const std::string op = path + ".custom_objects[" + num(i) + "]";
-      if (!o->name()) invalid("required field is missing", op + ".name");
       if (o->state()) check_value(o->state(), 0, false, op + ".state");
     }
     if (p->example_inputs()) check_value(p->example_inputs(), 0, true, path + ".example_inputs");
@@ -629,7 +623,6 @@ class Validator {
     for (uint32_t i = 0; i < n_symbols_; ++i) {
       const auto *sym = p->symbols()->Get(i);
       const std::string sp = path + ".symbols[" + num(i) + "].name";
-      if (!sym->name()) invalid("required field is missing", sp);
       if (!seen.insert(sym->name()->str()).second) invalid("duplicate symbol name", sp, "", sym->name()->str());
     }
     for (uint32_t i = 0; i < n_exprs_; ++i) {
@@ -695,7 +688,6 @@ class Validator {
     std::unordered_set<std::string> out;
     for (uint32_t i = 0; i < len(values); ++i) {
       const auto *v = values->Get(i);
-      if (!v->name()) invalid("required field is missing", path + "[" + num(i) + "].name");
       out.insert(v->name()->str());
     }
     if (out.size() != len(values))
@@ -715,7 +707,6 @@ class Validator {
     for (uint32_t i = 0; i < len(g->tensor_values()); ++i) {
       const auto *meta = g->tensor_values()->Get(i)->meta();
       const std::string mp = path + ".tensor_values[" + num(i) + "].meta";
-      if (!meta) invalid("required field is missing", mp);
       if (meta->dtype() == ScalarType::UNSPECIFIED) invalid("dtype is UNSPECIFIED", mp + ".dtype");
     }
     for (int o = 0; o < 2; ++o) {
@@ -731,8 +722,6 @@ class Validator {
     for (uint32_t i = 0; i < len(g->nodes()); ++i) {
       const auto *node = g->nodes()->Get(i);
       const std::string np = path + ".nodes[" + num(i) + "]";
-      if (!node->name()) invalid("required field is missing", np + ".name");
-      if (!node->target()) invalid("required field is missing", np + ".target");
       for (uint32_t j = 0; j < len(node->inputs()); ++j)
         check_argument(sc, node->inputs()->Get(j)->value_type(), node->inputs()->Get(j)->value(), depth,
                        np + ".inputs[" + num(j) + "].value");
@@ -817,18 +806,15 @@ class Validator {
         return;
       }
       case A::TokenArgument:
-        if (!static_cast<const TokenArgument *>(v)->name()) invalid("required field is missing", path + ".name");
         return;
       case A::GraphArgument: {
         const auto *a = static_cast<const GraphArgument *>(v);
-        if (!a->graph()) invalid("required field is missing", path + ".graph");
         check_metadata(a->metadata(), path + ".metadata");
         check_graph(a->graph(), depth + 1, path + ".graph");
         return;
       }
       case A::TreeSpecArgument: {  // 1.1: a flat_apply node's spec, fetched with get_attr
         const auto *a = static_cast<const TreeSpecArgument *>(v);
-        if (!a->spec()) invalid("required field is missing", path + ".spec");
         check_metadata(a->metadata(), path + ".metadata");
         check_tree_spec(a->spec(), 0, path + ".spec");
         return;
@@ -905,7 +891,6 @@ class Validator {
 
   void check_signature(const Program *p, const Scope &sc, const std::string &path) {
     const auto *sig = p->signature();
-    if (!sig) invalid("required field is missing", path + ".signature");
     const reflection::Schema &schema = binary_schema();
     for (int o = 0; o < 2; ++o) {
       const uint32_t nspecs = o ? len(sig->output_specs()) : len(sig->input_specs());
@@ -931,7 +916,6 @@ class Validator {
           union_name = "pt2format.InputSpecKind";
           if (spec->spec_type() == InputSpecKind::InputToConstantInputSpec) {
             const auto *c = spec->spec_as_InputToConstantInputSpec();
-            if (!c->name()) invalid("required field is missing", sp + ".name");
             if (c->value()) check_value(c->value(), 0, false, sp + ".value");
             continue;
           }

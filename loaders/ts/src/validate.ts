@@ -14,7 +14,7 @@
  */
 import { DTYPE_ITEMSIZE } from './generated/itemsize.js';
 import { MAX_DEPTH, MAX_EXTRA_FILE_NAME_BYTES, MAX_TENSOR_NESTING } from './generated/limits.js';
-import { checkIndices } from './generated/rules.js';
+import { checkFieldRules } from './generated/rules.js';
 import { ChecksumKind, ExternalFormat, ScalarType, StateKind, SymExprKind, SymOp, SymbolKind, TreeSpecKind } from './_build/classes.js';
 import { KNOWN_FEATURES } from './container.js';
 import { LimitError, Pt2fError, SegmentError, UnsupportedFeatureError, ValidationError, VersionError } from './errors.js';
@@ -106,7 +106,7 @@ export function validatePackage(pkg: T, opts: ValidateOptions = {}): void {
     throw new UnsupportedFeatureError(`file requires unknown features 0x${(features & ~KNOWN_FEATURES).toString(16)}`,
       { path: 'required_features', expected: `bits within 0x${KNOWN_FEATURES.toString(16)}`, got: `0x${features.toString(16)}` });
   }
-  checkIndices(pkg); // every pt2f_index field of the schema, generated; the checks below rely on them
+  checkFieldRules(pkg); // every pt2f_index field of the schema, generated; the checks below rely on them
   checkSortedEntries(arr(pkg['metadata']), 'metadata');
   checkData(pkg, opts.dataSectionLengths);
   checkExtraFiles(pkg);
@@ -144,7 +144,7 @@ function checkSortedEntries(entries: TValue[], path: string): void {
   });
 }
 
-/** `Package.extra_files` (pt2format/_extras.py): names 1-255 UTF-8 bytes without control characters, sorted, unique (storages: checkIndices). */
+/** `Package.extra_files` (pt2format/_extras.py): names 1-255 UTF-8 bytes without control characters, sorted, unique (storages: checkFieldRules). */
 function checkExtraFiles(pkg: T): void {
   let prev: string | null = null;
   arr(pkg['extra_files']).forEach((e, i) => {
@@ -292,15 +292,13 @@ function checkWeightSets(sets: T[]): void {
   sets.forEach((ws, i) => {
     const path = `weight_sets[${i}]`;
     const name = str(ws['name']);
-    if (name === null) throw fail('required field is missing', `${path}.name`);
-    if (prev !== null && !cpLess(prev, name)) throw fail('weight set names must be unique and sorted', `${path}.name`, `a name after ${JSON.stringify(prev)}`, JSON.stringify(name));
+    if (prev !== null && !cpLess(prev, name!)) throw fail('weight set names must be unique and sorted', `${path}.name`, `a name after ${JSON.stringify(prev)}`, JSON.stringify(name));
     prev = name;
     let last: string | null = null;
     (arr(ws['entries']) as T[]).forEach((e, j) => {
       const epath = `${path}.entries[${j}]`;
       const en = str(e['name']);
-      if (en === null) throw fail('required field is missing', `${epath}.name`);
-      if (last !== null && !cpLess(last, en)) throw fail('entries must be sorted by name, names unique', `${epath}.name`, `a name after ${JSON.stringify(last)}`, JSON.stringify(en));
+      if (last !== null && !cpLess(last, en!)) throw fail('entries must be sorted by name, names unique', `${epath}.name`, `a name after ${JSON.stringify(last)}`, JSON.stringify(en));
       last = en;
     });
   });
@@ -444,20 +442,16 @@ class ProgramCheck {
 
   check(): void {
     const p = this.p;
-    if (str(p['name']) === null) throw fail('required field is missing', 'name');
     this.checkSymbols();
     const graph = p['graph'] as T | null;
-    if (graph === null) throw fail('required field is missing', 'graph');
-    const scope = within('graph', () => new GraphCheck(this, graph, 0).check());
+    const scope = within('graph', () => new GraphCheck(this, graph!, 0).check());
     this.checkSignature(scope);
     this.checkStateMatchesPlaceholders();
     (arr(p['state']) as T[]).forEach((e, i) => {
       const path = `state[${i}]`;
-      if (str(e['name']) === null) throw fail('required field is missing', `${path}.name`);
       if (num(e['kind']) === StateKind.UNSPECIFIED) throw fail('state kind is UNSPECIFIED', `${path}.kind`);
     });
     (arr(p['custom_objects']) as T[]).forEach((o, i) => {
-      if (str(o['name']) === null) throw fail('required field is missing', `custom_objects[${i}].name`);
       this.checkValue(o['state'] as T | null, `custom_objects[${i}].state`);
     });
     const ex = p['example_inputs'] as T | null;
@@ -498,9 +492,8 @@ class ProgramCheck {
     const seen = new Set<string>();
     (arr(this.p['symbols']) as T[]).forEach((sym, i) => {
       const name = str(sym['name']);
-      if (name === null) throw fail('required field is missing', `symbols[${i}].name`);
-      if (seen.has(name)) throw fail('duplicate symbol name', `symbols[${i}].name`, undefined, JSON.stringify(name));
-      seen.add(name);
+      if (seen.has(name!)) throw fail('duplicate symbol name', `symbols[${i}].name`, undefined, JSON.stringify(name));
+      seen.add(name!);
     });
     const opNames = enumNames(SymOp);
     (arr(this.p['sym_exprs']) as T[]).forEach((e, i) => {
@@ -555,9 +548,8 @@ class ProgramCheck {
   checkSignature(scope: GraphCheck): void {
     const sig = this.p['signature'] as T | null;
     const graph = this.p['graph'] as T;
-    if (sig === null || sig === undefined) throw fail('required field is missing', 'signature');
     for (const [group, what, argsKey] of [['input_specs', 'input', 'inputs'], ['output_specs', 'output', 'outputs']] as const) {
-      const specs = arr(sig[group]) as T[];
+      const specs = arr(sig![group]) as T[];
       const args = arr(graph[argsKey]);
       if (specs.length !== args.length) throw fail(`one spec per graph ${what} required`, `signature.${group}`, args.length, specs.length);
       specs.forEach((spec, i) => {
@@ -565,7 +557,6 @@ class ProgramCheck {
         const s = spec['spec'] as T | null;
         if (s === null || s === undefined) throw fail('union value is missing', `${path}.spec`);
         if (kind(s) === 'InputToConstantInputSpec') {
-          if (str(s['name']) === null) throw fail('required field is missing', `${path}.spec.name`);
           this.checkValue(s['value'] as T | null, `${path}.spec.value`);
           return;
         }
@@ -656,8 +647,7 @@ class GraphCheck implements GraphScopes {
     const names = new Set<string>();
     values.forEach((v, i) => {
       const n = str((v as T)['name']);
-      if (n === null) throw fail('required field is missing', `${path}[${i}].name`);
-      names.add(n);
+      names.add(n!);
     });
     if (names.size !== values.length) throw fail('duplicate value names', path, `${values.length} unique names`, names.size);
     return names;
@@ -669,8 +659,7 @@ class GraphCheck implements GraphScopes {
     (arr(g['tensor_values']) as T[]).forEach((tv, i) => {
       const meta = tv['meta'] as T | null;
       const path = `tensor_values[${i}].meta`;
-      if (meta === null || meta === undefined) throw fail('required field is missing', path);
-      if (num(meta['dtype']) === ScalarType.UNSPECIFIED) throw fail('dtype is UNSPECIFIED', `${path}.dtype`);
+      if (num(meta!['dtype']) === ScalarType.UNSPECIFIED) throw fail('dtype is UNSPECIFIED', `${path}.dtype`);
     });
     for (const group of ['inputs', 'outputs']) {
       arr(g[group]).forEach((a, i) => within(`${group}[${i}].value`, () => this.checkArgument((a as T)['value'] as T | null)));
@@ -688,8 +677,6 @@ class GraphCheck implements GraphScopes {
   }
 
   private checkNode(node: T): void {
-    if (str(node['name']) === null) throw fail('required field is missing', 'name');
-    if (str(node['target']) === null) throw fail('required field is missing', 'target');
     for (const group of ['inputs', 'outputs']) {
       arr(node[group]).forEach((a, j) => within(`${group}[${j}].value`, () => this.checkArgument((a as T)['value'] as T | null)));
     }
@@ -734,17 +721,14 @@ class GraphCheck implements GraphScopes {
       const name = str(v['name']);
       if (name === null || !this.customObjs.has(name)) throw undeclared('custom object', name, 'name');
     } else if (k === 'TokenArgument') {
-      if (str(v['name']) === null) throw fail('required field is missing', 'name');
     } else if (k === 'GraphArgument') {
       const graph = v['graph'] as T | null;
-      if (graph === null || graph === undefined) throw fail('required field is missing', 'graph');
       this.checkMetadata(v['metadata'] as T | null, 'metadata');
-      within('graph', () => new GraphCheck(this.prog, graph, this.depth + 1).check());
+      within('graph', () => new GraphCheck(this.prog, graph!, this.depth + 1).check());
     } else if (k === 'TreeSpecArgument') {  // 1.1: a flat_apply node's spec, fetched with get_attr
       const spec = v['spec'] as T | null;
-      if (spec === null || spec === undefined) throw fail('required field is missing', 'spec');
       this.checkMetadata(v['metadata'] as T | null, 'metadata');
-      within('spec', () => this.prog.checkTreeSpec(spec, 0));
+      within('spec', () => this.prog.checkTreeSpec(spec!, 0));
     } else if (k === 'StringToArgumentMapArgument') {
       arr(v['entries']).forEach((entry, i) => within(`entries[${i}].value`, () => {
         const val = (entry as T)['value'] as T | null;

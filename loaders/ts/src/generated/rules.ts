@@ -27,6 +27,10 @@ function bad(noun: string, f: Frame | null, field: string, index: number, expect
   throw new ValidationError(`${noun} index out of range`, { path, expected, got });
 }
 
+function missing(f: Frame | null, field: string): never {
+  throw new ValidationError('required field is missing', { path: pathOf({ parent: f, field, index: -1 }) });
+}
+
 const n = (v: TValue | undefined): number => Number((v ?? 0) as number | bigint);
 const len = (v: TValue | undefined): number => ((v ?? []) as TValue[]).length;
 const tables = (v: TValue | undefined): TTable[] => (v ?? []) as TTable[];
@@ -46,6 +50,14 @@ function checkArgumentMapEntry(o: TTable, x: Ctx, f: Frame | null): void {
     const c = (o['value'] ?? null) as TTable | null;
     if (c !== null) checkArgument(c, x, { parent: f, field: 'value', index: -1 });
   }
+}
+
+function checkCustomObjArgument(o: TTable, x: Ctx, f: Frame | null): void {
+  if (o['name'] === null || o['name'] === undefined) missing(f, 'name');
+}
+
+function checkCustomObject(o: TTable, x: Ctx, f: Frame | null): void {
+  if (o['name'] === null || o['name'] === undefined) missing(f, 'name');
 }
 
 function checkExtraFile(o: TTable, x: Ctx, f: Frame | null): void {
@@ -106,6 +118,13 @@ function checkGraph(o: TTable, x: Ctx, f: Frame | null): void {
     }
   }
   {
+    const cs = tables(o['custom_obj_values']);
+    for (let i = 0; i < cs.length; i++) {
+      const c = cs[i] ?? null;
+      if (c !== null) checkCustomObjArgument(c, x, { parent: f, field: 'custom_obj_values', index: i });
+    }
+  }
+  {
     const cs = tables(o['input_metadata']);
     for (let i = 0; i < cs.length; i++) {
       const c = cs[i] ?? null;
@@ -119,6 +138,7 @@ function checkGraph(o: TTable, x: Ctx, f: Frame | null): void {
 }
 
 function checkGraphArgument(o: TTable, x: Ctx, f: Frame | null): void {
+  if (o['graph'] === null || o['graph'] === undefined) missing(f, 'graph');
   {
     const c = (o['graph'] ?? null) as TTable | null;
     if (c !== null) checkGraph(c, x, { parent: f, field: 'graph', index: -1 });
@@ -160,6 +180,24 @@ function checkInputSpec(o: TTable, x: Ctx, f: Frame | null): void {
       const k = U_InputSpec_spec[descOf(c).name];
       if (k !== undefined) k(c, x, { parent: f, field: 'spec', index: -1 });
     }
+  }
+}
+
+function checkInputToConstantInputSpec(o: TTable, x: Ctx, f: Frame | null): void {
+  if (o['name'] === null || o['name'] === undefined) missing(f, 'name');
+}
+
+function checkInputToCustomObjSpec(o: TTable, x: Ctx, f: Frame | null): void {
+  {
+    const c = (o['arg'] ?? null) as TTable | null;
+    if (c !== null) checkCustomObjArgument(c, x, { parent: f, field: 'arg', index: -1 });
+  }
+}
+
+function checkInputTokenSpec(o: TTable, x: Ctx, f: Frame | null): void {
+  {
+    const c = (o['arg'] ?? null) as TTable | null;
+    if (c !== null) checkTokenArgument(c, x, { parent: f, field: 'arg', index: -1 });
   }
 }
 
@@ -208,6 +246,8 @@ function checkNamedArgument(o: TTable, x: Ctx, f: Frame | null): void {
 }
 
 function checkNode(o: TTable, x: Ctx, f: Frame | null): void {
+  if (o['name'] === null || o['name'] === undefined) missing(f, 'name');
+  if (o['target'] === null || o['target'] === undefined) missing(f, 'target');
   {
     const cs = tables(o['inputs']);
     for (let i = 0; i < cs.length; i++) {
@@ -255,6 +295,13 @@ function checkOutputSpec(o: TTable, x: Ctx, f: Frame | null): void {
   }
 }
 
+function checkOutputTokenSpec(o: TTable, x: Ctx, f: Frame | null): void {
+  {
+    const c = (o['arg'] ?? null) as TTable | null;
+    if (c !== null) checkTokenArgument(c, x, { parent: f, field: 'arg', index: -1 });
+  }
+}
+
 function checkPackage(o: TTable, x: Ctx, f: Frame | null): void {
   x.Package_external_files = len(o['external_files']);
   x.Package_segments = len(o['segments']);
@@ -299,6 +346,9 @@ function checkPackage(o: TTable, x: Ctx, f: Frame | null): void {
 }
 
 function checkProgram(o: TTable, x: Ctx, f: Frame | null): void {
+  if (o['name'] === null || o['name'] === undefined) missing(f, 'name');
+  if (o['graph'] === null || o['graph'] === undefined) missing(f, 'graph');
+  if (o['signature'] === null || o['signature'] === undefined) missing(f, 'signature');
   x.Program_sym_exprs = len(o['sym_exprs']);
   x.Program_symbols = len(o['symbols']);
   {
@@ -324,6 +374,13 @@ function checkProgram(o: TTable, x: Ctx, f: Frame | null): void {
     }
   }
   {
+    const cs = tables(o['symbols']);
+    for (let i = 0; i < cs.length; i++) {
+      const c = cs[i] ?? null;
+      if (c !== null) checkSymbol(c, x, { parent: f, field: 'symbols', index: i });
+    }
+  }
+  {
     const cs = tables(o['range_constraints']);
     for (let i = 0; i < cs.length; i++) {
       const c = cs[i] ?? null;
@@ -335,6 +392,13 @@ function checkProgram(o: TTable, x: Ctx, f: Frame | null): void {
     for (let i = 0; i < cs.length; i++) {
       const c = cs[i] ?? null;
       if (c !== null) checkStateEntry(c, x, { parent: f, field: 'state', index: i });
+    }
+  }
+  {
+    const cs = tables(o['custom_objects']);
+    for (let i = 0; i < cs.length; i++) {
+      const c = cs[i] ?? null;
+      if (c !== null) checkCustomObject(c, x, { parent: f, field: 'custom_objects', index: i });
     }
   }
   {
@@ -365,6 +429,7 @@ function checkSegment(o: TTable, x: Ctx, f: Frame | null): void {
 }
 
 function checkStateEntry(o: TTable, x: Ctx, f: Frame | null): void {
+  if (o['name'] === null || o['name'] === undefined) missing(f, 'name');
   {
     const v = n(o['tensor']);
     if (v >= x.Package_tensors) bad('tensor', f, 'tensor', -1, `< ${x.Package_tensors}`, v);
@@ -389,6 +454,7 @@ function checkStringToArgumentMapArgument(o: TTable, x: Ctx, f: Frame | null): v
 }
 
 function checkSymBoolValue(o: TTable, x: Ctx, f: Frame | null): void {
+  if (o['name'] === null || o['name'] === undefined) missing(f, 'name');
   {
     const s = (o['value'] ?? null) as TTable | null;
     if (s !== null) {
@@ -399,6 +465,7 @@ function checkSymBoolValue(o: TTable, x: Ctx, f: Frame | null): void {
 }
 
 function checkSymFloatValue(o: TTable, x: Ctx, f: Frame | null): void {
+  if (o['name'] === null || o['name'] === undefined) missing(f, 'name');
   {
     const s = (o['value'] ?? null) as TTable | null;
     if (s !== null) {
@@ -409,6 +476,7 @@ function checkSymFloatValue(o: TTable, x: Ctx, f: Frame | null): void {
 }
 
 function checkSymIntValue(o: TTable, x: Ctx, f: Frame | null): void {
+  if (o['name'] === null || o['name'] === undefined) missing(f, 'name');
   {
     const s = (o['value'] ?? null) as TTable | null;
     if (s !== null) {
@@ -416,6 +484,10 @@ function checkSymIntValue(o: TTable, x: Ctx, f: Frame | null): void {
       if (v !== -1 && (v < 0 || v >= x.Program_sym_exprs)) bad('sym expr', { parent: f, field: 'value', index: -1 }, 'expr', -1, `-1 or < ${x.Program_sym_exprs}`, v);
     }
   }
+}
+
+function checkSymbol(o: TTable, x: Ctx, f: Frame | null): void {
+  if (o['name'] === null || o['name'] === undefined) missing(f, 'name');
 }
 
 function checkTensorMeta(o: TTable, x: Ctx, f: Frame | null): void {
@@ -443,13 +515,20 @@ function checkTensorMeta(o: TTable, x: Ctx, f: Frame | null): void {
 }
 
 function checkTensorValue(o: TTable, x: Ctx, f: Frame | null): void {
+  if (o['name'] === null || o['name'] === undefined) missing(f, 'name');
+  if (o['meta'] === null || o['meta'] === undefined) missing(f, 'meta');
   {
     const c = (o['meta'] ?? null) as TTable | null;
     if (c !== null) checkTensorMeta(c, x, { parent: f, field: 'meta', index: -1 });
   }
 }
 
+function checkTokenArgument(o: TTable, x: Ctx, f: Frame | null): void {
+  if (o['name'] === null || o['name'] === undefined) missing(f, 'name');
+}
+
 function checkTreeSpecArgument(o: TTable, x: Ctx, f: Frame | null): void {
+  if (o['spec'] === null || o['spec'] === undefined) missing(f, 'spec');
   {
     const c = (o['metadata'] ?? null) as TTable | null;
     if (c !== null) checkNodeMetadata(c, x, { parent: f, field: 'metadata', index: -1 });
@@ -485,6 +564,7 @@ function checkUserOutputSpec(o: TTable, x: Ctx, f: Frame | null): void {
 }
 
 function checkWeightSet(o: TTable, x: Ctx, f: Frame | null): void {
+  if (o['name'] === null || o['name'] === undefined) missing(f, 'name');
   {
     const cs = tables(o['entries']);
     for (let i = 0; i < cs.length; i++) {
@@ -494,15 +574,15 @@ function checkWeightSet(o: TTable, x: Ctx, f: Frame | null): void {
   }
 }
 
-const U_Argument_value: Record<string, (o: TTable, x: Ctx, f: Frame) => void> = { GraphArgument: checkGraphArgument, StringToArgumentMapArgument: checkStringToArgumentMapArgument, MixedListArgument: checkMixedListArgument, TreeSpecArgument: checkTreeSpecArgument };
+const U_Argument_value: Record<string, (o: TTable, x: Ctx, f: Frame) => void> = { TokenArgument: checkTokenArgument, GraphArgument: checkGraphArgument, CustomObjArgument: checkCustomObjArgument, StringToArgumentMapArgument: checkStringToArgumentMapArgument, MixedListArgument: checkMixedListArgument, TreeSpecArgument: checkTreeSpecArgument };
 
-const U_InputSpec_spec: Record<string, (o: TTable, x: Ctx, f: Frame) => void> = { UserInputSpec: checkUserInputSpec };
+const U_InputSpec_spec: Record<string, (o: TTable, x: Ctx, f: Frame) => void> = { UserInputSpec: checkUserInputSpec, InputToCustomObjSpec: checkInputToCustomObjSpec, InputTokenSpec: checkInputTokenSpec, InputToConstantInputSpec: checkInputToConstantInputSpec };
 
-const U_NamedArgument_value: Record<string, (o: TTable, x: Ctx, f: Frame) => void> = { GraphArgument: checkGraphArgument, StringToArgumentMapArgument: checkStringToArgumentMapArgument, MixedListArgument: checkMixedListArgument, TreeSpecArgument: checkTreeSpecArgument };
+const U_NamedArgument_value: Record<string, (o: TTable, x: Ctx, f: Frame) => void> = { TokenArgument: checkTokenArgument, GraphArgument: checkGraphArgument, CustomObjArgument: checkCustomObjArgument, StringToArgumentMapArgument: checkStringToArgumentMapArgument, MixedListArgument: checkMixedListArgument, TreeSpecArgument: checkTreeSpecArgument };
 
-const U_OutputSpec_spec: Record<string, (o: TTable, x: Ctx, f: Frame) => void> = { UserOutputSpec: checkUserOutputSpec };
+const U_OutputSpec_spec: Record<string, (o: TTable, x: Ctx, f: Frame) => void> = { UserOutputSpec: checkUserOutputSpec, OutputTokenSpec: checkOutputTokenSpec };
 
 /** Throws a ValidationError on the first pt2f_index field out of its range. */
-export function checkIndices(root: TTable): void {
+export function checkFieldRules(root: TTable): void {
   checkPackage(root, { Package_external_files: 0, Package_segments: 0, Package_shard_files: 0, Package_storages: 0, Package_tensors: 0, Program_sym_exprs: 0, Program_symbols: 0 }, null);
 }

@@ -1,11 +1,12 @@
-"""Every `pt2f_index` field of the schema, out of range, is refused by all three readers at the same place.
+"""Every `pt2f_index` field out of range, and every `pt2f_required` field absent, is refused by all three
+readers at the same place.
 
-The range checks are generated from the schema (schema/codegen/rules.py), so
-this test starts from the schema too: it lists the attributed fields itself,
-needs one mutation per field (a new attribute without a case here fails), puts
-a value just past the range the attribute and SPEC.md state into a golden
-file, and expects a ValidationError whose path names that field from the
-Python, C++ and TypeScript readers alike.
+The checks are generated from the schema (schema/codegen/rules.py), so this
+test starts from the schema too: it lists the attributed fields itself, needs
+one case per field (a new attribute without a case here fails), puts a value
+just past the range the attribute and SPEC.md state (or no value at all) into
+a golden file, and expects a ValidationError whose path names that field from
+the Python, C++ and TypeScript readers alike.
 """
 
 from __future__ import annotations
@@ -23,15 +24,14 @@ from pt2format._generated import model as m
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _schema_rules() -> dict:
-    """(table, field) -> attribute text, read from flatc's binary schema of schema/pt2format.fbs."""
+def _schema_rules(attribute: str) -> set:
+    """(table, field) of every field with `attribute`, read from flatc's binary schema of schema/pt2format.fbs."""
     sys.path.insert(0, str(ROOT / "schema"))
     from codegen.bfbs import build_bfbs
 
     with tempfile.TemporaryDirectory() as d:
         s = build_bfbs(Path(d))
-    return {(o.short, f.name): f.attributes["pt2f_index"] for o in s.objects for f in o.fields
-            if "pt2f_index" in f.attributes}
+    return {(o.short, f.name) for o in s.objects for f in o.fields if attribute in f.attributes}
 
 
 def _first_program(p):
@@ -122,11 +122,77 @@ def _cases():
     }
 
 
-CASES = _cases()
+def _at(p, path: str):
+    """The object at a dotted path such as `programs[0].graph.nodes[0]` of a model tree."""
+    for part in path.split("."):
+        name, _, index = part.partition("[")
+        p = getattr(p, name)
+        if index:
+            p = p[int(index[:-1])]
+    return p
+
+
+def _unset(where: str, field: str):
+    def mutate(p):
+        setattr(_at(p, where), field, None)
+    return mutate
+
+
+def _appended(where: str, group: str, make):
+    def mutate(p):
+        getattr(_at(p, where), group).append(make())
+    return mutate
+
+
+def _required_cases():
+    """(table, field) -> (golden case, mutation, expected path, minor): the field absent where a golden file
+    has the table, or a table with it absent appended where none has."""
+    g = "programs[0].graph"
+    out = {}
+    for table, field, case, where in (
+            ("Program", "name", "mlp", "programs[0]"), ("Program", "graph", "mlp", "programs[0]"),
+            ("Program", "signature", "mlp", "programs[0]"), ("StateEntry", "name", "mlp", "programs[0].state[0]"),
+            ("Node", "name", "mlp", f"{g}.nodes[0]"), ("Node", "target", "mlp", f"{g}.nodes[0]"),
+            ("TensorValue", "name", "mlp", f"{g}.tensor_values[0]"),
+            ("TensorValue", "meta", "mlp", f"{g}.tensor_values[0]"),
+            ("Symbol", "name", "custom_op", "programs[0].symbols[0]"),
+            ("GraphArgument", "graph", "cond", f"{g}.nodes[2].inputs[1].value")):
+        out[(table, field)] = (case, _unset(where, field), f"{where}.{field}", 0)
+    new = "{last}"
+    for table, field, where, group, make, path in (
+            ("WeightSet", "name", "", "weight_sets", lambda: m.WeightSet(name=None), "weight_sets[0].name"),
+            ("CustomObject", "name", "programs[0]", "custom_objects", lambda: m.CustomObject(name=None),
+             "programs[0].custom_objects[0].name"),
+            ("SymIntValue", "name", g, "sym_int_values", lambda: m.SymIntValue(name=None, value=m.SymInt(-1, 0)),
+             f"{g}.sym_int_values[{new}].name"),
+            ("SymFloatValue", "name", g, "sym_float_values",
+             lambda: m.SymFloatValue(name=None, value=m.SymFloat(-1, 0.0)), f"{g}.sym_float_values[{new}].name"),
+            ("SymBoolValue", "name", g, "sym_bool_values",
+             lambda: m.SymBoolValue(name=None, value=m.SymBool(-1, False)), f"{g}.sym_bool_values[{new}].name"),
+            ("CustomObjArgument", "name", g, "custom_obj_values",
+             lambda: m.CustomObjArgument(name=None, class_fqn="torch.classes.demo.Obj"),
+             f"{g}.custom_obj_values[{new}].name"),
+            ("TokenArgument", "name", g, "inputs", lambda: m.Argument(m.TokenArgument(name=None)),
+             f"{g}.inputs[{new}].value.name"),
+            ("TreeSpecArgument", "spec", g, "inputs", lambda: m.Argument(m.TreeSpecArgument(spec=None)),
+             f"{g}.inputs[{new}].value.spec"),
+            ("InputToConstantInputSpec", "name", "programs[0].signature", "input_specs",
+             lambda: m.InputSpec(m.InputToConstantInputSpec(name=None)),
+             f"programs[0].signature.input_specs[{new}].spec.name")):
+        out[(table, field)] = ("mlp", _appended(where, group, make) if where else
+                               (lambda group, make: lambda p: getattr(p, group).append(make()))(group, make), path, 1)
+    return out
+
+
+CASES = {**_cases(), **{("required",) + k: v for k, v in _required_cases().items()}}
 
 
 def test_every_index_attribute_has_a_case():
-    assert set(_schema_rules()) == {k[:2] for k in CASES}
+    assert _schema_rules("pt2f_index") == {k[:2] for k in CASES if k[0] != "required"}
+
+
+def test_every_required_attribute_has_a_case():
+    assert _schema_rules("pt2f_required") == {k[1:3] for k in CASES if k[0] == "required"}
 
 
 _AT = re.compile(r" at (\S+): ")
@@ -141,16 +207,18 @@ def files(tmp_path_factory):
         box = {}
 
         def record(p, mutate=mutate, minor=minor):
+            graph, sig = p.programs[0].graph, p.programs[0].signature
             mutate(p)
             p.format_version.minor = max(p.format_version.minor, minor)  # 1.1 fields in a 1.1 file
-            box["sym_lengths"] = {g: len(getattr(p.programs[0].graph, g)) for g in
-                                  ("sym_int_values", "sym_float_values", "sym_bool_values")} if p.programs else {}
+            box["last"] = {g: len(getattr(graph, g)) - 1 for g in
+                           ("sym_int_values", "sym_float_values", "sym_bool_values", "custom_obj_values", "inputs")}
+            box["last"]["input_specs"] = len(sig.input_specs) - 1 if sig is not None else 0
 
         for enc in M.ENCODINGS:
             name = "_".join(key) + f"-{enc}.pt2f"
             (d / name).write_bytes(M.tree_file(case, enc, record))
-            group = next((g for g in box["sym_lengths"] if g in path), None)
-            out[(key, enc)] = (d / name, path.format(last=box["sym_lengths"][group] - 1) if group else path)
+            group = next((g for g in box["last"] if f".{g}[" in path), None)
+            out[(key, enc)] = (d / name, path.format(last=box["last"][group]) if group else path)
     return out
 
 

@@ -9,6 +9,10 @@ class _Ctx:
     __slots__ = ('Package_external_files', 'Package_segments', 'Package_shard_files', 'Package_storages', 'Package_tensors', 'Program_sym_exprs', 'Program_symbols', )
 
 
+def _missing(path):
+    return ValidationError("required field is missing", path=path)
+
+
 def _bad(noun, path, expected, got):
     return ValidationError(f"{noun} index out of range", path=path, expected=expected, got=got)
 
@@ -28,6 +32,16 @@ def c_ArgumentMapEntry(o, x):
             c_Argument(o.value, x)
         except _E as e:
             raise e.with_context(path_prefix='value')
+
+
+def c_CustomObjArgument(o, x):
+    if o.name is None:
+        raise _missing('name')
+
+
+def c_CustomObject(o, x):
+    if o.name is None:
+        raise _missing('name')
 
 
 def c_ExtraFile(o, x):
@@ -85,6 +99,13 @@ def c_Graph(o, x):
             c_SymBoolValue(c, x)
         except _E as e:
             raise e.with_context(path_prefix=f"sym_bool_values[{i}]")
+    for i, c in enumerate(o.custom_obj_values):
+        if c is None:
+            continue
+        try:
+            c_CustomObjArgument(c, x)
+        except _E as e:
+            raise e.with_context(path_prefix=f"custom_obj_values[{i}]")
     for i, c in enumerate(o.input_metadata):
         if c is None:
             continue
@@ -100,6 +121,8 @@ def c_Graph(o, x):
 
 
 def c_GraphArgument(o, x):
+    if o.graph is None:
+        raise _missing('graph')
     if o.graph is not None:
         try:
             c_Graph(o.graph, x)
@@ -141,6 +164,27 @@ def c_InputSpec(o, x):
             c(o.spec, x)
         except _E as e:
             raise e.with_context(path_prefix='spec')
+
+
+def c_InputToConstantInputSpec(o, x):
+    if o.name is None:
+        raise _missing('name')
+
+
+def c_InputToCustomObjSpec(o, x):
+    if o.arg is not None:
+        try:
+            c_CustomObjArgument(o.arg, x)
+        except _E as e:
+            raise e.with_context(path_prefix='arg')
+
+
+def c_InputTokenSpec(o, x):
+    if o.arg is not None:
+        try:
+            c_TokenArgument(o.arg, x)
+        except _E as e:
+            raise e.with_context(path_prefix='arg')
 
 
 def c_MixedListArgument(o, x):
@@ -188,6 +232,10 @@ def c_NamedArgument(o, x):
 
 
 def c_Node(o, x):
+    if o.name is None:
+        raise _missing('name')
+    if o.target is None:
+        raise _missing('target')
     for i, c in enumerate(o.inputs):
         if c is None:
             continue
@@ -235,6 +283,14 @@ def c_OutputSpec(o, x):
             raise e.with_context(path_prefix='spec')
 
 
+def c_OutputTokenSpec(o, x):
+    if o.arg is not None:
+        try:
+            c_TokenArgument(o.arg, x)
+        except _E as e:
+            raise e.with_context(path_prefix='arg')
+
+
 def c_Package(o, x):
     x.Package_external_files = len(o.external_files)
     x.Package_segments = len(o.segments)
@@ -279,6 +335,12 @@ def c_Package(o, x):
 
 
 def c_Program(o, x):
+    if o.name is None:
+        raise _missing('name')
+    if o.graph is None:
+        raise _missing('graph')
+    if o.signature is None:
+        raise _missing('signature')
     x.Program_sym_exprs = len(o.sym_exprs)
     x.Program_symbols = len(o.symbols)
     for i, v in enumerate(o.input_guards):
@@ -301,6 +363,13 @@ def c_Program(o, x):
             c_ModuleCallEntry(c, x)
         except _E as e:
             raise e.with_context(path_prefix=f"module_call_graph[{i}]")
+    for i, c in enumerate(o.symbols):
+        if c is None:
+            continue
+        try:
+            c_Symbol(c, x)
+        except _E as e:
+            raise e.with_context(path_prefix=f"symbols[{i}]")
     for i, c in enumerate(o.range_constraints):
         if c is None:
             continue
@@ -315,6 +384,13 @@ def c_Program(o, x):
             c_StateEntry(c, x)
         except _E as e:
             raise e.with_context(path_prefix=f"state[{i}]")
+    for i, c in enumerate(o.custom_objects):
+        if c is None:
+            continue
+        try:
+            c_CustomObject(c, x)
+        except _E as e:
+            raise e.with_context(path_prefix=f"custom_objects[{i}]")
     for i, c in enumerate(o.guard_sources):
         if c is None:
             continue
@@ -337,6 +413,8 @@ def c_Segment(o, x):
 
 
 def c_StateEntry(o, x):
+    if o.name is None:
+        raise _missing('name')
     if o.tensor >= x.Package_tensors:
         raise _bad('tensor', 'tensor', f"< {x.Package_tensors}", o.tensor)
 
@@ -357,6 +435,8 @@ def c_StringToArgumentMapArgument(o, x):
 
 
 def c_SymBoolValue(o, x):
+    if o.name is None:
+        raise _missing('name')
     s = o.value
     if s is not None:
         if s.expr != -1 and not 0 <= s.expr < x.Program_sym_exprs:
@@ -364,6 +444,8 @@ def c_SymBoolValue(o, x):
 
 
 def c_SymFloatValue(o, x):
+    if o.name is None:
+        raise _missing('name')
     s = o.value
     if s is not None:
         if s.expr != -1 and not 0 <= s.expr < x.Program_sym_exprs:
@@ -371,10 +453,17 @@ def c_SymFloatValue(o, x):
 
 
 def c_SymIntValue(o, x):
+    if o.name is None:
+        raise _missing('name')
     s = o.value
     if s is not None:
         if s.expr != -1 and not 0 <= s.expr < x.Program_sym_exprs:
             raise _bad('sym expr', 'value.expr', f"-1 or < {x.Program_sym_exprs}", s.expr)
+
+
+def c_Symbol(o, x):
+    if o.name is None:
+        raise _missing('name')
 
 
 def c_TensorMeta(o, x):
@@ -391,6 +480,10 @@ def c_TensorMeta(o, x):
 
 
 def c_TensorValue(o, x):
+    if o.name is None:
+        raise _missing('name')
+    if o.meta is None:
+        raise _missing('meta')
     if o.meta is not None:
         try:
             c_TensorMeta(o.meta, x)
@@ -398,7 +491,14 @@ def c_TensorValue(o, x):
             raise e.with_context(path_prefix='meta')
 
 
+def c_TokenArgument(o, x):
+    if o.name is None:
+        raise _missing('name')
+
+
 def c_TreeSpecArgument(o, x):
+    if o.spec is None:
+        raise _missing('spec')
     if o.metadata is not None:
         try:
             c_NodeMetadata(o.metadata, x)
@@ -436,6 +536,8 @@ def c_UserOutputSpec(o, x):
 
 
 def c_WeightSet(o, x):
+    if o.name is None:
+        raise _missing('name')
     for i, c in enumerate(o.entries):
         if c is None:
             continue
@@ -447,12 +549,12 @@ def c_WeightSet(o, x):
 
 from pt2format._generated import model as _m  # noqa: E402
 
-_U_Argument_value = {_m.GraphArgument: c_GraphArgument, _m.StringToArgumentMapArgument: c_StringToArgumentMapArgument, _m.MixedListArgument: c_MixedListArgument, _m.TreeSpecArgument: c_TreeSpecArgument}
-_U_InputSpec_spec = {_m.UserInputSpec: c_UserInputSpec}
-_U_NamedArgument_value = {_m.GraphArgument: c_GraphArgument, _m.StringToArgumentMapArgument: c_StringToArgumentMapArgument, _m.MixedListArgument: c_MixedListArgument, _m.TreeSpecArgument: c_TreeSpecArgument}
-_U_OutputSpec_spec = {_m.UserOutputSpec: c_UserOutputSpec}
+_U_Argument_value = {_m.TokenArgument: c_TokenArgument, _m.GraphArgument: c_GraphArgument, _m.CustomObjArgument: c_CustomObjArgument, _m.StringToArgumentMapArgument: c_StringToArgumentMapArgument, _m.MixedListArgument: c_MixedListArgument, _m.TreeSpecArgument: c_TreeSpecArgument}
+_U_InputSpec_spec = {_m.UserInputSpec: c_UserInputSpec, _m.InputToCustomObjSpec: c_InputToCustomObjSpec, _m.InputTokenSpec: c_InputTokenSpec, _m.InputToConstantInputSpec: c_InputToConstantInputSpec}
+_U_NamedArgument_value = {_m.TokenArgument: c_TokenArgument, _m.GraphArgument: c_GraphArgument, _m.CustomObjArgument: c_CustomObjArgument, _m.StringToArgumentMapArgument: c_StringToArgumentMapArgument, _m.MixedListArgument: c_MixedListArgument, _m.TreeSpecArgument: c_TreeSpecArgument}
+_U_OutputSpec_spec = {_m.UserOutputSpec: c_UserOutputSpec, _m.OutputTokenSpec: c_OutputTokenSpec}
 
 
-def check_indices(root) -> None:
-    """Raise ValidationError on the first pt2f_index field out of its range."""
+def check_field_rules(root) -> None:
+    """Raise ValidationError on the first pt2f_required field absent or pt2f_index field out of range."""
     c_Package(root, _Ctx())
