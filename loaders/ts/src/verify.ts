@@ -23,7 +23,7 @@ export interface VerifyLimits {
   maxTables?: number;
 }
 
-/** As pt2format's Python reader (`read(..., max_depth=128)`). */
+/** As pt2format's Python reader (`read(..., max_depth)`): the schema's max_depth (generated/limits.ts). */
 export const DEFAULT_MAX_DEPTH = MAX_DEPTH;
 const MAX_BUFFER = 0x7fffffff;
 
