@@ -293,7 +293,12 @@ def _ts_check(r: Rule, value: str, frame: str, leaf: str, index: str) -> str:
 def gen_ts(schema, m, header: str) -> str:
     ir = IndexRules(schema, m)
     out = [header, "// Index-range checks from the schema's pt2f_index attributes (schema/codegen/rules.py).\n"
-           "import { ValidationError } from '../errors.js';\nimport { descOf, TTable, TValue } from '../tree.js';\n\n"
+           "// Self-contained (src/generated compiles on its own): the caller passes how to fail and how to name a\n"
+           "// union member.\n\ntype TTable = { [field: string]: unknown };\ntype TValue = unknown;\n"
+           "/** Throws the reader's ValidationError. */\n"
+           "export type Fail = (message: string, path: string, expected?: string, got?: number) => never;\n"
+           "/** The table name of a decoded union member. */\nexport type MemberName = (o: TTable) => string;\n\n"
+           "let fail: Fail;\nlet memberName: MemberName;\n\n"
            "/** One step of the path to the table being checked; the path string is built only on failure. */\n"
            "interface Frame { readonly parent: Frame | null; readonly field: string; readonly index: number }\n\n"
            "function pathOf(f: Frame | null): string {\n  const steps: string[] = [];\n"
@@ -302,9 +307,9 @@ def gen_ts(schema, m, header: str) -> str:
            "interface Ctx {\n" + "".join(f"  {v}: number;\n" for v in ir.vars) + "}\n\n"
            "function bad(noun: string, f: Frame | null, field: string, index: number, expected: string, got: number): never {\n"
            "  const path = pathOf({ parent: f, field, index });\n"
-           "  throw new ValidationError(`${noun} index out of range`, { path, expected, got });\n}\n\n"
+           "  return fail(`${noun} index out of range`, path, expected, got);\n}\n\n"
            "function missing(f: Frame | null, field: string): never {\n"
-           "  throw new ValidationError('required field is missing', { path: pathOf({ parent: f, field, index: -1 }) });\n}\n\n"
+           "  return fail('required field is missing', pathOf({ parent: f, field, index: -1 }));\n}\n\n"
            "const n = (v: TValue | undefined): number => Number((v ?? 0) as number | bigint);\n"
            "const len = (v: TValue | undefined): number => ((v ?? []) as TValue[]).length;\n"
            "const tables = (v: TValue | undefined): TTable[] => (v ?? []) as TTable[];\n"]
@@ -339,7 +344,7 @@ def gen_ts(schema, m, header: str) -> str:
                 continue
             if is_union:
                 body.append(f"  {{\n    const c = (o['{f.name}'] ?? null) as TTable | null;\n"
-                            f"    if (c !== null) {{\n      const k = U_{name}_{f.name}[descOf(c).name];\n"
+                            f"    if (c !== null) {{\n      const k = U_{name}_{f.name}[memberName(c)];\n"
                             f"      if (k !== undefined) k(c, x, {{ parent: f, field: '{f.name}', index: -1 }});\n    }}\n  }}\n")
             elif is_vector:
                 body.append(f"  {{\n    const cs = tables(o['{f.name}']);\n"
@@ -356,6 +361,7 @@ def gen_ts(schema, m, header: str) -> str:
                 out.append(f"\nconst U_{name}_{f.name}: Record<string, (o: TTable, x: Ctx, f: Frame) => void> = {{ "
                            + ", ".join(f"{r}: check{r}" for r in live) + " };\n")
     init = ", ".join(f"{v}: 0" for v in ir.vars)
-    out.append(f"\n/** Throws a ValidationError on the first pt2f_index field out of its range. */\n"
-               f"export function checkFieldRules(root: TTable): void {{\n  check{ir.root}(root, {{ {init} }}, null);\n}}\n")
+    out.append(f"\n/** Fails on the first pt2f_required field absent or pt2f_index field out of its range. */\n"
+               f"export function checkFieldRules(root: TTable, onFail: Fail, member: MemberName): void {{\n"
+               f"  fail = onFail;\n  memberName = member;\n  check{ir.root}(root, {{ {init} }}, null);\n}}\n")
     return "".join(out)

@@ -106,7 +106,8 @@ export function validatePackage(pkg: T, opts: ValidateOptions = {}): void {
     throw new UnsupportedFeatureError(`file requires unknown features 0x${(features & ~KNOWN_FEATURES).toString(16)}`,
       { path: 'required_features', expected: `bits within 0x${KNOWN_FEATURES.toString(16)}`, got: `0x${features.toString(16)}` });
   }
-  checkFieldRules(pkg); // every pt2f_index field of the schema, generated; the checks below rely on them
+  // Every pt2f_required and pt2f_index field of the schema, generated; the checks below rely on them.
+  checkFieldRules(pkg, (message, path, expected, got) => { throw fail(message, path, expected, got); }, (o) => descOf(o as T).name);
   checkSortedEntries(arr(pkg['metadata']), 'metadata');
   checkData(pkg, opts.dataSectionLengths);
   checkExtraFiles(pkg);
