@@ -53,17 +53,21 @@ def c_Graph(o, x):
     for i, c in enumerate(o.inputs):
         if c is None:
             continue
-        try:
-            c_Argument(c, x)
-        except _E as e:
-            raise e.with_context(path_prefix=f"inputs[{i}]")
+        k = _U_Argument_value.get(type(c.value))
+        if k is not None:
+            try:
+                k(c.value, x)
+            except _E as e:
+                raise e.with_context(path_prefix=f"inputs[{i}].value")
     for i, c in enumerate(o.outputs):
         if c is None:
             continue
-        try:
-            c_Argument(c, x)
-        except _E as e:
-            raise e.with_context(path_prefix=f"outputs[{i}]")
+        k = _U_Argument_value.get(type(c.value))
+        if k is not None:
+            try:
+                k(c.value, x)
+            except _E as e:
+                raise e.with_context(path_prefix=f"outputs[{i}].value")
     for i, c in enumerate(o.nodes):
         if c is None:
             continue
@@ -139,17 +143,21 @@ def c_GraphSignature(o, x):
     for i, c in enumerate(o.input_specs):
         if c is None:
             continue
-        try:
-            c_InputSpec(c, x)
-        except _E as e:
-            raise e.with_context(path_prefix=f"input_specs[{i}]")
+        k = _U_InputSpec_spec.get(type(c.spec))
+        if k is not None:
+            try:
+                k(c.spec, x)
+            except _E as e:
+                raise e.with_context(path_prefix=f"input_specs[{i}].spec")
     for i, c in enumerate(o.output_specs):
         if c is None:
             continue
-        try:
-            c_OutputSpec(c, x)
-        except _E as e:
-            raise e.with_context(path_prefix=f"output_specs[{i}]")
+        k = _U_OutputSpec_spec.get(type(c.spec))
+        if k is not None:
+            try:
+                k(c.spec, x)
+            except _E as e:
+                raise e.with_context(path_prefix=f"output_specs[{i}].spec")
 
 
 def c_GuardSource(o, x):
@@ -191,10 +199,12 @@ def c_MixedListArgument(o, x):
     for i, c in enumerate(o.items):
         if c is None:
             continue
-        try:
-            c_Argument(c, x)
-        except _E as e:
-            raise e.with_context(path_prefix=f"items[{i}]")
+        k = _U_Argument_value.get(type(c.value))
+        if k is not None:
+            try:
+                k(c.value, x)
+            except _E as e:
+                raise e.with_context(path_prefix=f"items[{i}].value")
 
 
 def c_ModuleCallEntry(o, x):
@@ -209,17 +219,21 @@ def c_ModuleCallSignature(o, x):
     for i, c in enumerate(o.inputs):
         if c is None:
             continue
-        try:
-            c_Argument(c, x)
-        except _E as e:
-            raise e.with_context(path_prefix=f"inputs[{i}]")
+        k = _U_Argument_value.get(type(c.value))
+        if k is not None:
+            try:
+                k(c.value, x)
+            except _E as e:
+                raise e.with_context(path_prefix=f"inputs[{i}].value")
     for i, c in enumerate(o.outputs):
         if c is None:
             continue
-        try:
-            c_Argument(c, x)
-        except _E as e:
-            raise e.with_context(path_prefix=f"outputs[{i}]")
+        k = _U_Argument_value.get(type(c.value))
+        if k is not None:
+            try:
+                k(c.value, x)
+            except _E as e:
+                raise e.with_context(path_prefix=f"outputs[{i}].value")
 
 
 def c_NamedArgument(o, x):
@@ -239,17 +253,21 @@ def c_Node(o, x):
     for i, c in enumerate(o.inputs):
         if c is None:
             continue
-        try:
-            c_NamedArgument(c, x)
-        except _E as e:
-            raise e.with_context(path_prefix=f"inputs[{i}]")
+        k = _U_NamedArgument_value.get(type(c.value))
+        if k is not None:
+            try:
+                k(c.value, x)
+            except _E as e:
+                raise e.with_context(path_prefix=f"inputs[{i}].value")
     for i, c in enumerate(o.outputs):
         if c is None:
             continue
-        try:
-            c_Argument(c, x)
-        except _E as e:
-            raise e.with_context(path_prefix=f"outputs[{i}]")
+        k = _U_Argument_value.get(type(c.value))
+        if k is not None:
+            try:
+                k(c.value, x)
+            except _E as e:
+                raise e.with_context(path_prefix=f"outputs[{i}].value")
     if o.metadata is not None:
         try:
             c_NodeMetadata(o.metadata, x)
