@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import threading
 
+from pt2format._generated import limits as _limits
 from pt2format import FORMAT_VERSION, _codecs, _content_minor
 from pt2format._container.align import DATA_ALIGNMENT
 from pt2format._container.crc import crc32, crc32_combine
@@ -35,11 +36,11 @@ from pt2format.errors import (
     VersionError,
 )
 
-DEFAULT_MAX_PROGRAM_BYTES = 1 << 30
+DEFAULT_MAX_PROGRAM_BYTES = _limits.MAX_PROGRAM_BYTES
 #: Bytes per MADV_WILLNEED call in PackageFile.advise_ranges: Linux reads at most max(readahead window, io_pages)
 #: per call (force_page_cache_ra), so a larger range is asked for in pieces no larger than a small window.
 _WILLNEED_STEP = 2 << 20
-DEFAULT_MAX_DEPTH = 128
+DEFAULT_MAX_DEPTH = _limits.MAX_DEPTH
 
 
 class PackageFile:

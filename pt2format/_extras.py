@@ -16,12 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from pt2format._generated import limits as _limits
 from pt2format._generated import model as m
 from pt2format.errors import ValidationError
 
-MAX_NAME_BYTES = 255
+MAX_NAME_BYTES = _limits.MAX_EXTRA_FILE_NAME_BYTES
 #: Metadata is kept in the program section, which every load decodes: keep it small.
-MAX_METADATA_BYTES = 1 << 20
+MAX_METADATA_BYTES = _limits.MAX_EXTRA_METADATA_BYTES
 
 
 def _name_problem(name) -> str | None:
@@ -39,9 +40,8 @@ def _name_problem(name) -> str | None:
 
 
 def check_extra_files(package) -> None:
-    """Validate `Package.extra_files`: names well-formed, sorted and unique; storage indices in range."""
+    """Validate `Package.extra_files`: names well-formed, sorted and unique (storage indices: the generated pt2f_index check)."""
     entries = getattr(package, "extra_files", None) or []
-    n_storages = len(package.storages)
     prev = None
     for i, entry in enumerate(entries):
         if entry is None:
@@ -54,9 +54,6 @@ def check_extra_files(package) -> None:
             raise ValidationError("extra files must be sorted by name, names unique", path=f"extra_files[{i}].name",
                                   expected=f"a name after {prev!r}", got=repr(entry.name))
         prev = entry.name
-        if entry.storage >= n_storages:
-            raise ValidationError("extra file storage index out of range", path=f"extra_files[{i}].storage",
-                                  expected=f"< {n_storages}", got=entry.storage)
 
 
 def _as_bytes(name: str, value):

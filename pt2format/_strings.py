@@ -31,12 +31,13 @@ import bisect
 import keyword
 import re
 
+from pt2format._generated import limits as _limits
 from pt2format.errors import EncodingError, StringClassError
 
 #: Longest identifier, attribute path, qualified name or token, in characters.
-MAX_NAME_LENGTH = 1024
+MAX_NAME_LENGTH = _limits.MAX_NAME_LENGTH
 #: Longest free-text string (stack traces, schema text, metadata values), in characters.
-MAX_TEXT_LENGTH = 16 << 20
+MAX_TEXT_LENGTH = _limits.MAX_TEXT_LENGTH
 
 RESERVED_MEMBER_NAMES = frozenset("""
 T_destination _adapt_flat_args _apply _backward_hooks _backward_pre_hooks _boxed_call _buffers _call_impl _code
@@ -77,8 +78,8 @@ RESERVED_LOCAL_NAMES = frozenset({"self"})
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DIGITS = re.compile(r"[0-9]+")
 _QUAL_MARKER = re.compile(r"<[a-z]+>")
-_FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,254}")
-_DEVICE_TYPE = re.compile(r"[a-z][a-z0-9_]{0,63}")
+_FILE_NAME = re.compile(rf"[A-Za-z0-9_][A-Za-z0-9._-]{{0,{_limits.MAX_FILE_NAME_LENGTH - 1}}}")
+_DEVICE_TYPE = re.compile(rf"[a-z][a-z0-9_]{{0,{_limits.MAX_DEVICE_TYPE_LENGTH - 1}}}")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
@@ -205,11 +206,13 @@ def _qualified_name(s: str) -> str | None:
 
 
 def _file_name(s: str) -> str | None:
-    return None if _FILE_NAME.fullmatch(s) else "[A-Za-z0-9_][A-Za-z0-9._-]*, at most 255 characters, no directories"
+    if _FILE_NAME.fullmatch(s):
+        return None
+    return f"[A-Za-z0-9_][A-Za-z0-9._-]*, at most {_limits.MAX_FILE_NAME_LENGTH} characters, no directories"
 
 
 def _device_type(s: str) -> str | None:
-    return None if _DEVICE_TYPE.fullmatch(s) else "[a-z][a-z0-9_]*, at most 64 characters"
+    return None if _DEVICE_TYPE.fullmatch(s) else f"[a-z][a-z0-9_]*, at most {_limits.MAX_DEVICE_TYPE_LENGTH} characters"
 
 
 def _printed_name(s: str) -> str | None:
@@ -229,8 +232,8 @@ _CLASSES = {
     "attr_path": (_attr_path, False, MAX_NAME_LENGTH),
     "optional_attr_path": (_attr_path, True, MAX_NAME_LENGTH),
     "qualified_name": (_qualified_name, False, MAX_NAME_LENGTH),
-    "file_name": (_file_name, False, 255),
-    "device_type": (_device_type, False, 64),
+    "file_name": (_file_name, False, _limits.MAX_FILE_NAME_LENGTH),
+    "device_type": (_device_type, False, _limits.MAX_DEVICE_TYPE_LENGTH),
     "module_call_path": (_module_call_path, True, MAX_NAME_LENGTH),
     "module_stack_path": (_module_stack_path, True, MAX_NAME_LENGTH),
     "token": (_printed_name, False, MAX_NAME_LENGTH),

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+from pt2format._generated import limits as _limits
 from pt2format._generated.model import SymExprKind as K
 from pt2format._generated.model import SymOp as O
 from pt2format.errors import LimitError
@@ -28,12 +29,12 @@ from pt2format.errors import LimitError
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 #: Largest structural degree of an expression (SPEC.md, "Bounds"): any
 #: polynomial of higher degree overflows 64 bits for every symbol value >= 2.
-MAX_SYM_DEGREE = 64
+MAX_SYM_DEGREE = _limits.MAX_SYM_DEGREE
 #: Evaluation budget of one pool: the sum over nodes of 1 + operand count.
-MAX_SYM_EVAL_STEPS = 1 << 22
+MAX_SYM_EVAL_STEPS = _limits.MAX_SYM_EVAL_STEPS
 #: Largest expanded size of an expression (SPEC.md, "Bounds"): its node count
 #: as a tree, every shared operand counted each time it is used.
-MAX_SYM_EXPANDED_SIZE = 1 << 12
+MAX_SYM_EXPANDED_SIZE = _limits.MAX_SYM_EXPANDED_SIZE
 
 
 _N = None  # no upper bound

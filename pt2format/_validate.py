@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+from pt2format._generated import limits as _limits
 from pt2format._container.align import DATA_ALIGNMENT
 from pt2format._container.header import (
     FEATURE_COMPOSITE_TENSORS, FEATURE_EXTERNAL_FILES, FEATURE_META_STORAGES, FEATURE_SHARD_FILES, KNOWN_FEATURES,
@@ -19,6 +20,7 @@ from pt2format._container.header import (
 )
 from pt2format._extras import check_extra_files
 from pt2format._generated import model as m
+from pt2format._generated.field_rules import check_field_rules
 from pt2format._strings import CHECKERS, check_extra_meta_key
 from pt2format._symeval import OP_ARITY, UNKNOWN, evaluate_pool
 from pt2format.errors import LimitError, Pt2FormatError, SegmentError, UnsupportedFeatureError, ValidationError
@@ -47,7 +49,7 @@ def check_shard_name(name) -> None:
 
 
 def validate_package(package, *, data_section_lengths=None, reader_major: int = READER_MAJOR,
-                     known_features: int = KNOWN_FEATURES, max_depth: int = 128) -> None:
+                     known_features: int = KNOWN_FEATURES, max_depth: int = _limits.MAX_DEPTH) -> None:
     """Raise a Pt2FormatError (mostly ValidationError) on the first broken invariant of `package`.
 
     `data_section_lengths` maps each DATA section index of the main file to its
@@ -66,6 +68,7 @@ def validate_package(package, *, data_section_lengths=None, reader_major: int = 
         raise UnsupportedFeatureError(f"file requires unknown features 0x{unknown:x}", path="required_features",
                                       expected=f"bits within 0x{known_features:x}",
                                       got=f"0x{package.required_features:x}")
+    check_field_rules(package)  # every pt2f_index field of the schema, generated; the walk below relies on them
     _check_sorted_entries(package.metadata, "metadata")
     _check_data(package, data_section_lengths)
     check_extra_files(package)
@@ -98,7 +101,11 @@ def validate_package(package, *, data_section_lengths=None, reader_major: int = 
 
 
 def _check_sorted_entries(entries, path: str) -> None:
-    """StringEntry vectors: keys present, strictly increasing by code point (= UTF-8 byte order, flatc's key order)."""
+    """StringEntry vectors: keys present, strictly increasing by code point (= UTF-8 byte order, flatc's key order).
+
+    Presence stays here rather than in a pt2f_required attribute: `key` makes it required in FlatBuffers
+    already (the verifier refuses a missing key), so only MessagePack and JSON can omit it.
+    """
     prev = None
     for i, entry in enumerate(entries):
         if entry.key is None:
@@ -143,9 +150,6 @@ def _check_data(package, lengths) -> None:
     segments = package.segments
     for i, seg in enumerate(segments):
         if seg.external:
-            if seg.external > len(externals):
-                raise _fail("segment external index out of range", f"segments[{i}].external",
-                            expected=f"<= {len(externals)} (number of external files)", got=seg.external)
             if not package.required_features & FEATURE_EXTERNAL_FILES:
                 raise _fail("segment in an external file but required_features lacks bit 1 (external files)",
                             f"segments[{i}].external", got=seg.external)
@@ -153,21 +157,14 @@ def _check_data(package, lengths) -> None:
                 raise _fail("a segment in an external file has file and section 0", f"segments[{i}]",
                             expected="file 0, section 0", got=f"file {seg.file}, section {seg.section}")
             continue
-        if seg.file > len(shards):
-            raise _fail("segment file index out of range", f"segments[{i}].file",
-                        expected=f"<= {len(shards)} (number of shard files)", got=seg.file)
         if seg.file > 0 and not package.required_features & FEATURE_SHARD_FILES:
             raise _fail("segment in a shard file but required_features lacks bit 0 (shard files)",
                         f"segments[{i}].file", got=seg.file)
         if seg.file == 0 and lengths is not None and seg.section not in lengths:
             raise SegmentError("segment does not name a DATA section of this file", path=f"segments[{i}].section",
                                expected=f"one of {sorted(lengths)}", got=seg.section)
-    n_segments = len(segments)
     storages = package.storages
     for i, st in enumerate(storages):
-        if st.segment >= n_segments:
-            raise _fail("storage segment index out of range", f"storages[{i}].segment",
-                        expected=f"< {n_segments}", got=st.segment)
         seg = segments[st.segment]
         if seg.external:
             ext = externals[seg.external - 1]
@@ -194,7 +191,7 @@ def _check_data(package, lengths) -> None:
                                    expected=f"offset + size <= {limit}", got=st.offset + st.size)
     _check_no_overlap(storages, segments)
     n_storages = len(storages)
-    _check_weight_sets(package.weight_sets, len(package.tensors))
+    _check_weight_sets(package.weight_sets)
     nesting = [0] * len(package.tensors)
     for i, t in enumerate(package.tensors):
         try:
@@ -223,10 +220,10 @@ _QUANTIZED = frozenset({m.ScalarType.QUINT8, m.ScalarType.QINT8, m.ScalarType.QI
 
 #: How deeply rows built from other rows may nest (a subclass of a subclass of sparse ...): loaders
 #: build parts recursively, so a file must not make them recurse without bound.
-MAX_TENSOR_NESTING = 16
+MAX_TENSOR_NESTING = _limits.MAX_TENSOR_NESTING
 
 
-def _check_composite(package, t, i: int, nesting: list, max_depth: int = 128) -> bool:
+def _check_composite(package, t, i: int, nesting: list, max_depth: int = _limits.MAX_DEPTH) -> bool:
     """1.1 rows (quantized, sparse, subclass): their own invariants; True when the row has no storage view.
 
     Every index a row holds (parts, per-channel scales and zero points) is
@@ -293,13 +290,11 @@ def _check_no_overlap(storages, segments) -> None:
                                    got=b0)
 
 
-def _check_weight_sets(weight_sets, n_tensors: int) -> None:
-    """Weight sets: names unique and sorted, entries sorted by name, tensor indices in range."""
+def _check_weight_sets(weight_sets) -> None:
+    """Weight sets: names unique and sorted, entries sorted by name (tensor indices: check_field_rules)."""
     prev = None
     for i, ws in enumerate(weight_sets):
         path = f"weight_sets[{i}]"
-        if ws.name is None:
-            raise _fail("required field is missing", f"{path}.name")
         if prev is not None and not prev < ws.name:
             raise _fail("weight set names must be unique and sorted", f"{path}.name",
                         expected=f"a name after {prev!r}", got=repr(ws.name))
@@ -307,15 +302,10 @@ def _check_weight_sets(weight_sets, n_tensors: int) -> None:
         last = None
         for j, entry in enumerate(ws.entries):
             epath = f"{path}.entries[{j}]"
-            if entry.name is None:
-                raise _fail("required field is missing", f"{epath}.name")
             if last is not None and not last < entry.name:
                 raise _fail("entries must be sorted by name, names unique", f"{epath}.name",
                             expected=f"a name after {last!r}", got=repr(entry.name))
             last = entry.name
-            if entry.tensor >= n_tensors:
-                raise _fail("tensor index out of range", f"{epath}.tensor", expected=f"< {n_tensors}",
-                            got=entry.tensor)
 
 
 def tensor_nbytes(dtype: int, sizes, strides, storage_offset: int) -> int:
@@ -427,22 +417,7 @@ class _Program:
 
     def check(self) -> None:
         p = self.p
-        if p.name is None:
-            raise _fail("required field is missing", "name")
         self.check_symbols()
-        for i, rc in enumerate(p.range_constraints):
-            if rc.expr >= self.n_exprs:
-                raise _fail("expression index out of range", f"range_constraints[{i}].expr",
-                            expected=f"< {self.n_exprs}", got=rc.expr)
-        for i, g in enumerate(p.input_guards or ()):
-            if g >= self.n_exprs:
-                raise _fail("expression index out of range", f"input_guards[{i}]", expected=f"< {self.n_exprs}", got=g)
-        for i, gs in enumerate(p.guard_sources or ()):
-            if gs.symbol >= self.n_symbols:
-                raise _fail("symbol index out of range", f"guard_sources[{i}].symbol", expected=f"< {self.n_symbols}",
-                            got=gs.symbol)
-        if p.graph is None:
-            raise _fail("required field is missing", "graph")
         try:
             scope = _Graph(self, p.graph, 0).check()
         except Pt2FormatError as e:
@@ -451,16 +426,9 @@ class _Program:
         self.check_state_matches_placeholders()
         for i, entry in enumerate(p.state):
             path = f"state[{i}]"
-            if entry.name is None:
-                raise _fail("required field is missing", f"{path}.name")
             if entry.kind == m.StateKind.UNSPECIFIED:
                 raise _fail("state kind is UNSPECIFIED", f"{path}.kind")
-            if entry.tensor >= self.n_tensors:
-                raise _fail("tensor index out of range", f"{path}.tensor", expected=f"< {self.n_tensors}",
-                            got=entry.tensor)
         for i, obj in enumerate(p.custom_objects):
-            if obj.name is None:
-                raise _fail("required field is missing", f"custom_objects[{i}].name")
             self.check_value(obj.state, f"custom_objects[{i}].state")
         if p.example_inputs is not None:
             try:
@@ -518,8 +486,6 @@ class _Program:
     def check_symbols(self) -> None:
         seen = set()
         for i, sym in enumerate(self.p.symbols):
-            if sym.name is None:
-                raise _fail("required field is missing", f"symbols[{i}].name")
             if sym.name in seen:
                 raise _fail("duplicate symbol name", f"symbols[{i}].name", got=repr(sym.name))
             seen.add(sym.name)
@@ -573,8 +539,6 @@ class _Program:
     def check_signature(self, scope) -> None:
         sig = self.p.signature
         graph = self.p.graph
-        if sig is None:
-            raise _fail("required field is missing", "signature")
         for group, specs, args in (("input_specs", sig.input_specs, graph.inputs),
                                    ("output_specs", sig.output_specs, graph.outputs)):
             if len(specs) != len(args):
@@ -587,8 +551,6 @@ class _Program:
                 if s is None:
                     raise _fail("union value is missing", f"{path}.spec")
                 if type(s) is m.InputToConstantInputSpec:
-                    if s.name is None:
-                        raise _fail("required field is missing", f"{path}.spec.name")
                     self.check_value(s.value, f"{path}.spec.value")
                     continue
                 arg = s.arg
@@ -628,11 +590,6 @@ class _Program:
                 raise _fail(f"state tensor {fqn!r} has other sizes than its placeholder {s.arg.name!r}", path,
                             expected=["s" if d is None else d for d in declared], got=list(tensor.sizes))
 
-    def check_sym(self, sym, path: str) -> None:
-        if sym is not None and not -1 <= sym.expr < self.n_exprs:
-            raise _fail("expression index out of range", f"{path}.expr", expected=f"-1 or < {self.n_exprs}",
-                        got=sym.expr)
-
 
 class _Graph:
     """Checks one graph and its subgraphs; value names are scoped to the graph that declares them."""
@@ -651,11 +608,7 @@ class _Graph:
 
     @staticmethod
     def _names(values, path: str) -> set:
-        names = set()
-        for i, v in enumerate(values):
-            if v.name is None:
-                raise _fail("required field is missing", f"{path}[{i}].name")
-            names.add(v.name)
+        names = {v.name for v in values}
         if len(names) != len(values):
             raise _fail("duplicate value names", path, expected=f"{len(values)} unique names", got=len(names))
         return names
@@ -666,18 +619,8 @@ class _Graph:
         for i, tv in enumerate(g.tensor_values):
             meta = tv.meta
             path = f"tensor_values[{i}].meta"
-            if meta is None:
-                raise _fail("required field is missing", path)
             if meta.dtype == m.ScalarType.UNSPECIFIED:
                 raise _fail("dtype is UNSPECIFIED", f"{path}.dtype")
-            for d, s in enumerate(meta.sizes):
-                prog.check_sym(s, f"{path}.sizes[{d}]")
-            for d, s in enumerate(meta.strides):
-                prog.check_sym(s, f"{path}.strides[{d}]")
-            prog.check_sym(meta.storage_offset, f"{path}.storage_offset")
-        for group in ("sym_int_values", "sym_float_values", "sym_bool_values"):
-            for i, v in enumerate(getattr(g, group)):
-                prog.check_sym(v.value, f"{group}[{i}].value")
         for group in ("inputs", "outputs"):
             for i, arg in enumerate(getattr(g, group)):
                 try:
@@ -699,10 +642,6 @@ class _Graph:
         return self
 
     def check_node(self, node) -> None:
-        if node.name is None:
-            raise _fail("required field is missing", "name")
-        if node.target is None:
-            raise _fail("required field is missing", "target")
         for j, arg in enumerate(node.inputs):
             try:
                 self.check_argument(arg.value)
@@ -721,11 +660,6 @@ class _Graph:
         """One NodeMetadata (of a node, getitem, placeholder, output or get_attr): indices, values, sorted extra."""
         if meta is None:
             return
-        n_symbols = self.prog.n_symbols
-        for j, b in enumerate(meta.unbacked_bindings):
-            if b.symbol >= n_symbols:
-                raise _fail("symbol index out of range", f"{path}.unbacked_bindings[{j}].symbol",
-                            expected=f"< {n_symbols}", got=b.symbol)
         if meta.custom is not None:
             try:
                 self.prog.values.check_map(meta.custom, 1)
@@ -765,20 +699,13 @@ class _Graph:
         elif cls is m.CustomObjArgument:
             if v.name not in self.custom_objs:
                 raise _undeclared("custom object", v.name, "name")
-        elif cls is m.TokenArgument:
-            if v.name is None:
-                raise _fail("required field is missing", "name")
         elif cls is m.GraphArgument:
-            if v.graph is None:
-                raise _fail("required field is missing", "graph")
             self.check_metadata(v.metadata, "metadata")
             try:
                 _Graph(self.prog, v.graph, self.depth + 1).check()
             except Pt2FormatError as e:
                 raise _wrap(e, "graph")
         elif cls is m.TreeSpecArgument:  # 1.1: a flat_apply node's spec, fetched with get_attr
-            if v.spec is None:
-                raise _fail("required field is missing", "spec")
             self.check_metadata(v.metadata, "metadata")
             try:
                 self.prog.check_tree_spec(v.spec, 0)

@@ -126,6 +126,15 @@ ATTRIBUTE_RULES = {
     "pt2f_string": _rule_string_class,
     # bytes per element of a ScalarType value: equal
     "pt2f_itemsize": lambda where, old, new: _rule_equal(where, old, new, "pt2f_itemsize"),
+    # index range a reader checks (schema/ATTRIBUTES.md): adding or narrowing one makes released files
+    # unreadable, widening or removing one lets new writers make files released readers refuse: equal
+    "pt2f_index": lambda where, old, new: _rule_equal(where, old, new, "pt2f_index"),
+    # a field every valid file has: adding it refuses released files without it, removing it lets new
+    # files omit what released readers require: equal
+    "pt2f_required": lambda where, old, new: _rule_equal(where, old, new, "pt2f_required"),
+    # the root table's bounds (SPEC.md §10): lowering one refuses released files, raising one makes
+    # released readers refuse new files: equal
+    "pt2f_limits": lambda where, old, new: _rule_equal(where, old, new, "pt2f_limits"),
 }
 
 
@@ -154,6 +163,7 @@ def _attribute_keys(view: dict) -> set:
     keys = set()
     for what, v in view.items():
         if what.startswith(("table ", "struct ")):
+            keys |= set(v.get("attributes", {}))
             for f in v["fields"].values():
                 keys |= set(f["attributes"])
         elif what.startswith("enum "):
@@ -171,7 +181,8 @@ def names(s) -> dict:
                            "offset": f.offset, "attributes": _attributes(f)}
                   for f in o.fields}
         out[f"{'struct' if o.is_struct else 'table'} {o.short}"] = {"fields": fields, "size": o.bytesize,
-                                                                     "align": o.minalign}
+                                                                     "align": o.minalign,
+                                                                     "attributes": _attributes(o)}
     for e in s.enums:
         if e.is_union:
             members = {v.value: (v.name, s.objects[v.union_type.index].short if v.value else "NONE") for v in e.values}
@@ -207,15 +218,26 @@ def diff(old, new) -> list[str]:
             problems.append(f"{what}: removed" + (f" (now {other[0]})" if other else " (renamed or deleted)"))
             continue
         if what.startswith("struct "):
-            if before != after:
+            if _layout(before) != _layout(after):
                 problems.append(f"{what}: a struct never changes (fields, types, offsets or size differ)")
+            for name, f in before["fields"].items():  # its fields' attributes follow the tables' rule
+                if name in after["fields"]:
+                    problems += _attribute_changes(f"{what}.{name}", f["attributes"],
+                                                   after["fields"][name]["attributes"], known)
         elif what.startswith("table "):
+            problems += _attribute_changes(what, before.get("attributes", {}), after.get("attributes", {}), known)
             problems += _diff_table(what, before["fields"], after["fields"], known)
         elif what.startswith("enum "):
             problems += _diff_enum(what, before, after, known)
         else:
             problems += _diff_union(what, before["members"], after["members"])
     return problems
+
+
+def _layout(struct: dict) -> dict:
+    """A struct's view without its fields' `pt2f_*` attributes: what its bytes are."""
+    return {**struct, "fields": {n: {k: v for k, v in f.items() if k != "attributes"}
+                                 for n, f in struct["fields"].items()}}
 
 
 def _diff_table(what, before, after, known) -> list[str]:

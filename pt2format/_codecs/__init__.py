@@ -12,12 +12,13 @@ from __future__ import annotations
 import gc
 from contextlib import contextmanager
 
+from pt2format._generated import limits as _limits
 from pt2format.errors import EncodingError, LimitError
 
 ENCODINGS = ("flatbuffers", "msgpack", "json")
-DEFAULT_MAX_DEPTH = 128
+DEFAULT_MAX_DEPTH = _limits.MAX_DEPTH
 # The program section of a 20,000-node program is ~10-30 MB; 1 GiB is far beyond any real one.
-DEFAULT_MAX_BYTES = 1 << 30
+DEFAULT_MAX_BYTES = _limits.MAX_PROGRAM_BYTES
 
 
 def _codec(encoding: str):

@@ -26,6 +26,7 @@ Field alignment is not checked (the reader does not need it).
 
 from __future__ import annotations
 
+from pt2format._generated import limits as _limits
 from pt2format._codecs._runtime import ENCODE_ERRORS, PATH_ERRORS, encode_error, locate
 from pt2format._generated.fb_reader import decode as _fast_decode
 from pt2format._generated.fb_writer import encode as _fast_encode
@@ -43,7 +44,7 @@ def encode(package) -> bytes:
         raise encode_error(e) from None  # the generated writer noted the field path on the way out
 
 
-def decode(data, *, max_depth: int = 128):
+def decode(data, *, max_depth: int = _limits.MAX_DEPTH):
     """Decode a FlatBuffers buffer (bytes or memoryview, not copied) into a Package."""
     try:
         return _checked(_fast_decode, data, max_depth)

@@ -25,6 +25,7 @@ import re
 import json as _json
 from pathlib import Path
 
+from pt2format._generated import limits as _limits
 from pt2format._codecs._runtime import ENCODE_ERRORS, PATH_ERRORS, encode_error, locate
 from pt2format._generated import json_codec as _gen
 from pt2format.errors import EncodingError, LimitError, Pt2FormatError
@@ -80,6 +81,19 @@ def _reject_constant(name):
                         got=name)
 
 
+def _finite_float(text):
+    """A JSON number with a fraction or exponent, rounded to binary64; one beyond the finite range is refused:
+    the infinities have one spelling, "inf" and "-inf" (SPEC.md §4), so `1e400` is not another."""
+    value = float(text)
+    if value in (_INF, -_INF):
+        raise EncodingError("JSON number beyond the largest finite float; write infinities as \"inf\" or \"-inf\"",
+                            expected="a number within binary64 range", got=text)
+    return value
+
+
+_INF = float("inf")
+
+
 def _no_duplicates(pairs):
     d = dict(pairs)
     if len(d) != len(pairs):
@@ -101,8 +115,9 @@ def _json_path(parts) -> str:
     return out
 
 
-_PLAIN_DECODER = _json.JSONDecoder(parse_constant=_reject_constant)
-_STRICT_DECODER = _json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+_PLAIN_DECODER = _json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
+_STRICT_DECODER = _json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_reject_constant,
+                                    parse_float=_finite_float)
 
 
 def _parse(decoder, text, max_depth):
@@ -143,7 +158,7 @@ def _no_duplicate_keys(text: str, members: int, strings: list) -> bool:
     return text.count(":") == members + in_strings + spelled and (in_strings == 0 or "\\u003" not in text)
 
 
-def decode(data, *, max_depth: int = 128, validate_schema: bool = True):
+def decode(data, *, max_depth: int = _limits.MAX_DEPTH, validate_schema: bool = True):
     """Decode JSON text into a Package; EncodingError/LimitError with the JSON path on anything malformed."""
     try:
         text = str(data, "utf-8")

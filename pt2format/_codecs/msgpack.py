@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import msgpack as _msgpack
 
+from pt2format._generated import limits as _limits
 from pt2format._codecs._runtime import ENCODE_ERRORS, PATH_ERRORS, encode_error, locate
 from pt2format.errors import EncodingError, LimitError
 
 from pt2format._generated import msgpack_codec as _gen
 
-_DEFAULT_MAX_DEPTH = 128
+_DEFAULT_MAX_DEPTH = _limits.MAX_DEPTH
 
 
 # ---------------------------------------------------------------------------

@@ -88,6 +88,7 @@ class FObject:
     minalign: int
     bytesize: int
     doc: list[str]
+    attributes: dict = field(default_factory=dict)
 
     @property
     def short(self) -> str:
@@ -156,7 +157,7 @@ def read_bfbs(data: bytes) -> FSchema:
             ))
         fields.sort(key=lambda f: f.id)
         objects.append(FObject(o.string(0), fields, bool(o.scalar(2, _N.bool_)), o.scalar(3, _N.int32),
-                               o.scalar(4, _N.int32), o.strings(6)))
+                               o.scalar(4, _N.int32), o.strings(6), o.key_values(5)))
     enums = []
     for e in root.tables(1):
         vals = []

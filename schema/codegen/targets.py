@@ -15,7 +15,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codegen import container, cpp_strings, identifier_chars, fb_reader, fb_writer, json_codec, minors, msgpack_codec, native, py_model, strings, ts_strings, versions
+from codegen import container, cpp_strings, identifier_chars, fb_reader, fb_writer, json_codec, limits, minors, rules, msgpack_codec, native, py_model, strings, ts_strings, versions
 from codegen.bfbs import FSchema, build_bfbs, flatc_version
 from codegen.paths import FBS, ROOT
 from codegen.schema_view import Model, header_line
@@ -56,6 +56,8 @@ PYTHON_TARGETS = {
     "pt2format/_generated/minors.py": lambda c: minors.gen_python_minors(c.schema_version, c.minor_table, c.version),
     "pt2format/_generated/container.py": lambda c: container.gen_python(c.container, c.version),
     "pt2format/_generated/string_check.py": _py(strings.generate_tree_check),
+    "pt2format/_generated/limits.py": lambda c: limits.gen_python(c.s, header_line("#", c.version)),
+    "pt2format/_generated/field_rules.py": lambda c: rules.gen_python(c.s, c.model, header_line("#", c.version)),
     "pt2format/_generated/identifier_chars.py": lambda c: identifier_chars.gen_python(header_line("#", c.version)),
     # A copy of the JSON Schema inside the package, so an installed pt2format can validate JSON.
     "pt2format/_generated/pt2format.schema.json": lambda c: c.jsonschema,
@@ -68,13 +70,17 @@ REPO_TARGETS = {
     "loaders/cpp/generated/pt2format_itemsize.h": lambda c: native.gen_cpp_itemsize(c.s, c.version),
     "loaders/cpp/generated/pt2format_strings.h": lambda c: cpp_strings.generate(c.s, c.model, header_line("//", c.version)),
     "loaders/cpp/generated/pt2format_container.h": lambda c: container.gen_cpp(c.container, c.version),
-    "schema/FIELDS.md": lambda c: native.gen_fields_md(c.s, c.version, c.minor_table, c.schema_version),
+    "loaders/cpp/generated/pt2format_limits.h": lambda c: limits.gen_cpp(c.s, header_line("//", c.version)),
+    "loaders/cpp/generated/pt2format_rules.h": lambda c: rules.gen_cpp(c.s, c.model, header_line("//", c.version)),
+    "schema/FIELDS.md": lambda c: native.gen_fields_md(c.s, c.version, c.minor_table, c.schema_version) + limits.gen_spec_table(c.s),
     "schema/SPEC.md": lambda c: versions.spec(c.schema_version, c.container),
     "docs/versions.md": lambda c: versions.versions_page(c.schema_version),
     "loaders/ts/src/generated/": lambda c: native.gen_ts(c.tmp, c.version),
     "loaders/ts/src/generated/container.ts": lambda c: container.gen_ts(c.container, c.version),
     "loaders/ts/src/generated/minors.ts": lambda c: minors.gen_ts_minors(c.schema_version, c.minor_table, c.version),
     "loaders/ts/src/generated/itemsize.ts": lambda c: native.gen_ts_itemsize(c.s, c.version),
+    "loaders/ts/src/generated/limits.ts": lambda c: limits.gen_ts(c.s, header_line("//", c.version)),
+    "loaders/ts/src/generated/rules.ts": lambda c: rules.gen_ts(c.s, c.model, header_line("//", c.version)),
     "loaders/ts/src/generated/strings.ts": lambda c: ts_strings.generate(c.s, c.model, header_line("//", c.version)),
 }
 

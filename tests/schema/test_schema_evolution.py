@@ -37,7 +37,8 @@ def test_schema_conforms_to_last_release():
 def test_conform_check_catches_a_breaking_change(tmp_path):
     # Removing a field shifts the next one: flatc must reject it, or the check above proves nothing.
     text = FBS.read_text()
-    broken = text.replace('  /// Node name, unique in its graph.\n  name: string (pt2f_string: "local_name");\n', "", 1)
+    broken = text.replace('  /// Node name, unique in its graph.\n  name: string (pt2f_required, pt2f_string: "local_name");\n',
+                          "", 1)
     assert broken != text
     p = tmp_path / "pt2format.fbs"
     p.write_text(broken)

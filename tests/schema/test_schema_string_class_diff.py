@@ -115,3 +115,17 @@ def test_a_looser_class_names_the_rule_for_loosening(tmp_path):
     text = FBS.read_text()
     problems = _diff(text, _with_class(text, "identifier", "free_text"), tmp_path)
     assert any("admit them with a new field" in p and "§8.1" in p for p in problems), problems
+
+
+def test_a_changed_bound_or_index_range_fails_the_diff(tmp_path):
+    """`pt2f_limits` (a table attribute) and `pt2f_index` decide what a reader accepts: equal after a release."""
+    text = FBS.read_text()
+    limits = re.search(r'pt2f_limits: "([^"]*)"', text)
+    assert limits and "max_depth=128" in limits.group(1).replace(" ", ""), "the root table's bounds"
+    lowered = text.replace(limits.group(0), limits.group(0).replace("128", "64", 1), 1)
+    problems = _diff(text, lowered, tmp_path)
+    assert any("pt2f_limits" in p for p in problems), problems
+    index = re.search(r'pt2f_index: "([^"]*)"', text)
+    narrowed = text.replace(index.group(0), 'pt2f_index: "Program.nodes"', 1)
+    problems = _diff(text, narrowed, tmp_path)
+    assert any("pt2f_index" in p for p in problems), problems

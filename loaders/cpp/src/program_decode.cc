@@ -13,6 +13,7 @@
 #include "pt2f/error.h"
 #include "pt2f/json_text.h"
 #include "pt2f/schema.h"
+#include "pt2format_limits.h"
 
 namespace pt2f {
 namespace {
@@ -44,7 +45,7 @@ using reflection::BaseType;
 constexpr uint32_t kMaxMsgPackDepth = 1024;
 constexpr uint32_t kMaxJsonDepth = 1000;
 // Python's int() refuses decimal strings of more digits (sys.get_int_max_str_digits()).
-constexpr size_t kMaxIntDigits = 4300;
+constexpr size_t kMaxIntDigits = limits::kMaxJsonIntDigits;
 
 [[noreturn]] void fail(ErrorKind kind, const std::string &msg, const std::string &path = "",
                        const std::string &expected = "", const std::string &got = "") {
@@ -390,7 +391,11 @@ class JsonParser {
     const std::string text(p_ + start, pos_ - start);
     if (is_float) {
       v.t = Val::Float;
-      v.f = std::strtod(text.c_str(), nullptr);  // correctly rounded; overflow gives ±inf as Python's float()
+      v.f = std::strtod(text.c_str(), nullptr);  // correctly rounded, as Python's float()
+      // The infinities have one spelling, "inf"/"-inf" (SPEC.md section 4): 1e400 is not another.
+      if (std::isinf(v.f))
+        fail(ErrorKind::Encoding, "JSON number beyond the largest finite float", "", "a number within binary64 range",
+             text);
       return v;
     }
     const size_t ndigits = int_end - digits_start;

@@ -7,6 +7,7 @@
 
 #include "pt2f/error.h"
 #include "pt2f/validate.h"
+#include "pt2format_limits.h"
 
 namespace pt2f {
 namespace {
@@ -197,8 +198,8 @@ std::string string_class_violation(StringClass cls, std::string_view s) {
     case StringClass::module_call_path:
     case StringClass::module_stack_path: may_be_empty = true; break;
     case StringClass::free_text: may_be_empty = true; longest = strings::kMaxTextLength; break;
-    case StringClass::file_name: longest = 255; break;
-    case StringClass::device_type: longest = 64; break;
+    case StringClass::file_name: longest = limits::kMaxFileNameLength; break;
+    case StringClass::device_type: longest = limits::kMaxDeviceTypeLength; break;
     default: break;
   }
   if (s.empty()) return may_be_empty ? "" : "a non-empty string";
@@ -220,12 +221,13 @@ std::string string_class_violation(StringClass cls, std::string_view s) {
       auto ok0 = [](char c) { return ident_char(c); };
       bool ok = ok0(s[0]);
       for (char c : s.substr(1)) ok = ok && (ident_char(c) || c == '.' || c == '-');
-      return ok ? "" : "[A-Za-z0-9_][A-Za-z0-9._-]*, at most 255 characters, no directories";
+      return ok ? "" : "[A-Za-z0-9_][A-Za-z0-9._-]*, at most " + std::to_string(limits::kMaxFileNameLength) +
+                           " characters, no directories";
     }
     case StringClass::device_type: {
       bool ok = s[0] >= 'a' && s[0] <= 'z';
       for (char c : s.substr(1)) ok = ok && ((c >= 'a' && c <= 'z') || digit(c) || c == '_');
-      return ok ? "" : "[a-z][a-z0-9_]*, at most 64 characters";
+      return ok ? "" : "[a-z][a-z0-9_]*, at most " + std::to_string(limits::kMaxDeviceTypeLength) + " characters";
     }
     case StringClass::token:
     case StringClass::metadata_key: return printed_name(s);

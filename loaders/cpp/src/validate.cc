@@ -16,6 +16,8 @@
 #include "pt2f/json_text.h"
 #include "pt2f/schema.h"
 #include "pt2f/symexpr.h"
+#include "pt2format_limits.h"
+#include "pt2format_rules.h"
 
 namespace pt2f {
 namespace {
@@ -191,6 +193,7 @@ class Validator {
     if (p_->required_features() & ~kKnownFeatures)
       fail(ErrorKind::UnsupportedFeature, "file requires unknown features", "required_features", "bits within 0xf",
            num(p_->required_features()));
+    rules::check_field_rules(p_);  // every pt2f_index field of the schema, generated; the checks below rely on them
     check_sorted_entries(p_->metadata(), "metadata");
     check_data();
     check_extra_files();
@@ -246,9 +249,6 @@ class Validator {
       const auto *seg = segments->Get(i);
       const std::string path = at("segments", i);
       if (seg->external()) {
-        if (seg->external() > len(externals))
-          invalid("segment external index out of range", path + ".external",
-                  "<= " + num(len(externals)) + " (number of external files)", num(seg->external()));
         if (!(p_->required_features() & kFeatureExternalFiles))
           invalid("segment in an external file but required_features lacks bit 1 (external files)",
                   path + ".external", "", num(seg->external()));
@@ -257,9 +257,6 @@ class Validator {
                   "file " + num(seg->file()) + ", section " + num(seg->section()));
         continue;
       }
-      if (seg->file() > len(shards))
-        invalid("segment file index out of range", path + ".file", "<= " + num(len(shards)) + " (number of shard files)",
-                num(seg->file()));
       if (seg->file() > 0 && !(p_->required_features() & kFeatureShardFiles))
         invalid("segment in a shard file but required_features lacks bit 0 (shard files)", path + ".file", "",
                 num(seg->file()));
@@ -272,9 +269,6 @@ class Validator {
     for (uint32_t i = 0; i < len(storages); ++i) {
       const auto *st = storages->Get(i);
       const std::string path = at("storages", i);
-      if (st->segment() >= len(segments))
-        invalid("storage segment index out of range", path + ".segment", "< " + num(len(segments)),
-                num(st->segment()));
       const auto *seg = segments->Get(st->segment());
       if (seg->external()) {
         const uint64_t size = externals->Get(seg->external() - 1)->size();
@@ -344,7 +338,6 @@ class Validator {
     for (uint32_t i = 0; i < len(sets); ++i) {
       const auto *ws = sets->Get(i);
       const std::string path = at("weight_sets", i);
-      if (!ws->name()) invalid("required field is missing", path + ".name");
       if (prev && !(prev->string_view() < ws->name()->string_view()))
         invalid("weight set names must be unique and sorted", path + ".name", "a name after '" + prev->str() + "'",
                 ws->name()->str());
@@ -353,13 +346,10 @@ class Validator {
       for (uint32_t j = 0; j < len(ws->entries()); ++j) {
         const auto *e = ws->entries()->Get(j);
         const std::string ep = path + ".entries[" + num(j) + "]";
-        if (!e->name()) invalid("required field is missing", ep + ".name");
         if (last && !(last->string_view() < e->name()->string_view()))
           invalid("entries must be sorted by name, names unique", ep + ".name", "a name after '" + last->str() + "'",
                   e->name()->str());
         last = e->name();
-        if (e->tensor() >= len(p_->tensors()))
-          invalid("tensor index out of range", ep + ".tensor", "< " + num(len(p_->tensors())), num(e->tensor()));
       }
     }
   }
@@ -367,7 +357,7 @@ class Validator {
   // 1.1 rows (quantized, sparse, subclass), as pt2format/_validate.py _check_composite: true when the row
   // has no strided view of a storage. Every index a row holds is smaller than its own, so rows never loop.
   bool check_composite(const Tensor *t, uint32_t i, std::vector<uint32_t> &nesting, const std::string &path) {
-    constexpr uint32_t kMaxNesting = 16;
+    constexpr uint64_t kMaxNesting = limits::kMaxTensorNesting;
     const auto *q = t->quantization();
     const bool quantized = t->dtype() == ScalarType::QUINT8 || t->dtype() == ScalarType::QINT8 ||
                            t->dtype() == ScalarType::QINT32;
@@ -383,7 +373,8 @@ class Validator {
         nesting[i] = std::max(nesting[i], nesting[idx] + 1);
       }
       if (nesting[i] > kMaxNesting)
-        invalid("tensor parts nest too deeply", path + ".quantization", "<= 16 levels", num(nesting[i]));
+        invalid("tensor parts nest too deeply", path + ".quantization", "<= " + num(kMaxNesting) + " levels",
+                num(nesting[i]));
     }
     const bool composite = t->subclass() != nullptr || t->layout() != Layout::STRIDED;
     const uint32_t nparts = len(t->parts());
@@ -403,7 +394,8 @@ class Validator {
       if (!names.insert(name).second) invalid("part names must be unique", path + ".parts[" + num(j) + "].name");
       nesting[i] = std::max(nesting[i], nesting[part->tensor()] + 1);
     }
-    if (nesting[i] > kMaxNesting) invalid("tensor parts nest too deeply", path + ".parts", "<= 16 levels", num(nesting[i]));
+    if (nesting[i] > kMaxNesting)
+      invalid("tensor parts nest too deeply", path + ".parts", "<= " + num(kMaxNesting) + " levels", num(nesting[i]));
     return true;
   }
 
@@ -457,17 +449,15 @@ class Validator {
       const auto *e = files->Get(i);
       const std::string path = at("extra_files", i);
       const std::string n = s(e->name());
-      if (n.empty() || n.size() > 255)
-        invalid("extra file name must be 1 to 255 bytes of UTF-8", path + ".name", "", num(n.size()));
+      if (n.empty() || n.size() > limits::kMaxExtraFileNameBytes)
+        invalid("extra file name must be 1 to " + num(limits::kMaxExtraFileNameBytes) + " bytes of UTF-8", path + ".name",
+                "", num(n.size()));
       for (unsigned char c : n)
         if (c < 0x20 || c == 0x7f) invalid("extra file name must not contain control characters", path + ".name");
       if (prev && !(prev->string_view() < e->name()->string_view()))
         invalid("extra files must be sorted by name, names unique", path + ".name", "a name after '" + prev->str() + "'",
                 n);
       prev = e->name();
-      if (e->storage() >= len(p_->storages()))
-        invalid("extra file storage index out of range", path + ".storage", "< " + num(len(p_->storages())),
-                num(e->storage()));
     }
   }
 
@@ -548,37 +538,20 @@ class Validator {
   // --- programs
 
   void check_program(const Program *p, const std::string &path) {
-    if (!p->name()) invalid("required field is missing", path + ".name");
     n_symbols_ = len(p->symbols());
     n_exprs_ = len(p->sym_exprs());
     check_symbols(p, path);
-    for (uint32_t i = 0; i < len(p->range_constraints()); ++i)
-      if (p->range_constraints()->Get(i)->expr() >= n_exprs_)
-        invalid("expression index out of range", path + ".range_constraints[" + num(i) + "].expr",
-                "< " + num(n_exprs_), num(p->range_constraints()->Get(i)->expr()));
-    for (uint32_t i = 0; i < len(p->input_guards()); ++i)
-      if (p->input_guards()->Get(i) >= n_exprs_)
-        invalid("expression index out of range", path + ".input_guards[" + num(i) + "]", "< " + num(n_exprs_),
-                num(p->input_guards()->Get(i)));
-    for (uint32_t i = 0; i < len(p->guard_sources()); ++i)
-      if (p->guard_sources()->Get(i)->symbol() >= n_symbols_)
-        invalid("symbol index out of range", path + ".guard_sources[" + num(i) + "].symbol", "< " + num(n_symbols_),
-                num(p->guard_sources()->Get(i)->symbol()));
-    if (!p->graph()) invalid("required field is missing", path + ".graph");
     const Scope scope = check_graph(p->graph(), 0, path + ".graph");
     check_signature(p, scope, path);
     check_state_matches_placeholders(p, path);
     for (uint32_t i = 0; i < len(p->state()); ++i) {
       const auto *e = p->state()->Get(i);
       const std::string ep = path + ".state[" + num(i) + "]";
-      if (!e->name()) invalid("required field is missing", ep + ".name");
       if (e->kind() == StateKind::UNSPECIFIED) invalid("state kind is UNSPECIFIED", ep + ".kind");
-      if (e->tensor() >= n_tensors_) invalid("tensor index out of range", ep + ".tensor", "< " + num(n_tensors_), num(e->tensor()));
     }
     for (uint32_t i = 0; i < len(p->custom_objects()); ++i) {
       const auto *o = p->custom_objects()->Get(i);
       const std::string op = path + ".custom_objects[" + num(i) + "]";
-      if (!o->name()) invalid("required field is missing", op + ".name");
       if (o->state()) check_value(o->state(), 0, false, op + ".state");
     }
     if (p->example_inputs()) check_value(p->example_inputs(), 0, true, path + ".example_inputs");
@@ -649,7 +622,6 @@ class Validator {
     for (uint32_t i = 0; i < n_symbols_; ++i) {
       const auto *sym = p->symbols()->Get(i);
       const std::string sp = path + ".symbols[" + num(i) + "].name";
-      if (!sym->name()) invalid("required field is missing", sp);
       if (!seen.insert(sym->name()->str()).second) invalid("duplicate symbol name", sp, "", sym->name()->str());
     }
     for (uint32_t i = 0; i < n_exprs_; ++i) {
@@ -710,17 +682,11 @@ class Validator {
     }
   }
 
-  void check_sym(int32_t expr, const std::string &path) {
-    if (expr < -1 || (expr >= 0 && uint32_t(expr) >= n_exprs_))
-      invalid("expression index out of range", path + ".expr", "-1 or < " + num(n_exprs_), snum(expr));
-  }
-
   template <class V>
   std::unordered_set<std::string> names(const V *values, const std::string &path) {
     std::unordered_set<std::string> out;
     for (uint32_t i = 0; i < len(values); ++i) {
       const auto *v = values->Get(i);
-      if (!v->name()) invalid("required field is missing", path + "[" + num(i) + "].name");
       out.insert(v->name()->str());
     }
     if (out.size() != len(values))
@@ -740,22 +706,8 @@ class Validator {
     for (uint32_t i = 0; i < len(g->tensor_values()); ++i) {
       const auto *meta = g->tensor_values()->Get(i)->meta();
       const std::string mp = path + ".tensor_values[" + num(i) + "].meta";
-      if (!meta) invalid("required field is missing", mp);
       if (meta->dtype() == ScalarType::UNSPECIFIED) invalid("dtype is UNSPECIFIED", mp + ".dtype");
-      for (uint32_t d = 0; d < len(meta->sizes()); ++d) check_sym(meta->sizes()->Get(d)->expr(), mp + ".sizes[" + num(d) + "]");
-      for (uint32_t d = 0; d < len(meta->strides()); ++d)
-        check_sym(meta->strides()->Get(d)->expr(), mp + ".strides[" + num(d) + "]");
-      if (meta->storage_offset()) check_sym(meta->storage_offset()->expr(), mp + ".storage_offset");
     }
-    for (uint32_t i = 0; i < len(g->sym_int_values()); ++i)
-      if (g->sym_int_values()->Get(i)->value())
-        check_sym(g->sym_int_values()->Get(i)->value()->expr(), path + ".sym_int_values[" + num(i) + "].value");
-    for (uint32_t i = 0; i < len(g->sym_float_values()); ++i)
-      if (g->sym_float_values()->Get(i)->value())
-        check_sym(g->sym_float_values()->Get(i)->value()->expr(), path + ".sym_float_values[" + num(i) + "].value");
-    for (uint32_t i = 0; i < len(g->sym_bool_values()); ++i)
-      if (g->sym_bool_values()->Get(i)->value())
-        check_sym(g->sym_bool_values()->Get(i)->value()->expr(), path + ".sym_bool_values[" + num(i) + "].value");
     for (int o = 0; o < 2; ++o) {
       const auto *args = o ? g->outputs() : g->inputs();
       for (uint32_t i = 0; i < len(args); ++i)
@@ -769,8 +721,6 @@ class Validator {
     for (uint32_t i = 0; i < len(g->nodes()); ++i) {
       const auto *node = g->nodes()->Get(i);
       const std::string np = path + ".nodes[" + num(i) + "]";
-      if (!node->name()) invalid("required field is missing", np + ".name");
-      if (!node->target()) invalid("required field is missing", np + ".target");
       for (uint32_t j = 0; j < len(node->inputs()); ++j)
         check_argument(sc, node->inputs()->Get(j)->value_type(), node->inputs()->Get(j)->value(), depth,
                        np + ".inputs[" + num(j) + "].value");
@@ -789,10 +739,6 @@ class Validator {
 
   void check_metadata(const NodeMetadata *meta, const std::string &path) {
     if (!meta) return;
-    for (uint32_t j = 0; j < len(meta->unbacked_bindings()); ++j)
-      if (meta->unbacked_bindings()->Get(j)->symbol() >= n_symbols_)
-        invalid("symbol index out of range", path + ".unbacked_bindings[" + num(j) + "].symbol", "< " + num(n_symbols_),
-                num(meta->unbacked_bindings()->Get(j)->symbol()));
     if (meta->custom()) check_map(meta->custom(), 1, false, path + ".custom");
     check_sorted_entries(meta->extra(), path + ".extra");  // extra keys' classes: the string walk
   }
@@ -859,18 +805,15 @@ class Validator {
         return;
       }
       case A::TokenArgument:
-        if (!static_cast<const TokenArgument *>(v)->name()) invalid("required field is missing", path + ".name");
         return;
       case A::GraphArgument: {
         const auto *a = static_cast<const GraphArgument *>(v);
-        if (!a->graph()) invalid("required field is missing", path + ".graph");
         check_metadata(a->metadata(), path + ".metadata");
         check_graph(a->graph(), depth + 1, path + ".graph");
         return;
       }
       case A::TreeSpecArgument: {  // 1.1: a flat_apply node's spec, fetched with get_attr
         const auto *a = static_cast<const TreeSpecArgument *>(v);
-        if (!a->spec()) invalid("required field is missing", path + ".spec");
         check_metadata(a->metadata(), path + ".metadata");
         check_tree_spec(a->spec(), 0, path + ".spec");
         return;
@@ -947,7 +890,6 @@ class Validator {
 
   void check_signature(const Program *p, const Scope &sc, const std::string &path) {
     const auto *sig = p->signature();
-    if (!sig) invalid("required field is missing", path + ".signature");
     const reflection::Schema &schema = binary_schema();
     for (int o = 0; o < 2; ++o) {
       const uint32_t nspecs = o ? len(sig->output_specs()) : len(sig->input_specs());
@@ -973,7 +915,6 @@ class Validator {
           union_name = "pt2format.InputSpecKind";
           if (spec->spec_type() == InputSpecKind::InputToConstantInputSpec) {
             const auto *c = spec->spec_as_InputToConstantInputSpec();
-            if (!c->name()) invalid("required field is missing", sp + ".name");
             if (c->value()) check_value(c->value(), 0, false, sp + ".value");
             continue;
           }
@@ -1007,7 +948,7 @@ class Validator {
   uint32_t n_tensors_ = 0;
   uint32_t n_symbols_ = 0;
   uint32_t n_exprs_ = 0;
-  uint32_t max_depth_ = 128;
+  uint32_t max_depth_ = uint32_t(limits::kMaxDepth);
 };
 
 // A ShardFile.package_id that is present names this save: the main header's id (SPEC.md §5).

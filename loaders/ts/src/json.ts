@@ -17,11 +17,12 @@
  */
 import { EnumDesc, ElemDesc, FieldDesc, ScalarKind, StructDesc, TableDesc } from './descriptor.js';
 import { EncodingError, LimitError, VersionError } from './errors.js';
+import { MAX_JSON_INT_DIGITS } from './generated/limits.js';
 import { checkStringClass, stringClassOf } from './strings.js';
 import { absentValue, INT_RANGE, newTable, numberBits, TTable, TValue } from './tree.js';
 
 /** Python's default int max str digits. */
-const MAX_INT_DIGITS = 4300;
+const MAX_INT_DIGITS = MAX_JSON_INT_DIGITS;
 /** Containers nested deeper than this are refused before the schema walk (Python's recursion limit). */
 const MAX_CONTAINER_DEPTH = 900;
 
@@ -166,7 +167,12 @@ class Parser {
       }
       return BigInt(text);
     }
-    return new JFloat(Number(text));
+    const value = Number(text);
+    // The infinities have one spelling, "inf"/"-inf" (SPEC.md section 4): 1e400 is not another.
+    if (!Number.isFinite(value)) {
+      throw new EncodingError('JSON number beyond the largest finite float', { offset: this.i - text.length, expected: 'a number within binary64 range', got: text });
+    }
+    return new JFloat(value);
   }
 }
 

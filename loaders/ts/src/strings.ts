@@ -13,6 +13,7 @@ import {
   FIELD_STRING_CLASS, IDENT_RANGES, PYTHON_KEYWORDS, RE_CALL_INDEX, RE_CONTROL, RE_SLICE_COMPONENT, RE_DEVICE_TYPE, RE_DIGITS, RE_FILE_NAME,
   RE_IDENT, RE_QUAL_MARKER, RESERVED_LOCAL_NAMES, RESERVED_MEMBER_NAMES, RESERVED_NODE_META_KEYS, STRING_CLASSES,
 } from './generated/strings.js';
+import { MAX_DEVICE_TYPE_LENGTH, MAX_FILE_NAME_LENGTH } from './generated/limits.js';
 
 /** The class of a string field of `table`, or undefined when the field is not a string (generated table). */
 export function stringClassOf(table: string, field: string): string | undefined {
@@ -124,8 +125,8 @@ const GRAMMARS: Record<string, (s: string) => string | null> = {
     }
     return null;
   },
-  file_name: (s) => (RE_FILE_NAME.test(s) ? null : '[A-Za-z0-9_][A-Za-z0-9._-]*, at most 255 characters, no directories'),
-  device_type: (s) => (RE_DEVICE_TYPE.test(s) ? null : '[a-z][a-z0-9_]*, at most 64 characters'),
+  file_name: (s) => (RE_FILE_NAME.test(s) ? null : `[A-Za-z0-9_][A-Za-z0-9._-]*, at most ${MAX_FILE_NAME_LENGTH} characters, no directories`),
+  device_type: (s) => (RE_DEVICE_TYPE.test(s) ? null : `[a-z][a-z0-9_]*, at most ${MAX_DEVICE_TYPE_LENGTH} characters`),
   printed_name: (s) => (RE_CONTROL.test(s) ? NO_CONTROL : null),
   free_text: () => null,
 };

@@ -15,14 +15,15 @@
  */
 import { SymExprKind as K, SymOp as O } from './_build/classes.js';
 import { LimitError } from './errors.js';
+import * as limits from './generated/limits.js';
 import { bitsNumber, TTable, TValue } from './tree.js';
 
 const INT64_MIN = -(1n << 63n);
 const INT64_MAX = (1n << 63n) - 1n;
-export const MAX_SYM_DEGREE = 64;
-export const MAX_SYM_EVAL_STEPS = 1 << 22;
+export const MAX_SYM_DEGREE = limits.MAX_SYM_DEGREE;
+export const MAX_SYM_EVAL_STEPS = limits.MAX_SYM_EVAL_STEPS;
 /** Largest expanded size of an expression: its node count as a tree, a shared operand counted at each use. */
-export const MAX_SYM_EXPANDED_SIZE = 1 << 12;
+export const MAX_SYM_EXPANDED_SIZE = limits.MAX_SYM_EXPANDED_SIZE;
 
 export const UNKNOWN = Symbol('UNKNOWN');
 export class Failure { constructor(readonly index: number, readonly reason: string) {} }

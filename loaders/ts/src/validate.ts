@@ -13,6 +13,8 @@
  * (src/symeval.ts, the rules of pt2format/_symeval.py).
  */
 import { DTYPE_ITEMSIZE } from './generated/itemsize.js';
+import { MAX_DEPTH, MAX_EXTRA_FILE_NAME_BYTES, MAX_TENSOR_NESTING } from './generated/limits.js';
+import { checkFieldRules } from './generated/rules.js';
 import { ChecksumKind, ExternalFormat, ScalarType, StateKind, SymExprKind, SymOp, SymbolKind, TreeSpecKind } from './_build/classes.js';
 import { KNOWN_FEATURES } from './container.js';
 import { LimitError, Pt2fError, SegmentError, UnsupportedFeatureError, ValidationError, VersionError } from './errors.js';
@@ -91,7 +93,7 @@ export interface ValidateOptions {
 
 /** Throws a Pt2fError (mostly ValidationError) on the first broken invariant of `pkg`. */
 export function validatePackage(pkg: T, opts: ValidateOptions = {}): void {
-  const maxDepth = opts.maxDepth ?? 128;
+  const maxDepth = opts.maxDepth ?? MAX_DEPTH;
   const fv = pkg['format_version'] as T | null;
   if (fv === null) throw fail('required field is missing', 'format_version');
   const major = num(fv['major']);
@@ -104,6 +106,8 @@ export function validatePackage(pkg: T, opts: ValidateOptions = {}): void {
     throw new UnsupportedFeatureError(`file requires unknown features 0x${(features & ~KNOWN_FEATURES).toString(16)}`,
       { path: 'required_features', expected: `bits within 0x${KNOWN_FEATURES.toString(16)}`, got: `0x${features.toString(16)}` });
   }
+  // Every pt2f_required and pt2f_index field of the schema, generated; the checks below rely on them.
+  checkFieldRules(pkg, (message, path, expected, got) => { throw fail(message, path, expected, got); }, (o) => descOf(o as T).name);
   checkSortedEntries(arr(pkg['metadata']), 'metadata');
   checkData(pkg, opts.dataSectionLengths);
   checkExtraFiles(pkg);
@@ -141,9 +145,8 @@ function checkSortedEntries(entries: TValue[], path: string): void {
   });
 }
 
-/** `Package.extra_files` (pt2format/_extras.py): names 1-255 UTF-8 bytes without control characters, sorted, unique; storages in range. */
+/** `Package.extra_files` (pt2format/_extras.py): names 1-255 UTF-8 bytes without control characters, sorted, unique (storages: checkFieldRules). */
 function checkExtraFiles(pkg: T): void {
-  const nStorages = arr(pkg['storages']).length;
   let prev: string | null = null;
   arr(pkg['extra_files']).forEach((e, i) => {
     const name = str((e as T)['name']);
@@ -151,7 +154,7 @@ function checkExtraFiles(pkg: T): void {
     if (name === null) problem = 'must be a str, got NoneType';
     else {
       const n = new TextEncoder().encode(name).length;
-      if (n < 1 || n > 255) problem = `must be 1 to 255 bytes of UTF-8, got ${n}`;
+      if (n < 1 || n > MAX_EXTRA_FILE_NAME_BYTES) problem = `must be 1 to ${MAX_EXTRA_FILE_NAME_BYTES} bytes of UTF-8, got ${n}`;
       else if (/[\x00-\x1f\x7f]/.test(name)) problem = 'must not contain NUL or other control characters';
     }
     if (problem !== null) throw fail(`extra file name ${problem}`, `extra_files[${i}].name`, undefined, JSON.stringify(name).slice(0, 80));
@@ -159,8 +162,6 @@ function checkExtraFiles(pkg: T): void {
       throw fail('extra files must be sorted by name, names unique', `extra_files[${i}].name`, `a name after ${JSON.stringify(prev)}`, JSON.stringify(name));
     }
     prev = name;
-    const st = num((e as T)['storage']);
-    if (st >= nStorages) throw fail('extra file storage index out of range', `extra_files[${i}].storage`, `< ${nStorages}`, st);
   });
 }
 
@@ -197,16 +198,12 @@ function checkData(pkg: T, lengths: Map<number, number> | undefined): void {
     const file = num(seg['file']);
     const section = num(seg['section']);
     if (external) {
-      if (external > externals.length) {
-        throw fail('segment external index out of range', `segments[${i}].external`, `<= ${externals.length} (number of external files)`, external);
-      }
       if (!(features & FEATURE_EXTERNAL_FILES)) {
         throw fail('segment in an external file but required_features lacks bit 1 (external files)', `segments[${i}].external`, undefined, external);
       }
       if (file || section) throw fail('a segment in an external file has file and section 0', `segments[${i}]`, 'file 0, section 0', `file ${file}, section ${section}`);
       return;
     }
-    if (file > shards.length) throw fail('segment file index out of range', `segments[${i}].file`, `<= ${shards.length} (number of shard files)`, file);
     if (file > 0 && !(features & FEATURE_SHARD_FILES)) {
       throw fail('segment in a shard file but required_features lacks bit 0 (shard files)', `segments[${i}].file`, undefined, file);
     }
@@ -218,7 +215,6 @@ function checkData(pkg: T, lengths: Map<number, number> | undefined): void {
   const storages = arr(pkg['storages']) as T[];
   storages.forEach((st, i) => {
     const segIndex = num(st['segment']);
-    if (segIndex >= segments.length) throw fail('storage segment index out of range', `storages[${i}].segment`, `< ${segments.length}`, segIndex);
     const seg = segments[segIndex]!;
     const offset = big(st['offset']);
     const size = big(st['size']);
@@ -246,7 +242,7 @@ function checkData(pkg: T, lengths: Map<number, number> | undefined): void {
     }
   });
   checkNoOverlap(storages);
-  checkWeightSets(arr(pkg['weight_sets']) as T[], arr(pkg['tensors']).length);
+  checkWeightSets(arr(pkg['weight_sets']) as T[]);
   const nesting = new Array<number>(arr(pkg['tensors']).length).fill(0);
   (arr(pkg['tensors']) as T[]).forEach((t, i) => within(`tensors[${i}]`, () => {
     if (checkComposite(pkg, t, i, nesting)) return;
@@ -292,33 +288,28 @@ function checkNoOverlap(storages: T[]): void {
   }
 }
 
-function checkWeightSets(sets: T[], nTensors: number): void {
+function checkWeightSets(sets: T[]): void {
   let prev: string | null = null;
   sets.forEach((ws, i) => {
     const path = `weight_sets[${i}]`;
     const name = str(ws['name']);
-    if (name === null) throw fail('required field is missing', `${path}.name`);
-    if (prev !== null && !cpLess(prev, name)) throw fail('weight set names must be unique and sorted', `${path}.name`, `a name after ${JSON.stringify(prev)}`, JSON.stringify(name));
+    if (prev !== null && !cpLess(prev, name!)) throw fail('weight set names must be unique and sorted', `${path}.name`, `a name after ${JSON.stringify(prev)}`, JSON.stringify(name));
     prev = name;
     let last: string | null = null;
     (arr(ws['entries']) as T[]).forEach((e, j) => {
       const epath = `${path}.entries[${j}]`;
       const en = str(e['name']);
-      if (en === null) throw fail('required field is missing', `${epath}.name`);
-      if (last !== null && !cpLess(last, en)) throw fail('entries must be sorted by name, names unique', `${epath}.name`, `a name after ${JSON.stringify(last)}`, JSON.stringify(en));
+      if (last !== null && !cpLess(last, en!)) throw fail('entries must be sorted by name, names unique', `${epath}.name`, `a name after ${JSON.stringify(last)}`, JSON.stringify(en));
       last = en;
-      const t = num(e['tensor']);
-      if (t >= nTensors) throw fail('tensor index out of range', `${epath}.tensor`, `< ${nTensors}`, t);
     });
   });
 }
 
 const QUANTIZED = new Set(['QUINT8', 'QINT8', 'QINT32']);
 const FEATURE_COMPOSITE_TENSORS = 8n;
-const MAX_TENSOR_NESTING = 16;
 
 /** 1.1 rows (quantized, sparse, subclass), as pt2format/_validate.py _check_composite; true when the row has no storage view. */
-function checkComposite(pkg: T, t: T, i: number, nesting: number[], maxDepth = 128): boolean {
+function checkComposite(pkg: T, t: T, i: number, nesting: number[], maxDepth = MAX_DEPTH): boolean {
   const q = (t['quantization'] ?? null) as T | null;
   const sub = (t['subclass'] ?? null) as T | null;
   const quantized = QUANTIZED.has(enumNames(ScalarType)[num(t['dtype'])] ?? '');
@@ -452,34 +443,16 @@ class ProgramCheck {
 
   check(): void {
     const p = this.p;
-    if (str(p['name']) === null) throw fail('required field is missing', 'name');
     this.checkSymbols();
-    arr(p['range_constraints']).forEach((rc, i) => {
-      const e = num((rc as T)['expr']);
-      if (e >= this.nExprs) throw fail('expression index out of range', `range_constraints[${i}].expr`, `< ${this.nExprs}`, e);
-    });
-    arr(p['input_guards']).forEach((g, i) => {
-      const e = num(g);
-      if (e >= this.nExprs) throw fail('expression index out of range', `input_guards[${i}]`, `< ${this.nExprs}`, e);
-    });
-    arr(p['guard_sources']).forEach((gs, i) => {
-      const s = num((gs as T)['symbol']);
-      if (s >= this.nSymbols) throw fail('symbol index out of range', `guard_sources[${i}].symbol`, `< ${this.nSymbols}`, s);
-    });
     const graph = p['graph'] as T | null;
-    if (graph === null) throw fail('required field is missing', 'graph');
-    const scope = within('graph', () => new GraphCheck(this, graph, 0).check());
+    const scope = within('graph', () => new GraphCheck(this, graph!, 0).check());
     this.checkSignature(scope);
     this.checkStateMatchesPlaceholders();
     (arr(p['state']) as T[]).forEach((e, i) => {
       const path = `state[${i}]`;
-      if (str(e['name']) === null) throw fail('required field is missing', `${path}.name`);
       if (num(e['kind']) === StateKind.UNSPECIFIED) throw fail('state kind is UNSPECIFIED', `${path}.kind`);
-      const t = num(e['tensor']);
-      if (t >= this.nTensors) throw fail('tensor index out of range', `${path}.tensor`, `< ${this.nTensors}`, t);
     });
     (arr(p['custom_objects']) as T[]).forEach((o, i) => {
-      if (str(o['name']) === null) throw fail('required field is missing', `custom_objects[${i}].name`);
       this.checkValue(o['state'] as T | null, `custom_objects[${i}].state`);
     });
     const ex = p['example_inputs'] as T | null;
@@ -520,9 +493,8 @@ class ProgramCheck {
     const seen = new Set<string>();
     (arr(this.p['symbols']) as T[]).forEach((sym, i) => {
       const name = str(sym['name']);
-      if (name === null) throw fail('required field is missing', `symbols[${i}].name`);
-      if (seen.has(name)) throw fail('duplicate symbol name', `symbols[${i}].name`, undefined, JSON.stringify(name));
-      seen.add(name);
+      if (seen.has(name!)) throw fail('duplicate symbol name', `symbols[${i}].name`, undefined, JSON.stringify(name));
+      seen.add(name!);
     });
     const opNames = enumNames(SymOp);
     (arr(this.p['sym_exprs']) as T[]).forEach((e, i) => {
@@ -577,9 +549,8 @@ class ProgramCheck {
   checkSignature(scope: GraphCheck): void {
     const sig = this.p['signature'] as T | null;
     const graph = this.p['graph'] as T;
-    if (sig === null || sig === undefined) throw fail('required field is missing', 'signature');
     for (const [group, what, argsKey] of [['input_specs', 'input', 'inputs'], ['output_specs', 'output', 'outputs']] as const) {
-      const specs = arr(sig[group]) as T[];
+      const specs = arr(sig![group]) as T[];
       const args = arr(graph[argsKey]);
       if (specs.length !== args.length) throw fail(`one spec per graph ${what} required`, `signature.${group}`, args.length, specs.length);
       specs.forEach((spec, i) => {
@@ -587,7 +558,6 @@ class ProgramCheck {
         const s = spec['spec'] as T | null;
         if (s === null || s === undefined) throw fail('union value is missing', `${path}.spec`);
         if (kind(s) === 'InputToConstantInputSpec') {
-          if (str(s['name']) === null) throw fail('required field is missing', `${path}.spec.name`);
           this.checkValue(s['value'] as T | null, `${path}.spec.value`);
           return;
         }
@@ -640,12 +610,6 @@ class ProgramCheck {
       if (!same) throw fail(`state tensor '${fqn}' has other sizes than its placeholder '${argName}'`, path);
     });
   }
-
-  checkSym(sym: T | null | undefined, path: string): void {
-    if (sym === null || sym === undefined) return;
-    const e = num(sym['expr']);
-    if (!(e >= -1 && e < this.nExprs)) throw fail('expression index out of range', `${path}.expr`, `-1 or < ${this.nExprs}`, e);
-  }
 }
 
 const OPTIONAL_NAME: Record<string, [keyof GraphScopes, string]> = {
@@ -684,8 +648,7 @@ class GraphCheck implements GraphScopes {
     const names = new Set<string>();
     values.forEach((v, i) => {
       const n = str((v as T)['name']);
-      if (n === null) throw fail('required field is missing', `${path}[${i}].name`);
-      names.add(n);
+      names.add(n!);
     });
     if (names.size !== values.length) throw fail('duplicate value names', path, `${values.length} unique names`, names.size);
     return names;
@@ -697,15 +660,8 @@ class GraphCheck implements GraphScopes {
     (arr(g['tensor_values']) as T[]).forEach((tv, i) => {
       const meta = tv['meta'] as T | null;
       const path = `tensor_values[${i}].meta`;
-      if (meta === null || meta === undefined) throw fail('required field is missing', path);
-      if (num(meta['dtype']) === ScalarType.UNSPECIFIED) throw fail('dtype is UNSPECIFIED', `${path}.dtype`);
-      arr(meta['sizes']).forEach((s, d) => prog.checkSym(s as T, `${path}.sizes[${d}]`));
-      arr(meta['strides']).forEach((s, d) => prog.checkSym(s as T, `${path}.strides[${d}]`));
-      prog.checkSym(meta['storage_offset'] as T | null, `${path}.storage_offset`);
+      if (num(meta!['dtype']) === ScalarType.UNSPECIFIED) throw fail('dtype is UNSPECIFIED', `${path}.dtype`);
     });
-    for (const group of ['sym_int_values', 'sym_float_values', 'sym_bool_values']) {
-      arr(g[group]).forEach((v, i) => prog.checkSym((v as T)['value'] as T | null, `${group}[${i}].value`));
-    }
     for (const group of ['inputs', 'outputs']) {
       arr(g[group]).forEach((a, i) => within(`${group}[${i}].value`, () => this.checkArgument((a as T)['value'] as T | null)));
     }
@@ -722,8 +678,6 @@ class GraphCheck implements GraphScopes {
   }
 
   private checkNode(node: T): void {
-    if (str(node['name']) === null) throw fail('required field is missing', 'name');
-    if (str(node['target']) === null) throw fail('required field is missing', 'target');
     for (const group of ['inputs', 'outputs']) {
       arr(node[group]).forEach((a, j) => within(`${group}[${j}].value`, () => this.checkArgument((a as T)['value'] as T | null)));
     }
@@ -733,11 +687,6 @@ class GraphCheck implements GraphScopes {
 
   checkMetadata(meta: T | null | undefined, path: string): void {
     if (meta === null || meta === undefined) return;
-    const n = this.prog.nSymbols;
-    arr(meta['unbacked_bindings']).forEach((b, j) => {
-      const s = num((b as T)['symbol']);
-      if (s >= n) throw fail('symbol index out of range', `${path}.unbacked_bindings[${j}].symbol`, `< ${n}`, s);
-    });
     const custom = meta['custom'] as T | null;
     if (custom !== null && custom !== undefined) within(`${path}.custom`, () => this.prog.values.checkMap(custom, 1));
     const extra = arr(meta['extra']);
@@ -773,17 +722,14 @@ class GraphCheck implements GraphScopes {
       const name = str(v['name']);
       if (name === null || !this.customObjs.has(name)) throw undeclared('custom object', name, 'name');
     } else if (k === 'TokenArgument') {
-      if (str(v['name']) === null) throw fail('required field is missing', 'name');
     } else if (k === 'GraphArgument') {
       const graph = v['graph'] as T | null;
-      if (graph === null || graph === undefined) throw fail('required field is missing', 'graph');
       this.checkMetadata(v['metadata'] as T | null, 'metadata');
-      within('graph', () => new GraphCheck(this.prog, graph, this.depth + 1).check());
+      within('graph', () => new GraphCheck(this.prog, graph!, this.depth + 1).check());
     } else if (k === 'TreeSpecArgument') {  // 1.1: a flat_apply node's spec, fetched with get_attr
       const spec = v['spec'] as T | null;
-      if (spec === null || spec === undefined) throw fail('required field is missing', 'spec');
       this.checkMetadata(v['metadata'] as T | null, 'metadata');
-      within('spec', () => this.prog.checkTreeSpec(spec, 0));
+      within('spec', () => this.prog.checkTreeSpec(spec!, 0));
     } else if (k === 'StringToArgumentMapArgument') {
       arr(v['entries']).forEach((entry, i) => within(`entries[${i}].value`, () => {
         const val = (entry as T)['value'] as T | null;

@@ -14,6 +14,7 @@
  */
 import { EncodingError, LimitError, Pt2fError, VersionError } from './errors.js';
 import { ElemDesc, FieldDesc, SCALAR_SIZE, StructDesc, TableDesc } from './descriptor.js';
+import { MAX_DEPTH } from './generated/limits.js';
 
 export interface VerifyLimits {
   /** Deepest table nesting allowed, the root being depth 1. */
@@ -22,8 +23,8 @@ export interface VerifyLimits {
   maxTables?: number;
 }
 
-/** As pt2format's Python reader (`read(..., max_depth=128)`). */
-export const DEFAULT_MAX_DEPTH = 128;
+/** As pt2format's Python reader (`read(..., max_depth)`): the schema's max_depth (generated/limits.ts). */
+export const DEFAULT_MAX_DEPTH = MAX_DEPTH;
 const MAX_BUFFER = 0x7fffffff;
 
 class Walker {

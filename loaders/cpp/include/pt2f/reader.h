@@ -18,6 +18,7 @@
 #include "pt2f/container.h"
 #include "pt2f/error.h"
 #include "pt2f/generated.h"
+#include "pt2format_limits.h"
 
 namespace pt2f {
 
@@ -38,12 +39,12 @@ inline std::string str(const flatbuffers::String *s) { return s ? s->str() : std
 struct Limits {
   /// Deepest table nesting accepted, the root being depth 1 (the same
   /// measure and default as pt2format.read's max_depth).
-  uint32_t max_depth = 128;
+  uint32_t max_depth = uint32_t(limits::kMaxDepth);
   /// Most table visits the verifier accepts; 0 means max(1'000'000,
   /// program bytes / 4), which bounds work for files that share sub-tables.
   uint32_t max_tables = 0;
   /// Largest PROGRAM section accepted (as pt2format.read's max_program_bytes).
-  uint64_t max_program_bytes = uint64_t(1) << 30;
+  uint64_t max_program_bytes = limits::kMaxProgramBytes;
   /// Also verify every DATA section and storage checksum on open.
   bool verify_data = false;
 };

@@ -17,15 +17,15 @@
 
 #include "pt2f/error.h"
 #include "pt2f/generated.h"
+#include "pt2format_limits.h"
 
 namespace pt2f {
 
-/// Bounds of SPEC.md ("Symbolic expressions", "Bounds"); the Python
-/// reader's pt2format._symeval holds the same numbers.
-constexpr uint64_t kMaxSymDegree = 64;
-constexpr uint64_t kMaxSymEvalSteps = uint64_t(1) << 22;
+/// Bounds of SPEC.md §11.6, from the schema's pt2f_limits (pt2format_limits.h), as every reader's.
+constexpr uint64_t kMaxSymDegree = limits::kMaxSymDegree;
+constexpr uint64_t kMaxSymEvalSteps = limits::kMaxSymEvalSteps;
 // Largest expanded size of an expression: its node count as a tree, a shared operand counted at each use.
-constexpr uint64_t kMaxSymExpandedSize = uint64_t(1) << 12;
+constexpr uint64_t kMaxSymExpandedSize = limits::kMaxSymExpandedSize;
 
 /// A value of a symbolic expression.
 struct SymValue {

@@ -1,0 +1,97 @@
+"""The one table of resource bounds (SPEC.md §10, §11.6), from the root table's `pt2f_limits` attribute.
+
+Each reader used to spell its bounds itself (`max_depth=128` in eight Python
+places and twice in TypeScript); now the schema holds them and regen.py emits
+one constant per bound for each language, so a bound changes in one place.
+"""
+
+from __future__ import annotations
+
+import re
+
+# What each bound limits: the doc line of the generated constant. regen refuses
+# a bound without one (and a description without a bound), so the two lists stay one.
+DESCRIPTIONS = {
+    "max_program_bytes": "Largest PROGRAM section accepted, in bytes, checked before it is decoded (§10).",
+    "max_depth": "Deepest nesting of tables, values, tree specs and subgraphs, the root being depth 1 (§10).",
+    "max_tensor_nesting": "Deepest chain of tensor rows built from other rows (parts, per-channel parameters).",
+    "max_sym_degree": "Largest structural degree of a symbolic expression (§11.6).",
+    "max_sym_eval_steps": "Evaluation budget of one sym-expression pool: sum over nodes of 1 + operand count (§11.6).",
+    "max_sym_expanded_size": "Largest expanded (tree) size of a symbolic expression (§11.6).",
+    "max_name_length": "Longest identifier, attribute path, qualified name or token, in characters (§9).",
+    "max_text_length": "Longest free-text string, in characters (§9).",
+    "max_file_name_length": "Longest file_name-class string, in characters (§9).",
+    "max_device_type_length": "Longest device_type-class string, in characters (§9).",
+    "max_extra_file_name_bytes": "Longest extra-file name, in bytes of UTF-8.",
+    "max_extra_metadata_bytes": "Most bytes of extra-file metadata kept in the program section.",
+    "max_json_int_digits": "Most digits of a JSON integer (CPython's int parsing limit) (§10).",
+}
+
+_PAIR = re.compile(r"\s*([a-z_][a-z0-9_]*)\s*=\s*([0-9]+)(?:\s*<<\s*([0-9]+))?\s*")
+
+
+def read_limits(schema) -> dict[str, tuple[int, str]]:
+    """name -> (value, spelling in the schema), in the attribute's order; raises on any malformed pair."""
+    text = schema.root.attributes.get("pt2f_limits")
+    if text is None:
+        raise SystemExit("regen: the root table has no pt2f_limits attribute")
+    out = {}
+    for part in text.split(";"):
+        mt = _PAIR.fullmatch(part)
+        if mt is None:
+            raise SystemExit(f"regen: malformed pt2f_limits entry {part!r} (want name=N or name=N<<K)")
+        name, base, shift = mt.groups()
+        value = int(base) << int(shift) if shift else int(base)
+        if name in out:
+            raise SystemExit(f"regen: pt2f_limits names {name} twice")
+        out[name] = (value, f"{base} << {shift}" if shift else base)
+    if set(out) != set(DESCRIPTIONS):
+        raise SystemExit(f"regen: pt2f_limits and codegen/limits.py DESCRIPTIONS differ: "
+                         f"{sorted(set(out) ^ set(DESCRIPTIONS))}")
+    return out
+
+
+def gen_python(schema, header: str) -> str:
+    lim = read_limits(schema)
+    out = [header, '"""Resource bounds of SPEC.md §10 and §11.6, from the schema\'s pt2f_limits attribute."""\n\n']
+    for name, (_, spelled) in lim.items():
+        out.append(f"#: {DESCRIPTIONS[name]}\n{name.upper()} = {spelled}\n")
+    out.append("\n#: Every bound by name.\nLIMITS = {\n")
+    out += [f"    {name!r}: {name.upper()},\n" for name in lim]
+    out.append("}\n")
+    return "".join(out)
+
+
+def _camel(name: str) -> str:
+    return "k" + "".join(w.capitalize() for w in name.split("_"))
+
+
+def gen_cpp(schema, header: str) -> str:
+    lim = read_limits(schema)
+    out = [header, "// Resource bounds of SPEC.md §10 and §11.6, from the schema's pt2f_limits attribute.\n"
+           "#pragma once\n\n#include <cstdint>\n\nnamespace pt2f::limits {\n\n"]
+    for name, (value, spelled) in lim.items():
+        cxx = f"uint64_t({spelled.split(' << ')[0]}) << {spelled.split(' << ')[1]}" if "<<" in spelled else spelled
+        out.append(f"/// {DESCRIPTIONS[name]}\ninline constexpr uint64_t {_camel(name)} = {cxx};\n")
+    out.append("\n}  // namespace pt2f::limits\n")
+    return "".join(out)
+
+
+def gen_ts(schema, header: str) -> str:
+    lim = read_limits(schema)
+    out = [header, "// Resource bounds of SPEC.md §10 and §11.6, from the schema's pt2f_limits attribute.\n\n"]
+    for name, (value, _) in lim.items():
+        if value > 2 ** 53:
+            raise SystemExit(f"regen: bound {name} does not fit a TypeScript number exactly")
+        out.append(f"/** {DESCRIPTIONS[name]} */\nexport const {name.upper()} = {value};\n")
+    return "".join(out)
+
+
+def gen_spec_table(schema) -> str:
+    """The Markdown rows of the bounds, for FIELDS.md."""
+    lim = read_limits(schema)
+    rows = ["## Resource bounds (`pt2f_limits`)\n\n",
+            "The root table's `pt2f_limits` attribute: every reader's bounds (SPEC.md §10, §11.6).\n\n",
+            "| bound | value | what it limits |\n|---|---|---|\n"]
+    rows += [f"| `{n}` | {v} | {DESCRIPTIONS[n]} |\n" for n, (v, _) in lim.items()]
+    return "".join(rows) + "\n"
