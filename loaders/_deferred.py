@@ -97,6 +97,15 @@ def _params(gm) -> list[str] | None:
     return names
 
 
+def defer(gm) -> bool:
+    """Defer `gm`'s code generation now (a module built elsewhere, such as load_module's); False if it cannot be."""
+    _install()
+    if type(gm).__qualname__.split(".")[-1] != "GraphModuleImpl" or _params(gm) is None:
+        return False
+    _defer(gm)
+    return True
+
+
 def _can_defer(gm) -> bool:
     # Every GraphModule instance has a class of its own (GraphModule.__new__): the runner is installed there.
     return (type(gm).__qualname__.split(".")[-1] == "GraphModuleImpl" and not isinstance(gm, _LazyGraphModule)
@@ -311,4 +320,4 @@ class _Runner:
         return out
 
 
-__all__ = ["compile_now", "deferred_codegen"]
+__all__ = ["compile_now", "defer", "deferred_codegen"]
