@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import threading
+import weakref
 
 import torch.fx
 import torch.fx._pytree as fx_pytree
@@ -64,18 +65,40 @@ def _recompile(self):
     if getattr(_local, "active", False) and _can_defer(self):
         _defer(self)
         return None
-    if "_pt2f_pending" not in self.__dict__:  # never deferred: torch's recompile, untouched
+    st = _STATE.get(self)
+    if st is None:  # never deferred: torch's recompile, untouched
         return _torch_recompile(self)
-    with _lock_of(self):
-        self.__dict__["_pt2f_pending"] = False
+    with st.lock:
+        st.pending = False
         return _torch_recompile(self)
 
 
-def _lock_of(gm) -> threading.RLock:
-    lock = gm.__dict__.get("_pt2f_lock")
-    if lock is None:
-        lock = gm.__dict__.setdefault("_pt2f_lock", threading.RLock())
-    return lock
+class _State:
+    """A deferred module's state, kept outside its __dict__ (which deepcopy and pickling copy)."""
+
+    def __init__(self):
+        self.lock = threading.RLock()
+        self.pending = True
+        self.runner = None
+        self.started = False
+
+
+#: GraphModule -> _State, for the modules whose code generation is deferred.
+_STATE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_STATE_LOCK = threading.Lock()
+
+
+def pending(gm) -> bool:
+    """Whether `gm`'s code is still to be generated (its calls run the graph node by node)."""
+    st = _STATE.get(gm)
+    return st is not None and st.pending
+
+
+def background_compile(gm, enabled: bool) -> None:
+    """Turn off (or back on) the background compile after the first call: calls keep running node by node."""
+    st = _STATE.get(gm)
+    if st is not None:
+        st.started = not enabled
 
 
 def _params(gm) -> list[str] | None:
@@ -119,9 +142,8 @@ def _defer(gm) -> None:
     if isinstance(cg, _PyTreeCodeGen):  # what torch's recompile sets before generating code
         gm._in_spec = cg.pytree_info.in_spec
         gm._out_spec = cg.pytree_info.out_spec
-    gm.__dict__["_pt2f_pending"] = True
-    gm.__dict__["_pt2f_runner"] = None
-    gm.__dict__["_pt2f_started"] = False
+    with _STATE_LOCK:
+        _STATE[gm] = _State()
 
     def forward(self, *args, **kwargs):
         return _run(self, args, kwargs)
@@ -136,7 +158,7 @@ def _defer(gm) -> None:
 
 def _getattr(self, name):
     """The code attributes torch's recompile would have set: generated when first read."""
-    if name in _CODE_ATTRS and self.__dict__.get("_pt2f_pending"):
+    if name in _CODE_ATTRS and pending(self):
         compile_now(self)
         return self.__dict__[name]
     return torch.nn.Module.__getattr__(self, name)
@@ -144,10 +166,13 @@ def _getattr(self, name):
 
 def compile_now(gm) -> None:
     """Generate and compile `gm`'s code now (no-op if it has been)."""
-    with _lock_of(gm):
-        if gm.__dict__.get("_pt2f_pending"):
+    st = _STATE.get(gm)
+    if st is None:
+        return
+    with st.lock:
+        if st.pending:
             _torch_recompile(gm)
-            gm.__dict__["_pt2f_pending"] = False
+            st.pending = False
 
 
 def _compile_in_background(gm) -> None:
@@ -158,18 +183,19 @@ def _compile_in_background(gm) -> None:
 
 
 def _run(gm, args, kwargs):
-    if not gm.__dict__.get("_pt2f_pending"):  # compiled meanwhile (by another thread or a read of .code)
+    st = _STATE.get(gm)
+    if st is None or not st.pending:  # compiled meanwhile (by another thread or a read of .code)
         return type(gm).forward(gm, *args, **kwargs)
-    runner = gm.__dict__.get("_pt2f_runner")
+    runner = st.runner
     if runner is None:
-        with _lock_of(gm):
-            runner = gm.__dict__.get("_pt2f_runner")
+        with st.lock:
+            runner = st.runner
             if runner is None:
                 with no_gc():  # tens of thousands of small objects, none of them garbage
-                    runner = gm.__dict__["_pt2f_runner"] = _Runner(gm)
+                    runner = st.runner = _Runner(gm)
     out = runner(gm, args, kwargs)
-    if not gm.__dict__.get("_pt2f_started"):
-        gm.__dict__["_pt2f_started"] = True
+    if not st.started:
+        st.started = True
         threading.Thread(target=_compile_in_background, args=(gm,), name="pt2format-codegen", daemon=True).start()
     return out
 
@@ -320,4 +346,4 @@ class _Runner:
         return out
 
 
-__all__ = ["compile_now", "defer", "deferred_codegen"]
+__all__ = ["background_compile", "compile_now", "defer", "deferred_codegen", "pending"]

@@ -101,19 +101,19 @@ def test_interpreted_then_compiled_outputs_are_torchs(tmp_path, name, model, arg
     want = _calls(ep.module(), inputs)
 
     gm = pt2format.load(p).module()
-    assert gm.__dict__.get("_pt2f_pending") is True  # no code generated yet: the graph runs node by node
+    assert _deferred.pending(gm)  # no code generated yet: the graph runs node by node
     first = _calls(gm, inputs[:1])
     assert _same(first, want[:1])
     _deferred.compile_now(gm)  # what the background thread does; waits for it if it is under way
-    assert gm.__dict__.get("_pt2f_pending") is False
+    assert not _deferred.pending(gm)
     rest = _calls(gm, inputs[1:])
     assert _same(rest, want[1:])
 
     # All calls interpreted, on a second load, match torch as well.
     gm2 = pt2format.load(p).module()
-    gm2.__dict__["_pt2f_started"] = True  # no background compile: every call runs the graph directly
+    _deferred.background_compile(gm2, False)  # every call runs the graph directly
     assert _same(_calls(gm2, inputs), want)
-    assert gm2.__dict__.get("_pt2f_pending") is True
+    assert _deferred.pending(gm2)
 
 
 def test_code_and_signature_are_torchs(tmp_path):
@@ -127,9 +127,9 @@ def test_code_and_signature_are_torchs(tmp_path):
     eager = torch.export.ExportedProgram.module(loaded)  # torch's module(), code compiled at once
     lazy = loaded.module()
     assert str(inspect.signature(lazy.forward)) == str(inspect.signature(eager.forward))
-    assert lazy.__dict__.get("_pt2f_pending") is True
+    assert _deferred.pending(lazy)
     assert lazy.code == eager.code  # reading the code compiles it: torch's own text
-    assert lazy.__dict__.get("_pt2f_pending") is False
+    assert not _deferred.pending(lazy)
     assert str(lazy) == str(eager)
 
 
@@ -146,7 +146,7 @@ def test_bad_call_raises_like_torch(tmp_path, bad):
             mod(*bad[0], **bad[1])
         errors.append((type(e.value), str(e.value)))
     assert errors[0] == errors[1]
-    assert gm.__dict__.get("_pt2f_pending") is True
+    assert _deferred.pending(gm)
 
 
 def test_threads_load_and_run_at_once(tmp_path):
@@ -175,4 +175,19 @@ def test_threads_load_and_run_at_once(tmp_path):
         assert _same(g, w)
     # GraphModules built outside a loaded program's module() are untouched
     gm = torch.fx.symbolic_trace(torch.nn.Linear(2, 2))
-    assert "_pt2f_pending" not in gm.__dict__ and hasattr(gm, "_code")
+    assert not _deferred.pending(gm) and hasattr(gm, "_code")
+
+
+def test_copies_of_a_deferred_module_run_like_torchs(tmp_path):
+    torch.manual_seed(0)
+    ep = torch.export.export(CondMutate(), (torch.randn(5, 4),), {"scale": 2.0})
+    p = tmp_path / "p.pt2f"
+    pt2format.save(ep, p, progress=False, fsync=False)
+    inputs = [((torch.randn(5, 4),), {"scale": 2.0})] * 2
+    want = _calls(ep.module(), inputs)
+    for make in (lambda: pt2format.load(p).module(), lambda: pt2format.load_module(p)):
+        gm = make()
+        assert _deferred.pending(gm)
+        dup = copy.deepcopy(gm)  # torch's deepcopy compiles the copy; the original stays deferred
+        assert _same(_calls(dup, inputs), want)
+        assert _same(_calls(gm, inputs), want)
