@@ -9,7 +9,8 @@ its nodes one by one (`_Runner`: the calls the generated code would make,
 in its order, with the same arguments, so outputs are bit-identical), and
 after the first call a background thread generates and compiles the code,
 which then replaces the runner. Anything that reads the code (`.code`,
-`print`, pickling) compiles it at once.
+`print`, pickling) compiles it at once, and so does dynamo when it traces
+the module (torch.compile, strict export): it traces torch's generated code.
 
 Nothing is generated that torch would not generate: the code is torch's own
 `recompile()` of the same graph, only later. Graphs whose calling
@@ -146,6 +147,9 @@ def _defer(gm) -> None:
         _STATE[gm] = _State()
 
     def forward(self, *args, **kwargs):
+        if torch.compiler.is_compiling():  # dynamo (torch.compile, strict export) traces the generated code
+            _compiled_for_tracing(self)
+            return type(self).forward(self, *args, **kwargs)
         return _run(self, args, kwargs)
 
     forward.__signature__ = inspect.Signature(
@@ -154,6 +158,16 @@ def _defer(gm) -> None:
     forward.__name__ = "forward"
     cls.forward = forward
     cls.__getattr__ = _getattr
+
+
+def _compiled_for_tracing(gm) -> bool:
+    """Run eagerly while dynamo traces (it takes the result as a constant): the code then exists to be traced."""
+    compile_now(gm)
+    return True
+
+
+# What torch._dynamo.assume_constant_result sets, without importing torch._dynamo (seconds, cold).
+_compiled_for_tracing._dynamo_marked_constant = True
 
 
 def _getattr(self, name):

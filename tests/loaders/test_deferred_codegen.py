@@ -41,6 +41,18 @@ class CondMutate(torch.nn.Module):
         return {"y": y, "n": x.shape[0] * 2, "stats": (y.mean(), self.count.clone())}
 
 
+class Mutate(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 3)
+        self.register_buffer("count", torch.zeros(3))
+
+    def forward(self, x, *, scale: float = 2.0):
+        y = self.lin(x).sin() * scale
+        self.count.add_(y.sum(0))
+        return {"y": y, "stats": (y.mean(), self.count.clone())}
+
+
 class WhileScan(torch.nn.Module):
     def forward(self, x, k):
         from torch._higher_order_ops.while_loop import while_loop
@@ -86,7 +98,7 @@ def _calls(mod, inputs):
     with torch.no_grad():  # torch's own module() leaves the mutated buffer requiring grad otherwise
         for args, kwargs in inputs:
             y = mod(*args, **kwargs)
-            out.append((y, {k: v.clone() for k, v in mod.named_buffers()}))
+            out.append((y, {k.removeprefix("_orig_mod."): v.clone() for k, v in mod.named_buffers()}))
     return out
 
 
@@ -191,3 +203,29 @@ def test_copies_of_a_deferred_module_run_like_torchs(tmp_path):
         dup = copy.deepcopy(gm)  # torch's deepcopy compiles the copy; the original stays deferred
         assert _same(_calls(dup, inputs), want)
         assert _same(_calls(gm, inputs), want)
+
+
+@pytest.mark.parametrize("make", ["load", "load_module"])
+def test_dynamo_traces_the_generated_code(tmp_path, make):
+    """Strict export and fullgraph torch.compile of a deferred module work as on torch's own module.
+
+    (Without a control-flow HOP: the loader's subgraph modules are lazy, which dynamo refuses to trace into,
+    before this change as after it.)"""
+    torch.manual_seed(0)
+    x = torch.randn(5, 4)
+    ep = torch.export.export(Mutate(), (x,), {"scale": 2.0})
+    p = tmp_path / "p.pt2f"
+    pt2format.save(ep, p, progress=False, fsync=False)
+    inputs = [((x,), {"scale": 2.0})]
+    want = _calls(copy.deepcopy(ep).module(), inputs)
+    opened = (lambda: pt2format.load(p).module()) if make == "load" else (lambda: pt2format.load_module(p))
+    gm = opened()
+    assert _deferred.pending(gm)
+    compiled = torch.compile(gm, backend="eager", fullgraph=True)
+    assert _same(_calls(compiled, inputs), want)
+    assert not _deferred.pending(gm)
+    gm = opened()
+    again = torch.export.export(gm, (x,), {"scale": 2.0}, strict=True)
+    assert [n.target for n in again.graph.nodes if n.op == "call_function"] == \
+        [n.target for n in torch.export.export(copy.deepcopy(ep).module(), (x,), {"scale": 2.0}, strict=True)
+         .graph.nodes if n.op == "call_function"]
