@@ -242,6 +242,8 @@ class SymbolTable:
 
     # -- values ------------------------------------------------------------
     def sym_int(self, v) -> SymInt:
+        if type(v) is int and INT64_MIN <= v <= INT64_MAX:  # most sizes and strides: one test, no sympy
+            return SymInt(expr=-1, value=v)
         if isinstance(v, torch.SymInt):
             e = v.node.expr
             if isinstance(e, sympy.Integer):

@@ -52,6 +52,7 @@ from pt2format._generated.model import (
 from pt2format.errors import LoadError, Pt2FormatError, VersionError
 
 from ._coherence import check_structure
+from ._deferred import defer
 from ._find import find_program
 from ._opsets import check_opsets, name_torch_versions
 from ._graph import GraphBuilder
@@ -94,8 +95,9 @@ class _LeanGraphBuilder(GraphBuilder):
 class LoadedModule(_LazyGraphModule):
     """The unlifted module of a program (what `ExportedProgram.module()` returns), built from a file.
 
-    Code is generated on the first call (or `.code`), as for torch.compile's
-    graph modules. `range_constraints` is not kept (torch's holds sympy
+    The first calls run the graph node by node; code is generated in the
+    background after the first call, or when `.code` is read (_deferred.py).
+    `range_constraints` is not kept (torch's holds sympy
     expressions); `validate_inputs = False` turns the input checks off, as
     for torch's module.
     """
@@ -329,6 +331,7 @@ def _build(prog, state: StateLoader, stored: bool) -> LoadedModule:
             checks(flatten_inputs(args, kwargs, in_spec))
 
     gm.register_forward_pre_hook(check_inputs, with_kwargs=True)
+    defer(gm)  # the first calls run the graph directly; code is generated in the background (_deferred.py)
     return gm
 
 

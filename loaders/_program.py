@@ -57,6 +57,19 @@ def _module_inputs(ep, module_types) -> None:
     ep.module = module
 
 
+def _deferred_module(ep) -> None:
+    """`ep.module()` with code generation deferred (see _deferred.py): the first output does not wait for it."""
+    from ._deferred import deferred_codegen
+
+    plain_module = ep.module
+
+    def module(*args, **kwargs):
+        with deferred_codegen():
+            return plain_module(*args, **kwargs)
+
+    ep.module = module
+
+
 def _exported_program(root, graph, sig, state_dict, ranges, mcg, example_inputs, constants, verifiers):
     """ExportedProgram.__init__, step for step, except that the graph module compiles its code lazily.
 
@@ -167,6 +180,7 @@ class _Builder:
             ep._guards_code = stored_guards(ep, prog, self.shape)
         else:
             ep._guards_code = derive_guards(ep)
+        _deferred_module(ep)
         if self.treespecs.module_types:
             _module_inputs(ep, self.treespecs.module_types)
         return ep

@@ -10,15 +10,10 @@ first so that no file can make sympy compute without bound.
 
 from __future__ import annotations
 
+import threading
 from fractions import Fraction
 
-import sympy
 import torch
-from torch.fx.experimental.symbolic_shapes import ShapeEnv, SymNode, SymT, ValueRangesSLoc, symbol_is_type
-from torch.utils._sympy import functions as F
-from torch.utils._traceback import CapturedTraceback
-from torch.utils._sympy.numbers import int_oo
-from torch.utils._sympy.value_ranges import ValueRanges
 
 from pt2format._generated.model import SymExprKind, SymbolKind, SymOp
 from pt2format._symeval import UNKNOWN, EvalFailure, evaluate_pool
@@ -27,31 +22,61 @@ from pt2format.vocab.symbols import OPAQUE_UNARY
 
 from ._names import check_identifier
 
-_NARY = {
-    SymOp.ADD: sympy.Add, SymOp.MUL: sympy.Mul, SymOp.MIN: F.Min, SymOp.MAX: F.Max,
-    SymOp.AND: sympy.And, SymOp.OR: sympy.Or,
-}
-_FIXED = {  # op -> (constructor, number of operands)
-    SymOp.POW: (sympy.Pow, 2), SymOp.FLOOR_DIV: (F.FloorDiv, 2), SymOp.PYTHON_MOD: (F.PythonMod, 2),
-    SymOp.MOD: (F.Mod, 2), SymOp.CLEAN_DIV: (F.CleanDiv, 2), SymOp.EQ: (sympy.Eq, 2), SymOp.NE: (sympy.Ne, 2),
-    SymOp.LT: (sympy.Lt, 2), SymOp.LE: (sympy.Le, 2), SymOp.GT: (sympy.Gt, 2), SymOp.GE: (sympy.Ge, 2),
-    SymOp.NOT: (sympy.Not, 1), SymOp.POW_BY_NATURAL: (F.PowByNatural, 2), SymOp.FLOAT_POW: (F.FloatPow, 2),
-    SymOp.INT_TRUE_DIV: (F.IntTrueDiv, 2), SymOp.FLOAT_TRUE_DIV: (F.FloatTrueDiv, 2),
-    SymOp.TRUNC_TO_INT: (F.TruncToInt, 1), SymOp.TRUNC_TO_FLOAT: (F.TruncToFloat, 1),
-    SymOp.FLOOR_TO_INT: (F.FloorToInt, 1), SymOp.CEIL_TO_INT: (F.CeilToInt, 1),
-    SymOp.ROUND_TO_INT: (F.RoundToInt, 1), SymOp.ROUND_DECIMAL: (F.RoundDecimal, 2),
-    SymOp.TO_FLOAT: (F.ToFloat, 1), SymOp.IDENTITY: (F.Identity, 1), SymOp.ABS: (sympy.Abs, 1),
-    SymOp.CEILING: (sympy.ceiling, 1), SymOp.FLOOR: (sympy.floor, 1),
-    SymOp.BITWISE_AND: (F.BitwiseFn_bitwise_and, 2), SymOp.BITWISE_OR: (F.BitwiseFn_bitwise_or, 2),
-    SymOp.BITWISE_XOR: (F.BitwiseFn_bitwise_xor, 2),
-    SymOp.WHERE: (F.Where, 3), SymOp.MODULAR_INDEXING: (F.ModularIndexing, 3),
-}
-for _name, _op in OPAQUE_UNARY.items():
-    _FIXED[_op] = (getattr(F, "OpaqueUnaryFn_" + _name), 1)
+_NARY = _FIXED = None
+_symbolic_lock = threading.Lock()
+
+
+def _symbolic() -> None:
+    """Import sympy and torch's symbolic-shape machinery (a second or more, cold) when a program needs them.
+
+    A static program has no symbol, range or symbolic value: loading one imports none of this.
+    """
+    global sympy, ShapeEnv, SymNode, SymT, ValueRangesSLoc, symbol_is_type, F, CapturedTraceback, int_oo
+    global ValueRanges, _NARY, _FIXED
+    if _FIXED is not None:
+        return
+    with _symbolic_lock:
+        if _FIXED is None:
+            _NARY, _FIXED = _tables()
+
+
+def _tables():
+    global sympy, ShapeEnv, SymNode, SymT, ValueRangesSLoc, symbol_is_type, F, CapturedTraceback, int_oo
+    global ValueRanges
+    import sympy
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv, SymNode, SymT, ValueRangesSLoc, symbol_is_type
+    from torch.utils._sympy import functions as F
+    from torch.utils._traceback import CapturedTraceback
+    from torch.utils._sympy.numbers import int_oo
+    from torch.utils._sympy.value_ranges import ValueRanges
+
+    nary = {
+        SymOp.ADD: sympy.Add, SymOp.MUL: sympy.Mul, SymOp.MIN: F.Min, SymOp.MAX: F.Max,
+        SymOp.AND: sympy.And, SymOp.OR: sympy.Or,
+    }
+    fixed = {  # op -> (constructor, number of operands)
+        SymOp.POW: (sympy.Pow, 2), SymOp.FLOOR_DIV: (F.FloorDiv, 2), SymOp.PYTHON_MOD: (F.PythonMod, 2),
+        SymOp.MOD: (F.Mod, 2), SymOp.CLEAN_DIV: (F.CleanDiv, 2), SymOp.EQ: (sympy.Eq, 2), SymOp.NE: (sympy.Ne, 2),
+        SymOp.LT: (sympy.Lt, 2), SymOp.LE: (sympy.Le, 2), SymOp.GT: (sympy.Gt, 2), SymOp.GE: (sympy.Ge, 2),
+        SymOp.NOT: (sympy.Not, 1), SymOp.POW_BY_NATURAL: (F.PowByNatural, 2), SymOp.FLOAT_POW: (F.FloatPow, 2),
+        SymOp.INT_TRUE_DIV: (F.IntTrueDiv, 2), SymOp.FLOAT_TRUE_DIV: (F.FloatTrueDiv, 2),
+        SymOp.TRUNC_TO_INT: (F.TruncToInt, 1), SymOp.TRUNC_TO_FLOAT: (F.TruncToFloat, 1),
+        SymOp.FLOOR_TO_INT: (F.FloorToInt, 1), SymOp.CEIL_TO_INT: (F.CeilToInt, 1),
+        SymOp.ROUND_TO_INT: (F.RoundToInt, 1), SymOp.ROUND_DECIMAL: (F.RoundDecimal, 2),
+        SymOp.TO_FLOAT: (F.ToFloat, 1), SymOp.IDENTITY: (F.Identity, 1), SymOp.ABS: (sympy.Abs, 1),
+        SymOp.CEILING: (sympy.ceiling, 1), SymOp.FLOOR: (sympy.floor, 1),
+        SymOp.BITWISE_AND: (F.BitwiseFn_bitwise_and, 2), SymOp.BITWISE_OR: (F.BitwiseFn_bitwise_or, 2),
+        SymOp.BITWISE_XOR: (F.BitwiseFn_bitwise_xor, 2),
+        SymOp.WHERE: (F.Where, 3), SymOp.MODULAR_INDEXING: (F.ModularIndexing, 3),
+    }
+    for name, op in OPAQUE_UNARY.items():
+        fixed[op] = (getattr(F, "OpaqueUnaryFn_" + name), 1)
+    return nary, fixed
 
 
 def value_ranges(vr, *, integer: bool = True) -> ValueRanges:
     """ValueRange -> torch ValueRanges: an absent side is int_oo for integers and oo for floats."""
+    _symbolic()
     inf = int_oo if integer else sympy.oo
     if vr is None:
         return ValueRanges(-inf, inf)
@@ -75,6 +100,7 @@ class ShapeBuilder:
     def shape_env(self):
         """The program's ShapeEnv, created on first use."""
         if self._shape_env is None:
+            _symbolic()
             self._shape_env = ShapeEnv(assume_static_by_default=True)
         return self._shape_env
 
@@ -86,6 +112,8 @@ class ShapeBuilder:
         # program gets one only if something asks for it (see the shape_env property).
         self._shape_env = None
         self.static = not program.symbols
+        if not self.static:
+            _symbolic()
         env = None if self.static else self.shape_env
         self.symbols: list[sympy.Symbol] = []
         self._exprs: list = [None] * len(self.pool)
@@ -140,6 +168,7 @@ class ShapeBuilder:
 
     # -- expressions -----------------------------------------------------------
     def expr(self, i: int, path: str = "sym_exprs"):
+        _symbolic()
         if not 0 <= i < len(self.pool):
             raise LoadError("expression index out of range", path=path, expected=f"< {len(self.pool)}", got=i)
         e = self._exprs[i]
@@ -258,6 +287,7 @@ class ShapeBuilder:
     def sym_bool(self, s, path):
         if s.expr < 0:
             return bool(s.value)
+        _symbolic()
         e = self.expr(s.expr, path)
         if e is sympy.true or e is sympy.false:
             return bool(e)

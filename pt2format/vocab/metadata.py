@@ -18,9 +18,37 @@ _TENSOR_META_CACHE: dict = {}
 _TENSOR_META_CACHE_LIMIT = 4096
 
 
+def _dense_in_order(sizes, strides, order, max_too: bool) -> bool:
+    """torch._prims_common's contiguity test over dims `order` (innermost first), for integer sizes and strides."""
+    expected = expected_max = 1
+    for i in order:
+        if sizes[i] == 1:
+            continue
+        if strides[i] != expected and not (max_too and strides[i] == expected_max):
+            return False
+        expected_max *= max(sizes[i], 1)
+        expected *= sizes[i]
+    return True
+
+
+def static_memory_format(sizes: tuple, strides: tuple):
+    """The memory format torch's _extract_tensor_metadata finds for a strided tensor of integer sizes and strides."""
+    n = len(sizes)
+    numel = 1
+    for d in sizes:
+        numel *= d
+    if numel < 2 or _dense_in_order(sizes, strides, range(n - 1, -1, -1), True):
+        return torch.contiguous_format
+    if n == 4 and _dense_in_order(sizes, strides, (1, 3, 2, 0), False):
+        return torch.channels_last
+    if n == 5 and _dense_in_order(sizes, strides, (1, 4, 3, 2, 0), False):
+        return torch.channels_last_3d
+    return None
+
+
 def derived_tensor_meta(val, requires_grad: bool):
     """(the TensorMetadata torch's export computes for the tensor `val`, with `requires_grad`; whether it is static)."""
-    from torch.fx.passes.shape_prop import _extract_tensor_metadata
+    from torch.fx.passes.shape_prop import TensorMetadata, _extract_tensor_metadata
 
     key = None
     if val.layout is torch.strided and not val.is_quantized:
@@ -30,7 +58,11 @@ def derived_tensor_meta(val, requires_grad: bool):
             meta = _TENSOR_META_CACHE.get(key)
             if meta is not None:
                 return meta, True
-    meta = _extract_tensor_metadata(val)._replace(requires_grad=requires_grad)
+    if key is not None:  # torch's rules on plain integers: no symbolic_shapes (and no sympy) import
+        meta = TensorMetadata(val.shape, val.dtype, requires_grad, strides, static_memory_format(sizes, strides),
+                              False, {})
+    else:
+        meta = _extract_tensor_metadata(val)._replace(requires_grad=requires_grad)
     if key is not None and len(_TENSOR_META_CACHE) < _TENSOR_META_CACHE_LIMIT:
         _TENSOR_META_CACHE[key] = meta
     return meta, key is not None

@@ -1,0 +1,276 @@
+"""The speed table of benchmarks/README.md, every row against torch.export in the same run: best and median of N.
+
+    python benchmarks/bench_table.py                  # GPT-2 124M and a 20,000-node program, N = 3
+    python benchmarks/bench_table.py --repeat 5 --workdir DIR   # keep the exported files in DIR, reuse them
+    python benchmarks/bench_table.py --quick          # tiny sizes: checks the script works
+
+Rows (torch first, pt2format second, measured alternately in the same run):
+
+* save: `torch.export.save` / `pt2format.save(fsync=False)` replacing a file
+  of the same size (after `os.sync()`, no fsync on either side), next to the
+  floor: the same bytes written raw (`os.write` of the .pt2f file's bytes to
+  a temporary file renamed over the old one);
+* warm load: `torch.export.load` / `pt2format.load` in a process that has
+  loaded (and run) the same file once;
+* cold load: a fresh interpreter that has imported torch (and transformers'
+  output types for GPT-2) times `import pt2format` + `load`, against
+  `torch.export.load`; cold `load_module` the same, against `torch.export.load`;
+* first output: `load()` + `.module()` + one call, warm (after one untimed
+  round) and in a fresh interpreter; `load_module` + one call in a fresh
+  interpreter against torch's `load` + `.module()` + one call.
+
+Every process is a new `python` (no fork); the machine may be shared, so the
+ratios (torch / pt2format, both from this run) are the figures to read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+IMPORTS = {"gpt2": ["transformers.modeling_outputs"]}
+
+
+def _paths(workdir: str, model: str):
+    return (os.path.join(workdir, f"{model}.pt2f"), os.path.join(workdir, f"{model}.pt2"),
+            os.path.join(workdir, f"{model}.inputs.pt"))
+
+
+def _import_extras(model: str) -> None:
+    import importlib
+
+    for name in IMPORTS.get(model, ()):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+
+
+# --------------------------------------------------------------------------- children
+
+def child_prepare(model: str, workdir: str, quick: bool) -> dict:
+    import torch
+
+    import pt2format
+
+    sys.path.insert(0, HERE)
+    from bench_torch import build_model, sizes_for
+
+    sizes = sizes_for(quick, argparse.Namespace(deep_nodes=20000, big_dim=0, big_layers=0))
+    mod, args, kwargs = build_model(model, sizes)
+    with torch.no_grad():
+        ep = torch.export.export(mod, args, kwargs, strict=False)
+    pt2f, pt2, inputs = _paths(workdir, model)
+    pt2format.save(ep, pt2f, progress=False, fsync=False)
+    torch.export.save(ep, pt2)
+    torch.save((args, kwargs), inputs)
+    return {"nodes": len(ep.graph.nodes)}
+
+
+def _fresh_file(path: str) -> None:
+    os.sync()
+    from pt2format._container.writer import wait_for_released
+
+    wait_for_released()
+
+
+def child_save(model: str, workdir: str, repeat: int) -> dict:
+    """Saves replacing a file, torch / pt2format / raw bytes in turn, `repeat` rounds (one untimed first)."""
+    import torch
+
+    import pt2format
+
+    _import_extras(model)
+    pt2f, pt2, _ = _paths(workdir, model)
+    ep = pt2format.load(pt2f)
+    with open(pt2f, "rb") as f:
+        raw = f.read()  # the bytes pt2format writes, in memory: the floor writes them as they are
+    out = {"torch": os.path.join(workdir, "s.pt2"), "pt2f": os.path.join(workdir, "s.pt2f"),
+           "raw": os.path.join(workdir, "s.raw")}
+
+    def raw_write():
+        tmp = out["raw"] + ".tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            view, done = memoryview(raw), 0
+            while done < len(view):
+                done += os.write(fd, view[done:done + (64 << 20)])
+        finally:
+            os.close(fd)
+        os.replace(tmp, out["raw"])
+
+    variants = {"torch": lambda: torch.export.save(ep, out["torch"]),
+                "pt2f": lambda: pt2format.save(ep, out["pt2f"], progress=False, fsync=False),
+                "raw": raw_write}
+    times = {k: [] for k in variants}
+    for r in range(repeat + 1):
+        for k, fn in variants.items():
+            _fresh_file(out[k])
+            t = time.perf_counter()
+            fn()
+            if r:
+                times[k].append(time.perf_counter() - t)
+    for p in out.values():
+        os.unlink(p)
+    return times
+
+
+def child_warm(model: str, workdir: str, repeat: int) -> dict:
+    """Warm loads, and load + module() + first output, after one untimed round of each."""
+    import torch
+
+    import pt2format
+
+    _import_extras(model)
+    pt2f, pt2, inputs = _paths(workdir, model)
+    args, kwargs = torch.load(inputs, weights_only=True)
+    loaders = {"torch": lambda: torch.export.load(pt2), "pt2f": lambda: pt2format.load(pt2f)}
+    times = {f"load_{k}": [] for k in loaders} | {f"first_{k}": [] for k in loaders}
+    for r in range(repeat + 1):
+        for k, load in loaders.items():
+            t = time.perf_counter()
+            load()
+            if r:
+                times[f"load_{k}"].append(time.perf_counter() - t)
+            t = time.perf_counter()
+            with torch.no_grad():
+                load().module()(*args, **kwargs)
+            if r:
+                times[f"first_{k}"].append(time.perf_counter() - t)
+    return times
+
+
+def child_cold(model: str, workdir: str, fmt: str, what: str) -> dict:
+    """One fresh-interpreter measurement: import torch untimed, then time the rest."""
+    import torch
+
+    _import_extras(model)
+    pt2f, pt2, inputs = _paths(workdir, model)
+    args, kwargs = torch.load(inputs, weights_only=True)
+    t = time.perf_counter()
+    if fmt == "torch":
+        ep = torch.export.load(pt2)
+        if what != "load":
+            with torch.no_grad():
+                ep.module()(*args, **kwargs)
+    else:
+        import pt2format
+
+        if what == "load":
+            pt2format.load(pt2f)
+        elif what == "first":
+            with torch.no_grad():
+                pt2format.load(pt2f).module()(*args, **kwargs)
+        elif what == "load_module":
+            pt2format.load_module(pt2f)
+        else:  # load_module_first
+            with torch.no_grad():
+                pt2format.load_module(pt2f)(*args, **kwargs)
+    return {"s": time.perf_counter() - t}
+
+
+# --------------------------------------------------------------------------- driver
+
+def _child(*argv) -> dict:
+    env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
+    p = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", *argv], capture_output=True,
+                       text=True, env=env)
+    if p.returncode != 0:
+        raise RuntimeError(f"child {argv} failed:\n{p.stderr[-3000:]}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def _log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def measure(models, workdir: str, repeat: int, quick: bool) -> list[dict]:
+    rows = []
+    for model in models:
+        pt2f, _, inputs = _paths(workdir, model)
+        if not os.path.exists(inputs):
+            _log(f"{model}: export and save")
+            _child("prepare", model, workdir, str(int(quick)))
+        label = {"gpt2": "GPT-2 124M", "deep": "20,000 nodes"}.get(model, model)
+        size_mb = os.path.getsize(pt2f) / 2**20
+        _log(f"{model}: saves")
+        s = _child("save", model, workdir, str(repeat))
+        rows.append({"what": f"{label} save, no fsync, replacing a file ({size_mb:.0f} MB)",
+                     "torch": s["torch"], "pt2f": s["pt2f"], "floor": s["raw"]})
+        _log(f"{model}: warm loads")
+        w = _child("warm", model, workdir, str(repeat))
+        rows.append({"what": f"{label} load, warm", "torch": w["load_torch"], "pt2f": w["load_pt2f"]})
+        rows.append({"what": f"{label} `load()` + `.module()` + first output, warm",
+                     "torch": w["first_torch"], "pt2f": w["first_pt2f"]})
+        cold = {}
+        for fmt, what in (("torch", "load"), ("pt2f", "load"), ("pt2f", "load_module"), ("torch", "first"),
+                          ("pt2f", "first"), ("pt2f", "load_module_first")):
+            cold[fmt, what] = []
+        _log(f"{model}: fresh interpreters")
+        for _ in range(repeat):  # alternate torch and pt2format runs
+            for fmt, what in cold:
+                cold[fmt, what].append(_child("cold", model, workdir, fmt, what)["s"])
+        rows.append({"what": f"{label} cold `load()` (fresh interpreter after `import torch`)",
+                     "torch": cold["torch", "load"], "pt2f": cold["pt2f", "load"]})
+        rows.append({"what": f"{label} cold `load_module`", "torch": cold["torch", "load"],
+                     "pt2f": cold["pt2f", "load_module"]})
+        rows.append({"what": f"{label} cold `load()` + `.module()` + first output",
+                     "torch": cold["torch", "first"], "pt2f": cold["pt2f", "first"]})
+        rows.append({"what": f"{label} cold `load_module` + first output (torch: `load` + `.module()` + call)",
+                     "torch": cold["torch", "first"], "pt2f": cold["pt2f", "load_module_first"]})
+    return rows
+
+
+def _fmt(ts) -> str:
+    return f"{min(ts):.3f} / {statistics.median(ts):.3f}"
+
+
+def render(rows, repeat: int) -> str:
+    lines = [f"Best / median of {repeat} (seconds); ratio = torch / pt2format (best; median).", "",
+             "| what | torch | pt2format | ratio | raw-write floor |", "|---|---|---|---|---|"]
+    for r in rows:
+        t, p = r["torch"], r["pt2f"]
+        ratio = f"{min(t) / min(p):.1f}× ({statistics.median(t) / statistics.median(p):.1f}×)"
+        floor = _fmt(r["floor"]) if "floor" in r else ""
+        lines.append(f"| {r['what']} | {_fmt(t)} | {_fmt(p)} | {ratio} | {floor} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--child", nargs="+")
+    ap.add_argument("--models", default="gpt2,deep")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--workdir")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--json", help="also write the raw times here")
+    a = ap.parse_args(argv)
+    if a.child:
+        kind, *rest = a.child
+        if kind == "prepare":
+            out = child_prepare(rest[0], rest[1], bool(int(rest[2])))
+        elif kind in ("save", "warm"):
+            out = (child_save if kind == "save" else child_warm)(rest[0], rest[1], int(rest[2]))
+        else:
+            out = child_cold(*rest)
+        print(json.dumps(out))
+        return 0
+    workdir = a.workdir or tempfile.mkdtemp(prefix="pt2f-table-")
+    os.makedirs(workdir, exist_ok=True)
+    rows = measure(a.models.split(","), workdir, a.repeat, a.quick)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    print(render(rows, a.repeat))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
