@@ -76,3 +76,14 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "corpus" in item.keywords:
             item.add_marker(skip)
+
+
+def pytest_make_parametrize_id(config, val, argname):
+    """A callable parameter gets its printed name, or its qualified name when that print holds an address:
+    the ids of the two xdist workers (separate processes) must be equal, or the run stops at collection."""
+    if not callable(val) or isinstance(val, type):
+        return None
+    text = str(val)
+    if " at 0x" not in text:
+        return text
+    return f"{getattr(val, '__module__', None) or ''}.{getattr(val, '__qualname__', type(val).__name__)}".lstrip(".")

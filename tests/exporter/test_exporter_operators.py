@@ -21,7 +21,7 @@ _SER = GraphModuleSerializer.__new__(GraphModuleSerializer)
     (torch.ops.higher_order.cond, OperatorKind.HIGHER_ORDER),
     (operator.getitem, OperatorKind.BUILTIN),
     (torch.sym_max, OperatorKind.BUILTIN),
-], ids=str)
+])
 def test_target_name_and_kind(target, kind):
     assert target_name(target) == (_SER.serialize_operator(target), kind)
 
@@ -33,7 +33,7 @@ def test_other_callables_are_refused_by_path():
 
 
 @pytest.mark.parametrize("op", [torch.ops.aten.add.Tensor, torch.ops.aten.add_.Tensor, torch.ops.aten.sum.dim_IntList,
-                                torch.ops.aten.split.Tensor], ids=str)
+                                torch.ops.aten.split.Tensor])
 def test_schema_rows_are_torchs_function_schema(op):
     s = op._schema
     row = operator_schema(op, "torch.ops." + str(op), OperatorKind.OP_OVERLOAD)

@@ -13,7 +13,7 @@ from pt2format.loaders._targets import check_call_binding, resolve_target
 
 @pytest.mark.parametrize("target", [torch.ops.aten.add.Tensor, torch.ops.aten.convolution.default,
                                     torch.ops.aten.sum.dim_IntList, torch.ops.higher_order.cond,
-                                    torch.ops.higher_order.map_impl, operator.getitem, torch.sym_float], ids=str)
+                                    torch.ops.higher_order.map_impl, operator.getitem, torch.sym_float])
 def test_names_resolve_to_torchs_objects(target):
     from pt2format.vocab.operators import callable_name
 

@@ -18,7 +18,7 @@ _DESER = GraphModuleDeserializer.__new__(GraphModuleDeserializer)
 @pytest.mark.parametrize("target", [
     torch.ops.aten.add.Tensor, torch.ops.aten.convolution.default, torch.ops.higher_order.cond,
     torch.ops.higher_order.while_loop, operator.add, operator.getitem, math.sqrt, torch.sym_int, torch.sym_max,
-], ids=str)
+])
 def test_names_are_torchs(target):
     assert callable_name(target) == _SER.serialize_operator(target)
 
