@@ -20,7 +20,7 @@ from pt2format._container.header import (
 from pt2format._extras import check_extra_files
 from pt2format._generated import model as m
 from pt2format._strings import CHECKERS, check_extra_meta_key
-from pt2format._symeval import OP_ARITY, UNKNOWN, evaluate_pool
+from pt2format._symeval import OP_ARITY, SYM_FREE_SIZE, UNKNOWN, SymBudget, evaluate_pool, expanded_sizes
 from pt2format.errors import LimitError, Pt2FormatError, SegmentError, UnsupportedFeatureError, ValidationError
 from pt2format.errors import VersionError
 
@@ -71,11 +71,12 @@ def validate_package(package, *, data_section_lengths=None, reader_major: int = 
     check_extra_files(package)
     n_tensors = len(package.tensors)
     names = []
+    budget = SymBudget()  # one per file: SPEC.md §11.6, "Expanded size of a file"
     for i, program in enumerate(package.programs):
         try:
             if program is None:
                 raise _fail("program is missing")
-            _Program(program, n_tensors, max_depth, package.tensors).check()
+            _Program(program, n_tensors, max_depth, package.tensors, budget).check()
         except Pt2FormatError as e:
             raise _wrap(e, f"programs[{i}]")
         names.append(program.name)
@@ -416,8 +417,10 @@ def check_identifier_key(key, path: str) -> None:
 class _Program:
     """Checks one program: symbols, sym-expression pool, graph tree, signature, state."""
 
-    def __init__(self, program, n_tensors: int, max_depth: int, tensors=()):
+    def __init__(self, program, n_tensors: int, max_depth: int, tensors=(), budget: SymBudget | None = None):
         self.p = program
+        self.budget = SymBudget() if budget is None else budget
+        self.sizes: list = []
         self.n_tensors = n_tensors
         self.tensors = tensors
         self.n_symbols = len(program.symbols)
@@ -434,9 +437,11 @@ class _Program:
             if rc.expr >= self.n_exprs:
                 raise _fail("expression index out of range", f"range_constraints[{i}].expr",
                             expected=f"< {self.n_exprs}", got=rc.expr)
+            self.use(rc.expr, f"range_constraints[{i}].expr")
         for i, g in enumerate(p.input_guards or ()):
             if g >= self.n_exprs:
                 raise _fail("expression index out of range", f"input_guards[{i}]", expected=f"< {self.n_exprs}", got=g)
+            self.use(g, f"input_guards[{i}]")
         for i, gs in enumerate(p.guard_sources or ()):
             if gs.symbol >= self.n_symbols:
                 raise _fail("symbol index out of range", f"guard_sources[{i}].symbol", expected=f"< {self.n_symbols}",
@@ -569,6 +574,15 @@ class _Program:
                 raise _fail("float hint is NaN", f"symbols[{i}].float_hint", got=sym.float_hint)
             hints.append((sym.float_hint if is_float else sym.hint) if sym.has_hint else UNKNOWN)
         evaluate_pool(self.p.sym_exprs, hints)
+        self.sizes = sizes = expanded_sizes(self.p.sym_exprs)
+        charge = self.budget.charge
+        for i, size in enumerate(sizes):
+            charge(size, f"sym_exprs[{i}]")
+
+    def use(self, i: int, path: str) -> None:
+        """Charges a use of pool node `i` (an index already checked) to the file's budget (SPEC.md §11.6)."""
+        if i >= 0:
+            self.budget.charge(self.sizes[i], path)
 
     def check_signature(self, scope) -> None:
         sig = self.p.signature
@@ -629,9 +643,13 @@ class _Program:
                             expected=["s" if d is None else d for d in declared], got=list(tensor.sizes))
 
     def check_sym(self, sym, path: str) -> None:
-        if sym is not None and not -1 <= sym.expr < self.n_exprs:
-            raise _fail("expression index out of range", f"{path}.expr", expected=f"-1 or < {self.n_exprs}",
-                        got=sym.expr)
+        if sym is not None:
+            e = sym.expr
+            if not -1 <= e < self.n_exprs:
+                raise _fail("expression index out of range", f"{path}.expr", expected=f"-1 or < {self.n_exprs}",
+                            got=e)
+            if e >= 0 and self.sizes[e] > SYM_FREE_SIZE:
+                self.budget.charge(self.sizes[e], f"{path}.expr")
 
 
 class _Graph:

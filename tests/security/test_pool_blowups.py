@@ -18,7 +18,7 @@ import pytest
 
 import pt2format
 from pt2format._generated import model as m
-from pt2format._symeval import MAX_SYM_EXPANDED_SIZE, evaluate_pool, expanded_sizes
+from pt2format._symeval import MAX_SYM_EXPANDED_SIZE, MAX_SYM_FILE_EXCESS, evaluate_pool, expanded_sizes
 from tests.security import pool_cost as C
 
 K, O = m.SymExprKind, m.SymOp
@@ -134,8 +134,14 @@ def test_deepest_expression_under_the_bound_loads_prints_and_runs(base, tmp_path
 
 @pytest.mark.parametrize("field", ["size", "sym_int", "storage_offset", "stride", "sym_bool"])
 def test_shared_expression_in_every_field_under_the_bound_ends_safe(base, tmp_path, field):
-    """Loaded, or refused with a typed error; never a hang or an untyped error."""
-    path = C.build_file(base, field, "mul_add", _deepest_under_bound("mul_add"), tmp_path / "f.pt2f")
+    """Loaded, or refused with a typed error; never a hang or an untyped error. A field used more than once
+    (a size and the stride it makes) spends the file's budget more than once (SPEC.md §11.6)."""
+    info: dict = {}
+    path = C.build_file(base, field, "mul_add", _deepest_under_bound("mul_add"), tmp_path / "f.pt2f", info=info)
+    if info["spent"] > MAX_SYM_FILE_EXCESS:
+        with pytest.raises(pt2format.LimitError, match="too large in total"):
+            pt2format.validate(path)
+        return
     pt2format.validate(path)
     t0 = time.perf_counter()
     try:

@@ -553,14 +553,18 @@ class Validator {
     n_symbols_ = len(p->symbols());
     n_exprs_ = len(p->sym_exprs());
     check_symbols(p, path);
-    for (uint32_t i = 0; i < len(p->range_constraints()); ++i)
+    for (uint32_t i = 0; i < len(p->range_constraints()); ++i) {
       if (p->range_constraints()->Get(i)->expr() >= n_exprs_)
         invalid("expression index out of range", path + ".range_constraints[" + num(i) + "].expr",
                 "< " + num(n_exprs_), num(p->range_constraints()->Get(i)->expr()));
-    for (uint32_t i = 0; i < len(p->input_guards()); ++i)
+      use(p->range_constraints()->Get(i)->expr(), path + ".range_constraints[" + num(i) + "].expr");
+    }
+    for (uint32_t i = 0; i < len(p->input_guards()); ++i) {
       if (p->input_guards()->Get(i) >= n_exprs_)
         invalid("expression index out of range", path + ".input_guards[" + num(i) + "]", "< " + num(n_exprs_),
                 num(p->input_guards()->Get(i)));
+      use(p->input_guards()->Get(i), path + ".input_guards[" + num(i) + "]");
+    }
     for (uint32_t i = 0; i < len(p->guard_sources()); ++i)
       if (p->guard_sources()->Get(i)->symbol() >= n_symbols_)
         invalid("symbol index out of range", path + ".guard_sources[" + num(i) + "].symbol", "< " + num(n_symbols_),
@@ -709,11 +713,38 @@ class Validator {
       if (e.kind() != ErrorKind::Limit) throw;
       throw e.with_context("", "program", path);
     }
+    // The file's budget (SPEC.md §11.6): every node is charged, then every use (check_sym, use).
+    const auto *pool = p->sym_exprs();
+    sym_sizes_.assign(n_exprs_, 1);
+    for (uint32_t i = 0; i < n_exprs_; ++i) {
+      const auto *e = pool->Get(i);
+      if (e->kind() == SymExprKind::APPLY && e->args()) {
+        uint64_t t = 1;
+        for (uint32_t k = 0; k < e->args()->size(); ++k) t += sym_sizes_[e->args()->Get(k)];  // each <= bound
+        sym_sizes_[i] = t;
+      }
+      charge(sym_sizes_[i], path + ".sym_exprs[" + num(i) + "]");
+    }
+  }
+
+  // Counts one pool node or use of expanded size `size` against the file's budget (SPEC.md §11.6).
+  void charge(uint64_t size, const std::string &path) {
+    if (size <= kSymFreeSize) return;
+    sym_spent_ += size - kSymFreeSize;
+    if (sym_spent_ > kMaxSymFileExcess)
+      fail(ErrorKind::Limit, "symbolic expressions of the file are too large in total", path,
+           "<= " + num(kMaxSymFileExcess) + " of expanded size beyond " + num(kSymFreeSize) + " per pool node and use",
+           "> " + num(kMaxSymFileExcess));
+  }
+
+  void use(uint32_t expr, const std::string &path) {
+    if (expr < sym_sizes_.size() && sym_sizes_[expr] > kSymFreeSize) charge(sym_sizes_[expr], path);
   }
 
   void check_sym(int32_t expr, const std::string &path) {
     if (expr < -1 || (expr >= 0 && uint32_t(expr) >= n_exprs_))
       invalid("expression index out of range", path + ".expr", "-1 or < " + num(n_exprs_), snum(expr));
+    if (expr >= 0) use(uint32_t(expr), path + ".expr");
   }
 
   template <class V>
@@ -1009,6 +1040,8 @@ class Validator {
   uint32_t n_symbols_ = 0;
   uint32_t n_exprs_ = 0;
   uint32_t max_depth_ = 128;
+  std::vector<uint64_t> sym_sizes_;  // expanded size of each node of the current program's pool
+  uint64_t sym_spent_ = 0;           // the file's budget spent so far (every program)
 };
 
 // A ShardFile.package_id that is present names this save: the main header's id (SPEC.md §5).

@@ -19,7 +19,7 @@ import { LimitError, Pt2fError, SegmentError, UnsupportedFeatureError, Validatio
 import { checkExtraMetaKey, checkStringClass } from './strings.js';
 import { bitsNumber, descOf, TTable, TValue } from './tree.js';
 import { READER_FORMAT_MAJOR } from './container.js';
-import { evaluatePool, SymValue, UNKNOWN } from './symeval.js';
+import { evaluatePool, expandedSizes, SYM_FREE_SIZE, SymBudget, SymValue, UNKNOWN } from './symeval.js';
 
 type T = TTable;
 const DATA_ALIGNMENT = 64n;
@@ -109,8 +109,9 @@ export function validatePackage(pkg: T, opts: ValidateOptions = {}): void {
   checkExtraFiles(pkg);
   const nTensors = arr(pkg['tensors']).length;
   const names: string[] = [];
+  const budget = new SymBudget();  // one per file: SPEC.md 11.6, "Expanded size of a file"
   arr(pkg['programs']).forEach((p, i) => {
-    within(`programs[${i}]`, () => new ProgramCheck(p as T, nTensors, maxDepth, arr(pkg['tensors']) as T[]).check());
+    within(`programs[${i}]`, () => new ProgramCheck(p as T, nTensors, maxDepth, arr(pkg['tensors']) as T[], budget).check());
     names.push(str((p as T)['name'])!);
   });
   for (let i = 1; i < names.length; i++) {
@@ -443,8 +444,10 @@ class ProgramCheck {
   readonly nSymbols: number;
   readonly nExprs: number;
   readonly values: ValueCheck;
+  sizes: number[] = [];
 
-  constructor(readonly p: T, readonly nTensors: number, readonly maxDepth: number, readonly tensors: T[] = []) {
+  constructor(readonly p: T, readonly nTensors: number, readonly maxDepth: number, readonly tensors: T[] = [],
+    readonly budget: SymBudget = new SymBudget()) {
     this.nSymbols = arr(p['symbols']).length;
     this.nExprs = arr(p['sym_exprs']).length;
     this.values = new ValueCheck(nTensors, maxDepth);
@@ -457,10 +460,12 @@ class ProgramCheck {
     arr(p['range_constraints']).forEach((rc, i) => {
       const e = num((rc as T)['expr']);
       if (e >= this.nExprs) throw fail('expression index out of range', `range_constraints[${i}].expr`, `< ${this.nExprs}`, e);
+      this.use(e, `range_constraints[${i}].expr`);
     });
     arr(p['input_guards']).forEach((g, i) => {
       const e = num(g);
       if (e >= this.nExprs) throw fail('expression index out of range', `input_guards[${i}]`, `< ${this.nExprs}`, e);
+      this.use(e, `input_guards[${i}]`);
     });
     arr(p['guard_sources']).forEach((gs, i) => {
       const s = num((gs as T)['symbol']);
@@ -572,6 +577,13 @@ class ProgramCheck {
       hints.push(!sym['has_hint'] ? UNKNOWN : isFloat ? bitsNumber(sym['float_hint'] as bigint) : big(sym['hint']));
     });
     evaluatePool(arr(this.p['sym_exprs']) as T[], hints);
+    this.sizes = expandedSizes(arr(this.p['sym_exprs']) as T[]);
+    this.sizes.forEach((size, i) => this.budget.charge(size, `sym_exprs[${i}]`));
+  }
+
+  /** Charges a use of pool node `i` (an index already checked) to the file's budget (SPEC.md 11.6). */
+  use(i: number, path: string): void {
+    if (i >= 0 && this.sizes[i]! > SYM_FREE_SIZE) this.budget.charge(this.sizes[i]!, path);
   }
 
   checkSignature(scope: GraphCheck): void {
@@ -645,6 +657,7 @@ class ProgramCheck {
     if (sym === null || sym === undefined) return;
     const e = num(sym['expr']);
     if (!(e >= -1 && e < this.nExprs)) throw fail('expression index out of range', `${path}.expr`, `-1 or < ${this.nExprs}`, e);
+    this.use(e, `${path}.expr`);
   }
 }
 
