@@ -187,14 +187,27 @@ def count_ops(fn) -> tuple[int, object]:
     return n, r
 
 
+def _clear_caches() -> None:
+    """Empties sympy's cache and every functools cache of torch's symbolic-shape and sympy modules."""
+    import sympy
+
+    sympy.core.cache.clear_cache()
+    for name, mod in list(sys.modules.items()):
+        if mod is None or not name.startswith(("torch.fx.experimental", "torch.utils._sympy", "torch._subclasses",
+                                               "torch._prims_common", "torch.fx.passes")):
+            continue
+        for obj in list(vars(mod).values()):
+            clear = getattr(obj, "cache_clear", None)
+            if callable(clear):
+                clear()
+
+
 def child(spec: dict) -> int:
     import torch
 
     from pt2format.errors import Pt2FormatError
 
     torch.set_num_threads(1)
-    import sympy
-
     tmp = Path(spec["dir"])
     # The first (warm-up) pass: a small plain file, so that imports and first-call set-up are not counted.
     for n, variants in [(2, ["plain"])] + [(n, spec["variants"]) for n in spec["ns"]]:
@@ -203,7 +216,7 @@ def child(spec: dict) -> int:
             info = build(n, variant, path)
             state: dict = {}
             cons = _consumers(path, state)
-            sympy.core.cache.clear_cache()  # a file's expressions are not already built by an earlier file
+            _clear_caches()  # a file's expressions are not already built and reasoned about by an earlier file
             for name in spec["consumers"]:
                 if name not in ("read", "validate", "load", "load_module") and "ep" not in state:
                     outcome, ops = "skipped: not loaded", 0

@@ -24,7 +24,7 @@ export const MAX_SYM_EVAL_STEPS = 1 << 22;
 /** Largest expanded size of an expression: its node count as a tree, a shared operand counted at each use. */
 export const MAX_SYM_EXPANDED_SIZE = 1 << 12;
 /** The file's budget (SPEC.md 11.6): every pool node and every use of one may be this large for free ... */
-export const SYM_FREE_SIZE = 16;
+export const SYM_FREE_SIZE = 64;
 /** ... and the excess over SYM_FREE_SIZE, summed over every node and use of the file, is at most this. */
 export const MAX_SYM_FILE_EXCESS = 1 << 14;
 

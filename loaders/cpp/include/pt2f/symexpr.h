@@ -29,7 +29,7 @@ constexpr uint64_t kMaxSymExpandedSize = uint64_t(1) << 12;
 // The file's budget on expanded size: every pool node and every use of one (a SymInt, SymFloat or SymBool
 // whose expr is not -1, a range constraint, an input guard) may be kSymFreeSize large for free; the excess,
 // summed over the whole file, is at most kMaxSymFileExcess.
-constexpr uint64_t kSymFreeSize = 16;
+constexpr uint64_t kSymFreeSize = 64;
 constexpr uint64_t kMaxSymFileExcess = uint64_t(1) << 14;
 
 /// A value of a symbolic expression.
