@@ -222,3 +222,37 @@ def test_conversion_to_sympy_builds_each_node_once(monkeypatch, shape):
             todo.extend(pool[j].args or ())
     assert sorted(made) == sorted(reachable)  # each node it needs, once
     assert root is builder.expr(e) and builder.hint(e) == (4 if shape == "max" else None)
+
+
+# ---------------------------------------------------------------------------
+# The file's budget: the same refusal from every reader
+# ---------------------------------------------------------------------------
+
+@pytest.mark.native
+@pytest.mark.parametrize("field", ["size", "sym_bool"])
+def test_every_reader_refuses_a_file_over_its_budget_alike(base, tmp_path, field):
+    """Each expression under the bound, the file over its budget (SPEC.md §11.6): Python, C++ (pt2f-dump) and
+    TypeScript (cli.js dump) give the same LimitError, naming the same use, with the same message."""
+    import re
+    import subprocess
+
+    import native_util_cpp
+    import native_util_ts
+
+    for util in (native_util_cpp, native_util_ts):
+        why = util.missing_toolchain()
+        if why:
+            pytest.fail(f"the native readers are needed: {why}")
+    cpp = native_util_cpp.build() / "pt2f-dump"
+    native_util_ts.build()
+    info: dict = {}
+    path = C.build_file(base, field, "mul_add", _deepest_under_bound("mul_add"), tmp_path / "over.pt2f", info=info)
+    assert info["spent"] > MAX_SYM_FILE_EXCESS
+    with pytest.raises(pt2format.LimitError) as err:
+        pt2format.validate(path)
+    tail = re.search(r"at (programs\[0\]\.\S+: .*)$", str(err.value)).group(1)
+    assert "too large in total" in tail
+    for cmd in ([str(cpp), str(path)], ["node", str(native_util_ts.CLI), "dump", str(path)]):
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        line = r.stderr.strip().splitlines()[-1]
+        assert r.returncode != 0 and "LimitError" in line and line.endswith(tail), (cmd[0], line, tail)
