@@ -8,9 +8,11 @@ process, with a time and a memory budget per consumer. The rules:
 
 * no consumer ends in an untyped error, a hang or a broken budget
   (TIME_BUDGET_S per consumer, MEMORY_BUDGET_MB of resident memory);
-* below the bound, no reader refuses the file for its expanded size; over
-  it, every reader (read, validate, dump, load, load_module, the C++ and TS
-  dumps, the viewer page) refuses it with that LimitError;
+* below the bound and within the file's budget (SPEC.md §11.6; what a file
+  spends is counted here from the tree sizes, `budget_spent`), no reader
+  refuses the file for its expanded size; over either, every reader (read,
+  validate, dump, load, load_module, the C++ and TS dumps, the viewer page)
+  refuses it with that LimitError;
 * from the smallest to the largest accepted depth, a consumer's time grows
   by at most GROWTH_FACTOR (plus ABS_SLACK_S of noise), where a tree walk
   would grow 2^levels: every consumer but TREE_WALKERS, whose growth below
