@@ -35,6 +35,12 @@ MAX_SYM_EVAL_STEPS = _limits.MAX_SYM_EVAL_STEPS
 #: Largest expanded size of an expression (SPEC.md, "Bounds"): its node count
 #: as a tree, every shared operand counted each time it is used.
 MAX_SYM_EXPANDED_SIZE = _limits.MAX_SYM_EXPANDED_SIZE
+#: The file's budget on expanded size (SPEC.md §11.6, "Expanded size of a file"): every pool node and
+#: every use of one may be SYM_FREE_SIZE large for free (the largest expression of any real program
+#: measured is 25, `python -m tests.security.sym_census`: a real program spends nothing, however large);
+#: the excess, summed over every node and use of a file, is at most MAX_SYM_FILE_EXCESS.
+SYM_FREE_SIZE = _limits.SYM_FREE_SIZE
+MAX_SYM_FILE_EXCESS = _limits.MAX_SYM_FILE_EXCESS
 
 
 _N = None  # no upper bound
@@ -356,6 +362,34 @@ def expanded_sizes(exprs, *, cap: int = MAX_SYM_EXPANDED_SIZE + 1) -> list:
                 t += size[a] if 0 <= a < i else 1
             size[i] = t if t < cap else cap
     return size
+
+
+class SymBudget:
+    """The expanded size one file spends beyond SYM_FREE_SIZE per pool node and per use (SPEC.md §11.6).
+
+    Code outside the readers (sympy's constructors and printer, torch's
+    fake-tensor sizes and guard code) builds each pool node it reaches and
+    walks every use as a tree; the per-expression bound caps one walk, not
+    their sum. Charging every node (building one copies its operands, so a
+    linear chain costs the sum of its prefixes) and every use of a node keeps
+    their total work at most SYM_FREE_SIZE per node and use of the file plus
+    MAX_SYM_FILE_EXCESS: linear in the file.
+    """
+
+    __slots__ = ("spent", "limit")
+
+    def __init__(self, limit: int | None = None):
+        self.spent = 0
+        self.limit = MAX_SYM_FILE_EXCESS if limit is None else limit
+
+    def charge(self, size: int, path: str) -> None:
+        """Counts one node or use of expanded size `size`; LimitError naming `path` when the file's budget is spent."""
+        if size > SYM_FREE_SIZE:
+            self.spent += size - SYM_FREE_SIZE
+            if self.spent > self.limit:
+                raise LimitError("symbolic expressions of the file are too large in total", path=path,
+                                 expected=f"<= {self.limit} of expanded size beyond {SYM_FREE_SIZE} per pool node "
+                                          f"and use", got=f"> {self.limit}")
 
 
 def evaluate_pool(exprs, symbol_values, *, path: str = "sym_exprs", max_degree: int = MAX_SYM_DEGREE,

@@ -22,7 +22,7 @@ from pt2format._extras import check_extra_files
 from pt2format._generated import model as m
 from pt2format._generated.field_rules import check_field_rules
 from pt2format._strings import CHECKERS, check_extra_meta_key
-from pt2format._symeval import OP_ARITY, UNKNOWN, evaluate_pool
+from pt2format._symeval import OP_ARITY, SYM_FREE_SIZE, UNKNOWN, SymBudget, evaluate_pool, expanded_sizes
 from pt2format.errors import LimitError, Pt2FormatError, SegmentError, UnsupportedFeatureError, ValidationError
 from pt2format.errors import VersionError
 
@@ -74,11 +74,12 @@ def validate_package(package, *, data_section_lengths=None, reader_major: int = 
     check_extra_files(package)
     n_tensors = len(package.tensors)
     names = []
+    budget = SymBudget()  # one per file: SPEC.md §11.6, "Expanded size of a file"
     for i, program in enumerate(package.programs):
         try:
             if program is None:
                 raise _fail("program is missing")
-            _Program(program, n_tensors, max_depth, package.tensors).check()
+            _Program(program, n_tensors, max_depth, package.tensors, budget).check()
         except Pt2FormatError as e:
             raise _wrap(e, f"programs[{i}]")
         names.append(program.name)
@@ -406,8 +407,10 @@ def check_identifier_key(key, path: str) -> None:
 class _Program:
     """Checks one program: symbols, sym-expression pool, graph tree, signature, state."""
 
-    def __init__(self, program, n_tensors: int, max_depth: int, tensors=()):
+    def __init__(self, program, n_tensors: int, max_depth: int, tensors=(), budget: SymBudget | None = None):
         self.p = program
+        self.budget = SymBudget() if budget is None else budget
+        self.sizes: list = []
         self.n_tensors = n_tensors
         self.tensors = tensors
         self.n_symbols = len(program.symbols)
@@ -418,6 +421,10 @@ class _Program:
     def check(self) -> None:
         p = self.p
         self.check_symbols()
+        for i, rc in enumerate(p.range_constraints):
+            self.use(rc.expr, f"range_constraints[{i}].expr")
+        for i, g in enumerate(p.input_guards or ()):
+            self.use(g, f"input_guards[{i}]")
         try:
             scope = _Graph(self, p.graph, 0).check()
         except Pt2FormatError as e:
@@ -535,6 +542,15 @@ class _Program:
                 raise _fail("float hint is NaN", f"symbols[{i}].float_hint", got=sym.float_hint)
             hints.append((sym.float_hint if is_float else sym.hint) if sym.has_hint else UNKNOWN)
         evaluate_pool(self.p.sym_exprs, hints)
+        self.sizes = sizes = expanded_sizes(self.p.sym_exprs)
+        charge = self.budget.charge
+        for i, size in enumerate(sizes):
+            charge(size, f"sym_exprs[{i}]")
+
+    def use(self, i: int, path: str) -> None:
+        """Charges a use of pool node `i` (an index already checked) to the file's budget (SPEC.md §11.6)."""
+        if i >= 0:
+            self.budget.charge(self.sizes[i], path)
 
     def check_signature(self, scope) -> None:
         sig = self.p.signature
@@ -590,6 +606,13 @@ class _Program:
                 raise _fail(f"state tensor {fqn!r} has other sizes than its placeholder {s.arg.name!r}", path,
                             expected=["s" if d is None else d for d in declared], got=list(tensor.sizes))
 
+    def check_sym(self, sym, path: str) -> None:
+        """Charges a SymInt/SymFloat/SymBool use (its index already checked by the field rules) to the budget."""
+        if sym is not None:
+            e = sym.expr
+            if e >= 0 and self.sizes[e] > SYM_FREE_SIZE:
+                self.budget.charge(self.sizes[e], f"{path}.expr")
+
 
 class _Graph:
     """Checks one graph and its subgraphs; value names are scoped to the graph that declares them."""
@@ -621,6 +644,14 @@ class _Graph:
             path = f"tensor_values[{i}].meta"
             if meta.dtype == m.ScalarType.UNSPECIFIED:
                 raise _fail("dtype is UNSPECIFIED", f"{path}.dtype")
+            for d, s in enumerate(meta.sizes):
+                prog.check_sym(s, f"{path}.sizes[{d}]")
+            for d, s in enumerate(meta.strides):
+                prog.check_sym(s, f"{path}.strides[{d}]")
+            prog.check_sym(meta.storage_offset, f"{path}.storage_offset")
+        for group in ("sym_int_values", "sym_float_values", "sym_bool_values"):
+            for i, v in enumerate(getattr(g, group)):
+                prog.check_sym(v.value, f"{group}[{i}].value")
         for group in ("inputs", "outputs"):
             for i, arg in enumerate(getattr(g, group)):
                 try:

@@ -13,6 +13,10 @@ MAX_SYM_DEGREE = 64
 MAX_SYM_EVAL_STEPS = 1 << 22
 #: Largest expanded (tree) size of a symbolic expression (§11.6).
 MAX_SYM_EXPANDED_SIZE = 1 << 12
+#: Expanded size every pool node and every use of one may have for free (§11.6, file budget).
+SYM_FREE_SIZE = 64
+#: Largest sum, over a file's pool nodes and uses, of the expanded size above sym_free_size (§11.6, file budget).
+MAX_SYM_FILE_EXCESS = 1 << 14
 #: Longest identifier, attribute path, qualified name or token, in characters (§9).
 MAX_NAME_LENGTH = 1024
 #: Longest free-text string, in characters (§9).
@@ -36,6 +40,8 @@ LIMITS = {
     'max_sym_degree': MAX_SYM_DEGREE,
     'max_sym_eval_steps': MAX_SYM_EVAL_STEPS,
     'max_sym_expanded_size': MAX_SYM_EXPANDED_SIZE,
+    'sym_free_size': SYM_FREE_SIZE,
+    'max_sym_file_excess': MAX_SYM_FILE_EXCESS,
     'max_name_length': MAX_NAME_LENGTH,
     'max_text_length': MAX_TEXT_LENGTH,
     'max_file_name_length': MAX_FILE_NAME_LENGTH,

@@ -18,6 +18,9 @@ DESCRIPTIONS = {
     "max_sym_degree": "Largest structural degree of a symbolic expression (§11.6).",
     "max_sym_eval_steps": "Evaluation budget of one sym-expression pool: sum over nodes of 1 + operand count (§11.6).",
     "max_sym_expanded_size": "Largest expanded (tree) size of a symbolic expression (§11.6).",
+    "sym_free_size": "Expanded size every pool node and every use of one may have for free (§11.6, file budget).",
+    "max_sym_file_excess": "Largest sum, over a file's pool nodes and uses, of the expanded size above "
+                           "sym_free_size (§11.6, file budget).",
     "max_name_length": "Longest identifier, attribute path, qualified name or token, in characters (§9).",
     "max_text_length": "Longest free-text string, in characters (§9).",
     "max_file_name_length": "Longest file_name-class string, in characters (§9).",

@@ -8,9 +8,11 @@ process, with a time and a memory budget per consumer. The rules:
 
 * no consumer ends in an untyped error, a hang or a broken budget
   (TIME_BUDGET_S per consumer, MEMORY_BUDGET_MB of resident memory);
-* below the bound, no reader refuses the file for its expanded size; over
-  it, every reader (read, validate, dump, load, load_module, the C++ and TS
-  dumps, the viewer page) refuses it with that LimitError;
+* below the bound and within the file's budget (SPEC.md §11.6; what a file
+  spends is counted here from the tree sizes, `budget_spent`), no reader
+  refuses the file for its expanded size; over either, every reader (read,
+  validate, dump, load, load_module, the C++ and TS dumps, the viewer page)
+  refuses it with that LimitError;
 * from the smallest to the largest accepted depth, a consumer's time grows
   by at most GROWTH_FACTOR (plus ABS_SLACK_S of noise), where a tree walk
   would grow 2^levels: every consumer but TREE_WALKERS, whose growth below
@@ -117,8 +119,11 @@ def _chain(prog, shape: str, depth: int) -> int:
     return e
 
 
-def build_file(base, field: str, shape: str, depth: int, path: Path) -> Path:
-    """The base program with `field` pointing at e(depth) (written without the writer's validation)."""
+def build_file(base, field: str, shape: str, depth: int, path: Path, info: dict | None = None) -> Path:
+    """The base program with `field` pointing at e(depth) (written without the writer's validation).
+
+    `info`, when given, gets `uses` (the references made to the expression) and `spent`: what the file spends
+    of its budget (SPEC.md §11.6), counted here from the tree sizes, independently of the readers."""
     from unittest import mock
 
     from pt2format._api import write_package
@@ -133,23 +138,50 @@ def build_file(base, field: str, shape: str, depth: int, path: Path) -> Path:
     e = _chain(prog, field_shape(field, shape), depth)
     if field == "range_constraint":
         prog.range_constraints.append(m.RangeConstraint(expr=e, range=m.ValueRange()))
+        uses = 1
     elif field in ("size", "stride"):
+        uses = 0
         for tv in g.tensor_values:
             for s in (tv.meta.sizes if field == "size" else tv.meta.strides):
                 if s.expr == size_sym:
                     s.expr = e
+                    uses += 1
     elif field == "storage_offset":
         g.tensor_values[0].meta.storage_offset = m.SymInt(expr=e, value=0)
+        uses = 1
     elif field == "sym_int":
         next(v for v in g.sym_int_values if v.value.expr == size_sym).value.expr = e
+        uses = 1
     elif field == "sym_bool":
         prog.sym_exprs.append(m.SymExpr(kind=K.INTEGER, int_value=2))
         two = len(prog.sym_exprs) - 1
         prog.sym_exprs.append(m.SymExpr(kind=K.APPLY, op=O.GE, args=[e, two]))
-        g.sym_bool_values[0].value.expr = len(prog.sym_exprs) - 1
+        e = len(prog.sym_exprs) - 1
+        g.sym_bool_values[0].value.expr = e
+        uses = 1
+    if info is not None:
+        info["uses"] = uses
+        info["spent"] = budget_spent(prog.sym_exprs, {e: uses})
     with mock.patch("pt2format._api.validate_package", lambda *a, **k: None):
         write_package(path, pkg, data, fsync=False)
     return path
+
+
+def budget_spent(pool, uses: dict) -> int:
+    """What a program spends of its file's budget (SPEC.md §11.6), from the tree size of each pool node (a
+    memoised walk of the tree) and `uses` (node -> references to it; the base program's others are small)."""
+    from pt2format._symeval import SYM_FREE_SIZE
+
+    memo: dict = {}
+
+    def tree(i):
+        if i not in memo:
+            memo[i] = 1 + sum(tree(a) for a in pool[i].args or ()) if pool[i].args else 1
+        return memo[i]
+
+    sizes = [tree(i) for i in range(len(pool))]
+    return sum(max(0, n - SYM_FREE_SIZE) for n in sizes) + \
+        sum(k * max(0, sizes[i] - SYM_FREE_SIZE) for i, k in uses.items())
 
 
 def field_shape(field: str, shape: str) -> str:
@@ -233,16 +265,17 @@ def child(spec: dict) -> int:
     for field in spec["fields"]:
         for shape in spec["shapes"]:
             for depth in spec["depths"]:
-                path = build_file(base, field, shape, depth, tmp / f"{field}-{shape}-{depth}.pt2f")
+                info: dict = {}
+                path = build_file(base, field, shape, depth, tmp / f"{field}-{shape}-{depth}.pt2f", info=info)
                 emit({"event": "file", "field": field, "shape": shape, "depth": depth, "path": str(path),
-                      "bytes": path.stat().st_size})
+                      "bytes": path.stat().st_size, "spent": info["spent"]})
                 state: dict = {}
                 consumers = _py_consumers(path, state)
                 failed_before = None
                 for name in spec["consumers"]:
                     if name not in consumers:
                         continue
-                    key = {"field": field, "shape": shape, "depth": depth, "consumer": name}
+                    key = {"field": field, "shape": shape, "depth": depth, "consumer": name, "spent": info["spent"]}
                     if failed_before is not None and name not in ("read", "validate", "dump", "load_module"):
                         emit({**key, "event": "done", "outcome": f"skipped: {failed_before} failed", "s": 0.0})
                         continue
@@ -382,7 +415,7 @@ def run(fields=FIELDS, shapes=SHAPES, depths=DEPTHS, consumers=PY_CONSUMERS + NA
                 if name in NATIVE_CONSUMERS:
                     outcome, s = _native(name, Path(f["path"]), time_budget)
                     ev = {"field": f["field"], "shape": f["shape"], "depth": f["depth"], "consumer": name,
-                          "outcome": outcome, "s": s}
+                          "outcome": outcome, "s": s, "spent": f["spent"]}
                     rows.append(ev)
                     if log:
                         log(ev)
@@ -390,8 +423,9 @@ def run(fields=FIELDS, shapes=SHAPES, depths=DEPTHS, consumers=PY_CONSUMERS + NA
 
 
 def problems(rows: list[dict], time_budget=TIME_BUDGET_S, memory_mb=MEMORY_BUDGET_MB) -> list[str]:
-    """What breaks the rules: an untyped error, a hang, a broken budget, a refusal below the bound, doubling."""
-    from pt2format._symeval import MAX_SYM_EXPANDED_SIZE
+    """What breaks the rules: an untyped error, a hang, a broken budget, a refusal below the bounds (the
+    expression's and the file's, SPEC.md §11.6), an acceptance over one of them, doubling."""
+    from pt2format._symeval import MAX_SYM_EXPANDED_SIZE, MAX_SYM_FILE_EXCESS
 
     bad = []
     for r in rows:
@@ -404,10 +438,13 @@ def problems(rows: list[dict], time_budget=TIME_BUDGET_S, memory_mb=MEMORY_BUDGE
         elif r.get("rss_mb", 0) > memory_mb:
             bad.append(f"{where}: {r['rss_mb']:.0f} MiB > {memory_mb} MiB")
         elif "LimitError" in o and field_size(r["field"], r["shape"], r["depth"]) <= MAX_SYM_EXPANDED_SIZE \
-                and "expanded size" in o:
+                and "expanded size is too large" in o:
             bad.append(f"{where}: refused below the bound: {o}")
+        elif "LimitError" in o and "too large in total" in o and r.get("spent", 0) <= MAX_SYM_FILE_EXCESS:
+            bad.append(f"{where}: refused below the file's budget: {o}")
         elif o == "ok" and r.get("consumer") in READERS \
-                and field_size(r["field"], r["shape"], r["depth"]) > MAX_SYM_EXPANDED_SIZE:
+                and (field_size(r["field"], r["shape"], r["depth"]) > MAX_SYM_EXPANDED_SIZE
+                     or r.get("spent", 0) > MAX_SYM_FILE_EXCESS):
             bad.append(f"{where}: accepted over the bound")
     bad += [f"{k}: {v}" for k, v in growth(rows).items() if v["doubling"]]
     return bad

@@ -18,7 +18,7 @@ import pytest
 
 import pt2format
 from pt2format._generated import model as m
-from pt2format._symeval import MAX_SYM_EXPANDED_SIZE, evaluate_pool, expanded_sizes
+from pt2format._symeval import MAX_SYM_EXPANDED_SIZE, MAX_SYM_FILE_EXCESS, evaluate_pool, expanded_sizes
 from tests.security import pool_cost as C
 
 K, O = m.SymExprKind, m.SymOp
@@ -134,8 +134,14 @@ def test_deepest_expression_under_the_bound_loads_prints_and_runs(base, tmp_path
 
 @pytest.mark.parametrize("field", ["size", "sym_int", "storage_offset", "stride", "sym_bool"])
 def test_shared_expression_in_every_field_under_the_bound_ends_safe(base, tmp_path, field):
-    """Loaded, or refused with a typed error; never a hang or an untyped error."""
-    path = C.build_file(base, field, "mul_add", _deepest_under_bound("mul_add"), tmp_path / "f.pt2f")
+    """Loaded, or refused with a typed error; never a hang or an untyped error. A field used more than once
+    (a size and the stride it makes) spends the file's budget more than once (SPEC.md §11.6)."""
+    info: dict = {}
+    path = C.build_file(base, field, "mul_add", _deepest_under_bound("mul_add"), tmp_path / "f.pt2f", info=info)
+    if info["spent"] > MAX_SYM_FILE_EXCESS:
+        with pytest.raises(pt2format.LimitError, match="too large in total"):
+            pt2format.validate(path)
+        return
     pt2format.validate(path)
     t0 = time.perf_counter()
     try:
@@ -216,3 +222,37 @@ def test_conversion_to_sympy_builds_each_node_once(monkeypatch, shape):
             todo.extend(pool[j].args or ())
     assert sorted(made) == sorted(reachable)  # each node it needs, once
     assert root is builder.expr(e) and builder.hint(e) == (4 if shape == "max" else None)
+
+
+# ---------------------------------------------------------------------------
+# The file's budget: the same refusal from every reader
+# ---------------------------------------------------------------------------
+
+@pytest.mark.native
+@pytest.mark.parametrize("field", ["size", "sym_bool"])
+def test_every_reader_refuses_a_file_over_its_budget_alike(base, tmp_path, field):
+    """Each expression under the bound, the file over its budget (SPEC.md §11.6): Python, C++ (pt2f-dump) and
+    TypeScript (cli.js dump) give the same LimitError, naming the same use, with the same message."""
+    import re
+    import subprocess
+
+    import native_util_cpp
+    import native_util_ts
+
+    for util in (native_util_cpp, native_util_ts):
+        why = util.missing_toolchain()
+        if why:
+            pytest.fail(f"the native readers are needed: {why}")
+    cpp = native_util_cpp.build() / "pt2f-dump"
+    native_util_ts.build()
+    info: dict = {}
+    path = C.build_file(base, field, "mul_add", _deepest_under_bound("mul_add"), tmp_path / "over.pt2f", info=info)
+    assert info["spent"] > MAX_SYM_FILE_EXCESS
+    with pytest.raises(pt2format.LimitError) as err:
+        pt2format.validate(path)
+    tail = re.search(r"at (programs\[0\]\.\S+: .*)$", str(err.value)).group(1)
+    assert "too large in total" in tail
+    for cmd in ([str(cpp), str(path)], ["node", str(native_util_ts.CLI), "dump", str(path)]):
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        line = r.stderr.strip().splitlines()[-1]
+        assert r.returncode != 0 and "LimitError" in line and line.endswith(tail), (cmd[0], line, tail)

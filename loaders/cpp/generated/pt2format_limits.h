@@ -18,6 +18,10 @@ inline constexpr uint64_t kMaxSymDegree = 64;
 inline constexpr uint64_t kMaxSymEvalSteps = uint64_t(1) << 22;
 /// Largest expanded (tree) size of a symbolic expression (§11.6).
 inline constexpr uint64_t kMaxSymExpandedSize = uint64_t(1) << 12;
+/// Expanded size every pool node and every use of one may have for free (§11.6, file budget).
+inline constexpr uint64_t kSymFreeSize = 64;
+/// Largest sum, over a file's pool nodes and uses, of the expanded size above sym_free_size (§11.6, file budget).
+inline constexpr uint64_t kMaxSymFileExcess = uint64_t(1) << 14;
 /// Longest identifier, attribute path, qualified name or token, in characters (§9).
 inline constexpr uint64_t kMaxNameLength = 1024;
 /// Longest free-text string, in characters (§9).

@@ -541,6 +541,10 @@ class Validator {
     n_symbols_ = len(p->symbols());
     n_exprs_ = len(p->sym_exprs());
     check_symbols(p, path);
+    for (uint32_t i = 0; i < len(p->range_constraints()); ++i)
+      use(p->range_constraints()->Get(i)->expr(), path + ".range_constraints[" + num(i) + "].expr");
+    for (uint32_t i = 0; i < len(p->input_guards()); ++i)
+      use(p->input_guards()->Get(i), path + ".input_guards[" + num(i) + "]");
     const Scope scope = check_graph(p->graph(), 0, path + ".graph");
     check_signature(p, scope, path);
     check_state_matches_placeholders(p, path);
@@ -680,6 +684,37 @@ class Validator {
       if (e.kind() != ErrorKind::Limit) throw;
       throw e.with_context("", "program", path);
     }
+    // The file's budget (SPEC.md §11.6): every node is charged, then every use (check_sym, use).
+    const auto *pool = p->sym_exprs();
+    sym_sizes_.assign(n_exprs_, 1);
+    for (uint32_t i = 0; i < n_exprs_; ++i) {
+      const auto *e = pool->Get(i);
+      if (e->kind() == SymExprKind::APPLY && e->args()) {
+        uint64_t t = 1;
+        for (uint32_t k = 0; k < e->args()->size(); ++k) t += sym_sizes_[e->args()->Get(k)];  // each <= bound
+        sym_sizes_[i] = t;
+      }
+      charge(sym_sizes_[i], path + ".sym_exprs[" + num(i) + "]");
+    }
+  }
+
+  // Counts one pool node or use of expanded size `size` against the file's budget (SPEC.md §11.6).
+  void charge(uint64_t size, const std::string &path) {
+    if (size <= kSymFreeSize) return;
+    sym_spent_ += size - kSymFreeSize;
+    if (sym_spent_ > kMaxSymFileExcess)
+      fail(ErrorKind::Limit, "symbolic expressions of the file are too large in total", path,
+           "<= " + num(kMaxSymFileExcess) + " of expanded size beyond " + num(kSymFreeSize) + " per pool node and use",
+           "> " + num(kMaxSymFileExcess));
+  }
+
+  void use(uint32_t expr, const std::string &path) {
+    if (expr < sym_sizes_.size() && sym_sizes_[expr] > kSymFreeSize) charge(sym_sizes_[expr], path);
+  }
+
+  // Charges a SymInt/SymFloat/SymBool use (its index already checked by the field rules) to the budget.
+  void check_sym(int32_t expr, const std::string &path) {
+    if (expr >= 0) use(uint32_t(expr), path + ".expr");
   }
 
   template <class V>
@@ -707,7 +742,20 @@ class Validator {
       const auto *meta = g->tensor_values()->Get(i)->meta();
       const std::string mp = path + ".tensor_values[" + num(i) + "].meta";
       if (meta->dtype() == ScalarType::UNSPECIFIED) invalid("dtype is UNSPECIFIED", mp + ".dtype");
+      for (uint32_t d = 0; d < len(meta->sizes()); ++d) check_sym(meta->sizes()->Get(d)->expr(), mp + ".sizes[" + num(d) + "]");
+      for (uint32_t d = 0; d < len(meta->strides()); ++d)
+        check_sym(meta->strides()->Get(d)->expr(), mp + ".strides[" + num(d) + "]");
+      if (meta->storage_offset()) check_sym(meta->storage_offset()->expr(), mp + ".storage_offset");
     }
+    for (uint32_t i = 0; i < len(g->sym_int_values()); ++i)
+      if (g->sym_int_values()->Get(i)->value())
+        check_sym(g->sym_int_values()->Get(i)->value()->expr(), path + ".sym_int_values[" + num(i) + "].value");
+    for (uint32_t i = 0; i < len(g->sym_float_values()); ++i)
+      if (g->sym_float_values()->Get(i)->value())
+        check_sym(g->sym_float_values()->Get(i)->value()->expr(), path + ".sym_float_values[" + num(i) + "].value");
+    for (uint32_t i = 0; i < len(g->sym_bool_values()); ++i)
+      if (g->sym_bool_values()->Get(i)->value())
+        check_sym(g->sym_bool_values()->Get(i)->value()->expr(), path + ".sym_bool_values[" + num(i) + "].value");
     for (int o = 0; o < 2; ++o) {
       const auto *args = o ? g->outputs() : g->inputs();
       for (uint32_t i = 0; i < len(args); ++i)
@@ -949,6 +997,8 @@ class Validator {
   uint32_t n_symbols_ = 0;
   uint32_t n_exprs_ = 0;
   uint32_t max_depth_ = uint32_t(limits::kMaxDepth);
+  std::vector<uint64_t> sym_sizes_;  // expanded size of each node of the current program's pool
+  uint64_t sym_spent_ = 0;           // the file's budget spent so far (every program)
 };
 
 // A ShardFile.package_id that is present names this save: the main header's id (SPEC.md §5).

@@ -24,6 +24,43 @@ export const MAX_SYM_DEGREE = limits.MAX_SYM_DEGREE;
 export const MAX_SYM_EVAL_STEPS = limits.MAX_SYM_EVAL_STEPS;
 /** Largest expanded size of an expression: its node count as a tree, a shared operand counted at each use. */
 export const MAX_SYM_EXPANDED_SIZE = limits.MAX_SYM_EXPANDED_SIZE;
+/** The file's budget (SPEC.md 11.6): every pool node and every use of one may be this large for free ... */
+export const SYM_FREE_SIZE = limits.SYM_FREE_SIZE;
+/** ... and the excess over SYM_FREE_SIZE, summed over every node and use of the file, is at most this. */
+export const MAX_SYM_FILE_EXCESS = limits.MAX_SYM_FILE_EXCESS;
+
+/**
+ * The expanded size one file spends beyond SYM_FREE_SIZE per pool node and per use (SPEC.md 11.6): code
+ * outside the readers builds each node it reaches and walks each use as a tree, so bounding the sum keeps
+ * that work linear in the file.
+ */
+export class SymBudget {
+  spent = 0;
+  constructor(readonly limit: number = MAX_SYM_FILE_EXCESS) {}
+
+  /** Counts one node or use of expanded size `size`; a LimitError naming `path` when the budget is spent. */
+  charge(size: number, path: string): void {
+    if (size <= SYM_FREE_SIZE) return;
+    this.spent += size - SYM_FREE_SIZE;
+    if (this.spent > this.limit) {
+      throw new LimitError('symbolic expressions of the file are too large in total', {
+        path, expected: `<= ${this.limit} of expanded size beyond ${SYM_FREE_SIZE} per pool node and use`, got: `> ${this.limit}`,
+      });
+    }
+  }
+}
+
+/** Expanded size of every node of a validated pool (operands earlier), each at most the bound. */
+export function expandedSizes(exprs: readonly TTable[]): number[] {
+  const size: number[] = new Array(exprs.length).fill(1);
+  exprs.forEach((e, i) => {
+    if (Number(e['kind']) !== K.APPLY) return;
+    let t = 1;
+    for (const k of ((e['args'] ?? []) as TValue[]).map((x) => Number(x as number))) t += k < i ? size[k]! : 1;
+    size[i] = t;
+  });
+  return size;
+}
 
 export const UNKNOWN = Symbol('UNKNOWN');
 export class Failure { constructor(readonly index: number, readonly reason: string) {} }

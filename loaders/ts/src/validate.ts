@@ -21,7 +21,7 @@ import { LimitError, Pt2fError, SegmentError, UnsupportedFeatureError, Validatio
 import { checkExtraMetaKey, checkStringClass } from './strings.js';
 import { bitsNumber, descOf, TTable, TValue } from './tree.js';
 import { READER_FORMAT_MAJOR } from './container.js';
-import { evaluatePool, SymValue, UNKNOWN } from './symeval.js';
+import { evaluatePool, expandedSizes, SYM_FREE_SIZE, SymBudget, SymValue, UNKNOWN } from './symeval.js';
 
 type T = TTable;
 const DATA_ALIGNMENT = 64n;
@@ -113,8 +113,9 @@ export function validatePackage(pkg: T, opts: ValidateOptions = {}): void {
   checkExtraFiles(pkg);
   const nTensors = arr(pkg['tensors']).length;
   const names: string[] = [];
+  const budget = new SymBudget();  // one per file: SPEC.md 11.6, "Expanded size of a file"
   arr(pkg['programs']).forEach((p, i) => {
-    within(`programs[${i}]`, () => new ProgramCheck(p as T, nTensors, maxDepth, arr(pkg['tensors']) as T[]).check());
+    within(`programs[${i}]`, () => new ProgramCheck(p as T, nTensors, maxDepth, arr(pkg['tensors']) as T[], budget).check());
     names.push(str((p as T)['name'])!);
   });
   for (let i = 1; i < names.length; i++) {
@@ -434,8 +435,10 @@ class ProgramCheck {
   readonly nSymbols: number;
   readonly nExprs: number;
   readonly values: ValueCheck;
+  sizes: number[] = [];
 
-  constructor(readonly p: T, readonly nTensors: number, readonly maxDepth: number, readonly tensors: T[] = []) {
+  constructor(readonly p: T, readonly nTensors: number, readonly maxDepth: number, readonly tensors: T[] = [],
+    readonly budget: SymBudget = new SymBudget()) {
     this.nSymbols = arr(p['symbols']).length;
     this.nExprs = arr(p['sym_exprs']).length;
     this.values = new ValueCheck(nTensors, maxDepth);
@@ -444,6 +447,8 @@ class ProgramCheck {
   check(): void {
     const p = this.p;
     this.checkSymbols();
+    arr(p['range_constraints']).forEach((rc, i) => this.use(num((rc as T)['expr']), `range_constraints[${i}].expr`));
+    arr(p['input_guards']).forEach((g, i) => this.use(num(g), `input_guards[${i}]`));
     const graph = p['graph'] as T | null;
     const scope = within('graph', () => new GraphCheck(this, graph!, 0).check());
     this.checkSignature(scope);
@@ -544,6 +549,13 @@ class ProgramCheck {
       hints.push(!sym['has_hint'] ? UNKNOWN : isFloat ? bitsNumber(sym['float_hint'] as bigint) : big(sym['hint']));
     });
     evaluatePool(arr(this.p['sym_exprs']) as T[], hints);
+    this.sizes = expandedSizes(arr(this.p['sym_exprs']) as T[]);
+    this.sizes.forEach((size, i) => this.budget.charge(size, `sym_exprs[${i}]`));
+  }
+
+  /** Charges a use of pool node `i` (an index already checked) to the file's budget (SPEC.md 11.6). */
+  use(i: number, path: string): void {
+    if (i >= 0 && this.sizes[i]! > SYM_FREE_SIZE) this.budget.charge(this.sizes[i]!, path);
   }
 
   checkSignature(scope: GraphCheck): void {
@@ -610,6 +622,12 @@ class ProgramCheck {
       if (!same) throw fail(`state tensor '${fqn}' has other sizes than its placeholder '${argName}'`, path);
     });
   }
+
+  /** Charges a SymInt/SymFloat/SymBool use (its index already checked by the field rules) to the budget. */
+  checkSym(sym: T | null | undefined, path: string): void {
+    if (sym === null || sym === undefined) return;
+    this.use(num(sym['expr']), `${path}.expr`);
+  }
 }
 
 const OPTIONAL_NAME: Record<string, [keyof GraphScopes, string]> = {
@@ -661,7 +679,13 @@ class GraphCheck implements GraphScopes {
       const meta = tv['meta'] as T | null;
       const path = `tensor_values[${i}].meta`;
       if (num(meta!['dtype']) === ScalarType.UNSPECIFIED) throw fail('dtype is UNSPECIFIED', `${path}.dtype`);
+      arr(meta!['sizes']).forEach((s, d) => prog.checkSym(s as T, `${path}.sizes[${d}]`));
+      arr(meta!['strides']).forEach((s, d) => prog.checkSym(s as T, `${path}.strides[${d}]`));
+      prog.checkSym(meta!['storage_offset'] as T | null, `${path}.storage_offset`);
     });
+    for (const group of ['sym_int_values', 'sym_float_values', 'sym_bool_values']) {
+      arr(g[group]).forEach((v, i) => prog.checkSym((v as T)['value'] as T | null, `${group}[${i}].value`));
+    }
     for (const group of ['inputs', 'outputs']) {
       arr(g[group]).forEach((a, i) => within(`${group}[${i}].value`, () => this.checkArgument((a as T)['value'] as T | null)));
     }

@@ -26,6 +26,11 @@ constexpr uint64_t kMaxSymDegree = limits::kMaxSymDegree;
 constexpr uint64_t kMaxSymEvalSteps = limits::kMaxSymEvalSteps;
 // Largest expanded size of an expression: its node count as a tree, a shared operand counted at each use.
 constexpr uint64_t kMaxSymExpandedSize = limits::kMaxSymExpandedSize;
+// The file's budget on expanded size (SPEC.md §11.6): every pool node and every use of one (a SymInt, SymFloat or
+// SymBool whose expr is not -1, a range constraint, an input guard) may be kSymFreeSize large for free; the excess,
+// summed over the whole file, is at most kMaxSymFileExcess.
+constexpr uint64_t kSymFreeSize = limits::kSymFreeSize;
+constexpr uint64_t kMaxSymFileExcess = limits::kMaxSymFileExcess;
 
 /// A value of a symbolic expression.
 struct SymValue {

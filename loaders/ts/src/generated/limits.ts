@@ -13,6 +13,10 @@ export const MAX_SYM_DEGREE = 64;
 export const MAX_SYM_EVAL_STEPS = 4194304;
 /** Largest expanded (tree) size of a symbolic expression (§11.6). */
 export const MAX_SYM_EXPANDED_SIZE = 4096;
+/** Expanded size every pool node and every use of one may have for free (§11.6, file budget). */
+export const SYM_FREE_SIZE = 64;
+/** Largest sum, over a file's pool nodes and uses, of the expanded size above sym_free_size (§11.6, file budget). */
+export const MAX_SYM_FILE_EXCESS = 16384;
 /** Longest identifier, attribute path, qualified name or token, in characters (§9). */
 export const MAX_NAME_LENGTH = 1024;
 /** Longest free-text string, in characters (§9). */
