@@ -6,7 +6,8 @@ The steps, in the only order that is correct (SPEC.md §8.5; issue 22):
    newest release of its major is the minor before it, and the working schema
    and container table are compatible with every release (schema/evolution.py);
 2. mark the version line released (`X.Y (date) ...; released.`);
-3. freeze `pt2format.fbs` and `container.toml` into `schema/history/X.Y/`;
+3. freeze `pt2format.fbs` and `container.toml` into `schema/history/X.Y/`, and the string
+   classes' digests (`string_grammar.py`) next to them;
 4. regenerate every artifact (`regen.py`): the minor tables now credit the
    release's names to it from history, and the SPEC title, §8.3/§8.4 tables
    and docs/versions.md carry the version (one source, codegen/versions.py);
@@ -146,6 +147,13 @@ def release(version: tuple[int, int], *, root: Path = ROOT, date: str | None = N
     if r.returncode:
         raise ReleaseError(f"regen.py failed:\n{r.stdout}{r.stderr}")
     log("regenerated (regen.py): minor tables, FIELDS.md, SPEC title and tables, docs/versions.md")
+    grammar = root / "schema" / "history" / label / "string_grammar.json"
+    if not grammar.exists():  # the string classes' behaviour, frozen with the schema (string_grammar.py)
+        r = subprocess.run([python, str(root / "schema" / "string_grammar.py"), "--write", str(grammar)],
+                           capture_output=True, text=True, cwd=root)
+        if r.returncode:
+            raise ReleaseError(f"string_grammar.py failed:\n{r.stdout}{r.stderr}")
+        log(f"recorded the string classes' digests: schema/history/{label}/string_grammar.json")
     if golden:
         r = subprocess.run([python, str(root / "conformance" / "make_golden.py")], capture_output=True, text=True,
                            cwd=root)
