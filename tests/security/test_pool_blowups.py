@@ -161,6 +161,13 @@ def test_shared_expression_in_every_field_under_the_bound_ends_safe(base, tmp_pa
 def test_every_reader_refuses_the_invalid_corpus_entry_alike(encoding):
     """conformance/invalid/sym_expanded_size-*: Python, C++ (pt2f-dump) and TypeScript (cli.js dump) give the
     same LimitError, naming the same node, with the same message, expected and got."""
+    path = C.ROOT / "conformance" / "invalid" / f"sym_expanded_size-{encoding}.pt2f"
+    tail = _every_reader_refuses(path, r"at (programs\[0\]\.sym_exprs\[\d+\]: .*)$")
+    assert "expanded size is too large" in tail
+
+
+def _every_reader_refuses(path, where: str) -> str:
+    """The Python LimitError's tail (matched by `where`), which the C++ and TypeScript dumps must end with."""
     import re
     import subprocess
 
@@ -173,15 +180,14 @@ def test_every_reader_refuses_the_invalid_corpus_entry_alike(encoding):
             pytest.fail(f"the native readers are needed: {why}")
     cpp = native_util_cpp.build() / "pt2f-dump"
     native_util_ts.build()
-    path = C.ROOT / "conformance" / "invalid" / f"sym_expanded_size-{encoding}.pt2f"
     with pytest.raises(pt2format.LimitError) as err:
         pt2format.validate(path)
-    tail = re.search(r"at (programs\[0\]\.sym_exprs\[\d+\]: .*)$", str(err.value)).group(1)
-    assert "expanded size is too large" in tail
+    tail = re.search(where, str(err.value)).group(1)
     for cmd in ([str(cpp), str(path)], ["node", str(native_util_ts.CLI), "dump", str(path)]):
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         line = r.stderr.strip().splitlines()[-1]
         assert r.returncode != 0 and "LimitError" in line and line.endswith(tail), (cmd[0], line, tail)
+    return tail
 
 
 # ---------------------------------------------------------------------------
@@ -233,26 +239,8 @@ def test_conversion_to_sympy_builds_each_node_once(monkeypatch, shape):
 def test_every_reader_refuses_a_file_over_its_budget_alike(base, tmp_path, field):
     """Each expression under the bound, the file over its budget (SPEC.md §11.6): Python, C++ (pt2f-dump) and
     TypeScript (cli.js dump) give the same LimitError, naming the same use, with the same message."""
-    import re
-    import subprocess
-
-    import native_util_cpp
-    import native_util_ts
-
-    for util in (native_util_cpp, native_util_ts):
-        why = util.missing_toolchain()
-        if why:
-            pytest.fail(f"the native readers are needed: {why}")
-    cpp = native_util_cpp.build() / "pt2f-dump"
-    native_util_ts.build()
     info: dict = {}
     path = C.build_file(base, field, "mul_add", _deepest_under_bound("mul_add"), tmp_path / "over.pt2f", info=info)
     assert info["spent"] > MAX_SYM_FILE_EXCESS
-    with pytest.raises(pt2format.LimitError) as err:
-        pt2format.validate(path)
-    tail = re.search(r"at (programs\[0\]\.\S+: .*)$", str(err.value)).group(1)
+    tail = _every_reader_refuses(path, r"at (programs\[0\]\.\S+: .*)$")
     assert "too large in total" in tail
-    for cmd in ([str(cpp), str(path)], ["node", str(native_util_ts.CLI), "dump", str(path)]):
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-        line = r.stderr.strip().splitlines()[-1]
-        assert r.returncode != 0 and "LimitError" in line and line.endswith(tail), (cmd[0], line, tail)
