@@ -193,24 +193,13 @@ def attach_weights(ep, source, **options):
     return _attach(ep, source, **options)
 
 
-def read(f: Source, *, verify_data: bool = False, max_program_bytes: int = 1 << 30, max_depth: int = 128,
-         copy_on_write: bool = False, json_schema: bool = False, mmap: bool = True) -> PackageFile:
+@_options.READ.public
+def read(f: Source, **options) -> PackageFile:
     """Open a `.pt2f` file without torch: the decoded ``Package`` tree plus zero-copy access to its data.
 
     Args:
         f: a path (memory-mapped), a bytes-like object or a binary file
             object (read into memory, no mmap).
-        verify_data: check every data checksum now.
-        max_program_bytes: refuse a program section larger than this.
-        max_depth: refuse schema trees nested deeper than this.
-        copy_on_write: map privately so data views are writable (writes stay
-            in memory).
-        json_schema: also run the jsonschema library over a JSON program (slow;
-            ``validate`` does it).
-        mmap: ``False`` reads a path (and its shard and external files, when
-            first needed) into memory instead of mapping it, for files
-            another process may truncate (see ``load``); a file that shrinks
-            while it is read is a ``FormatError``.
 
     Returns:
         A ``pt2format.PackageFile``: ``.package`` is the
@@ -219,8 +208,7 @@ def read(f: Source, *, verify_data: bool = False, max_program_bytes: int = 1 << 
     """
     from pt2format._api import read as _read
 
-    return _read(f, verify_data=verify_data, max_program_bytes=max_program_bytes, max_depth=max_depth,
-                 copy_on_write=copy_on_write, json_schema=json_schema, mmap=mmap)
+    return _read(f, **options)
 
 
 @_options.OPEN.public
@@ -256,16 +244,19 @@ def _torch_state(package, storage_view):
     return StateLoader(package, storage_view)
 
 
-def validate(f: Source, *, max_program_bytes: int = 1 << 30, max_depth: int = 128, mmap: bool = True) -> None:
+@_options.VALIDATE.public
+def validate(f: Source, **options) -> None:
     """Check everything: header, program, schema, references, shard files and every data checksum.
 
     Raises the first problem as a ``Pt2FormatError`` naming the file, section,
-    offset or field path; returns None when the file is sound. ``mmap=False``
-    reads the file into memory instead of mapping it (see ``load``).
+    offset or field path; returns None when the file is sound.
+
+    Args:
+        f: as for ``read``.
     """
     from pt2format._api import validate as _validate
 
-    _validate(f, max_program_bytes=max_program_bytes, max_depth=max_depth, mmap=mmap)
+    _validate(f, **options)
 
 
 def from_torch(f: Source, dst: Target, *, encoding: str = "flatbuffers", fsync: bool = True,

@@ -1,7 +1,7 @@
 """The keyword options of the public functions, each defined once: name, default, type and documentation.
 
 Every public function that takes options (`save`, `load`, `load_module`,
-`open`, `attach_weights`, `save_weights`) gets its signature, the option part
+`open`, `attach_weights`, `save_weights`, `read`, `validate`) gets its signature, the option part
 of its docstring and its defaults from one `Options` table here:
 
 - the public function in `pt2format/__init__.py` is decorated with
@@ -26,6 +26,8 @@ import inspect
 import textwrap
 from dataclasses import dataclass
 from typing import Any
+
+from pt2format._generated import limits as _limits
 
 _KW = inspect.Parameter.KEYWORD_ONLY
 
@@ -240,4 +242,30 @@ SAVE_WEIGHTS = Options(
     _MAX_SHARD_SIZE,
     _EXTERNAL_DATA,
     Option("name", "default", "str", "the weight set's name, when `weights` is one set."),
+)
+
+
+# -- the torch-free readers: bounds from the schema's limits table (pt2f_limits, SPEC.md §10) -------
+
+_MAX_PROGRAM_BYTES = Option("max_program_bytes", _limits.MAX_PROGRAM_BYTES, "int",
+                            "refuse a program section larger than this.")
+_MAX_DEPTH = Option("max_depth", _limits.MAX_DEPTH, "int", "refuse schema trees nested deeper than this.")
+
+READ = Options(
+    Option("verify_data", False, "bool", "check every data checksum now."),
+    _MAX_PROGRAM_BYTES,
+    _MAX_DEPTH,
+    Option("copy_on_write", False, "bool", "map privately so data views are writable (writes stay in memory)."),
+    Option("json_schema", False, "bool",
+           "also run the jsonschema library over a JSON program (slow; ``validate`` does it)."),
+    Option("mmap", True, "bool",
+           "``False`` reads a path (and its shard and external files, when first needed) into memory instead "
+           "of mapping it, for files another process may truncate (see ``load``); a file that shrinks while it "
+           "is read is a ``FormatError``."),
+)
+
+VALIDATE = Options(
+    _MAX_PROGRAM_BYTES,
+    _MAX_DEPTH,
+    Option("mmap", True, "bool", "``False`` reads the file into memory instead of mapping it (see ``load``)."),
 )
