@@ -303,10 +303,12 @@ def __getattr__(name: str):
         from pt2format._api import PackageFile
 
         return PackageFile
-    if name == "schema":
+    if name in ("schema", "dcp"):  # pt2format.dcp imports torch.distributed: only when asked for
         import importlib
 
-        return importlib.import_module("pt2format.schema")
+        if name == "dcp":
+            _require_torch("pt2format.dcp")
+        return importlib.import_module(f"pt2format.{name}")
     raise AttributeError(f"module 'pt2format' has no attribute {name!r}")
 
 

@@ -112,3 +112,15 @@ def test_schema_classes_carry_resolvable_type_annotations():
         hints = typing.get_type_hints(cls)
         assert set(cls.__slots__) <= set(hints), name
         assert typing.get_type_hints(cls.__init__)["return"] is type(None), name
+
+
+def test_dcp_is_reached_from_the_package_as_the_readme_writes_it():
+    """`import pt2format` then `pt2format.dcp.StorageReader` (README): the plug-ins load on first use only."""
+    import subprocess
+    import sys
+
+    code = ("import sys, pt2format; assert 'torch.distributed.checkpoint' not in sys.modules; "
+            "from torch.distributed.checkpoint import StorageReader; "
+            "assert issubclass(pt2format.dcp.StorageReader, StorageReader)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]

@@ -28,6 +28,7 @@ pytestmark = pytest.mark.corpus
 #: Lines of the README's Python example that need what a fresh venv does not have.
 NEEDS_MORE = {
     "int8.pt2f": "a tensor subclass class (torchao's): the subclass tests cover it",
+    "device_mesh=": "a process group and a DeviceMesh: tests/distributed covers it on two ranks",
 }
 
 PREAMBLE = '''
@@ -52,6 +53,8 @@ buf = io.BytesIO()
 import pt2format
 pt2format.save(ep, buf)
 data_bytes = buf.getvalue()
+import torch.distributed.checkpoint as dcp
+sd = {"linear.weight": torch.empty(3, 4), "linear.bias": torch.empty(3)}  # filled by the README's dcp.load
 '''
 
 CHECKS = '''
@@ -63,6 +66,7 @@ assert torch.equal(pt2format.load(data_bytes).module()(x), want)
 assert torch.equal(pt2format.load("llm.pt2f", program="prefill").module()(x), want)
 with pt2format.open("model.pt2f") as f:
     assert torch.equal(f.get_tensor("linear.weight"), model.linear.weight)
+assert torch.equal(sd["linear.weight"], model.linear.weight) and torch.equal(sd["linear.bias"], model.linear.bias)
 import pt2format._view as view
 assert view.template_path() == view._PACKAGED and "site-packages" in str(view._PACKAGED), view.template_path()
 print("PY-OK")

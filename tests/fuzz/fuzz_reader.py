@@ -53,7 +53,7 @@ def seed_inputs():
     out = []
     for path in golden_files():
         data = path.read_bytes()
-        case = path.parent.name
+        case = f"{path.parent.parent.name}-{path.parent.name}"  # version and case: 1.0 and 1.1 share case names
         out.append((f"{case}.raw", b"\x00" + data))
         out.append((f"{case}.resealed", b"\x01" + data))
         with ContainerFile(path) as c:
