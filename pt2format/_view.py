@@ -91,14 +91,6 @@ def _repack(header, program: bytes, encoding: int, data_sections, program_crc: i
     return bytes(out)
 
 
-def _check(path, *, verify_data: bool) -> list[str]:
-    """Read `path` as `pt2format.read` does (typed errors); the shard file names it lists."""
-    from pt2format._api import read
-
-    with read(path, verify_data=verify_data) as f:
-        return [s.name for s in f.package.shard_files]
-
-
 def page_bytes(path, *, with_weights: bool = False, max_weight_bytes: int | None = None) -> tuple[bytes, dict, str]:
     """(main file bytes to embed, {shard name: bytes}, "embedded" | "omitted").
 
@@ -106,11 +98,20 @@ def page_bytes(path, *, with_weights: bool = False, max_weight_bytes: int | None
     read. Programs in MessagePack or JSON are re-encoded as FlatBuffers (the
     encoding the TypeScript reader reads).
     """
+    from pt2format._api import read
+
+    # Read as `pt2format.read` does first (typed errors, no page for a file that cannot be shown); the
+    # data checksums are checked on the same handle once we know the data is embedded.
+    with read(path) as f:
+        return _page_bytes(f, path, with_weights=with_weights, max_weight_bytes=max_weight_bytes)
+
+
+def _page_bytes(f, path, *, with_weights: bool, max_weight_bytes: int | None) -> tuple[bytes, dict, str]:
     from pt2format._container.header import SectionEncoding, SectionKind, unpack_header
 
     from pt2format._source import read_regular
 
-    names = _check(path, verify_data=False)
+    names = [s.name for s in f.package.shard_files]
     buf = bytes(read_regular(path)[0])  # never a FIFO, device or directory: FormatError
     header = unpack_header(buf, file=str(path))
     prog = header.sections[0]
@@ -127,7 +128,7 @@ def page_bytes(path, *, with_weights: bool = False, max_weight_bytes: int | None
     total = sum(s.length for s, _ in data) + sum(len(b) for b in shards.values())
     embed = with_weights or (max_weight_bytes is not None and total <= max_weight_bytes)
     if embed and total:
-        _check(path, verify_data=True)  # the data the page will summarize: every checksum
+        f.verify_data()  # the data the page will summarize: every checksum
     same = encoding == prog.encoding
     if not embed:
         return _repack(header, program, encoding, [], prog.checksum if same else None), {}, "omitted"
