@@ -40,9 +40,8 @@ def _name_problem(name) -> str | None:
 
 
 def check_extra_files(package) -> None:
-    """Validate `Package.extra_files`: names well-formed, sorted and unique (storage indices: the generated pt2f_index check)."""
+    """Validate `Package.extra_files`: names well-formed (sorted and unique: pt2f_keys; storage indices: pt2f_index)."""
     entries = getattr(package, "extra_files", None) or []
-    prev = None
     for i, entry in enumerate(entries):
         if entry is None:
             raise ValidationError("extra file entry is missing", path=f"extra_files[{i}]")
@@ -50,10 +49,6 @@ def check_extra_files(package) -> None:
         if problem is not None:
             raise ValidationError(f"extra file name {problem}", path=f"extra_files[{i}].name",
                                   got=repr(entry.name)[:80])
-        if prev is not None and not prev < entry.name:
-            raise ValidationError("extra files must be sorted by name, names unique", path=f"extra_files[{i}].name",
-                                  expected=f"a name after {prev!r}", got=repr(entry.name))
-        prev = entry.name
 
 
 def _as_bytes(name: str, value):

@@ -68,12 +68,10 @@ def validate_package(package, *, data_section_lengths=None, reader_major: int = 
         raise UnsupportedFeatureError(f"file requires unknown features 0x{unknown:x}", path="required_features",
                                       expected=f"bits within 0x{known_features:x}",
                                       got=f"0x{package.required_features:x}")
-    check_field_rules(package)  # every pt2f_index field of the schema, generated; the walk below relies on them
-    _check_sorted_entries(package.metadata, "metadata")
+    check_field_rules(package)  # every pt2f_index/_required/_keys field of the schema, generated; the walk below relies on them
     _check_data(package, data_section_lengths)
     check_extra_files(package)
     n_tensors = len(package.tensors)
-    names = []
     budget = SymBudget()  # one per file: SPEC.md §11.6, "Expanded size of a file"
     for i, program in enumerate(package.programs):
         try:
@@ -82,11 +80,6 @@ def validate_package(package, *, data_section_lengths=None, reader_major: int = 
             _Program(program, n_tensors, max_depth, package.tensors, budget).check()
         except Pt2FormatError as e:
             raise _wrap(e, f"programs[{i}]")
-        names.append(program.name)
-    for i in range(1, len(names)):
-        if not names[i - 1] < names[i]:
-            raise _fail("program names must be unique and sorted", f"programs[{i}].name",
-                        expected=f"a name after {names[i - 1]!r}", got=repr(names[i]))
     values = _Values(n_tensors, max_depth)
     for i, op in enumerate(package.operators):
         try:
@@ -101,47 +94,27 @@ def validate_package(package, *, data_section_lengths=None, reader_major: int = 
             raise _wrap(e, f"operators[{i}]")
 
 
-def _check_sorted_entries(entries, path: str) -> None:
-    """StringEntry vectors: keys present, strictly increasing by code point (= UTF-8 byte order, flatc's key order).
-
-    Presence stays here rather than in a pt2f_required attribute: `key` makes it required in FlatBuffers
-    already (the verifier refuses a missing key), so only MessagePack and JSON can omit it.
-    """
-    prev = None
-    for i, entry in enumerate(entries):
-        if entry.key is None:
-            raise _fail("required field is missing", f"{path}[{i}].key")
-        if prev is not None and not prev < entry.key:
-            raise _fail("entries must be sorted by key, keys unique", f"{path}[{i}].key",
-                        expected=f"a key after {prev!r}", got=repr(entry.key))
-        prev = entry.key
-
-
 def _check_data(package, lengths) -> None:
     """Shard names, segments, storages and tensors: indices, alignment and byte ranges."""
     shards = package.shard_files
-    seen = set()
-    for i, shard in enumerate(shards):
+    for i, shard in enumerate(shards):  # names unique within each vector: pt2f_keys, generated
         try:
             check_shard_name(shard.name)
         except Pt2FormatError as e:
             raise _wrap(e, f"shard_files[{i}]")
-        if shard.name in seen:
-            raise _fail("duplicate shard file name", f"shard_files[{i}].name", got=repr(shard.name))
-        seen.add(shard.name)
         # Absent (no id recorded: the shard's header id must then equal the main file's) or exactly 16 bytes.
         if len(shard.package_id) not in (0, PACKAGE_ID_SIZE):
             raise _fail(f"shard package_id must be {PACKAGE_ID_SIZE} bytes", f"shard_files[{i}].package_id",
                         expected=f"0 or {PACKAGE_ID_SIZE}", got=len(shard.package_id))
     externals = package.external_files
+    shard_names = {shard.name for shard in shards}
     for i, ext in enumerate(externals):
         try:
             check_shard_name(ext.name)
         except Pt2FormatError as e:
             raise _wrap(e, f"external_files[{i}]")
-        if ext.name in seen:
+        if ext.name in shard_names:  # one directory holds both kinds of data file
             raise _fail("duplicate data file name", f"external_files[{i}].name", got=repr(ext.name))
-        seen.add(ext.name)
         if ext.format not in (m.ExternalFormat.RAW, m.ExternalFormat.SAFETENSORS):
             raise _fail("unknown external file format", f"external_files[{i}].format", expected="1 or 2",
                         got=ext.format)
@@ -192,7 +165,6 @@ def _check_data(package, lengths) -> None:
                                    expected=f"offset + size <= {limit}", got=st.offset + st.size)
     _check_no_overlap(storages, segments)
     n_storages = len(storages)
-    _check_weight_sets(package.weight_sets)
     nesting = [0] * len(package.tensors)
     for i, t in enumerate(package.tensors):
         try:
@@ -257,14 +229,10 @@ def _check_composite(package, t, i: int, nesting: list, max_depth: int = _limits
             _Values(0, max_depth).check(t.subclass.context, 0, objects=True)  # 0 tensors: no references
         except Pt2FormatError as e:
             raise _wrap(e, "subclass.context")
-    names = set()
-    for j, part in enumerate(t.parts):
+    for j, part in enumerate(t.parts):  # names unique: pt2f_keys, generated
         if part.tensor >= i:
             raise _fail("a part must refer to an earlier tensor row", f"parts[{j}].tensor", expected=f"< {i}",
                         got=part.tensor)
-        if part.name in names:
-            raise _fail("part names must be unique", f"parts[{j}].name", got=repr(part.name))
-        names.add(part.name)
         nesting[i] = max(nesting[i], nesting[part.tensor] + 1)
     if nesting[i] > MAX_TENSOR_NESTING:
         raise _fail("tensor parts nest too deeply", "parts", expected=f"<= {MAX_TENSOR_NESTING} levels",
@@ -289,24 +257,6 @@ def _check_no_overlap(storages, segments) -> None:
                 raise SegmentError("storages overlap; tensors that alias must share one storage",
                                    path=f"storages[{bi}]", expected=f"offset >= {a1} (end of storages[{ai}])",
                                    got=b0)
-
-
-def _check_weight_sets(weight_sets) -> None:
-    """Weight sets: names unique and sorted, entries sorted by name (tensor indices: check_field_rules)."""
-    prev = None
-    for i, ws in enumerate(weight_sets):
-        path = f"weight_sets[{i}]"
-        if prev is not None and not prev < ws.name:
-            raise _fail("weight set names must be unique and sorted", f"{path}.name",
-                        expected=f"a name after {prev!r}", got=repr(ws.name))
-        prev = ws.name
-        last = None
-        for j, entry in enumerate(ws.entries):
-            epath = f"{path}.entries[{j}]"
-            if last is not None and not last < entry.name:
-                raise _fail("entries must be sorted by name, names unique", f"{epath}.name",
-                            expected=f"a name after {last!r}", got=repr(entry.name))
-            last = entry.name
 
 
 def tensor_nbytes(dtype: int, sizes, strides, storage_offset: int) -> int:
@@ -457,7 +407,6 @@ class _Program:
                         self.check_tree_spec(spec, 0)
                     except Pt2FormatError as e:
                         raise _wrap(e, f"module_call_graph[{i}].signature.{part}")
-        _check_sorted_entries(p.metadata, "metadata")
 
     def check_value(self, value, path: str) -> None:
         if value is None:
@@ -491,11 +440,7 @@ class _Program:
                 raise _wrap(e, f"children[{i}]")
 
     def check_symbols(self) -> None:
-        seen = set()
-        for i, sym in enumerate(self.p.symbols):
-            if sym.name in seen:
-                raise _fail("duplicate symbol name", f"symbols[{i}].name", got=repr(sym.name))
-            seen.add(sym.name)
+        """The pool's rows (symbol names unique: pt2f_keys, generated)."""
         n_symbols = self.n_symbols
         for i, e in enumerate(self.p.sym_exprs):
             kind = e.kind
@@ -696,7 +641,6 @@ class _Graph:
                 self.prog.values.check_map(meta.custom, 1)
             except Pt2FormatError as e:
                 raise _wrap(e, f"{path}.custom")
-        _check_sorted_entries(meta.extra, f"{path}.extra")
         for j, e in enumerate(meta.extra):
             check_extra_meta_key(e.key, f"{path}.extra[{j}].key")
 

@@ -135,6 +135,13 @@ ATTRIBUTE_RULES = {
     # the root table's bounds (SPEC.md §10): lowering one refuses released files, raising one makes
     # released readers refuse new files: equal
     "pt2f_limits": lambda where, old, new: _rule_equal(where, old, new, "pt2f_limits"),
+    # sorted or unique keys of a vector of tables: adding it or tightening "unique" to "sorted" refuses released
+    # files, loosening or removing it lets new writers make files released readers refuse: equal. Check-only
+    # attributes of a kind a release did not use state what its readers already checked by hand (1.1's readers
+    # checked every pt2f_keys rule), so they are compared from the first release that has the kind (see
+    # _attribute_changes); adding one to a released field that no released reader checked is a new rule and
+    # needs a new minor's reader, which the diff cannot see: ATTRIBUTES.md says so where the kind is described.
+    "pt2f_keys": lambda where, old, new: _rule_equal(where, old, new, "pt2f_keys"),
 }
 
 

@@ -27,6 +27,24 @@ from dataclasses import dataclass
 from codegen.constants import INT_RANGES, UTYPE
 
 _RULE = re.compile(r"(\w+)\.(\w+)(?: (or -1|from 1))?")
+_KEYS = re.compile(r"(\w+) (sorted|unique)")
+
+
+@dataclass(frozen=True)
+class Keys:
+    """`field: [Elem] (pt2f_keys: "key sorted|unique")`: the elements' `key` strings strictly increase by code point
+    (sorted; an absent key is a missing required field) or never repeat (unique; absent keys are not compared)."""
+    field: str
+    elem: str  # the element table
+    key: str  # its string field
+    mode: str  # "sorted" | "unique"
+
+    def message(self) -> str:
+        words = re.sub(r"(?<!^)(?=[A-Z])", " ", self.elem).lower()
+        if self.mode == "sorted":
+            plural = words[:-1] + "ies" if words.endswith("y") else words + "s"
+            return f"{plural} must be sorted by {self.key}, {self.key}s unique"
+        return f"{words} {self.key}s must be unique"
 
 
 @dataclass(frozen=True)
@@ -56,8 +74,11 @@ class IndexRules:
         self.root = schema.root.short
         self.rules: dict[str, list[Rule]] = {}
         self.required: dict[str, list[str]] = {}
+        self.keys: dict[str, list[Keys]] = {}
         for o in schema.objects:
             for f in o.fields:
+                if "pt2f_keys" in f.attributes and not f.deprecated:
+                    self.keys.setdefault(o.short, []).append(self._keys(o, f))
                 if "pt2f_required" in f.attributes and not f.deprecated:
                     if o.is_struct or m.field_spec(f)[0] not in ("string", "table"):
                         raise SystemExit(f"regen: {o.short}.{f.name}: pt2f_required needs a string or table field "
@@ -84,6 +105,18 @@ class IndexRules:
         self.sets = {k: sorted(v) for k, v in self.sets.items()}
         self.reach = self._reach()
 
+    def _keys(self, o, f) -> Keys:
+        text = f.attributes["pt2f_keys"]
+        mt = _KEYS.fullmatch(text)
+        kind, elem, ref, _ = self.m.field_spec(f)
+        where = f"regen: {o.short}.{f.name}: pt2f_keys {text!r}"
+        if o.is_struct or mt is None or kind != "vector" or elem != "table":
+            raise SystemExit(f"{where} needs a vector of tables and 'key sorted|unique'")
+        key = next((g for g in self.tables[ref].fields if g.name == mt.group(1) and not g.deprecated), None)
+        if key is None or self.m.field_spec(key)[0] != "string":
+            raise SystemExit(f"{where}: {ref}.{mt.group(1)} is not a string field")
+        return Keys(f.name, ref, key.name, mt.group(2))
+
     def struct_fields(self, o):
         """(field, struct name, is_vector) for struct-typed fields whose struct has rules."""
         for f in o.fields:
@@ -106,7 +139,7 @@ class IndexRules:
 
     def _reach(self) -> set:
         reach = {n for n, o in self.tables.items()
-                 if n in self.rules or n in self.required or any(self.struct_fields(o)) or n in self.sets}
+                 if n in self.rules or n in self.required or n in self.keys or any(self.struct_fields(o)) or n in self.sets}
         changed = True
         while changed:
             changed = False
@@ -136,10 +169,27 @@ def _py_check(r: Rule, value: str, path: str, indent: str) -> str:
     return (f"{indent}if {cond}:\n{indent}    raise _bad({r.noun!r}, {path}, {expected}, {value})\n")
 
 
+def _py_keys(k: Keys) -> str:
+    """Statements checking the keys of vector `o.<field>`; the path is built only on failure."""
+    path = f'f"{k.field}[{{i}}].{k.key}"'
+    out = [f"    {'prev = None' if k.mode == 'sorted' else 'seen = set()'}\n",
+           f"    for i, c in enumerate(o.{k.field}):\n        if c is None:\n            continue\n"
+           f"        v = c.{k.key}\n"]
+    if k.mode == "sorted":
+        out.append(f"        if v is None:\n            raise _missing({path})\n"
+                   f"        if prev is not None and not prev < v:\n"
+                   f"            raise ValidationError({k.message()!r}, path={path}, expected=f\"a {k.key} after {{prev!r}}\",\n"
+                   f"                                  got=repr(v))\n        prev = v\n")
+    else:
+        out.append(f"        if v is None:\n            continue\n        if v in seen:\n"
+                   f"            raise ValidationError({k.message()!r}, path={path}, got=repr(v))\n        seen.add(v)\n")
+    return "".join(out)
+
+
 def _only_union(ir: IndexRules, name: str) -> str | None:
     """The union field of table `name` when checking it is only dispatching that union (no rules of its own)."""
     o = ir.tables[name]
-    if ir.rules.get(name) or ir.required.get(name) or name in ir.sets or any(ir.struct_fields(o)):
+    if ir.rules.get(name) or ir.required.get(name) or ir.keys.get(name) or name in ir.sets or any(ir.struct_fields(o)):
         return None
     live = [(f, is_union) for f, refs, _, is_union in ir.children(o) if any(r in ir.reach for r in refs)]
     return live[0][0].name if len(live) == 1 and live[0][1] else None
@@ -147,7 +197,7 @@ def _only_union(ir: IndexRules, name: str) -> str | None:
 
 def gen_python(schema, m, header: str) -> str:
     ir = IndexRules(schema, m)
-    out = [header, '"""Index-range checks from the schema\'s pt2f_index attributes (schema/codegen/rules.py)."""\n\n',
+    out = [header, '"""Index-range, presence and key checks from the schema\'s pt2f_index, pt2f_required and pt2f_keys attributes (schema/codegen/rules.py)."""\n\n',
            "from pt2format.errors import Pt2FormatError as _E\nfrom pt2format.errors import ValidationError\n\n\n",
            "class _Ctx:\n    __slots__ = (" + "".join(f"{v!r}, " for v in ir.vars) + ")\n\n\n",
            "def _missing(path):\n    return ValidationError(\"required field is missing\", path=path)\n\n\n"
@@ -164,6 +214,7 @@ def gen_python(schema, m, header: str) -> str:
             else:
                 body.append(f"    for i, v in enumerate(o.{r.field}):\n")
                 body.append(_py_check(r, "v", f'f"{r.field}[{{i}}]"', "        "))
+        body += [_py_keys(k) for k in ir.keys.get(name, [])]
         for f, ref, is_vector in ir.struct_fields(o):
             for r in ir.rules[ref]:
                 if is_vector:
@@ -224,10 +275,30 @@ def _cxx_check(r: Rule, value: str, frame: str, leaf: str, index: str | None) ->
     return (f"if ({cond}) bad(\"{r.noun}\", {frame}, \"{leaf}\", {idx}, {expected}, std::to_string({value}));")
 
 
+def _cxx_keys(k: Keys) -> str:
+    """Statements checking the keys of vector `o-><field>()`; string views compare bytes (UTF-8: code point order)."""
+    out = [f"  if (const auto *v = o->{k.field}()) {{\n",
+           "    std::string_view prev;\n    bool have = false;\n" if k.mode == "sorted" else
+           "    std::unordered_set<std::string_view> seen;\n",
+           "    for (uint32_t i = 0; i < v->size(); ++i) {\n      const auto *c = v->Get(i);\n      if (!c) continue;\n"
+           f"      const auto *s = c->{k.key}();\n"]
+    if k.mode == "sorted":
+        out.append(f"      if (!s) key_missing(f, \"{k.field}\", i, \"{k.key}\");\n"
+                   "      const std::string_view key(s->c_str(), s->size());\n"
+                   f"      if (have && !(prev < key))\n        key_fail(f, \"{k.field}\", i, \"{k.key}\", \"{k.message()}\",\n"
+                   f"                 \"a {k.key} after '\" + std::string(prev) + \"'\", key);\n"
+                   "      prev = key;\n      have = true;\n")
+    else:
+        out.append("      if (!s) continue;\n      const std::string_view key(s->c_str(), s->size());\n"
+                   f"      if (!seen.insert(key).second) key_fail(f, \"{k.field}\", i, \"{k.key}\", \"{k.message()}\", \"\", key);\n")
+    out.append("    }\n  }\n")
+    return "".join(out)
+
+
 def gen_cpp(schema, m, header: str) -> str:
     ir = IndexRules(schema, m)
-    out = [header, "// Index-range checks from the schema's pt2f_index attributes (schema/codegen/rules.py).\n"
-           "#pragma once\n\n#include <cstdint>\n#include <string>\n\n#include \"pt2f/error.h\"\n"
+    out = [header, "// Index-range, presence and key checks from the schema's pt2f_index, pt2f_required and pt2f_keys\n"
+           "// attributes (schema/codegen/rules.py).\n#pragma once\n\n#include <cstdint>\n#include <string>\n#include <string_view>\n#include <unordered_set>\n\n#include \"pt2f/error.h\"\n"
            "#include \"pt2format_generated.h\"\n\nnamespace pt2f::rules {\n\n"
            "/// One step of the path to the table being checked; the path string is built only on failure.\n"
            "struct Frame {\n  const Frame *parent;\n  const char *field;\n  int64_t index;  // -1: not a vector element\n};\n\n"
@@ -243,7 +314,14 @@ def gen_cpp(schema, m, header: str) -> str:
            "  throw Error(ErrorKind::Validation, std::string(noun) + \" index out of range\", w);\n}\n\n"
            "[[noreturn]] inline void missing(const Frame *f, const char *field) {\n"
            "  const Frame leaf{f, field, -1};\n  Error::Where w;\n  w.section = \"program\";\n  w.path = path_of(&leaf);\n"
-           "  throw Error(ErrorKind::Validation, \"required field is missing\", w);\n}\n\n"]
+           "  throw Error(ErrorKind::Validation, \"required field is missing\", w);\n}\n\n"
+           "[[noreturn]] inline void key_missing(const Frame *f, const char *field, uint32_t i, const char *key) {\n"
+           "  const Frame elem{f, field, int64_t(i)};\n  missing(&elem, key);\n}\n\n"
+           "[[noreturn]] inline void key_fail(const Frame *f, const char *field, uint32_t i, const char *key,\n"
+           "                                  const char *message, const std::string &expected, std::string_view got) {\n"
+           "  const Frame elem{f, field, int64_t(i)};\n  const Frame leaf{&elem, key, -1};\n  Error::Where w;\n"
+           "  w.section = \"program\";\n  w.path = path_of(&leaf);\n  w.expected = expected;\n"
+           "  w.got = \"'\" + std::string(got) + \"'\";\n  throw Error(ErrorKind::Validation, message, w);\n}\n\n"]
     names = sorted(ir.reach)
     out += [f"inline void check_{n}(const pt2format::{n} *o, Ctx &x, const Frame *f);\n" for n in names]
     for name in names:
@@ -257,6 +335,7 @@ def gen_cpp(schema, m, header: str) -> str:
             else:
                 body.append(f"  if (const auto *v = o->{r.field}())\n    for (uint32_t i = 0; i < v->size(); ++i) "
                             + _cxx_check(r, "v->Get(i)", "f", r.field, "i") + "\n")
+        body += [_cxx_keys(k) for k in ir.keys.get(name, [])]
         for f, ref, is_vector in ir.struct_fields(o):
             for r in ir.rules[ref]:
                 if is_vector:
@@ -305,13 +384,31 @@ def _ts_check(r: Rule, value: str, frame: str, leaf: str, index: str) -> str:
     return f"if ({cond}) bad('{r.noun}', {frame}, '{leaf}', {index}, {expected}, {value});"
 
 
+def _ts_keys(k: Keys) -> str:
+    """Statements checking the keys of vector `o['<field>']`, in code point order as Python compares str."""
+    out = [f"  {{\n    const cs = tables(o['{k.field}']);\n",
+           "    let prev: string | null = null;\n" if k.mode == "sorted" else "    const seen = new Set<string>();\n",
+           "    for (let i = 0; i < cs.length; i++) {\n      const c = cs[i] ?? null;\n      if (c === null) continue;\n"
+           f"      const s = (c['{k.key}'] ?? null) as string | null;\n"]
+    elem = f"{{ parent: f, field: '{k.field}', index: i }}"
+    if k.mode == "sorted":
+        out.append(f"      if (s === null) missing({elem}, '{k.key}');\n"
+                   f"      if (prev !== null && !cpLess(prev, s)) keyFail({elem}, '{k.key}', '{k.message()}', "
+                   f"`a {k.key} after ${{JSON.stringify(prev)}}`, s);\n      prev = s;\n")
+    else:
+        out.append(f"      if (s === null) continue;\n"
+                   f"      if (seen.has(s)) keyFail({elem}, '{k.key}', '{k.message()}', undefined, s);\n      seen.add(s);\n")
+    out.append("    }\n  }\n")
+    return "".join(out)
+
+
 def gen_ts(schema, m, header: str) -> str:
     ir = IndexRules(schema, m)
-    out = [header, "// Index-range checks from the schema's pt2f_index attributes (schema/codegen/rules.py).\n"
-           "// Self-contained (src/generated compiles on its own): the caller passes how to fail and how to name a\n"
+    out = [header, "// Index-range, presence and key checks from the schema's pt2f_index, pt2f_required and pt2f_keys\n"
+           "// attributes (schema/codegen/rules.py).\n// Self-contained (src/generated compiles on its own): the caller passes how to fail and how to name a\n"
            "// union member.\n\ntype TTable = { [field: string]: unknown };\ntype TValue = unknown;\n"
            "/** Throws the reader's ValidationError. */\n"
-           "export type Fail = (message: string, path: string, expected?: string, got?: number) => never;\n"
+           "export type Fail = (message: string, path: string, expected?: string, got?: number | string) => never;\n"
            "/** The table name of a decoded union member. */\nexport type MemberName = (o: TTable) => string;\n\n"
            "let fail: Fail;\nlet memberName: MemberName;\n\n"
            "/** One step of the path to the table being checked; the path string is built only on failure. */\n"
@@ -325,6 +422,12 @@ def gen_ts(schema, m, header: str) -> str:
            "  return fail(`${noun} index out of range`, path, expected, got);\n}\n\n"
            "function missing(f: Frame | null, field: string): never {\n"
            "  return fail('required field is missing', pathOf({ parent: f, field, index: -1 }));\n}\n\n"
+           "function keyFail(f: Frame, field: string, message: string, expected: string | undefined, got: string): never {\n"
+           "  return fail(message, pathOf({ parent: f, field, index: -1 }), expected, JSON.stringify(got));\n}\n\n"
+           "/** Code point order (= UTF-8 byte order), as Python compares str. */\n"
+           "function cpLess(a: string, b: string): boolean {\n  const k = Math.min(a.length, b.length);\n"
+           "  for (let i = 0; i < k; i++) {\n    const p = a.codePointAt(i)!;\n    const q = b.codePointAt(i)!;\n"
+           "    if (p !== q) return p < q;\n    if (p > 0xffff) i++;\n  }\n  return a.length < b.length;\n}\n\n"
            "const n = (v: TValue | undefined): number => Number((v ?? 0) as number | bigint);\n"
            "const len = (v: TValue | undefined): number => ((v ?? []) as TValue[]).length;\n"
            "const tables = (v: TValue | undefined): TTable[] => (v ?? []) as TTable[];\n"]
@@ -341,6 +444,7 @@ def gen_ts(schema, m, header: str) -> str:
                 body.append(f"  {{\n    const vs = (o['{r.field}'] ?? []) as TValue[];\n"
                             f"    for (let i = 0; i < vs.length; i++) {{\n      const v = n(vs[i]);\n"
                             f"      {_ts_check(r, 'v', 'f', r.field, 'i')}\n    }}\n  }}\n")
+        body += [_ts_keys(k) for k in ir.keys.get(name, [])]
         for f, ref, is_vector in ir.struct_fields(o):
             for r in ir.rules[ref]:
                 if is_vector:

@@ -184,11 +184,80 @@ def _required_cases():
     return out
 
 
-CASES = {**_cases(), **{("required",) + k: v for k, v in _required_cases().items()}}
+def _entries(*keys):
+    return [m.StringEntry(key=k, value="v") for k in keys]
+
+
+def _keys_cases():
+    """(table, field) -> (golden case, mutation, expected path, minor): two elements whose keys break the
+    field's `pt2f_keys` rule -- out of code point order ("sorted": "b" before "a", or the same key twice) or
+    repeated ("unique") -- and the path of the second one's key."""
+    import copy
+
+    def dup_program(p):
+        p.programs.append(copy.deepcopy(p.programs[0]))
+
+    def package_metadata(p):
+        p.metadata = _entries("b", "a")
+
+    def program_metadata(p):
+        p.programs[0].metadata = _entries("k", "k")
+
+    def node_extra(p):
+        node = p.programs[0].graph.nodes[0]
+        if node.metadata is None:
+            node.metadata = m.NodeMetadata()
+        node.metadata.extra = _entries("\u00e9", "z")  # é (U+00E9) sorts after z (U+007A)
+
+    def shards(p):
+        p.shard_files = [m.ShardFile(name="w.bin"), m.ShardFile(name="w.bin")]
+
+    def externals(p):
+        p.external_files = [m.ExternalFile(name="w.bin", format=1), m.ExternalFile(name="w.bin", format=1)]
+
+    def extra_files(p):
+        p.extra_files = [m.ExtraFile(name="b.txt", storage=0), m.ExtraFile(name="a.txt", storage=0)]
+
+    def weight_sets(p):
+        p.weight_sets = [m.WeightSet(name="tuned"), m.WeightSet(name="base")]
+
+    def weight_entries(p):
+        e = p.programs[0].state[0]
+        p.weight_sets = [m.WeightSet(name="base", entries=[m.StateEntry(name="w", kind=e.kind, tensor=0),
+                                                           m.StateEntry(name="v", kind=e.kind, tensor=0)])]
+
+    def parts(p):
+        p.tensors[0].parts = [m.TensorPart(name="values", tensor=0), m.TensorPart(name="values", tensor=0)]
+
+    def symbols(p):
+        prog = _first_program(p)
+        prog.symbols.append(copy.deepcopy(prog.symbols[0]))
+
+    return {
+        ("Package", "programs"): ("mlp", dup_program, "programs[1].name", 0),
+        ("Package", "metadata"): ("mlp", package_metadata, "metadata[1].key", 0),
+        ("Program", "metadata"): ("mlp", program_metadata, "programs[0].metadata[1].key", 0),
+        ("NodeMetadata", "extra"): ("mlp", node_extra, "programs[0].graph.nodes[0].metadata.extra[1].key", 0),
+        ("Package", "shard_files"): ("mlp", shards, "shard_files[1].name", 0),
+        ("Package", "external_files"): ("mlp", externals, "external_files[1].name", 1),
+        ("Package", "extra_files"): ("mlp", extra_files, "extra_files[1].name", 0),
+        ("Package", "weight_sets"): ("mlp", weight_sets, "weight_sets[1].name", 1),
+        ("WeightSet", "entries"): ("mlp", weight_entries, "weight_sets[0].entries[1].name", 1),
+        ("Tensor", "parts"): ("mlp", parts, "tensors[0].parts[1].name", 1),
+        ("Program", "symbols"): ("dynamic_batch", symbols, "programs[0].symbols[{last}].name", 0),
+    }
+
+
+CASES = {**_cases(), **{("required",) + k: v for k, v in _required_cases().items()},
+         **{("keys",) + k: v for k, v in _keys_cases().items()}}
 
 
 def test_every_index_attribute_has_a_case():
-    assert _schema_rules("pt2f_index") == {k[:2] for k in CASES if k[0] != "required"}
+    assert _schema_rules("pt2f_index") == {k[:2] for k in CASES if k[0] not in ("required", "keys")}
+
+
+def test_every_keys_attribute_has_a_case():
+    assert _schema_rules("pt2f_keys") == {k[1:3] for k in CASES if k[0] == "keys"}
 
 
 def test_every_required_attribute_has_a_case():
@@ -213,6 +282,7 @@ def files(tmp_path_factory):
             box["last"] = {g: len(getattr(graph, g)) - 1 for g in
                            ("sym_int_values", "sym_float_values", "sym_bool_values", "custom_obj_values", "inputs")}
             box["last"]["input_specs"] = len(sig.input_specs) - 1 if sig is not None else 0
+            box["last"]["symbols"] = len(p.programs[0].symbols) - 1
 
         for enc in M.ENCODINGS:
             name = "_".join(key) + f"-{enc}.pt2f"

@@ -28,7 +28,12 @@ def test_unchanged_schema_generates(tmp_path):
     (('  FLOAT32 = 7 (pt2f_itemsize: "4"),', '  FLOAT32 = 7 (pt2f_itemsize: "0"),'), "ScalarType.FLOAT32 needs (pt2f_itemsize"),
     (('  UNSPECIFIED = 0,', '  UNSPECIFIED = 0 (pt2f_itemsize: "1"),'), "UNSPECIFIED holds no data"),
     (('  name: string (pt2f_string: "local_name");', "  name: string;"), "has no (pt2f_string"),
-], ids=["itemsize-missing", "itemsize-zero", "itemsize-on-unspecified", "string-class-missing"])
+    (('  parts: [TensorPart] (pt2f_keys: "name unique");', '  parts: [TensorPart] (pt2f_keys: "nam unique");'),
+     "TensorPart.nam is not a string field"),
+    (('  parts: [TensorPart] (pt2f_keys: "name unique");', '  parts: [TensorPart] (pt2f_keys: "name");'),
+     "needs a vector of tables and 'key sorted|unique'"),
+], ids=["itemsize-missing", "itemsize-zero", "itemsize-on-unspecified", "string-class-missing", "keys-not-a-string",
+        "keys-without-mode"])
 def test_regen_refuses_a_missing_attribute(tmp_path, edit, message):
     text = FBS.read_text()
     old, new = edit

@@ -129,3 +129,15 @@ def test_a_changed_bound_or_index_range_fails_the_diff(tmp_path):
     narrowed = text.replace(index.group(0), 'pt2f_index: "Program.nodes"', 1)
     problems = _diff(text, narrowed, tmp_path)
     assert any("pt2f_index" in p for p in problems), problems
+
+
+def test_changed_keys_fail_the_diff(tmp_path):
+    """`pt2f_keys` decides what a reader accepts: "unique" -> "sorted" refuses released files, removing it lets
+    new files break what released readers check; once a release has the kind, any change fails."""
+    text = FBS.read_text()
+    keys = re.search(r' \(pt2f_keys: "(\w+) unique"\)', text)
+    assert keys, "a field with unique keys"
+    for edited in (text.replace(keys.group(0), f' (pt2f_keys: "{keys.group(1)} sorted")', 1),
+                   text.replace(keys.group(0), "", 1)):
+        problems = _diff(text, edited, tmp_path)
+        assert any("pt2f_keys" in p for p in problems), problems

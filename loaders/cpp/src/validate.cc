@@ -162,19 +162,6 @@ bool known_itemsize(ScalarType t, size_t *out) {
   }
 }
 
-void check_sorted_entries(const flatbuffers::Vector<flatbuffers::Offset<StringEntry>> *entries,
-                          const std::string &path) {
-  const flatbuffers::String *prev = nullptr;
-  for (uint32_t i = 0; i < len(entries); ++i) {
-    const auto *k = entries->Get(i)->key();
-    if (!k) invalid("required field is missing", at(path, i) + ".key");
-    if (prev && !(prev->string_view() < k->string_view()))
-      invalid("entries must be sorted by key, keys unique", at(path, i) + ".key", "a key after '" + prev->str() + "'",
-              k->str());
-    prev = k;
-  }
-}
-
 // Names declared by one graph (per kind), for the argument checks.
 struct Scope {
   std::unordered_set<std::string> tensors, sym_ints, sym_floats, sym_bools, custom_objs;
@@ -193,21 +180,11 @@ class Validator {
     if (p_->required_features() & ~kKnownFeatures)
       fail(ErrorKind::UnsupportedFeature, "file requires unknown features", "required_features", "bits within 0xf",
            num(p_->required_features()));
-    rules::check_field_rules(p_);  // every pt2f_index field of the schema, generated; the checks below rely on them
-    check_sorted_entries(p_->metadata(), "metadata");
+    rules::check_field_rules(p_);  // every pt2f_index/_required/_keys field, generated; the checks below rely on them
     check_data();
     check_extra_files();
     n_tensors_ = len(p_->tensors());
-    const flatbuffers::String *prev = nullptr;
-    for (uint32_t i = 0; i < len(p_->programs()); ++i) {
-      const Program *prog = p_->programs()->Get(i);
-      const std::string path = at("programs", i);
-      check_program(prog, path);
-      if (prev && !(prev->string_view() < prog->name()->string_view()))
-        invalid("program names must be unique and sorted", path + ".name", "a name after '" + prev->str() + "'",
-                prog->name()->str());
-      prev = prog->name();
-    }
+    for (uint32_t i = 0; i < len(p_->programs()); ++i) check_program(p_->programs()->Get(i), at("programs", i));
     for (uint32_t i = 0; i < len(p_->operators()); ++i) {
       const auto *op = p_->operators()->Get(i);
       for (int g = 0; g < 2; ++g) {
@@ -222,13 +199,13 @@ class Validator {
 
  private:
   void check_data() {
-    std::set<std::string> seen;
+    std::set<std::string> shard_names;  // names unique within each vector: pt2f_keys, generated
     const auto *shards = p_->shard_files();
     for (uint32_t i = 0; i < len(shards); ++i) {
       const auto *sh = shards->Get(i);
       const std::string path = at("shard_files", i);
       check_plain_name(sh->name(), path + ".name");
-      if (!seen.insert(s(sh->name())).second) invalid("duplicate shard file name", path + ".name", "", s(sh->name()));
+      shard_names.insert(s(sh->name()));
       const uint32_t n = len(sh->package_id());
       if (n != 0 && n != 16) invalid("shard package_id must be 16 bytes", path + ".package_id", "0 or 16", num(n));
     }
@@ -237,7 +214,8 @@ class Validator {
       const auto *ex = externals->Get(i);
       const std::string path = at("external_files", i);
       check_plain_name(ex->name(), path + ".name");
-      if (!seen.insert(s(ex->name())).second) invalid("duplicate data file name", path + ".name", "", s(ex->name()));
+      if (shard_names.count(s(ex->name())))  // one directory holds both kinds of data file
+        invalid("duplicate data file name", path + ".name", "", s(ex->name()));
       if (uint32_t(ex->format()) != 1 && uint32_t(ex->format()) != 2)
         invalid("unknown external file format", path + ".format", "1 or 2", num(uint32_t(ex->format())));
       if (uint32_t(ex->checksum_kind()) > 1)
@@ -294,7 +272,6 @@ class Validator {
       }
     }
     check_no_overlap();
-    check_weight_sets();
     std::vector<uint32_t> nesting(len(p_->tensors()), 0);
     for (uint32_t i = 0; i < len(p_->tensors()); ++i) {
       if (check_composite(p_->tensors()->Get(i), i, nesting, at("tensors", i))) continue;
@@ -332,28 +309,6 @@ class Validator {
     }
   }
 
-  void check_weight_sets() {
-    const auto *sets = p_->weight_sets();
-    const flatbuffers::String *prev = nullptr;
-    for (uint32_t i = 0; i < len(sets); ++i) {
-      const auto *ws = sets->Get(i);
-      const std::string path = at("weight_sets", i);
-      if (prev && !(prev->string_view() < ws->name()->string_view()))
-        invalid("weight set names must be unique and sorted", path + ".name", "a name after '" + prev->str() + "'",
-                ws->name()->str());
-      prev = ws->name();
-      const flatbuffers::String *last = nullptr;
-      for (uint32_t j = 0; j < len(ws->entries()); ++j) {
-        const auto *e = ws->entries()->Get(j);
-        const std::string ep = path + ".entries[" + num(j) + "]";
-        if (last && !(last->string_view() < e->name()->string_view()))
-          invalid("entries must be sorted by name, names unique", ep + ".name", "a name after '" + last->str() + "'",
-                  e->name()->str());
-        last = e->name();
-      }
-    }
-  }
-
   // 1.1 rows (quantized, sparse, subclass), as pt2format/_validate.py _check_composite: true when the row
   // has no strided view of a storage. Every index a row holds is smaller than its own, so rows never loop.
   bool check_composite(const Tensor *t, uint32_t i, std::vector<uint32_t> &nesting, const std::string &path) {
@@ -384,14 +339,11 @@ class Validator {
       invalid("a sparse or subclass tensor needs required_features bit 3", path + ".required_features", "bit 0x8 set", "");
     if (t->subclass() && t->subclass()->context())
       check_value(t->subclass()->context(), 0, false, path + ".subclass.context", true, 0);
-    std::set<std::string> names;
-    for (uint32_t j = 0; j < nparts; ++j) {
+    for (uint32_t j = 0; j < nparts; ++j) {  // names unique: pt2f_keys, generated
       const auto *part = t->parts()->Get(j);
       if (part->tensor() >= i)
         invalid("a part must refer to an earlier tensor row", path + ".parts[" + num(j) + "].tensor", "< " + num(i),
                 num(part->tensor()));
-      const std::string name = part->name() ? part->name()->str() : std::string();
-      if (!names.insert(name).second) invalid("part names must be unique", path + ".parts[" + num(j) + "].name");
       nesting[i] = std::max(nesting[i], nesting[part->tensor()] + 1);
     }
     if (nesting[i] > kMaxNesting)
@@ -444,8 +396,7 @@ class Validator {
 
   void check_extra_files() {
     const auto *files = p_->extra_files();
-    const flatbuffers::String *prev = nullptr;
-    for (uint32_t i = 0; i < len(files); ++i) {
+    for (uint32_t i = 0; i < len(files); ++i) {  // sorted by name: pt2f_keys, generated
       const auto *e = files->Get(i);
       const std::string path = at("extra_files", i);
       const std::string n = s(e->name());
@@ -454,10 +405,6 @@ class Validator {
                 "", num(n.size()));
       for (unsigned char c : n)
         if (c < 0x20 || c == 0x7f) invalid("extra file name must not contain control characters", path + ".name");
-      if (prev && !(prev->string_view() < e->name()->string_view()))
-        invalid("extra files must be sorted by name, names unique", path + ".name", "a name after '" + prev->str() + "'",
-                n);
-      prev = e->name();
     }
   }
 
@@ -572,7 +519,6 @@ class Validator {
       if (sig->in_spec()) check_tree_spec(sig->in_spec(), 0, sp + ".in_spec");
       if (sig->out_spec()) check_tree_spec(sig->out_spec(), 0, sp + ".out_spec");
     }
-    check_sorted_entries(p->metadata(), path + ".metadata");
   }
 
   void check_tree_spec(const TreeSpec *spec, uint32_t depth, const std::string &path) {
@@ -621,13 +567,8 @@ class Validator {
     }
   }
 
+  // Symbol names unique: pt2f_keys, generated.
   void check_symbols(const Program *p, const std::string &path) {
-    std::unordered_set<std::string> seen;
-    for (uint32_t i = 0; i < n_symbols_; ++i) {
-      const auto *sym = p->symbols()->Get(i);
-      const std::string sp = path + ".symbols[" + num(i) + "].name";
-      if (!seen.insert(sym->name()->str()).second) invalid("duplicate symbol name", sp, "", sym->name()->str());
-    }
     for (uint32_t i = 0; i < n_exprs_; ++i) {
       const auto *e = p->sym_exprs()->Get(i);
       const std::string ep = path + ".sym_exprs[" + num(i) + "]";
@@ -788,7 +729,7 @@ class Validator {
   void check_metadata(const NodeMetadata *meta, const std::string &path) {
     if (!meta) return;
     if (meta->custom()) check_map(meta->custom(), 1, false, path + ".custom");
-    check_sorted_entries(meta->extra(), path + ".extra");  // extra keys' classes: the string walk
+    // extra sorted by key: pt2f_keys, generated; extra keys' classes: the string walk
   }
 
   [[noreturn]] static void undeclared(const char *what, const flatbuffers::String *name, const std::string &path) {

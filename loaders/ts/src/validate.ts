@@ -106,23 +106,15 @@ export function validatePackage(pkg: T, opts: ValidateOptions = {}): void {
     throw new UnsupportedFeatureError(`file requires unknown features 0x${(features & ~KNOWN_FEATURES).toString(16)}`,
       { path: 'required_features', expected: `bits within 0x${KNOWN_FEATURES.toString(16)}`, got: `0x${features.toString(16)}` });
   }
-  // Every pt2f_required and pt2f_index field of the schema, generated; the checks below rely on them.
+  // Every pt2f_required, pt2f_index and pt2f_keys field of the schema, generated; the checks below rely on them.
   checkFieldRules(pkg, (message, path, expected, got) => { throw fail(message, path, expected, got); }, (o) => descOf(o as T).name);
-  checkSortedEntries(arr(pkg['metadata']), 'metadata');
   checkData(pkg, opts.dataSectionLengths);
   checkExtraFiles(pkg);
   const nTensors = arr(pkg['tensors']).length;
-  const names: string[] = [];
   const budget = new SymBudget();  // one per file: SPEC.md 11.6, "Expanded size of a file"
   arr(pkg['programs']).forEach((p, i) => {
     within(`programs[${i}]`, () => new ProgramCheck(p as T, nTensors, maxDepth, arr(pkg['tensors']) as T[], budget).check());
-    names.push(str((p as T)['name'])!);
   });
-  for (let i = 1; i < names.length; i++) {
-    if (!cpLess(names[i - 1]!, names[i]!)) {
-      throw fail('program names must be unique and sorted', `programs[${i}].name`, `a name after ${JSON.stringify(names[i - 1])}`, JSON.stringify(names[i]));
-    }
-  }
   const values = new ValueCheck(nTensors, maxDepth);
   arr(pkg['operators']).forEach((op, i) => within(`operators[${i}]`, () => {
     for (const group of ['parameters', 'returns']) {
@@ -134,21 +126,8 @@ export function validatePackage(pkg: T, opts: ValidateOptions = {}): void {
   }));
 }
 
-function checkSortedEntries(entries: TValue[], path: string): void {
-  let prev: string | null = null;
-  entries.forEach((e, i) => {
-    const key = str((e as T)['key']);
-    if (key === null) throw fail('required field is missing', `${path}[${i}].key`);
-    if (prev !== null && !cpLess(prev, key)) {
-      throw fail('entries must be sorted by key, keys unique', `${path}[${i}].key`, `a key after ${JSON.stringify(prev)}`, JSON.stringify(key));
-    }
-    prev = key;
-  });
-}
-
-/** `Package.extra_files` (pt2format/_extras.py): names 1-255 UTF-8 bytes without control characters, sorted, unique (storages: checkFieldRules). */
+/** `Package.extra_files` (pt2format/_extras.py): names 1-255 UTF-8 bytes without control characters (sorted, unique, storages: checkFieldRules). */
 function checkExtraFiles(pkg: T): void {
-  let prev: string | null = null;
   arr(pkg['extra_files']).forEach((e, i) => {
     const name = str((e as T)['name']);
     let problem: string | null = null;
@@ -159,22 +138,17 @@ function checkExtraFiles(pkg: T): void {
       else if (/[\x00-\x1f\x7f]/.test(name)) problem = 'must not contain NUL or other control characters';
     }
     if (problem !== null) throw fail(`extra file name ${problem}`, `extra_files[${i}].name`, undefined, JSON.stringify(name).slice(0, 80));
-    if (prev !== null && !cpLess(prev, name!)) {
-      throw fail('extra files must be sorted by name, names unique', `extra_files[${i}].name`, `a name after ${JSON.stringify(prev)}`, JSON.stringify(name));
-    }
-    prev = name;
   });
 }
 
 function checkData(pkg: T, lengths: Map<number, number> | undefined): void {
   const features = big(pkg['required_features']);
   const shards = arr(pkg['shard_files']) as T[];
-  const seen = new Set<string>();
+  const shardNames = new Set<string>();  // names unique within each vector: pt2f_keys, checkFieldRules
   shards.forEach((sh, i) => {
     const name = str(sh['name']);
     within(`shard_files[${i}]`, () => checkShardName(name));
-    if (seen.has(name!)) throw fail('duplicate shard file name', `shard_files[${i}].name`, undefined, JSON.stringify(name));
-    seen.add(name!);
+    shardNames.add(name!);
     const idLen = arr(sh['package_id']).length;
     if (idLen !== 0 && idLen !== PACKAGE_ID_SIZE) {
       throw fail(`shard package_id must be ${PACKAGE_ID_SIZE} bytes`, `shard_files[${i}].package_id`, `0 or ${PACKAGE_ID_SIZE}`, idLen);
@@ -184,8 +158,8 @@ function checkData(pkg: T, lengths: Map<number, number> | undefined): void {
   externals.forEach((ext, i) => {
     const name = str(ext['name']);
     within(`external_files[${i}]`, () => checkShardName(name));
-    if (seen.has(name!)) throw fail('duplicate data file name', `external_files[${i}].name`, undefined, JSON.stringify(name));
-    seen.add(name!);
+    // One directory holds both kinds of data file.
+    if (shardNames.has(name!)) throw fail('duplicate data file name', `external_files[${i}].name`, undefined, JSON.stringify(name));
     const format = num(ext['format']);
     if (format !== ExternalFormat.RAW && format !== ExternalFormat.SAFETENSORS) {
       throw fail('unknown external file format', `external_files[${i}].format`, '1 or 2', format);
@@ -243,7 +217,6 @@ function checkData(pkg: T, lengths: Map<number, number> | undefined): void {
     }
   });
   checkNoOverlap(storages);
-  checkWeightSets(arr(pkg['weight_sets']) as T[]);
   const nesting = new Array<number>(arr(pkg['tensors']).length).fill(0);
   (arr(pkg['tensors']) as T[]).forEach((t, i) => within(`tensors[${i}]`, () => {
     if (checkComposite(pkg, t, i, nesting)) return;
@@ -289,23 +262,6 @@ function checkNoOverlap(storages: T[]): void {
   }
 }
 
-function checkWeightSets(sets: T[]): void {
-  let prev: string | null = null;
-  sets.forEach((ws, i) => {
-    const path = `weight_sets[${i}]`;
-    const name = str(ws['name']);
-    if (prev !== null && !cpLess(prev, name!)) throw fail('weight set names must be unique and sorted', `${path}.name`, `a name after ${JSON.stringify(prev)}`, JSON.stringify(name));
-    prev = name;
-    let last: string | null = null;
-    (arr(ws['entries']) as T[]).forEach((e, j) => {
-      const epath = `${path}.entries[${j}]`;
-      const en = str(e['name']);
-      if (last !== null && !cpLess(last, en!)) throw fail('entries must be sorted by name, names unique', `${epath}.name`, `a name after ${JSON.stringify(last)}`, JSON.stringify(en));
-      last = en;
-    });
-  });
-}
-
 const QUANTIZED = new Set(['QUINT8', 'QINT8', 'QINT32']);
 const FEATURE_COMPOSITE_TENSORS = 8n;
 
@@ -338,13 +294,9 @@ function checkComposite(pkg: T, t: T, i: number, nesting: number[], maxDepth = M
   const ctx = sub === null ? null : ((sub['context'] ?? null) as T | null);
   // 0 tensors: a subclass context never holds tensor references.
   if (ctx !== null) within('subclass.context', () => new ValueCheck(0, maxDepth).check(ctx, 0, false, true));
-  const names = new Set<string>();
-  parts.forEach((part, j) => {
+  parts.forEach((part, j) => {  // names unique: pt2f_keys, checkFieldRules
     const k = num(part['tensor']);
     if (k >= i) throw fail('a part must refer to an earlier tensor row', `parts[${j}].tensor`, `< ${i}`, k);
-    const name = str(part['name']) ?? '';
-    if (names.has(name)) throw fail('part names must be unique', `parts[${j}].name`, undefined, JSON.stringify(name));
-    names.add(name);
     nesting[i] = Math.max(nesting[i]!, nesting[k]! + 1);
   });
   if (nesting[i]! > MAX_TENSOR_NESTING) throw fail('tensor parts nest too deeply', 'parts', `<= ${MAX_TENSOR_NESTING} levels`, nesting[i]);
@@ -475,7 +427,6 @@ class ProgramCheck {
         if (spec !== null && spec !== undefined) within(`module_call_graph[${i}].signature.${part}`, () => this.checkTreeSpec(spec, 0));
       }
     });
-    checkSortedEntries(arr(p['metadata']), 'metadata');
   }
 
   checkValue(value: T | null | undefined, path: string): void {
@@ -494,13 +445,8 @@ class ProgramCheck {
     arr(spec['children']).forEach((c, i) => within(`children[${i}]`, () => this.checkTreeSpec(c as T, depth + 1)));
   }
 
+  /** The pool's rows (symbol names unique: pt2f_keys, checkFieldRules). */
   checkSymbols(): void {
-    const seen = new Set<string>();
-    (arr(this.p['symbols']) as T[]).forEach((sym, i) => {
-      const name = str(sym['name']);
-      if (seen.has(name!)) throw fail('duplicate symbol name', `symbols[${i}].name`, undefined, JSON.stringify(name));
-      seen.add(name!);
-    });
     const opNames = enumNames(SymOp);
     (arr(this.p['sym_exprs']) as T[]).forEach((e, i) => {
       const k = num(e['kind']);
@@ -713,8 +659,7 @@ class GraphCheck implements GraphScopes {
     if (meta === null || meta === undefined) return;
     const custom = meta['custom'] as T | null;
     if (custom !== null && custom !== undefined) within(`${path}.custom`, () => this.prog.values.checkMap(custom, 1));
-    const extra = arr(meta['extra']);
-    checkSortedEntries(extra, `${path}.extra`);
+    const extra = arr(meta['extra']);  // sorted by key: pt2f_keys, checkFieldRules
     extra.forEach((e, j) => checkExtraMetaKey(str((e as T)['key'])!, `${path}.extra[${j}].key`));
   }
 
