@@ -28,7 +28,6 @@ from pt2format.errors import VersionError
 
 # Bytes per element, from the schema's pt2f_itemsize attribute (the C++ and TypeScript readers get the same table).
 ITEMSIZE = m.ITEMSIZE
-_KNOWN_EXPR_KINDS = frozenset(int(k) for k in m.SymExprKind) - {0}
 _KNOWN_OPS = frozenset(int(k) for k in m.SymOp) - {0}
 
 
@@ -115,12 +114,6 @@ def _check_data(package, lengths) -> None:
             raise _wrap(e, f"external_files[{i}]")
         if ext.name in shard_names:  # one directory holds both kinds of data file
             raise _fail("duplicate data file name", f"external_files[{i}].name", got=repr(ext.name))
-        if ext.format not in (m.ExternalFormat.RAW, m.ExternalFormat.SAFETENSORS):
-            raise _fail("unknown external file format", f"external_files[{i}].format", expected="1 or 2",
-                        got=ext.format)
-        if ext.checksum_kind not in (m.ChecksumKind.NONE, m.ChecksumKind.CRC32):
-            raise _fail("unknown checksum_kind", f"external_files[{i}].checksum_kind", expected="0 or 1",
-                        got=ext.checksum_kind)
     segments = package.segments
     for i, seg in enumerate(segments):
         if seg.external:
@@ -155,9 +148,6 @@ def _check_data(package, lengths) -> None:
             if not package.required_features & FEATURE_META_STORAGES:
                 raise _fail("storage without data but required_features lacks bit 2 (meta storages)",
                             f"storages[{i}].meta_nbytes", got=st.meta_nbytes)
-        if st.checksum_kind not in (m.ChecksumKind.NONE, m.ChecksumKind.CRC32):
-            raise _fail("unknown checksum_kind", f"storages[{i}].checksum_kind", expected="0 or 1",
-                        got=st.checksum_kind)
         if seg.file == 0 and not seg.external and lengths is not None:
             limit = lengths[seg.section]
             if st.offset + st.size > limit:
@@ -443,9 +433,7 @@ class _Program:
         """The pool's rows (symbol names unique: pt2f_keys, generated)."""
         n_symbols = self.n_symbols
         for i, e in enumerate(self.p.sym_exprs):
-            kind = e.kind
-            if kind not in _KNOWN_EXPR_KINDS:
-                raise _fail("unknown or unspecified expression kind", f"sym_exprs[{i}].kind", got=kind)
+            kind = e.kind  # declared and not UNSPECIFIED: pt2f_value, generated
             if kind == m.SymExprKind.SYMBOL:
                 if e.symbol >= n_symbols:
                     raise _fail("symbol index out of range", f"sym_exprs[{i}].symbol", expected=f"< {n_symbols}",
@@ -508,9 +496,7 @@ class _Program:
                             expected=len(args), got=len(specs))
             for i, spec in enumerate(specs):
                 path = f"signature.{group}[{i}]"
-                s = spec.spec
-                if s is None:
-                    raise _fail("union value is missing", f"{path}.spec")
+                s = spec.spec  # set: pt2f_value, generated
                 if type(s) is m.InputToConstantInputSpec:
                     self.check_value(s.value, f"{path}.spec.value")
                     continue
@@ -586,9 +572,7 @@ class _Graph:
         prog = self.prog
         for i, tv in enumerate(g.tensor_values):
             meta = tv.meta
-            path = f"tensor_values[{i}].meta"
-            if meta.dtype == m.ScalarType.UNSPECIFIED:
-                raise _fail("dtype is UNSPECIFIED", f"{path}.dtype")
+            path = f"tensor_values[{i}].meta"  # dtype not UNSPECIFIED: pt2f_value, generated
             for d, s in enumerate(meta.sizes):
                 prog.check_sym(s, f"{path}.sizes[{d}]")
             for d, s in enumerate(meta.strides):

@@ -142,6 +142,10 @@ ATTRIBUTE_RULES = {
     # _attribute_changes); adding one to a released field that no released reader checked is a new rule and
     # needs a new minor's reader, which the diff cannot see: ATTRIBUTES.md says so where the kind is described.
     "pt2f_keys": lambda where, old, new: _rule_equal(where, old, new, "pt2f_keys"),
+    # what a set field holds (a union member, a declared or non-zero enum value): adding or tightening it refuses
+    # released files, loosening or removing it lets new writers make files released readers refuse: equal.
+    # Compared from the first release with the kind, as pt2f_keys (1.1's readers checked each by hand).
+    "pt2f_value": lambda where, old, new: _rule_equal(where, old, new, "pt2f_value"),
 }
 
 

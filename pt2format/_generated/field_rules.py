@@ -44,6 +44,13 @@ def c_CustomObject(o, x):
         raise _missing('name')
 
 
+def c_ExternalFile(o, x):
+    if o.format not in {1, 2}:
+        raise ValidationError('unknown or unspecified format', path='format', expected='1 or 2', got=o.format)
+    if o.checksum_kind not in {0, 1}:
+        raise ValidationError('unknown checksum_kind', path='checksum_kind', expected='0 or 1', got=o.checksum_kind)
+
+
 def c_ExtraFile(o, x):
     if o.storage >= x.Package_storages:
         raise _bad('storage', 'storage', f"< {x.Package_storages}", o.storage)
@@ -143,6 +150,8 @@ def c_GraphSignature(o, x):
     for i, c in enumerate(o.input_specs):
         if c is None:
             continue
+        if c.spec is None:
+            raise ValidationError('union value is missing', path=f"input_specs[{i}].spec")
         k = _U_InputSpec_spec.get(type(c.spec))
         if k is not None:
             try:
@@ -152,6 +161,8 @@ def c_GraphSignature(o, x):
     for i, c in enumerate(o.output_specs):
         if c is None:
             continue
+        if c.spec is None:
+            raise ValidationError('union value is missing', path=f"output_specs[{i}].spec")
         k = _U_OutputSpec_spec.get(type(c.spec))
         if k is not None:
             try:
@@ -166,6 +177,8 @@ def c_GuardSource(o, x):
 
 
 def c_InputSpec(o, x):
+    if o.spec is None:
+        raise ValidationError('union value is missing', path='spec')
     c = _U_InputSpec_spec.get(type(o.spec))
     if c is not None:
         try:
@@ -237,6 +250,8 @@ def c_ModuleCallSignature(o, x):
 
 
 def c_NamedArgument(o, x):
+    if o.value is None:
+        raise ValidationError('union value is missing', path='value')
     c = _U_NamedArgument_value.get(type(o.value))
     if c is not None:
         try:
@@ -253,6 +268,8 @@ def c_Node(o, x):
     for i, c in enumerate(o.inputs):
         if c is None:
             continue
+        if c.value is None:
+            raise ValidationError('union value is missing', path=f"inputs[{i}].value")
         k = _U_NamedArgument_value.get(type(c.value))
         if k is not None:
             try:
@@ -304,6 +321,8 @@ def c_NodeMetadata(o, x):
 
 
 def c_OutputSpec(o, x):
+    if o.spec is None:
+        raise ValidationError('union value is missing', path='spec')
     c = _U_OutputSpec_spec.get(type(o.spec))
     if c is not None:
         try:
@@ -425,6 +444,13 @@ def c_Package(o, x):
             c_ExtraFile(c, x)
         except _E as e:
             raise e.with_context(path_prefix=f"extra_files[{i}]")
+    for i, c in enumerate(o.external_files):
+        if c is None:
+            continue
+        try:
+            c_ExternalFile(c, x)
+        except _E as e:
+            raise e.with_context(path_prefix=f"external_files[{i}]")
     for i, c in enumerate(o.weight_sets):
         if c is None:
             continue
@@ -491,6 +517,13 @@ def c_Program(o, x):
             c_Symbol(c, x)
         except _E as e:
             raise e.with_context(path_prefix=f"symbols[{i}]")
+    for i, c in enumerate(o.sym_exprs):
+        if c is None:
+            continue
+        try:
+            c_SymExpr(c, x)
+        except _E as e:
+            raise e.with_context(path_prefix=f"sym_exprs[{i}]")
     for i, c in enumerate(o.range_constraints):
         if c is None:
             continue
@@ -541,6 +574,8 @@ def c_StateEntry(o, x):
 
 
 def c_Storage(o, x):
+    if o.checksum_kind not in {0, 1}:
+        raise ValidationError('unknown checksum_kind', path='checksum_kind', expected='0 or 1', got=o.checksum_kind)
     if o.segment >= x.Package_segments:
         raise _bad('segment', 'segment', f"< {x.Package_segments}", o.segment)
 
@@ -562,6 +597,11 @@ def c_SymBoolValue(o, x):
     if s is not None:
         if s.expr != -1 and not 0 <= s.expr < x.Program_sym_exprs:
             raise _bad('sym expr', 'value.expr', f"-1 or < {x.Program_sym_exprs}", s.expr)
+
+
+def c_SymExpr(o, x):
+    if o.kind not in {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}:
+        raise ValidationError('unknown or unspecified kind', path='kind', expected='1 to 10', got=o.kind)
 
 
 def c_SymFloatValue(o, x):
@@ -601,6 +641,8 @@ def c_Tensor(o, x):
 
 
 def c_TensorMeta(o, x):
+    if o.dtype == 0:
+        raise ValidationError('dtype is UNSPECIFIED', path='dtype')
     for i, s in enumerate(o.sizes):
         if s.expr != -1 and not 0 <= s.expr < x.Program_sym_exprs:
             raise _bad('sym expr', f"sizes[{i}].expr", f"-1 or < {x.Program_sym_exprs}", s.expr)

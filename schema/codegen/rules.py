@@ -28,6 +28,38 @@ from codegen.constants import INT_RANGES, UTYPE
 
 _RULE = re.compile(r"(\w+)\.(\w+)(?: (or -1|from 1))?")
 _KEYS = re.compile(r"(\w+) (sorted|unique)")
+_VALUE_MODES = {"member", "declared", "nonzero", "declared nonzero"}
+
+
+@dataclass(frozen=True)
+class ValueRule:
+    """`pt2f_value`: "member" -- a union field holds a member; "declared" / "nonzero" / "declared nonzero" -- an
+    enum field holds one of its enum's values / not 0 (UNSPECIFIED) / both."""
+    field: str
+    mode: str
+    allowed: tuple = ()  # enum values a "declared" field may hold, 0 left out for "declared nonzero"
+
+    @property
+    def declared(self) -> bool:
+        return "declared" in self.mode
+
+    def message(self) -> str:
+        if self.mode == "member":
+            return "union value is missing"
+        if self.mode == "nonzero":
+            return f"{self.field} is UNSPECIFIED"
+        return f"unknown {self.field}" if self.mode == "declared" else f"unknown or unspecified {self.field}"
+
+    def expected(self) -> str:
+        v = self.allowed
+        if len(v) == 2:
+            return f"{v[0]} or {v[1]}"
+        if list(v) == list(range(v[0], v[-1] + 1)):
+            return f"{v[0]} to {v[-1]}"
+        return ", ".join(map(str, v))
+
+    def contiguous(self) -> bool:
+        return list(self.allowed) == list(range(self.allowed[0], self.allowed[-1] + 1))
 
 
 @dataclass(frozen=True)
@@ -75,8 +107,12 @@ class IndexRules:
         self.rules: dict[str, list[Rule]] = {}
         self.required: dict[str, list[str]] = {}
         self.keys: dict[str, list[Keys]] = {}
+        self.values: dict[str, list[ValueRule]] = {}
+        enums = {e.short: e for e in schema.enums}
         for o in schema.objects:
             for f in o.fields:
+                if "pt2f_value" in f.attributes and not f.deprecated:
+                    self.values.setdefault(o.short, []).append(self._value(o, f, enums))
                 if "pt2f_keys" in f.attributes and not f.deprecated:
                     self.keys.setdefault(o.short, []).append(self._keys(o, f))
                 if "pt2f_required" in f.attributes and not f.deprecated:
@@ -104,6 +140,22 @@ class IndexRules:
                 self.sets.setdefault(r.owner, set()).add((r.var, r.target))
         self.sets = {k: sorted(v) for k, v in self.sets.items()}
         self.reach = self._reach()
+
+    def _value(self, o, f, enums) -> ValueRule:
+        mode = f.attributes["pt2f_value"]
+        kind, _, ref, _ = self.m.field_spec(f)
+        where = f"regen: {o.short}.{f.name}: pt2f_value {mode!r}"
+        if o.is_struct or mode not in _VALUE_MODES or (kind == "union") != (mode == "member") or kind not in ("union", "enum"):
+            raise SystemExit(f"{where} needs a union field and 'member', or an enum field and 'declared', 'nonzero' "
+                             "or 'declared nonzero'")
+        if kind == "union":
+            return ValueRule(f.name, mode)
+        values = sorted(v.value for v in enums[ref].values)
+        if mode == "declared nonzero":
+            values = [v for v in values if v != 0]
+        if not values or (mode != "declared" and 0 not in {v.value for v in enums[ref].values}):
+            raise SystemExit(f"{where}: {ref} needs a value 0 (UNSPECIFIED) for 'nonzero'")
+        return ValueRule(f.name, mode, tuple(values))
 
     def _keys(self, o, f) -> Keys:
         text = f.attributes["pt2f_keys"]
@@ -139,7 +191,7 @@ class IndexRules:
 
     def _reach(self) -> set:
         reach = {n for n, o in self.tables.items()
-                 if n in self.rules or n in self.required or n in self.keys or any(self.struct_fields(o)) or n in self.sets}
+                 if n in self.rules or n in self.required or n in self.keys or n in self.values or any(self.struct_fields(o)) or n in self.sets}
         changed = True
         while changed:
             changed = False
@@ -186,13 +238,27 @@ def _py_keys(k: Keys) -> str:
     return "".join(out)
 
 
+def _py_value(v: ValueRule, value: str, path: str, indent: str) -> str:
+    """Statements raising when `value` (an expression) breaks pt2f_value rule `v`."""
+    if v.mode == "member":
+        return f"{indent}if {value} is None:\n{indent}    raise ValidationError({v.message()!r}, path={path})\n"
+    if v.mode == "nonzero":
+        return f"{indent}if {value} == 0:\n{indent}    raise ValidationError({v.message()!r}, path={path})\n"
+    return (f"{indent}if {value} not in {set(v.allowed)!r}:\n{indent}    raise ValidationError({v.message()!r}, "
+            f"path={path}, expected={v.expected()!r}, got={value})\n")
+
+
 def _only_union(ir: IndexRules, name: str) -> str | None:
-    """The union field of table `name` when checking it is only dispatching that union (no rules of its own)."""
+    """The union field of table `name` when checking it is only dispatching that union (no rules of its own but
+    that union's "member" rule, which the dispatching loop checks)."""
     o = ir.tables[name]
     if ir.rules.get(name) or ir.required.get(name) or ir.keys.get(name) or name in ir.sets or any(ir.struct_fields(o)):
         return None
     live = [(f, is_union) for f, refs, _, is_union in ir.children(o) if any(r in ir.reach for r in refs)]
-    return live[0][0].name if len(live) == 1 and live[0][1] else None
+    u = live[0][0].name if len(live) == 1 and live[0][1] else None
+    if any(v.mode != "member" or v.field != u for v in ir.values.get(name, [])):
+        return None
+    return u
 
 
 def gen_python(schema, m, header: str) -> str:
@@ -206,6 +272,7 @@ def gen_python(schema, m, header: str) -> str:
     for name in sorted(ir.reach):
         o = ir.tables[name]
         body = [f"    if o.{f} is None:\n        raise _missing({f!r})\n" for f in ir.required.get(name, [])]
+        body += [_py_value(v, f"o.{v.field}", repr(v.field), "    ") for v in ir.values.get(name, [])]
         for var, target in ir.sets.get(name, []):
             body.append(f"    x.{var} = len(o.{target})\n")
         for r in ir.table_rules(o):
@@ -233,8 +300,9 @@ def gen_python(schema, m, header: str) -> str:
                             f"            raise e.with_context(path_prefix={f.name!r})\n")
             elif is_vector and (u := _only_union(ir, live[0])) is not None:
                 # An element that is just a union (Argument, NamedArgument): dispatch here, one call fewer each.
-                body.append(f"    for i, c in enumerate(o.{f.name}):\n        if c is None:\n            continue\n"
-                            f"        k = _U_{live[0]}_{u}.get(type(c.{u}))\n        if k is not None:\n"
+                body.append(f"    for i, c in enumerate(o.{f.name}):\n        if c is None:\n            continue\n")
+                body += [_py_value(v, f"c.{u}", f'f"{f.name}[{{i}}].{u}"', "        ") for v in ir.values.get(live[0], [])]
+                body.append(f"        k = _U_{live[0]}_{u}.get(type(c.{u}))\n        if k is not None:\n"
                             f"            try:\n                k(c.{u}, x)\n            except _E as e:\n"
                             f"                raise e.with_context(path_prefix=f\"{f.name}[{{i}}].{u}\")\n")
             elif is_vector:
@@ -295,6 +363,18 @@ def _cxx_keys(k: Keys) -> str:
     return "".join(out)
 
 
+def _cxx_value(v: ValueRule) -> str:
+    if v.mode == "member":
+        return (f"  if (uint32_t(o->{v.field}_type()) == 0 || !o->{v.field}()) "
+                f"value_fail(f, \"{v.field}\", \"{v.message()}\", \"\", \"\");\n")
+    if v.mode == "nonzero":
+        return f"  if (uint32_t(o->{v.field}()) == 0) value_fail(f, \"{v.field}\", \"{v.message()}\", \"\", \"\");\n"
+    a = v.allowed
+    cond = (f"k < {a[0]} || k > {a[-1]}" if v.contiguous() else " && ".join(f"k != {x}" for x in a))
+    return (f"  {{\n    const uint32_t k = uint32_t(o->{v.field}());\n    if ({cond})\n"
+            f"      value_fail(f, \"{v.field}\", \"{v.message()}\", \"{v.expected()}\", std::to_string(k));\n  }}\n")
+
+
 def gen_cpp(schema, m, header: str) -> str:
     ir = IndexRules(schema, m)
     out = [header, "// Index-range, presence and key checks from the schema's pt2f_index, pt2f_required and pt2f_keys\n"
@@ -321,12 +401,17 @@ def gen_cpp(schema, m, header: str) -> str:
            "                                  const char *message, const std::string &expected, std::string_view got) {\n"
            "  const Frame elem{f, field, int64_t(i)};\n  const Frame leaf{&elem, key, -1};\n  Error::Where w;\n"
            "  w.section = \"program\";\n  w.path = path_of(&leaf);\n  w.expected = expected;\n"
-           "  w.got = \"'\" + std::string(got) + \"'\";\n  throw Error(ErrorKind::Validation, message, w);\n}\n\n"]
+           "  w.got = \"'\" + std::string(got) + \"'\";\n  throw Error(ErrorKind::Validation, message, w);\n}\n\n"
+           "[[noreturn]] inline void value_fail(const Frame *f, const char *field, const char *message,\n"
+           "                                    const std::string &expected, const std::string &got) {\n"
+           "  const Frame leaf{f, field, -1};\n  Error::Where w;\n  w.section = \"program\";\n  w.path = path_of(&leaf);\n"
+           "  w.expected = expected;\n  w.got = got;\n  throw Error(ErrorKind::Validation, message, w);\n}\n\n"]
     names = sorted(ir.reach)
     out += [f"inline void check_{n}(const pt2format::{n} *o, Ctx &x, const Frame *f);\n" for n in names]
     for name in names:
         o = ir.tables[name]
         body = [f"  if (!o->{f}()) missing(f, \"{f}\");\n" for f in ir.required.get(name, [])]
+        body += [_cxx_value(v) for v in ir.values.get(name, [])]
         for var, target in ir.sets.get(name, []):
             body.append(f"  x.{var} = o->{target}() ? o->{target}()->size() : 0;\n")
         for r in ir.table_rules(o):
@@ -402,6 +487,17 @@ def _ts_keys(k: Keys) -> str:
     return "".join(out)
 
 
+def _ts_value(v: ValueRule) -> str:
+    if v.mode == "member":
+        return f"  if (o['{v.field}'] === null || o['{v.field}'] === undefined) valueFail(f, '{v.field}', '{v.message()}');\n"
+    if v.mode == "nonzero":
+        return f"  if (n(o['{v.field}']) === 0) valueFail(f, '{v.field}', '{v.message()}');\n"
+    a = v.allowed
+    cond = f"k < {a[0]} || k > {a[-1]}" if v.contiguous() else " && ".join(f"k !== {x}" for x in a)
+    return (f"  {{\n    const k = n(o['{v.field}']);\n    if ({cond}) valueFail(f, '{v.field}', '{v.message()}', "
+            f"'{v.expected()}', k);\n  }}\n")
+
+
 def gen_ts(schema, m, header: str) -> str:
     ir = IndexRules(schema, m)
     out = [header, "// Index-range, presence and key checks from the schema's pt2f_index, pt2f_required and pt2f_keys\n"
@@ -422,6 +518,8 @@ def gen_ts(schema, m, header: str) -> str:
            "  return fail(`${noun} index out of range`, path, expected, got);\n}\n\n"
            "function missing(f: Frame | null, field: string): never {\n"
            "  return fail('required field is missing', pathOf({ parent: f, field, index: -1 }));\n}\n\n"
+           "function valueFail(f: Frame | null, field: string, message: string, expected?: string, got?: number): never {\n"
+           "  return fail(message, pathOf({ parent: f, field, index: -1 }), expected, got);\n}\n\n"
            "function keyFail(f: Frame, field: string, message: string, expected: string | undefined, got: string): never {\n"
            "  return fail(message, pathOf({ parent: f, field, index: -1 }), expected, JSON.stringify(got));\n}\n\n"
            "/** Code point order (= UTF-8 byte order), as Python compares str. */\n"
@@ -435,6 +533,7 @@ def gen_ts(schema, m, header: str) -> str:
     for name in names:
         o = ir.tables[name]
         body = [f"  if (o['{f}'] === null || o['{f}'] === undefined) missing(f, '{f}');\n" for f in ir.required.get(name, [])]
+        body += [_ts_value(v) for v in ir.values.get(name, [])]
         for var, target in ir.sets.get(name, []):
             body.append(f"  x.{var} = len(o['{target}']);\n")
         for r in ir.table_rules(o):

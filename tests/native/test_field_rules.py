@@ -1,4 +1,5 @@
-"""Every `pt2f_index` field out of range, and every `pt2f_required` field absent, is refused by all three
+"""Every `pt2f_index` field out of range, every `pt2f_required` field absent, every `pt2f_keys` vector with
+keys out of order or repeated and every `pt2f_value` field without its member or value is refused by all three
 readers at the same place.
 
 The checks are generated from the schema (schema/codegen/rules.py), so this
@@ -248,16 +249,58 @@ def _keys_cases():
     }
 
 
+def _set(where: str, field: str, value):
+    def mutate(p):
+        setattr(_at(p, where), field, value)
+    return mutate
+
+
+def _value_cases():
+    """(table, field[, variant]) -> (golden case, mutation, expected path, minor): a `pt2f_value` field holding
+    what SPEC.md forbids -- no union member, 0 (UNSPECIFIED), or a number its enum does not declare (the
+    values are SPEC.md's: ChecksumKind 0-1, ExternalFormat 1-2, SymExprKind 1-10)."""
+    g = "programs[0].graph"
+
+    def external(**kw):
+        def mutate(p):
+            p.external_files = [m.ExternalFile(name="w.bin", **{"format": 1, **kw})]
+        return mutate
+
+    return {
+        ("SymExpr", "kind"): ("dynamic_batch", _set("programs[0].sym_exprs[0]", "kind", 0),
+                              "programs[0].sym_exprs[0].kind", 0),
+        ("SymExpr", "kind", "undeclared"): ("dynamic_batch", _set("programs[0].sym_exprs[0]", "kind", 11),
+                                            "programs[0].sym_exprs[0].kind", 0),
+        ("TensorMeta", "dtype"): ("mlp", _set(f"{g}.tensor_values[0].meta", "dtype", 0),
+                                  f"{g}.tensor_values[0].meta.dtype", 0),
+        ("Storage", "checksum_kind"): ("mlp", _set("storages[0]", "checksum_kind", 2), "storages[0].checksum_kind", 0),
+        ("ExternalFile", "format"): ("mlp", external(format=0), "external_files[0].format", 1),
+        ("ExternalFile", "format", "undeclared"): ("mlp", external(format=3), "external_files[0].format", 1),
+        ("ExternalFile", "checksum_kind"): ("mlp", external(checksum_kind=2), "external_files[0].checksum_kind", 1),
+        ("NamedArgument", "value"): ("mlp", _set(f"{g}.nodes[0].inputs[0]", "value", None),
+                                     f"{g}.nodes[0].inputs[0].value", 0),
+        ("InputSpec", "spec"): ("mlp", _set("programs[0].signature.input_specs[0]", "spec", None),
+                                "programs[0].signature.input_specs[0].spec", 0),
+        ("OutputSpec", "spec"): ("mlp", _set("programs[0].signature.output_specs[0]", "spec", None),
+                                 "programs[0].signature.output_specs[0].spec", 0),
+    }
+
+
 CASES = {**_cases(), **{("required",) + k: v for k, v in _required_cases().items()},
-         **{("keys",) + k: v for k, v in _keys_cases().items()}}
+         **{("keys",) + k: v for k, v in _keys_cases().items()},
+         **{("value",) + k: v for k, v in _value_cases().items()}}
 
 
 def test_every_index_attribute_has_a_case():
-    assert _schema_rules("pt2f_index") == {k[:2] for k in CASES if k[0] not in ("required", "keys")}
+    assert _schema_rules("pt2f_index") == {k[:2] for k in CASES if k[0] not in ("required", "keys", "value")}
 
 
 def test_every_keys_attribute_has_a_case():
     assert _schema_rules("pt2f_keys") == {k[1:3] for k in CASES if k[0] == "keys"}
+
+
+def test_every_value_attribute_has_a_case():
+    assert _schema_rules("pt2f_value") == {k[1:3] for k in CASES if k[0] == "value"}
 
 
 def test_every_required_attribute_has_a_case():

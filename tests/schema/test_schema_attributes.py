@@ -32,8 +32,12 @@ def test_unchanged_schema_generates(tmp_path):
      "TensorPart.nam is not a string field"),
     (('  parts: [TensorPart] (pt2f_keys: "name unique");', '  parts: [TensorPart] (pt2f_keys: "name");'),
      "needs a vector of tables and 'key sorted|unique'"),
+    (('  dtype: ScalarType (pt2f_value: "nonzero");', '  dtype: ScalarType (pt2f_value: "member");'),
+     "needs a union field and 'member', or an enum field"),
+    (('  spec: InputSpecKind (pt2f_value: "member");', '  spec: InputSpecKind (pt2f_value: "nonzero");'),
+     "needs a union field and 'member', or an enum field"),
 ], ids=["itemsize-missing", "itemsize-zero", "itemsize-on-unspecified", "string-class-missing", "keys-not-a-string",
-        "keys-without-mode"])
+        "keys-without-mode", "value-member-on-enum", "value-nonzero-on-union"])
 def test_regen_refuses_a_missing_attribute(tmp_path, edit, message):
     text = FBS.read_text()
     old, new = edit

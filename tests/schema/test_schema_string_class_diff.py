@@ -141,3 +141,15 @@ def test_changed_keys_fail_the_diff(tmp_path):
                    text.replace(keys.group(0), "", 1)):
         problems = _diff(text, edited, tmp_path)
         assert any("pt2f_keys" in p for p in problems), problems
+
+
+def test_changed_values_fail_the_diff(tmp_path):
+    """`pt2f_value` decides what a reader accepts: "declared" -> "declared nonzero" refuses released files,
+    removing it lets new files hold what released readers refuse; once a release has the kind, any change fails."""
+    text = FBS.read_text()
+    value = re.search(r' \(pt2f_value: "declared"\)', text)
+    assert value, "an enum field with declared values"
+    for edited in (text.replace(value.group(0), ' (pt2f_value: "declared nonzero")', 1),
+                   text.replace(value.group(0), "", 1)):
+        problems = _diff(text, edited, tmp_path)
+        assert any("pt2f_value" in p for p in problems), problems

@@ -76,10 +76,22 @@ struct Ctx {
   throw Error(ErrorKind::Validation, message, w);
 }
 
+[[noreturn]] inline void value_fail(const Frame *f, const char *field, const char *message,
+                                    const std::string &expected, const std::string &got) {
+  const Frame leaf{f, field, -1};
+  Error::Where w;
+  w.section = "program";
+  w.path = path_of(&leaf);
+  w.expected = expected;
+  w.got = got;
+  throw Error(ErrorKind::Validation, message, w);
+}
+
 inline void check_Argument(const pt2format::Argument *o, Ctx &x, const Frame *f);
 inline void check_ArgumentMapEntry(const pt2format::ArgumentMapEntry *o, Ctx &x, const Frame *f);
 inline void check_CustomObjArgument(const pt2format::CustomObjArgument *o, Ctx &x, const Frame *f);
 inline void check_CustomObject(const pt2format::CustomObject *o, Ctx &x, const Frame *f);
+inline void check_ExternalFile(const pt2format::ExternalFile *o, Ctx &x, const Frame *f);
 inline void check_ExtraFile(const pt2format::ExtraFile *o, Ctx &x, const Frame *f);
 inline void check_Graph(const pt2format::Graph *o, Ctx &x, const Frame *f);
 inline void check_GraphArgument(const pt2format::GraphArgument *o, Ctx &x, const Frame *f);
@@ -105,6 +117,7 @@ inline void check_StateEntry(const pt2format::StateEntry *o, Ctx &x, const Frame
 inline void check_Storage(const pt2format::Storage *o, Ctx &x, const Frame *f);
 inline void check_StringToArgumentMapArgument(const pt2format::StringToArgumentMapArgument *o, Ctx &x, const Frame *f);
 inline void check_SymBoolValue(const pt2format::SymBoolValue *o, Ctx &x, const Frame *f);
+inline void check_SymExpr(const pt2format::SymExpr *o, Ctx &x, const Frame *f);
 inline void check_SymFloatValue(const pt2format::SymFloatValue *o, Ctx &x, const Frame *f);
 inline void check_SymIntValue(const pt2format::SymIntValue *o, Ctx &x, const Frame *f);
 inline void check_Symbol(const pt2format::Symbol *o, Ctx &x, const Frame *f);
@@ -152,6 +165,21 @@ inline void check_CustomObject(const pt2format::CustomObject *o, Ctx &x, const F
   (void)x;
   (void)f;
   if (!o->name()) missing(f, "name");
+}
+
+inline void check_ExternalFile(const pt2format::ExternalFile *o, Ctx &x, const Frame *f) {
+  (void)x;
+  (void)f;
+  {
+    const uint32_t k = uint32_t(o->format());
+    if (k < 1 || k > 2)
+      value_fail(f, "format", "unknown or unspecified format", "1 or 2", std::to_string(k));
+  }
+  {
+    const uint32_t k = uint32_t(o->checksum_kind());
+    if (k < 0 || k > 1)
+      value_fail(f, "checksum_kind", "unknown checksum_kind", "0 or 1", std::to_string(k));
+  }
 }
 
 inline void check_ExtraFile(const pt2format::ExtraFile *o, Ctx &x, const Frame *f) {
@@ -252,6 +280,7 @@ inline void check_GuardSource(const pt2format::GuardSource *o, Ctx &x, const Fra
 inline void check_InputSpec(const pt2format::InputSpec *o, Ctx &x, const Frame *f) {
   (void)x;
   (void)f;
+  if (uint32_t(o->spec_type()) == 0 || !o->spec()) value_fail(f, "spec", "union value is missing", "", "");
   {
     const Frame cf{f, "spec", -1};
     if (const auto *c = o->spec_as_UserInputSpec()) check_UserInputSpec(c, x, &cf);
@@ -322,6 +351,7 @@ inline void check_ModuleCallSignature(const pt2format::ModuleCallSignature *o, C
 inline void check_NamedArgument(const pt2format::NamedArgument *o, Ctx &x, const Frame *f) {
   (void)x;
   (void)f;
+  if (uint32_t(o->value_type()) == 0 || !o->value()) value_fail(f, "value", "union value is missing", "", "");
   {
     const Frame cf{f, "value", -1};
     if (const auto *c = o->value_as_TokenArgument()) check_TokenArgument(c, x, &cf);
@@ -388,6 +418,7 @@ inline void check_NodeMetadata(const pt2format::NodeMetadata *o, Ctx &x, const F
 inline void check_OutputSpec(const pt2format::OutputSpec *o, Ctx &x, const Frame *f) {
   (void)x;
   (void)f;
+  if (uint32_t(o->spec_type()) == 0 || !o->spec()) value_fail(f, "spec", "union value is missing", "", "");
   {
     const Frame cf{f, "spec", -1};
     if (const auto *c = o->spec_as_UserOutputSpec()) check_UserOutputSpec(c, x, &cf);
@@ -523,6 +554,11 @@ inline void check_Package(const pt2format::Package *o, Ctx &x, const Frame *f) {
       const Frame cf{f, "extra_files", int64_t(i)};
       check_ExtraFile(v->Get(i), x, &cf);
     }
+  if (const auto *v = o->external_files())
+    for (uint32_t i = 0; i < v->size(); ++i) {
+      const Frame cf{f, "external_files", int64_t(i)};
+      check_ExternalFile(v->Get(i), x, &cf);
+    }
   if (const auto *v = o->weight_sets())
     for (uint32_t i = 0; i < v->size(); ++i) {
       const Frame cf{f, "weight_sets", int64_t(i)};
@@ -585,6 +621,11 @@ inline void check_Program(const pt2format::Program *o, Ctx &x, const Frame *f) {
       const Frame cf{f, "symbols", int64_t(i)};
       check_Symbol(v->Get(i), x, &cf);
     }
+  if (const auto *v = o->sym_exprs())
+    for (uint32_t i = 0; i < v->size(); ++i) {
+      const Frame cf{f, "sym_exprs", int64_t(i)};
+      check_SymExpr(v->Get(i), x, &cf);
+    }
   if (const auto *v = o->range_constraints())
     for (uint32_t i = 0; i < v->size(); ++i) {
       const Frame cf{f, "range_constraints", int64_t(i)};
@@ -630,6 +671,11 @@ inline void check_StateEntry(const pt2format::StateEntry *o, Ctx &x, const Frame
 inline void check_Storage(const pt2format::Storage *o, Ctx &x, const Frame *f) {
   (void)x;
   (void)f;
+  {
+    const uint32_t k = uint32_t(o->checksum_kind());
+    if (k < 0 || k > 1)
+      value_fail(f, "checksum_kind", "unknown checksum_kind", "0 or 1", std::to_string(k));
+  }
   if (uint64_t(o->segment()) >= x.Package_segments) bad("segment", f, "segment", -1, "< " + std::to_string(x.Package_segments), std::to_string(o->segment()));
 }
 
@@ -650,6 +696,16 @@ inline void check_SymBoolValue(const pt2format::SymBoolValue *o, Ctx &x, const F
   if (const auto *s = o->value()) {
       const Frame sf{f, "value", -1};
       if (s->expr() != -1 && (s->expr() < 0 || uint64_t(s->expr()) >= x.Program_sym_exprs)) bad("sym expr", &sf, "expr", -1, "-1 or < " + std::to_string(x.Program_sym_exprs), std::to_string(s->expr()));
+  }
+}
+
+inline void check_SymExpr(const pt2format::SymExpr *o, Ctx &x, const Frame *f) {
+  (void)x;
+  (void)f;
+  {
+    const uint32_t k = uint32_t(o->kind());
+    if (k < 1 || k > 10)
+      value_fail(f, "kind", "unknown or unspecified kind", "1 to 10", std::to_string(k));
   }
 }
 
@@ -698,6 +754,7 @@ inline void check_Tensor(const pt2format::Tensor *o, Ctx &x, const Frame *f) {
 inline void check_TensorMeta(const pt2format::TensorMeta *o, Ctx &x, const Frame *f) {
   (void)x;
   (void)f;
+  if (uint32_t(o->dtype()) == 0) value_fail(f, "dtype", "dtype is UNSPECIFIED", "", "");
   if (const auto *v = o->sizes())
     for (uint32_t i = 0; i < v->size(); ++i) {
       const Frame sf{f, "sizes", int64_t(i)};

@@ -216,10 +216,6 @@ class Validator {
       check_plain_name(ex->name(), path + ".name");
       if (shard_names.count(s(ex->name())))  // one directory holds both kinds of data file
         invalid("duplicate data file name", path + ".name", "", s(ex->name()));
-      if (uint32_t(ex->format()) != 1 && uint32_t(ex->format()) != 2)
-        invalid("unknown external file format", path + ".format", "1 or 2", num(uint32_t(ex->format())));
-      if (uint32_t(ex->checksum_kind()) > 1)
-        invalid("unknown checksum_kind", path + ".checksum_kind", "0 or 1", num(uint32_t(ex->checksum_kind())));
     }
     const auto *segments = p_->segments();
     const Header &h = file_.header();
@@ -263,8 +259,6 @@ class Validator {
           invalid("storage without data but required_features lacks bit 2 (meta storages)", path + ".meta_nbytes", "",
                   num(st->meta_nbytes()));
       }
-      if (uint32_t(st->checksum_kind()) > 1)
-        invalid("unknown checksum_kind", path + ".checksum_kind", "0 or 1", num(uint32_t(st->checksum_kind())));
       if (seg->file() == 0 && !seg->external()) {
         const uint64_t limit = h.sections[seg->section()].length;
         if (st->offset() > limit || st->size() > limit - st->offset())
@@ -572,11 +566,7 @@ class Validator {
     for (uint32_t i = 0; i < n_exprs_; ++i) {
       const auto *e = p->sym_exprs()->Get(i);
       const std::string ep = path + ".sym_exprs[" + num(i) + "]";
-      const uint8_t kind = uint8_t(e->kind());
-      bool known = false;
-      for (SymExprKind v : EnumValuesSymExprKind()) known = known || (kind != 0 && uint8_t(v) == kind);
-      if (!known)
-        invalid("unknown or unspecified expression kind", ep + ".kind", "", num(kind));
+      // kind declared and not UNSPECIFIED: pt2f_value, generated
       if (e->kind() == SymExprKind::SYMBOL) {
         if (e->symbol() >= n_symbols_)
           invalid("symbol index out of range", ep + ".symbol", "< " + num(n_symbols_), num(e->symbol()));
@@ -682,7 +672,7 @@ class Validator {
     for (uint32_t i = 0; i < len(g->tensor_values()); ++i) {
       const auto *meta = g->tensor_values()->Get(i)->meta();
       const std::string mp = path + ".tensor_values[" + num(i) + "].meta";
-      if (meta->dtype() == ScalarType::UNSPECIFIED) invalid("dtype is UNSPECIFIED", mp + ".dtype");
+      // dtype not UNSPECIFIED: pt2f_value, generated
       for (uint32_t d = 0; d < len(meta->sizes()); ++d) check_sym(meta->sizes()->Get(d)->expr(), mp + ".sizes[" + num(d) + "]");
       for (uint32_t d = 0; d < len(meta->strides()); ++d)
         check_sym(meta->strides()->Get(d)->expr(), mp + ".strides[" + num(d) + "]");
@@ -908,7 +898,7 @@ class Validator {
             continue;
           }
         }
-        if (tv == 0 || !member) invalid("union value is missing", sp);
+        // tv != 0 and member set: pt2f_value "member", generated
         // Every other spec member has an `arg`: an Argument (its union), or one argument table itself.
         const auto *un = schema.enums()->LookupByKey(union_name);
         const auto *ev = un ? un->values()->LookupByKey(tv) : nullptr;

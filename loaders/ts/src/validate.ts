@@ -15,7 +15,7 @@
 import { DTYPE_ITEMSIZE } from './generated/itemsize.js';
 import { MAX_DEPTH, MAX_EXTRA_FILE_NAME_BYTES, MAX_TENSOR_NESTING } from './generated/limits.js';
 import { checkFieldRules } from './generated/rules.js';
-import { ChecksumKind, ExternalFormat, ScalarType, StateKind, SymExprKind, SymOp, SymbolKind, TreeSpecKind } from './_build/classes.js';
+import { ScalarType, StateKind, SymExprKind, SymOp, SymbolKind, TreeSpecKind } from './_build/classes.js';
 import { KNOWN_FEATURES } from './container.js';
 import { LimitError, Pt2fError, SegmentError, UnsupportedFeatureError, ValidationError, VersionError } from './errors.js';
 import { checkExtraMetaKey, checkStringClass } from './strings.js';
@@ -160,12 +160,6 @@ function checkData(pkg: T, lengths: Map<number, number> | undefined): void {
     within(`external_files[${i}]`, () => checkShardName(name));
     // One directory holds both kinds of data file.
     if (shardNames.has(name!)) throw fail('duplicate data file name', `external_files[${i}].name`, undefined, JSON.stringify(name));
-    const format = num(ext['format']);
-    if (format !== ExternalFormat.RAW && format !== ExternalFormat.SAFETENSORS) {
-      throw fail('unknown external file format', `external_files[${i}].format`, '1 or 2', format);
-    }
-    const ck = num(ext['checksum_kind']);
-    if (ck !== ChecksumKind.NONE && ck !== ChecksumKind.CRC32) throw fail('unknown checksum_kind', `external_files[${i}].checksum_kind`, '0 or 1', ck);
   });
   const segments = arr(pkg['segments']) as T[];
   segments.forEach((seg, i) => {
@@ -209,8 +203,6 @@ function checkData(pkg: T, lengths: Map<number, number> | undefined): void {
         throw fail('storage without data but required_features lacks bit 2 (meta storages)', `storages[${i}].meta_nbytes`, undefined, metaNbytes);
       }
     }
-    const ck = num(st['checksum_kind']);
-    if (ck !== ChecksumKind.NONE && ck !== ChecksumKind.CRC32) throw fail('unknown checksum_kind', `storages[${i}].checksum_kind`, '0 or 1', ck);
     if (num(seg['file']) === 0 && !external && lengths !== undefined) {
       const limit = BigInt(lengths.get(num(seg['section']))!);
       if (offset + size > limit) throw new SegmentError('storage ends past its segment', { path: `storages[${i}]`, expected: `offset + size <= ${limit}`, got: offset + size });
@@ -450,7 +442,7 @@ class ProgramCheck {
     const opNames = enumNames(SymOp);
     (arr(this.p['sym_exprs']) as T[]).forEach((e, i) => {
       const k = num(e['kind']);
-      if (k === 0 || enumNames(SymExprKind)[k] === undefined) throw fail('unknown or unspecified expression kind', `sym_exprs[${i}].kind`, undefined, k);
+      // k declared and not UNSPECIFIED: pt2f_value, checkFieldRules
       if (k === SymExprKind.SYMBOL) {
         const s = num(e['symbol']);
         if (s >= this.nSymbols) throw fail('symbol index out of range', `sym_exprs[${i}].symbol`, `< ${this.nSymbols}`, s);
@@ -513,8 +505,7 @@ class ProgramCheck {
       if (specs.length !== args.length) throw fail(`one spec per graph ${what} required`, `signature.${group}`, args.length, specs.length);
       specs.forEach((spec, i) => {
         const path = `signature.${group}[${i}]`;
-        const s = spec['spec'] as T | null;
-        if (s === null || s === undefined) throw fail('union value is missing', `${path}.spec`);
+        const s = spec['spec'] as T;  // set: pt2f_value, checkFieldRules
         if (kind(s) === 'InputToConstantInputSpec') {
           this.checkValue(s['value'] as T | null, `${path}.spec.value`);
           return;
@@ -624,7 +615,7 @@ class GraphCheck implements GraphScopes {
     (arr(g['tensor_values']) as T[]).forEach((tv, i) => {
       const meta = tv['meta'] as T | null;
       const path = `tensor_values[${i}].meta`;
-      if (num(meta!['dtype']) === ScalarType.UNSPECIFIED) throw fail('dtype is UNSPECIFIED', `${path}.dtype`);
+      // dtype not UNSPECIFIED: pt2f_value, checkFieldRules
       arr(meta!['sizes']).forEach((s, d) => prog.checkSym(s as T, `${path}.sizes[${d}]`));
       arr(meta!['strides']).forEach((s, d) => prog.checkSym(s as T, `${path}.strides[${d}]`));
       prog.checkSym(meta!['storage_offset'] as T | null, `${path}.storage_offset`);

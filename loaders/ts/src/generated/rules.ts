@@ -42,6 +42,10 @@ function missing(f: Frame | null, field: string): never {
   return fail('required field is missing', pathOf({ parent: f, field, index: -1 }));
 }
 
+function valueFail(f: Frame | null, field: string, message: string, expected?: string, got?: number): never {
+  return fail(message, pathOf({ parent: f, field, index: -1 }), expected, got);
+}
+
 function keyFail(f: Frame, field: string, message: string, expected: string | undefined, got: string): never {
   return fail(message, pathOf({ parent: f, field, index: -1 }), expected, JSON.stringify(got));
 }
@@ -85,6 +89,17 @@ function checkCustomObjArgument(o: TTable, x: Ctx, f: Frame | null): void {
 
 function checkCustomObject(o: TTable, x: Ctx, f: Frame | null): void {
   if (o['name'] === null || o['name'] === undefined) missing(f, 'name');
+}
+
+function checkExternalFile(o: TTable, x: Ctx, f: Frame | null): void {
+  {
+    const k = n(o['format']);
+    if (k < 1 || k > 2) valueFail(f, 'format', 'unknown or unspecified format', '1 or 2', k);
+  }
+  {
+    const k = n(o['checksum_kind']);
+    if (k < 0 || k > 1) valueFail(f, 'checksum_kind', 'unknown checksum_kind', '0 or 1', k);
+  }
 }
 
 function checkExtraFile(o: TTable, x: Ctx, f: Frame | null): void {
@@ -201,6 +216,7 @@ function checkGuardSource(o: TTable, x: Ctx, f: Frame | null): void {
 }
 
 function checkInputSpec(o: TTable, x: Ctx, f: Frame | null): void {
+  if (o['spec'] === null || o['spec'] === undefined) valueFail(f, 'spec', 'union value is missing');
   {
     const c = (o['spec'] ?? null) as TTable | null;
     if (c !== null) {
@@ -263,6 +279,7 @@ function checkModuleCallSignature(o: TTable, x: Ctx, f: Frame | null): void {
 }
 
 function checkNamedArgument(o: TTable, x: Ctx, f: Frame | null): void {
+  if (o['value'] === null || o['value'] === undefined) valueFail(f, 'value', 'union value is missing');
   {
     const c = (o['value'] ?? null) as TTable | null;
     if (c !== null) {
@@ -325,6 +342,7 @@ function checkNodeMetadata(o: TTable, x: Ctx, f: Frame | null): void {
 }
 
 function checkOutputSpec(o: TTable, x: Ctx, f: Frame | null): void {
+  if (o['spec'] === null || o['spec'] === undefined) valueFail(f, 'spec', 'union value is missing');
   {
     const c = (o['spec'] ?? null) as TTable | null;
     if (c !== null) {
@@ -455,6 +473,13 @@ function checkPackage(o: TTable, x: Ctx, f: Frame | null): void {
     }
   }
   {
+    const cs = tables(o['external_files']);
+    for (let i = 0; i < cs.length; i++) {
+      const c = cs[i] ?? null;
+      if (c !== null) checkExternalFile(c, x, { parent: f, field: 'external_files', index: i });
+    }
+  }
+  {
     const cs = tables(o['weight_sets']);
     for (let i = 0; i < cs.length; i++) {
       const c = cs[i] ?? null;
@@ -523,6 +548,13 @@ function checkProgram(o: TTable, x: Ctx, f: Frame | null): void {
     }
   }
   {
+    const cs = tables(o['sym_exprs']);
+    for (let i = 0; i < cs.length; i++) {
+      const c = cs[i] ?? null;
+      if (c !== null) checkSymExpr(c, x, { parent: f, field: 'sym_exprs', index: i });
+    }
+  }
+  {
     const cs = tables(o['range_constraints']);
     for (let i = 0; i < cs.length; i++) {
       const c = cs[i] ?? null;
@@ -580,6 +612,10 @@ function checkStateEntry(o: TTable, x: Ctx, f: Frame | null): void {
 
 function checkStorage(o: TTable, x: Ctx, f: Frame | null): void {
   {
+    const k = n(o['checksum_kind']);
+    if (k < 0 || k > 1) valueFail(f, 'checksum_kind', 'unknown checksum_kind', '0 or 1', k);
+  }
+  {
     const v = n(o['segment']);
     if (v >= x.Package_segments) bad('segment', f, 'segment', -1, `< ${x.Package_segments}`, v);
   }
@@ -603,6 +639,13 @@ function checkSymBoolValue(o: TTable, x: Ctx, f: Frame | null): void {
       const v = n(s['expr']);
       if (v !== -1 && (v < 0 || v >= x.Program_sym_exprs)) bad('sym expr', { parent: f, field: 'value', index: -1 }, 'expr', -1, `-1 or < ${x.Program_sym_exprs}`, v);
     }
+  }
+}
+
+function checkSymExpr(o: TTable, x: Ctx, f: Frame | null): void {
+  {
+    const k = n(o['kind']);
+    if (k < 1 || k > 10) valueFail(f, 'kind', 'unknown or unspecified kind', '1 to 10', k);
   }
 }
 
@@ -648,6 +691,7 @@ function checkTensor(o: TTable, x: Ctx, f: Frame | null): void {
 }
 
 function checkTensorMeta(o: TTable, x: Ctx, f: Frame | null): void {
+  if (n(o['dtype']) === 0) valueFail(f, 'dtype', 'dtype is UNSPECIFIED');
   {
     const ss = tables(o['sizes']);
     for (let i = 0; i < ss.length; i++) {
