@@ -118,6 +118,24 @@ def _rule_equal(where: str, old, new, key: str = "") -> list[str]:
             "released name, SPEC.md §8.1)"]
 
 
+def _bounds(text) -> dict:
+    """`name=value; ...` of a pt2f_limits attribute, values as spelled (`1<<30`) with blanks removed."""
+    pairs = (part.split("=", 1) for part in (text or "").split(";") if part.strip())
+    return {k.strip(): v.replace(" ", "") for k, v in pairs}
+
+
+def _rule_limits(where: str, old, new) -> list[str]:
+    """Every bound the release lists keeps its value; a bound it does not list may be added.
+
+    A new bound names a limit the released readers already had without the table
+    spelling it (`max_json_depth` and `max_msgpack_depth`, added after 1.1, are the
+    parsers' container depths, each reader's own constant before), or one only
+    readers of a new minor apply; which of the two is for review, as ATTRIBUTES.md says."""
+    before, after = _bounds(old), _bounds(new)
+    return [f"{where}: pt2f_limits bound {k} changed {v!r} -> {after.get(k)!r} (a released bound never changes, "
+            "SPEC.md §8.1)" for k, v in before.items() if after.get(k) != v]
+
+
 # The attribute contract (SPEC.md §8.5): one line per `pt2f_*` attribute kind, the rule its value follows
 # on a released name. rule(where, old, new) -> problems; it is called only when the value changed (added,
 # removed or edited). An attribute kind not listed here fails on any change: adding a kind is adding a line.
@@ -133,8 +151,8 @@ ATTRIBUTE_RULES = {
     # files omit what released readers require: equal
     "pt2f_required": lambda where, old, new: _rule_equal(where, old, new, "pt2f_required"),
     # the root table's bounds (SPEC.md §10): lowering one refuses released files, raising one makes
-    # released readers refuse new files: equal
-    "pt2f_limits": lambda where, old, new: _rule_equal(where, old, new, "pt2f_limits"),
+    # released readers refuse new files: each released bound equal; a new bound may be added (see _rule_limits)
+    "pt2f_limits": lambda where, old, new: _rule_limits(where, old, new),
     # sorted or unique keys of a vector of tables: adding it or tightening "unique" to "sorted" refuses released
     # files, loosening or removing it lets new writers make files released readers refuse: equal. Check-only
     # attributes of a kind a release did not use state what its readers already checked by hand (1.1's readers

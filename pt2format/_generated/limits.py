@@ -31,6 +31,10 @@ MAX_EXTRA_FILE_NAME_BYTES = 255
 MAX_EXTRA_METADATA_BYTES = 1 << 20
 #: Most digits of a JSON integer (CPython's int parsing limit) (§10).
 MAX_JSON_INT_DIGITS = 4300
+#: Deepest nesting of JSON arrays and objects a parser accepts, known keys or not, kept under CPython's recursion limit, where the Python reader's json module stops (§10).
+MAX_JSON_DEPTH = 900
+#: Deepest nesting of MessagePack arrays and maps a parser accepts, known fields or not: msgpack-python's unpacker stack, where the Python reader stops (§10).
+MAX_MSGPACK_DEPTH = 1024
 
 #: Every bound by name.
 LIMITS = {
@@ -49,4 +53,6 @@ LIMITS = {
     'max_extra_file_name_bytes': MAX_EXTRA_FILE_NAME_BYTES,
     'max_extra_metadata_bytes': MAX_EXTRA_METADATA_BYTES,
     'max_json_int_digits': MAX_JSON_INT_DIGITS,
+    'max_json_depth': MAX_JSON_DEPTH,
+    'max_msgpack_depth': MAX_MSGPACK_DEPTH,
 }

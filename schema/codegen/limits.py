@@ -28,6 +28,10 @@ DESCRIPTIONS = {
     "max_extra_file_name_bytes": "Longest extra-file name, in bytes of UTF-8.",
     "max_extra_metadata_bytes": "Most bytes of extra-file metadata kept in the program section.",
     "max_json_int_digits": "Most digits of a JSON integer (CPython's int parsing limit) (§10).",
+    "max_json_depth": "Deepest nesting of JSON arrays and objects a parser accepts, known keys or not, kept under "
+                      "CPython's recursion limit, where the Python reader's json module stops (§10).",
+    "max_msgpack_depth": "Deepest nesting of MessagePack arrays and maps a parser accepts, known fields or not: "
+                         "msgpack-python's unpacker stack, where the Python reader stops (§10).",
 }
 
 _PAIR = re.compile(r"\s*([a-z_][a-z0-9_]*)\s*=\s*([0-9]+)(?:\s*<<\s*([0-9]+))?\s*")

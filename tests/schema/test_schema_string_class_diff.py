@@ -153,3 +153,14 @@ def test_changed_values_fail_the_diff(tmp_path):
                    text.replace(value.group(0), "", 1)):
         problems = _diff(text, edited, tmp_path)
         assert any("pt2f_value" in p for p in problems), problems
+
+
+def test_a_new_bound_passes_and_a_removed_one_fails(tmp_path):
+    """pt2f_limits is judged per bound: a bound the release lists never changes or goes; a new one may be added."""
+    text = FBS.read_text()
+    limits = re.search(r'pt2f_limits: "([^"]*)"', text)
+    added = text.replace(limits.group(0), limits.group(0)[:-1] + '; max_test_bound=7"', 1)
+    assert not [p for p in _diff(text, added, tmp_path) if "pt2f_limits" in p]
+    removed = text.replace(limits.group(0), limits.group(0).replace("max_depth=128; ", "", 1), 1)
+    problems = _diff(text, removed, tmp_path)
+    assert any("pt2f_limits bound max_depth" in p for p in problems), problems

@@ -36,5 +36,9 @@ inline constexpr uint64_t kMaxExtraFileNameBytes = 255;
 inline constexpr uint64_t kMaxExtraMetadataBytes = uint64_t(1) << 20;
 /// Most digits of a JSON integer (CPython's int parsing limit) (§10).
 inline constexpr uint64_t kMaxJsonIntDigits = 4300;
+/// Deepest nesting of JSON arrays and objects a parser accepts, known keys or not, kept under CPython's recursion limit, where the Python reader's json module stops (§10).
+inline constexpr uint64_t kMaxJsonDepth = 900;
+/// Deepest nesting of MessagePack arrays and maps a parser accepts, known fields or not: msgpack-python's unpacker stack, where the Python reader stops (§10).
+inline constexpr uint64_t kMaxMsgpackDepth = 1024;
 
 }  // namespace pt2f::limits

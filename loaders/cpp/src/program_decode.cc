@@ -41,9 +41,9 @@ using reflection::BaseType;
 // Deepest nesting the parsers accept before the schema walk (which bounds
 // tables by max_depth) sees the tree, as the Python reader's parsers: msgpack-python
 // keeps at most 1024 open containers (StackError), CPython's json stops near
-// its recursion limit (1000 frames). Deeper is a LimitError.
-constexpr uint32_t kMaxMsgPackDepth = 1024;
-constexpr uint32_t kMaxJsonDepth = 1000;
+// its recursion limit. Deeper is a LimitError. Both from the schema's limits table.
+constexpr uint64_t kMaxMsgPackDepth = limits::kMaxMsgpackDepth;
+constexpr uint64_t kMaxJsonDepth = limits::kMaxJsonDepth;
 // Python's int() refuses decimal strings of more digits (sys.get_int_max_str_digits()).
 constexpr size_t kMaxIntDigits = limits::kMaxJsonIntDigits;
 
@@ -253,7 +253,7 @@ class JsonParser {
   Val parse() {
     if (!valid_utf8(p_, n_)) fail(ErrorKind::Encoding, "JSON text is not valid UTF-8", "", "UTF-8");
     ws();
-    Val v = value(0);
+    Val v = value(1);  // the root is depth 1, as the TypeScript parser counts against the same max_json_depth
     ws();
     if (pos_ != n_) bad("extra data after the document");
     return v;

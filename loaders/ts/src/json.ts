@@ -17,14 +17,14 @@
  */
 import { EnumDesc, ElemDesc, FieldDesc, ScalarKind, StructDesc, TableDesc } from './descriptor.js';
 import { EncodingError, LimitError, VersionError } from './errors.js';
-import { MAX_JSON_INT_DIGITS } from './generated/limits.js';
+import { MAX_JSON_DEPTH, MAX_JSON_INT_DIGITS } from './generated/limits.js';
 import { checkStringClass, stringClassOf } from './strings.js';
 import { absentValue, INT_RANGE, newTable, numberBits, TTable, TValue } from './tree.js';
 
 /** Python's default int max str digits. */
 const MAX_INT_DIGITS = MAX_JSON_INT_DIGITS;
 /** Containers nested deeper than this are refused before the schema walk (Python's recursion limit). */
-const MAX_CONTAINER_DEPTH = 900;
+const MAX_CONTAINER_DEPTH = MAX_JSON_DEPTH;
 
 class JFloat { constructor(readonly value: number) {} }
 type J = null | boolean | bigint | JFloat | string | J[] | Map<string, J>;

@@ -14,12 +14,13 @@
  */
 import { ElemDesc, FieldDesc, ScalarKind, StructDesc, TableDesc } from './descriptor.js';
 import { EncodingError, LimitError, VersionError } from './errors.js';
+import { MAX_MSGPACK_DEPTH } from './generated/limits.js';
 import { checkStringClass, stringClassOf } from './strings.js';
 import { absentValue, INT_RANGE, newTable, numberBits, TTable, TValue } from './tree.js';
 import { widenFloat32Bits } from './dump.js';
 
 /** msgpack-python's unpacker stack (nesting of arrays and maps). */
-const MAX_CONTAINER_DEPTH = 1024;
+const MAX_CONTAINER_DEPTH = MAX_MSGPACK_DEPTH;
 
 class MpFloat { constructor(readonly bits: bigint) {} }
 class MpMap { constructor(readonly size: number) {} }

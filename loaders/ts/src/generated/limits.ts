@@ -31,3 +31,7 @@ export const MAX_EXTRA_FILE_NAME_BYTES = 255;
 export const MAX_EXTRA_METADATA_BYTES = 1048576;
 /** Most digits of a JSON integer (CPython's int parsing limit) (§10). */
 export const MAX_JSON_INT_DIGITS = 4300;
+/** Deepest nesting of JSON arrays and objects a parser accepts, known keys or not, kept under CPython's recursion limit, where the Python reader's json module stops (§10). */
+export const MAX_JSON_DEPTH = 900;
+/** Deepest nesting of MessagePack arrays and maps a parser accepts, known fields or not: msgpack-python's unpacker stack, where the Python reader stops (§10). */
+export const MAX_MSGPACK_DEPTH = 1024;
