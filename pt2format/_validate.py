@@ -1,9 +1,11 @@
 """Checks every invariant a reader relies on in a decoded `Package` tree.
 
-Runs on every read, so it is one linear pass with no per-field reflection:
-required fields present, every index in range, sym-expression pool acyclic,
-names resolvable in their graph's scope, string metadata sorted by key,
-tensors inside their storages and storages inside their segments. Errors
+Runs on every read, so it is one linear pass with no per-field reflection.
+The schema's mechanical rules (required fields, index ranges, sorted or
+unique keys, union members and enum values) are the generated
+`check_field_rules`, run first; what is left here are the graph rules:
+sym-expression pool acyclic, names resolvable in their graph's scope, tensors
+inside their storages and storages inside their segments. Errors
 carry a field path such as `programs[0].graph.nodes[12].inputs[0]`, built
 only when something fails.
 """

@@ -1,4 +1,4 @@
-"""Index-range and presence checks generated from the schema's `pt2f_index` and `pt2f_required` attributes.
+"""The checks of the schema's mechanical rules: `pt2f_index`, `pt2f_required`, `pt2f_keys` and `pt2f_value`.
 
 A field `f: uint (pt2f_index: "Program.sym_exprs")` must be smaller than the
 length of that vector of the enclosing Program; `... or -1` also allows -1,
@@ -12,7 +12,10 @@ TypeScript keep a chain of frames on the stack.
 
 A `pt2f_required` table or string field that is absent is a ValidationError
 "required field is missing" naming it; a table's presence checks come before
-its index checks.
+its value, index and key checks. `pt2f_keys: "name sorted|unique"` on a vector
+of tables checks the elements' names in the parent's walk (a sorted vector by
+code point, as Python compares str); `pt2f_value` checks that a union field
+holds a member or an enum field a declared / non-zero value.
 
 Ranges that depend on where the value sits (a tensor reference in a subclass
 context, a part that must name an earlier row, a SymExpr symbol only for
