@@ -57,18 +57,6 @@ function fail(message: string, path?: string, expected?: unknown, got?: unknown)
   return new ValidationError(message, { path, expected, got });
 }
 
-/** Code point order (= UTF-8 byte order), as Python compares str. */
-export function cpLess(a: string, b: string): boolean {
-  const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; i++) {
-    const x = a.codePointAt(i)!;
-    const y = b.codePointAt(i)!;
-    if (x !== y) return x < y;
-    if (x > 0xffff) i++;
-  }
-  return a.length < b.length;
-}
-
 /** Runs `f`, adding `prefix` to the path of a Pt2fError it throws. */
 function within<R>(prefix: string, f: () => R): R {
   try {
