@@ -138,3 +138,19 @@ def test_fsync_before_rename(tmp_path, monkeypatch, data_first):
     path = tmp_path / "m"
     _api.write_package(path, tiny_package(SIZES), float_payloads(SIZES))
     assert synced and data_first == [1]
+
+
+def test_failing_checksum_stops_the_writer(tmp_path, monkeypatch, data_first):
+    """An error on the checksumming side stops and joins the writer thread before the temp file is closed."""
+    import threading
+
+    path = _existing(tmp_path)
+
+    def crc_fails(view, crc=0):
+        raise RuntimeError("checksum crashed")
+
+    monkeypatch.setattr(writer, "crc32", crc_fails)
+    with pytest.raises(RuntimeError, match="checksum crashed"):
+        _api.write_package(path, tiny_package(SIZES), float_payloads(SIZES))
+    assert not [t for t in threading.enumerate() if t.name == "pt2format-data-writer"]
+    _assert_untouched(path)
