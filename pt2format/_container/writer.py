@@ -164,8 +164,9 @@ def write_data_checksummed(fd: int, base: int, views, layout: DataLayout, progre
     the CRC reads the same memory the writer copies (ISA-L's CRC takes a
     third of the write's time and releases the GIL, like pwrite). Padding is
     left as a hole (zeros). The returned `join()` waits for the writer and
-    re-raises its error, so the caller can encode the program meanwhile; on
-    an error here the writer is stopped and joined before it propagates.
+    re-raises its error, so the caller can encode the program meanwhile
+    (`join(abandon=True)` stops it instead, for a caller that failed); on an
+    error here the writer is stopped and joined before it propagates.
     """
     for view, size in zip(views, layout.sizes):
         if len(view) != size:
@@ -192,9 +193,11 @@ def write_data_checksummed(fd: int, base: int, views, layout: DataLayout, progre
     t = threading.Thread(target=writer, name="pt2format-data-writer", daemon=True)
     t.start()
 
-    def join():
+    def join(abandon: bool = False):
+        if abandon:  # the caller failed: stop writing a file that will be deleted
+            stop.set()
         t.join()
-        if failure:
+        if failure and not abandon:
             raise failure[0]
 
     try:
@@ -227,8 +230,10 @@ def write_container_data_first(path, data_offset: int, data_views, data_layout: 
         crcs, section, join = write_data_checksummed(fd, data_offset, data_views, data_layout, progress)
         try:
             header, program = finish(crcs, section)
-        finally:
-            join()
+        except BaseException:
+            join(abandon=True)  # the error of `finish` is the one to report
+            raise
+        join()
         entries = header.sections
         if len(entries) != 2 or entries[1].offset != data_offset or entries[1].length != data_layout.length:
             raise LayoutChanged("the program's final encoding moved the data section")
