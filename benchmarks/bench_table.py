@@ -3,13 +3,17 @@
     python benchmarks/bench_table.py                  # GPT-2 124M and a 20,000-node program, N = 3
     python benchmarks/bench_table.py --repeat 5 --workdir DIR   # keep the exported files in DIR, reuse them
     python benchmarks/bench_table.py --quick          # tiny sizes: checks the script works
+    python benchmarks/bench_table.py --models gpt2 --parts save   # some rows only
 
 Rows (torch first, pt2format second, measured alternately in the same run):
 
 * save: `torch.export.save` / `pt2format.save(fsync=False)` replacing a file
   of the same size (after `os.sync()`, no fsync on either side), next to the
   floor: the same bytes written raw (`os.write` of the .pt2f file's bytes to
-  a temporary file renamed over the old one);
+  a temporary file) and put in place of the old file the way pt2format's
+  writer does (names exchanged where the system can, else `os.replace`); a
+  line under the table gives the same write renamed over the old file with
+  `os.replace` (on ext4 that rename starts the new file's writeback);
 * warm load: `torch.export.load` / `pt2format.load` in a process that has
   loaded (and run) the same file once;
 * cold load: a fresh interpreter that has imported torch (and transformers'
@@ -21,6 +25,8 @@ Rows (torch first, pt2format second, measured alternately in the same run):
 
 Every process is a new `python` (no fork); the machine may be shared, so the
 ratios (torch / pt2format, both from this run) are the figures to read.
+pt2format's bytecode is written first (`compile_bytecode`), as an installed
+wheel has it, so no cold row compiles pt2format's sources.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -82,7 +89,10 @@ def _fresh_file(path: str) -> None:
 
 
 def child_save(model: str, workdir: str, repeat: int) -> dict:
-    """Saves replacing a file, torch / pt2format / raw bytes in turn, `repeat` rounds (one untimed first)."""
+    """Saves replacing a file, torch / pt2format / raw bytes in turn, `repeat` rounds (one untimed first).
+
+    Each round starts with a different variant (the order turns), so none is always the one after torch's.
+    """
     import torch
 
     import pt2format
@@ -92,11 +102,14 @@ def child_save(model: str, workdir: str, repeat: int) -> dict:
     ep = pt2format.load(pt2f)
     with open(pt2f, "rb") as f:
         raw = f.read()  # the bytes pt2format writes, in memory: the floor writes them as they are
-    out = {"torch": os.path.join(workdir, "s.pt2"), "pt2f": os.path.join(workdir, "s.pt2f"),
-           "raw": os.path.join(workdir, "s.raw")}
+    from pt2format._container.exchange import swap
 
-    def raw_write():
-        tmp = out["raw"] + ".tmp"
+    unlinking: list = []
+    out = {"torch": os.path.join(workdir, "s.pt2"), "pt2f": os.path.join(workdir, "s.pt2f"),
+           "raw": os.path.join(workdir, "s.raw"), "raw_replace": os.path.join(workdir, "s.raw2")}
+
+    def raw_write(dest: str, exchange: bool) -> None:
+        tmp = dest + ".tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             view, done = memoryview(raw), 0
@@ -104,19 +117,32 @@ def child_save(model: str, workdir: str, repeat: int) -> dict:
                 done += os.write(fd, view[done:done + (64 << 20)])
         finally:
             os.close(fd)
-        os.replace(tmp, out["raw"])
+        if exchange and os.path.exists(dest) and swap(tmp, dest):
+            # The temp name holds the old file: unlinked in a thread, off the time, as pt2format's writer does.
+            unlinking.append(threading.Thread(target=os.unlink, args=(tmp,)))
+            unlinking[-1].start()
+            return
+        os.replace(tmp, dest)
 
     variants = {"torch": lambda: torch.export.save(ep, out["torch"]),
                 "pt2f": lambda: pt2format.save(ep, out["pt2f"], progress=False, fsync=False),
-                "raw": raw_write}
+                "raw": lambda: raw_write(out["raw"], True),
+                "raw_replace": lambda: raw_write(out["raw_replace"], False)}
     times = {k: [] for k in variants}
+    names = list(variants)
     for r in range(repeat + 1):
-        for k, fn in variants.items():
+        # The order turns every round: on the project machine whatever wrote right after torch's save was
+        # 2-5x slower (the memory torch's save frees, or its file's discards), so no variant always goes there.
+        for k in names[r % len(names):] + names[:r % len(names)]:
+            fn = variants[k]
+            for th in unlinking:
+                th.join()
             _fresh_file(out[k])
             t = time.perf_counter()
             fn()
             if r:
                 times[k].append(time.perf_counter() - t)
+
     for p in out.values():
         os.unlink(p)
     return times
@@ -187,11 +213,31 @@ def _child(*argv) -> dict:
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+def compile_bytecode() -> None:
+    """Write pt2format's bytecode (__pycache__) before any fresh interpreter is timed.
+
+    An installed wheel has it (pip compiles at install), and torch's is in
+    site-packages; a checkout run with PYTHONDONTWRITEBYTECODE=1 has none, and
+    every cold row would then compile pt2format's 60-odd modules from source
+    (0.1-0.25 s here), a cost no user pays.
+    """
+    import compileall
+    import importlib.util
+
+    for name in ("pt2format", "pt2format.exporter", "pt2format.loaders"):
+        spec = importlib.util.find_spec(name)
+        for location in spec.submodule_search_locations or ():
+            compileall.compile_dir(location, quiet=1)
+
+
 def _log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-def measure(models, workdir: str, repeat: int, quick: bool) -> list[dict]:
+PARTS = ("save", "warm", "cold")
+
+
+def measure(models, workdir: str, repeat: int, quick: bool, parts=PARTS) -> list[dict]:
     rows = []
     for model in models:
         pt2f, _, inputs = _paths(workdir, model)
@@ -200,15 +246,20 @@ def measure(models, workdir: str, repeat: int, quick: bool) -> list[dict]:
             _child("prepare", model, workdir, str(int(quick)))
         label = {"gpt2": "GPT-2 124M", "deep": "20,000 nodes"}.get(model, model)
         size_mb = os.path.getsize(pt2f) / 2**20
-        _log(f"{model}: saves")
-        s = _child("save", model, workdir, str(repeat))
-        rows.append({"what": f"{label} save, no fsync, replacing a file ({size_mb:.0f} MB)",
-                     "torch": s["torch"], "pt2f": s["pt2f"], "floor": s["raw"]})
-        _log(f"{model}: warm loads")
-        w = _child("warm", model, workdir, str(repeat))
-        rows.append({"what": f"{label} load, warm", "torch": w["load_torch"], "pt2f": w["load_pt2f"]})
-        rows.append({"what": f"{label} `load()` + `.module()` + first output, warm",
-                     "torch": w["first_torch"], "pt2f": w["first_pt2f"]})
+        if "save" in parts:
+            _log(f"{model}: saves")
+            s = _child("save", model, workdir, str(repeat))
+            rows.append({"what": f"{label} save, no fsync, replacing a file ({size_mb:.0f} MB)",
+                         "torch": s["torch"], "pt2f": s["pt2f"], "floor": s["raw"],
+                         "floor_replace": s["raw_replace"]})
+        if "warm" in parts:
+            _log(f"{model}: warm loads")
+            w = _child("warm", model, workdir, str(repeat))
+            rows.append({"what": f"{label} load, warm", "torch": w["load_torch"], "pt2f": w["load_pt2f"]})
+            rows.append({"what": f"{label} `load()` + `.module()` + first output, warm",
+                         "torch": w["first_torch"], "pt2f": w["first_pt2f"]})
+        if "cold" not in parts:
+            continue
         cold = {}
         for fmt, what in (("torch", "load"), ("pt2f", "load"), ("pt2f", "load_module"), ("torch", "first"),
                           ("pt2f", "first"), ("pt2f", "load_module_first")):
@@ -240,6 +291,11 @@ def render(rows, repeat: int) -> str:
         ratio = f"{min(t) / min(p):.1f}× ({statistics.median(t) / statistics.median(p):.1f}×)"
         floor = _fmt(r["floor"]) if "floor" in r else ""
         lines.append(f"| {r['what']} | {_fmt(t)} | {_fmt(p)} | {ratio} | {floor} |")
+    notes = [f"* {r['what'].split(' save')[0]}: the same raw write renamed over the old file with `os.replace`: "
+             f"{_fmt(r['floor_replace'])}" for r in rows if "floor_replace" in r]
+    if notes:
+        lines += ["", "Raw-write floor: `os.write` of the file's bytes, put in place as pt2format's writer does "
+                  "(names exchanged, the old file unlinked in a thread).", *notes]
     return "\n".join(lines)
 
 
@@ -247,6 +303,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--child", nargs="+")
     ap.add_argument("--models", default="gpt2,deep")
+    ap.add_argument("--parts", default=",".join(PARTS),
+                    help="which rows to measure (comma-separated subset of save,warm,cold; all by default)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--workdir")
     ap.add_argument("--quick", action="store_true")
@@ -262,9 +320,13 @@ def main(argv=None) -> int:
             out = child_cold(*rest)
         print(json.dumps(out))
         return 0
+    compile_bytecode()
     workdir = a.workdir or tempfile.mkdtemp(prefix="pt2f-table-")
     os.makedirs(workdir, exist_ok=True)
-    rows = measure(a.models.split(","), workdir, a.repeat, a.quick)
+    parts = a.parts.split(",")
+    if not set(parts) <= set(PARTS):
+        ap.error(f"--parts: expected a subset of {','.join(PARTS)}, got {a.parts}")
+    rows = measure(a.models.split(","), workdir, a.repeat, a.quick, parts)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(rows, f, indent=1)

@@ -3,11 +3,24 @@
 Combining (zlib's `crc32_combine`, which Python's zlib does not expose) lets
 the writer derive a DATA section's checksum from its storages' checksums, and
 the reader verify storages and their section in one pass over the bytes.
+
+The CRC-32 itself comes from ISA-L (`isal`, a dependency: about 10x zlib's
+speed here, 0.03-0.04 s for 500 MB against 0.3 s, and it releases the GIL, so
+two threads checksum at once) when it is importable, else from zlib; both give
+the same values (tests/core/test_crc.py draws inputs to check it).
 """
 
 from __future__ import annotations
 
 import zlib
+
+try:
+    from isal.isal_zlib import crc32 as _fast_crc32
+except ImportError:  # a platform without an isal wheel: zlib gives the same values, slower
+    _fast_crc32 = None
+
+#: CRC-32 of a buffer (continuing `crc`): ISA-L's when installed, zlib's otherwise.
+crc32_raw = _fast_crc32 if _fast_crc32 is not None else zlib.crc32
 
 _POLY = 0xEDB88320  # reflected ISO-HDLC polynomial
 _CHUNK = 16 << 20   # bound the work per zlib call so memoryviews of any size are fine
@@ -57,13 +70,13 @@ def crc32_combine(crc1: int, crc2: int, len2: int) -> int:
 
 
 def crc32(buf, crc: int = 0) -> int:
-    """zlib.crc32 over any buffer (memoryview, mmap slice, bytes), fed in bounded chunks."""
+    """zlib.crc32's value over any buffer (memoryview, mmap slice, bytes), fed in bounded chunks."""
     view = memoryview(buf).cast("B") if not isinstance(buf, (bytes, bytearray)) else buf
     n = len(view)
     if n <= _CHUNK:
-        return zlib.crc32(view, crc)
+        return crc32_raw(view, crc)
     for start in range(0, n, _CHUNK):
-        crc = zlib.crc32(view[start:start + _CHUNK], crc)
+        crc = crc32_raw(view[start:start + _CHUNK], crc)
     return crc
 
 

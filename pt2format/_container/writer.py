@@ -5,31 +5,32 @@ concatenation in memory). On any failure the temp file is removed and a file
 already at the destination is left untouched; `fsync=False` skips the fsyncs,
 never the rename. Output bytes depend only on the inputs.
 
-Replacing a large file: `os.replace` drops the last link to the old file, and
-the filesystem frees its blocks inside that call (0.4 s for 500 MB on ext4).
-The writer keeps a second link to the old file across the rename and drops it
-afterwards in a background thread, so the save returns as soon as the new file
-is in place (see `atomic_write`).
+Replacing a large file: `os.replace` over it would free the old file's blocks
+and (ext4) start the writeback of the new one inside that call, 0.1-0.4 s for
+500 MB. The writer swaps the two names instead (`exchange.swap`, Linux) or
+keeps a second link to the old file across the rename, and unlinks the old
+file afterwards in a background thread, so the save returns as soon as the
+new file is in place (see `atomic_write`).
 
 A save whose weights dominate goes through `write_container_data_first`:
 the data section is written first, at the offset a provisional program
-encoding fixes, and every payload's CRC-32 is computed in the same pass, on
-each chunk while a writer thread puts that chunk in the file (zlib and
-pwrite both release the GIL). The program (which holds the storages'
-checksums) is encoded once the pass is done, while the writer finishes, and
-goes in with the header by positional writes before the fsync and rename.
-The bytes are the same as `write_container`'s.
+encoding fixes, by a writer thread, while the caller's thread computes every
+payload's CRC-32 from the same buffers (ISA-L's CRC and pwrite both release
+the GIL). The program (which holds the storages' checksums) is encoded once
+the checksums are known, while the writer finishes, and goes in with the
+header by positional writes before the fsync and rename. The bytes are the
+same as `write_container`'s.
 """
 
 from __future__ import annotations
 
 import os
-import queue
 import secrets
+import stat
 import threading
-import zlib
 from dataclasses import dataclass
 
+from pt2format._container import exchange
 from pt2format._container.align import DATA_ALIGNMENT, PROGRAM_ALIGNMENT, align_up
 from pt2format._container.crc import crc32, crc32_combine, crc32_zeros
 from pt2format._container.header import (
@@ -145,8 +146,7 @@ class LayoutChanged(Exception):
     """The final program encoding is not as long as the provisional one: the data section sits elsewhere."""
 
 
-_PASS_CHUNK = 8 << 20  # bytes checksummed and written per step of the one-pass data write
-_PASS_AHEAD = 2        # chunks the checksum may run ahead of the writer thread
+_PASS_CHUNK = 64 << 20  # bytes per pwrite of the one-pass data write: few calls, few waits for the GIL
 
 
 def _pwrite_all(fd: int, view, pos: int) -> None:
@@ -156,58 +156,65 @@ def _pwrite_all(fd: int, view, pos: int) -> None:
 
 
 def write_data_checksummed(fd: int, base: int, views, layout: DataLayout, progress=None):
-    """Write each payload at `base` + its offset and return (payload CRCs, section CRC), in one pass.
+    """Write each payload at `base` + its offset and return (payload CRCs, section CRC, join).
 
-    The caller's thread checksums chunk k while a writer thread writes it
-    (the CRC may run `_PASS_AHEAD` chunks ahead); padding is left as a hole
-    (zeros). Returns a function that waits for the writer and re-raises its
-    error, so the caller can encode the program meanwhile.
+    A writer thread puts the payloads in the file (pwrite of at most
+    `_PASS_CHUNK` bytes, from the caller's buffers, no copy) while the
+    caller's thread checksums them: the two do not wait for each other, as
+    the CRC reads the same memory the writer copies (ISA-L's CRC takes a
+    third of the write's time and releases the GIL, like pwrite). Padding is
+    left as a hole (zeros). The returned `join()` waits for the writer and
+    re-raises its error, so the caller can encode the program meanwhile
+    (`join(abandon=True)` stops it instead, for a caller that failed); on an
+    error here the writer is stopped and joined before it propagates.
     """
-    q: queue.Queue = queue.Queue(maxsize=_PASS_AHEAD)
+    for view, size in zip(views, layout.sizes):
+        if len(view) != size:
+            raise ValueError(f"payload changed size while writing: expected {size} bytes, got {len(view)}")
     failure: list = []
-    written = [0]
+    stop = threading.Event()
+    pieces = [(view, base + offset) for view, offset in zip(views, layout.offsets) if len(view)]
 
     def writer():
-        while True:
-            item = q.get()
-            if item is None:
-                return
-            if failure:
-                continue  # drain: the caller must not block on a full queue
-            view, pos = item
-            try:
-                _pwrite_all(fd, view, pos)
-                written[0] += len(view)
-                if progress is not None:
-                    progress(written[0])
-            except BaseException as e:  # noqa: BLE001 - handed to the caller
-                failure.append(e)
+        written = 0
+        try:
+            for view, pos in pieces:
+                for start in range(0, len(view), _PASS_CHUNK):
+                    if stop.is_set():
+                        return
+                    chunk = view[start:start + _PASS_CHUNK]
+                    _pwrite_all(fd, chunk, pos + start)
+                    written += len(chunk)
+                    if progress is not None:
+                        progress(written)
+        except BaseException as e:  # noqa: BLE001 - handed to the caller by join()
+            failure.append(e)
 
     t = threading.Thread(target=writer, name="pt2format-data-writer", daemon=True)
     t.start()
-    crcs, section, cursor = [], 0, 0
+
+    def join(abandon: bool = False):
+        if abandon:  # the caller failed: stop writing a file that will be deleted
+            stop.set()
+        t.join()
+        if failure and not abandon:
+            raise failure[0]
+
     try:
+        crcs, section, cursor = [], 0, 0
         for view, offset, size in zip(views, layout.offsets, layout.sizes):
-            if len(view) != size:
-                raise ValueError(f"payload changed size while writing: expected {size} bytes, got {len(view)}")
-            crc = 0
-            for start in range(0, size, _PASS_CHUNK):
-                chunk = view[start:start + _PASS_CHUNK]
-                q.put((chunk, base + offset + start))
-                crc = zlib.crc32(chunk, crc)
-                if failure:
-                    raise failure[0]
+            if failure:
+                break  # join() below raises it
+            crc = crc32(view)
             crcs.append(crc)
             section = crc32_combine(crc32_zeros(offset - cursor, section), crc, size)
             cursor = offset + size
-    finally:
-        q.put(None)
-
-    def join():
-        t.join()
         if failure:
-            raise failure[0]
-
+            join()
+    except BaseException:
+        stop.set()
+        t.join()  # never leave a thread writing to a descriptor the caller is about to close
+        raise
     return crcs, section, join
 
 
@@ -223,8 +230,10 @@ def write_container_data_first(path, data_offset: int, data_views, data_layout: 
         crcs, section, join = write_data_checksummed(fd, data_offset, data_views, data_layout, progress)
         try:
             header, program = finish(crcs, section)
-        finally:
-            join()
+        except BaseException:
+            join(abandon=True)  # the error of `finish` is the one to report
+            raise
+        join()
         entries = header.sections
         if len(entries) != 2 or entries[1].offset != data_offset or entries[1].length != data_layout.length:
             raise LayoutChanged("the program's final encoding moved the data section")
@@ -254,13 +263,17 @@ def _write_zeros(fd: int, n: int, pos: int) -> int:
 
 
 def atomic_write(path, fill, *, fsync: bool = True, release_old_in_background: bool = True) -> None:
-    """Call `fill(fd)` on a new temp file next to `path`, fsync it, then rename it over `path`.
+    """Call `fill(fd)` on a new temp file next to `path`, fsync it, then put it in place of `path`.
 
-    With `release_old_in_background`, a file already at `path` keeps a hidden
-    second link (`.NAME.HEX.old`) across the rename; a background thread
-    removes that link, so freeing the old file's blocks is off the caller's
-    time. The thread is not a daemon: the interpreter waits for it at exit.
-    A crash between rename and removal leaves that hidden file behind.
+    With `release_old_in_background`, a regular file already at `path` is
+    swapped with the temp file (`exchange.swap`: no writeback forced by the
+    rename, see that module) and then unlinked by a background thread, so
+    neither the rename nor freeing the old file's blocks is on the caller's
+    time. Where the swap is unavailable, the old file keeps a hidden second
+    link (`.NAME.HEX.old`) across `os.replace`, removed in the background.
+    The thread is not a daemon: the interpreter waits for it at exit. A crash
+    between the swap (or rename) and the removal leaves that hidden file
+    behind.
     """
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
@@ -276,9 +289,12 @@ def atomic_write(path, fill, *, fsync: bool = True, release_old_in_background: b
                 os.fsync(fd)
         finally:
             os.close(fd)
-        if release_old_in_background:
-            old = _keep_old_link(path, os.path.join(directory, stem + ".old"))
-        os.replace(tmp, path)
+        if release_old_in_background and _swap_with_regular_file(tmp, path):
+            old, tmp = tmp, None  # the temp name now holds the old file
+        else:
+            if release_old_in_background:
+                old = _keep_old_link(path, os.path.join(directory, stem + ".old"))
+            os.replace(tmp, path)
     except BaseException:
         for leftover in (tmp, old):
             if leftover is not None:
@@ -294,6 +310,26 @@ def atomic_write(path, fill, *, fsync: bool = True, release_old_in_background: b
         with _pending_lock:
             _pending.add(t)
         t.start()
+
+
+def _swap_with_regular_file(tmp: str, path: str) -> bool:
+    """Exchange `tmp` and `path` if `path` is a regular file (never a symlink, directory or device).
+
+    Should another process put something else at `path` between the check
+    and the swap, the swap is undone and False sends the caller to
+    `os.replace`, which treats it as a rename always has.
+    """
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return False
+    except OSError:
+        return False
+    if not exchange.swap(tmp, path):
+        return False
+    if stat.S_ISREG(os.lstat(tmp).st_mode):
+        return True
+    exchange.swap(tmp, path)  # a race replaced `path` with something else: put it back
+    return False
 
 
 _pending: set = set()

@@ -232,7 +232,15 @@ def test_partial_writes_are_completed(tmp_path, monkeypatch):
 
 # -- replacing a file: the old one is released off the critical path ----------
 
-def test_replaced_file_is_released_in_background(tmp_path, monkeypatch):
+@pytest.fixture(params=["swap", "link"])
+def replace_mode(request, monkeypatch):
+    """Both ways a save puts its file in place: the name exchange, and the extra link + os.replace."""
+    if request.param == "link":
+        monkeypatch.setattr(writer.exchange, "swap", lambda a, b: False)  # a system without renameat2
+    return request.param
+
+
+def test_replaced_file_is_released_in_background(tmp_path, monkeypatch, replace_mode):
     path = tmp_path / "m"
     _api.write_package(path, tiny_package((4,)), float_payloads((4,)), fsync=False)
     old_inode = os.stat(path).st_ino
@@ -243,23 +251,100 @@ def test_replaced_file_is_released_in_background(tmp_path, monkeypatch):
     _api.write_package(path, tiny_package((6,)), float_payloads((6,)), fsync=False)
     writer.wait_for_released()
     assert os.stat(path).st_ino != old_inode
-    assert len(unlinked) == 1 and unlinked[0].startswith(".m.") and unlinked[0].endswith(".old")
+    assert len(unlinked) == 1 and unlinked[0].startswith(".m.")
+    assert unlinked[0].endswith(".tmp" if replace_mode == "swap" else ".old")
     assert os.fstat(reader.fileno()).st_nlink == 0  # the old file has no name left
+    assert os.fstat(reader.fileno()).st_ino == old_inode
     reader.close()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]
+    with _api.read(path, verify_data=True) as f:  # the new file, whole
+        assert f.package.tensors[0].sizes == [6]
 
 
-def test_failed_rename_keeps_old_file_and_drops_extra_link(tmp_path, monkeypatch):
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="renameat2 is Linux's")
+def test_linux_swaps_names_instead_of_renaming_over(tmp_path, monkeypatch):
+    """On Linux the old file is exchanged, not renamed over (ext4 would start the new file's writeback)."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.write_bytes(b"a")
+    b.write_bytes(b"b")
+    if not writer.exchange.swap(str(a), str(b)):
+        pytest.skip("this filesystem refuses RENAME_EXCHANGE")
+    assert (a.read_bytes(), b.read_bytes()) == (b"b", b"a")
+    a.unlink()
+    b.unlink()
+    path = _existing(tmp_path)
+    replaced = []
+    real = os.replace
+    monkeypatch.setattr(writer.os, "replace", lambda a, b: (replaced.append(b), real(a, b))[1])
+    _api.write_package(path, tiny_package((4,)), float_payloads((4,)), fsync=False)
+    writer.wait_for_released()
+    assert replaced == []
+    with _api.read(path, verify_data=True) as f:
+        assert f.package.tensors[0].sizes == [4]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]
+
+
+def test_no_existing_file_is_renamed_into_place(tmp_path, replace_mode):
+    path = tmp_path / "new.pt2f"
+    _api.write_package(path, tiny_package((4,)), float_payloads((4,)), fsync=False)
+    writer.wait_for_released()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["new.pt2f"]
+    with _api.read(path, verify_data=True):
+        pass
+
+
+def test_failed_rename_keeps_old_file_and_drops_extra_link(tmp_path, monkeypatch, replace_mode):
     path = _existing(tmp_path)
 
-    def refuse(src, dst):
+    def refuse(*args):
         raise OSError("rename refused")
 
     monkeypatch.setattr(writer.os, "replace", refuse)
+    monkeypatch.setattr(writer.exchange, "swap", refuse)
     with pytest.raises(OSError, match="rename refused"):
         _api.write_package(path, tiny_package((4,)), float_payloads((4,)), fsync=False)
     _assert_untouched(path)
     assert os.stat(path).st_nlink == 1
+
+
+def test_unsupported_swap_falls_back_to_replace(tmp_path, monkeypatch):
+    """renameat2 failing with EINVAL (a filesystem without RENAME_EXCHANGE) means: os.replace."""
+    import errno
+
+    path = _existing(tmp_path)
+    monkeypatch.setattr(writer.exchange, "_function", lambda: (
+        lambda *a: -1, type("C", (), {"get_errno": staticmethod(lambda: errno.EINVAL)})))
+    replaced = []
+    real = os.replace
+    monkeypatch.setattr(writer.os, "replace", lambda a, b: (replaced.append(b), real(a, b))[1])
+    _api.write_package(path, tiny_package((4,)), float_payloads((4,)), fsync=False)
+    writer.wait_for_released()
+    assert replaced == [str(path)]
+    assert path.read_bytes() != b"previous contents"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="renameat2 is Linux's")
+def test_directory_raced_into_place_is_not_swapped(tmp_path, monkeypatch):
+    """A directory put at the path between the check and the swap is swapped back, and the save fails."""
+    path = tmp_path / "m.pt2f"
+    path.write_bytes(b"previous contents")
+    real_swap = writer.exchange.swap
+    raced = []
+
+    def racing_swap(a, b):
+        if not raced:
+            raced.append(1)
+            os.unlink(b)
+            os.mkdir(b)
+        return real_swap(a, b)
+
+    monkeypatch.setattr(writer.exchange, "swap", racing_swap)
+    with pytest.raises(OSError):
+        _api.write_package(path, tiny_package((4,)), float_payloads((4,)), fsync=False)
+    writer.wait_for_released()
+    assert path.is_dir()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]
 
 
 def test_symlink_destination_is_not_linked(tmp_path):

@@ -138,3 +138,54 @@ def test_fsync_before_rename(tmp_path, monkeypatch, data_first):
     path = tmp_path / "m"
     _api.write_package(path, tiny_package(SIZES), float_payloads(SIZES))
     assert synced and data_first == [1]
+
+
+def test_failing_checksum_stops_the_writer(tmp_path, monkeypatch, data_first):
+    """An error on the checksumming side stops and joins the writer thread before the temp file is closed."""
+    import threading
+
+    path = _existing(tmp_path)
+
+    def crc_fails(view, crc=0):
+        raise RuntimeError("checksum crashed")
+
+    monkeypatch.setattr(writer, "crc32", crc_fails)
+    with pytest.raises(RuntimeError, match="checksum crashed"):
+        _api.write_package(path, tiny_package(SIZES), float_payloads(SIZES))
+    assert not [t for t in threading.enumerate() if t.name == "pt2format-data-writer"]
+    _assert_untouched(path)
+
+
+def test_failing_final_encode_stops_the_writer(tmp_path, monkeypatch, data_first):
+    """When the final encode fails, the writer stops at its next chunk instead of writing the whole temp file."""
+    import threading
+    import time
+
+    path = _existing(tmp_path)
+    encode_failed = threading.Event()
+    real_pwrite = os.pwrite
+    written = []
+
+    def pwrite(fd, data, pos):
+        if not written:  # hold the first chunk until the encode has failed and the caller had time to say stop
+            encode_failed.wait(timeout=10)
+            time.sleep(0.5)
+        written.append(len(data))
+        return real_pwrite(fd, data, pos)
+
+    monkeypatch.setattr(writer.os, "pwrite", pwrite)
+    real = _api._codecs.encode
+    calls = []
+
+    def second_fails(package, encoding):
+        calls.append(1)
+        if len(calls) == 2:
+            encode_failed.set()
+            raise RuntimeError("encoder crashed")
+        return real(package, encoding)
+
+    monkeypatch.setattr(_api._codecs, "encode", second_fails)
+    with pytest.raises(RuntimeError, match="encoder crashed"):
+        _api.write_package(path, tiny_package(SIZES), float_payloads(SIZES))
+    assert len(written) == 1  # of the many 64-byte chunks (see the fixture), only the one in flight
+    _assert_untouched(path)
