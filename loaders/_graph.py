@@ -32,6 +32,7 @@ from pt2format.errors import LoadError, Pt2FormatError
 from pt2format.vocab.enums import SCHEMA_TO_LAYOUT
 
 from ._arguments import _SAME, ArgumentLoader
+from ._fake_tensors import FakeTensorMaker
 from ._metadata import DERIVE_TENSOR_META, DERIVE_TENSOR_META_GRAD, derive_tensor_meta
 from ._names import check_constant_string, check_identifier
 from ._targets import check_call_binding, resolve_target
@@ -87,6 +88,7 @@ class GraphBuilder(ArgumentLoader):
     def __init__(self, shape, fake_mode, metadata, constants: dict):
         self.shape = shape
         self.fake_mode = fake_mode
+        self._fake = FakeTensorMaker(fake_mode)
         self.metadata = metadata
         self.constants = constants  # custom objects by name, for arguments that are not placeholders
         self.custom_meta: dict[int, dict] = {}  # id(fx graph) -> its graph module's meta["custom"]
@@ -188,7 +190,9 @@ class GraphBuilder(ArgumentLoader):
         dtype = dtype_from_schema(m.dtype, f"{path}.dtype")
         device = device_from_schema(m.device, f"{path}.device")
         layout = SCHEMA_TO_LAYOUT.get(int(m.layout))
-        sizes = [sy(s, f"{path}.sizes[{i}]") for i, s in enumerate(m.sizes)]
+        # A concrete size (expr < 0) is its value: no path string is made for the 100,000 sizes of a large graph.
+        sizes = [s.value if s is not None and s.expr < 0 else sy(s, f"{path}.sizes[{i}]")
+                 for i, s in enumerate(m.sizes)]
         if layout in (torch.sparse_coo, torch.sparse_csr, torch.sparse_csc):
             # A sparse value's metadata is its layout and dense shape (no nnz): an empty sparse fake.
             try:
@@ -204,7 +208,8 @@ class GraphBuilder(ArgumentLoader):
         if layout is not torch.strided:
             raise LoadError("only strided and COO/CSR/CSC tensor values can be rebuilt", path=path,
                             expected="STRIDED, SPARSE_COO, SPARSE_CSR or SPARSE_CSC", got=m.layout)
-        strides = [sy(s, f"{path}.strides[{i}]") for i, s in enumerate(m.strides)]
+        strides = [s.value if s is not None and s.expr < 0 else sy(s, f"{path}.strides[{i}]")
+                   for i, s in enumerate(m.strides)]
         if len(strides) != len(sizes):
             raise LoadError("sizes and strides differ in length", path=path, expected=len(sizes), got=len(strides))
         offset = sy(m.storage_offset, f"{path}.storage_offset") if m.storage_offset is not None else 0
@@ -220,7 +225,7 @@ class GraphBuilder(ArgumentLoader):
             meta = torch.empty((extent,), dtype=dtype, device="meta").as_strided(sizes, strides, offset)
         if m.requires_grad:
             meta.requires_grad_(True)
-        return FakeTensor(self.fake_mode, meta, device)
+        return self._fake(meta, device)
 
     # -- placeholders ------------------------------------------------------------
     def _placeholder(self, a, i, constant_names, path):
