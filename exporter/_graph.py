@@ -72,6 +72,20 @@ def _deferred_unpacks(nodes, unpackers, alias) -> dict:
     return out
 
 
+class _Target:
+    """A node target's file name, and for an operator overload its schema's arguments (read from torch's
+    schema once: `schema.arguments` builds new objects on every access)."""
+
+    __slots__ = ("target", "name", "schema", "is_hop", "arguments", "n_positional", "names")
+
+    def __init__(self, target, name: str, schema, is_hop: bool):
+        self.target, self.name, self.schema, self.is_hop = target, name, schema, is_hop
+        params = schema.arguments if schema is not None else ()
+        self.arguments = [(a.name, a.kwarg_only, a.real_type) for a in params]
+        self.n_positional = sum(1 for a in params if not a.kwarg_only)
+        self.names = frozenset(a.name for a in params)
+
+
 class _GraphState:
     """Value tables of the graph being converted."""
 
@@ -96,6 +110,8 @@ class GraphExporter(ArgumentExporter):
         self.custom_objs = custom_objs  # constants found inline as arguments: name -> object
         self.st: _GraphState | None = None
         self.treespecs = TreeSpecExporter()  # the program's, when it sets one (namedtuple_defs)
+        self._targets: dict[int, _Target] = {}  # id(target) -> what _node needs of it
+        self._tensor_metas: dict[tuple, TensorMeta] = {}  # concrete tensor properties -> their TensorMeta
 
     # -- graphs --------------------------------------------------------------
     def export(self, gm: torch.fx.GraphModule, path: str = "graph", constant_input_names=None) -> Graph:
@@ -159,11 +175,23 @@ class GraphExporter(ArgumentExporter):
         self.st.value_names.add(name)
 
     def tensor_meta(self, t: torch.Tensor, path: str) -> TensorMeta:
+        """The TensorMeta of `t`; one shared object per distinct concrete (dtype, sizes, strides, offset,
+        requires_grad, device), since a large graph has 20,000 values of a few shapes (the tree is only
+        written, never changed in place, so sharing gives the same bytes)."""
+        key = None
+        if t.layout == torch.strided:
+            key = (t.dtype, tuple(t.shape), t.stride(), t.storage_offset(), t.requires_grad, t.device)
+            try:
+                meta = self._tensor_metas.get(key)
+            except TypeError:  # a symbolic size (SymInt is unhashable): converted each time
+                key = meta = None
+            if meta is not None:
+                return meta
         sy = self.symbols
         if t.dtype not in DTYPE_TO_SCALAR_TYPE:
             raise ExportError("dtype has no schema value", path=path, expected="a ScalarType", got=str(t.dtype))
         strided = t.layout == torch.strided
-        return TensorMeta(
+        meta = TensorMeta(
             dtype=DTYPE_TO_SCALAR_TYPE[t.dtype],
             sizes=[sy.sym_int(s) for s in t.shape],
             strides=[sy.sym_int(s) for s in t.stride()] if strided else [],
@@ -172,6 +200,9 @@ class GraphExporter(ArgumentExporter):
             device=device_to_schema(t.device),
             layout=LAYOUT_TO_SCHEMA[t.layout],
         )
+        if key is not None:
+            self._tensor_metas[key] = meta
+        return meta
 
     def _value(self, name: str, v, path: str):
         """Register the value `name` (meta `v`) and return the argument that names it."""
@@ -217,21 +248,32 @@ class GraphExporter(ArgumentExporter):
             g.outputs = [Argument(self.argument(a, None, f"{path}[{i}]")) for i, a in enumerate(res)]
 
     # -- nodes ---------------------------------------------------------------
-    def _node(self, n: torch.fx.Node, path: str) -> Node:
-        target = n.target
+    def _target(self, target, path: str) -> _Target:
+        """What `_node` needs of a target, worked out once per target (20,000 nodes call a few operators)."""
+        t = self._targets.get(id(target))
+        if t is not None:
+            return t
         name, kind = target_name(target, path)
         if not is_core(target) and name not in self.operators:
             self.operators[name] = operator_schema(target, name, kind)
-        node = Node(name=n.name, target=name)
-        if isinstance(target, torch._ops.OpOverload):
-            node.inputs = self._schema_inputs(target._schema, n, path)
+        schema = target._schema if isinstance(target, torch._ops.OpOverload) else None
+        t = _Target(target, name, schema, isinstance(target, torch._ops.HigherOrderOperator))
+        self._targets[id(target)] = t  # holds `target`: its id is not reused while the exporter lives
+        return t
+
+    def _node(self, n: torch.fx.Node, path: str) -> Node:
+        target = n.target
+        t = self._target(target, path)
+        node = Node(name=n.name, target=t.name)
+        if t.schema is not None:
+            node.inputs = self._schema_inputs(t, n, path)
         else:
             node.inputs = [self._named("", a, ArgumentKind.POSITIONAL, None, f"{path}.args[{i}]")
                            for i, a in enumerate(n.args)]
             node.inputs += [self._named(k, a, ArgumentKind.KEYWORD, None, f"{path}.kwargs[{k}]")
                             for k, a in n.kwargs.items()]
         node.outputs, node.unbound_outputs = self._outputs(n, path)
-        if isinstance(target, torch._ops.HigherOrderOperator):
+        if t.is_hop:
             node.is_hop_single_tensor_return = isinstance(n.meta.get("val"), torch.Tensor)
         node.deferred_unpacks = [DeferredUnpack(position=i, after=a)
                                  for i, a in sorted(self.st.deferred.get(n, {}).items())]
@@ -251,20 +293,16 @@ class GraphExporter(ArgumentExporter):
         return NamedArgument(name=name, value=self.argument(a, arg_type, path), kind=kind,
                              is_tuple=type(a) is tuple)
 
-    def _schema_inputs(self, schema, n: torch.fx.Node, path):
+    def _schema_inputs(self, t: _Target, n: torch.fx.Node, path):
         out = []
         args, kwargs = n.args, n.kwargs
-        for i, sa in enumerate(schema.arguments):
-            if sa.name in kwargs:
-                out.append(self._named(sa.name, kwargs[sa.name], ArgumentKind.KEYWORD, sa.real_type,
-                                       f"{path}.kwargs[{sa.name}]"))
-            elif not sa.kwarg_only and i < len(args):
-                out.append(self._named(sa.name, args[i], ArgumentKind.POSITIONAL, sa.real_type,
-                                       f"{path}.args[{i}]"))
-        n_pos = sum(1 for sa in schema.arguments if not sa.kwarg_only)
-        extra = set(kwargs) - {sa.name for sa in schema.arguments}
-        if len(args) > n_pos or extra:
-            raise ExportError("arguments do not match the operator schema", path=path, expected=str(schema),
+        for i, (name, kwarg_only, real_type) in enumerate(t.arguments):
+            if name in kwargs:
+                out.append(self._named(name, kwargs[name], ArgumentKind.KEYWORD, real_type, f"{path}.kwargs[{name}]"))
+            elif not kwarg_only and i < len(args):
+                out.append(self._named(name, args[i], ArgumentKind.POSITIONAL, real_type, f"{path}.args[{i}]"))
+        if len(args) > t.n_positional or (kwargs and not t.names.issuperset(kwargs)):
+            raise ExportError("arguments do not match the operator schema", path=path, expected=str(t.schema),
                               got=f"{len(args)} positional, keywords {sorted(kwargs)}")
         return out
 
