@@ -36,37 +36,32 @@ def load_program(path, *, program, map_location, weights, copy, verify_data, ext
     """
     from pt2format import _extras
     from pt2format._api import read
-    from pt2format._nogc import no_gc
     from pt2format._source import is_pathlike
 
-    # The collector stays off from the decode on, not only for the build: the decoded tables are a million
-    # objects none of which is garbage, and collections during the decode would traverse them (and the
-    # objects of torch itself) again and again.
-    with no_gc():
-        f = read(path, verify_data=verify_data, copy_on_write=True, mmap=mmap)  # once, whatever the source
-        try:
-            if prefetch and mmap and weights and not copy and f.package.storages and is_pathlike(path):
-                from ._prefetch import prefetch as start_prefetch
-                start_prefetch(os.fspath(path), [f.storage_view(i) for i in range(len(f.package.storages))])
-            if weight_set is None:
-                ep = build_program(f.package, program, f.storage_view, map_location=map_location, weights=weights,
-                                   copy=copy, file_key=f.file_key, allow_subclasses=allow_subclasses)
-            else:  # the program with meta state, then the set's tensors from the same decoded file
-                from ._weights import attach_tensors, tensors_of
+    f = read(path, verify_data=verify_data, copy_on_write=True, mmap=mmap)  # once, whatever the source
+    try:
+        if prefetch and mmap and weights and not copy and f.package.storages and is_pathlike(path):
+            from ._prefetch import prefetch as start_prefetch
+            start_prefetch(os.fspath(path), [f.storage_view(i) for i in range(len(f.package.storages))])
+        if weight_set is None:
+            ep = build_program(f.package, program, f.storage_view, map_location=map_location, weights=weights,
+                               copy=copy, file_key=f.file_key, allow_subclasses=allow_subclasses)
+        else:  # the program with meta state, then the set's tensors from the same decoded file
+            from ._weights import attach_tensors, tensors_of
 
-                ep = build_program(f.package, program, f.storage_view, map_location=map_location, weights=False,
-                                   file_key=f.file_key, allow_subclasses=allow_subclasses)
-                if weights:
-                    attach_tensors(ep, tensors_of(f, program=program, weight_set=weight_set, map_location=map_location,
-                                                  copy=copy, allow_subclasses=allow_subclasses))
-            if extra_files is not None:
-                extra_files.clear()
-                extra_files.update(_extras.extra_files_dict(f))
-            if metadata is not None:
-                metadata.clear()
-                metadata.update(_extras.metadata_dict(f.package))
-            return ep
-        except Pt2FormatError as e:
-            raise e.with_context(file=f.path)
-        finally:
-            f.close()  # tensors keep their views (and so the map) alive
+            ep = build_program(f.package, program, f.storage_view, map_location=map_location, weights=False,
+                               file_key=f.file_key, allow_subclasses=allow_subclasses)
+            if weights:
+                attach_tensors(ep, tensors_of(f, program=program, weight_set=weight_set, map_location=map_location,
+                                              copy=copy, allow_subclasses=allow_subclasses))
+        if extra_files is not None:
+            extra_files.clear()
+            extra_files.update(_extras.extra_files_dict(f))
+        if metadata is not None:
+            metadata.clear()
+            metadata.update(_extras.metadata_dict(f.package))
+        return ep
+    except Pt2FormatError as e:
+        raise e.with_context(file=f.path)
+    finally:
+        f.close()  # tensors keep their views (and so the map) alive
