@@ -180,13 +180,12 @@ class GraphExporter(ArgumentExporter):
         written, never changed in place, so sharing gives the same bytes)."""
         key = None
         if t.layout == torch.strided:
-            key = (t.dtype, tuple(t.shape), t.stride(), t.storage_offset(), t.requires_grad, t.device)
-            try:
+            sizes, strides, offset = tuple(t.shape), t.stride(), t.storage_offset()
+            if type(offset) is int and all(type(d) is int for d in sizes) and all(type(d) is int for d in strides):
+                key = (t.dtype, sizes, strides, offset, t.requires_grad, t.device)  # symbolic: converted each time
                 meta = self._tensor_metas.get(key)
-            except TypeError:  # a symbolic size (SymInt is unhashable): converted each time
-                key = meta = None
-            if meta is not None:
-                return meta
+                if meta is not None:
+                    return meta
         sy = self.symbols
         if t.dtype not in DTYPE_TO_SCALAR_TYPE:
             raise ExportError("dtype has no schema value", path=path, expected="a ScalarType", got=str(t.dtype))
