@@ -13,51 +13,22 @@ import operator
 
 import torch
 import torch.fx
-import torch.utils._pytree as pytree
-from torch.export import exported_program as ep_mod
 
 from pt2format._generated.model import (
-    TreeSpecArgument,
-    DeferredUnpack,
-    MixedListArgument,
     Argument,
     ArgumentKind,
-    ArgumentMapEntry,
-    BoolArgument,
-    BoolListArgument,
-    ComplexArgument,
     CustomObjArgument,
-    DeviceArgument,
-    FloatArgument,
-    FloatListArgument,
-    FloatListListArgument,
+    DeferredUnpack,
     Graph,
-    GraphArgument,
-    IntArgument,
-    IntListArgument,
-    IntListListArgument,
-    LayoutArgument,
-    MemoryFormatArgument,
     NamedArgument,
-    NestedTensorListArgument,
     Node,
     NodeMetadata,
     NoneArgument,
-    OperatorArgument,
-    OptionalTensorArgument,
-    OptionalTensorListArgument,
-    ScalarTypeArgument,
-    StringArgument,
-    StringListArgument,
-    StringToArgumentMapArgument,
     SymBoolArgument,
-    SymBoolListArgument,
     SymBoolValue,
     SymFloatArgument,
-    SymFloatListArgument,
     SymFloatValue,
     SymIntArgument,
-    SymIntListArgument,
     SymIntValue,
     TensorArgument,
     TensorListArgument,
@@ -69,25 +40,14 @@ from pt2format.errors import ExportError
 
 from ._treespec import TreeSpecExporter
 from pt2format.vocab.enums import ints as _ints
-from pt2format.vocab.enums import DTYPE_TO_SCALAR_TYPE, LAYOUT_TO_SCHEMA, MEMORY_FORMAT_TO_SCHEMA, device_to_schema
+from pt2format.vocab.enums import DTYPE_TO_SCALAR_TYPE, LAYOUT_TO_SCHEMA, device_to_schema
+from ._arguments import ArgumentExporter, _class_fqn, _is_custom_obj_val
 from ._operators import is_core, operator_schema, target_name
 from ._values import map_value
 
 ArgumentKind = _ints(ArgumentKind)
 
 _SYM_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
-
-
-def _is_custom_obj_val(v) -> bool:
-    return isinstance(v, (ep_mod.CustomObjArgument, torch.ScriptObject)) or type(v).__name__ == "FakeScriptObject"
-
-
-def _class_fqn(v) -> str:
-    if isinstance(v, ep_mod.CustomObjArgument):
-        return v.class_fqn
-    if isinstance(v, torch.ScriptObject):
-        return v._type().qualified_name()
-    return v.script_class_name if hasattr(v, "script_class_name") else type(v).__name__
 
 
 def _deferred_unpacks(nodes, unpackers, alias) -> dict:
@@ -112,6 +72,20 @@ def _deferred_unpacks(nodes, unpackers, alias) -> dict:
     return out
 
 
+class _Target:
+    """A node target's file name, and for an operator overload its schema's arguments (read from torch's
+    schema once: `schema.arguments` builds new objects on every access)."""
+
+    __slots__ = ("target", "name", "schema", "is_hop", "arguments", "n_positional", "names")
+
+    def __init__(self, target, name: str, schema, is_hop: bool):
+        self.target, self.name, self.schema, self.is_hop = target, name, schema, is_hop
+        params = schema.arguments if schema is not None else ()
+        self.arguments = [(a.name, a.kwarg_only, a.real_type) for a in params]
+        self.n_positional = sum(1 for a in params if not a.kwarg_only)
+        self.names = frozenset(a.name for a in params)
+
+
 class _GraphState:
     """Value tables of the graph being converted."""
 
@@ -126,7 +100,7 @@ class _GraphState:
         self.deferred: dict[torch.fx.Node, dict[int, str]] = {}  # producer -> position -> node it follows
 
 
-class GraphExporter:
+class GraphExporter(ArgumentExporter):
     """Converts the graphs of one program; shares its symbol table, tensor table and metadata converter."""
 
     def __init__(self, symbols, metadata, operators: dict, custom_objs: dict):
@@ -136,6 +110,8 @@ class GraphExporter:
         self.custom_objs = custom_objs  # constants found inline as arguments: name -> object
         self.st: _GraphState | None = None
         self.treespecs = TreeSpecExporter()  # the program's, when it sets one (namedtuple_defs)
+        self._targets: dict[int, _Target] = {}  # id(target) -> what _node needs of it
+        self._tensor_metas: dict[tuple, TensorMeta] = {}  # concrete tensor properties -> their TensorMeta
 
     # -- graphs --------------------------------------------------------------
     def export(self, gm: torch.fx.GraphModule, path: str = "graph", constant_input_names=None) -> Graph:
@@ -199,11 +175,22 @@ class GraphExporter:
         self.st.value_names.add(name)
 
     def tensor_meta(self, t: torch.Tensor, path: str) -> TensorMeta:
+        """The TensorMeta of `t`; one shared object per distinct concrete (dtype, sizes, strides, offset,
+        requires_grad, device), since a large graph has 20,000 values of a few shapes (the tree is only
+        written, never changed in place, so sharing gives the same bytes)."""
+        key = None
+        if t.layout == torch.strided:
+            sizes, strides, offset = tuple(t.shape), t.stride(), t.storage_offset()
+            if type(offset) is int and all(type(d) is int for d in sizes) and all(type(d) is int for d in strides):
+                key = (t.dtype, sizes, strides, offset, t.requires_grad, t.device)  # symbolic: converted each time
+                meta = self._tensor_metas.get(key)
+                if meta is not None:
+                    return meta
         sy = self.symbols
         if t.dtype not in DTYPE_TO_SCALAR_TYPE:
             raise ExportError("dtype has no schema value", path=path, expected="a ScalarType", got=str(t.dtype))
         strided = t.layout == torch.strided
-        return TensorMeta(
+        meta = TensorMeta(
             dtype=DTYPE_TO_SCALAR_TYPE[t.dtype],
             sizes=[sy.sym_int(s) for s in t.shape],
             strides=[sy.sym_int(s) for s in t.stride()] if strided else [],
@@ -212,6 +199,9 @@ class GraphExporter:
             device=device_to_schema(t.device),
             layout=LAYOUT_TO_SCHEMA[t.layout],
         )
+        if key is not None:
+            self._tensor_metas[key] = meta
+        return meta
 
     def _value(self, name: str, v, path: str):
         """Register the value `name` (meta `v`) and return the argument that names it."""
@@ -257,21 +247,32 @@ class GraphExporter:
             g.outputs = [Argument(self.argument(a, None, f"{path}[{i}]")) for i, a in enumerate(res)]
 
     # -- nodes ---------------------------------------------------------------
-    def _node(self, n: torch.fx.Node, path: str) -> Node:
-        target = n.target
+    def _target(self, target, path: str) -> _Target:
+        """What `_node` needs of a target, worked out once per target (20,000 nodes call a few operators)."""
+        t = self._targets.get(id(target))
+        if t is not None:
+            return t
         name, kind = target_name(target, path)
         if not is_core(target) and name not in self.operators:
             self.operators[name] = operator_schema(target, name, kind)
-        node = Node(name=n.name, target=name)
-        if isinstance(target, torch._ops.OpOverload):
-            node.inputs = self._schema_inputs(target._schema, n, path)
+        schema = target._schema if isinstance(target, torch._ops.OpOverload) else None
+        t = _Target(target, name, schema, isinstance(target, torch._ops.HigherOrderOperator))
+        self._targets[id(target)] = t  # holds `target`: its id is not reused while the exporter lives
+        return t
+
+    def _node(self, n: torch.fx.Node, path: str) -> Node:
+        target = n.target
+        t = self._target(target, path)
+        node = Node(name=n.name, target=t.name)
+        if t.schema is not None:
+            node.inputs = self._schema_inputs(t, n, path)
         else:
             node.inputs = [self._named("", a, ArgumentKind.POSITIONAL, None, f"{path}.args[{i}]")
                            for i, a in enumerate(n.args)]
             node.inputs += [self._named(k, a, ArgumentKind.KEYWORD, None, f"{path}.kwargs[{k}]")
                             for k, a in n.kwargs.items()]
         node.outputs, node.unbound_outputs = self._outputs(n, path)
-        if isinstance(target, torch._ops.HigherOrderOperator):
+        if t.is_hop:
             node.is_hop_single_tensor_return = isinstance(n.meta.get("val"), torch.Tensor)
         node.deferred_unpacks = [DeferredUnpack(position=i, after=a)
                                  for i, a in sorted(self.st.deferred.get(n, {}).items())]
@@ -291,20 +292,16 @@ class GraphExporter:
         return NamedArgument(name=name, value=self.argument(a, arg_type, path), kind=kind,
                              is_tuple=type(a) is tuple)
 
-    def _schema_inputs(self, schema, n: torch.fx.Node, path):
+    def _schema_inputs(self, t: _Target, n: torch.fx.Node, path):
         out = []
         args, kwargs = n.args, n.kwargs
-        for i, sa in enumerate(schema.arguments):
-            if sa.name in kwargs:
-                out.append(self._named(sa.name, kwargs[sa.name], ArgumentKind.KEYWORD, sa.real_type,
-                                       f"{path}.kwargs[{sa.name}]"))
-            elif not sa.kwarg_only and i < len(args):
-                out.append(self._named(sa.name, args[i], ArgumentKind.POSITIONAL, sa.real_type,
-                                       f"{path}.args[{i}]"))
-        n_pos = sum(1 for sa in schema.arguments if not sa.kwarg_only)
-        extra = set(kwargs) - {sa.name for sa in schema.arguments}
-        if len(args) > n_pos or extra:
-            raise ExportError("arguments do not match the operator schema", path=path, expected=str(schema),
+        for i, (name, kwarg_only, real_type) in enumerate(t.arguments):
+            if name in kwargs:
+                out.append(self._named(name, kwargs[name], ArgumentKind.KEYWORD, real_type, f"{path}.kwargs[{name}]"))
+            elif not kwarg_only and i < len(args):
+                out.append(self._named(name, args[i], ArgumentKind.POSITIONAL, real_type, f"{path}.args[{i}]"))
+        if len(args) > t.n_positional or (kwargs and not t.names.issuperset(kwargs)):
+            raise ExportError("arguments do not match the operator schema", path=path, expected=str(t.schema),
                               got=f"{len(args)} positional, keywords {sorted(kwargs)}")
         return out
 
@@ -369,161 +366,3 @@ class GraphExporter:
                 name = users[0].name if users else self._fresh_name(f"{n.name}_unused_{i}")
                 outs.append(Argument(self._value(name, m, path)))
         return outs, unbound
-
-    # -- arguments -----------------------------------------------------------
-    def argument(self, a, arg_type, path):
-        """A Python/FX argument -> an ArgumentValue union member."""
-        if isinstance(a, torch.fx.Node):
-            return self._node_ref(a, path)
-        t = type(a)
-        if a is None:
-            return NoneArgument()
-        if t is bool:
-            return BoolArgument(a)
-        if t is int:
-            return IntArgument(a)
-        if t is float:
-            return FloatArgument(a)
-        if t is str:
-            return StringArgument(a)
-        if t is complex:
-            return ComplexArgument(a.real, a.imag)
-        if isinstance(a, torch.dtype):
-            return ScalarTypeArgument(DTYPE_TO_SCALAR_TYPE[a])
-        if isinstance(a, torch.device):
-            return DeviceArgument(device_to_schema(a))
-        if isinstance(a, torch.memory_format):
-            return MemoryFormatArgument(MEMORY_FORMAT_TO_SCHEMA[a])
-        if isinstance(a, torch.layout):
-            return LayoutArgument(LAYOUT_TO_SCHEMA[a])
-        if isinstance(a, (list, tuple)):
-            return self._list(a, arg_type, path)
-        if isinstance(a, dict):
-            entries = []
-            for k, v in a.items():
-                if not isinstance(k, str):
-                    raise ExportError("dict arguments need string keys", path=path, expected="str", got=type(k).__name__)
-                entries.append(ArgumentMapEntry(key=k, value=Argument(self.argument(v, None, f"{path}[{k!r}]"))))
-            return StringToArgumentMapArgument(entries=entries)
-        if isinstance(a, (torch._ops.OpOverload, torch._ops.HigherOrderOperator)):
-            name, kind = target_name(a, path)
-            if not is_core(a) and name not in self.operators:
-                self.operators[name] = operator_schema(a, name, kind)
-            return OperatorArgument(name=name)
-        if _is_custom_obj_val(a):
-            name = f"_custom_obj_{len(self.custom_objs)}"
-            self.custom_objs[name] = a
-            return CustomObjArgument(name=name, class_fqn=_class_fqn(a))
-        raise ExportError("argument has no schema type", path=path, expected="a torch schema argument type",
-                          got=f"{t.__module__}.{t.__qualname__}")
-
-    def _node_ref(self, a: torch.fx.Node, path):
-        if a.op == "get_attr":
-            attr = getattr(self.st.gm, a.target, None) if isinstance(a.target, str) else None
-            if isinstance(attr, torch.fx.GraphModule):
-                return GraphArgument(name=a.target, graph=self.export(attr, f"{self.st.path}.{a.target}"),
-                                     metadata=self.metadata.convert(a.meta, path),
-                                     node_name=a.name if a.name != a.target else None)
-            if _is_custom_obj_val(attr):
-                return CustomObjArgument(name=a.target, class_fqn=_class_fqn(attr))
-            if isinstance(attr, pytree.TreeSpec):  # a flat_apply node's input or function spec
-                return TreeSpecArgument(name=a.target, spec=self.treespecs.convert(attr, f"{path}.spec"),
-                                        metadata=self.metadata.convert(a.meta, path),
-                                        node_name=a.name if a.name != a.target else None)
-            raise ExportError("get_attr of something other than a subgraph", path=path, expected="GraphModule",
-                              got=type(attr).__name__)
-        name = self.st.alias.get(a.name, a.name)
-        v = a.meta.get("val")
-        if isinstance(v, torch.Tensor) or v is None:
-            return TensorArgument(name=name)
-        if isinstance(v, (torch.SymBool, bool)):
-            return SymBoolArgument(name=name)
-        if isinstance(v, (torch.SymInt, int)):
-            return SymIntArgument(name=name)
-        if isinstance(v, (torch.SymFloat, float)):
-            return SymFloatArgument(name=name)
-        if _is_custom_obj_val(v):
-            return CustomObjArgument(name=name, class_fqn=_class_fqn(v))
-        if isinstance(v, (list, tuple)):
-            raise ExportError("a multi-output node is used directly; only its getitem values can be", path=path,
-                              got=a.name)
-        raise ExportError("node value has no schema type", path=path, got=type(v).__name__)
-
-    def _sym_kind(self, a):
-        """'int' / 'float' / 'bool' for symbolic nodes and Python scalars, else None."""
-        if isinstance(a, torch.fx.Node):
-            v = a.meta.get("val")
-            if isinstance(v, (torch.SymBool, bool)):
-                return "bool"
-            if isinstance(v, (torch.SymInt, int)):
-                return "int"
-            if isinstance(v, (torch.SymFloat, float)):
-                return "float"
-            return None
-        t = type(a)
-        return {bool: "bool", int: "int", float: "float"}.get(t)
-
-    def _list(self, a, arg_type, path):
-        if len(a) == 0:
-            return self._empty_list(arg_type)
-        types = {type(x) for x in a}
-        if types == {bool}:
-            return BoolListArgument(list(a))
-        if types == {int}:
-            return IntListArgument(list(a))
-        if types == {float}:
-            return FloatListArgument(list(a))
-        if types == {str}:
-            return StringListArgument(list(a))
-        if all(isinstance(x, torch.fx.Node) for x in a):
-            kinds = {self._sym_kind(x) for x in a}
-            if kinds == {None}:
-                return TensorListArgument(names=[self._node_ref(x, path).name for x in a])
-        kinds = {self._sym_kind(x) for x in a}
-        if kinds == {"int"}:
-            return SymIntListArgument(items=[
-                SymIntArgument(name=self._node_ref(x, path).name) if isinstance(x, torch.fx.Node) else SymIntArgument(value=x)
-                for x in a])
-        if kinds == {"float"}:
-            return SymFloatListArgument(items=[
-                SymFloatArgument(name=self._node_ref(x, path).name) if isinstance(x, torch.fx.Node)
-                else SymFloatArgument(value=x) for x in a])
-        if kinds == {"bool"}:
-            return SymBoolListArgument(items=[
-                SymBoolArgument(name=self._node_ref(x, path).name) if isinstance(x, torch.fx.Node)
-                else SymBoolArgument(value=x) for x in a])
-        if all(x is None or (isinstance(x, torch.fx.Node) and self._sym_kind(x) is None) for x in a):
-            return OptionalTensorListArgument(items=[
-                OptionalTensorArgument(name=None if x is None else self._node_ref(x, path).name) for x in a])
-        if all(isinstance(x, (list, tuple)) for x in a):
-            if all(isinstance(y, torch.fx.Node) for x in a for y in x):
-                return NestedTensorListArgument(lists=[
-                    TensorListArgument(names=[self._node_ref(y, path).name for y in x]) for x in a])
-            if all(type(y) is int for x in a for y in x):
-                return IntListListArgument(lists=[IntListArgument(list(x)) for x in a])
-            if all(type(y) is float for x in a for y in x):
-                return FloatListListArgument(lists=[FloatListArgument(list(x)) for x in a])
-        if not any(isinstance(x, (list, tuple)) for x in a):
-            # No typed list fits (a while_loop's carried (0, x)): each element is a whole argument.
-            return MixedListArgument(items=[Argument(self.argument(x, None, f"{path}[{i}]")) for i, x in enumerate(a)])
-        raise ExportError("list argument mixes types the schema cannot express", path=path,
-                          got=sorted(t.__name__ for t in types))
-
-    @staticmethod
-    def _empty_list(arg_type):
-        t = arg_type
-        if isinstance(t, torch.OptionalType):
-            t = t.getElementType()
-        if isinstance(t, torch.ListType):
-            e = t.getElementType()
-            if isinstance(e, torch.OptionalType):
-                e = e.getElementType()
-            if isinstance(e, torch.BoolType):
-                return BoolListArgument()
-            if isinstance(e, (torch.IntType, torch.SymIntType)):
-                return IntListArgument()
-            if isinstance(e, torch.FloatType):
-                return FloatListArgument()
-            if isinstance(e, torch.StringType):
-                return StringListArgument()
-        return TensorListArgument()

@@ -87,6 +87,7 @@ class MetadataExporter:
     def __init__(self, symbols):
         self.symbols = symbols  # SymbolTable
         self._graph_ids: dict[int, int] = {}
+        self._module_stacks: dict[tuple, list[ModuleStackEntry]] = {}  # nn_module_stack items -> entries
 
     def convert(self, meta: dict, path: str, *, unpacked_tensor_meta: bool = False) -> NodeMetadata | None:
         """`unpacked_tensor_meta`: a multi-output node whose getitem nodes carry tensor_meta."""
@@ -98,11 +99,7 @@ class MetadataExporter:
             any_set = True
         nms = meta.get("nn_module_stack")
         if nms:
-            out.nn_module_stack = [
-                ModuleStackEntry(key=str(k), path=str(v[0]),
-                                 type_name=v[1] if isinstance(v[1], str) else callable_name(v[1]))
-                for k, v in nms.items()
-            ]
+            out.nn_module_stack = self._module_stack(nms)
             any_set = True
         sfs = meta.get("source_fn_stack")
         if sfs:
@@ -150,6 +147,22 @@ class MetadataExporter:
             out.extra = [StringEntry(key=k, value=v) for k, v in extra]
             any_set = True
         return out if any_set else None
+
+    def _module_stack(self, nms: dict) -> list[ModuleStackEntry]:
+        """The entries of a module stack; one shared list per distinct stack (the nodes of one module all
+        have the same; the tree is only written, never changed in place, so sharing gives the same bytes)."""
+        try:
+            key = tuple(nms.items())
+            entries = self._module_stacks.get(key)
+        except TypeError:  # an unhashable entry: converted each time
+            key = entries = None
+        if entries is None:
+            entries = [ModuleStackEntry(key=str(k), path=str(v[0]),
+                                        type_name=v[1] if isinstance(v[1], str) else callable_name(v[1]))
+                       for k, v in nms.items()]
+            if key is not None:
+                self._module_stacks[key] = entries
+        return entries
 
     def _source(self, s) -> NodeSource:
         gid = s.graph_id

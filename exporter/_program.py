@@ -24,8 +24,9 @@ from pt2format._generated.model import (
 )
 from pt2format.errors import ExportError, Pt2FormatError
 
+from ._arguments import _class_fqn, _is_custom_obj_val
 from ._guards import input_guards
-from ._graph import GraphExporter, _class_fqn, _is_custom_obj_val
+from ._graph import GraphExporter
 from ._metadata import MetadataExporter
 from ._package import new_package, state_kind
 from ._signature import module_call_graph, signature

@@ -72,6 +72,9 @@ def save_programs(programs, path, *, encoding, fsync, progress, example_inputs, 
         payloads = _extras.attach(package, payloads, extra_files=extra_files, metadata=metadata)
         _write(path, package, payloads, bar, update, encoding=encoding, fsync=fsync, max_shard_size=max_shard_size,
                external_data=external_data)
+        # Freed here by reference counting (the tree has no cycles), not left for the collection that turning
+        # the collector back on starts: it would traverse a million live objects of a large graph first.
+        del package, payloads
 
 
 @SAVE_WEIGHTS.implements

@@ -12,63 +12,34 @@ from __future__ import annotations
 import operator
 
 import torch
-import torch.utils._pytree as pytree
 import torch.fx
 from torch._subclasses.fake_tensor import FakeTensor
 from torch.export import exported_program as ep_mod
-from torch.fx._lazy_graph_module import _LazyGraphModule
 
 from pt2format._generated.model import (
     ArgumentKind,
-    BoolArgument,
-    BoolListArgument,
-    ComplexArgument,
     CustomObjArgument,
-    DeviceArgument,
-    FloatArgument,
-    FloatListArgument,
-    FloatListListArgument,
     GraphArgument,
-    TreeSpecArgument,
-    IntArgument,
-    IntListArgument,
-    IntListListArgument,
-    LayoutArgument,
-    MemoryFormatArgument,
-    MixedListArgument,
-    NestedTensorListArgument,
     NoneArgument,
-    OperatorArgument,
-    OptionalTensorArgument,
-    OptionalTensorListArgument,
-    ScalarTypeArgument,
-    StringArgument,
-    StringListArgument,
-    StringToArgumentMapArgument,
     SymBoolArgument,
-    SymBoolListArgument,
     SymFloatArgument,
-    SymFloatListArgument,
     SymIntArgument,
-    SymIntListArgument,
     TensorArgument,
     TensorListArgument,
     TokenArgument,
 )
 from pt2format.errors import LoadError, Pt2FormatError
-from pt2format.vocab.enums import SCHEMA_TO_LAYOUT, SCHEMA_TO_MEMORY_FORMAT
+from pt2format.vocab.enums import SCHEMA_TO_LAYOUT
 
+from ._arguments import _SAME, ArgumentLoader
+from ._fake_tensors import FakeTensorMaker
 from ._metadata import DERIVE_TENSOR_META, DERIVE_TENSOR_META_GRAD, derive_tensor_meta
 from ._names import check_constant_string, check_identifier
-from ._treespec import TreeSpecLoader, find_class
 from ._targets import check_call_binding, resolve_target
 from ._values import device_from_schema, dtype_from_schema
 
-_SCALARS = (IntArgument, FloatArgument, BoolArgument, StringArgument)
-_PLAIN_LISTS = (IntListArgument, FloatListArgument, BoolListArgument, StringListArgument)
 _ASSERT_SCALAR = torch.ops.aten._assert_scalar.default
 _CONSTRAIN_FOR_SIZE = torch.ops.aten.sym_constrain_range_for_size.default
-_SAME = object()
 _FLAT_APPLY = getattr(torch.ops.higher_order, "flat_apply", None)
 
 
@@ -111,12 +82,13 @@ class _Scope:
                 return name
 
 
-class GraphBuilder:
+class GraphBuilder(ArgumentLoader):
     """Builds the FX graphs of one program."""
 
     def __init__(self, shape, fake_mode, metadata, constants: dict):
         self.shape = shape
         self.fake_mode = fake_mode
+        self._fake = FakeTensorMaker(fake_mode)
         self.metadata = metadata
         self.constants = constants  # custom objects by name, for arguments that are not placeholders
         self.custom_meta: dict[int, dict] = {}  # id(fx graph) -> its graph module's meta["custom"]
@@ -218,7 +190,9 @@ class GraphBuilder:
         dtype = dtype_from_schema(m.dtype, f"{path}.dtype")
         device = device_from_schema(m.device, f"{path}.device")
         layout = SCHEMA_TO_LAYOUT.get(int(m.layout))
-        sizes = [sy(s, f"{path}.sizes[{i}]") for i, s in enumerate(m.sizes)]
+        # A concrete size (expr < 0) is its value: no path string is made for the 100,000 sizes of a large graph.
+        sizes = [s.value if s is not None and s.expr < 0 else sy(s, f"{path}.sizes[{i}]")
+                 for i, s in enumerate(m.sizes)]
         if layout in (torch.sparse_coo, torch.sparse_csr, torch.sparse_csc):
             # A sparse value's metadata is its layout and dense shape (no nnz): an empty sparse fake.
             try:
@@ -234,7 +208,8 @@ class GraphBuilder:
         if layout is not torch.strided:
             raise LoadError("only strided and COO/CSR/CSC tensor values can be rebuilt", path=path,
                             expected="STRIDED, SPARSE_COO, SPARSE_CSR or SPARSE_CSC", got=m.layout)
-        strides = [sy(s, f"{path}.strides[{i}]") for i, s in enumerate(m.strides)]
+        strides = [s.value if s is not None and s.expr < 0 else sy(s, f"{path}.strides[{i}]")
+                   for i, s in enumerate(m.strides)]
         if len(strides) != len(sizes):
             raise LoadError("sizes and strides differ in length", path=path, expected=len(sizes), got=len(strides))
         offset = sy(m.storage_offset, f"{path}.storage_offset") if m.storage_offset is not None else 0
@@ -250,7 +225,7 @@ class GraphBuilder:
             meta = torch.empty((extent,), dtype=dtype, device="meta").as_strided(sizes, strides, offset)
         if m.requires_grad:
             meta.requires_grad_(True)
-        return FakeTensor(self.fake_mode, meta, device)
+        return self._fake(meta, device)
 
     # -- placeholders ------------------------------------------------------------
     def _placeholder(self, a, i, constant_names, path):
@@ -425,145 +400,3 @@ class GraphBuilder:
             g.meta.update(self.metadata.load(own, f"{path}.unpack_metadata[{position}]"))
             g.meta.setdefault("nn_module_stack", {})
         return g
-
-    # -- arguments ---------------------------------------------------------------
-    def _ref(self, name, path):
-        node = self.sc.nodes.get(name)
-        if node is None:
-            raise LoadError(f"argument refers to undefined value {name!r}", path=path)
-        return node
-
-    def _arg(self, v, path):
-        t = type(v)
-        if t in _SCALARS:
-            return v.value
-        if t is TensorArgument or t is TokenArgument:
-            return self._ref(v.name, path)
-        if t is NoneArgument:
-            return None
-        if t in _PLAIN_LISTS:
-            return list(v.values)
-        if t is TensorListArgument:
-            return [self._ref(x, f"{path}[{i}]") for i, x in enumerate(v.names)]
-        if t is SymIntArgument or t is SymFloatArgument or t is SymBoolArgument:
-            return self._ref(v.name, path) if v.name is not None else v.value
-        if t is SymIntListArgument or t is SymFloatListArgument or t is SymBoolListArgument:
-            return [self._ref(x.name, f"{path}[{i}]") if x.name is not None else x.value
-                    for i, x in enumerate(v.items)]
-        if t is OptionalTensorArgument:
-            return None if v.name is None else self._ref(v.name, path)
-        if t is OptionalTensorListArgument:
-            return [None if x.name is None else self._ref(x.name, f"{path}[{i}]") for i, x in enumerate(v.items)]
-        if t is ScalarTypeArgument:
-            return dtype_from_schema(v.value, path)
-        if t is DeviceArgument:
-            return device_from_schema(v.value, path)
-        if t is MemoryFormatArgument:
-            mf = SCHEMA_TO_MEMORY_FORMAT.get(int(v.value))
-            if mf is None:
-                raise LoadError("unknown memory format", path=path, got=v.value)
-            return mf
-        if t is LayoutArgument:
-            lay = SCHEMA_TO_LAYOUT.get(int(v.value))
-            if lay is None:
-                raise LoadError("unknown layout", path=path, got=v.value)
-            return lay
-        if t is ComplexArgument:
-            return complex(v.real, v.imag)
-        if t is GraphArgument:
-            return self._subgraph(v, path)
-        if t is NestedTensorListArgument:
-            return [[self._ref(x, path) for x in lst.names] for lst in v.lists]
-        if t is IntListListArgument:
-            return [tuple(lst.values) for lst in v.lists]
-        if t is FloatListListArgument:
-            return [list(lst.values) for lst in v.lists]
-        if t is CustomObjArgument:
-            node = self.sc.nodes.get(v.name)
-            if node is not None:
-                return node
-            obj = self.constants.get(v.name)
-            if obj is None:
-                raise LoadError(f"custom object {v.name!r} is neither a graph input nor a constant", path=path)
-            return obj
-        if t is OperatorArgument:
-            return resolve_target(v.name, path)
-        if t is StringToArgumentMapArgument:
-            out = {}
-            for i, e in enumerate(v.entries):
-                if not isinstance(e.key, str):
-                    raise LoadError("map argument keys must be strings", path=f"{path}.entries[{i}]")
-                out[e.key] = self._arg(e.value.value if e.value is not None else None, f"{path}[{e.key!r}]")
-            return out
-        if t is TreeSpecArgument:
-            return self._treespec_attr(v, path)
-        if t is MixedListArgument:
-            return [self._arg(x.value if x is not None else None, f"{path}[{i}]") for i, x in enumerate(v.items)]
-        raise LoadError("unknown or missing argument", path=path, got=t.__name__)
-
-    def _get_attr_names(self, v, path):
-        """(attribute name, get_attr node name, the node already made for it or None): one attribute may be
-        fetched by several get_attr nodes, but one node name never stands for two attributes."""
-        name = check_identifier(v.name, f"{path}.name")
-        node_name = check_identifier(v.node_name, f"{path}.node_name") if v.node_name is not None else name
-        existing = self.sc.get_attrs.get(node_name)
-        if existing is not None and existing.target != name:
-            raise LoadError(f"get_attr node {node_name!r} is defined twice", path=path)
-        return name, node_name, existing
-
-    def _treespec_attr(self, v, path):
-        """A get_attr of a pytree structure (a flat_apply node's input or function spec), as torch records it."""
-        sc = self.sc
-        name, node_name, existing = self._get_attr_names(v, path)
-        if existing is not None:
-            return existing
-        spec = TreeSpecLoader("").load(v.spec, f"{path}.spec")
-        held = sc.owner.__dict__.get(name, _SAME)
-        if held is _SAME:
-            if name in sc.subgraphs:
-                raise LoadError(f"attribute {name!r} is both a subgraph and a tree spec", path=f"{path}.name")
-            setattr(sc.owner, name, spec)
-        elif held != spec:
-            raise LoadError(f"attribute {name!r} holds two different tree specs", path=f"{path}.name")
-        node = self._create("get_attr", name, (), {}, node_name, path)
-        node.meta.update(self.metadata.load(v.metadata, f"{path}.metadata"))
-        node.meta.setdefault("nn_module_stack", {})
-        sc.get_attrs[node_name] = node
-        return node
-
-    def _check_flat_apply(self, args, path):
-        """flat_apply calls torch's `_call_custom_autograd_function_in_pre_dispatch`, which imports the
-        autograd.Function named by its first argument when the program runs: the name must be a class of an
-        already-imported module (nothing is imported by a name from a file, now or later)."""
-        if len(args) < 2 or not all(isinstance(a, torch.fx.Node) and a.op == "get_attr" for a in args[:2]):
-            raise LoadError("flat_apply takes its function and input specs as get_attr nodes", path=path)
-        func_spec, in_spec = (getattr(self.sc.owner, a.target, None) for a in args[:2])
-        if not isinstance(func_spec, pytree.TreeSpec) or not isinstance(in_spec, pytree.TreeSpec):
-            raise LoadError("flat_apply takes its function and input specs as get_attr nodes", path=path)
-        if in_spec.num_leaves != len(args) - 2:
-            raise LoadError("flat_apply's input spec does not fit its arguments", path=path,
-                            expected=in_spec.num_leaves, got=len(args) - 2)
-        (call_args, _kwargs) = pytree.tree_unflatten(list(args[2:]), in_spec)
-        cls_name = call_args[0] if isinstance(call_args, (list, tuple)) and call_args else None
-        cls = find_class(cls_name, f"{path}.inputs[2]") if isinstance(cls_name, str) else None
-        if not (isinstance(cls, type) and issubclass(cls, torch.autograd.Function)):
-            raise LoadError("flat_apply names an autograd.Function that is not imported in this process",
-                            path=f"{path}.inputs[2]", expected="an imported torch.autograd.Function subclass",
-                            got=cls_name if isinstance(cls_name, str) else type(cls_name).__name__)
-
-    def _subgraph(self, v: GraphArgument, path):
-        sc = self.sc
-        name, node_name, existing = self._get_attr_names(v, path)
-        if existing is not None:
-            return existing
-        if name not in sc.subgraphs:  # one attribute may be fetched by several get_attr nodes
-            fx_graph, owner = self.build(v.graph, f"{path}.graph")
-            sc.subgraphs[name] = gm = _LazyGraphModule(owner, fx_graph)  # code is generated on first use
-            if id(fx_graph) in self.custom_meta:
-                gm.meta["custom"] = self.custom_meta.pop(id(fx_graph))
-            sc.owner.register_module(name, gm)
-        node = self._create("get_attr", name, (), {}, node_name, path)
-        node.meta.update(self.metadata.load(v.metadata, f"{path}.metadata"))
-        node.meta.setdefault("nn_module_stack", {})  # as for call_function nodes: empty stacks are not stored
-        sc.get_attrs[node_name] = node
-        return node
