@@ -374,6 +374,8 @@ def declared_minors(s, version: tuple[int, int]) -> tuple[dict, dict, list[str]]
     a union field's `_type` companion takes the union field's. `problems` lists malformed values and
     names that claim to be older than their declaration.
     """
+    from codegen.constants import UTYPE
+
     problems, names, owners = [], {}, {}
     for o in s.objects:
         kind = "struct" if o.is_struct else "table"
@@ -384,7 +386,7 @@ def declared_minors(s, version: tuple[int, int]) -> tuple[dict, dict, list[str]]
         by_name = {f.name: f for f in o.fields}
         for f in o.fields:
             source = f
-            if f.name.endswith("_type") and f.name[:-5] in by_name:
+            if UTYPE in (f.type.base, f.type.element) and f.name[:-5] in by_name:
                 source = by_name[f.name[:-5]]  # the hidden member index of a union field
             m = _since_value(f"table {o.short}.{f.name}", source.attributes.get("pt2f_since"), version, problems)
             names[("field", o.short, f.name)] = own if m is None else m

@@ -114,11 +114,14 @@ def test_a_new_field_carries_the_unreleased_minor(tmp_path):
     assert (f"Node.since_probe: pt2f_since says {v[0]}.0, but no release under schema/history/ has it, so it is "
             f"the working version {v[0]}.{v[1]}'s: write (pt2f_since: \"{v[0]}.{v[1]}\")") in proc.stderr, proc.stderr
     (tmp_path / "ok").mkdir()
-    ok = _add_to_node(text, f'  /// A probe (test-only).\n  since_probe: double (pt2f_since: "{v[0]}.{v[1]}");\n')
+    ok = _add_to_node(text, f'  /// A probe (test-only).\n  since_probe: double (pt2f_since: "{v[0]}.{v[1]}");\n'
+                      f'  /// A union probe (test-only).\n  since_union: ArgumentValue (pt2f_since: "{v[0]}.{v[1]}");\n')
     proc = _regen_scratch(tmp_path / "ok", ok)
     assert proc.returncode == 0, proc.stderr
     minors = (tmp_path / "ok" / "out" / "pt2format" / "_generated" / "minors.py").read_text()
     assert f"'since_probe': {v[1]}" in minors
+    # a union field's hidden member index (`since_union_type`) is as new as the field
+    assert f"'since_union': {v[1]}" in minors and f"'since_union_type': {v[1]}" in minors
 
 
 def test_changing_a_released_since_breaks_adding_one_does_not(tmp_path):
