@@ -13,13 +13,15 @@ work tree), its generated files are deleted there, and what is left is counted:
   (Python `_fail(`, C++ `fail(`/`invalid(`, TypeScript `fail(`), plus error
   constructions raised directly there (`raise XError(`, `throw Error(`, `throw new XError(`);
 - the places that spell each option of save, load, load_module, attach_weights
-  and save_weights (the options of the --after revision's `pt2format/_options.py`):
-  its default written next to its name, and its name written as a parameter or
-  keyword, in the Python of pt2format/, exporter/ and loaders/;
+  and save_weights (the options of the --after revision's `pt2format/_options.py`),
+  read with `ast` in the Python of pt2format/, exporter/ and loaders/: its default
+  written (a parameter with that default, or the `Option(...)` that defines it),
+  parameters of that name, keyword arguments of that name, and docstring
+  entries `name: ...`;
 - the places that spell each bound of the --after revision's
   `pt2format/_generated/limits.py` with a number (`max_depth=128`,
   `MAX_DEPTH = 128`, `kMaxDepth = 128`, `maxDepth: 128`), in all hand-written
-  code but tests/;
+  code but tests/, comments and docstrings left out;
 - `duplicates --repo DIR` over the hand-written files (the tool of the
   development machine; without it, the command to run is printed).
 
@@ -40,6 +42,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import tokenize
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -192,30 +195,58 @@ def option_table(tree: Path) -> dict[str, list[tuple[str, object]]]:
     return tables
 
 
-def _default_pattern(default) -> str | None:
-    if isinstance(default, (bool, type(None), int)):
-        return re.escape(repr(default))
-    if isinstance(default, str):
-        return rf"""["']{re.escape(default)}["']"""
-    if default == ():
-        return r"\(\)"
-    return None
+class _OptionSpellings(ast.NodeVisitor):
+    """Per option name: defaults written, parameters declared, keywords passed, docstring entries."""
+
+    def __init__(self, options: dict):
+        self.options = options  # name -> default
+        self.count = {name: [0, 0, 0, 0] for name in options}
+
+    def _function(self, node):
+        args = node.args
+        positional = args.posonlyargs + args.args
+        pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+        pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+        for a in positional + args.kwonlyargs:
+            if a.arg in self.count:
+                self.count[a.arg][1] += 1
+        for a, d in pairs:
+            if a.arg in self.count and _literal(d) == self.options[a.arg]:
+                self.count[a.arg][0] += 1
+        for line in (ast.get_docstring(node) or "").splitlines():
+            m = re.match(r"\s*(\w+)(?: \(.*\))?:", line)
+            if m and m[1] in self.count:
+                self.count[m[1]][3] += 1
+        self.generic_visit(node)
+
+    visit_FunctionDef = visit_AsyncFunctionDef = _function
+
+    def visit_Call(self, node):
+        if getattr(node.func, "id", "") == "Option" and node.args and isinstance(node.args[0], ast.Constant):
+            if node.args[0].value in self.count:  # the one definition: name and default
+                self.count[node.args[0].value][0] += 1
+        for k in node.keywords:
+            if k.arg in self.count:
+                self.count[k.arg][2] += 1
+        self.generic_visit(node)
 
 
-def option_places(tree: Path, files: dict[str, str], options: dict) -> dict[str, tuple[int, int]]:
-    """{option: (places spelling its default, places spelling its name as a parameter or keyword)}."""
-    text = {rel: (tree / rel).read_text() for rel, lang in files.items()
-            if lang == "py" and rel.split("/", 1)[0] in ("pt2format", "exporter", "loaders")}
-    out = {}
-    for name, default in sorted({o for opts in options.values() for o in opts}, key=lambda o: o[0]):
-        value = _default_pattern(default)
-        spelled_default = [rf"\b{name}\s*(?::[^=\n]*?)?=\s*{value}(?!\w)", rf"""Option\(\s*["']{name}["']\s*,"""] \
-            if value else [rf"""Option\(\s*["']{name}["']\s*,"""]
-        named = rf"(?<![\w.\"'])\b{name}\s*(?:[:=](?!=)|,|\))"
-        defaults = sum(len(re.findall(p, t)) for p in spelled_default for t in text.values())
-        names = sum(1 for t in text.values() for line in t.splitlines() if re.search(named, line))
-        out[f"{name} = {default!r}"] = (defaults, names)
-    return out
+def _literal(node):
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        return ast.unparse(node)
+
+
+def option_places(tree: Path, files: dict[str, str], options: dict) -> dict[str, list[int]]:
+    """{"name = default": [defaults, parameters, keywords, docstring entries]} over the Python of pt2format/,
+    exporter/ and loaders/ (read with ast: comments and prose elsewhere do not count)."""
+    defaults = {name: default for opts in options.values() for name, default in opts}
+    visitor = _OptionSpellings(defaults)
+    for rel, lang in files.items():
+        if lang == "py" and rel.split("/", 1)[0] in ("pt2format", "exporter", "loaders"):
+            visitor.visit(ast.parse((tree / rel).read_text()))
+    return {f"{name} = {defaults[name]!r}": visitor.count[name] for name in sorted(defaults)}
 
 
 def limit_table(tree: Path) -> dict[str, str]:
@@ -228,9 +259,30 @@ def limit_table(tree: Path) -> dict[str, str]:
             and node.targets[0].id.isupper() and not isinstance(node.value, ast.Dict)}
 
 
+def code_only(text: str, lang: str) -> str:
+    """`text` without comments and (Python) docstrings: prose that quotes a bound is not a place that sets it."""
+    if lang != "py":
+        return re.sub(r"/\*.*?\*/", "", re.sub(r"//[^\n]*", "", text), flags=re.S)
+    lines = text.splitlines()
+    try:
+        for node in ast.walk(ast.parse(text)):
+            body = getattr(node, "body", None)
+            if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and isinstance(
+                    getattr(body[0], "value", None), ast.Constant) and isinstance(body[0].value.value, str):
+                for i in range(body[0].lineno - 1, body[0].end_lineno):
+                    lines[i] = ""
+        for tok in tokenize.generate_tokens(io.StringIO("\n".join(lines) + "\n").readline):
+            if tok.type == tokenize.COMMENT:
+                row = tok.start[0] - 1
+                lines[row] = lines[row][:tok.start[1]]
+    except (SyntaxError, tokenize.TokenError):
+        pass
+    return "\n".join(lines)
+
+
 def limit_places(tree: Path, files: dict[str, str], limits: dict[str, str]) -> dict[str, int]:
     """{NAME: places where a spelling of the bound's name is given a number}, tests/ left out."""
-    text = [(tree / rel).read_text() for rel in files if not rel.startswith("tests/")]
+    text = [code_only((tree / rel).read_text(), lang) for rel, lang in files.items() if not rel.startswith("tests/")]
     out = {}
     for name in limits:
         snake = name.lower()
@@ -288,6 +340,10 @@ def report(before: dict, after: dict, with_duplicates: bool) -> str:
     out.append(f"| **total** | {ta} | {tb} | {_delta(ta, tb)} | {len(after['files'])} | "
                f"{statistics.median([n for v in after['lines'].values() for n in v]):.0f} | "
                f"{sum(1 for v in after['lines'].values() for n in v if n > 500)} |\n")
+    for m in (before, after):
+        long = sorted(((nonblank(m["tree"] / rel), rel) for rel in m["files"]), reverse=True)
+        out.append(f"\nOver 500 non-blank lines {'before' if m is before else 'after'}: "
+                   + (", ".join(f"`{rel}` {n}" for n, rel in long if n > 500) or "none") + ".\n")
     out.append("\n### Hand-written validation rules per reader\n\n| reader | before | after | change | counted in "
                "(after) |\n|---|---|---|---|---|\n")
     for reader in VALIDATORS:
@@ -298,12 +354,12 @@ def report(before: dict, after: dict, with_duplicates: bool) -> str:
         ob, oa = (option_places(m["tree"], m["files"], options) for m in (before, after))
         out.append("\n### Places that spell each option (pt2format/, exporter/, loaders/; generated left out)\n\n"
                    + "".join(f"- `{fn}`: {', '.join(o for o, _ in opts)}\n" for fn, opts in options.items())
-                   + "\n| option = default | default spelled before | after | name spelled before | after |\n"
-                   "|---|---|---|---|---|\n")
+                   + "\n| option = default | default written (before → after) | parameters | keywords passed | "
+                   "docstring entries |\n|---|---|---|---|---|\n")
         for key in oa:
-            out.append(f"| `{key}` | {ob[key][0]} | {oa[key][0]} | {ob[key][1]} | {oa[key][1]} |\n")
-        out.append(f"| **all** | {sum(v[0] for v in ob.values())} | {sum(v[0] for v in oa.values())} | "
-                   f"{sum(v[1] for v in ob.values())} | {sum(v[1] for v in oa.values())} |\n")
+            out.append(f"| `{key}` | " + " | ".join(f"{ob[key][i]} → {oa[key][i]}" for i in range(4)) + " |\n")
+        out.append("| **all** | " + " | ".join(f"{sum(v[i] for v in ob.values())} → {sum(v[i] for v in oa.values())}"
+                                              for i in range(4)) + " |\n")
     else:
         out.append("\n(no `pt2format/_options.py` in the after revision: option places not counted)\n")
     limits = after["limits"]

@@ -25,7 +25,7 @@ FILES_1 = {
     "schema/pt2format.fbs": 'table Package (pt2f_limits: "max_depth=128") {\n  x: int;\n}\nroot_type Package;\n',  # 4
     "pt2format/_generated/limits.py": "MAX_DEPTH = 128\nLIMITS = {'max_depth': MAX_DEPTH}\n",
     "pt2format/_generated/big.py": "x = 1\n" * 50,
-    "pt2format/_options.py": ('_FSYNC = Option("fsync", True, "bool", "flush.")\n'
+    "pt2format/_options.py": ('_FSYNC = Option("fsync", True, "bool", "flush.")  # max_depth=128 in a comment\n'
                               'SAVE = Options(_FSYNC, Option("encoding", "flatbuffers", "str", "enc."))\n'),  # 2
     "pt2format/_validate.py": (
         "def _fail(message, path=None):\n    return ValidationError(message, path)\n\n\n"
@@ -50,7 +50,8 @@ FILES_1 = {
 }
 # The second commit: the exporter forwards without spelling the default; the Python reader gains a rule.
 FILES_2 = {
-    "exporter/_save.py": "@SAVE.implements\ndef save(ep, path, *, encoding, fsync):\n    write(path)\n",  # 3
+    "exporter/_save.py": ('@SAVE.implements\ndef save(ep, path, *, encoding, fsync):\n    """Save.\n\n    Args:\n'
+                          '        fsync: flush.\n    """\n    write(path)\n'),  # 7
     "pt2format/_validate.py": FILES_1["pt2format/_validate.py"] + "    if tree.y:\n        raise _fail('y', 'y')\n",
 }
 
@@ -86,18 +87,20 @@ def test_figures_of_a_synthetic_repository(tmp_path):
     assert "generated files left out: 3 before, 3 after" in out  # limits.py, big.py, model.ts
     assert _row(out, "schema/")[1:4] == ["11", "11", "0"]
     assert _row(out, "pt2format/")[1:4] == ["11", "13", "+2"]
-    assert _row(out, "exporter/")[1:4] == ["2", "3", "+1"]
+    assert _row(out, "exporter/")[1:4] == ["2", "7", "+5"]
     assert _row(out, "loaders/ (py)")[1:3] == ["2", "2"]
     assert _row(out, "loaders/ (cpp)")[1:3] == ["11", "11"]
     assert _row(out, "loaders/ (ts)")[1:3] == ["8", "8"]
     assert _row(out, "tests/")[1:3] == ["2", "2"]
-    assert _row(out, "**total**")[1:3] == ["47", "50"]
+    assert _row(out, "**total**")[1:3] == ["47", "54"]
     assert _row(out, "Python")[1:3] == ["3", "4"]
     assert _row(out, "C++")[1:3] == ["2", "2"]
     assert _row(out, "TypeScript")[1:3] == ["2", "2"]
-    # fsync's default: the options table, the exporter (before only), the loader's load
-    assert _row(out, "`fsync = True`")[1:3] == ["3", "2"]
-    assert _row(out, "`encoding = 'flatbuffers'`")[1:3] == ["2", "1"]
-    # max_depth with a number: the .fbs, _validate.py's default, kMaxDepth, maxDepth (generated limits.py not)
+    # fsync: default written in the options table, the exporter (before only) and the loader's load; a
+    # parameter of save and load; passed on by the exporter before; documented in save's Args after
+    assert _row(out, "`fsync = True`")[1:5] == ["3 → 2", "2 → 2", "1 → 0", "0 → 1"]
+    assert _row(out, "`encoding = 'flatbuffers'`")[1:4] == ["2 → 1", "1 → 1", "1 → 0"]
+    # max_depth with a number: the .fbs, _validate.py's default, kMaxDepth, maxDepth (generated limits.py and
+    # the comment in _options.py not)
     assert _row(out, "`max_depth`")[2:4] == ["4", "4"]
     assert re.search(r"before: `HEAD~1` \([0-9a-f]{10}\), after: `HEAD`", out)
