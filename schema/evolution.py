@@ -164,6 +164,11 @@ ATTRIBUTE_RULES = {
     # released files, loosening or removing it lets new writers make files released readers refuse: equal.
     # Compared from the first release with the kind, as pt2f_keys (1.1's readers checked each by hand).
     "pt2f_value": lambda where, old, new: _rule_equal(where, old, new, "pt2f_value"),
+    # the minor that first defined a name (schema/ATTRIBUTES.md): adding it to a released name is fine (regen
+    # checks it says the release that first had the name), changing or removing it later breaks
+    "pt2f_since": lambda where, old, new: [] if old is None else [
+        f"{where}: attribute pt2f_since changed {old!r} -> {new!r} (the minor that first defined a released name "
+        "never changes: it is the first release under schema/history/ that has it, SPEC.md §8.5)"],
 }
 
 
@@ -195,8 +200,9 @@ def _attribute_keys(view: dict) -> set:
             keys |= set(v.get("attributes", {}))
             for f in v["fields"].values():
                 keys |= set(f["attributes"])
-        elif what.startswith("enum "):
-            for attrs in v["attributes"].values():
+        elif what.startswith(("enum ", "union ")):
+            keys |= set(v.get("own_attributes", {}))
+            for attrs in v.get("attributes", {}).values():
                 keys |= set(attrs)
     return keys
 
@@ -215,11 +221,12 @@ def names(s) -> dict:
     for e in s.enums:
         if e.is_union:
             members = {v.value: (v.name, s.objects[v.union_type.index].short if v.value else "NONE") for v in e.values}
-            out[f"union {e.short}"] = {"members": members}
+            out[f"union {e.short}"] = {"members": members, "own_attributes": _attributes(e),
+                                       "attributes": {v.value: _attributes(v) for v in e.values}}
         else:
             out[f"enum {e.short}"] = {"values": {v.name: v.value for v in e.values},
                                       "attributes": {v.name: _attributes(v) for v in e.values},
-                                      "underlying": _type_text(s, e.underlying)}
+                                      "underlying": _type_text(s, e.underlying), "own_attributes": _attributes(e)}
     out["root"] = s.root.short
     out["file_identifier"] = s.file_ident
     return out
@@ -257,9 +264,15 @@ def diff(old, new) -> list[str]:
             problems += _attribute_changes(what, before.get("attributes", {}), after.get("attributes", {}), known)
             problems += _diff_table(what, before["fields"], after["fields"], known)
         elif what.startswith("enum "):
+            problems += _attribute_changes(what, before["own_attributes"], after["own_attributes"], known)
             problems += _diff_enum(what, before, after, known)
         else:
+            problems += _attribute_changes(what, before["own_attributes"], after["own_attributes"], known)
             problems += _diff_union(what, before["members"], after["members"])
+            for index, (name, _) in before["members"].items():
+                if index in after["members"]:
+                    problems += _attribute_changes(f"{what}.{name}", before["attributes"][index],
+                                                   after["attributes"][index], known)
     return problems
 
 
@@ -367,6 +380,106 @@ def minors(history: list, working, version: tuple[int, int]) -> dict:
     live = _defined(working)
     return {k: m for k, m in sorted(first.items(), key=lambda kv: (kv[0][0], kv[0][1], str(kv[0][2])))
             if m > 0 and k in live}
+
+
+def _since_value(where: str, text, version: tuple[int, int], problems: list) -> int | None:
+    """The minor a `pt2f_since: "X.Y"` value names, None when absent; malformed values go to `problems`."""
+    if text is None:
+        return None
+    m = re.fullmatch(r"(\d+)\.(\d+)", str(text))
+    if not m or int(m[1]) != version[0] or not 0 < int(m[2]) <= version[1]:
+        problems.append(f"{where}: pt2f_since {text!r} is not a minor after {version[0]}.0 and up to the schema's "
+                        f"{version[0]}.{version[1]} (absent means {version[0]}.0)")
+        return None
+    return int(m[2])
+
+
+def declared_minors(s, version: tuple[int, int]) -> tuple[dict, dict, list[str]]:
+    """What the `pt2f_since` attributes of schema `s` say: (names, owners, problems).
+
+    `names` has the shape of `minors()` ({('field'|'value'|'member', owner, key): minor}, X.0's left
+    out); `owners` is {('table'|'struct'|'enum'|'union', name): minor} for every declaration. A name
+    without the attribute takes its table's, enum's or union's, and a declaration without it is X.0's;
+    a union field's `_type` companion takes the union field's. `problems` lists malformed values and
+    names that claim to be older than their declaration.
+    """
+    from codegen.constants import UTYPE
+
+    problems, names, owners = [], {}, {}
+    for o in s.objects:
+        kind = "struct" if o.is_struct else "table"
+        own = _since_value(f"{kind} {o.short}", o.attributes.get("pt2f_since"), version, problems) or 0
+        owners[(kind, o.short)] = own
+        if o.is_struct:
+            continue
+        by_name = {f.name: f for f in o.fields}
+        for f in o.fields:
+            source = f
+            if UTYPE in (f.type.base, f.type.element) and f.name[:-5] in by_name:
+                source = by_name[f.name[:-5]]  # the hidden member index of a union field
+            m = _since_value(f"table {o.short}.{f.name}", source.attributes.get("pt2f_since"), version, problems)
+            names[("field", o.short, f.name)] = own if m is None else m
+    for e in s.enums:
+        kind = "union" if e.is_union else "enum"
+        own = _since_value(f"{kind} {e.short}", e.attributes.get("pt2f_since"), version, problems) or 0
+        owners[(kind, e.short)] = own
+        for v in e.values:
+            m = _since_value(f"{kind} {e.short}.{v.name}", v.attributes.get("pt2f_since"), version, problems)
+            names[("member" if e.is_union else "value", e.short, v.value)] = own if m is None else m
+    for (kind, owner, key), m in names.items():
+        decl = owners.get(("table", owner), owners.get(("enum", owner), owners.get(("union", owner), 0)))
+        if m < decl:
+            problems.append(f"{owner}.{key}: pt2f_since {version[0]}.{m} is older than its declaration's "
+                            f"{version[0]}.{decl}")
+    table = {k: m for k, m in sorted(names.items(), key=lambda kv: (kv[0][0], kv[0][1], str(kv[0][2]))) if m > 0}
+    return table, owners, problems
+
+
+def _declarations(s) -> set:
+    return ({("struct" if o.is_struct else "table", o.short) for o in s.objects}
+            | {("union" if e.is_union else "enum", e.short) for e in s.enums})
+
+
+def check_since(history: list, working, version: tuple[int, int]) -> tuple[dict, list[str]]:
+    """The minor table from the `pt2f_since` attributes, and where they disagree with schema/history/.
+
+    A name or declaration a release of the major has must say the minor of its first release; one no
+    release has must say the working version's minor (the unreleased minor of the version line). The
+    table returned equals `minors(history, working, version)` when the problems are empty.
+    """
+    table, owners, problems = declared_minors(working, version)
+    truth = minors(history, working, version)
+    releases = [(v, _since_keys(s)) for v, s in history if v[0] == version[0] and v <= version]
+
+    def advice(what: str, said: int, true: int) -> str:
+        first = next((v for v, keys in releases if what in keys), None)
+        origin = (f"its first release is {first[0]}.{first[1]} (schema/history/)" if first else
+                  f"no release under schema/history/ has it, so it is the working version {version[0]}.{version[1]}'s")
+        fix = f'(pt2f_since: "{version[0]}.{true}")' if true else f"no pt2f_since (absent means {version[0]}.0)"
+        return f"{what}: pt2f_since says {version[0]}.{said}, but {origin}: write {fix}"
+
+    for key in sorted(set(table) | set(truth), key=str):
+        if table.get(key, 0) != truth.get(key, 0):
+            problems.append(advice(_since_label(key), table.get(key, 0), truth.get(key, 0)))
+    first_decl = {}
+    for v, s in [*[(v, s) for v, s in history if v[0] == version[0] and v < version], (version, working)]:
+        for d in _declarations(s):
+            first_decl.setdefault(d, v[1])
+    for d, said in sorted(owners.items()):
+        if said != first_decl[d]:
+            problems.append(advice(f"{d[0]} {d[1]}", said, first_decl[d]))
+    return table, problems
+
+
+def _since_label(key) -> str:
+    kind, owner, name = key
+    return f"{owner}.{name}" if kind == "field" else f"{owner} value {name}" if kind == "value" else \
+        f"{owner} member {name}"
+
+
+def _since_keys(s) -> set:
+    """The labels `check_since` reports, of every name and declaration of schema `s`."""
+    return {_since_label(k) for k in _defined(s)} | {f"{k} {n}" for k, n in _declarations(s)}
 
 
 # ---------------------------------------------------------------------------

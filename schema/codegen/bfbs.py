@@ -111,6 +111,7 @@ class FEnum:
     is_union: bool
     underlying: FType
     doc: list[str]
+    attributes: dict = field(default_factory=dict)
 
     @property
     def short(self) -> str:
@@ -165,7 +166,8 @@ def read_bfbs(data: bytes) -> FSchema:
             ut = v.table(3)
             vals.append(FEnumVal(v.string(0), v.scalar(1, _N.int64), _ftype(ut) if ut else None, v.strings(4),
                                  v.key_values(5)))
-        enums.append(FEnum(e.string(0), vals, bool(e.scalar(2, _N.bool_)), _ftype(e.table(3)), e.strings(5)))
+        enums.append(FEnum(e.string(0), vals, bool(e.scalar(2, _N.bool_)), _ftype(e.table(3)), e.strings(5),
+                           e.key_values(4)))
     root_obj = root.table(4)
     root_name = root_obj.string(0)
     ident = root.string(2) or ""

@@ -1,4 +1,5 @@
-"""Emits, for the three readers, which minor of this major defines each field, enum value and union member."""
+"""Emits, for the three readers, which minor of this major defines each field, enum value and union member
+(the schema's `pt2f_since` attributes, checked against schema/history/)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from codegen.paths import HISTORY
 from codegen.schema_view import header_line
 
 def schema_minors(tmp: Path, s: FSchema, fbs: Path) -> tuple[tuple[int, int], dict]:
-    """The working schema's version and which minor defines each of its names (schema/evolution.py)."""
+    """The working schema's version and which minor defines each of its names: its `pt2f_since`
+    attributes, refused where they disagree with schema/history/ (schema/evolution.py check_since)."""
     import evolution  # schema/evolution.py (schema/ is on sys.path: regen.py runs from it)
 
     version = evolution.schema_version(fbs.read_text())
@@ -22,7 +24,11 @@ def schema_minors(tmp: Path, s: FSchema, fbs: Path) -> tuple[tuple[int, int], di
     problems = evolution.check_release_order(history, s, version)
     if problems:  # the minor table would credit names to the wrong minor (SPEC.md §8.5)
         raise SystemExit("regen: " + "\n".join(problems))
-    return version, evolution.minors(history, s, version)
+    table, problems = evolution.check_since(history, s, version)
+    if problems:  # the schema's pt2f_since attributes say another minor than the releases do
+        raise SystemExit("regen: the pt2f_since attributes disagree with schema/history/ (schema/ATTRIBUTES.md):\n  "
+                         + "\n  ".join(problems))
+    return version, table
 
 
 def gen_python_minors(version: tuple, table: dict, flatc: str) -> str:

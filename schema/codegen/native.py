@@ -115,20 +115,31 @@ def gen_ts(tmp: Path, version: str) -> dict[str, str]:
 
 
 def gen_fields_md(s: FSchema, version: str, minor_table: dict | None = None, schema_version=(1, 0)) -> str:
-    """The field tables of the spec; `since` is the minor that first defined each name (schema/evolution.py)."""
+    """The field tables of the spec; `since` is each name's `pt2f_since` (regen checked it against
+    schema/history/, schema/evolution.py check_since), and a declaration newer than X.0 says its own."""
+    import evolution  # schema/evolution.py (schema/ is on sys.path: regen.py runs from it)
+
     m = Model(s)
     minor_table = minor_table or {}
+    _, owners, _ = evolution.declared_minors(s, schema_version)
 
     def since(kind, owner, key):
         return f"{schema_version[0]}.{minor_table.get((kind, owner, key), 0)}"
 
+    def declared(kind, name):
+        minor = owners.get((kind, name), 0)
+        return f"Since {schema_version[0]}.{minor} (`pt2f_since`).\n\n" if minor else ""
+
     out = [f"<!-- {header_line('', version).strip()} -->\n# Field tables\n\n"
            "Every table and struct of `schema/pt2format.fbs` with its fields, ids and defaults.\n"
            "Union fields occupy two ids: `<name>_type` (the member index) and `<name>`.\n"
-           "`since` is the format version that first defined the name: the first release under\n"
-           "`schema/history/` that has it, or the working schema's version (SPEC.md §8.5).\n\n"]
+           "`since` is the format version that first defined the name, as its `pt2f_since` attribute\n"
+           "says (or its table's, enum's or union's; absent means X.0). regen.py refuses one that is not\n"
+           "the first release under `schema/history/` that has the name, or the working schema's\n"
+           "version for a name no release has (SPEC.md §8.5, schema/ATTRIBUTES.md).\n\n"]
     for o in s.objects:
-        out.append(f"## {o.short}{' (struct)' if o.is_struct else ''}\n\n{' '.join(o.doc).strip()}\n\n")
+        out.append(f"## {o.short}{' (struct)' if o.is_struct else ''}\n\n{' '.join(o.doc).strip()}\n\n"
+                   + declared("struct" if o.is_struct else "table", o.short))
         if not o.fields:
             out.append("(no fields)\n\n")
             continue
@@ -147,7 +158,8 @@ def gen_fields_md(s: FSchema, version: str, minor_table: dict | None = None, sch
             out.append(f"| {f.id} | `{f.name}` | {tname} | {default} | {since('field', o.short, f.name)} | {doc} |\n")
         out.append("\n")
     for e in s.enums:
-        out.append(f"## {'union ' if e.is_union else 'enum '}{e.short}\n\n{' '.join(e.doc).strip()}\n\n")
+        out.append(f"## {'union ' if e.is_union else 'enum '}{e.short}\n\n{' '.join(e.doc).strip()}\n\n"
+                   + declared("union" if e.is_union else "enum", e.short))
         out.append("| value | name | since | meaning |\n|---|---|---|---|\n")
         kind = "member" if e.is_union else "value"
         for v in e.values:

@@ -140,7 +140,10 @@ def test_release_command_made_the_next_minor(nm):
     assert spec.startswith(f"# The `.pt2f` file format, version {nm.label}\n")
     assert f"| `EVOLUTION_TEST` | test-only feature | {nm.label} |" in spec
     assert f"| {nm.label} " in (root / "docs" / "versions.md").read_text()
-    assert f"| `evolution_test_note` | string |  | {nm.label} |" in (root / "schema" / "FIELDS.md").read_text()
+    fields_md = (root / "schema" / "FIELDS.md").read_text()
+    assert f"| `evolution_test_note` | string |  | {nm.label} |" in fields_md
+    assert f"| 0 | `note` | string |  | {nm.label} |" in fields_md  # from its table's pt2f_since
+    assert f"## {E.NEW_TABLE}\n\nA new argument (test-only).\n\nSince {nm.label} (`pt2f_since`)." in fields_md
     minors = (root / "pt2format" / "_generated" / "minors.py").read_text()
     assert f"'evolution_test_weight': {nm.version[1]}" in minors
 

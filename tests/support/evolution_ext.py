@@ -98,11 +98,14 @@ def extension_fbs(text: str, version: tuple[int, int]) -> str:
             "(tests/support/evolution_ext.py).\n" + text[at:])
     root = re.search(r"^root_type (\w+);", text, re.M).group(1)
     _, enum, _, union = named_argument_refs()
-    text = _append(text, "table", root, "  /// A note (test-only).\n  evolution_test_note: string (pt2f_string: \"free_text\");\n")
-    text = _append(text, "table", "Node", "  /// A weight (test-only).\n  evolution_test_weight: double = 1.5;\n")
-    text = _append(text, "enum", enum, f"  /// A kind (test-only).\n  EVOLUTION_TEST = {new_enum_value()},\n")
-    text = _append(text, "union", union, f"  /// A member (test-only).\n  {NEW_TABLE},\n")
-    return text + f"\n/// A new argument (test-only).\ntable {NEW_TABLE} {{\n  /// A note.\n  note: string (pt2f_string: \"free_text\");\n}}\n"
+    since = f'pt2f_since: "{version[0]}.{version[1]}"'  # every name a minor adds says so (schema/ATTRIBUTES.md)
+    text = _append(text, "table", root,
+                   f"  /// A note (test-only).\n  evolution_test_note: string (pt2f_string: \"free_text\", {since});\n")
+    text = _append(text, "table", "Node", f"  /// A weight (test-only).\n  evolution_test_weight: double = 1.5 ({since});\n")
+    text = _append(text, "enum", enum, f"  /// A kind (test-only).\n  EVOLUTION_TEST = {new_enum_value()} ({since}),\n")
+    text = _append(text, "union", union, f"  /// A member (test-only).\n  {NEW_TABLE} ({since}),\n")
+    return text + (f"\n/// A new argument (test-only).\ntable {NEW_TABLE} ({since}) {{\n  /// A note.\n"
+                   "  note: string (pt2f_string: \"free_text\");\n}\n")
 
 
 def scratch_clone(tmp: Path) -> Path:
