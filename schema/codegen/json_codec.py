@@ -19,6 +19,7 @@ import math
 import struct
 
 from codegen.constants import FLOATS, INT_RANGES, UTYPE, lit as _lit
+from codegen.limits import read_limits
 from codegen.strings import model_imports, string_check, string_check_all, string_check_imports
 from codegen.templates import render
 from codegen.trail import marker, wrap_since
@@ -167,7 +168,7 @@ def _required_enc(w, f):
 # ---------------------------------------------------------------------------
 
 def _gen_decoders(w, schema, m, unions):
-    w("\ndef decode_tree(tree, max_depth=128):\n")
+    w(f"\ndef decode_tree(tree, max_depth={read_limits(schema)['max_depth'][0]}):\n")
     w('    """(Package, members, strings) from the tree json.loads produced.\n\n'
       '    `members` counts the members of every object decoded, `strings` holds every\n'
       '    string value other than enum, union and non-finite float names; the caller\n'

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 
 from codegen.constants import INT_RANGES, UTYPE, lit as _lit
+from codegen.limits import read_limits
 from codegen.strings import model_imports, string_check, string_check_all, string_check_imports
 from codegen.templates import render
 from codegen.trail import marker, wrap_since
@@ -181,7 +182,7 @@ def _gen_decoders(w, schema, m, structs, unions):
         w(f"    return {name}({', '.join(f'x{f.id}' for f in fs)})\n")
         wrap_since(w, start, "    ", "a")
         w("\n")
-    w("def decode_tree(tree, max_depth=128):\n")
+    w(f"def decode_tree(tree, max_depth={read_limits(schema)['max_depth'][0]}):\n")
     w('    """A Package from the array tree msgpack.unpackb produced."""\n\n')
     w("    def too_deep(d):\n"
       "        raise LimitError('nesting deeper than max_depth', expected=f'<= {max_depth}', got=d)\n\n")
