@@ -21,7 +21,7 @@ ends the process with SIGBUS).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import IO, TYPE_CHECKING, Union
 
 from pt2format._deps import require as _require
@@ -259,8 +259,8 @@ def validate(f: Source, **options) -> None:
     _validate(f, **options)
 
 
-def from_torch(f: Source, dst: Target, *, encoding: str = "flatbuffers", fsync: bool = True,
-               progress: bool | None = None, metadata: Mapping[str, str] | None = None) -> None:
+@_options.FROM_TORCH.public
+def from_torch(f: Source, dst: Target, **options) -> None:
     """Convert a torch.export ``.pt2`` archive to a `.pt2f` file (extra files included).
 
     The archive is read with ``torch.export.load``, which parses torch's JSON
@@ -268,6 +268,10 @@ def from_torch(f: Source, dst: Target, *, encoding: str = "flatbuffers", fsync: 
     and no safer. Convert only archives you would load with torch. This is
     the only function that hands a file to torch's loader; ``read``,
     ``load``, ``open`` and ``convert`` refuse a torch archive instead.
+
+    Args:
+        f: the ``.pt2`` archive: a path, bytes or a binary file object.
+        dst: the `.pt2f` file to write: a path or a writable binary file object.
 
     Raises:
         TorchArchiveError: ``f`` is not a zip, is a damaged one, or
@@ -277,20 +281,23 @@ def from_torch(f: Source, dst: Target, *, encoding: str = "flatbuffers", fsync: 
     _require_torch("pt2format.from_torch")
     from pt2format._interop import from_torch as _from_torch
 
-    _from_torch(f, dst, encoding=encoding, fsync=fsync, progress=progress, metadata=metadata)
+    _from_torch(f, dst, **options)
 
 
-def to_torch(f: Source, dst: Target, *, program: str | None = None, allow_subclasses: Iterable[type] = ()) -> None:
+@_options.TO_TORCH.public
+def to_torch(f: Source, dst: Target, **options) -> None:
     """Convert one program of a `.pt2f` file to a torch.export ``.pt2`` archive (``torch.export.save``).
 
-    ``program`` picks the program (default: the only one, or ``"forward"``);
-    extra files must be UTF-8 text, as torch requires; metadata is dropped.
-    ``allow_subclasses`` is ``load``'s: the tensor subclasses that may be rebuilt.
+    Extra files must be UTF-8 text, as torch requires; metadata is dropped.
+
+    Args:
+        f: the `.pt2f` file, as for ``load``.
+        dst: the ``.pt2`` archive to write (``torch.export.save``'s ``f``).
     """
     _require_torch("pt2format.to_torch")
     from pt2format._interop import to_torch as _to_torch
 
-    _to_torch(f, dst, program=program, allow_subclasses=allow_subclasses)
+    _to_torch(f, dst, **options)
 
 
 def __getattr__(name: str):

@@ -23,6 +23,7 @@ import io
 import os
 import zipfile
 
+from pt2format import _options
 from pt2format._container.header import MAGIC as PT2F_MAGIC
 from pt2format._source import fs_path, is_buffer, is_pathlike, open_regular
 from pt2format._torch_archive import ZIP_MAGIC
@@ -78,8 +79,8 @@ def _torch_failed(e: BaseException, name: str) -> TorchArchiveError:
                              file=name, section="torch.export.load")
 
 
-def from_torch(src, dst, *, encoding: str = "flatbuffers", fsync: bool = True, progress: bool | None = None,
-               metadata: dict | None = None) -> None:
+@_options.FROM_TORCH.implements
+def from_torch(src, dst, *, encoding, fsync, progress, metadata) -> None:
     """Convert a torch.export `.pt2` archive (path, bytes or binary file object) to a `.pt2f` file at `dst`.
 
     The program is loaded with `torch.export.load` (so it is exactly as safe
@@ -118,7 +119,8 @@ def from_torch(src, dst, *, encoding: str = "flatbuffers", fsync: bool = True, p
                    metadata=metadata)
 
 
-def to_torch(src, dst, *, program: str | None = None, allow_subclasses=()) -> None:
+@_options.TO_TORCH.implements
+def to_torch(src, dst, *, program, allow_subclasses) -> None:
     """Convert program `program` of a `.pt2f` file (default: the only one, or "forward") to a torch `.pt2`.
 
     The program is rebuilt with `pt2format.load` and written with

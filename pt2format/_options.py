@@ -1,7 +1,8 @@
 """The keyword options of the public functions, each defined once: name, default, type and documentation.
 
 Every public function that takes options (`save`, `load`, `load_module`,
-`open`, `attach_weights`, `save_weights`, `read`, `validate`) gets its signature, the option part
+`open`, `attach_weights`, `save_weights`, `read`, `validate`, `from_torch`,
+`to_torch`) gets its signature, the option part
 of its docstring and its defaults from one `Options` table here:
 
 - the public function in `pt2format/__init__.py` is decorated with
@@ -268,4 +269,18 @@ VALIDATE = Options(
     _MAX_PROGRAM_BYTES,
     _MAX_DEPTH,
     Option("mmap", True, "bool", "``False`` reads the file into memory instead of mapping it (see ``load``)."),
+)
+
+FROM_TORCH = Options(
+    _ENCODING,
+    _FSYNC,
+    _PROGRESS,
+    Option("metadata", None, "Mapping[str, str] | None",
+           "str -> str stored in the `.pt2f` file, as ``save``'s ``metadata``."),
+)
+
+TO_TORCH = Options(
+    Option("program", None, "str | None",
+           'which program to convert; default: the only one, or ``"forward"`` (a torch archive holds one).'),
+    _ALLOW_SUBCLASSES,
 )

@@ -277,7 +277,8 @@ def _convert(args) -> int:
     if kind == "from_torch":
         from pt2format._interop import from_torch
 
-        from_torch(args.file, dest, encoding=args.encoding or "flatbuffers", fsync=not args.no_fsync)
+        chosen = {"encoding": args.encoding} if args.encoding else {}  # else the options table's default
+        from_torch(args.file, dest, fsync=not args.no_fsync, **chosen)
     elif kind == "to_torch":
         from pt2format._interop import to_torch
 

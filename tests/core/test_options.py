@@ -21,6 +21,8 @@ PUBLIC = {
     "load": (_options.LOAD, "pt2format.loaders._load", "load_program"),
     "load_module": (_options.LOAD_MODULE, "pt2format.loaders._module", "load_module"),
     "attach_weights": (_options.ATTACH_WEIGHTS, "pt2format.loaders._weights", "attach_weights"),
+    "from_torch": (_options.FROM_TORCH, "pt2format._interop", "from_torch"),
+    "to_torch": (_options.TO_TORCH, "pt2format._interop", "to_torch"),
 }
 
 
@@ -58,6 +60,8 @@ CALLS = {
     "load": lambda **kw: pt2format.load(b"", **kw),
     "open": lambda **kw: pt2format.open(b"", **kw),
     "attach_weights": lambda **kw: pt2format.attach_weights(None, {}, **kw),
+    "from_torch": lambda **kw: pt2format.from_torch(b"", "unused.pt2f", **kw),
+    "to_torch": lambda **kw: pt2format.to_torch(b"", "unused.pt2", **kw),
 }
 
 

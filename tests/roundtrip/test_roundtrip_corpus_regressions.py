@@ -179,7 +179,7 @@ def test_sub_byte_dtypes_round_trip_in_memory():
     """Every dtype torch.export accepts as a buffer has a ScalarType; the bytes come back as they were.
 
     In memory: the file path also needs the validator's item sizes for these
-    values (pt2format/_validate.py).
+    values (pt2format/_validate/).
     """
     ep = _export(_SubByte(), (torch.randn(2),))
     assert {ep.state_dict[f"b{i}"].dtype for i in range(len(SUB_BYTE))} == set(SUB_BYTE)
