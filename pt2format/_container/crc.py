@@ -7,7 +7,7 @@ the reader verify storages and their section in one pass over the bytes.
 The CRC-32 itself comes from ISA-L (`isal`, a dependency: about 10x zlib's
 speed here, 0.03-0.04 s for 500 MB against 0.3 s, and it releases the GIL, so
 two threads checksum at once) when it is importable, else from zlib; both give
-the same values (tests/core/test_crc.py draws inputs to check it).
+the same values (tests/core/_container/test_container_crc.py draws inputs to check it).
 """
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ class ValueRule:
         v = self.allowed
         if len(v) == 2:
             return f"{v[0]} or {v[1]}"
-        if list(v) == list(range(v[0], v[-1] + 1)):
+        if self.contiguous():
             return f"{v[0]} to {v[-1]}"
         return ", ".join(map(str, v))
 
