@@ -35,6 +35,8 @@ from torch.fx.graph_module import GraphModule
 
 from pt2format._nogc import no_gc
 
+from ._background import start as start_thread
+
 _local = threading.local()
 _install_lock = threading.Lock()
 _torch_recompile = None
@@ -210,7 +212,7 @@ def _run(gm, args, kwargs):
     out = runner(gm, args, kwargs)
     if not st.started:
         st.started = True
-        threading.Thread(target=_compile_in_background, args=(gm,), name="pt2format-codegen", daemon=True).start()
+        start_thread(_compile_in_background, (gm,), "pt2format-codegen")
     return out
 
 

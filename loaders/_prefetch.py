@@ -6,13 +6,15 @@ major fault, one synchronous read each). `prefetch` starts the disk reads
 for the whole file at once (`posix_fadvise(WILLNEED)`, asynchronous, in the
 kernel) and touches one byte per page of every storage in a background
 thread, so the page tables are filled while the graph is being built. The
-thread only reads; it is a daemon and never keeps the interpreter alive.
+thread only reads; at exit it stops at its next slice (`_background`).
 """
 
 from __future__ import annotations
 
 import os
 import threading
+
+from ._background import start as start_thread, stopping
 
 _PAGE = 4096
 _SLICE = 16 << 20  # bytes touched per step, so the GIL is passed on between steps
@@ -30,9 +32,7 @@ def prefetch(path: str, views) -> threading.Thread:
                 advise(f.fileno(), 0, 0, os.POSIX_FADV_WILLNEED)
         except (OSError, FormatError):
             pass
-    t = threading.Thread(target=_touch, args=(list(views),), name="pt2format-prefetch", daemon=True)
-    t.start()
-    return t
+    return start_thread(_touch, (list(views),), "pt2format-prefetch")
 
 
 def _touch(views) -> None:
@@ -40,6 +40,8 @@ def _touch(views) -> None:
         try:
             n = len(view)
             for start in range(0, n, _SLICE):
+                if stopping():  # the interpreter is exiting and waits for this thread
+                    return
                 bytes(view[start:min(n, start + _SLICE):_PAGE])  # one byte per page: the fault is the point
         except (ValueError, TypeError):  # a released view (file closed): nothing left to warm
             return
