@@ -96,7 +96,8 @@ void Validator::optional_names(const L *list, const std::unordered_set<std::stri
   }
 }
 
-void Validator::check_argument(const Scope &sc, ArgumentValue type, const void *v, uint32_t depth, const std::string &path) {
+void Validator::check_argument(const Scope &sc, ArgumentValue type, const void *v, uint32_t depth,
+                               const std::string &path) {
   using A = ArgumentValue;
   auto opt = [&](const flatbuffers::String *name, const std::unordered_set<std::string> &scope, const char *what) {
     if (name && !scope.count(name->str())) undeclared(what, name, path + ".name");
