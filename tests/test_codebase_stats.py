@@ -53,6 +53,17 @@ FILES_2 = {
     "exporter/_save.py": ('@SAVE.implements\ndef save(ep, path, *, encoding, fsync):\n    """Save.\n\n    Args:\n'
                           '        fsync: flush.\n    """\n    write(path)\n'),  # 7
     "pt2format/_validate.py": FILES_1["pt2format/_validate.py"] + "    if tree.y:\n        raise _fail('y', 'y')\n",
+    # The C++ and TypeScript validators split into parts: the same lines and rules, every part counted.
+    "loaders/cpp/src/validate.cc": FILES_1["loaders/cpp/src/validate.cc"].split("void check")[0],  # 6, the helpers
+    "loaders/cpp/src/validate_data.cc": (
+        "void check(int x) {\n  if (x < 0) invalid(\"negative\");  // fail( in a comment\n"
+        "  if (x > 9) fail(\"too new\");\n  constexpr int kMaxDepth = 128;\n}\n"),  # 5, 2 rules
+    "loaders/ts/src/validate.ts": (
+        "function fail(message: string): ValidationError {\n  return new ValidationError(message);\n}\n"
+        "const maxDepth: number = 128;\n"),  # 4
+    "loaders/ts/src/validate/data.ts": (
+        "export function check(x: number): void {\n  if (x < 0) throw fail('negative');\n"
+        "  if (x > 9) throw new VersionError('too new');\n}\n"),  # 4, 2 rules
 }
 
 
@@ -96,6 +107,8 @@ def test_figures_of_a_synthetic_repository(tmp_path):
     assert _row(out, "Python")[1:3] == ["3", "4"]
     assert _row(out, "C++")[1:3] == ["2", "2"]
     assert _row(out, "TypeScript")[1:3] == ["2", "2"]
+    assert _row(out, "C++")[4] == "`loaders/cpp/src/validate.cc`, `loaders/cpp/src/validate_data.cc`"
+    assert _row(out, "TypeScript")[4] == "`loaders/ts/src/validate/data.ts`, `loaders/ts/src/validate.ts`"  # path order
     # fsync: default written in the options table, the exporter (before only) and the loader's load; a
     # parameter of save and load; passed on by the exporter before; documented in save's Args after
     assert _row(out, "`fsync = True`")[1:5] == ["3 → 2", "2 → 2", "1 → 0", "0 → 1"]
