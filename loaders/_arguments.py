@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 import torch.fx
 import torch.utils._pytree as pytree
-from torch.fx._lazy_graph_module import _LazyGraphModule
+from torch.fx.graph_module import GraphModule
 
 from pt2format._generated.model import (
     BoolArgument,
@@ -198,7 +198,9 @@ class ArgumentLoader:
             return existing
         if name not in sc.subgraphs:  # one attribute may be fetched by several get_attr nodes
             fx_graph, owner = self.build(v.graph, f"{path}.graph")
-            sc.subgraphs[name] = gm = _LazyGraphModule(owner, fx_graph)  # code is generated on first use
+            # torch's GraphModule, compiled at once: dynamo refuses to trace into a _LazyGraphModule's forward,
+            # so a lazy branch would break a fullgraph torch.compile of the loaded module
+            sc.subgraphs[name] = gm = GraphModule(owner, fx_graph)
             if id(fx_graph) in self.custom_meta:
                 gm.meta["custom"] = self.custom_meta.pop(id(fx_graph))
             sc.owner.register_module(name, gm)

@@ -16,7 +16,9 @@ Nothing is generated that torch would not generate: the code is torch's own
 `recompile()` of the same graph, only later. Graphs whose calling
 convention the runner does not reproduce exactly (a codegen other than
 torch's pytree one or the plain one, placeholders with defaults or `*args`,
-an argument named `self`) compile at once, as before.
+an argument named `self`) compile at once, as before, and so do graphs that
+call subgraphs (`_has_subgraphs`). Once compiled, the module's class is
+torch's again (`_torch_recompile_now`).
 """
 
 from __future__ import annotations
@@ -73,7 +75,7 @@ def _recompile(self):
         return _torch_recompile(self)
     with st.lock:
         st.pending = False
-        return _torch_recompile(self)
+        return _torch_recompile_now(self)
 
 
 class _State:
@@ -126,7 +128,7 @@ def _params(gm) -> list[str] | None:
 def defer(gm) -> bool:
     """Defer `gm`'s code generation now (a module built elsewhere, such as load_module's); False if it cannot be."""
     _install()
-    if type(gm).__qualname__.split(".")[-1] != "GraphModuleImpl" or _params(gm) is None:
+    if type(gm).__qualname__.split(".")[-1] != "GraphModuleImpl" or _params(gm) is None or _has_subgraphs(gm):
         return False
     _defer(gm)
     return True
@@ -135,7 +137,19 @@ def defer(gm) -> bool:
 def _can_defer(gm) -> bool:
     # Every GraphModule instance has a class of its own (GraphModule.__new__): the runner is installed there.
     return (type(gm).__qualname__.split(".")[-1] == "GraphModuleImpl" and not isinstance(gm, _LazyGraphModule)
-            and _params(gm) is not None)
+            and _params(gm) is not None and not _has_subgraphs(gm))
+
+
+def _has_subgraphs(gm) -> bool:
+    """Whether `gm` calls graphs of its own (the branches and bodies of cond, while_loop, map, ...).
+
+    Such a module compiles at once, as torch's: when dynamo first meets it
+    with its code still to be generated, a fullgraph torch.compile of it
+    works on the first call but fails on the next input (torch 2.13: the
+    generated forward then runs outside dynamo, which traces the control-flow
+    operator's own `__call__` and cannot).
+    """
+    return any(isinstance(m, GraphModule) for m in gm._modules.values())
 
 
 def _defer(gm) -> None:
@@ -187,8 +201,23 @@ def compile_now(gm) -> None:
         return
     with st.lock:
         if st.pending:
-            _torch_recompile(gm)
+            _torch_recompile_now(gm)
             st.pending = False
+
+
+def _torch_recompile_now(gm):
+    """torch's recompile, then the class as torch's: its forward (set by recompile) and no `__getattr__` of ours.
+
+    A `__getattr__` left on the class makes dynamo compile it as a frame of
+    its own on every attribute read of a traced module, and a fullgraph
+    torch.compile of a graph with a control-flow operator then fails on its
+    first retrace.
+    """
+    code = _torch_recompile(gm)
+    cls = type(gm)
+    if cls.__dict__.get("__getattr__") is _getattr:
+        del cls.__getattr__
+    return code
 
 
 def _compile_in_background(gm) -> None:

@@ -331,7 +331,8 @@ def _build(prog, state: StateLoader, stored: bool) -> LoadedModule:
             checks(flatten_inputs(args, kwargs, in_spec))
 
     gm.register_forward_pre_hook(check_inputs, with_kwargs=True)
-    defer(gm)  # the first calls run the graph directly; code is generated in the background (_deferred.py)
+    if not defer(gm):  # the first calls run the graph directly; code is generated in the background (_deferred.py)
+        _LazyGraphModule.force_recompile(gm)  # or now: dynamo refuses to trace a lazy module's forward
     return gm
 
 

@@ -67,6 +67,11 @@ class WhileScan(torch.nn.Module):
         return out, x.new_ones(x.shape[0], 2)
 
 
+class TwoInputs(torch.nn.Module):
+    def forward(self, x, k):
+        return x * k.sum() + 1.5, x.new_ones(x.shape[0], 2)
+
+
 def _programs():
     x = torch.randn(5, 4)
     batch = Dim("batch", min=2, max=64)
@@ -74,6 +79,13 @@ def _programs():
            [((torch.randn(7, 4),), {"scale": 2.0}), ((-torch.rand(3, 4),), {"scale": 2.0})])
     yield ("while", WhileScan, (torch.randn(3, 2), torch.zeros(4)), {}, None,
            [((torch.randn(3, 2), torch.zeros(4)), {})])
+    yield ("mutate", Mutate, (x,), {"scale": 2.0}, {"x": {0: batch}, "scale": None},
+           [((torch.randn(7, 4),), {"scale": 2.0}), ((-torch.rand(3, 4),), {"scale": 2.0})])
+    yield ("two_inputs", TwoInputs, (torch.randn(3, 2), torch.zeros(4)), {}, None,
+           [((torch.randn(3, 2), torch.ones(4)), {})])
+
+
+_FLAT = {"mutate", "two_inputs"}  # programs without control-flow subgraphs: their code generation is deferred
 
 
 def _same(a, b) -> bool:
@@ -113,7 +125,8 @@ def test_interpreted_then_compiled_outputs_are_torchs(tmp_path, name, model, arg
     want = _calls(ep.module(), inputs)
 
     gm = pt2format.load(p).module()
-    assert _deferred.pending(gm)  # no code generated yet: the graph runs node by node
+    # no code generated yet: the graph runs node by node; a graph with control flow compiles at once, as torch's
+    assert _deferred.pending(gm) == (name in _FLAT)
     first = _calls(gm, inputs[:1])
     assert _same(first, want[:1])
     _deferred.compile_now(gm)  # what the background thread does; waits for it if it is under way
@@ -125,14 +138,14 @@ def test_interpreted_then_compiled_outputs_are_torchs(tmp_path, name, model, arg
     gm2 = pt2format.load(p).module()
     _deferred.background_compile(gm2, False)  # every call runs the graph directly
     assert _same(_calls(gm2, inputs), want)
-    assert _deferred.pending(gm2)
+    assert _deferred.pending(gm2) == (name in _FLAT)
 
 
 def test_code_and_signature_are_torchs(tmp_path):
     import inspect
 
     torch.manual_seed(0)
-    ep = torch.export.export(CondMutate(), (torch.randn(5, 4),), {"scale": 2.0})
+    ep = torch.export.export(Mutate(), (torch.randn(5, 4),), {"scale": 2.0})
     p = tmp_path / "p.pt2f"
     pt2format.save(ep, p, progress=False, fsync=False)
     loaded = pt2format.load(p)
@@ -148,7 +161,7 @@ def test_code_and_signature_are_torchs(tmp_path):
 @pytest.mark.parametrize("bad", [((torch.randn(3, 2),), {}), ((torch.randn(3, 2), torch.zeros(4), 1), {}),
                                  ((torch.randn(3, 2),), {"k": torch.zeros(4), "z": 1})])
 def test_bad_call_raises_like_torch(tmp_path, bad):
-    ep = torch.export.export(WhileScan(), (torch.randn(3, 2), torch.zeros(4)))
+    ep = torch.export.export(TwoInputs(), (torch.randn(3, 2), torch.zeros(4)))
     p = tmp_path / "p.pt2f"
     pt2format.save(ep, p, progress=False, fsync=False)
     gm = pt2format.load(p).module()
@@ -192,7 +205,7 @@ def test_threads_load_and_run_at_once(tmp_path):
 
 def test_copies_of_a_deferred_module_run_like_torchs(tmp_path):
     torch.manual_seed(0)
-    ep = torch.export.export(CondMutate(), (torch.randn(5, 4),), {"scale": 2.0})
+    ep = torch.export.export(Mutate(), (torch.randn(5, 4),), {"scale": 2.0})
     p = tmp_path / "p.pt2f"
     pt2format.save(ep, p, progress=False, fsync=False)
     inputs = [((torch.randn(5, 4),), {"scale": 2.0})] * 2
@@ -207,10 +220,7 @@ def test_copies_of_a_deferred_module_run_like_torchs(tmp_path):
 
 @pytest.mark.parametrize("make", ["load", "load_module"])
 def test_dynamo_traces_the_generated_code(tmp_path, make):
-    """Strict export and fullgraph torch.compile of a deferred module work as on torch's own module.
-
-    (Without a control-flow HOP: the loader's subgraph modules are lazy, which dynamo refuses to trace into,
-    before this change as after it.)"""
+    """Strict export and fullgraph torch.compile of a deferred module work as on torch's own module."""
     torch.manual_seed(0)
     x = torch.randn(5, 4)
     ep = torch.export.export(Mutate(), (x,), {"scale": 2.0})
@@ -229,3 +239,25 @@ def test_dynamo_traces_the_generated_code(tmp_path, make):
     assert [n.target for n in again.graph.nodes if n.op == "call_function"] == \
         [n.target for n in torch.export.export(copy.deepcopy(ep).module(), (x,), {"scale": 2.0}, strict=True)
          .graph.nodes if n.op == "call_function"]
+
+
+@pytest.mark.parametrize("make", ["load", "load_module"])
+def test_fullgraph_compile_with_control_flow_is_torchs(tmp_path, make):
+    """A loaded module with cond compiles fullgraph like torch's own, for inputs that take either branch.
+
+    The branches are torch's GraphModules (a lazy one stops dynamo), and the module has its code
+    before dynamo sees it, so a second input (a retrace) works too."""
+    torch.manual_seed(0)
+    x = torch.randn(5, 4)
+    ep = torch.export.export(CondMutate(), (x,), {"scale": 2.0})
+    p = tmp_path / "p.pt2f"
+    pt2format.save(ep, p, progress=False, fsync=False)
+    tp = tmp_path / "p.pt2"
+    torch.export.save(ep, tp)
+    inputs = [((x.abs(),), {"scale": 2.0}), ((-x.abs(),), {"scale": 2.0}), ((x.abs() + 1,), {"scale": 2.0})]
+    want = _calls(torch.compile(torch.export.load(tp).module(), backend="eager", fullgraph=True), inputs)
+    gm = pt2format.load(p).module() if make == "load" else pt2format.load_module(p)
+    assert {k: type(v).__mro__[1] for k, v in gm.named_children() if k.endswith("graph_0")} == \
+        {k: type(v).__mro__[1] for k, v in torch.export.load(tp).module().named_children()
+         if k.endswith("graph_0")}
+    assert _same(_calls(torch.compile(gm, backend="eager", fullgraph=True), inputs), want)
