@@ -309,19 +309,23 @@ class GraphBuilder(ArgumentLoader):
             return
         single = len(outs) == 1 and (not hop or n.is_hop_single_tensor_return
                                      or isinstance(outs[0].value if outs[0] is not None else None, NoneArgument))
+        v = outs[0].value if single and outs[0] is not None else None
+        # positions are list positions when the only output is an operator's list (Node.unbound_outputs)
+        listed = v.names if isinstance(v, TensorListArgument) and isinstance(target, torch._ops.OpOverload) else None
         unbound = set(n.unbound_outputs)
         self._unpack_meta = {u.position: u.metadata for u in n.unpack_metadata} if n.unpack_metadata else None
         deferred = {}
         for k, d in enumerate(n.deferred_unpacks):
             after = check_identifier(d.after, f"{path}.deferred_unpacks[{k}].after")
-            if d.position >= len(outs) or d.position in unbound or d.position in deferred:
+            if d.position >= len(outs if listed is None else listed) or d.position in unbound \
+                    or d.position in deferred:
                 raise LoadError("deferred getitem position is out of range, unbound or repeated",
                                 path=f"{path}.deferred_unpacks[{k}].position", got=d.position)
             deferred[d.position] = after
         if single:
-            v = outs[0].value if outs[0] is not None else None
-            if isinstance(v, TensorListArgument) and isinstance(target, torch._ops.OpOverload):
-                node.meta["val"] = self._unpack_list(node, v.names, unbound, meta, path, top_level=True)
+            if listed is not None:
+                node.meta["val"] = self._unpack_list(node, listed, unbound, meta, path, top_level=True,
+                                                     deferred=deferred)
                 return
             if isinstance(v, NoneArgument):
                 node.meta["val"] = None
@@ -380,12 +384,14 @@ class GraphBuilder(ArgumentLoader):
 
         sc.pending.setdefault(after, []).append(make)
 
-    def _unpack_list(self, holder, names, unbound, meta, path, top_level=False):
+    def _unpack_list(self, holder, names, unbound, meta, path, top_level=False, deferred=None):
         vals = []
         for j, name in enumerate(names):
             val = self.value_meta(name, path)
             vals.append(val)
-            if holder is not None and j not in unbound:
+            if deferred and j in deferred:
+                self._defer(deferred[j], holder, j, name, val, meta, path)
+            elif holder is not None and j not in unbound:
                 g = self._getitem(holder, j, name, meta, path, j if top_level else None)
                 g.meta["val"] = val
                 self._define(name, g, path)

@@ -40,11 +40,6 @@ _SRC = "test/export/test_export.py"
 # over the corpus, for problems that fail only some of them:
 _CORPUS, _LOAD_MODULE, _INTEROP = "test_corpus_case", "test_load_module_matches_torch_module", "test_torch_roundtrip"
 
-# Filed in issue 20 and not fixed yet (the mark flips to a failure once fixed):
-_SLICE = ("issue 20 item 2 (names torch writes): iterating a sliced Sequential/ModuleList gives nn_module_stack "
-          "keys such as 'L__self__mod_list_1.slice(2, 3, None).2', refused at save: ExportError at "
-          "ModuleStackEntry.key (not a valid token)")
-
 # Found by this port, not in issue 20's list:
 _UNFLATTEN_STATE = ("new finding: a submodule called twice (n@1) that mutates a buffer, with "
                     "preserve_module_call_signature: the loaded program's unflatten() gives a different output "
@@ -83,9 +78,7 @@ _SIZE_ONE_OBLIVIOUS = ("new finding: exported under backed_size_oblivious=True w
                        "input of size 2' and unflatten() rejects it ('Expected input at *args[0].shape[0] to be "
                        "equal to 1'), where torch's raise AssertionError 'Guard failed: values.size()[0] == 1' "
                        "and return a result respectively")
-_DEFERRED_GETITEM = ("new finding: nonzero(x, as_tuple=True) with dynamic dims: load fails: LoadError at "
-                     "programs[forward].graph.nodes[0].deferred_unpacks[0].position 'deferred getitem position "
-                     "is out of range, unbound or repeated (got 1)' (load, load_module and from_torch alike)")
+
 
 
 def _no_grad_export(module, args, **kw):
@@ -1101,7 +1094,7 @@ class _Nonzero(nn.Module):
         return torch.nonzero(x, as_tuple=as_tuple)
 
 
-@case("torch_test.nonzero_dynamic", tags=_TAGS, xfail=_DEFERRED_GETITEM)
+@case("torch_test.nonzero_dynamic", tags=_TAGS)
 def nonzero_dynamic():
     """test_export.py::test_nonzero_dynamic (as_tuple=True): a tuple of unbacked-sized outputs, a bool input."""
     return Program(_Nonzero(), (torch.randn(3, 4, 5), True),
