@@ -41,6 +41,9 @@ from ._values import device_from_schema, dtype_from_schema
 _ASSERT_SCALAR = torch.ops.aten._assert_scalar.default
 _CONSTRAIN_FOR_SIZE = torch.ops.aten.sym_constrain_range_for_size.default
 _FLAT_APPLY = getattr(torch.ops.higher_order, "flat_apply", None)
+_META = torch.device("meta")
+_EXPR = operator.attrgetter("expr")
+_VALUE = operator.attrgetter("value")
 
 
 def _has_unbacked(v) -> bool:
@@ -92,6 +95,10 @@ class GraphBuilder(ArgumentLoader):
         self.metadata = metadata
         self.constants = constants  # custom objects by name, for arguments that are not placeholders
         self.custom_meta: dict[int, dict] = {}  # id(fx graph) -> its graph module's meta["custom"]
+        # id(fake value) -> (the value, dtype, sizes, strides) for strided values of integer sizes and strides:
+        # their tensor_meta is derived from these numbers (see derive_tensor_meta)
+        self.static_shapes: dict[int, tuple] = {}
+        self._heads: dict[tuple, tuple] = {}  # (dtype, layout, device type, index) numbers -> checked objects
         self.sc: _Scope | None = None
 
     # -- graphs ----------------------------------------------------------------
@@ -135,7 +142,7 @@ class GraphBuilder(ArgumentLoader):
             for node in sc.fx.nodes:
                 tm = node.meta.get("tensor_meta")
                 if tm is DERIVE_TENSOR_META or tm is DERIVE_TENSOR_META_GRAD:
-                    derive_tensor_meta(node)
+                    derive_tensor_meta(node, self.static_shapes)
             if g.custom_meta is not None:
                 self.custom_meta[id(sc.fx)] = self.metadata.custom(g.custom_meta, f"{path}.custom_meta")
             return sc.fx, sc.owner
@@ -156,7 +163,13 @@ class GraphBuilder(ArgumentLoader):
         if name in sc.node_names:
             raise LoadError(f"node name {name!r} is used twice", path=path)
         sc.node_names.add(name)
-        node = sc.fx.create_node(op, target, args, kwargs, name)
+        # The node is created without arguments, then given them as `node.args = ...` gives them (one
+        # `_update_args_kwargs`, what Node.__init__ runs too): create_node's only other use of the
+        # arguments is a pytree walk (10 calls a node, a tenth of a large load) that warns about raw
+        # SymInt/SymFloat/SymBool leaves, and `_arg` never makes one (symbolic values are nodes).
+        node = sc.fx.create_node(op, target, (), None, name)
+        if args or kwargs:
+            node._update_args_kwargs(args, kwargs)
         if node.name != name:
             # FX renames candidates that shadow builtins; the file's name wins, as in torch's loader
             # (FX's code generation renames its variables again, so the source stays valid).
@@ -186,13 +199,46 @@ class GraphBuilder(ArgumentLoader):
     def fake_tensor(self, m, path):
         if m is None:
             raise LoadError("missing tensor metadata", path=path)
+        d = m.device
+        try:
+            head = self._heads.get((m.dtype, m.layout, d.type, d.index)) if d is not None else None
+        except TypeError:  # an unhashable field (a tree built in memory): _head names it
+            head = None
+        if head is None:
+            head = self._head(m, path)
+        dtype, device, layout = head
+        ms, mst, off = m.sizes, m.strides, m.storage_offset
+        try:  # every size and stride concrete (expr < 0): their values, no path strings, no symbols
+            static = max(map(_EXPR, ms), default=-1) < 0 and max(map(_EXPR, mst), default=-1) < 0
+        except AttributeError:  # a missing entry: the general path names it
+            static = False
+        if static and layout is torch.strided and len(ms) == len(mst) and (
+                off is None or (off.expr < 0 and off.value == 0)):
+            sizes, strides = list(map(_VALUE, ms)), list(map(_VALUE, mst))
+            meta = torch.empty_strided(sizes, strides, dtype=dtype, device=_META)
+            if m.requires_grad:
+                meta.requires_grad_(True)
+            fake = self._fake(meta, device)
+            if not meta.is_quantized:
+                self.static_shapes[id(fake)] = (fake, dtype, tuple(sizes), tuple(strides))
+            return fake
+        return self._general_fake_tensor(m, path, dtype, device, layout)
+
+    def _head(self, m, path):
+        """(dtype, device, layout) of TensorMeta `m`, checked; cached by the file's numbers for the next values."""
+        d = m.device
+        head = (dtype_from_schema(m.dtype, f"{path}.dtype"), device_from_schema(d, f"{path}.device"),
+                SCHEMA_TO_LAYOUT.get(int(m.layout)))
+        if len(self._heads) < 256:
+            self._heads[(m.dtype, m.layout, d.type, d.index)] = head
+        return head
+
+    def _general_fake_tensor(self, m, path, dtype, device, layout):
+        """Any value: symbolic sizes, strides or offset, sparse layouts, and the errors of a bad TensorMeta."""
         sy = self.shape.sym_int
-        dtype = dtype_from_schema(m.dtype, f"{path}.dtype")
-        device = device_from_schema(m.device, f"{path}.device")
-        layout = SCHEMA_TO_LAYOUT.get(int(m.layout))
-        # A concrete size (expr < 0) is its value: no path string is made for the 100,000 sizes of a large graph.
         sizes = [s.value if s is not None and s.expr < 0 else sy(s, f"{path}.sizes[{i}]")
                  for i, s in enumerate(m.sizes)]
+        static = all(s is not None and s.expr < 0 for s in m.sizes)
         if layout in (torch.sparse_coo, torch.sparse_csr, torch.sparse_csc):
             # A sparse value's metadata is its layout and dense shape (no nnz): an empty sparse fake.
             try:
@@ -210,6 +256,7 @@ class GraphBuilder(ArgumentLoader):
                             expected="STRIDED, SPARSE_COO, SPARSE_CSR or SPARSE_CSC", got=m.layout)
         strides = [s.value if s is not None and s.expr < 0 else sy(s, f"{path}.strides[{i}]")
                    for i, s in enumerate(m.strides)]
+        static = static and all(s is not None and s.expr < 0 for s in m.strides)
         if len(strides) != len(sizes):
             raise LoadError("sizes and strides differ in length", path=path, expected=len(sizes), got=len(strides))
         offset = sy(m.storage_offset, f"{path}.storage_offset") if m.storage_offset is not None else 0
@@ -225,7 +272,10 @@ class GraphBuilder(ArgumentLoader):
             meta = torch.empty((extent,), dtype=dtype, device="meta").as_strided(sizes, strides, offset)
         if m.requires_grad:
             meta.requires_grad_(True)
-        return self._fake(meta, device)
+        fake = self._fake(meta, device)
+        if static and not meta.is_quantized:
+            self.static_shapes[id(fake)] = (fake, dtype, tuple(sizes), tuple(strides))
+        return fake
 
     # -- placeholders ------------------------------------------------------------
     def _placeholder(self, a, i, constant_names, path):
@@ -306,6 +356,16 @@ class GraphBuilder(ArgumentLoader):
                 # A higher-order op returning nothing (a no_grad region whose results are unused)
                 # has meta["val"] == (); torch's verifier requires it (torch's own loader drops it).
                 node.meta["val"] = ()
+            return
+        if len(outs) == 1 and not hop and not n.unbound_outputs and not n.deferred_unpacks \
+                and not n.unpack_metadata and outs[0] is not None and type(outs[0].value) is TensorArgument:
+            # The common node: one tensor output, nothing unbound, deferred or with metadata of its own.
+            self._unpack_meta = None
+            name = outs[0].value.name
+            if name is None:
+                raise LoadError("node output must name its value", path=f"{path}.outputs[0]")
+            node.meta["val"] = self.value_meta(name, path)
+            self._define(name, node, path)
             return
         single = len(outs) == 1 and (not hop or n.is_hop_single_tensor_return
                                      or isinstance(outs[0].value if outs[0] is not None else None, NoneArgument))

@@ -15,7 +15,7 @@ from torch.fx.traceback import NodeSource, NodeSourceAction
 
 from pt2format._strings import check_extra_meta_key
 from pt2format.errors import LoadError
-from pt2format.vocab.metadata import derived_tensor_meta
+from pt2format.vocab.metadata import derived_tensor_meta, static_tensor_meta
 from pt2format.vocab.operators import BUILTINS
 
 from ._names import check_identifier, check_text
@@ -70,12 +70,20 @@ DERIVE_TENSOR_META_GRAD = _DeriveTensorMeta()  # the same, with tensor_meta.requ
 _DESC_MAX_DEPTH = 16
 
 
-def derive_tensor_meta(node) -> None:
-    """node.meta["tensor_meta"] from node.meta["val"] (tensor values only), as torch's export computes it."""
+def derive_tensor_meta(node, static_shapes=None) -> None:
+    """node.meta["tensor_meta"] from node.meta["val"] (tensor values only), as torch's export computes it.
+
+    `static_shapes` (id(value) -> (value, dtype, sizes, strides)) gives the numbers of values the
+    loader made from integer sizes and strides: the same derivation, without asking the tensor.
+    """
     val = node.meta.get("val")
     if isinstance(val, torch.Tensor):
         grad = node.meta.get("tensor_meta") is DERIVE_TENSOR_META_GRAD
-        node.meta["tensor_meta"] = derived_tensor_meta(val, grad)[0]
+        known = static_shapes.get(id(val)) if static_shapes else None
+        if known is not None and known[0] is val:
+            node.meta["tensor_meta"] = static_tensor_meta(known[1], known[2], known[3], grad)
+        else:
+            node.meta["tensor_meta"] = derived_tensor_meta(val, grad)[0]
     else:
         node.meta.pop("tensor_meta", None)
 

@@ -152,6 +152,7 @@ class _Builder:
                           for s in sig.input_specs]
         graph, owner = self.graphs.build(prog.graph, "graph", constant_names)
         self.graphs.sc = None
+        self.graphs.static_shapes.clear()  # every tensor_meta is derived: the values need not be pinned
         mcg = module_call_graph(prog.module_call_graph, self._constant_outside_graph, self.treespecs)
         ranges = {}
         for i, rc in enumerate(prog.range_constraints):

@@ -148,6 +148,20 @@ _SC_token = _SC['token']
 _SC_metadata_key = _SC['metadata_key']
 _SC_free_text = _SC['free_text']
 
+_OK_local_name = _SC_local_name.accepted
+_OK_identifier = _SC_identifier.accepted
+_OK_optional_identifier = _SC_optional_identifier.accepted
+_OK_attr_path = _SC_attr_path.accepted
+_OK_optional_attr_path = _SC_optional_attr_path.accepted
+_OK_qualified_name = _SC_qualified_name.accepted
+_OK_file_name = _SC_file_name.accepted
+_OK_device_type = _SC_device_type.accepted
+_OK_module_call_path = _SC_module_call_path.accepted
+_OK_module_stack_path = _SC_module_stack_path.accepted
+_OK_token = _SC_token.accepted
+_OK_metadata_key = _SC_metadata_key.accepted
+_OK_free_text = _SC_free_text.accepted
+
 
 _IDENT = b"P2FP"
 _I32 = struct.Struct('<i').unpack_from
@@ -314,7 +328,8 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_identifier(x0, 'ArgumentMapEntry.key')
+                if x0 not in _OK_identifier:
+                    _SC_identifier(x0, 'ArgumentMapEntry.key')
             else:
                 x0 = None
             f_ = 'value'
@@ -387,7 +402,11 @@ def decode(buf, max_depth=128):
             if o0:
                 q = p + o0
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 1)
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 1 > n - q - 4:
+                    vec(q, 1)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
                 x0 = list(_unpack('<%d?' % cnt, buf, q + 4))
             else:
                 x0 = []
@@ -464,7 +483,8 @@ def decode(buf, max_depth=128):
                 x1 = sget(q)
                 if x1 is None:
                     x1 = rstr(q)
-                _SC_attr_path(x1, 'BufferMutationSpec.buffer_name')
+                if x1 not in _OK_attr_path:
+                    _SC_attr_path(x1, 'BufferMutationSpec.buffer_name')
             else:
                 x1 = None
             return BufferMutationSpec(x0, x1)
@@ -498,7 +518,11 @@ def decode(buf, max_depth=128):
             if o0:
                 q = p + o0
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 1)
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 1 > n - q - 4:
+                    vec(q, 1)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
                 x0 = list(buf[q + 4:q + 4 + cnt])
             else:
                 x0 = []
@@ -610,7 +634,8 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_local_name(x0, 'CustomObjArgument.name')
+                if x0 not in _OK_local_name:
+                    _SC_local_name(x0, 'CustomObjArgument.name')
             else:
                 x0 = None
             f_ = 'class_fqn'
@@ -620,7 +645,8 @@ def decode(buf, max_depth=128):
                 x1 = sget(q)
                 if x1 is None:
                     x1 = rstr(q)
-                _SC_qualified_name(x1, 'CustomObjArgument.class_fqn')
+                if x1 not in _OK_qualified_name:
+                    _SC_qualified_name(x1, 'CustomObjArgument.class_fqn')
             else:
                 x1 = None
             return CustomObjArgument(x0, x1)
@@ -657,7 +683,8 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_attr_path(x0, 'CustomObject.name')
+                if x0 not in _OK_attr_path:
+                    _SC_attr_path(x0, 'CustomObject.name')
             else:
                 x0 = None
             f_ = 'class_fqn'
@@ -667,7 +694,8 @@ def decode(buf, max_depth=128):
                 x1 = sget(q)
                 if x1 is None:
                     x1 = rstr(q)
-                _SC_qualified_name(x1, 'CustomObject.class_fqn')
+                if x1 not in _OK_qualified_name:
+                    _SC_qualified_name(x1, 'CustomObject.class_fqn')
             else:
                 x1 = None
             f_ = 'state'
@@ -716,7 +744,8 @@ def decode(buf, max_depth=128):
                 x1 = sget(q)
                 if x1 is None:
                     x1 = rstr(q)
-                _SC_local_name(x1, 'DeferredUnpack.after')
+                if x1 not in _OK_local_name:
+                    _SC_local_name(x1, 'DeferredUnpack.after')
             else:
                 x1 = None
             return DeferredUnpack(x0, x1)
@@ -753,7 +782,8 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_device_type(x0, 'Device.type')
+                if x0 not in _OK_device_type:
+                    _SC_device_type(x0, 'Device.type')
             else:
                 x0 = None
             f_ = 'index'
@@ -863,7 +893,8 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_qualified_name(x0, 'EnumValue.class_fqn')
+                if x0 not in _OK_qualified_name:
+                    _SC_qualified_name(x0, 'EnumValue.class_fqn')
             else:
                 x0 = None
             f_ = 'name'
@@ -873,7 +904,8 @@ def decode(buf, max_depth=128):
                 x1 = sget(q)
                 if x1 is None:
                     x1 = rstr(q)
-                _SC_identifier(x1, 'EnumValue.name')
+                if x1 not in _OK_identifier:
+                    _SC_identifier(x1, 'EnumValue.name')
             else:
                 x1 = None
             return EnumValue(x0, x1)
@@ -910,7 +942,8 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_file_name(x0, 'ExternalFile.name')
+                if x0 not in _OK_file_name:
+                    _SC_file_name(x0, 'ExternalFile.name')
             else:
                 x0 = None
             f_ = 'size'
@@ -967,7 +1000,8 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_metadata_key(x0, 'ExtraFile.name')
+                if x0 not in _OK_metadata_key:
+                    _SC_metadata_key(x0, 'ExtraFile.name')
             else:
                 x0 = None
             f_ = 'storage'
@@ -1038,7 +1072,11 @@ def decode(buf, max_depth=128):
             if o0:
                 q = p + o0
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 8)
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 8 > n - q - 4:
+                    vec(q, 8)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
                 x0 = list(_unpack('<%dd' % cnt, buf, q + 4))
             else:
                 x0 = []
@@ -1073,8 +1111,16 @@ def decode(buf, max_depth=128):
             if o0:
                 q = p + o0
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x0 = list(map(t_FloatListArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x0 = [t_FloatListArgument(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x0 = list(map(t_FloatListArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x0 = []
             return FloatListListArgument(x0)
@@ -1187,7 +1233,8 @@ def decode(buf, max_depth=128):
                 x1 = sget(q)
                 if x1 is None:
                     x1 = rstr(q)
-                _SC_attr_path(x1, 'GradientToParameterSpec.parameter_name')
+                if x1 not in _OK_attr_path:
+                    _SC_attr_path(x1, 'GradientToParameterSpec.parameter_name')
             else:
                 x1 = None
             return GradientToParameterSpec(x0, x1)
@@ -1231,7 +1278,8 @@ def decode(buf, max_depth=128):
                 x1 = sget(q)
                 if x1 is None:
                     x1 = rstr(q)
-                _SC_local_name(x1, 'GradientToUserInputSpec.user_input_name')
+                if x1 not in _OK_local_name:
+                    _SC_local_name(x1, 'GradientToUserInputSpec.user_input_name')
             else:
                 x1 = None
             return GradientToUserInputSpec(x0, x1)
@@ -1265,64 +1313,128 @@ def decode(buf, max_depth=128):
             if o0:
                 q = p + o0
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x0 = list(map(t_Argument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x0 = [t_Argument(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x0 = list(map(t_Argument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x0 = []
             f_ = ('outputs', 'fb')
             if o1:
                 q = p + o1
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x1 = list(map(t_Argument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x1 = [t_Argument(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x1 = list(map(t_Argument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x1 = []
             f_ = ('nodes', 'fb')
             if o2:
                 q = p + o2
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x2 = list(map(t_Node, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x2 = [t_Node(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x2 = list(map(t_Node, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x2 = []
             f_ = ('tensor_values', 'fb')
             if o3:
                 q = p + o3
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x3 = list(map(t_TensorValue, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x3 = [t_TensorValue(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x3 = list(map(t_TensorValue, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x3 = []
             f_ = ('sym_int_values', 'fb')
             if o4:
                 q = p + o4
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x4 = list(map(t_SymIntValue, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x4 = [t_SymIntValue(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x4 = list(map(t_SymIntValue, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x4 = []
             f_ = ('sym_float_values', 'fb')
             if o5:
                 q = p + o5
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x5 = list(map(t_SymFloatValue, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x5 = [t_SymFloatValue(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x5 = list(map(t_SymFloatValue, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x5 = []
             f_ = ('sym_bool_values', 'fb')
             if o6:
                 q = p + o6
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x6 = list(map(t_SymBoolValue, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x6 = [t_SymBoolValue(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x6 = list(map(t_SymBoolValue, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x6 = []
             f_ = ('custom_obj_values', 'fb')
             if o7:
                 q = p + o7
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x7 = list(map(t_CustomObjArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x7 = [t_CustomObjArgument(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x7 = list(map(t_CustomObjArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x7 = []
             f_ = 'is_single_tensor_return'
@@ -1339,8 +1451,16 @@ def decode(buf, max_depth=128):
             if o10:
                 q = p + o10
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x10 = list(map(t_NodeMetadata, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x10 = [t_NodeMetadata(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x10 = list(map(t_NodeMetadata, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x10 = []
             f_ = 'output_metadata'
@@ -1391,7 +1511,8 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_attr_path(x0, 'GraphArgument.name')
+                if x0 not in _OK_attr_path:
+                    _SC_attr_path(x0, 'GraphArgument.name')
             else:
                 x0 = None
             f_ = 'graph'
@@ -1415,7 +1536,8 @@ def decode(buf, max_depth=128):
                 x3 = sget(q)
                 if x3 is None:
                     x3 = rstr(q)
-                _SC_local_name(x3, 'GraphArgument.node_name')
+                if x3 not in _OK_local_name:
+                    _SC_local_name(x3, 'GraphArgument.node_name')
             else:
                 x3 = None
             return GraphArgument(x0, x1, x2, x3)
@@ -1449,16 +1571,32 @@ def decode(buf, max_depth=128):
             if o0:
                 q = p + o0
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x0 = list(map(t_InputSpec, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x0 = [t_InputSpec(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x0 = list(map(t_InputSpec, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x0 = []
             f_ = ('output_specs', 'fb')
             if o1:
                 q = p + o1
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x1 = list(map(t_OutputSpec, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x1 = [t_OutputSpec(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x1 = list(map(t_OutputSpec, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x1 = []
             return GraphSignature(x0, x1)
@@ -1588,7 +1726,8 @@ def decode(buf, max_depth=128):
                 x1 = sget(q)
                 if x1 is None:
                     x1 = rstr(q)
-                _SC_attr_path(x1, 'InputToBufferSpec.buffer_name')
+                if x1 not in _OK_attr_path:
+                    _SC_attr_path(x1, 'InputToBufferSpec.buffer_name')
             else:
                 x1 = None
             f_ = 'persistent'
@@ -1630,7 +1769,8 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_local_name(x0, 'InputToConstantInputSpec.name')
+                if x0 not in _OK_local_name:
+                    _SC_local_name(x0, 'InputToConstantInputSpec.name')
             else:
                 x0 = None
             f_ = 'value'
@@ -1681,7 +1821,8 @@ def decode(buf, max_depth=128):
                 x1 = sget(q)
                 if x1 is None:
                     x1 = rstr(q)
-                _SC_attr_path(x1, 'InputToCustomObjSpec.custom_obj_name')
+                if x1 not in _OK_attr_path:
+                    _SC_attr_path(x1, 'InputToCustomObjSpec.custom_obj_name')
             else:
                 x1 = None
             return InputToCustomObjSpec(x0, x1)
@@ -1725,7 +1866,8 @@ def decode(buf, max_depth=128):
                 x1 = sget(q)
                 if x1 is None:
                     x1 = rstr(q)
-                _SC_attr_path(x1, 'InputToParameterSpec.parameter_name')
+                if x1 not in _OK_attr_path:
+                    _SC_attr_path(x1, 'InputToParameterSpec.parameter_name')
             else:
                 x1 = None
             return InputToParameterSpec(x0, x1)
@@ -1769,7 +1911,8 @@ def decode(buf, max_depth=128):
                 x1 = sget(q)
                 if x1 is None:
                     x1 = rstr(q)
-                _SC_attr_path(x1, 'InputToTensorConstantSpec.tensor_constant_name')
+                if x1 not in _OK_attr_path:
+                    _SC_attr_path(x1, 'InputToTensorConstantSpec.tensor_constant_name')
             else:
                 x1 = None
             f_ = 'persistent'
@@ -1879,7 +2022,11 @@ def decode(buf, max_depth=128):
             if o0:
                 q = p + o0
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 8)
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 8 > n - q - 4:
+                    vec(q, 8)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
                 x0 = list(_unpack('<%dq' % cnt, buf, q + 4))
             else:
                 x0 = []
@@ -1914,8 +2061,16 @@ def decode(buf, max_depth=128):
             if o0:
                 q = p + o0
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x0 = list(map(t_IntListArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x0 = [t_IntListArgument(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x0 = list(map(t_IntListArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x0 = []
             return IntListListArgument(x0)
@@ -1984,7 +2139,8 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_token(x0, 'KeyPathEntry.kind')
+                if x0 not in _OK_token:
+                    _SC_token(x0, 'KeyPathEntry.kind')
             else:
                 x0 = None
             f_ = 'index'
@@ -1999,7 +2155,8 @@ def decode(buf, max_depth=128):
                 x2 = sget(q)
                 if x2 is None:
                     x2 = rstr(q)
-                _SC_identifier(x2, 'KeyPathEntry.name')
+                if x2 not in _OK_identifier:
+                    _SC_identifier(x2, 'KeyPathEntry.name')
             else:
                 x2 = None
             return KeyPathEntry(x0, x1, x2)
@@ -2065,8 +2222,16 @@ def decode(buf, max_depth=128):
             if o0:
                 q = p + o0
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x0 = list(map(t_Value, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x0 = [t_Value(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x0 = list(map(t_Value, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x0 = []
             f_ = 'is_tuple'
@@ -2180,8 +2345,16 @@ def decode(buf, max_depth=128):
             if o0:
                 q = p + o0
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x0 = list(map(t_MapEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x0 = [t_MapEntry(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x0 = list(map(t_MapEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x0 = []
             return MapValue(x0)
@@ -2247,8 +2420,16 @@ def decode(buf, max_depth=128):
             if o0:
                 q = p + o0
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x0 = list(map(t_Argument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x0 = [t_Argument(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x0 = list(map(t_Argument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x0 = []
             return MixedListArgument(x0)
@@ -2285,7 +2466,8 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_module_call_path(x0, 'ModuleCallEntry.fqn')
+                if x0 not in _OK_module_call_path:
+                    _SC_module_call_path(x0, 'ModuleCallEntry.fqn')
             else:
                 x0 = None
             f_ = 'signature'
@@ -2326,16 +2508,32 @@ def decode(buf, max_depth=128):
             if o0:
                 q = p + o0
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x0 = list(map(t_Argument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x0 = [t_Argument(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x0 = list(map(t_Argument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x0 = []
             f_ = ('outputs', 'fb')
             if o1:
                 q = p + o1
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x1 = list(map(t_Argument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x1 = [t_Argument(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x1 = list(map(t_Argument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x1 = []
             f_ = 'in_spec'
@@ -2356,7 +2554,11 @@ def decode(buf, max_depth=128):
             if o4:
                 q = p + o4
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
                 x4 = list(map(rstr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4))))
                 for _s in x4: _SC_local_name(_s, 'ModuleCallSignature.forward_arg_names')
             else:
@@ -2395,7 +2597,8 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_token(x0, 'ModuleStackEntry.key')
+                if x0 not in _OK_token:
+                    _SC_token(x0, 'ModuleStackEntry.key')
             else:
                 x0 = None
             f_ = 'path'
@@ -2405,7 +2608,8 @@ def decode(buf, max_depth=128):
                 x1 = sget(q)
                 if x1 is None:
                     x1 = rstr(q)
-                _SC_module_stack_path(x1, 'ModuleStackEntry.path')
+                if x1 not in _OK_module_stack_path:
+                    _SC_module_stack_path(x1, 'ModuleStackEntry.path')
             else:
                 x1 = None
             f_ = 'type_name'
@@ -2415,7 +2619,8 @@ def decode(buf, max_depth=128):
                 x2 = sget(q)
                 if x2 is None:
                     x2 = rstr(q)
-                _SC_qualified_name(x2, 'ModuleStackEntry.type_name')
+                if x2 not in _OK_qualified_name:
+                    _SC_qualified_name(x2, 'ModuleStackEntry.type_name')
             else:
                 x2 = None
             return ModuleStackEntry(x0, x1, x2)
@@ -2452,7 +2657,8 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_optional_identifier(x0, 'NamedArgument.name')
+                if x0 not in _OK_optional_identifier:
+                    _SC_optional_identifier(x0, 'NamedArgument.name')
             else:
                 x0 = None
             f_ = 'value_type'
@@ -2511,14 +2717,19 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_qualified_name(x0, 'NamedTupleDef.type_name')
+                if x0 not in _OK_qualified_name:
+                    _SC_qualified_name(x0, 'NamedTupleDef.type_name')
             else:
                 x0 = None
             f_ = 'field_names'
             if o1:
                 q = p + o1
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
                 x1 = list(map(rstr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4))))
                 for _s in x1: _SC_identifier(_s, 'NamedTupleDef.field_names')
             else:
@@ -2554,8 +2765,16 @@ def decode(buf, max_depth=128):
             if o0:
                 q = p + o0
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x0 = list(map(t_TensorListArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x0 = [t_TensorListArgument(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x0 = list(map(t_TensorListArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x0 = []
             return NestedTensorListArgument(x0)
@@ -2592,7 +2811,8 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_local_name(x0, 'Node.name')
+                if x0 not in _OK_local_name:
+                    _SC_local_name(x0, 'Node.name')
             else:
                 x0 = None
             f_ = 'target'
@@ -2602,23 +2822,40 @@ def decode(buf, max_depth=128):
                 x1 = sget(q)
                 if x1 is None:
                     x1 = rstr(q)
-                _SC_qualified_name(x1, 'Node.target')
+                if x1 not in _OK_qualified_name:
+                    _SC_qualified_name(x1, 'Node.target')
             else:
                 x1 = None
             f_ = ('inputs', 'fb')
             if o2:
                 q = p + o2
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x2 = list(map(t_NamedArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x2 = [t_NamedArgument(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x2 = list(map(t_NamedArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x2 = []
             f_ = ('outputs', 'fb')
             if o3:
                 q = p + o3
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x3 = list(map(t_Argument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x3 = [t_Argument(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x3 = list(map(t_Argument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x3 = []
             f_ = 'metadata'
@@ -2637,7 +2874,11 @@ def decode(buf, max_depth=128):
             if o6:
                 q = p + o6
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
                 x6 = list(_unpack('<%dI' % cnt, buf, q + 4))
             else:
                 x6 = []
@@ -2645,16 +2886,32 @@ def decode(buf, max_depth=128):
             if o7:
                 q = p + o7
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x7 = list(map(t_UnpackMetadata, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x7 = [t_UnpackMetadata(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x7 = list(map(t_UnpackMetadata, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x7 = []
             f_ = ('deferred_unpacks', 'fb')
             if o8:
                 q = p + o8
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x8 = list(map(t_DeferredUnpack, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x8 = [t_DeferredUnpack(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x8 = list(map(t_DeferredUnpack, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x8 = []
             return Node(x0, x1, x2, x3, x4, x5, x6, x7, x8)
@@ -2691,23 +2948,40 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_free_text(x0, 'NodeMetadata.stack_trace')
+                if x0 not in _OK_free_text:
+                    _SC_free_text(x0, 'NodeMetadata.stack_trace')
             else:
                 x0 = None
             f_ = ('nn_module_stack', 'fb')
             if o1:
                 q = p + o1
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x1 = list(map(t_ModuleStackEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x1 = [t_ModuleStackEntry(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x1 = list(map(t_ModuleStackEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x1 = []
             f_ = ('source_fn_stack', 'fb')
             if o2:
                 q = p + o2
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x2 = list(map(t_SourceFnEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x2 = [t_SourceFnEntry(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x2 = list(map(t_SourceFnEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x2 = []
             f_ = 'torch_fn'
@@ -2728,24 +3002,48 @@ def decode(buf, max_depth=128):
             if o5:
                 q = p + o5
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x5 = list(map(t_NodeSource, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x5 = [t_NodeSource(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x5 = list(map(t_NodeSource, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x5 = []
             f_ = ('unbacked_bindings', 'fb')
             if o6:
                 q = p + o6
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x6 = list(map(t_UnbackedBinding, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x6 = [t_UnbackedBinding(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x6 = list(map(t_UnbackedBinding, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x6 = []
             f_ = ('extra', 'fb')
             if o7:
                 q = p + o7
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x7 = list(map(t_StringEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x7 = [t_StringEntry(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x7 = list(map(t_StringEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x7 = []
             f_ = 'tensor_meta'
@@ -2770,7 +3068,8 @@ def decode(buf, max_depth=128):
                 x11 = sget(q)
                 if x11 is None:
                     x11 = rstr(q)
-                _SC_qualified_name(x11, 'NodeMetadata.original_aten')
+                if x11 not in _OK_qualified_name:
+                    _SC_qualified_name(x11, 'NodeMetadata.original_aten')
             else:
                 x11 = None
             f_ = 'desc'
@@ -2819,7 +3118,8 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_token(x0, 'NodeSource.name')
+                if x0 not in _OK_token:
+                    _SC_token(x0, 'NodeSource.name')
             else:
                 x0 = None
             f_ = 'target'
@@ -2829,7 +3129,8 @@ def decode(buf, max_depth=128):
                 x1 = sget(q)
                 if x1 is None:
                     x1 = rstr(q)
-                _SC_free_text(x1, 'NodeSource.target')
+                if x1 not in _OK_free_text:
+                    _SC_free_text(x1, 'NodeSource.target')
             else:
                 x1 = None
             f_ = 'graph_id'
@@ -2844,14 +3145,19 @@ def decode(buf, max_depth=128):
                 x3 = sget(q)
                 if x3 is None:
                     x3 = rstr(q)
-                _SC_free_text(x3, 'NodeSource.pass_name')
+                if x3 not in _OK_free_text:
+                    _SC_free_text(x3, 'NodeSource.pass_name')
             else:
                 x3 = None
             f_ = 'actions'
             if o4:
                 q = p + o4
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
                 x4 = list(map(rstr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4))))
                 for _s in x4: _SC_token(_s, 'NodeSource.actions')
             else:
@@ -2860,8 +3166,16 @@ def decode(buf, max_depth=128):
             if o5:
                 q = p + o5
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x5 = list(map(t_NodeSource, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x5 = [t_NodeSource(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x5 = list(map(t_NodeSource, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x5 = []
             return NodeSource(x0, x1, x2, x3, x4, x5)
@@ -2952,7 +3266,8 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_identifier(x0, 'ObjectField.name')
+                if x0 not in _OK_identifier:
+                    _SC_identifier(x0, 'ObjectField.name')
             else:
                 x0 = None
             f_ = 'value'
@@ -2996,7 +3311,8 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_qualified_name(x0, 'ObjectValue.class_fqn')
+                if x0 not in _OK_qualified_name:
+                    _SC_qualified_name(x0, 'ObjectValue.class_fqn')
             else:
                 x0 = None
             f_ = 'kind'
@@ -3008,8 +3324,16 @@ def decode(buf, max_depth=128):
             if o2:
                 q = p + o2
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x2 = list(map(t_ObjectField, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x2 = [t_ObjectField(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x2 = list(map(t_ObjectField, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x2 = []
             return ObjectValue(x0, x1, x2)
@@ -3046,7 +3370,8 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_qualified_name(x0, 'OperatorArgument.name')
+                if x0 not in _OK_qualified_name:
+                    _SC_qualified_name(x0, 'OperatorArgument.name')
             else:
                 x0 = None
             return OperatorArgument(x0)
@@ -3083,7 +3408,8 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_optional_identifier(x0, 'OperatorParameter.name')
+                if x0 not in _OK_optional_identifier:
+                    _SC_optional_identifier(x0, 'OperatorParameter.name')
             else:
                 x0 = None
             f_ = 'type'
@@ -3093,7 +3419,8 @@ def decode(buf, max_depth=128):
                 x1 = sget(q)
                 if x1 is None:
                     x1 = rstr(q)
-                _SC_free_text(x1, 'OperatorParameter.type')
+                if x1 not in _OK_free_text:
+                    _SC_free_text(x1, 'OperatorParameter.type')
             else:
                 x1 = None
             f_ = 'default_value'
@@ -3115,7 +3442,8 @@ def decode(buf, max_depth=128):
                 x4 = sget(q)
                 if x4 is None:
                     x4 = rstr(q)
-                _SC_token(x4, 'OperatorParameter.alias_set')
+                if x4 not in _OK_token:
+                    _SC_token(x4, 'OperatorParameter.alias_set')
             else:
                 x4 = None
             f_ = 'is_write'
@@ -3157,7 +3485,8 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_qualified_name(x0, 'OperatorSchema.target')
+                if x0 not in _OK_qualified_name:
+                    _SC_qualified_name(x0, 'OperatorSchema.target')
             else:
                 x0 = None
             f_ = 'kind'
@@ -3172,23 +3501,40 @@ def decode(buf, max_depth=128):
                 x2 = sget(q)
                 if x2 is None:
                     x2 = rstr(q)
-                _SC_free_text(x2, 'OperatorSchema.schema')
+                if x2 not in _OK_free_text:
+                    _SC_free_text(x2, 'OperatorSchema.schema')
             else:
                 x2 = None
             f_ = ('parameters', 'fb')
             if o3:
                 q = p + o3
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x3 = list(map(t_OperatorParameter, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x3 = [t_OperatorParameter(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x3 = list(map(t_OperatorParameter, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x3 = []
             f_ = ('returns', 'fb')
             if o4:
                 q = p + o4
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x4 = list(map(t_OperatorParameter, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x4 = [t_OperatorParameter(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x4 = list(map(t_OperatorParameter, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x4 = []
             f_ = 'is_mutable'
@@ -3230,7 +3576,8 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_identifier(x0, 'Opset.namespace')
+                if x0 not in _OK_identifier:
+                    _SC_identifier(x0, 'Opset.namespace')
             else:
                 x0 = None
             f_ = 'version'
@@ -3272,7 +3619,8 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_local_name(x0, 'OptionalTensorArgument.name')
+                if x0 not in _OK_local_name:
+                    _SC_local_name(x0, 'OptionalTensorArgument.name')
             else:
                 x0 = None
             return OptionalTensorArgument(x0)
@@ -3306,8 +3654,16 @@ def decode(buf, max_depth=128):
             if o0:
                 q = p + o0
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x0 = list(map(t_OptionalTensorArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x0 = [t_OptionalTensorArgument(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x0 = list(map(t_OptionalTensorArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x0 = []
             return OptionalTensorListArgument(x0)
@@ -3433,80 +3789,160 @@ def decode(buf, max_depth=128):
             if o3:
                 q = p + o3
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x3 = list(map(t_Program, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x3 = [t_Program(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x3 = list(map(t_Program, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x3 = []
             f_ = ('tensors', 'fb')
             if o4:
                 q = p + o4
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x4 = list(map(t_Tensor, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x4 = [t_Tensor(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x4 = list(map(t_Tensor, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x4 = []
             f_ = ('storages', 'fb')
             if o5:
                 q = p + o5
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x5 = list(map(t_Storage, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x5 = [t_Storage(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x5 = list(map(t_Storage, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x5 = []
             f_ = ('segments', 'fb')
             if o6:
                 q = p + o6
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x6 = list(map(t_Segment, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x6 = [t_Segment(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x6 = list(map(t_Segment, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x6 = []
             f_ = ('shard_files', 'fb')
             if o7:
                 q = p + o7
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x7 = list(map(t_ShardFile, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x7 = [t_ShardFile(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x7 = list(map(t_ShardFile, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x7 = []
             f_ = ('operators', 'fb')
             if o8:
                 q = p + o8
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x8 = list(map(t_OperatorSchema, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x8 = [t_OperatorSchema(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x8 = list(map(t_OperatorSchema, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x8 = []
             f_ = ('metadata', 'fb')
             if o9:
                 q = p + o9
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x9 = list(map(t_StringEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x9 = [t_StringEntry(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x9 = list(map(t_StringEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x9 = []
             f_ = ('extra_files', 'fb')
             if o10:
                 q = p + o10
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x10 = list(map(t_ExtraFile, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x10 = [t_ExtraFile(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x10 = list(map(t_ExtraFile, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x10 = []
             f_ = ('external_files', 'fb')
             if o11:
                 q = p + o11
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x11 = list(map(t_ExternalFile, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x11 = [t_ExternalFile(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x11 = list(map(t_ExternalFile, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x11 = []
             f_ = ('weight_sets', 'fb')
             if o12:
                 q = p + o12
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x12 = list(map(t_WeightSet, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x12 = [t_WeightSet(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x12 = list(map(t_WeightSet, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x12 = []
             return Package(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12)
@@ -3550,7 +3986,8 @@ def decode(buf, max_depth=128):
                 x1 = sget(q)
                 if x1 is None:
                     x1 = rstr(q)
-                _SC_attr_path(x1, 'ParameterMutationSpec.parameter_name')
+                if x1 not in _OK_attr_path:
+                    _SC_attr_path(x1, 'ParameterMutationSpec.parameter_name')
             else:
                 x1 = None
             return ParameterMutationSpec(x0, x1)
@@ -3587,7 +4024,8 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_free_text(x0, 'Producer.name')
+                if x0 not in _OK_free_text:
+                    _SC_free_text(x0, 'Producer.name')
             else:
                 x0 = None
             f_ = 'version'
@@ -3597,7 +4035,8 @@ def decode(buf, max_depth=128):
                 x1 = sget(q)
                 if x1 is None:
                     x1 = rstr(q)
-                _SC_free_text(x1, 'Producer.version')
+                if x1 not in _OK_free_text:
+                    _SC_free_text(x1, 'Producer.version')
             else:
                 x1 = None
             f_ = 'torch_version'
@@ -3607,7 +4046,8 @@ def decode(buf, max_depth=128):
                 x2 = sget(q)
                 if x2 is None:
                     x2 = rstr(q)
-                _SC_free_text(x2, 'Producer.torch_version')
+                if x2 not in _OK_free_text:
+                    _SC_free_text(x2, 'Producer.torch_version')
             else:
                 x2 = None
             return Producer(x0, x1, x2)
@@ -3644,7 +4084,8 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_identifier(x0, 'Program.name')
+                if x0 not in _OK_identifier:
+                    _SC_identifier(x0, 'Program.name')
             else:
                 x0 = None
             f_ = 'graph'
@@ -3665,47 +4106,91 @@ def decode(buf, max_depth=128):
             if o3:
                 q = p + o3
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x3 = list(map(t_ModuleCallEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x3 = [t_ModuleCallEntry(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x3 = list(map(t_ModuleCallEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x3 = []
             f_ = ('symbols', 'fb')
             if o4:
                 q = p + o4
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x4 = list(map(t_Symbol, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x4 = [t_Symbol(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x4 = list(map(t_Symbol, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x4 = []
             f_ = ('sym_exprs', 'fb')
             if o5:
                 q = p + o5
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x5 = list(map(t_SymExpr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x5 = [t_SymExpr(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x5 = list(map(t_SymExpr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x5 = []
             f_ = ('range_constraints', 'fb')
             if o6:
                 q = p + o6
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x6 = list(map(t_RangeConstraint, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x6 = [t_RangeConstraint(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x6 = list(map(t_RangeConstraint, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x6 = []
             f_ = ('opsets', 'fb')
             if o7:
                 q = p + o7
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x7 = list(map(t_Opset, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x7 = [t_Opset(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x7 = list(map(t_Opset, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x7 = []
             f_ = 'verifiers'
             if o8:
                 q = p + o8
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
                 x8 = list(map(rstr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4))))
                 for _s in x8: _SC_token(_s, 'Program.verifiers')
             else:
@@ -3714,7 +4199,11 @@ def decode(buf, max_depth=128):
             if o9:
                 q = p + o9
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
                 x9 = list(map(rstr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4))))
                 for _s in x9: _SC_free_text(_s, 'Program.guards_code')
             else:
@@ -3723,16 +4212,32 @@ def decode(buf, max_depth=128):
             if o10:
                 q = p + o10
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x10 = list(map(t_StateEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x10 = [t_StateEntry(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x10 = list(map(t_StateEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x10 = []
             f_ = ('custom_objects', 'fb')
             if o11:
                 q = p + o11
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x11 = list(map(t_CustomObject, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x11 = [t_CustomObject(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x11 = list(map(t_CustomObject, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x11 = []
             f_ = 'example_inputs'
@@ -3746,23 +4251,43 @@ def decode(buf, max_depth=128):
             if o13:
                 q = p + o13
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x13 = list(map(t_NamedTupleDef, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x13 = [t_NamedTupleDef(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x13 = list(map(t_NamedTupleDef, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x13 = []
             f_ = ('metadata', 'fb')
             if o14:
                 q = p + o14
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x14 = list(map(t_StringEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x14 = [t_StringEntry(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x14 = list(map(t_StringEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x14 = []
             f_ = 'input_guards'
             if o15:
                 q = p + o15
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
                 x15 = list(_unpack('<%dI' % cnt, buf, q + 4))
             else:
                 x15 = []
@@ -3770,8 +4295,16 @@ def decode(buf, max_depth=128):
             if o16:
                 q = p + o16
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x16 = list(map(t_GuardSource, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x16 = [t_GuardSource(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x16 = list(map(t_GuardSource, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x16 = []
             return Program(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14, x15, x16)
@@ -4010,7 +4543,8 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_file_name(x0, 'ShardFile.name')
+                if x0 not in _OK_file_name:
+                    _SC_file_name(x0, 'ShardFile.name')
             else:
                 x0 = None
             f_ = 'size'
@@ -4022,7 +4556,11 @@ def decode(buf, max_depth=128):
             if o2:
                 q = p + o2
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 1)
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 1 > n - q - 4:
+                    vec(q, 1)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
                 x2 = list(buf[q + 4:q + 4 + cnt])
             else:
                 x2 = []
@@ -4060,7 +4598,8 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_token(x0, 'SourceFnEntry.name')
+                if x0 not in _OK_token:
+                    _SC_token(x0, 'SourceFnEntry.name')
             else:
                 x0 = None
             f_ = 'target'
@@ -4070,7 +4609,8 @@ def decode(buf, max_depth=128):
                 x1 = sget(q)
                 if x1 is None:
                     x1 = rstr(q)
-                _SC_qualified_name(x1, 'SourceFnEntry.target')
+                if x1 not in _OK_qualified_name:
+                    _SC_qualified_name(x1, 'SourceFnEntry.target')
             else:
                 x1 = None
             return SourceFnEntry(x0, x1)
@@ -4107,7 +4647,8 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_attr_path(x0, 'StateEntry.name')
+                if x0 not in _OK_attr_path:
+                    _SC_attr_path(x0, 'StateEntry.name')
             else:
                 x0 = None
             f_ = 'kind'
@@ -4211,7 +4752,8 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_free_text(x0, 'StringArgument.value')
+                if x0 not in _OK_free_text:
+                    _SC_free_text(x0, 'StringArgument.value')
             else:
                 x0 = None
             return StringArgument(x0)
@@ -4248,7 +4790,8 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_metadata_key(x0, 'StringEntry.key')
+                if x0 not in _OK_metadata_key:
+                    _SC_metadata_key(x0, 'StringEntry.key')
             else:
                 _fail('required field key is missing', p, 'key', 'absent')
             f_ = 'value'
@@ -4258,7 +4801,8 @@ def decode(buf, max_depth=128):
                 x1 = sget(q)
                 if x1 is None:
                     x1 = rstr(q)
-                _SC_free_text(x1, 'StringEntry.value')
+                if x1 not in _OK_free_text:
+                    _SC_free_text(x1, 'StringEntry.value')
             else:
                 x1 = None
             return StringEntry(x0, x1)
@@ -4292,7 +4836,11 @@ def decode(buf, max_depth=128):
             if o0:
                 q = p + o0
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
                 x0 = list(map(rstr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4))))
                 for _s in x0: _SC_free_text(_s, 'StringListArgument.values')
             else:
@@ -4328,8 +4876,16 @@ def decode(buf, max_depth=128):
             if o0:
                 q = p + o0
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x0 = list(map(t_ArgumentMapEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x0 = [t_ArgumentMapEntry(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x0 = list(map(t_ArgumentMapEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x0 = []
             return StringToArgumentMapArgument(x0)
@@ -4366,7 +4922,8 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_free_text(x0, 'StringValue.value')
+                if x0 not in _OK_free_text:
+                    _SC_free_text(x0, 'StringValue.value')
             else:
                 x0 = None
             return StringValue(x0)
@@ -4403,7 +4960,8 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_local_name(x0, 'SymBoolArgument.name')
+                if x0 not in _OK_local_name:
+                    _SC_local_name(x0, 'SymBoolArgument.name')
             else:
                 x0 = None
             f_ = 'value'
@@ -4442,8 +5000,16 @@ def decode(buf, max_depth=128):
             if o0:
                 q = p + o0
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x0 = list(map(t_SymBoolArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x0 = [t_SymBoolArgument(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x0 = list(map(t_SymBoolArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x0 = []
             return SymBoolListArgument(x0)
@@ -4480,7 +5046,8 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_local_name(x0, 'SymBoolValue.name')
+                if x0 not in _OK_local_name:
+                    _SC_local_name(x0, 'SymBoolValue.name')
             else:
                 x0 = None
             f_ = 'value'
@@ -4554,7 +5121,11 @@ def decode(buf, max_depth=128):
             if o7:
                 q = p + o7
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
                 x7 = list(_unpack('<%dI' % cnt, buf, q + 4))
             else:
                 x7 = []
@@ -4592,7 +5163,8 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_local_name(x0, 'SymFloatArgument.name')
+                if x0 not in _OK_local_name:
+                    _SC_local_name(x0, 'SymFloatArgument.name')
             else:
                 x0 = None
             f_ = 'value'
@@ -4631,8 +5203,16 @@ def decode(buf, max_depth=128):
             if o0:
                 q = p + o0
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x0 = list(map(t_SymFloatArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x0 = [t_SymFloatArgument(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x0 = list(map(t_SymFloatArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x0 = []
             return SymFloatListArgument(x0)
@@ -4669,7 +5249,8 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_local_name(x0, 'SymFloatValue.name')
+                if x0 not in _OK_local_name:
+                    _SC_local_name(x0, 'SymFloatValue.name')
             else:
                 x0 = None
             f_ = 'value'
@@ -4711,7 +5292,8 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_local_name(x0, 'SymIntArgument.name')
+                if x0 not in _OK_local_name:
+                    _SC_local_name(x0, 'SymIntArgument.name')
             else:
                 x0 = None
             f_ = 'value'
@@ -4750,8 +5332,16 @@ def decode(buf, max_depth=128):
             if o0:
                 q = p + o0
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x0 = list(map(t_SymIntArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x0 = [t_SymIntArgument(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x0 = list(map(t_SymIntArgument, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x0 = []
             return SymIntListArgument(x0)
@@ -4788,7 +5378,8 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_local_name(x0, 'SymIntValue.name')
+                if x0 not in _OK_local_name:
+                    _SC_local_name(x0, 'SymIntValue.name')
             else:
                 x0 = None
             f_ = 'value'
@@ -4830,7 +5421,8 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_identifier(x0, 'Symbol.name')
+                if x0 not in _OK_identifier:
+                    _SC_identifier(x0, 'Symbol.name')
             else:
                 x0 = None
             f_ = 'kind'
@@ -4906,7 +5498,11 @@ def decode(buf, max_depth=128):
             if o2:
                 q = p + o2
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 8)
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 8 > n - q - 4:
+                    vec(q, 8)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
                 x2 = list(_unpack('<%dq' % cnt, buf, q + 4))
             else:
                 x2 = []
@@ -4914,7 +5510,11 @@ def decode(buf, max_depth=128):
             if o3:
                 q = p + o3
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 8)
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 8 > n - q - 4:
+                    vec(q, 8)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
                 x3 = list(_unpack('<%dq' % cnt, buf, q + 4))
             else:
                 x3 = []
@@ -4951,8 +5551,16 @@ def decode(buf, max_depth=128):
             if o9:
                 q = p + o9
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x9 = list(map(t_TensorPart, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x9 = [t_TensorPart(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x9 = list(map(t_TensorPart, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x9 = []
             f_ = 'coalesced'
@@ -5001,7 +5609,8 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_local_name(x0, 'TensorArgument.name')
+                if x0 not in _OK_local_name:
+                    _SC_local_name(x0, 'TensorArgument.name')
             else:
                 x0 = None
             return TensorArgument(x0)
@@ -5035,7 +5644,11 @@ def decode(buf, max_depth=128):
             if o0:
                 q = p + o0
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
                 x0 = list(map(rstr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4))))
                 for _s in x0: _SC_local_name(_s, 'TensorListArgument.names')
             else:
@@ -5076,7 +5689,11 @@ def decode(buf, max_depth=128):
             if o1:
                 q = p + o1
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 16)
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 16 > n - q - 4:
+                    vec(q, 16)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
                 x1 = list(starmap(SymInt, _ST_SymInt.iter_unpack(buf[q + 4:q + 4 + 16 * cnt])))
             else:
                 x1 = []
@@ -5084,7 +5701,11 @@ def decode(buf, max_depth=128):
             if o2:
                 q = p + o2
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 16)
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 16 > n - q - 4:
+                    vec(q, 16)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
                 x2 = list(starmap(SymInt, _ST_SymInt.iter_unpack(buf[q + 4:q + 4 + 16 * cnt])))
             else:
                 x2 = []
@@ -5144,7 +5765,8 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_identifier(x0, 'TensorPart.name')
+                if x0 not in _OK_identifier:
+                    _SC_identifier(x0, 'TensorPart.name')
             else:
                 x0 = None
             f_ = 'tensor'
@@ -5218,7 +5840,8 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_qualified_name(x0, 'TensorSubclass.class_fqn')
+                if x0 not in _OK_qualified_name:
+                    _SC_qualified_name(x0, 'TensorSubclass.class_fqn')
             else:
                 x0 = None
             f_ = 'context'
@@ -5262,7 +5885,8 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_local_name(x0, 'TensorValue.name')
+                if x0 not in _OK_local_name:
+                    _SC_local_name(x0, 'TensorValue.name')
             else:
                 x0 = None
             f_ = 'meta'
@@ -5306,7 +5930,8 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_local_name(x0, 'TokenArgument.name')
+                if x0 not in _OK_local_name:
+                    _SC_local_name(x0, 'TokenArgument.name')
             else:
                 x0 = None
             return TokenArgument(x0)
@@ -5343,7 +5968,8 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_token(x0, 'TorchFn.name')
+                if x0 not in _OK_token:
+                    _SC_token(x0, 'TorchFn.name')
             else:
                 x0 = None
             f_ = 'target'
@@ -5353,7 +5979,8 @@ def decode(buf, max_depth=128):
                 x1 = sget(q)
                 if x1 is None:
                     x1 = rstr(q)
-                _SC_token(x1, 'TorchFn.target')
+                if x1 not in _OK_token:
+                    _SC_token(x1, 'TorchFn.target')
             else:
                 x1 = None
             return TorchFn(x0, x1)
@@ -5395,14 +6022,19 @@ def decode(buf, max_depth=128):
                 x1 = sget(q)
                 if x1 is None:
                     x1 = rstr(q)
-                _SC_qualified_name(x1, 'TreeSpec.type_name')
+                if x1 not in _OK_qualified_name:
+                    _SC_qualified_name(x1, 'TreeSpec.type_name')
             else:
                 x1 = None
             f_ = 'field_names'
             if o2:
                 q = p + o2
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
                 x2 = list(map(rstr, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4))))
                 for _s in x2: _SC_identifier(_s, 'TreeSpec.field_names')
             else:
@@ -5411,8 +6043,16 @@ def decode(buf, max_depth=128):
             if o3:
                 q = p + o3
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x3 = list(map(t_Value, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x3 = [t_Value(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x3 = list(map(t_Value, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x3 = []
             f_ = 'context'
@@ -5426,8 +6066,16 @@ def decode(buf, max_depth=128):
             if o5:
                 q = p + o5
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x5 = list(map(t_TreeSpec, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x5 = [t_TreeSpec(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x5 = list(map(t_TreeSpec, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x5 = []
             return TreeSpec(x0, x1, x2, x3, x4, x5)
@@ -5464,7 +6112,8 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_attr_path(x0, 'TreeSpecArgument.name')
+                if x0 not in _OK_attr_path:
+                    _SC_attr_path(x0, 'TreeSpecArgument.name')
             else:
                 x0 = None
             f_ = 'spec'
@@ -5488,7 +6137,8 @@ def decode(buf, max_depth=128):
                 x3 = sget(q)
                 if x3 is None:
                     x3 = rstr(q)
-                _SC_local_name(x3, 'TreeSpecArgument.node_name')
+                if x3 not in _OK_local_name:
+                    _SC_local_name(x3, 'TreeSpecArgument.node_name')
             else:
                 x3 = None
             return TreeSpecArgument(x0, x1, x2, x3)
@@ -5527,8 +6177,16 @@ def decode(buf, max_depth=128):
             if o1:
                 q = p + o1
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x1 = list(map(t_KeyPathEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x1 = [t_KeyPathEntry(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x1 = list(map(t_KeyPathEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x1 = []
             return UnbackedBinding(x0, x1)
@@ -5611,7 +6269,8 @@ def decode(buf, max_depth=128):
                 x1 = sget(q)
                 if x1 is None:
                     x1 = rstr(q)
-                _SC_local_name(x1, 'UserInputMutationSpec.user_input_name')
+                if x1 not in _OK_local_name:
+                    _SC_local_name(x1, 'UserInputMutationSpec.user_input_name')
             else:
                 x1 = None
             return UserInputMutationSpec(x0, x1)
@@ -5812,15 +6471,24 @@ def decode(buf, max_depth=128):
                 x0 = sget(q)
                 if x0 is None:
                     x0 = rstr(q)
-                _SC_token(x0, 'WeightSet.name')
+                if x0 not in _OK_token:
+                    _SC_token(x0, 'WeightSet.name')
             else:
                 x0 = None
             f_ = ('entries', 'fb')
             if o1:
                 q = p + o1
                 q += _U32(buf, q)[0]
-                cnt = vec(q, 4)
-                x1 = list(map(t_StateEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
+                if q + 4 > n or (cnt := _U32(buf, q)[0]) * 4 > n - q - 4:
+                    vec(q, 4)
+                budget -= cnt + 1
+                if budget < 0:
+                    spend(0, q)
+                if cnt == 1:
+                    r = q + 4
+                    x1 = [t_StateEntry(r + _U32(buf, r)[0], d + 1)]
+                else:
+                    x1 = list(map(t_StateEntry, map(add, range(q + 4, q + 4 + 4 * cnt, 4), _unpack('<%dI' % cnt, buf, q + 4)), repeat(d + 1, cnt)))
             else:
                 x1 = []
             return WeightSet(x0, x1)
