@@ -1,7 +1,7 @@
 """Where a large program's save, load and first output go: the top costs (cProfile, own time) of each.
 
     python benchmarks/bench_table.py --models deep --workdir DIR    # writes DIR/deep.pt2f and DIR/deep.inputs.pt
-    python benchmarks/profile_large.py DIR/deep.pt2f DIR/deep.inputs.pt [--top 5]
+    python benchmarks/profile_large.py DIR/deep.pt2f DIR/deep.inputs.pt [--top 5] [--phases save]
 
 Each phase runs once untimed (imports, caches), then once under cProfile:
 save (replacing a file, no fsync), warm load, `load()` + `.module()` + the
@@ -39,6 +39,9 @@ def main(argv=None) -> int:
     ap.add_argument("file")
     ap.add_argument("inputs")
     ap.add_argument("--top", type=int, default=5)
+    ap.add_argument("--phases", default="save,load,first,load_module",
+                    help="comma-separated phases to run: save, load, first (load() + .module() + first output), "
+                         "load_module (load_module + first output); default all")
     a = ap.parse_args(argv)
 
     import torch
@@ -58,12 +61,16 @@ def main(argv=None) -> int:
             pt2format.load_module(a.file)(*args, **kwargs)
 
     phases = {
-        "save": lambda: pt2format.save(ep, out, progress=False, fsync=False),
-        "load": lambda: pt2format.load(a.file),
-        "load() + .module() + first output": first_output,
-        "load_module + first output": first_output_load_module,
+        "save": ("save", lambda: pt2format.save(ep, out, progress=False, fsync=False)),
+        "load": ("load", lambda: pt2format.load(a.file)),
+        "first": ("load() + .module() + first output", first_output),
+        "load_module": ("load_module + first output", first_output_load_module),
     }
-    for name, fn in phases.items():
+    chosen = [p.strip() for p in a.phases.split(",") if p.strip()]
+    unknown = [p for p in chosen if p not in phases]
+    if unknown:
+        ap.error(f"unknown phase(s) {', '.join(unknown)}; choose from {', '.join(phases)}")
+    for name, fn in (phases[p] for p in chosen):
         fn()
         prof = cProfile.Profile()
         t = time.perf_counter()
@@ -72,7 +79,8 @@ def main(argv=None) -> int:
         prof.disable()
         print(f"{name}: {time.perf_counter() - t:.3f} s under the profiler; top {a.top} by own time")
         print(_top(prof, a.top))
-    os.unlink(out)
+    if os.path.exists(out):
+        os.unlink(out)
     return 0
 
 
