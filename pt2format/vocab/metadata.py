@@ -46,23 +46,28 @@ def static_memory_format(sizes: tuple, strides: tuple):
     return None
 
 
+def static_tensor_meta(dtype, sizes: tuple, strides: tuple, requires_grad: bool):
+    """The TensorMetadata torch's export computes for a strided, non-quantized tensor of integer `sizes` and
+    `strides` (what `derived_tensor_meta` gives for such a tensor), from the cache when it holds it."""
+    key = (dtype, sizes, strides, requires_grad)
+    meta = _TENSOR_META_CACHE.get(key)
+    if meta is None:
+        from torch.fx.passes.shape_prop import TensorMetadata
+
+        # torch's rules on plain integers: no symbolic_shapes (and no sympy) import
+        meta = TensorMetadata(torch.Size(sizes), dtype, requires_grad, strides, static_memory_format(sizes, strides),
+                              False, {})
+        if len(_TENSOR_META_CACHE) < _TENSOR_META_CACHE_LIMIT:
+            _TENSOR_META_CACHE[key] = meta
+    return meta
+
+
 def derived_tensor_meta(val, requires_grad: bool):
     """(the TensorMetadata torch's export computes for the tensor `val`, with `requires_grad`; whether it is static)."""
-    from torch.fx.passes.shape_prop import TensorMetadata, _extract_tensor_metadata
-
-    key = None
     if val.layout is torch.strided and not val.is_quantized:
         sizes, strides = tuple(val.shape), val.stride()
         if all(type(d) is int for d in sizes) and all(type(d) is int for d in strides):
-            key = (val.dtype, sizes, strides, requires_grad)
-            meta = _TENSOR_META_CACHE.get(key)
-            if meta is not None:
-                return meta, True
-    if key is not None:  # torch's rules on plain integers: no symbolic_shapes (and no sympy) import
-        meta = TensorMetadata(val.shape, val.dtype, requires_grad, strides, static_memory_format(sizes, strides),
-                              False, {})
-    else:
-        meta = _extract_tensor_metadata(val)._replace(requires_grad=requires_grad)
-    if key is not None and len(_TENSOR_META_CACHE) < _TENSOR_META_CACHE_LIMIT:
-        _TENSOR_META_CACHE[key] = meta
-    return meta, key is not None
+            return static_tensor_meta(val.dtype, sizes, strides, requires_grad), True
+    from torch.fx.passes.shape_prop import _extract_tensor_metadata
+
+    return _extract_tensor_metadata(val)._replace(requires_grad=requires_grad), False
