@@ -146,6 +146,7 @@ from pt2format.errors import EncodingError
 
 _IDENT = b"P2FP"
 _U32 = struct.Struct('<I').pack
+_U32x2 = struct.Struct('<II').pack
 _ZEROS = bytes(64)
 _ST_SymBool = struct.Struct('<i?3x').pack
 _ST_SymFloat = struct.Struct('<i4xd').pack
@@ -281,6 +282,8 @@ def encode(root):
     sget = strings.get
     vtables = {}
     vget = vtables.get
+    bodies = {}  # id(list of structs) -> (the list, its packed elements)
+    bget = bodies.get
 
     def S(s):
         nonlocal size
@@ -304,8 +307,11 @@ def encode(root):
         b = d - 4
         if pad:
             app(_ZEROS[:pad])
-        app(struct.pack("<%dI" % n, *[b - 4 * i - x for i, x in enumerate(dists)]))
-        app(_U32(n))
+        # One chunk: the count, then the offsets (chunks are joined in reverse order, a chunk's bytes are not).
+        if n == 1:  # the most common vector of a large graph (a node's one output, its module stack)
+            app(_U32x2(1, b - dists[0]))
+        else:
+            app(struct.pack("<%dI" % (n + 1), n, *[b - 4 * i - x for i, x in enumerate(dists)]))
         size = d
         return d
 
@@ -339,14 +345,15 @@ def encode(root):
             f_ = None
             L = L_Argument.get(mk)
             if L is None:
-                L = L_Argument[mk] = _layout(_F_Argument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_Argument[mk] = [*_layout(_F_Argument, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[1] - x1)
@@ -355,9 +362,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -388,14 +394,15 @@ def encode(root):
             f_ = None
             L = L_ArgumentMapEntry.get(mk)
             if L is None:
-                L = L_ArgumentMapEntry[mk] = _layout(_F_ArgumentMapEntry, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_ArgumentMapEntry[mk] = [*_layout(_F_ArgumentMapEntry, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -404,9 +411,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -433,23 +439,23 @@ def encode(root):
             f_ = None
             L = L_BoolArgument.get(mk)
             if L is None:
-                L = L_BoolArgument[mk] = _layout(_F_BoolArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_BoolArgument[mk] = [*_layout(_F_BoolArgument, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -481,23 +487,23 @@ def encode(root):
             f_ = None
             L = L_BoolListArgument.get(mk)
             if L is None:
-                L = L_BoolListArgument[mk] = _layout(_F_BoolListArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_BoolListArgument[mk] = [*_layout(_F_BoolListArgument, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -524,23 +530,23 @@ def encode(root):
             f_ = None
             L = L_BoolValue.get(mk)
             if L is None:
-                L = L_BoolValue[mk] = _layout(_F_BoolValue, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_BoolValue[mk] = [*_layout(_F_BoolValue, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -571,14 +577,15 @@ def encode(root):
             f_ = None
             L = L_BufferMutationSpec.get(mk)
             if L is None:
-                L = L_BufferMutationSpec[mk] = _layout(_F_BufferMutationSpec, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_BufferMutationSpec[mk] = [*_layout(_F_BufferMutationSpec, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -587,9 +594,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -615,23 +621,23 @@ def encode(root):
             f_ = None
             L = L_BytesValue.get(mk)
             if L is None:
-                L = L_BytesValue[mk] = _layout(_F_BytesValue, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_BytesValue[mk] = [*_layout(_F_BytesValue, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -664,14 +670,15 @@ def encode(root):
             f_ = None
             L = L_ComplexArgument.get(mk)
             if L is None:
-                L = L_ComplexArgument[mk] = _layout(_F_ComplexArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_ComplexArgument[mk] = [*_layout(_F_ComplexArgument, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
@@ -680,9 +687,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -715,14 +721,15 @@ def encode(root):
             f_ = None
             L = L_ComplexValue.get(mk)
             if L is None:
-                L = L_ComplexValue[mk] = _layout(_F_ComplexValue, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_ComplexValue[mk] = [*_layout(_F_ComplexValue, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
@@ -731,9 +738,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -764,14 +770,15 @@ def encode(root):
             f_ = None
             L = L_CustomObjArgument.get(mk)
             if L is None:
-                L = L_CustomObjArgument[mk] = _layout(_F_CustomObjArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_CustomObjArgument[mk] = [*_layout(_F_CustomObjArgument, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -780,9 +787,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -818,14 +824,15 @@ def encode(root):
             f_ = None
             L = L_CustomObject.get(mk)
             if L is None:
-                L = L_CustomObject[mk] = _layout(_F_CustomObject, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_CustomObject[mk] = [*_layout(_F_CustomObject, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -836,9 +843,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -870,14 +876,15 @@ def encode(root):
             f_ = None
             L = L_DeferredUnpack.get(mk)
             if L is None:
-                L = L_DeferredUnpack[mk] = _layout(_F_DeferredUnpack, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_DeferredUnpack[mk] = [*_layout(_F_DeferredUnpack, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
@@ -886,9 +893,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -920,14 +926,15 @@ def encode(root):
             f_ = None
             L = L_Device.get(mk)
             if L is None:
-                L = L_Device[mk] = _layout(_F_Device, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_Device[mk] = [*_layout(_F_Device, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -936,9 +943,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -964,23 +970,23 @@ def encode(root):
             f_ = None
             L = L_DeviceArgument.get(mk)
             if L is None:
-                L = L_DeviceArgument[mk] = _layout(_F_DeviceArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_DeviceArgument[mk] = [*_layout(_F_DeviceArgument, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -1006,23 +1012,23 @@ def encode(root):
             f_ = None
             L = L_DeviceValue.get(mk)
             if L is None:
-                L = L_DeviceValue[mk] = _layout(_F_DeviceValue, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_DeviceValue[mk] = [*_layout(_F_DeviceValue, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -1053,14 +1059,15 @@ def encode(root):
             f_ = None
             L = L_EnumValue.get(mk)
             if L is None:
-                L = L_EnumValue[mk] = _layout(_F_EnumValue, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_EnumValue[mk] = [*_layout(_F_EnumValue, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -1069,9 +1076,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -1121,14 +1127,15 @@ def encode(root):
             f_ = None
             L = L_ExternalFile.get(mk)
             if L is None:
-                L = L_ExternalFile[mk] = _layout(_F_ExternalFile, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_ExternalFile[mk] = [*_layout(_F_ExternalFile, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x1)
@@ -1143,9 +1150,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -1177,14 +1183,15 @@ def encode(root):
             f_ = None
             L = L_ExtraFile.get(mk)
             if L is None:
-                L = L_ExtraFile[mk] = _layout(_F_ExtraFile, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_ExtraFile[mk] = [*_layout(_F_ExtraFile, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -1193,9 +1200,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -1222,23 +1228,23 @@ def encode(root):
             f_ = None
             L = L_FloatArgument.get(mk)
             if L is None:
-                L = L_FloatArgument[mk] = _layout(_F_FloatArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_FloatArgument[mk] = [*_layout(_F_FloatArgument, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -1269,23 +1275,23 @@ def encode(root):
             f_ = None
             L = L_FloatListArgument.get(mk)
             if L is None:
-                L = L_FloatListArgument[mk] = _layout(_F_FloatListArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_FloatListArgument[mk] = [*_layout(_F_FloatListArgument, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -1311,23 +1317,23 @@ def encode(root):
             f_ = None
             L = L_FloatListListArgument.get(mk)
             if L is None:
-                L = L_FloatListListArgument[mk] = _layout(_F_FloatListListArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_FloatListListArgument[mk] = [*_layout(_F_FloatListListArgument, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -1354,23 +1360,23 @@ def encode(root):
             f_ = None
             L = L_FloatValue.get(mk)
             if L is None:
-                L = L_FloatValue[mk] = _layout(_F_FloatValue, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_FloatValue[mk] = [*_layout(_F_FloatValue, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -1403,14 +1409,15 @@ def encode(root):
             f_ = None
             L = L_FormatVersion.get(mk)
             if L is None:
-                L = L_FormatVersion[mk] = _layout(_F_FormatVersion, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_FormatVersion[mk] = [*_layout(_F_FormatVersion, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
@@ -1419,9 +1426,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -1452,14 +1458,15 @@ def encode(root):
             f_ = None
             L = L_GradientToParameterSpec.get(mk)
             if L is None:
-                L = L_GradientToParameterSpec[mk] = _layout(_F_GradientToParameterSpec, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_GradientToParameterSpec[mk] = [*_layout(_F_GradientToParameterSpec, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -1468,9 +1475,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -1501,14 +1507,15 @@ def encode(root):
             f_ = None
             L = L_GradientToUserInputSpec.get(mk)
             if L is None:
-                L = L_GradientToUserInputSpec[mk] = _layout(_F_GradientToUserInputSpec, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_GradientToUserInputSpec[mk] = [*_layout(_F_GradientToUserInputSpec, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -1517,9 +1524,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -1607,14 +1613,15 @@ def encode(root):
             f_ = None
             L = L_Graph.get(mk)
             if L is None:
-                L = L_Graph[mk] = _layout(_F_Graph, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_Graph[mk] = [*_layout(_F_Graph, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -1645,9 +1652,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -1688,14 +1694,15 @@ def encode(root):
             f_ = None
             L = L_GraphArgument.get(mk)
             if L is None:
-                L = L_GraphArgument[mk] = _layout(_F_GraphArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_GraphArgument[mk] = [*_layout(_F_GraphArgument, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -1708,9 +1715,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -1741,14 +1747,15 @@ def encode(root):
             f_ = None
             L = L_GraphSignature.get(mk)
             if L is None:
-                L = L_GraphSignature[mk] = _layout(_F_GraphSignature, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_GraphSignature[mk] = [*_layout(_F_GraphSignature, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -1757,9 +1764,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -1804,14 +1810,15 @@ def encode(root):
             f_ = None
             L = L_GuardSource.get(mk)
             if L is None:
-                L = L_GuardSource[mk] = _layout(_F_GuardSource, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_GuardSource[mk] = [*_layout(_F_GuardSource, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
@@ -1824,9 +1831,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -1855,14 +1861,15 @@ def encode(root):
             f_ = None
             L = L_InputSpec.get(mk)
             if L is None:
-                L = L_InputSpec[mk] = _layout(_F_InputSpec, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_InputSpec[mk] = [*_layout(_F_InputSpec, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[1] - x1)
@@ -1871,9 +1878,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -1910,14 +1916,15 @@ def encode(root):
             f_ = None
             L = L_InputToBufferSpec.get(mk)
             if L is None:
-                L = L_InputToBufferSpec[mk] = _layout(_F_InputToBufferSpec, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_InputToBufferSpec[mk] = [*_layout(_F_InputToBufferSpec, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -1928,9 +1935,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -1961,14 +1967,15 @@ def encode(root):
             f_ = None
             L = L_InputToConstantInputSpec.get(mk)
             if L is None:
-                L = L_InputToConstantInputSpec[mk] = _layout(_F_InputToConstantInputSpec, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_InputToConstantInputSpec[mk] = [*_layout(_F_InputToConstantInputSpec, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -1977,9 +1984,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -2010,14 +2016,15 @@ def encode(root):
             f_ = None
             L = L_InputToCustomObjSpec.get(mk)
             if L is None:
-                L = L_InputToCustomObjSpec[mk] = _layout(_F_InputToCustomObjSpec, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_InputToCustomObjSpec[mk] = [*_layout(_F_InputToCustomObjSpec, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -2026,9 +2033,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -2059,14 +2065,15 @@ def encode(root):
             f_ = None
             L = L_InputToParameterSpec.get(mk)
             if L is None:
-                L = L_InputToParameterSpec[mk] = _layout(_F_InputToParameterSpec, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_InputToParameterSpec[mk] = [*_layout(_F_InputToParameterSpec, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -2075,9 +2082,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -2120,14 +2126,15 @@ def encode(root):
             f_ = None
             L = L_InputToTensorConstantSpec.get(mk)
             if L is None:
-                L = L_InputToTensorConstantSpec[mk] = _layout(_F_InputToTensorConstantSpec, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_InputToTensorConstantSpec[mk] = [*_layout(_F_InputToTensorConstantSpec, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -2140,9 +2147,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -2168,23 +2174,23 @@ def encode(root):
             f_ = None
             L = L_InputTokenSpec.get(mk)
             if L is None:
-                L = L_InputTokenSpec[mk] = _layout(_F_InputTokenSpec, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_InputTokenSpec[mk] = [*_layout(_F_InputTokenSpec, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -2211,23 +2217,23 @@ def encode(root):
             f_ = None
             L = L_IntArgument.get(mk)
             if L is None:
-                L = L_IntArgument[mk] = _layout(_F_IntArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_IntArgument[mk] = [*_layout(_F_IntArgument, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -2258,23 +2264,23 @@ def encode(root):
             f_ = None
             L = L_IntListArgument.get(mk)
             if L is None:
-                L = L_IntListArgument[mk] = _layout(_F_IntListArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_IntListArgument[mk] = [*_layout(_F_IntListArgument, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -2300,23 +2306,23 @@ def encode(root):
             f_ = None
             L = L_IntListListArgument.get(mk)
             if L is None:
-                L = L_IntListListArgument[mk] = _layout(_F_IntListListArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_IntListListArgument[mk] = [*_layout(_F_IntListListArgument, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -2343,23 +2349,23 @@ def encode(root):
             f_ = None
             L = L_IntValue.get(mk)
             if L is None:
-                L = L_IntValue[mk] = _layout(_F_IntValue, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_IntValue[mk] = [*_layout(_F_IntValue, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -2396,14 +2402,15 @@ def encode(root):
             f_ = None
             L = L_KeyPathEntry.get(mk)
             if L is None:
-                L = L_KeyPathEntry[mk] = _layout(_F_KeyPathEntry, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_KeyPathEntry[mk] = [*_layout(_F_KeyPathEntry, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x1)
@@ -2414,9 +2421,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -2443,23 +2449,23 @@ def encode(root):
             f_ = None
             L = L_LayoutArgument.get(mk)
             if L is None:
-                L = L_LayoutArgument[mk] = _layout(_F_LayoutArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_LayoutArgument[mk] = [*_layout(_F_LayoutArgument, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -2491,14 +2497,15 @@ def encode(root):
             f_ = None
             L = L_ListValue.get(mk)
             if L is None:
-                L = L_ListValue[mk] = _layout(_F_ListValue, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_ListValue[mk] = [*_layout(_F_ListValue, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -2507,9 +2514,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -2535,23 +2541,23 @@ def encode(root):
             f_ = None
             L = L_LossOutputSpec.get(mk)
             if L is None:
-                L = L_LossOutputSpec[mk] = _layout(_F_LossOutputSpec, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_LossOutputSpec[mk] = [*_layout(_F_LossOutputSpec, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -2582,14 +2588,15 @@ def encode(root):
             f_ = None
             L = L_MapEntry.get(mk)
             if L is None:
-                L = L_MapEntry[mk] = _layout(_F_MapEntry, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_MapEntry[mk] = [*_layout(_F_MapEntry, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -2598,9 +2605,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -2626,23 +2632,23 @@ def encode(root):
             f_ = None
             L = L_MapValue.get(mk)
             if L is None:
-                L = L_MapValue[mk] = _layout(_F_MapValue, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_MapValue[mk] = [*_layout(_F_MapValue, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -2669,23 +2675,23 @@ def encode(root):
             f_ = None
             L = L_MemoryFormatArgument.get(mk)
             if L is None:
-                L = L_MemoryFormatArgument[mk] = _layout(_F_MemoryFormatArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_MemoryFormatArgument[mk] = [*_layout(_F_MemoryFormatArgument, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -2711,23 +2717,23 @@ def encode(root):
             f_ = None
             L = L_MixedListArgument.get(mk)
             if L is None:
-                L = L_MixedListArgument[mk] = _layout(_F_MixedListArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_MixedListArgument[mk] = [*_layout(_F_MixedListArgument, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -2758,14 +2764,15 @@ def encode(root):
             f_ = None
             L = L_ModuleCallEntry.get(mk)
             if L is None:
-                L = L_ModuleCallEntry[mk] = _layout(_F_ModuleCallEntry, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_ModuleCallEntry[mk] = [*_layout(_F_ModuleCallEntry, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -2774,9 +2781,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -2822,14 +2828,15 @@ def encode(root):
             f_ = None
             L = L_ModuleCallSignature.get(mk)
             if L is None:
-                L = L_ModuleCallSignature[mk] = _layout(_F_ModuleCallSignature, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_ModuleCallSignature[mk] = [*_layout(_F_ModuleCallSignature, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -2844,9 +2851,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -2882,14 +2888,15 @@ def encode(root):
             f_ = None
             L = L_ModuleStackEntry.get(mk)
             if L is None:
-                L = L_ModuleStackEntry[mk] = _layout(_F_ModuleStackEntry, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_ModuleStackEntry[mk] = [*_layout(_F_ModuleStackEntry, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -2900,9 +2907,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -2948,14 +2954,15 @@ def encode(root):
             f_ = None
             L = L_NamedArgument.get(mk)
             if L is None:
-                L = L_NamedArgument[mk] = _layout(_F_NamedArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_NamedArgument[mk] = [*_layout(_F_NamedArgument, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -2970,9 +2977,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -3003,14 +3009,15 @@ def encode(root):
             f_ = None
             L = L_NamedTupleDef.get(mk)
             if L is None:
-                L = L_NamedTupleDef[mk] = _layout(_F_NamedTupleDef, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_NamedTupleDef[mk] = [*_layout(_F_NamedTupleDef, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -3019,9 +3026,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -3047,23 +3053,23 @@ def encode(root):
             f_ = None
             L = L_NestedTensorListArgument.get(mk)
             if L is None:
-                L = L_NestedTensorListArgument[mk] = _layout(_F_NestedTensorListArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_NestedTensorListArgument[mk] = [*_layout(_F_NestedTensorListArgument, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -3135,14 +3141,15 @@ def encode(root):
             f_ = None
             L = L_Node.get(mk)
             if L is None:
-                L = L_Node[mk] = _layout(_F_Node, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_Node[mk] = [*_layout(_F_Node, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -3165,9 +3172,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -3262,14 +3268,15 @@ def encode(root):
             f_ = None
             L = L_NodeMetadata.get(mk)
             if L is None:
-                L = L_NodeMetadata[mk] = _layout(_F_NodeMetadata, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_NodeMetadata[mk] = [*_layout(_F_NodeMetadata, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x10)
@@ -3302,9 +3309,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -3356,14 +3362,15 @@ def encode(root):
             f_ = None
             L = L_NodeSource.get(mk)
             if L is None:
-                L = L_NodeSource[mk] = _layout(_F_NodeSource, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_NodeSource[mk] = [*_layout(_F_NodeSource, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x2)
@@ -3380,9 +3387,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -3403,21 +3409,21 @@ def encode(root):
             f_ = None
             L = L_NoneArgument.get(mk)
             if L is None:
-                L = L_NoneArgument[mk] = _layout(_F_NoneArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_NoneArgument[mk] = [*_layout(_F_NoneArgument, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -3438,21 +3444,21 @@ def encode(root):
             f_ = None
             L = L_NullValue.get(mk)
             if L is None:
-                L = L_NullValue[mk] = _layout(_F_NullValue, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_NullValue[mk] = [*_layout(_F_NullValue, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -3483,14 +3489,15 @@ def encode(root):
             f_ = None
             L = L_ObjectField.get(mk)
             if L is None:
-                L = L_ObjectField[mk] = _layout(_F_ObjectField, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_ObjectField[mk] = [*_layout(_F_ObjectField, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -3499,9 +3506,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -3538,14 +3544,15 @@ def encode(root):
             f_ = None
             L = L_ObjectValue.get(mk)
             if L is None:
-                L = L_ObjectValue[mk] = _layout(_F_ObjectValue, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_ObjectValue[mk] = [*_layout(_F_ObjectValue, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -3556,9 +3563,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -3584,23 +3590,23 @@ def encode(root):
             f_ = None
             L = L_OperatorArgument.get(mk)
             if L is None:
-                L = L_OperatorArgument[mk] = _layout(_F_OperatorArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_OperatorArgument[mk] = [*_layout(_F_OperatorArgument, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -3653,14 +3659,15 @@ def encode(root):
             f_ = None
             L = L_OperatorParameter.get(mk)
             if L is None:
-                L = L_OperatorParameter[mk] = _layout(_F_OperatorParameter, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_OperatorParameter[mk] = [*_layout(_F_OperatorParameter, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -3677,9 +3684,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -3732,14 +3738,15 @@ def encode(root):
             f_ = None
             L = L_OperatorSchema.get(mk)
             if L is None:
-                L = L_OperatorSchema[mk] = _layout(_F_OperatorSchema, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_OperatorSchema[mk] = [*_layout(_F_OperatorSchema, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -3756,9 +3763,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -3790,14 +3796,15 @@ def encode(root):
             f_ = None
             L = L_Opset.get(mk)
             if L is None:
-                L = L_Opset[mk] = _layout(_F_Opset, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_Opset[mk] = [*_layout(_F_Opset, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x1)
@@ -3806,9 +3813,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -3834,23 +3840,23 @@ def encode(root):
             f_ = None
             L = L_OptionalTensorArgument.get(mk)
             if L is None:
-                L = L_OptionalTensorArgument[mk] = _layout(_F_OptionalTensorArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_OptionalTensorArgument[mk] = [*_layout(_F_OptionalTensorArgument, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -3876,23 +3882,23 @@ def encode(root):
             f_ = None
             L = L_OptionalTensorListArgument.get(mk)
             if L is None:
-                L = L_OptionalTensorListArgument[mk] = _layout(_F_OptionalTensorListArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_OptionalTensorListArgument[mk] = [*_layout(_F_OptionalTensorListArgument, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -3921,14 +3927,15 @@ def encode(root):
             f_ = None
             L = L_OutputSpec.get(mk)
             if L is None:
-                L = L_OutputSpec[mk] = _layout(_F_OutputSpec, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_OutputSpec[mk] = [*_layout(_F_OutputSpec, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[1] - x1)
@@ -3937,9 +3944,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -3965,23 +3971,23 @@ def encode(root):
             f_ = None
             L = L_OutputTokenSpec.get(mk)
             if L is None:
-                L = L_OutputTokenSpec[mk] = _layout(_F_OutputTokenSpec, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_OutputTokenSpec[mk] = [*_layout(_F_OutputTokenSpec, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -4070,14 +4076,15 @@ def encode(root):
             f_ = None
             L = L_Package.get(mk)
             if L is None:
-                L = L_Package[mk] = _layout(_F_Package, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_Package[mk] = [*_layout(_F_Package, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x2)
@@ -4108,9 +4115,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -4141,14 +4147,15 @@ def encode(root):
             f_ = None
             L = L_ParameterMutationSpec.get(mk)
             if L is None:
-                L = L_ParameterMutationSpec[mk] = _layout(_F_ParameterMutationSpec, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_ParameterMutationSpec[mk] = [*_layout(_F_ParameterMutationSpec, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -4157,9 +4164,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -4195,14 +4201,15 @@ def encode(root):
             f_ = None
             L = L_Producer.get(mk)
             if L is None:
-                L = L_Producer[mk] = _layout(_F_Producer, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_Producer[mk] = [*_layout(_F_Producer, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -4213,9 +4220,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -4326,14 +4332,15 @@ def encode(root):
             f_ = None
             L = L_Program.get(mk)
             if L is None:
-                L = L_Program[mk] = _layout(_F_Program, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_Program[mk] = [*_layout(_F_Program, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -4372,9 +4379,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -4431,14 +4437,15 @@ def encode(root):
             f_ = None
             L = L_Quantization.get(mk)
             if L is None:
-                L = L_Quantization[mk] = _layout(_F_Quantization, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_Quantization[mk] = [*_layout(_F_Quantization, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x1)
@@ -4455,9 +4462,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -4489,14 +4495,15 @@ def encode(root):
             f_ = None
             L = L_RangeConstraint.get(mk)
             if L is None:
-                L = L_RangeConstraint[mk] = _layout(_F_RangeConstraint, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_RangeConstraint[mk] = [*_layout(_F_RangeConstraint, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
@@ -4505,9 +4512,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -4534,23 +4540,23 @@ def encode(root):
             f_ = None
             L = L_ScalarTypeArgument.get(mk)
             if L is None:
-                L = L_ScalarTypeArgument[mk] = _layout(_F_ScalarTypeArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_ScalarTypeArgument[mk] = [*_layout(_F_ScalarTypeArgument, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -4577,23 +4583,23 @@ def encode(root):
             f_ = None
             L = L_ScalarTypeValue.get(mk)
             if L is None:
-                L = L_ScalarTypeValue[mk] = _layout(_F_ScalarTypeValue, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_ScalarTypeValue[mk] = [*_layout(_F_ScalarTypeValue, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -4632,14 +4638,15 @@ def encode(root):
             f_ = None
             L = L_Segment.get(mk)
             if L is None:
-                L = L_Segment[mk] = _layout(_F_Segment, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_Segment[mk] = [*_layout(_F_Segment, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
@@ -4650,9 +4657,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -4689,14 +4695,15 @@ def encode(root):
             f_ = None
             L = L_ShardFile.get(mk)
             if L is None:
-                L = L_ShardFile[mk] = _layout(_F_ShardFile, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_ShardFile[mk] = [*_layout(_F_ShardFile, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x1)
@@ -4707,9 +4714,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -4740,14 +4746,15 @@ def encode(root):
             f_ = None
             L = L_SourceFnEntry.get(mk)
             if L is None:
-                L = L_SourceFnEntry[mk] = _layout(_F_SourceFnEntry, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_SourceFnEntry[mk] = [*_layout(_F_SourceFnEntry, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -4756,9 +4763,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -4796,14 +4802,15 @@ def encode(root):
             f_ = None
             L = L_StateEntry.get(mk)
             if L is None:
-                L = L_StateEntry[mk] = _layout(_F_StateEntry, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_StateEntry[mk] = [*_layout(_F_StateEntry, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -4814,9 +4821,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -4873,14 +4879,15 @@ def encode(root):
             f_ = None
             L = L_Storage.get(mk)
             if L is None:
-                L = L_Storage[mk] = _layout(_F_Storage, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_Storage[mk] = [*_layout(_F_Storage, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x1)
@@ -4897,9 +4904,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -4925,23 +4931,23 @@ def encode(root):
             f_ = None
             L = L_StringArgument.get(mk)
             if L is None:
-                L = L_StringArgument[mk] = _layout(_F_StringArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_StringArgument[mk] = [*_layout(_F_StringArgument, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -4974,14 +4980,15 @@ def encode(root):
             f_ = None
             L = L_StringEntry.get(mk)
             if L is None:
-                L = L_StringEntry[mk] = _layout(_F_StringEntry, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_StringEntry[mk] = [*_layout(_F_StringEntry, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -4990,9 +4997,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -5018,23 +5024,23 @@ def encode(root):
             f_ = None
             L = L_StringListArgument.get(mk)
             if L is None:
-                L = L_StringListArgument[mk] = _layout(_F_StringListArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_StringListArgument[mk] = [*_layout(_F_StringListArgument, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -5060,23 +5066,23 @@ def encode(root):
             f_ = None
             L = L_StringToArgumentMapArgument.get(mk)
             if L is None:
-                L = L_StringToArgumentMapArgument[mk] = _layout(_F_StringToArgumentMapArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_StringToArgumentMapArgument[mk] = [*_layout(_F_StringToArgumentMapArgument, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -5102,23 +5108,23 @@ def encode(root):
             f_ = None
             L = L_StringValue.get(mk)
             if L is None:
-                L = L_StringValue[mk] = _layout(_F_StringValue, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_StringValue[mk] = [*_layout(_F_StringValue, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -5150,14 +5156,15 @@ def encode(root):
             f_ = None
             L = L_SymBoolArgument.get(mk)
             if L is None:
-                L = L_SymBoolArgument[mk] = _layout(_F_SymBoolArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_SymBoolArgument[mk] = [*_layout(_F_SymBoolArgument, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -5166,9 +5173,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -5194,23 +5200,23 @@ def encode(root):
             f_ = None
             L = L_SymBoolListArgument.get(mk)
             if L is None:
-                L = L_SymBoolListArgument[mk] = _layout(_F_SymBoolListArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_SymBoolListArgument[mk] = [*_layout(_F_SymBoolListArgument, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -5242,14 +5248,15 @@ def encode(root):
             f_ = None
             L = L_SymBoolValue.get(mk)
             if L is None:
-                L = L_SymBoolValue[mk] = _layout(_F_SymBoolValue, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_SymBoolValue[mk] = [*_layout(_F_SymBoolValue, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -5258,9 +5265,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -5333,14 +5339,15 @@ def encode(root):
             f_ = None
             L = L_SymExpr.get(mk)
             if L is None:
-                L = L_SymExpr[mk] = _layout(_F_SymExpr, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_SymExpr[mk] = [*_layout(_F_SymExpr, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x2)
@@ -5361,9 +5368,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -5395,14 +5401,15 @@ def encode(root):
             f_ = None
             L = L_SymFloatArgument.get(mk)
             if L is None:
-                L = L_SymFloatArgument[mk] = _layout(_F_SymFloatArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_SymFloatArgument[mk] = [*_layout(_F_SymFloatArgument, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x1)
@@ -5411,9 +5418,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -5439,23 +5445,23 @@ def encode(root):
             f_ = None
             L = L_SymFloatListArgument.get(mk)
             if L is None:
-                L = L_SymFloatListArgument[mk] = _layout(_F_SymFloatListArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_SymFloatListArgument[mk] = [*_layout(_F_SymFloatListArgument, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -5487,14 +5493,15 @@ def encode(root):
             f_ = None
             L = L_SymFloatValue.get(mk)
             if L is None:
-                L = L_SymFloatValue[mk] = _layout(_F_SymFloatValue, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_SymFloatValue[mk] = [*_layout(_F_SymFloatValue, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v += (x1.expr, x1.value,)
@@ -5503,9 +5510,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -5537,14 +5543,15 @@ def encode(root):
             f_ = None
             L = L_SymIntArgument.get(mk)
             if L is None:
-                L = L_SymIntArgument[mk] = _layout(_F_SymIntArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_SymIntArgument[mk] = [*_layout(_F_SymIntArgument, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x1)
@@ -5553,9 +5560,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -5581,23 +5587,23 @@ def encode(root):
             f_ = None
             L = L_SymIntListArgument.get(mk)
             if L is None:
-                L = L_SymIntListArgument[mk] = _layout(_F_SymIntListArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_SymIntListArgument[mk] = [*_layout(_F_SymIntListArgument, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -5629,14 +5635,15 @@ def encode(root):
             f_ = None
             L = L_SymIntValue.get(mk)
             if L is None:
-                L = L_SymIntValue[mk] = _layout(_F_SymIntValue, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_SymIntValue[mk] = [*_layout(_F_SymIntValue, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v += (x1.expr, x1.value,)
@@ -5645,9 +5652,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -5708,14 +5714,15 @@ def encode(root):
             f_ = None
             L = L_Symbol.get(mk)
             if L is None:
-                L = L_Symbol[mk] = _layout(_F_Symbol, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_Symbol[mk] = [*_layout(_F_Symbol, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x3)
@@ -5734,9 +5741,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -5833,14 +5839,15 @@ def encode(root):
             f_ = None
             L = L_Tensor.get(mk)
             if L is None:
-                L = L_Tensor[mk] = _layout(_F_Tensor, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_Tensor[mk] = [*_layout(_F_Tensor, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x4)
@@ -5869,9 +5876,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -5897,23 +5903,23 @@ def encode(root):
             f_ = None
             L = L_TensorArgument.get(mk)
             if L is None:
-                L = L_TensorArgument[mk] = _layout(_F_TensorArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_TensorArgument[mk] = [*_layout(_F_TensorArgument, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -5939,23 +5945,23 @@ def encode(root):
             f_ = None
             L = L_TensorListArgument.get(mk)
             if L is None:
-                L = L_TensorListArgument[mk] = _layout(_F_TensorListArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_TensorListArgument[mk] = [*_layout(_F_TensorListArgument, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -5982,12 +5988,18 @@ def encode(root):
             f_ = ('sizes', 'x1')
             x1 = o.sizes
             if x1:
-                x1 = BV(b''.join([_ST_SymInt(e.expr, e.value) for e in x1]), len(x1), 8)
+                h_ = bget(id(x1))
+                if h_ is None or h_[0] is not x1:
+                    h_ = bodies[id(x1)] = (x1, b''.join([_ST_SymInt(e.expr, e.value) for e in x1]))
+                x1 = BV(h_[1], len(x1), 8)
                 mk |= 2
             f_ = ('strides', 'x2')
             x2 = o.strides
             if x2:
-                x2 = BV(b''.join([_ST_SymInt(e.expr, e.value) for e in x2]), len(x2), 8)
+                h_ = bget(id(x2))
+                if h_ is None or h_[0] is not x2:
+                    h_ = bodies[id(x2)] = (x2, b''.join([_ST_SymInt(e.expr, e.value) for e in x2]))
+                x2 = BV(h_[1], len(x2), 8)
                 mk |= 4
             f_ = 'storage_offset'
             x3 = o.storage_offset
@@ -6015,14 +6027,15 @@ def encode(root):
             f_ = None
             L = L_TensorMeta.get(mk)
             if L is None:
-                L = L_TensorMeta[mk] = _layout(_F_TensorMeta, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_TensorMeta[mk] = [*_layout(_F_TensorMeta, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v += (x3.expr, x3.value,)
@@ -6041,9 +6054,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -6075,14 +6087,15 @@ def encode(root):
             f_ = None
             L = L_TensorPart.get(mk)
             if L is None:
-                L = L_TensorPart[mk] = _layout(_F_TensorPart, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_TensorPart[mk] = [*_layout(_F_TensorPart, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -6091,9 +6104,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -6120,23 +6132,23 @@ def encode(root):
             f_ = None
             L = L_TensorRefValue.get(mk)
             if L is None:
-                L = L_TensorRefValue[mk] = _layout(_F_TensorRefValue, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_TensorRefValue[mk] = [*_layout(_F_TensorRefValue, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -6167,14 +6179,15 @@ def encode(root):
             f_ = None
             L = L_TensorSubclass.get(mk)
             if L is None:
-                L = L_TensorSubclass[mk] = _layout(_F_TensorSubclass, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_TensorSubclass[mk] = [*_layout(_F_TensorSubclass, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -6183,9 +6196,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -6216,14 +6228,15 @@ def encode(root):
             f_ = None
             L = L_TensorValue.get(mk)
             if L is None:
-                L = L_TensorValue[mk] = _layout(_F_TensorValue, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_TensorValue[mk] = [*_layout(_F_TensorValue, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -6232,9 +6245,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -6260,23 +6272,23 @@ def encode(root):
             f_ = None
             L = L_TokenArgument.get(mk)
             if L is None:
-                L = L_TokenArgument[mk] = _layout(_F_TokenArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_TokenArgument[mk] = [*_layout(_F_TokenArgument, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -6307,14 +6319,15 @@ def encode(root):
             f_ = None
             L = L_TorchFn.get(mk)
             if L is None:
-                L = L_TorchFn[mk] = _layout(_F_TorchFn, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_TorchFn[mk] = [*_layout(_F_TorchFn, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -6323,9 +6336,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -6377,14 +6389,15 @@ def encode(root):
             f_ = None
             L = L_TreeSpec.get(mk)
             if L is None:
-                L = L_TreeSpec[mk] = _layout(_F_TreeSpec, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_TreeSpec[mk] = [*_layout(_F_TreeSpec, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[1] - x1)
@@ -6401,9 +6414,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -6444,14 +6456,15 @@ def encode(root):
             f_ = None
             L = L_TreeSpecArgument.get(mk)
             if L is None:
-                L = L_TreeSpecArgument[mk] = _layout(_F_TreeSpecArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_TreeSpecArgument[mk] = [*_layout(_F_TreeSpecArgument, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -6464,9 +6477,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -6498,14 +6510,15 @@ def encode(root):
             f_ = None
             L = L_UnbackedBinding.get(mk)
             if L is None:
-                L = L_UnbackedBinding[mk] = _layout(_F_UnbackedBinding, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_UnbackedBinding[mk] = [*_layout(_F_UnbackedBinding, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
@@ -6514,9 +6527,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -6548,14 +6560,15 @@ def encode(root):
             f_ = None
             L = L_UnpackMetadata.get(mk)
             if L is None:
-                L = L_UnpackMetadata[mk] = _layout(_F_UnpackMetadata, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_UnpackMetadata[mk] = [*_layout(_F_UnpackMetadata, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
@@ -6564,9 +6577,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -6597,14 +6609,15 @@ def encode(root):
             f_ = None
             L = L_UserInputMutationSpec.get(mk)
             if L is None:
-                L = L_UserInputMutationSpec[mk] = _layout(_F_UserInputMutationSpec, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_UserInputMutationSpec[mk] = [*_layout(_F_UserInputMutationSpec, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -6613,9 +6626,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -6641,23 +6653,23 @@ def encode(root):
             f_ = None
             L = L_UserInputSpec.get(mk)
             if L is None:
-                L = L_UserInputSpec[mk] = _layout(_F_UserInputSpec, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_UserInputSpec[mk] = [*_layout(_F_UserInputSpec, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -6683,23 +6695,23 @@ def encode(root):
             f_ = None
             L = L_UserOutputSpec.get(mk)
             if L is None:
-                L = L_UserOutputSpec[mk] = _layout(_F_UserOutputSpec, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_UserOutputSpec[mk] = [*_layout(_F_UserOutputSpec, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -6728,14 +6740,15 @@ def encode(root):
             f_ = None
             L = L_Value.get(mk)
             if L is None:
-                L = L_Value[mk] = _layout(_F_Value, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_Value[mk] = [*_layout(_F_Value, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[1] - x1)
@@ -6744,9 +6757,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -6803,14 +6815,15 @@ def encode(root):
             f_ = None
             L = L_ValueRange.get(mk)
             if L is None:
-                L = L_ValueRange[mk] = _layout(_F_ValueRange, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_ValueRange[mk] = [*_layout(_F_ValueRange, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
@@ -6827,9 +6840,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -6860,14 +6872,15 @@ def encode(root):
             f_ = None
             L = L_WeightSet.get(mk)
             if L is None:
-                L = L_WeightSet[mk] = _layout(_F_WeightSet, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_WeightSet[mk] = [*_layout(_F_WeightSet, mk), None]
+            pk, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -6876,9 +6889,8 @@ def encode(root):
             if pad:
                 app(_ZEROS[:pad])
             app(pk(*v))
-            if new:
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
