@@ -28,7 +28,7 @@ from pt2format.errors import ExportError
 from pt2format.vocab.metadata import derived_tensor_meta, static_tensor_meta
 from pt2format.vocab.operators import callable_name
 
-from ._tensor_facts import TensorFacts
+from ._tensor_facts import TensorFacts, only_ints
 from ._values import map_value
 
 # Keys with a structured home, or derived from the graph (val, tensor_meta), or not data.
@@ -52,7 +52,7 @@ def _same_tensor_meta(meta: dict, facts: TensorFacts) -> bool:
             derived, static = static_tensor_meta(f[0], f[1], f[2], tm.requires_grad), True
         else:
             derived, static = derived_tensor_meta(val, tm.requires_grad)
-        if static and all(type(d) is int for d in tm.shape) and all(type(d) is int for d in tm.stride):
+        if static and only_ints(map(type, tm.shape)) and only_ints(map(type, tm.stride)):
             return tm == derived
         # repr compares symbolic sizes by expression (== on two SymInts would guard)
         return repr(tm) == repr(derived)

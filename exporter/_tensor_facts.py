@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import torch
 
+#: only_ints(map(type, xs)): every x is exactly an int (no SymInt, no bool), in one C call.
+only_ints = frozenset({int}).issuperset
+
 
 class TensorFacts:
     """id(tensor) -> (dtype, sizes, strides, storage_offset, requires_grad, device, is_quantized), or None for a
@@ -28,7 +31,7 @@ class TensorFacts:
         facts = None
         if t.layout == torch.strided:
             sizes, strides, offset = tuple(t.shape), t.stride(), t.storage_offset()
-            if type(offset) is int and all(type(d) is int for d in sizes) and all(type(d) is int for d in strides):
+            if type(offset) is int and only_ints(map(type, sizes)) and only_ints(map(type, strides)):
                 facts = (t.dtype, sizes, strides, offset, t.requires_grad, t.device, t.is_quantized)
         self._memo[id(t)] = (t, facts)
         return facts

@@ -272,6 +272,7 @@ def _make_checker(name: str):
         return s
 
     checker.__name__ = f"check_{name}"
+    checker.ok = ok  # the strings already found in the class: a caller may test membership before calling
     return checker
 
 
