@@ -148,6 +148,19 @@ _IDENT = b"P2FP"
 _U32 = struct.Struct('<I').pack
 _U32x2 = struct.Struct('<II').pack
 _ZEROS = bytes(64)
+
+
+def _layout_entry(fields, mask):
+    """[packers by padding, offsets by slot, size, alignment, vtable bytes, where the vtable is (None: not yet)].
+
+    A table is followed (in the file) by the padding that aligns it: packer `p`
+    writes the table and `p` zero bytes, so a table is one chunk.
+    """
+    pk, offs, osz, al, vtb = _layout(fields, mask)
+    fmt = pk.__self__.format
+    return [tuple(struct.Struct(fmt + ("%dx" % p if p else "")).pack for p in range(al)), offs, osz, al, vtb, None]
+
+
 _ST_SymBool = struct.Struct('<i?3x').pack
 _ST_SymFloat = struct.Struct('<i4xd').pack
 _ST_SymInt = struct.Struct('<i4xq').pack
@@ -345,8 +358,8 @@ def encode(root):
             f_ = None
             L = L_Argument.get(mk)
             if L is None:
-                L = L_Argument[mk] = [*_layout(_F_Argument, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_Argument[mk] = _layout_entry(_F_Argument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -359,9 +372,7 @@ def encode(root):
                 v.append(t - offs[1] - x1)
             if mk & 2:
                 v.append(t1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -394,8 +405,8 @@ def encode(root):
             f_ = None
             L = L_ArgumentMapEntry.get(mk)
             if L is None:
-                L = L_ArgumentMapEntry[mk] = [*_layout(_F_ArgumentMapEntry, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_ArgumentMapEntry[mk] = _layout_entry(_F_ArgumentMapEntry, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -408,9 +419,7 @@ def encode(root):
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -439,8 +448,8 @@ def encode(root):
             f_ = None
             L = L_BoolArgument.get(mk)
             if L is None:
-                L = L_BoolArgument[mk] = [*_layout(_F_BoolArgument, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_BoolArgument[mk] = _layout_entry(_F_BoolArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -451,9 +460,7 @@ def encode(root):
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -487,8 +494,8 @@ def encode(root):
             f_ = None
             L = L_BoolListArgument.get(mk)
             if L is None:
-                L = L_BoolListArgument[mk] = [*_layout(_F_BoolListArgument, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_BoolListArgument[mk] = _layout_entry(_F_BoolListArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -499,9 +506,7 @@ def encode(root):
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -530,8 +535,8 @@ def encode(root):
             f_ = None
             L = L_BoolValue.get(mk)
             if L is None:
-                L = L_BoolValue[mk] = [*_layout(_F_BoolValue, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_BoolValue[mk] = _layout_entry(_F_BoolValue, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -542,9 +547,7 @@ def encode(root):
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -577,8 +580,8 @@ def encode(root):
             f_ = None
             L = L_BufferMutationSpec.get(mk)
             if L is None:
-                L = L_BufferMutationSpec[mk] = [*_layout(_F_BufferMutationSpec, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_BufferMutationSpec[mk] = _layout_entry(_F_BufferMutationSpec, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -591,9 +594,7 @@ def encode(root):
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -621,8 +622,8 @@ def encode(root):
             f_ = None
             L = L_BytesValue.get(mk)
             if L is None:
-                L = L_BytesValue[mk] = [*_layout(_F_BytesValue, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_BytesValue[mk] = _layout_entry(_F_BytesValue, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -633,9 +634,7 @@ def encode(root):
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -670,8 +669,8 @@ def encode(root):
             f_ = None
             L = L_ComplexArgument.get(mk)
             if L is None:
-                L = L_ComplexArgument[mk] = [*_layout(_F_ComplexArgument, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_ComplexArgument[mk] = _layout_entry(_F_ComplexArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -684,9 +683,7 @@ def encode(root):
                 v.append(x0)
             if mk & 2:
                 v.append(x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -721,8 +718,8 @@ def encode(root):
             f_ = None
             L = L_ComplexValue.get(mk)
             if L is None:
-                L = L_ComplexValue[mk] = [*_layout(_F_ComplexValue, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_ComplexValue[mk] = _layout_entry(_F_ComplexValue, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -735,9 +732,7 @@ def encode(root):
                 v.append(x0)
             if mk & 2:
                 v.append(x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -770,8 +765,8 @@ def encode(root):
             f_ = None
             L = L_CustomObjArgument.get(mk)
             if L is None:
-                L = L_CustomObjArgument[mk] = [*_layout(_F_CustomObjArgument, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_CustomObjArgument[mk] = _layout_entry(_F_CustomObjArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -784,9 +779,7 @@ def encode(root):
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -824,8 +817,8 @@ def encode(root):
             f_ = None
             L = L_CustomObject.get(mk)
             if L is None:
-                L = L_CustomObject[mk] = [*_layout(_F_CustomObject, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_CustomObject[mk] = _layout_entry(_F_CustomObject, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -840,9 +833,7 @@ def encode(root):
                 v.append(t - offs[1] - x1)
             if mk & 4:
                 v.append(t - offs[2] - x2)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -876,8 +867,8 @@ def encode(root):
             f_ = None
             L = L_DeferredUnpack.get(mk)
             if L is None:
-                L = L_DeferredUnpack[mk] = [*_layout(_F_DeferredUnpack, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_DeferredUnpack[mk] = _layout_entry(_F_DeferredUnpack, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -890,9 +881,7 @@ def encode(root):
                 v.append(x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -926,8 +915,8 @@ def encode(root):
             f_ = None
             L = L_Device.get(mk)
             if L is None:
-                L = L_Device[mk] = [*_layout(_F_Device, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_Device[mk] = _layout_entry(_F_Device, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -940,9 +929,7 @@ def encode(root):
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -970,8 +957,8 @@ def encode(root):
             f_ = None
             L = L_DeviceArgument.get(mk)
             if L is None:
-                L = L_DeviceArgument[mk] = [*_layout(_F_DeviceArgument, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_DeviceArgument[mk] = _layout_entry(_F_DeviceArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -982,9 +969,7 @@ def encode(root):
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1012,8 +997,8 @@ def encode(root):
             f_ = None
             L = L_DeviceValue.get(mk)
             if L is None:
-                L = L_DeviceValue[mk] = [*_layout(_F_DeviceValue, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_DeviceValue[mk] = _layout_entry(_F_DeviceValue, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -1024,9 +1009,7 @@ def encode(root):
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1059,8 +1042,8 @@ def encode(root):
             f_ = None
             L = L_EnumValue.get(mk)
             if L is None:
-                L = L_EnumValue[mk] = [*_layout(_F_EnumValue, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_EnumValue[mk] = _layout_entry(_F_EnumValue, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -1073,9 +1056,7 @@ def encode(root):
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1127,8 +1108,8 @@ def encode(root):
             f_ = None
             L = L_ExternalFile.get(mk)
             if L is None:
-                L = L_ExternalFile[mk] = [*_layout(_F_ExternalFile, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_ExternalFile[mk] = _layout_entry(_F_ExternalFile, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -1147,9 +1128,7 @@ def encode(root):
                 v.append(x2)
             if mk & 16:
                 v.append(x3)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1183,8 +1162,8 @@ def encode(root):
             f_ = None
             L = L_ExtraFile.get(mk)
             if L is None:
-                L = L_ExtraFile[mk] = [*_layout(_F_ExtraFile, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_ExtraFile[mk] = _layout_entry(_F_ExtraFile, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -1197,9 +1176,7 @@ def encode(root):
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1228,8 +1205,8 @@ def encode(root):
             f_ = None
             L = L_FloatArgument.get(mk)
             if L is None:
-                L = L_FloatArgument[mk] = [*_layout(_F_FloatArgument, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_FloatArgument[mk] = _layout_entry(_F_FloatArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -1240,9 +1217,7 @@ def encode(root):
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1275,8 +1250,8 @@ def encode(root):
             f_ = None
             L = L_FloatListArgument.get(mk)
             if L is None:
-                L = L_FloatListArgument[mk] = [*_layout(_F_FloatListArgument, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_FloatListArgument[mk] = _layout_entry(_F_FloatListArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -1287,9 +1262,7 @@ def encode(root):
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1317,8 +1290,8 @@ def encode(root):
             f_ = None
             L = L_FloatListListArgument.get(mk)
             if L is None:
-                L = L_FloatListListArgument[mk] = [*_layout(_F_FloatListListArgument, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_FloatListListArgument[mk] = _layout_entry(_F_FloatListListArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -1329,9 +1302,7 @@ def encode(root):
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1360,8 +1331,8 @@ def encode(root):
             f_ = None
             L = L_FloatValue.get(mk)
             if L is None:
-                L = L_FloatValue[mk] = [*_layout(_F_FloatValue, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_FloatValue[mk] = _layout_entry(_F_FloatValue, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -1372,9 +1343,7 @@ def encode(root):
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1409,8 +1378,8 @@ def encode(root):
             f_ = None
             L = L_FormatVersion.get(mk)
             if L is None:
-                L = L_FormatVersion[mk] = [*_layout(_F_FormatVersion, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_FormatVersion[mk] = _layout_entry(_F_FormatVersion, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -1423,9 +1392,7 @@ def encode(root):
                 v.append(x0)
             if mk & 2:
                 v.append(x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1458,8 +1425,8 @@ def encode(root):
             f_ = None
             L = L_GradientToParameterSpec.get(mk)
             if L is None:
-                L = L_GradientToParameterSpec[mk] = [*_layout(_F_GradientToParameterSpec, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_GradientToParameterSpec[mk] = _layout_entry(_F_GradientToParameterSpec, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -1472,9 +1439,7 @@ def encode(root):
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1507,8 +1472,8 @@ def encode(root):
             f_ = None
             L = L_GradientToUserInputSpec.get(mk)
             if L is None:
-                L = L_GradientToUserInputSpec[mk] = [*_layout(_F_GradientToUserInputSpec, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_GradientToUserInputSpec[mk] = _layout_entry(_F_GradientToUserInputSpec, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -1521,9 +1486,7 @@ def encode(root):
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1613,8 +1576,8 @@ def encode(root):
             f_ = None
             L = L_Graph.get(mk)
             if L is None:
-                L = L_Graph[mk] = [*_layout(_F_Graph, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_Graph[mk] = _layout_entry(_F_Graph, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -1649,9 +1612,7 @@ def encode(root):
                 v.append(x8)
             if mk & 4096:
                 v.append(x9)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1694,8 +1655,8 @@ def encode(root):
             f_ = None
             L = L_GraphArgument.get(mk)
             if L is None:
-                L = L_GraphArgument[mk] = [*_layout(_F_GraphArgument, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_GraphArgument[mk] = _layout_entry(_F_GraphArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -1712,9 +1673,7 @@ def encode(root):
                 v.append(t - offs[2] - x2)
             if mk & 8:
                 v.append(t - offs[3] - x3)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1747,8 +1706,8 @@ def encode(root):
             f_ = None
             L = L_GraphSignature.get(mk)
             if L is None:
-                L = L_GraphSignature[mk] = [*_layout(_F_GraphSignature, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_GraphSignature[mk] = _layout_entry(_F_GraphSignature, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -1761,9 +1720,7 @@ def encode(root):
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1810,8 +1767,8 @@ def encode(root):
             f_ = None
             L = L_GuardSource.get(mk)
             if L is None:
-                L = L_GuardSource[mk] = [*_layout(_F_GuardSource, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_GuardSource[mk] = _layout_entry(_F_GuardSource, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -1828,9 +1785,7 @@ def encode(root):
                 v.append(x3)
             if mk & 8:
                 v.append(x2)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1861,8 +1816,8 @@ def encode(root):
             f_ = None
             L = L_InputSpec.get(mk)
             if L is None:
-                L = L_InputSpec[mk] = [*_layout(_F_InputSpec, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_InputSpec[mk] = _layout_entry(_F_InputSpec, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -1875,9 +1830,7 @@ def encode(root):
                 v.append(t - offs[1] - x1)
             if mk & 2:
                 v.append(t1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1916,8 +1869,8 @@ def encode(root):
             f_ = None
             L = L_InputToBufferSpec.get(mk)
             if L is None:
-                L = L_InputToBufferSpec[mk] = [*_layout(_F_InputToBufferSpec, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_InputToBufferSpec[mk] = _layout_entry(_F_InputToBufferSpec, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -1932,9 +1885,7 @@ def encode(root):
                 v.append(t - offs[1] - x1)
             if mk & 4:
                 v.append(x2)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1967,8 +1918,8 @@ def encode(root):
             f_ = None
             L = L_InputToConstantInputSpec.get(mk)
             if L is None:
-                L = L_InputToConstantInputSpec[mk] = [*_layout(_F_InputToConstantInputSpec, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_InputToConstantInputSpec[mk] = _layout_entry(_F_InputToConstantInputSpec, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -1981,9 +1932,7 @@ def encode(root):
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2016,8 +1965,8 @@ def encode(root):
             f_ = None
             L = L_InputToCustomObjSpec.get(mk)
             if L is None:
-                L = L_InputToCustomObjSpec[mk] = [*_layout(_F_InputToCustomObjSpec, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_InputToCustomObjSpec[mk] = _layout_entry(_F_InputToCustomObjSpec, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -2030,9 +1979,7 @@ def encode(root):
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2065,8 +2012,8 @@ def encode(root):
             f_ = None
             L = L_InputToParameterSpec.get(mk)
             if L is None:
-                L = L_InputToParameterSpec[mk] = [*_layout(_F_InputToParameterSpec, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_InputToParameterSpec[mk] = _layout_entry(_F_InputToParameterSpec, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -2079,9 +2026,7 @@ def encode(root):
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2126,8 +2071,8 @@ def encode(root):
             f_ = None
             L = L_InputToTensorConstantSpec.get(mk)
             if L is None:
-                L = L_InputToTensorConstantSpec[mk] = [*_layout(_F_InputToTensorConstantSpec, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_InputToTensorConstantSpec[mk] = _layout_entry(_F_InputToTensorConstantSpec, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -2144,9 +2089,7 @@ def encode(root):
                 v.append(x2)
             if mk & 8:
                 v.append(x3)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2174,8 +2117,8 @@ def encode(root):
             f_ = None
             L = L_InputTokenSpec.get(mk)
             if L is None:
-                L = L_InputTokenSpec[mk] = [*_layout(_F_InputTokenSpec, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_InputTokenSpec[mk] = _layout_entry(_F_InputTokenSpec, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -2186,9 +2129,7 @@ def encode(root):
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2217,8 +2158,8 @@ def encode(root):
             f_ = None
             L = L_IntArgument.get(mk)
             if L is None:
-                L = L_IntArgument[mk] = [*_layout(_F_IntArgument, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_IntArgument[mk] = _layout_entry(_F_IntArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -2229,9 +2170,7 @@ def encode(root):
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2264,8 +2203,8 @@ def encode(root):
             f_ = None
             L = L_IntListArgument.get(mk)
             if L is None:
-                L = L_IntListArgument[mk] = [*_layout(_F_IntListArgument, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_IntListArgument[mk] = _layout_entry(_F_IntListArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -2276,9 +2215,7 @@ def encode(root):
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2306,8 +2243,8 @@ def encode(root):
             f_ = None
             L = L_IntListListArgument.get(mk)
             if L is None:
-                L = L_IntListListArgument[mk] = [*_layout(_F_IntListListArgument, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_IntListListArgument[mk] = _layout_entry(_F_IntListListArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -2318,9 +2255,7 @@ def encode(root):
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2349,8 +2284,8 @@ def encode(root):
             f_ = None
             L = L_IntValue.get(mk)
             if L is None:
-                L = L_IntValue[mk] = [*_layout(_F_IntValue, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_IntValue[mk] = _layout_entry(_F_IntValue, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -2361,9 +2296,7 @@ def encode(root):
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2402,8 +2335,8 @@ def encode(root):
             f_ = None
             L = L_KeyPathEntry.get(mk)
             if L is None:
-                L = L_KeyPathEntry[mk] = [*_layout(_F_KeyPathEntry, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_KeyPathEntry[mk] = _layout_entry(_F_KeyPathEntry, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -2418,9 +2351,7 @@ def encode(root):
                 v.append(t - offs[0] - x0)
             if mk & 4:
                 v.append(t - offs[2] - x2)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2449,8 +2380,8 @@ def encode(root):
             f_ = None
             L = L_LayoutArgument.get(mk)
             if L is None:
-                L = L_LayoutArgument[mk] = [*_layout(_F_LayoutArgument, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_LayoutArgument[mk] = _layout_entry(_F_LayoutArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -2461,9 +2392,7 @@ def encode(root):
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2497,8 +2426,8 @@ def encode(root):
             f_ = None
             L = L_ListValue.get(mk)
             if L is None:
-                L = L_ListValue[mk] = [*_layout(_F_ListValue, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_ListValue[mk] = _layout_entry(_F_ListValue, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -2511,9 +2440,7 @@ def encode(root):
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2541,8 +2468,8 @@ def encode(root):
             f_ = None
             L = L_LossOutputSpec.get(mk)
             if L is None:
-                L = L_LossOutputSpec[mk] = [*_layout(_F_LossOutputSpec, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_LossOutputSpec[mk] = _layout_entry(_F_LossOutputSpec, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -2553,9 +2480,7 @@ def encode(root):
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2588,8 +2513,8 @@ def encode(root):
             f_ = None
             L = L_MapEntry.get(mk)
             if L is None:
-                L = L_MapEntry[mk] = [*_layout(_F_MapEntry, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_MapEntry[mk] = _layout_entry(_F_MapEntry, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -2602,9 +2527,7 @@ def encode(root):
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2632,8 +2555,8 @@ def encode(root):
             f_ = None
             L = L_MapValue.get(mk)
             if L is None:
-                L = L_MapValue[mk] = [*_layout(_F_MapValue, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_MapValue[mk] = _layout_entry(_F_MapValue, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -2644,9 +2567,7 @@ def encode(root):
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2675,8 +2596,8 @@ def encode(root):
             f_ = None
             L = L_MemoryFormatArgument.get(mk)
             if L is None:
-                L = L_MemoryFormatArgument[mk] = [*_layout(_F_MemoryFormatArgument, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_MemoryFormatArgument[mk] = _layout_entry(_F_MemoryFormatArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -2687,9 +2608,7 @@ def encode(root):
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2717,8 +2636,8 @@ def encode(root):
             f_ = None
             L = L_MixedListArgument.get(mk)
             if L is None:
-                L = L_MixedListArgument[mk] = [*_layout(_F_MixedListArgument, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_MixedListArgument[mk] = _layout_entry(_F_MixedListArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -2729,9 +2648,7 @@ def encode(root):
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2764,8 +2681,8 @@ def encode(root):
             f_ = None
             L = L_ModuleCallEntry.get(mk)
             if L is None:
-                L = L_ModuleCallEntry[mk] = [*_layout(_F_ModuleCallEntry, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_ModuleCallEntry[mk] = _layout_entry(_F_ModuleCallEntry, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -2778,9 +2695,7 @@ def encode(root):
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2828,8 +2743,8 @@ def encode(root):
             f_ = None
             L = L_ModuleCallSignature.get(mk)
             if L is None:
-                L = L_ModuleCallSignature[mk] = [*_layout(_F_ModuleCallSignature, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_ModuleCallSignature[mk] = _layout_entry(_F_ModuleCallSignature, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -2848,9 +2763,7 @@ def encode(root):
                 v.append(t - offs[3] - x3)
             if mk & 16:
                 v.append(t - offs[4] - x4)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2888,8 +2801,8 @@ def encode(root):
             f_ = None
             L = L_ModuleStackEntry.get(mk)
             if L is None:
-                L = L_ModuleStackEntry[mk] = [*_layout(_F_ModuleStackEntry, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_ModuleStackEntry[mk] = _layout_entry(_F_ModuleStackEntry, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -2904,9 +2817,7 @@ def encode(root):
                 v.append(t - offs[1] - x1)
             if mk & 4:
                 v.append(t - offs[2] - x2)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2954,8 +2865,8 @@ def encode(root):
             f_ = None
             L = L_NamedArgument.get(mk)
             if L is None:
-                L = L_NamedArgument[mk] = [*_layout(_F_NamedArgument, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_NamedArgument[mk] = _layout_entry(_F_NamedArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -2974,9 +2885,7 @@ def encode(root):
                 v.append(x3)
             if mk & 16:
                 v.append(x4)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3009,8 +2918,8 @@ def encode(root):
             f_ = None
             L = L_NamedTupleDef.get(mk)
             if L is None:
-                L = L_NamedTupleDef[mk] = [*_layout(_F_NamedTupleDef, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_NamedTupleDef[mk] = _layout_entry(_F_NamedTupleDef, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -3023,9 +2932,7 @@ def encode(root):
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3053,8 +2960,8 @@ def encode(root):
             f_ = None
             L = L_NestedTensorListArgument.get(mk)
             if L is None:
-                L = L_NestedTensorListArgument[mk] = [*_layout(_F_NestedTensorListArgument, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_NestedTensorListArgument[mk] = _layout_entry(_F_NestedTensorListArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -3065,9 +2972,7 @@ def encode(root):
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3141,8 +3046,8 @@ def encode(root):
             f_ = None
             L = L_Node.get(mk)
             if L is None:
-                L = L_Node[mk] = [*_layout(_F_Node, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_Node[mk] = _layout_entry(_F_Node, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -3169,9 +3074,7 @@ def encode(root):
                 v.append(t - offs[8] - x8)
             if mk & 256:
                 v.append(x5)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3268,8 +3171,8 @@ def encode(root):
             f_ = None
             L = L_NodeMetadata.get(mk)
             if L is None:
-                L = L_NodeMetadata[mk] = [*_layout(_F_NodeMetadata, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_NodeMetadata[mk] = _layout_entry(_F_NodeMetadata, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -3306,9 +3209,7 @@ def encode(root):
                 v.append(x9)
             if mk & 8192:
                 v.append(x13)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3362,8 +3263,8 @@ def encode(root):
             f_ = None
             L = L_NodeSource.get(mk)
             if L is None:
-                L = L_NodeSource[mk] = [*_layout(_F_NodeSource, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_NodeSource[mk] = _layout_entry(_F_NodeSource, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -3384,9 +3285,7 @@ def encode(root):
                 v.append(t - offs[4] - x4)
             if mk & 32:
                 v.append(t - offs[5] - x5)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3409,8 +3308,8 @@ def encode(root):
             f_ = None
             L = L_NoneArgument.get(mk)
             if L is None:
-                L = L_NoneArgument[mk] = [*_layout(_F_NoneArgument, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_NoneArgument[mk] = _layout_entry(_F_NoneArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -3419,9 +3318,7 @@ def encode(root):
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
             v = [vd - t]
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3444,8 +3341,8 @@ def encode(root):
             f_ = None
             L = L_NullValue.get(mk)
             if L is None:
-                L = L_NullValue[mk] = [*_layout(_F_NullValue, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_NullValue[mk] = _layout_entry(_F_NullValue, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -3454,9 +3351,7 @@ def encode(root):
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
             v = [vd - t]
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3489,8 +3384,8 @@ def encode(root):
             f_ = None
             L = L_ObjectField.get(mk)
             if L is None:
-                L = L_ObjectField[mk] = [*_layout(_F_ObjectField, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_ObjectField[mk] = _layout_entry(_F_ObjectField, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -3503,9 +3398,7 @@ def encode(root):
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3544,8 +3437,8 @@ def encode(root):
             f_ = None
             L = L_ObjectValue.get(mk)
             if L is None:
-                L = L_ObjectValue[mk] = [*_layout(_F_ObjectValue, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_ObjectValue[mk] = _layout_entry(_F_ObjectValue, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -3560,9 +3453,7 @@ def encode(root):
                 v.append(t - offs[2] - x2)
             if mk & 4:
                 v.append(x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3590,8 +3481,8 @@ def encode(root):
             f_ = None
             L = L_OperatorArgument.get(mk)
             if L is None:
-                L = L_OperatorArgument[mk] = [*_layout(_F_OperatorArgument, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_OperatorArgument[mk] = _layout_entry(_F_OperatorArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -3602,9 +3493,7 @@ def encode(root):
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3659,8 +3548,8 @@ def encode(root):
             f_ = None
             L = L_OperatorParameter.get(mk)
             if L is None:
-                L = L_OperatorParameter[mk] = [*_layout(_F_OperatorParameter, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_OperatorParameter[mk] = _layout_entry(_F_OperatorParameter, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -3681,9 +3570,7 @@ def encode(root):
                 v.append(x3)
             if mk & 32:
                 v.append(x5)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3738,8 +3625,8 @@ def encode(root):
             f_ = None
             L = L_OperatorSchema.get(mk)
             if L is None:
-                L = L_OperatorSchema[mk] = [*_layout(_F_OperatorSchema, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_OperatorSchema[mk] = _layout_entry(_F_OperatorSchema, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -3760,9 +3647,7 @@ def encode(root):
                 v.append(x1)
             if mk & 32:
                 v.append(x5)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3796,8 +3681,8 @@ def encode(root):
             f_ = None
             L = L_Opset.get(mk)
             if L is None:
-                L = L_Opset[mk] = [*_layout(_F_Opset, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_Opset[mk] = _layout_entry(_F_Opset, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -3810,9 +3695,7 @@ def encode(root):
                 v.append(x1)
             if mk & 2:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3840,8 +3723,8 @@ def encode(root):
             f_ = None
             L = L_OptionalTensorArgument.get(mk)
             if L is None:
-                L = L_OptionalTensorArgument[mk] = [*_layout(_F_OptionalTensorArgument, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_OptionalTensorArgument[mk] = _layout_entry(_F_OptionalTensorArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -3852,9 +3735,7 @@ def encode(root):
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3882,8 +3763,8 @@ def encode(root):
             f_ = None
             L = L_OptionalTensorListArgument.get(mk)
             if L is None:
-                L = L_OptionalTensorListArgument[mk] = [*_layout(_F_OptionalTensorListArgument, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_OptionalTensorListArgument[mk] = _layout_entry(_F_OptionalTensorListArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -3894,9 +3775,7 @@ def encode(root):
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3927,8 +3806,8 @@ def encode(root):
             f_ = None
             L = L_OutputSpec.get(mk)
             if L is None:
-                L = L_OutputSpec[mk] = [*_layout(_F_OutputSpec, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_OutputSpec[mk] = _layout_entry(_F_OutputSpec, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -3941,9 +3820,7 @@ def encode(root):
                 v.append(t - offs[1] - x1)
             if mk & 2:
                 v.append(t1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3971,8 +3848,8 @@ def encode(root):
             f_ = None
             L = L_OutputTokenSpec.get(mk)
             if L is None:
-                L = L_OutputTokenSpec[mk] = [*_layout(_F_OutputTokenSpec, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_OutputTokenSpec[mk] = _layout_entry(_F_OutputTokenSpec, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -3983,9 +3860,7 @@ def encode(root):
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4076,8 +3951,8 @@ def encode(root):
             f_ = None
             L = L_Package.get(mk)
             if L is None:
-                L = L_Package[mk] = [*_layout(_F_Package, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_Package[mk] = _layout_entry(_F_Package, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -4112,9 +3987,7 @@ def encode(root):
                 v.append(t - offs[11] - x11)
             if mk & 4096:
                 v.append(t - offs[12] - x12)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4147,8 +4020,8 @@ def encode(root):
             f_ = None
             L = L_ParameterMutationSpec.get(mk)
             if L is None:
-                L = L_ParameterMutationSpec[mk] = [*_layout(_F_ParameterMutationSpec, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_ParameterMutationSpec[mk] = _layout_entry(_F_ParameterMutationSpec, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -4161,9 +4034,7 @@ def encode(root):
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4201,8 +4072,8 @@ def encode(root):
             f_ = None
             L = L_Producer.get(mk)
             if L is None:
-                L = L_Producer[mk] = [*_layout(_F_Producer, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_Producer[mk] = _layout_entry(_F_Producer, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -4217,9 +4088,7 @@ def encode(root):
                 v.append(t - offs[1] - x1)
             if mk & 4:
                 v.append(t - offs[2] - x2)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4332,8 +4201,8 @@ def encode(root):
             f_ = None
             L = L_Program.get(mk)
             if L is None:
-                L = L_Program[mk] = [*_layout(_F_Program, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_Program[mk] = _layout_entry(_F_Program, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -4376,9 +4245,7 @@ def encode(root):
                 v.append(t - offs[15] - x15)
             if mk & 65536:
                 v.append(t - offs[16] - x16)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4437,8 +4304,8 @@ def encode(root):
             f_ = None
             L = L_Quantization.get(mk)
             if L is None:
-                L = L_Quantization[mk] = [*_layout(_F_Quantization, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_Quantization[mk] = _layout_entry(_F_Quantization, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -4459,9 +4326,7 @@ def encode(root):
                 v.append(x5)
             if mk & 32:
                 v.append(x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4495,8 +4360,8 @@ def encode(root):
             f_ = None
             L = L_RangeConstraint.get(mk)
             if L is None:
-                L = L_RangeConstraint[mk] = [*_layout(_F_RangeConstraint, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_RangeConstraint[mk] = _layout_entry(_F_RangeConstraint, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -4509,9 +4374,7 @@ def encode(root):
                 v.append(x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4540,8 +4403,8 @@ def encode(root):
             f_ = None
             L = L_ScalarTypeArgument.get(mk)
             if L is None:
-                L = L_ScalarTypeArgument[mk] = [*_layout(_F_ScalarTypeArgument, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_ScalarTypeArgument[mk] = _layout_entry(_F_ScalarTypeArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -4552,9 +4415,7 @@ def encode(root):
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4583,8 +4444,8 @@ def encode(root):
             f_ = None
             L = L_ScalarTypeValue.get(mk)
             if L is None:
-                L = L_ScalarTypeValue[mk] = [*_layout(_F_ScalarTypeValue, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_ScalarTypeValue[mk] = _layout_entry(_F_ScalarTypeValue, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -4595,9 +4456,7 @@ def encode(root):
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4638,8 +4497,8 @@ def encode(root):
             f_ = None
             L = L_Segment.get(mk)
             if L is None:
-                L = L_Segment[mk] = [*_layout(_F_Segment, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_Segment[mk] = _layout_entry(_F_Segment, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -4654,9 +4513,7 @@ def encode(root):
                 v.append(x1)
             if mk & 4:
                 v.append(x2)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4695,8 +4552,8 @@ def encode(root):
             f_ = None
             L = L_ShardFile.get(mk)
             if L is None:
-                L = L_ShardFile[mk] = [*_layout(_F_ShardFile, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_ShardFile[mk] = _layout_entry(_F_ShardFile, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -4711,9 +4568,7 @@ def encode(root):
                 v.append(t - offs[0] - x0)
             if mk & 4:
                 v.append(t - offs[2] - x2)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4746,8 +4601,8 @@ def encode(root):
             f_ = None
             L = L_SourceFnEntry.get(mk)
             if L is None:
-                L = L_SourceFnEntry[mk] = [*_layout(_F_SourceFnEntry, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_SourceFnEntry[mk] = _layout_entry(_F_SourceFnEntry, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -4760,9 +4615,7 @@ def encode(root):
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4802,8 +4655,8 @@ def encode(root):
             f_ = None
             L = L_StateEntry.get(mk)
             if L is None:
-                L = L_StateEntry[mk] = [*_layout(_F_StateEntry, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_StateEntry[mk] = _layout_entry(_F_StateEntry, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -4818,9 +4671,7 @@ def encode(root):
                 v.append(x2)
             if mk & 4:
                 v.append(x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4879,8 +4730,8 @@ def encode(root):
             f_ = None
             L = L_Storage.get(mk)
             if L is None:
-                L = L_Storage[mk] = [*_layout(_F_Storage, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_Storage[mk] = _layout_entry(_F_Storage, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -4901,9 +4752,7 @@ def encode(root):
                 v.append(x4)
             if mk & 32:
                 v.append(x3)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4931,8 +4780,8 @@ def encode(root):
             f_ = None
             L = L_StringArgument.get(mk)
             if L is None:
-                L = L_StringArgument[mk] = [*_layout(_F_StringArgument, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_StringArgument[mk] = _layout_entry(_F_StringArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -4943,9 +4792,7 @@ def encode(root):
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4980,8 +4827,8 @@ def encode(root):
             f_ = None
             L = L_StringEntry.get(mk)
             if L is None:
-                L = L_StringEntry[mk] = [*_layout(_F_StringEntry, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_StringEntry[mk] = _layout_entry(_F_StringEntry, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -4994,9 +4841,7 @@ def encode(root):
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5024,8 +4869,8 @@ def encode(root):
             f_ = None
             L = L_StringListArgument.get(mk)
             if L is None:
-                L = L_StringListArgument[mk] = [*_layout(_F_StringListArgument, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_StringListArgument[mk] = _layout_entry(_F_StringListArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -5036,9 +4881,7 @@ def encode(root):
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5066,8 +4909,8 @@ def encode(root):
             f_ = None
             L = L_StringToArgumentMapArgument.get(mk)
             if L is None:
-                L = L_StringToArgumentMapArgument[mk] = [*_layout(_F_StringToArgumentMapArgument, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_StringToArgumentMapArgument[mk] = _layout_entry(_F_StringToArgumentMapArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -5078,9 +4921,7 @@ def encode(root):
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5108,8 +4949,8 @@ def encode(root):
             f_ = None
             L = L_StringValue.get(mk)
             if L is None:
-                L = L_StringValue[mk] = [*_layout(_F_StringValue, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_StringValue[mk] = _layout_entry(_F_StringValue, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -5120,9 +4961,7 @@ def encode(root):
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5156,8 +4995,8 @@ def encode(root):
             f_ = None
             L = L_SymBoolArgument.get(mk)
             if L is None:
-                L = L_SymBoolArgument[mk] = [*_layout(_F_SymBoolArgument, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_SymBoolArgument[mk] = _layout_entry(_F_SymBoolArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -5170,9 +5009,7 @@ def encode(root):
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5200,8 +5037,8 @@ def encode(root):
             f_ = None
             L = L_SymBoolListArgument.get(mk)
             if L is None:
-                L = L_SymBoolListArgument[mk] = [*_layout(_F_SymBoolListArgument, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_SymBoolListArgument[mk] = _layout_entry(_F_SymBoolListArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -5212,9 +5049,7 @@ def encode(root):
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5248,8 +5083,8 @@ def encode(root):
             f_ = None
             L = L_SymBoolValue.get(mk)
             if L is None:
-                L = L_SymBoolValue[mk] = [*_layout(_F_SymBoolValue, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_SymBoolValue[mk] = _layout_entry(_F_SymBoolValue, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -5262,9 +5097,7 @@ def encode(root):
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v += (x1.expr, x1.value,)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5339,8 +5172,8 @@ def encode(root):
             f_ = None
             L = L_SymExpr.get(mk)
             if L is None:
-                L = L_SymExpr[mk] = [*_layout(_F_SymExpr, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_SymExpr[mk] = _layout_entry(_F_SymExpr, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -5365,9 +5198,7 @@ def encode(root):
                 v.append(x5)
             if mk & 128:
                 v.append(x6)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5401,8 +5232,8 @@ def encode(root):
             f_ = None
             L = L_SymFloatArgument.get(mk)
             if L is None:
-                L = L_SymFloatArgument[mk] = [*_layout(_F_SymFloatArgument, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_SymFloatArgument[mk] = _layout_entry(_F_SymFloatArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -5415,9 +5246,7 @@ def encode(root):
                 v.append(x1)
             if mk & 2:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5445,8 +5274,8 @@ def encode(root):
             f_ = None
             L = L_SymFloatListArgument.get(mk)
             if L is None:
-                L = L_SymFloatListArgument[mk] = [*_layout(_F_SymFloatListArgument, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_SymFloatListArgument[mk] = _layout_entry(_F_SymFloatListArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -5457,9 +5286,7 @@ def encode(root):
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5493,8 +5320,8 @@ def encode(root):
             f_ = None
             L = L_SymFloatValue.get(mk)
             if L is None:
-                L = L_SymFloatValue[mk] = [*_layout(_F_SymFloatValue, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_SymFloatValue[mk] = _layout_entry(_F_SymFloatValue, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -5507,9 +5334,7 @@ def encode(root):
                 v += (x1.expr, x1.value,)
             if mk & 2:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5543,8 +5368,8 @@ def encode(root):
             f_ = None
             L = L_SymIntArgument.get(mk)
             if L is None:
-                L = L_SymIntArgument[mk] = [*_layout(_F_SymIntArgument, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_SymIntArgument[mk] = _layout_entry(_F_SymIntArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -5557,9 +5382,7 @@ def encode(root):
                 v.append(x1)
             if mk & 2:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5587,8 +5410,8 @@ def encode(root):
             f_ = None
             L = L_SymIntListArgument.get(mk)
             if L is None:
-                L = L_SymIntListArgument[mk] = [*_layout(_F_SymIntListArgument, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_SymIntListArgument[mk] = _layout_entry(_F_SymIntListArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -5599,9 +5422,7 @@ def encode(root):
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5635,8 +5456,8 @@ def encode(root):
             f_ = None
             L = L_SymIntValue.get(mk)
             if L is None:
-                L = L_SymIntValue[mk] = [*_layout(_F_SymIntValue, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_SymIntValue[mk] = _layout_entry(_F_SymIntValue, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -5649,9 +5470,7 @@ def encode(root):
                 v += (x1.expr, x1.value,)
             if mk & 2:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5714,8 +5533,8 @@ def encode(root):
             f_ = None
             L = L_Symbol.get(mk)
             if L is None:
-                L = L_Symbol[mk] = [*_layout(_F_Symbol, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_Symbol[mk] = _layout_entry(_F_Symbol, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -5738,9 +5557,7 @@ def encode(root):
                 v.append(x4)
             if mk & 64:
                 v.append(x5)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5839,8 +5656,8 @@ def encode(root):
             f_ = None
             L = L_Tensor.get(mk)
             if L is None:
-                L = L_Tensor[mk] = [*_layout(_F_Tensor, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_Tensor[mk] = _layout_entry(_F_Tensor, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -5873,9 +5690,7 @@ def encode(root):
                 v.append(x8)
             if mk & 2048:
                 v.append(x10)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5903,8 +5718,8 @@ def encode(root):
             f_ = None
             L = L_TensorArgument.get(mk)
             if L is None:
-                L = L_TensorArgument[mk] = [*_layout(_F_TensorArgument, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_TensorArgument[mk] = _layout_entry(_F_TensorArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -5915,9 +5730,7 @@ def encode(root):
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5945,8 +5758,8 @@ def encode(root):
             f_ = None
             L = L_TensorListArgument.get(mk)
             if L is None:
-                L = L_TensorListArgument[mk] = [*_layout(_F_TensorListArgument, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_TensorListArgument[mk] = _layout_entry(_F_TensorListArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -5957,9 +5770,7 @@ def encode(root):
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -6027,8 +5838,8 @@ def encode(root):
             f_ = None
             L = L_TensorMeta.get(mk)
             if L is None:
-                L = L_TensorMeta[mk] = [*_layout(_F_TensorMeta, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_TensorMeta[mk] = _layout_entry(_F_TensorMeta, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -6051,9 +5862,7 @@ def encode(root):
                 v.append(x4)
             if mk & 64:
                 v.append(x6)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -6087,8 +5896,8 @@ def encode(root):
             f_ = None
             L = L_TensorPart.get(mk)
             if L is None:
-                L = L_TensorPart[mk] = [*_layout(_F_TensorPart, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_TensorPart[mk] = _layout_entry(_F_TensorPart, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -6101,9 +5910,7 @@ def encode(root):
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -6132,8 +5939,8 @@ def encode(root):
             f_ = None
             L = L_TensorRefValue.get(mk)
             if L is None:
-                L = L_TensorRefValue[mk] = [*_layout(_F_TensorRefValue, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_TensorRefValue[mk] = _layout_entry(_F_TensorRefValue, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -6144,9 +5951,7 @@ def encode(root):
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -6179,8 +5984,8 @@ def encode(root):
             f_ = None
             L = L_TensorSubclass.get(mk)
             if L is None:
-                L = L_TensorSubclass[mk] = [*_layout(_F_TensorSubclass, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_TensorSubclass[mk] = _layout_entry(_F_TensorSubclass, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -6193,9 +5998,7 @@ def encode(root):
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -6228,8 +6031,8 @@ def encode(root):
             f_ = None
             L = L_TensorValue.get(mk)
             if L is None:
-                L = L_TensorValue[mk] = [*_layout(_F_TensorValue, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_TensorValue[mk] = _layout_entry(_F_TensorValue, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -6242,9 +6045,7 @@ def encode(root):
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -6272,8 +6073,8 @@ def encode(root):
             f_ = None
             L = L_TokenArgument.get(mk)
             if L is None:
-                L = L_TokenArgument[mk] = [*_layout(_F_TokenArgument, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_TokenArgument[mk] = _layout_entry(_F_TokenArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -6284,9 +6085,7 @@ def encode(root):
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -6319,8 +6118,8 @@ def encode(root):
             f_ = None
             L = L_TorchFn.get(mk)
             if L is None:
-                L = L_TorchFn[mk] = [*_layout(_F_TorchFn, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_TorchFn[mk] = _layout_entry(_F_TorchFn, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -6333,9 +6132,7 @@ def encode(root):
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -6389,8 +6186,8 @@ def encode(root):
             f_ = None
             L = L_TreeSpec.get(mk)
             if L is None:
-                L = L_TreeSpec[mk] = [*_layout(_F_TreeSpec, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_TreeSpec[mk] = _layout_entry(_F_TreeSpec, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -6411,9 +6208,7 @@ def encode(root):
                 v.append(t - offs[5] - x5)
             if mk & 32:
                 v.append(x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -6456,8 +6251,8 @@ def encode(root):
             f_ = None
             L = L_TreeSpecArgument.get(mk)
             if L is None:
-                L = L_TreeSpecArgument[mk] = [*_layout(_F_TreeSpecArgument, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_TreeSpecArgument[mk] = _layout_entry(_F_TreeSpecArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -6474,9 +6269,7 @@ def encode(root):
                 v.append(t - offs[2] - x2)
             if mk & 8:
                 v.append(t - offs[3] - x3)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -6510,8 +6303,8 @@ def encode(root):
             f_ = None
             L = L_UnbackedBinding.get(mk)
             if L is None:
-                L = L_UnbackedBinding[mk] = [*_layout(_F_UnbackedBinding, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_UnbackedBinding[mk] = _layout_entry(_F_UnbackedBinding, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -6524,9 +6317,7 @@ def encode(root):
                 v.append(x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -6560,8 +6351,8 @@ def encode(root):
             f_ = None
             L = L_UnpackMetadata.get(mk)
             if L is None:
-                L = L_UnpackMetadata[mk] = [*_layout(_F_UnpackMetadata, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_UnpackMetadata[mk] = _layout_entry(_F_UnpackMetadata, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -6574,9 +6365,7 @@ def encode(root):
                 v.append(x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -6609,8 +6398,8 @@ def encode(root):
             f_ = None
             L = L_UserInputMutationSpec.get(mk)
             if L is None:
-                L = L_UserInputMutationSpec[mk] = [*_layout(_F_UserInputMutationSpec, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_UserInputMutationSpec[mk] = _layout_entry(_F_UserInputMutationSpec, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -6623,9 +6412,7 @@ def encode(root):
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -6653,8 +6440,8 @@ def encode(root):
             f_ = None
             L = L_UserInputSpec.get(mk)
             if L is None:
-                L = L_UserInputSpec[mk] = [*_layout(_F_UserInputSpec, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_UserInputSpec[mk] = _layout_entry(_F_UserInputSpec, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -6665,9 +6452,7 @@ def encode(root):
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -6695,8 +6480,8 @@ def encode(root):
             f_ = None
             L = L_UserOutputSpec.get(mk)
             if L is None:
-                L = L_UserOutputSpec[mk] = [*_layout(_F_UserOutputSpec, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_UserOutputSpec[mk] = _layout_entry(_F_UserOutputSpec, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -6707,9 +6492,7 @@ def encode(root):
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -6740,8 +6523,8 @@ def encode(root):
             f_ = None
             L = L_Value.get(mk)
             if L is None:
-                L = L_Value[mk] = [*_layout(_F_Value, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_Value[mk] = _layout_entry(_F_Value, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -6754,9 +6537,7 @@ def encode(root):
                 v.append(t - offs[1] - x1)
             if mk & 2:
                 v.append(t1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -6815,8 +6596,8 @@ def encode(root):
             f_ = None
             L = L_ValueRange.get(mk)
             if L is None:
-                L = L_ValueRange[mk] = [*_layout(_F_ValueRange, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_ValueRange[mk] = _layout_entry(_F_ValueRange, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -6837,9 +6618,7 @@ def encode(root):
                 v.append(x2)
             if mk & 32:
                 v.append(x3)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -6872,8 +6651,8 @@ def encode(root):
             f_ = None
             L = L_WeightSet.get(mk)
             if L is None:
-                L = L_WeightSet[mk] = [*_layout(_F_WeightSet, mk), None]
-            pk, offs, osz, al, vtb, vd = L
+                L = L_WeightSet[mk] = _layout_entry(_F_WeightSet, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
             if vd is None:
@@ -6886,9 +6665,7 @@ def encode(root):
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
+            app(pks[pad](*v))
             if vd > t:
                 app(vtb)
                 size = vd

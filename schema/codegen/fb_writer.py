@@ -141,8 +141,8 @@ def _gen_table(w, o, m, structs, unions):
     w("        f_ = None\n")  # packing: a value left unchecked here is a struct's (the path names its table)
     # L: the layout of this table with these fields, and (once one such table is written) where its vtable is;
     # vtables are shared by their bytes, so the position found first stays right for the whole encode.
-    w(f"        L = L_{name}.get(mk)\n        if L is None:\n            L = L_{name}[mk] = [*_layout(_F_{name}, mk), None]\n")
-    w("        pk, offs, osz, al, vtb, vd = L\n")
+    w(f"        L = L_{name}.get(mk)\n        if L is None:\n            L = L_{name}[mk] = _layout_entry(_F_{name}, mk)\n")
+    w("        pks, offs, osz, al, vtb, vd = L\n")
     w("        pad = -(size + osz) % al\n        t = size + pad + osz\n")
     w("        if vd is None:\n            vd = vget(vtb)\n            if vd is None:\n"
       "                vd = vtables[vtb] = t + len(vtb)\n            L[5] = vd\n")
@@ -156,7 +156,7 @@ def _gen_table(w, o, m, structs, unions):
             w(f"        if mk & {b}:\n            v += ({', '.join(f'{var}.{n}' for n in present[slot][2])},)\n")
         else:
             w(f"        if mk & {b}:\n            v.append(t - offs[{slot}] - {var})\n")
-    w("        if pad:\n            app(_ZEROS[:pad])\n        app(pk(*v))\n")
+    w("        app(pks[pad](*v))\n")
     # A vtable written before lies below the table; a new one follows it.
     w("        if vd > t:\n            app(vtb)\n            size = vd\n"
       "        else:\n            size = t\n        return t\n")
