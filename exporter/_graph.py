@@ -76,7 +76,7 @@ class _Target:
     """A node target's file name, and for an operator overload its schema's arguments (read from torch's
     schema once: `schema.arguments` builds new objects on every access)."""
 
-    __slots__ = ("target", "name", "schema", "is_hop", "arguments", "n_positional", "names")
+    __slots__ = ("target", "name", "schema", "is_hop", "arguments", "n_positional", "names", "returns")
 
     def __init__(self, target, name: str, schema, is_hop: bool):
         self.target, self.name, self.schema, self.is_hop = target, name, schema, is_hop
@@ -84,6 +84,15 @@ class _Target:
         self.arguments = [(a.name, a.kwarg_only, a.real_type) for a in params]
         self.n_positional = sum(1 for a in params if not a.kwarg_only)
         self.names = frozenset(a.name for a in params)
+        # What `_outputs` needs of the returns: None (not an overload), "list" (one list return), "one"
+        # (one other return) or "many".
+        self.returns = None
+        if isinstance(target, torch._ops.OpOverload):
+            returns = target._schema.returns
+            if len(returns) != 1:
+                self.returns = "many"
+            else:
+                self.returns = "list" if isinstance(returns[0].real_type, torch.ListType) else "one"
 
 
 class _GraphState:
@@ -178,14 +187,11 @@ class GraphExporter(ArgumentExporter):
         """The TensorMeta of `t`; one shared object per distinct concrete (dtype, sizes, strides, offset,
         requires_grad, device), since a large graph has 20,000 values of a few shapes (the tree is only
         written, never changed in place, so sharing gives the same bytes)."""
-        key = None
-        if t.layout == torch.strided:
-            sizes, strides, offset = tuple(t.shape), t.stride(), t.storage_offset()
-            if type(offset) is int and all(type(d) is int for d in sizes) and all(type(d) is int for d in strides):
-                key = (t.dtype, sizes, strides, offset, t.requires_grad, t.device)  # symbolic: converted each time
-                meta = self._tensor_metas.get(key)
-                if meta is not None:
-                    return meta
+        key = self.metadata.tensor_facts(t)  # None when symbolic: converted each time
+        if key is not None:
+            meta = self._tensor_metas.get(key)
+            if meta is not None:
+                return meta
         sy = self.symbols
         if t.dtype not in DTYPE_TO_SCALAR_TYPE:
             raise ExportError("dtype has no schema value", path=path, expected="a ScalarType", got=str(t.dtype))
@@ -261,8 +267,7 @@ class GraphExporter(ArgumentExporter):
         return t
 
     def _node(self, n: torch.fx.Node, path: str) -> Node:
-        target = n.target
-        t = self._target(target, path)
+        t = self._target(n.target, path)
         node = Node(name=n.name, target=t.name)
         if t.schema is not None:
             node.inputs = self._schema_inputs(t, n, path)
@@ -271,12 +276,17 @@ class GraphExporter(ArgumentExporter):
                            for i, a in enumerate(n.args)]
             node.inputs += [self._named(k, a, ArgumentKind.KEYWORD, None, f"{path}.kwargs[{k}]")
                             for k, a in n.kwargs.items()]
-        node.outputs, node.unbound_outputs = self._outputs(n, path)
+        node.outputs, node.unbound_outputs = self._outputs(n, t, path)
         if t.is_hop:
             node.is_hop_single_tensor_return = isinstance(n.meta.get("val"), torch.Tensor)
-        node.deferred_unpacks = [DeferredUnpack(position=i, after=a)
-                                 for i, a in sorted(self.st.deferred.get(n, {}).items())]
-        unpackers = sorted(self.st.unpackers.get(n, {}).items())
+        deferred = self.st.deferred.get(n)
+        if deferred:
+            node.deferred_unpacks = [DeferredUnpack(position=i, after=a) for i, a in sorted(deferred.items())]
+        unpackers = self.st.unpackers.get(n)
+        if not unpackers:  # the common case: no getitem unpacks this node
+            node.metadata = self.metadata.convert(n.meta, path)
+            return node
+        unpackers = sorted(unpackers.items())
         node.metadata = self.metadata.convert(
             n.meta, path, unpacked_tensor_meta=any("tensor_meta" in u[0].meta for _, u in unpackers))
         for idx, users in unpackers:
@@ -305,21 +315,18 @@ class GraphExporter(ArgumentExporter):
                               got=f"{len(args)} positional, keywords {sorted(kwargs)}")
         return out
 
-    def _outputs(self, n: torch.fx.Node, path):
-        """(outputs, unbound_outputs) of node `n`."""
+    def _outputs(self, n: torch.fx.Node, t: _Target, path):
+        """(outputs, unbound_outputs) of node `n`, whose target is `t`."""
         val = n.meta.get("val")
-        target = n.target
         if val is None:
             # Nothing returned. A None output records that FX's meta["val"] was set (to None); no
             # output means it was absent: export graphs have both.
             return ([Argument(NoneArgument())] if "val" in n.meta else []), []
-        if isinstance(target, torch._ops.OpOverload):
-            returns = target._schema.returns
-            if len(returns) == 1:
-                rt = returns[0].real_type
-                if isinstance(rt, torch.ListType) and isinstance(val, (list, tuple)):
-                    return self._list_output(n, val, path)
+        if t.returns is not None:  # an operator overload
+            if t.returns == "one" or (t.returns == "list" and not isinstance(val, (list, tuple))):
                 return [Argument(self._value(n.name, val, path))], []
+            if t.returns == "list":
+                return self._list_output(n, val, path)
             return self._multi_output(n, val, path)
         if isinstance(val, (tuple, list)):
             return self._multi_output(n, val, path)

@@ -11,6 +11,7 @@ import sympy
 import torch
 import torch.utils._pytree as pytree
 from torch.fx.experimental.symbolic_shapes import CallMethodKey, ConvertIntKey, DivideByKey, InnerTensorKey
+from torch.fx.passes.shape_prop import TensorMetadata
 
 from pt2format._generated.model import (
     KeyPathEntry,
@@ -24,9 +25,10 @@ from pt2format._generated.model import (
 )
 from pt2format.errors import ExportError
 
-from pt2format.vocab.metadata import derived_tensor_meta
+from pt2format.vocab.metadata import derived_tensor_meta, static_tensor_meta
 from pt2format.vocab.operators import callable_name
 
+from ._tensor_facts import TensorFacts, only_ints
 from ._values import map_value
 
 # Keys with a structured home, or derived from the graph (val, tensor_meta), or not data.
@@ -37,18 +39,20 @@ _HANDLED = frozenset({
 _DESC_MAX_DEPTH = 16
 
 
-def _same_tensor_meta(meta: dict) -> bool:
+def _same_tensor_meta(meta: dict, facts: TensorFacts) -> bool:
     """Whether meta["tensor_meta"] is exactly what a loader derives from meta["val"] and its requires_grad."""
-    from torch.fx.passes.shape_prop import TensorMetadata
-
     val, tm = meta.get("val"), meta.get("tensor_meta")
-    if not isinstance(val, torch.Tensor) or tm is None:
+    if tm is None or not isinstance(val, torch.Tensor):
         return False
     try:
         if type(tm) is not TensorMetadata or type(tm.requires_grad) is not bool:
             return False
-        derived, static = derived_tensor_meta(val, tm.requires_grad)
-        if static and all(type(d) is int for d in tm.shape) and all(type(d) is int for d in tm.stride):
+        f = facts(val)
+        if f is not None and not f[6]:  # strided, integer sizes and strides, not quantized
+            derived, static = static_tensor_meta(f[0], f[1], f[2], tm.requires_grad), True
+        else:
+            derived, static = derived_tensor_meta(val, tm.requires_grad)
+        if static and only_ints(map(type, tm.shape)) and only_ints(map(type, tm.stride)):
             return tm == derived
         # repr compares symbolic sizes by expression (== on two SymInts would guard)
         return repr(tm) == repr(derived)
@@ -86,6 +90,7 @@ class MetadataExporter:
 
     def __init__(self, symbols):
         self.symbols = symbols  # SymbolTable
+        self.tensor_facts = TensorFacts()  # shared with the GraphExporter that uses this converter
         self._graph_ids: dict[int, int] = {}
         self._module_stacks: dict[tuple, list[ModuleStackEntry]] = {}  # nn_module_stack items -> entries
 
@@ -113,14 +118,15 @@ class MetadataExporter:
         if custom is not None:  # an empty dict is kept: torch distinguishes {} from absent
             out.custom = map_value(dict(custom), path=f"{path}.custom")
             any_set = True
-        if "from_node" in meta and meta["from_node"]:
-            out.from_node = [self._source(s) for s in meta["from_node"]]
+        fn = meta.get("from_node")
+        if fn:
+            out.from_node = [self._source(s) for s in fn]
             any_set = True
         ub = meta.get("unbacked_bindings")
         if ub:
             out.unbacked_bindings = [self._binding(s, p, path) for s, p in ub.items()]
             any_set = True
-        if _same_tensor_meta(meta) or (isinstance(meta.get("val"), (tuple, list)) and unpacked_tensor_meta):
+        if _same_tensor_meta(meta, self.tensor_facts) or (isinstance(meta.get("val"), (tuple, list)) and unpacked_tensor_meta):
             out.tensor_meta = True
             tm = meta.get("tensor_meta")
             out.tensor_meta_requires_grad = bool(getattr(tm, "requires_grad", False)) and type(tm) is not tuple
@@ -142,10 +148,11 @@ class MetadataExporter:
                 described = describe_desc(desc, f"{path}.desc")
             out.desc = map_value(described, path=f"{path}.desc")
             any_set = True
-        extra = sorted((k, v) for k, v in meta.items() if k not in _HANDLED and isinstance(k, str) and type(v) is str)
-        if extra:
-            out.extra = [StringEntry(key=k, value=v) for k, v in extra]
-            any_set = True
+        if not meta.keys() <= _HANDLED:  # (a set comparison: most nodes have no other key)
+            extra = sorted((k, v) for k, v in meta.items() if k not in _HANDLED and isinstance(k, str) and type(v) is str)
+            if extra:
+                out.extra = [StringEntry(key=k, value=v) for k, v in extra]
+                any_set = True
         return out if any_set else None
 
     def _module_stack(self, nms: dict) -> list[ModuleStackEntry]:

@@ -146,7 +146,21 @@ from pt2format.errors import EncodingError
 
 _IDENT = b"P2FP"
 _U32 = struct.Struct('<I').pack
+_U32x2 = struct.Struct('<II').pack
 _ZEROS = bytes(64)
+
+
+def _layout_entry(fields, mask):
+    """[packers by padding, offsets by slot, size, alignment, vtable bytes, where the vtable is (None: not yet)].
+
+    A table is followed (in the file) by the padding that aligns it: packer `p`
+    writes the table and `p` zero bytes, so a table is one chunk.
+    """
+    pk, offs, osz, al, vtb = _layout(fields, mask)
+    fmt = pk.__self__.format
+    return [tuple(struct.Struct(fmt + ("%dx" % p if p else "")).pack for p in range(al)), offs, osz, al, vtb, None]
+
+
 _ST_SymBool = struct.Struct('<i?3x').pack
 _ST_SymFloat = struct.Struct('<i4xd').pack
 _ST_SymInt = struct.Struct('<i4xq').pack
@@ -281,6 +295,8 @@ def encode(root):
     sget = strings.get
     vtables = {}
     vget = vtables.get
+    bodies = {}  # id(list of structs) -> (the list, its packed elements)
+    bget = bodies.get
 
     def S(s):
         nonlocal size
@@ -304,8 +320,11 @@ def encode(root):
         b = d - 4
         if pad:
             app(_ZEROS[:pad])
-        app(struct.pack("<%dI" % n, *[b - 4 * i - x for i, x in enumerate(dists)]))
-        app(_U32(n))
+        # One chunk: the count, then the offsets (chunks are joined in reverse order, a chunk's bytes are not).
+        if n == 1:  # the most common vector of a large graph (a node's one output, its module stack)
+            app(_U32x2(1, b - dists[0]))
+        else:
+            app(struct.pack("<%dI" % (n + 1), n, *[b - 4 * i - x for i, x in enumerate(dists)]))
         size = d
         return d
 
@@ -339,25 +358,23 @@ def encode(root):
             f_ = None
             L = L_Argument.get(mk)
             if L is None:
-                L = L_Argument[mk] = _layout(_F_Argument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_Argument[mk] = _layout_entry(_F_Argument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[1] - x1)
             if mk & 2:
                 v.append(t1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -388,25 +405,23 @@ def encode(root):
             f_ = None
             L = L_ArgumentMapEntry.get(mk)
             if L is None:
-                L = L_ArgumentMapEntry[mk] = _layout(_F_ArgumentMapEntry, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_ArgumentMapEntry[mk] = _layout_entry(_F_ArgumentMapEntry, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -433,23 +448,21 @@ def encode(root):
             f_ = None
             L = L_BoolArgument.get(mk)
             if L is None:
-                L = L_BoolArgument[mk] = _layout(_F_BoolArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_BoolArgument[mk] = _layout_entry(_F_BoolArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -481,23 +494,21 @@ def encode(root):
             f_ = None
             L = L_BoolListArgument.get(mk)
             if L is None:
-                L = L_BoolListArgument[mk] = _layout(_F_BoolListArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_BoolListArgument[mk] = _layout_entry(_F_BoolListArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -524,23 +535,21 @@ def encode(root):
             f_ = None
             L = L_BoolValue.get(mk)
             if L is None:
-                L = L_BoolValue[mk] = _layout(_F_BoolValue, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_BoolValue[mk] = _layout_entry(_F_BoolValue, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -571,25 +580,23 @@ def encode(root):
             f_ = None
             L = L_BufferMutationSpec.get(mk)
             if L is None:
-                L = L_BufferMutationSpec[mk] = _layout(_F_BufferMutationSpec, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_BufferMutationSpec[mk] = _layout_entry(_F_BufferMutationSpec, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -615,23 +622,21 @@ def encode(root):
             f_ = None
             L = L_BytesValue.get(mk)
             if L is None:
-                L = L_BytesValue[mk] = _layout(_F_BytesValue, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_BytesValue[mk] = _layout_entry(_F_BytesValue, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -664,25 +669,23 @@ def encode(root):
             f_ = None
             L = L_ComplexArgument.get(mk)
             if L is None:
-                L = L_ComplexArgument[mk] = _layout(_F_ComplexArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_ComplexArgument[mk] = _layout_entry(_F_ComplexArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
             if mk & 2:
                 v.append(x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -715,25 +718,23 @@ def encode(root):
             f_ = None
             L = L_ComplexValue.get(mk)
             if L is None:
-                L = L_ComplexValue[mk] = _layout(_F_ComplexValue, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_ComplexValue[mk] = _layout_entry(_F_ComplexValue, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
             if mk & 2:
                 v.append(x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -764,25 +765,23 @@ def encode(root):
             f_ = None
             L = L_CustomObjArgument.get(mk)
             if L is None:
-                L = L_CustomObjArgument[mk] = _layout(_F_CustomObjArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_CustomObjArgument[mk] = _layout_entry(_F_CustomObjArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -818,14 +817,15 @@ def encode(root):
             f_ = None
             L = L_CustomObject.get(mk)
             if L is None:
-                L = L_CustomObject[mk] = _layout(_F_CustomObject, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_CustomObject[mk] = _layout_entry(_F_CustomObject, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -833,12 +833,9 @@ def encode(root):
                 v.append(t - offs[1] - x1)
             if mk & 4:
                 v.append(t - offs[2] - x2)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -870,25 +867,23 @@ def encode(root):
             f_ = None
             L = L_DeferredUnpack.get(mk)
             if L is None:
-                L = L_DeferredUnpack[mk] = _layout(_F_DeferredUnpack, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_DeferredUnpack[mk] = _layout_entry(_F_DeferredUnpack, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -920,25 +915,23 @@ def encode(root):
             f_ = None
             L = L_Device.get(mk)
             if L is None:
-                L = L_Device[mk] = _layout(_F_Device, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_Device[mk] = _layout_entry(_F_Device, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -964,23 +957,21 @@ def encode(root):
             f_ = None
             L = L_DeviceArgument.get(mk)
             if L is None:
-                L = L_DeviceArgument[mk] = _layout(_F_DeviceArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_DeviceArgument[mk] = _layout_entry(_F_DeviceArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -1006,23 +997,21 @@ def encode(root):
             f_ = None
             L = L_DeviceValue.get(mk)
             if L is None:
-                L = L_DeviceValue[mk] = _layout(_F_DeviceValue, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_DeviceValue[mk] = _layout_entry(_F_DeviceValue, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -1053,25 +1042,23 @@ def encode(root):
             f_ = None
             L = L_EnumValue.get(mk)
             if L is None:
-                L = L_EnumValue[mk] = _layout(_F_EnumValue, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_EnumValue[mk] = _layout_entry(_F_EnumValue, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -1121,14 +1108,15 @@ def encode(root):
             f_ = None
             L = L_ExternalFile.get(mk)
             if L is None:
-                L = L_ExternalFile[mk] = _layout(_F_ExternalFile, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_ExternalFile[mk] = _layout_entry(_F_ExternalFile, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x1)
@@ -1140,12 +1128,9 @@ def encode(root):
                 v.append(x2)
             if mk & 16:
                 v.append(x3)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -1177,25 +1162,23 @@ def encode(root):
             f_ = None
             L = L_ExtraFile.get(mk)
             if L is None:
-                L = L_ExtraFile[mk] = _layout(_F_ExtraFile, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_ExtraFile[mk] = _layout_entry(_F_ExtraFile, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -1222,23 +1205,21 @@ def encode(root):
             f_ = None
             L = L_FloatArgument.get(mk)
             if L is None:
-                L = L_FloatArgument[mk] = _layout(_F_FloatArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_FloatArgument[mk] = _layout_entry(_F_FloatArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -1269,23 +1250,21 @@ def encode(root):
             f_ = None
             L = L_FloatListArgument.get(mk)
             if L is None:
-                L = L_FloatListArgument[mk] = _layout(_F_FloatListArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_FloatListArgument[mk] = _layout_entry(_F_FloatListArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -1311,23 +1290,21 @@ def encode(root):
             f_ = None
             L = L_FloatListListArgument.get(mk)
             if L is None:
-                L = L_FloatListListArgument[mk] = _layout(_F_FloatListListArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_FloatListListArgument[mk] = _layout_entry(_F_FloatListListArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -1354,23 +1331,21 @@ def encode(root):
             f_ = None
             L = L_FloatValue.get(mk)
             if L is None:
-                L = L_FloatValue[mk] = _layout(_F_FloatValue, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_FloatValue[mk] = _layout_entry(_F_FloatValue, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -1403,25 +1378,23 @@ def encode(root):
             f_ = None
             L = L_FormatVersion.get(mk)
             if L is None:
-                L = L_FormatVersion[mk] = _layout(_F_FormatVersion, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_FormatVersion[mk] = _layout_entry(_F_FormatVersion, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
             if mk & 2:
                 v.append(x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -1452,25 +1425,23 @@ def encode(root):
             f_ = None
             L = L_GradientToParameterSpec.get(mk)
             if L is None:
-                L = L_GradientToParameterSpec[mk] = _layout(_F_GradientToParameterSpec, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_GradientToParameterSpec[mk] = _layout_entry(_F_GradientToParameterSpec, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -1501,25 +1472,23 @@ def encode(root):
             f_ = None
             L = L_GradientToUserInputSpec.get(mk)
             if L is None:
-                L = L_GradientToUserInputSpec[mk] = _layout(_F_GradientToUserInputSpec, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_GradientToUserInputSpec[mk] = _layout_entry(_F_GradientToUserInputSpec, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -1607,14 +1576,15 @@ def encode(root):
             f_ = None
             L = L_Graph.get(mk)
             if L is None:
-                L = L_Graph[mk] = _layout(_F_Graph, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_Graph[mk] = _layout_entry(_F_Graph, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -1642,12 +1612,9 @@ def encode(root):
                 v.append(x8)
             if mk & 4096:
                 v.append(x9)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -1688,14 +1655,15 @@ def encode(root):
             f_ = None
             L = L_GraphArgument.get(mk)
             if L is None:
-                L = L_GraphArgument[mk] = _layout(_F_GraphArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_GraphArgument[mk] = _layout_entry(_F_GraphArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -1705,12 +1673,9 @@ def encode(root):
                 v.append(t - offs[2] - x2)
             if mk & 8:
                 v.append(t - offs[3] - x3)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -1741,25 +1706,23 @@ def encode(root):
             f_ = None
             L = L_GraphSignature.get(mk)
             if L is None:
-                L = L_GraphSignature[mk] = _layout(_F_GraphSignature, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_GraphSignature[mk] = _layout_entry(_F_GraphSignature, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -1804,14 +1767,15 @@ def encode(root):
             f_ = None
             L = L_GuardSource.get(mk)
             if L is None:
-                L = L_GuardSource[mk] = _layout(_F_GuardSource, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_GuardSource[mk] = _layout_entry(_F_GuardSource, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
@@ -1821,12 +1785,9 @@ def encode(root):
                 v.append(x3)
             if mk & 8:
                 v.append(x2)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -1855,25 +1816,23 @@ def encode(root):
             f_ = None
             L = L_InputSpec.get(mk)
             if L is None:
-                L = L_InputSpec[mk] = _layout(_F_InputSpec, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_InputSpec[mk] = _layout_entry(_F_InputSpec, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[1] - x1)
             if mk & 2:
                 v.append(t1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -1910,14 +1869,15 @@ def encode(root):
             f_ = None
             L = L_InputToBufferSpec.get(mk)
             if L is None:
-                L = L_InputToBufferSpec[mk] = _layout(_F_InputToBufferSpec, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_InputToBufferSpec[mk] = _layout_entry(_F_InputToBufferSpec, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -1925,12 +1885,9 @@ def encode(root):
                 v.append(t - offs[1] - x1)
             if mk & 4:
                 v.append(x2)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -1961,25 +1918,23 @@ def encode(root):
             f_ = None
             L = L_InputToConstantInputSpec.get(mk)
             if L is None:
-                L = L_InputToConstantInputSpec[mk] = _layout(_F_InputToConstantInputSpec, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_InputToConstantInputSpec[mk] = _layout_entry(_F_InputToConstantInputSpec, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -2010,25 +1965,23 @@ def encode(root):
             f_ = None
             L = L_InputToCustomObjSpec.get(mk)
             if L is None:
-                L = L_InputToCustomObjSpec[mk] = _layout(_F_InputToCustomObjSpec, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_InputToCustomObjSpec[mk] = _layout_entry(_F_InputToCustomObjSpec, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -2059,25 +2012,23 @@ def encode(root):
             f_ = None
             L = L_InputToParameterSpec.get(mk)
             if L is None:
-                L = L_InputToParameterSpec[mk] = _layout(_F_InputToParameterSpec, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_InputToParameterSpec[mk] = _layout_entry(_F_InputToParameterSpec, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -2120,14 +2071,15 @@ def encode(root):
             f_ = None
             L = L_InputToTensorConstantSpec.get(mk)
             if L is None:
-                L = L_InputToTensorConstantSpec[mk] = _layout(_F_InputToTensorConstantSpec, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_InputToTensorConstantSpec[mk] = _layout_entry(_F_InputToTensorConstantSpec, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -2137,12 +2089,9 @@ def encode(root):
                 v.append(x2)
             if mk & 8:
                 v.append(x3)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -2168,23 +2117,21 @@ def encode(root):
             f_ = None
             L = L_InputTokenSpec.get(mk)
             if L is None:
-                L = L_InputTokenSpec[mk] = _layout(_F_InputTokenSpec, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_InputTokenSpec[mk] = _layout_entry(_F_InputTokenSpec, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -2211,23 +2158,21 @@ def encode(root):
             f_ = None
             L = L_IntArgument.get(mk)
             if L is None:
-                L = L_IntArgument[mk] = _layout(_F_IntArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_IntArgument[mk] = _layout_entry(_F_IntArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -2258,23 +2203,21 @@ def encode(root):
             f_ = None
             L = L_IntListArgument.get(mk)
             if L is None:
-                L = L_IntListArgument[mk] = _layout(_F_IntListArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_IntListArgument[mk] = _layout_entry(_F_IntListArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -2300,23 +2243,21 @@ def encode(root):
             f_ = None
             L = L_IntListListArgument.get(mk)
             if L is None:
-                L = L_IntListListArgument[mk] = _layout(_F_IntListListArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_IntListListArgument[mk] = _layout_entry(_F_IntListListArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -2343,23 +2284,21 @@ def encode(root):
             f_ = None
             L = L_IntValue.get(mk)
             if L is None:
-                L = L_IntValue[mk] = _layout(_F_IntValue, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_IntValue[mk] = _layout_entry(_F_IntValue, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -2396,14 +2335,15 @@ def encode(root):
             f_ = None
             L = L_KeyPathEntry.get(mk)
             if L is None:
-                L = L_KeyPathEntry[mk] = _layout(_F_KeyPathEntry, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_KeyPathEntry[mk] = _layout_entry(_F_KeyPathEntry, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x1)
@@ -2411,12 +2351,9 @@ def encode(root):
                 v.append(t - offs[0] - x0)
             if mk & 4:
                 v.append(t - offs[2] - x2)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -2443,23 +2380,21 @@ def encode(root):
             f_ = None
             L = L_LayoutArgument.get(mk)
             if L is None:
-                L = L_LayoutArgument[mk] = _layout(_F_LayoutArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_LayoutArgument[mk] = _layout_entry(_F_LayoutArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -2491,25 +2426,23 @@ def encode(root):
             f_ = None
             L = L_ListValue.get(mk)
             if L is None:
-                L = L_ListValue[mk] = _layout(_F_ListValue, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_ListValue[mk] = _layout_entry(_F_ListValue, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -2535,23 +2468,21 @@ def encode(root):
             f_ = None
             L = L_LossOutputSpec.get(mk)
             if L is None:
-                L = L_LossOutputSpec[mk] = _layout(_F_LossOutputSpec, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_LossOutputSpec[mk] = _layout_entry(_F_LossOutputSpec, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -2582,25 +2513,23 @@ def encode(root):
             f_ = None
             L = L_MapEntry.get(mk)
             if L is None:
-                L = L_MapEntry[mk] = _layout(_F_MapEntry, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_MapEntry[mk] = _layout_entry(_F_MapEntry, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -2626,23 +2555,21 @@ def encode(root):
             f_ = None
             L = L_MapValue.get(mk)
             if L is None:
-                L = L_MapValue[mk] = _layout(_F_MapValue, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_MapValue[mk] = _layout_entry(_F_MapValue, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -2669,23 +2596,21 @@ def encode(root):
             f_ = None
             L = L_MemoryFormatArgument.get(mk)
             if L is None:
-                L = L_MemoryFormatArgument[mk] = _layout(_F_MemoryFormatArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_MemoryFormatArgument[mk] = _layout_entry(_F_MemoryFormatArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -2711,23 +2636,21 @@ def encode(root):
             f_ = None
             L = L_MixedListArgument.get(mk)
             if L is None:
-                L = L_MixedListArgument[mk] = _layout(_F_MixedListArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_MixedListArgument[mk] = _layout_entry(_F_MixedListArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -2758,25 +2681,23 @@ def encode(root):
             f_ = None
             L = L_ModuleCallEntry.get(mk)
             if L is None:
-                L = L_ModuleCallEntry[mk] = _layout(_F_ModuleCallEntry, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_ModuleCallEntry[mk] = _layout_entry(_F_ModuleCallEntry, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -2822,14 +2743,15 @@ def encode(root):
             f_ = None
             L = L_ModuleCallSignature.get(mk)
             if L is None:
-                L = L_ModuleCallSignature[mk] = _layout(_F_ModuleCallSignature, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_ModuleCallSignature[mk] = _layout_entry(_F_ModuleCallSignature, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -2841,12 +2763,9 @@ def encode(root):
                 v.append(t - offs[3] - x3)
             if mk & 16:
                 v.append(t - offs[4] - x4)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -2882,14 +2801,15 @@ def encode(root):
             f_ = None
             L = L_ModuleStackEntry.get(mk)
             if L is None:
-                L = L_ModuleStackEntry[mk] = _layout(_F_ModuleStackEntry, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_ModuleStackEntry[mk] = _layout_entry(_F_ModuleStackEntry, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -2897,12 +2817,9 @@ def encode(root):
                 v.append(t - offs[1] - x1)
             if mk & 4:
                 v.append(t - offs[2] - x2)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -2948,14 +2865,15 @@ def encode(root):
             f_ = None
             L = L_NamedArgument.get(mk)
             if L is None:
-                L = L_NamedArgument[mk] = _layout(_F_NamedArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_NamedArgument[mk] = _layout_entry(_F_NamedArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -2967,12 +2885,9 @@ def encode(root):
                 v.append(x3)
             if mk & 16:
                 v.append(x4)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -3003,25 +2918,23 @@ def encode(root):
             f_ = None
             L = L_NamedTupleDef.get(mk)
             if L is None:
-                L = L_NamedTupleDef[mk] = _layout(_F_NamedTupleDef, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_NamedTupleDef[mk] = _layout_entry(_F_NamedTupleDef, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -3047,23 +2960,21 @@ def encode(root):
             f_ = None
             L = L_NestedTensorListArgument.get(mk)
             if L is None:
-                L = L_NestedTensorListArgument[mk] = _layout(_F_NestedTensorListArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_NestedTensorListArgument[mk] = _layout_entry(_F_NestedTensorListArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -3135,14 +3046,15 @@ def encode(root):
             f_ = None
             L = L_Node.get(mk)
             if L is None:
-                L = L_Node[mk] = _layout(_F_Node, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_Node[mk] = _layout_entry(_F_Node, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -3162,12 +3074,9 @@ def encode(root):
                 v.append(t - offs[8] - x8)
             if mk & 256:
                 v.append(x5)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -3262,14 +3171,15 @@ def encode(root):
             f_ = None
             L = L_NodeMetadata.get(mk)
             if L is None:
-                L = L_NodeMetadata[mk] = _layout(_F_NodeMetadata, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_NodeMetadata[mk] = _layout_entry(_F_NodeMetadata, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x10)
@@ -3299,12 +3209,9 @@ def encode(root):
                 v.append(x9)
             if mk & 8192:
                 v.append(x13)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -3356,14 +3263,15 @@ def encode(root):
             f_ = None
             L = L_NodeSource.get(mk)
             if L is None:
-                L = L_NodeSource[mk] = _layout(_F_NodeSource, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_NodeSource[mk] = _layout_entry(_F_NodeSource, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x2)
@@ -3377,12 +3285,9 @@ def encode(root):
                 v.append(t - offs[4] - x4)
             if mk & 32:
                 v.append(t - offs[5] - x5)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -3403,21 +3308,19 @@ def encode(root):
             f_ = None
             L = L_NoneArgument.get(mk)
             if L is None:
-                L = L_NoneArgument[mk] = _layout(_F_NoneArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_NoneArgument[mk] = _layout_entry(_F_NoneArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -3438,21 +3341,19 @@ def encode(root):
             f_ = None
             L = L_NullValue.get(mk)
             if L is None:
-                L = L_NullValue[mk] = _layout(_F_NullValue, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_NullValue[mk] = _layout_entry(_F_NullValue, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -3483,25 +3384,23 @@ def encode(root):
             f_ = None
             L = L_ObjectField.get(mk)
             if L is None:
-                L = L_ObjectField[mk] = _layout(_F_ObjectField, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_ObjectField[mk] = _layout_entry(_F_ObjectField, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -3538,14 +3437,15 @@ def encode(root):
             f_ = None
             L = L_ObjectValue.get(mk)
             if L is None:
-                L = L_ObjectValue[mk] = _layout(_F_ObjectValue, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_ObjectValue[mk] = _layout_entry(_F_ObjectValue, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -3553,12 +3453,9 @@ def encode(root):
                 v.append(t - offs[2] - x2)
             if mk & 4:
                 v.append(x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -3584,23 +3481,21 @@ def encode(root):
             f_ = None
             L = L_OperatorArgument.get(mk)
             if L is None:
-                L = L_OperatorArgument[mk] = _layout(_F_OperatorArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_OperatorArgument[mk] = _layout_entry(_F_OperatorArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -3653,14 +3548,15 @@ def encode(root):
             f_ = None
             L = L_OperatorParameter.get(mk)
             if L is None:
-                L = L_OperatorParameter[mk] = _layout(_F_OperatorParameter, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_OperatorParameter[mk] = _layout_entry(_F_OperatorParameter, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -3674,12 +3570,9 @@ def encode(root):
                 v.append(x3)
             if mk & 32:
                 v.append(x5)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -3732,14 +3625,15 @@ def encode(root):
             f_ = None
             L = L_OperatorSchema.get(mk)
             if L is None:
-                L = L_OperatorSchema[mk] = _layout(_F_OperatorSchema, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_OperatorSchema[mk] = _layout_entry(_F_OperatorSchema, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -3753,12 +3647,9 @@ def encode(root):
                 v.append(x1)
             if mk & 32:
                 v.append(x5)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -3790,25 +3681,23 @@ def encode(root):
             f_ = None
             L = L_Opset.get(mk)
             if L is None:
-                L = L_Opset[mk] = _layout(_F_Opset, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_Opset[mk] = _layout_entry(_F_Opset, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x1)
             if mk & 2:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -3834,23 +3723,21 @@ def encode(root):
             f_ = None
             L = L_OptionalTensorArgument.get(mk)
             if L is None:
-                L = L_OptionalTensorArgument[mk] = _layout(_F_OptionalTensorArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_OptionalTensorArgument[mk] = _layout_entry(_F_OptionalTensorArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -3876,23 +3763,21 @@ def encode(root):
             f_ = None
             L = L_OptionalTensorListArgument.get(mk)
             if L is None:
-                L = L_OptionalTensorListArgument[mk] = _layout(_F_OptionalTensorListArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_OptionalTensorListArgument[mk] = _layout_entry(_F_OptionalTensorListArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -3921,25 +3806,23 @@ def encode(root):
             f_ = None
             L = L_OutputSpec.get(mk)
             if L is None:
-                L = L_OutputSpec[mk] = _layout(_F_OutputSpec, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_OutputSpec[mk] = _layout_entry(_F_OutputSpec, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[1] - x1)
             if mk & 2:
                 v.append(t1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -3965,23 +3848,21 @@ def encode(root):
             f_ = None
             L = L_OutputTokenSpec.get(mk)
             if L is None:
-                L = L_OutputTokenSpec[mk] = _layout(_F_OutputTokenSpec, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_OutputTokenSpec[mk] = _layout_entry(_F_OutputTokenSpec, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -4070,14 +3951,15 @@ def encode(root):
             f_ = None
             L = L_Package.get(mk)
             if L is None:
-                L = L_Package[mk] = _layout(_F_Package, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_Package[mk] = _layout_entry(_F_Package, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x2)
@@ -4105,12 +3987,9 @@ def encode(root):
                 v.append(t - offs[11] - x11)
             if mk & 4096:
                 v.append(t - offs[12] - x12)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -4141,25 +4020,23 @@ def encode(root):
             f_ = None
             L = L_ParameterMutationSpec.get(mk)
             if L is None:
-                L = L_ParameterMutationSpec[mk] = _layout(_F_ParameterMutationSpec, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_ParameterMutationSpec[mk] = _layout_entry(_F_ParameterMutationSpec, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -4195,14 +4072,15 @@ def encode(root):
             f_ = None
             L = L_Producer.get(mk)
             if L is None:
-                L = L_Producer[mk] = _layout(_F_Producer, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_Producer[mk] = _layout_entry(_F_Producer, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -4210,12 +4088,9 @@ def encode(root):
                 v.append(t - offs[1] - x1)
             if mk & 4:
                 v.append(t - offs[2] - x2)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -4326,14 +4201,15 @@ def encode(root):
             f_ = None
             L = L_Program.get(mk)
             if L is None:
-                L = L_Program[mk] = _layout(_F_Program, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_Program[mk] = _layout_entry(_F_Program, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -4369,12 +4245,9 @@ def encode(root):
                 v.append(t - offs[15] - x15)
             if mk & 65536:
                 v.append(t - offs[16] - x16)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -4431,14 +4304,15 @@ def encode(root):
             f_ = None
             L = L_Quantization.get(mk)
             if L is None:
-                L = L_Quantization[mk] = _layout(_F_Quantization, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_Quantization[mk] = _layout_entry(_F_Quantization, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x1)
@@ -4452,12 +4326,9 @@ def encode(root):
                 v.append(x5)
             if mk & 32:
                 v.append(x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -4489,25 +4360,23 @@ def encode(root):
             f_ = None
             L = L_RangeConstraint.get(mk)
             if L is None:
-                L = L_RangeConstraint[mk] = _layout(_F_RangeConstraint, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_RangeConstraint[mk] = _layout_entry(_F_RangeConstraint, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -4534,23 +4403,21 @@ def encode(root):
             f_ = None
             L = L_ScalarTypeArgument.get(mk)
             if L is None:
-                L = L_ScalarTypeArgument[mk] = _layout(_F_ScalarTypeArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_ScalarTypeArgument[mk] = _layout_entry(_F_ScalarTypeArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -4577,23 +4444,21 @@ def encode(root):
             f_ = None
             L = L_ScalarTypeValue.get(mk)
             if L is None:
-                L = L_ScalarTypeValue[mk] = _layout(_F_ScalarTypeValue, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_ScalarTypeValue[mk] = _layout_entry(_F_ScalarTypeValue, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -4632,14 +4497,15 @@ def encode(root):
             f_ = None
             L = L_Segment.get(mk)
             if L is None:
-                L = L_Segment[mk] = _layout(_F_Segment, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_Segment[mk] = _layout_entry(_F_Segment, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
@@ -4647,12 +4513,9 @@ def encode(root):
                 v.append(x1)
             if mk & 4:
                 v.append(x2)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -4689,14 +4552,15 @@ def encode(root):
             f_ = None
             L = L_ShardFile.get(mk)
             if L is None:
-                L = L_ShardFile[mk] = _layout(_F_ShardFile, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_ShardFile[mk] = _layout_entry(_F_ShardFile, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x1)
@@ -4704,12 +4568,9 @@ def encode(root):
                 v.append(t - offs[0] - x0)
             if mk & 4:
                 v.append(t - offs[2] - x2)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -4740,25 +4601,23 @@ def encode(root):
             f_ = None
             L = L_SourceFnEntry.get(mk)
             if L is None:
-                L = L_SourceFnEntry[mk] = _layout(_F_SourceFnEntry, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_SourceFnEntry[mk] = _layout_entry(_F_SourceFnEntry, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -4796,14 +4655,15 @@ def encode(root):
             f_ = None
             L = L_StateEntry.get(mk)
             if L is None:
-                L = L_StateEntry[mk] = _layout(_F_StateEntry, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_StateEntry[mk] = _layout_entry(_F_StateEntry, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -4811,12 +4671,9 @@ def encode(root):
                 v.append(x2)
             if mk & 4:
                 v.append(x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -4873,14 +4730,15 @@ def encode(root):
             f_ = None
             L = L_Storage.get(mk)
             if L is None:
-                L = L_Storage[mk] = _layout(_F_Storage, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_Storage[mk] = _layout_entry(_F_Storage, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x1)
@@ -4894,12 +4752,9 @@ def encode(root):
                 v.append(x4)
             if mk & 32:
                 v.append(x3)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -4925,23 +4780,21 @@ def encode(root):
             f_ = None
             L = L_StringArgument.get(mk)
             if L is None:
-                L = L_StringArgument[mk] = _layout(_F_StringArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_StringArgument[mk] = _layout_entry(_F_StringArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -4974,25 +4827,23 @@ def encode(root):
             f_ = None
             L = L_StringEntry.get(mk)
             if L is None:
-                L = L_StringEntry[mk] = _layout(_F_StringEntry, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_StringEntry[mk] = _layout_entry(_F_StringEntry, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -5018,23 +4869,21 @@ def encode(root):
             f_ = None
             L = L_StringListArgument.get(mk)
             if L is None:
-                L = L_StringListArgument[mk] = _layout(_F_StringListArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_StringListArgument[mk] = _layout_entry(_F_StringListArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -5060,23 +4909,21 @@ def encode(root):
             f_ = None
             L = L_StringToArgumentMapArgument.get(mk)
             if L is None:
-                L = L_StringToArgumentMapArgument[mk] = _layout(_F_StringToArgumentMapArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_StringToArgumentMapArgument[mk] = _layout_entry(_F_StringToArgumentMapArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -5102,23 +4949,21 @@ def encode(root):
             f_ = None
             L = L_StringValue.get(mk)
             if L is None:
-                L = L_StringValue[mk] = _layout(_F_StringValue, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_StringValue[mk] = _layout_entry(_F_StringValue, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -5150,25 +4995,23 @@ def encode(root):
             f_ = None
             L = L_SymBoolArgument.get(mk)
             if L is None:
-                L = L_SymBoolArgument[mk] = _layout(_F_SymBoolArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_SymBoolArgument[mk] = _layout_entry(_F_SymBoolArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -5194,23 +5037,21 @@ def encode(root):
             f_ = None
             L = L_SymBoolListArgument.get(mk)
             if L is None:
-                L = L_SymBoolListArgument[mk] = _layout(_F_SymBoolListArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_SymBoolListArgument[mk] = _layout_entry(_F_SymBoolListArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -5242,25 +5083,23 @@ def encode(root):
             f_ = None
             L = L_SymBoolValue.get(mk)
             if L is None:
-                L = L_SymBoolValue[mk] = _layout(_F_SymBoolValue, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_SymBoolValue[mk] = _layout_entry(_F_SymBoolValue, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v += (x1.expr, x1.value,)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -5333,14 +5172,15 @@ def encode(root):
             f_ = None
             L = L_SymExpr.get(mk)
             if L is None:
-                L = L_SymExpr[mk] = _layout(_F_SymExpr, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_SymExpr[mk] = _layout_entry(_F_SymExpr, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x2)
@@ -5358,12 +5198,9 @@ def encode(root):
                 v.append(x5)
             if mk & 128:
                 v.append(x6)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -5395,25 +5232,23 @@ def encode(root):
             f_ = None
             L = L_SymFloatArgument.get(mk)
             if L is None:
-                L = L_SymFloatArgument[mk] = _layout(_F_SymFloatArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_SymFloatArgument[mk] = _layout_entry(_F_SymFloatArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x1)
             if mk & 2:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -5439,23 +5274,21 @@ def encode(root):
             f_ = None
             L = L_SymFloatListArgument.get(mk)
             if L is None:
-                L = L_SymFloatListArgument[mk] = _layout(_F_SymFloatListArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_SymFloatListArgument[mk] = _layout_entry(_F_SymFloatListArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -5487,25 +5320,23 @@ def encode(root):
             f_ = None
             L = L_SymFloatValue.get(mk)
             if L is None:
-                L = L_SymFloatValue[mk] = _layout(_F_SymFloatValue, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_SymFloatValue[mk] = _layout_entry(_F_SymFloatValue, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v += (x1.expr, x1.value,)
             if mk & 2:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -5537,25 +5368,23 @@ def encode(root):
             f_ = None
             L = L_SymIntArgument.get(mk)
             if L is None:
-                L = L_SymIntArgument[mk] = _layout(_F_SymIntArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_SymIntArgument[mk] = _layout_entry(_F_SymIntArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x1)
             if mk & 2:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -5581,23 +5410,21 @@ def encode(root):
             f_ = None
             L = L_SymIntListArgument.get(mk)
             if L is None:
-                L = L_SymIntListArgument[mk] = _layout(_F_SymIntListArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_SymIntListArgument[mk] = _layout_entry(_F_SymIntListArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -5629,25 +5456,23 @@ def encode(root):
             f_ = None
             L = L_SymIntValue.get(mk)
             if L is None:
-                L = L_SymIntValue[mk] = _layout(_F_SymIntValue, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_SymIntValue[mk] = _layout_entry(_F_SymIntValue, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v += (x1.expr, x1.value,)
             if mk & 2:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -5708,14 +5533,15 @@ def encode(root):
             f_ = None
             L = L_Symbol.get(mk)
             if L is None:
-                L = L_Symbol[mk] = _layout(_F_Symbol, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_Symbol[mk] = _layout_entry(_F_Symbol, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x3)
@@ -5731,12 +5557,9 @@ def encode(root):
                 v.append(x4)
             if mk & 64:
                 v.append(x5)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -5833,14 +5656,15 @@ def encode(root):
             f_ = None
             L = L_Tensor.get(mk)
             if L is None:
-                L = L_Tensor[mk] = _layout(_F_Tensor, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_Tensor[mk] = _layout_entry(_F_Tensor, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x4)
@@ -5866,12 +5690,9 @@ def encode(root):
                 v.append(x8)
             if mk & 2048:
                 v.append(x10)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -5897,23 +5718,21 @@ def encode(root):
             f_ = None
             L = L_TensorArgument.get(mk)
             if L is None:
-                L = L_TensorArgument[mk] = _layout(_F_TensorArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_TensorArgument[mk] = _layout_entry(_F_TensorArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -5939,23 +5758,21 @@ def encode(root):
             f_ = None
             L = L_TensorListArgument.get(mk)
             if L is None:
-                L = L_TensorListArgument[mk] = _layout(_F_TensorListArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_TensorListArgument[mk] = _layout_entry(_F_TensorListArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -5982,12 +5799,18 @@ def encode(root):
             f_ = ('sizes', 'x1')
             x1 = o.sizes
             if x1:
-                x1 = BV(b''.join([_ST_SymInt(e.expr, e.value) for e in x1]), len(x1), 8)
+                h_ = bget(id(x1))
+                if h_ is None or h_[0] is not x1:
+                    h_ = bodies[id(x1)] = (x1, b''.join([_ST_SymInt(e.expr, e.value) for e in x1]))
+                x1 = BV(h_[1], len(x1), 8)
                 mk |= 2
             f_ = ('strides', 'x2')
             x2 = o.strides
             if x2:
-                x2 = BV(b''.join([_ST_SymInt(e.expr, e.value) for e in x2]), len(x2), 8)
+                h_ = bget(id(x2))
+                if h_ is None or h_[0] is not x2:
+                    h_ = bodies[id(x2)] = (x2, b''.join([_ST_SymInt(e.expr, e.value) for e in x2]))
+                x2 = BV(h_[1], len(x2), 8)
                 mk |= 4
             f_ = 'storage_offset'
             x3 = o.storage_offset
@@ -6015,14 +5838,15 @@ def encode(root):
             f_ = None
             L = L_TensorMeta.get(mk)
             if L is None:
-                L = L_TensorMeta[mk] = _layout(_F_TensorMeta, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_TensorMeta[mk] = _layout_entry(_F_TensorMeta, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v += (x3.expr, x3.value,)
@@ -6038,12 +5862,9 @@ def encode(root):
                 v.append(x4)
             if mk & 64:
                 v.append(x6)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -6075,25 +5896,23 @@ def encode(root):
             f_ = None
             L = L_TensorPart.get(mk)
             if L is None:
-                L = L_TensorPart[mk] = _layout(_F_TensorPart, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_TensorPart[mk] = _layout_entry(_F_TensorPart, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -6120,23 +5939,21 @@ def encode(root):
             f_ = None
             L = L_TensorRefValue.get(mk)
             if L is None:
-                L = L_TensorRefValue[mk] = _layout(_F_TensorRefValue, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_TensorRefValue[mk] = _layout_entry(_F_TensorRefValue, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -6167,25 +5984,23 @@ def encode(root):
             f_ = None
             L = L_TensorSubclass.get(mk)
             if L is None:
-                L = L_TensorSubclass[mk] = _layout(_F_TensorSubclass, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_TensorSubclass[mk] = _layout_entry(_F_TensorSubclass, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -6216,25 +6031,23 @@ def encode(root):
             f_ = None
             L = L_TensorValue.get(mk)
             if L is None:
-                L = L_TensorValue[mk] = _layout(_F_TensorValue, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_TensorValue[mk] = _layout_entry(_F_TensorValue, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -6260,23 +6073,21 @@ def encode(root):
             f_ = None
             L = L_TokenArgument.get(mk)
             if L is None:
-                L = L_TokenArgument[mk] = _layout(_F_TokenArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_TokenArgument[mk] = _layout_entry(_F_TokenArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -6307,25 +6118,23 @@ def encode(root):
             f_ = None
             L = L_TorchFn.get(mk)
             if L is None:
-                L = L_TorchFn[mk] = _layout(_F_TorchFn, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_TorchFn[mk] = _layout_entry(_F_TorchFn, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -6377,14 +6186,15 @@ def encode(root):
             f_ = None
             L = L_TreeSpec.get(mk)
             if L is None:
-                L = L_TreeSpec[mk] = _layout(_F_TreeSpec, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_TreeSpec[mk] = _layout_entry(_F_TreeSpec, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[1] - x1)
@@ -6398,12 +6208,9 @@ def encode(root):
                 v.append(t - offs[5] - x5)
             if mk & 32:
                 v.append(x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -6444,14 +6251,15 @@ def encode(root):
             f_ = None
             L = L_TreeSpecArgument.get(mk)
             if L is None:
-                L = L_TreeSpecArgument[mk] = _layout(_F_TreeSpecArgument, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_TreeSpecArgument[mk] = _layout_entry(_F_TreeSpecArgument, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
@@ -6461,12 +6269,9 @@ def encode(root):
                 v.append(t - offs[2] - x2)
             if mk & 8:
                 v.append(t - offs[3] - x3)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -6498,25 +6303,23 @@ def encode(root):
             f_ = None
             L = L_UnbackedBinding.get(mk)
             if L is None:
-                L = L_UnbackedBinding[mk] = _layout(_F_UnbackedBinding, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_UnbackedBinding[mk] = _layout_entry(_F_UnbackedBinding, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -6548,25 +6351,23 @@ def encode(root):
             f_ = None
             L = L_UnpackMetadata.get(mk)
             if L is None:
-                L = L_UnpackMetadata[mk] = _layout(_F_UnpackMetadata, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_UnpackMetadata[mk] = _layout_entry(_F_UnpackMetadata, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -6597,25 +6398,23 @@ def encode(root):
             f_ = None
             L = L_UserInputMutationSpec.get(mk)
             if L is None:
-                L = L_UserInputMutationSpec[mk] = _layout(_F_UserInputMutationSpec, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_UserInputMutationSpec[mk] = _layout_entry(_F_UserInputMutationSpec, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -6641,23 +6440,21 @@ def encode(root):
             f_ = None
             L = L_UserInputSpec.get(mk)
             if L is None:
-                L = L_UserInputSpec[mk] = _layout(_F_UserInputSpec, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_UserInputSpec[mk] = _layout_entry(_F_UserInputSpec, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -6683,23 +6480,21 @@ def encode(root):
             f_ = None
             L = L_UserOutputSpec.get(mk)
             if L is None:
-                L = L_UserOutputSpec[mk] = _layout(_F_UserOutputSpec, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_UserOutputSpec[mk] = _layout_entry(_F_UserOutputSpec, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -6728,25 +6523,23 @@ def encode(root):
             f_ = None
             L = L_Value.get(mk)
             if L is None:
-                L = L_Value[mk] = _layout(_F_Value, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_Value[mk] = _layout_entry(_F_Value, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[1] - x1)
             if mk & 2:
                 v.append(t1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -6803,14 +6596,15 @@ def encode(root):
             f_ = None
             L = L_ValueRange.get(mk)
             if L is None:
-                L = L_ValueRange[mk] = _layout(_F_ValueRange, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_ValueRange[mk] = _layout_entry(_F_ValueRange, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(x0)
@@ -6824,12 +6618,9 @@ def encode(root):
                 v.append(x2)
             if mk & 32:
                 v.append(x3)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t
@@ -6860,25 +6651,23 @@ def encode(root):
             f_ = None
             L = L_WeightSet.get(mk)
             if L is None:
-                L = L_WeightSet[mk] = _layout(_F_WeightSet, mk)
-            pk, offs, osz, al, vtb = L
+                L = L_WeightSet[mk] = _layout_entry(_F_WeightSet, mk)
+            pks, offs, osz, al, vtb, vd = L
             pad = -(size + osz) % al
             t = size + pad + osz
-            vd = vget(vtb)
-            new = vd is None
-            if new:
-                vd = t + len(vtb)
+            if vd is None:
+                vd = vget(vtb)
+                if vd is None:
+                    vd = vtables[vtb] = t + len(vtb)
+                L[5] = vd
             v = [vd - t]
             if mk & 1:
                 v.append(t - offs[0] - x0)
             if mk & 2:
                 v.append(t - offs[1] - x1)
-            if pad:
-                app(_ZEROS[:pad])
-            app(pk(*v))
-            if new:
+            app(pks[pad](*v))
+            if vd > t:
                 app(vtb)
-                vtables[vtb] = vd
                 size = vd
             else:
                 size = t

@@ -16,44 +16,66 @@ _SC_token = _SC['token']
 _SC_metadata_key = _SC['metadata_key']
 _SC_free_text = _SC['free_text']
 
+_OK_local_name = _SC_local_name.accepted
+_OK_identifier = _SC_identifier.accepted
+_OK_optional_identifier = _SC_optional_identifier.accepted
+_OK_attr_path = _SC_attr_path.accepted
+_OK_optional_attr_path = _SC_optional_attr_path.accepted
+_OK_qualified_name = _SC_qualified_name.accepted
+_OK_file_name = _SC_file_name.accepted
+_OK_device_type = _SC_device_type.accepted
+_OK_module_call_path = _SC_module_call_path.accepted
+_OK_module_stack_path = _SC_module_stack_path.accepted
+_OK_token = _SC_token.accepted
+_OK_metadata_key = _SC_metadata_key.accepted
+_OK_free_text = _SC_free_text.accepted
+
 
 def c_Argument(o):
     if o.value is not None:
         _U.get(type(o.value).__name__, _skip)(o.value)
 
 def c_ArgumentMapEntry(o):
-    if o.key is not None:
-        _SC_identifier(o.key, 'ArgumentMapEntry.key')
+    s = o.key
+    if s is not None and s not in _OK_identifier:
+        _SC_identifier(s, 'ArgumentMapEntry.key')
     if o.value is not None:
         c_Argument(o.value)
 
 def c_BufferMutationSpec(o):
-    if o.buffer_name is not None:
-        _SC_attr_path(o.buffer_name, 'BufferMutationSpec.buffer_name')
+    s = o.buffer_name
+    if s is not None and s not in _OK_attr_path:
+        _SC_attr_path(s, 'BufferMutationSpec.buffer_name')
     if o.arg is not None:
         c_TensorArgument(o.arg)
 
 def c_CustomObjArgument(o):
-    if o.name is not None:
-        _SC_local_name(o.name, 'CustomObjArgument.name')
-    if o.class_fqn is not None:
-        _SC_qualified_name(o.class_fqn, 'CustomObjArgument.class_fqn')
+    s = o.name
+    if s is not None and s not in _OK_local_name:
+        _SC_local_name(s, 'CustomObjArgument.name')
+    s = o.class_fqn
+    if s is not None and s not in _OK_qualified_name:
+        _SC_qualified_name(s, 'CustomObjArgument.class_fqn')
 
 def c_CustomObject(o):
-    if o.name is not None:
-        _SC_attr_path(o.name, 'CustomObject.name')
-    if o.class_fqn is not None:
-        _SC_qualified_name(o.class_fqn, 'CustomObject.class_fqn')
+    s = o.name
+    if s is not None and s not in _OK_attr_path:
+        _SC_attr_path(s, 'CustomObject.name')
+    s = o.class_fqn
+    if s is not None and s not in _OK_qualified_name:
+        _SC_qualified_name(s, 'CustomObject.class_fqn')
     if o.state is not None:
         c_Value(o.state)
 
 def c_DeferredUnpack(o):
-    if o.after is not None:
-        _SC_local_name(o.after, 'DeferredUnpack.after')
+    s = o.after
+    if s is not None and s not in _OK_local_name:
+        _SC_local_name(s, 'DeferredUnpack.after')
 
 def c_Device(o):
-    if o.type is not None:
-        _SC_device_type(o.type, 'Device.type')
+    s = o.type
+    if s is not None and s not in _OK_device_type:
+        _SC_device_type(s, 'Device.type')
 
 def c_DeviceArgument(o):
     if o.value is not None:
@@ -64,28 +86,34 @@ def c_DeviceValue(o):
         c_Device(o.value)
 
 def c_EnumValue(o):
-    if o.class_fqn is not None:
-        _SC_qualified_name(o.class_fqn, 'EnumValue.class_fqn')
-    if o.name is not None:
-        _SC_identifier(o.name, 'EnumValue.name')
+    s = o.class_fqn
+    if s is not None and s not in _OK_qualified_name:
+        _SC_qualified_name(s, 'EnumValue.class_fqn')
+    s = o.name
+    if s is not None and s not in _OK_identifier:
+        _SC_identifier(s, 'EnumValue.name')
 
 def c_ExternalFile(o):
-    if o.name is not None:
-        _SC_file_name(o.name, 'ExternalFile.name')
+    s = o.name
+    if s is not None and s not in _OK_file_name:
+        _SC_file_name(s, 'ExternalFile.name')
 
 def c_ExtraFile(o):
-    if o.name is not None:
-        _SC_metadata_key(o.name, 'ExtraFile.name')
+    s = o.name
+    if s is not None and s not in _OK_metadata_key:
+        _SC_metadata_key(s, 'ExtraFile.name')
 
 def c_GradientToParameterSpec(o):
-    if o.parameter_name is not None:
-        _SC_attr_path(o.parameter_name, 'GradientToParameterSpec.parameter_name')
+    s = o.parameter_name
+    if s is not None and s not in _OK_attr_path:
+        _SC_attr_path(s, 'GradientToParameterSpec.parameter_name')
     if o.arg is not None:
         c_TensorArgument(o.arg)
 
 def c_GradientToUserInputSpec(o):
-    if o.user_input_name is not None:
-        _SC_local_name(o.user_input_name, 'GradientToUserInputSpec.user_input_name')
+    s = o.user_input_name
+    if s is not None and s not in _OK_local_name:
+        _SC_local_name(s, 'GradientToUserInputSpec.user_input_name')
     if o.arg is not None:
         c_TensorArgument(o.arg)
 
@@ -114,10 +142,12 @@ def c_Graph(o):
         c_MapValue(o.custom_meta)
 
 def c_GraphArgument(o):
-    if o.name is not None:
-        _SC_attr_path(o.name, 'GraphArgument.name')
-    if o.node_name is not None:
-        _SC_local_name(o.node_name, 'GraphArgument.node_name')
+    s = o.name
+    if s is not None and s not in _OK_attr_path:
+        _SC_attr_path(s, 'GraphArgument.name')
+    s = o.node_name
+    if s is not None and s not in _OK_local_name:
+        _SC_local_name(s, 'GraphArgument.node_name')
     if o.graph is not None:
         c_Graph(o.graph)
     if o.metadata is not None:
@@ -134,32 +164,37 @@ def c_InputSpec(o):
         _U.get(type(o.spec).__name__, _skip)(o.spec)
 
 def c_InputToBufferSpec(o):
-    if o.buffer_name is not None:
-        _SC_attr_path(o.buffer_name, 'InputToBufferSpec.buffer_name')
+    s = o.buffer_name
+    if s is not None and s not in _OK_attr_path:
+        _SC_attr_path(s, 'InputToBufferSpec.buffer_name')
     if o.arg is not None:
         c_TensorArgument(o.arg)
 
 def c_InputToConstantInputSpec(o):
-    if o.name is not None:
-        _SC_local_name(o.name, 'InputToConstantInputSpec.name')
+    s = o.name
+    if s is not None and s not in _OK_local_name:
+        _SC_local_name(s, 'InputToConstantInputSpec.name')
     if o.value is not None:
         c_Value(o.value)
 
 def c_InputToCustomObjSpec(o):
-    if o.custom_obj_name is not None:
-        _SC_attr_path(o.custom_obj_name, 'InputToCustomObjSpec.custom_obj_name')
+    s = o.custom_obj_name
+    if s is not None and s not in _OK_attr_path:
+        _SC_attr_path(s, 'InputToCustomObjSpec.custom_obj_name')
     if o.arg is not None:
         c_CustomObjArgument(o.arg)
 
 def c_InputToParameterSpec(o):
-    if o.parameter_name is not None:
-        _SC_attr_path(o.parameter_name, 'InputToParameterSpec.parameter_name')
+    s = o.parameter_name
+    if s is not None and s not in _OK_attr_path:
+        _SC_attr_path(s, 'InputToParameterSpec.parameter_name')
     if o.arg is not None:
         c_TensorArgument(o.arg)
 
 def c_InputToTensorConstantSpec(o):
-    if o.tensor_constant_name is not None:
-        _SC_attr_path(o.tensor_constant_name, 'InputToTensorConstantSpec.tensor_constant_name')
+    s = o.tensor_constant_name
+    if s is not None and s not in _OK_attr_path:
+        _SC_attr_path(s, 'InputToTensorConstantSpec.tensor_constant_name')
     if o.arg is not None:
         c_TensorArgument(o.arg)
 
@@ -168,10 +203,12 @@ def c_InputTokenSpec(o):
         c_TokenArgument(o.arg)
 
 def c_KeyPathEntry(o):
-    if o.kind is not None:
-        _SC_token(o.kind, 'KeyPathEntry.kind')
-    if o.name is not None:
-        _SC_identifier(o.name, 'KeyPathEntry.name')
+    s = o.kind
+    if s is not None and s not in _OK_token:
+        _SC_token(s, 'KeyPathEntry.kind')
+    s = o.name
+    if s is not None and s not in _OK_identifier:
+        _SC_identifier(s, 'KeyPathEntry.name')
 
 def c_ListValue(o):
     for x in o.items:
@@ -196,14 +233,16 @@ def c_MixedListArgument(o):
         c_Argument(x)
 
 def c_ModuleCallEntry(o):
-    if o.fqn is not None:
-        _SC_module_call_path(o.fqn, 'ModuleCallEntry.fqn')
+    s = o.fqn
+    if s is not None and s not in _OK_module_call_path:
+        _SC_module_call_path(s, 'ModuleCallEntry.fqn')
     if o.signature is not None:
         c_ModuleCallSignature(o.signature)
 
 def c_ModuleCallSignature(o):
     for s in o.forward_arg_names:
-        _SC_local_name(s, 'ModuleCallSignature.forward_arg_names')
+        if s not in _OK_local_name:
+            _SC_local_name(s, 'ModuleCallSignature.forward_arg_names')
     for x in o.inputs:
         c_Argument(x)
     for x in o.outputs:
@@ -214,34 +253,42 @@ def c_ModuleCallSignature(o):
         c_TreeSpec(o.out_spec)
 
 def c_ModuleStackEntry(o):
-    if o.key is not None:
-        _SC_token(o.key, 'ModuleStackEntry.key')
-    if o.path is not None:
-        _SC_module_stack_path(o.path, 'ModuleStackEntry.path')
-    if o.type_name is not None:
-        _SC_qualified_name(o.type_name, 'ModuleStackEntry.type_name')
+    s = o.key
+    if s is not None and s not in _OK_token:
+        _SC_token(s, 'ModuleStackEntry.key')
+    s = o.path
+    if s is not None and s not in _OK_module_stack_path:
+        _SC_module_stack_path(s, 'ModuleStackEntry.path')
+    s = o.type_name
+    if s is not None and s not in _OK_qualified_name:
+        _SC_qualified_name(s, 'ModuleStackEntry.type_name')
 
 def c_NamedArgument(o):
-    if o.name is not None:
-        _SC_optional_identifier(o.name, 'NamedArgument.name')
+    s = o.name
+    if s is not None and s not in _OK_optional_identifier:
+        _SC_optional_identifier(s, 'NamedArgument.name')
     if o.value is not None:
         _U.get(type(o.value).__name__, _skip)(o.value)
 
 def c_NamedTupleDef(o):
-    if o.type_name is not None:
-        _SC_qualified_name(o.type_name, 'NamedTupleDef.type_name')
+    s = o.type_name
+    if s is not None and s not in _OK_qualified_name:
+        _SC_qualified_name(s, 'NamedTupleDef.type_name')
     for s in o.field_names:
-        _SC_identifier(s, 'NamedTupleDef.field_names')
+        if s not in _OK_identifier:
+            _SC_identifier(s, 'NamedTupleDef.field_names')
 
 def c_NestedTensorListArgument(o):
     for x in o.lists:
         c_TensorListArgument(x)
 
 def c_Node(o):
-    if o.name is not None:
-        _SC_local_name(o.name, 'Node.name')
-    if o.target is not None:
-        _SC_qualified_name(o.target, 'Node.target')
+    s = o.name
+    if s is not None and s not in _OK_local_name:
+        _SC_local_name(s, 'Node.name')
+    s = o.target
+    if s is not None and s not in _OK_qualified_name:
+        _SC_qualified_name(s, 'Node.target')
     for x in o.inputs:
         c_NamedArgument(x)
     for x in o.outputs:
@@ -254,8 +301,9 @@ def c_Node(o):
         c_DeferredUnpack(x)
 
 def c_NodeMetadata(o):
-    if o.original_aten is not None:
-        _SC_qualified_name(o.original_aten, 'NodeMetadata.original_aten')
+    s = o.original_aten
+    if s is not None and s not in _OK_qualified_name:
+        _SC_qualified_name(s, 'NodeMetadata.original_aten')
     for x in o.nn_module_stack:
         c_ModuleStackEntry(x)
     for x in o.source_fn_stack:
@@ -274,52 +322,62 @@ def c_NodeMetadata(o):
         c_MapValue(o.desc)
 
 def c_NodeSource(o):
-    if o.name is not None:
-        _SC_token(o.name, 'NodeSource.name')
+    s = o.name
+    if s is not None and s not in _OK_token:
+        _SC_token(s, 'NodeSource.name')
     for s in o.actions:
-        _SC_token(s, 'NodeSource.actions')
+        if s not in _OK_token:
+            _SC_token(s, 'NodeSource.actions')
     for x in o.from_node:
         c_NodeSource(x)
 
 def c_ObjectField(o):
-    if o.name is not None:
-        _SC_identifier(o.name, 'ObjectField.name')
+    s = o.name
+    if s is not None and s not in _OK_identifier:
+        _SC_identifier(s, 'ObjectField.name')
     if o.value is not None:
         c_Value(o.value)
 
 def c_ObjectValue(o):
-    if o.class_fqn is not None:
-        _SC_qualified_name(o.class_fqn, 'ObjectValue.class_fqn')
+    s = o.class_fqn
+    if s is not None and s not in _OK_qualified_name:
+        _SC_qualified_name(s, 'ObjectValue.class_fqn')
     for x in o.fields:
         c_ObjectField(x)
 
 def c_OperatorArgument(o):
-    if o.name is not None:
-        _SC_qualified_name(o.name, 'OperatorArgument.name')
+    s = o.name
+    if s is not None and s not in _OK_qualified_name:
+        _SC_qualified_name(s, 'OperatorArgument.name')
 
 def c_OperatorParameter(o):
-    if o.name is not None:
-        _SC_optional_identifier(o.name, 'OperatorParameter.name')
-    if o.alias_set is not None:
-        _SC_token(o.alias_set, 'OperatorParameter.alias_set')
+    s = o.name
+    if s is not None and s not in _OK_optional_identifier:
+        _SC_optional_identifier(s, 'OperatorParameter.name')
+    s = o.alias_set
+    if s is not None and s not in _OK_token:
+        _SC_token(s, 'OperatorParameter.alias_set')
     if o.default_value is not None:
         c_Value(o.default_value)
 
 def c_OperatorSchema(o):
-    if o.target is not None:
-        _SC_qualified_name(o.target, 'OperatorSchema.target')
+    s = o.target
+    if s is not None and s not in _OK_qualified_name:
+        _SC_qualified_name(s, 'OperatorSchema.target')
     for x in o.parameters:
         c_OperatorParameter(x)
     for x in o.returns:
         c_OperatorParameter(x)
 
 def c_Opset(o):
-    if o.namespace is not None:
-        _SC_identifier(o.namespace, 'Opset.namespace')
+    s = o.namespace
+    if s is not None and s not in _OK_identifier:
+        _SC_identifier(s, 'Opset.namespace')
 
 def c_OptionalTensorArgument(o):
-    if o.name is not None:
-        _SC_local_name(o.name, 'OptionalTensorArgument.name')
+    s = o.name
+    if s is not None and s not in _OK_local_name:
+        _SC_local_name(s, 'OptionalTensorArgument.name')
 
 def c_OptionalTensorListArgument(o):
     for x in o.items:
@@ -352,16 +410,19 @@ def c_Package(o):
         c_WeightSet(x)
 
 def c_ParameterMutationSpec(o):
-    if o.parameter_name is not None:
-        _SC_attr_path(o.parameter_name, 'ParameterMutationSpec.parameter_name')
+    s = o.parameter_name
+    if s is not None and s not in _OK_attr_path:
+        _SC_attr_path(s, 'ParameterMutationSpec.parameter_name')
     if o.arg is not None:
         c_TensorArgument(o.arg)
 
 def c_Program(o):
-    if o.name is not None:
-        _SC_identifier(o.name, 'Program.name')
+    s = o.name
+    if s is not None and s not in _OK_identifier:
+        _SC_identifier(s, 'Program.name')
     for s in o.verifiers:
-        _SC_token(s, 'Program.verifiers')
+        if s not in _OK_token:
+            _SC_token(s, 'Program.verifiers')
     if o.graph is not None:
         c_Graph(o.graph)
     if o.signature is not None:
@@ -384,66 +445,78 @@ def c_Program(o):
         c_StringEntry(x)
 
 def c_ShardFile(o):
-    if o.name is not None:
-        _SC_file_name(o.name, 'ShardFile.name')
+    s = o.name
+    if s is not None and s not in _OK_file_name:
+        _SC_file_name(s, 'ShardFile.name')
 
 def c_SourceFnEntry(o):
-    if o.name is not None:
-        _SC_token(o.name, 'SourceFnEntry.name')
-    if o.target is not None:
-        _SC_qualified_name(o.target, 'SourceFnEntry.target')
+    s = o.name
+    if s is not None and s not in _OK_token:
+        _SC_token(s, 'SourceFnEntry.name')
+    s = o.target
+    if s is not None and s not in _OK_qualified_name:
+        _SC_qualified_name(s, 'SourceFnEntry.target')
 
 def c_StateEntry(o):
-    if o.name is not None:
-        _SC_attr_path(o.name, 'StateEntry.name')
+    s = o.name
+    if s is not None and s not in _OK_attr_path:
+        _SC_attr_path(s, 'StateEntry.name')
 
 def c_StringEntry(o):
-    if o.key is not None:
-        _SC_metadata_key(o.key, 'StringEntry.key')
+    s = o.key
+    if s is not None and s not in _OK_metadata_key:
+        _SC_metadata_key(s, 'StringEntry.key')
 
 def c_StringToArgumentMapArgument(o):
     for x in o.entries:
         c_ArgumentMapEntry(x)
 
 def c_SymBoolArgument(o):
-    if o.name is not None:
-        _SC_local_name(o.name, 'SymBoolArgument.name')
+    s = o.name
+    if s is not None and s not in _OK_local_name:
+        _SC_local_name(s, 'SymBoolArgument.name')
 
 def c_SymBoolListArgument(o):
     for x in o.items:
         c_SymBoolArgument(x)
 
 def c_SymBoolValue(o):
-    if o.name is not None:
-        _SC_local_name(o.name, 'SymBoolValue.name')
+    s = o.name
+    if s is not None and s not in _OK_local_name:
+        _SC_local_name(s, 'SymBoolValue.name')
 
 def c_SymFloatArgument(o):
-    if o.name is not None:
-        _SC_local_name(o.name, 'SymFloatArgument.name')
+    s = o.name
+    if s is not None and s not in _OK_local_name:
+        _SC_local_name(s, 'SymFloatArgument.name')
 
 def c_SymFloatListArgument(o):
     for x in o.items:
         c_SymFloatArgument(x)
 
 def c_SymFloatValue(o):
-    if o.name is not None:
-        _SC_local_name(o.name, 'SymFloatValue.name')
+    s = o.name
+    if s is not None and s not in _OK_local_name:
+        _SC_local_name(s, 'SymFloatValue.name')
 
 def c_SymIntArgument(o):
-    if o.name is not None:
-        _SC_local_name(o.name, 'SymIntArgument.name')
+    s = o.name
+    if s is not None and s not in _OK_local_name:
+        _SC_local_name(s, 'SymIntArgument.name')
 
 def c_SymIntListArgument(o):
     for x in o.items:
         c_SymIntArgument(x)
 
 def c_SymIntValue(o):
-    if o.name is not None:
-        _SC_local_name(o.name, 'SymIntValue.name')
+    s = o.name
+    if s is not None and s not in _OK_local_name:
+        _SC_local_name(s, 'SymIntValue.name')
 
 def c_Symbol(o):
-    if o.name is not None:
-        _SC_identifier(o.name, 'Symbol.name')
+    s = o.name
+    if s is not None and s not in _OK_identifier:
+        _SC_identifier(s, 'Symbol.name')
 
 def c_Tensor(o):
     if o.device is not None:
@@ -454,48 +527,58 @@ def c_Tensor(o):
         c_TensorSubclass(o.subclass)
 
 def c_TensorArgument(o):
-    if o.name is not None:
-        _SC_local_name(o.name, 'TensorArgument.name')
+    s = o.name
+    if s is not None and s not in _OK_local_name:
+        _SC_local_name(s, 'TensorArgument.name')
 
 def c_TensorListArgument(o):
     for s in o.names:
-        _SC_local_name(s, 'TensorListArgument.names')
+        if s not in _OK_local_name:
+            _SC_local_name(s, 'TensorListArgument.names')
 
 def c_TensorMeta(o):
     if o.device is not None:
         c_Device(o.device)
 
 def c_TensorPart(o):
-    if o.name is not None:
-        _SC_identifier(o.name, 'TensorPart.name')
+    s = o.name
+    if s is not None and s not in _OK_identifier:
+        _SC_identifier(s, 'TensorPart.name')
 
 def c_TensorSubclass(o):
-    if o.class_fqn is not None:
-        _SC_qualified_name(o.class_fqn, 'TensorSubclass.class_fqn')
+    s = o.class_fqn
+    if s is not None and s not in _OK_qualified_name:
+        _SC_qualified_name(s, 'TensorSubclass.class_fqn')
     if o.context is not None:
         c_Value(o.context)
 
 def c_TensorValue(o):
-    if o.name is not None:
-        _SC_local_name(o.name, 'TensorValue.name')
+    s = o.name
+    if s is not None and s not in _OK_local_name:
+        _SC_local_name(s, 'TensorValue.name')
     if o.meta is not None:
         c_TensorMeta(o.meta)
 
 def c_TokenArgument(o):
-    if o.name is not None:
-        _SC_local_name(o.name, 'TokenArgument.name')
+    s = o.name
+    if s is not None and s not in _OK_local_name:
+        _SC_local_name(s, 'TokenArgument.name')
 
 def c_TorchFn(o):
-    if o.name is not None:
-        _SC_token(o.name, 'TorchFn.name')
-    if o.target is not None:
-        _SC_token(o.target, 'TorchFn.target')
+    s = o.name
+    if s is not None and s not in _OK_token:
+        _SC_token(s, 'TorchFn.name')
+    s = o.target
+    if s is not None and s not in _OK_token:
+        _SC_token(s, 'TorchFn.target')
 
 def c_TreeSpec(o):
-    if o.type_name is not None:
-        _SC_qualified_name(o.type_name, 'TreeSpec.type_name')
+    s = o.type_name
+    if s is not None and s not in _OK_qualified_name:
+        _SC_qualified_name(s, 'TreeSpec.type_name')
     for s in o.field_names:
-        _SC_identifier(s, 'TreeSpec.field_names')
+        if s not in _OK_identifier:
+            _SC_identifier(s, 'TreeSpec.field_names')
     for x in o.keys:
         c_Value(x)
     if o.context is not None:
@@ -504,10 +587,12 @@ def c_TreeSpec(o):
         c_TreeSpec(x)
 
 def c_TreeSpecArgument(o):
-    if o.name is not None:
-        _SC_attr_path(o.name, 'TreeSpecArgument.name')
-    if o.node_name is not None:
-        _SC_local_name(o.node_name, 'TreeSpecArgument.node_name')
+    s = o.name
+    if s is not None and s not in _OK_attr_path:
+        _SC_attr_path(s, 'TreeSpecArgument.name')
+    s = o.node_name
+    if s is not None and s not in _OK_local_name:
+        _SC_local_name(s, 'TreeSpecArgument.node_name')
     if o.spec is not None:
         c_TreeSpec(o.spec)
     if o.metadata is not None:
@@ -522,8 +607,9 @@ def c_UnpackMetadata(o):
         c_NodeMetadata(o.metadata)
 
 def c_UserInputMutationSpec(o):
-    if o.user_input_name is not None:
-        _SC_local_name(o.user_input_name, 'UserInputMutationSpec.user_input_name')
+    s = o.user_input_name
+    if s is not None and s not in _OK_local_name:
+        _SC_local_name(s, 'UserInputMutationSpec.user_input_name')
     if o.arg is not None:
         c_TensorArgument(o.arg)
 
@@ -540,8 +626,9 @@ def c_Value(o):
         _U.get(type(o.value).__name__, _skip)(o.value)
 
 def c_WeightSet(o):
-    if o.name is not None:
-        _SC_token(o.name, 'WeightSet.name')
+    s = o.name
+    if s is not None and s not in _OK_token:
+        _SC_token(s, 'WeightSet.name')
     for x in o.entries:
         c_StateEntry(x)
 

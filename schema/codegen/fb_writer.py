@@ -139,10 +139,13 @@ def _gen_table(w, o, m, structs, unions):
                 w(f"        else:\n            _bad('required field {f.name} is missing')\n")
             present[i] = (x, "offset")
     w("        f_ = None\n")  # packing: a value left unchecked here is a struct's (the path names its table)
-    w(f"        L = L_{name}.get(mk)\n        if L is None:\n            L = L_{name}[mk] = _layout(_F_{name}, mk)\n")
-    w("        pk, offs, osz, al, vtb = L\n")
+    # L: the layout of this table with these fields, and (once one such table is written) where its vtable is;
+    # vtables are shared by their bytes, so the position found first stays right for the whole encode.
+    w(f"        L = L_{name}.get(mk)\n        if L is None:\n            L = L_{name}[mk] = _layout_entry(_F_{name}, mk)\n")
+    w("        pks, offs, osz, al, vtb, vd = L\n")
     w("        pad = -(size + osz) % al\n        t = size + pad + osz\n")
-    w("        vd = vget(vtb)\n        new = vd is None\n        if new:\n            vd = t + len(vtb)\n")
+    w("        if vd is None:\n            vd = vget(vtb)\n            if vd is None:\n"
+      "                vd = vtables[vtb] = t + len(vtb)\n            L[5] = vd\n")
     w("        v = [vd - t]\n")
     for slot, _, _, _, f in layout:
         var, how = present[slot][:2]
@@ -153,8 +156,9 @@ def _gen_table(w, o, m, structs, unions):
             w(f"        if mk & {b}:\n            v += ({', '.join(f'{var}.{n}' for n in present[slot][2])},)\n")
         else:
             w(f"        if mk & {b}:\n            v.append(t - offs[{slot}] - {var})\n")
-    w("        if pad:\n            app(_ZEROS[:pad])\n        app(pk(*v))\n")
-    w("        if new:\n            app(vtb)\n            vtables[vtb] = vd\n            size = vd\n"
+    w("        app(pks[pad](*v))\n")
+    # A vtable written before lies below the table; a new one follows it.
+    w("        if vd > t:\n            app(vtb)\n            size = vd\n"
       "        else:\n            size = t\n        return t\n")
     wrap_since(w, start, "        ", "o", errors="_ENCODE_ERRORS")
 
@@ -168,8 +172,12 @@ def _gen_vector(w, x, elem, ref, structs):
     elif elem == "struct":
         so = structs[ref]
         names = [sf.name for sf in sorted(so.fields, key=lambda sf: sf.offset)]
-        w(f"{ind}{x} = BV(b''.join([_ST_{ref}({', '.join('e.' + n for n in names)}) for e in {x}]), len({x}), "
-          f"{max(_struct_align(so), 4)})\n")
+        # A vector of structs is packed once per list object (the tree is not changed while it is encoded; the
+        # exporter shares one TensorMeta, hence its sizes and strides, among the values of one shape).
+        w(f"{ind}h_ = bget(id({x}))\n{ind}if h_ is None or h_[0] is not {x}:\n")
+        w(f"{ind}    h_ = bodies[id({x})] = ({x}, b''.join([_ST_{ref}({', '.join('e.' + n for n in names)}) "
+          f"for e in {x}]))\n")
+        w(f"{ind}{x} = BV(h_[1], len({x}), {max(_struct_align(so), 4)})\n")
     elif elem == "uint8":
         w(f"{ind}{x} = BV(bytes({x}), len({x}), 4)\n")
     else:

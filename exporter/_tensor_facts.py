@@ -1,0 +1,37 @@
+"""The concrete properties of a node's tensor value, read from the (fake) tensor once per save.
+
+A 20,000-node save asks every value's dtype, sizes, strides, offset,
+requires_grad and device twice: for its TensorMeta (exporter/_graph.py) and
+to decide whether FX's `tensor_meta` is the derivable one
+(exporter/_metadata.py). Each is a call into torch (several microseconds per
+value), so both ask this table, which reads them once.
+"""
+
+from __future__ import annotations
+
+import torch
+
+#: only_ints(map(type, xs)): every x is exactly an int (no SymInt, no bool), in one C call.
+only_ints = frozenset({int}).issuperset
+
+
+class TensorFacts:
+    """id(tensor) -> (dtype, sizes, strides, storage_offset, requires_grad, device, is_quantized), or None for a
+    tensor that is not strided or has a symbolic size, stride or offset (those are converted each time)."""
+
+    __slots__ = ("_memo",)
+
+    def __init__(self):
+        self._memo: dict[int, tuple] = {}  # id -> (tensor, facts): the tensor held so its id is not reused
+
+    def __call__(self, t: torch.Tensor):
+        hit = self._memo.get(id(t))
+        if hit is not None and hit[0] is t:
+            return hit[1]
+        facts = None
+        if t.layout == torch.strided:
+            sizes, strides, offset = tuple(t.shape), t.stride(), t.storage_offset()
+            if type(offset) is int and only_ints(map(type, sizes)) and only_ints(map(type, strides)):
+                facts = (t.dtype, sizes, strides, offset, t.requires_grad, t.device, t.is_quantized)
+        self._memo[id(t)] = (t, facts)
+        return facts
