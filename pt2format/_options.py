@@ -14,7 +14,15 @@ of its docstring and its defaults from one `Options` table here:
   keyword-only parameters without defaults, and gets the defaults from here
   (a parameter the table lacks, or an option the function lacks, is an
   error at import time, so the two cannot drift apart); `TABLE.check` checks
-  the names alone, for a class only the public function constructs.
+  the names alone, for a class only the public function constructs;
+- an inner function that other modules and tests call with some options
+  left out (`_api.write_package`, `loaders._weights.read_weights`) takes
+  those defaults with `TABLE.lends(name, ...)`; the layers under it take
+  every value from their caller (keyword-only, no default);
+- a public class configured by options (`pt2format.dcp`'s storage reader
+  and writer) is decorated with `TABLE.configures`: its `__init__` is
+  checked and given the defaults as by `implements`, and its docstring
+  gets the options' entries as by `public`.
 
 To add an option: one `Option(...)` line in its table, and the parameter
 where it is used. Imports without torch.
@@ -59,6 +67,32 @@ class Options:
         self.check(fn)
         fn.__kwdefaults__ = {**(fn.__kwdefaults__ or {}), **self.defaults()}
         return fn
+
+    def lends(self, *names: str):
+        """A decorator giving `fn`'s keyword-only parameters `names` (written without defaults) their defaults.
+
+        For an inner function that takes a few of a public function's
+        options and is also called with them left out.
+        """
+        unknown = [n for n in names if n not in self.names]
+        assert not unknown, unknown
+        defaults = {n: d for n, d in self.defaults().items() if n in names}
+
+        def lend(fn):
+            keyword = {p.name: p for p in inspect.signature(fn).parameters.values() if p.kind is _KW}
+            wrong = [n for n in names if n not in keyword or keyword[n].default is not inspect.Parameter.empty]
+            if wrong:
+                raise TypeError(f"{fn.__qualname__}: {wrong} must be keyword-only parameters without a default")
+            fn.__kwdefaults__ = {**(fn.__kwdefaults__ or {}), **defaults}
+            return fn
+
+        return lend
+
+    def configures(self, cls):
+        """Give `cls.__init__` the defaults (as `implements`) and `cls`'s docstring the options' entries."""
+        self.implements(cls.__init__)
+        cls.__doc__ = self._document(cls.__doc__ or "")
+        return cls
 
     def check(self, fn):
         """`fn` takes exactly these options as keyword-only parameters, without defaults of its own."""
@@ -283,4 +317,27 @@ TO_TORCH = Options(
     Option("program", None, "str | None",
            'which program to convert; default: the only one, or ``"forward"`` (a torch archive holds one).'),
     _ALLOW_SUBCLASSES,
+)
+
+
+# -- pt2format.dcp: the storage reader and writer that torch.distributed.checkpoint calls ------------
+
+DCP_READER = Options(
+    Option("program", None, "str | None",
+           "take the state of this program (default: of every program; a weights-only file's weight set)."),
+    Option("weight_set", None, "str | None", "take this named weight set instead."),
+    Option("verify_data", False, "bool",
+           "check the CRC-32 of every storage this rank reads from (reads those storages whole, once)."),
+    Option("mmap", True, "bool", "``False`` reads the file into memory instead of mapping it."),
+)
+
+DCP_WRITER = Options(
+    Option("program", None, "Any",
+           "an ``ExportedProgram`` (or a dict name -> ExportedProgram) the file holds; the checkpoint gives its "
+           "state (every saved tensor must be one of its state entries, with the same shape and dtype). A "
+           "program's state not in the checkpoint is stored as it is (meta-device state stays so). Default: a "
+           "weights-only file, one weight set named ``weight_set``."),
+    Option("weight_set", "default", "str", "name of that weight set."),
+    _ENCODING,
+    _FSYNC,
 )
