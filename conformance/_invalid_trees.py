@@ -203,6 +203,13 @@ def _union_missing(p):
     graph(p).nodes[0].inputs[0].value = None
 
 
+def _mixed_item_missing(p):
+    """Node input 0 as a 1.1 MixedListArgument: its old value, then an item whose value union is NONE."""
+    p.format_version.minor = 1
+    inp = graph(p).nodes[0].inputs[0]
+    inp.value = m.MixedListArgument(items=[m.Argument(value=inp.value), m.Argument(value=None)])
+
+
 def _state_kind_unspecified(p):
     prog(p).state[0].kind = m.StateKind.UNSPECIFIED
 
@@ -351,6 +358,8 @@ TREE_CASES = [
      "mlp", _set(lambda p: graph(p).nodes[0], "target", None), {}),
     ("argument_union_missing", "§7", "ValidationError", "a node input whose value union is NONE",
      "mlp", _union_missing, {}),
+    ("mixed_list_item_union_missing", "§7", "ValidationError",
+     "an item of a node input's MixedListArgument whose value union is NONE", "mlp", _mixed_item_missing, {}),
     ("tensor_meta_dtype_unspecified", "§7", "ValidationError", "TensorMeta.dtype UNSPECIFIED",
      "mlp", _tensor_meta("dtype", 0), {}),
     ("tensor_meta_missing", "§7", "ValidationError", "TensorValue.meta absent",

@@ -22,6 +22,7 @@ from pt2format._generated.model import (
     RangeConstraint,
     StateEntry,
 )
+from pt2format._options import SAVE
 from pt2format.errors import ExportError, Pt2FormatError
 
 from ._arguments import _class_fqn, _is_custom_obj_val
@@ -56,8 +57,9 @@ def _opsets(operators_used: set[str]) -> list[Opset]:
     return [Opset(namespace=k, version=v) for k, v in sorted(versions.items())]
 
 
+@SAVE.lends("example_inputs")
 def export_program(ep: torch.export.ExportedProgram, *, name: str = "forward", tensors: TensorTable | None = None,
-                   operators: dict | None = None, example_inputs: bool = True) -> Program:
+                   operators: dict | None = None, example_inputs: bool) -> Program:
     """Convert one ExportedProgram to a `Program` table; tensors and operator schemas go to the shared tables."""
     if not isinstance(ep, torch.export.ExportedProgram):
         raise ExportError("expected a torch.export.ExportedProgram", got=type(ep).__name__)
@@ -166,7 +168,8 @@ class _ProgramExporter:
             return None
 
 
-def export_package(programs, *, example_inputs: bool = True, weight_sets: dict | None = None):
+@SAVE.lends("example_inputs", "weight_sets")
+def export_package(programs, *, example_inputs: bool, weight_sets: dict | None):
     """(Package, payloads): one ExportedProgram (saved as "forward") or a dict name -> ExportedProgram.
 
     `weight_sets` (name -> ExportedProgram or dict name -> tensor) adds named

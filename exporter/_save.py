@@ -111,7 +111,7 @@ def _write(path, package, payloads, bar, update, *, encoding, fsync, max_shard_s
     if bar is not None:
         bar.total = sum(memoryview(p).nbytes for p in payloads) or 1
     try:
-        _api.write_package(path, package, payloads, encoding=encoding, fsync=fsync, progress=update,
+        _api.write_package(path, package, payloads, encoding=encoding, fsync=fsync, progress_callback=update,
                            max_shard_size=max_shard_size, external=external)
     except StringClassError as e:
         # A name torch accepted but readers refuse (SPEC.md §9): say so before anything is written.

@@ -70,7 +70,7 @@ def _read_and_build(path, *, program, map_location, weights, copy, verify_data, 
                                file_key=f.file_key, allow_subclasses=allow_subclasses)
             if weights:
                 attach_tensors(ep, tensors_of(f, program=program, weight_set=weight_set, map_location=map_location,
-                                              copy=copy, allow_subclasses=allow_subclasses))
+                                              copy=copy, allow_subclasses=allow_subclasses), strict=True)
         if extra_files is not None:
             extra_files.clear()
             extra_files.update(_extras.extra_files_dict(f))

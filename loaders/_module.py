@@ -208,8 +208,8 @@ def _constant_member(member, path):
     raise Unsupported(f"a {type(member).__name__} constant in a signature ({path})")
 
 
-def build_module(package, name, storage_view, *, map_location=None, copy: bool = False,
-                 file_key: tuple | None = None, allow_subclasses=()):
+def build_module(package, name, storage_view, *, map_location, copy: bool, file_key: tuple | None,
+                 allow_subclasses):
     """(module, None) for program `name` of `package`, or (None, reason) when the fast path cannot build it."""
     fv = package.format_version
     if fv is None or fv.major > pt2format.FORMAT_VERSION[0]:

@@ -23,6 +23,7 @@ from pt2format._generated.model import (
     NoneArgument,
     StringArgument,
 )
+from pt2format._options import LOAD
 from pt2format.errors import LoadError, Pt2FormatError, VersionError
 
 from ._fake_mode import fake_mode
@@ -94,9 +95,10 @@ def _exported_program(root, graph, sig, state_dict, ranges, mcg, example_inputs,
     return ep
 
 
-def build_program(package, name=None, storage_view=None, *, map_location=None, weights: bool = True,
-                  copy: bool = False, state: StateLoader | None = None,
-                  file_key: tuple | None = None, allow_subclasses=()) -> ExportedProgram:
+@LOAD.lends("map_location", "weights", "copy", "allow_subclasses")
+def build_program(package, name=None, storage_view=None, *, map_location, weights: bool, copy: bool,
+                  state: StateLoader | None = None, file_key: tuple | None = None,
+                  allow_subclasses) -> ExportedProgram:
     """Rebuild program `name` of `package`; `storage_view(i)` gives the bytes of Package.storages[i].
 
     `file_key` identifies the file the package came from (see

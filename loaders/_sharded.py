@@ -171,8 +171,8 @@ class ShardedModule(torch.nn.Module):
         return pytree.tree_map(lambda x: x.full_tensor() if isinstance(x, DTensor) else x, out)
 
 
-def load_sharded_module(path, *, device_mesh, placements, program=None, verify_data: bool = False,
-                        mmap: bool = True, allow_subclasses=()) -> ShardedModule:
+def load_sharded_module(path, *, device_mesh, placements, program, verify_data: bool, mmap: bool,
+                        allow_subclasses) -> ShardedModule:
     """See `pt2format.load_module`'s `device_mesh` and `placements`."""
     import torch.distributed.checkpoint as dcp
     from torch.distributed.checkpoint.api import CheckpointException

@@ -20,6 +20,7 @@ from pt2format.errors import LoadError
 from pt2format.vocab.origins import remember
 
 from pt2format._generated.model import Layout
+from pt2format._options import LOAD
 
 from . import _composite
 from ._names import check_fqn
@@ -42,8 +43,9 @@ def _map_device(map_location, device: torch.device) -> torch.device:
 class StateLoader:
     """Builds the tensors of a package on demand; one tensor object per Package.tensors row."""
 
-    def __init__(self, package, storage_view, *, map_location=None, weights: bool = True, copy: bool = False,
-                 file_key: tuple | None = None, allow_subclasses=()):
+    @LOAD.lends("map_location", "weights", "copy", "allow_subclasses")
+    def __init__(self, package, storage_view, *, map_location, weights: bool, copy: bool,
+                 file_key: tuple | None = None, allow_subclasses):
         self.package = package
         self.allowed = _composite.allowed_classes(allow_subclasses)
         self.file_key = file_key if weights else None  # see pt2format.vocab.origins

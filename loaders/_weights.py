@@ -44,7 +44,7 @@ def _is_safetensors(path: str) -> bool:
     return len(head) == 9 and head[8:9] == _SAFETENSORS_MAGIC_HINT
 
 
-def _from_safetensors(path: str, *, use_mmap: bool = True) -> dict:
+def _from_safetensors(path: str, *, use_mmap: bool) -> dict:
     """Name -> zero-copy tensor over a private map of a safetensors file (`use_mmap=False`: a private copy)."""
     from pt2format._external import read_safetensors_header
 
@@ -77,7 +77,7 @@ def _from_safetensors(path: str, *, use_mmap: bool = True) -> dict:
 
 
 def _from_pt2f(source, *, program: str | None, weight_set: str | None, map_location, copy: bool,
-               allow_subclasses=(), use_mmap: bool = True) -> dict:
+               allow_subclasses, use_mmap: bool) -> dict:
     """Name -> tensor of a program's state or of a weight set of a .pt2f file (path, bytes or file object)."""
     from pt2format._api import read
 
@@ -91,8 +91,8 @@ def _from_pt2f(source, *, program: str | None, weight_set: str | None, map_locat
         f.close()  # tensors keep their views (and so the map) alive
 
 
-def tensors_of(f, *, program: str | None, weight_set: str | None, map_location=None, copy: bool = False,
-               allow_subclasses=()) -> dict:
+def tensors_of(f, *, program: str | None, weight_set: str | None, map_location, copy: bool,
+               allow_subclasses) -> dict:
     """Name -> tensor of a program's state or of weight set `weight_set` of the open PackageFile `f`."""
     pkg = f.package
     if weight_set is not None:
@@ -133,11 +133,13 @@ def _fill_tied(state: dict, new: dict) -> None:
                 new[name] = new[other]
 
 
-def read_weights(source, *, program: str | None = None, weight_set: str | None = None, map_location=None,
-                 copy: bool = False, allow_subclasses=(), mmap: bool = True) -> dict:
+@ATTACH_WEIGHTS.lends("program", "weight_set", "map_location", "copy", "allow_subclasses", "mmap")
+def read_weights(source, *, program: str | None, weight_set: str | None, map_location, copy: bool, allow_subclasses,
+                 mmap: bool) -> dict:
     """Name -> tensor from a dict of tensors, a path (.pt2f or safetensors), or a .pt2f as bytes or a file object.
 
-    `mmap=False`: a path is read, not mapped.
+    `mmap=False`: a path is read, not mapped. The options default as for
+    `pt2format.attach_weights`, which reads its source through here.
     """
     from pt2format._source import is_pathlike
 
@@ -172,7 +174,7 @@ def attach_weights(ep, source, *, program, weight_set, map_location, copy, stric
     return attach_tensors(ep, new, where=os.fspath(source) if is_pathlike(source) else None, strict=strict)
 
 
-def attach_tensors(ep, new: dict, *, where=None, strict: bool = True):
+def attach_tensors(ep, new: dict, *, where=None, strict: bool):
     """`attach_weights` with the tensors already read (name -> tensor); `where` names their file in errors."""
     state = _program_state(ep)
     new = dict(new)

@@ -14,8 +14,7 @@ from __future__ import annotations
 import os
 import threading
 
-from pt2format._generated import limits as _limits
-from pt2format import FORMAT_VERSION, _codecs, _content_minor
+from pt2format import FORMAT_VERSION, _codecs, _content_minor, _options
 from pt2format._container.align import DATA_ALIGNMENT
 from pt2format._container.crc import crc32, crc32_combine
 from pt2format._container.header import (
@@ -36,11 +35,9 @@ from pt2format.errors import (
     VersionError,
 )
 
-DEFAULT_MAX_PROGRAM_BYTES = _limits.MAX_PROGRAM_BYTES
 #: Bytes per MADV_WILLNEED call in PackageFile.advise_ranges: Linux reads at most max(readahead window, io_pages)
 #: per call (force_page_cache_ra), so a larger range is asked for in pieces no larger than a small window.
 _WILLNEED_STEP = 2 << 20
-DEFAULT_MAX_DEPTH = _limits.MAX_DEPTH
 
 
 class PackageFile:
@@ -275,9 +272,9 @@ class PackageFile:
         return f"PackageFile({self.path!r}, programs={[p.name for p in self.package.programs]})"
 
 
-def read(path, *, verify_data: bool = False, max_program_bytes: int = DEFAULT_MAX_PROGRAM_BYTES,
-         max_depth: int = DEFAULT_MAX_DEPTH, copy_on_write: bool = False,
-         json_schema: bool = False, mmap: bool = True) -> PackageFile:
+@_options.READ.implements
+def read(path, *, verify_data: bool, max_program_bytes: int, max_depth: int, copy_on_write: bool,
+         json_schema: bool, mmap: bool) -> PackageFile:
     """Open a `.pt2f` file: check it, decode and validate its program tree, map its data.
 
     `path` is a path, a bytes-like object or a binary file object (see
@@ -359,13 +356,15 @@ def validate(path, **options) -> None:
         pass
 
 
-def write_package(path, package, storage_payloads, *, encoding: str = "flatbuffers", fsync: bool = True,
-                  data_checksums: bool = True, progress=None, max_shard_size=None, external=None) -> None:
+@_options.SAVE.lends("encoding", "fsync", "max_shard_size")
+def write_package(path, package, storage_payloads, *, encoding: str, fsync: bool, data_checksums: bool = True,
+                  progress_callback=None, max_shard_size, external=None) -> None:
     """Write `package` with `storage_payloads[i]` as the bytes of `package.storages[i]`, atomically.
 
     `path` is a path (written atomically, through symlinks, keeping the
     file's mode) or a writable binary file object (same bytes, in order; see
-    `pt2format._target`). `progress(bytes_written)` follows the write.
+    `pt2format._target`). `progress_callback(bytes_written)` follows the write.
+    `encoding`, `fsync` and `max_shard_size` default as for `pt2format.save`.
 
     Fills in (overwriting) every Storage's segment/offset/size/checksum and
     `Package.segments`, `shard_files` and `external_files`. By default all
@@ -415,7 +414,7 @@ def write_package(path, package, storage_payloads, *, encoding: str = "flatbuffe
                     and layout.length >= DATA_FIRST_MIN_BYTES and hasattr(os, "pwrite")):
                 try:
                     return _write_data_first(path, package, encoding, views, internal, layout, segments,
-                                             fsync=fsync, progress=progress)
+                                             fsync=fsync, progress_callback=progress_callback)
                 except LayoutChanged:
                     pass  # a checksum changed the program's length (almost never): write it the two-pass way
             crcs, data_crc = payload_checksums([views[i] for i in internal], layout) if data_checksums else (None, None)
@@ -453,7 +452,7 @@ def write_package(path, package, storage_payloads, *, encoding: str = "flatbuffe
                           encoding=ENCODING_BY_NAME[encoding], data_layout=layout, data_crc=data_crc,
                           package_id=package_id)
     write_target(path, header, program, [views[i] for i in internal] if layout else (), layout, fsync=fsync,
-                 progress=progress)
+                 progress_callback=progress_callback)
 
 
 #: Encodings whose checksum fields have a length independent of their value (for CRCs >= 2**16 in
@@ -464,7 +463,8 @@ DATA_FIRST_MIN_BYTES = 32 << 20
 _PROVISIONAL_CRC = 0xFFFFFFFF
 
 
-def _write_data_first(path, package, encoding, views, internal, layout, segments, *, fsync, progress) -> None:
+def _write_data_first(path, package, encoding, views, internal, layout, segments, *, fsync,
+                      progress_callback) -> None:
     """Save with the checksums computed while the data is written (writer.write_container_data_first).
 
     The program is encoded once with provisional checksums to fix where the
@@ -497,7 +497,7 @@ def _write_data_first(path, package, encoding, views, internal, layout, segments
         return header_for(len(program), crc32(program), data_crc, package_id), program
 
     write_path_data_first(path, data_offset, [views[i] for i in internal], layout, finish, fsync=fsync,
-                          progress=progress)
+                          progress_callback=progress_callback)
 
 
 def _place(storage, segment: int, offset: int, size: int, crc) -> None:
@@ -508,7 +508,8 @@ def _place(storage, segment: int, offset: int, size: int, crc) -> None:
     storage.checksum = 0 if crc is None else crc
 
 
-def convert(src, dst, encoding: str, *, fsync: bool = True) -> None:
+@_options.SAVE.lends("fsync")
+def convert(src, dst, encoding: str, *, fsync: bool) -> None:
     """Rewrite `src` at `dst` with the program in `encoding`; data (shards included) is copied into `dst`.
 
     `src` is read as a `.pt2f` by pt2format's reader, whatever its bytes: a

@@ -63,7 +63,7 @@ def _as_bytes(name: str, value):
     return view.cast("B") if view.format != "B" or view.ndim != 1 else view
 
 
-def attach(package, payloads: list, *, extra_files: Mapping | None = None, metadata: Mapping | None = None) -> list:
+def attach(package, payloads: list, *, extra_files: Mapping | None, metadata: Mapping | None) -> list:
     """Put `metadata` and `extra_files` into `package`; returns payloads with the extra files appended.
 
     Raises TypeError/ValueError (the caller's argument is wrong) before

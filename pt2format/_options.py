@@ -14,7 +14,15 @@ of its docstring and its defaults from one `Options` table here:
   keyword-only parameters without defaults, and gets the defaults from here
   (a parameter the table lacks, or an option the function lacks, is an
   error at import time, so the two cannot drift apart); `TABLE.check` checks
-  the names alone, for a class only the public function constructs.
+  the names alone, for a class only the public function constructs;
+- an inner function that other modules and tests call with some options
+  left out (`_api.write_package`, `loaders._weights.read_weights`) takes
+  those defaults with `TABLE.lends(name, ...)`; the layers under it take
+  every value from their caller (keyword-only, no default);
+- a public class configured by options (`pt2format.dcp`'s storage reader
+  and writer) is decorated with `TABLE.configures`: its `__init__` is
+  checked and given the defaults as by `implements`, and its docstring
+  gets the options' entries as by `public`.
 
 To add an option: one `Option(...)` line in its table, and the parameter
 where it is used. Imports without torch.
@@ -25,6 +33,7 @@ from __future__ import annotations
 import functools
 import inspect
 import textwrap
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +50,10 @@ class Option:
     default: Any
     annotation: str
     doc: str
+
+    def documented(self, doc: str, annotation: str | None = None) -> Option:
+        """The same option (name and default) documented for another function, where it reads differently."""
+        return dataclasses.replace(self, doc=doc, annotation=annotation or self.annotation)
 
 
 class Options:
@@ -59,6 +72,32 @@ class Options:
         self.check(fn)
         fn.__kwdefaults__ = {**(fn.__kwdefaults__ or {}), **self.defaults()}
         return fn
+
+    def lends(self, *names: str):
+        """A decorator giving `fn`'s keyword-only parameters `names` (written without defaults) their defaults.
+
+        For an inner function that takes a few of a public function's
+        options and is also called with them left out.
+        """
+        unknown = [n for n in names if n not in self.names]
+        assert not unknown, unknown
+        defaults = {n: d for n, d in self.defaults().items() if n in names}
+
+        def lend(fn):
+            keyword = {p.name: p for p in inspect.signature(fn).parameters.values() if p.kind is _KW}
+            wrong = [n for n in names if n not in keyword or keyword[n].default is not inspect.Parameter.empty]
+            if wrong:
+                raise TypeError(f"{fn.__qualname__}: {wrong} must be keyword-only parameters without a default")
+            fn.__kwdefaults__ = {**(fn.__kwdefaults__ or {}), **defaults}
+            return fn
+
+        return lend
+
+    def configures(self, cls):
+        """Give `cls.__init__` the defaults (as `implements`) and `cls`'s docstring the options' entries."""
+        self.implements(cls.__init__)
+        cls.__doc__ = self._document(cls.__doc__ or "")
+        return cls
 
     def check(self, fn):
         """`fn` takes exactly these options as keyword-only parameters, without defaults of its own."""
@@ -156,17 +195,23 @@ _PROGRESS = Option("progress", None, "bool | None",
                    "a progress bar (bytes written) on stderr; ``None`` (default) shows it only when stderr is a "
                    "terminal, and only for saves that take over a second.")
 
+_EXTRA_FILES = Option("extra_files", None, "Mapping[str, bytes | str] | None",
+                      "name -> bytes (or str, stored as UTF-8), as in ``torch.export.save``: files kept beside the "
+                      "programs, in the data section. Names are 1-255 bytes of UTF-8 without control characters.")
+_METADATA = Option("metadata", None, "Mapping[str, str] | None",
+                   "str -> str, as in safetensors: small strings for people and tools (at most 1 MiB in all); "
+                   "shown by ``pt2format inspect``.")
+_WEIGHT_SET = Option("weight_set", None, "str | None",
+                     "load the program with this named weight set of the file instead of its own state (see "
+                     "``attach_weights``).")
+
 SAVE = Options(
     _ENCODING,
     _FSYNC,
     _PROGRESS,
     Option("example_inputs", True, "bool", "also store each program's example inputs."),
-    Option("extra_files", None, "Mapping[str, bytes | str] | None",
-           "name -> bytes (or str, stored as UTF-8), as in ``torch.export.save``: files kept beside the "
-           "programs, in the data section. Names are 1-255 bytes of UTF-8 without control characters."),
-    Option("metadata", None, "Mapping[str, str] | None",
-           "str -> str, as in safetensors: small strings for people and tools (at most 1 MiB in all); shown "
-           "by ``pt2format inspect``."),
+    _EXTRA_FILES,
+    _METADATA,
     _MAX_SHARD_SIZE,
     _EXTERNAL_DATA,
     Option("weight_sets", None, "Mapping[str, Any] | None",
@@ -182,14 +227,12 @@ LOAD = Options(
            "(for inspecting or transforming a graph); such a program cannot run until real weights are set."),
     _COPY,
     _VERIFY_DATA,
-    Option("extra_files", None, "dict[str, bytes] | None",
+    _EXTRA_FILES.documented(
            "a dict, filled in (cleared first) with the file's extra files, name -> bytes; like "
-           "``torch.export.load``'s argument, but every file is returned and values are bytes, not text."),
-    Option("metadata", None, "dict[str, str] | None",
-           "a dict, filled in (cleared first) with the file's metadata."),
-    Option("weight_set", None, "str | None",
-           "load the program with this named weight set of the file instead of its own state (see "
-           "``attach_weights``)."),
+           "``torch.export.load``'s argument, but every file is returned and values are bytes, not text.",
+           "dict[str, bytes] | None"),
+    _METADATA.documented("a dict, filled in (cleared first) with the file's metadata.", "dict[str, str] | None"),
+    _WEIGHT_SET,
     _PREFETCH,
     _ALLOW_SUBCLASSES,
     _MMAP,
@@ -210,12 +253,14 @@ LOAD_MODULE = Options(
            "wins, ``Replicate()`` for the rest."),
 )
 
+_COPY_ON_WRITE = Option("copy_on_write", False, "bool", "make tensors writable (writes stay in memory).")
+
 OPEN = Options(
     Option("framework", "pt", "str",
            '``"pt"`` (torch tensors) or ``"np"`` (numpy arrays, no torch needed) for ``get_tensor``.'),
-    Option("copy_on_write", False, "bool", "make tensors writable (writes stay in memory)."),
-    Option("verify_data", False, "bool", "check every data checksum now."),
-    Option("mmap", True, "bool",
+    _COPY_ON_WRITE,
+    _VERIFY_DATA.documented("check every data checksum now."),
+    _MMAP.documented(
            "``False`` reads a path into memory instead of mapping it (see ``load``); ``get_tensor`` then "
            "views that memory."),
     Option("device", None, "Any",
@@ -224,9 +269,9 @@ OPEN = Options(
 )
 
 ATTACH_WEIGHTS = Options(
-    Option("program", None, "str | None",
+    _PROGRAM.documented(
            "which program's state of a `.pt2f` source to take (default: the only one, or ``\"forward\"``)."),
-    Option("weight_set", None, "str | None",
+    _WEIGHT_SET.documented(
            "take this named weight set of a `.pt2f` source instead (a weights-only file's only set is taken "
            "by default)."),
     _MAP_LOCATION,
@@ -253,13 +298,13 @@ _MAX_PROGRAM_BYTES = Option("max_program_bytes", _limits.MAX_PROGRAM_BYTES, "int
 _MAX_DEPTH = Option("max_depth", _limits.MAX_DEPTH, "int", "refuse schema trees nested deeper than this.")
 
 READ = Options(
-    Option("verify_data", False, "bool", "check every data checksum now."),
+    _VERIFY_DATA.documented("check every data checksum now."),
     _MAX_PROGRAM_BYTES,
     _MAX_DEPTH,
-    Option("copy_on_write", False, "bool", "map privately so data views are writable (writes stay in memory)."),
+    _COPY_ON_WRITE.documented("map privately so data views are writable (writes stay in memory)."),
     Option("json_schema", False, "bool",
            "also run the jsonschema library over a JSON program (slow; ``validate`` does it)."),
-    Option("mmap", True, "bool",
+    _MMAP.documented(
            "``False`` reads a path (and its shard and external files, when first needed) into memory instead "
            "of mapping it, for files another process may truncate (see ``load``); a file that shrinks while it "
            "is read is a ``FormatError``."),
@@ -268,19 +313,41 @@ READ = Options(
 VALIDATE = Options(
     _MAX_PROGRAM_BYTES,
     _MAX_DEPTH,
-    Option("mmap", True, "bool", "``False`` reads the file into memory instead of mapping it (see ``load``)."),
+    _MMAP.documented("``False`` reads the file into memory instead of mapping it (see ``load``)."),
 )
 
 FROM_TORCH = Options(
     _ENCODING,
     _FSYNC,
     _PROGRESS,
-    Option("metadata", None, "Mapping[str, str] | None",
-           "str -> str stored in the `.pt2f` file, as ``save``'s ``metadata``."),
+    _METADATA.documented("str -> str stored in the `.pt2f` file, as ``save``'s ``metadata``."),
 )
 
 TO_TORCH = Options(
-    Option("program", None, "str | None",
+    _PROGRAM.documented(
            'which program to convert; default: the only one, or ``"forward"`` (a torch archive holds one).'),
     _ALLOW_SUBCLASSES,
+)
+
+
+# -- pt2format.dcp: the storage reader and writer that torch.distributed.checkpoint calls ------------
+
+DCP_READER = Options(
+    _PROGRAM.documented(
+           "take the state of this program (default: of every program; a weights-only file's weight set)."),
+    _WEIGHT_SET.documented("take this named weight set instead."),
+    _VERIFY_DATA.documented(
+           "check the CRC-32 of every storage this rank reads from (reads those storages whole, once)."),
+    _MMAP.documented("``False`` reads the file into memory instead of mapping it."),
+)
+
+DCP_WRITER = Options(
+    _PROGRAM.documented(
+           "an ``ExportedProgram`` (or a dict name -> ExportedProgram) the file holds; the checkpoint gives its "
+           "state (every saved tensor must be one of its state entries, with the same shape and dtype). A "
+           "program's state not in the checkpoint is stored as it is (meta-device state stays so). Default: a "
+           "weights-only file, one weight set named ``weight_set``.", "Any"),
+    Option("weight_set", "default", "str", "name of that weight set."),
+    _ENCODING,
+    _FSYNC,
 )

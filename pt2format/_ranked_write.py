@@ -260,7 +260,8 @@ def finish_files(path: str, package, payloads, fqn_storage: dict, names, placeme
                           program_length=len(program), program_crc=crc32(program),
                           encoding=ENCODING_BY_NAME[encoding], data_layout=layout, data_crc=data_crc,
                           package_id=package_id)
-    write_target(path, header, program, [views[i] for i in internal] if layout else (), layout, fsync=fsync)
+    write_target(path, header, program, [views[i] for i in internal] if layout else (), layout, fsync=fsync,
+                 progress_callback=None)
 
 
 @dataclass(frozen=True)

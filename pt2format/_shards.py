@@ -116,7 +116,7 @@ def write_shards(path: str, names, headers, views, groups, layouts, *, fsync: bo
     def one(k):
         group = groups[k]
         write_container(os.path.join(directory, names[k]), headers[k], b"", [views[i] for i in group], layouts[k],
-                        fsync=fsync)
+                        fsync=fsync, progress_callback=None)
     run_parallel(one, range(len(groups)))
 
 

@@ -45,23 +45,24 @@ def resolve_path(path) -> str:
 
 
 def write_target(target, header: Header, program, data_views=(), data_layout: DataLayout | None = None, *,
-                 fsync: bool = True, progress=None) -> None:
+                 fsync: bool, progress_callback) -> None:
     """Write the container to `target` (a path or a writable binary file object)."""
     if is_stream_target(target):
-        _write_stream(target, header, program, data_views, data_layout, fsync=fsync, progress=progress)
+        _write_stream(target, header, program, data_views, data_layout, fsync=fsync,
+                      progress_callback=progress_callback)
         return
     if not isinstance(target, (str, bytes, os.PathLike)):
         raise TypeError(f"expected a path (str or os.PathLike) or a binary file object with write(); "
                         f"got {type(target).__name__}")
     _at_path(target, lambda real: write_container(real, header, program, data_views, data_layout, fsync=fsync,
-                                                  progress=progress))
+                                                  progress_callback=progress_callback))
 
 
 def write_path_data_first(target, data_offset: int, data_views, data_layout: DataLayout, finish, *,
-                          fsync: bool = True, progress=None) -> None:
+                          fsync: bool, progress_callback) -> None:
     """writer.write_container_data_first to a path, with write_target's handling of links, modes and errors."""
     _at_path(target, lambda real: write_container_data_first(real, data_offset, data_views, data_layout, finish,
-                                                             fsync=fsync, progress=progress))
+                                                             fsync=fsync, progress_callback=progress_callback))
 
 
 def _at_path(target, write) -> None:
@@ -91,7 +92,8 @@ def _renamed(err: OSError, user_path: str) -> OSError:
     return new
 
 
-def _write_stream(stream, header: Header, program, data_views, data_layout, *, fsync: bool, progress) -> None:
+def _write_stream(stream, header: Header, program, data_views, data_layout, *, fsync: bool,
+                  progress_callback) -> None:
     """Emit header, program and data in file order; the bytes equal what write_container puts in a file."""
     pos = 0
 
@@ -102,8 +104,8 @@ def _write_stream(stream, header: Header, program, data_views, data_layout, *, f
         while done < len(view):
             n = stream.write(view[done:done + _CHUNK])
             done += len(view[done:done + _CHUNK]) if n is None else n
-            if progress is not None:
-                progress(pos + done)
+            if progress_callback is not None:
+                progress_callback(pos + done)
         pos += len(view)
 
     def zeros(n: int) -> None:

@@ -10,6 +10,7 @@ import argparse
 import collections
 import sys
 
+from pt2format import _options
 from pt2format.errors import Pt2FormatError
 
 _ENCODINGS = ("flatbuffers", "msgpack", "json")
@@ -146,8 +147,9 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--from-torch", action="store_true", help="FILE is a torch.export archive: read it with "
                    "torch.export.load (as safe as that call, no safer); implied by a FILE ending in .pt2")
     s.add_argument("dest", nargs="?", help="output file (or use -o)")
-    s.add_argument("--encoding", choices=_ENCODINGS, help="program encoding of a .pt2f output (default flatbuffers "
-                   "from a torch archive; required between two .pt2f files)")
+    s.add_argument("--encoding", choices=_ENCODINGS, help="program encoding of a .pt2f output (default "
+                   f"{_options.FROM_TORCH.defaults()['encoding']} from a torch archive; required between two .pt2f "
+                   "files)")
     s.add_argument("-o", "--output")
     s.add_argument("--program", help="which program to write into a torch archive (default: the only one, "
                    "or 'forward')")

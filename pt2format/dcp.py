@@ -44,6 +44,7 @@ from torch.futures import Future
 from pt2format import _ranked_write
 from pt2format._container.crc import crc32
 from pt2format._generated import model as m
+from pt2format._options import DCP_READER, DCP_WRITER
 from pt2format.errors import ChecksumError, ExportError, LoadError
 
 __all__ = ["StorageReader", "StorageWriter"]
@@ -65,25 +66,19 @@ def _plain_row(row) -> bool:
     return row.subclass is None and row.layout == m.Layout.STRIDED and row.quantization is None
 
 
+@DCP_READER.configures
 class StorageReader(_DcpStorageReader):
     """Reads a `.pt2f` file (single, sharded or on external safetensors data) for `dcp.load`.
 
     Args:
         path: the `.pt2f` file (also accepted as DCP's ``checkpoint_id``).
-        program: take the state of this program (default: of every program;
-            a weights-only file's weight set).
-        weight_set: take this named weight set instead.
-        verify_data: check the CRC-32 of every storage this rank reads from
-            (reads those storages whole, once).
-        mmap: ``False`` reads the file into memory instead of mapping it.
 
     Parameters, buffers and tensor constants are exposed under their state
     entry names. Rows that are no plain strided tensor (sparse, subclass,
     quantized) and meta-device state (no bytes in the file) are left out.
     """
 
-    def __init__(self, path, *, program: str | None = None, weight_set: str | None = None,
-                 verify_data: bool = False, mmap: bool = True):
+    def __init__(self, path, *, program, weight_set, verify_data, mmap):
         super().__init__()
         self.path = os.fspath(path)
         self.program = program
@@ -220,6 +215,7 @@ class _GlobalPlan:
     placements: dict
 
 
+@DCP_WRITER.configures
 class StorageWriter(_DcpStorageWriter):
     """Writes a `.pt2f` file from `dcp.save` on any number of ranks.
 
@@ -227,22 +223,12 @@ class StorageWriter(_DcpStorageWriter):
         path: the main file to write (also accepted as DCP's ``checkpoint_id``);
             shard files go next to it, one per rank that writes most of some
             tensor.
-        program: an ``ExportedProgram`` (or a dict name -> ExportedProgram)
-            the file holds; the checkpoint gives its state (every saved
-            tensor must be one of its state entries, with the same shape and
-            dtype). A program's state not in the checkpoint is stored as it
-            is (meta-device state stays so). Default: a weights-only file,
-            one weight set named ``weight_set``.
-        weight_set: name of that weight set (default ``"default"``).
-        encoding: the program section's encoding (as for ``pt2format.save``).
-        fsync: fsync every file before it is renamed into place.
 
     Non-tensor entries of the state dict (DCP's bytes items) are refused:
     a `.pt2f` holds tensors and programs, nothing pickled.
     """
 
-    def __init__(self, path, *, program=None, weight_set: str = "default", encoding: str = "flatbuffers",
-                 fsync: bool = True):
+    def __init__(self, path, *, program, weight_set, encoding, fsync):
         super().__init__()
         self.path = os.fspath(path)
         self.program = program

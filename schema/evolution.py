@@ -118,12 +118,6 @@ def _rule_equal(where: str, old, new, key: str = "") -> list[str]:
             "released name, SPEC.md §8.1)"]
 
 
-def _bounds(text) -> dict:
-    """`name=value; ...` of a pt2f_limits attribute, values as spelled (`1<<30`) with blanks removed."""
-    pairs = (part.split("=", 1) for part in (text or "").split(";") if part.strip())
-    return {k.strip(): v.replace(" ", "") for k, v in pairs}
-
-
 def _rule_limits(where: str, old, new) -> list[str]:
     """Every bound the release lists keeps its value; a bound it does not list may be added.
 
@@ -131,9 +125,16 @@ def _rule_limits(where: str, old, new) -> list[str]:
     spelling it (`max_json_depth` and `max_msgpack_depth`, added after 1.1, are the
     parsers' container depths, each reader's own constant before), or one only
     readers of a new minor apply; which of the two is for review, as ATTRIBUTES.md says."""
-    before, after = _bounds(old), _bounds(new)
-    return [f"{where}: pt2f_limits bound {k} changed {v!r} -> {after.get(k)!r} (a released bound never changes, "
-            "SPEC.md §8.1)" for k, v in before.items() if after.get(k) != v]
+    from codegen.limits import parse_limits
+
+    before, after = ({} if text is None else parse_limits(text) for text in (old, new))
+    out = []
+    for name, (value, spelled) in before.items():
+        now = after.get(name)
+        if now is None or now[0] != value:
+            out.append(f"{where}: pt2f_limits bound {name} changed {spelled!r} -> {now and now[1]!r} (a released "
+                       "bound never changes, SPEC.md §8.1)")
+    return out
 
 
 # The attribute contract (SPEC.md §8.5): one line per `pt2f_*` attribute kind, the rule its value follows
@@ -263,16 +264,9 @@ def diff(old, new) -> list[str]:
         elif what.startswith("table "):
             problems += _attribute_changes(what, before.get("attributes", {}), after.get("attributes", {}), known)
             problems += _diff_table(what, before["fields"], after["fields"], known)
-        elif what.startswith("enum "):
+        else:  # an enum or a union: its own attributes, then its values or members with theirs
             problems += _attribute_changes(what, before["own_attributes"], after["own_attributes"], known)
-            problems += _diff_enum(what, before, after, known)
-        else:
-            problems += _attribute_changes(what, before["own_attributes"], after["own_attributes"], known)
-            problems += _diff_union(what, before["members"], after["members"])
-            for index, (name, _) in before["members"].items():
-                if index in after["members"]:
-                    problems += _attribute_changes(f"{what}.{name}", before["attributes"][index],
-                                                   after["attributes"][index], known)
+            problems += (_diff_enum if what.startswith("enum ") else _diff_union)(what, before, after, known)
     return problems
 
 
@@ -336,16 +330,18 @@ def _diff_enum(what, before, after, known) -> list[str]:
     return out
 
 
-def _diff_union(what, before, after) -> list[str]:
+def _diff_union(what, before, after, known) -> list[str]:
     out = []
-    for index, (name, table) in before.items():
-        now = after.get(index)
+    for index, (name, table) in before["members"].items():
+        now = after["members"].get(index)
         if now is None:
             out.append(f"{what}.{name}: member {index} deleted")
-        elif now[0] != name:
+            continue
+        if now[0] != name:
             out.append(f"{what}.{name}: member {index} renamed to {now[0]!r}")
         elif now[1] != table:
             out.append(f"{what}.{name}: member {index} now holds table {now[1]}, not {table}")
+        out += _attribute_changes(f"{what}.{name}", before["attributes"][index], after["attributes"][index], known)
     return out
 
 

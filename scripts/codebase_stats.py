@@ -179,6 +179,8 @@ def option_table(tree: Path) -> dict[str, list[tuple[str, object]]]:
     def option(node):
         if isinstance(node, ast.Name):
             return shared.get(node.id)
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "documented":
+            return option(node.func.value)  # a shared option documented for another function: same default
         if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "Option":
             default = node.args[1]
             return node.args[0].value, ast.literal_eval(default) if isinstance(default, ast.Constant) or (

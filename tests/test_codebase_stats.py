@@ -48,8 +48,11 @@ FILES_1 = {
     "tests/test_x.py": "def test_x():\n    assert 1\n\n",  # 2
     "README.md": "# prose is not code\n",
 }
-# The second commit: the exporter forwards without spelling the default; the Python reader gains a rule.
+# The second commit: the exporter forwards without spelling the default; the Python reader gains a rule; load's
+# table takes the shared fsync with its own doc (`documented`: the default is not written again).
 FILES_2 = {
+    "pt2format/_options.py": FILES_1["pt2format/_options.py"] + 'LOAD = Options(_FSYNC.documented("flush, on load."))\n',
+
     "exporter/_save.py": ('@SAVE.implements\ndef save(ep, path, *, encoding, fsync):\n    """Save.\n\n    Args:\n'
                           '        fsync: flush.\n    """\n    write(path)\n'),  # 7
     "pt2format/_validate.py": FILES_1["pt2format/_validate.py"] + "    if tree.y:\n        raise _fail('y', 'y')\n",
@@ -97,13 +100,13 @@ def test_figures_of_a_synthetic_repository(tmp_path):
     out = r.stdout
     assert "generated files left out: 3 before, 3 after" in out  # limits.py, big.py, model.ts
     assert _row(out, "schema/")[1:4] == ["11", "11", "0"]
-    assert _row(out, "pt2format/")[1:4] == ["11", "13", "+2"]
+    assert _row(out, "pt2format/")[1:4] == ["11", "14", "+3"]
     assert _row(out, "exporter/")[1:4] == ["2", "7", "+5"]
     assert _row(out, "loaders/ (py)")[1:3] == ["2", "2"]
     assert _row(out, "loaders/ (cpp)")[1:3] == ["11", "11"]
     assert _row(out, "loaders/ (ts)")[1:3] == ["8", "8"]
     assert _row(out, "tests/")[1:3] == ["2", "2"]
-    assert _row(out, "**total**")[1:3] == ["47", "54"]
+    assert _row(out, "**total**")[1:3] == ["47", "55"]
     assert _row(out, "Python")[1:3] == ["3", "4"]
     assert _row(out, "C++")[1:3] == ["2", "2"]
     assert _row(out, "TypeScript")[1:3] == ["2", "2"]
@@ -112,6 +115,7 @@ def test_figures_of_a_synthetic_repository(tmp_path):
     # fsync: default written in the options table, the exporter (before only) and the loader's load; a
     # parameter of save and load; passed on by the exporter before; documented in save's Args after
     assert _row(out, "`fsync = True`")[1:5] == ["3 → 2", "2 → 2", "1 → 0", "0 → 1"]
+    assert "- `load`: fsync\n" in out
     assert _row(out, "`encoding = 'flatbuffers'`")[1:4] == ["2 → 1", "1 → 1", "1 → 0"]
     # max_depth with a number: the .fbs, _validate.py's default, kMaxDepth, maxDepth (generated limits.py and
     # the comment in _options.py not)

@@ -47,7 +47,7 @@ def _gc_paused():
             gc.enable()
 
 
-def encode(package, encoding: str = "flatbuffers") -> bytes:
+def encode(package, encoding: str) -> bytes:
     """Encode a `Package` tree; EncodingError (with the field path) when the tree does not fit the schema."""
     c = _codec(encoding)
     try:
@@ -58,7 +58,7 @@ def encode(package, encoding: str = "flatbuffers") -> bytes:
                             expected="a tree of sane depth") from None
 
 
-def decode(data, encoding: str = "flatbuffers", *, max_depth: int = DEFAULT_MAX_DEPTH,
+def decode(data, encoding: str, *, max_depth: int = DEFAULT_MAX_DEPTH,
            max_bytes: int = DEFAULT_MAX_BYTES, json_schema: bool = False):
     """Decode a program section into a `Package`.
 

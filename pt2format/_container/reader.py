@@ -17,6 +17,7 @@ from __future__ import annotations
 import mmap as _mmap
 import os
 
+from pt2format._options import READ
 from pt2format._source import open_regular, read_regular
 from pt2format.errors import ChecksumError, HeaderError, LimitError
 from pt2format._container.crc import crc32
@@ -26,8 +27,9 @@ from pt2format._container.header import ChecksumKind, SectionKind, unpack_header
 class ContainerFile:
     """A checked, mapped container. Main files verify the PROGRAM checksum on open."""
 
-    def __init__(self, path, *, shard: bool = False, max_program_bytes: int | None = None,
-                 copy_on_write: bool = False, data=None, mmap: bool = True):
+    @READ.lends("copy_on_write", "mmap")
+    def __init__(self, path, *, shard: bool = False, max_program_bytes: int | None = None, copy_on_write: bool,
+                 data=None, mmap: bool):
         """Map the file at `path` (`mmap=False`: read it into memory); or, with `data`, use that buffer in place.
 
         With `data` (the whole file as a buffer), `path` is only the name

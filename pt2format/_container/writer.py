@@ -102,16 +102,20 @@ def build_header(*, format_version, required_features: int, program_length: int,
 
 
 def write_container(path, header: Header, program, data_views=(), data_layout: DataLayout | None = None, *,
-                    fsync: bool = True, progress=None) -> None:
+                    fsync: bool, progress_callback) -> None:
     """Write header, program and data payloads to `path` atomically, as laid out in `header`.
 
-    `progress`, if given, is called as `progress(bytes_written_so_far)` after
-    each write of at most 64 MiB, so a bar can follow the write itself.
+    `progress_callback`, if not None, is called as
+    `progress_callback(bytes_written_so_far)` after each write of at most
+    64 MiB, so a bar can follow the write itself. `fsync` and the callback
+    come from the caller (`pt2format.save`'s options reach here through
+    `_api.write_package`): no layer under the public functions has defaults
+    of its own.
     """
     head = pack_header(header)
 
     def _write_all(fd: int, view, pos: int) -> int:
-        return _write_all_reporting(fd, view, pos, progress)
+        return _write_all_reporting(fd, view, pos, progress_callback)
 
     def _write_zeros(fd: int, n: int, pos: int) -> int:
         if n < 0:
@@ -155,7 +159,7 @@ def _pwrite_all(fd: int, view, pos: int) -> None:
         done += os.pwrite(fd, view[done:done + _WRITE_CHUNK], pos + done)
 
 
-def write_data_checksummed(fd: int, base: int, views, layout: DataLayout, progress=None):
+def write_data_checksummed(fd: int, base: int, views, layout: DataLayout, progress_callback):
     """Write each payload at `base` + its offset and return (payload CRCs, section CRC, join).
 
     A writer thread puts the payloads in the file (pwrite of at most
@@ -185,8 +189,8 @@ def write_data_checksummed(fd: int, base: int, views, layout: DataLayout, progre
                     chunk = view[start:start + _PASS_CHUNK]
                     _pwrite_all(fd, chunk, pos + start)
                     written += len(chunk)
-                    if progress is not None:
-                        progress(written)
+                    if progress_callback is not None:
+                        progress_callback(written)
         except BaseException as e:  # noqa: BLE001 - handed to the caller by join()
             failure.append(e)
 
@@ -219,7 +223,7 @@ def write_data_checksummed(fd: int, base: int, views, layout: DataLayout, progre
 
 
 def write_container_data_first(path, data_offset: int, data_views, data_layout: DataLayout, finish, *,
-                               fsync: bool = True, progress=None) -> None:
+                               fsync: bool, progress_callback) -> None:
     """Atomically write a file whose data section starts at `data_offset`, data first.
 
     `finish(crcs, section_crc)` returns (header, program) once the payload
@@ -227,7 +231,7 @@ def write_container_data_first(path, data_offset: int, data_views, data_layout: 
     when the header does not put the data section at `data_offset`.
     """
     def fill(fd: int) -> None:
-        crcs, section, join = write_data_checksummed(fd, data_offset, data_views, data_layout, progress)
+        crcs, section, join = write_data_checksummed(fd, data_offset, data_views, data_layout, progress_callback)
         try:
             header, program = finish(crcs, section)
         except BaseException:
@@ -245,14 +249,14 @@ def write_container_data_first(path, data_offset: int, data_views, data_layout: 
     atomic_write(path, fill, fsync=fsync)
 
 
-def _write_all_reporting(fd: int, view, pos: int, progress) -> int:
+def _write_all_reporting(fd: int, view, pos: int, progress_callback) -> int:
     view = memoryview(view)
     n = len(view)
     done = 0
     while done < n:
         done += os.write(fd, view[done:done + _WRITE_CHUNK])
-        if progress is not None:
-            progress(pos + done)
+        if progress_callback is not None:
+            progress_callback(pos + done)
     return pos + n
 
 
@@ -262,7 +266,7 @@ def _write_zeros(fd: int, n: int, pos: int) -> int:
     return _write_all(fd, bytes(n), pos) if n else pos
 
 
-def atomic_write(path, fill, *, fsync: bool = True, release_old_in_background: bool = True) -> None:
+def atomic_write(path, fill, *, fsync: bool, release_old_in_background: bool = True) -> None:
     """Call `fill(fd)` on a new temp file next to `path`, fsync it, then put it in place of `path`.
 
     With `release_old_in_background`, a regular file already at `path` is

@@ -18,6 +18,8 @@ def _bad(noun, path, expected, got):
 
 
 def c_Argument(o, x):
+    if o.value is None:
+        raise ValidationError('union value is missing', path='value')
     c = _U_Argument_value.get(type(o.value))
     if c is not None:
         try:
@@ -60,6 +62,8 @@ def c_Graph(o, x):
     for i, c in enumerate(o.inputs):
         if c is None:
             continue
+        if c.value is None:
+            raise ValidationError('union value is missing', path=f"inputs[{i}].value")
         k = _U_Argument_value.get(type(c.value))
         if k is not None:
             try:
@@ -69,6 +73,8 @@ def c_Graph(o, x):
     for i, c in enumerate(o.outputs):
         if c is None:
             continue
+        if c.value is None:
+            raise ValidationError('union value is missing', path=f"outputs[{i}].value")
         k = _U_Argument_value.get(type(c.value))
         if k is not None:
             try:
@@ -212,6 +218,8 @@ def c_MixedListArgument(o, x):
     for i, c in enumerate(o.items):
         if c is None:
             continue
+        if c.value is None:
+            raise ValidationError('union value is missing', path=f"items[{i}].value")
         k = _U_Argument_value.get(type(c.value))
         if k is not None:
             try:
@@ -232,6 +240,8 @@ def c_ModuleCallSignature(o, x):
     for i, c in enumerate(o.inputs):
         if c is None:
             continue
+        if c.value is None:
+            raise ValidationError('union value is missing', path=f"inputs[{i}].value")
         k = _U_Argument_value.get(type(c.value))
         if k is not None:
             try:
@@ -241,6 +251,8 @@ def c_ModuleCallSignature(o, x):
     for i, c in enumerate(o.outputs):
         if c is None:
             continue
+        if c.value is None:
+            raise ValidationError('union value is missing', path=f"outputs[{i}].value")
         k = _U_Argument_value.get(type(c.value))
         if k is not None:
             try:
@@ -279,6 +291,8 @@ def c_Node(o, x):
     for i, c in enumerate(o.outputs):
         if c is None:
             continue
+        if c.value is None:
+            raise ValidationError('union value is missing', path=f"outputs[{i}].value")
         k = _U_Argument_value.get(type(c.value))
         if k is not None:
             try:

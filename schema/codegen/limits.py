@@ -42,6 +42,19 @@ def read_limits(schema) -> dict[str, tuple[int, str]]:
     text = schema.root.attributes.get("pt2f_limits")
     if text is None:
         raise SystemExit("regen: the root table has no pt2f_limits attribute")
+    out = parse_limits(text)
+    if set(out) != set(DESCRIPTIONS):
+        raise SystemExit(f"regen: pt2f_limits and codegen/limits.py DESCRIPTIONS differ: "
+                         f"{sorted(set(out) ^ set(DESCRIPTIONS))}")
+    return out
+
+
+def parse_limits(text: str) -> dict[str, tuple[int, str]]:
+    """name -> (value, spelling) of one `pt2f_limits` value (`name=N; name=N<<K; ...`); raises on any malformed pair.
+
+    The one parser of the attribute: regen reads the working schema with it,
+    and schema/evolution.py the released ones.
+    """
     out = {}
     for part in text.split(";"):
         mt = _PAIR.fullmatch(part)
@@ -52,9 +65,6 @@ def read_limits(schema) -> dict[str, tuple[int, str]]:
         if name in out:
             raise SystemExit(f"regen: pt2f_limits names {name} twice")
         out[name] = (value, f"{base} << {shift}" if shift else base)
-    if set(out) != set(DESCRIPTIONS):
-        raise SystemExit(f"regen: pt2f_limits and codegen/limits.py DESCRIPTIONS differ: "
-                         f"{sorted(set(out) ^ set(DESCRIPTIONS))}")
     return out
 
 

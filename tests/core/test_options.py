@@ -106,3 +106,68 @@ def test_table_refuses_an_implementation_that_drifts():
         return a, b, internal
 
     assert table.implements(fine)(0) == (1, 2, None)
+
+
+def test_lends_gives_a_few_defaults_and_refuses_one_written_again():
+    table = _options.Options(_options.Option("a", 1, "int", "doc"), _options.Option("b", 2, "int", "doc"))
+
+    @table.lends("a")
+    def inner(x, *, a, b):
+        return a, b
+
+    assert inner(0, b=5) == (1, 5)
+    with pytest.raises(TypeError, match="missing 1 required keyword-only argument: 'b'"):
+        inner(0)
+
+    def respelled(x, *, a=1):
+        pass
+
+    def positional(x, a):
+        pass
+
+    for fn in (respelled, positional):
+        with pytest.raises(TypeError, match=r"\['a'\] must be keyword-only parameters without a default"):
+            table.lends("a")(fn)
+
+
+# Functions under the public ones that other modules and tests call with options left out: their defaults are
+# the public function's (Python's own kwdefaults, what a call without the option really uses).
+LENT = {
+    ("pt2format._api", "write_package"): (_options.SAVE, ("encoding", "fsync", "max_shard_size")),
+    ("pt2format._api", "convert"): (_options.SAVE, ("fsync",)),
+    ("pt2format._api", "read"): (_options.READ, _options.READ.names),
+    ("pt2format.loaders._weights", "read_weights"): (
+        _options.ATTACH_WEIGHTS, ("program", "weight_set", "map_location", "copy", "allow_subclasses", "mmap")),
+    ("pt2format.exporter._program", "export_package"): (_options.SAVE, ("example_inputs", "weight_sets")),
+}
+
+
+@pytest.mark.parametrize("module,name", sorted(LENT))
+def test_inner_functions_take_the_public_defaults(module, name):
+    import importlib
+
+    table, names = LENT[module, name]
+    fn = getattr(importlib.import_module(module), name)
+    assert {k: fn.__kwdefaults__[k] for k in names} == {k: table.defaults()[k] for k in names}
+
+
+def test_the_layers_under_write_package_take_fsync_from_their_caller():
+    from pt2format import _target
+    from pt2format._container import writer
+
+    for fn in (writer.write_container, writer.write_container_data_first, writer.atomic_write,
+               _target.write_target, _target.write_path_data_first):
+        assert "fsync" not in (fn.__kwdefaults__ or {}), fn.__qualname__
+        with pytest.raises(TypeError, match="required keyword-only argument"):
+            fn(*[None] * fn.__code__.co_argcount)
+
+
+def test_dcp_reader_and_writer_agree_with_their_tables():
+    from pt2format import dcp
+
+    for cls, table in ((dcp.StorageReader, _options.DCP_READER), (dcp.StorageWriter, _options.DCP_WRITER)):
+        assert _keyword_defaults(cls) == table.defaults()
+        for option in table.names:
+            assert f"\n        {option}: " in cls.__doc__, (cls, option)
+    assert _options.DCP_WRITER.defaults()["fsync"] is _options.SAVE.defaults()["fsync"] is True
+    assert _options.DCP_WRITER.defaults()["encoding"] == _options.SAVE.defaults()["encoding"] == "flatbuffers"

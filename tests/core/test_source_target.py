@@ -132,12 +132,12 @@ def test_error_names_the_users_path_not_the_temp_file(tmp_path):
 
 def test_progress_follows_the_write(tmp_path):
     seen = []
-    _write(tmp_path / "m.pt2f", progress=seen.append)
+    _write(tmp_path / "m.pt2f", progress_callback=seen.append)
     size = (tmp_path / "m.pt2f").stat().st_size
     assert seen == sorted(seen) and len(seen) > 3
     assert seen[-1] == size
     streamed = []
-    _write(io.BytesIO(), progress=streamed.append)
+    _write(io.BytesIO(), progress_callback=streamed.append)
     assert streamed[-1] == size
 
 

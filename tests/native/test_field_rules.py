@@ -266,7 +266,20 @@ def _value_cases():
             p.external_files = [m.ExternalFile(name="w.bin", **{"format": 1, **kw})]
         return mutate
 
+    def mixed_item(p):  # a 1.1 MixedListArgument whose second item has no member
+        inp = _at(p, f"{g}.nodes[0].inputs[0]")
+        inp.value = m.MixedListArgument(items=[m.Argument(value=inp.value), m.Argument(value=None)])
+
+    def map_entry(p):
+        _at(p, f"{g}.nodes[0].inputs[0]").value = m.StringToArgumentMapArgument(
+            entries=[m.ArgumentMapEntry(key="a", value=m.Argument(value=None))])
+
     return {
+        ("Argument", "value"): ("mlp", mixed_item, f"{g}.nodes[0].inputs[0].value.items[1].value", 1),
+        ("Argument", "value", "map entry"): ("mlp", map_entry, f"{g}.nodes[0].inputs[0].value.entries[0].value.value",
+                                             0),
+        ("Argument", "value", "graph output"): ("mlp", _set(f"{g}.outputs[0]", "value", None),
+                                                f"{g}.outputs[0].value", 0),
         ("SymExpr", "kind"): ("dynamic_batch", _set("programs[0].sym_exprs[0]", "kind", 0),
                               "programs[0].sym_exprs[0].kind", 0),
         ("SymExpr", "kind", "undeclared"): ("dynamic_batch", _set("programs[0].sym_exprs[0]", "kind", 11),

@@ -164,3 +164,27 @@ def test_a_new_bound_passes_and_a_removed_one_fails(tmp_path):
     removed = text.replace(limits.group(0), limits.group(0).replace("max_depth=128; ", "", 1), 1)
     problems = _diff(text, removed, tmp_path)
     assert any("pt2f_limits bound max_depth" in p for p in problems), problems
+
+
+def test_a_bound_respelled_with_the_same_value_passes(tmp_path):
+    """Bounds are compared by value: `1<<30` written out as `1073741824` changes nothing a reader does."""
+    text = FBS.read_text()
+    limits = re.search(r'pt2f_limits: "([^"]*)"', text)
+    assert "max_program_bytes=1<<30" in limits.group(1), "the root table's bounds"
+    respelled = text.replace(limits.group(0), limits.group(0).replace("1<<30", str(1 << 30), 1), 1)
+    assert not [p for p in _diff(text, respelled, tmp_path) if "pt2f_limits" in p]
+
+
+def test_a_malformed_bound_fails_the_diff_as_it_fails_regen(tmp_path):
+    """evolution parses pt2f_limits with regen's parser (codegen/limits.py): one message for a malformed entry."""
+    from codegen.limits import read_limits
+
+    text = FBS.read_text()
+    limits = re.search(r'pt2f_limits: "([^"]*)"', text)
+    want = r"^regen: malformed pt2f_limits entry ' max_depth=12x' \(want name=N or name=N<<K\)$"
+    broken = _schema(text.replace(limits.group(0), limits.group(0).replace("max_depth=128", "max_depth=12x", 1), 1),
+                     tmp_path)
+    with pytest.raises(SystemExit, match=want):
+        evolution.diff(_schema(text, tmp_path), broken)
+    with pytest.raises(SystemExit, match=want):
+        read_limits(broken)

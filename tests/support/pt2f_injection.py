@@ -211,7 +211,8 @@ def write_program(path, base: BaseFile, program: bytes) -> None:
                           program_length=len(program), program_crc=crc32(program),
                           encoding=ENCODING_BY_NAME[base.encoding], data_layout=layout,
                           data_crc=crc32(base.data) if base.data else None)
-    write_container(path, header, program, [base.data] if base.data else [], layout, fsync=False)
+    write_container(path, header, program, [base.data] if base.data else [], layout, fsync=False,
+                    progress_callback=None)
 
 
 def _encode(pkg, encoding):

@@ -86,7 +86,8 @@ def write_raw(path, package, payloads=(), *, encoding="flatbuffers", program_byt
     header = build_header(format_version=(fv.major, fv.minor), required_features=features,
                           program_length=len(program_bytes), program_crc=zlib.crc32(program_bytes), encoding=enc,
                           data_layout=layout, data_crc=data_crc)
-    write_container(path, header, program_bytes, [memoryview(p) for p in payloads], layout, fsync=False)
+    write_container(path, header, program_bytes, [memoryview(p) for p in payloads], layout, fsync=False,
+                    progress_callback=None)
 
 
 def write_shard(path, payloads, *, format_version=(1, 0)) -> int:

@@ -135,6 +135,7 @@ inline void check_WeightSet(const pt2format::WeightSet *o, Ctx &x, const Frame *
 inline void check_Argument(const pt2format::Argument *o, Ctx &x, const Frame *f) {
   (void)x;
   (void)f;
+  if (uint32_t(o->value_type()) == 0 || !o->value()) value_fail(f, "value", "union value is missing", "", "");
   {
     const Frame cf{f, "value", -1};
     if (const auto *c = o->value_as_TokenArgument()) check_TokenArgument(c, x, &cf);

@@ -67,6 +67,7 @@ const len = (v: TValue | undefined): number => ((v ?? []) as TValue[]).length;
 const tables = (v: TValue | undefined): TTable[] => (v ?? []) as TTable[];
 
 function checkArgument(o: TTable, x: Ctx, f: Frame | null): void {
+  if (o['value'] === null || o['value'] === undefined) valueFail(f, 'value', 'union value is missing');
   {
     const c = (o['value'] ?? null) as TTable | null;
     if (c !== null) {
