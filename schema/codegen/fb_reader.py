@@ -21,7 +21,6 @@ from __future__ import annotations
 from codegen.constants import FMT, FMT_NAMES, SIZE, UTYPE, lit as _lit, struct_fmt as _struct_fmt
 from codegen.strings import model_imports, string_check, string_check_all, string_check_imports
 from codegen.templates import render
-from pt2format._strings import STRING_CLASSES
 from codegen.trail import marker, wrapped
 
 
@@ -71,9 +70,7 @@ def generate(schema, m) -> str:
     out = []
     w = out.append
     names = sorted(o.short for o in schema.objects)
-    # `_OK_<class>`: the strings its checker already accepted, tested inline before calling it.
-    accepted = "".join(f"_OK_{c} = _SC_{c}.accepted\n" for c in STRING_CLASSES) + "\n"
-    w(render("fb_reader_head.py.tmpl", model_imports=model_imports(names), string_checks=string_check_imports() + accepted,
+    w(render("fb_reader_head.py.tmpl", model_imports=model_imports(names), string_checks=string_check_imports(accepted=True),
              ident=schema.file_ident, nslots=max_slots, nslots1=max_slots + 1))
     for ch in sorted(set(FMT.values())):
         w(f"_S_{_fmt_name(ch)} = struct.Struct('<{ch}').unpack_from\n")
