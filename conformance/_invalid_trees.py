@@ -210,6 +210,14 @@ def _mixed_item_missing(p):
     inp.value = m.MixedListArgument(items=[m.Argument(value=inp.value), m.Argument(value=None)])
 
 
+def _mixed_item_undeclared(p):
+    """Node input 0 as a 1.1 MixedListArgument: its old value, then a tensor the graph does not declare."""
+    p.format_version.minor = 1
+    inp = graph(p).nodes[0].inputs[0]
+    inp.value = m.MixedListArgument(items=[m.Argument(value=inp.value),
+                                           m.Argument(value=m.TensorArgument(name="nowhere"))])
+
+
 def _state_kind_unspecified(p):
     prog(p).state[0].kind = m.StateKind.UNSPECIFIED
 
@@ -360,6 +368,9 @@ TREE_CASES = [
      "mlp", _union_missing, {}),
     ("mixed_list_item_union_missing", "§7", "ValidationError",
      "an item of a node input's MixedListArgument whose value union is NONE", "mlp", _mixed_item_missing, {}),
+    ("mixed_list_item_undeclared", "§7", "ValidationError",
+     "an item of a node input's MixedListArgument names a tensor the graph does not declare", "mlp",
+     _mixed_item_undeclared, {}),
     ("tensor_meta_dtype_unspecified", "§7", "ValidationError", "TensorMeta.dtype UNSPECIFIED",
      "mlp", _tensor_meta("dtype", 0), {}),
     ("tensor_meta_missing", "§7", "ValidationError", "TensorValue.meta absent",

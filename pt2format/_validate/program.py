@@ -420,6 +420,12 @@ class _Graph:
                 self.prog.check_tree_spec(v.spec, 0)
             except Pt2FormatError as e:
                 raise _wrap(e, "spec")
+        elif cls is m.MixedListArgument:  # 1.1: each item is a whole Argument, in this graph's scope
+            for i, item in enumerate(v.items):
+                try:
+                    self.check_argument(item.value)
+                except Pt2FormatError as e:
+                    raise _wrap(e, f"items[{i}].value")
         elif cls is m.StringToArgumentMapArgument:
             for i, entry in enumerate(v.entries):
                 try:

@@ -158,6 +158,14 @@ void Validator::check_argument(const Scope &sc, ArgumentValue type, const void *
       check_tree_spec(a->spec(), 0, path + ".spec");
       return;
     }
+    case A::MixedListArgument: {  // 1.1: each item is a whole Argument, in this graph's scope
+      const auto *items = static_cast<const MixedListArgument *>(v)->items();
+      for (uint32_t i = 0; i < len(items); ++i) {
+        const auto *item = items->Get(i);
+        check_argument(sc, item->value_type(), item->value(), depth, path + ".items[" + num(i) + "].value");
+      }
+      return;
+    }
     case A::StringToArgumentMapArgument: {
       const auto *entries = static_cast<const StringToArgumentMapArgument *>(v)->entries();
       for (uint32_t i = 0; i < len(entries); ++i) {

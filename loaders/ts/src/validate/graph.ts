@@ -131,6 +131,8 @@ export class GraphCheck implements GraphScopes {
       const spec = v['spec'] as T | null;
       this.checkMetadata(v['metadata'] as T | null, 'metadata');
       within('spec', () => this.prog.checkTreeSpec(spec!, 0));
+    } else if (k === 'MixedListArgument') {  // 1.1: each item is a whole Argument, in this graph's scope
+      arr(v['items']).forEach((item, i) => within(`items[${i}].value`, () => this.checkArgument((item as T)['value'] as T | null)));
     } else if (k === 'StringToArgumentMapArgument') {
       arr(v['entries']).forEach((entry, i) => within(`entries[${i}].value`, () => {
         const val = (entry as T)['value'] as T | null;
