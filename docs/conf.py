@@ -40,3 +40,27 @@ html_static_path = ["_static"]
 # Markdown pages pulled in from the repository (SPEC.md, the readers' READMEs) link to files of the
 # checkout that are not pages of this site; those links stay plain text instead of failing the build.
 suppress_warnings = ["myst.xref_missing"]
+
+
+def _table_defaults(app, obj, bound_method):
+    """Show the defaults an options table gives at import (pt2format/_options.py, `Options.configures`).
+
+    `autodoc_preserve_defaults` copies each default's text from the source, where such a keyword-only
+    parameter has none (the table gives it to `__kwdefaults__`): it would show an empty default. Those
+    parameters show the value's repr instead, as autodoc does without the option.
+    """
+    sig = getattr(obj, "__signature__", None)
+    kwdefaults = getattr(obj, "__kwdefaults__", None) or {}
+    if sig is None or not kwdefaults:
+        return
+    fixed = []
+    for p in sig.parameters.values():
+        shown = getattr(p.default, "name", "") if p.default is not p.empty else ""
+        if p.name in kwdefaults and shown is None:
+            p = p.replace(default=kwdefaults[p.name])
+        fixed.append(p)
+    obj.__signature__ = sig.replace(parameters=fixed)
+
+
+def setup(app):
+    app.connect("autodoc-before-process-signature", _table_defaults, priority=600)  # after preserve_defaults
