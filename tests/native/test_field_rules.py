@@ -12,7 +12,6 @@ the Python, C++ and TypeScript readers alike.
 
 from __future__ import annotations
 
-import re
 import sys
 import tempfile
 from pathlib import Path
@@ -320,7 +319,6 @@ def test_every_required_attribute_has_a_case():
     assert _schema_rules("pt2f_required") == {k[1:3] for k in CASES if k[0] == "required"}
 
 
-_AT = re.compile(r" at (\S+): ")
 
 
 @pytest.fixture(scope="module")
@@ -373,11 +371,9 @@ def test_cpp_reader(files):
         pytest.fail(f"C++ toolchain missing: {why}")
     build = U.build("release")
     for (key, enc), (file, path) in files.items():
-        r = U.run(build / "pt2f-dump", file)
-        line = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ""
-        found = _AT.search(line)
-        assert r.returncode == U.EXIT_BAD_FILE and "ValidationError" in line, (key, enc, line)
-        assert found and found.group(1) == path, (key, enc, line)
+        code, line, found = U.error_at(build, file)
+        assert code == U.EXIT_BAD_FILE and "ValidationError" in line, (key, enc, line)
+        assert found == path, (key, enc, line)
 
 
 @pytest.mark.native
@@ -388,8 +384,7 @@ def test_ts_reader(files):
     if why:
         pytest.fail(f"the TypeScript reader needs Node.js: {why}")
     U.build()
-    by_file = {r["file"]: r for r in U.dump_batch([f for f, _ in files.values()], verify_data=True)}
+    by_file = U.errors_at([f for f, _ in files.values()])
     for (key, enc), (file, path) in files.items():
-        r = by_file[str(file)]
-        found = _AT.search(r.get("message", ""))
-        assert r["error"] == "ValidationError" and found and found.group(1) == path, (key, enc, r)
+        error, found, r = by_file[str(file)]
+        assert error == "ValidationError" and found == path, (key, enc, r)

@@ -10,15 +10,11 @@ test holds the three readers to the same place, the item's name.
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
 import pytest
 
 from conformance import make_invalid as M
 from pt2format._generated import model as m
 
-_AT = re.compile(r" at (\S+): ")
 _PATH = "programs[0].graph.nodes[0].inputs[0].value.items[{i}].value{tail}"
 
 
@@ -76,11 +72,9 @@ def test_cpp_reader(files):
         pytest.fail(f"C++ toolchain missing: {why}")
     build = U.build("release")
     for (key, enc), (file, path) in files.items():
-        r = U.run(build / "pt2f-dump", file)
-        line = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ""
-        found = _AT.search(line)
-        assert r.returncode == U.EXIT_BAD_FILE and "ValidationError" in line, (key, enc, line)
-        assert found and found.group(1) == path, (key, enc, line)
+        code, line, found = U.error_at(build, file)
+        assert code == U.EXIT_BAD_FILE and "ValidationError" in line, (key, enc, line)
+        assert found == path, (key, enc, line)
 
 
 @pytest.mark.native
@@ -91,8 +85,7 @@ def test_ts_reader(files):
     if why:
         pytest.fail(f"the TypeScript reader needs Node.js: {why}")
     U.build()
-    by_file = {r["file"]: r for r in U.dump_batch([f for f, _ in files.values()], verify_data=True)}
+    by_file = U.errors_at([f for f, _ in files.values()])
     for (key, enc), (file, path) in files.items():
-        r = by_file[str(file)]
-        found = _AT.search(r.get("message", ""))
-        assert r["error"] == "ValidationError" and found and found.group(1) == path, (key, enc, r)
+        error, found, r = by_file[str(file)]
+        assert error == "ValidationError" and found == path, (key, enc, r)

@@ -14,6 +14,7 @@ import functools
 import importlib.util
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -67,6 +68,17 @@ def run(exe: Path, *args, timeout: float = 120, env=None) -> subprocess.Complete
     r = subprocess.run([str(exe), *map(str, args)], capture_output=True, timeout=timeout, env=env)
     r.stderr = r.stderr.decode("utf-8", "replace")
     return r
+
+
+_AT = re.compile(r" at (\S+): ")
+
+
+def error_at(build_dir: Path, file) -> tuple[int, str, str | None]:
+    """`pt2f-dump`'s exit status on `file`, its last stderr line, and the path that line names (` at PATH: `)."""
+    r = run(build_dir / "pt2f-dump", file)
+    line = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ""
+    found = _AT.search(line)
+    return r.returncode, line, found.group(1) if found else None
 
 
 def run_input(exe: Path, stdin: str, *args, timeout: float = 120) -> subprocess.CompletedProcess:

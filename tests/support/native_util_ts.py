@@ -77,6 +77,18 @@ def dump_batch(paths, timeout: float = 300, validate: bool = True, verify_data: 
     return out
 
 
+_AT = re.compile(r" at (\S+): ")
+
+
+def errors_at(paths) -> dict[str, tuple[str | None, str | None, dict]]:
+    """Per file (as a str): the TS reader's error class, the path its message names (` at PATH: `), and the record."""
+    out = {}
+    for r in dump_batch(paths, verify_data=True):
+        found = _AT.search(r.get("message", ""))
+        out[r["file"]] = (r.get("error"), found.group(1) if found else None, r)
+    return out
+
+
 def chromium() -> str | None:
     for exe in ("chromium", "chromium-browser"):
         path = shutil.which(exe)
