@@ -59,13 +59,19 @@ def _module_inputs(ep, module_types) -> None:
 
 
 def _deferred_module(ep) -> None:
-    """`ep.module()` with code generation deferred (see _deferred.py): the first output does not wait for it."""
+    """`ep.module()` with code generation deferred (see _deferred.py): the first output does not wait for it.
+
+    The collector is off meanwhile, as while the program was built: `module()`
+    copies the graph (tens of thousands of nodes and meta dicts, none of them
+    garbage), and each collection the copy would start traverses the whole
+    loaded program again. One young collection over the new module follows.
+    """
     from ._deferred import deferred_codegen
 
     plain_module = ep.module
 
     def module(*args, **kwargs):
-        with deferred_codegen():
+        with deferred_codegen(), _no_gc():
             return plain_module(*args, **kwargs)
 
     ep.module = module
