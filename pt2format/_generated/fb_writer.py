@@ -148,19 +148,34 @@ _IDENT = b"P2FP"
 _U32 = struct.Struct('<I').pack
 _U32x2 = struct.Struct('<II').pack
 _ZEROS = bytes(64)
+E = b""  # the value of an absent field for a table's packer (see _layout_entry)
 
 
 def _layout_entry(fields, mask):
     """[packers by padding, offsets by slot, size, alignment, vtable bytes, where the vtable is (None: not yet)].
 
     A table is followed (in the file) by the padding that aligns it: packer `p`
-    writes the table and `p` zero bytes, so a table is one chunk.
+    writes the table and `p` zero bytes, so a table is one chunk. A packer
+    takes a value for every inline field in layout order, present or not: an
+    absent one is passed `E` (b"") into a zero-length "0s", which writes
+    nothing, so a table is packed in one call without building a list of the
+    fields it has.
     """
     pk, offs, osz, al, vtb = _layout(fields, mask)
-    fmt = pk.__self__.format
+    fmt, pos = ["<i"], 4
+    for i, (slot, size, fal, f) in enumerate(fields):
+        if mask >> i & 1:
+            pad = -pos % fal
+            if pad:
+                fmt.append("%dx" % pad)
+            fmt.append(f)
+            pos += pad + size
+        else:
+            fmt.append("0s" * len(struct.unpack("<" + f, bytes(size))))
+    fmt = "".join(fmt)
+    if struct.calcsize(fmt) != osz:  # the same bytes as the layout's own packer, or no packer at all
+        raise AssertionError(f"layout of mask {mask}: {fmt!r} is not {osz} bytes")
     return [tuple(struct.Struct(fmt + ("%dx" % p if p else "")).pack for p in range(al)), offs, osz, al, vtb, None]
-
-
 _ST_SymBool = struct.Struct('<i?3x').pack
 _ST_SymFloat = struct.Struct('<i4xd').pack
 _ST_SymInt = struct.Struct('<i4xq').pack
@@ -367,12 +382,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[1] - x1)
-            if mk & 2:
-                v.append(t1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[1] - x1 if mk & 1 else E,
+                t1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -414,12 +427,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -457,10 +468,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -503,10 +513,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -544,10 +553,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -589,12 +597,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -631,10 +637,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -678,12 +683,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x0)
-            if mk & 2:
-                v.append(x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x0 if mk & 1 else E,
+                x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -727,12 +730,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x0)
-            if mk & 2:
-                v.append(x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x0 if mk & 1 else E,
+                x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -774,12 +775,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -826,14 +825,11 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            if mk & 4:
-                v.append(t - offs[2] - x2)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E,
+                t - offs[2] - x2 if mk & 4 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -876,12 +872,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -924,12 +918,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -966,10 +958,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1006,10 +997,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1051,12 +1041,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1117,18 +1105,13 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x1)
-            if mk & 2:
-                v.append(t - offs[0] - x0)
-            if mk & 4:
-                v.append(x4)
-            if mk & 8:
-                v.append(x2)
-            if mk & 16:
-                v.append(x3)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x1 if mk & 1 else E,
+                t - offs[0] - x0 if mk & 2 else E,
+                x4 if mk & 4 else E,
+                x2 if mk & 8 else E,
+                x3 if mk & 16 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1171,12 +1154,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1214,10 +1195,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1259,10 +1239,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1299,10 +1278,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1340,10 +1318,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1387,12 +1364,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x0)
-            if mk & 2:
-                v.append(x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x0 if mk & 1 else E,
+                x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1434,12 +1409,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1481,12 +1454,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1585,34 +1556,21 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            if mk & 4:
-                v.append(t - offs[2] - x2)
-            if mk & 8:
-                v.append(t - offs[3] - x3)
-            if mk & 16:
-                v.append(t - offs[4] - x4)
-            if mk & 32:
-                v.append(t - offs[5] - x5)
-            if mk & 64:
-                v.append(t - offs[6] - x6)
-            if mk & 128:
-                v.append(t - offs[7] - x7)
-            if mk & 256:
-                v.append(t - offs[10] - x10)
-            if mk & 512:
-                v.append(t - offs[11] - x11)
-            if mk & 1024:
-                v.append(t - offs[12] - x12)
-            if mk & 2048:
-                v.append(x8)
-            if mk & 4096:
-                v.append(x9)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E,
+                t - offs[2] - x2 if mk & 4 else E,
+                t - offs[3] - x3 if mk & 8 else E,
+                t - offs[4] - x4 if mk & 16 else E,
+                t - offs[5] - x5 if mk & 32 else E,
+                t - offs[6] - x6 if mk & 64 else E,
+                t - offs[7] - x7 if mk & 128 else E,
+                t - offs[10] - x10 if mk & 256 else E,
+                t - offs[11] - x11 if mk & 512 else E,
+                t - offs[12] - x12 if mk & 1024 else E,
+                x8 if mk & 2048 else E,
+                x9 if mk & 4096 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1664,16 +1622,12 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            if mk & 4:
-                v.append(t - offs[2] - x2)
-            if mk & 8:
-                v.append(t - offs[3] - x3)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E,
+                t - offs[2] - x2 if mk & 4 else E,
+                t - offs[3] - x3 if mk & 8 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1715,12 +1669,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1776,16 +1728,12 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x0)
-            if mk & 2:
-                v.append(x1)
-            if mk & 4:
-                v.append(x3)
-            if mk & 8:
-                v.append(x2)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x0 if mk & 1 else E,
+                x1 if mk & 2 else E,
+                x3 if mk & 4 else E,
+                x2 if mk & 8 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1825,12 +1773,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[1] - x1)
-            if mk & 2:
-                v.append(t1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[1] - x1 if mk & 1 else E,
+                t1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1878,14 +1824,11 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            if mk & 4:
-                v.append(x2)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E,
+                x2 if mk & 4 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1927,12 +1870,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1974,12 +1915,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2021,12 +1960,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2080,16 +2017,12 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            if mk & 4:
-                v.append(x2)
-            if mk & 8:
-                v.append(x3)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E,
+                x2 if mk & 4 else E,
+                x3 if mk & 8 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2126,10 +2059,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2167,10 +2099,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2212,10 +2143,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2252,10 +2182,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2293,10 +2222,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2344,14 +2272,11 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x1)
-            if mk & 2:
-                v.append(t - offs[0] - x0)
-            if mk & 4:
-                v.append(t - offs[2] - x2)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x1 if mk & 1 else E,
+                t - offs[0] - x0 if mk & 2 else E,
+                t - offs[2] - x2 if mk & 4 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2389,10 +2314,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2435,12 +2359,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2477,10 +2399,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2522,12 +2443,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2564,10 +2483,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2605,10 +2523,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2645,10 +2562,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2690,12 +2606,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2752,18 +2666,13 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            if mk & 4:
-                v.append(t - offs[2] - x2)
-            if mk & 8:
-                v.append(t - offs[3] - x3)
-            if mk & 16:
-                v.append(t - offs[4] - x4)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E,
+                t - offs[2] - x2 if mk & 4 else E,
+                t - offs[3] - x3 if mk & 8 else E,
+                t - offs[4] - x4 if mk & 16 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2810,14 +2719,11 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            if mk & 4:
-                v.append(t - offs[2] - x2)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E,
+                t - offs[2] - x2 if mk & 4 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2874,18 +2780,13 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[2] - x2)
-            if mk & 4:
-                v.append(t2)
-            if mk & 8:
-                v.append(x3)
-            if mk & 16:
-                v.append(x4)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[2] - x2 if mk & 2 else E,
+                t2 if mk & 4 else E,
+                x3 if mk & 8 else E,
+                x4 if mk & 16 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2927,12 +2828,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2969,10 +2868,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3055,26 +2953,17 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            if mk & 4:
-                v.append(t - offs[2] - x2)
-            if mk & 8:
-                v.append(t - offs[3] - x3)
-            if mk & 16:
-                v.append(t - offs[4] - x4)
-            if mk & 32:
-                v.append(t - offs[6] - x6)
-            if mk & 64:
-                v.append(t - offs[7] - x7)
-            if mk & 128:
-                v.append(t - offs[8] - x8)
-            if mk & 256:
-                v.append(x5)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E,
+                t - offs[2] - x2 if mk & 4 else E,
+                t - offs[3] - x3 if mk & 8 else E,
+                t - offs[4] - x4 if mk & 16 else E,
+                t - offs[6] - x6 if mk & 32 else E,
+                t - offs[7] - x7 if mk & 64 else E,
+                t - offs[8] - x8 if mk & 128 else E,
+                x5 if mk & 256 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3180,36 +3069,22 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x10)
-            if mk & 2:
-                v.append(t - offs[0] - x0)
-            if mk & 4:
-                v.append(t - offs[1] - x1)
-            if mk & 8:
-                v.append(t - offs[2] - x2)
-            if mk & 16:
-                v.append(t - offs[3] - x3)
-            if mk & 32:
-                v.append(t - offs[4] - x4)
-            if mk & 64:
-                v.append(t - offs[5] - x5)
-            if mk & 128:
-                v.append(t - offs[6] - x6)
-            if mk & 256:
-                v.append(t - offs[7] - x7)
-            if mk & 512:
-                v.append(t - offs[11] - x11)
-            if mk & 1024:
-                v.append(t - offs[12] - x12)
-            if mk & 2048:
-                v.append(x8)
-            if mk & 4096:
-                v.append(x9)
-            if mk & 8192:
-                v.append(x13)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x10 if mk & 1 else E,
+                t - offs[0] - x0 if mk & 2 else E,
+                t - offs[1] - x1 if mk & 4 else E,
+                t - offs[2] - x2 if mk & 8 else E,
+                t - offs[3] - x3 if mk & 16 else E,
+                t - offs[4] - x4 if mk & 32 else E,
+                t - offs[5] - x5 if mk & 64 else E,
+                t - offs[6] - x6 if mk & 128 else E,
+                t - offs[7] - x7 if mk & 256 else E,
+                t - offs[11] - x11 if mk & 512 else E,
+                t - offs[12] - x12 if mk & 1024 else E,
+                x8 if mk & 2048 else E,
+                x9 if mk & 4096 else E,
+                x13 if mk & 8192 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3272,20 +3147,14 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x2)
-            if mk & 2:
-                v.append(t - offs[0] - x0)
-            if mk & 4:
-                v.append(t - offs[1] - x1)
-            if mk & 8:
-                v.append(t - offs[3] - x3)
-            if mk & 16:
-                v.append(t - offs[4] - x4)
-            if mk & 32:
-                v.append(t - offs[5] - x5)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x2 if mk & 1 else E,
+                t - offs[0] - x0 if mk & 2 else E,
+                t - offs[1] - x1 if mk & 4 else E,
+                t - offs[3] - x3 if mk & 8 else E,
+                t - offs[4] - x4 if mk & 16 else E,
+                t - offs[5] - x5 if mk & 32 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3317,8 +3186,8 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3350,8 +3219,8 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3393,12 +3262,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3446,14 +3313,11 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[2] - x2)
-            if mk & 4:
-                v.append(x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[2] - x2 if mk & 2 else E,
+                x1 if mk & 4 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3490,10 +3354,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3557,20 +3420,14 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            if mk & 4:
-                v.append(t - offs[2] - x2)
-            if mk & 8:
-                v.append(t - offs[4] - x4)
-            if mk & 16:
-                v.append(x3)
-            if mk & 32:
-                v.append(x5)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E,
+                t - offs[2] - x2 if mk & 4 else E,
+                t - offs[4] - x4 if mk & 8 else E,
+                x3 if mk & 16 else E,
+                x5 if mk & 32 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3634,20 +3491,14 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[2] - x2)
-            if mk & 4:
-                v.append(t - offs[3] - x3)
-            if mk & 8:
-                v.append(t - offs[4] - x4)
-            if mk & 16:
-                v.append(x1)
-            if mk & 32:
-                v.append(x5)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[2] - x2 if mk & 2 else E,
+                t - offs[3] - x3 if mk & 4 else E,
+                t - offs[4] - x4 if mk & 8 else E,
+                x1 if mk & 16 else E,
+                x5 if mk & 32 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3690,12 +3541,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x1)
-            if mk & 2:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x1 if mk & 1 else E,
+                t - offs[0] - x0 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3732,10 +3581,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3772,10 +3620,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3815,12 +3662,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[1] - x1)
-            if mk & 2:
-                v.append(t1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[1] - x1 if mk & 1 else E,
+                t1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3857,10 +3702,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3960,34 +3804,21 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x2)
-            if mk & 2:
-                v.append(t - offs[0] - x0)
-            if mk & 4:
-                v.append(t - offs[1] - x1)
-            if mk & 8:
-                v.append(t - offs[3] - x3)
-            if mk & 16:
-                v.append(t - offs[4] - x4)
-            if mk & 32:
-                v.append(t - offs[5] - x5)
-            if mk & 64:
-                v.append(t - offs[6] - x6)
-            if mk & 128:
-                v.append(t - offs[7] - x7)
-            if mk & 256:
-                v.append(t - offs[8] - x8)
-            if mk & 512:
-                v.append(t - offs[9] - x9)
-            if mk & 1024:
-                v.append(t - offs[10] - x10)
-            if mk & 2048:
-                v.append(t - offs[11] - x11)
-            if mk & 4096:
-                v.append(t - offs[12] - x12)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x2 if mk & 1 else E,
+                t - offs[0] - x0 if mk & 2 else E,
+                t - offs[1] - x1 if mk & 4 else E,
+                t - offs[3] - x3 if mk & 8 else E,
+                t - offs[4] - x4 if mk & 16 else E,
+                t - offs[5] - x5 if mk & 32 else E,
+                t - offs[6] - x6 if mk & 64 else E,
+                t - offs[7] - x7 if mk & 128 else E,
+                t - offs[8] - x8 if mk & 256 else E,
+                t - offs[9] - x9 if mk & 512 else E,
+                t - offs[10] - x10 if mk & 1024 else E,
+                t - offs[11] - x11 if mk & 2048 else E,
+                t - offs[12] - x12 if mk & 4096 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4029,12 +3860,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4081,14 +3910,11 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            if mk & 4:
-                v.append(t - offs[2] - x2)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E,
+                t - offs[2] - x2 if mk & 4 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4210,42 +4036,25 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            if mk & 4:
-                v.append(t - offs[2] - x2)
-            if mk & 8:
-                v.append(t - offs[3] - x3)
-            if mk & 16:
-                v.append(t - offs[4] - x4)
-            if mk & 32:
-                v.append(t - offs[5] - x5)
-            if mk & 64:
-                v.append(t - offs[6] - x6)
-            if mk & 128:
-                v.append(t - offs[7] - x7)
-            if mk & 256:
-                v.append(t - offs[8] - x8)
-            if mk & 512:
-                v.append(t - offs[9] - x9)
-            if mk & 1024:
-                v.append(t - offs[10] - x10)
-            if mk & 2048:
-                v.append(t - offs[11] - x11)
-            if mk & 4096:
-                v.append(t - offs[12] - x12)
-            if mk & 8192:
-                v.append(t - offs[13] - x13)
-            if mk & 16384:
-                v.append(t - offs[14] - x14)
-            if mk & 32768:
-                v.append(t - offs[15] - x15)
-            if mk & 65536:
-                v.append(t - offs[16] - x16)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E,
+                t - offs[2] - x2 if mk & 4 else E,
+                t - offs[3] - x3 if mk & 8 else E,
+                t - offs[4] - x4 if mk & 16 else E,
+                t - offs[5] - x5 if mk & 32 else E,
+                t - offs[6] - x6 if mk & 64 else E,
+                t - offs[7] - x7 if mk & 128 else E,
+                t - offs[8] - x8 if mk & 256 else E,
+                t - offs[9] - x9 if mk & 512 else E,
+                t - offs[10] - x10 if mk & 1024 else E,
+                t - offs[11] - x11 if mk & 2048 else E,
+                t - offs[12] - x12 if mk & 4096 else E,
+                t - offs[13] - x13 if mk & 8192 else E,
+                t - offs[14] - x14 if mk & 16384 else E,
+                t - offs[15] - x15 if mk & 32768 else E,
+                t - offs[16] - x16 if mk & 65536 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4313,20 +4122,14 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x1)
-            if mk & 2:
-                v.append(x2)
-            if mk & 4:
-                v.append(x3)
-            if mk & 8:
-                v.append(x4)
-            if mk & 16:
-                v.append(x5)
-            if mk & 32:
-                v.append(x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x1 if mk & 1 else E,
+                x2 if mk & 2 else E,
+                x3 if mk & 4 else E,
+                x4 if mk & 8 else E,
+                x5 if mk & 16 else E,
+                x0 if mk & 32 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4369,12 +4172,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4412,10 +4213,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4453,10 +4253,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4506,14 +4305,11 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x0)
-            if mk & 2:
-                v.append(x1)
-            if mk & 4:
-                v.append(x2)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x0 if mk & 1 else E,
+                x1 if mk & 2 else E,
+                x2 if mk & 4 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4561,14 +4357,11 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x1)
-            if mk & 2:
-                v.append(t - offs[0] - x0)
-            if mk & 4:
-                v.append(t - offs[2] - x2)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x1 if mk & 1 else E,
+                t - offs[0] - x0 if mk & 2 else E,
+                t - offs[2] - x2 if mk & 4 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4610,12 +4403,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4664,14 +4455,11 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(x2)
-            if mk & 4:
-                v.append(x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                x2 if mk & 2 else E,
+                x1 if mk & 4 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4739,20 +4527,14 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x1)
-            if mk & 2:
-                v.append(x2)
-            if mk & 4:
-                v.append(x5)
-            if mk & 8:
-                v.append(x0)
-            if mk & 16:
-                v.append(x4)
-            if mk & 32:
-                v.append(x3)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x1 if mk & 1 else E,
+                x2 if mk & 2 else E,
+                x5 if mk & 4 else E,
+                x0 if mk & 8 else E,
+                x4 if mk & 16 else E,
+                x3 if mk & 32 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4789,10 +4571,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4836,12 +4617,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4878,10 +4657,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4918,10 +4696,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4958,10 +4735,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5004,12 +4780,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5046,10 +4820,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5092,12 +4865,11 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v += (x1.expr, x1.value,)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                x1.expr if mk & 2 else E,
+                x1.value if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5181,24 +4953,16 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x2)
-            if mk & 2:
-                v.append(x3)
-            if mk & 4:
-                v.append(x4)
-            if mk & 8:
-                v.append(x1)
-            if mk & 16:
-                v.append(t - offs[7] - x7)
-            if mk & 32:
-                v.append(x0)
-            if mk & 64:
-                v.append(x5)
-            if mk & 128:
-                v.append(x6)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x2 if mk & 1 else E,
+                x3 if mk & 2 else E,
+                x4 if mk & 4 else E,
+                x1 if mk & 8 else E,
+                t - offs[7] - x7 if mk & 16 else E,
+                x0 if mk & 32 else E,
+                x5 if mk & 64 else E,
+                x6 if mk & 128 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5241,12 +5005,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x1)
-            if mk & 2:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x1 if mk & 1 else E,
+                t - offs[0] - x0 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5283,10 +5045,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5329,12 +5090,11 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v += (x1.expr, x1.value,)
-            if mk & 2:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x1.expr if mk & 1 else E,
+                x1.value if mk & 1 else E,
+                t - offs[0] - x0 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5377,12 +5137,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x1)
-            if mk & 2:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x1 if mk & 1 else E,
+                t - offs[0] - x0 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5419,10 +5177,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5465,12 +5222,11 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v += (x1.expr, x1.value,)
-            if mk & 2:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x1.expr if mk & 1 else E,
+                x1.value if mk & 1 else E,
+                t - offs[0] - x0 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5542,22 +5298,15 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x3)
-            if mk & 2:
-                v.append(x6)
-            if mk & 4:
-                v.append(t - offs[0] - x0)
-            if mk & 8:
-                v.append(t - offs[2] - x2)
-            if mk & 16:
-                v.append(x1)
-            if mk & 32:
-                v.append(x4)
-            if mk & 64:
-                v.append(x5)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x3 if mk & 1 else E,
+                x6 if mk & 2 else E,
+                t - offs[0] - x0 if mk & 4 else E,
+                t - offs[2] - x2 if mk & 8 else E,
+                x1 if mk & 16 else E,
+                x4 if mk & 32 else E,
+                x5 if mk & 64 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5665,32 +5414,20 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x4)
-            if mk & 2:
-                v.append(x0)
-            if mk & 4:
-                v.append(t - offs[2] - x2)
-            if mk & 8:
-                v.append(t - offs[3] - x3)
-            if mk & 16:
-                v.append(t - offs[6] - x6)
-            if mk & 32:
-                v.append(t - offs[7] - x7)
-            if mk & 64:
-                v.append(t - offs[9] - x9)
-            if mk & 128:
-                v.append(t - offs[11] - x11)
-            if mk & 256:
-                v.append(x1)
-            if mk & 512:
-                v.append(x5)
-            if mk & 1024:
-                v.append(x8)
-            if mk & 2048:
-                v.append(x10)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x4 if mk & 1 else E,
+                x0 if mk & 2 else E,
+                t - offs[2] - x2 if mk & 4 else E,
+                t - offs[3] - x3 if mk & 8 else E,
+                t - offs[6] - x6 if mk & 16 else E,
+                t - offs[7] - x7 if mk & 32 else E,
+                t - offs[9] - x9 if mk & 64 else E,
+                t - offs[11] - x11 if mk & 128 else E,
+                x1 if mk & 256 else E,
+                x5 if mk & 512 else E,
+                x8 if mk & 1024 else E,
+                x10 if mk & 2048 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5727,10 +5464,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5767,10 +5503,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5847,22 +5582,16 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v += (x3.expr, x3.value,)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            if mk & 4:
-                v.append(t - offs[2] - x2)
-            if mk & 8:
-                v.append(t - offs[5] - x5)
-            if mk & 16:
-                v.append(x0)
-            if mk & 32:
-                v.append(x4)
-            if mk & 64:
-                v.append(x6)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x3.expr if mk & 1 else E,
+                x3.value if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E,
+                t - offs[2] - x2 if mk & 4 else E,
+                t - offs[5] - x5 if mk & 8 else E,
+                x0 if mk & 16 else E,
+                x4 if mk & 32 else E,
+                x6 if mk & 64 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5905,12 +5634,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5948,10 +5675,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5993,12 +5719,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -6040,12 +5764,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -6082,10 +5804,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -6127,12 +5848,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -6195,20 +5914,14 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[1] - x1)
-            if mk & 2:
-                v.append(t - offs[2] - x2)
-            if mk & 4:
-                v.append(t - offs[3] - x3)
-            if mk & 8:
-                v.append(t - offs[4] - x4)
-            if mk & 16:
-                v.append(t - offs[5] - x5)
-            if mk & 32:
-                v.append(x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[1] - x1 if mk & 1 else E,
+                t - offs[2] - x2 if mk & 2 else E,
+                t - offs[3] - x3 if mk & 4 else E,
+                t - offs[4] - x4 if mk & 8 else E,
+                t - offs[5] - x5 if mk & 16 else E,
+                x0 if mk & 32 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -6260,16 +5973,12 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            if mk & 4:
-                v.append(t - offs[2] - x2)
-            if mk & 8:
-                v.append(t - offs[3] - x3)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E,
+                t - offs[2] - x2 if mk & 4 else E,
+                t - offs[3] - x3 if mk & 8 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -6312,12 +6021,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -6360,12 +6067,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -6407,12 +6112,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -6449,10 +6152,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -6489,10 +6191,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -6532,12 +6233,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[1] - x1)
-            if mk & 2:
-                v.append(t1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[1] - x1 if mk & 1 else E,
+                t1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -6605,20 +6304,14 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x0)
-            if mk & 2:
-                v.append(x1)
-            if mk & 4:
-                v.append(x4)
-            if mk & 8:
-                v.append(x5)
-            if mk & 16:
-                v.append(x2)
-            if mk & 32:
-                v.append(x3)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x0 if mk & 1 else E,
+                x1 if mk & 2 else E,
+                x4 if mk & 4 else E,
+                x5 if mk & 8 else E,
+                x2 if mk & 16 else E,
+                x3 if mk & 32 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -6660,12 +6353,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd

@@ -146,17 +146,17 @@ def _gen_table(w, o, m, structs, unions):
     w("        pad = -(size + osz) % al\n        t = size + pad + osz\n")
     w("        if vd is None:\n            vd = vget(vtb)\n            if vd is None:\n"
       "                vd = vtables[vtb] = t + len(vtb)\n            L[5] = vd\n")
-    w("        v = [vd - t]\n")
+    args = ["vd - t"]  # every inline field in layout order; an absent one packs E into "0s" (see _layout_entry)
     for slot, _, _, _, f in layout:
         var, how = present[slot][:2]
         b = 1 << bit[slot]
         if how == "scalar":
-            w(f"        if mk & {b}:\n            v.append({var})\n")
+            args.append(f"{var} if mk & {b} else E")
         elif how == "struct":
-            w(f"        if mk & {b}:\n            v += ({', '.join(f'{var}.{n}' for n in present[slot][2])},)\n")
+            args += [f"{var}.{n} if mk & {b} else E" for n in present[slot][2]]
         else:
-            w(f"        if mk & {b}:\n            v.append(t - offs[{slot}] - {var})\n")
-    w("        app(pks[pad](*v))\n")
+            args.append(f"t - offs[{slot}] - {var} if mk & {b} else E")
+    w("        app(pks[pad](\n            " + ",\n            ".join(args) + "))\n")
     # A vtable written before lies below the table; a new one follows it.
     w("        if vd > t:\n            app(vtb)\n            size = vd\n"
       "        else:\n            size = t\n        return t\n")
