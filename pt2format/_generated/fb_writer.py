@@ -310,7 +310,7 @@ def encode(root):
     sget = strings.get
     vtables = {}
     vget = vtables.get
-    bodies = {}  # id(list of structs) -> (the list, its packed elements)
+    bodies = {}  # id(list of structs) -> (the list, its count then its packed elements, their length)
     bget = bodies.get
 
     def S(s):
@@ -351,6 +351,16 @@ def encode(root):
         app(body)
         app(_U32(count))
         size = size + pad + len(body) + 4
+        return size
+
+    def BVC(chunk, n, align):
+        """BV of a body already joined after its count (`chunk`: count, then `n` bytes of body), one chunk."""
+        nonlocal size
+        pad = -(size + n) % align
+        if pad:
+            app(_ZEROS[:pad])
+        app(chunk)
+        size = size + pad + n + 4
         return size
 
     L_Argument = {}
@@ -5536,16 +5546,18 @@ def encode(root):
             if x1:
                 h_ = bget(id(x1))
                 if h_ is None or h_[0] is not x1:
-                    h_ = bodies[id(x1)] = (x1, b''.join([_ST_SymInt(e.expr, e.value) for e in x1]))
-                x1 = BV(h_[1], len(x1), 8)
+                    b_ = b''.join([_ST_SymInt(e.expr, e.value) for e in x1])
+                    h_ = bodies[id(x1)] = (x1, _U32(len(x1)) + b_, len(b_))
+                x1 = BVC(h_[1], h_[2], 8)
                 mk |= 2
             f_ = ('strides', 'x2')
             x2 = o.strides
             if x2:
                 h_ = bget(id(x2))
                 if h_ is None or h_[0] is not x2:
-                    h_ = bodies[id(x2)] = (x2, b''.join([_ST_SymInt(e.expr, e.value) for e in x2]))
-                x2 = BV(h_[1], len(x2), 8)
+                    b_ = b''.join([_ST_SymInt(e.expr, e.value) for e in x2])
+                    h_ = bodies[id(x2)] = (x2, _U32(len(x2)) + b_, len(b_))
+                x2 = BVC(h_[1], h_[2], 8)
                 mk |= 4
             f_ = 'storage_offset'
             x3 = o.storage_offset

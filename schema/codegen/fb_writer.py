@@ -175,9 +175,10 @@ def _gen_vector(w, x, elem, ref, structs):
         # A vector of structs is packed once per list object (the tree is not changed while it is encoded; the
         # exporter shares one TensorMeta, hence its sizes and strides, among the values of one shape).
         w(f"{ind}h_ = bget(id({x}))\n{ind}if h_ is None or h_[0] is not {x}:\n")
-        w(f"{ind}    h_ = bodies[id({x})] = ({x}, b''.join([_ST_{ref}({', '.join('e.' + n for n in names)}) "
-          f"for e in {x}]))\n")
-        w(f"{ind}{x} = BV(h_[1], len({x}), {max(_struct_align(so), 4)})\n")
+        # Kept as one chunk, the count then the packed elements (BVC), with the body's length.
+        w(f"{ind}    b_ = b''.join([_ST_{ref}({', '.join('e.' + n for n in names)}) for e in {x}])\n")
+        w(f"{ind}    h_ = bodies[id({x})] = ({x}, _U32(len({x})) + b_, len(b_))\n")
+        w(f"{ind}{x} = BVC(h_[1], h_[2], {max(_struct_align(so), 4)})\n")
     elif elem == "uint8":
         w(f"{ind}{x} = BV(bytes({x}), len({x}), 4)\n")
     else:
