@@ -148,19 +148,34 @@ _IDENT = b"P2FP"
 _U32 = struct.Struct('<I').pack
 _U32x2 = struct.Struct('<II').pack
 _ZEROS = bytes(64)
+E = b""  # the value of an absent field for a table's packer (see _layout_entry)
 
 
 def _layout_entry(fields, mask):
     """[packers by padding, offsets by slot, size, alignment, vtable bytes, where the vtable is (None: not yet)].
 
     A table is followed (in the file) by the padding that aligns it: packer `p`
-    writes the table and `p` zero bytes, so a table is one chunk.
+    writes the table and `p` zero bytes, so a table is one chunk. A packer
+    takes a value for every inline field in layout order, present or not: an
+    absent one is passed `E` (b"") into a zero-length "0s", which writes
+    nothing, so a table is packed in one call without building a list of the
+    fields it has.
     """
     pk, offs, osz, al, vtb = _layout(fields, mask)
-    fmt = pk.__self__.format
+    fmt, pos = ["<i"], 4
+    for i, (slot, size, fal, f) in enumerate(fields):
+        if mask >> i & 1:
+            pad = -pos % fal
+            if pad:
+                fmt.append("%dx" % pad)
+            fmt.append(f)
+            pos += pad + size
+        else:
+            fmt.append("0s" * len(struct.unpack("<" + f, bytes(size))))
+    fmt = "".join(fmt)
+    if struct.calcsize(fmt) != osz:  # the same bytes as the layout's own packer, or no packer at all
+        raise AssertionError(f"layout of mask {mask}: {fmt!r} is not {osz} bytes")
     return [tuple(struct.Struct(fmt + ("%dx" % p if p else "")).pack for p in range(al)), offs, osz, al, vtb, None]
-
-
 _ST_SymBool = struct.Struct('<i?3x').pack
 _ST_SymFloat = struct.Struct('<i4xd').pack
 _ST_SymInt = struct.Struct('<i4xq').pack
@@ -295,7 +310,7 @@ def encode(root):
     sget = strings.get
     vtables = {}
     vget = vtables.get
-    bodies = {}  # id(list of structs) -> (the list, its packed elements)
+    bodies = {}  # id(list of structs) -> (the list, its count then its packed elements, their length)
     bget = bodies.get
 
     def S(s):
@@ -338,6 +353,16 @@ def encode(root):
         size = size + pad + len(body) + 4
         return size
 
+    def BVC(chunk, n, align):
+        """BV of a body already joined after its count (`chunk`: count, then `n` bytes of body), one chunk."""
+        nonlocal size
+        pad = -(size + n) % align
+        if pad:
+            app(_ZEROS[:pad])
+        app(chunk)
+        size = size + pad + n + 4
+        return size
+
     L_Argument = {}
 
     def w_Argument(o):
@@ -367,12 +392,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[1] - x1)
-            if mk & 2:
-                v.append(t1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[1] - x1 if mk & 1 else E,
+                t1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -414,12 +437,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -457,10 +478,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -503,10 +523,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -544,10 +563,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -589,12 +607,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -631,10 +647,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -678,12 +693,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x0)
-            if mk & 2:
-                v.append(x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x0 if mk & 1 else E,
+                x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -727,12 +740,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x0)
-            if mk & 2:
-                v.append(x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x0 if mk & 1 else E,
+                x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -774,12 +785,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -826,14 +835,11 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            if mk & 4:
-                v.append(t - offs[2] - x2)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E,
+                t - offs[2] - x2 if mk & 4 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -876,12 +882,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -924,12 +928,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -966,10 +968,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1006,10 +1007,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1051,12 +1051,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1117,18 +1115,13 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x1)
-            if mk & 2:
-                v.append(t - offs[0] - x0)
-            if mk & 4:
-                v.append(x4)
-            if mk & 8:
-                v.append(x2)
-            if mk & 16:
-                v.append(x3)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x1 if mk & 1 else E,
+                t - offs[0] - x0 if mk & 2 else E,
+                x4 if mk & 4 else E,
+                x2 if mk & 8 else E,
+                x3 if mk & 16 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1171,12 +1164,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1214,10 +1205,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1259,10 +1249,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1299,10 +1288,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1340,10 +1328,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1387,12 +1374,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x0)
-            if mk & 2:
-                v.append(x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x0 if mk & 1 else E,
+                x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1434,12 +1419,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1481,12 +1464,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1585,34 +1566,21 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            if mk & 4:
-                v.append(t - offs[2] - x2)
-            if mk & 8:
-                v.append(t - offs[3] - x3)
-            if mk & 16:
-                v.append(t - offs[4] - x4)
-            if mk & 32:
-                v.append(t - offs[5] - x5)
-            if mk & 64:
-                v.append(t - offs[6] - x6)
-            if mk & 128:
-                v.append(t - offs[7] - x7)
-            if mk & 256:
-                v.append(t - offs[10] - x10)
-            if mk & 512:
-                v.append(t - offs[11] - x11)
-            if mk & 1024:
-                v.append(t - offs[12] - x12)
-            if mk & 2048:
-                v.append(x8)
-            if mk & 4096:
-                v.append(x9)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E,
+                t - offs[2] - x2 if mk & 4 else E,
+                t - offs[3] - x3 if mk & 8 else E,
+                t - offs[4] - x4 if mk & 16 else E,
+                t - offs[5] - x5 if mk & 32 else E,
+                t - offs[6] - x6 if mk & 64 else E,
+                t - offs[7] - x7 if mk & 128 else E,
+                t - offs[10] - x10 if mk & 256 else E,
+                t - offs[11] - x11 if mk & 512 else E,
+                t - offs[12] - x12 if mk & 1024 else E,
+                x8 if mk & 2048 else E,
+                x9 if mk & 4096 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1664,16 +1632,12 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            if mk & 4:
-                v.append(t - offs[2] - x2)
-            if mk & 8:
-                v.append(t - offs[3] - x3)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E,
+                t - offs[2] - x2 if mk & 4 else E,
+                t - offs[3] - x3 if mk & 8 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1715,12 +1679,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1776,16 +1738,12 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x0)
-            if mk & 2:
-                v.append(x1)
-            if mk & 4:
-                v.append(x3)
-            if mk & 8:
-                v.append(x2)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x0 if mk & 1 else E,
+                x1 if mk & 2 else E,
+                x3 if mk & 4 else E,
+                x2 if mk & 8 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1825,12 +1783,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[1] - x1)
-            if mk & 2:
-                v.append(t1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[1] - x1 if mk & 1 else E,
+                t1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1878,14 +1834,11 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            if mk & 4:
-                v.append(x2)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E,
+                x2 if mk & 4 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1927,12 +1880,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -1974,12 +1925,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2021,12 +1970,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2080,16 +2027,12 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            if mk & 4:
-                v.append(x2)
-            if mk & 8:
-                v.append(x3)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E,
+                x2 if mk & 4 else E,
+                x3 if mk & 8 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2126,10 +2069,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2167,10 +2109,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2212,10 +2153,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2252,10 +2192,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2293,10 +2232,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2344,14 +2282,11 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x1)
-            if mk & 2:
-                v.append(t - offs[0] - x0)
-            if mk & 4:
-                v.append(t - offs[2] - x2)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x1 if mk & 1 else E,
+                t - offs[0] - x0 if mk & 2 else E,
+                t - offs[2] - x2 if mk & 4 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2389,10 +2324,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2435,12 +2369,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2477,10 +2409,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2522,12 +2453,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2564,10 +2493,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2605,10 +2533,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2645,10 +2572,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2690,12 +2616,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2752,18 +2676,13 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            if mk & 4:
-                v.append(t - offs[2] - x2)
-            if mk & 8:
-                v.append(t - offs[3] - x3)
-            if mk & 16:
-                v.append(t - offs[4] - x4)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E,
+                t - offs[2] - x2 if mk & 4 else E,
+                t - offs[3] - x3 if mk & 8 else E,
+                t - offs[4] - x4 if mk & 16 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2810,14 +2729,11 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            if mk & 4:
-                v.append(t - offs[2] - x2)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E,
+                t - offs[2] - x2 if mk & 4 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2874,18 +2790,13 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[2] - x2)
-            if mk & 4:
-                v.append(t2)
-            if mk & 8:
-                v.append(x3)
-            if mk & 16:
-                v.append(x4)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[2] - x2 if mk & 2 else E,
+                t2 if mk & 4 else E,
+                x3 if mk & 8 else E,
+                x4 if mk & 16 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2927,12 +2838,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -2969,10 +2878,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3055,26 +2963,17 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            if mk & 4:
-                v.append(t - offs[2] - x2)
-            if mk & 8:
-                v.append(t - offs[3] - x3)
-            if mk & 16:
-                v.append(t - offs[4] - x4)
-            if mk & 32:
-                v.append(t - offs[6] - x6)
-            if mk & 64:
-                v.append(t - offs[7] - x7)
-            if mk & 128:
-                v.append(t - offs[8] - x8)
-            if mk & 256:
-                v.append(x5)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E,
+                t - offs[2] - x2 if mk & 4 else E,
+                t - offs[3] - x3 if mk & 8 else E,
+                t - offs[4] - x4 if mk & 16 else E,
+                t - offs[6] - x6 if mk & 32 else E,
+                t - offs[7] - x7 if mk & 64 else E,
+                t - offs[8] - x8 if mk & 128 else E,
+                x5 if mk & 256 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3180,36 +3079,22 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x10)
-            if mk & 2:
-                v.append(t - offs[0] - x0)
-            if mk & 4:
-                v.append(t - offs[1] - x1)
-            if mk & 8:
-                v.append(t - offs[2] - x2)
-            if mk & 16:
-                v.append(t - offs[3] - x3)
-            if mk & 32:
-                v.append(t - offs[4] - x4)
-            if mk & 64:
-                v.append(t - offs[5] - x5)
-            if mk & 128:
-                v.append(t - offs[6] - x6)
-            if mk & 256:
-                v.append(t - offs[7] - x7)
-            if mk & 512:
-                v.append(t - offs[11] - x11)
-            if mk & 1024:
-                v.append(t - offs[12] - x12)
-            if mk & 2048:
-                v.append(x8)
-            if mk & 4096:
-                v.append(x9)
-            if mk & 8192:
-                v.append(x13)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x10 if mk & 1 else E,
+                t - offs[0] - x0 if mk & 2 else E,
+                t - offs[1] - x1 if mk & 4 else E,
+                t - offs[2] - x2 if mk & 8 else E,
+                t - offs[3] - x3 if mk & 16 else E,
+                t - offs[4] - x4 if mk & 32 else E,
+                t - offs[5] - x5 if mk & 64 else E,
+                t - offs[6] - x6 if mk & 128 else E,
+                t - offs[7] - x7 if mk & 256 else E,
+                t - offs[11] - x11 if mk & 512 else E,
+                t - offs[12] - x12 if mk & 1024 else E,
+                x8 if mk & 2048 else E,
+                x9 if mk & 4096 else E,
+                x13 if mk & 8192 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3272,20 +3157,14 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x2)
-            if mk & 2:
-                v.append(t - offs[0] - x0)
-            if mk & 4:
-                v.append(t - offs[1] - x1)
-            if mk & 8:
-                v.append(t - offs[3] - x3)
-            if mk & 16:
-                v.append(t - offs[4] - x4)
-            if mk & 32:
-                v.append(t - offs[5] - x5)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x2 if mk & 1 else E,
+                t - offs[0] - x0 if mk & 2 else E,
+                t - offs[1] - x1 if mk & 4 else E,
+                t - offs[3] - x3 if mk & 8 else E,
+                t - offs[4] - x4 if mk & 16 else E,
+                t - offs[5] - x5 if mk & 32 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3317,8 +3196,8 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3350,8 +3229,8 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3393,12 +3272,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3446,14 +3323,11 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[2] - x2)
-            if mk & 4:
-                v.append(x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[2] - x2 if mk & 2 else E,
+                x1 if mk & 4 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3490,10 +3364,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3557,20 +3430,14 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            if mk & 4:
-                v.append(t - offs[2] - x2)
-            if mk & 8:
-                v.append(t - offs[4] - x4)
-            if mk & 16:
-                v.append(x3)
-            if mk & 32:
-                v.append(x5)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E,
+                t - offs[2] - x2 if mk & 4 else E,
+                t - offs[4] - x4 if mk & 8 else E,
+                x3 if mk & 16 else E,
+                x5 if mk & 32 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3634,20 +3501,14 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[2] - x2)
-            if mk & 4:
-                v.append(t - offs[3] - x3)
-            if mk & 8:
-                v.append(t - offs[4] - x4)
-            if mk & 16:
-                v.append(x1)
-            if mk & 32:
-                v.append(x5)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[2] - x2 if mk & 2 else E,
+                t - offs[3] - x3 if mk & 4 else E,
+                t - offs[4] - x4 if mk & 8 else E,
+                x1 if mk & 16 else E,
+                x5 if mk & 32 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3690,12 +3551,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x1)
-            if mk & 2:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x1 if mk & 1 else E,
+                t - offs[0] - x0 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3732,10 +3591,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3772,10 +3630,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3815,12 +3672,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[1] - x1)
-            if mk & 2:
-                v.append(t1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[1] - x1 if mk & 1 else E,
+                t1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3857,10 +3712,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -3960,34 +3814,21 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x2)
-            if mk & 2:
-                v.append(t - offs[0] - x0)
-            if mk & 4:
-                v.append(t - offs[1] - x1)
-            if mk & 8:
-                v.append(t - offs[3] - x3)
-            if mk & 16:
-                v.append(t - offs[4] - x4)
-            if mk & 32:
-                v.append(t - offs[5] - x5)
-            if mk & 64:
-                v.append(t - offs[6] - x6)
-            if mk & 128:
-                v.append(t - offs[7] - x7)
-            if mk & 256:
-                v.append(t - offs[8] - x8)
-            if mk & 512:
-                v.append(t - offs[9] - x9)
-            if mk & 1024:
-                v.append(t - offs[10] - x10)
-            if mk & 2048:
-                v.append(t - offs[11] - x11)
-            if mk & 4096:
-                v.append(t - offs[12] - x12)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x2 if mk & 1 else E,
+                t - offs[0] - x0 if mk & 2 else E,
+                t - offs[1] - x1 if mk & 4 else E,
+                t - offs[3] - x3 if mk & 8 else E,
+                t - offs[4] - x4 if mk & 16 else E,
+                t - offs[5] - x5 if mk & 32 else E,
+                t - offs[6] - x6 if mk & 64 else E,
+                t - offs[7] - x7 if mk & 128 else E,
+                t - offs[8] - x8 if mk & 256 else E,
+                t - offs[9] - x9 if mk & 512 else E,
+                t - offs[10] - x10 if mk & 1024 else E,
+                t - offs[11] - x11 if mk & 2048 else E,
+                t - offs[12] - x12 if mk & 4096 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4029,12 +3870,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4081,14 +3920,11 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            if mk & 4:
-                v.append(t - offs[2] - x2)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E,
+                t - offs[2] - x2 if mk & 4 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4210,42 +4046,25 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            if mk & 4:
-                v.append(t - offs[2] - x2)
-            if mk & 8:
-                v.append(t - offs[3] - x3)
-            if mk & 16:
-                v.append(t - offs[4] - x4)
-            if mk & 32:
-                v.append(t - offs[5] - x5)
-            if mk & 64:
-                v.append(t - offs[6] - x6)
-            if mk & 128:
-                v.append(t - offs[7] - x7)
-            if mk & 256:
-                v.append(t - offs[8] - x8)
-            if mk & 512:
-                v.append(t - offs[9] - x9)
-            if mk & 1024:
-                v.append(t - offs[10] - x10)
-            if mk & 2048:
-                v.append(t - offs[11] - x11)
-            if mk & 4096:
-                v.append(t - offs[12] - x12)
-            if mk & 8192:
-                v.append(t - offs[13] - x13)
-            if mk & 16384:
-                v.append(t - offs[14] - x14)
-            if mk & 32768:
-                v.append(t - offs[15] - x15)
-            if mk & 65536:
-                v.append(t - offs[16] - x16)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E,
+                t - offs[2] - x2 if mk & 4 else E,
+                t - offs[3] - x3 if mk & 8 else E,
+                t - offs[4] - x4 if mk & 16 else E,
+                t - offs[5] - x5 if mk & 32 else E,
+                t - offs[6] - x6 if mk & 64 else E,
+                t - offs[7] - x7 if mk & 128 else E,
+                t - offs[8] - x8 if mk & 256 else E,
+                t - offs[9] - x9 if mk & 512 else E,
+                t - offs[10] - x10 if mk & 1024 else E,
+                t - offs[11] - x11 if mk & 2048 else E,
+                t - offs[12] - x12 if mk & 4096 else E,
+                t - offs[13] - x13 if mk & 8192 else E,
+                t - offs[14] - x14 if mk & 16384 else E,
+                t - offs[15] - x15 if mk & 32768 else E,
+                t - offs[16] - x16 if mk & 65536 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4313,20 +4132,14 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x1)
-            if mk & 2:
-                v.append(x2)
-            if mk & 4:
-                v.append(x3)
-            if mk & 8:
-                v.append(x4)
-            if mk & 16:
-                v.append(x5)
-            if mk & 32:
-                v.append(x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x1 if mk & 1 else E,
+                x2 if mk & 2 else E,
+                x3 if mk & 4 else E,
+                x4 if mk & 8 else E,
+                x5 if mk & 16 else E,
+                x0 if mk & 32 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4369,12 +4182,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4412,10 +4223,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4453,10 +4263,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4506,14 +4315,11 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x0)
-            if mk & 2:
-                v.append(x1)
-            if mk & 4:
-                v.append(x2)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x0 if mk & 1 else E,
+                x1 if mk & 2 else E,
+                x2 if mk & 4 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4561,14 +4367,11 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x1)
-            if mk & 2:
-                v.append(t - offs[0] - x0)
-            if mk & 4:
-                v.append(t - offs[2] - x2)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x1 if mk & 1 else E,
+                t - offs[0] - x0 if mk & 2 else E,
+                t - offs[2] - x2 if mk & 4 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4610,12 +4413,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4664,14 +4465,11 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(x2)
-            if mk & 4:
-                v.append(x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                x2 if mk & 2 else E,
+                x1 if mk & 4 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4739,20 +4537,14 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x1)
-            if mk & 2:
-                v.append(x2)
-            if mk & 4:
-                v.append(x5)
-            if mk & 8:
-                v.append(x0)
-            if mk & 16:
-                v.append(x4)
-            if mk & 32:
-                v.append(x3)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x1 if mk & 1 else E,
+                x2 if mk & 2 else E,
+                x5 if mk & 4 else E,
+                x0 if mk & 8 else E,
+                x4 if mk & 16 else E,
+                x3 if mk & 32 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4789,10 +4581,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4836,12 +4627,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4878,10 +4667,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4918,10 +4706,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -4958,10 +4745,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5004,12 +4790,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5046,10 +4830,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5092,12 +4875,11 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v += (x1.expr, x1.value,)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                x1.expr if mk & 2 else E,
+                x1.value if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5181,24 +4963,16 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x2)
-            if mk & 2:
-                v.append(x3)
-            if mk & 4:
-                v.append(x4)
-            if mk & 8:
-                v.append(x1)
-            if mk & 16:
-                v.append(t - offs[7] - x7)
-            if mk & 32:
-                v.append(x0)
-            if mk & 64:
-                v.append(x5)
-            if mk & 128:
-                v.append(x6)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x2 if mk & 1 else E,
+                x3 if mk & 2 else E,
+                x4 if mk & 4 else E,
+                x1 if mk & 8 else E,
+                t - offs[7] - x7 if mk & 16 else E,
+                x0 if mk & 32 else E,
+                x5 if mk & 64 else E,
+                x6 if mk & 128 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5241,12 +5015,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x1)
-            if mk & 2:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x1 if mk & 1 else E,
+                t - offs[0] - x0 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5283,10 +5055,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5329,12 +5100,11 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v += (x1.expr, x1.value,)
-            if mk & 2:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x1.expr if mk & 1 else E,
+                x1.value if mk & 1 else E,
+                t - offs[0] - x0 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5377,12 +5147,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x1)
-            if mk & 2:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x1 if mk & 1 else E,
+                t - offs[0] - x0 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5419,10 +5187,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5465,12 +5232,11 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v += (x1.expr, x1.value,)
-            if mk & 2:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x1.expr if mk & 1 else E,
+                x1.value if mk & 1 else E,
+                t - offs[0] - x0 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5542,22 +5308,15 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x3)
-            if mk & 2:
-                v.append(x6)
-            if mk & 4:
-                v.append(t - offs[0] - x0)
-            if mk & 8:
-                v.append(t - offs[2] - x2)
-            if mk & 16:
-                v.append(x1)
-            if mk & 32:
-                v.append(x4)
-            if mk & 64:
-                v.append(x5)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x3 if mk & 1 else E,
+                x6 if mk & 2 else E,
+                t - offs[0] - x0 if mk & 4 else E,
+                t - offs[2] - x2 if mk & 8 else E,
+                x1 if mk & 16 else E,
+                x4 if mk & 32 else E,
+                x5 if mk & 64 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5665,32 +5424,20 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x4)
-            if mk & 2:
-                v.append(x0)
-            if mk & 4:
-                v.append(t - offs[2] - x2)
-            if mk & 8:
-                v.append(t - offs[3] - x3)
-            if mk & 16:
-                v.append(t - offs[6] - x6)
-            if mk & 32:
-                v.append(t - offs[7] - x7)
-            if mk & 64:
-                v.append(t - offs[9] - x9)
-            if mk & 128:
-                v.append(t - offs[11] - x11)
-            if mk & 256:
-                v.append(x1)
-            if mk & 512:
-                v.append(x5)
-            if mk & 1024:
-                v.append(x8)
-            if mk & 2048:
-                v.append(x10)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x4 if mk & 1 else E,
+                x0 if mk & 2 else E,
+                t - offs[2] - x2 if mk & 4 else E,
+                t - offs[3] - x3 if mk & 8 else E,
+                t - offs[6] - x6 if mk & 16 else E,
+                t - offs[7] - x7 if mk & 32 else E,
+                t - offs[9] - x9 if mk & 64 else E,
+                t - offs[11] - x11 if mk & 128 else E,
+                x1 if mk & 256 else E,
+                x5 if mk & 512 else E,
+                x8 if mk & 1024 else E,
+                x10 if mk & 2048 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5727,10 +5474,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5767,10 +5513,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5801,16 +5546,18 @@ def encode(root):
             if x1:
                 h_ = bget(id(x1))
                 if h_ is None or h_[0] is not x1:
-                    h_ = bodies[id(x1)] = (x1, b''.join([_ST_SymInt(e.expr, e.value) for e in x1]))
-                x1 = BV(h_[1], len(x1), 8)
+                    b_ = b''.join([_ST_SymInt(e.expr, e.value) for e in x1])
+                    h_ = bodies[id(x1)] = (x1, _U32(len(x1)) + b_, len(b_))
+                x1 = BVC(h_[1], h_[2], 8)
                 mk |= 2
             f_ = ('strides', 'x2')
             x2 = o.strides
             if x2:
                 h_ = bget(id(x2))
                 if h_ is None or h_[0] is not x2:
-                    h_ = bodies[id(x2)] = (x2, b''.join([_ST_SymInt(e.expr, e.value) for e in x2]))
-                x2 = BV(h_[1], len(x2), 8)
+                    b_ = b''.join([_ST_SymInt(e.expr, e.value) for e in x2])
+                    h_ = bodies[id(x2)] = (x2, _U32(len(x2)) + b_, len(b_))
+                x2 = BVC(h_[1], h_[2], 8)
                 mk |= 4
             f_ = 'storage_offset'
             x3 = o.storage_offset
@@ -5847,22 +5594,16 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v += (x3.expr, x3.value,)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            if mk & 4:
-                v.append(t - offs[2] - x2)
-            if mk & 8:
-                v.append(t - offs[5] - x5)
-            if mk & 16:
-                v.append(x0)
-            if mk & 32:
-                v.append(x4)
-            if mk & 64:
-                v.append(x6)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x3.expr if mk & 1 else E,
+                x3.value if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E,
+                t - offs[2] - x2 if mk & 4 else E,
+                t - offs[5] - x5 if mk & 8 else E,
+                x0 if mk & 16 else E,
+                x4 if mk & 32 else E,
+                x6 if mk & 64 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5905,12 +5646,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5948,10 +5687,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -5993,12 +5731,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -6040,12 +5776,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -6082,10 +5816,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -6127,12 +5860,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -6195,20 +5926,14 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[1] - x1)
-            if mk & 2:
-                v.append(t - offs[2] - x2)
-            if mk & 4:
-                v.append(t - offs[3] - x3)
-            if mk & 8:
-                v.append(t - offs[4] - x4)
-            if mk & 16:
-                v.append(t - offs[5] - x5)
-            if mk & 32:
-                v.append(x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[1] - x1 if mk & 1 else E,
+                t - offs[2] - x2 if mk & 2 else E,
+                t - offs[3] - x3 if mk & 4 else E,
+                t - offs[4] - x4 if mk & 8 else E,
+                t - offs[5] - x5 if mk & 16 else E,
+                x0 if mk & 32 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -6260,16 +5985,12 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            if mk & 4:
-                v.append(t - offs[2] - x2)
-            if mk & 8:
-                v.append(t - offs[3] - x3)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E,
+                t - offs[2] - x2 if mk & 4 else E,
+                t - offs[3] - x3 if mk & 8 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -6312,12 +6033,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -6360,12 +6079,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -6407,12 +6124,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -6449,10 +6164,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -6489,10 +6203,9 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -6532,12 +6245,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[1] - x1)
-            if mk & 2:
-                v.append(t1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[1] - x1 if mk & 1 else E,
+                t1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -6605,20 +6316,14 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(x0)
-            if mk & 2:
-                v.append(x1)
-            if mk & 4:
-                v.append(x4)
-            if mk & 8:
-                v.append(x5)
-            if mk & 16:
-                v.append(x2)
-            if mk & 32:
-                v.append(x3)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                x0 if mk & 1 else E,
+                x1 if mk & 2 else E,
+                x4 if mk & 4 else E,
+                x5 if mk & 8 else E,
+                x2 if mk & 16 else E,
+                x3 if mk & 32 else E))
             if vd > t:
                 app(vtb)
                 size = vd
@@ -6660,12 +6365,10 @@ def encode(root):
                 if vd is None:
                     vd = vtables[vtb] = t + len(vtb)
                 L[5] = vd
-            v = [vd - t]
-            if mk & 1:
-                v.append(t - offs[0] - x0)
-            if mk & 2:
-                v.append(t - offs[1] - x1)
-            app(pks[pad](*v))
+            app(pks[pad](
+                vd - t,
+                t - offs[0] - x0 if mk & 1 else E,
+                t - offs[1] - x1 if mk & 2 else E))
             if vd > t:
                 app(vtb)
                 size = vd

@@ -146,17 +146,17 @@ def _gen_table(w, o, m, structs, unions):
     w("        pad = -(size + osz) % al\n        t = size + pad + osz\n")
     w("        if vd is None:\n            vd = vget(vtb)\n            if vd is None:\n"
       "                vd = vtables[vtb] = t + len(vtb)\n            L[5] = vd\n")
-    w("        v = [vd - t]\n")
+    args = ["vd - t"]  # every inline field in layout order; an absent one packs E into "0s" (see _layout_entry)
     for slot, _, _, _, f in layout:
         var, how = present[slot][:2]
         b = 1 << bit[slot]
         if how == "scalar":
-            w(f"        if mk & {b}:\n            v.append({var})\n")
+            args.append(f"{var} if mk & {b} else E")
         elif how == "struct":
-            w(f"        if mk & {b}:\n            v += ({', '.join(f'{var}.{n}' for n in present[slot][2])},)\n")
+            args += [f"{var}.{n} if mk & {b} else E" for n in present[slot][2]]
         else:
-            w(f"        if mk & {b}:\n            v.append(t - offs[{slot}] - {var})\n")
-    w("        app(pks[pad](*v))\n")
+            args.append(f"t - offs[{slot}] - {var} if mk & {b} else E")
+    w("        app(pks[pad](\n            " + ",\n            ".join(args) + "))\n")
     # A vtable written before lies below the table; a new one follows it.
     w("        if vd > t:\n            app(vtb)\n            size = vd\n"
       "        else:\n            size = t\n        return t\n")
@@ -175,9 +175,10 @@ def _gen_vector(w, x, elem, ref, structs):
         # A vector of structs is packed once per list object (the tree is not changed while it is encoded; the
         # exporter shares one TensorMeta, hence its sizes and strides, among the values of one shape).
         w(f"{ind}h_ = bget(id({x}))\n{ind}if h_ is None or h_[0] is not {x}:\n")
-        w(f"{ind}    h_ = bodies[id({x})] = ({x}, b''.join([_ST_{ref}({', '.join('e.' + n for n in names)}) "
-          f"for e in {x}]))\n")
-        w(f"{ind}{x} = BV(h_[1], len({x}), {max(_struct_align(so), 4)})\n")
+        # Kept as one chunk, the count then the packed elements (BVC), with the body's length.
+        w(f"{ind}    b_ = b''.join([_ST_{ref}({', '.join('e.' + n for n in names)}) for e in {x}])\n")
+        w(f"{ind}    h_ = bodies[id({x})] = ({x}, _U32(len({x})) + b_, len(b_))\n")
+        w(f"{ind}{x} = BVC(h_[1], h_[2], {max(_struct_align(so), 4)})\n")
     elif elem == "uint8":
         w(f"{ind}{x} = BV(bytes({x}), len({x}), 4)\n")
     else:

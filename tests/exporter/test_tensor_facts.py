@@ -47,3 +47,20 @@ def test_same_id_other_tensor_is_read_again():
     got_a = facts(a)
     facts._memo[id(a)] = (torch.empty(7), "stale")  # an id reused by another tensor after its first was freed
     assert facts(a) == got_a
+
+
+def test_fake_tensor_facts_are_its_own():
+    """A FakeTensor is read with subclass overrides off (its class has none): the answers must be the ones its
+    properties give when asked the usual way."""
+
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return (x * 2).t()[1:], x.to(torch.float16)
+
+    ep = torch.export.export(M(), (torch.ones(4, 3),))
+    vals = [n.meta["val"] for n in ep.graph.nodes if isinstance(n.meta.get("val"), torch.Tensor)]
+    assert vals and all(type(v).__name__ == "FakeTensor" for v in vals)
+    facts = TensorFacts()
+    for v in vals:
+        assert facts(v) == (v.dtype, tuple(v.shape), v.stride(), v.storage_offset(), v.requires_grad, v.device,
+                            v.is_quantized)
