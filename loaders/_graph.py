@@ -223,13 +223,13 @@ class GraphBuilder(ArgumentLoader):
             static = False
         if static and layout is torch.strided and len(ms) == len(mst) and (
                 off is None or (off.expr < 0 and off.value == 0)):
-            sizes, strides = list(map(_VALUE, ms)), list(map(_VALUE, mst))
+            sizes, strides = tuple(map(_VALUE, ms)), tuple(map(_VALUE, mst))
             meta = torch.empty_strided(sizes, strides, dtype=dtype, device=_META)
             if m.requires_grad:
                 meta.requires_grad_(True)
             fake = self._fake(meta, device)
             if not meta.is_quantized:
-                self.static_shapes[id(fake)] = (fake, dtype, tuple(sizes), tuple(strides))
+                self.static_shapes[id(fake)] = (fake, dtype, sizes, strides)
             return fake
         return self._general_fake_tensor(m, _value_path(path, name), dtype, device, layout)
 
