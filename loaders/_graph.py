@@ -31,11 +31,11 @@ from pt2format._generated.model import (
 from pt2format.errors import LoadError, Pt2FormatError
 from pt2format.vocab.enums import SCHEMA_TO_LAYOUT
 
-from ._arguments import _SAME, ArgumentLoader
+from ._arguments import _SAME, _SCALARS, ArgumentLoader
 from ._fake_tensors import FakeTensorMaker
 from ._metadata import DERIVE_TENSOR_META, DERIVE_TENSOR_META_GRAD, derive_tensor_meta
 from ._names import check_constant_string, check_identifier
-from ._targets import check_call_binding, resolve_target
+from ._targets import _cache as _resolved_targets, check_call_binding, resolve_target
 from ._values import device_from_schema, dtype_from_schema
 
 _ASSERT_SCALAR = torch.ops.aten._assert_scalar.default
@@ -44,6 +44,11 @@ _FLAT_APPLY = getattr(torch.ops.higher_order, "flat_apply", None)
 _META = torch.device("meta")
 _EXPR = operator.attrgetter("expr")
 _VALUE = operator.attrgetter("value")
+
+
+def _value_path(path: str, name) -> str:
+    """The error path of graph value `name` used at `path` (`name` None: `path` already names it)."""
+    return path if name is None else f"{path}<{name}>"
 
 
 def _has_unbacked(v) -> bool:
@@ -156,7 +161,7 @@ class GraphBuilder(ArgumentLoader):
         sc.nodes[name] = node
 
     def _create(self, op, target, args, kwargs, name, path) -> torch.fx.Node:
-        name = check_identifier(name, f"{path}.name")
+        name = check_identifier(name, path, ".name")
         if name == "self":  # a get_attr node named after its attribute; `self` would shadow the module in forward()
             raise LoadError("a node cannot be named 'self'", path=f"{path}.name", got="'self'")
         sc = self.sc
@@ -183,8 +188,11 @@ class GraphBuilder(ArgumentLoader):
     def value_meta(self, name: str, path: str):
         """The fake value of the graph value `name`."""
         sc = self.sc
+        m = sc.tensors.get(name)
+        if m is not None:
+            return self.fake_tensor(m, path, name)
         if name in sc.tensors:
-            return self.fake_tensor(sc.tensors[name], f"{path}<{name}>")
+            return self.fake_tensor(m, path, name)  # a value without metadata: the error names it
         if name in sc.sym_ints:
             return self.shape.sym_int(sc.sym_ints[name], f"{path}<{name}>")
         if name in sc.sym_bools:
@@ -196,16 +204,17 @@ class GraphBuilder(ArgumentLoader):
             return ep_mod.CustomObjArgument(name=c.name, class_fqn=c.class_fqn)
         raise LoadError(f"value {name!r} has no entry in the graph's value tables", path=path)
 
-    def fake_tensor(self, m, path):
+    def fake_tensor(self, m, path, name=None):
+        """The fake value of TensorMeta `m`; errors name `path<name>` (formatted only when needed)."""
         if m is None:
-            raise LoadError("missing tensor metadata", path=path)
+            raise LoadError("missing tensor metadata", path=_value_path(path, name))
         d = m.device
         try:
             head = self._heads.get((m.dtype, m.layout, d.type, d.index)) if d is not None else None
         except TypeError:  # an unhashable field (a tree built in memory): _head names it
             head = None
         if head is None:
-            head = self._head(m, path)
+            head = self._head(m, _value_path(path, name))
         dtype, device, layout = head
         ms, mst, off = m.sizes, m.strides, m.storage_offset
         try:  # every size and stride concrete (expr < 0): their values, no path strings, no symbols
@@ -214,15 +223,15 @@ class GraphBuilder(ArgumentLoader):
             static = False
         if static and layout is torch.strided and len(ms) == len(mst) and (
                 off is None or (off.expr < 0 and off.value == 0)):
-            sizes, strides = list(map(_VALUE, ms)), list(map(_VALUE, mst))
+            sizes, strides = tuple(map(_VALUE, ms)), tuple(map(_VALUE, mst))
             meta = torch.empty_strided(sizes, strides, dtype=dtype, device=_META)
             if m.requires_grad:
                 meta.requires_grad_(True)
             fake = self._fake(meta, device)
             if not meta.is_quantized:
-                self.static_shapes[id(fake)] = (fake, dtype, tuple(sizes), tuple(strides))
+                self.static_shapes[id(fake)] = (fake, dtype, sizes, strides)
             return fake
-        return self._general_fake_tensor(m, path, dtype, device, layout)
+        return self._general_fake_tensor(m, _value_path(path, name), dtype, device, layout)
 
     def _head(self, m, path):
         """(dtype, device, layout) of TensorMeta `m`, checked; cached by the file's numbers for the next values."""
@@ -296,18 +305,29 @@ class GraphBuilder(ArgumentLoader):
 
     # -- nodes -----------------------------------------------------------------
     def _node(self, n, path):
-        target = resolve_target(n.target, f"{path}.target")
+        target = _resolved_targets.get(n.target)
+        if target is None:
+            target = resolve_target(n.target, f"{path}.target")
         args, kwargs = [], {}
+        nodes = self.sc.nodes
         for j, na in enumerate(n.inputs):
-            p = f"{path}.inputs[{j}]"
-            val = self._arg(na.value, p)
+            # The common arguments inline, without a path string: a tensor defined earlier, a scalar.
+            # Any other argument, and every error, goes through `_arg`.
+            v = na.value
+            t = type(v)
+            if t is TensorArgument and (val := nodes.get(v.name)) is not None:
+                pass
+            elif t in _SCALARS:
+                val = v.value
+            else:
+                val = self._arg(v, f"{path}.inputs[{j}]")
             if na.is_tuple and isinstance(val, list):
                 val = tuple(val)
             if na.kind == ArgumentKind.KEYWORD:
-                kwargs[check_identifier(na.name, f"{p}.name")] = val
+                kwargs[check_identifier(na.name, f"{path}.inputs[{j}].name")] = val
             else:
                 if kwargs:
-                    raise LoadError("a positional argument follows a keyword argument", path=p)
+                    raise LoadError("a positional argument follows a keyword argument", path=f"{path}.inputs[{j}]")
                 args.append(val)
         check_call_binding(target, len(args), kwargs, path)
         if target is _FLAT_APPLY:

@@ -151,7 +151,7 @@ class MetadataLoader:
         if md is None:
             return meta
         if md.stack_trace is not None:
-            meta["stack_trace"] = check_text(md.stack_trace, f"{path}.stack_trace")
+            meta["stack_trace"] = check_text(md.stack_trace, path, ".stack_trace")
         if md.nn_module_stack:
             meta["nn_module_stack"] = {e.key: (e.path, e.type_name) for e in md.nn_module_stack}
         if md.source_fn_stack:

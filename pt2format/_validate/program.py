@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import operator
 
 from pt2format._generated import model as m
 from pt2format._strings import CHECKERS, check_extra_meta_key
@@ -10,6 +11,8 @@ from pt2format._symeval import OP_ARITY, SYM_FREE_SIZE, UNKNOWN, SymBudget, eval
 from pt2format.errors import LimitError, Pt2FormatError, ValidationError
 
 from pt2format._validate._common import _fail, _wrap
+
+_EXPR = operator.attrgetter("expr")
 
 _KNOWN_OPS = frozenset(int(k) for k in m.SymOp) - {0}
 
@@ -319,6 +322,13 @@ class _Graph:
             meta = tv.meta
             if concrete.get(id(meta)) is meta:
                 continue  # shared by many values (a large graph has a few shapes): checked at its first use
+            try:  # every size, stride and offset concrete (expr < 0): check_sym charges nothing, no path needed
+                off = meta.storage_offset
+                if (off is None or off.expr < 0) and max(map(_EXPR, meta.sizes), default=-1) < 0 \
+                        and max(map(_EXPR, meta.strides), default=-1) < 0:
+                    continue
+            except (AttributeError, TypeError):  # a missing entry or field: the general path below
+                pass
             path = f"tensor_values[{i}].meta"  # dtype not UNSPECIFIED: pt2f_value, generated
             for d, s in enumerate(meta.sizes):
                 prog.check_sym(s, f"{path}.sizes[{d}]")
