@@ -317,11 +317,8 @@ class _Graph:
     def check(self) -> "_Graph":
         g = self.g
         prog = self.prog
-        concrete = {}  # id -> a TensorMeta with no symbolic size, stride or offset: nothing to charge
         for i, tv in enumerate(g.tensor_values):
             meta = tv.meta
-            if concrete.get(id(meta)) is meta:
-                continue  # shared by many values (a large graph has a few shapes): checked at its first use
             try:  # every size, stride and offset concrete (expr < 0): check_sym charges nothing, no path needed
                 off = meta.storage_offset
                 if (off is None or off.expr < 0) and max(map(_EXPR, meta.sizes), default=-1) < 0 \
@@ -335,9 +332,6 @@ class _Graph:
             for d, s in enumerate(meta.strides):
                 prog.check_sym(s, f"{path}.strides[{d}]")
             prog.check_sym(meta.storage_offset, f"{path}.storage_offset")
-            if all(s is not None and s.expr < 0 for s in (*meta.sizes, *meta.strides)) \
-                    and (meta.storage_offset is None or meta.storage_offset.expr < 0):
-                concrete[id(meta)] = meta
         for group in ("sym_int_values", "sym_float_values", "sym_bool_values"):
             for i, v in enumerate(getattr(g, group)):
                 prog.check_sym(v.value, f"{group}[{i}].value")
