@@ -373,7 +373,10 @@ def _cxx_value(v: ValueRule) -> str:
     if v.mode == "nonzero":
         return f"  if (uint32_t(o->{v.field}()) == 0) value_fail(f, \"{v.field}\", \"{v.message()}\", \"\", \"\");\n"
     a = v.allowed
-    cond = (f"k < {a[0]} || k > {a[-1]}" if v.contiguous() else " && ".join(f"k != {x}" for x in a))
+    if v.contiguous():  # k is unsigned: a range from 0 has no lower test (-Wtype-limits)
+        cond = f"k > {a[-1]}" if a[0] == 0 else f"k < {a[0]} || k > {a[-1]}"
+    else:
+        cond = " && ".join(f"k != {x}" for x in a)
     return (f"  {{\n    const uint32_t k = uint32_t(o->{v.field}());\n    if ({cond})\n"
             f"      value_fail(f, \"{v.field}\", \"{v.message()}\", \"{v.expected()}\", std::to_string(k));\n  }}\n")
 

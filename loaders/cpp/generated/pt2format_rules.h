@@ -178,7 +178,7 @@ inline void check_ExternalFile(const pt2format::ExternalFile *o, Ctx &x, const F
   }
   {
     const uint32_t k = uint32_t(o->checksum_kind());
-    if (k < 0 || k > 1)
+    if (k > 1)
       value_fail(f, "checksum_kind", "unknown checksum_kind", "0 or 1", std::to_string(k));
   }
 }
@@ -674,7 +674,7 @@ inline void check_Storage(const pt2format::Storage *o, Ctx &x, const Frame *f) {
   (void)f;
   {
     const uint32_t k = uint32_t(o->checksum_kind());
-    if (k < 0 || k > 1)
+    if (k > 1)
       value_fail(f, "checksum_kind", "unknown checksum_kind", "0 or 1", std::to_string(k));
   }
   if (uint64_t(o->segment()) >= x.Package_segments) bad("segment", f, "segment", -1, "< " + std::to_string(x.Package_segments), std::to_string(o->segment()));
