@@ -100,9 +100,6 @@ class MetadataExporter:
         """`unpacked_tensor_meta`: a multi-output node whose getitem nodes carry tensor_meta."""
         out = NodeMetadata()
         any_set = False
-        # The keys most nodes lack are looked for only when one of them is there: a large graph's nodes
-        # carry four or five keys, and eleven lookups a node were a tenth of the exporter.
-        rare = not _RARE.isdisjoint(meta)
         st = meta.get("stack_trace")
         if st:
             out.stack_trace = str(st)
@@ -111,57 +108,63 @@ class MetadataExporter:
         if nms:
             out.nn_module_stack = self._module_stack(nms)
             any_set = True
-        if rare:
-            sfs = meta.get("source_fn_stack")
-            if sfs:
-                out.source_fn_stack = [SourceFnEntry(name=str(n), target=callable_name(t)) for n, t in sfs]
-                any_set = True
+        # The keys most nodes lack are looked for only when one of them is there: a large graph's nodes
+        # carry four or five keys, and eleven lookups a node were a tenth of the exporter.
+        if not _RARE.isdisjoint(meta) and self._rare_keys(out, meta, path):
+            any_set = True
         tfn = meta.get("torch_fn")
         if tfn:
             out.torch_fn = TorchFn(name=str(tfn[0]), target=str(tfn[1]))
             any_set = True
-        if rare:
-            custom = meta.get("custom")
-            if custom is not None:  # an empty dict is kept: torch distinguishes {} from absent
-                out.custom = map_value(dict(custom), path=f"{path}.custom")
-                any_set = True
-            fn = meta.get("from_node")
-            if fn:
-                out.from_node = [self._source(s) for s in fn]
-                any_set = True
-            ub = meta.get("unbacked_bindings")
-            if ub:
-                out.unbacked_bindings = [self._binding(s, p, path) for s, p in ub.items()]
-                any_set = True
         if _same_tensor_meta(meta, self.tensor_facts) or (isinstance(meta.get("val"), (tuple, list)) and unpacked_tensor_meta):
             out.tensor_meta = True
             tm = meta.get("tensor_meta")
             out.tensor_meta_requires_grad = bool(getattr(tm, "requires_grad", False)) and type(tm) is not tuple
             any_set = True
-        if rare:
-            seq_nr = meta.get("seq_nr")
-            if type(seq_nr) is int:
-                out.seq_nr, out.has_seq_nr = seq_nr, True
-                any_set = True
-            oa = meta.get("original_aten")
-            if isinstance(oa, (torch._ops.OpOverload, torch._ops.HigherOrderOperator)):
-                out.original_aten = callable_name(oa)
-                any_set = True
-            desc = meta.get("desc")
-            if desc is not None:
-                if isinstance(desc, (list, tuple)):  # an output node: one descriptor per output
-                    described = {"type": DESC_LIST, "items": [describe_desc(x, f"{path}.desc[{i}]")
-                                                              for i, x in enumerate(desc)]}
-                else:
-                    described = describe_desc(desc, f"{path}.desc")
-                out.desc = map_value(described, path=f"{path}.desc")
-                any_set = True
         if not meta.keys() <= _HANDLED:  # (a set comparison: most nodes have no other key)
             extra = sorted((k, v) for k, v in meta.items() if k not in _HANDLED and isinstance(k, str) and type(v) is str)
             if extra:
                 out.extra = [StringEntry(key=k, value=v) for k, v in extra]
                 any_set = True
         return out if any_set else None
+
+    def _rare_keys(self, out: NodeMetadata, meta: dict, path: str) -> bool:
+        """The `_RARE` keys of `meta` into `out`; whether any was set."""
+        any_set = False
+        sfs = meta.get("source_fn_stack")
+        if sfs:
+            out.source_fn_stack = [SourceFnEntry(name=str(n), target=callable_name(t)) for n, t in sfs]
+            any_set = True
+        custom = meta.get("custom")
+        if custom is not None:  # an empty dict is kept: torch distinguishes {} from absent
+            out.custom = map_value(dict(custom), path=f"{path}.custom")
+            any_set = True
+        fn = meta.get("from_node")
+        if fn:
+            out.from_node = [self._source(s) for s in fn]
+            any_set = True
+        ub = meta.get("unbacked_bindings")
+        if ub:
+            out.unbacked_bindings = [self._binding(s, p, path) for s, p in ub.items()]
+            any_set = True
+        seq_nr = meta.get("seq_nr")
+        if type(seq_nr) is int:
+            out.seq_nr, out.has_seq_nr = seq_nr, True
+            any_set = True
+        oa = meta.get("original_aten")
+        if isinstance(oa, (torch._ops.OpOverload, torch._ops.HigherOrderOperator)):
+            out.original_aten = callable_name(oa)
+            any_set = True
+        desc = meta.get("desc")
+        if desc is not None:
+            if isinstance(desc, (list, tuple)):  # an output node: one descriptor per output
+                described = {"type": DESC_LIST, "items": [describe_desc(x, f"{path}.desc[{i}]")
+                                                          for i, x in enumerate(desc)]}
+            else:
+                described = describe_desc(desc, f"{path}.desc")
+            out.desc = map_value(described, path=f"{path}.desc")
+            any_set = True
+        return any_set
 
     def _module_stack(self, nms: dict) -> list[ModuleStackEntry]:
         """The entries of a module stack; one shared list per distinct stack (the nodes of one module all

@@ -14,7 +14,7 @@ the module (torch.compile, strict export): it traces torch's generated code.
 
 Inside the same block, `Graph.create_node` skips its pytree walk over the
 arguments when a plain walk of ours shows they cannot hold the raw
-SymInt/SymFloat/SymBool it warns about (`_fast_create_node`): `module()`
+SymInt/SymFloat/SymBool it warns about (`_create_node`): `module()`
 copies the whole graph (`copy.deepcopy(ep.graph)`), and that walk was two
 thirds of the copy. Anything else, or a graph with creation hooks, goes
 through torch's `create_node` unchanged.
@@ -45,6 +45,7 @@ from torch.fx.graph_module import GraphModule
 from pt2format._nogc import no_gc
 
 from ._background import start as start_thread
+from ._fx_nodes import TORCH_CREATE_NODE, node_without_walk
 
 _local = threading.local()
 _install_lock = threading.Lock()
@@ -65,16 +66,14 @@ def deferred_codegen():
 
 
 def _install() -> None:
-    global _torch_recompile, _torch_create_node
+    global _torch_recompile
     with _install_lock:
         if _torch_recompile is None:
             _torch_recompile = GraphModule.recompile
             GraphModule.recompile = _recompile
-            _torch_create_node = torch.fx.Graph.create_node
             torch.fx.Graph.create_node = _create_node
 
 
-_torch_create_node = None
 _CALLS = frozenset({"call_function", "call_method", "call_module"})
 # Leaves that are not pytree containers and not symbolic: create_node's walk passes over them silently.
 _PLAIN_LEAVES = frozenset({torch.fx.Node, int, float, bool, str, type(None), torch.dtype, torch.device,
@@ -99,22 +98,13 @@ def _plain(a) -> bool:
 
 
 def _create_node(self, op, target, args=None, kwargs=None, name=None, type_expr=None):
-    """Graph.create_node; inside deferred_codegen(), without the pytree walk where it can find nothing.
-
-    torch's create_node walks the arguments of every call node with pytree
-    (about 50 us a node) only to warn about raw symbolic leaves. When
-    `_plain` shows there are none, the node is created without arguments
-    and given them as `node.args = ...` gives them (`_update_args_kwargs`,
-    which Node.__init__ runs itself): the same node, names and users.
-    """
+    """Graph.create_node; inside deferred_codegen(), without the pytree walk where `_plain` shows it finds nothing."""
     if (getattr(_local, "active", False) and op in _CALLS and (args or kwargs) and type(args) is tuple
             and (kwargs is None or isinstance(kwargs, dict))
             and not getattr(self.owning_module, "_create_node_hooks", None)  # hooks see the node with its arguments
             and _plain(args) and (not kwargs or _plain(kwargs))):
-        node = _torch_create_node(self, op, target, (), None, name, type_expr)
-        node._update_args_kwargs(args, kwargs if kwargs else node._kwargs)
-        return node
-    return _torch_create_node(self, op, target, args, kwargs, name, type_expr)
+        return node_without_walk(self, op, target, args, kwargs, name, type_expr)
+    return TORCH_CREATE_NODE(self, op, target, args, kwargs, name, type_expr)
 
 
 def _recompile(self):

@@ -33,6 +33,7 @@ from pt2format.vocab.enums import SCHEMA_TO_LAYOUT
 
 from ._arguments import _SAME, _SCALARS, ArgumentLoader
 from ._fake_tensors import FakeTensorMaker
+from ._fx_nodes import node_without_walk
 from ._metadata import DERIVE_TENSOR_META, DERIVE_TENSOR_META_GRAD, derive_tensor_meta
 from ._names import check_constant_string, check_identifier
 from ._targets import _cache as _resolved_targets, check_call_binding, resolve_target
@@ -168,13 +169,9 @@ class GraphBuilder(ArgumentLoader):
         if name in sc.node_names:
             raise LoadError(f"node name {name!r} is used twice", path=path)
         sc.node_names.add(name)
-        # The node is created without arguments, then given them as `node.args = ...` gives them (one
-        # `_update_args_kwargs`, what Node.__init__ runs too): create_node's only other use of the
-        # arguments is a pytree walk (10 calls a node, a tenth of a large load) that warns about raw
-        # SymInt/SymFloat/SymBool leaves, and `_arg` never makes one (symbolic values are nodes).
-        node = sc.fx.create_node(op, target, (), None, name)
-        if args or kwargs:
-            node._update_args_kwargs(args, kwargs)
+        # Without create_node's walk for raw SymInt/SymFloat/SymBool leaves (a tenth of a large load):
+        # `_arg` never makes one (symbolic values are nodes).
+        node = node_without_walk(sc.fx, op, target, args, kwargs, name)
         if node.name != name:
             # FX renames candidates that shadow builtins; the file's name wins, as in torch's loader
             # (FX's code generation renames its variables again, so the source stays valid).
@@ -189,10 +186,8 @@ class GraphBuilder(ArgumentLoader):
         """The fake value of the graph value `name`."""
         sc = self.sc
         m = sc.tensors.get(name)
-        if m is not None:
+        if m is not None or name in sc.tensors:  # a value without metadata: fake_tensor's error names it
             return self.fake_tensor(m, path, name)
-        if name in sc.tensors:
-            return self.fake_tensor(m, path, name)  # a value without metadata: the error names it
         if name in sc.sym_ints:
             return self.shape.sym_int(sc.sym_ints[name], f"{path}<{name}>")
         if name in sc.sym_bools:

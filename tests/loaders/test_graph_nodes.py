@@ -52,12 +52,19 @@ def test_arguments_and_users_as_torch_loads_them(tmp_path):
     buf.seek(0)
     theirs = torch.export.load(buf)
     ours = pt2format.load(path)
+    assert _node_rows(ours.graph_module) == _node_rows(theirs.graph_module)
 
-    def shape(gm):
-        return [(n.name, n.op, str(n.target), str(n.args), str(dict(n.kwargs)), [u.name for u in n.users],
-                 [i.name for i in n.all_input_nodes], type(n.args).__name__) for n in gm.graph.nodes]
 
-    assert shape(ours.graph_module) == shape(theirs.graph_module)
+def _node_rows(gm, *, arg_types_and_meta_keys=False):
+    """Each node's name, op, target, arguments, users, inputs and argument types, as text to compare."""
+    rows = []
+    for n in gm.graph.nodes:
+        row = (n.name, n.op, str(n.target), str(n.args), str(dict(n.kwargs)), [u.name for u in n.users],
+               [i.name for i in n.all_input_nodes], type(n.args).__name__)
+        if arg_types_and_meta_keys:
+            row += ([type(a).__name__ for a in n.args], sorted(n.meta))
+        rows.append(row)
+    return rows
 
 
 # -- ep.module()'s graph copy (loaders/_deferred.py `_create_node`) -----------------------------------
@@ -73,13 +80,7 @@ def test_module_graph_is_torchs(tmp_path):
         warnings.simplefilter("error", UserWarning)
         ours = loaded.module()
     theirs = torch.export.ExportedProgram.module(loaded)  # torch's module(), no deferral, torch's create_node
-
-    def shape(gm):
-        return [(n.name, n.op, str(n.target), str(n.args), str(dict(n.kwargs)), [u.name for u in n.users],
-                 [i.name for i in n.all_input_nodes], type(n.args).__name__,
-                 [type(a).__name__ for a in n.args], sorted(n.meta)) for n in gm.graph.nodes]
-
-    assert shape(ours) == shape(theirs)
+    assert _node_rows(ours, arg_types_and_meta_keys=True) == _node_rows(theirs, arg_types_and_meta_keys=True)
     x = torch.randn(7, 6), torch.randn(3)
     for a, b in zip(ours(*x), theirs(*x)):
         assert torch.equal(a, b)
