@@ -105,6 +105,8 @@ class GraphBuilder(ArgumentLoader):
         # their tensor_meta is derived from these numbers (see derive_tensor_meta)
         self.static_shapes: dict[int, tuple] = {}
         self._heads: dict[tuple, tuple] = {}  # (dtype, layout, device type, index) numbers -> checked objects
+        # id(TensorMeta) -> _static_meta's numbers (the object kept, so its id stays its own)
+        self._static_metas: dict[int, tuple] = {}
         self.sc: _Scope | None = None
 
     # -- graphs ----------------------------------------------------------------
@@ -201,6 +203,22 @@ class GraphBuilder(ArgumentLoader):
 
     def fake_tensor(self, m, path, name=None):
         """The fake value of TensorMeta `m`; errors name `path<name>` (formatted only when needed)."""
+        known = self._static_metas.get(id(m))
+        if known is None:
+            head = self._checked_head(m, path, name)
+            known = self._static_meta(m, *head)
+            if known is None:
+                return self._general_fake_tensor(m, _value_path(path, name), *head)
+        _, dtype, device, sizes, strides, requires_grad = known
+        meta = torch.empty_strided(sizes, strides, dtype=dtype, device=_META)
+        if requires_grad:
+            meta.requires_grad_(True)
+        fake = self._fake(meta, device)
+        if not meta.is_quantized:
+            self.static_shapes[id(fake)] = (fake, dtype, sizes, strides)
+        return fake
+
+    def _checked_head(self, m, path, name):
         if m is None:
             raise LoadError("missing tensor metadata", path=_value_path(path, name))
         d = m.device
@@ -210,23 +228,23 @@ class GraphBuilder(ArgumentLoader):
             head = None
         if head is None:
             head = self._head(m, _value_path(path, name))
-        dtype, device, layout = head
+        return head
+
+    def _static_meta(self, m, dtype, device, layout):
+        """(m, dtype, device, sizes, strides, requires_grad) of a strided TensorMeta whose numbers are all concrete,
+        kept for the next value with the same object (a file shares one among the values of a shape:
+        pt2f_shared); None for any other."""
         ms, mst, off = m.sizes, m.strides, m.storage_offset
         try:  # every size and stride concrete (expr < 0): their values, no path strings, no symbols
             static = max(map(_EXPR, ms), default=-1) < 0 and max(map(_EXPR, mst), default=-1) < 0
         except AttributeError:  # a missing entry: the general path names it
-            static = False
-        if static and layout is torch.strided and len(ms) == len(mst) and (
-                off is None or (off.expr < 0 and off.value == 0)):
-            sizes, strides = tuple(map(_VALUE, ms)), tuple(map(_VALUE, mst))
-            meta = torch.empty_strided(sizes, strides, dtype=dtype, device=_META)
-            if m.requires_grad:
-                meta.requires_grad_(True)
-            fake = self._fake(meta, device)
-            if not meta.is_quantized:
-                self.static_shapes[id(fake)] = (fake, dtype, sizes, strides)
-            return fake
-        return self._general_fake_tensor(m, _value_path(path, name), dtype, device, layout)
+            return None
+        if not (static and layout is torch.strided and len(ms) == len(mst) and (
+                off is None or (off.expr < 0 and off.value == 0))):
+            return None
+        known = self._static_metas[id(m)] = (m, dtype, device, tuple(map(_VALUE, ms)), tuple(map(_VALUE, mst)),
+                                             bool(m.requires_grad))
+        return known
 
     def _head(self, m, path):
         """(dtype, device, layout) of TensorMeta `m`, checked; cached by the file's numbers for the next values."""

@@ -165,6 +165,9 @@ ATTRIBUTE_RULES = {
     # released files, loosening or removing it lets new writers make files released readers refuse: equal.
     # Compared from the first release with the kind, as pt2f_keys (1.1's readers checked each by hand).
     "pt2f_value": lambda where, old, new: _rule_equal(where, old, new, "pt2f_value"),
+    # a table a writer may share (SPEC.md §10): every reader charges a shared table at each reference, so no file
+    # changes verdict whether it is set or not: free
+    "pt2f_shared": lambda where, old, new: [],
     # the minor that first defined a name (schema/ATTRIBUTES.md): adding it to a released name is fine (regen
     # checks it says the release that first had the name), changing or removing it later breaks
     "pt2f_since": lambda where, old, new: [] if old is None else [

@@ -186,14 +186,20 @@ _ST_SymFloat = struct.Struct('<i4xd')
 _ST_SymInt = struct.Struct('<i4xq')
 
 
-def decode(buf, max_depth=128):
-    """Decode a whole buffer (bytes, bytearray or a 1-D byte memoryview) into a Package."""
+def decode(buf, max_depth=128, share=True, stats=None):
+    """Decode a whole buffer (bytes, bytearray or a 1-D byte memoryview) into a Package.
+
+    `share`: a pt2f_shared table met again at the same offset is the same object (charged as a fresh
+    decode); False decodes every reference (the reference the cache is tested against). `stats` (a dict)
+    receives how much of the decode budget was spent ("spent").
+    """
     n = len(buf)
     if n < 8:
         _fail('FlatBuffers buffer shorter than 8 bytes', 0, '>= 8 bytes', n)
     if bytes(buf[4:8]) != _IDENT:
         _fail('wrong FlatBuffers file identifier', 4, _IDENT, bytes(buf[4:8]))
     budget = n + 64
+    strings_spent = 0  # the part of the budget strings spent (a shared table's reuse is charged without it)
     strings = {}
     sget = strings.get
 
@@ -207,6 +213,7 @@ def decode(buf, max_depth=128):
         raise LimitError('nesting deeper than max_depth', offset=pos, expected=f'<= {max_depth}', got=d)
 
     def rstr(q):
+        nonlocal strings_spent
         s = sget(q)
         if s is not None:
             return s
@@ -219,6 +226,7 @@ def decode(buf, max_depth=128):
         if buf[e] != 0:
             _fail('string is not NUL-terminated', e, 0, buf[e])
         spend(ln, q)
+        strings_spent += ln
         try:
             s = str(buf[q + 4:e], 'utf-8')
         except UnicodeDecodeError as exc:
@@ -5662,7 +5670,7 @@ def decode(buf, max_depth=128):
     Z_TensorMeta = (1, 4, 4, 16, 1, 4, 1)
     SN_TensorMeta = ('dtype', 'sizes', 'strides', 'storage_offset', 'requires_grad', 'device', 'layout')
 
-    def t_TensorMeta(p, d):
+    def t_TensorMeta_body(p, d):
         f_ = None
         try:
             if d > max_depth:
@@ -5735,6 +5743,19 @@ def decode(buf, max_depth=128):
         except _PATH_ERRORS as e_:
             _note(e_, f_, p, locals(), SN_TensorMeta)
             raise
+
+    sh_TensorMeta = {}
+
+    def t_TensorMeta(p, d):
+        nonlocal budget
+        h = sh_TensorMeta.get(p)
+        if h is not None and h[1] <= budget and d <= max_depth - 1:
+            budget -= h[1]
+            return h[0]
+        b0, s0 = budget, strings_spent
+        x = t_TensorMeta_body(p, d)
+        sh_TensorMeta[p] = (x, b0 - budget - (strings_spent - s0))
+        return x
 
     vc_TensorPart = {}
     Z_TensorPart = (4, 4)
@@ -6500,5 +6521,10 @@ def decode(buf, max_depth=128):
     U_InputSpecKind = (None, t_UserInputSpec, t_InputToParameterSpec, t_InputToBufferSpec, t_InputToTensorConstantSpec, t_InputToCustomObjSpec, t_InputTokenSpec, t_InputToConstantInputSpec,)
     U_OutputSpecKind = (None, t_UserOutputSpec, t_LossOutputSpec, t_BufferMutationSpec, t_ParameterMutationSpec, t_GradientToParameterSpec, t_GradientToUserInputSpec, t_UserInputMutationSpec, t_OutputTokenSpec,)
     U_ValueKind = (None, t_NullValue, t_BoolValue, t_IntValue, t_FloatValue, t_StringValue, t_BytesValue, t_ListValue, t_MapValue, t_TensorRefValue, t_ComplexValue, t_ScalarTypeValue, t_DeviceValue, t_EnumValue, t_ObjectValue,)
+    if not share:
+        t_TensorMeta = t_TensorMeta_body
 
-    return t_Package(_U32(buf, 0)[0], 1)
+    tree = t_Package(_U32(buf, 0)[0], 1)
+    if stats is not None:
+        stats['spent'] = n + 64 - budget
+    return tree

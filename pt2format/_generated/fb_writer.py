@@ -176,6 +176,15 @@ def _layout_entry(fields, mask):
     if struct.calcsize(fmt) != osz:  # the same bytes as the layout's own packer, or no packer at all
         raise AssertionError(f"layout of mask {mask}: {fmt!r} is not {osz} bytes")
     return [tuple(struct.Struct(fmt + ("%dx" % p if p else "")).pack for p in range(al)), offs, osz, al, vtb, None]
+
+
+def shares_fit(spent, length):
+    """Whether a buffer of `length` bytes whose decode spends `spent` (SPEC.md §10) is within every reader's budget.
+
+    Python's is length + 64, the C++ and TypeScript verifiers allow a table visit per 4 bytes; a module function
+    so that a test can let the writer share past it (the buffers of a reader's budget tests).
+    """
+    return spent <= length
 _ST_SymBool = struct.Struct('<i?3x').pack
 _ST_SymFloat = struct.Struct('<i4xd').pack
 _ST_SymInt = struct.Struct('<i4xq').pack
@@ -301,11 +310,21 @@ _F_ValueRange = ((0, 8, 8, 'q'), (1, 8, 8, 'q'), (4, 8, 8, 'd'), (5, 8, 8, 'd'),
 _F_WeightSet = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 
 
-def encode(root):
-    """Encode a Package tree (no path in errors; see pt2format._codecs.flatbuffers)."""
+def encode(root, share=True, stats=None):
+    """Encode a Package tree (no path in errors; see pt2format._codecs.flatbuffers).
+
+    `share`: an object of a pt2f_shared table met again is written once and referenced, as long as the
+    buffer stays within every reader's decode budget (SPEC.md §10: 4 a table visit, count + 1 a vector visit,
+    a string's length once); if sharing would exceed it, the tree is encoded again without sharing.
+    `stats` (a dict) receives what a reader's budget spends on the buffer ("spent") and whether a table
+    was shared ("shared").
+    """
     chunks = []
     app = chunks.append
     size = 0
+    spent = 0  # what a reader's decode budget spends on the tables and vectors, per visit
+    strings_spent = 0  # ... and on the strings, once each
+    reused = False
     strings = {}
     sget = strings.get
     vtables = {}
@@ -314,11 +333,12 @@ def encode(root):
     bget = bodies.get
 
     def S(s):
-        nonlocal size
+        nonlocal size, strings_spent
         if type(s) is not str:
             _check_str(s)
         b = s.encode("utf-8")
         n = len(b)
+        strings_spent += n
         pad = -(size + n + 1) & 3
         app(_ZEROS[:pad + 1])
         app(b)
@@ -328,8 +348,9 @@ def encode(root):
         return d
 
     def OV(dists):
-        nonlocal size
+        nonlocal size, spent
         n = len(dists)
+        spent += n + 1
         pad = -size & 3
         d = size + pad + 4 * n + 4
         b = d - 4
@@ -344,7 +365,8 @@ def encode(root):
         return d
 
     def BV(body, count, align):
-        nonlocal size
+        nonlocal size, spent
+        spent += count + 1
         pad = -(size + len(body)) % align
         if pad:
             app(_ZEROS[:pad])
@@ -353,9 +375,10 @@ def encode(root):
         size = size + pad + len(body) + 4
         return size
 
-    def BVC(chunk, n, align):
-        """BV of a body already joined after its count (`chunk`: count, then `n` bytes of body), one chunk."""
-        nonlocal size
+    def BVC(chunk, n, align, count):
+        """BV of a body already joined after its count (`chunk`: `count`, then `n` bytes of body), one chunk."""
+        nonlocal size, spent
+        spent += count + 1
         pad = -(size + n) % align
         if pad:
             app(_ZEROS[:pad])
@@ -368,7 +391,8 @@ def encode(root):
     def w_Argument(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not Argument:
                 _bad('wrong table type, expected Argument', type(o).__name__)
             mk = 0
@@ -411,7 +435,8 @@ def encode(root):
     def w_ArgumentMapEntry(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not ArgumentMapEntry:
                 _bad('wrong table type, expected ArgumentMapEntry', type(o).__name__)
             mk = 0
@@ -456,7 +481,8 @@ def encode(root):
     def w_BoolArgument(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not BoolArgument:
                 _bad('wrong table type, expected BoolArgument', type(o).__name__)
             mk = 0
@@ -496,7 +522,8 @@ def encode(root):
     def w_BoolListArgument(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not BoolListArgument:
                 _bad('wrong table type, expected BoolListArgument', type(o).__name__)
             mk = 0
@@ -541,7 +568,8 @@ def encode(root):
     def w_BoolValue(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not BoolValue:
                 _bad('wrong table type, expected BoolValue', type(o).__name__)
             mk = 0
@@ -581,7 +609,8 @@ def encode(root):
     def w_BufferMutationSpec(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not BufferMutationSpec:
                 _bad('wrong table type, expected BufferMutationSpec', type(o).__name__)
             mk = 0
@@ -626,7 +655,8 @@ def encode(root):
     def w_BytesValue(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not BytesValue:
                 _bad('wrong table type, expected BytesValue', type(o).__name__)
             mk = 0
@@ -665,7 +695,8 @@ def encode(root):
     def w_ComplexArgument(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not ComplexArgument:
                 _bad('wrong table type, expected ComplexArgument', type(o).__name__)
             mk = 0
@@ -712,7 +743,8 @@ def encode(root):
     def w_ComplexValue(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not ComplexValue:
                 _bad('wrong table type, expected ComplexValue', type(o).__name__)
             mk = 0
@@ -759,7 +791,8 @@ def encode(root):
     def w_CustomObjArgument(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not CustomObjArgument:
                 _bad('wrong table type, expected CustomObjArgument', type(o).__name__)
             mk = 0
@@ -804,7 +837,8 @@ def encode(root):
     def w_CustomObject(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not CustomObject:
                 _bad('wrong table type, expected CustomObject', type(o).__name__)
             mk = 0
@@ -855,7 +889,8 @@ def encode(root):
     def w_DeferredUnpack(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not DeferredUnpack:
                 _bad('wrong table type, expected DeferredUnpack', type(o).__name__)
             mk = 0
@@ -901,7 +936,8 @@ def encode(root):
     def w_Device(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not Device:
                 _bad('wrong table type, expected Device', type(o).__name__)
             mk = 0
@@ -947,7 +983,8 @@ def encode(root):
     def w_DeviceArgument(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not DeviceArgument:
                 _bad('wrong table type, expected DeviceArgument', type(o).__name__)
             mk = 0
@@ -986,7 +1023,8 @@ def encode(root):
     def w_DeviceValue(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not DeviceValue:
                 _bad('wrong table type, expected DeviceValue', type(o).__name__)
             mk = 0
@@ -1025,7 +1063,8 @@ def encode(root):
     def w_EnumValue(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not EnumValue:
                 _bad('wrong table type, expected EnumValue', type(o).__name__)
             mk = 0
@@ -1070,7 +1109,8 @@ def encode(root):
     def w_ExternalFile(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not ExternalFile:
                 _bad('wrong table type, expected ExternalFile', type(o).__name__)
             mk = 0
@@ -1137,7 +1177,8 @@ def encode(root):
     def w_ExtraFile(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not ExtraFile:
                 _bad('wrong table type, expected ExtraFile', type(o).__name__)
             mk = 0
@@ -1183,7 +1224,8 @@ def encode(root):
     def w_FloatArgument(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not FloatArgument:
                 _bad('wrong table type, expected FloatArgument', type(o).__name__)
             mk = 0
@@ -1223,7 +1265,8 @@ def encode(root):
     def w_FloatListArgument(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not FloatListArgument:
                 _bad('wrong table type, expected FloatListArgument', type(o).__name__)
             mk = 0
@@ -1267,7 +1310,8 @@ def encode(root):
     def w_FloatListListArgument(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not FloatListListArgument:
                 _bad('wrong table type, expected FloatListListArgument', type(o).__name__)
             mk = 0
@@ -1306,7 +1350,8 @@ def encode(root):
     def w_FloatValue(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not FloatValue:
                 _bad('wrong table type, expected FloatValue', type(o).__name__)
             mk = 0
@@ -1346,7 +1391,8 @@ def encode(root):
     def w_FormatVersion(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not FormatVersion:
                 _bad('wrong table type, expected FormatVersion', type(o).__name__)
             mk = 0
@@ -1393,7 +1439,8 @@ def encode(root):
     def w_GradientToParameterSpec(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not GradientToParameterSpec:
                 _bad('wrong table type, expected GradientToParameterSpec', type(o).__name__)
             mk = 0
@@ -1438,7 +1485,8 @@ def encode(root):
     def w_GradientToUserInputSpec(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not GradientToUserInputSpec:
                 _bad('wrong table type, expected GradientToUserInputSpec', type(o).__name__)
             mk = 0
@@ -1483,7 +1531,8 @@ def encode(root):
     def w_Graph(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not Graph:
                 _bad('wrong table type, expected Graph', type(o).__name__)
             mk = 0
@@ -1596,7 +1645,8 @@ def encode(root):
     def w_GraphArgument(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not GraphArgument:
                 _bad('wrong table type, expected GraphArgument', type(o).__name__)
             mk = 0
@@ -1653,7 +1703,8 @@ def encode(root):
     def w_GraphSignature(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not GraphSignature:
                 _bad('wrong table type, expected GraphSignature', type(o).__name__)
             mk = 0
@@ -1698,7 +1749,8 @@ def encode(root):
     def w_GuardSource(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not GuardSource:
                 _bad('wrong table type, expected GuardSource', type(o).__name__)
             mk = 0
@@ -1759,7 +1811,8 @@ def encode(root):
     def w_InputSpec(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not InputSpec:
                 _bad('wrong table type, expected InputSpec', type(o).__name__)
             mk = 0
@@ -1802,7 +1855,8 @@ def encode(root):
     def w_InputToBufferSpec(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not InputToBufferSpec:
                 _bad('wrong table type, expected InputToBufferSpec', type(o).__name__)
             mk = 0
@@ -1854,7 +1908,8 @@ def encode(root):
     def w_InputToConstantInputSpec(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not InputToConstantInputSpec:
                 _bad('wrong table type, expected InputToConstantInputSpec', type(o).__name__)
             mk = 0
@@ -1899,7 +1954,8 @@ def encode(root):
     def w_InputToCustomObjSpec(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not InputToCustomObjSpec:
                 _bad('wrong table type, expected InputToCustomObjSpec', type(o).__name__)
             mk = 0
@@ -1944,7 +2000,8 @@ def encode(root):
     def w_InputToParameterSpec(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not InputToParameterSpec:
                 _bad('wrong table type, expected InputToParameterSpec', type(o).__name__)
             mk = 0
@@ -1989,7 +2046,8 @@ def encode(root):
     def w_InputToTensorConstantSpec(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not InputToTensorConstantSpec:
                 _bad('wrong table type, expected InputToTensorConstantSpec', type(o).__name__)
             mk = 0
@@ -2048,7 +2106,8 @@ def encode(root):
     def w_InputTokenSpec(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not InputTokenSpec:
                 _bad('wrong table type, expected InputTokenSpec', type(o).__name__)
             mk = 0
@@ -2087,7 +2146,8 @@ def encode(root):
     def w_IntArgument(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not IntArgument:
                 _bad('wrong table type, expected IntArgument', type(o).__name__)
             mk = 0
@@ -2127,7 +2187,8 @@ def encode(root):
     def w_IntListArgument(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not IntListArgument:
                 _bad('wrong table type, expected IntListArgument', type(o).__name__)
             mk = 0
@@ -2171,7 +2232,8 @@ def encode(root):
     def w_IntListListArgument(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not IntListListArgument:
                 _bad('wrong table type, expected IntListListArgument', type(o).__name__)
             mk = 0
@@ -2210,7 +2272,8 @@ def encode(root):
     def w_IntValue(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not IntValue:
                 _bad('wrong table type, expected IntValue', type(o).__name__)
             mk = 0
@@ -2250,7 +2313,8 @@ def encode(root):
     def w_KeyPathEntry(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not KeyPathEntry:
                 _bad('wrong table type, expected KeyPathEntry', type(o).__name__)
             mk = 0
@@ -2302,7 +2366,8 @@ def encode(root):
     def w_LayoutArgument(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not LayoutArgument:
                 _bad('wrong table type, expected LayoutArgument', type(o).__name__)
             mk = 0
@@ -2342,7 +2407,8 @@ def encode(root):
     def w_ListValue(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not ListValue:
                 _bad('wrong table type, expected ListValue', type(o).__name__)
             mk = 0
@@ -2388,7 +2454,8 @@ def encode(root):
     def w_LossOutputSpec(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not LossOutputSpec:
                 _bad('wrong table type, expected LossOutputSpec', type(o).__name__)
             mk = 0
@@ -2427,7 +2494,8 @@ def encode(root):
     def w_MapEntry(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not MapEntry:
                 _bad('wrong table type, expected MapEntry', type(o).__name__)
             mk = 0
@@ -2472,7 +2540,8 @@ def encode(root):
     def w_MapValue(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not MapValue:
                 _bad('wrong table type, expected MapValue', type(o).__name__)
             mk = 0
@@ -2511,7 +2580,8 @@ def encode(root):
     def w_MemoryFormatArgument(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not MemoryFormatArgument:
                 _bad('wrong table type, expected MemoryFormatArgument', type(o).__name__)
             mk = 0
@@ -2551,7 +2621,8 @@ def encode(root):
     def w_MixedListArgument(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not MixedListArgument:
                 _bad('wrong table type, expected MixedListArgument', type(o).__name__)
             mk = 0
@@ -2590,7 +2661,8 @@ def encode(root):
     def w_ModuleCallEntry(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not ModuleCallEntry:
                 _bad('wrong table type, expected ModuleCallEntry', type(o).__name__)
             mk = 0
@@ -2635,7 +2707,8 @@ def encode(root):
     def w_ModuleCallSignature(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not ModuleCallSignature:
                 _bad('wrong table type, expected ModuleCallSignature', type(o).__name__)
             mk = 0
@@ -2698,7 +2771,8 @@ def encode(root):
     def w_ModuleStackEntry(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not ModuleStackEntry:
                 _bad('wrong table type, expected ModuleStackEntry', type(o).__name__)
             mk = 0
@@ -2749,7 +2823,8 @@ def encode(root):
     def w_NamedArgument(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not NamedArgument:
                 _bad('wrong table type, expected NamedArgument', type(o).__name__)
             mk = 0
@@ -2812,7 +2887,8 @@ def encode(root):
     def w_NamedTupleDef(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not NamedTupleDef:
                 _bad('wrong table type, expected NamedTupleDef', type(o).__name__)
             mk = 0
@@ -2857,7 +2933,8 @@ def encode(root):
     def w_NestedTensorListArgument(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not NestedTensorListArgument:
                 _bad('wrong table type, expected NestedTensorListArgument', type(o).__name__)
             mk = 0
@@ -2896,7 +2973,8 @@ def encode(root):
     def w_Node(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not Node:
                 _bad('wrong table type, expected Node', type(o).__name__)
             mk = 0
@@ -2989,7 +3067,8 @@ def encode(root):
     def w_NodeMetadata(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not NodeMetadata:
                 _bad('wrong table type, expected NodeMetadata', type(o).__name__)
             mk = 0
@@ -3110,7 +3189,8 @@ def encode(root):
     def w_NodeSource(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not NodeSource:
                 _bad('wrong table type, expected NodeSource', type(o).__name__)
             mk = 0
@@ -3180,7 +3260,8 @@ def encode(root):
     def w_NoneArgument(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not NoneArgument:
                 _bad('wrong table type, expected NoneArgument', type(o).__name__)
             mk = 0
@@ -3213,7 +3294,8 @@ def encode(root):
     def w_NullValue(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not NullValue:
                 _bad('wrong table type, expected NullValue', type(o).__name__)
             mk = 0
@@ -3246,7 +3328,8 @@ def encode(root):
     def w_ObjectField(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not ObjectField:
                 _bad('wrong table type, expected ObjectField', type(o).__name__)
             mk = 0
@@ -3291,7 +3374,8 @@ def encode(root):
     def w_ObjectValue(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not ObjectValue:
                 _bad('wrong table type, expected ObjectValue', type(o).__name__)
             mk = 0
@@ -3343,7 +3427,8 @@ def encode(root):
     def w_OperatorArgument(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not OperatorArgument:
                 _bad('wrong table type, expected OperatorArgument', type(o).__name__)
             mk = 0
@@ -3382,7 +3467,8 @@ def encode(root):
     def w_OperatorParameter(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not OperatorParameter:
                 _bad('wrong table type, expected OperatorParameter', type(o).__name__)
             mk = 0
@@ -3453,7 +3539,8 @@ def encode(root):
     def w_OperatorSchema(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not OperatorSchema:
                 _bad('wrong table type, expected OperatorSchema', type(o).__name__)
             mk = 0
@@ -3524,7 +3611,8 @@ def encode(root):
     def w_Opset(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not Opset:
                 _bad('wrong table type, expected Opset', type(o).__name__)
             mk = 0
@@ -3570,7 +3658,8 @@ def encode(root):
     def w_OptionalTensorArgument(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not OptionalTensorArgument:
                 _bad('wrong table type, expected OptionalTensorArgument', type(o).__name__)
             mk = 0
@@ -3609,7 +3698,8 @@ def encode(root):
     def w_OptionalTensorListArgument(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not OptionalTensorListArgument:
                 _bad('wrong table type, expected OptionalTensorListArgument', type(o).__name__)
             mk = 0
@@ -3648,7 +3738,8 @@ def encode(root):
     def w_OutputSpec(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not OutputSpec:
                 _bad('wrong table type, expected OutputSpec', type(o).__name__)
             mk = 0
@@ -3691,7 +3782,8 @@ def encode(root):
     def w_OutputTokenSpec(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not OutputTokenSpec:
                 _bad('wrong table type, expected OutputTokenSpec', type(o).__name__)
             mk = 0
@@ -3730,7 +3822,8 @@ def encode(root):
     def w_Package(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not Package:
                 _bad('wrong table type, expected Package', type(o).__name__)
             mk = 0
@@ -3844,7 +3937,8 @@ def encode(root):
     def w_ParameterMutationSpec(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not ParameterMutationSpec:
                 _bad('wrong table type, expected ParameterMutationSpec', type(o).__name__)
             mk = 0
@@ -3889,7 +3983,8 @@ def encode(root):
     def w_Producer(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not Producer:
                 _bad('wrong table type, expected Producer', type(o).__name__)
             mk = 0
@@ -3940,7 +4035,8 @@ def encode(root):
     def w_Program(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not Program:
                 _bad('wrong table type, expected Program', type(o).__name__)
             mk = 0
@@ -4080,7 +4176,8 @@ def encode(root):
     def w_Quantization(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not Quantization:
                 _bad('wrong table type, expected Quantization', type(o).__name__)
             mk = 0
@@ -4155,7 +4252,8 @@ def encode(root):
     def w_RangeConstraint(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not RangeConstraint:
                 _bad('wrong table type, expected RangeConstraint', type(o).__name__)
             mk = 0
@@ -4201,7 +4299,8 @@ def encode(root):
     def w_ScalarTypeArgument(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not ScalarTypeArgument:
                 _bad('wrong table type, expected ScalarTypeArgument', type(o).__name__)
             mk = 0
@@ -4241,7 +4340,8 @@ def encode(root):
     def w_ScalarTypeValue(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not ScalarTypeValue:
                 _bad('wrong table type, expected ScalarTypeValue', type(o).__name__)
             mk = 0
@@ -4281,7 +4381,8 @@ def encode(root):
     def w_Segment(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not Segment:
                 _bad('wrong table type, expected Segment', type(o).__name__)
             mk = 0
@@ -4335,7 +4436,8 @@ def encode(root):
     def w_ShardFile(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not ShardFile:
                 _bad('wrong table type, expected ShardFile', type(o).__name__)
             mk = 0
@@ -4387,7 +4489,8 @@ def encode(root):
     def w_SourceFnEntry(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not SourceFnEntry:
                 _bad('wrong table type, expected SourceFnEntry', type(o).__name__)
             mk = 0
@@ -4432,7 +4535,8 @@ def encode(root):
     def w_StateEntry(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not StateEntry:
                 _bad('wrong table type, expected StateEntry', type(o).__name__)
             mk = 0
@@ -4485,7 +4589,8 @@ def encode(root):
     def w_Storage(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not Storage:
                 _bad('wrong table type, expected Storage', type(o).__name__)
             mk = 0
@@ -4560,7 +4665,8 @@ def encode(root):
     def w_StringArgument(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not StringArgument:
                 _bad('wrong table type, expected StringArgument', type(o).__name__)
             mk = 0
@@ -4599,7 +4705,8 @@ def encode(root):
     def w_StringEntry(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not StringEntry:
                 _bad('wrong table type, expected StringEntry', type(o).__name__)
             mk = 0
@@ -4646,7 +4753,8 @@ def encode(root):
     def w_StringListArgument(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not StringListArgument:
                 _bad('wrong table type, expected StringListArgument', type(o).__name__)
             mk = 0
@@ -4685,7 +4793,8 @@ def encode(root):
     def w_StringToArgumentMapArgument(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not StringToArgumentMapArgument:
                 _bad('wrong table type, expected StringToArgumentMapArgument', type(o).__name__)
             mk = 0
@@ -4724,7 +4833,8 @@ def encode(root):
     def w_StringValue(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not StringValue:
                 _bad('wrong table type, expected StringValue', type(o).__name__)
             mk = 0
@@ -4763,7 +4873,8 @@ def encode(root):
     def w_SymBoolArgument(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not SymBoolArgument:
                 _bad('wrong table type, expected SymBoolArgument', type(o).__name__)
             mk = 0
@@ -4809,7 +4920,8 @@ def encode(root):
     def w_SymBoolListArgument(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not SymBoolListArgument:
                 _bad('wrong table type, expected SymBoolListArgument', type(o).__name__)
             mk = 0
@@ -4848,7 +4960,8 @@ def encode(root):
     def w_SymBoolValue(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not SymBoolValue:
                 _bad('wrong table type, expected SymBoolValue', type(o).__name__)
             mk = 0
@@ -4895,7 +5008,8 @@ def encode(root):
     def w_SymExpr(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not SymExpr:
                 _bad('wrong table type, expected SymExpr', type(o).__name__)
             mk = 0
@@ -4988,7 +5102,8 @@ def encode(root):
     def w_SymFloatArgument(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not SymFloatArgument:
                 _bad('wrong table type, expected SymFloatArgument', type(o).__name__)
             mk = 0
@@ -5034,7 +5149,8 @@ def encode(root):
     def w_SymFloatListArgument(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not SymFloatListArgument:
                 _bad('wrong table type, expected SymFloatListArgument', type(o).__name__)
             mk = 0
@@ -5073,7 +5189,8 @@ def encode(root):
     def w_SymFloatValue(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not SymFloatValue:
                 _bad('wrong table type, expected SymFloatValue', type(o).__name__)
             mk = 0
@@ -5120,7 +5237,8 @@ def encode(root):
     def w_SymIntArgument(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not SymIntArgument:
                 _bad('wrong table type, expected SymIntArgument', type(o).__name__)
             mk = 0
@@ -5166,7 +5284,8 @@ def encode(root):
     def w_SymIntListArgument(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not SymIntListArgument:
                 _bad('wrong table type, expected SymIntListArgument', type(o).__name__)
             mk = 0
@@ -5205,7 +5324,8 @@ def encode(root):
     def w_SymIntValue(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not SymIntValue:
                 _bad('wrong table type, expected SymIntValue', type(o).__name__)
             mk = 0
@@ -5252,7 +5372,8 @@ def encode(root):
     def w_Symbol(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not Symbol:
                 _bad('wrong table type, expected Symbol', type(o).__name__)
             mk = 0
@@ -5332,7 +5453,8 @@ def encode(root):
     def w_Tensor(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not Tensor:
                 _bad('wrong table type, expected Tensor', type(o).__name__)
             mk = 0
@@ -5453,7 +5575,8 @@ def encode(root):
     def w_TensorArgument(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not TensorArgument:
                 _bad('wrong table type, expected TensorArgument', type(o).__name__)
             mk = 0
@@ -5492,7 +5615,8 @@ def encode(root):
     def w_TensorListArgument(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not TensorListArgument:
                 _bad('wrong table type, expected TensorListArgument', type(o).__name__)
             mk = 0
@@ -5528,10 +5652,11 @@ def encode(root):
 
     L_TensorMeta = {}
 
-    def w_TensorMeta(o):
+    def w_TensorMeta_body(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not TensorMeta:
                 _bad('wrong table type, expected TensorMeta', type(o).__name__)
             mk = 0
@@ -5548,7 +5673,7 @@ def encode(root):
                 if h_ is None or h_[0] is not x1:
                     b_ = b''.join([_ST_SymInt(e.expr, e.value) for e in x1])
                     h_ = bodies[id(x1)] = (x1, _U32(len(x1)) + b_, len(b_))
-                x1 = BVC(h_[1], h_[2], 8)
+                x1 = BVC(h_[1], h_[2], 8, len(x1))
                 mk |= 2
             f_ = ('strides', 'x2')
             x2 = o.strides
@@ -5557,7 +5682,7 @@ def encode(root):
                 if h_ is None or h_[0] is not x2:
                     b_ = b''.join([_ST_SymInt(e.expr, e.value) for e in x2])
                     h_ = bodies[id(x2)] = (x2, _U32(len(x2)) + b_, len(b_))
-                x2 = BVC(h_[1], h_[2], 8)
+                x2 = BVC(h_[1], h_[2], 8, len(x2))
                 mk |= 4
             f_ = 'storage_offset'
             x3 = o.storage_offset
@@ -5614,12 +5739,28 @@ def encode(root):
             _note(e_, f_, o, locals())
             raise
 
+    sh_TensorMeta = {}  # id(object) -> (its position, what a reader spends on it, the object: its id stays its own)
+
+    def w_TensorMeta(o):
+        nonlocal spent, reused
+        h = sh_TensorMeta.get(id(o))
+        if h is not None:
+            spent += h[1]
+            reused = True
+            return h[0]
+        s0 = spent
+        d = w_TensorMeta_body(o)
+        if share:
+            sh_TensorMeta[id(o)] = (d, spent - s0, o)
+        return d
+
     L_TensorPart = {}
 
     def w_TensorPart(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not TensorPart:
                 _bad('wrong table type, expected TensorPart', type(o).__name__)
             mk = 0
@@ -5665,7 +5806,8 @@ def encode(root):
     def w_TensorRefValue(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not TensorRefValue:
                 _bad('wrong table type, expected TensorRefValue', type(o).__name__)
             mk = 0
@@ -5705,7 +5847,8 @@ def encode(root):
     def w_TensorSubclass(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not TensorSubclass:
                 _bad('wrong table type, expected TensorSubclass', type(o).__name__)
             mk = 0
@@ -5750,7 +5893,8 @@ def encode(root):
     def w_TensorValue(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not TensorValue:
                 _bad('wrong table type, expected TensorValue', type(o).__name__)
             mk = 0
@@ -5795,7 +5939,8 @@ def encode(root):
     def w_TokenArgument(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not TokenArgument:
                 _bad('wrong table type, expected TokenArgument', type(o).__name__)
             mk = 0
@@ -5834,7 +5979,8 @@ def encode(root):
     def w_TorchFn(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not TorchFn:
                 _bad('wrong table type, expected TorchFn', type(o).__name__)
             mk = 0
@@ -5879,7 +6025,8 @@ def encode(root):
     def w_TreeSpec(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not TreeSpec:
                 _bad('wrong table type, expected TreeSpec', type(o).__name__)
             mk = 0
@@ -5949,7 +6096,8 @@ def encode(root):
     def w_TreeSpecArgument(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not TreeSpecArgument:
                 _bad('wrong table type, expected TreeSpecArgument', type(o).__name__)
             mk = 0
@@ -6006,7 +6154,8 @@ def encode(root):
     def w_UnbackedBinding(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not UnbackedBinding:
                 _bad('wrong table type, expected UnbackedBinding', type(o).__name__)
             mk = 0
@@ -6052,7 +6201,8 @@ def encode(root):
     def w_UnpackMetadata(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not UnpackMetadata:
                 _bad('wrong table type, expected UnpackMetadata', type(o).__name__)
             mk = 0
@@ -6098,7 +6248,8 @@ def encode(root):
     def w_UserInputMutationSpec(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not UserInputMutationSpec:
                 _bad('wrong table type, expected UserInputMutationSpec', type(o).__name__)
             mk = 0
@@ -6143,7 +6294,8 @@ def encode(root):
     def w_UserInputSpec(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not UserInputSpec:
                 _bad('wrong table type, expected UserInputSpec', type(o).__name__)
             mk = 0
@@ -6182,7 +6334,8 @@ def encode(root):
     def w_UserOutputSpec(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not UserOutputSpec:
                 _bad('wrong table type, expected UserOutputSpec', type(o).__name__)
             mk = 0
@@ -6221,7 +6374,8 @@ def encode(root):
     def w_Value(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not Value:
                 _bad('wrong table type, expected Value', type(o).__name__)
             mk = 0
@@ -6264,7 +6418,8 @@ def encode(root):
     def w_ValueRange(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not ValueRange:
                 _bad('wrong table type, expected ValueRange', type(o).__name__)
             mk = 0
@@ -6339,7 +6494,8 @@ def encode(root):
     def w_WeightSet(o):
         f_ = None
         try:
-            nonlocal size
+            nonlocal size, spent
+            spent += 4
             if type(o) is not WeightSet:
                 _bad('wrong table type, expected WeightSet', type(o).__name__)
             mk = 0
@@ -6393,6 +6549,10 @@ def encode(root):
     if pad:
         app(_ZEROS[:pad])
     total = size + pad + 8
+    if reused and not shares_fit(spent + strings_spent, total):  # copies would cost readers more than its bytes
+        return encode(root, share=False, stats=stats)
+    if stats is not None:
+        stats.update(spent=spent + strings_spent, shared=reused)
     app(_IDENT)
     app(_U32(total - r))
     chunks.reverse()

@@ -2688,7 +2688,7 @@ class TensorListArgument(ModelObject):
 
 
 class TensorMeta(ModelObject):
-    """Metadata of a tensor value flowing through a graph (its fake value)."""
+    """Metadata of a tensor value flowing through a graph (its fake value). Shared: values of one shape, dtype and device have one copy."""
     __slots__ = ('dtype', 'sizes', 'strides', 'storage_offset', 'requires_grad', 'device', 'layout')
     dtype: ScalarType | int
     sizes: list[SymInt]

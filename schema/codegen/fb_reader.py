@@ -30,19 +30,7 @@ def _check_acyclic(schema, m) -> None:
     The budget is only spent on vectors; without a vector-free cycle the work
     between two vector visits is bounded by the schema.
     """
-    edges = {}
-    for o in schema.objects:
-        out = set()
-        for f in o.fields:
-            if f.type.base == UTYPE or f.deprecated:
-                continue
-            kind, elem, ref, _ = m.field_spec(f)
-            if kind == "table":
-                out.add(ref)
-            elif kind == "union":
-                e = next(e for e in schema.enums if e.short == ref)
-                out.update(m.obj_name(v.union_type.index) for v in e.values if v.value != 0)
-        edges[o.short] = out
+    edges = _table_edges(schema, m, vectors=False)
     state = {}
 
     def visit(n, stack):
@@ -78,20 +66,82 @@ def generate(schema, m) -> str:
         w(f"_ST_{name} = struct.Struct({_struct_fmt(o)!r})\n")
     w("\n\n")
     w(render("fb_reader_decode.py.tmpl"))
+    heights = shared_heights(schema, m)
     for o in tables:
-        _gen_table(w, o, m, unions, structs)
+        _gen_table(w, o, m, unions, structs, o.short in heights)
+        if o.short in heights:
+            _gen_shared(w, o.short, heights[o.short])
     for u, members in sorted(unions.items()):
         w(f"    U_{u} = (None, {', '.join('t_' + x for x in members)},)\n")
+    if heights:
+        w("    if not share:\n")
+        for name in sorted(heights):
+            w(f"        t_{name} = t_{name}_body\n")
     root = schema.root.short
-    w(f"\n    return t_{root}(_U32(buf, 0)[0], 1)\n")
+    w(f"\n    tree = t_{root}(_U32(buf, 0)[0], 1)\n")
+    w("    if stats is not None:\n        stats['spent'] = n + 64 - budget\n")
+    w("    return tree\n")
     return "".join(out)
+
+
+def _table_edges(schema, m, vectors=True) -> dict:
+    """Table name -> the table types its fields (tables, union members, and with `vectors` vectors of tables) hold."""
+    edges = {}
+    for o in schema.objects:
+        if o.is_struct:
+            continue
+        out = set()
+        for f in o.fields:
+            if f.type.base == UTYPE or f.deprecated:
+                continue
+            kind, elem, ref, _ = m.field_spec(f)
+            if kind == "table" or (vectors and kind == "vector" and elem == "table"):
+                out.add(ref)
+            elif kind == "union":
+                e = next(e for e in schema.enums if e.short == ref)
+                out.update(m.obj_name(v.union_type.index) for v in e.values if v.value != 0)
+        edges[o.short] = out
+    return edges
+
+
+def shared_heights(schema, m) -> dict:
+    """`pt2f_shared` table -> how many levels of tables can nest below it (the schema bounds it, or regen stops)."""
+    edges = _table_edges(schema, m)
+
+    def height(n, stack):
+        if n in stack:
+            raise SystemExit(f"regen: pt2f_shared table {stack[0]} holds tables that nest again: "
+                             f"{' -> '.join(stack + (n,))}")
+        return max((1 + height(t, stack + (n,)) for t in edges[n]), default=0)
+
+    return {o.short: height(o.short, ()) for o in schema.objects
+            if not o.is_struct and "pt2f_shared" in o.attributes}
+
+
+def _gen_shared(w, name, height):
+    """t_<name> for a shared table: the object decoded at that offset before, charged as a fresh decode would be.
+
+    The budget this subtree spent (strings aside: a string is charged once per offset anyway) is spent again,
+    and the depth is checked against the deepest the schema lets it nest; when either would fail, or for the
+    first visit, the table is decoded (t_<name>_body), so every error and its offset is the one a reader
+    without the cache gives (SPEC.md §10)."""
+    w(f"    sh_{name} = {{}}\n\n")
+    w(f"    def t_{name}(p, d):\n")
+    w("        nonlocal budget\n")
+    w(f"        h = sh_{name}.get(p)\n")
+    w(f"        if h is not None and h[1] <= budget and d <= max_depth - {height}:\n")
+    w("            budget -= h[1]\n            return h[0]\n")
+    w("        b0, s0 = budget, strings_spent\n")
+    w(f"        x = t_{name}_body(p, d)\n")
+    w(f"        sh_{name}[p] = (x, b0 - budget - (strings_spent - s0))\n")
+    w("        return x\n\n")
 
 
 def _fmt_name(ch):
     return FMT_NAMES[ch]
 
 
-def _gen_table(w, o, m, unions, structs):
+def _gen_table(w, o, m, unions, structs, shared=False):
     name = o.short
     fields = sorted(o.fields, key=lambda f: f.id)
     k = max((f.id for f in fields), default=-1) + 1
@@ -99,7 +149,7 @@ def _gen_table(w, o, m, unions, structs):
     for f in fields:
         slot_names[f.id] = f.name
     w(f"    vc_{name} = {{}}\n    Z_{name} = {_slot_sizes(o, m, structs)!r}\n    SN_{name} = {tuple(slot_names)!r}\n\n")
-    head = f"    def t_{name}(p, d):\n"
+    head = f"    def t_{name}{'_body' if shared else ''}(p, d):\n"
     out = []
     outer_w = w
     w = out.append

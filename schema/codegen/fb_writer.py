@@ -16,6 +16,7 @@ import math
 import struct
 
 from codegen.constants import FLOATS, FMT, INT_RANGES, SIZE, UTYPE, struct_align as _struct_align, struct_fmt as _struct_fmt
+from codegen.fb_reader import shared_heights
 from codegen.strings import model_imports
 from codegen.templates import render
 from codegen.trail import marker, wrap_since
@@ -38,13 +39,29 @@ def generate(schema, m) -> str:
         w(f"_F_{o.short} = {tuple((sl, sz, al, fm) for sl, sz, al, fm, _ in fields)!r}\n")
     w("\n\n")
     w(render("fb_writer_encode.py.tmpl"))
+    shared = shared_heights(schema, m)
     for o in tables:
-        _gen_table(w, o, m, structs, unions)
+        _gen_table(w, o, m, structs, unions, o.short in shared)
+        if o.short in shared:
+            _gen_shared(w, o.short)
     for u, members in sorted(unions.items()):
         w(f"    UW_{u} = (None, {', '.join('w_' + x for x in members)},)\n")
         w(f"    UI_{u} = {{{', '.join(f'{x}: {i + 1}' for i, x in enumerate(members))}}}\n")
     w(render("fb_writer_finish.py.tmpl", root=schema.root.short))
     return "".join(out)
+
+
+def _gen_shared(w, name):
+    """w_<name> for a pt2f_shared table: an object written before is referenced again (its budget counted again)."""
+    w(f"    sh_{name} = {{}}  # id(object) -> (its position, what a reader spends on it, the object: its id stays its own)\n\n")
+    w(f"    def w_{name}(o):\n")
+    w("        nonlocal spent, reused\n")
+    w(f"        h = sh_{name}.get(id(o))\n")
+    w("        if h is not None:\n            spent += h[1]\n            reused = True\n            return h[0]\n")
+    w("        s0 = spent\n")
+    w(f"        d = w_{name}_body(o)\n")
+    w(f"        if share:\n            sh_{name}[id(o)] = (d, spent - s0, o)\n")
+    w("        return d\n\n")
 
 
 def _layout_fields(o, m, structs):
@@ -77,14 +94,14 @@ def _default_test(var, kind, elem, default):
     return f"{var} != {default!r}"
 
 
-def _gen_table(w, o, m, structs, unions):
+def _gen_table(w, o, m, structs, unions, shared=False):
     name = o.short
     layout = _layout_fields(o, m, structs)
     bit = {f.id: i for i, (_, _, _, _, f) in enumerate(layout)}
     w(f"    L_{name} = {{}}\n\n")
     start = len(w.__self__)
-    w(f"    def w_{name}(o):\n")
-    w("        nonlocal size\n")
+    w(f"    def w_{name}{'_body' if shared else ''}(o):\n")
+    w("        nonlocal size, spent\n        spent += 4\n")
     w(f"        if type(o) is not {name}:\n            _bad('wrong table type, expected {name}', type(o).__name__)\n")
     w("        mk = 0\n")
     present = {}  # field id -> (value variable, presence test for the value list)
@@ -178,7 +195,7 @@ def _gen_vector(w, x, elem, ref, structs):
         # Kept as one chunk, the count then the packed elements (BVC), with the body's length.
         w(f"{ind}    b_ = b''.join([_ST_{ref}({', '.join('e.' + n for n in names)}) for e in {x}])\n")
         w(f"{ind}    h_ = bodies[id({x})] = ({x}, _U32(len({x})) + b_, len(b_))\n")
-        w(f"{ind}{x} = BVC(h_[1], h_[2], {max(_struct_align(so), 4)})\n")
+        w(f"{ind}{x} = BVC(h_[1], h_[2], {max(_struct_align(so), 4)}, len({x}))\n")
     elif elem == "uint8":
         w(f"{ind}{x} = BV(bytes({x}), len({x}), 4)\n")
     else:

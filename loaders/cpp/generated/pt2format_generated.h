@@ -4516,6 +4516,7 @@ struct RangeConstraint::Traits {
 };
 
 /// Metadata of a tensor value flowing through a graph (its fake value).
+/// Shared: values of one shape, dtype and device have one copy.
 struct TensorMeta FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   typedef TensorMetaBuilder Builder;
   struct Traits;

@@ -13,6 +13,7 @@ import { SymInt } from '../pt2format/sym-int.js';
 
 /**
  * Metadata of a tensor value flowing through a graph (its fake value).
+ * Shared: values of one shape, dtype and device have one copy.
  */
 export class TensorMeta {
   bb: flatbuffers.ByteBuffer|null = null;

@@ -1,0 +1,77 @@
+"""A saved program shares one TensorMeta per shape (pt2f_shared); the loader still gives every value its own fake."""
+
+from __future__ import annotations
+
+import torch
+
+import pt2format
+from loaders._program import build_program
+from pt2format._codecs import flatbuffers as fb_codec
+
+
+class _Mixed(torch.nn.Module):
+    """Many values of one shape, a few of others, one that requires grad: several TensorMetas, most shared."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(8))
+
+    def forward(self, x, y):
+        for _ in range(12):
+            x = torch.tanh(x * self.w) + 0.5
+        z = x.t().contiguous() * 2
+        return x.sum(0), z, y.to(torch.float64) + 1
+
+
+def _exported():
+    return torch.export.export(_Mixed(), (torch.randn(4, 8), torch.randn(3, dtype=torch.float32)))
+
+
+def _val_key(v):
+    return (tuple(v.shape), tuple(v.stride()), v.dtype, v.requires_grad, v.device)
+
+
+def test_one_meta_per_shape_in_the_file_and_one_fake_per_value_after_load(tmp_path):
+    ep = _exported()
+    path = tmp_path / "m.pt2f"
+    pt2format.save(ep, path)
+
+    tree = pt2format.read(path).package
+    values = tree.programs[0].graph.tensor_values
+    vals = {n.name: n.meta["val"] for n in ep.graph.nodes if isinstance(n.meta.get("val"), torch.Tensor)}
+    assert {v.name for v in values} == set(vals)
+    # as many shared objects as torch's values have distinct (shape, strides, dtype, requires_grad, device)
+    assert len({id(v.meta) for v in values}) == len({_val_key(t) for t in vals.values()}) < len(values)
+    assert all(a.meta is b.meta for a in values for b in values if _val_key(vals[a.name]) == _val_key(vals[b.name]))
+
+    loaded = pt2format.load(path)
+    exported = {n.name: n for n in ep.graph.nodes}
+    theirs = {n.name: n for n in torch.export.load(_torch_file(ep, tmp_path)).graph.nodes}
+    fakes = []
+    for n in loaded.graph.nodes:
+        if n.name not in vals:
+            continue
+        v = n.meta["val"]
+        assert _val_key(v) == _val_key(vals[n.name]) == _val_key(theirs[n.name].meta["val"]), n.name
+        assert n.meta.get("tensor_meta") == exported[n.name].meta.get("tensor_meta"), n.name
+        fakes.append(v)
+    assert len(fakes) == len(vals) and len({id(f) for f in fakes}) == len(fakes)  # no two values share a fake
+    assert len({f.untyped_storage()._cdata for f in fakes}) == len(fakes)  # ... nor a storage
+    x, y = torch.randn(4, 8), torch.randn(3)
+    for a, b in zip(loaded.module()(x, y), ep.module()(x, y)):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
+def _torch_file(ep, tmp_path):
+    p = tmp_path / "m.pt2"
+    torch.export.save(ep, p)
+    return p
+
+
+def test_building_a_program_leaves_the_decoded_tree_as_it_was(tmp_path):
+    """Shared objects must not be changed in place by the loader (a change would reach every value using them)."""
+    path = tmp_path / "m.pt2f"
+    pt2format.save(_exported(), path)
+    f = pt2format.read(path, copy_on_write=True)
+    build_program(f.package, None, f.storage_view, file_key=f.file_key)
+    assert f.package == fb_codec.decode(f._main.section_view(0))
