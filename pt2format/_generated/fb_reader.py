@@ -184,6 +184,8 @@ _S_i64 = struct.Struct('<q').unpack_from
 _ST_SymBool = struct.Struct('<i?3x')
 _ST_SymFloat = struct.Struct('<i4xd')
 _ST_SymInt = struct.Struct('<i4xq')
+#: The pt2f_shared tables: decoded once per offset (see decode's `share`).
+SHARED_TABLES = ('ModuleStackEntry', 'TensorMeta')
 
 
 def decode(buf, max_depth=128, share=True, stats=None):
@@ -2580,7 +2582,7 @@ def decode(buf, max_depth=128, share=True, stats=None):
     Z_ModuleStackEntry = (4, 4, 4)
     SN_ModuleStackEntry = ('key', 'path', 'type_name')
 
-    def t_ModuleStackEntry(p, d):
+    def t_ModuleStackEntry_body(p, d):
         f_ = None
         try:
             if d > max_depth:
@@ -2635,6 +2637,19 @@ def decode(buf, max_depth=128, share=True, stats=None):
         except _PATH_ERRORS as e_:
             _note(e_, f_, p, locals(), SN_ModuleStackEntry)
             raise
+
+    sh_ModuleStackEntry = {}
+
+    def t_ModuleStackEntry(p, d):
+        nonlocal budget
+        h = sh_ModuleStackEntry.get(p)
+        if h is not None and h[1] <= budget and d <= max_depth - 0:
+            budget -= h[1]
+            return h[0]
+        b0, s0 = budget, strings_spent
+        x = t_ModuleStackEntry_body(p, d)
+        sh_ModuleStackEntry[p] = (x, b0 - budget - (strings_spent - s0))
+        return x
 
     vc_NamedArgument = {}
     Z_NamedArgument = (4, 1, 4, 1, 1)
@@ -6522,6 +6537,7 @@ def decode(buf, max_depth=128, share=True, stats=None):
     U_OutputSpecKind = (None, t_UserOutputSpec, t_LossOutputSpec, t_BufferMutationSpec, t_ParameterMutationSpec, t_GradientToParameterSpec, t_GradientToUserInputSpec, t_UserInputMutationSpec, t_OutputTokenSpec,)
     U_ValueKind = (None, t_NullValue, t_BoolValue, t_IntValue, t_FloatValue, t_StringValue, t_BytesValue, t_ListValue, t_MapValue, t_TensorRefValue, t_ComplexValue, t_ScalarTypeValue, t_DeviceValue, t_EnumValue, t_ObjectValue,)
     if not share:
+        t_ModuleStackEntry = t_ModuleStackEntry_body
         t_TensorMeta = t_TensorMeta_body
 
     tree = t_Package(_U32(buf, 0)[0], 1)

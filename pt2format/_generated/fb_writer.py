@@ -2768,7 +2768,7 @@ def encode(root, share=True, stats=None):
 
     L_ModuleStackEntry = {}
 
-    def w_ModuleStackEntry(o):
+    def w_ModuleStackEntry_body(o):
         f_ = None
         try:
             nonlocal size, spent
@@ -2817,6 +2817,21 @@ def encode(root, share=True, stats=None):
         except _ENCODE_ERRORS as e_:
             _note(e_, f_, o, locals())
             raise
+
+    sh_ModuleStackEntry = {}  # id(object) -> (its position, what a reader spends on it, the object: its id stays its own)
+
+    def w_ModuleStackEntry(o):
+        nonlocal spent, reused
+        h = sh_ModuleStackEntry.get(id(o))
+        if h is not None:
+            spent += h[1]
+            reused = True
+            return h[0]
+        s0 = spent
+        d = w_ModuleStackEntry_body(o)
+        if share:
+            sh_ModuleStackEntry[id(o)] = (d, spent - s0, o)
+        return d
 
     L_NamedArgument = {}
 

@@ -1438,7 +1438,7 @@ class ModuleCallSignature(ModelObject):
 
 
 class ModuleStackEntry(ModelObject):
-    """One entry of `nn_module_stack`: the module a node was traced in."""
+    """One entry of `nn_module_stack`: the module a node was traced in. Shared: the nodes of one module have one copy."""
     __slots__ = ('key', 'path', 'type_name')
     key: str | None
     path: str | None

@@ -64,9 +64,10 @@ def generate(schema, m) -> str:
         w(f"_S_{_fmt_name(ch)} = struct.Struct('<{ch}').unpack_from\n")
     for name, o in sorted(structs.items()):
         w(f"_ST_{name} = struct.Struct({_struct_fmt(o)!r})\n")
+    heights = shared_heights(schema, m)
+    w(f"#: The pt2f_shared tables: decoded once per offset (see decode's `share`).\nSHARED_TABLES = {tuple(sorted(heights))!r}\n")
     w("\n\n")
     w(render("fb_reader_decode.py.tmpl"))
-    heights = shared_heights(schema, m)
     for o in tables:
         _gen_table(w, o, m, unions, structs, o.short in heights)
         if o.short in heights:

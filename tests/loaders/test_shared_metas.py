@@ -44,6 +44,11 @@ def test_one_meta_per_shape_in_the_file_and_one_fake_per_value_after_load(tmp_pa
     assert len({id(v.meta) for v in values}) == len({_val_key(t) for t in vals.values()}) < len(values)
     assert all(a.meta is b.meta for a in values for b in values if _val_key(vals[a.name]) == _val_key(vals[b.name]))
 
+    # the nodes of one module stack share its entries (ModuleStackEntry is pt2f_shared too)
+    stacks = [n.metadata.nn_module_stack for n in tree.programs[0].graph.nodes if n.metadata.nn_module_stack]
+    assert len(stacks) > 12 and all(s == stacks[0] for s in stacks)
+    assert len({id(e) for s in stacks for e in s}) == len(stacks[0])
+
     loaded = pt2format.load(path)
     exported = {n.name: n for n in ep.graph.nodes}
     theirs = {n.name: n for n in torch.export.load(_torch_file(ep, tmp_path)).graph.nodes}
@@ -54,6 +59,7 @@ def test_one_meta_per_shape_in_the_file_and_one_fake_per_value_after_load(tmp_pa
         v = n.meta["val"]
         assert _val_key(v) == _val_key(vals[n.name]) == _val_key(theirs[n.name].meta["val"]), n.name
         assert n.meta.get("tensor_meta") == exported[n.name].meta.get("tensor_meta"), n.name
+        assert n.meta.get("nn_module_stack") == exported[n.name].meta.get("nn_module_stack"), n.name
         fakes.append(v)
     assert len(fakes) == len(vals) and len({id(f) for f in fakes}) == len(fakes)  # no two values share a fake
     assert len({f.untyped_storage()._cdata for f in fakes}) == len(fakes)  # ... nor a storage

@@ -8672,6 +8672,7 @@ inline ::flatbuffers::Offset<NamedArgument> CreateNamedArgumentDirect(
 }
 
 /// One entry of `nn_module_stack`: the module a node was traced in.
+/// Shared: the nodes of one module have one copy.
 struct ModuleStackEntry FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   typedef ModuleStackEntryBuilder Builder;
   struct Traits;

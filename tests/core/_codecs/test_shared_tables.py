@@ -40,19 +40,38 @@ def _meta(rank: int, device: bool) -> M.TensorMeta:
                         device=M.Device(type="cpu", index=-1) if device else None)
 
 
+SHARED = tuple(getattr(M, name) for name in fb_reader.SHARED_TABLES)
+
+
+def test_the_shared_tables_are_the_schemas():
+    assert {"TensorMeta", "ModuleStackEntry"} <= set(fb_reader.SHARED_TABLES)
+
+
 @st.composite
 def shared_trees(draw):
-    """A random Package whose TensorValues share a few TensorMeta objects (some of high rank: large per reference)."""
+    """A random Package in which every place holding an object of a shared table holds one of a few such objects
+    (among them TensorMetas of high rank: large per reference)."""
     pkg = draw(S.packages(max_depth=4, max_len=2))
-    metas = [o for o in _objects(pkg) if type(o) is M.TensorMeta]
-    metas += [_meta(draw(st.integers(0, 40)), draw(st.booleans())) for _ in range(draw(st.integers(1, 3)))]
     values = [M.TensorValue(f"v{i}", None) for i in range(draw(st.integers(0, 80)))]
     if pkg.programs and pkg.programs[0].graph is not None:
         pkg.programs[0].graph.tensor_values = list(pkg.programs[0].graph.tensor_values) + values
     else:
         pkg.programs = [M.Program(name="p", graph=M.Graph(tensor_values=values))] + list(pkg.programs or [])[1:]
-    for v in (o for o in _objects(pkg) if type(o) is M.TensorValue):
-        v.meta = metas[draw(st.integers(0, len(metas) - 1))]
+    objects = _objects(pkg)
+    pool = {cls: [o for o in objects if type(o) is cls] for cls in SHARED}
+    pool[M.TensorMeta] += [_meta(draw(st.integers(0, 40)), draw(st.booleans())) for _ in range(draw(st.integers(1, 3)))]
+    pool[M.ModuleStackEntry] += [M.ModuleStackEntry(key="L__self__", path="", type_name="m.M")]
+
+    def pick(cls):
+        return pool[cls][draw(st.integers(0, len(pool[cls]) - 1))]
+
+    for o in objects:
+        for f in o.__slots__:
+            v = getattr(o, f)
+            if type(v) in pool or (f == "meta" and type(o) is M.TensorValue):
+                setattr(o, f, pick(M.TensorMeta if v is None else type(v)))
+            elif type(v) is list and v and all(type(e) in pool for e in v):
+                setattr(o, f, [pick(type(e)) for e in v])
     return pkg
 
 
@@ -87,12 +106,14 @@ def test_the_cache_gives_what_decoding_every_reference_gives(pkg, max_depth):
         assert cached == every
         return
     assert cached[1] == every[1] == pkg
-    # Far from the depth limit, one object per distinct TensorMeta the writer was given, not one per reference
+    # Far from the depth limit, one object per distinct shared object the writer was given, not one per reference
     # (near it, a reference whose table could nest past max_depth is decoded again, as without the cache).
-    shared = [o for o in _objects(fb_reader.decode(buf, 256)) if type(o) is M.TensorMeta]
-    given_metas = [o for o in _objects(pkg) if type(o) is M.TensorMeta]
-    assert len(shared) == len(given_metas)
-    assert len({id(o) for o in shared}) == len({id(o) for o in given_metas})
+    read = _objects(fb_reader.decode(buf, 256))
+    for cls in SHARED:
+        shared = [o for o in read if type(o) is cls]
+        given_objects = [o for o in _objects(pkg) if type(o) is cls]
+        assert len(shared) == len(given_objects)
+        assert len({id(o) for o in shared}) == len({id(o) for o in given_objects})
 
 
 @st.composite

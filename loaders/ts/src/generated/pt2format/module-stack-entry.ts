@@ -7,6 +7,7 @@ import * as flatbuffers from 'flatbuffers';
 
 /**
  * One entry of `nn_module_stack`: the module a node was traced in.
+ * Shared: the nodes of one module have one copy.
  */
 export class ModuleStackEntry {
   bb: flatbuffers.ByteBuffer|null = null;
