@@ -6,7 +6,7 @@ from pt2format.errors import ValidationError
 
 
 class _Ctx:
-    __slots__ = ('Package_external_files', 'Package_segments', 'Package_shard_files', 'Package_storages', 'Package_tensors', 'Program_sym_exprs', 'Program_symbols', )
+    __slots__ = ('Package_external_files', 'Package_segments', 'Package_shard_files', 'Package_storages', 'Package_tensors', 'Program_sym_exprs', 'Program_symbols', 'checked', )
 
 
 def _missing(path):
@@ -359,6 +359,7 @@ def c_Package(o, x):
     x.Package_shard_files = len(o.shard_files)
     x.Package_storages = len(o.storages)
     x.Package_tensors = len(o.tensors)
+    x.checked = set()
     prev = None
     for i, c in enumerate(o.programs):
         if c is None:
@@ -483,6 +484,7 @@ def c_Program(o, x):
         raise _missing('signature')
     x.Program_sym_exprs = len(o.sym_exprs)
     x.Program_symbols = len(o.symbols)
+    x.checked = set()
     for i, v in enumerate(o.input_guards):
         if v >= x.Program_sym_exprs:
             raise _bad('sym expr', f"input_guards[{i}]", f"< {x.Program_sym_exprs}", v)
@@ -655,6 +657,8 @@ def c_Tensor(o, x):
 
 
 def c_TensorMeta(o, x):
+    if id(o) in x.checked:
+        return
     if o.dtype == 0:
         raise ValidationError('dtype is UNSPECIFIED', path='dtype')
     for i, s in enumerate(o.sizes):
@@ -667,6 +671,7 @@ def c_TensorMeta(o, x):
     if s is not None:
         if s.expr != -1 and not 0 <= s.expr < x.Program_sym_exprs:
             raise _bad('sym expr', 'storage_offset.expr', f"-1 or < {x.Program_sym_exprs}", s.expr)
+    x.checked.add(id(o))
 
 
 def c_TensorValue(o, x):
@@ -758,4 +763,6 @@ _U_OutputSpec_spec = {_m.UserOutputSpec: c_UserOutputSpec, _m.OutputTokenSpec: c
 
 def check_field_rules(root) -> None:
     """Raise ValidationError on the first pt2f_required field absent or pt2f_index field out of range."""
-    c_Package(root, _Ctx())
+    x = _Ctx()
+    x.checked = set()  # id of each shared object checked (kept alive by the tree)
+    c_Package(root, x)

@@ -317,12 +317,16 @@ class _Graph:
     def check(self) -> "_Graph":
         g = self.g
         prog = self.prog
+        concrete = set()  # id of each TensorMeta found concrete: values of a shape share one (pt2f_shared)
         for i, tv in enumerate(g.tensor_values):
             meta = tv.meta
+            if id(meta) in concrete:
+                continue
             try:  # every size, stride and offset concrete (expr < 0): check_sym charges nothing, no path needed
                 off = meta.storage_offset
                 if (off is None or off.expr < 0) and max(map(_EXPR, meta.sizes), default=-1) < 0 \
                         and max(map(_EXPR, meta.strides), default=-1) < 0:
+                    concrete.add(id(meta))
                     continue
             except (AttributeError, TypeError):  # a missing entry or field: the general path below
                 pass

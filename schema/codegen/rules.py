@@ -268,7 +268,7 @@ def gen_python(schema, m, header: str) -> str:
     ir = IndexRules(schema, m)
     out = [header, '"""Index-range, presence and key checks from the schema\'s pt2f_index, pt2f_required and pt2f_keys attributes (schema/codegen/rules.py)."""\n\n',
            "from pt2format.errors import Pt2FormatError as _E\nfrom pt2format.errors import ValidationError\n\n\n",
-           "class _Ctx:\n    __slots__ = (" + "".join(f"{v!r}, " for v in ir.vars) + ")\n\n\n",
+           "class _Ctx:\n    __slots__ = (" + "".join(f"{v!r}, " for v in ir.vars) + "'checked', )\n\n\n",
            "def _missing(path):\n    return ValidationError(\"required field is missing\", path=path)\n\n\n"
            "def _bad(noun, path, expected, got):\n"
            "    return ValidationError(f\"{noun} index out of range\", path=path, expected=expected, got=got)\n"]
@@ -278,6 +278,8 @@ def gen_python(schema, m, header: str) -> str:
         body += [_py_value(v, f"o.{v.field}", repr(v.field), "    ") for v in ir.values.get(name, [])]
         for var, target in ir.sets.get(name, []):
             body.append(f"    x.{var} = len(o.{target})\n")
+        if ir.sets.get(name):  # what was checked under other lengths is checked again
+            body.append("    x.checked = set()\n")
         for r in ir.table_rules(o):
             if r.shape == "scalar":
                 body.append(_py_check(r, f"o.{r.field}", repr(r.field), "    "))
@@ -315,6 +317,9 @@ def gen_python(schema, m, header: str) -> str:
             else:
                 body.append(f"    if o.{f.name} is not None:\n        try:\n            c_{live[0]}(o.{f.name}, x)\n"
                             f"        except _E as e:\n            raise e.with_context(path_prefix={f.name!r})\n")
+        if body and "pt2f_shared" in o.attributes:
+            # A shared object (one per offset, SPEC.md §10) is checked once under one program's lengths.
+            body = ["    if id(o) in x.checked:\n        return\n", *body, "    x.checked.add(id(o))\n"]
         out.append(f"\n\ndef c_{name}(o, x):\n" + ("".join(body) or "    pass\n"))
     unions = []
     for name in sorted(ir.reach):
@@ -325,7 +330,8 @@ def gen_python(schema, m, header: str) -> str:
     out.append("\n\nfrom pt2format._generated import model as _m  # noqa: E402\n\n" + "".join(unions))
     out.append(f"\n\ndef check_field_rules(root) -> None:\n"
                f"    \"\"\"Raise ValidationError on the first pt2f_required field absent or pt2f_index field out of range.\"\"\"\n"
-               f"    c_{ir.root}(root, _Ctx())\n")
+               f"    x = _Ctx()\n    x.checked = set()  # id of each shared object checked (kept alive by the tree)\n"
+               f"    c_{ir.root}(root, x)\n")
     return "".join(out)
 
 

@@ -168,3 +168,28 @@ def test_sharing_is_kept_when_it_fits():
     tree = fb_reader.decode(buf, 256)
     metas = [v.meta for v in tree.programs[0].graph.tensor_values]
     assert all(m is metas[0] for m in metas) and metas[0] == pkg.programs[0].graph.tensor_values[0].meta
+
+
+def test_a_shared_object_is_checked_under_each_programs_lengths():
+    """One TensorMeta in two programs (the writer shares across programs): its sym expr index fits the first
+    program's pool and not the second's, so the check of the second program must still refuse it."""
+    from pt2format._generated.field_rules import check_field_rules
+    from pt2format.errors import ValidationError
+
+    meta = M.TensorMeta(dtype=M.ScalarType.FLOAT32, sizes=[M.SymInt(2, 0)], strides=[M.SymInt(-1, 1)])
+
+    def program(name, pool):
+        return M.Program(name=name, graph=M.Graph(tensor_values=[M.TensorValue("x", meta)]),
+                         signature=M.GraphSignature(), sym_exprs=[M.SymExpr(kind=M.SymExprKind.INTEGER, int_value=4) for _ in range(pool)])
+
+    for pools, bad in (((3, 1), 1), ((1, 3), 0), ((3, 3), None)):
+        pkg = M.Package(format_version=M.FormatVersion(1, 0), programs=[program("a", pools[0]), program("b", pools[1])])
+        tree = fb_reader.decode(fb_writer.encode(pkg), 256)
+        a, b = (p.graph.tensor_values[0].meta for p in tree.programs)
+        assert a is b  # one object, decoded once
+        if bad is None:
+            check_field_rules(tree)
+            continue
+        with pytest.raises(ValidationError, match="sym expr index out of range") as e:
+            check_field_rules(tree)
+        assert e.value.path.startswith(f"programs[{bad}]"), e.value.path
