@@ -107,6 +107,7 @@ class GraphBuilder(ArgumentLoader):
         self._heads: dict[tuple, tuple] = {}  # (dtype, layout, device type, index) numbers -> checked objects
         # id(TensorMeta) -> _static_meta's numbers (the object kept, so its id stays its own)
         self._static_metas: dict[int, tuple] = {}
+        self._static_metas_hit = False
         self.sc: _Scope | None = None
 
     # -- graphs ----------------------------------------------------------------
@@ -209,6 +210,8 @@ class GraphBuilder(ArgumentLoader):
             known = self._static_meta(m, *head)
             if known is None:
                 return self._general_fake_tensor(m, _value_path(path, name), *head)
+        else:
+            self._static_metas_hit = True
         _, dtype, device, sizes, strides, requires_grad = known
         meta = torch.empty_strided(sizes, strides, dtype=dtype, device=_META)
         if requires_grad:
@@ -242,8 +245,9 @@ class GraphBuilder(ArgumentLoader):
         if not (static and layout is torch.strided and len(ms) == len(mst) and (
                 off is None or (off.expr < 0 and off.value == 0))):
             return None
-        known = self._static_metas[id(m)] = (m, dtype, device, tuple(map(_VALUE, ms)), tuple(map(_VALUE, mst)),
-                                             bool(m.requires_grad))
+        known = (m, dtype, device, tuple(map(_VALUE, ms)), tuple(map(_VALUE, mst)), bool(m.requires_grad))
+        if len(self._static_metas) < 1024 or self._static_metas_hit:  # a file that shares nothing: keep nothing
+            self._static_metas[id(m)] = known
         return known
 
     def _head(self, m, path):

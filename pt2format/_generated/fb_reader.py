@@ -2639,13 +2639,19 @@ def decode(buf, max_depth=128, share=True, stats=None):
             raise
 
     sh_ModuleStackEntry = {}
+    hit_ModuleStackEntry = False
 
     def t_ModuleStackEntry(p, d):
-        nonlocal budget
+        nonlocal budget, hit_ModuleStackEntry, t_ModuleStackEntry
         h = sh_ModuleStackEntry.get(p)
-        if h is not None and h[1] <= budget and d <= max_depth - 0:
-            budget -= h[1]
-            return h[0]
+        if h is not None:
+            if h[1] <= budget and d <= max_depth - 0:
+                budget -= h[1]
+                hit_ModuleStackEntry = True
+                return h[0]
+        elif len(sh_ModuleStackEntry) >= 1024 and not hit_ModuleStackEntry:
+            t_ModuleStackEntry = t_ModuleStackEntry_body
+            return t_ModuleStackEntry_body(p, d)
         b0, s0 = budget, strings_spent
         x = t_ModuleStackEntry_body(p, d)
         sh_ModuleStackEntry[p] = (x, b0 - budget - (strings_spent - s0))
@@ -5760,13 +5766,19 @@ def decode(buf, max_depth=128, share=True, stats=None):
             raise
 
     sh_TensorMeta = {}
+    hit_TensorMeta = False
 
     def t_TensorMeta(p, d):
-        nonlocal budget
+        nonlocal budget, hit_TensorMeta, t_TensorMeta
         h = sh_TensorMeta.get(p)
-        if h is not None and h[1] <= budget and d <= max_depth - 1:
-            budget -= h[1]
-            return h[0]
+        if h is not None:
+            if h[1] <= budget and d <= max_depth - 1:
+                budget -= h[1]
+                hit_TensorMeta = True
+                return h[0]
+        elif len(sh_TensorMeta) >= 1024 and not hit_TensorMeta:
+            t_TensorMeta = t_TensorMeta_body
+            return t_TensorMeta_body(p, d)
         b0, s0 = budget, strings_spent
         x = t_TensorMeta_body(p, d)
         sh_TensorMeta[p] = (x, b0 - budget - (strings_spent - s0))
@@ -6541,6 +6553,8 @@ def decode(buf, max_depth=128, share=True, stats=None):
         t_TensorMeta = t_TensorMeta_body
 
     tree = t_Package(_U32(buf, 0)[0], 1)
+    sh_ModuleStackEntry.clear()
+    sh_TensorMeta.clear()
     if stats is not None:
         stats['spent'] = n + 64 - budget
     return tree

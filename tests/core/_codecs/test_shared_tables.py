@@ -193,3 +193,15 @@ def test_a_shared_object_is_checked_under_each_programs_lengths():
         with pytest.raises(ValidationError, match="sym expr index out of range") as e:
             check_field_rules(tree)
         assert e.value.path.startswith(f"programs[{bad}]"), e.value.path
+
+
+def test_a_file_that_shares_nothing_at_first_reads_the_same_after_the_cache_gives_up():
+    """1,100 distinct TensorMetas (no hit: the cache is dropped after 1,024), then values sharing one."""
+    distinct = [M.TensorValue(f"d{i}", _meta(1, False)) for i in range(1100)]
+    for i, v in enumerate(distinct):
+        v.meta.sizes = [M.SymInt(-1, i)]
+    one = _meta(2, True)
+    pkg = M.Package(format_version=M.FormatVersion(1, 0), programs=[M.Program(name="p", graph=M.Graph(
+        tensor_values=distinct + [M.TensorValue(f"s{i}", one) for i in range(50)]))])
+    buf = fb_writer.encode(pkg)
+    assert fb_reader.decode(buf, 256) == fb_reader.decode(buf, 256, share=False) == pkg
