@@ -16,6 +16,7 @@ import torch.fx
 from torch._subclasses.fake_tensor import FakeTensor
 from torch.export import exported_program as ep_mod
 
+from pt2format._codecs._runtime import SHARED_GIVE_UP
 from pt2format._generated.model import (
     ArgumentKind,
     CustomObjArgument,
@@ -246,7 +247,7 @@ class GraphBuilder(ArgumentLoader):
                 off is None or (off.expr < 0 and off.value == 0))):
             return None
         known = (m, dtype, device, tuple(map(_VALUE, ms)), tuple(map(_VALUE, mst)), bool(m.requires_grad))
-        if len(self._static_metas) < 1024 or self._static_metas_hit:  # a file that shares nothing: keep nothing
+        if len(self._static_metas) < SHARED_GIVE_UP or self._static_metas_hit:  # a file sharing nothing: keep nothing
             self._static_metas[id(m)] = known
         return known
 

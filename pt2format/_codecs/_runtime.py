@@ -46,6 +46,11 @@ def nan_spelling(x: float) -> str:
 #: String-class checker by class name (pt2format._strings), for `_SC_<class>` aliases.
 STRING_CHECKS = CHECKERS
 
+#: Objects of a pt2f_shared table after which a cache of them that has had no hit is dropped (the generated
+#: reader's per-offset cache, the loader's per-TensorMeta record): a file whose writer shares nothing (any
+#: released pt2format's, another producer's) then decodes and loads at the speed it had without one.
+SHARED_GIVE_UP = 1024
+
 
 # ---------------------------------------------------------------------------
 # Errors

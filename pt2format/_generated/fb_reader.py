@@ -8,7 +8,7 @@ import struct
 from itertools import repeat, starmap
 from operator import add
 
-from pt2format._codecs._runtime import PATH_ERRORS as _PATH_ERRORS, fail as _fail, fail_slot as _fail_slot, newer as _newer, note as _note
+from pt2format._codecs._runtime import PATH_ERRORS as _PATH_ERRORS, SHARED_GIVE_UP as _SHARED_GIVE_UP, fail as _fail, fail_slot as _fail_slot, newer as _newer, note as _note
 from pt2format._generated.model import (
     Argument,
     ArgumentMapEntry,
@@ -2649,7 +2649,7 @@ def decode(buf, max_depth=128, share=True, stats=None):
                 budget -= h[1]
                 hit_ModuleStackEntry = True
                 return h[0]
-        elif len(sh_ModuleStackEntry) >= 1024 and not hit_ModuleStackEntry:
+        elif len(sh_ModuleStackEntry) >= _SHARED_GIVE_UP and not hit_ModuleStackEntry:
             t_ModuleStackEntry = t_ModuleStackEntry_body
             return t_ModuleStackEntry_body(p, d)
         b0, s0 = budget, strings_spent
@@ -5776,7 +5776,7 @@ def decode(buf, max_depth=128, share=True, stats=None):
                 budget -= h[1]
                 hit_TensorMeta = True
                 return h[0]
-        elif len(sh_TensorMeta) >= 1024 and not hit_TensorMeta:
+        elif len(sh_TensorMeta) >= _SHARED_GIVE_UP and not hit_TensorMeta:
             t_TensorMeta = t_TensorMeta_body
             return t_TensorMeta_body(p, d)
         b0, s0 = budget, strings_spent

@@ -122,18 +122,14 @@ def shared_heights(schema, m) -> dict:
             if not o.is_struct and "pt2f_shared" in o.attributes}
 
 
-#: Misses after which a shared table's cache is dropped if it has had no hit: a file whose writer shares
-#: nothing (any released pt2format's, another producer's) then decodes at the speed it had without one.
-SHARED_GIVE_UP = 1024
-
-
 def _gen_shared(w, name, height):
     """t_<name> for a shared table: the object decoded at that offset before, charged as a fresh decode would be.
 
     The budget this subtree spent (strings aside: a string is charged once per offset anyway) is spent again,
     and the depth is checked against the deepest the schema lets it nest; when either would fail, or for the
     first visit, the table is decoded (t_<name>_body), so every error and its offset is the one a reader
-    without the cache gives (SPEC.md §10). After SHARED_GIVE_UP misses without a hit, t_<name> is the body."""
+    without the cache gives (SPEC.md §10). After `_runtime.SHARED_GIVE_UP` misses without a hit, t_<name> is
+    the body."""
     w(f"    sh_{name} = {{}}\n    hit_{name} = False\n\n")
     w(f"    def t_{name}(p, d):\n")
     w(f"        nonlocal budget, hit_{name}, t_{name}\n")
@@ -141,7 +137,7 @@ def _gen_shared(w, name, height):
     w("        if h is not None:\n")
     w(f"            if h[1] <= budget and d <= max_depth - {height}:\n")
     w(f"                budget -= h[1]\n                hit_{name} = True\n                return h[0]\n")
-    w(f"        elif len(sh_{name}) >= {SHARED_GIVE_UP} and not hit_{name}:\n")
+    w(f"        elif len(sh_{name}) >= _SHARED_GIVE_UP and not hit_{name}:\n")
     w(f"            t_{name} = t_{name}_body\n")
     w(f"            return t_{name}_body(p, d)\n")
     w("        b0, s0 = budget, strings_spent\n")

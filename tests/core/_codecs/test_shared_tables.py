@@ -196,8 +196,10 @@ def test_a_shared_object_is_checked_under_each_programs_lengths():
 
 
 def test_a_file_that_shares_nothing_at_first_reads_the_same_after_the_cache_gives_up():
-    """1,100 distinct TensorMetas (no hit: the cache is dropped after 1,024), then values sharing one."""
-    distinct = [M.TensorValue(f"d{i}", _meta(1, False)) for i in range(1100)]
+    """More distinct TensorMetas than the cache waits for a hit (so it is dropped), then values sharing one."""
+    from pt2format._codecs._runtime import SHARED_GIVE_UP
+
+    distinct = [M.TensorValue(f"d{i}", _meta(1, False)) for i in range(SHARED_GIVE_UP + 76)]
     for i, v in enumerate(distinct):
         v.meta.sizes = [M.SymInt(-1, i)]
     one = _meta(2, True)
