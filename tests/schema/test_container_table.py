@@ -55,6 +55,7 @@ def test_every_reader_refuses_exactly_the_bits_the_table_does_not_have(refused):
     if cpp_why or ts_why:
         pytest.fail(f"toolchain missing: {cpp_why or ts_why}")
     cpp = CPP.build("release")
+    TS.build()  # also waits for another worker's build of loaders/ts (flock) instead of reading a half-built dist/
     want = f"bits within 0x{TABLE.known_features:x}"
     from pt2format import _api
     from pt2format.errors import UnsupportedFeatureError

@@ -38,7 +38,8 @@ class Walker {
     this.view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
     this.len = buf.length;
     this.maxDepth = limits.maxDepth ?? DEFAULT_MAX_DEPTH;
-    this.maxTables = limits.maxTables ?? 1_000_000 + Math.floor(buf.length / 4);
+    // The C++ reader's bound (flatbuffers::Verifier's max_tables): at most one visit per 4 bytes, at least 1e6.
+    this.maxTables = limits.maxTables ?? Math.max(1_000_000, Math.floor(buf.length / 4));
   }
 
   err(msg: string, offset: number, path: string, expected?: unknown, got?: unknown): never {
