@@ -184,10 +184,15 @@ class GraphExporter(ArgumentExporter):
         self.st.value_names.add(name)
 
     def tensor_meta(self, t: torch.Tensor, path: str) -> TensorMeta:
-        """The TensorMeta of `t`; one shared object per distinct concrete (dtype, sizes, strides, offset,
-        requires_grad, device), since a large graph has 20,000 values of a few shapes (the tree is only
-        written, never changed in place, so sharing gives the same bytes)."""
-        key = self.metadata.tensor_facts(t)  # None when symbolic: converted each time
+        """The TensorMeta of `t`; one shared object per distinct (dtype, sizes, strides, offset, requires_grad,
+        device, layout), since a large graph has 20,000 values of a few shapes (the tree is only written,
+        never changed in place, so sharing gives the same bytes).
+
+        Concrete properties are looked up before converting. Symbolic ones are converted first and
+        shared by what they became (expression indices of this program's pool, which one
+        GraphExporter serves), so a dynamic-shape program shares too.
+        """
+        key = self.metadata.tensor_facts(t)  # None when symbolic or not strided
         if key is not None:
             meta = self._tensor_metas.get(key)
             if meta is not None:
@@ -205,8 +210,15 @@ class GraphExporter(ArgumentExporter):
             device=device_to_schema(t.device),
             layout=LAYOUT_TO_SCHEMA[t.layout],
         )
-        if key is not None:
-            self._tensor_metas[key] = meta
+        if key is None:
+            o = meta.storage_offset
+            key = ("converted", meta.dtype, meta.layout, t.device, meta.requires_grad,
+                   tuple((x.expr, x.value) for x in meta.sizes), tuple((x.expr, x.value) for x in meta.strides),
+                   None if o is None else (o.expr, o.value))
+            shared = self._tensor_metas.get(key)
+            if shared is not None:
+                return shared
+        self._tensor_metas[key] = meta
         return meta
 
     def _value(self, name: str, v, path: str):

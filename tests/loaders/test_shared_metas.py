@@ -81,3 +81,48 @@ def test_building_a_program_leaves_the_decoded_tree_as_it_was(tmp_path):
     f = pt2format.read(path, copy_on_write=True)
     build_program(f.package, None, f.storage_view, file_key=f.file_key)
     assert f.package == fb_codec.decode(f._main.section_view(0))
+
+
+class _Dynamic(torch.nn.Module):
+    """Values of a symbolic batch size: several with one (sizes, strides) in expressions, and a few others."""
+
+    def forward(self, x, y):
+        for _ in range(6):
+            x = torch.relu(x) * 2
+        z = torch.cat([x, x], 0)  # 2*s0 rows
+        return z.sum(1), x.t().contiguous(), y + 1
+
+
+def _sym_key(v):
+    return (tuple(map(str, v.shape)), tuple(map(str, v.stride())), str(v.storage_offset()), v.dtype,
+            v.requires_grad, v.device)
+
+
+def test_symbolic_metas_are_shared_and_load_as_torch_loads_them(tmp_path):
+    batch = torch.export.Dim("batch", min=2, max=64)
+    ep = torch.export.export(_Dynamic(), (torch.randn(4, 8), torch.randn(3)), dynamic_shapes=({0: batch}, None))
+    path = tmp_path / "d.pt2f"
+    pt2format.save(ep, path)
+    tree = pt2format.read(path).package
+    values = tree.programs[0].graph.tensor_values
+    vals = {n.name: n.meta["val"] for n in ep.graph.nodes if isinstance(n.meta.get("val"), torch.Tensor)}
+    assert {v.name for v in values} == set(vals)
+    assert any(not isinstance(s, int) for t in vals.values() for s in t.shape)  # the case: symbolic sizes
+    # one object per distinct symbolic (shape, strides, offset, dtype, requires_grad, device) of torch's values
+    assert len({id(v.meta) for v in values}) == len({_sym_key(t) for t in vals.values()}) < len(values)
+    assert all(a.meta is b.meta for a in values for b in values if _sym_key(vals[a.name]) == _sym_key(vals[b.name]))
+
+    p2 = tmp_path / "d.pt2"
+    torch.export.save(ep, p2)
+    theirs = {n.name: n.meta["val"] for n in torch.export.load(p2).graph.nodes if n.name in vals}
+    loaded = pt2format.load(path)
+    fakes = [n.meta["val"] for n in loaded.graph.nodes if n.name in vals]
+    for n in loaded.graph.nodes:
+        if n.name in vals:
+            assert _sym_key(n.meta["val"]) == _sym_key(theirs[n.name]) == _sym_key(vals[n.name]), n.name
+    assert len({id(f) for f in fakes}) == len(fakes) == len(vals)
+    assert loaded.range_constraints.keys() == ep.range_constraints.keys()
+    for b in (2, 5, 64):
+        x, y = torch.randn(b, 8), torch.randn(3)
+        for a, e in zip(loaded.module()(x, y), ep.module()(x, y)):
+            torch.testing.assert_close(a, e, rtol=0, atol=0)

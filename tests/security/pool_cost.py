@@ -119,8 +119,12 @@ def _chain(prog, shape: str, depth: int) -> int:
     return e
 
 
-def build_file(base, field: str, shape: str, depth: int, path: Path, info: dict | None = None) -> Path:
+def build_file(base, field: str, shape: str, depth: int, path: Path, info: dict | None = None,
+               keep_shared: bool = False) -> Path:
     """The base program with `field` pointing at e(depth) (written without the writer's validation).
+
+    Each value gets its own TensorMeta first, unless `keep_shared`: then a storage_offset set on the first
+    value's meta is used by every value sharing it, and `uses` counts them.
 
     `info`, when given, gets `uses` (the references made to the expression) and `spent`: what the file spends
     of its budget (SPEC.md §11.6), counted here from the tree sizes, independently of the readers."""
@@ -133,6 +137,9 @@ def build_file(base, field: str, shape: str, depth: int, path: Path, info: dict 
     pkg = copy.deepcopy(pkg0)
     prog = pkg.programs[0]
     g = prog.graph
+    if not keep_shared:  # the writer shares one meta among the values of a shape (pt2f_shared)
+        for tv in g.tensor_values:
+            tv.meta = copy.deepcopy(tv.meta)
     K, O = m.SymExprKind, m.SymOp
     size_sym = next(i for i, e in enumerate(prog.sym_exprs) if e.kind == K.SYMBOL and prog.symbols[e.symbol].has_hint)
     e = _chain(prog, field_shape(field, shape), depth)
@@ -148,7 +155,7 @@ def build_file(base, field: str, shape: str, depth: int, path: Path, info: dict 
                     uses += 1
     elif field == "storage_offset":
         g.tensor_values[0].meta.storage_offset = m.SymInt(expr=e, value=0)
-        uses = 1
+        uses = sum(tv.meta is g.tensor_values[0].meta for tv in g.tensor_values)
     elif field == "sym_int":
         next(v for v in g.sym_int_values if v.value.expr == size_sym).value.expr = e
         uses = 1

@@ -152,6 +152,26 @@ def test_shared_expression_in_every_field_under_the_bound_ends_safe(base, tmp_pa
     assert time.perf_counter() - t0 < 60
 
 
+def test_a_shared_meta_spends_the_budget_at_every_value_that_uses_it(base, tmp_path):
+    """One TensorMeta object written once and referenced by several values (pt2f_shared) is charged per value,
+    as its copies would be: an expression that one use may make is refused when the meta's users are many."""
+    depth = _deepest_under_bound("mul_add")
+    alone, shared = {}, {}
+    C.build_file(base, "storage_offset", "mul_add", depth, tmp_path / "alone.pt2f", info=alone)
+    path = C.build_file(base, "storage_offset", "mul_add", depth, tmp_path / "shared.pt2f", info=shared,
+                        keep_shared=True)
+    assert alone["uses"] == 1 and shared["uses"] > 1
+    assert alone["spent"] <= MAX_SYM_FILE_EXCESS < shared["spent"]  # the case: only the sharing crosses the bound
+    pt2format.validate(tmp_path / "alone.pt2f")
+    from crafting import decode_file
+
+    tree = decode_file(path)[0]  # decoded without validation
+    tvs = tree.programs[0].graph.tensor_values
+    assert sum(tv.meta is tvs[0].meta for tv in tvs) == shared["uses"]  # written once, read as one object
+    with pytest.raises(pt2format.LimitError, match="too large in total"):
+        pt2format.validate(path)
+
+
 # ---------------------------------------------------------------------------
 # The same refusal, in the same words, from every reader
 # ---------------------------------------------------------------------------
