@@ -109,6 +109,13 @@ class GraphBuilder(ArgumentLoader):
         # id(TensorMeta) -> _static_meta's numbers (the object kept, so its id stays its own)
         self._static_metas: dict[int, tuple] = {}
         self._static_metas_hit = False
+        # id(TensorMeta) -> (it, sizes, strides, offset, static) of a symbolic one: its SymInts, made once for the
+        # values that share it (pt2f_shared), as torch's traced values of one shape share their SymNodes
+        self._symbolic_metas: dict[int, tuple] = {}
+        self._symbolic_metas_hit = False
+        # id(fake value) -> (the value, id(TensorMeta)) for values made from a recorded symbolic TensorMeta:
+        # their tensor_meta is derived once per TensorMeta (see derive_tensor_meta)
+        self.symbolic_shapes: dict[int, tuple] = {}
         self.sc: _Scope | None = None
 
     # -- graphs ----------------------------------------------------------------
@@ -149,10 +156,11 @@ class GraphBuilder(ArgumentLoader):
             out = sc.fx.output(result)
             if g.output_metadata is not None:
                 out.meta.update(self.metadata.load(g.output_metadata, f"{path}.output_metadata"))
+            derived: dict = {}  # one graph's derivations: the shape environment is the same for all of them
             for node in sc.fx.nodes:
                 tm = node.meta.get("tensor_meta")
                 if tm is DERIVE_TENSOR_META or tm is DERIVE_TENSOR_META_GRAD:
-                    derive_tensor_meta(node, self.static_shapes)
+                    derive_tensor_meta(node, self.static_shapes, self.symbolic_shapes, derived)
             if g.custom_meta is not None:
                 self.custom_meta[id(sc.fx)] = self.metadata.custom(g.custom_meta, f"{path}.custom_meta")
             return sc.fx, sc.owner
@@ -262,6 +270,10 @@ class GraphBuilder(ArgumentLoader):
 
     def _general_fake_tensor(self, m, path, dtype, device, layout):
         """Any value: symbolic sizes, strides or offset, sparse layouts, and the errors of a bad TensorMeta."""
+        known = self._symbolic_metas.get(id(m))
+        if known is not None and known[0] is m:  # a shared symbolic TensorMeta seen before: its SymInts again
+            self._symbolic_metas_hit = True
+            return self._strided_fake(m, dtype, device, *known[1:])
         sy = self.shape.sym_int
         sizes = [s.value if s is not None and s.expr < 0 else sy(s, f"{path}.sizes[{i}]")
                  for i, s in enumerate(m.sizes)]
@@ -287,6 +299,12 @@ class GraphBuilder(ArgumentLoader):
         if len(strides) != len(sizes):
             raise LoadError("sizes and strides differ in length", path=path, expected=len(sizes), got=len(strides))
         offset = sy(m.storage_offset, f"{path}.storage_offset") if m.storage_offset is not None else 0
+        if (not static or type(offset) is not int) and (
+                len(self._symbolic_metas) < SHARED_GIVE_UP or self._symbolic_metas_hit):
+            self._symbolic_metas[id(m)] = (m, sizes, strides, offset, static)
+        return self._strided_fake(m, dtype, device, sizes, strides, offset, static)
+
+    def _strided_fake(self, m, dtype, device, sizes, strides, offset, static):
         if type(offset) is int and offset == 0:  # never `==` on a SymInt: an unbacked offset cannot be guarded
             meta = torch.empty_strided(sizes, strides, dtype=dtype, device="meta")
         elif _has_unbacked(offset):
@@ -302,6 +320,8 @@ class GraphBuilder(ArgumentLoader):
         fake = self._fake(meta, device)
         if static and not meta.is_quantized:
             self.static_shapes[id(fake)] = (fake, dtype, tuple(sizes), tuple(strides))
+        elif self._symbolic_metas.get(id(m), (None,))[0] is m:
+            self.symbolic_shapes[id(fake)] = (fake, id(m))
         return fake
 
     # -- placeholders ------------------------------------------------------------

@@ -121,6 +121,19 @@ def test_symbolic_metas_are_shared_and_load_as_torch_loads_them(tmp_path):
         if n.name in vals:
             assert _sym_key(n.meta["val"]) == _sym_key(theirs[n.name]) == _sym_key(vals[n.name]), n.name
     assert len({id(f) for f in fakes}) == len(fakes) == len(vals)
+    assert len({f.untyped_storage()._cdata for f in fakes}) == len(fakes)  # nor a storage
+    # tensor_meta, derived once per shared TensorMeta, is what export gave each value and what each value gives
+    from pt2format.vocab.metadata import derived_tensor_meta
+
+    exported = {n.name: n for n in ep.graph.nodes}
+    checked = 0
+    for n in loaded.graph.nodes:
+        if n.name in vals and "tensor_meta" in exported[n.name].meta:
+            got = n.meta["tensor_meta"]
+            assert str(got) == str(exported[n.name].meta["tensor_meta"]), n.name
+            assert str(got) == str(derived_tensor_meta(n.meta["val"], got.requires_grad)[0]), n.name
+            checked += 1
+    assert checked > len(vals) // 2
     assert loaded.range_constraints.keys() == ep.range_constraints.keys()
     for b in (2, 5, 64):
         x, y = torch.randn(b, 8), torch.randn(3)
