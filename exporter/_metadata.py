@@ -28,7 +28,7 @@ from pt2format.errors import ExportError
 from pt2format.vocab.metadata import derived_tensor_meta, static_tensor_meta
 from pt2format.vocab.operators import callable_name
 
-from ._tensor_facts import TensorFacts, only_ints
+from ._tensor_facts import TensorFacts, only_ints, symbolic_key
 from ._values import map_value
 
 # Keys with a structured home, or derived from the graph (val, tensor_meta), or not data.
@@ -50,14 +50,22 @@ def _same_tensor_meta(meta: dict, facts: TensorFacts) -> bool:
         if type(tm) is not TensorMetadata or type(tm.requires_grad) is not bool:
             return False
         f = facts(val)
+        key = None
         if f is not None and not f[6]:  # strided, integer sizes and strides, not quantized
             derived, static = static_tensor_meta(f[0], f[1], f[2], tm.requires_grad), True
         else:
+            key = symbolic_key(val, tm.requires_grad)
+            known = facts.derived.get(key) if key is not None else None
+            if known is not None:  # the value's SymNodes (held by known[0]) are those of a value derived before
+                return repr(tm) == known[1]
             derived, static = derived_tensor_meta(val, tm.requires_grad)
         if static and only_ints(map(type, tm.shape)) and only_ints(map(type, tm.stride)):
             return tm == derived
         # repr compares symbolic sizes by expression (== on two SymInts would guard)
-        return repr(tm) == repr(derived)
+        text = repr(derived)
+        if key is not None:
+            facts.derived[key] = (val, text)
+        return repr(tm) == text
     except Exception:  # noqa: BLE001 - a value torch cannot describe: not derivable, so not kept
         return False
 

@@ -28,12 +28,16 @@ _no_subclass_overrides = torch._C.DisableTorchFunctionSubclass
 
 class TensorFacts:
     """id(tensor) -> (dtype, sizes, strides, storage_offset, requires_grad, device, is_quantized), or None for a
-    tensor that is not strided or has a symbolic size, stride or offset (those are converted each time)."""
+    tensor that is not strided or has a symbolic size, stride or offset (those are converted each time).
 
-    __slots__ = ("_memo",)
+    `derived` keeps, for symbolic tensors, what exporter/_metadata.py derived from one (see `symbolic_key`).
+    """
+
+    __slots__ = ("_memo", "derived")
 
     def __init__(self):
         self._memo: dict[int, tuple] = {}  # id -> (tensor, facts): the tensor held so its id is not reused
+        self.derived: dict[tuple, tuple] = {}  # symbolic_key -> (a tensor holding its SymNodes, derivation)
 
     def __call__(self, t: torch.Tensor):
         hit = self._memo.get(id(t))
@@ -55,3 +59,15 @@ def _read(t: torch.Tensor):
     if type(offset) is int and only_ints(map(type, sizes)) and only_ints(map(type, strides)):
         return (t.dtype, sizes, strides, offset, t.requires_grad, t.device, t.is_quantized)
     return None
+
+
+def symbolic_key(t: torch.Tensor, requires_grad: bool):
+    """(dtype, requires_grad, sizes, strides) of a strided, non-quantized tensor, each SymInt by its SymNode
+    object: tensors with one key have the same expressions, so torch derives the same tensor_meta for
+    them. A traced program's values of one shape share their SymNodes, so a symbolic value's
+    derivation (dozens of symbolic operations) is made once per shape. None for other tensors."""
+    if t.layout != torch.strided or t.is_quantized:
+        return None
+    return (t.dtype, requires_grad,
+            tuple(s.node if type(s) is torch.SymInt else s for s in t.shape),
+            tuple(s.node if type(s) is torch.SymInt else s for s in t.stride()))

@@ -64,3 +64,47 @@ def test_fake_tensor_facts_are_its_own():
     for v in vals:
         assert facts(v) == (v.dtype, tuple(v.shape), v.stride(), v.storage_offset(), v.requires_grad, v.device,
                             v.is_quantized)
+
+
+class _DynamicMixed(torch.nn.Module):
+    """Symbolic values of several shapes, memory formats and dtypes, most sharing one shape's SymNodes."""
+
+    def forward(self, x, img):
+        for _ in range(4):
+            x = torch.relu(x) + 1
+        y = x.t()  # the same SymNodes, other strides
+        z = torch.cat([x, x]).to(torch.float16)  # 2*s0: another SymNode, another dtype
+        c = img.contiguous(memory_format=torch.channels_last) * 2  # channels_last: another memory format
+        return y.contiguous(), z, c
+
+
+def test_the_derivable_tensor_meta_flag_is_each_values_own():
+    """The save records whether a node's tensor_meta is the one derived from its value; for symbolic values that
+    derivation is made once per (dtype, requires_grad, SymNodes of sizes and strides). The flags must be those
+    of deriving every value on its own, including nodes whose tensor_meta is not the derivable one."""
+    import pt2format
+    from pt2format.vocab.metadata import derived_tensor_meta
+
+    n, b = torch.export.Dim("n", min=2, max=64), torch.export.Dim("b", min=2, max=8)
+    ep = torch.export.export(_DynamicMixed(), (torch.randn(4, 3), torch.randn(2, 3, 4, 5)),
+                             dynamic_shapes=({0: n}, {0: b}))
+    nodes = [x for x in ep.graph.nodes if isinstance(x.meta.get("val"), torch.Tensor) and "tensor_meta" in x.meta]
+    # Two nodes get a tensor_meta that is not their value's derivation: another dtype, a wrong requires_grad.
+    nodes[2].meta["tensor_meta"] = nodes[2].meta["tensor_meta"]._replace(dtype=torch.float64)
+    nodes[3].meta["tensor_meta"] = nodes[3].meta["tensor_meta"]._replace(requires_grad=True)
+    want = {x.name: repr(x.meta["tensor_meta"]) == repr(derived_tensor_meta(x.meta["val"],
+                                                                            x.meta["tensor_meta"].requires_grad)[0])
+            for x in nodes}
+    assert True in want.values() and False in want.values()
+    assert len({x.meta["val"].shape[0].node for x in nodes if isinstance(x.meta["val"].shape[0], torch.SymInt)}) > 1
+
+    import io
+    buf = io.BytesIO()
+    pt2format.save(ep, buf)
+    tree = pt2format.read(buf.getvalue()).package
+    g = tree.programs[0].graph
+    flags = {x.name: bool(x.metadata is not None and x.metadata.tensor_meta) for x in g.nodes}
+    flags.update({a.value.name: bool(md is not None and md.tensor_meta)
+                  for a, md in zip(g.inputs, g.input_metadata or [None] * len(g.inputs)) if a.value is not None
+                  and getattr(a.value, "name", None)})
+    assert {k: flags[k] for k in want} == want
