@@ -103,6 +103,7 @@ class MetadataExporter:
         self.tensor_facts = TensorFacts()  # shared with the GraphExporter that uses this converter
         self._graph_ids: dict[int, int] = {}
         self._module_stacks: dict[tuple, list[ModuleStackEntry]] = {}  # nn_module_stack items -> entries
+        self._stack_entries: dict[tuple, ModuleStackEntry] = {}  # (key, path, type_name) -> the one entry
 
     def convert(self, meta: dict, path: str, *, unpacked_tensor_meta: bool = False) -> NodeMetadata | None:
         """`unpacked_tensor_meta`: a multi-output node whose getitem nodes carry tensor_meta."""
@@ -183,12 +184,20 @@ class MetadataExporter:
         except TypeError:  # an unhashable entry: converted each time
             key = entries = None
         if entries is None:
-            entries = [ModuleStackEntry(key=str(k), path=str(v[0]),
-                                        type_name=v[1] if isinstance(v[1], str) else callable_name(v[1]))
+            entries = [self._module_stack_entry(str(k), str(v[0]),
+                                                v[1] if isinstance(v[1], str) else callable_name(v[1]))
                        for k, v in nms.items()]
             if key is not None:
                 self._module_stacks[key] = entries
         return entries
+
+    def _module_stack_entry(self, key: str, path: str, type_name) -> ModuleStackEntry:
+        """One object per distinct entry, also among stacks (a submodule's stack repeats its parents' entries)."""
+        k = (key, path, type_name)
+        e = self._stack_entries.get(k)
+        if e is None:
+            e = self._stack_entries[k] = ModuleStackEntry(key=key, path=path, type_name=type_name)
+        return e
 
     def _source(self, s) -> NodeSource:
         gid = s.graph_id

@@ -527,6 +527,10 @@ def convert(src, dst, encoding: str, *, fsync: bool) -> None:
                                "added", file=f.path, section="header",
                                path="format_minor", expected=f"at most {FORMAT_VERSION[0]}.{FORMAT_VERSION[1]} "
                                f"(this reader)", got=f"{major}.{minor} (the file)")
+        if encoding == "flatbuffers":  # a tree from JSON or MessagePack: one object per equal shared-table object
+            from pt2format._codecs.share import share_equal
+
+            share_equal(f.package)
         views = [f.storage_view(i) for i in range(len(f.package.storages))]
         write_package(dst, f.package, views, encoding=encoding, fsync=fsync,
                       data_checksums=_had_checksums(f.package))
