@@ -31,18 +31,23 @@ def _val_key(v):
     return (tuple(v.shape), tuple(v.stride()), v.dtype, v.requires_grad, v.device)
 
 
-def test_one_meta_per_shape_in_the_file_and_one_fake_per_value_after_load(tmp_path):
-    ep = _exported()
-    path = tmp_path / "m.pt2f"
+def _saved_metas_match(ep, path, key):
+    """Save `ep`: the file has one TensorMeta object per distinct `key` of torch's values, shared by exactly
+    the values with that key. Returns (the decoded tree, name -> torch's value)."""
     pt2format.save(ep, path)
-
     tree = pt2format.read(path).package
     values = tree.programs[0].graph.tensor_values
     vals = {n.name: n.meta["val"] for n in ep.graph.nodes if isinstance(n.meta.get("val"), torch.Tensor)}
     assert {v.name for v in values} == set(vals)
-    # as many shared objects as torch's values have distinct (shape, strides, dtype, requires_grad, device)
-    assert len({id(v.meta) for v in values}) == len({_val_key(t) for t in vals.values()}) < len(values)
-    assert all(a.meta is b.meta for a in values for b in values if _val_key(vals[a.name]) == _val_key(vals[b.name]))
+    assert len({id(v.meta) for v in values}) == len({key(t) for t in vals.values()}) < len(values)
+    assert all((a.meta is b.meta) == (key(vals[a.name]) == key(vals[b.name])) for a in values for b in values)
+    return tree, vals
+
+
+def test_one_meta_per_shape_in_the_file_and_one_fake_per_value_after_load(tmp_path):
+    ep = _exported()
+    path = tmp_path / "m.pt2f"
+    tree, vals = _saved_metas_match(ep, path, _val_key)
 
     # the nodes of one module stack share its entries (ModuleStackEntry is pt2f_shared too)
     stacks = [n.metadata.nn_module_stack for n in tree.programs[0].graph.nodes if n.metadata.nn_module_stack]
@@ -102,15 +107,8 @@ def test_symbolic_metas_are_shared_and_load_as_torch_loads_them(tmp_path):
     batch = torch.export.Dim("batch", min=2, max=64)
     ep = torch.export.export(_Dynamic(), (torch.randn(4, 8), torch.randn(3)), dynamic_shapes=({0: batch}, None))
     path = tmp_path / "d.pt2f"
-    pt2format.save(ep, path)
-    tree = pt2format.read(path).package
-    values = tree.programs[0].graph.tensor_values
-    vals = {n.name: n.meta["val"] for n in ep.graph.nodes if isinstance(n.meta.get("val"), torch.Tensor)}
-    assert {v.name for v in values} == set(vals)
+    _, vals = _saved_metas_match(ep, path, _sym_key)
     assert any(not isinstance(s, int) for t in vals.values() for s in t.shape)  # the case: symbolic sizes
-    # one object per distinct symbolic (shape, strides, offset, dtype, requires_grad, device) of torch's values
-    assert len({id(v.meta) for v in values}) == len({_sym_key(t) for t in vals.values()}) < len(values)
-    assert all(a.meta is b.meta for a in values for b in values if _sym_key(vals[a.name]) == _sym_key(vals[b.name]))
 
     p2 = tmp_path / "d.pt2"
     torch.export.save(ep, p2)

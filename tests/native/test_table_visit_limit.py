@@ -15,7 +15,6 @@ from __future__ import annotations
 import pytest
 
 import native_util_ts as U
-from pt2format._generated import model as m
 
 pytestmark = [pytest.mark.native]
 
@@ -24,44 +23,14 @@ PAD = 1 << 20
 
 
 def _program(levels: int, pad: int) -> bytes:
-    import flatbuffers
-
-    b = flatbuffers.Builder(1024)
-    if pad:
-        b.CreateString("x" * pad)  # bytes of the buffer that nothing references
-
-    def wrap(member, table):
-        b.StartObject(2)
-        vid = U.field_id(m.Value, "value")
-        b.PrependUint8Slot(vid - 1, U.union_index("ValueKind", member), 0)
-        b.PrependUOffsetTRelativeSlot(vid, table, 0)
-        return b.EndObject()
-
-    b.StartObject(1)
-    b.PrependInt64Slot(U.field_id(m.IntValue, "value"), 7, 0)
-    v = wrap("IntValue", b.EndObject())
-    for _ in range(levels):
-        b.StartVector(4, 2, 4)
-        b.PrependUOffsetTRelative(v)
-        b.PrependUOffsetTRelative(v)
-        items = b.EndVector()
-        b.StartObject(2)
-        b.PrependUOffsetTRelativeSlot(U.field_id(m.ListValue, "items"), items, 0)
-        v = wrap("ListValue", b.EndObject())
-    b.StartObject(len(m.Program.FIELDS))
-    b.PrependUOffsetTRelativeSlot(U.field_id(m.Program, "example_inputs"), v, 0)
-    prog = b.EndObject()
-    b.StartVector(4, 1, 4)
-    b.PrependUOffsetTRelative(prog)
-    progs = b.EndVector()
-    b.StartObject(2)
-    b.PrependUint32Slot(U.field_id(m.FormatVersion, "major"), 1, 0)
-    fv = b.EndObject()
-    b.StartObject(len(m.Package.FIELDS))
-    b.PrependUOffsetTRelativeSlot(U.field_id(m.Package, "format_version"), fv, 0)
-    b.PrependUOffsetTRelativeSlot(U.field_id(m.Package, "programs"), progs, 0)
-    b.Finish(b.EndObject(), file_identifier=m.FILE_IDENTIFIER.encode())
-    return bytes(b.Output())
+    def build(b):
+        if pad:
+            b.CreateString("x" * pad)  # bytes of the buffer that nothing references
+        v = U.int_value(b)
+        for _ in range(levels):
+            v = U.list_value(b, [v, v])
+        return v
+    return U.fb_package(build)
 
 
 def _visits(levels: int) -> int:

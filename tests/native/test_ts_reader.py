@@ -718,67 +718,18 @@ def _patched_no_section_seal(data: bytes) -> bytearray:
     return b
 
 
-def _fb_package(build_program_value):
-    """A Package with one Program whose example_inputs is built by `build_program_value(builder)`."""
-    import flatbuffers
-
-    b = flatbuffers.Builder(1024)
-    value = build_program_value(b)
-    b.StartObject(len(m.Program.FIELDS))
-    b.PrependUOffsetTRelativeSlot(U.field_id(m.Program, "example_inputs"), value, 0)
-    prog = b.EndObject()
-    b.StartVector(4, 1, 4)
-    b.PrependUOffsetTRelative(prog)
-    progs = b.EndVector()
-    b.StartObject(2)
-    b.PrependUint32Slot(U.field_id(m.FormatVersion, "major"), 1, 0)
-    fv = b.EndObject()
-    b.StartObject(len(m.Package.FIELDS))
-    b.PrependUOffsetTRelativeSlot(U.field_id(m.Package, "format_version"), fv, 0)
-    b.PrependUOffsetTRelativeSlot(U.field_id(m.Package, "programs"), progs, 0)
-    b.Finish(b.EndObject(), file_identifier=m.FILE_IDENTIFIER.encode())
-    return bytes(b.Output())
-
-
-def _int_value(b, v=7):
-    b.StartObject(1)
-    b.PrependInt64Slot(U.field_id(m.IntValue, "value"), v, 0)
-    iv = b.EndObject()
-    return _wrap(b, "IntValue", iv)
-
-
-def _wrap(b, member, table):
-    b.StartObject(2)
-    vid = U.field_id(m.Value, "value")
-    b.PrependUint8Slot(vid - 1, U.union_index("ValueKind", member), 0)
-    b.PrependUOffsetTRelativeSlot(vid, table, 0)
-    return b.EndObject()
-
-
-def _list_of(b, items, record=None):
-    b.StartVector(4, len(items), 4)
-    for it in reversed(items):
-        b.PrependUOffsetTRelative(it)
-    vec = b.EndVector()
-    if record is not None:
-        record.append(vec)
-    b.StartObject(2)
-    b.PrependUOffsetTRelativeSlot(U.field_id(m.ListValue, "items"), vec, 0)
-    return _wrap(b, "ListValue", b.EndObject())
-
-
 def _nested(depth):
     def build(b):
-        v = _int_value(b)
+        v = U.int_value(b)
         for _ in range(depth):
-            v = _list_of(b, [v])
+            v = U.list_value(b, [v])
         return v
     return build
 
 
 def test_deeply_nested_values_rejected_and_shallow_ones_dump(ts, tmp_path):
-    deep = U.pack_container(_fb_package(_nested(200)))  # 400+ tables deep
-    ok_program = _fb_package(_nested(50))  # about 103 deep: under the limit of 128
+    deep = U.pack_container(U.fb_package(_nested(200)))  # 400+ tables deep
+    ok_program = U.fb_package(_nested(50))  # about 103 deep: under the limit of 128
     res = _batch(tmp_path, {"deep": deep, "ok": U.pack_container(ok_program)}, validate=False)
     assert not res["deep"]["ok"] and res["deep"]["error"] == "LimitError", res["deep"]
     assert res["ok"]["ok"], res["ok"]
@@ -788,11 +739,11 @@ def test_deeply_nested_values_rejected_and_shallow_ones_dump(ts, tmp_path):
 def test_shared_subtree_bomb_rejected_quickly(ts, tmp_path):
     """60 levels of [v, v] sharing one child: 2^60 table visits if walked naively."""
     def build(b):
-        v = _int_value(b)
+        v = U.int_value(b)
         for _ in range(60):
-            v = _list_of(b, [v, v])
+            v = U.list_value(b, [v, v])
         return v
-    path = write(tmp_path, "bomb.pt2f", U.pack_container(_fb_package(build)))
+    path = write(tmp_path, "bomb.pt2f", U.pack_container(U.fb_package(build)))
     r = U.node(U.CLI, "dump", path, timeout=60)
     assert r.returncode == 1, r.stderr
     assert b"LimitError" in r.stderr
@@ -802,9 +753,9 @@ def test_huge_vector_length_rejected(ts, tmp_path):
     vectors = []
 
     def build(b):
-        v = _list_of(b, [_int_value(b)], record=vectors)
+        v = U.list_value(b, [U.int_value(b)], record=vectors)
         return v
-    program = _fb_package(build)
+    program = U.fb_package(build)
     at = len(program) - vectors[0]  # builder offsets count from the end of the buffer
     assert struct.unpack_from("<I", program, at)[0] == 1
     blobs = {}
@@ -831,7 +782,7 @@ def test_invalid_utf8_string_rejected(ts, tmp_path):
 
 
 def test_wrong_file_identifier_rejected(ts, tmp_path):
-    program = bytearray(_fb_package(_nested(1)))
+    program = bytearray(U.fb_package(_nested(1)))
     program[4:8] = b"XXXX"
     r = U.ts_dump(write(tmp_path, "ident.pt2f", U.pack_container(bytes(program))))
     assert r.returncode == 1 and b"file identifier" in r.stderr

@@ -292,3 +292,62 @@ def program_format_version(program: bytes, encoding) -> tuple:
         return (fv.major, fv.minor) if fv is not None else (1, 0)
     except Exception:  # noqa: BLE001 - hostile or broken programs get the first version
         return (1, 0)
+
+
+# -- hand-built FlatBuffers programs (shared offsets, deep nesting, bad vectors) --------------------
+
+def fb_package(build_program_value):
+    """A Package with one Program whose example_inputs is built by `build_program_value(builder)`."""
+    import flatbuffers
+
+    from pt2format._generated import model as m
+
+    b = flatbuffers.Builder(1024)
+    value = build_program_value(b)
+    b.StartObject(len(m.Program.FIELDS))
+    b.PrependUOffsetTRelativeSlot(field_id(m.Program, "example_inputs"), value, 0)
+    prog = b.EndObject()
+    b.StartVector(4, 1, 4)
+    b.PrependUOffsetTRelative(prog)
+    progs = b.EndVector()
+    b.StartObject(2)
+    b.PrependUint32Slot(field_id(m.FormatVersion, "major"), 1, 0)
+    fv = b.EndObject()
+    b.StartObject(len(m.Package.FIELDS))
+    b.PrependUOffsetTRelativeSlot(field_id(m.Package, "format_version"), fv, 0)
+    b.PrependUOffsetTRelativeSlot(field_id(m.Package, "programs"), progs, 0)
+    b.Finish(b.EndObject(), file_identifier=m.FILE_IDENTIFIER.encode())
+    return bytes(b.Output())
+
+
+def int_value(b, v=7):
+    from pt2format._generated import model as m
+
+    b.StartObject(1)
+    b.PrependInt64Slot(field_id(m.IntValue, "value"), v, 0)
+    iv = b.EndObject()
+    return wrap_value(b, "IntValue", iv)
+
+
+def wrap_value(b, member, table):
+    from pt2format._generated import model as m
+
+    b.StartObject(2)
+    vid = field_id(m.Value, "value")
+    b.PrependUint8Slot(vid - 1, union_index("ValueKind", member), 0)
+    b.PrependUOffsetTRelativeSlot(vid, table, 0)
+    return b.EndObject()
+
+
+def list_value(b, items, record=None):
+    from pt2format._generated import model as m
+
+    b.StartVector(4, len(items), 4)
+    for it in reversed(items):
+        b.PrependUOffsetTRelative(it)
+    vec = b.EndVector()
+    if record is not None:
+        record.append(vec)
+    b.StartObject(2)
+    b.PrependUOffsetTRelativeSlot(field_id(m.ListValue, "items"), vec, 0)
+    return wrap_value(b, "ListValue", b.EndObject())
