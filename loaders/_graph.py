@@ -92,6 +92,32 @@ class _Scope:
                 return name
 
 
+class _PerMeta:
+    """TensorMeta object -> what the loader made of it, for the next value that has the same object (a file
+    shares one among the values of a shape: pt2f_shared). The object is kept, so its id stays its own. After
+    SHARED_GIVE_UP objects without a hit (a file that shares nothing) it keeps nothing more."""
+
+    __slots__ = ("_kept", "_hit")
+
+    def __init__(self):
+        self._kept: dict[int, tuple] = {}  # id(TensorMeta) -> (it, what was made of it)
+        self._hit = False
+
+    def get(self, m):
+        k = self._kept.get(id(m))
+        if k is None or k[0] is not m:
+            return None
+        self._hit = True
+        return k[1]
+
+    def put(self, m, made) -> bool:
+        """Keep `made` for `m`; False once the record has given up."""
+        if len(self._kept) < SHARED_GIVE_UP or self._hit:
+            self._kept[id(m)] = (m, made)
+            return True
+        return False
+
+
 class GraphBuilder(ArgumentLoader):
     """Builds the FX graphs of one program."""
 
@@ -106,13 +132,11 @@ class GraphBuilder(ArgumentLoader):
         # their tensor_meta is derived from these numbers (see derive_tensor_meta)
         self.static_shapes: dict[int, tuple] = {}
         self._heads: dict[tuple, tuple] = {}  # (dtype, layout, device type, index) numbers -> checked objects
-        # id(TensorMeta) -> _static_meta's numbers (the object kept, so its id stays its own)
-        self._static_metas: dict[int, tuple] = {}
-        self._static_metas_hit = False
-        # id(TensorMeta) -> (it, sizes, strides, offset, static) of a symbolic one: its SymInts, made once for the
+        # TensorMeta -> _static_meta's numbers
+        self._static_metas = _PerMeta()
+        # TensorMeta -> (sizes, strides, offset, static) of a symbolic one: its SymInts, made once for the
         # values that share it (pt2f_shared), as torch's traced values of one shape share their SymNodes
-        self._symbolic_metas: dict[int, tuple] = {}
-        self._symbolic_metas_hit = False
+        self._symbolic_metas = _PerMeta()
         # id(fake value) -> (the value, id(TensorMeta)) for values made from a recorded symbolic TensorMeta:
         # their tensor_meta is derived once per TensorMeta (see derive_tensor_meta)
         self.symbolic_shapes: dict[int, tuple] = {}
@@ -213,15 +237,13 @@ class GraphBuilder(ArgumentLoader):
 
     def fake_tensor(self, m, path, name=None):
         """The fake value of TensorMeta `m`; errors name `path<name>` (formatted only when needed)."""
-        known = self._static_metas.get(id(m))
+        known = self._static_metas.get(m)
         if known is None:
             head = self._checked_head(m, path, name)
             known = self._static_meta(m, *head)
             if known is None:
                 return self._general_fake_tensor(m, _value_path(path, name), *head)
-        else:
-            self._static_metas_hit = True
-        _, dtype, device, sizes, strides, requires_grad = known
+        dtype, device, sizes, strides, requires_grad = known
         meta = torch.empty_strided(sizes, strides, dtype=dtype, device=_META)
         if requires_grad:
             meta.requires_grad_(True)
@@ -243,7 +265,7 @@ class GraphBuilder(ArgumentLoader):
         return head
 
     def _static_meta(self, m, dtype, device, layout):
-        """(m, dtype, device, sizes, strides, requires_grad) of a strided TensorMeta whose numbers are all concrete,
+        """(dtype, device, sizes, strides, requires_grad) of a strided TensorMeta whose numbers are all concrete,
         kept for the next value with the same object (a file shares one among the values of a shape:
         pt2f_shared); None for any other."""
         ms, mst, off = m.sizes, m.strides, m.storage_offset
@@ -254,9 +276,8 @@ class GraphBuilder(ArgumentLoader):
         if not (static and layout is torch.strided and len(ms) == len(mst) and (
                 off is None or (off.expr < 0 and off.value == 0))):
             return None
-        known = (m, dtype, device, tuple(map(_VALUE, ms)), tuple(map(_VALUE, mst)), bool(m.requires_grad))
-        if len(self._static_metas) < SHARED_GIVE_UP or self._static_metas_hit:  # a file sharing nothing: keep nothing
-            self._static_metas[id(m)] = known
+        known = (dtype, device, tuple(map(_VALUE, ms)), tuple(map(_VALUE, mst)), bool(m.requires_grad))
+        self._static_metas.put(m, known)
         return known
 
     def _head(self, m, path):
@@ -270,10 +291,9 @@ class GraphBuilder(ArgumentLoader):
 
     def _general_fake_tensor(self, m, path, dtype, device, layout):
         """Any value: symbolic sizes, strides or offset, sparse layouts, and the errors of a bad TensorMeta."""
-        known = self._symbolic_metas.get(id(m))
-        if known is not None and known[0] is m:  # a shared symbolic TensorMeta seen before: its SymInts again
-            self._symbolic_metas_hit = True
-            return self._strided_fake(m, dtype, device, *known[1:])
+        known = self._symbolic_metas.get(m)
+        if known is not None:  # a shared symbolic TensorMeta seen before: its SymInts again
+            return self._strided_fake(m, dtype, device, *known, True)
         sy = self.shape.sym_int
         sizes = [s.value if s is not None and s.expr < 0 else sy(s, f"{path}.sizes[{i}]")
                  for i, s in enumerate(m.sizes)]
@@ -299,12 +319,12 @@ class GraphBuilder(ArgumentLoader):
         if len(strides) != len(sizes):
             raise LoadError("sizes and strides differ in length", path=path, expected=len(sizes), got=len(strides))
         offset = sy(m.storage_offset, f"{path}.storage_offset") if m.storage_offset is not None else 0
-        if (not static or type(offset) is not int) and (
-                len(self._symbolic_metas) < SHARED_GIVE_UP or self._symbolic_metas_hit):
-            self._symbolic_metas[id(m)] = (m, sizes, strides, offset, static)
-        return self._strided_fake(m, dtype, device, sizes, strides, offset, static)
+        kept = (not static or type(offset) is not int) and self._symbolic_metas.put(m, (sizes, strides, offset, static))
+        return self._strided_fake(m, dtype, device, sizes, strides, offset, static, kept)
 
-    def _strided_fake(self, m, dtype, device, sizes, strides, offset, static):
+    def _strided_fake(self, m, dtype, device, sizes, strides, offset, static, kept):
+        """The fake value; `kept`: the SymInts are those `_symbolic_metas` keeps for `m` (its tensor_meta is
+        derived once, see derive_tensor_meta)."""
         if type(offset) is int and offset == 0:  # never `==` on a SymInt: an unbacked offset cannot be guarded
             meta = torch.empty_strided(sizes, strides, dtype=dtype, device="meta")
         elif _has_unbacked(offset):
@@ -320,7 +340,7 @@ class GraphBuilder(ArgumentLoader):
         fake = self._fake(meta, device)
         if static and not meta.is_quantized:
             self.static_shapes[id(fake)] = (fake, dtype, tuple(sizes), tuple(strides))
-        elif self._symbolic_metas.get(id(m), (None,))[0] is m:
+        elif kept:
             self.symbolic_shapes[id(fake)] = (fake, id(m))
         return fake
 
