@@ -25,10 +25,10 @@ from pt2format._generated.model import (
 )
 from pt2format.errors import ExportError
 
-from pt2format.vocab.metadata import derived_tensor_meta, static_tensor_meta
+from pt2format.vocab.metadata import derived_tensor_meta, static_tensor_meta, symbolic_key
 from pt2format.vocab.operators import callable_name
 
-from ._tensor_facts import TensorFacts, only_ints, symbolic_key
+from ._tensor_facts import TensorFacts, only_ints
 from ._values import map_value
 
 # Keys with a structured home, or derived from the graph (val, tensor_meta), or not data.

@@ -30,7 +30,8 @@ class TensorFacts:
     """id(tensor) -> (dtype, sizes, strides, storage_offset, requires_grad, device, is_quantized), or None for a
     tensor that is not strided or has a symbolic size, stride or offset (those are converted each time).
 
-    `derived` keeps, for symbolic tensors, what exporter/_metadata.py derived from one (see `symbolic_key`).
+    `derived` keeps, for symbolic tensors, what exporter/_metadata.py derived from one
+    (see pt2format.vocab.metadata.symbolic_key).
     """
 
     __slots__ = ("_memo", "derived")
@@ -60,14 +61,3 @@ def _read(t: torch.Tensor):
         return (t.dtype, sizes, strides, offset, t.requires_grad, t.device, t.is_quantized)
     return None
 
-
-def symbolic_key(t: torch.Tensor, requires_grad: bool):
-    """(dtype, requires_grad, sizes, strides) of a strided, non-quantized tensor, each SymInt by its SymNode
-    object: tensors with one key have the same expressions, so torch derives the same tensor_meta for
-    them. A traced program's values of one shape share their SymNodes, so a symbolic value's
-    derivation (dozens of symbolic operations) is made once per shape. None for other tensors."""
-    if t.layout != torch.strided or t.is_quantized:
-        return None
-    return (t.dtype, requires_grad,
-            tuple(s.node if type(s) is torch.SymInt else s for s in t.shape),
-            tuple(s.node if type(s) is torch.SymInt else s for s in t.stride()))

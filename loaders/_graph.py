@@ -110,12 +110,9 @@ class _PerMeta:
         self._hit = True
         return k[1]
 
-    def put(self, m, made) -> bool:
-        """Keep `made` for `m`; False once the record has given up."""
+    def put(self, m, made) -> None:
         if len(self._kept) < SHARED_GIVE_UP or self._hit:
             self._kept[id(m)] = (m, made)
-            return True
-        return False
 
 
 class GraphBuilder(ArgumentLoader):
@@ -137,9 +134,6 @@ class GraphBuilder(ArgumentLoader):
         # TensorMeta -> (sizes, strides, offset, static) of a symbolic one: its SymInts, made once for the
         # values that share it (pt2f_shared), as torch's traced values of one shape share their SymNodes
         self._symbolic_metas = _PerMeta()
-        # id(fake value) -> (the value, id(TensorMeta)) for values made from a recorded symbolic TensorMeta:
-        # their tensor_meta is derived once per TensorMeta (see derive_tensor_meta)
-        self.symbolic_shapes: dict[int, tuple] = {}
         self.sc: _Scope | None = None
 
     # -- graphs ----------------------------------------------------------------
@@ -180,11 +174,11 @@ class GraphBuilder(ArgumentLoader):
             out = sc.fx.output(result)
             if g.output_metadata is not None:
                 out.meta.update(self.metadata.load(g.output_metadata, f"{path}.output_metadata"))
-            derived: dict = {}  # one graph's derivations: the shape environment is the same for all of them
+            derived: dict = {}  # one graph's symbolic derivations: the shape environment is the same for all
             for node in sc.fx.nodes:
                 tm = node.meta.get("tensor_meta")
                 if tm is DERIVE_TENSOR_META or tm is DERIVE_TENSOR_META_GRAD:
-                    derive_tensor_meta(node, self.static_shapes, self.symbolic_shapes, derived)
+                    derive_tensor_meta(node, self.static_shapes, derived)
             if g.custom_meta is not None:
                 self.custom_meta[id(sc.fx)] = self.metadata.custom(g.custom_meta, f"{path}.custom_meta")
             return sc.fx, sc.owner
@@ -293,7 +287,7 @@ class GraphBuilder(ArgumentLoader):
         """Any value: symbolic sizes, strides or offset, sparse layouts, and the errors of a bad TensorMeta."""
         known = self._symbolic_metas.get(m)
         if known is not None:  # a shared symbolic TensorMeta seen before: its SymInts again
-            return self._strided_fake(m, dtype, device, *known, True)
+            return self._strided_fake(m, dtype, device, *known)
         sy = self.shape.sym_int
         sizes = [s.value if s is not None and s.expr < 0 else sy(s, f"{path}.sizes[{i}]")
                  for i, s in enumerate(m.sizes)]
@@ -319,12 +313,11 @@ class GraphBuilder(ArgumentLoader):
         if len(strides) != len(sizes):
             raise LoadError("sizes and strides differ in length", path=path, expected=len(sizes), got=len(strides))
         offset = sy(m.storage_offset, f"{path}.storage_offset") if m.storage_offset is not None else 0
-        kept = (not static or type(offset) is not int) and self._symbolic_metas.put(m, (sizes, strides, offset, static))
-        return self._strided_fake(m, dtype, device, sizes, strides, offset, static, kept)
+        if not static or type(offset) is not int:
+            self._symbolic_metas.put(m, (sizes, strides, offset, static))
+        return self._strided_fake(m, dtype, device, sizes, strides, offset, static)
 
-    def _strided_fake(self, m, dtype, device, sizes, strides, offset, static, kept):
-        """The fake value; `kept`: the SymInts are those `_symbolic_metas` keeps for `m` (its tensor_meta is
-        derived once, see derive_tensor_meta)."""
+    def _strided_fake(self, m, dtype, device, sizes, strides, offset, static):
         if type(offset) is int and offset == 0:  # never `==` on a SymInt: an unbacked offset cannot be guarded
             meta = torch.empty_strided(sizes, strides, dtype=dtype, device="meta")
         elif _has_unbacked(offset):
@@ -340,8 +333,6 @@ class GraphBuilder(ArgumentLoader):
         fake = self._fake(meta, device)
         if static and not meta.is_quantized:
             self.static_shapes[id(fake)] = (fake, dtype, tuple(sizes), tuple(strides))
-        elif kept:
-            self.symbolic_shapes[id(fake)] = (fake, id(m))
         return fake
 
     # -- placeholders ------------------------------------------------------------

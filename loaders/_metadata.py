@@ -15,7 +15,7 @@ from torch.fx.traceback import NodeSource, NodeSourceAction
 
 from pt2format._strings import check_extra_meta_key
 from pt2format.errors import LoadError
-from pt2format.vocab.metadata import derived_tensor_meta, static_tensor_meta
+from pt2format.vocab.metadata import derived_tensor_meta, static_tensor_meta, symbolic_key
 from pt2format.vocab.operators import BUILTINS
 
 from ._names import check_identifier, check_text
@@ -70,14 +70,14 @@ DERIVE_TENSOR_META_GRAD = _DeriveTensorMeta()  # the same, with tensor_meta.requ
 _DESC_MAX_DEPTH = 16
 
 
-def derive_tensor_meta(node, static_shapes=None, symbolic_shapes=None, derived=None) -> None:
+def derive_tensor_meta(node, static_shapes=None, derived=None) -> None:
     """node.meta["tensor_meta"] from node.meta["val"] (tensor values only), as torch's export computes it.
 
     `static_shapes` (id(value) -> (value, dtype, sizes, strides)) gives the numbers of values the
     loader made from integer sizes and strides: the same derivation, without asking the tensor.
-    `symbolic_shapes` (id(value) -> (value, key)) names values made from one symbolic TensorMeta, with the
-    same SymNodes, dtype and requires_grad: `derived` (key -> TensorMetadata, one graph's) keeps the
-    first one's derivation for the others (each costs dozens of symbolic operations).
+    `derived` (symbolic_key -> (a value holding its SymNodes, TensorMetadata), one graph's) keeps the derivation of a symbolic value for
+    the next with the same SymNodes, dtype and requires_grad (each costs dozens of symbolic operations;
+    the values of one shared TensorMeta share their SymNodes, see loaders/_graph.py).
     """
     val = node.meta.get("val")
     if isinstance(val, torch.Tensor):
@@ -86,14 +86,15 @@ def derive_tensor_meta(node, static_shapes=None, symbolic_shapes=None, derived=N
         if known is not None and known[0] is val:
             node.meta["tensor_meta"] = static_tensor_meta(known[1], known[2], known[3], grad)
             return
-        shared = symbolic_shapes.get(id(val)) if symbolic_shapes and derived is not None else None
-        if shared is not None and shared[0] is val:
-            tm = derived.get((shared[1], grad))
-            if tm is None:
-                tm = derived[(shared[1], grad)] = derived_tensor_meta(val, grad)[0]
-            node.meta["tensor_meta"] = tm
-        else:
-            node.meta["tensor_meta"] = derived_tensor_meta(val, grad)[0]
+        key = symbolic_key(val, grad) if derived is not None else None
+        known = derived.get(key) if key is not None else None
+        if known is not None:
+            node.meta["tensor_meta"] = known[1]
+            return
+        tm, static = derived_tensor_meta(val, grad)
+        if key is not None and not static:
+            derived[key] = (val, tm)  # the value holds the SymNodes of the key
+        node.meta["tensor_meta"] = tm
     else:
         node.meta.pop("tensor_meta", None)
 

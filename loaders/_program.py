@@ -161,7 +161,6 @@ class _Builder:
         graph, owner = self.graphs.build(prog.graph, "graph", constant_names)
         self.graphs.sc = None
         self.graphs.static_shapes.clear()  # every tensor_meta is derived: the values need not be pinned
-        self.graphs.symbolic_shapes.clear()
         mcg = module_call_graph(prog.module_call_graph, self._constant_outside_graph, self.treespecs)
         ranges = {}
         for i, rc in enumerate(prog.range_constraints):

@@ -73,3 +73,16 @@ def derived_tensor_meta(val, requires_grad: bool):
     from torch.fx.passes.shape_prop import _extract_tensor_metadata
 
     return _extract_tensor_metadata(val)._replace(requires_grad=requires_grad), False
+
+
+def symbolic_key(t: torch.Tensor, requires_grad: bool):
+    """(dtype, requires_grad, sizes, strides) of a strided, non-quantized tensor, each SymInt by its SymNode
+    object: tensors with one key have the same expressions, so torch derives the same tensor_meta for
+    them. A traced program's values of one shape share their SymNodes, as do the loader's values of one
+    shared TensorMeta, so the exporter and the loader derive a symbolic value's tensor_meta (dozens of
+    symbolic operations) once per shape. None for other tensors."""
+    if t.layout != torch.strided or t.is_quantized:
+        return None
+    return (t.dtype, requires_grad,
+            tuple(s.node if type(s) is torch.SymInt else s for s in t.shape),
+            tuple(s.node if type(s) is torch.SymInt else s for s in t.stride()))
