@@ -11,9 +11,10 @@ Rows (torch first, pt2format second, measured alternately in the same run):
   of the same size (after `os.sync()`, no fsync on either side), next to the
   floor: the same bytes written raw (`os.write` of the .pt2f file's bytes to
   a temporary file) and put in place of the old file the way pt2format's
-  writer does (names exchanged where the system can, else `os.replace`); a
-  line under the table gives the same write renamed over the old file with
-  `os.replace` (on ext4 that rename starts the new file's writeback);
+  writer does (the old file's page cache dropped first where harmless,
+  names exchanged where the system can, else `os.replace`); a line under
+  the table gives a plain write renamed over the old file with `os.replace`
+  (on ext4 that rename starts the new file's writeback);
 * warm load: `torch.export.load` / `pt2format.load` in a process that has
   loaded (and run) the same file once;
 * cold load: a fresh interpreter that has imported torch (and transformers'
@@ -103,12 +104,15 @@ def child_save(model: str, workdir: str, repeat: int) -> dict:
     with open(pt2f, "rb") as f:
         raw = f.read()  # the bytes pt2format writes, in memory: the floor writes them as they are
     from pt2format._container.exchange import swap
+    from pt2format._container.page_cache import release_cache_of_replaced
 
     unlinking: list = []
     out = {"torch": os.path.join(workdir, "s.pt2"), "pt2f": os.path.join(workdir, "s.pt2f"),
            "raw": os.path.join(workdir, "s.raw"), "raw_replace": os.path.join(workdir, "s.raw2")}
 
     def raw_write(dest: str, exchange: bool) -> None:
+        if exchange:  # as pt2format's writer prepares a replacement; the os.replace variant does nothing special
+            release_cache_of_replaced(dest)
         tmp = dest + ".tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
@@ -291,11 +295,13 @@ def render(rows, repeat: int) -> str:
         ratio = f"{min(t) / min(p):.1f}× ({statistics.median(t) / statistics.median(p):.1f}×)"
         floor = _fmt(r["floor"]) if "floor" in r else ""
         lines.append(f"| {r['what']} | {_fmt(t)} | {_fmt(p)} | {ratio} | {floor} |")
-    notes = [f"* {r['what'].split(' save')[0]}: the same raw write renamed over the old file with `os.replace`: "
+    notes = [f"* {r['what'].split(' save')[0]}: a plain raw write (no cache dropped) renamed over the old file "
+             f"with `os.replace`: "
              f"{_fmt(r['floor_replace'])}" for r in rows if "floor_replace" in r]
     if notes:
         lines += ["", "Raw-write floor: `os.write` of the file's bytes, put in place as pt2format's writer does "
-                  "(names exchanged, the old file unlinked in a thread).", *notes]
+                  "(the old file's page cache dropped first where harmless, names exchanged, the old file unlinked in a "
+                  "thread).", *notes]
     return "\n".join(lines)
 
 

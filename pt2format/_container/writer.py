@@ -31,6 +31,7 @@ import threading
 from dataclasses import dataclass
 
 from pt2format._container import exchange
+from pt2format._container.page_cache import release_cache_of_replaced
 from pt2format._container.align import DATA_ALIGNMENT, PROGRAM_ALIGNMENT, align_up
 from pt2format._container.crc import crc32, crc32_combine, crc32_zeros
 from pt2format._container.header import (
@@ -277,7 +278,8 @@ def atomic_write(path, fill, *, fsync: bool, release_old_in_background: bool = T
     link (`.NAME.HEX.old`) across `os.replace`, removed in the background.
     The thread is not a daemon: the interpreter waits for it at exit. A crash
     between the swap (or rename) and the removal leaves that hidden file
-    behind.
+    behind. Before the write, the old file's clean page cache is dropped where
+    that is cheap and harmless (`page_cache`), so the new bytes reuse its memory.
     """
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
@@ -286,6 +288,8 @@ def atomic_write(path, fill, *, fsync: bool, release_old_in_background: bool = T
     # Mode 0o666 lets the umask decide permissions, as for any newly created file.
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
     old = None
+    if release_old_in_background:
+        release_cache_of_replaced(path)  # the write then reuses the memory the old file's cache held
     try:
         try:
             fill(fd)

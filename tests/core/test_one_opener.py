@@ -30,6 +30,10 @@ ALLOWED = {
     ("pt2format/_external.py", "mmap.mmap"): (2, "maps descriptors open_regular returned"),
     ("loaders/_weights.py", "mmap.mmap"): (1, "maps the descriptor open_regular returned"),
     ("pt2format/_container/writer.py", "os.open"): (2, "a fresh temp file (O_EXCL) and the directory to fsync"),
+    ("pt2format/_container/page_cache.py", "open"): (2, "/proc/meminfo and /proc/self/maps, not user paths"),
+    ("pt2format/_container/page_cache.py", "os.open"): (1, "the file a save is replacing, for posix_fadvise only: "
+                                                           "O_NOFOLLOW | O_NONBLOCK, nothing read, checked to be "
+                                                           "the regular file lstat saw"),
     ("pt2format/_ranked_write.py", "os.open"): (1, "a multi-rank save's partial shard: a fresh name holding the "
                                                     "save's random id, O_NOFOLLOW, checked to be a regular file"),
     ("pt2format/_codecs/json.py", "_SCHEMA_PATH.read_text"): (1, "the JSON Schema shipped inside the package"),

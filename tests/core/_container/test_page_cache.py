@@ -1,0 +1,125 @@
+"""Dropping a replaced file's page cache before a save: done where harmless, measured by the kernel's own residency."""
+
+import ctypes
+import mmap
+import os
+import sys
+
+import pytest
+
+from pt2format._container import page_cache, writer
+
+linux = pytest.mark.skipif(not sys.platform.startswith("linux") or not hasattr(os, "posix_fadvise"),
+                           reason="posix_fadvise and /proc are Linux's")
+SIZE = 4 << 20
+
+
+def _resident_fraction(path) -> float:
+    """Share of the file's pages in the page cache, from mincore(2) on a fresh mapping (no page is touched)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    with open(path, "rb") as f:
+        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)  # writable, so ctypes can take its address
+    pages = (len(mm) + mmap.PAGESIZE - 1) // mmap.PAGESIZE
+    vec = (ctypes.c_ubyte * pages)()
+    start = ctypes.c_char.from_buffer(mm)
+    try:
+        rc = libc.mincore(ctypes.addressof(start), len(mm), vec)
+    finally:
+        del start
+        mm.close()
+    if rc != 0:
+        raise OSError(ctypes.get_errno(), "mincore")
+    return sum(b & 1 for b in vec) / pages
+
+
+def _cached_clean_file(path, size=SIZE):
+    data = os.urandom(1 << 16) * (size >> 16)
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())  # clean pages: the advice drops only those
+    with open(path, "rb") as f:
+        assert f.read() == data  # every page in the cache
+    return data
+
+
+@pytest.fixture
+def small_threshold(monkeypatch):
+    monkeypatch.setattr(page_cache, "MIN_BYTES", 1 << 20)
+    monkeypatch.setattr(page_cache, "_system_dirty_bytes", lambda: 0)
+
+
+@linux
+def test_clean_cache_is_dropped_and_file_unchanged(tmp_path, small_threshold):
+    path = tmp_path / "old.pt2f"
+    data = _cached_clean_file(path)
+    assert _resident_fraction(path) > 0.9
+    assert page_cache.release_cache_of_replaced(str(path)) is True
+    assert _resident_fraction(path) < 0.1
+    assert path.read_bytes() == data
+
+
+@linux
+def test_mapped_file_is_left_alone(tmp_path, small_threshold):
+    path = tmp_path / "weights.pt2f"
+    _cached_clean_file(path)
+    with open(path, "rb") as f:
+        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)  # as the loader maps weights
+    try:
+        assert page_cache.release_cache_of_replaced(str(path)) is False
+        assert _resident_fraction(path) > 0.9
+    finally:
+        mm.close()
+
+
+@linux
+def test_busy_writeback_small_files_and_non_files_are_skipped(tmp_path, monkeypatch, small_threshold):
+    big = tmp_path / "big"
+    _cached_clean_file(big)
+    monkeypatch.setattr(page_cache, "_system_dirty_bytes", lambda: page_cache.MAX_DIRTY_BYTES + 1)
+    assert page_cache.release_cache_of_replaced(str(big)) is False
+    assert _resident_fraction(big) > 0.9
+    monkeypatch.setattr(page_cache, "_system_dirty_bytes", lambda: None)  # no /proc/meminfo
+    assert page_cache.release_cache_of_replaced(str(big)) is False
+    monkeypatch.setattr(page_cache, "_system_dirty_bytes", lambda: 0)
+
+    small = tmp_path / "small"
+    small.write_bytes(b"x" * 1000)
+    link = tmp_path / "link"
+    link.symlink_to(big)
+    assert page_cache.release_cache_of_replaced(str(small)) is False
+    assert page_cache.release_cache_of_replaced(str(link)) is False  # the save replaces the link, not its target
+    assert page_cache.release_cache_of_replaced(str(tmp_path)) is False
+    assert page_cache.release_cache_of_replaced(str(tmp_path / "missing")) is False
+    assert _resident_fraction(big) > 0.9
+
+
+@linux
+def test_system_dirty_bytes_reads_meminfo():
+    expected = 0
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith(("Dirty:", "Writeback:")):
+                expected += int(line.split()[1]) * 1024
+    got = page_cache._system_dirty_bytes()
+    assert isinstance(got, int) and got >= 0
+    # Both reads race the kernel's flusher; they agree within what can turn over between them.
+    assert abs(got - expected) < (256 << 20)
+
+
+@linux
+def test_save_over_a_file_drops_its_cache_first_and_keeps_it_on_failure(tmp_path, monkeypatch, small_threshold):
+    path = tmp_path / "model.pt2f"
+    old = _cached_clean_file(path)
+    seen = []
+
+    def fill(fd):
+        seen.append(_resident_fraction(path))  # the old file, as the new bytes start to go out
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        writer.atomic_write(str(path), fill, fsync=False)
+    assert seen and seen[0] < 0.1
+    assert path.read_bytes() == old
+    assert sorted(os.listdir(tmp_path)) == ["model.pt2f"]
