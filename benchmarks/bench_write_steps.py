@@ -11,7 +11,13 @@
   over a file starts the new file's writeback, and dropping the old file frees
   its blocks), with a second link kept across the rename (the old file freed
   later), and by exchanging the two names (`renameat2(RENAME_EXCHANGE)`, what
-  pt2format's writer does on Linux); the old file is unlinked untimed.
+  pt2format's writer does on Linux); the old file is unlinked untimed;
+* the write + exchange with the old file's page cache kept, and dropped
+  first (`page_cache.release_cache_of_replaced`, what pt2format's writer
+  does), each after `--settle` seconds (3): on a VM that reports free
+  memory to its host, memory free for about two seconds goes back to the
+  host and costs a host fault per page when a write takes it again, as it
+  does when a save comes a while after whatever freed memory last.
 
 Every timing starts after `os.sync()`; best and median of `--repeat`. DIR must
 be on the disk to measure (the buffer is written there as files of `--mb` MB).
@@ -27,6 +33,7 @@ import time
 import zlib
 
 from pt2format._container.exchange import swap
+from pt2format._container.page_cache import release_cache_of_replaced
 
 _STEP = 64 << 20
 
@@ -78,6 +85,8 @@ def main() -> None:
     ap.add_argument("--dir", required=True)
     ap.add_argument("--mb", type=int, default=475)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--settle", type=float, default=3.0,
+                    help="seconds between the sync and the write of the page-cache steps")
     a = ap.parse_args()
     buf = memoryview(os.urandom(a.mb << 20))
     results: dict[str, list] = {}
@@ -114,6 +123,18 @@ def main() -> None:
             for leftover in (tmp, old):
                 if os.path.exists(leftover):
                     os.unlink(leftover)
+        for cache in ("kept", "dropped first"):
+            os.sync()
+            time.sleep(a.settle)
+            t0 = time.perf_counter()
+            if cache != "kept" and not release_cache_of_replaced(target):
+                cache = "dropped first (refused here: see pt2format/_container/page_cache.py)"
+            _write(tmp, buf, 1)
+            if not swap(tmp, target):
+                raise SystemExit("this system cannot exchange names (renameat2)")
+            results.setdefault(f"write + exchange, the old file's page cache {cache}", []).append(
+                time.perf_counter() - t0)
+            os.unlink(tmp)
     os.unlink(target)
 
     print(f"{a.mb} MB, best / median of {a.repeat} (seconds)\n\n| step | time |\n|---|---|")
