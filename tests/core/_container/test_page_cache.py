@@ -123,3 +123,32 @@ def test_save_over_a_file_drops_its_cache_first_and_keeps_it_on_failure(tmp_path
     assert seen and seen[0] < 0.1
     assert path.read_bytes() == old
     assert sorted(os.listdir(tmp_path)) == ["model.pt2f"]
+
+
+@linux
+def test_saving_over_the_file_a_loaded_program_maps(tmp_path, small_threshold, monkeypatch):
+    """Load a program, save it over its own file: the weights mapped from that file keep their cache."""
+    import gc
+
+    import torch
+
+    import pt2format
+
+    given = []
+    real = page_cache.release_cache_of_replaced
+    monkeypatch.setattr(writer, "release_cache_of_replaced", lambda p: given.append(real(p)) or given[-1])
+    module = torch.nn.Linear(512, 512)
+    x = torch.randn(2, 512)
+    ep = torch.export.export(module, (x,))
+    path = tmp_path / "m.pt2f"
+    pt2format.save(ep, path, fsync=False)
+    loaded = pt2format.load(path)
+    pt2format.save(loaded, path, fsync=False)
+    assert given == [False, False]  # no old file; then the old file is where `loaded` maps its weights from
+    again = pt2format.load(path)
+    assert torch.equal(again.module()(x), module(x))
+    del loaded, again
+    gc.collect()
+    pt2format.save(ep, path, fsync=False)
+    assert given[-1] is True  # nothing maps it any more
+    assert torch.equal(pt2format.load(path).module()(x), module(x))
