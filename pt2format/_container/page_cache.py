@@ -3,7 +3,7 @@
 Why: the old file's page cache becomes garbage the moment the new file takes
 its name, but the kernel frees it only at the unlink, after the write. The
 write meanwhile needs as much memory again, which it takes from free memory
-(or, under memory pressure, by evicting other files' pages while the doomed
+(or, under memory pressure, from other files' cached pages while the doomed
 ones stay). Freed first, those pages are what the write gets. On a VM whose
 balloon reports free memory to the host (virtio `REPORTING`, as on the
 project machine), pages free for more than about two seconds are handed back

@@ -285,11 +285,11 @@ def atomic_write(path, fill, *, fsync: bool, release_old_in_background: bool = T
     directory = os.path.dirname(os.path.abspath(path))
     stem = f".{os.path.basename(path)}.{secrets.token_hex(6)}"
     tmp = os.path.join(directory, stem + ".tmp")
+    if release_old_in_background:
+        release_cache_of_replaced(path)  # the write then reuses the memory the old file's cache held
     # Mode 0o666 lets the umask decide permissions, as for any newly created file.
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
     old = None
-    if release_old_in_background:
-        release_cache_of_replaced(path)  # the write then reuses the memory the old file's cache held
     try:
         try:
             fill(fd)
