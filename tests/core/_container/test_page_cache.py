@@ -152,3 +152,19 @@ def test_saving_over_the_file_a_loaded_program_maps(tmp_path, small_threshold, m
     pt2format.save(ep, path, fsync=False)
     assert given[-1] is True  # nothing maps it any more
     assert torch.equal(pt2format.load(path).module()(x), module(x))
+
+
+@linux
+@pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="no tmpfs at /dev/shm")
+def test_tmpfs_file_loses_nothing(small_threshold):
+    """On tmpfs the cached pages are the file itself: the advice must leave every byte."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(dir="/dev/shm") as d:
+        path = os.path.join(d, "old.pt2f")
+        data = os.urandom(1 << 16) * (SIZE >> 16)
+        with open(path, "wb") as f:
+            f.write(data)
+        assert page_cache.release_cache_of_replaced(path) is True  # the advice was given
+        with open(path, "rb") as f:
+            assert f.read() == data
