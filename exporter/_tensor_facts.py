@@ -60,4 +60,3 @@ def _read(t: torch.Tensor):
     if type(offset) is int and only_ints(map(type, sizes)) and only_ints(map(type, strides)):
         return (t.dtype, sizes, strides, offset, t.requires_grad, t.device, t.is_quantized)
     return None
-

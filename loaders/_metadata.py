@@ -75,9 +75,10 @@ def derive_tensor_meta(node, static_shapes=None, derived=None) -> None:
 
     `static_shapes` (id(value) -> (value, dtype, sizes, strides)) gives the numbers of values the
     loader made from integer sizes and strides: the same derivation, without asking the tensor.
-    `derived` (symbolic_key -> (a value holding its SymNodes, TensorMetadata), one graph's) keeps the derivation of a symbolic value for
-    the next with the same SymNodes, dtype and requires_grad (each costs dozens of symbolic operations;
-    the values of one shared TensorMeta share their SymNodes, see loaders/_graph.py).
+    `derived` (symbolic_key -> (a value holding its SymNodes, TensorMetadata), one graph's) keeps the
+    derivation of a symbolic value for the next with the same SymNodes, dtype and requires_grad (each
+    costs dozens of symbolic operations; the values of one shared TensorMeta share their SymNodes, see
+    loaders/_graph.py).
     """
     val = node.meta.get("val")
     if isinstance(val, torch.Tensor):

@@ -27,6 +27,7 @@ from pt2format.errors import (EncodingError, FormatError, LimitError, Pt2FormatE
                               StringClassError)
 
 import crafting
+import native_util_ts as U
 import pt2f_samples
 
 ENCODINGS = ("flatbuffers", "msgpack", "json")
@@ -211,15 +212,15 @@ def test_flatbuffers_fan_out_bomb_bounded():
     buffer decodes to at most one table per 4 bytes (plus vector elements);
     deep enough, the decoder stops with a LimitError.
     """
-    import flatbuffers
-
     refused = False
     for depth in range(1, 40):
-        b = flatbuffers.Builder(4096)
-        level = _fb_value_int(b, 7)
-        for _ in range(depth):
-            level = _fb_value_map(b, level)
-        buf = _fb_package_with_example(b, level)
+        def build(b, depth=depth):
+            level = U.int_value(b, 7)
+            for _ in range(depth):
+                level = _fb_value_map(b, level)
+            return level
+
+        buf = U.fb_package(build)
         t0 = time.monotonic()
         try:
             pkg = _codecs.decode(buf, "flatbuffers")
@@ -241,17 +242,17 @@ def _count_tables(obj) -> int:
 
 
 def _fb_value_map(b, inner):
+    """A MapValue Value with one entry whose key and value are both `inner` (one table, two references)."""
     b.StartObject(2)
-    b.PrependUOffsetTRelativeSlot(0, inner, 0)
-    b.PrependUOffsetTRelativeSlot(1, inner, 0)
+    b.PrependUOffsetTRelativeSlot(U.field_id(m.MapEntry, "key"), inner, 0)
+    b.PrependUOffsetTRelativeSlot(U.field_id(m.MapEntry, "value"), inner, 0)
     entry = b.EndObject()
     b.StartVector(4, 1, 4)
     b.PrependUOffsetTRelative(entry)
     vec = b.EndVector()
     b.StartObject(1)
-    b.PrependUOffsetTRelativeSlot(0, vec, 0)
-    mv = b.EndObject()
-    return _fb_value(b, _member_index("MapValue"), mv)
+    b.PrependUOffsetTRelativeSlot(U.field_id(m.MapValue, "entries"), vec, 0)
+    return U.wrap_value(b, "MapValue", b.EndObject())
 
 
 def test_json_huge_integer_is_a_limit_error(tmp_path):
@@ -354,49 +355,3 @@ def _sharded_package(path, d):
     pkg2.segments = [m.Segment(file=1, section=1)]
     pkg2.required_features |= 1
     pt2f_samples.write_raw(path, pkg2, ())
-
-
-def _fb_value_int(b, v):
-    b.StartObject(1)
-    b.PrependInt64Slot(0, v, 0)
-    iv = b.EndObject()
-    return _fb_value(b, _member_index("IntValue"), iv)
-
-
-def _member_index(name):
-    return m.UNIONS["ValueKind"].index(name) + 1
-
-
-def _fb_value(b, type_index, member):
-    b.StartObject(2)
-    b.PrependUint8Slot(0, type_index, 0)
-    b.PrependUOffsetTRelativeSlot(1, member, 0)
-    return b.EndObject()
-
-
-def _fb_package_with_example(b, value):
-    """A Package with one Program whose example_inputs is `value` (field slots from the model's FIELDS)."""
-    def slot(cls, field):
-        return next(f[1] for f in cls.FIELDS if f[0] == field)
-
-    name = b.CreateString("forward")
-    b.StartObject(1)
-    gr = b.EndObject()
-    b.StartObject(max(f[1] for f in m.Program.FIELDS) + 1)
-    b.PrependUOffsetTRelativeSlot(slot(m.Program, "name"), name, 0)
-    b.PrependUOffsetTRelativeSlot(slot(m.Program, "graph"), gr, 0)
-    b.PrependUOffsetTRelativeSlot(slot(m.Program, "example_inputs"), value, 0)
-    prog = b.EndObject()
-    b.StartVector(4, 1, 4)
-    b.PrependUOffsetTRelative(prog)
-    progs = b.EndVector()
-    b.StartObject(2)
-    b.PrependUint32Slot(0, 1, 0)
-    b.PrependUint32Slot(1, 0, 0)
-    fv = b.EndObject()
-    b.StartObject(max(f[1] for f in m.Package.FIELDS) + 1)
-    b.PrependUOffsetTRelativeSlot(slot(m.Package, "format_version"), fv, 0)
-    b.PrependUOffsetTRelativeSlot(slot(m.Package, "programs"), progs, 0)
-    root = b.EndObject()
-    b.Finish(root, file_identifier=m.FILE_IDENTIFIER.encode())
-    return bytes(b.Output())
