@@ -3,6 +3,7 @@
     python benchmarks/bench_dcp.py --gb 1.07 --dir /some/scratch/dir      # the table (world sizes 1, 2, 4)
     python benchmarks/bench_dcp.py --gb 0.05                              # smoke run
     python benchmarks/bench_dcp.py --scenarios 4                          # the correctness scenarios at world size 4
+    python benchmarks/bench_dcp.py --gb 0.54 --save 5                     # dcp.save replacing a checkpoint
 
 One state (a stack of square float32 Linear layers, `--gb` of weights) is
 written three ways: `pt2format.save` of the exported program (one `.pt2f`),
@@ -23,6 +24,13 @@ whoever faults first), measured as `read_bytes` of /proc/self/io around it:
 bytes this process caused to be fetched from storage, page faults of mapped
 files included, with the kernel's readahead. `rchar` (bytes through read()
 calls; mapped reads are not in it) is shown next to it.
+
+`--save N` instead times `dcp.save` of the same state in one process,
+replacing the checkpoint an untimed first save wrote, N times each,
+alternating: `pt2format.dcp.StorageWriter` against DCP's `FileSystemWriter`,
+both with their default fsync, after `os.sync()` and `--settle` seconds
+(freed memory on a VM may go back to its host meanwhile; see benchmarks/README,
+"The save and the page cache"). Best and median of N.
 
 `--scenarios N` runs tests/support/dist_workers.py's scenarios at world size
 N (CI runs them at 2): files saved on 1 rank and on 2 ranks are loaded on N.
@@ -229,6 +237,42 @@ def render(meta: dict, rows: list) -> str:
     return "\n".join(out)
 
 
+def run_saves(directory: str, gb: float, width: int, repeat: int, settle: float) -> str:
+    """The `--save` table: replacing saves through dcp.save, pt2format's writer against DCP's own."""
+    import statistics
+    import warnings
+
+    import torch.distributed.checkpoint as dcp
+
+    import pt2format.dcp
+
+    warnings.filterwarnings("ignore", message="torch.distributed is disabled")  # no_dist=True says so already
+    state = {k: v.detach() for k, v in _stack(int(gb * 1e9), width).state_dict().items()}
+    weights = sum(v.numel() * v.element_size() for v in state.values())
+    main = os.path.join(directory, "pt2format", "model.pt2f")
+    theirs = os.path.join(directory, "dcp")
+    os.makedirs(os.path.dirname(main), exist_ok=True)
+    writers = {"pt2format": lambda: pt2format.dcp.StorageWriter(main), "dcp": lambda: dcp.FileSystemWriter(theirs, overwrite=True)}
+    times: dict = {k: [] for k in writers}
+    for k, make in writers.items():  # the checkpoint every timed save replaces
+        dcp.save(state, storage_writer=make(), no_dist=True)
+    for _ in range(repeat):
+        for k, make in writers.items():
+            os.sync()
+            time.sleep(settle)
+            t = time.perf_counter()
+            dcp.save(state, storage_writer=make(), no_dist=True)
+            times[k].append(time.perf_counter() - t)
+    best = {k: min(v) for k, v in times.items()}
+    med = {k: statistics.median(v) for k, v in times.items()}
+    return "\n".join([
+        f"dcp.save of {weights / 1e9:.2f} GB in one process, replacing a checkpoint, fsync on (both writers' default); "
+        f"best / median of {repeat}, {settle:g} s settle", "",
+        "| writer | best | median |", "|---|---|---|",
+        *(f"| {k} | {best[k]:.3f} s | {med[k]:.3f} s |" for k in writers),
+        f"| ratio (DCP / pt2format) | {best['dcp'] / best['pt2format']:.1f}× | {med['dcp'] / med['pt2format']:.1f}× |"])
+
+
 def run_scenarios(world_size: int, directory: str) -> int:
     import dist_harness
     import dist_workers
@@ -257,11 +301,17 @@ def main(argv=None) -> int:
     ap.add_argument("--formats", default="pt2format,dcp,safetensors,pt2format-module")
     ap.add_argument("--scenarios", type=int, default=None, help="run the test scenarios at this world size instead")
     ap.add_argument("--json", default=None, help="also write the rows here")
+    ap.add_argument("--save", type=int, default=None, metavar="N",
+                    help="time N replacing dcp.save calls per writer instead of the load table")
+    ap.add_argument("--settle", type=float, default=3.0, help="seconds after os.sync() before each timed save")
     args = ap.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     with tempfile.TemporaryDirectory(dir=args.dir) as directory:
         if args.scenarios:
             return run_scenarios(args.scenarios, directory)
+        if args.save:
+            print(run_saves(directory, args.gb, args.width, args.save, args.settle))
+            return 0
         meta = prepare(directory, args.gb, args.width)
         print("saves (s):", json.dumps(meta["saves"]), flush=True)
         rows = run_table(meta, [int(x) for x in args.world_sizes.split(",")], args.formats.split(","))

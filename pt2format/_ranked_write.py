@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pt2format._container.align import DATA_ALIGNMENT
 from pt2format._container.crc import crc32, crc32_combine, crc32_zeros
 from pt2format._container.header import FEATURE_META_STORAGES, FEATURE_SHARD_FILES, NO_PACKAGE_ID, pack_header
-from pt2format._container.writer import byte_view, layout_payloads, payload_checksums
+from pt2format._container.writer import byte_view, layout_payloads, payload_checksums, put_in_place
 from pt2format._generated import model as m
 from pt2format.errors import ExportError
 
@@ -109,13 +109,21 @@ def temp_name(directory: str, name: str, save_id: str) -> str:
     return os.path.join(directory, f".{name}.{save_id}.partial")
 
 
-def open_partial(path: str) -> int:
+def open_partial(path: str, replaces: str | None = None) -> int:
     """A write descriptor on a partial shard of this save, shared by the ranks (so no O_EXCL).
 
     The name holds the save's random id, so nothing else has it; still, it
-    is never followed through a symlink and must be a regular file.
+    is never followed through a symlink and must be a regular file. A rank
+    about to write its chunks names the shard file this one will replace as
+    `replaces`: its page cache is dropped first (`page_cache`), on the rank's
+    own host, so the new bytes reuse that memory.
     """
     import stat
+
+    if replaces is not None:
+        from pt2format._container.page_cache import release_cache_of_replaced
+
+        release_cache_of_replaced(replaces)
 
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0), 0o644)
     if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -255,7 +263,10 @@ def finish_files(path: str, package, payloads, fqn_storage: dict, names, placeme
                 os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, os.path.join(directory, name))
+        # The old shard is unlinked in the background, as a one-file save's is; the main file's write
+        # below fsyncs the directory, which makes these renames durable too.
+        put_in_place(tmp, os.path.join(directory, name), os.path.join(directory, f".{name}.{save_id}.old"),
+                     fsync=False)
     header = build_header(format_version=(fv.major, fv.minor), required_features=package.required_features,
                           program_length=len(program), program_crc=crc32(program),
                           encoding=ENCODING_BY_NAME[encoding], data_layout=layout, data_crc=data_crc,

@@ -299,8 +299,9 @@ class StorageWriter(_DcpStorageWriter):
                 place = shared.placements[fqn]
                 fd = fds.get(place.file)
                 if fd is None:
-                    tmp = _ranked_write.temp_name(directory, shared.names[place.file], shared.save_id)
-                    fd = fds[place.file] = _ranked_write.open_partial(tmp)
+                    name = shared.names[place.file]
+                    tmp = _ranked_write.temp_name(directory, name, shared.save_id)
+                    fd = fds[place.file] = _ranked_write.open_partial(tmp, os.path.join(directory, name))
                 t = planner.resolve_data(item).detach().to("cpu").contiguous()
                 runs = _ranked_write.chunk_runs(list(td.size), list(td.chunk.offsets), list(td.chunk.sizes),
                                                 td.properties.dtype.itemsize)

@@ -270,16 +270,8 @@ def _write_zeros(fd: int, n: int, pos: int) -> int:
 def atomic_write(path, fill, *, fsync: bool, release_old_in_background: bool = True) -> None:
     """Call `fill(fd)` on a new temp file next to `path`, fsync it, then put it in place of `path`.
 
-    With `release_old_in_background`, a regular file already at `path` is
-    swapped with the temp file (`exchange.swap`: no writeback forced by the
-    rename, see that module) and then unlinked by a background thread, so
-    neither the rename nor freeing the old file's blocks is on the caller's
-    time. Where the swap is unavailable, the old file keeps a hidden second
-    link (`.NAME.HEX.old`) across `os.replace`, removed in the background.
-    The thread is not a daemon: the interpreter waits for it at exit. A crash
-    between the swap (or rename) and the removal leaves that hidden file
-    behind. Before the write, the old file's clean page cache is dropped where
-    that is cheap and harmless (`page_cache`), so the new bytes reuse its memory.
+    With `release_old_in_background`, the file it replaces is dropped from the
+    page cache first and unlinked afterwards in the background (`put_in_place`).
     """
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
@@ -289,7 +281,6 @@ def atomic_write(path, fill, *, fsync: bool, release_old_in_background: bool = T
         release_cache_of_replaced(path)  # the write then reuses the memory the old file's cache held
     # Mode 0o666 lets the umask decide permissions, as for any newly created file.
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
-    old = None
     try:
         try:
             fill(fd)
@@ -297,27 +288,52 @@ def atomic_write(path, fill, *, fsync: bool, release_old_in_background: bool = T
                 os.fsync(fd)
         finally:
             os.close(fd)
+    except BaseException:
+        _unlink_leftover(tmp)
+        raise
+    put_in_place(tmp, path, os.path.join(directory, stem + ".old"), fsync=fsync,
+                 release_old_in_background=release_old_in_background)
+
+
+def put_in_place(tmp: str, path: str, old_link: str, *, fsync: bool, release_old_in_background: bool = True) -> None:
+    """Rename the complete file `tmp` to `path`; the file it replaces is unlinked by a background thread.
+
+    A regular file already at `path` is swapped with `tmp` (`exchange.swap`:
+    no writeback forced by the rename, see that module), so neither the rename
+    nor freeing the old file's blocks is on the caller's time. Where the swap
+    is unavailable, the old file keeps a second link, `old_link`, across
+    `os.replace`. The thread is not a daemon: the interpreter waits for it at
+    exit. A crash between the swap (or rename) and the removal leaves the old
+    file behind under the temp name (or `old_link`). On failure `tmp` is
+    removed and `path` is as it was. `fsync` makes the rename durable.
+    """
+    old = None
+    try:
         if release_old_in_background and _swap_with_regular_file(tmp, path):
             old, tmp = tmp, None  # the temp name now holds the old file
         else:
             if release_old_in_background:
-                old = _keep_old_link(path, os.path.join(directory, stem + ".old"))
+                old = _keep_old_link(path, old_link)
             os.replace(tmp, path)
     except BaseException:
         for leftover in (tmp, old):
             if leftover is not None:
-                try:
-                    os.unlink(leftover)
-                except OSError:
-                    pass
+                _unlink_leftover(leftover)
         raise
     if fsync:
-        _fsync_directory(directory)
+        _fsync_directory(os.path.dirname(os.path.abspath(path)))
     if old is not None:
         t = threading.Thread(target=_unlink_quietly, args=(old,), name="pt2format-release-old")
         with _pending_lock:
             _pending.add(t)
         t.start()
+
+
+def _unlink_leftover(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def _swap_with_regular_file(tmp: str, path: str) -> bool:

@@ -16,10 +16,15 @@ SIZE = 4 << 20
 
 def _resident_fraction(path) -> float:
     """Share of the file's pages in the page cache, from mincore(2) on a fresh mapping (no page is touched)."""
+    with open(path, "rb") as f:
+        return _resident_fraction_of(f.fileno())
+
+
+def _resident_fraction_of(fd: int) -> float:
+    """_resident_fraction of an open file (one already unlinked, say)."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
-    with open(path, "rb") as f:
-        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)  # writable, so ctypes can take its address
+    mm = mmap.mmap(fd, 0, access=mmap.ACCESS_COPY)  # writable, so ctypes can take its address
     pages = (len(mm) + mmap.PAGESIZE - 1) // mmap.PAGESIZE
     vec = (ctypes.c_ubyte * pages)()
     start = ctypes.c_char.from_buffer(mm)
@@ -168,3 +173,40 @@ def test_tmpfs_file_loses_nothing(small_threshold):
         assert page_cache.release_cache_of_replaced(path) is True  # the advice was given
         with open(path, "rb") as f:
             assert f.read() == data
+
+
+@linux
+def test_dcp_save_over_a_save_drops_the_old_shards_cache_and_keeps_its_bytes(tmp_path, small_threshold):
+    """A multi-rank save replacing a checkpoint: the old shard's cache goes before the ranks write, the
+    old file keeps its bytes until it is unlinked, nothing is left behind, the new values are read."""
+    import torch
+    import torch.distributed.checkpoint as dcp
+
+    import pt2format
+    import pt2format.dcp
+
+    path = tmp_path / "w.pt2f"
+    old_state = {f"w{i}": torch.randn(256, 1024) for i in range(4)}  # 4 MiB in one shard file
+    new_state = {k: v + 1 for k, v in old_state.items()}
+    dcp.save(old_state, storage_writer=pt2format.dcp.StorageWriter(str(path)), no_dist=True)
+    writer.wait_for_released()
+    (shard,) = [n for n in os.listdir(tmp_path) if n != "w.pt2f"]
+    os.sync()  # clean pages: the advice drops only those
+    held = os.open(tmp_path / shard, os.O_RDONLY)  # keeps the old shard's inode after it is replaced
+    try:
+        old_bytes = os.pread(held, os.fstat(held).st_size, 0)  # every page in the cache
+        assert _resident_fraction_of(held) > 0.9
+        dcp.save(new_state, storage_writer=pt2format.dcp.StorageWriter(str(path)), no_dist=True)
+        assert _resident_fraction_of(held) < 0.1
+        assert os.pread(held, len(old_bytes) + 1, 0) == old_bytes  # the old file is intact, only out of cache
+    finally:
+        os.close(held)
+    writer.wait_for_released()
+    assert sorted(os.listdir(tmp_path)) == sorted(["w.pt2f", shard])
+    with pt2format.open(str(path)) as f:
+        for k in old_state:
+            assert torch.equal(f.get_tensor(k), new_state[k])
+    back = {k: torch.zeros_like(v) for k, v in new_state.items()}
+    dcp.load(back, storage_reader=pt2format.dcp.StorageReader(str(path)), no_dist=True)
+    for k, v in new_state.items():
+        assert torch.equal(back[k], v)
