@@ -217,7 +217,11 @@ def _device_type(s: str) -> str | None:
 
 def _printed_name(s: str) -> str | None:
     """A name torch only prints, compares or uses as a key: stored as torch wrote it, but one line."""
-    return "no control characters or line separators" if _CONTROL.search(s) else None
+    if s.isascii():  # _CONTROL's ASCII part, \x00-\x1f and \x7f, is exactly what ASCII isprintable() refuses
+        bad = not s.isprintable()
+    else:
+        bad = _CONTROL.search(s) is not None
+    return "no control characters or line separators" if bad else None
 
 
 def _free_text(s: str) -> str | None:
@@ -256,7 +260,7 @@ def _make_checker(name: str):
             return s
         if not s:
             why = None if may_be_empty else "a non-empty string"
-        elif not _encodable(s):
+        elif not s.isascii() and not _encodable(s):  # ASCII always encodes: one C call for most strings
             raise EncodingError("string is not valid Unicode (lone surrogate)", path=field,
                                 expected="Unicode scalar values only", got=repr(s[:80]))
         elif len(s) > longest:

@@ -113,6 +113,24 @@ def test_class_grammar(cls, good, bad):
         assert e.value.string_class == cls and e.value.path == "T.f"
 
 
+def test_token_refuses_exactly_spec_control_characters():
+    """SPEC's token rule (no C0, DEL, C1, U+2028, U+2029), written out here, against the checker, over every
+    ASCII pair (the checker's fast path) and single code points of the Latin-1 and separator ranges."""
+    def spec_ok(s):
+        return bool(s) and not any(ord(c) < 0x20 or 0x7f <= ord(c) <= 0x9f or c in "\u2028\u2029" for c in s)
+
+    samples = [chr(a) + chr(b) for a in range(128) for b in range(128)]
+    samples += [f"x{chr(c)}y" for c in range(0x80, 0x2100)] + ["a\u2028", "\u2029", "L__self__mod\u00fcl"]
+    for s in samples:
+        for cls in ("token", "metadata_key"):
+            try:
+                CHECKERS[cls](s, "T.f")
+                ok = True
+            except StringClassError:
+                ok = False
+            assert ok == spec_ok(s), (cls, s)
+
+
 def test_keywords_are_never_identifiers():
     for kw in keyword.kwlist:
         with pytest.raises(StringClassError):
