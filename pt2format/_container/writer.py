@@ -380,10 +380,9 @@ def _keep_old_link(path: str, link: str) -> str | None:
 
 
 def _unlink_quietly(path: str) -> None:
+    """The background thread's work: unlink the replaced file, then leave `_pending`."""
     try:
-        os.unlink(path)
-    except OSError:
-        pass
+        _unlink_leftover(path)
     finally:
         with _pending_lock:
             _pending.discard(threading.current_thread())
