@@ -65,7 +65,8 @@ def test_tensor_parallel_llama_matches_single_process(session):
 
 
 def test_saved_on_two_ranks_loads_in_one_process(session):
-    """dcp.save from 2 ranks (mixed Shard(0)/Shard(1)/Replicate DTensors) with a program: a valid file, same state, same outputs."""
+    """dcp.save from 2 ranks (mixed Shard(0)/Shard(1)/Replicate DTensors) with a program, over a checkpoint of
+    zeros: a valid file, same state, same outputs, and no partial or replaced file left behind."""
     case, reports = session
     for rank, rep in enumerate(_each(reports, "save")):
         assert rep["ok"], f"rank {rank}: {rep}"
@@ -81,6 +82,8 @@ def test_saved_on_two_ranks_loads_in_one_process(session):
     torch.testing.assert_close(out, ref["logits"], rtol=0, atol=1e-5)
     shards = [n for n in os.listdir(os.path.dirname(path)) if n.endswith(".pt2shard")]
     assert len(shards) == WORLD_SIZE, shards  # each rank's own file, the evenly split tensors spread over both
+    hidden = [n for n in os.listdir(os.path.dirname(path)) if n.startswith(".")]
+    assert hidden == [], hidden  # partial shards renamed, replaced ones unlinked (the ranks waited at exit)
 
 
 def test_saved_on_two_ranks_loads_with_dcp_in_one_process(session):

@@ -183,8 +183,12 @@ def _save(case: dict, ref: dict, mesh, world_size: int) -> dict:
     import pt2format.dcp
 
     state = {k: distribute_tensor(v, mesh, placements_for(k, v.shape, world_size)) for k, v in ref.items()}
+    zeros = {k: distribute_tensor(torch.zeros_like(v), mesh, placements_for(k, v.shape, world_size))
+             for k, v in ref.items()}
     skeleton = pt2format.load(case["single"], weights=False)
-    dcp.save(state, storage_writer=pt2format.dcp.StorageWriter(case["out2"], program=skeleton))
+    # A checkpoint of zeros first: the real save replaces its main file and shard files, as a training loop's does.
+    for s in (zeros, state):
+        dcp.save(s, storage_writer=pt2format.dcp.StorageWriter(case["out2"], program=skeleton))
     return {}
 
 
