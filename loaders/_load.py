@@ -61,13 +61,15 @@ def _read_and_build(path, *, program, map_location, weights, copy, verify_data, 
             from ._prefetch import prefetch as start_prefetch
             start_prefetch(os.fspath(path), [f.storage_view(i) for i in range(len(f.package.storages))])
         if weight_set is None:
+            # `f` is this load's own: the decoded nodes go as the graph is built (see GraphBuilder.build).
             ep = build_program(f.package, program, f.storage_view, map_location=map_location, weights=weights,
-                               copy=copy, file_key=f.file_key, allow_subclasses=allow_subclasses)
+                               copy=copy, file_key=f.file_key, allow_subclasses=allow_subclasses,
+                               release_nodes=True)
         else:  # the program with meta state, then the set's tensors from the same decoded file
             from ._weights import attach_tensors, tensors_of
 
             ep = build_program(f.package, program, f.storage_view, map_location=map_location, weights=False,
-                               file_key=f.file_key, allow_subclasses=allow_subclasses)
+                               file_key=f.file_key, allow_subclasses=allow_subclasses, release_nodes=True)
             if weights:
                 attach_tensors(ep, tensors_of(f, program=program, weight_set=weight_set, map_location=map_location,
                                               copy=copy, allow_subclasses=allow_subclasses), strict=True)

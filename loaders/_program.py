@@ -104,7 +104,7 @@ def _exported_program(root, graph, sig, state_dict, ranges, mcg, example_inputs,
 @LOAD.lends("map_location", "weights", "copy", "allow_subclasses")
 def build_program(package, name=None, storage_view=None, *, map_location, weights: bool, copy: bool,
                   state: StateLoader | None = None, file_key: tuple | None = None,
-                  allow_subclasses) -> ExportedProgram:
+                  allow_subclasses, release_nodes: bool = False) -> ExportedProgram:
     """Rebuild program `name` of `package`; `storage_view(i)` gives the bytes of Package.storages[i].
 
     `file_key` identifies the file the package came from (see
@@ -112,6 +112,8 @@ def build_program(package, name=None, storage_view=None, *, map_location, weight
     share their rows and storages again when saved together.
     `allow_subclasses` (tensor subclass classes) are the only wrapper
     subclasses whose saved tensors are rebuilt (see _composite.py).
+    `release_nodes=True` empties the program's `graph.nodes` as it is built
+    (GraphBuilder.build): for a caller that decoded `package` for this load only.
     """
     fv = package.format_version
     if fv is None or fv.major > pt2format.FORMAT_VERSION[0]:
@@ -125,7 +127,7 @@ def build_program(package, name=None, storage_view=None, *, map_location, weight
                             file_key=file_key, allow_subclasses=allow_subclasses)
     try:
         with _no_gc():
-            return _Builder(package, program, state).run()
+            return _Builder(package, program, state).run(release_nodes=release_nodes)
     except Pt2FormatError as e:
         raise name_torch_versions(e, package).with_context(path_prefix=f"programs[{program.name}]")
     except Exception as e:  # torch refusing what the file describes (verifier, shapes, ...): still a typed error
@@ -149,7 +151,7 @@ class _Builder:
             return None
         return self.graphs._arg(member, path)
 
-    def run(self) -> ExportedProgram:
+    def run(self, *, release_nodes: bool = False) -> ExportedProgram:
         prog = self.program
         check_opsets(prog, self.package)
         state_dict, constants = self._state()
@@ -158,7 +160,7 @@ class _Builder:
         constant_names = [s.arg.name if s.kind == torch.export.graph_signature.InputKind.USER_INPUT
                           and isinstance(s.arg, torch.export.graph_signature.ConstantArgument) else None
                           for s in sig.input_specs]
-        graph, owner = self.graphs.build(prog.graph, "graph", constant_names)
+        graph, owner = self.graphs.build(prog.graph, "graph", constant_names, release_nodes=release_nodes)
         self.graphs.sc = None
         self.graphs.static_shapes.clear()  # every tensor_meta is derived: the values need not be pinned
         mcg = module_call_graph(prog.module_call_graph, self._constant_outside_graph, self.treespecs)
