@@ -252,7 +252,8 @@ def run_saves(directory: str, gb: float, width: int, repeat: int, settle: float)
     main = os.path.join(directory, "pt2format", "model.pt2f")
     theirs = os.path.join(directory, "dcp")
     os.makedirs(os.path.dirname(main), exist_ok=True)
-    writers = {"pt2format": lambda: pt2format.dcp.StorageWriter(main), "dcp": lambda: dcp.FileSystemWriter(theirs, overwrite=True)}
+    writers = {"pt2format": lambda: pt2format.dcp.StorageWriter(main),
+               "dcp": lambda: dcp.FileSystemWriter(theirs, overwrite=True)}
     times: dict = {k: [] for k in writers}
     for k, make in writers.items():  # the checkpoint every timed save replaces
         dcp.save(state, storage_writer=make(), no_dist=True)
@@ -266,11 +267,12 @@ def run_saves(directory: str, gb: float, width: int, repeat: int, settle: float)
     best = {k: min(v) for k, v in times.items()}
     med = {k: statistics.median(v) for k, v in times.items()}
     return "\n".join([
-        f"dcp.save of {weights / 1e9:.2f} GB in one process, replacing a checkpoint, fsync on (both writers' default); "
-        f"best / median of {repeat}, {settle:g} s settle", "",
+        f"dcp.save of {weights / 1e9:.2f} GB in one process, replacing a checkpoint, fsync on (both writers' "
+        f"default); best / median of {repeat}, {settle:g} s settle", "",
         "| writer | best | median |", "|---|---|---|",
         *(f"| {k} | {best[k]:.3f} s | {med[k]:.3f} s |" for k in writers),
-        f"| ratio (DCP / pt2format) | {best['dcp'] / best['pt2format']:.1f}× | {med['dcp'] / med['pt2format']:.1f}× |"])
+        f"| ratio (DCP / pt2format) | {best['dcp'] / best['pt2format']:.1f}× "
+        f"| {med['dcp'] / med['pt2format']:.1f}× |"])
 
 
 def run_scenarios(world_size: int, directory: str) -> int:
