@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pt2format._container.align import DATA_ALIGNMENT
 from pt2format._container.crc import crc32, crc32_combine, crc32_zeros
 from pt2format._container.header import FEATURE_META_STORAGES, FEATURE_SHARD_FILES, NO_PACKAGE_ID, pack_header
+from pt2format._container.page_cache import release_cache_of_replaced
 from pt2format._container.writer import byte_view, layout_payloads, payload_checksums, put_in_place
 from pt2format._generated import model as m
 from pt2format.errors import ExportError
@@ -121,8 +122,6 @@ def open_partial(path: str, replaces: str | None = None) -> int:
     import stat
 
     if replaces is not None:
-        from pt2format._container.page_cache import release_cache_of_replaced
-
         release_cache_of_replaced(replaces)
 
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0), 0o644)

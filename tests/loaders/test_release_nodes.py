@@ -29,12 +29,14 @@ def _build(path, release_nodes):
     tracemalloc.start()
     try:
         f = pt2format.read(path)
-        ep = build_program(f.package, None, f.storage_view, map_location=None, weights=True, copy=True,
-                           allow_subclasses=(), release_nodes=release_nodes)
-        peak = tracemalloc.get_traced_memory()[1]
+        try:
+            ep = build_program(f.package, None, f.storage_view, map_location=None, weights=True, copy=True,
+                               allow_subclasses=(), release_nodes=release_nodes)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            f.close()
     finally:
         tracemalloc.stop()
-        f.close()
     return ep, f.package, peak
 
 
