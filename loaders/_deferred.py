@@ -278,7 +278,7 @@ def _run(gm, args, kwargs):
         with st.lock:
             runner = st.runner
             if runner is None:
-                with no_gc():  # tens of thousands of small objects, none of them garbage
+                with no_gc(lasting=True):  # tens of thousands of small objects, none of them garbage
                     runner = st.runner = _Runner(gm)
     out = runner(gm, args, kwargs)
     if not st.started:

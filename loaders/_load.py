@@ -35,7 +35,9 @@ def load_program(path, *, program, map_location, weights, copy, verify_data, ext
     `pt2format.read`): a file another process truncates cannot crash the
     program afterwards; prefetching has nothing to do then.
     """
-    with no_gc():  # see _read_and_build: the decoded tree is gone before the collector runs again
+    # See _read_and_build: the decoded tree is gone before the collector runs again, and what is left is the
+    # program (lasting: it skips the young collection).
+    with no_gc(lasting=True):
         return _read_and_build(path, program=program, map_location=map_location, weights=weights, copy=copy,
                                verify_data=verify_data, extra_files=extra_files, metadata=metadata,
                                weight_set=weight_set, prefetch=prefetch, allow_subclasses=allow_subclasses,

@@ -223,7 +223,7 @@ def build_module(package, name, storage_view, *, map_location, copy: bool, file_
     state = StateLoader(package, storage_view, map_location=map_location, copy=copy, file_key=file_key,
                         allow_subclasses=allow_subclasses)
     try:
-        with no_gc():
+        with no_gc(lasting=True):
             return _build(prog, state, has_stored_guards(package)), None
     except Unsupported as e:
         return None, str(e)

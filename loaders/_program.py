@@ -32,7 +32,7 @@ from ._graph import GraphBuilder
 from ._coherence import check_coherence
 from ._guards import derive_guards, has_stored_guards, stored_guards
 from ._metadata import MetadataLoader
-from pt2format._nogc import no_gc as _no_gc
+from pt2format._nogc import no_gc as _no_gc, young_only as _young_only
 from ._opsets import check_opsets, name_torch_versions
 from ._signature import module_call_graph, signature
 from ._state import StateLoader, program_state
@@ -64,14 +64,15 @@ def _deferred_module(ep) -> None:
     The collector is off meanwhile, as while the program was built: `module()`
     copies the graph (tens of thousands of nodes and meta dicts, none of them
     garbage), and each collection the copy would start traverses the whole
-    loaded program again. One young collection over the new module follows.
+    loaded program again. Afterwards the module's objects go to the oldest
+    generation with the program's (`no_gc(lasting=True)`).
     """
     from ._deferred import deferred_codegen
 
     plain_module = ep.module
 
     def module(*args, **kwargs):
-        with deferred_codegen(), _no_gc():
+        with deferred_codegen(), _no_gc(lasting=True):
             return plain_module(*args, **kwargs)
 
     ep.module = module
@@ -97,7 +98,8 @@ def _exported_program(root, graph, sig, state_dict, ranges, mcg, example_inputs,
     ep._example_inputs = example_inputs
     ep._constants = constants
     ep._verifiers = verifiers or [Verifier]
-    ep.validate()
+    with _young_only():  # the verifier's garbage, collected as it runs (see young_only)
+        ep.validate()
     return ep
 
 
@@ -126,7 +128,7 @@ def build_program(package, name=None, storage_view=None, *, map_location, weight
         state = StateLoader(package, storage_view, map_location=map_location, weights=weights, copy=copy,
                             file_key=file_key, allow_subclasses=allow_subclasses)
     try:
-        with _no_gc():
+        with _no_gc(lasting=True):
             return _Builder(package, program, state).run(release_nodes=release_nodes)
     except Pt2FormatError as e:
         raise name_torch_versions(e, package).with_context(path_prefix=f"programs[{program.name}]")

@@ -1,4 +1,9 @@
-"""no_gc: the collector off while a program is built or exported (millions of new objects, none of them garbage)."""
+"""no_gc: the collector off while a program is built or exported (millions of new objects, none of them garbage).
+
+Two refinements for loads, whose objects outlive the block (see `no_gc(lasting=True)` and `young_only`):
+both use `gc.freeze()` / `gc.unfreeze()`, which only splice the collector's lists, and both stand aside
+when the application has frozen objects of its own (a pre-fork server), since `unfreeze` would thaw them.
+"""
 
 from __future__ import annotations
 
@@ -7,26 +12,73 @@ import gc
 import threading
 
 _gc_lock = threading.Lock()
-_gc_users = 0
+_gc_users = 0  # blocks inside no_gc, over all threads
+_lasting = False  # a block that ended while others ran asked for its objects to be aged
+_local = threading.local()  # this thread's no_gc depth
+
+
+def _depth() -> int:
+    return getattr(_local, "depth", 0)
 
 
 @contextlib.contextmanager
-def no_gc():
-    """gc.disable() for the build, reference-counted so concurrent loads do not re-enable it early."""
-    global _gc_users
+def no_gc(*, lasting: bool = False):
+    """gc.disable() for the build, reference-counted so concurrent loads do not re-enable it early.
+
+    `lasting=True`: what the block makes is kept (a loaded program). When the
+    collector comes back on, the objects made meanwhile go straight to the oldest
+    generation instead of being traversed by the young collection that
+    re-enabling starts. That collection finds nothing to free in a loaded program
+    (its garbage is collected by `young_only`) and took 0.15-0.2 s of a cold
+    20,000-node load; the objects would reach the oldest generation after two
+    such traversals anyway.
+    """
+    global _gc_users, _lasting
     with _gc_lock:
         if _gc_users == 0:
-            was_enabled = gc.isenabled()
-            gc.disable()
-            no_gc.was_enabled = was_enabled
+            no_gc.was_enabled = gc.isenabled()
+            _lasting = False
+        gc.disable()  # also when another thread's `young_only` has it on: this block's objects are not garbage
         _gc_users += 1
+        _local.depth = _depth() + 1
     try:
         yield
     finally:
         with _gc_lock:
             _gc_users -= 1
+            _local.depth -= 1
+            _lasting = _lasting or lasting
             if _gc_users == 0 and no_gc.was_enabled:
+                if _lasting and gc.get_freeze_count() == 0:
+                    gc.freeze()  # every tracked object to the permanent generation...
+                    gc.unfreeze()  # ...and from there to the oldest one
                 gc.enable()
 
 
 no_gc.was_enabled = True
+
+
+@contextlib.contextmanager
+def young_only():
+    """Inside `no_gc`: the collector on for the block, over the objects the block makes only.
+
+    torch's verifier leaves about six objects of reference cycles (closures) per
+    node, 120,000 on a 20,000-node program, 8 MB that would otherwise wait for the
+    collection after the load. Freezing what exists first keeps each young
+    collection as small as the garbage: the loaded program is not traversed.
+    Stands aside (the collector stays off) when another thread is inside
+    `no_gc`, when the application turned the collector off, or has frozen objects.
+    """
+    with _gc_lock:
+        on = _gc_users == _depth() > 0 and no_gc.was_enabled and gc.get_freeze_count() == 0
+        if on:
+            gc.freeze()
+            gc.enable()
+    try:
+        yield
+    finally:
+        if on:
+            with _gc_lock:
+                gc.collect(1)  # the block's last cycles (fewer than a young collection's threshold, and their parents)
+                gc.disable()
+                gc.unfreeze()  # into the oldest generation: they are the program being loaded

@@ -1,0 +1,220 @@
+"""The collector around loads: a loaded program goes to the oldest generation untraversed, torch's verifier's
+garbage is collected while it runs, and an application's own collector settings are left as they were."""
+
+from __future__ import annotations
+
+import gc
+import threading
+import weakref
+
+import pytest
+import torch
+
+import pt2format
+from pt2format._nogc import no_gc, young_only
+
+N_LAYERS = 100  # 300 call nodes
+
+
+class _Chain(torch.nn.Module):
+    def __init__(self, layers):
+        super().__init__()
+        self.layers = layers
+        self.w = torch.nn.Parameter(torch.randn(8))
+
+    def forward(self, x):
+        for _ in range(self.layers):
+            x = torch.tanh(x * self.w) + 0.5
+        return x
+
+
+def _saved_chain(tmp_path_factory, layers):
+    """(path of a saved chain of `layers` x 3 call nodes, an input, the module's output for it)."""
+    torch.manual_seed(0)
+    module = _Chain(layers)
+    x = torch.randn(4, 8)
+    path = tmp_path_factory.mktemp("collector") / f"chain{layers}.pt2f"
+    pt2format.save(torch.export.export(module, (x,)), path)
+    with torch.no_grad():
+        expected = module(x)
+    return path, x, expected
+
+
+@pytest.fixture(scope="module")
+def chain(tmp_path_factory):
+    return _saved_chain(tmp_path_factory, N_LAYERS)
+
+
+@pytest.fixture(autouse=True)
+def _collector_on():
+    """Each test starts from the interpreter's default: collector on, nothing frozen; and ends there."""
+    assert gc.get_freeze_count() == 0
+    gc.enable()
+    gc.collect()
+    yield
+    gc.unfreeze()
+    gc.enable()
+
+
+class _Cycle:
+    def __init__(self):
+        self.me = self
+
+
+def _young_ids() -> set[int]:
+    return {id(o) for generation in (0, 1) for o in gc.get_objects(generation)}
+
+
+def _loaded(how, path):
+    """(what `how` loads from `path`, its FX graph)."""
+    if how == "load":
+        ep = pt2format.load(path)
+        return ep, ep.graph
+    if how == "module":
+        ep = pt2format.load(path)
+        gc.collect()  # the program's objects are not what this case is about
+        m = ep.module()
+        return m, m.graph
+    m = pt2format.load_module(path)
+    return m, m.graph
+
+
+@pytest.mark.parametrize("how", ["load", "module", "load_module"])
+def test_what_a_load_makes_is_in_the_oldest_generation(chain, how):
+    path, x, expected = chain
+    loaded, graph = _loaded(how, path)
+    young = _young_ids()
+    nodes = list(graph.nodes)
+    assert len(nodes) > 3 * N_LAYERS
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    in_young = [n.name for n in nodes if id(n) in young]
+    assert not in_young, f"{len(in_young)} of {len(nodes)} nodes still in a young generation"
+    assert not any(id(n.meta) in young for n in nodes)
+    with torch.no_grad():
+        got = (loaded.module() if how == "load" else loaded)(x)
+    torch.testing.assert_close(got, expected, rtol=0, atol=0)
+
+
+def _garbage_after_a_load(path) -> int:
+    pt2format.load(path)  # once, for what a first load imports
+    gc.collect()
+    ep = pt2format.load(path)
+    left = gc.collect()
+    del ep
+    return left
+
+
+def test_the_verifiers_garbage_is_collected_during_the_load(chain, tmp_path_factory):
+    """torch's verifier leaves about six objects of closure cycles a node. A load leaves a few hundred
+    (decoder closures, torch's classes made per call) whatever the size: less than one more per node."""
+    small = _saved_chain(tmp_path_factory, N_LAYERS // 10)
+    extra_nodes = 3 * (N_LAYERS - N_LAYERS // 10)
+    extra_garbage = _garbage_after_a_load(chain[0]) - _garbage_after_a_load(small[0])
+    assert extra_garbage < extra_nodes, f"{extra_garbage} more garbage objects for {extra_nodes} more nodes"
+
+
+def test_objects_the_application_froze_stay_frozen(chain):
+    path, x, expected = chain
+    kept = [_Cycle() for _ in range(100)]
+    gc.freeze()
+    frozen = gc.get_freeze_count()
+    assert frozen >= 100
+    ep = pt2format.load(path)
+    m = pt2format.load_module(path)
+    assert gc.get_freeze_count() == frozen  # a load must not thaw them (unfreeze would)
+    assert gc.isenabled()
+    with torch.no_grad():
+        torch.testing.assert_close(ep.module()(x), expected, rtol=0, atol=0)
+        torch.testing.assert_close(m(x), expected, rtol=0, atol=0)
+    del kept
+
+
+def test_a_collector_the_application_turned_off_stays_off(chain):
+    path, x, expected = chain
+    gc.disable()
+    ep = pt2format.load(path)
+    m = ep.module()
+    pt2format.load_module(path)
+    assert not gc.isenabled()
+    assert gc.get_freeze_count() == 0
+    with torch.no_grad():
+        torch.testing.assert_close(m(x), expected, rtol=0, atol=0)
+
+
+def test_concurrent_loads_leave_the_collector_on_and_nothing_frozen(chain):
+    path, x, expected = chain
+    start = threading.Barrier(2)
+    results, errors = [], []
+
+    def loads():
+        try:
+            start.wait(30)
+            for _ in range(2):
+                results.append(pt2format.load(path))
+        except BaseException as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=loads) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors
+    assert len(results) == 4
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    with torch.no_grad():
+        for ep in results:
+            torch.testing.assert_close(ep.module()(x), expected, rtol=0, atol=0)
+
+
+def test_young_only_collects_what_the_block_makes_and_not_what_was_there():
+    with no_gc(lasting=True):
+        before = _Cycle()
+        before_ref = weakref.ref(before)
+        del before  # garbage made before the block: not the block's to collect
+        with young_only():
+            assert gc.isenabled()
+            gc.collect()  # a full collection: frozen objects are out of its reach
+            assert before_ref() is not None
+            refs = []
+            for _ in range(20_000):
+                c = _Cycle()
+                refs.append(weakref.ref(c))
+            del c
+            alive = sum(r() is not None for r in refs)
+            assert alive < 2_000, f"{alive} of 20,000 dead cycles not collected inside the block"
+        assert not gc.isenabled()
+        assert gc.get_freeze_count() == 0
+    assert gc.isenabled()
+    gc.collect()
+    assert before_ref() is None
+
+
+def test_young_only_stands_aside_while_another_thread_is_inside_no_gc():
+    entered, leave = threading.Event(), threading.Event()
+
+    def other():
+        with no_gc():
+            entered.set()
+            leave.wait(30)
+
+    t = threading.Thread(target=other)
+    t.start()
+    try:
+        assert entered.wait(30)
+        with no_gc(lasting=True):
+            with young_only():
+                assert not gc.isenabled()  # the other thread's objects are not garbage
+                assert gc.get_freeze_count() == 0
+    finally:
+        leave.set()
+        t.join(30)
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+
+
+def test_young_only_outside_no_gc_changes_nothing():
+    with young_only():
+        assert gc.isenabled() and gc.get_freeze_count() == 0
+    gc.disable()
+    with young_only():
+        assert not gc.isenabled()
