@@ -1,20 +1,45 @@
 """no_gc: the collector off while a program is built or exported (millions of new objects, none of them garbage).
 
-Two refinements for loads, whose objects outlive the block (see `no_gc(lasting=True)` and `young_only`):
-both use `gc.freeze()` / `gc.unfreeze()`, which only splice the collector's lists, and both stand aside
+Two refinements for loads, whose objects outlive the block (`no_gc(lasting=True)` and `young_only`).
+Both use `gc.freeze()` / `gc.unfreeze()`, which only splice the collector's lists, and both stand aside
 when the application has frozen objects of its own (a pre-fork server), since `unfreeze` would thaw them.
+
+Objects that reach the oldest generation this way skip the count by which CPython decides that a full
+collection is due (objects promoted into it since the last one). A loop that loads program after program
+would then never collect the programs it drops (they are reference cycles). `_owed_full_collection` keeps
+that count's place: a lasting block that starts when the heap has doubled since the last full collection
+runs one first.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
+import sys
 import threading
 
 _gc_lock = threading.Lock()
 _gc_users = 0  # blocks inside no_gc, over all threads
 _lasting = False  # a block that ended while others ran asked for its objects to be aged
 _local = threading.local()  # this thread's no_gc depth
+# Allocated memory blocks (sys.getallocatedblocks: small objects, cheap to count) after the last full
+# collection that saw every object, or when this module was imported.
+_blocks_after_full = sys.getallocatedblocks()
+
+
+def _note_full_collection(phase: str, info: dict) -> None:
+    global _blocks_after_full
+    if phase == "stop" and info["generation"] == 2 and gc.get_freeze_count() == 0:
+        _blocks_after_full = sys.getallocatedblocks()
+
+
+gc.callbacks.append(_note_full_collection)
+
+
+def _owed_full_collection() -> bool:
+    """Whether the heap has doubled since the last full collection (CPython's own rule: a quarter more
+    long-lived objects, counted only as they are promoted, which aged objects are not)."""
+    return sys.getallocatedblocks() > 2 * _blocks_after_full
 
 
 def _depth() -> int:
@@ -31,9 +56,12 @@ def no_gc(*, lasting: bool = False):
     re-enabling starts. That collection finds nothing to free in a loaded program
     (its garbage is collected by `young_only`) and took 0.15-0.2 s of a cold
     20,000-node load; the objects would reach the oldest generation after two
-    such traversals anyway.
+    such traversals anyway. The full collection they are owed runs at the start
+    of a later lasting block (see the module docstring).
     """
     global _gc_users, _lasting
+    if lasting and _gc_users == 0 and gc.isenabled() and gc.get_freeze_count() == 0 and _owed_full_collection():
+        gc.collect()  # outside the lock: finalizers run here, and may load
     with _gc_lock:
         if _gc_users == 0:
             no_gc.was_enabled = gc.isenabled()

@@ -4,6 +4,7 @@ garbage is collected while it runs, and an application's own collector settings 
 from __future__ import annotations
 
 import gc
+import sys
 import threading
 import weakref
 
@@ -11,6 +12,7 @@ import pytest
 import torch
 
 import pt2format
+from pt2format import _nogc
 from pt2format._nogc import no_gc, young_only
 
 N_LAYERS = 100  # 300 call nodes
@@ -218,3 +220,34 @@ def test_young_only_outside_no_gc_changes_nothing():
     gc.disable()
     with young_only():
         assert not gc.isenabled()
+
+
+def test_the_full_collection_aged_programs_are_owed_runs_at_the_next_load(chain, monkeypatch):
+    """Aged objects skip CPython's count of promotions into the oldest generation, so a loop of loads
+    would never collect the programs it drops (cycles). A lasting block that starts after the heap has
+    doubled since the last full collection runs one."""
+    path, x, expected = chain
+    ep = pt2format.load(path)
+    dropped = weakref.ref(ep)
+    del ep
+    monkeypatch.setattr(_nogc, "_blocks_after_full", sys.getallocatedblocks())  # not doubled: nothing owed
+    with no_gc(lasting=True):
+        pass
+    alive_without = dropped() is not None
+    monkeypatch.setattr(_nogc, "_blocks_after_full", 1)  # doubled long ago
+    with no_gc(lasting=True):
+        assert dropped() is None
+    assert alive_without  # what freed it was the owed collection, not a young one
+    assert _nogc._blocks_after_full > 1  # the full collection reset the count
+
+
+def test_a_full_collection_by_anyone_resets_the_count(monkeypatch):
+    monkeypatch.setattr(_nogc, "_blocks_after_full", 1)
+    gc.collect()
+    assert _nogc._blocks_after_full > sys.getallocatedblocks() // 2
+    with no_gc(lasting=True):
+        monkeypatch.setattr(_nogc, "_blocks_after_full", 1)  # after the block's start (which would collect)
+        with young_only():
+            assert gc.get_freeze_count() > 0
+            gc.collect()  # frozen objects are out of its reach: not a collection of the whole heap
+            assert _nogc._blocks_after_full == 1
