@@ -251,3 +251,19 @@ def test_a_full_collection_by_anyone_resets_the_count(monkeypatch):
             assert gc.get_freeze_count() > 0
             gc.collect()  # frozen objects are out of its reach: not a collection of the whole heap
             assert _nogc._blocks_after_full == 1
+
+
+def test_the_verifiers_import_is_made_before_it_only_when_torchs_verifier_makes_it(monkeypatch):
+    from torch._export import verifier
+
+    from pt2format.loaders import _program
+
+    imported = []
+    monkeypatch.setattr(_program.importlib, "import_module", imported.append)
+    _program._verifier_imports()
+    torch_imports = "torch.fx.experimental.symbolic_shapes" in verifier._check_val.__code__.co_names
+    assert imported == (["torch.fx.experimental.symbolic_shapes"] if torch_imports else [])
+    imported.clear()
+    monkeypatch.setattr(_program, "_check_val", lambda node: None)  # a verifier that imports nothing
+    _program._verifier_imports()
+    assert imported == []
