@@ -113,8 +113,10 @@ def young_only():
         yield
     finally:
         if on:
+            # The block's last cycles (fewer than a young collection's threshold, and their parents); outside
+            # the lock, as finalizers run here.
+            gc.collect(1)
             with _gc_lock:
-                gc.collect(1)  # the block's last cycles (fewer than a young collection's threshold, and their parents)
                 gc.disable()
                 gc.unfreeze()  # into the oldest generation: they are the program being loaded
                 _young_window = False

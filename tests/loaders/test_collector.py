@@ -267,3 +267,36 @@ def test_the_verifiers_import_is_made_before_it_only_when_torchs_verifier_makes_
     monkeypatch.setattr(_program, "_check_val", lambda node: None)  # a verifier that imports nothing
     _program._verifier_imports()
     assert imported == []
+
+
+class _LoadsWhenCollected:
+    """A cycle whose finalizer uses no_gc, as a finalizer that loads a program would."""
+
+    def __init__(self, ran):
+        self.me, self.ran = self, ran
+
+    def __del__(self):
+        with no_gc(lasting=True):
+            with young_only():
+                self.ran.append(True)
+
+
+def test_a_finalizer_that_loads_during_a_collection_of_ours_does_not_deadlock(monkeypatch):
+    ran = []
+
+    def collections_of_ours():
+        _LoadsWhenCollected(ran)  # garbage at once: freed by the owed full collection below
+        monkeypatch.setattr(_nogc, "_blocks_after_full", 1)
+        with no_gc(lasting=True):
+            _LoadsWhenCollected(ran)  # garbage made inside: freed by young_only's last collection
+            with young_only():
+                _LoadsWhenCollected(ran)
+
+    t = threading.Thread(target=collections_of_ours, daemon=True)
+    t.start()
+    t.join(60)
+    assert not t.is_alive(), "deadlocked in a collection started by no_gc or young_only"
+    assert len(ran) >= 2
+    gc.collect()
+    assert len(ran) == 3
+    assert gc.isenabled() and gc.get_freeze_count() == 0
