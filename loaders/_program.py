@@ -45,7 +45,6 @@ from ._values import from_value
 _SYMBOLIC_SHAPES = "torch.fx.experimental.symbolic_shapes"
 
 
-
 def _module_inputs(ep, module_types) -> None:
     """nn.Module inputs: torch's `module()` registers their classes while the module runs, taking them from
     the example inputs, which a file cannot hold (a module is not data). The loaded program's `module()`

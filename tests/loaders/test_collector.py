@@ -12,31 +12,16 @@ import pytest
 import torch
 
 import pt2format
+from chain_programs import saved_chain
 from pt2format import _nogc
 from pt2format._nogc import no_gc, young_only
 
 N_LAYERS = 100  # 300 call nodes
 
 
-class _Chain(torch.nn.Module):
-    def __init__(self, layers):
-        super().__init__()
-        self.layers = layers
-        self.w = torch.nn.Parameter(torch.randn(8))
-
-    def forward(self, x):
-        for _ in range(self.layers):
-            x = torch.tanh(x * self.w) + 0.5
-        return x
-
-
 def _saved_chain(tmp_path_factory, layers):
     """(path of a saved chain of `layers` x 3 call nodes, an input, the module's output for it)."""
-    torch.manual_seed(0)
-    module = _Chain(layers)
-    x = torch.randn(4, 8)
-    path = tmp_path_factory.mktemp("collector") / f"chain{layers}.pt2f"
-    pt2format.save(torch.export.export(module, (x,)), path)
+    path, module, x = saved_chain(tmp_path_factory.mktemp("collector"), layers)
     with torch.no_grad():
         expected = module(x)
     return path, x, expected

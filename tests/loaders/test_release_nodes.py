@@ -8,20 +8,10 @@ import pytest
 import torch
 
 import pt2format
+from chain_programs import saved_chain
 from loaders._program import build_program
 
 N_LAYERS = 200  # 600 call nodes
-
-
-class _Chain(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.w = torch.nn.Parameter(torch.randn(8))
-
-    def forward(self, x):
-        for _ in range(N_LAYERS):
-            x = torch.tanh(x * self.w) + 0.5
-        return x
 
 
 def _build(path, release_nodes):
@@ -43,12 +33,7 @@ def _build(path, release_nodes):
 @pytest.fixture(scope="module")
 def chain(tmp_path_factory):
     """(path of the saved chain, the module, an input)."""
-    torch.manual_seed(0)
-    module = _Chain()
-    x = torch.randn(4, 8)
-    path = tmp_path_factory.mktemp("release") / "chain.pt2f"
-    pt2format.save(torch.export.export(module, (x,)), path)
-    return path, module, x
+    return saved_chain(tmp_path_factory.mktemp("release"), N_LAYERS)
 
 
 def test_released_build_gives_the_same_program_with_a_lower_peak(chain):
