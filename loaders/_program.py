@@ -9,10 +9,8 @@ _guards.py, because `ExportedProgram.module()` compiles it).
 
 from __future__ import annotations
 
-import importlib
-
 import torch
-from torch._export.verifier import _check_val, load_verifier
+from torch._export.verifier import load_verifier
 from torch._export.verifier import Verifier
 from torch.export.exported_program import ExportedProgram, _common_getitem_elimination_pass
 from torch.fx._lazy_graph_module import _LazyGraphModule
@@ -34,16 +32,14 @@ from ._graph import GraphBuilder
 from ._coherence import check_coherence
 from ._guards import derive_guards, has_stored_guards, stored_guards
 from ._metadata import MetadataLoader
-from pt2format._nogc import no_gc as _no_gc, young_only as _young_only
+from pt2format._nogc import no_gc as _no_gc
 from ._opsets import check_opsets, name_torch_versions
 from ._signature import module_call_graph, signature
 from ._state import StateLoader, program_state
 from ._symbols import ShapeBuilder, value_ranges
 from ._treespec import TreeSpecLoader
+from ._verifier import validate
 from ._values import from_value
-
-_SYMBOLIC_SHAPES = "torch.fx.experimental.symbolic_shapes"
-
 
 def _module_inputs(ep, module_types) -> None:
     """nn.Module inputs: torch's `module()` registers their classes while the module runs, taking them from
@@ -81,17 +77,6 @@ def _deferred_module(ep) -> None:
     ep.module = module
 
 
-def _verifier_imports() -> None:
-    """Import what torch's verifier imports at its first node (`_check_val`: symbolic_shapes, and sympy with
-    it), while the collector is still off. Under `young_only` the import's 150,000 long-lived objects would
-    pass through two hundred young collections; here they are aged with the program. Only when this torch's
-    verifier does import it, so that a torch whose verifier stops needing sympy does not get it from us.
-    """
-    code = getattr(_check_val, "__code__", None)
-    if code is not None and _SYMBOLIC_SHAPES in code.co_names:
-        importlib.import_module(_SYMBOLIC_SHAPES)
-
-
 def _exported_program(root, graph, sig, state_dict, ranges, mcg, example_inputs, constants, verifiers):
     """ExportedProgram.__init__, step for step, except that the graph module compiles its code lazily.
 
@@ -112,9 +97,7 @@ def _exported_program(root, graph, sig, state_dict, ranges, mcg, example_inputs,
     ep._example_inputs = example_inputs
     ep._constants = constants
     ep._verifiers = verifiers or [Verifier]
-    _verifier_imports()
-    with _young_only():  # the verifier's garbage, collected as it runs (see young_only)
-        ep.validate()
+    validate(ep)
     return ep
 
 
