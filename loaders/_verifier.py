@@ -42,6 +42,8 @@ SYMBOLIC_SHAPES = "torch.fx.experimental.symbolic_shapes"
 #: for each torch whose verifier the pre-check was compared with (tests/loaders/test_verifier.py).
 KNOWN_VERIFIERS = {
     "torch 2.13.0": "62f8a2391e32735763926c0fd1e3214e36d3c50140f8be4e0d8e2e9fdc3cbb52",
+    "torch 2.14.1": "fb4d31dcbc56748dac873ab8ddf8eb32797d1a9bbf11df0d43a79c6a8f2682c2",
+    "torch 2.12.0": "668c3d2412d61021999f80aa669bf251b9919e9d8644a008bb3f32e5cdadd15e",
 }
 
 _VAL_ATOMS = (type(None), int, bool, str, float, torch.memory_format, torch.dtype, torch.device, torch.layout,
@@ -113,11 +115,12 @@ def _torch_functions() -> frozenset:
         torch.amp.autocast_mode._exit_autocast,
     ]
     predispatch = sys.modules.get("torch._functorch.predispatch")
-    if predispatch is not None:
-        fns += [getattr(predispatch, n) for n in (
+    if predispatch is not None:  # the forward-mode ones (_make_dual, ...) are new in torch 2.13, with their entries
+        fns += [f for n in (
             "_add_batch_dim", "_remove_batch_dim", "_vmap_increment_nesting", "_vmap_decrement_nesting",
             "lazy_load_decompositions", "_make_dual", "_unpack_dual", "_jvp_increment_nesting",
-            "_jvp_decrement_nesting", "_unwrap_for_grad", "_enter_dual_level", "_exit_dual_level")]
+            "_jvp_decrement_nesting", "_unwrap_for_grad", "_enter_dual_level", "_exit_dual_level")
+            if (f := getattr(predispatch, n, None)) is not None]
     symbolic_shapes = sys.modules.get(SYMBOLIC_SHAPES)
     if symbolic_shapes is not None:
         fns.append(symbolic_shapes.cast_symbool_to_symint_guardless)

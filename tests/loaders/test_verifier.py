@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch._export.verifier as torch_verifier
+import torch._functorch.predispatch
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx._lazy_graph_module import _LazyGraphModule
 from torch.export.graph_signature import CustomObjArgument
@@ -50,6 +51,10 @@ def _targets():
         "allowed torch function": (torch.sym_max, True),
         "allowed C function": (torch._C._set_grad_enabled, True),
         "symbolic_shapes function": (cast_symbool_to_symint_guardless, True),
+        "vmap function": (torch._functorch.predispatch._add_batch_dim, True),
+        # torch 2.13 added forward-mode functions to the allowlist (2.12 has none of them)
+        **({"jvp function": (torch._functorch.predispatch._make_dual, True)}
+           if hasattr(torch._functorch.predispatch, "_make_dual") else {}),
         "op packet": (aten.add, True),
         "torch function": (torch.add, True),
         "other builtin": (operator.concat, True),
