@@ -18,7 +18,7 @@ from torch import nn
 from torch._higher_order_ops.map import map as hop_map
 from torch._higher_order_ops.scan import scan
 from torch._higher_order_ops.while_loop import while_loop
-from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+from torch.fx.experimental.symbolic_shapes import PendingUnbackedSymbolNotFound, free_unbacked_symbols
 
 import pt2format
 from pt2f_rt_helpers import assert_same_behaviour, assert_same_program, outputs_equal, ranges, run_both
@@ -185,7 +185,12 @@ def saved(tmp_path_factory):
     def get(name):
         if name not in cache:
             m, args, _, _ = PROGRAMS[name]
-            ep = torch.export.export(m, args)
+            try:
+                ep = torch.export.export(m, args)
+            except Exception as e:  # torch 2.14.1 cannot export scan_item (inside an InternalTorchDynamoError)
+                if not isinstance(e, PendingUnbackedSymbolNotFound) and "PendingUnbackedSymbolNotFound" not in str(e):
+                    raise
+                pytest.skip(f"torch {torch.__version__}'s own export of {name} fails: {str(e)[:200]}")
             p = d / f"{name}.pt2f"
             pt2format.save(ep, p, progress=False, fsync=False)
             cache[name] = (ep, pt2format.load(p), p)
