@@ -20,9 +20,10 @@ import torch
 
 import pt2format
 
-# torch subpackages a static load may add to those `import torch` brings:
-# torch.fx (graph building), torch.utils (pytree, sympy helpers of the verifier), torch._functorch (config
-# read by the fake mode).
+# torch subpackages a static load may add to those `import torch` brings: torch._functorch (config read by
+# the fake mode); torch.fx and torch.utils (symbolic_shapes and its sympy helpers) only where torch's own
+# verifier runs, on a torch the verifier pre-check was not compared with (loaders/_verifier.py;
+# tests/loaders/test_verifier.py checks that a static load imports no sympy on the others).
 ALLOWED_TORCH = {"torch._functorch", "torch.fx", "torch.utils"}
 FORBIDDEN = ("torch._dynamo", "torch.distributed", "torch.onnx", "torch._inductor", "torch._numpy",
              "networkx", "numpy")
