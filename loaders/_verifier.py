@@ -97,8 +97,9 @@ def _known_torch() -> bool:
 
 
 def _torch_functions() -> frozenset:
-    """torch's `_allowed_torch_functions` (verifier.py) as ids; `cast_symbool_to_symint_guardless` only when
-    its module is imported (a node cannot name it otherwise: resolving it would import the module)."""
+    """torch's `_allowed_torch_functions` (verifier.py), each only where it exists: a module not imported
+    yet (`cast_symbool_to_symint_guardless`'s, predispatch) has no function a node could name, since
+    resolving the node's target would have imported it."""
     fns = [
         torch.autograd.grad_mode.set_grad_enabled,
         torch.sym_int,
@@ -149,7 +150,6 @@ class _OpCheck:
     """torch's `_check_valid_op` for one verifier, its verdict cached per target."""
 
     def __init__(self, verifier):
-        self.verifier = verifier
         self.op_types = tuple(verifier.allowed_op_types())
         self.allowed = frozenset(verifier.allowed_builtin_ops()) | _torch_functions()
         self.functional_only = verifier.dialect != "TRAINING"
