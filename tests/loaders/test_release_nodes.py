@@ -9,7 +9,7 @@ import torch
 
 import pt2format
 from chain_programs import saved_chain
-from loaders._program import build_program
+from pt2format.loaders._program import build_program
 
 N_LAYERS = 200  # 600 call nodes
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 import pt2format
-from loaders._program import build_program
+from pt2format.loaders._program import build_program
 from pt2format._codecs import flatbuffers as fb_codec
 
 
