@@ -41,6 +41,7 @@ from ._treespec import TreeSpecLoader
 from ._verifier import validate
 from ._values import from_value
 
+
 def _module_inputs(ep, module_types) -> None:
     """nn.Module inputs: torch's `module()` registers their classes while the module runs, taking them from
     the example inputs, which a file cannot hold (a module is not data). The loaded program's `module()`
