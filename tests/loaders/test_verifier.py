@@ -162,8 +162,8 @@ def _graph_module(top, sub):
         root.sub = _LazyGraphModule(inner, fill(inner, sub))
     graph = fill(root, top)
     if sub is not None:
-        graph.inserting_before(next(iter(graph.find_nodes(op="output"))))
-        graph.get_attr("sub")
+        with graph.inserting_before(next(iter(graph.find_nodes(op="output")))):
+            graph.get_attr("sub")
     return _LazyGraphModule(root, graph), covered
 
 
