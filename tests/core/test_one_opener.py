@@ -38,6 +38,8 @@ ALLOWED = {
                                                     "save's random id, O_NOFOLLOW, checked to be a regular file"),
     ("pt2format/_codecs/json.py", "_SCHEMA_PATH.read_text"): (1, "the JSON Schema shipped inside the package"),
     ("pt2format/_view.py", "webbrowser.open"): (1, "opens a URL in the browser, not a file"),
+    ("loaders/_verifier.py", "open"): (1, "torch's own torch/_export/verifier.py, hashed to tell which torch "
+                                          "verifier the pre-check stands for; not a user path"),
     ("pt2format/_interop.py", "torch.export.load"): (1, "from_torch: the explicit torch path, on a file object "
                                                         "from open_regular"),
     ("pt2format/_interop.py", "zipfile.ZipFile"): (1, "reads the file object from open_regular"),
