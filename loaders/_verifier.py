@@ -149,8 +149,8 @@ def _has_val(node) -> bool:
 class _OpCheck:
     """torch's `_check_valid_op` for one verifier, its verdict cached per target."""
 
-    def __init__(self, verifier):
-        self.op_types = tuple(verifier.allowed_op_types())
+    def __init__(self, verifier, op_types: tuple):
+        self.op_types = op_types  # verifier.allowed_op_types(), checked by graph_passes
         self.allowed = frozenset(verifier.allowed_builtin_ops()) | _torch_functions()
         self.functional_only = verifier.dialect != "TRAINING"
         self.seen: dict[int, tuple] = {}  # id(target) -> (target, verdict)
@@ -173,7 +173,8 @@ class _OpCheck:
 
 def graph_passes(verifier, gm: torch.fx.GraphModule) -> bool:
     """True only if torch's `verifier._check_graph_module(gm)` passes (False: it may not)."""
-    if any(t is object for t in verifier.allowed_op_types()):
+    op_types = tuple(verifier.allowed_op_types())
+    if any(t is object for t in op_types):
         return False
     if not all(inspect.isbuiltin(op) for op in verifier.allowed_builtin_ops()):
         return False
@@ -181,7 +182,7 @@ def graph_passes(verifier, gm: torch.fx.GraphModule) -> bool:
     sub_types = tuple(verifier.allowed_getattr_types_for_subgm())
     if any(t is object for t in top_types + sub_types):
         return False
-    op_passes = _OpCheck(verifier)
+    op_passes = _OpCheck(verifier, op_types)
     check_valid_op = verifier.check_valid_op
     for mod in gm.modules():
         if not isinstance(mod, torch.fx.GraphModule):
