@@ -3,9 +3,9 @@
 `save`, `load`, `load_module`, `save_weights`, `attach_weights`,
 `from_torch` and `to_torch` need torch (they live in pt2format.exporter and
 pt2format.loaders and are imported on first use; without torch they raise
-MissingDependencyError naming the `pt2format[torch]` extra);
-`read`, `open` (with `framework="np"`, which needs numpy: the
-`pt2format[numpy]` extra) and `validate` work on the schema objects alone,
+MissingDependencyError with the command that installs the `torch` extra);
+`read`, `open` (with `framework="np"`, which needs numpy: the `numpy`
+extra) and `validate` work on the schema objects alone,
 so `import pt2format` never imports torch.
 
 Every function that takes a file accepts a path (``str`` or

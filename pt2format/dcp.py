@@ -31,21 +31,25 @@ import dataclasses
 import os
 import secrets
 
-import torch
-from torch.distributed.checkpoint import StorageReader as _DcpStorageReader
-from torch.distributed.checkpoint import StorageWriter as _DcpStorageWriter
-from torch.distributed.checkpoint.metadata import (
+from pt2format._deps import require
+
+require("torch", "pt2format.dcp")  # a MissingDependencyError with the command, not a bare ModuleNotFoundError
+
+import torch  # noqa: E402
+from torch.distributed.checkpoint import StorageReader as _DcpStorageReader  # noqa: E402
+from torch.distributed.checkpoint import StorageWriter as _DcpStorageWriter  # noqa: E402
+from torch.distributed.checkpoint.metadata import (  # noqa: E402
     ChunkStorageMetadata, Metadata, MetadataIndex, StorageMeta, TensorProperties, TensorStorageMetadata,
 )
-from torch.distributed.checkpoint.planner import LoadItemType, WriteItemType
-from torch.distributed.checkpoint.storage import WriteResult
-from torch.futures import Future
+from torch.distributed.checkpoint.planner import LoadItemType, WriteItemType  # noqa: E402
+from torch.distributed.checkpoint.storage import WriteResult  # noqa: E402
+from torch.futures import Future  # noqa: E402
 
-from pt2format import _ranked_write
-from pt2format._container.crc import crc32
-from pt2format._generated import model as m
-from pt2format._options import DCP_READER, DCP_WRITER
-from pt2format.errors import ChecksumError, ExportError, LoadError
+from pt2format import _ranked_write  # noqa: E402
+from pt2format._container.crc import crc32  # noqa: E402
+from pt2format._generated import model as m  # noqa: E402
+from pt2format._options import DCP_READER, DCP_WRITER  # noqa: E402
+from pt2format.errors import ChecksumError, ExportError, LoadError  # noqa: E402
 
 __all__ = ["StorageReader", "StorageWriter"]
 

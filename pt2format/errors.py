@@ -132,8 +132,9 @@ class LoadError(Pt2FormatError, RuntimeError):
 class MissingDependencyError(Pt2FormatError, ImportError):
     """An optional dependency is not installed; the message names the extra that installs it.
 
-    `extra` is that extra's name (``"torch"``: ``pip install 'pt2format[torch]'``),
-    `module` the module that failed to import.
+    `extra` is that extra's name (``"torch"``), `module` the module that
+    failed to import. The message ends with the pip command that installs it
+    for the way pt2format was installed (a checkout, a wheel, an index).
     """
 
     def __init__(self, message: str, *, extra: str, module: str, **where):

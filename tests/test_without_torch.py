@@ -114,25 +114,35 @@ calls = {
     "to_torch": lambda: pt2format.to_torch(path, path + ".pt2"),
     "from_torch": lambda: pt2format.from_torch(path, path + ".out.pt2f"),
     "open(framework='pt').get_tensor": lambda: pt2format.open(path).get_tensor(pt2format.open(path).keys()[0]),
+    "import pt2format.dcp": lambda: __import__("pt2format.dcp"),
+    "pt2format.dcp": lambda: pt2format.dcp,
 }
 for name, call in calls.items():
     try:
         call()
     except pt2format.MissingDependencyError as e:
         assert isinstance(e, ImportError) and e.extra == "torch" and e.module == "torch", name
-        assert "pip install 'pt2format[torch]'" in str(e), (name, str(e))
+        assert HINT in str(e), (name, str(e))
         print("typed", name)
     else:
         raise AssertionError(name + " ran without torch")
 '''
 
 
+def _checkout_hint(extra):
+    """What installs `extra` when pt2format runs from this checkout: its own extra, through its constraints."""
+    import shlex
+
+    return f"pip install -c {shlex.quote(f'{ROOT}/constraints.txt')} -e {shlex.quote(f'{ROOT}[{extra}]')}"
+
+
 def test_every_torch_entry_point_names_the_extra(sample_file, tmp_path):
-    """Issue 25: `load` without torch was a bare ModuleNotFoundError; now every entry point names pt2format[torch]."""
-    proc = subprocess.run([sys.executable, "-c", _block("torch") + _API_WITHOUT_TORCH, str(sample_file)],
+    """Without torch every entry point, `import pt2format.dcp` included, is a MissingDependencyError with the command."""
+    code = _block("torch") + f"HINT = {_checkout_hint('torch')!r}\n" + _API_WITHOUT_TORCH
+    proc = subprocess.run([sys.executable, "-c", code, str(sample_file)],
                           capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.count("typed ") == 8, proc.stdout
+    assert proc.stdout.count("typed ") == 10, proc.stdout
 
 
 def test_numpy_framework_without_numpy_names_the_extra(sample_file, tmp_path):
@@ -143,7 +153,7 @@ def test_numpy_framework_without_numpy_names_the_extra(sample_file, tmp_path):
         "    try:\n"
         "        f.get_tensor(names[0])\n"
         "    except pt2format.MissingDependencyError as e:\n"
-        "        assert e.extra == 'numpy' and \"pip install 'pt2format[numpy]'\" in str(e), str(e)\n"
+        f"        assert e.extra == 'numpy' and {_checkout_hint('numpy')!r} in str(e), str(e)\n"
         "        print('typed', len(names))\n")
     proc = subprocess.run([sys.executable, "-c", code, str(sample_file)], capture_output=True, text=True,
                           cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)})
@@ -162,7 +172,7 @@ def test_cli_convert_without_torch_is_one_line(sample_file, tmp_path, direction)
     proc = _run_blocked(args, tmp_path)
     assert proc.returncode == 1, proc.stderr
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
-    assert "MissingDependencyError" in proc.stderr and "pip install 'pt2format[torch]'" in proc.stderr
+    assert "MissingDependencyError" in proc.stderr and _checkout_hint("torch") in proc.stderr
 
 
 def test_a_broken_torch_is_not_called_missing(monkeypatch):
