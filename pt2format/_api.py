@@ -27,7 +27,7 @@ from pt2format._container.writer import (
 )
 from pt2format._generated import model as m
 from pt2format._generated.string_check import check_package as check_strings
-from pt2format._source import resolve_source
+from pt2format._source import resolve_source, unreadable
 from pt2format._target import is_stream_target, write_path_data_first, write_target
 from pt2format._validate import check_shard_name, validate_package
 from pt2format.errors import (
@@ -101,8 +101,8 @@ class PackageFile:
         path = os.path.join(os.path.dirname(os.path.abspath(self.path)), entry.name)
         try:
             shard = ContainerFile(path, shard=True, copy_on_write=self._copy_on_write, mmap=self._use_mmap)
-        except FileNotFoundError as e:
-            raise SegmentError("shard file is missing", file=path, path=f"shard_files[{file_index - 1}]") from e
+        except OSError as e:  # a symlink loop, no permission, too many open files, an I/O error, ...
+            raise unreadable(e, path, what="shard file", where=f"shard_files[{file_index - 1}]") from e
         if shard.size != entry.size:
             shard.close()
             raise HeaderError("shard file size differs from shard_files entry", file=path,

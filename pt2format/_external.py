@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pt2format._container.crc import crc32, crc32_combine
 from pt2format._container.header import ChecksumKind, SectionEncoding, SectionEntry, SectionKind
 from pt2format._generated import model as m
-from pt2format._source import open_regular, read_regular
+from pt2format._source import open_regular, read_regular, unreadable
 from pt2format._validate import check_shard_name
 from pt2format.errors import HeaderError, LimitError, SegmentError
 
@@ -156,8 +156,8 @@ def open_external(package, index: int, main_path: str, *, copy_on_write: bool = 
     path = os.path.join(os.path.dirname(os.path.abspath(main_path)), entry.name)
     try:
         return RawFile(path, entry, copy_on_write=copy_on_write, use_mmap=use_mmap)
-    except FileNotFoundError as e:
-        raise SegmentError("external data file is missing", file=path, path=f"external_files[{index}]") from e
+    except OSError as e:  # a symlink loop, no permission, too many open files, an I/O error, ...
+        raise unreadable(e, path, what="external data file", where=f"external_files[{index}]") from e
 
 
 @dataclass

@@ -24,7 +24,7 @@ import os
 import stat
 from dataclasses import dataclass
 
-from pt2format.errors import FormatError, LimitError
+from pt2format.errors import FormatError, LimitError, SegmentError
 
 #: A file object is read in pieces of this size, so a pipe or socket never needs one huge read.
 _READ_CHUNK = 16 << 20
@@ -135,6 +135,19 @@ def open_regular(path):
     return os.fdopen(fd, "rb")
 
 
+def unreadable(err: OSError, path: str, *, what: str, where: str) -> SegmentError:
+    """The typed error for a file the format names (a shard or external file) that cannot be opened or read.
+
+    Whatever the OS said (ELOOP, EACCES, ENOTDIR, ENAMETOOLONG, EMFILE, EIO,
+    ...), the caller learns which file the program's `where` entry names and
+    why, as a SegmentError: the data that segment promises cannot be reached.
+    The OSError stays attached as `__cause__` (raise it `from err`).
+    """
+    code = errno.errorcode.get(err.errno, str(err.errno))
+    reason = "is missing" if isinstance(err, FileNotFoundError) else "cannot be opened or read"
+    return SegmentError(f"{what} {reason}", file=path, path=where, got=f"{code}: {err.strerror or err}")
+
+
 def fs_path(path) -> str:
     """A str path from a str, bytes or os.PathLike one."""
     path = os.fspath(path)
@@ -217,4 +230,4 @@ def check_output_target(path) -> None:
 
 
 __all__ = ["Source", "resolve_source", "is_pathlike", "is_buffer", "is_stream", "open_regular", "read_regular",
-           "open_output", "check_output_target", "fs_path"]
+           "open_output", "check_output_target", "fs_path", "unreadable"]
