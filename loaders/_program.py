@@ -27,7 +27,7 @@ from pt2format._options import LOAD
 from pt2format.errors import LoadError, Pt2FormatError, VersionError
 
 from ._fake_mode import fake_mode
-from ._find import find_program
+from pt2format._find import find_program
 from ._graph import GraphBuilder
 from ._coherence import check_coherence
 from ._guards import derive_guards, has_stored_guards, stored_guards
@@ -39,43 +39,41 @@ from ._state import StateLoader, program_state
 from ._symbols import ShapeBuilder, value_ranges
 from ._treespec import TreeSpecLoader
 from ._verifier import validate
-from ._values import from_value
+from ._values import example_inputs as load_example_inputs
 
 
-def _module_inputs(ep, module_types) -> None:
-    """nn.Module inputs: torch's `module()` registers their classes while the module runs, taking them from
-    the example inputs, which a file cannot hold (a module is not data). The loaded program's `module()`
-    registers them from the input spec instead."""
-    from ._treespec import module_input_hooks
+class LoadedProgram(ExportedProgram):
+    """The program `pt2format.load` returns: torch's ExportedProgram with one override, `module()`.
 
-    plain_module = ep.module
+    Every other method, property and attribute is torch's, and the state is an
+    ordinary instance's (`__dict__`), so `copy.copy`, `copy.deepcopy`,
+    pickling and torch's own passes see what they see on torch's program; a
+    copy's `module()` is built from the copy's state, as torch's is.
 
-    def module(*args, **kwargs):
-        m = plain_module(*args, **kwargs)
-        module_input_hooks(m, module_types)
-        return m
-
-    ep.module = module
-
-
-def _deferred_module(ep) -> None:
-    """`ep.module()` with code generation deferred (see _deferred.py): the first output does not wait for it.
-
-    The collector is off meanwhile, as while the program was built: `module()`
-    copies the graph (tens of thousands of nodes and meta dicts, none of them
-    garbage), and each collection the copy would start traverses the whole
-    loaded program again. Afterwards the module's objects go to the oldest
-    generation with the program's (`no_gc(lasting=True)`).
+    `module()` is torch's `ExportedProgram.module`, called inside two blocks:
+    - `deferred_codegen()` (_deferred.py): the GraphModules it builds compile
+      their code on first need rather than at once (the first output does not
+      wait for four code generations); the code, once generated, is torch's;
+    - the collector held off while it copies the graph (`no_gc`, see
+      pt2format/_nogc.py).
+    and, when the program has nn.Module inputs, it registers their classes
+    while the module runs (`module_input_hooks`): torch takes them from the
+    example inputs, which a file cannot hold (a module is not data), ours from
+    the input spec (`_pt2format_module_types`). tests/roundtrip/test_user_operations.py
+    compares what a user observes with torch's loaded program.
     """
-    from ._deferred import deferred_codegen
 
-    plain_module = ep.module
+    def module(self, check_guards=True) -> torch.fx.GraphModule:
+        from ._deferred import deferred_codegen
 
-    def module(*args, **kwargs):
         with deferred_codegen(), _no_gc(lasting=True):
-            return plain_module(*args, **kwargs)
+            m = ExportedProgram.module(self, check_guards=check_guards)
+        types = self.__dict__.get("_pt2format_module_types")
+        if types:
+            from ._treespec import module_input_hooks
 
-    ep.module = module
+            module_input_hooks(m, types)
+        return m
 
 
 def _exported_program(root, graph, sig, state_dict, ranges, mcg, example_inputs, constants, verifiers):
@@ -88,7 +86,7 @@ def _exported_program(root, graph, sig, state_dict, ranges, mcg, example_inputs,
     a program torch constructed.
     """
     graph._codegen = torch.fx.graph.CodeGen()
-    ep = ExportedProgram.__new__(ExportedProgram)
+    ep = LoadedProgram.__new__(LoadedProgram)
     ep._graph_module = _LazyGraphModule(root, graph)
     _common_getitem_elimination_pass(ep._graph_module, sig, mcg)
     ep._graph_signature = sig
@@ -177,10 +175,9 @@ class _Builder:
                 raise LoadError("unknown verifier dialect", path="verifiers", got=v) from None
         example_inputs = None
         if prog.example_inputs is not None:
-            ex = from_value(prog.example_inputs, tensor=self.state.tensor, path="example_inputs")
-            if not (isinstance(ex, tuple) and len(ex) == 2 and isinstance(ex[0], tuple) and isinstance(ex[1], dict)):
-                raise LoadError("example inputs must be (args tuple, kwargs dict)", path="example_inputs")
-            example_inputs = ex
+            root_sig = next((e.signature for e in mcg if e.fqn == ""), None)
+            example_inputs = load_example_inputs(prog.example_inputs, tensor=self.state.tensor,
+                                                 in_spec=root_sig.in_spec if root_sig is not None else None)
         ep = _exported_program(owner, graph, sig, state_dict, ranges, mcg, example_inputs, constants, verifiers)
         check_coherence(ep)
         if id(graph) in self.graphs.custom_meta:
@@ -192,9 +189,8 @@ class _Builder:
             ep._guards_code = stored_guards(ep, prog, self.shape)
         else:
             ep._guards_code = derive_guards(ep)
-        _deferred_module(ep)
         if self.treespecs.module_types:
-            _module_inputs(ep, self.treespecs.module_types)
+            ep._pt2format_module_types = frozenset(self.treespecs.module_types)
         return ep
 
     def _constant_outside_graph(self, member, path):
