@@ -53,7 +53,7 @@ from pt2format.errors import LoadError, Pt2FormatError, VersionError
 
 from ._coherence import check_structure
 from ._deferred import defer
-from ._find import find_program
+from pt2format._find import find_program
 from ._opsets import check_opsets, name_torch_versions
 from ._graph import GraphBuilder
 from ._metadata import custom_meta

@@ -102,7 +102,7 @@ def tensors_of(f, *, program: str | None, weight_set: str | None, map_location, 
                             got=weight_set)
         entries = sets[weight_set].entries
     elif pkg.programs:
-        from ._find import find_program
+        from pt2format._find import find_program
 
         entries = find_program(pkg, program).state
     elif len(pkg.weight_sets) == 1:

@@ -35,6 +35,7 @@ from pt2format.errors import (
     HeaderError,
     LimitError,
     LoadError,
+    ProgramNotFoundError,
     MissingDependencyError,
     Pt2FormatError,
     SegmentError,
@@ -324,5 +325,5 @@ __all__ = [
     "FORMAT_VERSION", "__version__", "LazyFile", "PackageFile", "FallbackWarning", "OpsetWarning",
     "Pt2FormatError", "FormatError", "HeaderError", "StaleShardError", "ChecksumError", "SegmentError",
     "EncodingError", "LimitError", "VersionError", "UnsupportedFeatureError", "ValidationError", "StringClassError",
-    "ExportError", "LoadError", "TorchArchiveError", "MissingDependencyError",
+    "ExportError", "LoadError", "ProgramNotFoundError", "TorchArchiveError", "MissingDependencyError",
 ]

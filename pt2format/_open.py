@@ -75,15 +75,9 @@ class LazyFile:
 
     def program(self, name: str | None = None) -> m.Program:
         """The schema `Program` named `name` (default: the only one, or "forward"); nothing is built."""
-        progs = self.package.programs
-        if name is None:
-            if len(progs) == 1:
-                return progs[0]
-            name = "forward"
-        for p in progs:
-            if p.name == name:
-                return p
-        raise KeyError(f"no program named {name!r}; this file holds {', '.join(map(repr, self.programs()))}")
+        from pt2format._find import find_program
+
+        return find_program(self.package, name)
 
     def signature(self, name: str | None = None) -> m.GraphSignature:
         """The graph signature (inputs and outputs by kind) of program `name`."""

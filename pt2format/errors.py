@@ -129,6 +129,13 @@ class LoadError(Pt2FormatError, RuntimeError):
     """A decoded program cannot be rebuilt as a torch ExportedProgram."""
 
 
+class ProgramNotFoundError(LoadError, KeyError):
+    """The file holds no program of the name asked for, or several and no ``"forward"`` to default to.
+
+    Also a KeyError, as a mapping lookup by name is (``open(...).program(name)``).
+    """
+
+
 class MissingDependencyError(Pt2FormatError, ImportError):
     """An optional dependency is not installed; the message names the extra that installs it.
 

@@ -9,7 +9,7 @@ PT2FORMAT = {
     "FORMAT_VERSION", "__version__", "LazyFile", "PackageFile", "FallbackWarning", "OpsetWarning",
     "Pt2FormatError", "FormatError", "HeaderError", "StaleShardError", "ChecksumError", "SegmentError",
     "EncodingError", "LimitError", "VersionError", "UnsupportedFeatureError", "ValidationError", "StringClassError",
-    "ExportError", "LoadError", "TorchArchiveError", "MissingDependencyError",
+    "ExportError", "LoadError", "ProgramNotFoundError", "TorchArchiveError", "MissingDependencyError",
 }
 
 NOT_ERRORS = {"save", "load", "load_module", "read", "open", "validate", "from_torch", "to_torch", "save_weights", "attach_weights",
