@@ -15,7 +15,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from conformance._describe import describe_tensor, describe_treespec, describe_value_tree, first_difference
-from conformance._tensorio import TreeWriter, composite_parts, decode, tensor_bytes
+from conformance._tensorio import TreeWriter, composite_parts, decode, lazy_bits, resolved, tensor_bytes
 
 
 def _state_tensors(ep):
@@ -50,7 +50,7 @@ _INT_VIEW = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64, 16:
 
 def _bits(t: torch.Tensor) -> torch.Tensor:
     """The tensor's element bits as a flat integer tensor (a view when `t` is contiguous)."""
-    flat = t.detach().reshape(-1)
+    flat = resolved(t).reshape(-1)
     if flat.numel() and flat.stride(0) != 1:
         flat = torch.empty(flat.shape, dtype=flat.dtype).copy_(flat)
     return flat.view(_INT_VIEW[t.dtype.itemsize])
@@ -111,7 +111,7 @@ def _restore_flag(t: torch.Tensor, want: bool | None) -> None:
         t.requires_grad_(want)
 
 
-def call(fn, args, kwargs, *, grad: bool = True):
+def call(fn, args, kwargs, *, grad: bool = True, grads: bool = False):
     """fn(*args, **kwargs) -> (outputs, inputs after the call, buffers after the call) as one tree.
 
     Grad mode is on, as a user has it by default: whether an output requires grad is
@@ -120,10 +120,91 @@ def call(fn, args, kwargs, *, grad: bool = True):
     the golden files, whose outputs were recorded under no_grad. The buffers are
     described (bits, strides, storage offset) right after the call, before the next
     run restores them: a module that drops an update of a buffer it does not return
-    (BatchNorm's running statistics) differs here and nowhere else."""
+    (BatchNorm's running statistics) differs here and nowhere else. `aliases` says which
+    inputs, state tensors and other outputs each output shares storage with (a copy
+    with equal values and layout differs nowhere else). `grads=True` also runs one
+    backward from the outputs and describes every parameter's `.grad` (outputs cut from
+    the autograd graph and made to require grad again differ nowhere else)."""
     with torch.set_grad_enabled(grad):
         out = fn(*args, **kwargs)
-    return {"outputs": out, "inputs_after": [list(args), kwargs], "buffers_after": buffers_after(fn)}
+    result = {"outputs": out, "inputs_after": [list(args), kwargs], "buffers_after": buffers_after(fn),
+              "aliases": aliases(fn, args, kwargs, out)}
+    if grads:
+        result["grads"] = parameter_grads(fn, out)
+    return result
+
+
+def _storage_of(t):
+    """The storage a plain tensor's bytes live in (None for empty, meta, sparse or subclass tensors)."""
+    if not isinstance(t, torch.Tensor) or t.device.type == "meta" or composite_parts(t) is not None:
+        return None
+    st = t.untyped_storage()
+    return st.data_ptr() if st.nbytes() else None
+
+
+def _state_of_module(fn):
+    """name -> tensor of a module's parameters, buffers and plain tensor attributes (lifted
+    constants of `ep.module()`), tied names included."""
+    out = {}
+    if not isinstance(fn, torch.nn.Module):
+        return out
+    for name, t in fn.named_parameters(remove_duplicate=False):
+        out[name] = t
+    for name, t in fn.named_buffers(remove_duplicate=False):
+        out[name] = t
+    for prefix, mod in fn.named_modules(remove_duplicate=False):
+        for attr, v in vars(mod).items():
+            if isinstance(v, torch.Tensor) and not attr.startswith("__"):
+                out.setdefault(f"{prefix}.{attr}" if prefix else attr, v)
+    return out
+
+
+def aliases(fn, args, kwargs, out) -> list:
+    """For each output leaf: the sorted names of what shares its storage, `input[i]` (leaf i of
+    the inputs), `state:NAME` (a parameter, buffer or constant of the called module) and
+    `output[j]` (another output leaf); None for a leaf that is not a plain tensor."""
+    where = {}
+    for i, x in enumerate(pytree.tree_leaves([list(args), kwargs])):
+        key = _storage_of(x)
+        if key is not None:
+            where.setdefault(key, []).append(f"input[{i}]")
+    for name, t in _state_of_module(fn).items():
+        key = _storage_of(t)
+        if key is not None:
+            where.setdefault(key, []).append(f"state:{name}")
+    leaves = pytree.tree_leaves(out)
+    keys = [_storage_of(x) for x in leaves]
+    for j, key in enumerate(keys):
+        if key is not None:
+            where.setdefault(key, []).append(f"output[{j}]")
+    return [None if key is None else sorted(set(n for n in where[key] if n != f"output[{j}]"))
+            for j, key in enumerate(keys)]
+
+
+def parameter_grads(fn, out) -> dict:
+    """One backward from the outputs (the sum of every floating-point output leaf that requires
+    grad, in float64): name -> description of each parameter's `.grad` (None when no gradient
+    reaches it), or {"error": text} when the backward raises. Grads are cleared before and after."""
+    from conformance._describe import describe_tensor
+    from conformance._inputs import error_text
+
+    params = dict(fn.named_parameters(remove_duplicate=False)) if isinstance(fn, torch.nn.Module) else {}
+    if not params:
+        return {}
+    for p in params.values():
+        p.grad = None
+    leaves = [x for x in pytree.tree_leaves(out) if isinstance(x, torch.Tensor) and x.requires_grad
+              and composite_parts(x) is None and (x.is_floating_point() or x.is_complex())]
+    try:
+        if leaves:
+            loss = sum((x.real if x.is_complex() else x).double().sum() for x in leaves)
+            loss.backward()
+        got = {name: None if p.grad is None else describe_tensor(p.grad) for name, p in params.items()}
+    except Exception as e:  # noqa: BLE001 - compared with torch's own outcome
+        got = {"error": error_text(e)}
+    for p in params.values():
+        p.grad = None
+    return got
 
 
 def buffers_after(fn) -> dict:
@@ -135,15 +216,15 @@ def buffers_after(fn) -> dict:
 
 
 def layout(x):
-    """What the values do not show of an output or input leaf: strides, storage offset and
-    requires_grad of a strided tensor; layout and requires_grad of a sparse or subclass one;
-    None for a non-tensor."""
+    """What the values do not show of an output or input leaf: strides, storage offset,
+    requires_grad and the conjugate / negative bits (keys present only when set) of a strided
+    tensor; layout and requires_grad of a sparse or subclass one; None for a non-tensor."""
     if not isinstance(x, torch.Tensor):
         return None
     if composite_parts(x) is not None:
         return {"layout": str(x.layout), "requires_grad": bool(x.requires_grad)}
     return {"stride": list(x.stride()), "storage_offset": int(x.storage_offset()),
-            "requires_grad": bool(x.requires_grad)}
+            "requires_grad": bool(x.requires_grad), **lazy_bits(x)}
 
 
 def record(result, writer: TreeWriter) -> dict:
@@ -153,7 +234,8 @@ def record(result, writer: TreeWriter) -> dict:
     return {"leaves": [writer.encode(x) for x in leaves], "spec": describe_treespec(spec),
             "inputs_after": [writer.encode(x) for x in in_leaves],
             "layouts": [layout(x) for x in leaves], "inputs_after_layouts": [layout(x) for x in in_leaves],
-            "buffers_after": result.get("buffers_after", {})}
+            "buffers_after": result.get("buffers_after", {}), "aliases": result.get("aliases"),
+            **({"grads": result["grads"]} if "grads" in result else {})}
 
 
 def record_shapes(result) -> dict:
@@ -161,7 +243,7 @@ def record_shapes(result) -> dict:
     dtypes, shapes and layouts (not their bits: a random program may draw into a buffer)."""
     leaves, spec = pytree.tree_flatten(result["outputs"])
     return {"shapes": [_shape(x) for x in leaves], "spec": describe_treespec(spec),
-            "layouts": [layout(x) for x in leaves],
+            "layouts": [layout(x) for x in leaves], "aliases": result.get("aliases"),
             "buffers_after": {k: _no_bits(v) for k, v in result.get("buffers_after", {}).items()}}
 
 
@@ -208,7 +290,8 @@ def compare_result(expected: dict, result, directory: str) -> str | None:
         if got != expected["shapes"]:
             return f"output shapes: expected {expected['shapes']}, got {got}"
         problem = compare_buffers(expected.get("buffers_after"), result.get("buffers_after", {}))
-        return problem or compare_layouts(expected, leaves)
+        return problem or compare_aliases(expected.get("aliases"), result.get("aliases")) or \
+            compare_layouts(expected, leaves)
     problem = _compare_leaves(expected["leaves"], leaves, directory, "output")
     if problem:
         return problem
@@ -219,7 +302,49 @@ def compare_result(expected: dict, result, directory: str) -> str | None:
     problem = compare_buffers(expected.get("buffers_after"), result.get("buffers_after", {}))
     if problem:
         return problem
+    problem = compare_aliases(expected.get("aliases"), result.get("aliases"))
+    if problem:
+        return problem
+    if "grads" in expected:
+        problem = compare_grads(expected["grads"], result.get("grads"))
+        if problem:
+            return problem
     return compare_layouts(expected, leaves, in_leaves)
+
+
+def compare_aliases(want: list | None, got: list | None) -> str | None:
+    """What each output leaf shares storage with (inputs, state, other outputs), as torch's run."""
+    if want is None:
+        return None
+    if got is None or len(got) != len(want):
+        return f"output aliasing: expected {want}, got {got}"
+    for i, (w, g) in enumerate(zip(want, got)):
+        if w != g:
+            return (f"output leaf {i} shares storage with {w or 'nothing'} in torch's run, with "
+                    f"{g or 'nothing'} here (an alias returned as a copy, or a copy returned as an alias)")
+    return None
+
+
+def compare_grads(want: dict, got: dict | None) -> str | None:
+    """Every parameter's `.grad` after one backward from the outputs, bit for bit, as torch's."""
+    got = got or {}
+    if "error" in want or "error" in got:
+        if want.get("error") != got.get("error"):
+            return f"backward from the outputs: torch gave {want.get('error', 'gradients')!r}, here " \
+                   f"{got.get('error', 'gradients')!r}"
+        return None
+    for name, w in want.items():
+        if name not in got:
+            return f"gradients: parameter {name!r} missing from the called module"
+        g = got[name]
+        if (w is None) != (g is None):
+            return (f"gradients: after one backward from the outputs, parameter {name!r} has "
+                    f"{'no .grad' if g is None else 'a .grad'}; torch's has {'none' if w is None else 'one'} "
+                    "(outputs cut from the autograd graph?)")
+        d = first_difference(w, g) if w is not None else None
+        if d:
+            return f"gradients: parameter {name!r}.grad differs from torch's: {d}"
+    return None
 
 
 class LayoutDifference(str):

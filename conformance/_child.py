@@ -20,6 +20,7 @@ import torch
 
 from conformance import _behave as behave
 from conformance._describe import (
+    decomposed_meta,
     describe_graph,
     describe_program,
     describe_state,
@@ -123,7 +124,8 @@ def _check_behaviour(row: Row, ref: dict, ep, pname: str, jobdir: str, job: dict
         def one(entry=entry, set_name=set_name):
             behave.restore(ep, snap)
             args, kwargs = _inputs(entry["inputs"], iodir)
-            problem = behave.compare_result(entry["expected"], behave.call(ep.module(), args, kwargs), iodir)
+            got = behave.call(ep.module(), args, kwargs, grads="grads" in entry["expected"])
+            problem = behave.compare_result(entry["expected"], got, iodir)
             if problem:
                 return _layout_or_fail(job or {}, pname, check, f"{set_name}: {problem}", problem)
             if not ref.get("deterministic", True):
@@ -228,6 +230,22 @@ def _check_followups(row: Row, job: dict, ref: dict, ep, pname: str, jobdir: str
                 if not isinstance(verdict, tuple):
                     return verdict
                 note = note or verdict  # explained: the other sets are still compared
+        for i, want in enumerate(ref[key].get("invalid", [])):  # torch's outcome on each invalid input
+            behave.restore(prog, own)
+            behave.restore(ep, snap)
+            args, kwargs = _inputs(ref["invalid"][i]["inputs"], iodir)
+            try:
+                got = behave.call(fn, args, kwargs)
+            except Exception as e:  # noqa: BLE001 - compared with torch's outcome
+                if "error" in want and error_text(e) == want["error"]:
+                    continue
+                return f"invalid input #{i}: raised {error_text(e)!r}" + (
+                    f"; torch raised {want['error']!r}" if "error" in want else "; torch returned a result")
+            if "error" in want:
+                return f"invalid input #{i}: returned a result; torch raised {want['error']!r} (guards lost?)"
+            problem = behave.compare_result(want["expected"], got, iodir)
+            if problem:
+                return f"invalid input #{i}: {problem}"
         return note
 
     def check(key, static_problem, state_problem=None):
@@ -257,8 +275,15 @@ def _check_followups(row: Row, job: dict, ref: dict, ep, pname: str, jobdir: str
             return None
         got = positional_names(describe_graph(made["decomp"].graph_module, meta=False))
         diff = first_difference(positional_names(ref["decomp"]["graph"]), got)
-        return f"decomposed graph differs from torch's decomposition of the original " \
-               f"(intermediate names ignored): {diff}" if diff else None
+        if diff:
+            return f"decomposed graph differs from torch's decomposition of the original " \
+                   f"(intermediate names ignored): {diff}"
+        if "meta" in ref["decomp"]:
+            diff = first_difference(ref["decomp"]["meta"], decomposed_meta(made["decomp"].graph_module))
+            if diff:
+                return f"decomposed graph's node metadata differs from torch's decomposition of the original " \
+                       f"(nodes by position, seq_nr ignored): {diff}"
+        return None
 
     def unflatten_fqns():
         if "unflatten" not in made:

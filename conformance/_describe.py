@@ -15,7 +15,7 @@ import sys
 import torch
 import torch.utils._pytree as pytree
 
-from conformance._tensorio import composite_info, composite_parts, tensor_digest
+from conformance._tensorio import composite_info, composite_parts, lazy_bits, tensor_digest
 
 
 # --------------------------------------------------------------------------- names
@@ -145,8 +145,8 @@ def describe_meta(node: torch.fx.Node) -> dict:
     out = {}
     if "val" in m:
         out["val"] = describe_val(m["val"])
-    if m.get("nn_module_stack"):
-        out["nn_module_stack"] = {str(k): _norm_stack_item(v) for k, v in m["nn_module_stack"].items()}
+    if m.get("nn_module_stack"):  # in order, outermost first: a list of pairs, as a dict compares unordered
+        out["nn_module_stack"] = [[str(k), _norm_stack_item(v)] for k, v in m["nn_module_stack"].items()]
     if m.get("source_fn_stack"):
         out["source_fn_stack"] = _norm_stack_item(m["source_fn_stack"])
     if m.get("stack_trace"):
@@ -229,6 +229,28 @@ def positional_names(desc: dict) -> dict:
 
     nodes = [[mapping.get("%" + e[0], "%" + e[0])[1:], e[1], e[2], sub(e[3]), sub(e[4])] for e in desc["nodes"]]
     return {"nodes": nodes, "subgraphs": {k: positional_names(v) for k, v in desc["subgraphs"].items()}}
+
+
+def decomposed_meta(gm: torch.fx.GraphModule) -> dict:
+    """Node metadata of a graph made by a re-trace (run_decompositions), comparable across
+    processes: nodes by position (placeholders by name), as `positional_names` does for the
+    graph, and without `seq_nr` (a process-wide autograd counter the re-trace draws from) or
+    the `custom` key `_torchdynamo_disable_method` (which of torch's tracing entry points the
+    re-trace went through: "trace" in a process that exported before, "dispatch_trace" in a
+    fresh one, for the same program)."""
+    nodes, subgraphs = [], {}
+    for i, n in enumerate(gm.graph.nodes):
+        meta = {k: v for k, v in describe_meta(n).items() if k != "seq_nr"}
+        if isinstance(meta.get("custom"), dict):
+            meta["custom"] = {k: v for k, v in meta["custom"].items() if k != "_torchdynamo_disable_method"}
+            if not meta["custom"]:
+                del meta["custom"]
+        nodes.append([n.name if n.op == "placeholder" else f"#{i}", meta])
+        if n.op == "get_attr":
+            sub = _get_attr(gm, n.target)
+            if isinstance(sub, torch.fx.GraphModule):
+                subgraphs[n.target] = decomposed_meta(sub)
+    return {"nodes": nodes, "subgraphs": subgraphs}
 
 
 # --------------------------------------------------------------------------- signature
@@ -331,7 +353,7 @@ def describe_tensor(t: torch.Tensor) -> dict:
                 "parts": {name: describe_tensor(p) for name, p in parts}}
     out = {"dtype": str(t.dtype), "shape": list(t.shape), "stride": list(t.stride()),
            "storage_offset": t.storage_offset(), "requires_grad": bool(t.requires_grad),
-           "parameter": isinstance(t, torch.nn.Parameter), "sha256": tensor_digest(t)}
+           "parameter": isinstance(t, torch.nn.Parameter), "sha256": tensor_digest(t), **lazy_bits(t)}
     if t.device.type == "meta":
         out["device"] = "meta"  # no data to digest: a loader giving real tensors (or none) must differ
     return out

@@ -25,7 +25,7 @@ def _record_program(spec, ep, name: str, jobdir: str, deterministic: bool, *, de
 
     from conformance import _behave as behave
     from conformance import _inputs
-    from conformance._describe import describe_graph, describe_state
+    from conformance._describe import decomposed_meta, describe_graph, describe_state
     from conformance._tensorio import TreeWriter, decode
 
     iodir = os.path.join(jobdir, "io", name)
@@ -52,7 +52,8 @@ def _record_program(spec, ep, name: str, jobdir: str, deterministic: bool, *, de
             raise _Skipped
         behave.restore(ep, snap)
         made["decomp"] = ep.run_decompositions()
-        follow["decomp"] = {"graph": describe_graph(made["decomp"].graph_module, meta=False)}
+        follow["decomp"] = {"graph": describe_graph(made["decomp"].graph_module, meta=False),
+                            "meta": decomposed_meta(made["decomp"].graph_module)}
     except _Skipped:
         pass
     except Exception as e:  # noqa: BLE001
@@ -103,7 +104,8 @@ def _record_program(spec, ep, name: str, jobdir: str, deterministic: bool, *, de
     sets += [(f"extra_{i}" if i < n_extra else f"derived_{i - n_extra}", inputs_w.encode((tuple(a), dict(k))))
              for i, (a, k) in enumerate(extra)]
 
-    first = run(lambda: behave.call(ep.module(), *fresh(example_doc)))
+    # The example run also does one backward: every parameter's .grad is compared (`outputs`).
+    first = run(lambda: behave.call(ep.module(), *fresh(example_doc), grads=deterministic))
     second = run(lambda: behave.call(ep.module(), *fresh(example_doc)))
     same = behave.same_results(first, second)
 
@@ -145,6 +147,15 @@ def _record_program(spec, ep, name: str, jobdir: str, deterministic: bool, *, de
             except Exception as e:  # noqa: BLE001 - e.g. the static re-export refuses other sizes
                 outcomes[set_name] = {"error": _inputs.error_text(e)}
         follow[key]["sets"] = outcomes
+        # The invalid inputs too: a follow-up whose module lost the guards accepts them.
+        rejected = []
+        for entry in ref["invalid"]:
+            try:
+                behave.restore(prog, own)
+                rejected.append({"expected": rec(run(lambda d=entry["inputs"]: behave.call(fn, *fresh(d))))})
+            except Exception as e:  # noqa: BLE001 - the expected outcome: torch's refusal, compared
+                rejected.append({"error": _inputs.error_text(e)})
+        follow[key]["invalid"] = rejected
     ref.update(follow)
     behave.restore(ep, snap)
     return ref

@@ -72,11 +72,35 @@ def composite_info(t: torch.Tensor) -> dict:
     return info
 
 
+def resolved(t: torch.Tensor) -> torch.Tensor:
+    """`t` with its conjugate and negative bits applied (a copy only when one is set): the values
+    it stands for, whose bytes can be read. The bits themselves are compared apart
+    (`lazy_bits`), so a loader that resolves them early still differs."""
+    t = t.detach()
+    if t.is_conj():
+        t = t.resolve_conj()
+    if t.is_neg():
+        t = t.resolve_neg()
+    return t
+
+
+def lazy_bits(t: torch.Tensor) -> dict:
+    """{"is_conj": True} / {"is_neg": True} for a tensor whose conjugate or negative bit is set,
+    else {}: the keys are absent for every other tensor, so its description is unchanged."""
+    out = {}
+    if t.is_conj():
+        out["is_conj"] = True
+    if t.is_neg():
+        out["is_neg"] = True
+    return out
+
+
 def tensor_bytes(t: torch.Tensor) -> bytes:
-    """The element bytes of `t` in C order (its strides do not matter); a meta tensor has none."""
+    """The element bytes of the values of `t` in C order (its strides do not matter, its conjugate
+    and negative bits are applied); a meta tensor has none."""
     if t.numel() == 0 or t.device.type == "meta":
         return b""
-    flat = t.detach().reshape(-1)
+    flat = resolved(t).reshape(-1)
     if flat.stride(0) != 1:  # a strided view (reshape keeps views of size-1 or dense-but-strided tensors)
         flat = torch.empty(flat.shape, dtype=flat.dtype).copy_(flat)
     return flat.view(torch.uint8).numpy().tobytes()
@@ -152,7 +176,7 @@ class TreeWriter:
         raise TypeError(f"cannot write a {type(v).__module__}.{type(v).__qualname__} leaf")
 
     def _tensor(self, t: torch.Tensor) -> dict:
-        t = t.detach()
+        t = resolved(t)  # the bits are recorded by the callers that compare them (layouts, state)
         name = f"{self.prefix}_{self.count}.bin"
         self.count += 1
         with open(os.path.join(self.directory, name), "wb") as f:

@@ -15,6 +15,9 @@ A **writer** is an object with
                                   default False)
     deterministic_bytes: bool     saving the same program twice gives the same bytes, so
                                   `resave` applies (optional, default True)
+    save_options: tuple           the options `save` takes as keywords, of ("extra_files",
+                                  "metadata") (optional, default none): the runner passes
+                                  each one it declares and the `options` check reads it back
 
 A **loader** is an object with
 
@@ -22,6 +25,12 @@ A **loader** is an object with
                                   runs in a fresh process that imports no corpus code;
                                   `program` names one program of a multi-program file
     multi_program: bool           (optional, default False)
+    load_options: tuple           the options `load` takes as keywords, of ("map_location",
+                                  "weights", "extra_files", "metadata") (optional, default
+                                  none): `options` loads once with each one it declares:
+                                  map_location="meta" and weights=False must give meta-device
+                                  state and the same graph; extra_files={} and metadata={}
+                                  must be filled in with what the writer was given
 
 A **dump reader** is a command line with `{path}` in it; it must print the
 canonical dump (schema/SPEC.md) of a pt2format file on stdout and exit 0.
@@ -44,25 +53,28 @@ class Pt2formatWriter:
     multi_program = True
     deterministic_bytes = True
 
+    save_options = ("extra_files", "metadata")
+
     def __init__(self, encoding: str = "flatbuffers"):
         self.encoding = encoding
         self.label = encoding
 
-    def save(self, obj, path) -> None:
+    def save(self, obj, path, **options) -> None:
         import pt2format
 
-        pt2format.save(obj, path, encoding=self.encoding, fsync=False, progress=False)
+        pt2format.save(obj, path, encoding=self.encoding, fsync=False, progress=False, **options)
 
 
 class Pt2formatLoader:
     """pt2format.load."""
 
     multi_program = True
+    load_options = ("map_location", "weights", "extra_files", "metadata")
 
-    def load(self, path, program=None):
+    def load(self, path, program=None, **options):
         import pt2format
 
-        return pt2format.load(path, program=program, allow_subclasses=trusted_subclasses())
+        return pt2format.load(path, program=program, allow_subclasses=trusted_subclasses(), **options)
 
 
 class TorchWriter:
@@ -74,22 +86,35 @@ class TorchWriter:
     # Measured with torch 2.13: saving the same ExportedProgram twice gives different
     # bytes (the zip's entries differ from byte 30 on), so `resave` cannot apply.
     deterministic_bytes = False
+    save_options = ("extra_files",)  # torch.export.save has no metadata
 
-    def save(self, obj, path) -> None:
+    def save(self, obj, path, extra_files=None) -> None:
         import torch
 
-        torch.export.save(obj, path)
+        torch.export.save(obj, path, extra_files=extra_files)
 
 
 class TorchLoader:
     """torch.export.load."""
 
     multi_program = False
+    load_options = ("extra_files",)  # torch.export.load has no map_location, weights or metadata
 
-    def load(self, path, program=None):
+    def load(self, path, program=None, extra_files=None):
         import torch
 
-        return torch.export.load(path)
+        if extra_files is None:
+            return torch.export.load(path)
+        # torch fills in only the names it is given, as text: ask for every name in the archive.
+        import zipfile
+
+        with zipfile.ZipFile(path) as z:
+            names = [n.split("/extra/", 1)[1] for n in z.namelist() if "/extra/" in n]
+        wanted = {n: "" for n in names}
+        ep = torch.export.load(path, extra_files=wanted)
+        extra_files.clear()
+        extra_files.update({k: v.encode("utf-8") if isinstance(v, str) else v for k, v in wanted.items()})
+        return ep
 
 
 def trusted_subclasses() -> tuple:

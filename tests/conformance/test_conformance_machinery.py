@@ -697,16 +697,18 @@ def test_detached_outputs_are_caught(monkeypatch, tmp_path):
     torch.manual_seed(1)
     m = _Net()
     v, rows = _verdicts(monkeypatch, tmp_path, m, m, loader="conformance_fakes:detached_loader")
-    assert v["outputs"] == "fail" and "requires_grad" in rows["outputs"][1], rows["outputs"]
+    # The example set runs one backward: no gradient reaches the parameters; the other sets show the flag.
+    assert v["outputs"] == "fail" and "gradients" in rows["outputs"][1], rows["outputs"]
+    assert v["extra_inputs"] == "fail" and "requires_grad" in rows["extra_inputs"][1], rows["extra_inputs"]
 
 
 def test_layout_difference_passes_only_when_explained(monkeypatch, tmp_path):
     torch.manual_seed(1)
     m = _Net()
-    v, rows = _verdicts(monkeypatch, tmp_path, m, m, loader="conformance_fakes:detached_loader")
+    v, rows = _verdicts(monkeypatch, tmp_path, m, m, loader="conformance_fakes:column_major_loader")
     difference = rows["outputs"][1].split("] ", 1)[1].replace(" (not listed in conformance/explained.toml)", "")
     explained = [{"case": "t", "program": "forward", "check": "outputs", "difference": difference, "why": "a test"}]
-    v, rows = _verdicts(monkeypatch, tmp_path / "e", m, m, loader="conformance_fakes:detached_loader",
+    v, rows = _verdicts(monkeypatch, tmp_path / "e", m, m, loader="conformance_fakes:column_major_loader",
                         explained=explained)
     assert v["outputs"] == "pass" and "explained" in rows["outputs"][1], rows["outputs"]
 
@@ -823,7 +825,7 @@ def test_wrong_loaders_are_caught_end_to_end_as_third_party_targets(monkeypatch,
     writer = "conformance.adapters:flatbuffers_writer"
     wrong = {"frozen": ("frozen_buffers_loader", "outputs", "after the call differs from the original's"),
              "colmajor": ("column_major_loader", "outputs", "another layout"),
-             "detached": ("detached_loader", "outputs", "requires_grad"),
+             "detached": ("detached_loader", "outputs", "gradients"),
              "ulp": ("decomp_ulp_loader", "decomp", "decomposed program's state"),
              "asdict": ("nameless_as_dict_loader", "outputs", "fall back to a tuple")}
     targets = (Target("flatbuffers", writer),) + tuple(
