@@ -47,6 +47,7 @@ def saved(tmp_path_factory):
     ep = torch.export.export(model, (x,))
     path = d / "net.pt2f"
     pt2format.save(ep, path, fsync=False)
+    torch.save(model.lin.weight.detach().clone(), d / "weight.pt")  # torch's own value, for the slice tests
     return path, x, model(x).detach()
 
 
@@ -68,13 +69,47 @@ def _truncate_during_read(monkeypatch, target, keep: int = 100):
     return done
 
 
+def _get_slice(path):
+    with pt2format.open(path, mmap=False) as f:
+        return f.get_slice("lin.weight")[0:8]
+
+
+def _dcp_load(path):
+    """dcp.load in one process, the rank's own error taken out of DCP's CheckpointException."""
+    import warnings
+
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.api import CheckpointException
+
+    import pt2format.dcp
+    from pt2format.loaders._sharded import first_failure
+
+    state = {"lin.weight": torch.zeros(64, 64), "lin.bias": torch.zeros(64), "scale": torch.zeros(64)}
+    try:
+        with warnings.catch_warnings():  # one process: DCP says it assumes so
+            warnings.filterwarnings("ignore", "torch.distributed is disabled")
+            dcp.load(state, storage_reader=pt2format.dcp.StorageReader(path, mmap=False), no_dist=True)
+    except CheckpointException as e:
+        raise first_failure(e)  # noqa: B904 (the rank's own error)
+    return state
+
+
 ENTRIES = {
     "read": lambda p: pt2format.read(p, mmap=False, verify_data=True),
     "open": lambda p: pt2format.open(p, mmap=False),
+    "open.get_slice": _get_slice,
     "load": lambda p: pt2format.load(p, mmap=False),
     "load_module": lambda p: pt2format.load_module(p, mmap=False),
     "validate": lambda p: pt2format.validate(p, mmap=False),
+    # DCP itself turns an error of read_metadata into an AssertionError quoting it: the reader is asked directly.
+    "dcp.StorageReader": lambda p: _dcp_reader(p).read_metadata(),
 }
+
+
+def _dcp_reader(path):
+    import pt2format.dcp
+
+    return pt2format.dcp.StorageReader(path, mmap=False)
 
 
 @pytest.mark.parametrize("entry", list(ENTRIES))
@@ -102,6 +137,23 @@ def test_shard_truncated_while_read_is_a_format_error(tmp_path, monkeypatch):
     assert info.value.file == str(shard)
 
 
+@pytest.mark.parametrize("entry", ["open.get_slice", "dcp.StorageReader"])
+def test_shard_truncated_while_a_slice_reads_it_is_a_format_error(tmp_path, monkeypatch, entry):
+    """The shard is read when a slice first needs it, after the main file: that read sees the truncation."""
+    torch.manual_seed(0)
+    path = tmp_path / "net.pt2f"
+    pt2format.save(torch.export.export(Net(), (torch.randn(3, 64),)), path, fsync=False, max_shard_size=4096)
+    with pt2format.read(path) as f:
+        shards = [tmp_path / s.name for s in f.package.shard_files]
+        weight_shard = shards[f.package.segments[f.package.storages[
+            f.package.tensors[next(e.tensor for e in f.package.programs[0].state if e.name == "lin.weight")]
+            .storage].segment].file - 1]
+    done = _truncate_during_read(monkeypatch, weight_shard)
+    with pytest.raises(FormatError, match="shrank while it was being read") as info:
+        (_get_slice if entry == "open.get_slice" else _dcp_load)(path)
+    assert done and info.value.file == str(weight_shard)
+
+
 def test_in_memory_mode_gives_the_same_data(saved, tmp_path):
     path, x, want = saved
     with pt2format.open(path, mmap=False, framework="np") as f:
@@ -121,7 +173,7 @@ _AFTER = textwrap.dedent("""
     x = torch.load(sys.argv[3])
     kw = {{"mmap": False}} if mode == "memory" else {{}}
     {open_it}
-    os.truncate(path, 0)          # another process empties the file
+    {truncate}
     {use_it}
     torch.save(out, sys.argv[4])
 """)
@@ -130,6 +182,17 @@ AFTER = {
     "load": ("m = pt2format.load(path, **kw).module()", "out = m(x)"),
     "load_module": ("m = pt2format.load_module(path, **kw)", "out = m(x)"),
     "open": ("f = pt2format.open(path, **kw); w = f.get_tensor('lin.weight')", "out = x @ w.t().clone()"),
+    "open.get_slice": ("f = pt2format.open(path, **kw)", "out = f.get_slice('lin.weight')[8:24, :]"),
+    "dcp.StorageReader": (
+        "import warnings, torch.distributed.checkpoint as dcp, pt2format.dcp\n"
+        "class Reader(pt2format.dcp.StorageReader):\n"
+        "    def read_data(self, plan, planner):\n"
+        "        self._open(); os.truncate(path, 0)   # emptied between planning and reading\n"
+        "        return super().read_data(plan, planner)\n"
+        "warnings.simplefilter('ignore')",
+        "out = {'lin.weight': torch.zeros(64, 64)}\n"
+        "dcp.load(out, storage_reader=Reader(path, **kw), no_dist=True)\n"
+        "out = out['lin.weight'][8:24]"),
 }
 
 
@@ -140,9 +203,13 @@ def test_file_truncated_after_loading_cannot_crash_the_in_memory_mode(saved, tmp
     torch.save(x, tmp_path / "x.pt")
     open_it, use_it = AFTER[entry]
     script = tmp_path / "after.py"
-    script.write_text(_AFTER.format(open_it=open_it, use_it=use_it), encoding="utf-8")
+    # dcp.load reopens the file it is given: the truncation comes between its planning and its reads.
+    truncate = "" if entry == "dcp.StorageReader" else "os.truncate(path, 0)  # another process empties the file"
+    script.write_text(_AFTER.format(open_it=open_it, truncate=truncate, use_it=use_it), encoding="utf-8")
     if entry == "open":
         want = x @ pt2format.open(src).get_tensor("lin.weight").detach().clone().t()
+    elif entry in ("open.get_slice", "dcp.StorageReader"):
+        want = torch.load(src.parent / "weight.pt")[8:24]
     for mode in ("memory", "mapped"):
         path = tmp_path / f"{mode}.pt2f"
         path.write_bytes(src.read_bytes())
