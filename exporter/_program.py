@@ -34,7 +34,7 @@ from ._signature import module_call_graph, signature
 from ._symbols import SymbolTable, value_range
 from ._tensors import TensorTable
 from ._treespec import TreeSpecExporter
-from ._values import to_value
+from ._values import plain_pytree, to_value
 from ._weights import add_weight_sets
 
 
@@ -162,7 +162,8 @@ class _ProgramExporter:
             return None
         try:
             args, kwargs = example_inputs
-            return to_value((tuple(args), dict(kwargs)), tensor_ref=self._tensor_ref, path="example_inputs")
+            return to_value(plain_pytree((tuple(args), dict(kwargs))), tensor_ref=self._tensor_ref,
+                            path="example_inputs")
         except ExportError as e:
             warnings.warn(f"pt2format: example inputs of program {self.name!r} are not saved: {e}", stacklevel=4)
             return None

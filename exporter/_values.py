@@ -15,6 +15,7 @@ import enum
 from typing import Callable
 
 import torch
+import torch.utils._pytree as pytree
 
 from pt2format._generated.model import (
     BoolValue,
@@ -70,6 +71,9 @@ def to_value(obj, *, tensor_ref: Callable[[torch.Tensor, str], int] | None = Non
         return Value(BytesValue(list(obj)))
     if t is complex:
         return Value(ComplexValue(obj.real, obj.imag))
+    if t is torch.Size:
+        return Value(ListValue([to_value(x, path=f"{path}[{i}]") for i, x in enumerate(obj)], is_tuple=True,
+                               is_size=True))
     if t is list or t is tuple:
         return Value(ListValue([to_value(x, tensor_ref=tensor_ref, path=f"{path}[{i}]", objects=objects)
                                 for i, x in enumerate(obj)], is_tuple=t is tuple))
@@ -83,7 +87,7 @@ def to_value(obj, *, tensor_ref: Callable[[torch.Tensor, str], int] | None = Non
         if tensor_ref is None:
             raise ExportError("tensors are not allowed here", path=path, expected="plain data", got="Tensor")
         return Value(TensorRefValue(tensor_ref(obj, path)))
-    plain = "None/bool/int/float/str/bytes/complex/list/tuple/dict/dtype/device/Tensor"
+    plain = "None/bool/int/float/str/bytes/complex/list/tuple/torch.Size/dict/dtype/device/Tensor"
     raise ExportError("value has no structured form", path=path,
                       expected=plain + ("/enum/dataclass/namedtuple" if objects else ""),
                       got=f"{t.__module__}.{t.__qualname__}")
@@ -96,6 +100,27 @@ def map_value(d: dict, *, tensor_ref=None, path: str = "value", objects: bool = 
                  to_value(v, tensor_ref=tensor_ref, path=f"{path}[{k!r}]", objects=objects))
         for k, v in d.items()
     ])
+
+
+def plain_pytree(obj):
+    """`obj` with every pytree node of a type the Value kinds cannot name (a namedtuple, an OrderedDict, a
+    registered dataclass, ...) replaced by the tuple of its children, recursively.
+
+    For example inputs only: the program's in_spec records each node's type at the same position, so
+    the loader rebuilds the exact objects from the leaves (loaders._values.example_inputs); nothing is
+    lost, and a reader in another language still sees plain data.
+    """
+    t = type(obj)
+    if t is list or t is tuple:
+        return t(plain_pytree(x) for x in obj)
+    if t is torch.Size:
+        return obj  # a ListValue with is_size
+    if t is dict:
+        return {k: plain_pytree(v) for k, v in obj.items()}
+    if obj is None or pytree.tree_is_leaf(obj):
+        return obj
+    children, _ = pytree.SUPPORTED_NODES[pytree._get_node_type(obj)].flatten_fn(obj)
+    return tuple(plain_pytree(c) for c in children)
 
 
 def record_class_fqn(cls, path: str) -> str:

@@ -85,6 +85,11 @@ def from_value(v, *, tensor=None, path: str = "value", hashable: bool = False, c
                  for i, y in enumerate(x.items)]
         if hashable and not x.is_tuple:
             raise LoadError("a list cannot be a dict key", path=path)
+        if x.is_size:
+            if not (x.is_tuple and all(type(i) is int for i in items)):
+                raise LoadError("a torch.Size holds ints only and is a tuple", path=path,
+                                expected="is_tuple and IntValue items", got=[type(i).__name__ for i in items][:8])
+            return torch.Size(items)
         return tuple(items) if x.is_tuple else items
     if t is MapValue:
         if hashable:
@@ -157,3 +162,48 @@ def _object(x, tensor, classes: dict, path: str):
     for n, val in zip(names, values):
         object.__setattr__(obj, n, val)  # frozen dataclasses too, as pickle's BUILD does
     return obj
+
+
+def example_inputs(v, *, tensor, in_spec, path: str = "example_inputs"):
+    """Program.example_inputs -> `(args, kwargs)` with the node types of the program's `in_spec`.
+
+    A writer stores a pytree node the Value kinds cannot name (a namedtuple, a registered dataclass, ...) as the tuple of its children (exporter._values.plain_pytree); `in_spec` records its type
+    at the same position, so the tree is rebuilt from its leaves with torch's own unflatten. A value whose
+    leaves do not fit `in_spec` is returned as it is, for the coherence check to report.
+    """
+    ex = from_value(v, tensor=tensor, path=path)
+    if not (isinstance(ex, tuple) and len(ex) == 2 and isinstance(ex[0], tuple) and isinstance(ex[1], dict)):
+        raise LoadError("example inputs must be (args tuple, kwargs dict)", path=path)
+    if in_spec is None or in_spec.type is not tuple or in_spec.num_children != 2:
+        return ex
+    import torch.utils._pytree as pytree
+
+    args, kwargs = ex
+    kw_spec = in_spec.child(1)
+    if kw_spec.type is not dict or set(kw_spec.context) != set(kwargs):
+        return ex
+    if not _has_node_beyond_plain(in_spec):
+        return ex  # nothing was flattened (torch's in_spec has a tuple where an example has a torch.Size)
+    leaves, received = pytree.tree_flatten((args, {k: kwargs[k] for k in kw_spec.context}))
+    if received == in_spec:
+        return ex
+    try:
+        args, spec_kwargs = pytree.tree_unflatten(leaves, in_spec)
+    except (ValueError, TypeError, AssertionError):
+        return ex
+    return tuple(args), {k: spec_kwargs[k] for k in kwargs}
+
+
+_PLAIN_NODES = (tuple, list, dict, type(None))
+
+
+def _has_node_beyond_plain(spec) -> bool:
+    todo = [spec]
+    while todo:
+        s = todo.pop()
+        if s.is_leaf():
+            continue
+        if s.type not in _PLAIN_NODES:
+            return True
+        todo.extend(s.children())
+    return False

@@ -2207,8 +2207,8 @@ def decode(buf, max_depth=128, share=True, stats=None):
             raise
 
     vc_ListValue = {}
-    Z_ListValue = (4, 1)
-    SN_ListValue = ('items', 'is_tuple')
+    Z_ListValue = (4, 1, 1)
+    SN_ListValue = ('items', 'is_tuple', 'is_size')
 
     def t_ListValue(p, d):
         f_ = None
@@ -2225,7 +2225,7 @@ def decode(buf, max_depth=128, share=True, stats=None):
             c = vc_ListValue.get(vt)
             if c is None:
                 c = vc_ListValue[vt] = vtab(vt, Z_ListValue)
-            os, o0, o1 = c
+            os, o0, o1, o2 = c
             if p + os > n:
                 _fail('bad table size', p, '4..buffer end', os)
             f_ = ('items', 'fb')
@@ -2249,7 +2249,12 @@ def decode(buf, max_depth=128, share=True, stats=None):
                 x1 = _S_bool(buf, p + o1)[0]
             else:
                 x1 = False
-            return ListValue(x0, x1)
+            f_ = 'is_size'
+            if o2:
+                x2 = _S_bool(buf, p + o2)[0]
+            else:
+                x2 = False
+            return ListValue(x0, x1, x2)
         except _PATH_ERRORS as e_:
             _note(e_, f_, p, locals(), SN_ListValue)
             raise

@@ -232,7 +232,7 @@ _F_IntListListArgument = ((0, 4, 4, 'I'),)
 _F_IntValue = ((0, 8, 8, 'q'),)
 _F_KeyPathEntry = ((1, 8, 8, 'q'), (0, 4, 4, 'I'), (2, 4, 4, 'I'))
 _F_LayoutArgument = ((0, 1, 1, 'B'),)
-_F_ListValue = ((0, 4, 4, 'I'), (1, 1, 1, '?'))
+_F_ListValue = ((0, 4, 4, 'I'), (1, 1, 1, '?'), (2, 1, 1, '?'))
 _F_LossOutputSpec = ((0, 4, 4, 'I'),)
 _F_MapEntry = ((0, 4, 4, 'I'), (1, 4, 4, 'I'))
 _F_MapValue = ((0, 4, 4, 'I'),)
@@ -2423,6 +2423,12 @@ def encode(root, share=True, stats=None):
                 if x1 is not True:
                     _check_bool(x1)
                 mk |= 2
+            f_ = 'is_size'
+            x2 = o.is_size
+            if x2 is not False:
+                if x2 is not True:
+                    _check_bool(x2)
+                mk |= 4
             f_ = None
             L = L_ListValue.get(mk)
             if L is None:
@@ -2438,7 +2444,8 @@ def encode(root, share=True, stats=None):
             app(pks[pad](
                 vd - t,
                 t - offs[0] - x0 if mk & 1 else E,
-                x1 if mk & 2 else E))
+                x1 if mk & 2 else E,
+                x2 if mk & 4 else E))
             if vd > t:
                 app(vtb)
                 size = vd

@@ -257,7 +257,7 @@ K_IntListListArgument = frozenset(['lists'])
 K_IntValue = frozenset(['value'])
 K_KeyPathEntry = frozenset(['index', 'kind', 'name'])
 K_LayoutArgument = frozenset(['value'])
-K_ListValue = frozenset(['is_tuple', 'items'])
+K_ListValue = frozenset(['is_size', 'is_tuple', 'items'])
 K_LossOutputSpec = frozenset(['arg'])
 K_MapEntry = frozenset(['key', 'value'])
 K_MapValue = frozenset(['entries'])
@@ -1361,6 +1361,12 @@ def e_ListValue(o):
             if x1 is not True:
                 _check_bool(x1)
             r['is_tuple'] = x1
+        f_ = 'is_size'
+        x2 = o.is_size
+        if x2 is not False:
+            if x2 is not True:
+                _check_bool(x2)
+            r['is_size'] = x2
         return r
     except _ENCODE_ERRORS as e_:
         _note(e_, f_, o, locals())
@@ -4999,7 +5005,13 @@ def decode_tree(tree, max_depth=128):
                 x1 = False
             elif type(x1) is not bool:
                 _check_bool(x1)
-            return ListValue(x0, x1)
+            f_ = 'is_size'
+            x2 = o.get('is_size')
+            if x2 is None:
+                x2 = False
+            elif type(x2) is not bool:
+                _check_bool(x2)
+            return ListValue(x0, x1, x2)
         except _PATH_ERRORS as e_:
             _note(e_, f_, o, locals())
             raise

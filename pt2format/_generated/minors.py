@@ -6,13 +6,14 @@ The canonical dump of a file renders only what the file's own minor defines
 rendered as its integer, a union member is refused. Names not listed are X.0's.
 """
 
-SCHEMA_VERSION = (1, 1)
+SCHEMA_VERSION = (1, 2)
 
 FIELD_MINOR = {
     'DeferredUnpack': {'after': 1, 'position': 1},
     'EnumValue': {'class_fqn': 1, 'name': 1},
     'Graph': {'custom_meta': 1},
     'GuardSource': {'dim': 1, 'input': 1, 'kind': 1, 'symbol': 1},
+    'ListValue': {'is_size': 2},
     'MixedListArgument': {'items': 1},
     'Node': {'deferred_unpacks': 1},
     'NodeMetadata': {'desc': 1, 'has_seq_nr': 1, 'original_aten': 1, 'seq_nr': 1, 'tensor_meta': 1, 'tensor_meta_requires_grad': 1},

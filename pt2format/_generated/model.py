@@ -1290,21 +1290,24 @@ class LayoutArgument(ModelObject):
 
 class ListValue(ModelObject):
     """A list or tuple of values."""
-    __slots__ = ('items', 'is_tuple')
+    __slots__ = ('items', 'is_tuple', 'is_size')
     items: list[Value]
     is_tuple: bool
+    is_size: bool
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
         ('items', 0, 'vector', 'table', 'Value', None, False, False),
         ('is_tuple', 1, 'scalar', 'bool', None, False, False, False),
+        ('is_size', 2, 'scalar', 'bool', None, False, False, False),
     )
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, items: list[Value] | None = None, is_tuple: bool = False) -> None:
+    def __init__(self, items: list[Value] | None = None, is_tuple: bool = False, is_size: bool = False) -> None:
         self.items = [] if items is None else items
         self.is_tuple = is_tuple
+        self.is_size = is_size
 
 
 class LossOutputSpec(ModelObject):

@@ -1282,7 +1282,13 @@ def encode_tree(root):
                 x1 = None
             elif x1 is not True:
                 _check_bool(x1)
-            r = [x0, x1]
+            f_ = 'is_size'
+            x2 = o.is_size
+            if x2 is False:
+                x2 = None
+            elif x2 is not True:
+                _check_bool(x2)
+            r = [x0, x1, x2]
             while r and r[-1] is None:
                 r.pop()
             return r
@@ -4757,7 +4763,7 @@ def decode_tree(tree, max_depth=128):
             if d > max_depth:
                 too_deep(d)
             n = len(a)
-            x0, x1 = a if n == 2 else (a + _NONES[:2 - n] if n < 2 else a[:2])
+            x0, x1, x2 = a if n == 3 else (a + _NONES[:3 - n] if n < 3 else a[:3])
             f_ = ('items', 'x0')
             if x0 is None:
                 x0 = []
@@ -4771,7 +4777,12 @@ def decode_tree(tree, max_depth=128):
                 x1 = False
             elif type(x1) is not bool:
                 _check_bool(x1)
-            return ListValue(x0, x1)
+            f_ = 'is_size'
+            if x2 is None:
+                x2 = False
+            elif type(x2) is not bool:
+                _check_bool(x2)
+            return ListValue(x0, x1, x2)
         except _PATH_ERRORS as e_:
             _note(e_, f_, a, locals())
             raise

@@ -3098,7 +3098,8 @@ struct ListValue FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   }
   enum FlatBuffersVTableOffset FLATBUFFERS_VTABLE_UNDERLYING_TYPE {
     VT_ITEMS = 4,
-    VT_IS_TUPLE = 6
+    VT_IS_TUPLE = 6,
+    VT_IS_SIZE = 8
   };
   /// Elements in order.
   const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::Value>> *items() const {
@@ -3108,6 +3109,13 @@ struct ListValue FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   bool is_tuple() const {
     return GetField<uint8_t>(VT_IS_TUPLE, 0) != 0;
   }
+  /// 1.2: true for a `torch.Size` (torch.export keeps one among a
+  /// program's example inputs); `is_tuple` is then true and every item an
+  /// `IntValue`. A reader of 1.1 ignores it and reads a tuple of the same
+  /// ints (`torch.Size` is a tuple subclass that compares equal to it).
+  bool is_size() const {
+    return GetField<uint8_t>(VT_IS_SIZE, 0) != 0;
+  }
   template <bool B = false>
   bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
     return VerifyTableStart(verifier) &&
@@ -3115,6 +3123,7 @@ struct ListValue FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
            verifier.VerifyVector(items()) &&
            verifier.VerifyVectorOfTables(items()) &&
            VerifyField<uint8_t>(verifier, VT_IS_TUPLE, 1) &&
+           VerifyField<uint8_t>(verifier, VT_IS_SIZE, 1) &&
            verifier.EndTable();
   }
 };
@@ -3128,6 +3137,9 @@ struct ListValueBuilder {
   }
   void add_is_tuple(bool is_tuple) {
     fbb_.AddElement<uint8_t>(ListValue::VT_IS_TUPLE, static_cast<uint8_t>(is_tuple), 0);
+  }
+  void add_is_size(bool is_size) {
+    fbb_.AddElement<uint8_t>(ListValue::VT_IS_SIZE, static_cast<uint8_t>(is_size), 0);
   }
   explicit ListValueBuilder(::flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
@@ -3143,9 +3155,11 @@ struct ListValueBuilder {
 inline ::flatbuffers::Offset<ListValue> CreateListValue(
     ::flatbuffers::FlatBufferBuilder &_fbb,
     ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::Value>>> items = 0,
-    bool is_tuple = false) {
+    bool is_tuple = false,
+    bool is_size = false) {
   ListValueBuilder builder_(_fbb);
   builder_.add_items(items);
+  builder_.add_is_size(is_size);
   builder_.add_is_tuple(is_tuple);
   return builder_.Finish();
 }
@@ -3158,12 +3172,14 @@ struct ListValue::Traits {
 inline ::flatbuffers::Offset<ListValue> CreateListValueDirect(
     ::flatbuffers::FlatBufferBuilder &_fbb,
     const std::vector<::flatbuffers::Offset<pt2format::Value>> *items = nullptr,
-    bool is_tuple = false) {
+    bool is_tuple = false,
+    bool is_size = false) {
   auto items__ = items ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::Value>>(*items) : 0;
   return pt2format::CreateListValue(
       _fbb,
       items__,
-      is_tuple);
+      is_tuple,
+      is_size);
 }
 
 /// A mapping; keys keep their insertion order.
@@ -12801,7 +12817,12 @@ struct Program FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
     return GetPointer<const ::flatbuffers::Vector<::flatbuffers::Offset<pt2format::CustomObject>> *>(VT_CUSTOM_OBJECTS);
   }
   /// Example inputs as a value tree `(args, kwargs)` with tensors by ref;
-  /// absent when the program has none.
+  /// absent when the program has none. A pytree node no value kind names
+  /// (a namedtuple, an OrderedDict, a registered dataclass, ...) is a tuple
+  /// of its children, its type being the one the root module call's
+  /// `in_spec` has at the same position: a loader rebuilds it from the
+  /// leaves with that spec. A `torch.Size` is a `ListValue` with `is_size`
+  /// (torch's `in_spec` has a plain tuple there).
   const pt2format::Value *example_inputs() const {
     return GetPointer<const pt2format::Value *>(VT_EXAMPLE_INPUTS);
   }
@@ -14631,6 +14652,7 @@ inline const ::flatbuffers::TypeTable *BytesValueTypeTable() {
 inline const ::flatbuffers::TypeTable *ListValueTypeTable() {
   static const ::flatbuffers::TypeCode type_codes[] = {
     { ::flatbuffers::ET_SEQUENCE, 1, 0 },
+    { ::flatbuffers::ET_BOOL, 0, -1 },
     { ::flatbuffers::ET_BOOL, 0, -1 }
   };
   static const ::flatbuffers::TypeFunction type_refs[] = {
@@ -14638,10 +14660,11 @@ inline const ::flatbuffers::TypeTable *ListValueTypeTable() {
   };
   static const char * const names[] = {
     "items",
-    "is_tuple"
+    "is_tuple",
+    "is_size"
   };
   static const ::flatbuffers::TypeTable tt = {
-    ::flatbuffers::ST_TABLE, 2, type_codes, type_refs, nullptr, nullptr, names
+    ::flatbuffers::ST_TABLE, 3, type_codes, type_refs, nullptr, nullptr, names
   };
   return &tt;
 }

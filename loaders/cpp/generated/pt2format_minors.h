@@ -9,7 +9,7 @@
 namespace pt2f::minors {
 
 constexpr uint16_t kSchemaMajor = 1;
-constexpr uint16_t kSchemaMinor = 1;
+constexpr uint16_t kSchemaMinor = 2;
 
 struct NameMinor {
   const char *owner;  // table, enum or union (short name)
@@ -28,6 +28,7 @@ inline constexpr NameMinor kNameMinors[] = {
     {"GuardSource", "input", 0, 1},
     {"GuardSource", "kind", 0, 1},
     {"GuardSource", "symbol", 0, 1},
+    {"ListValue", "is_size", 0, 2},
     {"MixedListArgument", "items", 0, 1},
     {"Node", "deferred_unpacks", 0, 1},
     {"NodeMetadata", "desc", 0, 1},

@@ -50,8 +50,19 @@ isTuple():boolean {
   return offset ? !!this.bb!.readInt8(this.bb_pos + offset) : false;
 }
 
+/**
+ * 1.2: true for a `torch.Size` (torch.export keeps one among a
+ * program's example inputs); `is_tuple` is then true and every item an
+ * `IntValue`. A reader of 1.1 ignores it and reads a tuple of the same
+ * ints (`torch.Size` is a tuple subclass that compares equal to it).
+ */
+isSize():boolean {
+  const offset = this.bb!.__offset(this.bb_pos, 8);
+  return offset ? !!this.bb!.readInt8(this.bb_pos + offset) : false;
+}
+
 static startListValue(builder:flatbuffers.Builder) {
-  builder.startObject(2);
+  builder.startObject(3);
 }
 
 static addItems(builder:flatbuffers.Builder, itemsOffset:flatbuffers.Offset) {
@@ -74,15 +85,20 @@ static addIsTuple(builder:flatbuffers.Builder, isTuple:boolean) {
   builder.addFieldInt8(1, +isTuple, +false);
 }
 
+static addIsSize(builder:flatbuffers.Builder, isSize:boolean) {
+  builder.addFieldInt8(2, +isSize, +false);
+}
+
 static endListValue(builder:flatbuffers.Builder):flatbuffers.Offset {
   const offset = builder.endObject();
   return offset;
 }
 
-static createListValue(builder:flatbuffers.Builder, itemsOffset:flatbuffers.Offset, isTuple:boolean):flatbuffers.Offset {
+static createListValue(builder:flatbuffers.Builder, itemsOffset:flatbuffers.Offset, isTuple:boolean, isSize:boolean):flatbuffers.Offset {
   ListValue.startListValue(builder);
   ListValue.addItems(builder, itemsOffset);
   ListValue.addIsTuple(builder, isTuple);
+  ListValue.addIsSize(builder, isSize);
   return ListValue.endListValue(builder);
 }
 }

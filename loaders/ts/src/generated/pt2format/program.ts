@@ -191,7 +191,12 @@ customObjectsLength():number {
 
 /**
  * Example inputs as a value tree `(args, kwargs)` with tensors by ref;
- * absent when the program has none.
+ * absent when the program has none. A pytree node no value kind names
+ * (a namedtuple, an OrderedDict, a registered dataclass, ...) is a tuple
+ * of its children, its type being the one the root module call's
+ * `in_spec` has at the same position: a loader rebuilds it from the
+ * leaves with that spec. A `torch.Size` is a `ListValue` with `is_size`
+ * (torch's `in_spec` has a plain tuple there).
  */
 exampleInputs(obj?:Value):Value|null {
   const offset = this.bb!.__offset(this.bb_pos, 28);
