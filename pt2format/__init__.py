@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import IO, TYPE_CHECKING, Union
+from typing import IO, TYPE_CHECKING, Any, Union
 
 from pt2format._deps import require as _require
 from pt2format.errors import (
@@ -158,7 +158,7 @@ def load_module(f: Source, **options) -> torch.nn.Module:
 
 
 @_options.SAVE_WEIGHTS.public
-def save_weights(weights, path: Target, **options) -> None:
+def save_weights(weights: torch.export.ExportedProgram | Mapping[str, Any], path: Target, **options) -> None:
     """Save weights only (no program): an ExportedProgram's state, a dict name -> tensor, or a dict of such sets.
 
     The file is read back by `attach_weights(ep, path)` or
@@ -176,7 +176,8 @@ def save_weights(weights, path: Target, **options) -> None:
 
 
 @_options.ATTACH_WEIGHTS.public
-def attach_weights(ep, source, **options):
+def attach_weights(ep: torch.export.ExportedProgram, source: Source | Mapping[str, torch.Tensor],
+                   **options) -> torch.export.ExportedProgram:
     """Give `ep` (for example from `load(path, weights=False)`) the weights of `source`; returns `ep`.
 
     Every state entry must be present with the same dtype and shape, else a

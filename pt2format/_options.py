@@ -152,7 +152,7 @@ class Options:
 
 # -- shared options (the same meaning wherever they appear) ---------------------------------------
 
-_ENCODING = Option("encoding", "flatbuffers", "str",
+_ENCODING = Option("encoding", "flatbuffers", 'Literal["flatbuffers", "msgpack", "json"]',
                    'the program section\'s encoding: ``"flatbuffers"`` (default, zero-copy in any language), '
                    '``"msgpack"`` or ``"json"``.')
 _FSYNC = Option("fsync", True, "bool",
@@ -260,7 +260,7 @@ LOAD_MODULE = Options(
 _COPY_ON_WRITE = Option("copy_on_write", False, "bool", "make tensors writable (writes stay in memory).")
 
 OPEN = Options(
-    Option("framework", "pt", "str",
+    Option("framework", "pt", 'Literal["pt", "np"]',
            '``"pt"`` (torch tensors) or ``"np"`` (numpy arrays, no torch needed) for ``get_tensor``.'),
     _COPY_ON_WRITE,
     _VERIFY_DATA.documented("check every data checksum now."),

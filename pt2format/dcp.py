@@ -82,7 +82,7 @@ class StorageReader(_DcpStorageReader):
     quantized) and meta-device state (no bytes in the file) are left out.
     """
 
-    def __init__(self, path, *, program, weight_set, verify_data, mmap):
+    def __init__(self, path: str | os.PathLike[str], *, program, weight_set, verify_data, mmap):
         super().__init__()
         self.path = os.fspath(path)
         self.program = program
@@ -232,7 +232,7 @@ class StorageWriter(_DcpStorageWriter):
     a `.pt2f` holds tensors and programs, nothing pickled.
     """
 
-    def __init__(self, path, *, program, weight_set, encoding, fsync):
+    def __init__(self, path: str | os.PathLike[str], *, program, weight_set, encoding, fsync):
         super().__init__()
         self.path = os.fspath(path)
         self.program = program

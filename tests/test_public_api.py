@@ -1,6 +1,7 @@
 """The public API changes only on purpose: update these lists together with the changelog."""
 
 import importlib
+import importlib.util
 import subprocess
 import sys
 
@@ -124,3 +125,104 @@ def test_dcp_is_reached_from_the_package_as_the_readme_writes_it():
             "assert issubclass(pt2format.dcp.StorageReader, StorageReader)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+# -- the generated stubs: what type checkers and editors read (scripts/gen_stubs.py) ----------------
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
+#: Positional arguments that make a call of each stubbed function well formed, by table name.
+CALLS = {
+    "SAVE": "pt2format.save(ep, 'x.pt2f'", "LOAD": "pt2format.load('x.pt2f'",
+    "LOAD_MODULE": "pt2format.load_module('x.pt2f'", "SAVE_WEIGHTS": "pt2format.save_weights({}, 'x.pt2f'",
+    "ATTACH_WEIGHTS": "pt2format.attach_weights(ep, 'x.pt2f'", "READ": "pt2format.read('x.pt2f'",
+    "OPEN": "pt2format.open('x.pt2f'", "VALIDATE": "pt2format.validate('x.pt2f'",
+    "FROM_TORCH": "pt2format.from_torch('x.pt2', 'x.pt2f'", "TO_TORCH": "pt2format.to_torch('x.pt2f', 'x.pt2'",
+    "DCP_READER": "pt2format.dcp.StorageReader('x.pt2f'", "DCP_WRITER": "pt2format.dcp.StorageWriter('x.pt2f'",
+}
+
+
+def _gen_stubs():
+    spec = importlib.util.spec_from_file_location("gen_stubs", ROOT / "scripts" / "gen_stubs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_stubs_are_generated_from_the_options_tables():
+    """pt2format/__init__.pyi and dcp.pyi are what scripts/gen_stubs.py writes today (an option added, renamed or
+    retyped in pt2format/_options.py without regenerating fails here)."""
+    gen = _gen_stubs()
+    for rel, make in gen.STUBS.items():
+        assert (ROOT / rel).read_text(encoding="utf-8") == make(), f"{rel} is stale: run python scripts/gen_stubs.py"
+    assert set(CALLS) == set(gen.FUNCTIONS.values()) | set(gen.DCP_CLASSES.values())
+
+
+def _free_names(code: str) -> set:
+    """Names a page reads before it binds them (the documents' ``ep``, ``model``, ...), builtins aside."""
+    import ast
+    import builtins
+
+    first_read, first_bound = {}, {}
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Name):
+            where = first_read if isinstance(node.ctx, ast.Load) else first_bound
+            where[node.id] = min(where.get(node.id, node.lineno), node.lineno)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for a in node.names:
+                first_bound[(a.asname or a.name).split(".")[0]] = 0  # imports: never declared
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            first_bound[node.name] = 0
+        elif isinstance(node, ast.arg):
+            first_bound[node.arg] = 0
+    return {n for n, line in first_read.items()
+            if line < first_bound.get(n, 1 << 30) and first_bound.get(n) != 0 and n not in dir(builtins)}
+
+
+def _doc_examples():
+    """The Python blocks of the README and docs/*.md, one module per page (a page's blocks run in order)."""
+    import re
+
+    pages = [ROOT / "README.md"] + sorted((ROOT / "docs").rglob("*.md"))
+    for page in pages:
+        blocks = re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), flags=re.S)
+        if blocks:
+            yield page.relative_to(ROOT), "\n".join(blocks)
+
+
+def test_mypy_checks_the_examples_and_rejects_misspelled_options(tmp_path):
+    """One mypy run: every example of the README and docs type-checks against the stubs; a script calling every
+    public function and DCP class with each option misspelled, or with a value outside an option's type, gets
+    an error on each of those lines, and one calling each with every option at its default gets none."""
+    from pt2format import _options
+
+    examples = list(_doc_examples())
+    assert len(examples) >= 4, examples
+    for i, (page, code) in enumerate(examples):
+        free = sorted(_free_names(code))
+        preamble = "from typing import Any\n" + "".join(f"{n}: Any = None\n" for n in free)
+        (tmp_path / f"example_{i}.py").write_text(f"# {page}\n" + preamble + code, encoding="utf-8")
+
+    lines, bad = ["from typing import Any", "import pt2format", "import pt2format.dcp", "ep: Any"], {}
+    for table, call in CALLS.items():
+        options = getattr(_options, table).options
+        lines.append(call + "".join(f", {o.name}={o.default!r}" for o in options) + ")")  # every default: fine
+        for o in options:  # the last letter dropped: a misspelling the run-time check catches, mypy must too
+            lines.append(f"{call}, {o.name[:-1]}={o.default!r})")
+            bad[len(lines)] = f"{table}: {o.name[:-1]}"
+    for wrong in ("pt2format.save(ep, 'x.pt2f', encoding='jsn')", "pt2format.open('x.pt2f', framework='tf')",
+                  "pt2format.load('x.pt2f', verify_data='yes')", "pt2format.read('x.pt2f', max_depth='9')"):
+        lines.append(wrong)
+        bad[len(lines)] = wrong
+    (tmp_path / "misspelled.py").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    proc = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"),
+                           "--cache-dir", str(tmp_path / ".mypy_cache"), "--no-error-summary",
+                           "--show-error-codes", "--disable-error-code", "var-annotated", *sorted(p.name for p in tmp_path.glob("*.py"))],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    errors = [ln for ln in proc.stdout.splitlines() if ": error: " in ln]
+    assert not proc.stderr.strip(), proc.stderr[-3000:]
+    in_examples = [e for e in errors if e.startswith("example_")]
+    assert not in_examples, "\n".join(in_examples)
+    flagged = {int(e.split(":")[1]) for e in errors if e.startswith("misspelled.py:")}
+    assert flagged == set(bad), ({bad[n] for n in set(bad) - flagged}, sorted(flagged - set(bad)), proc.stdout[-3000:])
+    assert not [e for e in errors if not e.startswith(("example_", "misspelled.py:"))], proc.stdout[-3000:]
