@@ -24,8 +24,10 @@ of its docstring and its defaults from one `Options` table here:
   checked and given the defaults as by `implements`, and its docstring
   gets the options' entries as by `public`.
 
-To add an option: one `Option(...)` line in its table, and the parameter
-where it is used. Imports without torch.
+To add an option: one `Option(...)` line in its table, the parameter where
+it is used, and `python scripts/gen_stubs.py` (the type stubs of the public
+API, pt2format/__init__.pyi and dcp.pyi, come from these tables; a test fails
+when they are stale). Imports without torch.
 """
 
 from __future__ import annotations
