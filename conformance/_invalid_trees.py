@@ -218,6 +218,12 @@ def _mixed_item_undeclared(p):
                                            m.Argument(value=m.TensorArgument(name="nowhere"))])
 
 
+def _mixed_list_in_1_0(p):
+    """Node input 0 as a MixedListArgument (a 1.1 union member) holding its old value, in a file labelled 1.0."""
+    inp = graph(p).nodes[0].inputs[0]
+    inp.value = m.MixedListArgument(items=[m.Argument(value=inp.value)])
+
+
 def _state_kind_unspecified(p):
     prog(p).state[0].kind = m.StateKind.UNSPECIFIED
 
@@ -256,6 +262,14 @@ TREE_CASES = [
      "mlp", _set(lambda p: p.format_version, "minor", 1), {"fmt": (1, 0)}),
     ("required_features_mismatch", "§8.3", "ValidationError", "Package.required_features 1, header 0",
      "mlp", _set(lambda p: p, "required_features", 1), {"features": 0}),
+    # A label older than the content (§8.1): a 1.0 file using a 1.1 name, each kind once.
+    ("label_older_than_field", "§8.1", "ValidationError", "Graph.custom_meta (1.1) in a file labelled 1.0",
+     "mlp", _set(graph, "custom_meta", m.MapValue(entries=[])), {}),
+    ("label_older_than_union_member", "§8.1", "ValidationError",
+     "a node input as a MixedListArgument (a 1.1 member) in a file labelled 1.0", "mlp", _mixed_list_in_1_0, {}),
+    ("label_older_than_feature_bit", "§8.1", "ValidationError",
+     "required_features bit 2 (META_STORAGES, 1.1) in a file labelled 1.0", "mlp",
+     _set(lambda p: p, "required_features", 4), {}),
     ("package_unknown_feature", "§8.3", "UnsupportedFeatureError", "header and package set unknown feature bit 7",
      "mlp", _set(lambda p: p, "required_features", 1 << 7), {}),
     # Data (§5)

@@ -30,6 +30,7 @@ from pt2format._generated.string_check import check_package as check_strings
 from pt2format._source import resolve_source, unreadable
 from pt2format._target import is_stream_target, write_path_data_first, write_target
 from pt2format._validate import check_shard_name, validate_package
+from pt2format._validate.label import check_label
 from pt2format.errors import (
     ChecksumError, HeaderError, LimitError, Pt2FormatError, SegmentError, StaleShardError, ValidationError,
     VersionError,
@@ -348,6 +349,10 @@ def _check_against_header(package, container: ContainerFile) -> None:
         raise ValidationError("Package.required_features differs from the header's", file=container.path,
                               section=label, path="required_features", expected=f"0x{header.required_features:x}",
                               got=f"0x{package.required_features:x}")
+    try:
+        check_label(package)  # no name newer than the label (SPEC.md §8.1), as the writer refuses
+    except Pt2FormatError as e:
+        raise e.with_context(file=container.path, section=label)
 
 
 def validate(path, **options) -> None:
