@@ -48,18 +48,6 @@ _UNFLATTEN_STATE = ("new finding: a submodule called twice (n@1) that mutates a 
 _COLON = ("new finding (same family as issue 20 item 2): a parameter registered as 'foo:bar' is refused at save: "
           "ExportError at InputToParameterSpec.parameter_name (not a valid attr_path); torch.export.save/load "
           "round-trips it")
-_SIZE_EXAMPLE = ("new finding: a torch.Size among the example inputs has no structured form, so save drops every "
-                 "example input (warning 'example inputs of program 'forward' are not saved: at "
-                 "example_inputs[0][1]: value has no structured form'); torch's module() builds its guard function "
-                 "only when example inputs exist, so the loaded module() rejects a wrong theta size with torch's "
-                 "input check (RuntimeError 'Expected input at *args[0].shape[0] to be equal to 1') where the "
-                 "original raises AssertionError 'Guard failed: theta.size()[0] == 1', resave differs, and "
-                 "load_module falls back ('no example inputs')")
-_DATACLASS_EXAMPLE = ("new finding: a dataclass registered with register_dataclass_as_pytree_node has no structured "
-                      "form among the example inputs, so save drops them (warning 'at example_inputs[0][0]: value "
-                      "has no structured form ... got ...Inp1'); load_module then falls back ('no example "
-                      "inputs') and the loaded module() rejects a wrong size with RuntimeError where torch "
-                      "raises AssertionError 'Guard failed: inp['x'].size()[0] == 2'")
 _RUNNER_DATACLASS = ("new finding in the conformance runner, not the format: recording torch's behaviour fails "
                      "with TypeError 'cannot write a conformance.corpus.torch_export_tests.Inp1 leaf' "
                      "(conformance/_tensorio.py walks inputs itself and does not know registered dataclasses)")
@@ -757,7 +745,7 @@ class _SizeInput(nn.Module):
         return torch.nn.functional.affine_grid(theta, size, align_corners=None)
 
 
-@case("torch_test.size_input", tags=_TAGS, xfail={_CORPUS: _SIZE_EXAMPLE, _LOAD_MODULE: _SIZE_EXAMPLE})
+@case("torch_test.size_input", tags=_TAGS)
 def size_input():
     """test_export.py::test_size_input: a torch.Size input (a pytree node of ints)."""
     return Program(_SizeInput(), (torch.ones((1, 2, 3)), torch.Size((1, 3, 24, 24))))
@@ -785,8 +773,7 @@ def _register_inp1():
         pass
 
 
-@case("torch_test.pytree_register_data_class", tags=_TAGS,
-      xfail={_CORPUS: _RUNNER_DATACLASS, _LOAD_MODULE: _DATACLASS_EXAMPLE})
+@case("torch_test.pytree_register_data_class", tags=_TAGS, xfail={_CORPUS: _RUNNER_DATACLASS})
 def pytree_register_data_class():
     """test_export.py::test_pytree_register_data_class: a dataclass input registered as a pytree node
     (register_dataclass_as_pytree_node), holding a tensor, a list and a dict."""
