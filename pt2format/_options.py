@@ -32,8 +32,10 @@ when they are stale). Imports without torch.
 
 from __future__ import annotations
 
+import ast
 import functools
 import inspect
+import reprlib
 import textwrap
 import dataclasses
 from dataclasses import dataclass
@@ -44,6 +46,44 @@ from pt2format._generated import limits as _limits
 _KW = inspect.Parameter.KEYWORD_ONLY
 
 
+def _split_union(annotation: str) -> list[str]:
+    """``"int | str | None"`` -> its alternatives (a ``|`` inside brackets belongs to the alternative)."""
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(annotation):
+        depth += c == "["
+        depth -= c == "]"
+        if c == "|" and depth == 0:
+            parts.append(annotation[start:i].strip())
+            start = i + 1
+    return parts + [annotation[start:].strip()]
+
+
+def _accepts(alternative: str):
+    """A test of a value against one alternative of an option's annotation, as written in the tables."""
+    import collections.abc as abc
+
+    if alternative == "Any":
+        return lambda v: True
+    if alternative == "None":
+        return lambda v: v is None
+    if alternative == "bool":
+        return lambda v: isinstance(v, bool)
+    if alternative == "int":
+        return lambda v: isinstance(v, int) and not isinstance(v, bool)
+    if alternative == "str":
+        return lambda v: isinstance(v, str)
+    if alternative.startswith("Literal["):
+        choices = ast.literal_eval("(" + alternative[len("Literal["):-1] + ",)")
+        return lambda v: isinstance(v, str) and v in choices
+    if alternative.startswith("Mapping["):
+        return lambda v: isinstance(v, abc.Mapping)
+    if alternative.startswith("dict["):  # filled in by the call
+        return lambda v: isinstance(v, abc.MutableMapping)
+    if alternative.startswith("Iterable["):  # not iterated here: a generator stays whole
+        return lambda v: isinstance(v, abc.Iterable) and not isinstance(v, (str, bytes))
+    raise AssertionError(f"no run-time check for the annotation {alternative!r}: add one to _options._accepts")
+
+
 @dataclass(frozen=True)
 class Option:
     """One keyword option: its name, default, type (as written in the signature) and documentation."""
@@ -52,6 +92,22 @@ class Option:
     default: Any
     annotation: str
     doc: str
+
+    def __post_init__(self):
+        tests = [_accepts(a) for a in _split_union(self.annotation)]
+        object.__setattr__(self, "_tests", tests)
+        assert self.check(self.default, "the table") is None, self
+
+    def check(self, value, where: str) -> Exception | None:
+        """None when `value` fits the annotation, else the TypeError or ValueError to raise (before any work)."""
+        if any(test(value) for test in self._tests):
+            return None
+        choices = [a for a in _split_union(self.annotation) if a.startswith("Literal[")]
+        if choices and isinstance(value, str):
+            allowed = choices[0][len("Literal["):-1]
+            return ValueError(f"{where}: {self.name} must be one of {allowed}; got {value!r}")
+        return TypeError(f"{where}: {self.name} must be {self.annotation}; got {type(value).__name__} "
+                         f"{reprlib.repr(value)}")
 
     def documented(self, doc: str, annotation: str | None = None) -> Option:
         """The same option (name and default) documented for another function, where it reads differently."""
@@ -68,6 +124,14 @@ class Options:
 
     def defaults(self) -> dict:
         return {o.name: o.default for o in self.options}
+
+    def check_values(self, values: dict, where: str) -> None:
+        """Refuse an option value of the wrong type or outside its choices, before the call does any work."""
+        for o in self.options:
+            if o.name in values:
+                error = o.check(values[o.name], where)
+                if error is not None:
+                    raise error
 
     def implements(self, fn):
         """Give `fn` (keyword-only parameters named after the options, without defaults) the defaults."""
@@ -98,6 +162,15 @@ class Options:
     def configures(self, cls):
         """Give `cls.__init__` the defaults (as `implements`) and `cls`'s docstring the options' entries."""
         self.implements(cls.__init__)
+        init, where = cls.__init__, f"{cls.__name__}()"
+
+        @functools.wraps(init)
+        def checked_init(obj, *args, **kwargs):
+            self.check_values(kwargs, where)
+            init(obj, *args, **kwargs)
+
+        checked_init.__kwdefaults__ = init.__kwdefaults__
+        cls.__init__ = checked_init
         cls.__doc__ = self._document(cls.__doc__ or "")
         # The class's own signature, whatever its base class's `__new__` is (the docs build mocks torch,
         # whose DCP base classes then take `*args, **kwargs`).
@@ -129,6 +202,7 @@ class Options:
             for k in kwargs:
                 if k not in names:
                     raise TypeError(f"{fn.__name__}() got an unexpected keyword argument {k!r}")
+            self.check_values(kwargs, f"{fn.__name__}()")
             return fn(*args, **{**defaults, **kwargs})
 
         wrapper.__signature__ = sig.replace(parameters=positional + options)
