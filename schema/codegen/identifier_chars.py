@@ -92,3 +92,18 @@ def ts_block() -> str:
     return (f"/** Identifier characters (Unicode {IDENTIFIER_UNICODE_VERSION}): flat [first, last, start, ccc] rows, "
             "sorted (schema/codegen/identifier_chars.py). */\n"
             f"export const IDENT_RANGES: readonly number[] = {json.dumps(flat, separators=(',', ':'))};\n")
+
+
+def gen_json(version: str) -> str:
+    """schema/identifiers.json: the table SPEC.md §9 names as normative, for readers in any language.
+
+    One row per range, `[first, last, may_start, combining_class]` (code points, inclusive),
+    sorted by `first`; the readers' generated tables above are this data."""
+    doc = {"@generated": f"by schema/regen.py from schema/codegen/identifier_chars.py (flatc {version}); do not edit",
+           "unicode_version": IDENTIFIER_UNICODE_VERSION,
+           "columns": ["first", "last", "may_start", "combining_class"],
+           "rows": [list(r) for r in rows()]}
+    lines = [json.dumps({k: v for k, v in doc.items() if k != "rows"}, ensure_ascii=True)[:-1] + ', "rows": [']
+    lines += [json.dumps(r, separators=(",", ":")) + ("," if i < len(doc["rows"]) - 1 else "")
+              for i, r in enumerate(doc["rows"])]
+    return "\n".join(lines) + "\n]}\n"

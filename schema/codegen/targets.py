@@ -65,6 +65,8 @@ PYTHON_TARGETS = {
 
 REPO_TARGETS = {
     "schema/pt2format.schema.json": lambda c: c.jsonschema,
+    # SPEC.md §9's identifier table as data, the normative form readers in other languages take.
+    "schema/identifiers.json": lambda c: identifier_chars.gen_json(c.version),
     "loaders/cpp/generated/pt2format_generated.h": lambda c: native.gen_cpp(c.tmp, c.version),
     "loaders/cpp/generated/pt2format_minors.h": lambda c: minors.gen_cpp_minors(c.schema_version, c.minor_table, c.version),
     "loaders/cpp/generated/pt2format_itemsize.h": lambda c: native.gen_cpp_itemsize(c.s, c.version),
