@@ -33,10 +33,12 @@ def chromium_or_skip():
     return exe
 
 
-def drive(chromium: str, page, steps, *, timeout: float = 300, width: int = 1400, height: int = 900) -> dict:
+def drive(chromium: str, page, steps, *, timeout: float = 300, width: int = 1400, height: int = 900,
+          text_probe: bool = False) -> dict:
+    """`text_probe`: record the canvas's fillText calls, for the "text" step (on-screen label sizes)."""
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump({"chromium": chromium, "page": str(page), "steps": steps, "width": width, "height": height,
-                   "timeout": int(timeout * 1000)}, f)
+                   "timeout": int(timeout * 1000), "textProbe": text_probe}, f)
         script = f.name
     try:
         r = subprocess.run(["node", str(DRIVER), script], cwd=VIEWER, capture_output=True, text=True,

@@ -26,6 +26,11 @@ export type Item = { group: Group } | { node: VNode };
 
 /** Groups with more direct children than this are split into chunks. */
 const CHUNK = 40;
+/**
+ * A box whose children are mostly module boxes shows up to this many before they are packed into chunks:
+ * a 48-layer model shows its 48 blocks, not two chunks named after their first and last node.
+ */
+const MAX_MODULE_CHILDREN = 96;
 
 export class Hierarchy {
   readonly root: Group;
@@ -127,7 +132,8 @@ export class Hierarchy {
     }
     flush();
     g.children = out;
-    if (g.children.length > CHUNK) g.children = this.pack(g, g.children);
+    const boxes = g.children.filter((c) => 'group' in c && c.group.kind === 'module').length;
+    if (g.children.length > (2 * boxes >= g.children.length ? MAX_MODULE_CHILDREN : CHUNK)) g.children = this.pack(g, g.children);
   }
 
   /** Packs items into chunk boxes of at most CHUNK items, nested until at most CHUNK boxes remain. */
@@ -178,9 +184,9 @@ export class Hierarchy {
   /**
    * The default view: expand one level of boxes at a time, a whole level or
    * nothing, while the number of visible boxes stays within `budget`. Sibling
-   * blocks (h.0 ... h.11) are therefore all open or all closed.
+   * blocks (h.0 ... h.11) are therefore all open or all closed; a 48-layer model opens on its 48 blocks.
    */
-  expandDefault(budget = 60): void {
+  expandDefault(budget = 72): void {
     for (const g of this.groups.values()) g.expanded = false;
     this.root.expanded = true;
     let visible = this.root.children.length;
@@ -230,6 +236,9 @@ export class Hierarchy {
     };
     walk(this.root, null);
     const edges = new Map<string, VisibleEdge>();
+    // Leaves reading each value (in graph order), for the fan-out rule below.
+    const readers = new Map<string, string[]>();
+    const labels = new Map<string, string>();
     for (const n of this.nodes.values()) {
       const graph = this.graphOf.get(n.id)!;
       const to = this.representative(n.id);
@@ -238,11 +247,16 @@ export class Hierarchy {
         if (!src) continue;
         const from = this.representative(src);
         if (from === to) continue;
+        const vkey = `${graph.id}|${r}`;
+        const rs = readers.get(vkey);
+        if (!rs) readers.set(vkey, [to]);
+        else if (!rs.includes(to)) rs.push(to);
         const key = `${from}>${to}`;
         const e = edges.get(key);
-        if (e) { e.count++; continue; }
-        const v = graph.values.get(r);
-        edges.set(key, { from, to, label: v ? `${v.dtype}${v.dtype.startsWith('Sym') ? ' ' : ''}${v.shape}` : r, count: 1 });
+        if (e) { e.count++; if (!e.values.includes(vkey)) { e.values.push(vkey); labels.set(vkey, typeText(graph, r)); } continue; }
+        const label = typeText(graph, r);
+        labels.set(vkey, label);
+        edges.set(key, { from, to, label, count: 1, values: [vkey] });
       }
       // A higher-order op feeds its subgraphs' placeholders (drawn dashed).
       for (const s of n.subgraphs) {
@@ -251,15 +265,84 @@ export class Hierarchy {
           const from = this.representative(n.id), t = this.representative(sn.id);
           if (from === t) continue;
           const key = `${from}>${t}`;
-          if (!edges.has(key)) edges.set(key, { from, to: t, label: '', count: 1, dashed: true });
+          if (!edges.has(key)) edges.set(key, { from, to: t, label: '', count: 1, dashed: true, values: [] });
         }
       }
     }
-    return { leaves, clusters, edges: [...edges.values()] };
+    const out = [...edges.values()];
+    bundleFans(out, readers, labels, leaves.map((l) => l.id));
+    quietRepeatedLabels(out, leaves);
+    return { leaves, clusters, edges: out };
+  }
+}
+
+/** A value's type as edges show it ("f32[1, s0, 768]", "SymInt s0"). */
+function typeText(graph: VGraph, name: string): string {
+  const v = graph.values.get(name);
+  return v ? `${v.dtype}${v.dtype.startsWith('Sym') ? ' ' : ''}${v.shape}` : name;
+}
+
+/** A value read by at least this many boxes is a fan: drawn as one edge with a count. */
+export const FAN_MIN = 4;
+
+/**
+ * One value read by many boxes (GPT-2's attention mask and its sequence length, read by every block) is
+ * drawn once: the edge to its first reader carries the count ("to 12"), the others are elided (not laid
+ * out, drawn as a short stub on the reader), so a fan of long edges no longer pushes the blocks sideways.
+ * An edge that also carries a value that is not a fan stays drawn.
+ */
+function bundleFans(edges: VisibleEdge[], readers: Map<string, string[]>, labels: Map<string, string>, order: string[]): void {
+  const rank = new Map(order.map((id, i) => [id, i]));
+  const fans = new Set<string>();
+  for (const [v, rs] of readers) if (rs.length >= FAN_MIN) fans.add(v);
+  if (!fans.size) return;
+  // The edge each fan is drawn as: the one to its first reader.
+  const drawnAs = new Map<string, VisibleEdge>();
+  const byRank = [...edges].sort((a, b) => (rank.get(a.to) ?? 0) - (rank.get(b.to) ?? 0));
+  for (const e of byRank) for (const v of e.values) if (fans.has(v) && !drawnAs.has(v)) drawnAs.set(v, e);
+  for (const e of edges) {
+    const fanValues = e.values.filter((v) => fans.has(v));
+    if (!fanValues.length) continue;
+    const mine = fanValues.filter((v) => drawnAs.get(v) === e);
+    if (!mine.length) { if (fanValues.length === e.values.length) e.elided = true; continue; }
+    const widest = mine.reduce((a, b) => (readers.get(b)!.length > readers.get(a)!.length ? b : a));
+    e.fan = readers.get(widest)!.length;
+    e.fanLabel = labels.get(widest) ?? '';
+  }
+}
+
+/**
+ * Along a chain of sibling boxes (h.0 -> h.1 -> ... -> h.11) every edge carries the same type: its label
+ * is shown on the first edge only, so the chain packs tightly (the label rows are gone) and reads as one.
+ */
+function quietRepeatedLabels(edges: VisibleEdge[], leaves: VisibleLeaf[]): void {
+  const parent = new Map(leaves.map((l) => [l.id, l.parent]));
+  const into = new Map<string, VisibleEdge[]>();
+  for (const e of edges) if (!e.elided) { const a = into.get(e.to); if (a) a.push(e); else into.set(e.to, [e]); }
+  for (const e of edges) {
+    if (e.elided || !e.label || e.fan) continue;
+    const before = (into.get(e.from) ?? []).filter((x) => !x.fan && !x.dashed);
+    if (before.length !== 1) continue;
+    const prev = before[0]!;
+    if (prev.label === e.label && prev.count === e.count && parent.get(prev.from) === parent.get(e.to) && parent.get(e.from) === parent.get(e.to)) e.quiet = true;
   }
 }
 
 export interface VisibleLeaf { id: string; parent: string | null; node: VNode | null; group: Group | null }
 export interface VisibleCluster { id: string; parent: string | null; group: Group }
-export interface VisibleEdge { from: string; to: string; label: string; count: number; dashed?: boolean }
+/**
+ * count: reads between the two leaves; values: the values it carries (graph|name); fan, fanLabel: the
+ * number of boxes reading a value the edge stands for as a fan, and that value's type; elided: another edge of a fan (not laid out);
+ * quiet: its label repeats the one on the edge above in a chain (not shown).
+ */
+export interface VisibleEdge {
+  from: string; to: string; label: string; count: number; dashed?: boolean;
+  values: string[]; fan?: number; fanLabel?: string; elided?: boolean; quiet?: boolean;
+}
+/** The text drawn on an edge ('' for none). */
+export function edgeText(e: VisibleEdge): string {
+  if (e.elided || e.quiet || !e.label) return '';
+  if (e.fan) return e.values.length === 1 ? `${e.label} · to ${e.fan}` : `${e.label} (+${e.count - 1}) · ${e.fanLabel} to ${e.fan}`;
+  return e.count > 1 ? `${e.label} (+${e.count - 1})` : e.label;
+}
 export interface VisibleGraph { leaves: VisibleLeaf[]; clusters: VisibleCluster[]; edges: VisibleEdge[] }

@@ -39,6 +39,7 @@ export function layout(req: LayoutRequest): LayoutResult {
   // The label each local edge carries: the first edge lifted onto it that has one.
   const labelOf = new Map<string, { edge: number; w: number; h: number }>();
   req.edges.forEach((e, idx) => {
+    if (e.skip) { lifted.push({ c: null, a: e.from, b: e.to }); return; }
     const ca = chain(e.from), cb = chain(e.to);
     const setB = new Set(cb);
     let i = 0;
@@ -60,7 +61,7 @@ export function layout(req: LayoutRequest): LayoutResult {
   const routes = new Map<string, number[]>();
   const layBox = (c: string | null) => {
     const g = new dagre.graphlib.Graph({ multigraph: false });
-    g.setGraph({ rankdir: 'TB', nodesep: 18, ranksep: 34, edgesep: 8, marginx: 0, marginy: 0 });
+    g.setGraph({ rankdir: 'TB', nodesep: 18, ranksep: 30, edgesep: 8, marginx: 0, marginy: 0 });
     g.setDefaultEdgeLabel(() => ({}));
     for (const k of kids.get(c) ?? []) { const s = size.get(k)!; g.setNode(k, { width: s.w, height: s.h }); }
     for (const [a, b] of local.get(c)?.values() ?? []) {
@@ -103,7 +104,7 @@ export function layout(req: LayoutRequest): LayoutResult {
   place(null);
   const edges = req.edges.map((e, i) => {
     const s = boxes[e.from], t = boxes[e.to];
-    if (!s || !t) return [];
+    if (!s || !t || e.skip) return [];
     const l = lifted[i]!;
     const o = origin.get(l.c) ?? { x: 20, y: 20 };
     const mid = routes.get(`${l.a}\u0000${l.b}`) ?? [];

@@ -9,7 +9,7 @@
  */
 import { loadModel } from './model.js';
 import type { VModel, VNode, TensorSummary } from './model.js';
-import { Hierarchy } from './groups.js';
+import { Hierarchy, edgeText } from './groups.js';
 import type { Group, VisibleGraph } from './groups.js';
 import { Renderer, leafSize, labelSize, clusterTitleWidth } from './render.js';
 import { layout } from './layout.js';
@@ -144,7 +144,7 @@ class Viewer {
       seq: ++this.seq,
       nodes: graph.leaves.map((l) => ({ id: l.id, parent: l.parent, ...leafSize(l) })),
       clusters: graph.clusters.map((c) => ({ id: c.id, parent: c.parent, minW: clusterTitleWidth(c) })),
-      edges: graph.edges.map((e) => ({ from: e.from, to: e.to, ...labelSize(e.count > 1 ? `${e.label} (+${e.count - 1})` : e.label) })),
+      edges: graph.edges.map((e) => ({ from: e.from, to: e.to, ...labelSize(edgeText(e)), ...(e.elided ? { skip: true } : {}) })),
     };
     let res: LayoutResult;
     if (graph.leaves.length <= SYNC_LAYOUT_LEAVES) {
@@ -369,8 +369,13 @@ class Viewer {
       searchResults: this.searchResults.map((id) => this.hier!.nodes.get(id)!.name),
       searchOpen: !$('results').hidden,
       status: $('status').textContent,
-      textPx: this.renderer.textPx(),
-      edgeTextPx: this.renderer.edgeTextPx(),
+      /** The smallest text and edge label the last paint drew on screen, in CSS px (null: none drawn). */
+      textPx: this.renderer.drawn.minTextPx,
+      edgeTextPx: this.renderer.drawn.minEdgePx,
+      /** Closed boxes in view, and how many of them the last paint gave a title. */
+      boxesInView: this.renderer.drawn.boxesInView,
+      boxesTitled: this.renderer.drawn.boxesTitled,
+      scale: this.renderer.scale,
       drawnOnScreen: this.renderer.drawnLeaves,
       /** The narrowest value in the side panel, as a fraction of the panel's inner width (null: no values). */
       panelValueWidth: (() => {

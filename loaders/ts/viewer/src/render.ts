@@ -3,13 +3,20 @@
  * Pan (drag), zoom (wheel), hit testing, viewport culling; edge labels and
  * node text are drawn only when the zoom makes them readable.
  *
- * Legibility comes first: the page opens at a zoom where node text is at
- * least MIN_TEXT_PX on screen (like Netron, it starts at the top of a tall
- * graph instead of shrinking it to fit), and edge labels sit where the layout
- * reserved room for them, on a light background.
+ * Legibility comes first: no text is drawn smaller than it can be read. Where
+ * the graph's own text is large enough (node text at least MIN_DETAIL_PX,
+ * edge labels at least MIN_EDGE_PX) it is drawn; zoomed out further, only
+ * the titles of boxes are drawn, at a fixed on-screen size (overview.ts).
+ * The page opens on the whole graph when its text is readable there, or, for
+ * a deep model, when every closed box keeps its title there; else on the
+ * graph's top at a readable zoom. Edge labels sit where the layout reserved
+ * room for them, on a light background.
  */
 import type { LayoutResult } from './layout-types.js';
+import { edgeText } from './groups.js';
 import type { VisibleGraph, VisibleLeaf, VisibleCluster } from './groups.js';
+import { TITLE_PX, placeTitles, toScreen } from './overview.js';
+import type { PlacedTitle, TitleItem, View } from './overview.js';
 
 export interface Scene {
   graph: VisibleGraph;
@@ -27,11 +34,17 @@ const COLORS: Record<string, string> = {
 export const FONT = { node: 13, box: 13, sub: 11, edge: 11, cluster: 12 };
 /** The smallest on-screen node text the opening view allows, in CSS pixels (Netron draws node text at 11 px and edge labels at 10 px, at its default zoom 1; ours are then 12 and 10.2 px). */
 export const MIN_TEXT_PX = 12;
+/** Below this on-screen size the graph's own text (nodes, box titles and counts) is not drawn: box titles are drawn at TITLE_PX instead. */
+export const MIN_DETAIL_PX = 11;
+/** Edge labels smaller than this on screen are not drawn (Netron's edge labels: 10 px). */
+export const MIN_EDGE_PX = 10;
+/** A deep model opens on its whole graph, titles at TITLE_PX, when it has at least this many closed boxes and all keep their titles. */
+const OVERVIEW_BOXES = 8;
 /** Average glyph advance of the sans-serif fonts, per pixel of font size (measured on DejaVu Sans and Arial: 0.55-0.6). */
 const ADVANCE = 0.6;
 
 export function leafSize(l: VisibleLeaf): { w: number; h: number } {
-  if (l.group) return { w: Math.min(340, Math.max(130, l.group.label.length * FONT.box * ADVANCE * 1.1 + 26)), h: 48 }; // bold: wider glyphs
+  if (l.group) return { w: Math.min(340, Math.max(130, l.group.label.length * FONT.box * ADVANCE * 1.1 + 26)), h: 40 }; // bold: wider glyphs
   const n = l.node!;
   const text = n.kind === 'op' ? n.op : `${n.op}: ${n.roleTarget ?? n.name}`;
   return { w: Math.min(260, Math.max(76, text.length * FONT.node * ADVANCE + 18)), h: 32 };
@@ -57,6 +70,41 @@ export function labelSize(text: string): { lw: number; lh: number } {
   return text ? { lw: Math.min(240, text.length * FONT.edge * ADVANCE + 8), lh: FONT.edge + 5 } : { lw: 0, lh: 0 };
 }
 
+/** The whole graph, centred, at the largest zoom up to 1 that shows all of it. */
+export function wholeView(layout: LayoutResult, cw: number, ch: number): View {
+  const { width, height } = layout;
+  const scale = Math.min(1, cw / Math.max(1, width), ch / Math.max(1, height));
+  return { scale, tx: (cw - width * scale) / 2, ty: (ch - height * scale) / 2, width: cw, height: ch };
+}
+
+/** Box titles placed for a view (overview.ts): closed boxes first, in graph order, then expanded boxes, outermost first. */
+export function boxTitles(graph: VisibleGraph, layout: LayoutResult, v: View, measure: (s: string) => number): (PlacedTitle & { cluster: boolean })[] {
+  const { boxes } = layout;
+  const items: TitleItem[] = [];
+  for (const l of graph.leaves) if (l.group && boxes[l.id]) items.push({ id: l.id, text: `▸ ${l.group.label}`, box: boxes[l.id]!, cluster: false });
+  const clusters = new Set<string>();
+  for (const c of graph.clusters) if (boxes[c.id]) { clusters.add(c.id); items.push({ id: c.id, text: `▾ ${c.group.label}`, box: boxes[c.id]!, cluster: true }); }
+  const obstacles = graph.leaves.filter((l) => boxes[l.id]).map((l) => ({ id: l.id, r: toScreen(boxes[l.id]!, v) }));
+  return placeTitles(items, obstacles, v, measure).map((p) => ({ ...p, cluster: clusters.has(p.id) }));
+}
+
+/**
+ * The opening view: the whole graph when its own text is readable there (node text at least MIN_TEXT_PX);
+ * else, for a deep model (at least OVERVIEW_BOXES closed boxes), the whole graph when every closed box keeps
+ * its title at TITLE_PX there; else the graph's top (and left) at the zoom that makes node text MIN_TEXT_PX.
+ */
+export function openingView(graph: VisibleGraph, layout: LayoutResult, cw: number, ch: number, measure: (s: string) => number): View & { overview: boolean } {
+  const whole = wholeView(layout, cw, ch);
+  if (whole.scale * FONT.node >= MIN_TEXT_PX) return { ...whole, overview: false };
+  const closed = graph.leaves.filter((l) => l.group).length;
+  if (closed >= OVERVIEW_BOXES && boxTitles(graph, layout, whole, measure).filter((t) => !t.cluster).length === closed) {
+    return { ...whole, overview: true };
+  }
+  const scale = MIN_TEXT_PX / FONT.node, { width, height } = layout;
+  return { scale, tx: width * scale <= cw ? (cw - width * scale) / 2 : 10, ty: height * scale <= ch ? (ch - height * scale) / 2 : 10,
+    width: cw, height: ch, overview: false };
+}
+
 export class Renderer {
   scale = 1;
   tx = 0;
@@ -64,6 +112,11 @@ export class Renderer {
   scene: Scene | null = null;
   /** Leaves (nodes and closed boxes) drawn by the last paint, in view. */
   drawnLeaves = 0;
+  /**
+   * What the last paint drew, for the test hook: the smallest text and edge label on screen (CSS px;
+   * null: none), the closed boxes in view and how many of them have a title.
+   */
+  drawn = { minTextPx: null as number | null, minEdgePx: null as number | null, boxesInView: 0, boxesTitled: 0 };
   private ctx: CanvasRenderingContext2D;
   private frame = 0;
   onClick: (id: string | null, cluster: boolean) => void = () => {};
@@ -109,28 +162,32 @@ export class Renderer {
    */
   fit(): void {
     if (!this.scene) return;
-    const { width, height } = this.scene.layout;
-    const cw = this.canvas.clientWidth, ch = this.canvas.clientHeight;
-    const whole = Math.min(1, cw / Math.max(1, width), ch / Math.max(1, height));
-    this.scale = Math.max(whole, MIN_TEXT_PX / FONT.node);
-    this.tx = width * this.scale <= cw ? (cw - width * this.scale) / 2 : 10;
-    this.ty = height * this.scale <= ch ? (ch - height * this.scale) / 2 : 10;
+    const v = openingView(this.scene.graph, this.scene.layout, this.canvas.clientWidth, this.canvas.clientHeight, this.measure);
+    this.scale = v.scale; this.tx = v.tx; this.ty = v.ty;
   }
 
-  /** Node text height on screen, in CSS pixels, at the current zoom. */
-  textPx(): number { return FONT.node * this.scale; }
+  /** Width of a box title at TITLE_PX, in CSS pixels. */
+  private measure = (t: string): number => {
+    const ctx = this.ctx;
+    ctx.save();
+    ctx.font = `bold ${TITLE_PX}px sans-serif`;
+    const w = ctx.measureText(t).width;
+    ctx.restore();
+    return w;
+  };
 
-  /** Edge label height on screen, in CSS pixels. */
-  edgeTextPx(): number { return FONT.edge * this.scale; }
+  private view(): View {
+    return { scale: this.scale, tx: this.tx, ty: this.ty, width: this.canvas.clientWidth, height: this.canvas.clientHeight };
+  }
 
-  /** Zoom out to show everything, however small. */
+  /** Zoomed out: the graph's own text would be too small, box titles are drawn at TITLE_PX. */
+  overview(): boolean { return this.scale * FONT.node < MIN_DETAIL_PX; }
+
+  /** Zoom out to show everything (the "fit" button); box titles stay at TITLE_PX. */
   fitAll(): void {
     if (!this.scene) return;
-    const { width, height } = this.scene.layout;
-    const cw = this.canvas.clientWidth, ch = this.canvas.clientHeight;
-    this.scale = Math.min(1, cw / Math.max(1, width), ch / Math.max(1, height));
-    this.tx = (cw - width * this.scale) / 2;
-    this.ty = (ch - height * this.scale) / 2;
+    const v = wholeView(this.scene.layout, this.canvas.clientWidth, this.canvas.clientHeight);
+    this.scale = v.scale; this.tx = v.tx; this.ty = v.ty;
   }
 
   /** Width covered at the canvas's right edge (the side panel, when open). */
@@ -186,30 +243,56 @@ export class Renderer {
     ctx.fillStyle = '#fbfbfd';
     ctx.fillRect(0, 0, w, h);
     const sc = this.scene;
+    const drawn = { minTextPx: null as number | null, minEdgePx: null as number | null, boxesInView: 0, boxesTitled: 0 };
+    this.drawn = drawn;
     if (!sc) { this.drawnLeaves = 0; return; }
+    const seen = (px: number) => { drawn.minTextPx = drawn.minTextPx === null ? px : Math.min(drawn.minTextPx, px); };
     ctx.setTransform(dpr * this.scale, 0, 0, dpr * this.scale, dpr * this.tx, dpr * this.ty);
     const x0 = -this.tx / this.scale, y0 = -this.ty / this.scale, x1 = x0 + w / this.scale, y1 = y0 + h / this.scale;
     const inView = (b: { x: number; y: number; w: number; h: number }) => b.x < x1 && b.x + b.w > x0 && b.y < y1 && b.y + b.h > y0;
     const { boxes } = sc.layout;
-    const text = this.scale * FONT.node >= 5;
+    const text = !this.overview();
     ctx.textBaseline = 'middle';
     for (const cl of sc.graph.clusters) {
       const b = boxes[cl.id];
       if (!b || !inView(b)) continue;
       this.cluster(cl, b, text, sc);
+      if (text) seen(FONT.cluster * this.scale);
     }
     ctx.lineWidth = 1 / Math.max(this.scale, 0.5);
     const labels: [string, number, number][] = [];
+    const arrow = (ax: number, ay: number, ang: number) => {
+      ctx.beginPath();
+      ctx.moveTo(ax, ay);
+      ctx.lineTo(ax - 7 * Math.cos(ang - 0.4), ay - 7 * Math.sin(ang - 0.4));
+      ctx.lineTo(ax - 7 * Math.cos(ang + 0.4), ay - 7 * Math.sin(ang + 0.4));
+      ctx.fill();
+    };
     sc.graph.edges.forEach((e, i) => {
+      const hot = sc.selected === e.from || sc.selected === e.to;
+      // Symbolic sizes (SymInt, SymFloat, SymBool) feed many nodes across the model: drawn lighter, so the
+      // tensor data flow stays the first thing one reads.
+      const color = hot ? '#d9480f' : e.label.startsWith('Sym') ? '#c9ced8' : '#8a94a6';
+      if (e.elided) {
+        // Another reader of a fan: a short stub into the reader, or, when one end is selected, a straight line.
+        const s = boxes[e.from], t = boxes[e.to];
+        if (!s || !t) return;
+        ctx.strokeStyle = color; ctx.fillStyle = color;
+        const tx = t.x + t.w - 14, ty = t.y;
+        const sx = hot ? s.x + s.w / 2 : tx, sy = hot ? s.y + s.h : ty - 14;
+        if (!inView({ x: Math.min(sx, tx), y: Math.min(sy, ty), w: Math.abs(tx - sx) + 1, h: Math.abs(ty - sy) + 1 })) return;
+        ctx.setLineDash(hot ? [] : [2, 2]);
+        ctx.beginPath(); ctx.moveTo(sx, sy); ctx.lineTo(tx, ty); ctx.stroke();
+        ctx.setLineDash([]);
+        arrow(tx, ty, Math.atan2(ty - sy, tx - sx));
+        return;
+      }
       const pts = sc.layout.edges[i];
       if (!pts || pts.length < 4) return;
       let minx = Infinity, miny = Infinity, maxx = -Infinity, maxy = -Infinity;
       for (let k = 0; k < pts.length; k += 2) { minx = Math.min(minx, pts[k]!); maxx = Math.max(maxx, pts[k]!); miny = Math.min(miny, pts[k + 1]!); maxy = Math.max(maxy, pts[k + 1]!); }
       if (!inView({ x: minx, y: miny, w: maxx - minx, h: maxy - miny })) return;
-      const hot = sc.selected === e.from || sc.selected === e.to;
-      // Symbolic sizes (SymInt, SymFloat, SymBool) feed many nodes across the model: drawn lighter, so the
-      // tensor data flow stays the first thing one reads.
-      ctx.strokeStyle = hot ? '#d9480f' : e.label.startsWith('Sym') ? '#c9ced8' : '#8a94a6';
+      ctx.strokeStyle = color;
       ctx.setLineDash(e.dashed ? [4, 3] : []);
       ctx.beginPath();
       ctx.moveTo(pts[0]!, pts[1]!);
@@ -217,16 +300,11 @@ export class Renderer {
       ctx.stroke();
       ctx.setLineDash([]);
       const n = pts.length;
-      const ax = pts[n - 2]!, ay = pts[n - 1]!, bx = pts[n - 4]!, by = pts[n - 3]!;
-      const ang = Math.atan2(ay - by, ax - bx);
-      ctx.fillStyle = ctx.strokeStyle;
-      ctx.beginPath();
-      ctx.moveTo(ax, ay);
-      ctx.lineTo(ax - 7 * Math.cos(ang - 0.4), ay - 7 * Math.sin(ang - 0.4));
-      ctx.lineTo(ax - 7 * Math.cos(ang + 0.4), ay - 7 * Math.sin(ang + 0.4));
-      ctx.fill();
+      ctx.fillStyle = color;
+      arrow(pts[n - 2]!, pts[n - 1]!, Math.atan2(pts[n - 1]! - pts[n - 3]!, pts[n - 2]! - pts[n - 4]!));
       const at = sc.layout.labels?.[i];
-      if (e.label && at && this.scale * FONT.edge >= 7) labels.push([e.count > 1 ? `${e.label} (+${e.count - 1})` : e.label, at[0]!, at[1]!]);
+      const label = edgeText(e);
+      if (label && at && this.scale * FONT.edge >= MIN_EDGE_PX) labels.push([label, at[0]!, at[1]!]);
     });
     // Labels after all edges, each on its own background where the layout left room for it.
     ctx.font = `${FONT.edge}px ui-monospace, monospace`;
@@ -237,16 +315,33 @@ export class Renderer {
       ctx.fillRect(x - w / 2, y - FONT.edge / 2 - 2, w, FONT.edge + 4);
       ctx.fillStyle = '#3d4658';
       ctx.fillText(fitText(ctx, label, 240), x, y);
+      const px = FONT.edge * this.scale;
+      drawn.minEdgePx = drawn.minEdgePx === null ? px : Math.min(drawn.minEdgePx, px);
+      seen(px);
     }
     ctx.textAlign = 'left';
-    let drawn = 0;
+    let count = 0;
     for (const l of sc.graph.leaves) {
       const b = boxes[l.id];
       if (!b || !inView(b)) continue;
       this.leaf(l, b, text, sc);
-      drawn++;
+      count++;
+      if (l.group) { drawn.boxesInView++; if (text) drawn.boxesTitled++; }
+      if (text) seen((l.group ? FONT.sub : FONT.node) * this.scale);
     }
-    this.drawnLeaves = drawn;
+    this.drawnLeaves = count;
+    if (!text) {
+      // Zoomed out: box titles at a fixed on-screen size, where they fit.
+      ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+      ctx.font = `bold ${TITLE_PX}px sans-serif`;
+      for (const t of boxTitles(sc.graph, sc.layout, this.view(), this.measure)) {
+        if (!t.inside) { ctx.fillStyle = '#fbfbfde6'; ctx.fillRect(t.x, t.y, t.w, t.h); }
+        ctx.fillStyle = t.cluster ? '#3b2f4a' : '#1d2433';
+        ctx.fillText(t.text, t.x + 2, t.y + t.h / 2);
+        seen(TITLE_PX);
+        if (!t.cluster) drawn.boxesTitled++;
+      }
+    }
     this.onPaint();
   }
 
@@ -293,8 +388,8 @@ export class Renderer {
     if (!text) return;
     ctx.fillStyle = '#1d2433';
     ctx.font = l.group ? `bold ${FONT.box}px sans-serif` : `${FONT.node}px sans-serif`;
-    ctx.fillText(fitText(ctx, title, b.w - 14), b.x + 8, b.y + (sub ? 16 : b.h / 2));
-    if (sub) { ctx.font = `${FONT.sub}px sans-serif`; ctx.fillStyle = '#5a6478'; ctx.fillText(fitText(ctx, sub, b.w - 14), b.x + 8, b.y + 34); }
+    ctx.fillText(fitText(ctx, title, b.w - 14), b.x + 8, b.y + (sub ? 14 : b.h / 2));
+    if (sub) { ctx.font = `${FONT.sub}px sans-serif`; ctx.fillStyle = '#5a6478'; ctx.fillText(fitText(ctx, sub, b.w - 14), b.x + 8, b.y + 29); }
   }
 }
 

@@ -5,7 +5,12 @@
 //   node tools/drive.mjs SCRIPT.json
 //
 // SCRIPT: {"chromium": path, "page": html path, "width", "height",
-//          "steps": [{"do": "expand"|"collapse"|"search"|"pick"|"select"|"program"|"info"|"members"|"state"|"groups"|"shot"|"metrics", ...}]}
+//          "textProbe": bool,
+//          "steps": [{"do": "expand"|"collapse"|"search"|"pick"|"select"|"program"|"info"|"members"|"state"|"groups"|"shot"|"metrics"|"fit"|"text", ...}]}
+// With textProbe, every fillText on the graph canvas is recorded (on-screen font
+// size: the font's px times the canvas transform's scale; bounding-box height from
+// measureText), so "text" measures the labels the page really drew, independently
+// of the viewer's own notion of its text size.
 // Prints one JSON object: {"results": [...one per step...], "console": [...]}.
 import { chromium } from 'playwright-core';
 import { readFileSync } from 'node:fs';
@@ -20,6 +25,7 @@ try {
   page.on('console', (m) => out.console.push(`${m.type()}: ${m.text()}`));
   page.on('request', (req) => out.requests.push(req.url().slice(0, 200)));
   page.on('pageerror', (e) => out.console.push(`pageerror: ${e.message}`));
+  if (script.textProbe) await page.addInitScript(textProbe);
   const t0 = Date.now();
   await page.goto(pathToFileURL(script.page).href);
   await page.waitForFunction(() => window.pt2fViewer?.ready === true, null, { timeout: script.timeout ?? 60000 });
@@ -65,6 +71,22 @@ try {
         r = true;
         break;
       }
+      case 'fit': // the toolbar's "fit" button, clicked as a person would
+        await page.click('#fit');
+        await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+        r = true;
+        break;
+      case 'text': // repaint the current view with the probe on, and report the smallest labels inside the window
+        r = await page.evaluate(() => {
+          window.__pt2fTexts = [];
+          window.pt2fViewer.viewer.renderer.paint();
+          const seen = window.__pt2fTexts.filter((t) => t.visible);
+          window.__pt2fTexts = null;
+          const minOf = (k) => (seen.length ? Math.min(...seen.map((t) => t[k])) : null);
+          const smallest = [...seen].sort((a, b) => a.px - b.px).slice(0, 3).map((t) => `${t.text} (${t.px.toFixed(1)} px)`);
+          return { count: seen.length, minPx: minOf('px'), minBoxPx: minOf('h'), smallest, texts: seen.map((t) => t.text) };
+        });
+        break;
       case 'shot': await page.waitForTimeout(100); await page.screenshot({ path: s.path }); r = s.path; break;
       case 'metrics': {
         // Paint timings from the page, and the JS heap after a forced GC.
@@ -84,3 +106,23 @@ try {
   await browser.close();
 }
 process.stdout.write(JSON.stringify(out));
+
+/** Runs in the page before its scripts: records the graph canvas's fillText calls while window.__pt2fTexts is a list. */
+function textProbe() {
+  const orig = CanvasRenderingContext2D.prototype.fillText;
+  CanvasRenderingContext2D.prototype.fillText = function (text, x, y, maxWidth) {
+    const log = window.__pt2fTexts;
+    if (log && this.canvas.id === 'canvas') {
+      const m = this.getTransform(), dpr = window.devicePixelRatio || 1;
+      const s = Math.hypot(m.a, m.b) / dpr;
+      const px = parseFloat(/([\d.]+)px/.exec(this.font)?.[1] ?? 'NaN') * s;
+      const mt = this.measureText(text);
+      const sx = (m.a * x + m.c * y + m.e) / dpr, sy = (m.b * x + m.d * y + m.f) / dpr;
+      const w = mt.width * s, left = this.textAlign === 'center' ? sx - w / 2 : sx;
+      const cw = this.canvas.clientWidth, ch = this.canvas.clientHeight;
+      const visible = text.trim() !== '' && left < cw && left + w > 0 && sy > 0 && sy < ch;
+      log.push({ text, px, h: (mt.actualBoundingBoxAscent + mt.actualBoundingBoxDescent) * s, visible });
+    }
+    return maxWidth === undefined ? orig.call(this, text, x, y) : orig.call(this, text, x, y, maxWidth);
+  };
+}
