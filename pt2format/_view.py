@@ -52,11 +52,15 @@ def template_path() -> Path:
         if path.is_file():
             return path
     if (_BUILT.parents[1] / "package.json").is_file():  # a checkout: the page is built, not committed
-        raise ViewerNotBuiltError("the viewer page is not built in this checkout: run scripts/build_ts.sh "
-                                  f"(or point {TEMPLATE_ENV} at a built viewer.html)")
-    raise ViewerNotBuiltError("this installation of pt2format has no viewer page (a wheel carries one in "
-                              f"pt2format/_viewer/): reinstall from a wheel, or point {TEMPLATE_ENV} at a "
-                              "built viewer.html")
+        raise ViewerNotBuiltError("the viewer page is not built in this checkout: run `bash scripts/build_ts.sh "
+                                  "--no-browser` (needs Node.js >= 18 and npm on PATH), or point "
+                                  f"{TEMPLATE_ENV} at a built viewer.html")
+    raise ViewerNotBuiltError("this installation of pt2format has no viewer page (it was built where Node.js was "
+                              "not on PATH). Either reinstall it where `npm` (Node.js >= 18) is on PATH "
+                              "(`pip install .` in a checkout builds the page into the package; a wheel or "
+                              "sdist built with Node carries it), or build the page in a checkout with "
+                              "`bash scripts/build_ts.sh --no-browser` and run "
+                              f"`{TEMPLATE_ENV}=<checkout>/loaders/ts/viewer/dist/viewer.html pt2format view FILE`")
 
 
 def _repack(header, program: bytes, encoding: int, data_sections, program_crc: int | None = None) -> bytes:
