@@ -33,7 +33,7 @@ from conformance._tensorio import decode, read_json, write_json
 PASS, FAIL, ERROR, NA, BLOCKED = "pass", "fail", "error", "na", "blocked"
 CHILD_CHECKS = ("load", "graph", "meta", "signature", "range_constraints", "module_call_graph", "state",
                 "example_inputs", "resave", "outputs", "extra_inputs", "invalid_inputs", "decomp", "unflatten",
-                "reexport")
+                "reexport", "programs", "options")
 
 
 def _exc(e: BaseException) -> str:
@@ -317,7 +317,7 @@ def _check_resave(row: Row, job: dict, loaded: dict, target: dict, path: str, jo
     def resave():
         out = os.path.join(jobdir, f"resaved.{target['label']}.pt2f")
         obj = loaded if job["multi"] else next(iter(loaded.values()))
-        writer.save(obj, out)
+        writer.save(obj, out, **{k: adapters.SAVE_OPTION_VALUES[k] for k in target.get("save_options", ())})
         with open(path, "rb") as f:
             a = f.read()
         with open(out, "rb") as f:
@@ -381,7 +381,103 @@ def run_target(job: dict, target: dict, jobdir: str) -> tuple[dict, dict]:
     for pname, ep in loaded.items():
         _check_followups(row, job, job["refs"][pname], ep, pname, jobdir)
         _check_behaviour(row, job["refs"][pname], ep, pname, jobdir, job)
+    _check_programs(row, job, loaded, jobdir)
+    _check_options(row, job, target, loader, path)
     return row.checks, timing
+
+
+def _check_programs(row: Row, job: dict, loaded: dict, jobdir: str) -> None:
+    """A multi-program file: state its programs share is one storage after load, and the
+    programs run one after another without a restore (a prefill writes the cache a decode
+    reads) give torch's results."""
+    from conformance._describe import cross_program_aliases
+
+    if not job["multi"]:
+        row.put("programs", NA, "one program per file: nothing is shared between programs")
+        return
+
+    def shared():
+        diff = first_difference(job["cross_aliases"], cross_program_aliases(loaded))
+        return f"state shared between programs (one storage in torch's programs) after load: {diff}" \
+            if diff else None
+
+    def sequence():
+        snaps = {n: behave.snapshot(ep) for n, ep in loaded.items()}
+        iodir = os.path.join(jobdir, "io", "_sequence")
+        try:
+            for n, ep in loaded.items():
+                behave.restore(ep, snaps[n])
+            for n, ep in loaded.items():
+                want = job["sequence"][n]
+                args, kwargs = _inputs(want["inputs"], iodir)
+                problem = behave.compare_result(want["expected"], behave.call(ep.module(), args, kwargs), iodir)
+                if problem:
+                    return (f"programs run one after another ({', '.join(loaded)}) without a restore: {n}: {problem}"
+                            " (state one program writes is not what the next one reads?)")
+        finally:
+            for n, ep in loaded.items():
+                behave.restore(ep, snaps[n])
+        return None
+
+    row.run("programs", shared)
+    row.run("programs", sequence)
+
+
+def _state_devices(ep) -> list:
+    """(name, device type) of every state tensor that is not on the meta device."""
+    tensors = list(ep.state_dict.items()) + [(k, v) for k, v in ep.constants.items() if isinstance(v, torch.Tensor)]
+    return [(k, v.device.type) for k, v in tensors if v.device.type != "meta"]
+
+
+def _check_options(row: Row, job: dict, target: dict, loader, path: str) -> None:
+    """The writer's and the loader's options, each declared one checked once (first program):
+    map_location="meta" and weights=False give meta-device state and torch's graph; extra_files
+    and metadata give back what the writer was given."""
+    from conformance import adapters
+
+    pname = job["programs"][0]
+    program = pname if job["multi"] else None
+    declared = adapters.attr(loader, "load_options", ())
+    written = target.get("save_options", [])
+    skipped = []
+
+    def meta_state(option, value):
+        def check():
+            ep = loader.load(path, program=program, **{option: value})
+            if not isinstance(ep, torch.export.ExportedProgram):
+                return f"load({option}={value!r}) returned {type(ep).__name__}"
+            real = _state_devices(ep)
+            if real:
+                return f"load({option}={value!r}) left state off the meta device: {real[:3]}"
+            diff = first_difference(job["refs"][pname]["static"]["graph"], describe_graph(ep.graph_module,
+                                                                                        meta=False))
+            return f"load({option}={value!r}) changed the graph: {diff}" if diff else None
+        return check
+
+    def read_back(option):
+        def check():
+            got = {}
+            loader.load(path, program=program, **{option: got})
+            want = adapters.SAVE_OPTION_VALUES[option]
+            if option == "extra_files":
+                want = {k: v.encode("utf-8") for k, v in want.items()}
+                got = {k: v.encode("utf-8") if isinstance(v, str) else bytes(v) for k, v in got.items()}
+            missing = {k: v for k, v in want.items() if got.get(k) != v}
+            return f"{option} given to the writer {want!r}, read back {got!r}" if missing else None
+        return check
+
+    for option, fn in (("map_location", meta_state("map_location", "meta")), ("weights", meta_state("weights", False)),
+                       ("extra_files", read_back("extra_files")), ("metadata", read_back("metadata"))):
+        if option not in declared:
+            skipped.append(f"the loader takes no {option}")
+        elif option in ("extra_files", "metadata") and option not in written:
+            skipped.append(f"the writer takes no {option}")
+        else:
+            row.run("options", fn)
+    if len(skipped) == 4:
+        row.put("options", NA, "; ".join(skipped))
+    elif skipped and row.checks.get("options", [None])[0] == PASS:
+        row.put("options", PASS, "note: not checked: " + "; ".join(skipped))
 
 
 def run_encoding(job: dict, enc: str, jobdir: str) -> tuple[dict, dict]:

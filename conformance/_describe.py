@@ -438,6 +438,21 @@ def storage_keys(ep) -> tuple[set, set]:
     return full, empty
 
 
+def cross_program_aliases(eps: dict) -> list:
+    """Groups of state tensors of different programs of one file that share a storage
+    (`program:state_dict:name`, `program:constants:name`), sorted: what a loader must keep
+    shared, so a cache one program writes is the cache another reads."""
+    groups = {}
+    for pname, ep in eps.items():
+        entries = [("state_dict", k, v) for k, v in ep.state_dict.items()]
+        entries += [("constants", k, v) for k, v in ep.constants.items() if isinstance(v, torch.Tensor)]
+        for where, name, t in entries:
+            key = _storage_key(t)
+            if key is not None:
+                groups.setdefault(key, []).append((pname, f"{pname}:{where}:{name}"))
+    return sorted(sorted(k for _, k in g) for g in groups.values() if len({p for p, _ in g}) > 1)
+
+
 # --------------------------------------------------------------------------- diffs
 
 def first_difference(a, b, path: str = "") -> str | None:

@@ -159,3 +159,29 @@ def _record_program(spec, ep, name: str, jobdir: str, deterministic: bool, *, de
     ref.update(follow)
     behave.restore(ep, snap)
     return ref
+
+
+def _record_sequence(specs: dict, eps: dict, jobdir: str, deterministic: bool) -> dict:
+    """Torch's results when a file's programs run one after another on their example inputs
+    without restoring the state in between (a prefill writes the cache a decode then reads):
+    program name -> {inputs, expected}, in the file's order."""
+    from conformance import _behave as behave
+    from conformance._tensorio import TreeWriter, decode
+
+    iodir = os.path.join(jobdir, "io", "_sequence")
+    w_in, w_out = TreeWriter(iodir, "in"), TreeWriter(iodir, "out")
+    snaps = {name: behave.snapshot(ep) for name, ep in eps.items()}
+    for name, ep in eps.items():
+        behave.restore(ep, snaps[name])
+    out = {}
+    try:
+        for name, ep in eps.items():
+            doc = w_in.encode((tuple(specs[name].args), dict(specs[name].kwargs)))
+            args, kwargs = decode(doc, iodir)
+            result = behave.call(ep.module(), tuple(args), dict(kwargs))
+            out[name] = {"inputs": doc, "expected": behave.record(result, w_out) if deterministic
+                         else behave.record_shapes(result)}
+    finally:
+        for name, ep in eps.items():
+            behave.restore(ep, snaps[name])
+    return out

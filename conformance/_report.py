@@ -18,7 +18,7 @@ _SHORT = {"export": "exp", "save": "save", "validate": "valid", "dump": "dump", 
           "graph": "graph", "meta": "meta", "signature": "sig", "range_constraints": "ranges",
           "module_call_graph": "mcg", "state": "state", "example_inputs": "ex.in", "resave": "resave",
           "outputs": "out", "extra_inputs": "extra", "invalid_inputs": "invalid", "decomp": "decomp",
-          "unflatten": "unflat", "reexport": "reexp"}
+          "unflatten": "unflat", "reexport": "reexp", "programs": "progs", "options": "opts"}
 _LABEL = {"flatbuffers": "flat", "msgpack": "msgp", "json": "json"}
 _PATHS = re.compile(r"(?:/work|/root|/tmp|/home|/var|/private)/[^\s'\"\]\)|,;]*")
 

@@ -16,7 +16,7 @@ ENCODINGS = ("flatbuffers", "msgpack", "json")
 PARENT_CHECKS = ("export", "save", "validate", "dump", "dedup")
 CHILD_CHECKS = ("load", "graph", "meta", "signature", "range_constraints", "module_call_graph", "state",
                 "example_inputs", "resave", "outputs", "extra_inputs", "invalid_inputs", "decomp", "unflatten",
-                "reexport")
+                "reexport", "programs", "options")
 CHECKS = PARENT_CHECKS + CHILD_CHECKS
 PASS, FAIL, ERROR, NA, BLOCKED, TORCH = "pass", "fail", "error", "na", "blocked", "torch"
 

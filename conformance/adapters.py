@@ -138,6 +138,23 @@ pt2format_loader = Pt2formatLoader()
 torch_writer = TorchWriter()
 torch_loader = TorchLoader()
 
+#: What the runner passes to a writer for each option it declares (`save_options`); the
+#: `options` check reads the same back through the loader. Text only: torch.export.save
+#: takes extra files as str (pt2format stores str as UTF-8 and gives bytes back).
+SAVE_OPTION_VALUES = {"extra_files": {"conformance/notes.txt": "extra file of a conformance run: \u00e9\u2713\n"},
+                      "metadata": {"conformance.run": "1", "text": "\u00e9\u2713 with spaces"}}
+
+
+def save_options(writer) -> dict:
+    """The options to pass to `writer.save`: those it declares, with SAVE_OPTION_VALUES."""
+    return {k: SAVE_OPTION_VALUES[k] for k in attr(writer, "save_options", ()) if k in SAVE_OPTION_VALUES}
+
+
+def is_own_writer(writer) -> bool:
+    """pt2format's own writer (its files are the reference a third-party writer's are compared with)."""
+    return isinstance(writer, Pt2formatWriter)
+
+
 #: The default dump reader: pt2format's own command line.
 PT2FORMAT_DUMP = "{python} -m pt2format dump {path}"
 

@@ -32,7 +32,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:  # `python conformance/runner.py` works too
     sys.path.insert(0, REPO)
 
-from conformance._record import _record_program  # noqa: E402
+from conformance._record import _record_program, _record_sequence  # noqa: E402
 from conformance._verdicts import (  # noqa: E402,F401 - the runner's names, as callers import them
     BLOCKED,
     CHECKS,
@@ -99,8 +99,9 @@ def _file_checks(row: dict, path: str, expected_storages: tuple, timeout: float,
             row["dump"] = [ERROR, _exc(e)]
     try:
         f = pt2format.read(path)
-        try:
-            n = len(f.package.storages)
+        try:  # the storages of tensors (an extra file has a storage of its own, not a tensor's)
+            extra = {e.storage for e in (f.package.extra_files or ())}
+            n = len(f.package.storages) - len(extra)
         finally:
             f.close()
         lo, hi = expected_storages
@@ -110,6 +111,31 @@ def _file_checks(row: dict, path: str, expected_storages: tuple, timeout: float,
     except Exception as e:  # noqa: BLE001
         row["dedup"] = [ERROR, _exc(e)]
     return dump
+
+
+def _compare_with_own_file(row: dict, obj, options: dict, dump: bytes, jobdir: str, label: str,
+                           timeout: float) -> None:
+    """A third party's pt2format file against pt2format's own file of the same program: equal
+    canonical dumps (a file labelled with an older minor than its content dumps differently)."""
+    from conformance import adapters
+
+    if row["dump"][0] != PASS:
+        return
+    ref = os.path.join(jobdir, f"reference.{label}.pt2f")
+    try:
+        adapters.flatbuffers_writer.save(obj, ref, **options)
+        ours = _dump(ref, timeout)
+    except Exception as e:  # noqa: BLE001
+        row["dump"] = [ERROR, "pt2format's own file of the same program, the reference, failed: " + _exc(e)]
+        return
+    if ours != dump:
+        from conformance._describe import first_difference
+
+        diff = first_difference(json.loads(ours), json.loads(dump))
+        row["dump"] = [FAIL, "the canonical dump differs from that of pt2format's own file of the same program "
+                             f"(saved with the same options): {diff or 'same tree, other bytes'}"]
+    else:
+        os.unlink(ref)
 
 
 def _run_child(jobdir: str, timeout: float) -> tuple[dict | None, str]:
@@ -176,7 +202,7 @@ def _run_case(case, *, targets, workdir, timeout) -> CaseResult:
     import torch
 
     from conformance import adapters
-    from conformance._describe import describe_program, first_difference, storage_keys
+    from conformance._describe import cross_program_aliases, describe_program, first_difference, storage_keys
     from conformance._tensorio import write_json
 
     res = CaseResult(case.name, tuple(sorted(case.tags)))
@@ -224,9 +250,10 @@ def _run_case(case, *, targets, workdir, timeout) -> CaseResult:
             continue
         row = res.rows.setdefault(t.label, {"export": list(export_cell)})
         path = os.path.join(jobdir, f"program.{t.label}.pt2f")
+        options = adapters.save_options(writer)
         try:
             t0 = time.perf_counter()
-            writer.save(obj, path)
+            writer.save(obj, path, **options)
             res.timings.setdefault(t.label, {})["save_s"] = time.perf_counter() - t0
         except Exception as e:  # noqa: BLE001
             row["save"] = [ERROR, _exc(e)]
@@ -243,6 +270,8 @@ def _run_case(case, *, targets, workdir, timeout) -> CaseResult:
         saved.append(t)
         if adapters.attr(writer, "pt2format_file", True):
             dumps[t.label] = _file_checks(row, path, storages, timeout, t.dump)
+            if not adapters.is_own_writer(writer) and dumps[t.label] is not None:
+                _compare_with_own_file(row, obj, options, dumps[t.label], jobdir, t.label, timeout)
         else:
             why = f"the writer ({t.writer}) does not write pt2format files"
             for c, what in (("validate", "pt2format.validate"), ("dump", "the canonical dump"),
@@ -254,7 +283,8 @@ def _run_case(case, *, targets, workdir, timeout) -> CaseResult:
             for t in saved:
                 if res.rows[t.label].get("save", [None])[0] == PASS:
                     res.rows[t.label]["save"] = [FAIL, f"[{name}] save changed the program: {problem}"]
-    good = [(label, d) for label, d in dumps.items() if d is not None]
+    own = {t.label for t in saved if adapters.is_own_writer(adapters.resolve(t.writer))}
+    good = [(label, d) for label, d in dumps.items() if d is not None and label in own]
     for label, d in good[1:]:
         if d != good[0][1] and res.rows[label]["dump"][0] == PASS:
             res.rows[label]["dump"] = [FAIL, f"canonical dump differs from {good[0][0]}'s"]
@@ -265,6 +295,8 @@ def _run_case(case, *, targets, workdir, timeout) -> CaseResult:
     for name, ep in eps.items():
         refs[name] = {"static": static[name]}
         refs[name].update(_record_program(specs[name], ep, name, jobdir, case.deterministic))
+    sequence = _record_sequence(specs, eps, jobdir, case.deterministic) if multi else None
+    cross = cross_program_aliases(eps) if multi else None
     del eps, obj
     gc.collect()
     res.inputs = {"extra": sum(len(r["sets"]) - 1 for r in refs.values()),
@@ -275,7 +307,9 @@ def _run_case(case, *, targets, workdir, timeout) -> CaseResult:
     explained = explained_differences().get(case.name, [])
     job = {"case": case.name, "multi": multi, "programs": list(specs),
            "targets": [{"label": t.label, "loader": t.loader, "writer": t.writer,
+                        "save_options": sorted(adapters.save_options(adapters.resolve(t.writer))),
                         "path": f"program.{t.label}.pt2f"} for t in saved],
+           "sequence": sequence, "cross_aliases": cross,
            "child_imports": list(case.child_imports), "num_threads": torch.get_num_threads(), "refs": refs,
            "explained": explained}
     write_json(os.path.join(jobdir, "job.json"), job)

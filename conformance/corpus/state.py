@@ -168,3 +168,42 @@ def meta_device_state():
     """Parameters and buffers on the meta device (a model built without weights): shapes, dtypes, aliasing, no data."""
     return Program(None, (torch.randn(2, 4, device="meta"),), export_fn=_export_meta_state,
                    extra_inputs=[((torch.empty(2, 4, device="meta"),), {})])
+
+
+class ChannelsLast(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1).to(memory_format=torch.channels_last)
+        self.register_buffer("bias_map", torch.randn(1, 4, 5, 5).to(memory_format=torch.channels_last))
+
+    def forward(self, x):
+        return self.conv(x) + self.bias_map
+
+
+@case("channels_last_state", tags=("fast",))
+def channels_last_state():
+    """A conv weight and a buffer in channels_last (NHWC strides) memory format."""
+    return Program(ChannelsLast(), (torch.randn(2, 3, 5, 5).to(memory_format=torch.channels_last),))
+
+
+class ReturnsSize(nn.Module):
+    def forward(self, x):
+        return x.shape, x.sum(), x.size()[1:]
+
+
+@case("returns_torch_size", tags=("fast",))
+def returns_torch_size():
+    """A program returning torch.Size values (the whole shape and a slice of it) beside a tensor."""
+    return Program(ReturnsSize(), (torch.randn(3, 4, 2),))
+
+
+class ConjNeg(nn.Module):
+    def forward(self, z):
+        return z.conj(), z.conj().imag, z * 2
+
+
+@case("conj_neg_outputs", tags=("fast",))
+def conj_neg_outputs():
+    """Outputs with the conjugate bit (`z.conj()`) and the negative bit (`z.conj().imag`) set."""
+    g = torch.Generator().manual_seed(5)
+    return Program(ConjNeg(), (torch.randn(3, 2, dtype=torch.complex64, generator=g),))

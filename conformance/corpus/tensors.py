@@ -137,3 +137,48 @@ def _torchao_int8_mlp():
 def torchao_int8_weight_only():
     """An MLP quantized by torchao (Int8WeightOnlyConfig: Int8Tensor weights), exported as users do."""
     return Program(_torchao_int8_mlp(), (_fixed((4, 16), 30),))
+
+
+_QDQ = ("conformance.oplibs.quantized_decomposed",)
+
+
+class DecomposedQuantized(nn.Module):
+    """int8 buffers with their quantization parameters, dequantized by the `quantized_decomposed`
+    operators: how PT2E quantization (torchao.quantization.pt2e) stores quantized weights in an
+    exported program, since torch's quantized tensors cannot be program state."""
+
+    def __init__(self, per_channel: bool):
+        import conformance.oplibs.quantized_decomposed  # noqa: F401 - the operators forward calls
+
+        super().__init__()
+        w = _fixed((4, 3), 13)
+        self.per_channel = per_channel
+        if per_channel:
+            scales = torch.tensor([0.05, 0.1, 0.02, 0.2], dtype=torch.float32)
+            zps = torch.tensor([0, 3, -2, 1], dtype=torch.int64)
+            q = torch.clamp(torch.round(w / scales[:, None]) + zps[:, None], -128, 127).to(torch.int8)
+            self.register_buffer("scales", scales)
+            self.register_buffer("zero_points", zps)
+        else:
+            q = torch.clamp(torch.round(w / 0.05) + 7, -128, 127).to(torch.int8)
+        self.register_buffer("qw", q)
+
+    def forward(self, x):
+        qd = torch.ops.quantized_decomposed
+        if self.per_channel:
+            w = qd.dequantize_per_channel(self.qw, self.scales, self.zero_points, 0, -128, 127, torch.int8)
+        else:
+            w = qd.dequantize_per_tensor(self.qw, 0.05, 7, -128, 127, torch.int8)
+        return x @ w.T
+
+
+@case("quantized_decomposed_per_tensor", tags=("full",), child_imports=_QDQ)
+def quantized_decomposed_per_tensor():
+    """A per-tensor int8 buffer dequantized by quantized_decomposed.dequantize_per_tensor (PT2E's form)."""
+    return Program(DecomposedQuantized(per_channel=False), (_fixed((2, 3), 14),))
+
+
+@case("quantized_decomposed_per_channel", tags=("full",), child_imports=_QDQ)
+def quantized_decomposed_per_channel():
+    """A per-channel int8 buffer with scale and zero-point buffers, dequantized per channel (PT2E's form)."""
+    return Program(DecomposedQuantized(per_channel=True), (_fixed((2, 3), 15),))

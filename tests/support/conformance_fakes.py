@@ -175,3 +175,205 @@ detached_loader = DetachedLoader()
 decomp_ulp_loader = DecompUlpLoader()
 nameless_as_dict_loader = NamelessAsDictLoader()
 no_file_writer = NoFileWriter()
+
+
+# --------------------------------------------------------------------------- the third audit's defects (issue 42)
+#
+# Each passed every check before issue 42; each is caught now by the check named in its
+# docstring (tests/conformance/test_conformance_fakes.py).
+
+def _same_layout_copy(t: torch.Tensor) -> torch.Tensor:
+    """A copy of `t` in a storage of its own with the same strides, storage offset and requires_grad."""
+    if not isinstance(t, torch.Tensor) or t.layout != torch.strided or t.device.type == "meta":
+        return t
+    storage = t.untyped_storage().clone()
+    out = torch.empty(0, dtype=t.dtype).set_(storage, t.storage_offset(), t.shape, t.stride())
+    return out.requires_grad_(t.requires_grad) if t.requires_grad and t.is_floating_point() else out
+
+
+class AliasCopyLoader:
+    """Outputs (views of inputs, buffers, each other) come back as copies with the same values,
+    strides and storage offsets. Caught by `outputs` (aliasing)."""
+
+    multi_program = True
+
+    def load(self, path, program=None):
+        return _on_module(_loaded(path, program), _map_outputs(_same_layout_copy))
+
+
+class _NoGuards(torch.nn.Module):
+    def forward(self, *args, **kwargs):
+        return None
+
+
+def _without_guards(m):
+    for key, hook in list(m._forward_pre_hooks.items()):
+        if "constraints" in getattr(hook, "__name__", ""):
+            del m._forward_pre_hooks[key]
+    if "_guards_fn" in m._modules:
+        m._modules["_guards_fn"] = _NoGuards()
+    return m
+
+
+class DecompNoGuardsLoader:
+    """run_decompositions() returns a program whose module() checks no input (the loaded
+    program itself keeps its guards). Caught by `decomp` (invalid inputs)."""
+
+    multi_program = True
+
+    def load(self, path, program=None):
+        ep = _loaded(path, program)
+        original = ep.run_decompositions
+
+        def run_decompositions(*args, **kwargs):
+            return _on_module(original(*args, **kwargs), _without_guards)
+
+        ep.run_decompositions = run_decompositions
+        return ep
+
+
+class DecompNoMetaLoader:
+    """run_decompositions() returns a program whose nodes lost their stack traces and module
+    stacks (graph and results unchanged). Caught by `decomp` (node metadata)."""
+
+    multi_program = True
+
+    def load(self, path, program=None):
+        ep = _loaded(path, program)
+        original = ep.run_decompositions
+
+        def run_decompositions(*args, **kwargs):
+            d = original(*args, **kwargs)
+            for n in d.graph.nodes:
+                n.meta.pop("stack_trace", None)
+                n.meta.pop("nn_module_stack", None)
+            return d
+
+        ep.run_decompositions = run_decompositions
+        return ep
+
+
+class RegradLoader:
+    """Outputs cut from the autograd graph, then made to require grad again (the flag is
+    right, no gradient reaches a parameter). Caught by `outputs` (gradients)."""
+
+    multi_program = True
+
+    def load(self, path, program=None):
+        return _on_module(_loaded(path, program),
+                          _map_outputs(lambda t: t.detach().requires_grad_(t.requires_grad)))
+
+
+class ResolvedBitsLoader:
+    """Outputs with the conjugate or negative bit set come back resolved (same values, bit
+    cleared). Caught by `outputs` (layouts: is_conj / is_neg)."""
+
+    multi_program = True
+
+    def load(self, path, program=None):
+        return _on_module(_loaded(path, program), _map_outputs(lambda t: t.resolve_conj().resolve_neg()))
+
+
+class ReversedModuleStackLoader:
+    """Every node's nn_module_stack in reverse order (same entries). Caught by `meta`."""
+
+    multi_program = True
+
+    def load(self, path, program=None):
+        ep = _loaded(path, program)
+        for n in ep.graph.nodes:
+            stack = n.meta.get("nn_module_stack")
+            if stack and len(stack) > 1:
+                n.meta["nn_module_stack"] = dict(reversed(list(stack.items())))
+        return ep
+
+
+class CopiedStateLoader:
+    """Each program of a file gets its own copy of every state tensor (shared weights and
+    caches no longer shared between programs). Caught by `programs`."""
+
+    multi_program = True
+
+    def load(self, path, program=None):
+        ep = _loaded(path, program)
+        copies = {}  # one copy per storage: sharing within the program stays as it was
+        with torch.no_grad():
+            for t in list(ep.state_dict.values()) + [v for v in ep.constants.values() if isinstance(v, torch.Tensor)]:
+                if t.layout == torch.strided and t.device.type != "meta" and t.untyped_storage().nbytes():
+                    st = t.untyped_storage()
+                    copy = copies.setdefault(st.data_ptr(), st.clone())
+                    t.data = torch.empty(0, dtype=t.dtype).set_(copy, t.storage_offset(), t.shape, t.stride())
+        return ep
+
+
+class Label10Writer:
+    """Writes pt2format's file but labels it format 1.0 whatever it uses (a 1.1 file labelled
+    1.0). Caught by `dump` (compared with pt2format's own file of the same program)."""
+
+    label = "label10"
+    multi_program = True
+
+    def save(self, obj, path) -> None:
+        import pt2format
+        from pt2format import _content_minor
+        from pt2format._generated import model as m
+
+        original = _content_minor.label
+
+        def label_10(package):
+            package.format_version = m.FormatVersion(1, 0)
+
+        _content_minor.label = label_10
+        try:
+            pt2format.save(obj, path, fsync=False, progress=False)
+        finally:
+            _content_minor.label = original
+
+
+class DropOptionWriter:
+    """Declares `extra_files` and `metadata` but drops one of them. Caught by `options`."""
+
+    multi_program = True
+    save_options = ("extra_files", "metadata")
+
+    def __init__(self, drop: str):
+        self.drop = drop
+        self.label = f"drop_{drop}"
+
+    def save(self, obj, path, **options) -> None:
+        import pt2format
+
+        options.pop(self.drop, None)
+        pt2format.save(obj, path, fsync=False, progress=False, **options)
+
+
+class IgnoreOptionLoader:
+    """Declares `map_location` and `weights` but ignores one of them (the state stays on the
+    CPU with its data). Caught by `options`."""
+
+    multi_program = True
+    load_options = ("map_location", "weights", "extra_files", "metadata")
+
+    def __init__(self, ignore: str):
+        self.ignore = ignore
+
+    def load(self, path, program=None, **options):
+        from conformance.adapters import trusted_subclasses
+        import pt2format
+
+        options.pop(self.ignore, None)
+        return pt2format.load(path, program=program, allow_subclasses=trusted_subclasses(), **options)
+
+
+alias_copy_loader = AliasCopyLoader()
+decomp_no_guards_loader = DecompNoGuardsLoader()
+decomp_no_meta_loader = DecompNoMetaLoader()
+regrad_loader = RegradLoader()
+resolved_bits_loader = ResolvedBitsLoader()
+reversed_module_stack_loader = ReversedModuleStackLoader()
+copied_state_loader = CopiedStateLoader()
+label10_writer = Label10Writer()
+drop_extra_files_writer = DropOptionWriter("extra_files")
+drop_metadata_writer = DropOptionWriter("metadata")
+ignore_map_location_loader = IgnoreOptionLoader("map_location")
+ignore_weights_loader = IgnoreOptionLoader("weights")
