@@ -34,6 +34,16 @@ def _storage_u8(storage: torch.UntypedStorage) -> torch.Tensor:
     return torch.empty(0, dtype=torch.uint8).set_(storage, 0, (storage.nbytes(),), (1,))
 
 
+def _is_fake(t: torch.Tensor) -> bool:
+    """A FakeTensor (a program exported with fake weights): saved as torch.export.save saves it, with no
+    bytes. Its storage is a meta storage, so it becomes a storage without data (`Storage.meta_nbytes`);
+    its row is a meta tensor whose `fake_device` is the fake tensor's device, where loaders build zeros
+    as torch.export.load does."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    return isinstance(t, FakeTensor)
+
+
 def _bytes_view(u8: torch.Tensor) -> memoryview:
     return memoryview(u8.numpy()) if u8.numel() else memoryview(b"")
 
@@ -62,7 +72,7 @@ class TensorTable:
             return idx
         self._keep_alive.append(t)
         src = t
-        if type(t) not in _PLAIN_TENSOR_TYPES:
+        if type(t) not in _PLAIN_TENSOR_TYPES and not _is_fake(t):
             if _composite.is_subclass(t):
                 return self._composite_row(t, path)
             raise ExportError("tensor subclass is not a traceable wrapper subclass (no __tensor_flatten__)",
@@ -91,6 +101,8 @@ class TensorTable:
             requires_grad=bool(src.requires_grad),
             device=device_to_schema(t.device),
         )
+        if _is_fake(t):
+            row.device, row.fake_device = device_to_schema(torch.device("meta")), row.device
         if t.is_quantized:
             row.quantization = _composite.quantization(t, self.add, path)
         if storage.device.type == "meta":

@@ -57,7 +57,7 @@ class StateLoader:
         self._tensors: dict[int, torch.Tensor] = {}
         self._lock = threading.Lock()
 
-    def _storage(self, idx: int, device: torch.device, path: str) -> torch.UntypedStorage:
+    def _storage(self, idx: int, device: torch.device, path: str, zeros: bool = False) -> torch.UntypedStorage:
         key = (idx, str(device))
         st = self._storages.get(key)
         if st is not None:
@@ -67,6 +67,12 @@ class StateLoader:
             raise LoadError("storage index out of range", path=path, expected=f"< {len(storages)}", got=idx)
         size = storages[idx].size
         meta_nbytes = storages[idx].meta_nbytes
+        if meta_nbytes and zeros and device.type != "meta":
+            # A fake tensor's storage (Tensor.fake_device, weights of a program exported under
+            # FakeTensorMode): torch.export.save writes no bytes for it, torch.export.load gives zeros.
+            st = torch.zeros(meta_nbytes, dtype=torch.uint8, device=device).untyped_storage()
+            self._storages[key] = st
+            return st
         if meta_nbytes and device.type != "meta":
             # A storage without data (meta-device state) stays on meta, whatever map_location says.
             device = torch.device("meta")
@@ -123,12 +129,14 @@ class StateLoader:
         dtype = dtype_from_schema(row.dtype, f"{p}.dtype")
         qdtype = dtype
         dtype = _composite.int_repr_dtype(dtype)
-        device = _map_device(self.map_location, device_from_schema(row.device, f"{p}.device"))
+        fake = row.fake_device is not None and self.weights
+        saved = device_from_schema(row.fake_device if fake else row.device, f"{p}.fake_device" if fake else f"{p}.device")
+        device = _map_device(self.map_location, saved)
         if len(row.sizes) != len(row.strides):
             raise LoadError("sizes and strides differ in length", path=p, expected=len(row.sizes), got=len(row.strides))
         if any(s < 0 for s in row.sizes) or any(s < 0 for s in row.strides) or row.storage_offset < 0:
             raise LoadError("negative size, stride or offset", path=p)
-        st = self._storage(row.storage, device, f"{p}.storage")
+        st = self._storage(row.storage, device, f"{p}.storage", zeros=fake)
         try:
             t = torch.empty(0, dtype=dtype, device=st.device).set_(st, row.storage_offset, row.sizes, row.strides)
         except RuntimeError as e:

@@ -5497,8 +5497,8 @@ def decode(buf, max_depth=128, share=True, stats=None):
             raise
 
     vc_Tensor = {}
-    Z_Tensor = (4, 1, 4, 4, 8, 1, 4, 4, 1, 4, 1, 4)
-    SN_Tensor = ('storage', 'dtype', 'sizes', 'strides', 'storage_offset', 'requires_grad', 'device', 'quantization', 'layout', 'parts', 'coalesced', 'subclass')
+    Z_Tensor = (4, 1, 4, 4, 8, 1, 4, 4, 1, 4, 1, 4, 4)
+    SN_Tensor = ('storage', 'dtype', 'sizes', 'strides', 'storage_offset', 'requires_grad', 'device', 'quantization', 'layout', 'parts', 'coalesced', 'subclass', 'fake_device')
 
     def t_Tensor(p, d):
         f_ = None
@@ -5515,7 +5515,7 @@ def decode(buf, max_depth=128, share=True, stats=None):
             c = vc_Tensor.get(vt)
             if c is None:
                 c = vc_Tensor[vt] = vtab(vt, Z_Tensor)
-            os, o0, o1, o2, o3, o4, o5, o6, o7, o8, o9, o10, o11 = c
+            os, o0, o1, o2, o3, o4, o5, o6, o7, o8, o9, o10, o11, o12 = c
             if p + os > n:
                 _fail('bad table size', p, '4..buffer end', os)
             f_ = 'storage'
@@ -5609,7 +5609,14 @@ def decode(buf, max_depth=128, share=True, stats=None):
                 x11 = t_TensorSubclass(q, d + 1)
             else:
                 x11 = None
-            return Tensor(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11)
+            f_ = 'fake_device'
+            if o12:
+                q = p + o12
+                q += _U32(buf, q)[0]
+                x12 = t_Device(q, d + 1)
+            else:
+                x12 = None
+            return Tensor(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12)
         except _PATH_ERRORS as e_:
             _note(e_, f_, p, locals(), SN_Tensor)
             raise

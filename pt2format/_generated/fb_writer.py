@@ -288,7 +288,7 @@ _F_SymIntArgument = ((1, 8, 8, 'q'), (0, 4, 4, 'I'))
 _F_SymIntListArgument = ((0, 4, 4, 'I'),)
 _F_SymIntValue = ((1, 16, 8, 'i4xq'), (0, 4, 4, 'I'))
 _F_Symbol = ((3, 8, 8, 'q'), (6, 8, 8, 'd'), (0, 4, 4, 'I'), (2, 4, 4, 'I'), (1, 1, 1, 'B'), (4, 1, 1, '?'), (5, 1, 1, '?'))
-_F_Tensor = ((4, 8, 8, 'q'), (0, 4, 4, 'I'), (2, 4, 4, 'I'), (3, 4, 4, 'I'), (6, 4, 4, 'I'), (7, 4, 4, 'I'), (9, 4, 4, 'I'), (11, 4, 4, 'I'), (1, 1, 1, 'B'), (5, 1, 1, '?'), (8, 1, 1, 'B'), (10, 1, 1, '?'))
+_F_Tensor = ((4, 8, 8, 'q'), (0, 4, 4, 'I'), (2, 4, 4, 'I'), (3, 4, 4, 'I'), (6, 4, 4, 'I'), (7, 4, 4, 'I'), (9, 4, 4, 'I'), (11, 4, 4, 'I'), (12, 4, 4, 'I'), (1, 1, 1, 'B'), (5, 1, 1, '?'), (8, 1, 1, 'B'), (10, 1, 1, '?'))
 _F_TensorArgument = ((0, 4, 4, 'I'),)
 _F_TensorListArgument = ((0, 4, 4, 'I'),)
 _F_TensorMeta = ((3, 16, 8, 'i4xq'), (1, 4, 4, 'I'), (2, 4, 4, 'I'), (5, 4, 4, 'I'), (0, 1, 1, 'B'), (4, 1, 1, '?'), (6, 1, 1, 'B'))
@@ -5491,7 +5491,7 @@ def encode(root, share=True, stats=None):
             if x1 != 0:
                 if type(x1) is not int or not 0 <= x1 <= 255:
                     x1 = _check_int(x1, 0, 255, 'uint8')
-                mk |= 256
+                mk |= 512
             f_ = 'sizes'
             x2 = o.sizes
             if x2:
@@ -5523,7 +5523,7 @@ def encode(root, share=True, stats=None):
             if x5 is not False:
                 if x5 is not True:
                     _check_bool(x5)
-                mk |= 512
+                mk |= 1024
             f_ = 'device'
             x6 = o.device
             if x6 is not None:
@@ -5539,7 +5539,7 @@ def encode(root, share=True, stats=None):
             if x8 != 1:
                 if type(x8) is not int or not 0 <= x8 <= 255:
                     x8 = _check_int(x8, 0, 255, 'uint8')
-                mk |= 1024
+                mk |= 2048
             f_ = ('parts', 'x9')
             x9 = o.parts
             if x9:
@@ -5550,12 +5550,17 @@ def encode(root, share=True, stats=None):
             if x10 is not False:
                 if x10 is not True:
                     _check_bool(x10)
-                mk |= 2048
+                mk |= 4096
             f_ = 'subclass'
             x11 = o.subclass
             if x11 is not None:
                 x11 = w_TensorSubclass(x11)
                 mk |= 128
+            f_ = 'fake_device'
+            x12 = o.fake_device
+            if x12 is not None:
+                x12 = w_Device(x12)
+                mk |= 256
             f_ = None
             L = L_Tensor.get(mk)
             if L is None:
@@ -5578,10 +5583,11 @@ def encode(root, share=True, stats=None):
                 t - offs[7] - x7 if mk & 32 else E,
                 t - offs[9] - x9 if mk & 64 else E,
                 t - offs[11] - x11 if mk & 128 else E,
-                x1 if mk & 256 else E,
-                x5 if mk & 512 else E,
-                x8 if mk & 1024 else E,
-                x10 if mk & 2048 else E))
+                t - offs[12] - x12 if mk & 256 else E,
+                x1 if mk & 512 else E,
+                x5 if mk & 1024 else E,
+                x8 if mk & 2048 else E,
+                x10 if mk & 4096 else E))
             if vd > t:
                 app(vtb)
                 size = vd

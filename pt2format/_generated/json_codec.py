@@ -313,7 +313,7 @@ K_SymIntArgument = frozenset(['name', 'value'])
 K_SymIntListArgument = frozenset(['items'])
 K_SymIntValue = frozenset(['name', 'value'])
 K_Symbol = frozenset(['float_hint', 'has_hint', 'hint', 'kind', 'name', 'positive', 'range'])
-K_Tensor = frozenset(['coalesced', 'device', 'dtype', 'layout', 'parts', 'quantization', 'requires_grad', 'sizes', 'storage', 'storage_offset', 'strides', 'subclass'])
+K_Tensor = frozenset(['coalesced', 'device', 'dtype', 'fake_device', 'layout', 'parts', 'quantization', 'requires_grad', 'sizes', 'storage', 'storage_offset', 'strides', 'subclass'])
 K_TensorArgument = frozenset(['name'])
 K_TensorListArgument = frozenset(['names'])
 K_TensorMeta = frozenset(['device', 'dtype', 'layout', 'requires_grad', 'sizes', 'storage_offset', 'strides'])
@@ -3168,6 +3168,10 @@ def e_Tensor(o):
         x11 = o.subclass
         if x11 is not None:
             r['subclass'] = e_TensorSubclass(x11)
+        f_ = 'fake_device'
+        x12 = o.fake_device
+        if x12 is not None:
+            r['fake_device'] = e_Device(x12)
         return r
     except _ENCODE_ERRORS as e_:
         _note(e_, f_, o, locals())
@@ -7354,7 +7358,11 @@ def decode_tree(tree, max_depth=128):
             x11 = o.get('subclass')
             if x11 is not None:
                 x11 = d_TensorSubclass(x11, d + 1)
-            return Tensor(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11)
+            f_ = 'fake_device'
+            x12 = o.get('fake_device')
+            if x12 is not None:
+                x12 = d_Device(x12, d + 1)
+            return Tensor(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12)
         except _PATH_ERRORS as e_:
             _note(e_, f_, o, locals())
             raise

@@ -22,7 +22,7 @@ FIELD_MINOR = {
     'Program': {'guard_sources': 1, 'input_guards': 1},
     'Quantization': {'axis': 1, 'qscheme': 1, 'scale': 1, 'scales': 1, 'zero_point': 1, 'zero_points': 1},
     'Storage': {'meta_nbytes': 1},
-    'Tensor': {'coalesced': 1, 'layout': 1, 'parts': 1, 'quantization': 1, 'subclass': 1},
+    'Tensor': {'coalesced': 1, 'fake_device': 2, 'layout': 1, 'parts': 1, 'quantization': 1, 'subclass': 1},
     'TensorPart': {'name': 1, 'tensor': 1},
     'TensorSubclass': {'class_fqn': 1, 'context': 1},
     'TreeSpecArgument': {'metadata': 1, 'name': 1, 'node_name': 1, 'spec': 1},

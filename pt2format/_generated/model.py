@@ -2611,7 +2611,7 @@ class Symbol(ModelObject):
 
 class Tensor(ModelObject):
     """A tensor whose elements are stored in the file: a strided view of a storage. Tensors sharing a storage alias after load."""
-    __slots__ = ('storage', 'dtype', 'sizes', 'strides', 'storage_offset', 'requires_grad', 'device', 'quantization', 'layout', 'parts', 'coalesced', 'subclass')
+    __slots__ = ('storage', 'dtype', 'sizes', 'strides', 'storage_offset', 'requires_grad', 'device', 'quantization', 'layout', 'parts', 'coalesced', 'subclass', 'fake_device')
     storage: int
     dtype: ScalarType | int
     sizes: list[int]
@@ -2624,6 +2624,7 @@ class Tensor(ModelObject):
     parts: list[TensorPart]
     coalesced: bool
     subclass: TensorSubclass | None
+    fake_device: Device | None
     IS_STRUCT = False
     # (name, id, kind, element, ref, default, deprecated, required)
     FIELDS = (
@@ -2639,11 +2640,12 @@ class Tensor(ModelObject):
         ('parts', 9, 'vector', 'table', 'TensorPart', None, False, False),
         ('coalesced', 10, 'scalar', 'bool', None, False, False, False),
         ('subclass', 11, 'table', None, 'TensorSubclass', None, False, False),
+        ('fake_device', 12, 'table', None, 'Device', None, False, False),
     )
     # field -> string class (pt2format._strings)
     STRING_CLASSES = {}
 
-    def __init__(self, storage: int = 0, dtype: ScalarType | int = 0, sizes: list[int] | None = None, strides: list[int] | None = None, storage_offset: int = 0, requires_grad: bool = False, device: Device | None = None, quantization: Quantization | None = None, layout: Layout | int = 1, parts: list[TensorPart] | None = None, coalesced: bool = False, subclass: TensorSubclass | None = None) -> None:
+    def __init__(self, storage: int = 0, dtype: ScalarType | int = 0, sizes: list[int] | None = None, strides: list[int] | None = None, storage_offset: int = 0, requires_grad: bool = False, device: Device | None = None, quantization: Quantization | None = None, layout: Layout | int = 1, parts: list[TensorPart] | None = None, coalesced: bool = False, subclass: TensorSubclass | None = None, fake_device: Device | None = None) -> None:
         self.storage = storage
         self.dtype = dtype
         self.sizes = [] if sizes is None else sizes
@@ -2656,6 +2658,7 @@ class Tensor(ModelObject):
         self.parts = [] if parts is None else parts
         self.coalesced = coalesced
         self.subclass = subclass
+        self.fake_device = fake_device
 
 
 class TensorArgument(ModelObject):

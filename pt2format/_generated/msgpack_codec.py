@@ -3112,7 +3112,11 @@ def encode_tree(root):
             x11 = o.subclass
             if x11 is not None:
                 x11 = e_TensorSubclass(x11)
-            r = [x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11]
+            f_ = 'fake_device'
+            x12 = o.fake_device
+            if x12 is not None:
+                x12 = e_Device(x12)
+            r = [x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12]
             while r and r[-1] is None:
                 r.pop()
             return r
@@ -6568,7 +6572,7 @@ def decode_tree(tree, max_depth=128):
             if d > max_depth:
                 too_deep(d)
             n = len(a)
-            x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11 = a if n == 12 else (a + _NONES[:12 - n] if n < 12 else a[:12])
+            x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12 = a if n == 13 else (a + _NONES[:13 - n] if n < 13 else a[:13])
             f_ = 'storage'
             if x0 is None:
                 x0 = 0
@@ -6630,7 +6634,10 @@ def decode_tree(tree, max_depth=128):
             f_ = 'subclass'
             if x11 is not None:
                 x11 = d_TensorSubclass(x11, d + 1)
-            return Tensor(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11)
+            f_ = 'fake_device'
+            if x12 is not None:
+                x12 = d_Device(x12, d + 1)
+            return Tensor(x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12)
         except _PATH_ERRORS as e_:
             _note(e_, f_, a, locals())
             raise

@@ -525,6 +525,8 @@ def c_Tensor(o):
         c_TensorPart(x)
     if o.subclass is not None:
         c_TensorSubclass(o.subclass)
+    if o.fake_device is not None:
+        c_Device(o.fake_device)
 
 def c_TensorArgument(o):
     s = o.name

@@ -4809,7 +4809,8 @@ struct Tensor FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
     VT_LAYOUT = 20,
     VT_PARTS = 22,
     VT_COALESCED = 24,
-    VT_SUBCLASS = 26
+    VT_SUBCLASS = 26,
+    VT_FAKE_DEVICE = 28
   };
   /// Index into `Package.storages`.
   uint32_t storage() const {
@@ -4873,6 +4874,16 @@ struct Tensor FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
   const pt2format::TensorSubclass *subclass() const {
     return GetPointer<const pt2format::TensorSubclass *>(VT_SUBCLASS);
   }
+  /// 1.2: set on a tensor saved from a FakeTensor (the state of a program
+  /// exported under `FakeTensorMode`): the device the fake tensor had.
+  /// `device` is then meta and `storage` a storage without data
+  /// (`Storage.meta_nbytes`), since a fake tensor has no bytes
+  /// (`torch.export.save` writes none either). Loaders build zeros on
+  /// this device, as `torch.export.load` does; a 1.1 reader, ignoring the
+  /// field, builds a meta tensor.
+  const pt2format::Device *fake_device() const {
+    return GetPointer<const pt2format::Device *>(VT_FAKE_DEVICE);
+  }
   template <bool B = false>
   bool Verify(::flatbuffers::VerifierTemplate<B> &verifier) const {
     return VerifyTableStart(verifier) &&
@@ -4895,6 +4906,8 @@ struct Tensor FLATBUFFERS_FINAL_CLASS : private ::flatbuffers::Table {
            VerifyField<uint8_t>(verifier, VT_COALESCED, 1) &&
            VerifyOffset(verifier, VT_SUBCLASS) &&
            verifier.VerifyTable(subclass()) &&
+           VerifyOffset(verifier, VT_FAKE_DEVICE) &&
+           verifier.VerifyTable(fake_device()) &&
            verifier.EndTable();
   }
 };
@@ -4939,6 +4952,9 @@ struct TensorBuilder {
   void add_subclass(::flatbuffers::Offset<pt2format::TensorSubclass> subclass) {
     fbb_.AddOffset(Tensor::VT_SUBCLASS, subclass);
   }
+  void add_fake_device(::flatbuffers::Offset<pt2format::Device> fake_device) {
+    fbb_.AddOffset(Tensor::VT_FAKE_DEVICE, fake_device);
+  }
   explicit TensorBuilder(::flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
     start_ = fbb_.StartTable();
@@ -4963,9 +4979,11 @@ inline ::flatbuffers::Offset<Tensor> CreateTensor(
     pt2format::Layout layout = pt2format::Layout::STRIDED,
     ::flatbuffers::Offset<::flatbuffers::Vector<::flatbuffers::Offset<pt2format::TensorPart>>> parts = 0,
     bool coalesced = false,
-    ::flatbuffers::Offset<pt2format::TensorSubclass> subclass = 0) {
+    ::flatbuffers::Offset<pt2format::TensorSubclass> subclass = 0,
+    ::flatbuffers::Offset<pt2format::Device> fake_device = 0) {
   TensorBuilder builder_(_fbb);
   builder_.add_storage_offset(storage_offset);
+  builder_.add_fake_device(fake_device);
   builder_.add_subclass(subclass);
   builder_.add_parts(parts);
   builder_.add_quantization(quantization);
@@ -4998,7 +5016,8 @@ inline ::flatbuffers::Offset<Tensor> CreateTensorDirect(
     pt2format::Layout layout = pt2format::Layout::STRIDED,
     const std::vector<::flatbuffers::Offset<pt2format::TensorPart>> *parts = nullptr,
     bool coalesced = false,
-    ::flatbuffers::Offset<pt2format::TensorSubclass> subclass = 0) {
+    ::flatbuffers::Offset<pt2format::TensorSubclass> subclass = 0,
+    ::flatbuffers::Offset<pt2format::Device> fake_device = 0) {
   auto sizes__ = sizes ? _fbb.CreateVector<int64_t>(*sizes) : 0;
   auto strides__ = strides ? _fbb.CreateVector<int64_t>(*strides) : 0;
   auto parts__ = parts ? _fbb.CreateVector<::flatbuffers::Offset<pt2format::TensorPart>>(*parts) : 0;
@@ -5015,7 +5034,8 @@ inline ::flatbuffers::Offset<Tensor> CreateTensorDirect(
       layout,
       parts__,
       coalesced,
-      subclass);
+      subclass,
+      fake_device);
 }
 
 /// 1.1: quantization parameters of a quantized tensor (see `Tensor.quantization`).
@@ -15028,7 +15048,8 @@ inline const ::flatbuffers::TypeTable *TensorTypeTable() {
     { ::flatbuffers::ET_UCHAR, 0, 3 },
     { ::flatbuffers::ET_SEQUENCE, 1, 4 },
     { ::flatbuffers::ET_BOOL, 0, -1 },
-    { ::flatbuffers::ET_SEQUENCE, 0, 5 }
+    { ::flatbuffers::ET_SEQUENCE, 0, 5 },
+    { ::flatbuffers::ET_SEQUENCE, 0, 1 }
   };
   static const ::flatbuffers::TypeFunction type_refs[] = {
     pt2format::ScalarTypeTypeTable,
@@ -15050,10 +15071,11 @@ inline const ::flatbuffers::TypeTable *TensorTypeTable() {
     "layout",
     "parts",
     "coalesced",
-    "subclass"
+    "subclass",
+    "fake_device"
   };
   static const ::flatbuffers::TypeTable tt = {
-    ::flatbuffers::ST_TABLE, 12, type_codes, type_refs, nullptr, nullptr, names
+    ::flatbuffers::ST_TABLE, 13, type_codes, type_refs, nullptr, nullptr, names
   };
   return &tt;
 }

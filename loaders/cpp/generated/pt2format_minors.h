@@ -52,6 +52,7 @@ inline constexpr NameMinor kNameMinors[] = {
     {"Quantization", "zero_points", 0, 1},
     {"Storage", "meta_nbytes", 0, 1},
     {"Tensor", "coalesced", 0, 1},
+    {"Tensor", "fake_device", 0, 2},
     {"Tensor", "layout", 0, 1},
     {"Tensor", "parts", 0, 1},
     {"Tensor", "quantization", 0, 1},

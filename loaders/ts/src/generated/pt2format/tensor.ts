@@ -160,8 +160,22 @@ subclass(obj?:TensorSubclass):TensorSubclass|null {
   return offset ? (obj || new TensorSubclass()).__init(this.bb!.__indirect(this.bb_pos + offset), this.bb!) : null;
 }
 
+/**
+ * 1.2: set on a tensor saved from a FakeTensor (the state of a program
+ * exported under `FakeTensorMode`): the device the fake tensor had.
+ * `device` is then meta and `storage` a storage without data
+ * (`Storage.meta_nbytes`), since a fake tensor has no bytes
+ * (`torch.export.save` writes none either). Loaders build zeros on
+ * this device, as `torch.export.load` does; a 1.1 reader, ignoring the
+ * field, builds a meta tensor.
+ */
+fakeDevice(obj?:Device):Device|null {
+  const offset = this.bb!.__offset(this.bb_pos, 28);
+  return offset ? (obj || new Device()).__init(this.bb!.__indirect(this.bb_pos + offset), this.bb!) : null;
+}
+
 static startTensor(builder:flatbuffers.Builder) {
-  builder.startObject(12);
+  builder.startObject(13);
 }
 
 static addStorage(builder:flatbuffers.Builder, storage:number) {
@@ -246,6 +260,10 @@ static addCoalesced(builder:flatbuffers.Builder, coalesced:boolean) {
 
 static addSubclass(builder:flatbuffers.Builder, subclassOffset:flatbuffers.Offset) {
   builder.addFieldOffset(11, subclassOffset, 0);
+}
+
+static addFakeDevice(builder:flatbuffers.Builder, fakeDeviceOffset:flatbuffers.Offset) {
+  builder.addFieldOffset(12, fakeDeviceOffset, 0);
 }
 
 static endTensor(builder:flatbuffers.Builder):flatbuffers.Offset {
