@@ -44,6 +44,7 @@ def test_docs_build_without_warnings(site):
 
     for name in pt2format.__all__:  # every public name has its anchor on the API page
         assert f'id="pt2format.{name}"' in api, name
+    assert 'id="pt2format._open.TensorSlice"' in api  # what LazyFile.get_slice returns
     # The DCP classes (their module imports torch, mocked here) show their own options, not a mock's *args.
     for cls, option in (("StorageReader", "verify_data=False"), ("StorageWriter", "fsync=True")):
         at = api.index(f'id="pt2format.dcp.{cls}"')
