@@ -472,18 +472,34 @@ def test_static_page_opens_msgpack_and_json_files_directly(chromium, built, prog
     assert enc["nodeCount"] == fb["nodeCount"] == len(all_op_nodes(progs[sorted(progs)[0]].graph_module))
 
 
+def legible(state):
+    """Text the page drew at least as large as Netron's (node and box text 11 px, edge labels 10 px; zoomed out,
+    the page draws box titles only, and no edge labels), and something drawn."""
+    return (state["textPx"] is not None and state["textPx"] >= NETRON_NODE_PX and state["drawnOnScreen"] > 0
+            and (state["edgeTextPx"] is None or state["edgeTextPx"] >= NETRON_EDGE_PX))
+
+
 @pytest.mark.corpus
 def test_gpt2_124m_opens_collapsed(chromium, programs, tmp_path):
+    """The opening view shows the whole model: the 12 blocks, each titled, in a straight column, and the
+    labels the page really drew (its canvas's fillText calls) are 11 px or more, there and after "fit"."""
     path, progs = programs("gpt2_124m")
     ep = progs["forward"]
     page = D.view(path, tmp_path / "gpt2_124m.html")
-    out = D.drive(chromium, page, [{"do": "state"}, {"do": "expand", "id": "root/m:transformer.h.0"}, {"do": "state"},
-                                   shot(tmp_path, "gpt2_124m")])
-    first, _, opened, _ = out["results"]
+    out = D.drive(chromium, page, [{"do": "state"}, {"do": "text"}, {"do": "fit"}, {"do": "text"},
+                                   {"do": "expand", "id": "root/m:transformer.h.0"}, {"do": "state"},
+                                   shot(tmp_path, "gpt2_124m")], text_probe=True)
+    first, text, _, fitted, _, opened, _ = out["results"]
     assert first["nodeCount"] == len(op_nodes(ep.graph))
-    assert first["textPx"] >= NETRON_NODE_PX and first["edgeTextPx"] >= NETRON_EDGE_PX and first["drawnOnScreen"] > 0
+    assert legible(first)
     blocks = [b for b in first["boxes"] if re.fullmatch(r"transformer\.h\.\d+", b["path"])]
     assert len(blocks) == 12 and not any(b["expanded"] for b in blocks)
+    for drawn in (text, fitted):
+        assert drawn["minPx"] >= NETRON_NODE_PX, drawn["smallest"]
+        titled = [t for t in drawn["texts"] if re.fullmatch(r"▸ transformer\.h\.\d+ \(GPT2Block\)", t)]
+        assert len(titled) == 12, drawn["texts"]
+    xs = {round(b["x"] + b["w"] / 2, 1) for b in first["layoutBoxes"] if re.fullmatch(r"root/m:transformer\.h\.\d+", b["id"])}
+    assert len(xs) == 1, xs
     h0 = next(b for b in opened["boxes"] if b["path"] == "transformer.h.0")
     assert h0["expanded"] and h0["size"] == torch_module_counts(ep)["transformer.h.0"]
 
@@ -496,6 +512,6 @@ def test_20000_node_program_opens_collapsed(chromium, tmp_path):
     out = D.drive(chromium, page, [{"do": "state"}, shot(tmp_path, "deep")], timeout=600)
     state = out["results"][0]
     assert state["nodeCount"] == n
-    assert state["textPx"] >= NETRON_NODE_PX and state["edgeTextPx"] >= NETRON_EDGE_PX and state["drawnOnScreen"] > 0
+    assert legible(state) and state["boxesTitled"] == state["boxesInView"]
     assert state["leaves"] < 100  # collapsed: a few dozen boxes, not 20,000
     assert state["drawnNodes"] + sum(b["size"] for b in state["boxes"] if not b["expanded"]) == n

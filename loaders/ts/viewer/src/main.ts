@@ -369,13 +369,15 @@ class Viewer {
       searchResults: this.searchResults.map((id) => this.hier!.nodes.get(id)!.name),
       searchOpen: !$('results').hidden,
       status: $('status').textContent,
-      /** The smallest text and edge label the last paint drew on screen, in CSS px (null: none drawn). */
+      /** The smallest node or box text and the smallest edge label the last paint drew on screen, in CSS px (null: none drawn). */
       textPx: this.renderer.drawn.minTextPx,
       edgeTextPx: this.renderer.drawn.minEdgePx,
       /** Closed boxes in view, and how many of them the last paint gave a title. */
       boxesInView: this.renderer.drawn.boxesInView,
       boxesTitled: this.renderer.drawn.boxesTitled,
       scale: this.renderer.scale,
+      /** Where the layout put each closed box (layout units). */
+      layoutBoxes: g && this.layout ? g.leaves.filter((l) => l.group && this.layout!.boxes[l.id]).map((l) => ({ id: l.id, ...this.layout!.boxes[l.id]! })) : [],
       drawnOnScreen: this.renderer.drawnLeaves,
       /** The narrowest value in the side panel, as a fraction of the panel's inner width (null: no values). */
       panelValueWidth: (() => {

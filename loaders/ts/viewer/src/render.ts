@@ -31,7 +31,7 @@ const COLORS: Record<string, string> = {
 };
 
 /** Font sizes in layout units (screen pixels at zoom 1). */
-export const FONT = { node: 13, box: 13, sub: 11, edge: 11, cluster: 12 };
+export const FONT = { node: 13, box: 13, sub: 12, edge: 11, cluster: 12 };
 /** The smallest on-screen node text the opening view allows, in CSS pixels (Netron draws node text at 11 px and edge labels at 10 px, at its default zoom 1; ours are then 12 and 10.2 px). */
 export const MIN_TEXT_PX = 12;
 /** Below this on-screen size the graph's own text (nodes, box titles and counts) is not drawn: box titles are drawn at TITLE_PX instead. */
@@ -113,8 +113,8 @@ export class Renderer {
   /** Leaves (nodes and closed boxes) drawn by the last paint, in view. */
   drawnLeaves = 0;
   /**
-   * What the last paint drew, for the test hook: the smallest text and edge label on screen (CSS px;
-   * null: none), the closed boxes in view and how many of them have a title.
+   * What the last paint drew, for the test hook: the smallest node or box text and the smallest edge
+   * label on screen (CSS px; null: none), the closed boxes in view and how many of them have a title.
    */
   drawn = { minTextPx: null as number | null, minEdgePx: null as number | null, boxesInView: 0, boxesTitled: 0 };
   private ctx: CanvasRenderingContext2D;
@@ -317,7 +317,6 @@ export class Renderer {
       ctx.fillText(fitText(ctx, label, 240), x, y);
       const px = FONT.edge * this.scale;
       drawn.minEdgePx = drawn.minEdgePx === null ? px : Math.min(drawn.minEdgePx, px);
-      seen(px);
     }
     ctx.textAlign = 'left';
     let count = 0;

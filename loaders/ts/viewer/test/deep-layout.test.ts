@@ -89,6 +89,7 @@ for (const layers of [12, 48]) {
     for (let i = 0; i < layers; i++) {
       const leaf = graph.leaves.find((l) => l.id === blockId(i));
       assert.ok(leaf?.group && !leaf.group.expanded, `block ${i} is not a closed box`);
+      assert.equal(leaf.parent, 'root/m:transformer', `block ${i} is inside ${leaf.parent}, not directly in its model's box`);
       assert.equal(leaf.group.size, 8);
     }
   });
@@ -127,6 +128,17 @@ for (const layers of [12, 48]) {
       for (let i = 0; i < layers; i++) assert.ok(titled.has(blockId(i)), `block ${i} has no title`);
     } else {
       assert.ok(v.scale * FONT.node >= MIN_TEXT_PX);
+    }
+  });
+
+  test(`${layers} layers: in a short window, "fit" leaves titles out rather than overlap them`, () => {
+    const { graph, res } = laidOut(layers);
+    const short = { w: 1400, h: layers * 6 };
+    const v = wholeView(res, short.w, short.h);
+    const titles = boxTitles(graph, res, v, measure);
+    assert.ok(titles.length > 0 && titles.filter((t) => !t.cluster).length < layers, 'expected some titles left out');
+    for (const [i, a] of titles.entries()) {
+      for (const b of titles.slice(i + 1)) assert.ok(!overlaps(a, b), `${a.text} overlaps ${b.text}`);
     }
   });
 
