@@ -21,7 +21,7 @@ from pt2format._options import ATTACH_WEIGHTS
 from pt2format._source import open_regular, read_regular
 from pt2format.errors import LoadError, Pt2FormatError
 
-from ._state import StateLoader
+from ._state import StateLoader, _map_device
 from ._values import dtype_from_schema
 
 _SAFETENSORS_MAGIC_HINT = b"{"
@@ -151,10 +151,32 @@ def read_weights(source, *, program: str | None, weight_set: str | None, map_loc
             raise LoadError("a safetensors file has no weight sets", file=path, got=weight_set)
         tensors = _from_safetensors(path, use_mmap=mmap)
         if map_location is not None or copy:
-            tensors = {k: (v.to(map_location) if map_location is not None else v.clone()) for k, v in tensors.items()}
+            tensors = {k: _placed(v, map_location, copy, f"{path}: {k}") for k, v in tensors.items()}
         return tensors
     return _from_pt2f(source, program=program, weight_set=weight_set, map_location=map_location, copy=copy,
                       allow_subclasses=allow_subclasses, use_mmap=mmap)
+
+
+def _placed(t, map_location, copy: bool, where: str):
+    """`t` where `map_location` puts it, with the meanings it has for a `.pt2f` source (loaders/_state.py):
+    a device string or ``torch.device``, a dict (full device string first, then device type) or torch.load's
+    callable ``f(storage, location)`` returning the storage to use (None: keep it)."""
+    if callable(map_location):
+        src = t.clone() if copy else t
+        mapped = map_location(src.untyped_storage(), str(src.device))
+        if mapped is None:
+            return src
+        if not isinstance(mapped, torch.UntypedStorage) or mapped.nbytes() != src.untyped_storage().nbytes():
+            raise LoadError("map_location callable must return an UntypedStorage of the same size", path=where,
+                            got=type(mapped).__name__)
+        return torch.empty(0, dtype=t.dtype, device=mapped.device).set_(mapped, t.storage_offset(), t.shape,
+                                                                         t.stride())
+    try:
+        device = _map_device(map_location, t.device)
+    except TypeError as e:
+        raise LoadError(str(e), path=where, got=type(map_location).__name__) from e
+    moved = t.to(device)
+    return moved.clone() if copy and moved is t else moved
 
 
 @ATTACH_WEIGHTS.implements
