@@ -110,8 +110,16 @@ def _refuse_irregular(fd: int, path: str) -> None:
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
         os.close(fd)
-        raise FormatError("not a regular file", file=path, expected="a regular file",
-                          got=stat.filemode(st.st_mode)[0] + " (directory, FIFO, device or socket)")
+        raise FormatError("not a regular file", file=path, expected="a regular file", got=_kind(st.st_mode))
+
+
+def _kind(mode: int) -> str:
+    """What a file that is not regular is, in words ("a directory", "a FIFO", ...)."""
+    for test, kind in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return f"a file of type {stat.filemode(mode)[0]!r}"
 
 
 def open_regular(path):
