@@ -24,11 +24,13 @@ _MAX_ENTRIES = 10_000
 
 #: What a reader says about a torch archive it was given as a `.pt2f` file.
 FOREIGN_ARCHIVE_HINT = (
-    "this is a torch.export archive (a zip written by torch.export.save), not a .pt2f file; pt2format never "
-    "hands a file to torch because of its content. To convert it on purpose (torch.export.load then parses it, "
-    "which is only as safe as torch itself: convert only archives you would load with torch), run "
-    "`pt2format convert model.pt2 model.pt2f` (a name ending in .pt2) or `pt2format convert --from-torch FILE "
-    "OUT.pt2f`, or call pt2format.from_torch(FILE, OUT)")
+    "this is a torch.export archive (a zip written by torch.export.save), not a .pt2f file\n"
+    "  pt2format never hands a file to torch because of its content. To convert it on purpose\n"
+    "  (torch.export.load parses it: as safe as torch itself, so convert only archives you would load\n"
+    "  with torch), name it:\n"
+    "    pt2format convert MODEL.pt2 OUT.pt2f           (a source name ending in .pt2)\n"
+    "    pt2format convert --from-torch FILE OUT.pt2f   (any name)\n"
+    "    pt2format.from_torch(FILE, OUT)                (Python)")
 
 
 class _ViewFile(io.RawIOBase):

@@ -269,6 +269,9 @@ def _convert(args) -> int:
     if dest is None or (args.dest and args.output):
         print("pt2format convert: give the output once, as DEST or with -o", file=sys.stderr)
         return 2
+    from pt2format._source import open_regular
+
+    open_regular(args.file).close()  # a missing file or a directory is said first, before what the names ask
     try:
         kind = _pick_conversion(args, dest)
         if kind == "to_torch":

@@ -165,6 +165,11 @@ def unpack_header(buf, *, file=None, shard: bool = False, reader_major: int = RE
     """
     size = len(buf)
     if size < HEADER_SIZE:
+        start = bytes(buf[:min(size, len(MAGIC))])
+        if start != MAGIC[:len(start)] or not start:  # a short file of another kind (text, ...): say that first
+            raise HeaderError("not a pt2format file: bad magic", file=file, section="header", offset=0,
+                              expected=MAGIC.hex(" "),
+                              got=f"{start.hex(' ')} ({size} bytes in all)" if start else "an empty file")
         raise HeaderError("file too short for a header", file=file, section="header", offset=0,
                           expected=f">= {HEADER_SIZE} bytes", got=size)
     (magic, version, count, length, major, minor, flags, features, file_length, checksum, package_id,

@@ -139,5 +139,6 @@ def explain_foreign(err: HeaderError, view) -> None:
     from pt2format._torch_archive import FOREIGN_ARCHIVE_HINT, is_torch_archive
 
     if is_torch_archive(view):
-        err.detail = FOREIGN_ARCHIVE_HINT
+        # The hint's lines stay whole: the magic bytes (a zip's) are said by its first line, not appended.
+        err.detail, err.expected, err.got = FOREIGN_ARCHIVE_HINT, None, None
         err.args = (err._render(),)

@@ -25,7 +25,7 @@ def sample(tmp_path):
 
 def test_empty_file(tmp_path):
     (tmp_path / "e").write_bytes(b"")
-    with pytest.raises(HeaderError, match="too short"):
+    with pytest.raises(HeaderError, match="not a pt2format file: bad magic .*got an empty file"):
         ContainerFile(tmp_path / "e")
 
 
