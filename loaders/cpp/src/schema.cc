@@ -3,10 +3,12 @@
 
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <utility>
 
 #include "pt2f/error.h"
 #include "pt2f/generated.h"
+#include "pt2format_minors.h"
 
 // Defined in the build directory by cmake/embed_bfbs.cmake.
 extern const unsigned char pt2f_schema_bfbs[];
@@ -103,6 +105,18 @@ const reflection::Schema &binary_schema() {
     return reflection::GetSchema(pt2f_schema_bfbs);
   }();
   return *schema;
+}
+
+uint16_t name_minor(const std::string &key) {
+  static const auto *names = [] {
+    auto *out = new std::unordered_map<std::string, uint16_t>();
+    for (const auto *e = minors::kNameMinors; e->owner; ++e)
+      (*out)[std::string(e->owner) + (e->field ? "." + std::string(e->field) : "#" + std::to_string(e->value))] =
+          e->minor;
+    return out;
+  }();
+  const auto it = names->find(key);
+  return it == names->end() ? 0 : it->second;
 }
 
 void check_schema_matches_generated() {

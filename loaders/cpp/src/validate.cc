@@ -61,6 +61,7 @@ void validate(const File &file) {
   try {
     validation::check_string_classes(file);
     validation::check_shard_ids(file);
+    validation::check_label(file);
     validation::Validator(file).run();
   } catch (const Error &e) {
     throw e.with_context(file.path()).with_versions(file.header().format_major, file.header().format_minor);

@@ -1,7 +1,8 @@
 // validate_internal.h (internal): what the parts of validate() share.
 //
-// validate() (validate.cc) runs three walks over a decoded package: the
-// string classes (validate_strings.cc), the shard ids, and the Validator
+// validate() (validate.cc) runs four walks over a decoded package: the
+// string classes (validate_strings.cc), the shard ids, the label against the
+// names used (validate_label.cc, SPEC.md §8.1), and the Validator
 // below, the invariants of pt2format/_validate.py in the same order. The
 // Validator is one class because its checks share the walk's state (the
 // current program's pool sizes, the file's symbolic budget, the depth
@@ -60,6 +61,8 @@ inline std::string short_name(const flatbuffers::String *name) {
 void check_string_classes(const File &file);
 // Present shard package ids name this save (validate_data.cc).
 void check_shard_ids(const File &file);
+// No name newer than the file's label: fields, enum values, union members, feature bits (validate_label.cc).
+void check_label(const File &file);
 
 // ---------------------------------------------------------------------------
 // Invariants (pt2format/_validate.py, in the same order).
