@@ -65,3 +65,17 @@ def test_tutorial_runs_as_written(tmp_path):
     assert "OK" in r.stdout  # pt2format validate
     for name in ("tiny.pt2f", "tiny.html", "tiny.pt2", "tiny.json.pt2f", "tiny.weights.pt2f"):
         assert (work / name).is_file(), name
+
+
+def test_the_symbol_the_prose_names_is_torchs(tmp_path):
+    """The tutorial calls the dynamic dimension by the symbol torch gives it (the file, the viewer and torch's own
+    printout say it), not by the Dim's Python name."""
+    import re
+
+    first = blocks()[0][1]
+    scope: dict = {}
+    exec(compile(first, "tutorial", "exec"), scope)  # noqa: S102 - the tutorial's own first block
+    (symbol,) = [str(s) for s in scope["ep"].range_constraints]
+    prose = PAGE.read_text(encoding="utf-8")
+    said = re.search(r"torch's symbol for it, `(\w+)` in this run", prose)
+    assert said and said.group(1) == symbol, (said and said.group(1), symbol)
