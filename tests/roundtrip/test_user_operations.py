@@ -1,0 +1,387 @@
+"""What a user does with a loaded program, compared with torch's loaded program (issue 40, section 1).
+
+Each operation runs on a program fresh from `torch.export.load` and on one
+fresh from `pt2format.load` of the same export, and records what a user
+observes: outputs, the state of the program (and of its copy) after calls,
+whether a step works or the exception it raises, printed text, identities.
+The two records must be equal. Nothing is compared with pt2format's own
+output from the same run.
+
+The default run takes a few representative programs, among them the outside
+cases of the issue (BatchNorm in train mode, a buffer updated by `index_put_`
+with accumulate, weight_norm parametrization, a static KV cache); every
+corpus case runs with `--corpus`.
+
+Known torch differences (`_TORCH_BUGS`, each with its reason): where torch's
+own save and load do not give back the program torch exported, pt2format's
+program must behave like the exported program itself.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import pickle
+import warnings
+
+import pytest
+import torch
+import torch.utils._pytree as pytree
+
+import pt2format
+from conformance import corpus
+from conformance._behave import restore, snapshot
+from conformance._tensorio import tensor_bytes
+
+def _buffer_views_a_parameter(ep, op) -> bool:
+    params = {t.untyped_storage().data_ptr() for k, t in ep.state_dict.items()
+              if isinstance(t, torch.nn.Parameter)}
+    return any(not isinstance(t, torch.nn.Parameter) and t.untyped_storage().data_ptr() in params
+               for t in ep.state_dict.values())
+
+
+def _higher_order_tuple_operands(ep, op) -> bool:
+    if op not in ("print", "print_readable", "code"):
+        return False
+    return any(n.op == "call_function" and isinstance(n.target, torch._ops.HigherOrderOperator)
+               and any(type(a) is tuple for a in n.args)
+               for m in ep.graph_module.modules() if isinstance(m, torch.fx.GraphModule) for n in m.graph.nodes)
+
+
+#: Where torch's own save and load do not give back the program torch exported: (reason, applies(ep, op)).
+#: Where one applies and torch's loaded program differs from ours, ours is compared with the exported
+#: program itself (a deep copy of it, operated on the same way) and must behave like it.
+_TORCH_BUGS = [
+    ("torch.export.load rebuilds a buffer that views a parameter's storage as an autograd view of the parameter "
+     "(requires_grad=True, grad_fn=AsStridedBackward0) where the exported program's buffer is a plain leaf: its "
+     "outputs then require grad, and copy.deepcopy of its program raises 'Only Tensors created explicitly by the "
+     "user (graph leaves) support the deepcopy protocol'", _buffer_views_a_parameter),
+    ("torch's deserializer rebuilds the tuple operands of a higher-order operator (cond's `operands`) as a list: "
+     "the printed graph and code of torch's loaded program show `[x, ...]` where the exported one shows "
+     "`(x, ...)`", _higher_order_tuple_operands),
+]
+
+
+# --------------------------------------------------------------------------- observing
+
+def _desc(x, exact: bool):
+    """A comparable description of a value tree: tensors by dtype, shape, flags and (when `exact`) bits."""
+    leaves, spec = pytree.tree_flatten(x)
+    out = [str(spec)]
+    for v in leaves:
+        if isinstance(v, torch.Tensor):
+            out.append(("tensor", str(v.dtype), tuple(v.shape), v.requires_grad,
+                        tensor_bytes(v.detach()) if exact else None))
+        elif isinstance(v, (int, float, bool, str, type(None))):
+            out.append(v if exact or not isinstance(v, float) else "float")
+        else:
+            out.append(type(v).__name__)
+    return out
+
+
+def _attempt(fn):
+    """("ok", fn()) or ("raises", the exception's type name): both sides must agree on which."""
+    try:
+        return ("ok", fn())
+    except Exception as e:  # noqa: BLE001 - the verdict (and its type) is what is compared
+        return ("raises", type(e).__name__)
+
+
+def _state(ep, exact):
+    return {k: _desc(v, exact) for k, v in sorted(ep.state_dict.items())}
+
+
+def _buffers(module, exact):
+    return {k: _desc(v, exact) for k, v in module.named_buffers()}
+
+
+def _inputs(prog):
+    return copy.deepcopy((tuple(prog.args), dict(prog.kwargs)))
+
+
+def _call(module, prog, exact):
+    args, kwargs = _inputs(prog)
+    return _desc(module(*args, **kwargs), exact)
+
+
+# --------------------------------------------------------------------------- operations
+
+def op_deepcopy_then_call(ep, prog, exact):
+    c = copy.deepcopy(ep)
+    first = _call(c.module(), prog, exact)
+    second = _call(c.module(), prog, exact)  # a module from the copy's state, as the first call left it
+    return first, second, _state(c, exact), _state(ep, exact)
+
+
+def op_copy_then_call(ep, prog, exact):
+    c = copy.copy(ep)
+    out = _call(c.module(), prog, exact)
+    return out, _state(c, exact), _state(ep, exact), c.state_dict is ep.state_dict
+
+
+def op_module_twice(ep, prog, exact):
+    m1, m2 = ep.module(), ep.module()
+    return (_call(m1, prog, exact), _call(m1, prog, exact), _call(m2, prog, exact), _buffers(m1, exact),
+            _buffers(m2, exact), _state(ep, exact))
+
+
+def op_state_dict_edited(ep, prog, exact):
+    edited = None
+    with torch.no_grad():
+        for k, t in sorted(ep.state_dict.items()):
+            if t.is_floating_point() and t.numel() and type(t) in (torch.Tensor, torch.nn.Parameter):
+                t.mul_(2)
+                edited = k
+                break
+    return edited, _call(ep.module(), prog, exact)
+
+
+def _decomposed(ep, prog, exact):
+    d = ep.run_decompositions()
+    return [str(n.target) for n in d.graph.nodes], _call(d.module(), prog, exact)
+
+
+def op_decompositions_after_deepcopy(ep, prog, exact):
+    return _attempt(lambda: _decomposed(copy.deepcopy(ep), prog, exact))
+
+
+def op_decompositions_after_calls(ep, prog, exact):
+    _call(ep.module(), prog, exact)
+    return _attempt(lambda: _decomposed(ep, prog, exact)), _state(ep, exact)
+
+
+def op_unflatten_after_deepcopy(ep, prog, exact):
+    return _attempt(lambda: _call(torch.export.unflatten(copy.deepcopy(ep)), prog, exact))
+
+
+def op_unflatten_after_calls(ep, prog, exact):
+    _call(ep.module(), prog, exact)
+    return _attempt(lambda: _call(torch.export.unflatten(ep), prog, exact)), _state(ep, exact)
+
+
+def op_pickle(ep, prog, exact):
+    return _attempt(lambda: isinstance(pickle.loads(pickle.dumps(ep)), torch.export.ExportedProgram))
+
+
+def op_torch_save(ep, prog, exact):
+    return _attempt(lambda: torch.save(ep, io.BytesIO()))
+
+
+def op_to(ep, prog, exact):
+    return _attempt(lambda: _call(ep.module().to("cpu"), prog, exact))
+
+
+def op_train_eval(ep, prog, exact):
+    m = ep.module()
+    return _attempt(m.train), _attempt(m.eval), _attempt(lambda: m.train(False))
+
+
+def op_print(ep, prog, exact):
+    return str(ep)
+
+
+def op_print_readable(ep, prog, exact):
+    return (ep.graph_module.print_readable(print_output=False),
+            ep.module().print_readable(print_output=False))
+
+
+def op_code(ep, prog, exact):
+    return ep.graph_module.code, ep.module().code
+
+
+def op_identities(ep, prog, exact):
+    """Which module tensors are the program's own state tensors, and which share storage."""
+    m = ep.module()
+    sd = ep.state_dict
+    owned = {**sd, **{k: v for k, v in ep.constants.items() if isinstance(v, torch.Tensor)}}
+    rows = []
+    for kind, items in (("param", m.named_parameters(remove_duplicate=False)),
+                        ("buffer", m.named_buffers(remove_duplicate=False))):
+        for name, t in items:
+            mine = owned.get(name)
+            rows.append((kind, name, type(t).__name__, mine is not None and t is mine,
+                         mine is not None and t.data_ptr() == mine.data_ptr()))
+    return rows
+
+
+OPERATIONS = {name[3:]: fn for name, fn in dict(globals()).items() if name.startswith("op_")}
+
+
+# --------------------------------------------------------------------------- the two programs
+
+def _export(prog):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return prog.export()
+
+
+def _torch_loaded(blob: bytes):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch.export.load(io.BytesIO(blob))
+
+
+def _files(ep, tmp_path):
+    buf = io.BytesIO()
+    torch.export.save(ep, buf)
+    path = tmp_path / "p.pt2f"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pt2format.save(ep, path, progress=False, fsync=False)
+    return buf.getvalue(), path
+
+
+def compare_operations(ep, prog, tmp_path, exact: bool, label: str, operations=OPERATIONS):
+    """Every operation on torch's loaded program and on ours; the list of differences."""
+    blob, path = _files(ep, tmp_path)
+    initial = snapshot(ep)
+    diffs = []
+    for name, op in operations.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.manual_seed(0)
+            want = _attempt(lambda: op(_torch_loaded(blob), prog, exact))
+            torch.manual_seed(0)
+            got = _attempt(lambda: op(pt2format.load(path), prog, exact))
+        if want != got and any(applies(ep, name) for _, applies in _TORCH_BUGS):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                torch.manual_seed(0)
+                restore(ep, initial)  # the exported program itself, in the state it was saved in
+                want = _attempt(lambda: op(ep, prog, exact))
+        if want != got:
+            diffs.append(f"{label}: {name}: {_first_difference(want, got)}")
+    return diffs
+
+
+def _first_difference(want, got, path="") -> str:
+    """Where two observations first differ, torch's value first."""
+    if type(want) is not type(got):
+        return f"at {path or 'top'}: torch {str(want)[:300]} / pt2format {str(got)[:300]}"
+    if isinstance(want, (list, tuple)) and len(want) == len(got):
+        for i, (a, b) in enumerate(zip(want, got)):
+            if a != b:
+                return _first_difference(a, b, f"{path}[{i}]")
+    if isinstance(want, str):
+        i = next((i for i, (a, b) in enumerate(zip(want, got)) if a != b), min(len(want), len(got)))
+        return f"at {path or 'top'}, character {i}: torch {want[i - 80:i + 160]!r} / pt2format {got[i - 80:i + 160]!r}"
+    if isinstance(want, dict) and want.keys() == got.keys():
+        for k in want:
+            if want[k] != got[k]:
+                return _first_difference(want[k], got[k], f"{path}[{k!r}]")
+    return f"at {path or 'top'}: torch {str(want)[:300]} / pt2format {str(got)[:300]}"
+
+
+# --------------------------------------------------------------------------- the issue's outside cases
+
+class _BatchNormTrain(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bn = torch.nn.BatchNorm1d(4)
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.lin(self.bn(x))
+
+
+class _IndexPutAccumulate(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("hist", torch.zeros(8))
+
+    def forward(self, idx, x):
+        self.hist.index_put_((idx,), x, accumulate=True)
+        return self.hist * 2
+
+
+class _WeightNorm(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.utils.parametrizations.weight_norm(torch.nn.Linear(4, 3))
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+class _StaticKVCache(torch.nn.Module):
+    """A static cache written at positions by index_copy_, read back whole (a decoder's KV cache)."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("k", torch.zeros(1, 8, 4))
+        self.register_buffer("v", torch.zeros(1, 8, 4))
+        self.q = torch.nn.Linear(4, 4)
+
+    def forward(self, x, pos):
+        self.k.index_copy_(1, pos, x)
+        self.v.index_copy_(1, pos, x * 2)
+        att = torch.softmax(self.q(x) @ self.k.transpose(1, 2), dim=-1)
+        return att @ self.v
+
+
+def _outside_cases():
+    g = torch.Generator().manual_seed(0)
+    P = corpus.Program
+    return {
+        "batchnorm_train": P(_BatchNormTrain().train(), (torch.randn(5, 4, generator=g),)),
+        "index_put_accumulate": P(_IndexPutAccumulate(), (torch.tensor([1, 3, 1]), torch.ones(3))),
+        "weight_norm": P(_WeightNorm(), (torch.randn(2, 4, generator=g),)),
+        "static_kv_cache": P(_StaticKVCache(), (torch.randn(1, 2, 4, generator=g), torch.tensor([0, 1]))),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_outside_cases()))
+def test_outside_case_behaves_like_torchs_program(name, tmp_path):
+    prog = _outside_cases()[name]
+    diffs = compare_operations(_export(prog), prog, tmp_path, True, name)
+    assert not diffs, "\n".join(diffs)
+
+
+def test_deepcopy_of_a_loaded_program_keeps_its_own_state(tmp_path):
+    """The issue's finding, directly: calling a deepcopy's module() mutates the copy, not the original."""
+    prog = _outside_cases()["batchnorm_train"]
+    _, path = _files(_export(prog), tmp_path)
+    ep = pt2format.load(path)
+    before = ep.state_dict["bn.running_mean"].clone()
+    dup = copy.deepcopy(ep)
+    dup.module()(*_inputs(prog)[0])
+    assert torch.equal(ep.state_dict["bn.running_mean"], before)
+    assert not torch.equal(dup.state_dict["bn.running_mean"], before)
+    assert "module" not in vars(ep)  # no instance attribute stands in for torch's method
+
+
+# --------------------------------------------------------------------------- the corpus
+
+_FAST = ("mutations",)  # the default run: one corpus program; the outside cases above are the others
+
+
+def _corpus_params():
+    for c in corpus.all_cases().values():
+        marks = [] if c.name in _FAST else [pytest.mark.corpus]
+        if c.slow:
+            marks.append(pytest.mark.timeout(3600))
+        yield pytest.param(c.name, marks=marks, id=c.name)
+
+
+@pytest.mark.parametrize("name", list(_corpus_params()))
+def test_corpus_case_behaves_like_torchs_program(name, tmp_path):
+    c = corpus.get_case(name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        built = c.build()
+    progs = built if isinstance(built, dict) else {"forward": built}
+    diffs = []
+    for pname, prog in progs.items():
+        try:
+            ep = _export(prog)
+        except Exception as e:  # noqa: BLE001
+            pytest.skip(f"torch cannot export {name}/{pname}: {type(e).__name__}")  # pinned in not_exportable.toml
+        try:
+            blob, _ = _files(ep, tmp_path)
+            _torch_loaded(blob)
+        except Exception as e:  # noqa: BLE001
+            pytest.skip(f"torch's own save/load of {name}/{pname} fails: {type(e).__name__}: {str(e)[:200]}")
+        sub = tmp_path / pname
+        sub.mkdir()
+        diffs += compare_operations(ep, prog, sub, c.deterministic, f"{name}/{pname}")
+    assert not diffs, "\n".join(diffs)
