@@ -24,6 +24,7 @@ import { decodeJson } from './json.js';
 import { decodeMsgpack } from './msgpack.js';
 import { TTable, TValue } from './tree.js';
 import { ITEMSIZE_BY_NAME, validatePackage } from './validate.js';
+import { checkLabel } from './validate/label.js';
 import { DEFAULT_MAX_DEPTH, verifyBuffer, VerifyLimits } from './verify.js';
 import { SCHEMA_VERSION } from './generated/minors.js';
 
@@ -331,6 +332,12 @@ function checkPackageHeader(f: Pt2fFile, file?: string): void {
   if ((features & ~KNOWN_FEATURES) !== 0n) {
     throw new UnsupportedFeatureError('package requires features this reader does not know', { file, section, path: 'required_features',
       expected: `bits within 0x${KNOWN_FEATURES.toString(16)}`, got: `0x${features.toString(16)}` });
+  }
+  try {
+    checkLabel(pkg);  // no name newer than the label (SPEC.md 8.1), as the writer refuses
+  } catch (e) {
+    if (e instanceof Pt2fError) throw e.withContext({ file, section });
+    throw e;
   }
 }
 
