@@ -14,26 +14,12 @@ from ._program import build_program
 @LOAD.implements
 def load_program(path, *, program, map_location, weights, copy, verify_data, extra_files, metadata, weight_set,
                  prefetch, allow_subclasses, mmap):
-    """Load program `program` (default: the only one, or "forward") of the file at `path`.
+    """Load program `program` of the file at `path`: the work of `pt2format.load`.
 
-    Tensors are views of a private (copy-on-write) map of the file: nothing is
-    copied and writes never reach the file. `copy=True` gives tensors their
-    own memory; `weights=False` builds meta-device state and reads no data;
-    `map_location` remaps devices as torch.load does (str, device or dict).
-    `path` may also be bytes or a binary file object, read into memory
-    (no mmap). `extra_files` and `metadata`, when given as dicts, are filled
-    in with the file's extra files (name -> bytes) and metadata (str -> str).
-    `weight_set` loads the program with that named weight set of the file
-    instead of its own state (see `attach_weights`).
-    `prefetch=True` reads the weight pages in the background while the
-    program is rebuilt (see _prefetch.py), so the first call does not fault
-    them in one by one.
-    `allow_subclasses` lists the tensor subclasses (classes, not names) whose
-    saved tensors may be rebuilt; any other subclass in the file is a
-    LoadError naming it (with `weights=False`, a plain meta tensor).
-    `mmap=False` reads a path into memory instead of mapping it (see
-    `pt2format.read`): a file another process truncates cannot crash the
-    program afterwards; prefetching has nothing to do then.
+    Every option means what `pt2format.load` documents; its entries come from
+    the options table (pt2format/_options.py, `LOAD`) and are not repeated
+    here, so they cannot drift. `path` may also be bytes or a binary file
+    object, read into memory (no mmap).
     """
     # See _read_and_build: the decoded tree is gone before the collector runs again, and what is left is the
     # program (lasting: it skips the young collection).
