@@ -8,10 +8,10 @@ value), so both ask this table, which reads them once.
 
 A FakeTensor's class disables `__torch_function__` (it is torch's
 `_disabled_torch_function_impl`), yet each property read on it still looks
-for an override before answering (about 0.5 us a read, 3.5 us a value).
+for an override before answering, on every read.
 For such a class the reads are made with subclass overrides turned off,
-which gives the same answers (there is no override to skip) in a third of
-the time; a tensor whose class has its own `__torch_function__` is read as
+which gives the same answers (there is no override to skip) without that
+search; a tensor whose class has its own `__torch_function__` is read as
 before, through it.
 """
 

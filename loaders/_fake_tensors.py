@@ -2,7 +2,7 @@
 
 `FakeTensor.__new__` validates its arguments, normalizes the device and sets
 twenty attributes one by one (five of them through memo descriptors) for
-every value: about 8 µs each, a sixth of a large program's load. All values
+every value, a large share of a large program's load (benchmarks/). All values
 of one device get the same attributes. So the first FakeTensor of a device
 is made by torch's constructor, and later ones are made as that constructor
 makes them (`Tensor._make_subclass` on their own meta tensor, the data-pointer

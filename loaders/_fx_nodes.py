@@ -12,7 +12,7 @@ def node_without_walk(graph, op, target, args, kwargs, name, type_expr=None) -> 
     """`graph.create_node(op, target, args, kwargs, name, type_expr)` for arguments without raw symbolic leaves.
 
     create_node walks every call node's arguments with pytree only to warn
-    about raw SymInt/SymFloat/SymBool leaves (about 50 us a node). The node is
+    about raw SymInt/SymFloat/SymBool leaves, a cost paid on every node. The node is
     created without arguments, then given them as `node.args = ...` gives
     them (`_update_args_kwargs`, which Node.__init__ runs itself): the same
     node, name and users. The caller vouches that there is nothing to warn

@@ -142,8 +142,7 @@ class GraphBuilder(ArgumentLoader):
 
         `release_nodes`: the caller owns `g` and needs its nodes no more, so each Node table is dropped
         from `g.nodes` once its FX node is built. The memory it frees is then what the next FX nodes
-        take: a 20,000-node load touches 23 MB less new memory (5,800 fewer page faults, each of which
-        costs 2-12 us on the project's VM).
+        take, instead of fresh memory the kernel must fault in page by page.
         """
         if g is None:
             raise LoadError("missing graph", path=path)

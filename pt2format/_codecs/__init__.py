@@ -64,7 +64,7 @@ def decode(data, encoding: str, *, max_depth: int = DEFAULT_MAX_DEPTH,
 
     `max_depth` bounds table nesting (the root is depth 1); `max_bytes` bounds the
     section size. For JSON, `json_schema=True` also runs the jsonschema pass
-    (about 45 us per object; validate() uses it); the decoder's own checks of
+    (slow: a Python pass over every object; validate() uses it); the decoder's own checks of
     types, ranges, names, required fields and unknown or duplicate keys run
     either way. Bad input raises EncodingError (with field path and offset) or
     LimitError, never another exception type.

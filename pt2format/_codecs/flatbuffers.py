@@ -37,7 +37,7 @@ from pt2format.errors import EncodingError, LimitError
 def encode(package) -> bytes:
     """Encode a Package tree as FlatBuffers bytes; EncodingError with the field path if it does not fit the schema.
 
-    The generated writer (200 KB of Python, 0.05-0.1 s to import) is imported on
+    The generated writer (200 KB of Python, a noticeable import) is imported on
     the first encode: a program that only loads never pays for it.
     """
     from pt2format._generated.fb_writer import encode as _fast_encode

@@ -4,8 +4,8 @@ Combining (zlib's `crc32_combine`, which Python's zlib does not expose) lets
 the writer derive a DATA section's checksum from its storages' checksums, and
 the reader verify storages and their section in one pass over the bytes.
 
-The CRC-32 itself comes from ISA-L (`isal`, a dependency: about 10x zlib's
-speed here, 0.03-0.04 s for 500 MB against 0.3 s, and it releases the GIL, so
+The CRC-32 itself comes from ISA-L (`isal`, a dependency: several times zlib's
+speed, benchmarks/bench_write_steps.py measures it, and it releases the GIL, so
 two threads checksum at once) when it is importable, else from zlib; both give
 the same values (tests/core/_container/test_container_crc.py draws inputs to check it).
 """
