@@ -96,6 +96,8 @@ def test_wheel_in_a_fresh_venv(tmp_path):
 
     names = zipfile.ZipFile(wheel).namelist()
     assert "pt2format/_viewer/viewer.html" in names
+    # The typed API: the generated stubs and the marker that makes type checkers read them.
+    assert {"pt2format/py.typed", "pt2format/__init__.pyi", "pt2format/dcp.pyi"} <= set(names), names
     assert not [n for n in names if n.startswith(("loaders/", "exporter/", "tests/"))], names
 
     env_dir = tmp_path / "venv"
@@ -117,6 +119,15 @@ def test_wheel_in_a_fresh_venv(tmp_path):
     assert str(env_dir) in where.stdout, where.stdout + where.stderr  # the installed wheel, not the checkout
     proc = _run([str(py), "-c", script], cwd=work, env=env)
     assert proc.returncode == 0 and "PY-OK" in proc.stdout, proc.stderr[-3000:]
+
+    # A missing extra's hint, installed from a wheel: the extra's own requirements (no index has pt2format).
+    import shlex
+    import tomllib
+
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    hint = _run([str(py), "-c", "from pt2format._deps import install_hint; print(install_hint('torch'))"],
+                cwd=work, env=env)
+    assert hint.stdout.strip() == "pip install " + " ".join(shlex.quote(r) for r in extra["torch"]), hint
 
     (work / "model.zip").write_bytes((work / "model.pt2").read_bytes())
     (bash_block,) = _readme_blocks("bash")
