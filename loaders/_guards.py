@@ -98,18 +98,16 @@ def stored_guards(ep, program, shape) -> list[str]:
     paths = input_paths(ep)
     if paths is None or len(paths) != len(placeholders):
         return []  # torch's module() then compiles no guard function
-    import sympy
-    from torch.utils._sympy.printers import PythonPrinter
+    from ._guard_text import guard_lines
 
     names = {}
-    for sym, (idx, kind, dim) in sources.items():
+    for sym, (idx, kind, dim) in srcs.items():
         text = "L" + pytree.keystr(paths[idx]) + _SUFFIX[kind].format(dim)
         if any(c in text for c in "\"\\\n\r") or not text.isprintable():
             # torch pastes the path into a double-quoted message of generated code
             raise LoadError("an input path cannot be printed into a guard", path="example_inputs", got=text)
-        names[sym] = sympy.Symbol(text, **sym.assumptions0)
-    printer = PythonPrinter()
-    return [printer.doprint(e.xreplace(names)) for e in exprs]
+        names[sym] = text
+    return guard_lines(program.sym_exprs, program.symbols, names, list(program.input_guards))
 
 
 def _forget_guard_only_symbols(shape, ep, sources) -> None:

@@ -297,7 +297,8 @@ def apply_op(op: int, a: list, w: str):
         return a[0]
     if op == O.ABS:
         _arity(a, 1, 1, w)
-        return _fit(abs(_num(a[0], w))) if _exact(a[0]) else abs(a[0])
+        x = _num(a[0], w)  # a boolean is not a number (§11.1): ABS(True) fails, as every reader's
+        return _fit(abs(x)) if _exact(x) else abs(x)
     if op in (O.BITWISE_AND, O.BITWISE_OR, O.BITWISE_XOR):
         _arity(a, 2, 2, w)
         if isinstance(a[0], bool) and isinstance(a[1], bool):

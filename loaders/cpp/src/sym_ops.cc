@@ -181,9 +181,10 @@ SymValue apply_sym_op(pt2format::SymOp op, const std::vector<SymValue> &a) {
     case O::AND:
     case O::OR: {
       arity(a, 1, SIZE_MAX, w);
-      bool r = op == O::AND;
-      for (const auto &v : a) r = op == O::AND ? (r && need_bool(v, w)) : (r || need_bool(v, w));
-      return SymValue::boolean(r);
+      // Every operand must be a boolean (SPEC §11.4), so no short cut: OR(true, 6) is an error.
+      size_t n_true = 0;
+      for (const auto &v : a) n_true += need_bool(v, w) ? 1 : 0;
+      return SymValue::boolean(op == O::AND ? n_true == a.size() : n_true > 0);
     }
     case O::NOT:
       arity(a, 1, 1, w);

@@ -224,6 +224,36 @@ SymValue SymEvaluator::evaluate(uint32_t index) {
   return s.value;
 }
 
+bool SymEvaluator::guard_holds(uint32_t index) {
+  SymValue v;
+  bool failed = false;
+  try {
+    v = evaluate(index);
+  } catch (const Error &e) {
+    if (e.kind() != ErrorKind::Evaluation) throw;
+    failed = true;
+  }
+  // compute() filled every node the guard reaches (children before parents); an overflow anywhere rejects.
+  std::vector<uint32_t> stack{index};
+  std::vector<bool> seen(n_, false);
+  seen[index] = true;
+  const auto *pool = program_->sym_exprs();
+  while (!stack.empty()) {
+    const uint32_t i = stack.back();
+    stack.pop_back();
+    if (slots_[i].state == Slot::Failed && slots_[i].kind == ErrorKind::Limit) rethrow(slots_[i]);
+    const auto *args = pool->Get(i)->args();
+    for (uint32_t k = 0; args && k < args->size(); ++k) {
+      const uint32_t c = args->Get(k);
+      if (c < i && !seen[c]) {
+        seen[c] = true;
+        stack.push_back(c);
+      }
+    }
+  }
+  return !failed && v.kind == SymValue::Kind::Bool && v.b;
+}
+
 int64_t SymEvaluator::evaluate(const pt2format::SymInt &v) {
   if (v.expr() == -1) return v.value();
   if (v.expr() < 0)

@@ -66,6 +66,11 @@ class SymEvaluator {
   /// Value of sym_exprs[index]. Throws pt2f::Error (kind Evaluation) naming
   /// the node, e.g. "sym_exprs[12]: FLOOR_DIV: division by zero".
   SymValue evaluate(uint32_t index);
+  /// Whether input guard `index` holds (SPEC §11.7): its value is exactly true. Every node the guard
+  /// reaches is evaluated, as the forward pass of §11.6 does, so a 64-bit overflow in any of them (even
+  /// in a WHERE branch not taken) throws a Limit error, as in every reader; an evaluation error of the
+  /// guard itself is false.
+  bool guard_holds(uint32_t index);
   /// A SymInt: its concrete value, or its expression's value as an integer.
   int64_t evaluate(const pt2format::SymInt &v);
 
