@@ -2,7 +2,8 @@
 # Build the documentation site with warnings as errors (what CI checks through
 # tests/docs/test_docs_build.py); with --screenshot, also refresh the committed
 # picture of the API reference page, taken with headless Chromium.
-# Installs the [docs] extra into .venv first when Sphinx is missing (the demo's venv).
+# Installs the [docs] extra into .venv first when Sphinx is missing (a fresh clone, or the demo's venv);
+# torch is not needed: docs/conf.py mocks it for the one page that imports it (pt2format.dcp).
 # Usage: scripts/docs.sh [--screenshot]   (output: build/docs/html)
 set -euo pipefail
 cd "$(dirname "$0")/.."
