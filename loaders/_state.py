@@ -129,6 +129,11 @@ class StateLoader:
         dtype = dtype_from_schema(row.dtype, f"{p}.dtype")
         qdtype = dtype
         dtype = _composite.int_repr_dtype(dtype)
+        if row.fake_device is not None and (row.device is None or row.device.type != "meta"
+                                            or not 0 <= row.storage < len(self.package.storages)
+                                            or not self.package.storages[row.storage].meta_nbytes):
+            raise LoadError("fake_device is set on a tensor that is not a meta tensor on a storage without data",
+                            path=f"{p}.fake_device", expected="device meta and Storage.meta_nbytes > 0")
         fake = row.fake_device is not None and self.weights
         saved = device_from_schema(row.fake_device if fake else row.device, f"{p}.fake_device" if fake else f"{p}.device")
         device = _map_device(self.map_location, saved)

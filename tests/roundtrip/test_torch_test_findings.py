@@ -163,3 +163,23 @@ def test_fake_weights_take_no_bytes_in_the_file(fake_weights_ep):
     assert len(rows) == 3 and {r.fake_device.type for r in rows} == {"cpu"}
     assert all(package.storages[r.storage].size == 0 and package.storages[r.storage].meta_nbytes == 36 for r in rows)
     assert pt2format.load(buf.getvalue(), weights=False).state_dict["foo"].device.type == "meta"
+
+
+def test_fake_device_on_a_tensor_with_data_is_refused(fake_weights_ep, tmp_path):
+    """`fake_device` means "no bytes, zeros here": on a row that is not a meta tensor on a storage without data
+    it contradicts the file, and the loader says where."""
+    from crafting import craft
+
+    src, dst = tmp_path / "fake.pt2f", tmp_path / "bad.pt2f"
+    pt2format.save(fake_weights_ep, src)
+
+    def mutate(package):
+        state = package.programs[0].state
+        real = package.tensors[next(e.tensor for e in state if e.name == "foo")]
+        plain = next(t for t in package.tensors if t.fake_device is None)  # the example input's row
+        plain.fake_device = real.fake_device
+
+    craft(src, dst, mutate)
+    with pytest.raises(pt2format.LoadError, match="fake_device") as err:
+        pt2format.load(dst)
+    assert "fake_device" in str(err.value.path)
