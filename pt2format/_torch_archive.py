@@ -28,7 +28,7 @@ FOREIGN_ARCHIVE_HINT = (
     "  pt2format never hands a file to torch because of its content. To convert it on purpose\n"
     "  (torch.export.load parses it: as safe as torch itself, so convert only archives you would load\n"
     "  with torch), name it:\n"
-    "    pt2format convert MODEL.pt2 OUT.pt2f           (a source name ending in .pt2)\n"
+    "    pt2format convert model.pt2 model.pt2f         (a source name ending in .pt2)\n"
     "    pt2format convert --from-torch FILE OUT.pt2f   (any name)\n"
     "    pt2format.from_torch(FILE, OUT)                (Python)")
 

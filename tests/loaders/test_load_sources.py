@@ -77,7 +77,7 @@ def test_torch_archive_is_named_with_the_command(ep, tmp_path):
     path = tmp_path / "m.pt2"
     torch.export.save(ep, path)
     for reader in (pt2format.load, pt2format.read):
-        with pytest.raises(pt2format.HeaderError, match=r"torch\.export archive.*pt2format convert model\.pt2"):
+        with pytest.raises(pt2format.HeaderError, match=r"(?s)torch\.export archive.*pt2format convert model\.pt2"):
             reader(path)
     with pytest.raises(pt2format.HeaderError, match="torch.export archive"):
         pt2format.load(path.read_bytes())
