@@ -89,3 +89,14 @@ def test_unhashable_keys_and_stray_tensors_are_refused():
         from_value(bad_key)
     with pytest.raises(LoadError, match="tensor is not allowed"):
         from_value(m.Value(m.TensorRefValue(0)))
+
+
+def test_a_size_of_other_than_ints_is_refused_with_its_path():
+    """ListValue.is_size (1.2) promises a tuple of IntValues; anything else is not a torch.Size."""
+    ints = [m.Value(m.IntValue(2)), m.Value(m.IntValue(3))]
+    assert type(from_value(m.Value(m.ListValue(ints, is_tuple=True, is_size=True)))) is torch.Size
+    for bad in (m.ListValue([m.Value(m.FloatValue(2.0))], is_tuple=True, is_size=True),
+                m.ListValue(ints, is_tuple=False, is_size=True)):
+        with pytest.raises(LoadError, match="torch.Size") as e:
+            from_value(m.Value(m.ListValue([m.Value(bad)], is_tuple=True)), path="example_inputs")
+        assert e.value.path == "example_inputs[0]"
