@@ -174,8 +174,8 @@ class Options:
         cls.__doc__ = self._document(cls.__doc__ or "")
         # The class's own signature, whatever its base class's `__new__` is (the docs build mocks torch,
         # whose DCP base classes then take `*args, **kwargs`).
-        init = inspect.signature(cls.__init__)
-        cls.__signature__ = init.replace(parameters=list(init.parameters.values())[1:])
+        sig = inspect.signature(cls.__init__)
+        cls.__signature__ = sig.replace(parameters=list(sig.parameters.values())[1:])
         return cls
 
     def check(self, fn):

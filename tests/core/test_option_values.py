@@ -66,3 +66,14 @@ def test_a_misspelled_encoding_is_refused_before_the_program_is_exported(monkeyp
     assert calls == [] and not (tmp_path / "m.pt2f").exists()
     pt2format.save(ep, tmp_path / "m.pt2f", encoding="json")  # the right spelling reaches it
     assert len(calls) == 1
+
+
+def test_right_values_reach_the_dcp_classes(tmp_path):
+    """The check wraps the DCP classes' __init__ without changing what it does with values it accepts."""
+    import torch
+
+    pt2format.save_weights({"w": torch.ones(2, 3)}, tmp_path / "w.pt2f", fsync=False)
+    reader = pt2format.dcp.StorageReader(tmp_path / "w.pt2f", verify_data=True, mmap=False)
+    assert reader.read_metadata().state_dict_metadata["w"].size == torch.Size([2, 3])
+    writer = pt2format.dcp.StorageWriter(tmp_path / "out.pt2f", encoding="json", fsync=False)
+    assert writer.validate_checkpoint_id(tmp_path / "out.pt2f")
