@@ -32,7 +32,7 @@ class TwoInputs(nn.Module):
 
 #: Found by `decomp` running the invalid inputs (issue 42): the loaded program keeps its derived-dim guard,
 #: but `run_decompositions()` of the loaded program gives a module() without it (torch's own keeps it), so
-#: an input breaking `x.size(0) == y.size(0) - 1` fails inside the graph instead of at the guard.
+#: an input breaking the relation (`y.size(0) == 2 * x.size(0)`, `== x.size(0) + 1`) fails inside the graph.
 _DECOMP_LOSES_DERIVED_GUARD = {"decomp": (
     "the decomposed loaded program's module() lacks the derived-dim guard torch's decomposition keeps: an invalid "
     "input raises 'RuntimeError: The size of tensor a ... must match' instead of 'AssertionError: Guard failed'")}
