@@ -102,6 +102,9 @@ def map_value(d: dict, *, tensor_ref=None, path: str = "value", objects: bool = 
     ])
 
 
+_is_leaf = getattr(pytree, "tree_is_leaf", None) or pytree._is_leaf  # tree_is_leaf: torch 2.13 and newer
+
+
 def plain_pytree(obj):
     """`obj` with every pytree node of a type the Value kinds cannot name (a namedtuple, an OrderedDict, a
     registered dataclass, ...) replaced by the tuple of its children, recursively.
@@ -117,7 +120,7 @@ def plain_pytree(obj):
         return obj  # a ListValue with is_size
     if t is dict:
         return {k: plain_pytree(v) for k, v in obj.items()}
-    if obj is None or pytree.tree_is_leaf(obj):
+    if obj is None or _is_leaf(obj):
         return obj
     children, _ = pytree.SUPPORTED_NODES[pytree._get_node_type(obj)].flatten_fn(obj)
     return tuple(plain_pytree(c) for c in children)
