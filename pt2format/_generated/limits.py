@@ -35,6 +35,10 @@ MAX_JSON_INT_DIGITS = 4300
 MAX_JSON_DEPTH = 900
 #: Deepest nesting of MessagePack arrays and maps a parser accepts, known fields or not: msgpack-python's unpacker stack, where the Python reader stops (§10).
 MAX_MSGPACK_DEPTH = 1024
+#: Table visits a FlatBuffers verifier allows whatever the program's size: its bound is the larger of this and one visit per verifier_bytes_per_table bytes (flatbuffers::Verifier's max_tables in C++, the TypeScript verifier's own count).
+VERIFIER_MIN_TABLES = 1000000
+#: Program bytes per table visit a FlatBuffers verifier allows above verifier_min_tables.
+VERIFIER_BYTES_PER_TABLE = 4
 
 #: Every bound by name.
 LIMITS = {
@@ -55,4 +59,6 @@ LIMITS = {
     'max_json_int_digits': MAX_JSON_INT_DIGITS,
     'max_json_depth': MAX_JSON_DEPTH,
     'max_msgpack_depth': MAX_MSGPACK_DEPTH,
+    'verifier_min_tables': VERIFIER_MIN_TABLES,
+    'verifier_bytes_per_table': VERIFIER_BYTES_PER_TABLE,
 }

@@ -32,6 +32,11 @@ DESCRIPTIONS = {
                       "CPython's recursion limit, where the Python reader's json module stops (§10).",
     "max_msgpack_depth": "Deepest nesting of MessagePack arrays and maps a parser accepts, known fields or not: "
                          "msgpack-python's unpacker stack, where the Python reader stops (§10).",
+    "verifier_min_tables": "Table visits a FlatBuffers verifier allows whatever the program's size: its bound is the "
+                           "larger of this and one visit per verifier_bytes_per_table bytes (flatbuffers::Verifier's "
+                           "max_tables in C++, the TypeScript verifier's own count).",
+    "verifier_bytes_per_table": "Program bytes per table visit a FlatBuffers verifier allows above "
+                                "verifier_min_tables.",
 }
 
 _PAIR = re.compile(r"\s*([a-z_][a-z0-9_]*)\s*=\s*([0-9]+)(?:\s*<<\s*([0-9]+))?\s*")

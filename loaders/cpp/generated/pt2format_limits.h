@@ -40,5 +40,9 @@ inline constexpr uint64_t kMaxJsonIntDigits = 4300;
 inline constexpr uint64_t kMaxJsonDepth = 900;
 /// Deepest nesting of MessagePack arrays and maps a parser accepts, known fields or not: msgpack-python's unpacker stack, where the Python reader stops (§10).
 inline constexpr uint64_t kMaxMsgpackDepth = 1024;
+/// Table visits a FlatBuffers verifier allows whatever the program's size: its bound is the larger of this and one visit per verifier_bytes_per_table bytes (flatbuffers::Verifier's max_tables in C++, the TypeScript verifier's own count).
+inline constexpr uint64_t kVerifierMinTables = 1000000;
+/// Program bytes per table visit a FlatBuffers verifier allows above verifier_min_tables.
+inline constexpr uint64_t kVerifierBytesPerTable = 4;
 
 }  // namespace pt2f::limits

@@ -12,6 +12,7 @@
 
 #include "pt2f/crc32.h"
 #include "pt2format_itemsize.h"
+#include "pt2format_limits.h"
 #include "program_decode.h"
 
 namespace pt2f {
@@ -174,9 +175,12 @@ File File::from_mapped(std::shared_ptr<MappedFile> mapped, const Limits &limits,
     Error::Where w{name, label, ps.offset + 4, "", "file identifier P2FP", "other bytes"};
     throw Error(ErrorKind::Encoding, "program is not a pt2format FlatBuffers buffer", w);
   }
+  // The schema's bound (pt2f_limits verifier_min_tables, verifier_bytes_per_table), as the TypeScript verifier's.
   const uint32_t max_tables =
       limits.max_tables ? limits.max_tables
-                        : uint32_t(std::max<uint64_t>(1000000, std::min<uint64_t>(ps.length / 4, UINT32_MAX)));
+                        : uint32_t(std::max<uint64_t>(pt2f::limits::kVerifierMinTables,
+                                                      std::min<uint64_t>(ps.length / pt2f::limits::kVerifierBytesPerTable,
+                                                                         UINT32_MAX)));
   flatbuffers::Verifier::Options o;
   o.max_depth = limits.max_depth;
   o.max_tables = max_tables;

@@ -14,12 +14,13 @@
  */
 import { EncodingError, LimitError, Pt2fError, VersionError } from './errors.js';
 import { ElemDesc, FieldDesc, SCALAR_SIZE, StructDesc, TableDesc } from './descriptor.js';
-import { MAX_DEPTH } from './generated/limits.js';
+import { MAX_DEPTH, VERIFIER_BYTES_PER_TABLE, VERIFIER_MIN_TABLES } from './generated/limits.js';
 
 export interface VerifyLimits {
   /** Deepest table nesting allowed, the root being depth 1. */
   maxDepth?: number;
-  /** Most table visits allowed; defaults to 1,000,000 plus one per 4 bytes of buffer. */
+  /** Most table visits allowed; defaults to the schema's bound: the larger of VERIFIER_MIN_TABLES and one per
+   *  VERIFIER_BYTES_PER_TABLE bytes of buffer (generated/limits.ts). */
   maxTables?: number;
 }
 
@@ -38,8 +39,8 @@ class Walker {
     this.view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
     this.len = buf.length;
     this.maxDepth = limits.maxDepth ?? DEFAULT_MAX_DEPTH;
-    // The C++ reader's bound (flatbuffers::Verifier's max_tables): at most one visit per 4 bytes, at least 1e6.
-    this.maxTables = limits.maxTables ?? Math.max(1_000_000, Math.floor(buf.length / 4));
+    // The schema's bound (pt2f_limits), as the C++ reader's flatbuffers::Verifier max_tables.
+    this.maxTables = limits.maxTables ?? Math.max(VERIFIER_MIN_TABLES, Math.floor(buf.length / VERIFIER_BYTES_PER_TABLE));
   }
 
   err(msg: string, offset: number, path: string, expected?: unknown, got?: unknown): never {

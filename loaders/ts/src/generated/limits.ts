@@ -35,3 +35,7 @@ export const MAX_JSON_INT_DIGITS = 4300;
 export const MAX_JSON_DEPTH = 900;
 /** Deepest nesting of MessagePack arrays and maps a parser accepts, known fields or not: msgpack-python's unpacker stack, where the Python reader stops (§10). */
 export const MAX_MSGPACK_DEPTH = 1024;
+/** Table visits a FlatBuffers verifier allows whatever the program's size: its bound is the larger of this and one visit per verifier_bytes_per_table bytes (flatbuffers::Verifier's max_tables in C++, the TypeScript verifier's own count). */
+export const VERIFIER_MIN_TABLES = 1000000;
+/** Program bytes per table visit a FlatBuffers verifier allows above verifier_min_tables. */
+export const VERIFIER_BYTES_PER_TABLE = 4;
