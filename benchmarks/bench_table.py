@@ -4,6 +4,7 @@
     python benchmarks/bench_table.py --repeat 5 --workdir DIR   # keep the exported files in DIR, reuse them
     python benchmarks/bench_table.py --quick          # tiny sizes: checks the script works
     python benchmarks/bench_table.py --models gpt2 --parts save   # some rows only
+    python benchmarks/bench_table.py --ledger --before DIR   # machinery on/off, and a checkout in DIR, per row
 
 Rows (torch first, pt2format second, measured alternately in the same run):
 
@@ -61,6 +62,63 @@ def _import_extras(model: str) -> None:
             pass
 
 
+# --------------------------------------------------------------------------- machinery switches
+
+#: Process-level machinery of pt2format (issue 43): name -> (rows it serves, what switching it off does).
+#: A child started with PT2F_BENCH_OFF=name[,name] runs with those pieces replaced by plain code, so
+#: `--ledger` can time each row with the piece on and off in the same run.
+PIECES = {
+    "collector": (("load", "first", "save"),
+                  "pt2format/_nogc.py no_gc + young_only, and the codecs' gc pause: plain code, collector as the "
+                  "user set it"),
+    "verifier_precheck": (("load", "first"),
+                          "loaders/_verifier.py: torch's ep.validate() on every load"),
+    "deferred_codegen": (("first",),
+                         "loaders/_deferred.py: load().module() is torch's ExportedProgram.module, load_module "
+                         "compiles at once"),
+    "page_cache": (("save",), "pt2format/_container/page_cache.py: the replaced file's cache is not dropped"),
+}
+
+
+def _switch_off() -> None:
+    """Replace the pieces named in PT2F_BENCH_OFF with plain code (after pt2format's modules are imported)."""
+    import contextlib
+
+    off = [n for n in os.environ.get("PT2F_BENCH_OFF", "").split(",") if n]
+    if not off:
+        return
+    unknown = set(off) - set(PIECES)
+    if unknown:
+        raise SystemExit(f"PT2F_BENCH_OFF: unknown pieces {sorted(unknown)}")
+    import pt2format._codecs as codecs
+    import pt2format._nogc as nogc
+    from pt2format.loaders import _deferred, _load, _module, _program, _verifier
+
+    if "collector" in off:
+        def plain(*a, **k):
+            return contextlib.nullcontext()
+
+        nogc.no_gc = nogc.young_only = plain
+        _load.no_gc = _program._no_gc = _deferred.no_gc = _module.no_gc = _verifier.young_only = plain
+        codecs._gc_paused = plain
+    if "verifier_precheck" in off:
+        _verifier._fast_validate = lambda ep: False
+    if "deferred_codegen" in off:
+        from torch.export import ExportedProgram
+
+        _program.LoadedProgram.module = ExportedProgram.module
+        _module.defer = lambda gm: False
+    if "page_cache" in off:
+        import pt2format._container.writer as writer
+
+        writer.release_cache_of_replaced = lambda path: None
+
+
+def _sides() -> tuple:
+    """Which loaders a child times: both, or pt2format's only (PT2F_BENCH_SIDES=pt2f, for the ledger)."""
+    return ("pt2f",) if os.environ.get("PT2F_BENCH_SIDES") == "pt2f" else ("torch", "pt2f")
+
+
 # --------------------------------------------------------------------------- children
 
 def child_prepare(model: str, workdir: str, quick: bool) -> dict:
@@ -99,6 +157,7 @@ def child_save(model: str, workdir: str, repeat: int) -> dict:
     import pt2format
 
     _import_extras(model)
+    _switch_off()
     pt2f, pt2, _ = _paths(workdir, model)
     ep = pt2format.load(pt2f)
     with open(pt2f, "rb") as f:
@@ -132,6 +191,8 @@ def child_save(model: str, workdir: str, repeat: int) -> dict:
                 "pt2f": lambda: pt2format.save(ep, out["pt2f"], progress=False, fsync=False),
                 "raw": lambda: raw_write(out["raw"], True),
                 "raw_replace": lambda: raw_write(out["raw_replace"], False)}
+    if _sides() == ("pt2f",):
+        variants = {"pt2f": variants["pt2f"]}
     times = {k: [] for k in variants}
     names = list(variants)
     for r in range(repeat + 1):
@@ -147,8 +208,8 @@ def child_save(model: str, workdir: str, repeat: int) -> dict:
             if r:
                 times[k].append(time.perf_counter() - t)
 
-    for p in out.values():
-        os.unlink(p)
+    for k in variants:
+        os.unlink(out[k])
     return times
 
 
@@ -161,7 +222,9 @@ def child_warm(model: str, workdir: str, repeat: int) -> dict:
     _import_extras(model)
     pt2f, pt2, inputs = _paths(workdir, model)
     args, kwargs = torch.load(inputs, weights_only=True)
+    _switch_off()
     loaders = {"torch": lambda: torch.export.load(pt2), "pt2f": lambda: pt2format.load(pt2f)}
+    loaders = {k: loaders[k] for k in _sides()}
     times = {f"load_{k}": [] for k in loaders} | {f"first_{k}": [] for k in loaders}
     for r in range(repeat + 1):
         for k, load in loaders.items():
@@ -193,6 +256,7 @@ def child_cold(model: str, workdir: str, fmt: str, what: str) -> dict:
     else:
         import pt2format
 
+        _switch_off()
         if what == "load":
             pt2format.load(pt2f)
         elif what == "first":
@@ -208,8 +272,8 @@ def child_cold(model: str, workdir: str, fmt: str, what: str) -> dict:
 
 # --------------------------------------------------------------------------- driver
 
-def _child(*argv) -> dict:
-    env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
+def _child(*argv, env: dict | None = None) -> dict:
+    env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"), **(env or {}))
     p = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", *argv], capture_output=True,
                        text=True, env=env)
     if p.returncode != 0:
@@ -283,6 +347,89 @@ def measure(models, workdir: str, repeat: int, quick: bool, parts=PARTS) -> list
     return rows
 
 
+_ROWS = {  # ledger row -> (child kind, its arguments after model and workdir, key of its result)
+    "load, warm": ("warm", ("1",), "load_pt2f"),
+    "load + module() + first output, warm": ("warm", ("1",), "first_pt2f"),
+    "cold load": ("cold", ("pt2f", "load"), "s"),
+    "cold load + module() + first output": ("cold", ("pt2f", "first"), "s"),
+    "cold load_module + first output": ("cold", ("pt2f", "load_module_first"), "s"),
+    "save": ("save", ("1",), "pt2f"),
+}
+_SERVES = {"load": ("load, warm", "cold load"),
+           "first": ("load + module() + first output, warm", "cold load + module() + first output",
+                     "cold load_module + first output"),
+           "save": ("save",)}
+
+
+def ledger(models, workdir: str, repeat: int, base: str | None) -> list[dict]:
+    """Each piece's rows timed with the piece on and off (and, with `base`, by another checkout), alternately.
+
+    pt2format's side only. Configurations take turns within each round, so a
+    busy machine slows them alike; the figures are medians over `repeat` rounds.
+    """
+    configs = [("on", {}), *((f"{n} off", {"PT2F_BENCH_OFF": n}) for n in PIECES)]
+    if base:
+        import compileall
+
+        compileall.compile_dir(base, quiet=1)  # as compile_bytecode does for this checkout
+        configs.insert(0, ("before", {"PT2F_BENCH_TREE": os.path.abspath(base)}))
+    times: dict = {}
+    for model in models:
+        _, _, inputs = _paths(workdir, model)
+        if not os.path.exists(inputs):
+            _child("prepare", model, workdir, "0")
+        for r in range(repeat):
+            _log(f"{model}: ledger round {r + 1}/{repeat}")
+            for name, env in configs:
+                rows = set(_ROWS) if name in ("on", "before") else {
+                    row for kind in PIECES[name.split()[0]][0] for row in _SERVES[kind]}
+                done = {}
+                for row in _ROWS:
+                    if row not in rows:
+                        continue
+                    kind, args, key = _ROWS[row]
+                    if (kind, args) not in done:
+                        done[kind, args] = _child(kind, model, workdir, *args,
+                                                  env=dict(env, PT2F_BENCH_SIDES="pt2f"))
+                    v = done[kind, args][key]
+                    times.setdefault((model, row, name), []).extend(v if isinstance(v, list) else [v])
+    out = []
+    for (model, row, name), ts in times.items():
+        out.append({"model": model, "row": row, "config": name, "times": ts})
+    return out
+
+
+def render_ledger(entries, repeat: int) -> str:
+    med = {(e["model"], e["row"], e["config"]): statistics.median(e["times"]) for e in entries}
+    models = sorted({e["model"] for e in entries}, key=lambda m: m != "gpt2")
+    label = {"gpt2": "GPT-2 124M", "deep": "20,000 nodes"}
+    lines = [f"Median of {repeat} rounds (seconds), pt2format only; gain = time with the piece off / time with "
+             "it on - 1.", "", "| piece | rows it serves | on | off | gain switched off | verdict |",
+             "|---|---|---|---|---|---|"]
+    for piece, (kinds, what) in PIECES.items():
+        gains = []
+        for model in models:
+            for kind in kinds:
+                for row in _SERVES[kind]:
+                    on, off = med.get((model, row, "on")), med.get((model, row, f"{piece} off"))
+                    if on is None or off is None:
+                        continue
+                    gains.append(off / on - 1)
+                    lines.append(f"| `{piece}` | {label.get(model, model)}: {row} | {on:.3f} | {off:.3f} | "
+                                 f"{100 * (off / on - 1):+.0f}% | |")
+        verdict = "kept (≥ 10% on a row)" if any(g >= 0.10 for g in gains) else "remove (< 10% on every row)"
+        lines[-1] = lines[-1][:-2] + f"{verdict} |"
+    if any(e["config"] == "before" for e in entries):
+        lines += ["", "Before (the starting commit) and now, same run: median seconds.", "",
+                  "| row | before | now | now / before |", "|---|---|---|---|"]
+        for model in models:
+            for row in _ROWS:
+                b, n = med.get((model, row, "before")), med.get((model, row, "on"))
+                if b is not None and n is not None:
+                    lines.append(f"| {label.get(model, model)}: {row} | {b:.3f} | {n:.3f} | {n / b:.2f} |")
+    return "\n".join(lines)
+
+
 def _fmt(ts) -> str:
     return f"{min(ts):.3f} / {statistics.median(ts):.3f}"
 
@@ -315,8 +462,16 @@ def main(argv=None) -> int:
     ap.add_argument("--workdir")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json", help="also write the raw times here")
+    ap.add_argument("--ledger", action="store_true",
+                    help="time each piece of process-level machinery on and off on the rows it serves (PIECES)")
+    ap.add_argument("--before", help="with --ledger: also time a checkout of the starting commit, importable "
+                    "from this directory (pt2format/, with exporter/ and loaders/ inside it)")
     a = ap.parse_args(argv)
     if a.child:
+        tree = os.environ.get("PT2F_BENCH_TREE")
+        if tree:  # another checkout's pt2format, ahead of this one's editable install
+            sys.meta_path[:] = [f for f in sys.meta_path if "__editable__" not in getattr(f, "__module__", "")]
+            sys.path.insert(0, tree)
         kind, *rest = a.child
         if kind == "prepare":
             out = child_prepare(rest[0], rest[1], bool(int(rest[2])))
@@ -332,6 +487,13 @@ def main(argv=None) -> int:
     parts = a.parts.split(",")
     if not set(parts) <= set(PARTS):
         ap.error(f"--parts: expected a subset of {','.join(PARTS)}, got {a.parts}")
+    if a.ledger:
+        entries = ledger(a.models.split(","), workdir, a.repeat, a.before)
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump(entries, f, indent=1)
+        print(render_ledger(entries, a.repeat))
+        return 0
     rows = measure(a.models.split(","), workdir, a.repeat, a.quick, parts)
     if a.json:
         with open(a.json, "w") as f:
