@@ -34,7 +34,7 @@ class _Everything(torch.nn.Module):
 
     def forward(self, x, z):
         h = self.block(x)
-        return h, x[1:], self.table, h.t(), z.conj(), z.conj().imag
+        return h, x[1:], self.table, h.t(), (z * 1).conj(), (z * 2).conj().imag  # the last two alias nothing
 
 
 def _everything():
@@ -67,8 +67,8 @@ def everything_run(tmp_path_factory):
     old = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = support + (os.pathsep + old if old else "")
     try:
-        targets = (Target("flatbuffers", _FB),) + tuple(Target(label, w, ld) for label, (w, ld, _, _) in
-                                                         _WRONG.items())
+        right = (Target("flatbuffers", _FB), Target("thirdok", "conformance_fakes:third_party_writer"))
+        targets = right + tuple(Target(label, w, ld) for label, (w, ld, _, _) in _WRONG.items())
         res = run_case(Case("fakes_everything", _everything, frozenset({"full"})), targets=targets,
                        workdir=str(tmp_path_factory.mktemp("fakes")), timeout=1200)
     finally:
@@ -79,10 +79,12 @@ def everything_run(tmp_path_factory):
     return res
 
 
-def test_own_row_passes_every_check(everything_run):
-    good = everything_run.rows["flatbuffers"]
+@pytest.mark.parametrize("label", ["flatbuffers", "thirdok"])
+def test_right_rows_pass_every_check(everything_run, label):
+    """pt2format's own row, and a correct third-party writer's (its dump equals pt2format's own file's)."""
+    good = everything_run.rows[label]
     assert all(status in ("pass", "na") for status, _ in good.values()), good
-    assert good["options"][0] == "pass" and good["invalid_inputs"][0] == "pass", good
+    assert good["options"][0] == good["invalid_inputs"][0] == good["dump"][0] == "pass", good
 
 
 @pytest.mark.parametrize("label", list(_WRONG))

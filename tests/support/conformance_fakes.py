@@ -188,6 +188,10 @@ def _same_layout_copy(t: torch.Tensor) -> torch.Tensor:
         return t
     storage = t.untyped_storage().clone()
     out = torch.empty(0, dtype=t.dtype).set_(storage, t.storage_offset(), t.shape, t.stride())
+    if t.is_conj():  # the stored bits are unconjugated: keep the lazy bits as they were
+        out = out.conj()
+    if t.is_neg():
+        out = torch._neg_view(out)
     return out.requires_grad_(t.requires_grad) if t.requires_grad and t.is_floating_point() else out
 
 
@@ -377,3 +381,20 @@ drop_extra_files_writer = DropOptionWriter("extra_files")
 drop_metadata_writer = DropOptionWriter("metadata")
 ignore_map_location_loader = IgnoreOptionLoader("map_location")
 ignore_weights_loader = IgnoreOptionLoader("weights")
+
+
+class ThirdPartyWriter:
+    """A correct writer that is not pt2format's own adapter (the positive control of the comparison with
+    pt2format's own file): pt2format.save with the options it declares."""
+
+    label = "thirdok"
+    multi_program = True
+    save_options = ("extra_files", "metadata")
+
+    def save(self, obj, path, **options) -> None:
+        import pt2format
+
+        pt2format.save(obj, path, fsync=False, progress=False, **options)
+
+
+third_party_writer = ThirdPartyWriter()
