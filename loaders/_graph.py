@@ -136,6 +136,10 @@ class GraphBuilder(ArgumentLoader):
         self._symbolic_metas = _PerMeta()
         self.sc: _Scope | None = None
 
+    def argument(self, member, path: str):
+        """An Argument union member outside any graph (a signature's constant) -> its Python value."""
+        return self._arg(member, path)
+
     # -- graphs ----------------------------------------------------------------
     def build(self, g, path: str, constant_input_names=None, *, release_nodes: bool = False):
         """(fx.Graph, owner module holding subgraph attributes) for the Graph table `g`.

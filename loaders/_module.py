@@ -347,8 +347,11 @@ def load_module(path, *, program, map_location, copy, verify_data, prefetch, all
     if device_mesh is not None:
         from ._sharded import load_sharded_module
 
-        return load_sharded_module(path, device_mesh=device_mesh, placements=placements, program=program,
-                                   verify_data=verify_data, mmap=mmap, allow_subclasses=allow_subclasses)
+        return load_sharded_module(
+            path, device_mesh=device_mesh, placements=placements, program=program, verify_data=verify_data,
+            mmap=mmap, allow_subclasses=allow_subclasses,
+            meta_module=lambda: load_module(path, program=program, map_location="meta", mmap=mmap,
+                                            allow_subclasses=allow_subclasses))
     if placements is not None:
         raise ValueError("placements needs a device_mesh")
     from pt2format._api import read

@@ -148,7 +148,7 @@ class _Builder:
             return member.value
         if member is None or isinstance(member, NoneArgument):
             return None
-        return self.graphs._arg(member, path)
+        return self.graphs.argument(member, path)
 
     def run(self, *, release_nodes: bool = False) -> ExportedProgram:
         prog = self.program
@@ -160,7 +160,6 @@ class _Builder:
                           and isinstance(s.arg, torch.export.graph_signature.ConstantArgument) else None
                           for s in sig.input_specs]
         graph, owner = self.graphs.build(prog.graph, "graph", constant_names, release_nodes=release_nodes)
-        self.graphs.sc = None
         self.graphs.static_shapes.clear()  # every tensor_meta is derived: the values need not be pinned
         mcg = module_call_graph(prog.module_call_graph, self._constant_outside_graph, self.treespecs)
         ranges = {}

@@ -172,14 +172,16 @@ class ShardedModule(torch.nn.Module):
 
 
 def load_sharded_module(path, *, device_mesh, placements, program, verify_data: bool, mmap: bool,
-                        allow_subclasses) -> ShardedModule:
-    """See `pt2format.load_module`'s `device_mesh` and `placements`."""
+                        allow_subclasses, meta_module) -> ShardedModule:
+    """See `pt2format.load_module`'s `device_mesh` and `placements`.
+
+    `meta_module()` gives the program's module with meta-device state (load_module's, passed in by it, so
+    this module does not import _module.py, which imports this one).
+    """
     import torch.distributed.checkpoint as dcp
     from torch.distributed.checkpoint.api import CheckpointException
 
     from pt2format.dcp import StorageReader
-
-    from ._module import load_module
 
     if not dist.is_available() or not dist.is_initialized():
         raise RuntimeError("load_module(device_mesh=...) needs an initialised process group (torch.distributed)")
@@ -188,7 +190,7 @@ def load_sharded_module(path, *, device_mesh, placements, program, verify_data: 
 
     def skeleton():
         plan = compile_plan(placements, device_mesh)
-        module = load_module(path, program=program, map_location="meta", mmap=mmap, allow_subclasses=allow_subclasses)
+        module = meta_module()
         meta = reader.read_metadata().state_dict_metadata
         state = {}
         for name, md in sorted(meta.items()):
