@@ -62,8 +62,8 @@ def _float(rnd):
 
 
 class Pool:
-    def __init__(self, rnd):
-        self.rnd, self.exprs = rnd, []
+    def __init__(self, rnd, typos: bool = True):
+        self.rnd, self.exprs, self.typos = rnd, [], typos
 
     def add(self, **kw) -> int:
         self.exprs.append(m.SymExpr(**kw))
@@ -91,12 +91,12 @@ class Pool:
         rnd = self.rnd
         if depth <= 0 or rnd.random() < 0.25:
             return self.leaf(kind)
-        sub = lambda k: self.node(k if rnd.random() > 0.04 else rnd.choice("ifb"), depth - 1)  # noqa: E731
+        sub = lambda k: self.node(k if not self.typos or rnd.random() > 0.04 else rnd.choice("ifb"), depth - 1)  # noqa: E731
         num = lambda: sub(rnd.choice("iif"))  # noqa: E731
         if kind == "b":
             op = rnd.choice([*_CMPS, O.AND, O.OR, O.NOT, O.WHERE, O.BITWISE_AND, O.BITWISE_OR, O.PIECEWISE])
             if op in _CMPS:
-                k = rnd.choice(["ii", "if", "ff", "bi", "ii"])
+                k = rnd.choice(["ii", "if", "ff", "bi" if self.typos else "ii", "ii"])
                 return self.apply(op, sub(k[0]), sub(k[1]))
             if op in (O.AND, O.OR):
                 return self.apply(op, *[sub("b") for _ in range(rnd.randint(1, 3))])
@@ -150,12 +150,14 @@ _MATHS = [O.SQRT, O.EXP, O.LOG, O.LOG2, O.SIN, O.COS, O.TAN, O.ASIN, O.ACOS, O.A
           O.ASINH]
 
 
-def draw_case(rnd):
+def draw_case(rnd, typos: bool = True):
     """(pool, symbols, values): a boolean guard (the pool's last node) and values for its five symbols.
 
-    Pools over the structural bounds (degree, §11.6) are drawn again: validation refuses their files."""
+    `typos`: now and then an operand of the wrong kind (an evaluation error of §11.4; torch never writes
+    one, and sympy cannot build one). Pools over the structural bounds (degree, §11.6) are drawn again:
+    validation refuses their files."""
     while True:
-        pool = Pool(rnd)
+        pool = Pool(rnd, typos)
         pool.node("b", rnd.randint(1, 5))
         if pool.exprs[-1].kind != K.APPLY:  # the root must be the last node
             pool.apply(O.IDENTITY, len(pool.exprs) - 1)
@@ -379,9 +381,11 @@ def check(exprs, symbols, values) -> bool:
 
 @settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(st.randoms(use_true_random=False))
-def test_printed_guards_mean_what_the_evaluators_mean(rnd):
-    check(*draw_case(rnd))
+@given(st.integers(0, 1 << 32))
+def test_printed_guards_mean_what_the_evaluators_mean(seed):
+    # a seeded Random, not st.randoms(): hypothesis' own draws lean to small values, and the edges of
+    # 64 bits are what this test is about
+    check(*draw_case(random.Random(seed)))
 
 
 def test_the_draw_reaches_both_verdicts_and_prints_most_guards():
