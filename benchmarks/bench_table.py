@@ -361,7 +361,7 @@ _SERVES = {"load": ("load, warm", "cold load"),
            "save": ("save",)}
 
 
-def ledger(models, workdir: str, repeat: int, base: str | None) -> list[dict]:
+def ledger(models, workdir: str, repeat: int, base: str | None, cold: bool = True, json_path=None) -> list[dict]:
     """Each piece's rows timed with the piece on and off (and, with `base`, by another checkout), alternately.
 
     pt2format's side only. Configurations take turns within each round, so a
@@ -385,14 +385,18 @@ def ledger(models, workdir: str, repeat: int, base: str | None) -> list[dict]:
                     row for kind in PIECES[name.split()[0]][0] for row in _SERVES[kind]}
                 done = {}
                 for row in _ROWS:
-                    if row not in rows:
-                        continue
                     kind, args, key = _ROWS[row]
+                    if row not in rows or (kind == "cold" and not cold):
+                        continue
                     if (kind, args) not in done:
                         done[kind, args] = _child(kind, model, workdir, *args,
                                                   env=dict(env, PT2F_BENCH_SIDES="pt2f"))
                     v = done[kind, args][key]
                     times.setdefault((model, row, name), []).extend(v if isinstance(v, list) else [v])
+            if json_path:  # after every round: a long run interrupted still leaves its figures
+                with open(json_path, "w") as f:
+                    json.dump([{"model": m, "row": rw, "config": c, "times": ts}
+                               for (m, rw, c), ts in times.items()], f, indent=1)
     out = []
     for (model, row, name), ts in times.items():
         out.append({"model": model, "row": row, "config": name, "times": ts})
@@ -464,6 +468,8 @@ def main(argv=None) -> int:
     ap.add_argument("--json", help="also write the raw times here")
     ap.add_argument("--ledger", action="store_true",
                     help="time each piece of process-level machinery on and off on the rows it serves (PIECES)")
+    ap.add_argument("--render-ledger", metavar="JSON", help="print the ledger table of a --ledger --json file")
+    ap.add_argument("--no-cold", action="store_true", help="with --ledger: warm rows and saves only")
     ap.add_argument("--before", help="with --ledger: also time a checkout of the starting commit, importable "
                     "from this directory (pt2format/, with exporter/ and loaders/ inside it)")
     a = ap.parse_args(argv)
@@ -487,11 +493,13 @@ def main(argv=None) -> int:
     parts = a.parts.split(",")
     if not set(parts) <= set(PARTS):
         ap.error(f"--parts: expected a subset of {','.join(PARTS)}, got {a.parts}")
+    if a.render_ledger:
+        with open(a.render_ledger) as f:
+            entries = json.load(f)
+        print(render_ledger(entries, max(len(e["times"]) for e in entries)))
+        return 0
     if a.ledger:
-        entries = ledger(a.models.split(","), workdir, a.repeat, a.before)
-        if a.json:
-            with open(a.json, "w") as f:
-                json.dump(entries, f, indent=1)
+        entries = ledger(a.models.split(","), workdir, a.repeat, a.before, cold=not a.no_cold, json_path=a.json)
         print(render_ledger(entries, a.repeat))
         return 0
     rows = measure(a.models.split(","), workdir, a.repeat, a.quick, parts)
