@@ -290,8 +290,8 @@ def read(path, *, verify_data: bool, max_program_bytes: int, max_depth: int, cop
     (writes stay in memory); by default views are read-only. A JSON program is
     always type-checked field by field while it is decoded (the checks the
     generated JSON Schema states); `json_schema=True` also runs the jsonschema
-    library over it, which costs about 45 us per object, so `validate()` does
-    it and `read()` does not by default.
+    library over it, a slow pass over every object, so `validate()` does it
+    and `read()` does not by default.
     """
     source = resolve_source(path, writable=copy_on_write)
     container = ContainerFile(source.name, max_program_bytes=max_program_bytes, copy_on_write=copy_on_write,
