@@ -23,6 +23,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from pt2format._generated.model import GuardSource, GuardSourceKind
+from pt2format.errors import ExportError
 
 from pt2format.vocab.enums import ints as _ints
 from pt2format.vocab.inputs import input_paths, user_input_placeholders
@@ -93,9 +94,10 @@ def _from_shape_env(ep, shape_env, placeholders, paths):
             continue
         exprs.append(e)
         sources.update(srcs)
-    if missing:
-        warnings.warn(f"pt2format: input guard(s) {missing} have no symbolic form over the inputs and are not "
-                      "saved; the loaded program does not check them", stacklevel=5)
+    if missing:  # never dropped: the loaded program would accept what torch's rejects
+        raise ExportError("an input guard of the program has no symbolic form over its inputs",
+                          path="_guards_code", expected="a guard of the shape environment over the user inputs",
+                          got=missing[0])
     return exprs, sources
 
 
@@ -107,8 +109,10 @@ def input_guards(ep, symbols, shape_env) -> tuple[list[int], list[GuardSource]]:
     else:
         placeholders = user_input_placeholders(ep)
         paths = input_paths(ep)
-        if paths is not None and len(paths) != len(placeholders):
-            paths = None
+        if paths is not None and len(paths) != len(placeholders) and getattr(ep, "_guards_code", None):
+            raise ExportError("the program's user inputs do not match its example inputs, so its input guards "
+                              "cannot be mapped to them", path="example_inputs",
+                              expected=f"{len(placeholders)} flat user inputs", got=len(paths))
         exprs, sources = _from_shape_env(ep, shape_env, placeholders, paths)
     guards = [symbols.expr(e) for e in exprs]
     rows = {}

@@ -75,7 +75,7 @@ _SUFFIX = {GuardSourceKind.VALUE: "", GuardSourceKind.SIZE: ".size()[{}]", Guard
 
 
 def stored_guards(ep, program, shape) -> list[str]:
-    """ep._guards_code from Program.input_guards: torch's guards printed by torch's printer.
+    """ep._guards_code from Program.input_guards, printed from the pool with SPEC §11's meaning (_guard_text).
 
     Also sets `ep._pt2format_input_guards` (sympy guards, symbol -> source), which
     the exporter writes back when the program is saved again.
@@ -96,8 +96,11 @@ def stored_guards(ep, program, shape) -> list[str]:
     ep._pt2format_input_guards = (exprs, sources)
     _forget_guard_only_symbols(shape, ep, sources)
     paths = input_paths(ep)
-    if paths is None or len(paths) != len(placeholders):
-        return []  # torch's module() then compiles no guard function
+    if paths is None:
+        return []  # without example inputs torch's module() compiles no guard function
+    if len(paths) != len(placeholders):  # never dropped: the module would accept what the file rejects
+        raise LoadError("the program's input guards cannot be mapped to its example inputs", path="example_inputs",
+                        expected=f"{len(placeholders)} flat user inputs", got=len(paths))
     from ._guard_text import guard_lines
 
     names = {}

@@ -23,5 +23,10 @@ def input_paths(ep):
 
 
 def user_input_placeholders(ep) -> list:
-    user_inputs = set(ep.graph_signature.user_inputs)
-    return [n for n in ep.graph.nodes if n.op == "placeholder" and n.name in user_inputs]
+    """The placeholders of the USER_INPUT specs, in their order: one per flat user input, as `input_paths` counts.
+
+    Read from the input specs, not `graph_signature.user_inputs`, which holds a constant input's value
+    (`3`) where its placeholder is named (`n`)."""
+    by_name = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
+    names = [s.arg.name for s in ep.graph_signature.input_specs if s.kind.name == "USER_INPUT"]
+    return [by_name[n] for n in names if n in by_name]

@@ -201,3 +201,24 @@ def test_loaded_guards_agree(base, tmp_path):
         assert got == (want, want), (got, want, a, b, c, n, k)
         agreed += 1
     assert agreed >= 22 and refused <= 6, (agreed, refused)
+
+
+def test_constant_input_keeps_the_guards(tmp_path):
+    """#40 §3: a constant int input among tensors; torch rejects x of 9 rows, and so must both loaders."""
+    from test_guard_verdicts import ConstantFirst
+
+    b = Dim("b", min=4, max=100)
+    ep = torch.export.export(ConstantFirst(), (torch.randn(8, 4), torch.randn(4, 4), 3),
+                             dynamic_shapes={"x": {0: 2 * b}, "y": {0: b}, "n": None})
+    path = tmp_path / "const.pt2f"
+    pt2format.save(ep, path)
+    assert len(read(path).package.programs[0].input_guards) == len(ep._guards_code) > 0
+    args = (torch.randn(9, 4), torch.randn(4, 4), 3)
+    with pytest.raises(AssertionError) as want:
+        ep.module()(*args)
+    for mod in (pt2format.load(path).module(), pt2format.load_module(path)):
+        with pytest.raises(AssertionError) as got:
+            mod(*args)
+        assert "Guard failed" in str(got.value) and "Guard failed" in str(want.value)
+    ok = (torch.randn(10, 4), torch.randn(5, 4), 3)
+    assert torch.equal(pt2format.load(path).module()(*ok), ep.module()(*ok))

@@ -65,6 +65,24 @@ class Derived2D(torch.nn.Module):
         return x.reshape(2, -1, x.shape[1]).sum(0) + y[1:], z @ x.T
 
 
+class MixedInputs(torch.nn.Module):
+    """Constant ints, floats, bools, None and strings among tensors: positional, keyword-only and nested."""
+
+    def forward(self, x, pair, n, *, scale, flag, tag, opt, nest):
+        y, k = pair
+        out = x[: y.shape[0]] * n * scale * k
+        if flag and tag == "add" and opt is None:
+            out = out + 1
+        return out + nest["z"].sum() + nest["m"]
+
+
+class ConstantFirst(torch.nn.Module):
+    """The issue's program (#40 §3): a constant int input after two tensors."""
+
+    def forward(self, x, y, n):
+        return x[: y.shape[0]] * n
+
+
 def _local_programs():
     d, e = Dim("d", min=2, max=24), Dim("e", min=3, max=9)
     return {
@@ -73,6 +91,15 @@ def _local_programs():
                                         dynamic_shapes=({0: Dim.DYNAMIC}, {0: Dim.DYNAMIC})),
         "local.int_input": corpus.Program(IntInput(), (torch.randn(8, 3), 4),
                                           dynamic_shapes=({0: 2 * Dim("h", min=2, max=32)}, Dim.DYNAMIC)),
+        "local.constant_input": corpus.Program(ConstantFirst(), (torch.randn(8, 4), torch.randn(4, 4), 3),
+                                               dynamic_shapes={"x": {0: 2 * Dim("b", min=4, max=100)},
+                                                               "y": {0: Dim("b", min=4, max=100)}, "n": None}),
+        "local.mixed_inputs": corpus.Program(
+            MixedInputs(), (torch.randn(8, 3), (torch.randn(4, 3), 2.5), 3),
+            dict(scale=0.5, flag=True, tag="add", opt=None, nest={"z": torch.randn(4), "m": 7}),
+            dynamic_shapes={"x": {0: 2 * Dim("m", min=2, max=50)}, "pair": ({0: Dim("m", min=2, max=50)}, None),
+                            "n": None, "scale": None, "flag": None, "tag": None, "opt": None,
+                            "nest": {"z": {0: Dim("m", min=2, max=50)}, "m": None}}),
         "local.derived_2d": corpus.Program(Derived2D(), (torch.randn(8, 5), torch.randn(5, 5), torch.randn(3, 5)),
                                            dynamic_shapes=({0: 2 * d, 1: e}, {0: d + 1, 1: e}, {1: e})),
     }
