@@ -26,6 +26,7 @@ from conformance._describe import (
     describe_state,
     first_difference,
     positional_names,
+    provenance_meta,
 )
 from conformance._inputs import error_text
 from conformance._tensorio import decode, read_json, write_json
@@ -279,10 +280,11 @@ def _check_followups(row: Row, job: dict, ref: dict, ep, pname: str, jobdir: str
             return f"decomposed graph differs from torch's decomposition of the original " \
                    f"(intermediate names ignored): {diff}"
         if "meta" in ref["decomp"]:
-            diff = first_difference(ref["decomp"]["meta"], decomposed_meta(made["decomp"].graph_module))
+            diff = first_difference(provenance_meta(ref["decomp"]["meta"]),
+                                    provenance_meta(decomposed_meta(made["decomp"].graph_module)))
             if diff:
                 return f"decomposed graph's node metadata differs from torch's decomposition of the original " \
-                       f"(nodes by position, seq_nr ignored): {diff}"
+                       f"(nodes by position, provenance keys): {diff}"
         return None
 
     def unflatten_fqns():

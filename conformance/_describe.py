@@ -10,6 +10,7 @@ view of both programs. Object addresses never appear in a description.
 from __future__ import annotations
 
 import math
+import re
 import sys
 
 import torch
@@ -251,6 +252,27 @@ def decomposed_meta(gm: torch.fx.GraphModule) -> dict:
             if isinstance(sub, torch.fx.GraphModule):
                 subgraphs[n.target] = decomposed_meta(sub)
     return {"nodes": nodes, "subgraphs": subgraphs}
+
+
+#: The node metadata a re-trace copies from the node it decomposes (provenance), compared on a
+#: decomposed graph; `val`, `tensor_meta` and `unbacked_bindings` are recomputed by the re-trace
+#: from its ShapeEnv (a loaded program's simplifies `Min(4, 4*s27)` to `4` where the exporting
+#: process's does not) and are checked through the results on every input set instead.
+PROVENANCE_KEYS = ("nn_module_stack", "source_fn_stack", "stack_trace", "torch_fn", "custom", "original_aten", "desc")
+_EVAL_KEY = re.compile(r"<eval_with_key>\.\d+")
+
+
+def provenance_meta(desc: dict) -> dict:
+    """`decomposed_meta` reduced to PROVENANCE_KEYS, with the process-wide counter in
+    `<eval_with_key>.N` file names (code torch generated in this process) left out."""
+    def node(meta):
+        out = {k: v for k, v in meta.items() if k in PROVENANCE_KEYS}
+        if isinstance(out.get("stack_trace"), str):
+            out["stack_trace"] = _EVAL_KEY.sub("<eval_with_key>", out["stack_trace"])
+        return out
+
+    return {"nodes": [[name, node(meta)] for name, meta in desc["nodes"]],
+            "subgraphs": {k: provenance_meta(v) for k, v in desc["subgraphs"].items()}}
 
 
 # --------------------------------------------------------------------------- signature
