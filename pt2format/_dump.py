@@ -17,7 +17,8 @@ import struct
 from pt2format._container.crc import crc32
 from pt2format._generated import minors as _minors
 from pt2format._generated import model as m
-from pt2format.errors import EncodingError, VersionError
+from pt2format._validate.label import check_label
+from pt2format.errors import EncodingError, Pt2FormatError, VersionError
 
 _D = struct.Struct("<d")
 _Q = struct.Struct("<Q")
@@ -143,6 +144,7 @@ def dump_text(package, storage_crcs, minor: int | None = None) -> str:
     if minor is None:
         fv = package.format_version
         minor = fv.minor if fv is not None else _minors.SCHEMA_VERSION[1]
+    check_label(package)  # a newer name than the label is refused, never left out (SPEC.md §6, §8.1)
     doc = {"package": render(package, minor=minor), "storage_crc32": ["0x%08x" % c for c in storage_crcs]}
     return json.dumps(doc, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n"
 
@@ -153,4 +155,7 @@ def dump(path, **limits) -> str:
 
     with read(path, **limits) as f:
         crcs = [crc32(f.storage_view(i)) for i in range(len(f.package.storages))]
-        return dump_text(f.package, crcs, minor=f.header.format_minor)
+        try:
+            return dump_text(f.package, crcs, minor=f.header.format_minor)
+        except Pt2FormatError as e:
+            raise e.with_context(file=f.path, section=f.header.sections[0].label(0))

@@ -11,8 +11,11 @@ them without a word.
 Only names this reader knows are checked: a name of a minor newer than the
 reader's is §8.2's business (ignored, kept, or refused). A file labelled
 with the reader's own minor is not walked at all; an older label walks only
-the tables that can reach a newer name (the writer's plans), so the cost is
-the writer's worst case, once per read.
+the tables that can reach a newer name (the writer's plans). That is still
+most of a program when the newest minor added a field to a common table, so
+`validate` and the canonical dump run it (what every reader must refuse),
+and `read`/`load` do not: this reader knows the newer names and reads them
+right, and a load pays only for the graph it builds.
 """
 
 from __future__ import annotations
