@@ -421,8 +421,8 @@ def render_ledger(entries, repeat: int) -> str:
                     gains.append(off / on - 1)
                     lines.append(f"| `{piece}` | {label.get(model, model)}: {row} | {on:.3f} | {off:.3f} | "
                                  f"{100 * (off / on - 1):+.0f}% | |")
-        verdict = "kept (≥ 10% on a row)" if any(g >= 0.10 for g in gains) else "remove (< 10% on every row)"
-        lines[-1] = lines[-1][:-2] + f"{verdict} |"
+        verdict = "≥ 10% on a row: keep" if any(g >= 0.10 for g in gains) else "< 10% on every row: remove"
+        lines[-1] = lines[-1][:-2] + f" {verdict} |"
     if any(e["config"] == "before" for e in entries):
         lines += ["", "Before (the starting commit) and now, same run: median seconds.", "",
                   "| row | before | now | now / before |", "|---|---|---|---|"]
