@@ -37,6 +37,8 @@ ALLOWED = {
     ("pt2format/_ranked_write.py", "os.open"): (1, "a multi-rank save's partial shard: a fresh name holding the "
                                                     "save's random id, O_NOFOLLOW, checked to be a regular file"),
     ("pt2format/_codecs/json.py", "_SCHEMA_PATH.read_text"): (1, "the JSON Schema shipped inside the package"),
+    ("pt2format/_deps.py", "dist.read_text"): (1, "the installed distribution's own direct_url.json (PEP 610), read "
+                                                   "to tell a checkout from a wheel for install hints"),
     ("pt2format/_view.py", "webbrowser.open"): (1, "opens a URL in the browser, not a file"),
     ("loaders/_verifier.py", "open"): (1, "torch's own torch/_export/verifier.py, hashed to tell which torch "
                                           "verifier the pre-check stands for; not a user path"),
