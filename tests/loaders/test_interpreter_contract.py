@@ -69,9 +69,7 @@ def _calls(ep, path, tmp):
 
 _SETTINGS = {
     "default": (True, None, False),
-    "collector disabled": (False, None, False),
-    "other thresholds": (True, (50, 3, 7), False),
-    "objects frozen": (True, None, True),
+    "enabled, frozen, thresholds": (True, (50, 3, 7), True),
     "disabled, frozen, thresholds": (False, (123, 4, 5), True),
 }
 
