@@ -39,6 +39,10 @@ MAX_MSGPACK_DEPTH = 1024
 VERIFIER_MIN_TABLES = 1000000
 #: Program bytes per table visit a FlatBuffers verifier allows above verifier_min_tables.
 VERIFIER_BYTES_PER_TABLE = 4
+#: Most entries of one program's input_guards (SPEC.md 10): torch compiles every guard into the module's guard function; real programs have a handful.
+MAX_INPUT_GUARDS = 1 << 12
+#: Most entries of one program's guard_sources (SPEC.md 10), one per guard symbol.
+MAX_GUARD_SOURCES = 1 << 12
 
 #: Every bound by name.
 LIMITS = {
@@ -61,4 +65,6 @@ LIMITS = {
     'max_msgpack_depth': MAX_MSGPACK_DEPTH,
     'verifier_min_tables': VERIFIER_MIN_TABLES,
     'verifier_bytes_per_table': VERIFIER_BYTES_PER_TABLE,
+    'max_input_guards': MAX_INPUT_GUARDS,
+    'max_guard_sources': MAX_GUARD_SOURCES,
 }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import operator
 
+from pt2format._generated import limits as _limits
 from pt2format._generated import model as m
 from pt2format._strings import CHECKERS, check_extra_meta_key
 from pt2format._symeval import OP_ARITY, SYM_FREE_SIZE, UNKNOWN, SymBudget, evaluate_pool, expanded_sizes
@@ -110,6 +111,10 @@ class _Program:
         self.check_symbols()
         for i, rc in enumerate(p.range_constraints):
             self.use(rc.expr, f"range_constraints[{i}].expr")
+        for field, most in (("input_guards", _limits.MAX_INPUT_GUARDS), ("guard_sources", _limits.MAX_GUARD_SOURCES)):
+            n = len(getattr(p, field) or ())
+            if n > most:  # SPEC §10: torch compiles every guard; the count is bounded before any is read
+                raise LimitError(f"too many {field}", path=field, expected=f"<= {most}", got=n)
         for i, g in enumerate(p.input_guards or ()):
             self.use(g, f"input_guards[{i}]")
         try:

@@ -37,6 +37,9 @@ DESCRIPTIONS = {
                            "max_tables in C++, the TypeScript verifier's own count).",
     "verifier_bytes_per_table": "Program bytes per table visit a FlatBuffers verifier allows above "
                                 "verifier_min_tables.",
+    "max_input_guards": "Most entries of one program's input_guards (SPEC.md 10): torch compiles every "
+                        "guard into the module's guard function; real programs have a handful.",
+    "max_guard_sources": "Most entries of one program's guard_sources (SPEC.md 10), one per guard symbol.",
 }
 
 _PAIR = re.compile(r"\s*([a-z_][a-z0-9_]*)\s*=\s*([0-9]+)(?:\s*<<\s*([0-9]+))?\s*")

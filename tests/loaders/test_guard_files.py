@@ -23,7 +23,8 @@ import torch
 from torch.export import Dim
 
 import pt2format
-from pt2format._api import read, write_package
+from pt2format._api import read
+from pt2f_samples import write_raw
 from pt2format._generated import model as m
 
 import test_guard_text as G
@@ -71,7 +72,7 @@ def with_guard(base, dst, exprs):
     rows = [m.GuardSource(symbol=first + i, input=1 + i, kind=m.GuardSourceKind.VALUE) for i in range(3)]
     rows.append(m.GuardSource(symbol=first + 3, input=0, kind=m.GuardSourceKind.SIZE, dim=0))
     prog.guard_sources = sorted([*(prog.guard_sources or ()), *rows], key=lambda r: r.symbol)
-    write_package(dst, pkg, data, fsync=False)
+    write_raw(dst, pkg, data)
     return dst
 
 

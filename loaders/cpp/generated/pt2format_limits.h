@@ -44,5 +44,9 @@ inline constexpr uint64_t kMaxMsgpackDepth = 1024;
 inline constexpr uint64_t kVerifierMinTables = 1000000;
 /// Program bytes per table visit a FlatBuffers verifier allows above verifier_min_tables.
 inline constexpr uint64_t kVerifierBytesPerTable = 4;
+/// Most entries of one program's input_guards (SPEC.md 10): torch compiles every guard into the module's guard function; real programs have a handful.
+inline constexpr uint64_t kMaxInputGuards = uint64_t(1) << 12;
+/// Most entries of one program's guard_sources (SPEC.md 10), one per guard symbol.
+inline constexpr uint64_t kMaxGuardSources = uint64_t(1) << 12;
 
 }  // namespace pt2f::limits

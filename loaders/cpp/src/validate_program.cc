@@ -15,6 +15,13 @@ void Validator::check_program(const Program *p, const std::string &path) {
   check_symbols(p, path);
   for (uint32_t i = 0; i < len(p->range_constraints()); ++i)
     use(p->range_constraints()->Get(i)->expr(), path + ".range_constraints[" + num(i) + "].expr");
+  // SPEC §10: torch compiles every guard; the counts are bounded before any is read.
+  if (len(p->input_guards()) > limits::kMaxInputGuards)
+    fail(ErrorKind::Limit, "too many input_guards", path + ".input_guards", "<= " + num(limits::kMaxInputGuards),
+         num(len(p->input_guards())));
+  if (len(p->guard_sources()) > limits::kMaxGuardSources)
+    fail(ErrorKind::Limit, "too many guard_sources", path + ".guard_sources", "<= " + num(limits::kMaxGuardSources),
+         num(len(p->guard_sources())));
   for (uint32_t i = 0; i < len(p->input_guards()); ++i)
     use(p->input_guards()->Get(i), path + ".input_guards[" + num(i) + "]");
   const Scope scope = check_graph(p->graph(), 0, path + ".graph");

@@ -39,3 +39,7 @@ export const MAX_MSGPACK_DEPTH = 1024;
 export const VERIFIER_MIN_TABLES = 1000000;
 /** Program bytes per table visit a FlatBuffers verifier allows above verifier_min_tables. */
 export const VERIFIER_BYTES_PER_TABLE = 4;
+/** Most entries of one program's input_guards (SPEC.md 10): torch compiles every guard into the module's guard function; real programs have a handful. */
+export const MAX_INPUT_GUARDS = 4096;
+/** Most entries of one program's guard_sources (SPEC.md 10), one per guard symbol. */
+export const MAX_GUARD_SOURCES = 4096;

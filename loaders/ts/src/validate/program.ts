@@ -5,6 +5,7 @@
  */
 import { ScalarType, StateKind, SymExprKind, SymOp, SymbolKind, TreeSpecKind } from '../_build/classes.js';
 import { LimitError } from '../errors.js';
+import { MAX_GUARD_SOURCES, MAX_INPUT_GUARDS } from '../generated/limits.js';
 import { evaluatePool, expandedSizes, SYM_FREE_SIZE, SymBudget, SymValue, UNKNOWN } from '../symeval.js';
 import { bitsNumber } from '../tree.js';
 import { arr, big, enumNames, fail, kind, num, str, T, within } from './common.js';
@@ -40,6 +41,11 @@ export class ProgramCheck {
     const p = this.p;
     this.checkSymbols();
     arr(p['range_constraints']).forEach((rc, i) => this.use(num((rc as T)['expr']), `range_constraints[${i}].expr`));
+    // SPEC 10: torch compiles every guard; the counts are bounded before any is read.
+    for (const [field, most] of [['input_guards', MAX_INPUT_GUARDS], ['guard_sources', MAX_GUARD_SOURCES]] as const) {
+      const n = arr(p[field]).length;
+      if (n > most) throw new LimitError(`too many ${field}`, { path: field, expected: `<= ${most}`, got: n });
+    }
     arr(p['input_guards']).forEach((g, i) => this.use(num(g), `input_guards[${i}]`));
     const graph = p['graph'] as T | null;
     const scope = within('graph', () => new GraphCheck(this, graph!, 0).check());
