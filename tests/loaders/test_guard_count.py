@@ -93,3 +93,27 @@ def test_native_readers_refuse_too_many_guards(halves, tmp_path):
         ran += 1
     if not ran:
         pytest.skip("neither the C++ nor the TypeScript toolchain is installed")
+
+
+@pytest.mark.parametrize("field", ["input_guards", "guard_sources.symbol"])
+def test_guard_indices_are_the_validators(halves, tmp_path, field):
+    """#43 §4: an index out of its table is a ValidationError from validation, for every entry point
+    (loaders/_guards.py no longer checks it again with a LoadError)."""
+    from pt2format.errors import ValidationError
+    from pt2f_samples import write_raw
+
+    _, path = halves
+    f = read(path)
+    pkg = copy.deepcopy(f.package)
+    data = [bytes(f.storage_view(i)) for i in range(len(pkg.storages))]
+    f.close()
+    prog = pkg.programs[0]
+    if field == "input_guards":
+        prog.input_guards = [len(prog.sym_exprs) + 5]
+    else:
+        prog.guard_sources[0].symbol = len(prog.symbols) + 3
+    bad = tmp_path / "index.pt2f"
+    write_raw(bad, pkg, data)
+    for call in (pt2format.validate, pt2format.load, pt2format.load_module):
+        with pytest.raises(ValidationError, match=field.split(".")[0]):
+            call(bad)
