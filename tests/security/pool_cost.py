@@ -50,7 +50,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-FIELDS = ("range_constraint", "size", "stride", "storage_offset", "sym_int", "sym_bool")
+FIELDS = ("range_constraint", "size", "stride", "storage_offset", "sym_int", "sym_bool", "input_guard")
 SHAPES = ("max", "mul_add")
 PY_CONSUMERS = ("read", "validate", "dump", "load", "print_ep", "module", "call", "print_readable",
                 "run_decompositions", "unflatten", "load_module")
@@ -110,6 +110,8 @@ def _chain(prog, shape: str, depth: int) -> int:
 
     s = next(i for i, e in enumerate(pool) if e.kind == K.SYMBOL and prog.symbols[e.symbol].has_hint)
     u = next(i for i, e in enumerate(pool) if e.kind == K.SYMBOL and not prog.symbols[e.symbol].has_hint)
+    if shape == "mul_add_sized":  # an input guard reads only symbols with a source: the size
+        u = s
     e = s
     for _ in range(depth):
         if shape == "max":
@@ -166,6 +168,16 @@ def build_file(base, field: str, shape: str, depth: int, path: Path, info: dict 
         e = len(prog.sym_exprs) - 1
         g.sym_bool_values[0].value.expr = e
         uses = 1
+    elif field == "input_guard":  # GE(e, 2) as an input guard, read through x.size()[1]; listed twice
+        prog.sym_exprs.append(m.SymExpr(kind=K.INTEGER, int_value=2))
+        prog.sym_exprs.append(m.SymExpr(kind=K.APPLY, op=O.GE, args=[e, len(prog.sym_exprs) - 1]))
+        e = len(prog.sym_exprs) - 1
+        prog.input_guards = [*(prog.input_guards or ()), e, e]
+        sym = prog.sym_exprs[size_sym].symbol
+        if all(r.symbol != sym for r in prog.guard_sources or ()):
+            prog.guard_sources = sorted([*(prog.guard_sources or ()), m.GuardSource(
+                symbol=sym, input=0, kind=m.GuardSourceKind.SIZE, dim=1)], key=lambda r: r.symbol)
+        uses = 2
     if info is not None:
         info["uses"] = uses
         info["spent"] = budget_spent(prog.sym_exprs, {e: uses})
@@ -192,7 +204,7 @@ def budget_spent(pool, uses: dict) -> int:
 
 
 def field_shape(field: str, shape: str) -> str:
-    return shape
+    return "mul_add_sized" if field == "input_guard" and shape == "mul_add" else shape
 
 
 # ---------------------------------------------------------------------------
@@ -461,7 +473,7 @@ def expanded_size(shape: str, depth: int) -> int:
     """The expanded size of e(depth) (SPEC.md §11.6)."""
     s = 1
     for _ in range(depth):
-        s = 2 * s + 1 if shape == "max" else 2 * s + 3
+        s = 2 * s + 1 if shape == "max" else 2 * s + 3  # mul_add and mul_add_sized alike
     return s
 
 
@@ -479,7 +491,7 @@ READERS = ("read", "validate", "dump", "load", "load_module", "cpp_dump", "ts_du
 
 def field_size(field: str, shape: str, depth: int) -> int:
     """The expanded size of what `field` points at: e(depth), or GE(e(depth), 2) for the guard."""
-    return expanded_size(shape, depth) + (2 if field == "sym_bool" else 0)
+    return expanded_size(shape, depth) + (2 if field in ("sym_bool", "input_guard") else 0)
 
 
 def growth(rows: list[dict]) -> dict:
