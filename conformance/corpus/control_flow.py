@@ -244,7 +244,10 @@ class CondItem(nn.Module):
         return torch.zeros(n) + x.mean()
 
 
-@case("cond_unbacked", tags=("full",))
+@case("cond_unbacked", tags=("full",), xfail_checks={"decomp": (
+    "found by decomp's metadata comparison (issue 42), not yet explained: the decomposed loaded program's "
+    "_assert_scalar node (nodes[13]) carries original_aten=aten._assert_scalar.default, torch's decomposition of "
+    "the original has none")})
 def cond_unbacked():
     """cond output turned into an unbacked SymInt (.item()) that sizes the result."""
     return Program(CondItem(), (torch.ones(3),), extra_inputs=[((torch.zeros(3),), {}), ((torch.full((3,), 2.0),), {})])
