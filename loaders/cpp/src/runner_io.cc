@@ -99,7 +99,15 @@ void write_tensors(const std::string &path, const std::vector<std::pair<std::str
     pt2format::ScalarType dt = to_schema_dtype(t0.scalar_type());
     if (dt == pt2format::ScalarType::UNSPECIFIED)
       fail(RunnerErrorKind::Execution, "output '" + tensors[i].first + "': dtype " + c10::toString(t0.scalar_type()) + " has no schema value");
-    at::Tensor t = t0.is_contiguous() ? t0 : t0.contiguous();
+    at::Tensor t = t0;
+    auto resolve = [&](const char *op) {  // apply a conjugate or negative bit: the file holds the values' bits
+      std::vector<c10::IValue> stack{t};
+      c10::Dispatcher::singleton().findSchemaOrThrow(op, "").callBoxed(stack);
+      t = stack[0].toTensor();
+    };
+    if (t.is_conj()) resolve("aten::resolve_conj");
+    if (t.is_neg()) resolve("aten::resolve_neg");
+    if (!t.is_contiguous()) t = t.contiguous();
     dense.push_back(t);
     const uint64_t nbytes = uint64_t(t.numel()) * t.element_size();
     uint64_t off = align_up(data_len, 64);
