@@ -404,10 +404,6 @@ void Compiler::op_step(const pt2format::Node *n, Step &s, Scope &sc, const std::
                                                  "' is not a parameter of " + schema.name() +
                                                  (overload.empty() ? "" : "." + overload) + " in this libtorch");
   s.num_returns = schema.returns().size();
-  const uint32_t nout = len(n->outputs());
-  if (nout > s.num_returns)
-    fail(RunnerErrorKind::UnsupportedNode, where + ": the node has " + std::to_string(nout) + " outputs, " +
-                                               schema.name() + " returns " + std::to_string(s.num_returns));
 }
 
 int Compiler::graph(const pt2format::Graph *g, const std::string &path) {
@@ -452,6 +448,11 @@ int Compiler::graph(const pt2format::Graph *g, const std::string &path) {
       fail(RunnerErrorKind::UnsupportedNode, where + ": target " + target + " is not supported by the C++ runner");
     }
     for (auto *o : pt2f::each(n->outputs())) s.outs.push_back(bind(o, sc));
+    if (s.kind == Step::kOp)  // outputs past the operator's returns can only be None (e.g. _assert_scalar's)
+      for (size_t i = s.num_returns; i < s.outs.size(); ++i)
+        if (s.outs[i].op != OutBind::kIgnore)
+          fail(RunnerErrorKind::UnsupportedNode, where + ": the node names output " + std::to_string(i) + ", " +
+                                                     s.op->schema().name() + " returns " + std::to_string(s.num_returns));
     out.steps.push_back(std::move(s));
   }
   sc.current_step = int(out.steps.size());

@@ -320,7 +320,7 @@ int graph_of(const c10::IValue &v, const std::string &where) {
   return int(v.toInt());
 }
 
-const c10::OperatorHandle &op_handle(const char *name, const char *overload) {
+c10::OperatorHandle op_handle(const char *name, const char *overload) {
   return c10::Dispatcher::singleton().findSchemaOrThrow(name, overload);
 }
 
@@ -380,8 +380,8 @@ std::vector<c10::IValue> hop(const Program &p, const Step &s, const std::vector<
       flatten(a[2], pos);
       if (xs.empty()) fail(RunnerErrorKind::Execution, w + ": map over no tensors");
       const int64_t n = xs[0].toTensor().size(0);
-      static const c10::OperatorHandle &select = op_handle("aten::select", "int");
-      static const c10::OperatorHandle &stack_op = op_handle("aten::stack", "");
+      static const c10::OperatorHandle select = op_handle("aten::select", "int");
+      static const c10::OperatorHandle stack_op = op_handle("aten::stack", "");
       std::vector<std::vector<at::Tensor>> per_output;
       for (int64_t i = 0; i < n; ++i) {
         std::vector<c10::IValue> in;
@@ -441,7 +441,7 @@ std::vector<c10::IValue> execute(const Program &p, int index, std::vector<c10::I
       switch (s.kind) {
         case Step::kOp:
           s.op->callBoxed(stack);
-          for (size_t i = 0; i < s.outs.size(); ++i) store(s.outs[i], std::move(stack[i]), env, s.where);
+          for (size_t i = 0; i < s.outs.size() && i < stack.size(); ++i) store(s.outs[i], std::move(stack[i]), env, s.where);
           break;
         case Step::kBuiltin: store_all(s, {builtin(s, stack)}, env); break;
         case Step::kHop: store_all(s, hop(p, s, stack), env); break;
