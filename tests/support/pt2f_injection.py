@@ -398,6 +398,15 @@ def step_key(step) -> tuple:
     return mode, target.schema_path, str(p)
 
 
+def _matches(step, pattern: str) -> bool:
+    """Whether a planned step mutates a field whose schema path matches the regex `pattern` (--fields)."""
+    import re
+
+    mode, target, _p = step
+    paths = [s.schema_path for s in target] if mode == "value" else [target.schema_path]
+    return any(re.search(pattern, pth) for pth in paths)
+
+
 def once(plans):
     """[(base, steps)] -> the same with each step_key kept in exactly one base (picked by a stable hash)."""
     holders = collections.OrderedDict()
@@ -463,6 +472,9 @@ def main(argv=None) -> int:
     ap.add_argument("--modes", default="value,site,int",
                     help="value (a string replaced everywhere it occurs), site (at one place), int")
     ap.add_argument("--payloads", default=None, help="comma-separated payload names, or 'core' (default: all)")
+    ap.add_argument("--fields", default=None,
+                    help="regex: keep only mutants of fields whose schema path matches it (for a value "
+                         "substitution, any path holding the value), e.g. 'input_guards|guard_sources|sym_exprs'")
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds per mutant before it counts as a hang")
     ap.add_argument("--quick", action="store_true", help="skip run_decompositions/unflatten (faster)")
     ap.add_argument("--golden", action="store_true", help="use the golden files as bases instead of exporting cases")
@@ -502,6 +514,8 @@ def main(argv=None) -> int:
                      args.payloads.split(",") if args.payloads else None)
     plans = [(base, plan(base, sites=sites, modes=tuple(args.modes.split(",")), payload_names=payload_names))
              for base in bases]
+    if args.fields:
+        plans = [(base, [st for st in steps if _matches(st, args.fields)]) for base, steps in plans]
     if args.full and not args.all_bases:
         plans = once(plans)
     if args.limit:
