@@ -211,42 +211,37 @@ def _check_followups(row: Row, job: dict, ref: dict, ep, pname: str, jobdir: str
         prog = made[key]
         fn = prog if key == "unflatten" else prog.module()
         own = behave.snapshot(prog)  # as the producer does
-        note = None
-        for set_name, want in ref[key]["sets"].items():
+
+        def outcome(label, inputs, want, lost=""):
+            """(what differs from torch's outcome, or None; the result's comparison problem, or None)."""
             behave.restore(prog, own)
             behave.restore(ep, snap)
-            args, kwargs = _inputs(ref["sets"][set_name]["inputs"], iodir)
+            args, kwargs = _inputs(inputs, iodir)
             try:
                 got = behave.call(fn, args, kwargs)
             except Exception as e:  # noqa: BLE001 - compared with torch's outcome
                 if "error" in want and error_text(e) == want["error"]:
-                    continue
-                return f"{set_name}: raised {error_text(e)!r}" + (
-                    f"; torch raised {want['error']!r}" if "error" in want else "; torch returned a result")
+                    return None, None
+                return f"{label}: raised {error_text(e)!r}" + (
+                    f"; torch raised {want['error']!r}" if "error" in want else "; torch returned a result"), None
             if "error" in want:
-                return f"{set_name}: returned a result; torch raised {want['error']!r}"
-            problem = behave.compare_result(want["expected"], got, iodir)
+                return f"{label}: returned a result; torch raised {want['error']!r}{lost}", None
+            return None, behave.compare_result(want["expected"], got, iodir)
+
+        note = None
+        for set_name, want in ref[key]["sets"].items():
+            differs, problem = outcome(set_name, ref["sets"][set_name]["inputs"], want)
+            if differs:
+                return differs
             if problem:
                 verdict = _layout_or_fail(job, pname, key, f"{set_name}: {problem}", problem)
                 if not isinstance(verdict, tuple):
                     return verdict
                 note = note or verdict  # explained: the other sets are still compared
         for i, want in enumerate(ref[key].get("invalid", [])):  # torch's outcome on each invalid input
-            behave.restore(prog, own)
-            behave.restore(ep, snap)
-            args, kwargs = _inputs(ref["invalid"][i]["inputs"], iodir)
-            try:
-                got = behave.call(fn, args, kwargs)
-            except Exception as e:  # noqa: BLE001 - compared with torch's outcome
-                if "error" in want and error_text(e) == want["error"]:
-                    continue
-                return f"invalid input #{i}: raised {error_text(e)!r}" + (
-                    f"; torch raised {want['error']!r}" if "error" in want else "; torch returned a result")
-            if "error" in want:
-                return f"invalid input #{i}: returned a result; torch raised {want['error']!r} (guards lost?)"
-            problem = behave.compare_result(want["expected"], got, iodir)
-            if problem:
-                return f"invalid input #{i}: {problem}"
+            differs, problem = outcome(f"invalid input #{i}", ref["invalid"][i]["inputs"], want, " (guards lost?)")
+            if differs or problem:
+                return differs or f"invalid input #{i}: {problem}"
         return note
 
     def check(key, static_problem, state_problem=None):

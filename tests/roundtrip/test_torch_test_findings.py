@@ -19,6 +19,7 @@ import torch
 import torch.nn as nn
 
 import pt2format
+from conformance.corpus.torch_export_tests import Inp1, _DataclassInput, _register_inp1
 
 
 def _torch_round_trip(ep):
@@ -80,28 +81,10 @@ def test_size_input_keeps_its_example_inputs_as_torch_does():
     assert again.getvalue() == saved
 
 
-@dataclasses.dataclass
-class Inp1:
-    """The dataclass input of torch's tests (test_export.py: Inp1)."""
-    x: torch.Tensor
-    y: list
-    z: dict
-
-
-class _DataclassInput(nn.Module):
-    def forward(self, inp: Inp1):
-        return inp.x + inp.y[0] + inp.z["a"], inp.y[1] * 2
-
-
 def test_registered_dataclass_example_input_comes_back_as_torchs():
     """test_export.py::test_pytree_register_data_class: the dataclass example input is stored as the tuple of
     its children and rebuilt with the program's in_spec."""
-    from torch._export.utils import register_dataclass_as_pytree_node
-
-    try:
-        register_dataclass_as_pytree_node(Inp1, serialized_type_name="tests.test_torch_test_findings.Inp1")
-    except ValueError:  # already registered in this process
-        pass
+    _register_inp1()
     ep = torch.export.export(_DataclassInput(), (Inp1(torch.ones(2), [torch.ones(2), torch.ones(2)],
                                                       {"a": torch.ones(2)}),))
     theirs = _torch_round_trip(ep)

@@ -53,6 +53,17 @@ def _on_module(ep, install):
     return ep
 
 
+def _on_decomposed(ep, edit):
+    """Make ep.run_decompositions() return its usual program passed through `edit` (which returns it)."""
+    original = ep.run_decompositions
+
+    def run_decompositions(*args, **kwargs):
+        return edit(original(*args, **kwargs))
+
+    ep.run_decompositions = run_decompositions
+    return ep
+
+
 def _map_outputs(fn):
     def install(m):
         m.register_forward_hook(lambda mod, args, out: torch.utils._pytree.tree_map_only(torch.Tensor, fn, out))
@@ -111,11 +122,7 @@ class DecompUlpLoader:
     multi_program = True
 
     def load(self, path, program=None):
-        ep = _loaded(path, program)
-        original = ep.run_decompositions
-
-        def run_decompositions(*args, **kwargs):
-            d = original(*args, **kwargs)
+        def bump_first(d):
             for name, t in d.state_dict.items():
                 if t.is_floating_point() and t.numel() and t.layout == torch.strided:
                     bumped = torch.nextafter(t.detach(), torch.full_like(t.detach(), float("inf")))
@@ -123,9 +130,7 @@ class DecompUlpLoader:
                         if isinstance(t, torch.nn.Parameter) else bumped
                     break
             return d
-
-        ep.run_decompositions = run_decompositions
-        return ep
+        return _on_decomposed(_loaded(path, program), bump_first)
 
 
 class NamelessAsDictLoader:
@@ -226,14 +231,7 @@ class DecompNoGuardsLoader:
     multi_program = True
 
     def load(self, path, program=None):
-        ep = _loaded(path, program)
-        original = ep.run_decompositions
-
-        def run_decompositions(*args, **kwargs):
-            return _on_module(original(*args, **kwargs), _without_guards)
-
-        ep.run_decompositions = run_decompositions
-        return ep
+        return _on_decomposed(_loaded(path, program), lambda d: _on_module(d, _without_guards))
 
 
 class DecompNoMetaLoader:
@@ -243,18 +241,12 @@ class DecompNoMetaLoader:
     multi_program = True
 
     def load(self, path, program=None):
-        ep = _loaded(path, program)
-        original = ep.run_decompositions
-
-        def run_decompositions(*args, **kwargs):
-            d = original(*args, **kwargs)
+        def strip(d):
             for n in d.graph.nodes:
                 n.meta.pop("stack_trace", None)
                 n.meta.pop("nn_module_stack", None)
             return d
-
-        ep.run_decompositions = run_decompositions
-        return ep
+        return _on_decomposed(_loaded(path, program), strip)
 
 
 class RegradLoader:
