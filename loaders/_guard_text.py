@@ -92,11 +92,14 @@ def _float_literal(v: float) -> str:
 class GuardPrinter:
     """Prints input guards of one program's pool; one instance per `_guards_code` (names are unique in it)."""
 
-    def __init__(self, exprs, symbols, names: dict[int, str]):
-        """`names[i]`: the text of Program.symbols[i] in torch's guard namespace (`L['x'].size()[0]`)."""
+    def __init__(self, exprs, symbols, names: dict[int, str], bounds: dict[int, tuple[int, int]] | None = None):
+        """`names[i]`: the text of Program.symbols[i] in torch's guard namespace (`L['x'].size()[0]`);
+        `bounds[i]`: the integers symbol i can hold whatever the input (a size is in [0, 2**63 - 1])."""
         self.exprs, self.symbols, self.names = exprs, symbols, names
+        self.bounds = bounds or {}
         self._n = 0
         self._kind: dict[int, str | None] = {}
+        self._interval_of: dict[int, tuple[int, int] | None] = {}
         self._what = ""
 
     # -- kinds ----------------------------------------------------------------------------------------------------
@@ -224,10 +227,37 @@ class GuardPrinter:
             return False
         ks = [self.kind(a) for a in e.args]
         if e.op in (O.ADD, O.MUL):
-            return len(e.args) > 1
+            return len(e.args) > 1 and self._interval(i) is None
         if e.op in (O.POW, O.POW_BY_NATURAL, O.FLOOR_DIV, O.CLEAN_DIV, O.ABS):
             return True
         return e.op in _TO_INT and ks == [F]
+
+    def _interval(self, i) -> tuple[int, int] | None:
+        """The integers every evaluation of node i gives, every partial sum or product inside 64 bits on the
+        way, or None when some input could leave them (so `x.size()[0] + 1` needs no check, `2 * n` does)."""
+        if i in self._interval_of:
+            return self._interval_of[i]
+        e, r = self.exprs[i], None
+        if e.kind == K.INTEGER:
+            r = (e.int_value, e.int_value)
+        elif e.kind == K.SYMBOL:
+            r = self.bounds.get(e.symbol)
+        elif e.kind == K.APPLY and e.op in (O.ADD, O.MUL) and e.args and all(self.kind(a) == I for a in e.args):
+            parts = [self._interval(a) for a in e.args]
+            if all(parts):
+                lo, hi = parts[0]
+                for a, b in parts[1:]:
+                    if e.op == O.ADD:
+                        lo, hi = lo + a, hi + b
+                    else:
+                        c = (lo * a, lo * b, hi * a, hi * b)
+                        lo, hi = min(c), max(c)
+                    if lo < LO or hi > HI:
+                        break
+                else:
+                    r = (lo, hi)
+        self._interval_of[i] = r
+        return r
 
     # -- the pass: one line per node, None for an evaluation error --------------------------------------------------
     def _new(self) -> str:
@@ -424,13 +454,14 @@ def depths(exprs) -> list[int]:
     return d
 
 
-def guard_lines(exprs, symbols, names: dict[int, str], roots: list[int]) -> list[str]:
+def guard_lines(exprs, symbols, names: dict[int, str], roots: list[int],
+                bounds: dict[int, tuple[int, int]] | None = None) -> list[str]:
     """`ep._guards_code` for input guards `roots` (pool indices), each printed once, in their order.
 
     A guard this module cannot print exactly (`Unprintable`) becomes a line that rejects every call
     and says why: `load_module` evaluates it; torch's guard function would give it another meaning.
     """
-    printer = GuardPrinter(exprs, symbols, names)
+    printer = GuardPrinter(exprs, symbols, names, bounds)
     depth = depths(exprs)
     lines, seen, checks = [], set(), False
     for n, root in enumerate(roots):

@@ -98,14 +98,16 @@ def stored_guards(ep, program, shape) -> list[str]:
                         expected=f"{len(placeholders)} flat user inputs", got=len(paths))
     from ._guard_text import guard_lines
 
-    names = {}
+    names, bounds = {}, {}
     for sym, (idx, kind, dim) in srcs.items():
+        if kind in (GuardSourceKind.SIZE, GuardSourceKind.STORAGE_OFFSET):
+            bounds[sym] = (0, (1 << 63) - 1)  # what a tensor can have: the checks are for Python ints
         text = "L" + pytree.keystr(paths[idx]) + _SUFFIX[kind].format(dim)
         if any(c in text for c in "\"\\\n\r") or not text.isprintable():
             # torch pastes the path into a double-quoted message of generated code
             raise LoadError("an input path cannot be printed into a guard", path="example_inputs", got=text)
         names[sym] = text
-    return guard_lines(program.sym_exprs, program.symbols, names, list(program.input_guards))
+    return guard_lines(program.sym_exprs, program.symbols, names, list(program.input_guards), bounds)
 
 
 def _forget_guard_only_symbols(shape, ep, sources) -> None:

@@ -158,3 +158,26 @@ def test_load_module_input_checks_on_a_shared_pool_do_not_hang(halves, tmp_path)
     mod(torch.randn(8, 3))
     with pytest.raises(AssertionError, match="Guard failed"):
         mod(torch.randn(9, 3))
+
+
+class _Shifted(torch.nn.Module):
+    def forward(self, x, y):
+        return x + y[1:]
+
+
+def test_a_guard_over_sizes_that_cannot_leave_64_bits_is_torchs_line_alone(tmp_path):
+    """`x.size()[0] == -1 + y.size()[0]` cannot overflow (a size is at most 2**63 - 1), so the printed guard is
+    the one line torch writes, with no 64-bit check beside it; its message and verdicts are torch's."""
+    d = Dim("d", min=2, max=32)
+    ep = torch.export.export(_Shifted(), (torch.randn(4, 3), torch.randn(5, 3)),
+                             dynamic_shapes={"x": {0: d}, "y": {0: d + 1}})
+    path = tmp_path / "shifted.pt2f"
+    pt2format.save(ep, path)
+    ours = pt2format.load(path)
+    assert len(ours._guards_code) == len(ep._guards_code) == 1
+    assert not any("_pt2f_" in g for g in ours._guards_code)
+    for args in [(torch.randn(7, 3), torch.randn(8, 3)), (torch.randn(7, 3), torch.randn(7, 3))]:
+        want, got = _verdict(lambda a: ep.module()(*a), args), _verdict(lambda a: ours.module()(*a), args)
+        assert want[0] == got[0]
+        if not want[0]:
+            assert str(got[1]) == str(want[1])
