@@ -43,7 +43,7 @@ from ._values import example_inputs as load_example_inputs
 
 
 class LoadedProgram(ExportedProgram):
-    """The program `pt2format.load` returns: torch's ExportedProgram with one override, `module()`.
+    """The program `pt2format.load` returns: torch's ExportedProgram; `module()` is its one override in kind.
 
     Every other method, property and attribute is torch's, and the state is an
     ordinary instance's (`__dict__`), so `copy.copy`, `copy.deepcopy`,
@@ -61,7 +61,35 @@ class LoadedProgram(ExportedProgram):
     example inputs, which a file cannot hold (a module is not data), ours from
     the input spec (`_pt2format_module_types`). tests/roundtrip/test_user_operations.py
     compares what a user observes with torch's loaded program.
+
+    `run_decompositions()` and `_update()` (through which torch's passes
+    derive programs) are torch's, their result handed to `_derived`: torch's
+    constructor recomputes `_guards_code` from the shape environment, which
+    holds an exported program's guards but not a loaded one's (they are in
+    the file), so a derived program keeps this one's guards, as an exported
+    program's derived programs keep theirs.
     """
+
+    _CARRIED = ("_pt2format_module_types", "_pt2format_input_guards", "_pt2format_guard_only_symbols",
+                "_pt2format_saved_guards_code")
+
+    def run_decompositions(self, *args, **kwargs) -> ExportedProgram:
+        return self._derived(ExportedProgram.run_decompositions(self, *args, **kwargs))
+
+    def _update(self, *args, **kwargs) -> ExportedProgram:
+        return self._derived(ExportedProgram._update(self, *args, **kwargs))
+
+    def _derived(self, ep):
+        """`ep`, derived by torch from this program with the same user inputs, as a LoadedProgram with its
+        guards (this program's, then any torch found anew) and what the exporter and `module()` read."""
+        if type(ep) is not ExportedProgram or _in_spec(ep) != _in_spec(self):
+            return ep
+        ep.__class__ = LoadedProgram
+        ep._guards_code = [*self._guards_code, *(g for g in ep._guards_code if g not in self._guards_code)]
+        for name in self._CARRIED:
+            if name in self.__dict__:
+                ep.__dict__[name] = self.__dict__[name]
+        return ep
 
     def module(self, check_guards=True) -> torch.fx.GraphModule:
         from ._deferred import deferred_codegen
@@ -74,6 +102,10 @@ class LoadedProgram(ExportedProgram):
 
             module_input_hooks(m, types)
         return m
+
+
+def _in_spec(ep):
+    return next((e.signature.in_spec for e in ep.module_call_graph if e.fqn == "" and e.signature), None)
 
 
 def _exported_program(root, graph, sig, state_dict, ranges, mcg, example_inputs, constants, verifiers):

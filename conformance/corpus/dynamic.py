@@ -30,15 +30,7 @@ class TwoInputs(nn.Module):
         return torch.cat([x, x], dim=0) + y, x.sum() * y.shape[0]
 
 
-#: Found by `decomp` running the invalid inputs (issue 42): the loaded program keeps its derived-dim guard,
-#: but `run_decompositions()` of the loaded program gives a module() without it (torch's own keeps it), so
-#: an input breaking the relation (`y.size(0) == 2 * x.size(0)`, `== x.size(0) + 1`) fails inside the graph.
-_DECOMP_LOSES_DERIVED_GUARD = {"decomp": (
-    "the decomposed loaded program's module() lacks the derived-dim guard torch's decomposition keeps: an invalid "
-    "input raises 'RuntimeError: The size of tensor a ... must match' instead of 'AssertionError: Guard failed'")}
-
-
-@case("derived_dim_mul", tags=("fast",), xfail_checks=_DECOMP_LOSES_DERIVED_GUARD)
+@case("derived_dim_mul", tags=("fast",))
 def derived_dim_mul():
     """A derived dim: y.shape[0] == 2 * x.shape[0]."""
     d = Dim("d", min=1, max=32)
@@ -53,7 +45,7 @@ class Shifted(nn.Module):
         return x + y[1:], y[:-1] - x
 
 
-@case("derived_dim_add", tags=("fast",), xfail_checks=_DECOMP_LOSES_DERIVED_GUARD)
+@case("derived_dim_add", tags=("fast",))
 def derived_dim_add():
     """A derived dim: y.shape[0] == x.shape[0] + 1."""
     d = Dim("d", min=2, max=32)

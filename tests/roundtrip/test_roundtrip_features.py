@@ -321,9 +321,40 @@ def test_rebuilt_program_has_the_attributes_torch_gives_one(tmp_path):
     assert ours == set(vars(c.ep))
     assert isinstance(loaded, torch.export.ExportedProgram)
     overridden = {k for k, v in vars(type(loaded)).items() if callable(v) and not k.startswith("__")}
-    assert overridden == {"module"}  # the one documented override (loaders/_program.py LoadedProgram)
+    # the documented overrides (loaders/_program.py LoadedProgram): module(), and the two ways torch derives a
+    # program, whose result keeps the loaded program's guards (_derived)
+    assert overridden == {"module", "run_decompositions", "_update", "_derived"}
     assert isinstance(loaded.graph_module, torch.fx.GraphModule)
     assert "def forward" in loaded.graph_module.code  # generated on first use
     args = c.valid[0][0]
     assert H.outputs_equal(loaded.graph_module(*[loaded.state_dict["w"]], *args),
                            c.ep.graph_module(*[c.ep.state_dict["w"]], *args))
+
+
+def test_programs_torch_derives_keep_the_loaded_guards(tmp_path):
+    """torch's constructor recomputes `_guards_code` from the shape environment, where an exported program holds
+    its guards and a loaded one does not: a decomposed or `_update`d loaded program keeps the guards and the
+    verdicts the exported program's derived programs have."""
+    from torch.export import Dim
+
+    class Shifted(torch.nn.Module):
+        def forward(self, x, y):
+            return x + y[1:]
+
+    d = Dim("d", min=2, max=32)
+    ep = torch.export.export(Shifted(), (torch.randn(4, 3), torch.randn(5, 3)),
+                             dynamic_shapes={"x": {0: d}, "y": {0: d + 1}})
+    _save(ep, tmp_path / "s.pt2f")
+    loaded = pt2format.load(tmp_path / "s.pt2f")
+    bad = (torch.randn(7, 3), torch.randn(7, 3))
+    derived = [(ep.run_decompositions(), loaded.run_decompositions()),
+               (ep._update(ep.graph_module, ep.graph_signature), loaded._update(loaded.graph_module,
+                                                                                loaded.graph_signature))]
+    for theirs, ours in derived:
+        with pytest.raises(AssertionError) as want:
+            theirs.module()(*bad)
+        with pytest.raises(AssertionError) as got:
+            ours.module()(*bad)
+        assert str(got.value) == str(want.value)
+        assert H.outputs_equal(ours.module()(torch.ones(7, 3), torch.ones(8, 3)),
+                               theirs.module()(torch.ones(7, 3), torch.ones(8, 3)))
