@@ -695,7 +695,9 @@ def test_storage_offset_of_an_output_is_compared(monkeypatch, tmp_path):
     v, rows = _verdicts(monkeypatch, tmp_path / "ok", _SliceOut(), _SliceOut(), args=(torch.randn(4, 3),))
     assert v["outputs"] == "pass", rows["outputs"]
     v, rows = _verdicts(monkeypatch, tmp_path / "bad", _SliceOut(), fresh_copies, args=(torch.randn(4, 3),))
-    assert v["outputs"] == "fail" and "storage_offset" in rows["outputs"][1], rows["outputs"]
+    # caught by the aliasing check (the slice shares the input's storage in torch's run) before the offset's
+    assert v["outputs"] == "fail" and ("storage_offset" in rows["outputs"][1]
+                                       or "shares storage with ['input[0]']" in rows["outputs"][1]), rows["outputs"]
 
 
 def test_detached_outputs_are_caught(monkeypatch, tmp_path):
