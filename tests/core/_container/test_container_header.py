@@ -62,7 +62,10 @@ def test_roundtrip_fields():
 def test_too_short_for_header(size):
     with pytest.raises(HeaderError) as e:
         unpack_header(build([PROGRAM])[:size])
-    assert e.value.expected == ">= 64 bytes" and e.value.got == size
+    if size == 0:  # nothing to tell it from another kind of file: not a pt2format file
+        assert "magic" in str(e.value)
+    else:  # starts with the magic: a pt2format file cut short
+        assert e.value.expected == ">= 64 bytes" and e.value.got == size
 
 
 def test_bad_magic_reported_before_anything_else():
