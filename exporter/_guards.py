@@ -63,9 +63,11 @@ def _from_shape_env(ep, shape_env, placeholders, paths):
     texts = list(getattr(ep, "_guards_code", None) or ())
     if not texts or paths is None:  # without example inputs, ep.module() compiles no guard function
         return [], {}
-    if shape_env is None:
+    if shape_env is None or not shape_env.var_to_sources:
+        # no shape environment, or one that knows no input (a program torch's own loader rebuilt, whose guards
+        # are text only): refusing it would refuse what torch writes; the guards are named, not silently lost
         warnings.warn(f"pt2format: {len(texts)} input guard(s) of the program have no symbolic form "
-                      "(no shape environment) and are not saved", stacklevel=5)
+                      "(no shape environment over its inputs) and are not saved", stacklevel=5)
         return [], {}
     from torch.fx.experimental.symbolic_shapes import ShapeGuardPythonPrinter
 
