@@ -53,11 +53,12 @@ def test_from_a_checkout_the_hint_installs_its_extra_through_its_constraints():
 
 
 @pytest.mark.parametrize("editable", [True, False])
-def test_installed_from_a_directory_the_hint_names_that_directory(editable):
-    dist = _Dist({"url": "file:///home/u/my%20checkout", "dir_info": {"editable": editable}}, _requires_dist())
+def test_installed_from_a_directory_the_hint_names_that_directory(editable, tmp_path):
+    checkout = tmp_path / "my checkout"
+    dist = _Dist({"url": checkout.as_uri(), "dir_info": {"editable": editable}}, _requires_dist())
     words = shlex.split(_deps.install_hint("torch", dist, SITE))
-    assert words == ["pip", "install", "-c", "/home/u/my checkout/constraints.txt"] + ["-e"] * editable + [
-        "/home/u/my checkout[torch]"]
+    assert words == ["pip", "install", "-c", f"{checkout}/constraints.txt"] + ["-e"] * editable + [
+        f"{checkout}[torch]"]
 
 
 def test_from_an_index_the_hint_names_the_extra():
