@@ -40,28 +40,33 @@ def _loaded(path, program):
     return pt2format_loader.load(path, program=program)
 
 
+def _as(ep, name, method):
+    """`ep` as an instance of a subclass of its class whose `name` is `method`: the fakes change what a
+    method gives without an instance attribute standing for it, as a third-party loader's subclass would."""
+    ep.__class__ = type(f"Fake{type(ep).__name__}", (type(ep),), {name: method})
+    return ep
+
+
 def _on_module(ep, install):
     """Make ep.module() return its usual module with `install(module)` applied."""
-    original = ep.module
+    original = type(ep).module
 
-    def module(*args, **kwargs):
-        m = original(*args, **kwargs)
+    def module(self, *args, **kwargs):
+        m = original(self, *args, **kwargs)
         install(m)
         return m
 
-    ep.module = module
-    return ep
+    return _as(ep, "module", module)
 
 
 def _on_decomposed(ep, edit):
     """Make ep.run_decompositions() return its usual program passed through `edit` (which returns it)."""
-    original = ep.run_decompositions
+    original = type(ep).run_decompositions
 
-    def run_decompositions(*args, **kwargs):
-        return edit(original(*args, **kwargs))
+    def run_decompositions(self, *args, **kwargs):
+        return edit(original(self, *args, **kwargs))
 
-    ep.run_decompositions = run_decompositions
-    return ep
+    return _as(ep, "run_decompositions", run_decompositions)
 
 
 def _map_outputs(fn):
