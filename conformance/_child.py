@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import sys
 import time
 import traceback
@@ -220,7 +221,8 @@ def _check_followups(row: Row, job: dict, ref: dict, ep, pname: str, jobdir: str
             try:
                 got = behave.call(fn, args, kwargs)
             except Exception as e:  # noqa: BLE001 - compared with torch's outcome
-                if "error" in want and error_text(e) == want["error"]:
+                if "error" in want and (error_text(e) == want["error"] or key == "decomp" and
+                                        _any_node(error_text(e)) == _any_node(want["error"])):
                     return None, None
                 return f"{label}: raised {error_text(e)!r}" + (
                     f"; torch raised {want['error']!r}" if "error" in want else "; torch returned a result"), None
@@ -300,6 +302,12 @@ def _check_followups(row: Row, job: dict, ref: dict, ep, pname: str, jobdir: str
     row.run("unflatten", lambda: check("unflatten", unflatten_fqns()), pname)
     row.run("reexport", lambda: check("reexport", None), pname)
     behave.restore(ep, snap)
+
+
+def _any_node(error: str) -> str:
+    """A runtime assertion's error without the node it names: a re-trace (run_decompositions) names its
+    nodes from counters outside the program, as `positional_names` says."""
+    return re.sub(r"on node '[A-Za-z_][A-Za-z0-9_]*'", "on node '…'", error)
 
 
 def _check_resave(row: Row, job: dict, loaded: dict, target: dict, path: str, jobdir: str) -> None:

@@ -207,6 +207,9 @@ def describe_graph(gm: torch.fx.GraphModule, *, meta: bool) -> dict:
     return out
 
 
+_ON_NODE = re.compile(r"on node '([A-Za-z_][A-Za-z0-9_]*)'")
+
+
 def positional_names(desc: dict) -> dict:
     """A graph description with intermediate node names replaced by their position.
 
@@ -221,7 +224,9 @@ def positional_names(desc: dict) -> dict:
 
     def sub(a):
         if isinstance(a, str):
-            return mapping.get(a, a)
+            # a runtime assertion's message names a node of the trace that inserted it ("... on node
+            # 'le_1'"), not always one of this graph: an intermediate name too
+            return mapping.get(a) or _ON_NODE.sub("on node '…'", a)
         if isinstance(a, list):
             return [sub(x) for x in a]
         if isinstance(a, dict):

@@ -75,6 +75,10 @@ _BITS = {O.BITWISE_AND: "&", O.BITWISE_OR: "|", O.BITWISE_XOR: "^"}
 I, F, B = "i", "f", "b"
 
 
+#: characters a power of a constant exponent may take when printed as a product, as torch prints it
+_MAX_PRODUCT_TEXT = 4096
+
+
 def _fail(reason: str) -> str:
     # an evaluation error of §11.4 where the node is evaluated; no quote or backslash (torch pastes the
     # guard into a double-quoted message)
@@ -402,6 +406,14 @@ class GuardPrinter:
             return f"({t(0)} // {t(1)})" if F not in ks else f"({fl(0)} // {fl(1)})"
         if op in (O.PYTHON_MOD, O.MOD):
             return f"({t(0)} % {t(1)})" if F not in ks else f"({fl(0)} % {fl(1)})"
+        if op == O.POW and self.exprs[args[1]].kind == K.INTEGER and 0 <= self.exprs[args[1]].int_value <= 64:
+            # torch's printer writes sympy's Pow of a constant exponent as a product (`s*s`), and its
+            # guard messages quote that text; PowByNatural stays `**`
+            # (up to a bounded text: a nested power must not grow the code geometrically)
+            k, base = self.exprs[args[1]].int_value, t(0)
+            if k * len(base) <= _MAX_PRODUCT_TEXT:
+                return "(" + "*".join([base] * k) + ")" if k > 1 else (base if k else "1")
+            return f"({base}**{k})"
         if op in (O.POW_BY_NATURAL, O.POW):
             return f"({t(0)}**{t(1)})"
         if op == O.INT_TRUE_DIV:

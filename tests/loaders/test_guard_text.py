@@ -457,3 +457,27 @@ def test_ts_evaluator_agrees(batch):
     want = [reference(exprs, values) for exprs, _, values in cases]
     bad = [n for n, (g, w) in enumerate(zip(got, want, strict=True)) if g != w]
     assert not bad, [(n, got[n], want[n], cases[n][2]) for n in bad[:5]]
+
+
+def test_a_power_of_a_constant_exponent_reads_as_torchs_product(tmp_path):
+    """torch prints sympy's Pow(s, 2) as `s*s` in its guard code, and its guard messages quote that text:
+    a rejected input names the guard exactly as the exported program's module() does."""
+    import warnings
+
+    import pt2format
+    from conformance import corpus
+
+    prog = corpus.get_case("torch_test.export_statically_known_true").build()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ep = prog.export()
+        pt2format.save(ep, tmp_path / "p.pt2f", progress=False)
+        loaded = pt2format.load(tmp_path / "p.pt2f")
+    (args, kwargs), = prog.invalid_inputs
+    messages = []
+    for module in (ep.module(), loaded.module()):
+        with pytest.raises(AssertionError) as e:
+            module(*args, **kwargs)
+        messages.append(str(e.value))
+    assert "*" in messages[0] and "**" not in messages[0]  # the case still holds a squared size
+    assert messages[1] == messages[0]

@@ -88,9 +88,10 @@ def prepare(case_name: str, encoding: str, directory: Path) -> list[Job]:
                 continue
             pt2format.save_weights(weights, job.inputs, progress=False)
             module = pt2format.load_module(model, program=job.program, allow_subclasses=trusted_subclasses())
-            with torch.no_grad():
-                module(*_clone(tuple(spec.args)), **_clone(dict(spec.kwargs)))
-                out = module(*_clone(tuple(spec.args)), **_clone(dict(spec.kwargs)))
+            args, kwargs = _clone(tuple(spec.args)), _clone(dict(spec.kwargs))
+            with torch.no_grad():  # the same inputs twice, as pt2f-run's runs get them (a mutated input stays so)
+                module(*args, **kwargs)
+                out = module(*args, **kwargs)
             leaves = pytree.tree_flatten(out, is_leaf=lambda x: x is None)[0]
             job.expected = {i: as_tensor(v) for i, v in enumerate(leaves) if v is not None}
             job.expected_state = behave.snapshot(module)
@@ -115,8 +116,9 @@ def run_batch(exe: Path, jobs: list[Job], directory: Path, timeout: float = 1800
 
 def compare(job: Job) -> str | None:
     """Why the runner's outputs or state differ from load_module's (None: bit-identical)."""
-    with pt2format.open(job.output) as f:
-        got = {int(k): f.get_tensor(k).clone() for k in f.keys()}
+    # read, not mapped: the tensors outlive the file (and clone() has no kernel for sub-byte dtypes)
+    with pt2format.open(job.output, mmap=False) as f:
+        got = {int(k): f.get_tensor(k) for k in f.keys()}
     if set(got) != set(job.expected):
         return f"output positions {sorted(got)} vs load_module's {sorted(job.expected)}"
     for i, want in job.expected.items():
@@ -125,8 +127,8 @@ def compare(job: Job) -> str | None:
             return f"output {i}: {g.dtype}{list(g.shape)} vs load_module's {want.dtype}{list(want.shape)}"
         if job.deterministic and tensor_bytes(g.contiguous()) != tensor_bytes(want.contiguous()):
             return f"output {i}: values differ"
-    with pt2format.open(job.state) as f:
-        ours = {k: f.get_tensor(k).clone() for k in f.keys()}
+    with pt2format.open(job.state, mmap=False) as f:
+        ours = {k: f.get_tensor(k) for k in f.keys()}
     missing = sorted(set(job.expected_state) - set(ours))
     if missing:
         return f"state entries missing from the runner's state: {missing}"

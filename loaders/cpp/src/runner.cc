@@ -205,10 +205,6 @@ at::Tensor view_of(const pt2f::TensorView &tv, const c10::Storage &storage, cons
   return at::Tensor(std::move(impl));
 }
 
-std::string symint_text(const pt2format::SymInt *s) {
-  return s->expr() < 0 ? std::to_string(s->value()) : "sym_exprs[" + std::to_string(s->expr()) + "]";
-}
-
 }  // namespace
 }  // namespace detail
 

@@ -1,5 +1,5 @@
 // Interpret a compiled plan: operators called boxed through the dispatcher, Python builtins on scalars with
-// Python's semantics, and the higher-order operators cond, while_loop, map_impl, invoke_subgraph and
+// Python's semantics, and the higher-order operators cond, while_loop, map_impl, scan, invoke_subgraph and
 // wrap_with_set_grad_enabled, each as torch's own dense implementation runs it.
 #include <ATen/EmptyTensor.h>
 #include <c10/core/GradMode.h>
@@ -125,6 +125,8 @@ Num num(const c10::IValue &v, const std::string &where) {
   fail(RunnerErrorKind::UnsupportedNode, where + ": a builtin on a " + v.tagKind() + " value (only int, float, bool)");
 }
 
+// `overflow` must be computed before the call: argument evaluation order is unspecified, so
+// `checked(__builtin_add_overflow(x, y, &r), r, w)` may read `r` before the add writes it.
 int64_t checked(bool overflow, int64_t v, const std::string &where) {
   if (overflow) fail(RunnerErrorKind::Execution, where + ": integer result does not fit in 64 bits");
   return v;
@@ -212,13 +214,13 @@ c10::IValue builtin(const Step &s, const std::vector<c10::IValue> &a) {
       return items[size_t(i)];
     }
     case Builtin::Add:
-      return arith([&](int64_t x, int64_t y) { int64_t r; return checked(__builtin_add_overflow(x, y, &r), r, w); },
+      return arith([&](int64_t x, int64_t y) { int64_t r; const bool o = __builtin_add_overflow(x, y, &r); return checked(o, r, w); },
                    [](double x, double y) { return x + y; });
     case Builtin::Sub:
-      return arith([&](int64_t x, int64_t y) { int64_t r; return checked(__builtin_sub_overflow(x, y, &r), r, w); },
+      return arith([&](int64_t x, int64_t y) { int64_t r; const bool o = __builtin_sub_overflow(x, y, &r); return checked(o, r, w); },
                    [](double x, double y) { return x - y; });
     case Builtin::Mul:
-      return arith([&](int64_t x, int64_t y) { int64_t r; return checked(__builtin_mul_overflow(x, y, &r), r, w); },
+      return arith([&](int64_t x, int64_t y) { int64_t r; const bool o = __builtin_mul_overflow(x, y, &r); return checked(o, r, w); },
                    [](double x, double y) { return x * y; });
     case Builtin::TrueDiv: {
       need(2);
@@ -236,8 +238,20 @@ c10::IValue builtin(const Step &s, const std::vector<c10::IValue> &a) {
       need(2);
       Num x = num(a[0], w), y = num(a[1], w);
       if (x.is_int && y.is_int && y.i >= 0) {
-        int64_t r = 1;
-        for (int64_t k = 0; k < y.i; ++k) r = checked(__builtin_mul_overflow(r, x.i, &r), r, w);
+        // by squaring: a count of y multiplications would spin on 1 ** (2 ** 62). A square that
+        // overflows while exponent bits remain means the result overflows too (|base| >= 2).
+        int64_t r = 1, base = x.i, e = y.i;
+        while (e > 0) {
+          if (e & 1) {
+            const bool o = __builtin_mul_overflow(r, base, &r);
+            checked(o, r, w);
+          }
+          e >>= 1;
+          if (e > 0) {
+            const bool o = __builtin_mul_overflow(base, base, &base);
+            checked(o, base, w);
+          }
+        }
         return c10::IValue(r);
       }
       return c10::IValue(std::pow(x.f(), y.f()));
@@ -245,7 +259,7 @@ c10::IValue builtin(const Step &s, const std::vector<c10::IValue> &a) {
     case Builtin::Neg: {
       need(1);
       Num x = num(a[0], w);
-      return x.is_int ? c10::IValue(checked(x.i == std::numeric_limits<int64_t>::min(), -x.i, w)) : c10::IValue(-x.d);
+      return x.is_int ? c10::IValue(-checked(x.i == std::numeric_limits<int64_t>::min(), x.i, w)) : c10::IValue(-x.d);
     }
     case Builtin::Pos: {
       need(1);
@@ -255,7 +269,7 @@ c10::IValue builtin(const Step &s, const std::vector<c10::IValue> &a) {
     case Builtin::Abs: {
       need(1);
       Num x = num(a[0], w);
-      return x.is_int ? c10::IValue(checked(x.i == std::numeric_limits<int64_t>::min(), x.i < 0 ? -x.i : x.i, w))
+      return x.is_int ? c10::IValue(std::abs(checked(x.i == std::numeric_limits<int64_t>::min(), x.i, w)))
                       : c10::IValue(std::fabs(x.d));
     }
     case Builtin::Eq: return compare([](auto x, auto y) { return x == y; });
@@ -394,6 +408,41 @@ std::vector<c10::IValue> hop(const Program &p, const Step &s, const std::vector<
       std::vector<c10::IValue> results;
       for (auto &ts : per_output) results.push_back(call_op(stack_op, {c10::List<at::Tensor>(ts), int64_t(0)})[0]);
       return results;
+    }
+    case Hop::Scan: {  // scan(combine_fn, init, xs, additional_inputs), along dim 0 (torch's generic_scan)
+      need_at_least(4);
+      int f = graph_of(a[0], w);
+      std::vector<c10::IValue> carry, xs, extra;
+      flatten(a[1], carry);
+      flatten(a[2], xs);
+      flatten(a[3], extra);
+      if (xs.empty()) return carry;  // torch returns the init unchanged and no outputs
+      const int64_t n = xs[0].toTensor().size(0);
+      if (n == 0) fail(RunnerErrorKind::Execution, w + ": scan over 0 elements");
+      static const c10::OperatorHandle select = op_handle("aten::select", "int");
+      static const c10::OperatorHandle stack_op = op_handle("aten::stack", "");
+      const size_t n_carry = carry.size();
+      std::vector<std::vector<at::Tensor>> per_output;
+      std::vector<bool> is_tensor;
+      for (int64_t i = 0; i < n; ++i) {
+        std::vector<c10::IValue> in(carry);
+        for (const auto &x : xs) in.push_back(call_op(select, {x, int64_t(0), i})[0]);
+        in.insert(in.end(), extra.begin(), extra.end());
+        auto out = execute(p, f, std::move(in));
+        if (out.size() < n_carry) fail(RunnerErrorKind::Execution, w + ": combine_fn returns fewer values than the carry");
+        if (i == 0) {
+          per_output.resize(out.size() - n_carry);
+          for (size_t k = n_carry; k < out.size(); ++k) is_tensor.push_back(out[k].isTensor());
+        }
+        for (size_t k = n_carry; k < out.size(); ++k)
+          if (is_tensor[k - n_carry]) per_output[k - n_carry].push_back(out[k].toTensor());
+        carry.assign(out.begin(), out.begin() + long(n_carry));
+      }
+      // the stacked outputs: torch writes each step into an empty tensor by scatter_; stack gives the same values
+      for (size_t k = 0; k < per_output.size(); ++k)
+        carry.push_back(is_tensor[k] ? call_op(stack_op, {c10::List<at::Tensor>(per_output[k]), int64_t(0)})[0]
+                                     : c10::IValue());
+      return carry;
     }
   }
   fail(RunnerErrorKind::UnsupportedNode, w + ": unknown higher-order operator");
