@@ -1,6 +1,8 @@
 """Suite-wide options.
 
-`--corpus` runs the slow full conformance corpus.
+`--corpus` runs the slow full conformance corpus. `--exhaustive` also runs what is too slow for
+CI over every corpus case (tests marked `exhaustive`: without it they are deselected, not
+skipped); CI runs a fixed sample of those cases.
 
 `--serdes` (`--serdes-encoding msgpack|json` for another encoding; or the environment
 variable `PT2F_SERDES=1|flatbuffers|msgpack|json`) runs the tests in serdes mode, as torch's
@@ -20,6 +22,8 @@ import pytest
 def pytest_addoption(parser):
     parser.addoption("--corpus", action="store_true", default=False,
                      help="also run the full conformance corpus (tests marked 'corpus')")
+    parser.addoption("--exhaustive", action="store_true", default=False,
+                     help="also the checks too slow for CI on every corpus case (tests marked 'exhaustive')")
     parser.addoption("--serdes", action="store_true", default=False,
                      help="serdes mode: torch.export.export returns pt2format.load(pt2format.save(ep)); "
                           "also PT2F_SERDES=1|flatbuffers|msgpack|json")
@@ -70,6 +74,11 @@ def pytest_collection_modifyitems(config, items):
         for item in items:
             if item.nodeid in EXPECTED_FAILURES:
                 item.add_marker(pytest.mark.xfail(strict=True, reason="serdes mode: " + EXPECTED_FAILURES[item.nodeid]))
+    if not config.getoption("--exhaustive"):
+        kept = [item for item in items if "exhaustive" not in item.keywords]
+        if len(kept) != len(items):
+            config.hook.pytest_deselected(items=[item for item in items if "exhaustive" in item.keywords])
+            items[:] = kept
     if config.getoption("--corpus"):
         return
     skip = pytest.mark.skip(reason="full corpus: run with --corpus")

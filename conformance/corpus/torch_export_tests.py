@@ -39,6 +39,7 @@ _SRC = "test/export/test_export.py"
 # Known problems (the xfail of a case; see the module docstring). The names of the tests parametrized
 # over the corpus, for problems that fail only some of them:
 _CORPUS, _LOAD_MODULE, _INTEROP = "test_corpus_case", "test_load_module_matches_torch_module", "test_torch_roundtrip"
+_BEHAVES = "test_corpus_case_behaves_like_torchs_program"  # tests/roundtrip/test_user_operations.py
 
 # Found by this port, not in issue 20's list:
 _UNFLATTEN_STATE = ("new finding: a submodule called twice (n@1) that mutates a buffer, with "
@@ -1054,7 +1055,8 @@ class _VeryLarge(nn.Module):
         return x.reshape([-1]) + torch.ones(unbacked)
 
 
-@case("torch_test.replace_unbacked_with_very_large_upperbound", tags=_TAGS, xfail={_CORPUS: _CONST_SYM})
+@case("torch_test.replace_unbacked_with_very_large_upperbound", tags=_TAGS, xfail={_CORPUS: _CONST_SYM,
+                                                                                           _BEHAVES: _CONST_SYM})
 def replace_unbacked_with_very_large_upperbound():
     """test_export.py::test_replace_unbacked_with_very_large_upperbound: an upper bound beyond 2**53 (exact
     integers in ranges and assertions), Dim.AUTO, strict."""
@@ -1395,7 +1397,8 @@ def _export_repeat_interleave(m, args):
     return run
 
 
-@case("torch_test.repeat_interleave", tags=_TAGS, xfail={_CORPUS: _SIZE_ONE_OBLIVIOUS})
+@case("torch_test.repeat_interleave", tags=_TAGS, xfail={_CORPUS: _SIZE_ONE_OBLIVIOUS,
+                                                                 _BEHAVES: _SIZE_ONE_OBLIVIOUS})
 def repeat_interleave():
     """test_export.py::test_repeat_interleave: exported with backed_size_oblivious=True; a shared Dim and an
     output sized by the data (repeat_interleave)."""

@@ -9,12 +9,14 @@ output from the same run.
 
 The default run takes a few representative programs, among them the outside
 cases of the issue (BatchNorm in train mode, a buffer updated by `index_put_`
-with accumulate, weight_norm parametrization, a static KV cache); every
-corpus case runs with `--corpus`.
+with accumulate, weight_norm parametrization, a static KV cache); `--corpus`
+(CI) adds a fixed quarter of the conformance corpus, and `--exhaustive`
+every case (about 30 minutes on one core).
 
 Known torch differences (`_TORCH_BUGS`, each with its reason): where torch's
-own save and load do not give back the program torch exported, pt2format's
-program must behave like the exported program itself.
+own save and load do not give back the program torch exported, both are
+compared after undoing the documented change, or pt2format's program must
+behave like the exported program itself.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import io
 import pickle
 import re
 import warnings
+import zlib
 
 import pytest
 import torch
@@ -33,13 +36,17 @@ import pt2format
 from conformance import corpus
 from conformance._behave import restore, snapshot
 from conformance._tensorio import tensor_bytes
+from conformance.adapters import trusted_subclasses
 from conformance.runner import not_exportable
 
+def _storage(t):
+    """The address of a plain tensor's storage; None for a subclass (a wrapper has none of its own)."""
+    return t.untyped_storage().data_ptr() if type(t) in (torch.Tensor, torch.nn.Parameter) else None
+
+
 def _buffer_views_a_parameter(ep, op) -> bool:
-    params = {t.untyped_storage().data_ptr() for k, t in ep.state_dict.items()
-              if isinstance(t, torch.nn.Parameter)}
-    return any(not isinstance(t, torch.nn.Parameter) and t.untyped_storage().data_ptr() in params
-               for t in ep.state_dict.values())
+    params = {_storage(t) for k, t in ep.state_dict.items() if isinstance(t, torch.nn.Parameter)} - {None}
+    return any(not isinstance(t, torch.nn.Parameter) and _storage(t) in params for t in ep.state_dict.values())
 
 
 def _higher_order_tuple_operands(ep, op) -> bool:
@@ -85,23 +92,69 @@ def _range_of_unseen_symbol(ep, op) -> bool:
     return any(not k.free_symbols <= seen for k in ep.range_constraints)
 
 
-_HOP_LIST_OPERAND = re.compile(r"(torch\.ops\.higher_order\.\w+\(.*?), \[([^\[\]]*)\]\)")
+def _stale_code(ep, op) -> bool:
+    if op not in ("code", "print_readable"):
+        return False
+    return any(m.code != m.graph.python_code("self").src for m in _graph_modules(ep))
+
+
+def _not_compared(text):  # a marker, never called: see _TORCH_BUGS
+    raise AssertionError("not a normalizer")
+
+
+_NOT_COMPARED = _not_compared
+
+
+def _multi_output_nodes(ep, op) -> bool:
+    return op in ("print", "print_readable", "code") and any(
+        n.op == "call_function" and isinstance(n.meta.get("val"), (tuple, list))
+        for m in _graph_modules(ep) for n in m.graph.nodes)
+
+
+def _constant_tensor_persistence(ep, op) -> bool:
+    return op == "print" and any(s.kind.name == "CONSTANT_TENSOR" and s.persistent is not None
+                                 for s in ep.graph_signature.input_specs)
+
+
+def _derived_sizes(ep, op) -> bool:
+    if not op.startswith("decompositions"):
+        return False
+    sizes = [d for n in ep.graph.nodes if n.op == "placeholder" and isinstance(n.meta.get("val"), torch.Tensor)
+             for d in n.meta["val"].shape]
+    return any(isinstance(d, torch.SymInt) and not d.node.expr.is_symbol for d in sizes)
+
+
+_HOP_CALL = re.compile(r"torch\.ops\.higher_order\.\w+\(")
+_FLAT_LIST = re.compile(r"\[([^\[\]()]*)\]")
 
 
 def _as_tuple_operands(text: str) -> str:
-    """torch's loaded graph text with a higher-order operator's list operand printed as the tuple it was."""
+    """Graph text with every flat list in a higher-order operator's call, and in a `return [...]`,
+    printed as a tuple: torch's deserializer rebuilds tuple operands (and a subgraph's output tuple) as
+    lists. Applied to both sides, so a list that was a list compares equal too."""
     def tup(m):
-        items = m[2]
-        return f"{m[1]}, ({items}{',' if items and ', ' not in items else ''}))"
-    return _HOP_LIST_OPERAND.sub(tup, text)
+        items = m[1]
+        return f"({items}{',' if items and ', ' not in items else ''})"
+
+    lines = []
+    for line in text.split("\n"):
+        if _HOP_CALL.search(line) or line.lstrip().startswith("return ["):
+            line = _FLAT_LIST.sub(tup, line)
+        lines.append(line)
+    return "\n".join(lines)
 
 
 #: Where torch's own save and load do not give back the program torch exported: (reason, applies(ep, op),
 #: normalize). Where one applies and torch's loaded program differs from ours, either both observations are
 #: compared after `normalize` (a text function undoing torch's documented change, when the change is only
 #: that), or, without one, ours is compared with the exported program itself (a deep copy of it, operated on
-#: the same way) and must behave like it.
+#: the same way) and must behave like it. `_NOT_COMPARED`: a loss both serializers share, so neither torch's
+#: loaded program nor the exported one is a reference; the operation is not compared for that program.
 _TORCH_BUGS = [
+    ("the exported program's code is stale: torch removed nodes from its graph after the last recompile (a "
+     "second `getitem = nonzero_numpy[0]`, an unused getitem of while_loop_stack_output), so its `.code` and "
+     "print_readable show nodes its graph no longer has; a loaded program's code is made from the graph, "
+     "torch's with its own getitem order, so neither is a reference", _stale_code, _NOT_COMPARED),
     ("torch.export.load rebuilds a buffer that views a parameter's storage as an autograd view of the parameter "
      "(requires_grad=True, grad_fn=AsStridedBackward0) where the exported program's buffer is a plain leaf: its "
      "outputs then require grad, and copy.deepcopy of its program raises 'Only Tensors created explicitly by the "
@@ -117,6 +170,13 @@ _TORCH_BUGS = [
     ("torch's deserializer names a get_attr node after its target (`submod_1 = self.submod_1`) where the exported "
      "program's node has another name (`submod_3 = self.submod_1`, after set_grad regions are split)",
      _get_attr_renamed, None),
+    ("torch's deserializer places every getitem of a multi-output node right after it, names an unused one "
+     "`<node>_unused_<i>` and a None one `as_none`: the exported program keeps the traced names and order",
+     _multi_output_nodes, None),
+    ("torch's deserializer drops the `persistent` flag of a CONSTANT_TENSOR input spec: the exported program "
+     "prints `persistent=True`", _constant_tensor_persistence, None),
+    ("run_decompositions() of torch's loaded program raises where an input's size is a derived expression "
+     "(Dim `d + 1`, `2 * d`): the exported program decomposes", _derived_sizes, None),
     ("torch's deserializer drops the range constraint of every symbol the graph's values do not mention (it warns "
      "'Symbol u2 did not appear in the graph that was deserialized'): the exported program prints them",
      _range_of_unseen_symbol, None),
@@ -326,16 +386,24 @@ def compare_operations(ep, prog, tmp_path, exact: bool, label: str, operations=O
             torch.manual_seed(0)
             want = _observe(lambda: op(_torch_loaded(blob), prog, exact))
             torch.manual_seed(0)
-            got = _observe(lambda: op(pt2format.load(path), prog, exact))
-        bugs = [(applies, fn) for _, applies, fn in _TORCH_BUGS if want != got and applies(ep, name)]
-        for fn in (fn for _, fn in bugs if fn is not None):
-            want, got = _normalized(want, fn), _normalized(got, fn)
-        if want != got and any(fn is None for _, fn in bugs):
+            got = _observe(lambda: op(pt2format.load(path, allow_subclasses=trusted_subclasses()), prog, exact))
+        bugs = [fn for _, applies, fn in _TORCH_BUGS if want != got and applies(ep, name)]
+        if _NOT_COMPARED in bugs:
+            continue
+
+        def norm(x):
+            for fn in bugs:
+                x = _normalized(x, fn) if fn is not None else x
+            return x
+
+        if bugs:
+            want, got = norm(want), norm(got)
+        if want != got and None in bugs:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 torch.manual_seed(0)
                 restore(ep, initial)  # the exported program itself, in the state it was saved in
-                want = _observe(lambda: op(ep, prog, exact))
+                want = norm(_observe(lambda: op(ep, prog, exact)))
         if want != got:
             diffs.append(f"{label}: {name}: {_first_difference(want, got)}")
     return diffs
@@ -442,9 +510,17 @@ def test_deepcopy_of_a_loaded_program_keeps_its_own_state(tmp_path):
 _FAST = ("mutations",)  # the default run: one corpus program; the outside cases above are the others
 
 
+def _sampled(name: str) -> bool:
+    """A fixed quarter of the corpus, for the CI lane (--corpus); --exhaustive takes every case.
+    By a hash of the name, so a new case lands in or out of the sample once and for all."""
+    return zlib.crc32(name.encode()) % 4 == 0
+
+
 def _corpus_params():
     for c in corpus.all_cases().values():
         marks = [] if c.name in _FAST else [pytest.mark.corpus]
+        if c.name not in _FAST and not _sampled(c.name):
+            marks.append(pytest.mark.exhaustive)
         if c.slow:
             marks.append(pytest.mark.timeout(3600))
         yield pytest.param(c.name, marks=marks, id=c.name)

@@ -23,7 +23,8 @@ const std::unordered_map<std::string, Builtin> &builtins() {
       {"_operator.gt", Builtin::Gt}, {"_operator.ge", Builtin::Ge}, {"_operator.and_", Builtin::And},
       {"_operator.or_", Builtin::Or}, {"_operator.not_", Builtin::Not}, {"torch.sym_max", Builtin::SymMax},
       {"torch.sym_min", Builtin::SymMin}, {"torch.sym_not", Builtin::SymNot}, {"torch.sym_int", Builtin::SymInt},
-      {"torch.sym_float", Builtin::SymFloat}, {"torch.sym_ite", Builtin::SymIte}, {"math.floor", Builtin::Floor},
+      {"torch.sym_float", Builtin::SymFloat}, {"torch.sym_ite", Builtin::SymIte},
+      {"torch.sym_sum", Builtin::SymSum}, {"math.floor", Builtin::Floor},
       {"math.ceil", Builtin::Ceil}, {"math.trunc", Builtin::Trunc}, {"math.sqrt", Builtin::Sqrt},
       {"torch.sym_sqrt", Builtin::Sqrt}, {"torch._C._set_grad_enabled", Builtin::SetGradEnabled},
   };

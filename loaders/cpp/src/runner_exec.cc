@@ -289,6 +289,21 @@ c10::IValue builtin(const Step &s, const std::vector<c10::IValue> &a) {
     }
     case Builtin::Not:
     case Builtin::SymNot: need(1); return c10::IValue(!truthy(a[0], w));
+    case Builtin::SymSum: {  // Python's sum() of the list: an int until a float joins
+      need(1);
+      if (!a[0].isList()) fail(RunnerErrorKind::UnsupportedNode, w + ": sym_sum of a " + a[0].tagKind() + " value");
+      Num acc{true, 0, 0};
+      for (const auto &v : a[0].toListRef()) {
+        Num x = num(v, w);
+        if (acc.is_int && x.is_int) {
+          const bool o = __builtin_add_overflow(acc.i, x.i, &acc.i);
+          checked(o, acc.i, w);
+        } else {
+          acc = Num{false, 0, acc.f() + x.f()};
+        }
+      }
+      return acc.is_int ? c10::IValue(acc.i) : c10::IValue(acc.d);
+    }
     case Builtin::SymMax:
     case Builtin::SymMin: {
       need(2);

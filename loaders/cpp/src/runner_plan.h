@@ -56,7 +56,7 @@ struct OutBind {
 
 enum class Builtin : uint8_t {
   Getitem, Add, Sub, Mul, TrueDiv, FloorDiv, Mod, Pow, Neg, Pos, Abs, Eq, Ne, Lt, Le, Gt, Ge, And, Or, Not,
-  SymMax, SymMin, SymNot, SymInt, SymFloat, SymIte, Floor, Ceil, Trunc, Sqrt, SetGradEnabled,
+  SymMax, SymMin, SymNot, SymInt, SymFloat, SymIte, SymSum, Floor, Ceil, Trunc, Sqrt, SetGradEnabled,
 };
 
 enum class Hop : uint8_t { Cond, WhileLoop, Map, Scan, InvokeSubgraph, SetGradEnabled };
