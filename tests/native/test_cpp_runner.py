@@ -30,7 +30,6 @@ ENCODINGS = ("flatbuffers", "msgpack", "json")
 #: case -> what the runner's error says (or why its inputs cannot be written), for every case it cannot run.
 CANNOT_RUN = {
     "scalar_none_kwargs_inputs": "a str cannot travel in a weight file",
-    "autocast_region": "higher-order operator wrap_with_autocast is not supported",
     # custom operators defined in Python (torch.library): no library to load
     "custom_op": "operator pt2f_conf::scaled_add is not registered",
     "cond_after_mutating_op": "operator pt2f_conf::add_into is not registered",
@@ -56,7 +55,6 @@ CANNOT_RUN = {
     # the runner binds symbols from plain sizes, load_module solves the expression
     "torch_test.derived_dim_integer": "has no value",
     "torch_test.colon_parameter": "not a valid attr_path",  # pt2format's save refuses the name (issue 40, section 4)
-    "torch_test.autocast_regions": "wrap_with_autocast is not supported",
     "torch_test.symint_tensor_return": "is not registered",
     "torch_test.custom_op_auto_functionalize": "is not registered",
     "torch_test.custom_op_auto_functionalize_decomposed": "auto_functionalized_v2 is not supported",

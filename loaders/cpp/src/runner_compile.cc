@@ -37,6 +37,7 @@ const std::unordered_map<std::string, Hop> &hops() {
       {"torch.ops.higher_order.while_loop", Hop::WhileLoop},
       {"torch.ops.higher_order.map_impl", Hop::Map},
       {"torch.ops.higher_order.scan", Hop::Scan},
+      {"torch.ops.higher_order.wrap_with_autocast", Hop::Autocast},
       {"torch.ops.higher_order.invoke_subgraph", Hop::InvokeSubgraph},
       {"torch.ops.higher_order.wrap_with_set_grad_enabled", Hop::SetGradEnabled},
   };

@@ -1,7 +1,8 @@
 // Interpret a compiled plan: operators called boxed through the dispatcher, Python builtins on scalars with
-// Python's semantics, and the higher-order operators cond, while_loop, map_impl, scan, invoke_subgraph and
-// wrap_with_set_grad_enabled, each as torch's own dense implementation runs it.
+// Python's semantics, and the higher-order operators cond, while_loop, map_impl, scan, invoke_subgraph,
+// wrap_with_set_grad_enabled and wrap_with_autocast, each as torch's own dense implementation runs it.
 #include <ATen/EmptyTensor.h>
+#include <ATen/autocast_mode.h>
 #include <c10/core/GradMode.h>
 
 #include <cmath>
@@ -358,6 +359,35 @@ std::vector<c10::IValue> call_op(const c10::OperatorHandle &op, std::vector<c10:
   return stack;
 }
 
+// torch.autocast's __enter__ and __exit__ (torch/amp/autocast_mode.py), as one scope: the thread's
+// autocast state for the device is set for the region and restored after it, even when it throws.
+class AutocastRegion {
+ public:
+  AutocastRegion(at::DeviceType device, at::ScalarType dtype, bool enabled, bool cache_enabled)
+      : device_(device),
+        prev_cache_(at::autocast::is_autocast_cache_enabled()),
+        prev_enabled_(at::autocast::is_autocast_enabled(device)),
+        prev_dtype_(at::autocast::get_autocast_dtype(device)) {
+    at::autocast::set_autocast_enabled(device, enabled);
+    at::autocast::set_autocast_dtype(device, dtype);
+    at::autocast::increment_nesting();
+    at::autocast::set_autocast_cache_enabled(cache_enabled);
+  }
+  ~AutocastRegion() {
+    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+    at::autocast::set_autocast_enabled(device_, prev_enabled_);
+    at::autocast::set_autocast_dtype(device_, prev_dtype_);
+    at::autocast::set_autocast_cache_enabled(prev_cache_);
+  }
+  AutocastRegion(const AutocastRegion &) = delete;
+  AutocastRegion &operator=(const AutocastRegion &) = delete;
+
+ private:
+  at::DeviceType device_;
+  bool prev_cache_, prev_enabled_;
+  at::ScalarType prev_dtype_;
+};
+
 std::vector<c10::IValue> hop(const Program &p, const Step &s, const std::vector<c10::IValue> &a) {
   const std::string &w = s.where;
   auto need_at_least = [&](size_t n) {
@@ -382,6 +412,14 @@ std::vector<c10::IValue> hop(const Program &p, const Step &s, const std::vector<
       need_at_least(2);
       c10::AutoGradMode mode(truthy(a[0], w));
       return execute(p, graph_of(a[1], w), operands(2));
+    }
+    case Hop::Autocast: {  // wrap_with_autocast(device_type, dtype, enabled, cache_enabled, fn, *args)
+      need_at_least(5);
+      if (!a[0].isString()) fail(RunnerErrorKind::UnsupportedNode, w + ": device_type must be a string");
+      const at::DeviceType device = c10::Device(a[0].toStringRef()).type();
+      AutocastRegion region(device, a[1].isNone() ? at::autocast::get_autocast_dtype(device) : a[1].toScalarType(),
+                            truthy(a[2], w), a[3].isNone() ? at::autocast::is_autocast_cache_enabled() : truthy(a[3], w));
+      return execute(p, graph_of(a[4], w), operands(5));
     }
     case Hop::WhileLoop: {  // while_loop(cond_fn, body_fn, carried_inputs, additional_inputs)
       need_at_least(4);

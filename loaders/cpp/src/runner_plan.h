@@ -59,7 +59,7 @@ enum class Builtin : uint8_t {
   SymMax, SymMin, SymNot, SymInt, SymFloat, SymIte, SymSum, Floor, Ceil, Trunc, Sqrt, SetGradEnabled,
 };
 
-enum class Hop : uint8_t { Cond, WhileLoop, Map, Scan, InvokeSubgraph, SetGradEnabled };
+enum class Hop : uint8_t { Cond, WhileLoop, Map, Scan, InvokeSubgraph, SetGradEnabled, Autocast };
 
 /// One node.
 struct Step {
