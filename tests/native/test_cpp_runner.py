@@ -199,3 +199,34 @@ def test_runner_refuses_damaged_file(runner_exe, lin_file, tmp_path):
     r = subprocess.run([str(runner_exe), str(bad), "--inputs", str(tmp_path / "in.pt2f"), "--output",
                         str(tmp_path / "o.pt2f")], capture_output=True, text=True, timeout=120)
     assert r.returncode == 1 and "LoadError:" in r.stderr, r.stderr
+
+
+class _Mlp(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(16, 32)
+        self.b = torch.nn.Linear(32, 4)
+
+    def forward(self, x):
+        return self.b(torch.nn.functional.gelu(self.a(x))).softmax(-1)
+
+
+def test_runner_concurrent_runs_of_one_program_agree(runner_exe, tmp_path):
+    """Runner::run is const and thread-safe: 4 threads running one loaded program 25 times each give the
+    outputs a lone run gives, bit for bit (examples/run_threads.cc); and those are load_module's."""
+    exe = runner_exe.parent / "pt2f-run-threads"
+    assert exe.exists(), "scripts/build_cpp.sh did not build pt2f-run-threads beside pt2f-run"
+    ep = torch.export.export(_Mlp(), (torch.randn(8, 16),),
+                             dynamic_shapes=({0: torch.export.Dim("b", min=2, max=64)},))
+    pt2format.save(ep, tmp_path / "mlp.pt2f", progress=False)
+    x = torch.randn(33, 16)
+    pt2format.save_weights({"0": x}, tmp_path / "in.pt2f", progress=False)
+    r = subprocess.run([str(exe), str(tmp_path / "mlp.pt2f"), str(tmp_path / "in.pt2f"), "4", "25"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip() == "OK", r.stdout + r.stderr
+    run, out = _run(runner_exe, tmp_path / "mlp.pt2f", {"0": x}, tmp_path)
+    assert run.returncode == 0, run.stderr
+    with torch.no_grad():
+        want = pt2format.load_module(tmp_path / "mlp.pt2f")(x)
+    with pt2format.open(out, mmap=False) as f:
+        assert torch.equal(f.get_tensor("0"), want)
