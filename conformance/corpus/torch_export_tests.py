@@ -1035,7 +1035,7 @@ class _ReplacedUnbacked(nn.Module):
         return m + n + z
 
 
-@case("torch_test.replaced_unbacked_bindings", tags=_TAGS, xfail={_CORPUS: _CONST_SYM})
+@case("torch_test.replaced_unbacked_bindings", tags=_TAGS, xfail={_CORPUS: _CONST_SYM, _BEHAVES: _CONST_SYM})
 def replaced_unbacked_bindings():
     """test_export.py::test_replaced_unbacked_bindings: unbacked values equated to a constant and to a backed dim."""
     return Program(_ReplacedUnbacked(), (torch.tensor(4), torch.tensor(5), torch.randn(5)),
