@@ -51,9 +51,6 @@ CANNOT_RUN = {
     "torchbind_object": "custom (torchbind) objects are not supported",
     "exportdb.tensor_setattr": "a str cannot travel in a weight file",
     "torch_test.constant_input_naming": "a str cannot travel in a weight file",
-    # an input size that is only a derived expression of its symbol (no input has the symbol's own size):
-    # the runner binds symbols from plain sizes, load_module solves the expression
-    "torch_test.derived_dim_integer": "has no value",
     "torch_test.colon_parameter": "not a valid attr_path",  # pt2format's save refuses the name (issue 40, section 4)
     "torch_test.symint_tensor_return": "is not registered",
     "torch_test.custom_op_auto_functionalize": "is not registered",
@@ -230,3 +227,29 @@ def test_runner_concurrent_runs_of_one_program_agree(runner_exe, tmp_path):
         want = pt2format.load_module(tmp_path / "mlp.pt2f")(x)
     with pt2format.open(out, mmap=False) as f:
         assert torch.equal(f.get_tensor("0"), want)
+
+
+class _Halves(torch.nn.Module):
+    def forward(self, x):
+        a, b = x.chunk(2)
+        return a * b
+
+
+def test_runner_solves_a_size_that_is_only_a_derived_expression(runner_exe, tmp_path):
+    """x.size(0) is 2 * d + 2 and no input has size d: the runner solves d from it (as load_module does),
+    runs an even size bit for bit as load_module, and rejects an odd one as load_module does."""
+    d = torch.export.Dim("d", min=1, max=32)
+    ep = torch.export.export(_Halves(), (torch.randn(10, 3),), dynamic_shapes=({0: 2 * d + 2},))
+    model = tmp_path / "halves.pt2f"
+    pt2format.save(ep, model, progress=False)
+    x = torch.randn(14, 3)
+    r, out = _run(runner_exe, model, {"0": x}, tmp_path)
+    assert r.returncode == 0, r.stderr
+    with torch.no_grad():
+        want = pt2format.load_module(model)(x)
+    with pt2format.open(out, mmap=False) as f:
+        assert torch.equal(f.get_tensor("0"), want)
+    with pytest.raises(AssertionError):
+        pt2format.load_module(model)(torch.randn(13, 3))
+    r, _ = _run(runner_exe, model, {"0": torch.randn(13, 3)}, tmp_path)
+    assert r.returncode == 1 and "GuardError" in r.stderr, r.stderr

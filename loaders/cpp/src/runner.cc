@@ -486,6 +486,56 @@ void Runner::Impl::check_inputs(const std::vector<c10::IValue> &inputs) const {
       ev.set(gs->symbol(), pt2f::SymValue::integer(x));
     }
   }
+  // A size that is only a derived expression of a symbol no plain size binds (torch's Dim `2 * d + 1` with
+  // no input of size d): the symbol is solved from it when the expression is linear in that one symbol,
+  // a * s + b, as torch's derived dims are; the check below then evaluates it with the solution.
+  auto unbound_symbols = [&](uint32_t root) {
+    std::vector<uint32_t> out, stack{root};
+    std::vector<bool> seen(len(prog->sym_exprs()), false);
+    while (!stack.empty()) {
+      const uint32_t i = stack.back();
+      stack.pop_back();
+      if (i >= seen.size() || seen[i]) continue;
+      seen[i] = true;
+      auto *e = prog->sym_exprs()->Get(i);
+      if (e->kind() == pt2format::SymExprKind::SYMBOL) {
+        if (e->symbol() < bound.size() && bound_by[e->symbol()].empty() &&
+            std::find(out.begin(), out.end(), e->symbol()) == out.end())
+          out.push_back(e->symbol());
+      } else {
+        for (auto a : pt2f::each(e->args())) stack.push_back(uint32_t(a));
+      }
+    }
+    return out;
+  };
+  std::vector<uint32_t> probed;
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (const auto &d : derived) {
+      const auto free = unbound_symbols(d.second.first);
+      if (free.size() != 1) continue;
+      const uint32_t sym = free[0];
+      probed.push_back(sym);
+      try {
+        ev.set(sym, pt2f::SymValue::integer(0));
+        const pt2f::SymValue f0 = ev.evaluate(d.second.first);
+        ev.set(sym, pt2f::SymValue::integer(1));
+        const pt2f::SymValue f1 = ev.evaluate(d.second.first);
+        using K = pt2f::SymValue::Kind;
+        if (f0.kind != K::Int || f1.kind != K::Int) continue;
+        const int64_t b = f0.num, a = f1.num - b;
+        if (a == 0 || (d.second.second - b) % a != 0) continue;
+        bound[sym] = (d.second.second - b) / a;
+        bound_by[sym] = d.first;
+        ev.set(sym, pt2f::SymValue::integer(bound[sym]));
+        progress = true;
+      } catch (const pt2f::Error &) {
+        continue;  // not solvable this way: the check below names the expression
+      }
+    }
+  }
+  for (uint32_t s : probed)  // a probe that solved nothing must not stand for a value
+    if (bound_by[s].empty()) ev.unset(s);
   for (const auto &d : derived) {
     pt2f::SymValue want;
     try {

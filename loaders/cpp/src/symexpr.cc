@@ -92,6 +92,13 @@ void SymEvaluator::set(uint32_t i, const SymValue &v) {
   computed_ = false;
 }
 
+void SymEvaluator::unset(uint32_t i) {
+  if (i >= symbols_.size() || !bound_[i]) return;
+  bound_[i] = false;
+  if (computed_) slots_.assign(n_, Slot{});
+  computed_ = false;
+}
+
 void SymEvaluator::set(const std::string &name, const SymValue &v) {
   const auto *syms = program_->symbols();
   for (uint32_t i = 0; syms && i < syms->size(); ++i)

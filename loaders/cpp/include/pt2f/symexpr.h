@@ -60,6 +60,8 @@ class SymEvaluator {
   /// Bind Program.symbols[index] (or the symbol called `name`) to a value.
   void set(uint32_t symbol_index, const SymValue &value);
   void set(const std::string &name, const SymValue &value);
+  /// Forget Program.symbols[index]'s value: it is unknown again.
+  void unset(uint32_t symbol_index);
   /// Bind every symbol that has a hint (the traced example value) to it.
   void bind_hints();
 
