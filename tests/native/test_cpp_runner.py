@@ -22,6 +22,7 @@ from conformance import corpus
 from conformance.runner import not_exportable
 from native_util_cpp import build, missing_toolchain
 import native_runner
+from pt2f_rt_models import MLP
 
 pytestmark = pytest.mark.native
 
@@ -198,25 +199,15 @@ def test_runner_refuses_damaged_file(runner_exe, lin_file, tmp_path):
     assert r.returncode == 1 and "LoadError:" in r.stderr, r.stderr
 
 
-class _Mlp(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.a = torch.nn.Linear(16, 32)
-        self.b = torch.nn.Linear(32, 4)
-
-    def forward(self, x):
-        return self.b(torch.nn.functional.gelu(self.a(x))).softmax(-1)
-
-
 def test_runner_concurrent_runs_of_one_program_agree(runner_exe, tmp_path):
     """Runner::run is const and thread-safe: 4 threads running one loaded program 25 times each give the
     outputs a lone run gives, bit for bit (examples/run_threads.cc); and those are load_module's."""
     exe = runner_exe.parent / "pt2f-run-threads"
     assert exe.exists(), "scripts/build_cpp.sh did not build pt2f-run-threads beside pt2f-run"
-    ep = torch.export.export(_Mlp(), (torch.randn(8, 16),),
+    ep = torch.export.export(MLP(), (torch.randn(8, 4),),
                              dynamic_shapes=({0: torch.export.Dim("b", min=2, max=64)},))
     pt2format.save(ep, tmp_path / "mlp.pt2f", progress=False)
-    x = torch.randn(33, 16)
+    x = torch.randn(33, 4)
     pt2format.save_weights({"0": x}, tmp_path / "in.pt2f", progress=False)
     r = subprocess.run([str(exe), str(tmp_path / "mlp.pt2f"), str(tmp_path / "in.pt2f"), "4", "25"],
                        capture_output=True, text=True, timeout=300)
